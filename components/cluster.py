@@ -1,0 +1,145 @@
+"""The existing AKS cluster: its facts, the prerequisite checks, and the explicit Kubernetes provider.
+
+Not a component: the cluster is looked up (azure-native invoke ``containerservice.getManagedCluster``, ARM
+``GET .../Microsoft.ContainerService/managedClusters/{name}``), never created, and the Kubernetes provider
+is a top-level provider resource that components receive through ``providers=``.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from pulumi_azure_native import containerservice
+
+from components.config import ConfigError, StackConfig
+
+#: kubelogin's login modes that authenticate without the AKS CLI public client id.
+_DROP_CLIENT_ID_MODES = {"azurecli", "workloadidentity", "msi", "azd"}
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What the stack needs to know about the existing managed cluster (from getManagedCluster).
+
+    ``metrics_enabled`` mirrors ``azureMonitorProfile.metrics.enabled`` (the Azure Monitor metrics
+    add-on), ``entra_managed`` ``aadProfile.managed``, ``local_accounts_disabled``
+    ``disableLocalAccounts``.
+    """
+
+    id: str
+    name: str
+    resource_group: str
+    location: str
+    node_resource_group: str
+    metrics_enabled: bool
+    entra_managed: bool
+    local_accounts_disabled: bool
+
+
+def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
+    """Look the cluster up and check the prerequisites the configuration relies on.
+
+    Raises ConfigError (key ``extensionAzureMonitor``) when the extension's Azure Monitor integration is on
+    but the cluster lacks the metrics add-on: the extension's PodMonitor would fail to install with
+    "no matches for kind PodMonitor". Raises ConfigError (key ``kubeconfigCredentials``) when admin
+    credentials are asked for but the cluster has local accounts disabled.
+    """
+    result = containerservice.get_managed_cluster(
+        resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name
+    )
+    monitor = result.azure_monitor_profile
+    metrics = monitor.metrics if monitor else None
+    facts = ClusterFacts(
+        id=result.id,
+        name=result.name,
+        resource_group=cfg.cluster_resource_group,
+        location=result.location,
+        node_resource_group=result.node_resource_group or "",
+        metrics_enabled=bool(metrics and metrics.enabled),
+        entra_managed=bool(result.aad_profile and result.aad_profile.managed),
+        local_accounts_disabled=bool(result.disable_local_accounts),
+    )
+    if cfg.extension_azure_monitor and not facts.metrics_enabled:
+        raise ConfigError(
+            "extensionAzureMonitor",
+            f"cluster '{cfg.cluster_name}' has no Azure Monitor metrics add-on "
+            "(azureMonitorProfile.metrics.enabled is not true), so the extension's PodMonitor cannot install; "
+            f"enable it with `az aks update -g {cfg.cluster_resource_group} -n {cfg.cluster_name} "
+            "--enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <workspace id>` "
+            "or set extensionAzureMonitor to false",
+        )
+    if cfg.kubeconfig_credentials == "admin" and facts.local_accounts_disabled:
+        raise ConfigError(
+            "kubeconfigCredentials",
+            f"cluster '{cfg.cluster_name}' has local accounts disabled (disableLocalAccounts), so admin "
+            "credentials cannot be listed; use 'user' (Microsoft Entra ID, kubelogin)",
+        )
+    return facts
+
+
+def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
+    """Rewrite the kubelogin exec plugin of an AKS user kubeconfig to login mode ``mode``.
+
+    AKS returns Entra ID user kubeconfigs with ``kubelogin get-token ... --login devicecode`` (interactive).
+    For a non-interactive mode the ``--login`` value is replaced and ``--client-id`` (the AKS CLI public
+    client) dropped, as ``kubelogin convert-kubeconfig -l <mode>`` does; ``--server-id``, ``--tenant-id``
+    and ``--environment`` are kept. Mode ``devicecode`` and kubeconfigs without a kubelogin exec plugin
+    (local accounts, admin credentials) are returned unchanged.
+    """
+    if mode == "devicecode":
+        return kubeconfig
+    document = yaml.safe_load(kubeconfig)
+    changed = False
+    for user in (document or {}).get("users") or []:
+        plugin = (user.get("user") or {}).get("exec")
+        if not plugin or not str(plugin.get("command", "")).endswith("kubelogin"):
+            continue
+        args, rewritten, skip = list(plugin.get("args") or []), [], False
+        for index, arg in enumerate(args):
+            if skip:
+                skip = False
+                continue
+            if arg in ("--login", "-l") or (arg == "--client-id" and mode in _DROP_CLIENT_ID_MODES):
+                skip = index + 1 < len(args)
+                continue
+            rewritten.append(arg)
+        plugin["args"] = rewritten + ["--login", mode]
+        changed = True
+    return yaml.safe_dump(document, sort_keys=False) if changed else kubeconfig
+
+
+def kubeconfig_for(cfg: StackConfig) -> pulumi.Output[str]:
+    """The cluster's kubeconfig as a secret Output[str].
+
+    From ``listClusterUserCredential`` (format ``exec``, kubelogin for Entra ID clusters) or, with
+    ``kubeconfigCredentials=admin``, ``listClusterAdminCredential``; the first kubeconfig, base64-decoded.
+    The invoke's inputs are plain config values, so the kubeconfig is known during preview and the
+    provider is not needlessly replaced (pulumi-kubernetes replaces a provider whose kubeconfig is unknown).
+    """
+    if cfg.kubeconfig_credentials == "admin":
+        credentials = containerservice.list_managed_cluster_admin_credentials_output(
+            resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name
+        )
+    else:
+        credentials = containerservice.list_managed_cluster_user_credentials_output(
+            resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name, format="exec"
+        )
+    mode = cfg.kubelogin_mode
+    return pulumi.Output.secret(
+        credentials.kubeconfigs.apply(
+            lambda items: kubelogin_kubeconfig(base64.b64decode(items[0].value).decode("utf-8"), mode)
+        )
+    )
+
+
+def kubernetes_provider(name: str, cfg: StackConfig) -> k8s.Provider:
+    """The explicit Kubernetes provider for the cluster; its ``kubeconfig`` input is a Pulumi secret."""
+    return k8s.Provider(
+        name,
+        kubeconfig=kubeconfig_for(cfg),
+        opts=pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]),
+    )

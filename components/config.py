@@ -1,0 +1,276 @@
+"""Stack configuration, read once and validated before any resource is registered.
+
+The keys, their types, descriptions and defaults are declared in ``Pulumi.yaml`` (Pulumi's project config
+schema); that file is the single source of them. The Pulumi CLI applies those defaults before the program
+runs; :func:`parse` applies them too, so the offline plan and the tests see what the CLI would hand over.
+
+Every rule below raises :class:`ConfigError`, whose one-line message names the key and what is expected.
+Sources of the naming rules: Azure's "Naming rules and restrictions for Azure resources" (resource groups,
+managed clusters, private link services, subnets, Managed Grafana, Azure Monitor workspaces) and the
+``Microsoft.Dashboard/grafana/managedPrivateEndpoints`` REST API (2-20 characters, letter first).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+
+import pulumi
+import yaml
+
+PROJECT = "aks-gpu-observability"
+PROJECT_FILE = Path(__file__).resolve().parent.parent / "Pulumi.yaml"
+
+
+class ConfigError(pulumi.RunError):
+    """Invalid stack configuration (or a cluster fact that contradicts it).
+
+    ``str(error)`` is one line, ``"<key>: <what is wrong and what is expected>"``. It derives from
+    ``pulumi.RunError`` so ``pulumi up`` prints the line without a Python stack trace.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = message
+        super().__init__(f"{key}: {message}")
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """The validated stack configuration. Field ``foo_bar`` mirrors config key ``fooBar``.
+
+    Units: ``*_timeout_seconds`` are seconds. Empty strings mean "not set" for the optional keys whose
+    default is empty (``extension_version``, ``private_link_service_resource_group``,
+    ``private_link_subnet``).
+    """
+
+    cluster_name: str
+    cluster_resource_group: str
+    kubeconfig_credentials: str
+    kubelogin_mode: str
+    extension_name: str
+    extension_release_train: str
+    extension_version: str
+    extension_gpu_observability: bool
+    extension_azure_monitor: bool
+    extension_timeout_seconds: int
+    pyroscope_chart: str
+    pyroscope_chart_version: str
+    pyroscope_image_tag: str
+    pyroscope_release_timeout_seconds: int
+    private_link_service_name: str
+    private_link_service_resource_group: str
+    private_link_visibility: str
+    private_link_subnet: str
+    private_link_ip_address_count: int
+    grafana_name: str
+    grafana_resource_group: str
+    monitor_workspace_name: str
+    monitor_workspace_resource_group: str
+    managed_private_endpoint_name: str
+
+    @property
+    def private_link_visibility_list(self) -> list[str]:
+        """``["*"]`` or the subscription ids, in the order given."""
+        return self.private_link_visibility.split()
+
+
+def snake(key: str) -> str:
+    """``privateLinkServiceName`` -> ``private_link_service_name``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+@lru_cache(maxsize=None)
+def declared() -> dict[str, dict]:
+    """The ``config:`` block of Pulumi.yaml: key -> {"type", "description", "default"?}."""
+    with PROJECT_FILE.open(encoding="utf-8") as fh:
+        project = yaml.safe_load(fh)
+    return dict(project.get("config") or {})
+
+
+# --- rules -------------------------------------------------------------------------------------------
+
+Rule = Callable[[str, object], None]
+
+
+def _regex(pattern: str, expected: str) -> Rule:
+    compiled = re.compile(pattern)
+
+    def check(key: str, value: object) -> None:
+        if not isinstance(value, str) or not compiled.fullmatch(value):
+            raise ConfigError(key, f"{expected} (got {value!r})")
+
+    return check
+
+
+def _optional(rule: Rule) -> Rule:
+    def check(key: str, value: object) -> None:
+        if value != "":
+            rule(key, value)
+
+    return check
+
+
+def _one_of(*allowed: str) -> Rule:
+    def check(key: str, value: object) -> None:
+        if value not in allowed:
+            raise ConfigError(key, f"expected one of {', '.join(allowed)} (got {value!r})")
+
+    return check
+
+
+def _between(low: int, high: int, unit: str = "") -> Rule:
+    def check(key: str, value: object) -> None:
+        assert isinstance(value, int)
+        if not low <= value <= high:
+            suffix = f" {unit}" if unit else ""
+            raise ConfigError(key, f"expected an integer from {low} to {high}{suffix} (got {value})")
+
+    return check
+
+
+def _resource_group(key: str, value: object) -> None:
+    # 1-90: letters (Unicode), digits, '_', '-', '.', '(' and ')'; must not end with '.'.
+    if not isinstance(value, str) or not re.fullmatch(r"[\w\-.()]{1,90}", value) or value.endswith("."):
+        raise ConfigError(
+            key,
+            "expected an Azure resource group name: 1-90 letters, digits, '_', '-', '.', '(' or ')', "
+            f"not ending in '.' (got {value!r})",
+        )
+
+
+def _visibility(key: str, value: object) -> None:
+    items = str(value).split()
+    guid = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+    if items == ["*"] or (items and all(guid.fullmatch(item) for item in items)):
+        return
+    raise ConfigError(
+        key, f"expected '*' or a space-separated list of subscription GUIDs (got {value!r})"
+    )
+
+
+def _chart(key: str, value: object) -> None:
+    if not isinstance(value, str) or not re.fullmatch(r"(oci|https)://[A-Za-z0-9.-]+(:\d+)?(/[\w.\-/]*)?", value):
+        raise ConfigError(
+            key,
+            "expected an oci:// chart reference or an https:// chart repository URL "
+            f"(got {value!r})",
+        )
+
+
+# semver.org's recommended regular expression (2.0.0), without a leading 'v'.
+_SEMVER = (
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
+)
+_semver = _regex(_SEMVER, "expected an exact semantic version such as 1.15.0 (no ranges, no 'v' prefix)")
+
+RULES: dict[str, Rule] = {
+    "clusterName": _regex(
+        r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?",
+        "expected an AKS cluster name: 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit",
+    ),
+    "clusterResourceGroup": _resource_group,
+    "kubeconfigCredentials": _one_of("user", "admin"),
+    "kubeloginMode": _one_of("azurecli", "workloadidentity", "msi", "azd", "devicecode"),
+    "extensionName": _regex(
+        r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?",
+        "expected an extension name: 1-63 lowercase letters, digits or '-', starting and ending with a letter or digit",
+    ),
+    "extensionReleaseTrain": _regex(
+        r"[A-Za-z][A-Za-z0-9-]{0,31}", "expected a release train name such as preview or stable"
+    ),
+    "extensionVersion": _optional(_semver),
+    "extensionTimeoutSeconds": _between(60, 7200, "seconds"),
+    "pyroscopeChart": _chart,
+    "pyroscopeChartVersion": _semver,
+    "pyroscopeImageTag": _regex(
+        r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}",
+        "expected a container image tag: 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+    ),
+    "pyroscopeReleaseTimeoutSeconds": _between(60, 3600, "seconds"),
+    "privateLinkServiceName": _regex(
+        r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
+        "expected a private link service name: 1-80 letters, digits, '_', '.' or '-', starting with a "
+        "letter or digit and ending with a letter, digit or '_'",
+    ),
+    "privateLinkServiceResourceGroup": _optional(_resource_group),
+    "privateLinkVisibility": _visibility,
+    "privateLinkSubnet": _optional(
+        _regex(
+            r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
+            "expected a subnet name: 1-80 letters, digits, '_', '.' or '-', starting with a letter or digit "
+            "and ending with a letter, digit or '_'",
+        )
+    ),
+    "privateLinkIpAddressCount": _between(1, 8),
+    "grafanaName": _regex(
+        r"[A-Za-z][A-Za-z0-9-]{0,21}[A-Za-z0-9]",
+        "expected an Azure Managed Grafana name: 2-23 letters, digits or '-', starting with a letter and "
+        "ending with a letter or digit",
+    ),
+    "grafanaResourceGroup": _resource_group,
+    "monitorWorkspaceName": _regex(
+        r"[A-Za-z0-9][A-Za-z0-9-]{2,42}[A-Za-z0-9]",
+        "expected an Azure Monitor workspace name: 4-44 letters, digits or '-', starting and ending with a "
+        "letter or digit",
+    ),
+    "monitorWorkspaceResourceGroup": _resource_group,
+    "managedPrivateEndpointName": _regex(
+        r"[A-Za-z][A-Za-z0-9-]{1,19}",
+        "expected a managed private endpoint name: 2-20 characters, a letter first, then letters, digits or '-'",
+    ),
+}
+
+
+def _typed(key: str, kind: str, text: str) -> object:
+    """Convert the CLI's string form of a value to its declared Pulumi config type."""
+    if kind == "integer":
+        if not re.fullmatch(r"[+-]?\d+", text.strip()):
+            raise ConfigError(key, f"expected an integer (got {text!r})")
+        return int(text)
+    if kind == "boolean":
+        if text not in ("true", "false"):
+            raise ConfigError(key, f"expected true or false (got {text!r})")
+        return text == "true"
+    return text
+
+
+def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
+    """Validate raw values (key -> the string the CLI would pass, or None if unset) into a StackConfig.
+
+    Unset keys take their Pulumi.yaml default. Keys are checked in Pulumi.yaml order; the first failure
+    raises :class:`ConfigError`. Raises ConfigError for: a required key (no default) missing or empty,
+    a value of the wrong type, or a value outside its rule.
+    """
+    schema = declared()
+    values: dict[str, object] = {}
+    for key, decl in schema.items():
+        text = raw.get(key)
+        if text is None:
+            if "default" not in decl:
+                raise ConfigError(key, f"required; set it with `pulumi config set {key} <value>`")
+            text = decl["default"]
+            text = str(text).lower() if isinstance(text, bool) else str(text)
+        text = str(text)
+        if "default" not in decl and text.strip() == "":
+            raise ConfigError(key, f"required and must not be empty; set it with `pulumi config set {key} <value>`")
+        value = _typed(key, decl.get("type", "string"), text)
+        if key in RULES:
+            RULES[key](key, value)
+        values[snake(key)] = value
+    known = {f.name for f in fields(StackConfig)}
+    missing = known - set(values)
+    if missing:  # Pulumi.yaml and StackConfig drifted apart: a programming error, not user input.
+        raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
+    return StackConfig(**{name: values[name] for name in known})
+
+
+def load() -> StackConfig:
+    """Read every declared key from the stack's config (namespace ``aks-gpu-observability``) and parse it."""
+    config = pulumi.Config(PROJECT)
+    return parse({key: config.get(key) for key in declared()})

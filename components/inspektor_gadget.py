@@ -1,0 +1,88 @@
+"""Component InspektorGadget: the AKS cluster extension ``microsoft.inspektorgadget``.
+
+Mirrors ARM ``Microsoft.KubernetesConfiguration/extensions`` under ``Microsoft.ContainerService/
+managedClusters`` (azure-native ``kubernetesconfiguration.Extension``), the resource ``az k8s-extension
+create --cluster-type managedClusters --extension-type microsoft.inspektorgadget`` creates. The extension
+runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/metrics``); with
+``azureMonitor.enabled=true`` it also creates a PodMonitor, which needs the cluster's Azure Monitor metrics
+add-on (checked by ``components.cluster.lookup_cluster`` before this component is built).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+from pulumi_azure_native import kubernetesconfiguration
+
+TYPE = "aks-gpu-observability:index:InspektorGadget"
+EXTENSION_TYPE = "microsoft.inspektorgadget"
+#: Namespace the extension deploys into; Pyroscope must be installed next to it.
+NAMESPACE = "gadget"
+
+
+def extension_settings(gpu_observability: bool, azure_monitor: bool) -> dict[str, str]:
+    """The extension's ``configurationSettings`` (string values, keys sorted for stable diffs)."""
+    settings = {
+        "azureMonitor.enabled": str(azure_monitor).lower(),
+        "gpuObservability.enabled": str(gpu_observability).lower(),
+    }
+    return dict(sorted(settings.items()))
+
+
+@dataclass(frozen=True)
+class InspektorGadgetArgs:
+    """Inputs of :class:`InspektorGadget`.
+
+    ``version``: empty follows ``release_train`` with minor-version auto-upgrade on; a pinned version
+    turns auto-upgrade off and sends no release train (ARM treats the two as exclusive).
+    ``timeout_seconds`` bounds create, update and delete (Pulumi customTimeouts).
+    """
+
+    cluster_name: pulumi.Input[str]
+    cluster_resource_group: pulumi.Input[str]
+    extension_name: str = "inspektor-gadget"
+    release_train: str = "preview"
+    version: str = ""
+    gpu_observability: bool = True
+    azure_monitor: bool = True
+    timeout_seconds: int = 1800
+
+
+class InspektorGadget(pulumi.ComponentResource):
+    """The Inspektor Gadget extension on an existing AKS cluster.
+
+    Outputs: ``extension_id`` (ARM id of the extension), ``namespace`` (``gadget``).
+    """
+
+    extension: kubernetesconfiguration.Extension
+    extension_id: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: InspektorGadgetArgs, opts: Optional[pulumi.ResourceOptions] = None
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        pinned = args.version != ""
+        timeout = f"{args.timeout_seconds}s"
+        self.extension = kubernetesconfiguration.Extension(
+            f"{name}-extension",
+            cluster_rp="Microsoft.ContainerService",
+            cluster_resource_name="managedClusters",
+            cluster_name=args.cluster_name,
+            resource_group_name=args.cluster_resource_group,
+            extension_name=args.extension_name,
+            extension_type=EXTENSION_TYPE,
+            auto_upgrade_minor_version=not pinned,
+            release_train=None if pinned else args.release_train,
+            version=args.version if pinned else None,
+            configuration_settings=extension_settings(args.gpu_observability, args.azure_monitor),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout, delete=timeout),
+            ),
+        )
+        self.extension_id = self.extension.id
+        self.namespace = pulumi.Output.from_input(NAMESPACE)
+        self.register_outputs({"extension_id": self.extension_id, "namespace": self.namespace})

@@ -1,0 +1,133 @@
+"""Component Pyroscope: the Grafana Pyroscope Helm release, single binary, behind an internal load balancer
+whose Service annotations make AKS create a private link service (PLS) for it.
+
+Chart: ``oci://ghcr.io/grafana/helm-charts/pyroscope`` (version from config, default 1.15.0). Values use the
+chart's real key paths (single-binary settings under the top-level key ``pyroscope``; ``alloy.enabled`` and
+``minio.enabled`` top level), checked in the tests against the chart's own values.yaml. Annotations are the
+AKS cloud provider's ``service.beta.kubernetes.io/azure-load-balancer-internal`` and ``azure-pls-*`` ones
+("Azure Private Link Service integration" in the AKS docs).
+
+The release is ``pyroscope`` in namespace ``gadget``: the Inspektor Gadget extension's profile exporter
+expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+TYPE = "aks-gpu-observability:index:Pyroscope"
+RELEASE_NAME = "pyroscope"
+NAMESPACE = "gadget"
+PORT = 4040
+_ANNOTATION = "service.beta.kubernetes.io/"
+
+
+@dataclass(frozen=True)
+class PyroscopeArgs:
+    """Inputs of :class:`Pyroscope`.
+
+    ``chart``: ``oci://...`` chart reference, or an ``https://`` repository URL holding chart ``pyroscope``.
+    ``private_link_visibility``: ``["*"]`` or subscription ids. ``private_link_resource_group`` and
+    ``private_link_subnet``: empty leaves the annotation out (AKS then uses the node resource group and the
+    load balancer's frontend subnet). ``timeout_seconds``: Helm's wait for the release to be ready.
+    """
+
+    chart_version: str
+    image_tag: str
+    private_link_service_name: str
+    private_link_visibility: list[str]
+    chart: str = "oci://ghcr.io/grafana/helm-charts/pyroscope"
+    private_link_resource_group: str = ""
+    private_link_subnet: str = ""
+    private_link_ip_address_count: int = 1
+    timeout_seconds: int = 600
+
+
+def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
+    """Annotations of the Pyroscope Service: internal LB plus PLS creation (string values, sorted keys)."""
+    annotations = {
+        "azure-load-balancer-internal": "true",
+        "azure-pls-create": "true",
+        "azure-pls-name": args.private_link_service_name,
+        "azure-pls-ip-configuration-ip-address-count": str(args.private_link_ip_address_count),
+        "azure-pls-proxy-protocol": "false",
+        "azure-pls-visibility": " ".join(args.private_link_visibility),
+    }
+    if args.private_link_resource_group:
+        annotations["azure-pls-resource-group"] = args.private_link_resource_group
+    if args.private_link_subnet:
+        annotations["azure-pls-ip-configuration-subnet"] = args.private_link_subnet
+    return {_ANNOTATION + key: annotations[key] for key in sorted(annotations)}
+
+
+def chart_values(args: PyroscopeArgs) -> dict:
+    """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image tag, local
+    filesystem storage, no self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
+    return {
+        "alloy": {"enabled": False},
+        "minio": {"enabled": False},
+        "pyroscope": {
+            "image": {"tag": args.image_tag},
+            "replicaCount": 1,
+            "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
+            "structuredConfig": {
+                "self_profiling": {"disable_push": True},
+                "storage": {"backend": "filesystem"},
+            },
+        },
+    }
+
+
+class Pyroscope(pulumi.ComponentResource):
+    """Pyroscope as a Helm release (``helm.v3.Release``), using the Kubernetes provider passed in ``opts``.
+
+    Outputs: ``release_name``, ``namespace``, ``service_name`` (the Service the PLS fronts, same as the
+    release name), ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``).
+    """
+
+    release: k8s.helm.v3.Release
+    release_name: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+    service_name: pulumi.Output[str]
+    in_cluster_url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: PyroscopeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        if args.chart.startswith("oci://"):
+            chart, repository = args.chart, None
+        else:
+            chart, repository = "pyroscope", k8s.helm.v3.RepositoryOptsArgs(repo=args.chart)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE_NAME,
+            namespace=NAMESPACE,
+            create_namespace=False,  # the extension owns namespace "gadget"
+            chart=chart,
+            repository_opts=repository,
+            version=args.chart_version,
+            values=chart_values(args),
+            timeout=args.timeout_seconds,
+            skip_await=False,
+            atomic=False,
+            cleanup_on_fail=True,
+            max_history=10,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.release_name = self.release.status.apply(lambda status: status.name)
+        self.namespace = self.release.status.apply(lambda status: status.namespace)
+        self.service_name = self.release_name
+        self.in_cluster_url = pulumi.Output.concat(
+            "http://", self.release_name, ".", self.namespace, f".svc.cluster.local:{PORT}"
+        )
+        self.register_outputs(
+            {
+                "release_name": self.release_name,
+                "namespace": self.namespace,
+                "service_name": self.service_name,
+                "in_cluster_url": self.in_cluster_url,
+            }
+        )
