@@ -115,7 +115,9 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            opts=pulumi.ResourceOptions(parent=self),
+            # A component's depends_on does not reach its children: forward it, so the release really
+            # waits for what the component was told to wait for (the extension and its namespace).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)

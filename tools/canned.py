@@ -1,0 +1,190 @@
+"""Canned answers for the offline plan: what Azure would return to the program's invokes and what the
+engine would report for new resources. SIMULATED: nothing here talks to Azure or Kubernetes.
+
+Shapes follow the ARM responses the azure-native invokes mirror (``GET managedClusters/{name}``,
+``POST .../listClusterUserCredential``, ``POST .../listClusterAdminCredential``), in the camelCase property
+names the Pulumi engine uses. Identifiers are deterministic so plans are diffable.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any, Mapping
+
+SUBSCRIPTION_ID = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
+TENANT_ID = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+#: AKS's Microsoft Entra server application id (the --server-id in every AKS kubelogin kubeconfig).
+AKS_SERVER_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"
+#: The Azure Kubernetes CLI public client id AKS writes into user kubeconfigs.
+AKS_CLIENT_ID = "80faf920-1908-4b52-b5ef-a8e7bedfc67a"
+
+
+def guid(*parts: str) -> str:
+    """A stable GUID-shaped string derived from ``parts``."""
+    digest = hashlib.sha256("/".join(parts).encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def cluster_id(resource_group: str, name: str) -> str:
+    return (
+        f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}"
+        f"/providers/Microsoft.ContainerService/managedClusters/{name}"
+    )
+
+
+def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
+    """getManagedCluster: an Entra ID cluster with the Azure Monitor metrics add-on and a GPU pool."""
+    rg, name = args["resourceGroupName"], args["resourceName"]
+    return {
+        "id": cluster_id(rg, name),
+        "name": name,
+        "type": "Microsoft.ContainerService/ManagedClusters",
+        "location": location,
+        "kubernetesVersion": "1.33.3",
+        "currentKubernetesVersion": "1.33.3",
+        "dnsPrefix": f"{name}-dns",
+        "fqdn": f"{name}-dns-{guid(rg, name)[:8]}.hcp.{location}.azmk8s.io",
+        "nodeResourceGroup": f"MC_{rg}_{name}_{location}",
+        "provisioningState": "Succeeded",
+        "powerState": {"code": "Running"},
+        "enableRBAC": True,
+        "disableLocalAccounts": False,
+        "aadProfile": {"managed": True, "enableAzureRBAC": True, "tenantID": TENANT_ID},
+        "azureMonitorProfile": {"metrics": {"enabled": True}},
+        "agentPoolProfiles": [
+            {"name": "system", "count": 2, "vmSize": "Standard_D4ds_v5", "mode": "System", "osType": "Linux"},
+            {"name": "gpu", "count": 1, "vmSize": "Standard_NC24ads_A100_v4", "mode": "User", "osType": "Linux"},
+        ],
+        "identity": {"type": "SystemAssigned", "principalId": guid("cluster-identity", rg, name), "tenantId": TENANT_ID},
+    }
+
+
+def _server(args: Mapping[str, Any], location: str) -> str:
+    return f"https://{args['resourceName']}-dns-{guid(args['resourceGroupName'], args['resourceName'])[:8]}.hcp.{location}.azmk8s.io:443"
+
+
+def _encoded(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def user_credentials(args: Mapping[str, Any], location: str) -> dict:
+    """listManagedClusterUserCredentials (format exec): kubelogin devicecode, as AKS returns it."""
+    name = args["resourceName"]
+    kubeconfig = f"""apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: {_encoded("-----BEGIN CERTIFICATE-----(canned CA)-----END CERTIFICATE-----")}
+    server: {_server(args, location)}
+  name: {name}
+contexts:
+- context:
+    cluster: {name}
+    user: clusterUser_{args['resourceGroupName']}_{name}
+  name: {name}
+current-context: {name}
+kind: Config
+preferences: {{}}
+users:
+- name: clusterUser_{args['resourceGroupName']}_{name}
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      args:
+      - get-token
+      - --environment
+      - AzurePublicCloud
+      - --server-id
+      - {AKS_SERVER_ID}
+      - --client-id
+      - {AKS_CLIENT_ID}
+      - --tenant-id
+      - {TENANT_ID}
+      - --login
+      - devicecode
+      command: kubelogin
+      env: null
+      installHint: |2
+
+        kubelogin is not installed which is required to connect to AAD enabled cluster.
+      provideClusterInfo: false
+"""
+    return {"kubeconfigs": [{"name": "clusterUser", "value": _encoded(kubeconfig)}]}
+
+
+def admin_credentials(args: Mapping[str, Any], location: str) -> dict:
+    """listManagedClusterAdminCredentials: a local-account client certificate kubeconfig."""
+    name = args["resourceName"]
+    kubeconfig = f"""apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: {_encoded("-----BEGIN CERTIFICATE-----(canned CA)-----END CERTIFICATE-----")}
+    server: {_server(args, location)}
+  name: {name}
+contexts:
+- context:
+    cluster: {name}
+    user: clusterAdmin_{args['resourceGroupName']}_{name}
+  name: {name}-admin
+current-context: {name}-admin
+kind: Config
+users:
+- name: clusterAdmin_{args['resourceGroupName']}_{name}
+  user:
+    client-certificate-data: {_encoded("-----BEGIN CERTIFICATE-----(canned client cert)-----END CERTIFICATE-----")}
+    client-key-data: {_encoded("-----BEGIN RSA PRIVATE KEY-----(canned key)-----END RSA PRIVATE KEY-----")}
+    token: {guid("admin-token", name).replace("-", "")}
+"""
+    return {"kubeconfigs": [{"name": "clusterAdmin", "value": _encoded(kubeconfig)}]}
+
+
+def client_config(_args: Mapping[str, Any], _location: str) -> dict:
+    return {
+        "clientId": guid("deployer-client"),
+        "objectId": guid("deployer-object"),
+        "subscriptionId": SUBSCRIPTION_ID,
+        "tenantId": TENANT_ID,
+    }
+
+
+INVOKES = {
+    "azure-native:containerservice:getManagedCluster": managed_cluster,
+    "azure-native:containerservice:listManagedClusterUserCredentials": user_credentials,
+    "azure-native:containerservice:listManagedClusterAdminCredentials": admin_credentials,
+    "azure-native:authorization:getClientConfig": client_config,
+}
+
+
+def resource_state(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dict]:
+    """(id, outputs) the engine would report after creating a resource of ``type_``."""
+    state = dict(inputs)
+    if type_ == "azure-native:kubernetesconfiguration:Extension":
+        rid = (
+            cluster_id(inputs["resourceGroupName"], inputs["clusterName"])
+            + f"/providers/Microsoft.KubernetesConfiguration/extensions/{inputs.get('extensionName', name)}"
+        )
+        state.update(
+            {
+                "id": rid,
+                "name": inputs.get("extensionName", name),
+                "provisioningState": "Succeeded",
+                "currentVersion": inputs.get("version") or "0.46.0",
+                "isSystemExtension": False,
+            }
+        )
+        return rid, state
+    if type_ == "kubernetes:helm.sh/v3:Release":
+        release, namespace = inputs.get("name", name), inputs.get("namespace", "default")
+        state["status"] = {
+            "name": release,
+            "namespace": namespace,
+            "chart": "pyroscope",
+            "version": inputs.get("version", ""),
+            "appVersion": "1.14.1",
+            "revision": 1,
+            "status": "deployed",
+        }
+        return f"{namespace}/{release}", state
+    if type_.startswith("pulumi:providers:"):
+        return guid("provider", type_, name), state
+    return f"{name}-id", state

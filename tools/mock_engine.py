@@ -1,0 +1,370 @@
+"""Run the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` and record what the engine would see.
+
+SIMULATED: the engine and the providers. The Pulumi Python SDK, the program and its components are real;
+every RegisterResource request they send is captured by :class:`RecordingMonitor` (inputs in the engine's
+camelCase names, dependencies, parent, provider, options), invokes get canned answers
+(:mod:`tools.canned`), and nothing leaves the machine.
+
+Used by ``python -m tools.plan`` and by the tests; each :func:`run` uses a fresh event loop and a fresh
+``contextvars`` context, so runs do not leak into one another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import os
+import runpy
+from dataclasses import dataclass, field
+from graphlib import TopologicalSorter
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
+
+import pulumi
+import yaml
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import wait_for_rpcs
+
+from components import config as stack_config
+from tools import canned
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "[secret]"
+UNKNOWN = "[unknown]"
+
+# Signatures of the Pulumi wire format (sdk/go/common/resource/sig).
+_SIG = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_ASSET_SIG = "c44067f5952c0a294b673a41bacd8c17"
+_ARCHIVE_SIG = "0def7320c3a5731c473e5ecbe6d01bc7"
+_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+InvokeHandler = Callable[[Mapping[str, Any], str], dict]
+
+
+def plain(value: Any) -> Any:
+    """Turn a wire-format property value into plain JSON: secrets become ``"[secret]"``, unknowns
+    ``"[unknown]"``, resource references their URN, assets and archives a short description."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG)
+        if sig == _SECRET_SIG:
+            return SECRET
+        if sig == _OUTPUT_SIG:
+            if value.get("secret"):
+                return SECRET
+            return plain(value["value"]) if "value" in value else UNKNOWN
+        if sig == _RESOURCE_SIG:
+            return value.get("urn")
+        if sig in (_ASSET_SIG, _ARCHIVE_SIG):
+            return {k: v for k, v in value.items() if k != _SIG}
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if value == _UNKNOWN:
+        return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # protobuf Struct numbers are doubles; the program sent an int
+    return value
+
+
+@dataclass
+class Resource:
+    """One resource as the engine would record it (the DESIGN.md plan JSON entry)."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: Optional[str]
+    provider: Optional[str]
+    inputs: dict
+    dependencies: list[str]
+    options: dict
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "custom": self.custom,
+            "parent": self.parent,
+            "provider": self.provider,
+            "inputs": self.inputs,
+            "dependencies": self.dependencies,
+            "options": self.options,
+        }
+
+
+@dataclass
+class Plan:
+    """The outcome of one mocked run. ``error`` is set (and ``resources`` empty) when the program
+    raised ConfigError before registering anything."""
+
+    project: str
+    stack: str
+    resources: list[Resource]
+    invokes: list[dict]
+    outputs: dict
+    create_order: list[str]
+    destroy_order: list[str]
+
+    def by_type(self, type_: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str) -> Resource:
+        found = self.by_type(type_)
+        if len(found) != 1:
+            raise AssertionError(f"expected one {type_}, found {len(found)}: {[r.urn for r in found]}")
+        return found[0]
+
+    def get(self, urn: str) -> Resource:
+        for resource in self.resources:
+            if resource.urn == urn:
+                return resource
+        raise KeyError(urn)
+
+    def to_json(self) -> dict:
+        return {
+            "project": self.project,
+            "stack": self.stack,
+            "resources": [r.to_json() for r in self.resources],
+            "invokes": self.invokes,
+            "createOrder": self.create_order,
+            "destroyOrder": self.destroy_order,
+            "outputs": self.outputs,
+        }
+
+
+class CannedMocks(pulumi.runtime.Mocks):
+    """Invokes answered from :data:`tools.canned.INVOKES` (or ``overrides``, token -> handler or dict)."""
+
+    def __init__(self, location: str, overrides: Optional[Mapping[str, Any]] = None) -> None:
+        self.location = location
+        self.overrides = dict(overrides or {})
+        self.invokes: list[dict] = []
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        self.invokes.append({"token": args.token, "args": plain(dict(args.args))})
+        handler = self.overrides.get(args.token, canned.INVOKES.get(args.token))
+        if handler is None:
+            raise NotImplementedError(f"offline plan has no canned answer for invoke {args.token}")
+        answer = handler(args.args, self.location) if callable(handler) else handler
+        return copy.deepcopy(answer), []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        if not args.custom:
+            return "", {}
+        return canned.resource_state(args.typ, args.name, args.inputs)
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A MockMonitor that keeps every RegisterResource request as the engine would record it."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[Resource] = []
+        self.default_providers: dict[str, Resource] = {}
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """URNs as the engine forms them: the parent's whole type chain, and none for the stack's children
+        (MockMonitor keeps only the parent's last type and prefixes the stack's)."""
+        qualified = type_
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != "pulumi:pulumi:Stack":
+                qualified = f"{parent_type}${type_}"
+        return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{qualified}::{name}"
+
+    def _default_provider(self, type_: str, version: str) -> str:
+        package = type_.split(":")[0]
+        name = "default" + (("_" + version.replace(".", "_").replace("-", "_")) if version else "")
+        urn = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::pulumi:providers:{package}::{name}"
+        if urn not in self.default_providers:
+            provider = Resource(urn, f"pulumi:providers:{package}", name, True, None, None,
+                                {"version": version} if version else {}, [], _options(None))
+            self.default_providers[urn] = provider
+            self.recorded.append(provider)
+        return urn
+
+    def RegisterResource(self, request):
+        urn = self.make_urn(request.parent, request.type, request.name)
+        raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
+        provider = request.provider.rsplit("::", 1)[0] if request.provider else None
+        if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
+            provider = self._default_provider(request.type, request.version)
+        self.recorded.append(
+            Resource(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                custom=bool(request.custom),
+                parent=request.parent or None,
+                provider=provider,
+                inputs=plain(raw),
+                dependencies=list(dict.fromkeys(request.dependencies)),
+                options=_options(request),
+                property_dependencies={
+                    key: list(value.urns) for key, value in request.propertyDependencies.items()
+                },
+            )
+        )
+        return super().RegisterResource(request)
+
+
+def _options(request) -> dict:
+    if request is None:
+        return {"protect": False, "deleteBeforeReplace": False, "retainOnDelete": False,
+                "ignoreChanges": [], "customTimeouts": None}
+    timeouts = None
+    if request.HasField("customTimeouts"):
+        t = request.customTimeouts
+        timeouts = {k: v for k, v in (("create", t.create), ("update", t.update), ("delete", t.delete)) if v}
+    return {
+        "protect": bool(request.protect),
+        "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+        "retainOnDelete": bool(request.retainOnDelete),
+        "ignoreChanges": list(request.ignoreChanges),
+        "customTimeouts": timeouts or None,
+    }
+
+
+def orders(resources: list[Resource]) -> tuple[list[str], list[str]]:
+    """(create order, destroy order): a topological order over dependencies, parents and providers,
+    ties broken by registration order; destroy is its reverse (dependents before what they depend on)."""
+    index = {r.urn: i for i, r in enumerate(resources)}
+    sorter: TopologicalSorter = TopologicalSorter()
+    for resource in resources:
+        before = set(resource.dependencies)
+        if resource.parent:
+            before.add(resource.parent)
+        if resource.provider:
+            before.add(resource.provider)
+        sorter.add(resource.urn, *sorted((u for u in before if u in index), key=index.__getitem__))
+    sorter.prepare()
+    create: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=index.__getitem__)
+        create.extend(ready)
+        sorter.done(*ready)
+    return create, list(reversed(create))
+
+
+def stack_file(stack: str) -> Path:
+    return ROOT / f"Pulumi.{stack}.yaml"
+
+
+def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
+    """The stack file's config as the CLI passes it: namespaced keys -> strings, plus the secret keys.
+    A ``secure:`` value (encrypted, not decryptable here) becomes a placeholder and stays secret."""
+    path = stack_file(stack)
+    if not path.exists():
+        raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    values: dict[str, str] = {}
+    secrets: list[str] = []
+    for key, value in (document.get("config") or {}).items():
+        if isinstance(value, dict) and "secure" in value:
+            values[key], secrets = "offline-placeholder-for-secret", secrets + [key]
+        elif isinstance(value, bool):
+            values[key] = str(value).lower()
+        elif isinstance(value, (dict, list)):
+            import json
+
+            values[key] = json.dumps(value, sort_keys=True)
+        else:
+            values[key] = str(value)
+    return values, secrets
+
+
+def apply_overrides(values: dict[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
+    """``--set KEY=VALUE`` semantics: a bare key is in the project's namespace and must be declared in
+    Pulumi.yaml (ConfigError otherwise); a ``namespace:key`` key is passed through."""
+    merged = dict(values)
+    declared = stack_config.declared()
+    for key, value in overrides.items():
+        if ":" not in key:
+            if key not in declared:
+                raise stack_config.ConfigError(
+                    key, f"unknown config key; expected one of {', '.join(sorted(declared))}"
+                )
+            key = f"{stack_config.PROJECT}:{key}"
+        merged[key] = value
+    return merged
+
+
+def run(
+    stack: str = "dev",
+    overrides: Optional[Mapping[str, str]] = None,
+    invoke_overrides: Optional[Mapping[str, Any]] = None,
+    preview: bool = True,
+) -> Plan:
+    """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
+
+    ``overrides``: ``--set`` pairs. ``invoke_overrides``: token -> canned answer (dict) or handler
+    ``(args, location) -> dict``. Raises ConfigError (before any resource is registered) for invalid
+    configuration, and whatever else the program raises.
+    """
+    values, secrets = read_stack_config(stack)
+    values = apply_overrides(values, overrides or {})
+    location = values.get("azure-native:location", "eastus2")
+    mocks = CannedMocks(location, invoke_overrides)
+    monitor = RecordingMonitor(mocks)
+
+    def evaluate() -> Plan:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        previous = os.getcwd()
+        saved_env = os.environ.pop("PULUMI_CONFIG", None)
+        try:
+            os.chdir(ROOT)
+            set_all_config(values, secrets)
+            pulumi.runtime.set_mocks(mocks, project=stack_config.PROJECT, stack=stack, preview=preview, monitor=monitor)
+            try:
+                runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+            except BaseException:
+                _drain(loop)  # let the stack's own registration finish, so the error is all that is printed
+                raise
+            loop.run_until_complete(wait_for_rpcs())
+            outputs = loop.run_until_complete(_stack_outputs())
+        finally:
+            os.chdir(previous)
+            if saved_env is not None:
+                os.environ["PULUMI_CONFIG"] = saved_env
+            asyncio.set_event_loop(None)
+            loop.close()
+        stack_urn = f"urn:pulumi:{stack}::{stack_config.PROJECT}::pulumi:pulumi:Stack::{stack_config.PROJECT}-{stack}"
+        resources = list(monitor.recorded)
+        for resource in resources:  # the engine parents top-level resources (not default providers) to the stack
+            if not resource.parent and resource.urn != stack_urn and resource.urn not in monitor.default_providers:
+                resource.parent = stack_urn
+        create, destroy = orders(resources)
+        return Plan(stack_config.PROJECT, stack, resources, mocks.invokes, outputs, create, destroy)
+
+    return contextvars.Context().run(evaluate)
+
+
+def _drain(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        loop.run_until_complete(wait_for_rpcs())
+    except Exception:  # the program's own error is the one to report
+        pass
+
+
+async def _stack_outputs() -> dict:
+    root = pulumi.runtime.settings.get_root_resource()
+    result: dict = {}
+    for name, value in (getattr(root, "outputs", None) or {}).items():
+        output = pulumi.Output.from_input(value)
+        if await output.is_secret():
+            result[name] = SECRET
+        elif not await output.is_known():
+            result[name] = UNKNOWN
+        else:
+            result[name] = await output.future()
+    return result

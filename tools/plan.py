@@ -1,0 +1,137 @@
+"""Offline plan: ``python -m tools.plan [--stack NAME] [--set KEY=VALUE]... [--json] [--graph mermaid]``.
+
+Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
+stack ``dev``), ``--set`` overriding single keys. No network, no credentials: the engine and Azure are
+SIMULATED (see :mod:`tools.mock_engine` and :mod:`tools.canned`). Output reads like ``pulumi preview``;
+``--json`` prints the object described in DESIGN.md section 3; ``--graph mermaid`` prints the dependency
+graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
+``error: <key>: <what is wrong and what is expected>``; no resource is registered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, Sequence
+
+from components.config import ConfigError
+from tools.mock_engine import Plan, Resource, run
+
+
+def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError("--set", f"expected KEY=VALUE (got {pair!r})")
+        overrides[key] = value
+    return overrides
+
+
+def _label(resource: Resource) -> str:
+    return f"{resource.type} {resource.name}"
+
+
+def render_text(plan: Plan) -> str:
+    """``pulumi preview``-like text: a tree of resources, dependencies, outputs, then both orders."""
+    children: dict[Optional[str], list[Resource]] = {}
+    for resource in plan.resources:
+        children.setdefault(resource.parent, []).append(resource)
+    rows: list[tuple[str, str]] = []
+
+    def walk(resource: Resource, prefix: str, last: bool, top: bool) -> None:
+        branch = "" if top else prefix + ("└─ " if last else "├─ ")
+        rows.append((branch + resource.type, resource.name))
+        kids = children.get(resource.urn, [])
+        for i, kid in enumerate(kids):
+            walk(kid, "" if top else prefix + ("   " if last else "│  "), i == len(kids) - 1, False)
+
+    for root in children.get(None, []):
+        walk(root, "", True, True)
+    width = max(len(t) for t, _ in rows) + 2
+    name_width = max(len(n) for _, n in rows) + 2
+    lines = [
+        f"Previewing update ({plan.stack}) [offline plan: mocked engine and canned Azure answers; nothing is deployed]",
+        "",
+        f"     {'Type':<{width}}{'Name':<{name_width}}Plan",
+    ]
+    lines += [f" +   {t:<{width}}{n:<{name_width}}create" for t, n in rows]
+
+    by_urn = {r.urn: r for r in plan.resources}
+    lines += ["", "Dependencies (as the engine records them):"]
+    for resource in plan.resources:
+        deps = [by_urn[d].name if d in by_urn else d for d in resource.dependencies]
+        provider = by_urn[resource.provider].name if resource.provider in by_urn else None
+        if deps or provider:
+            extra = f"  [provider: {provider}]" if provider else ""
+            lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
+    lines += ["", "Outputs:"]
+    lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
+    lines += ["", "Resources:", f"    + {len(plan.resources)} to create", "", "Create order:"]
+    lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.create_order, 1)]
+    lines += ["", "Destroy order (pulumi destroy):"]
+    lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.destroy_order, 1)]
+    lines += ["", "Invokes answered offline (canned): " + ", ".join(sorted({i["token"] for i in plan.invokes}))]
+    return "\n".join(lines)
+
+
+def render_mermaid(plan: Plan) -> str:
+    """A Mermaid flowchart: components as subgraphs, an arrow from each dependency to its dependent
+    (solid) and from each provider to the resources it manages (dotted)."""
+    ids = {r.urn: f"r{i}" for i, r in enumerate(plan.resources)}
+    by_parent: dict[Optional[str], list[Resource]] = {}
+    for resource in plan.resources:
+        by_parent.setdefault(resource.parent, []).append(resource)
+    lines = ["graph TD"]
+
+    def node(resource: Resource, indent: str) -> None:
+        kids = by_parent.get(resource.urn, [])
+        if resource.type == "pulumi:pulumi:Stack":
+            for kid in kids:
+                node(kid, indent)
+            return
+        label = f'{resource.name}<br/><small>{resource.type}</small>'
+        if kids and not resource.custom:
+            lines.append(f'{indent}subgraph {ids[resource.urn]}["{label}"]')
+            for kid in kids:
+                node(kid, indent + "  ")
+            lines.append(f"{indent}end")
+        else:
+            lines.append(f'{indent}{ids[resource.urn]}["{label}"]')
+
+    for root in by_parent.get(None, []):
+        node(root, "  ")
+    for resource in plan.resources:
+        for dep in resource.dependencies:
+            if dep in ids:
+                lines.append(f"  {ids[dep]} --> {ids[resource.urn]}")
+        if resource.provider in ids:
+            lines.append(f"  {ids[resource.provider]} -.-> {ids[resource.urn]}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one config key (bare keys are in the project namespace); repeatable")
+    parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    parser.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
+    args = parser.parse_args(argv)
+    try:
+        plan = run(args.stack, _parse_sets(args.sets))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2, sort_keys=True))
+    elif args.graph == "mermaid":
+        print(render_mermaid(plan))
+    else:
+        print(render_text(plan))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
