@@ -36,7 +36,9 @@ class InspektorGadgetArgs:
     """Inputs of :class:`InspektorGadget`.
 
     ``version``: empty follows ``release_train`` with minor-version auto-upgrade on; a pinned version
-    turns auto-upgrade off and sends no release train (ARM treats the two as exclusive).
+    turns auto-upgrade off (ARM applies a release train's upgrades only with auto-upgrade on). The train is
+    sent either way: azure-native would otherwise send its default ``Stable``, and a pinned preview
+    version is looked up in the preview train.
     ``timeout_seconds`` bounds create, update and delete (Pulumi customTimeouts).
     """
 
@@ -75,7 +77,7 @@ class InspektorGadget(pulumi.ComponentResource):
             extension_name=args.extension_name,
             extension_type=EXTENSION_TYPE,
             auto_upgrade_minor_version=not pinned,
-            release_train=None if pinned else args.release_train,
+            release_train=args.release_train,
             version=args.version if pinned else None,
             configuration_settings=extension_settings(args.gpu_observability, args.azure_monitor),
             opts=pulumi.ResourceOptions(

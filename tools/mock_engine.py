@@ -16,6 +16,7 @@ import contextvars
 import copy
 import os
 import runpy
+import threading
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -170,6 +171,34 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.recorded: list[Resource] = []
         self.default_providers: dict[str, Resource] = {}
+        self.thread_loops: list[asyncio.AbstractEventLoop] = []
+        self._lock = threading.Lock()
+
+    def _thread_loop(self) -> None:
+        """MockMonitor makes an event loop in each executor thread it is called on and never closes it;
+        make it here instead and keep it, so :func:`run` can close it (no ResourceWarning per test)."""
+        if threading.current_thread() is threading.main_thread():
+            return
+        try:
+            asyncio.get_event_loop()
+        except RuntimeError:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            with self._lock:
+                self.thread_loops.append(loop)
+
+    def Invoke(self, request):
+        self._thread_loop()
+        return super().Invoke(request)
+
+    def ReadResource(self, request):
+        self._thread_loop()
+        return super().ReadResource(request)
+
+    def close(self) -> None:
+        for loop in self.thread_loops:
+            loop.close()
+        self.thread_loops.clear()
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         """URNs as the engine forms them: the parent's whole type chain, and none for the stack's children
@@ -193,6 +222,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return urn
 
     def RegisterResource(self, request):
+        self._thread_loop()
         urn = self.make_urn(request.parent, request.type, request.name)
         raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
         provider = request.provider.rsplit("::", 1)[0] if request.provider else None
@@ -334,6 +364,8 @@ def run(
             outputs = loop.run_until_complete(_stack_outputs())
         finally:
             os.chdir(previous)
+            loop.run_until_complete(loop.shutdown_default_executor())
+            monitor.close()
             if saved_env is not None:
                 os.environ["PULUMI_CONFIG"] = saved_env
             asyncio.set_event_loop(None)

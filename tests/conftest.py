@@ -1,0 +1,41 @@
+"""Shared test helpers. Every plan is evaluated by tools.mock_engine.run, which sets the mocks for that
+run only, on a fresh event loop and a fresh contextvars context."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools import mock_engine  # noqa: E402
+
+#: Upstream artefacts (chart values, dashboard, Pulumi's project schema); beside the clone in CI.
+REFERENCE = Path(os.environ.get("AKS_GPU_OBS_REFERENCE", ROOT.parent / "shared" / "reference"))
+
+EXTENSION = "azure-native:kubernetesconfiguration:Extension"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+
+
+def reference(relative: str) -> Path:
+    """Path of a reference artefact, or skip the test with a reason naming the missing path."""
+    path = REFERENCE / relative
+    if not path.exists():
+        pytest.skip(f"reference artefact missing: {path} (set AKS_GPU_OBS_REFERENCE to shared/reference)")
+    return path
+
+
+@pytest.fixture
+def plan():
+    """plan(**overrides) -> Plan for the dev stack with --set style overrides (strings)."""
+
+    def make(invoke_overrides=None, stack="dev", **overrides):
+        return mock_engine.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides)
+
+    return make

@@ -1,0 +1,151 @@
+"""The existing cluster: prerequisite checks, credentials, and the explicit Kubernetes provider."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+import yaml
+
+from components.cluster import kubelogin_kubeconfig
+from components.config import ConfigError
+from tools import canned
+from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE
+from tools import mock_engine
+
+
+def cluster_without(**changes):
+    def handler(args, location):
+        answer = canned.managed_cluster(args, location)
+        answer.update(changes)
+        return answer
+
+    return {"azure-native:containerservice:getManagedCluster": handler}
+
+
+def test_missing_metrics_addon_fails_before_any_resource(plan):
+    with pytest.raises(ConfigError) as caught:
+        plan(invoke_overrides=cluster_without(azureMonitorProfile={"metrics": {"enabled": False}}))
+    message = str(caught.value)
+    assert message.startswith("extensionAzureMonitor: cluster 'aks-gpu-dev' has no Azure Monitor metrics add-on")
+    assert "az aks update -g rg-aks-gpu-dev -n aks-gpu-dev --enable-azure-monitor-metrics" in message
+    assert "\n" not in message
+
+
+def test_missing_monitor_profile_altogether_is_the_same_error(plan):
+    with pytest.raises(ConfigError, match="no Azure Monitor metrics add-on"):
+        plan(invoke_overrides=cluster_without(azureMonitorProfile=None))
+
+
+def test_no_resource_registered_on_prerequisite_failure():
+    mocks = mock_engine.CannedMocks("eastus2", cluster_without(azureMonitorProfile=None))
+    monitor = mock_engine.RecordingMonitor(mocks)
+    original = mock_engine.RecordingMonitor
+    try:
+        mock_engine.RecordingMonitor = lambda _mocks: monitor  # capture the run's monitor
+        with pytest.raises(ConfigError):
+            mock_engine.run("dev", {}, cluster_without(azureMonitorProfile=None))
+    finally:
+        mock_engine.RecordingMonitor = original
+    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+
+
+def test_without_azure_monitor_setting_the_addon_is_not_required(plan):
+    p = plan(extensionAzureMonitor="false", invoke_overrides=cluster_without(azureMonitorProfile=None))
+    assert p.one(EXTENSION).inputs["configurationSettings"]["azureMonitor.enabled"] == "false"
+
+
+def test_admin_credentials_refused_when_local_accounts_disabled(plan):
+    with pytest.raises(ConfigError, match="^kubeconfigCredentials: cluster 'aks-gpu-dev' has local accounts disabled"):
+        plan(kubeconfigCredentials="admin", invoke_overrides=cluster_without(disableLocalAccounts=True))
+
+
+def test_user_credentials_by_default_exec_format(plan):
+    p = plan()
+    tokens = [i["token"] for i in p.invokes]
+    assert "azure-native:containerservice:listManagedClusterUserCredentials" in tokens
+    assert "azure-native:containerservice:listManagedClusterAdminCredentials" not in tokens
+    user = next(i for i in p.invokes if i["token"].endswith("listManagedClusterUserCredentials"))
+    assert user["args"] == {"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev", "format": "exec"}
+
+
+def test_admin_credentials_when_configured(plan):
+    tokens = [i["token"] for i in plan(kubeconfigCredentials="admin").invokes]
+    assert "azure-native:containerservice:listManagedClusterAdminCredentials" in tokens
+    assert "azure-native:containerservice:listManagedClusterUserCredentials" not in tokens
+
+
+class KubeconfigSpy(mock_engine.CannedMocks):
+    """Keeps the provider's deserialised kubeconfig (the mock layer unwraps secrets)."""
+
+    seen: dict = {}
+
+    def new_resource(self, args):
+        if args.typ == K8S_PROVIDER:
+            KubeconfigSpy.seen = dict(args.inputs)
+        return super().new_resource(args)
+
+
+def run_with_spy(monkeypatch, **overrides):
+    """(plan, kubeconfig text) where the text was sent to the engine wrapped as a secret."""
+    monkeypatch.setattr(mock_engine, "CannedMocks", KubeconfigSpy)
+    plan = mock_engine.run("dev", overrides)
+    wire = KubeconfigSpy.seen["kubeconfig"]
+    assert isinstance(wire, dict) and wire.get(mock_engine._SIG) == mock_engine._SECRET_SIG, wire
+    assert isinstance(wire["value"], str), "kubeconfig must be known during preview"
+    return plan, wire["value"]
+
+
+def test_kubeconfig_is_secret_known_in_preview_and_converted_to_azurecli(monkeypatch):
+    plan, kubeconfig = run_with_spy(monkeypatch)
+    provider = plan.one(K8S_PROVIDER)
+    assert provider.inputs == {"kubeconfig": "[secret]"}
+    document = yaml.safe_load(kubeconfig)  # decoded from base64, a real kubeconfig, known at preview
+    plugin = document["users"][0]["user"]["exec"]
+    assert plugin["command"] == "kubelogin"
+    assert plugin["args"][-2:] == ["--login", "azurecli"]
+    assert "devicecode" not in plugin["args"] and "--client-id" not in plugin["args"]
+    assert plugin["args"][plugin["args"].index("--server-id") + 1] == canned.AKS_SERVER_ID
+
+
+def test_admin_kubeconfig_is_secret_and_untouched(monkeypatch):
+    plan, kubeconfig = run_with_spy(monkeypatch, kubeconfigCredentials="admin")
+    assert plan.one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
+    expected = base64.b64decode(
+        canned.admin_credentials({"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev"}, "eastus2")[
+            "kubeconfigs"][0]["value"]).decode()
+    assert kubeconfig == expected
+
+
+def test_no_kubeconfig_material_anywhere_in_the_plan(plan):
+    for creds in ("user", "admin"):
+        text = str(plan(kubeconfigCredentials=creds).to_json())
+        assert "BEGIN" not in text and "client-key-data" not in text and "kubelogin" not in text
+
+
+def test_every_kubernetes_resource_uses_the_explicit_provider(plan):
+    p = plan()
+    provider = p.one(K8S_PROVIDER)
+    kube = [r for r in p.resources if r.custom and r.type.startswith("kubernetes:")]
+    assert kube, "expected Kubernetes resources"
+    for resource in kube:
+        assert resource.provider == provider.urn, resource.urn
+    assert p.one(RELEASE).provider == provider.urn
+
+
+@pytest.mark.parametrize("mode", ["workloadidentity", "msi", "azd"])
+def test_kubelogin_modes_rewrite_login_and_drop_the_cli_client(mode):
+    source = base64.b64decode(canned.user_credentials(
+        {"resourceGroupName": "rg", "resourceName": "c"}, "eastus2")["kubeconfigs"][0]["value"]).decode()
+    args = yaml.safe_load(kubelogin_kubeconfig(source, mode))["users"][0]["user"]["exec"]["args"]
+    assert args.count("--login") == 1 and args[-1] == mode
+    assert "--client-id" not in args and canned.AKS_CLIENT_ID not in args
+    assert "--tenant-id" in args and "--environment" in args
+
+
+def test_kubelogin_devicecode_and_non_exec_kubeconfigs_unchanged():
+    source = base64.b64decode(canned.user_credentials(
+        {"resourceGroupName": "rg", "resourceName": "c"}, "eastus2")["kubeconfigs"][0]["value"]).decode()
+    assert kubelogin_kubeconfig(source, "devicecode") == source
+    cert = "apiVersion: v1\nusers:\n- name: u\n  user:\n    client-certificate-data: abc\n"
+    assert kubelogin_kubeconfig(cert, "azurecli") == cert

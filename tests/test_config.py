@@ -1,0 +1,244 @@
+"""Config rules: each key's good and bad values, types, required keys, and Pulumi.yaml itself."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import jsonschema
+import pytest
+import yaml
+
+from components import config
+from tests.conftest import ROOT, reference
+
+VALID = {
+    "clusterName": "aks-gpu-dev",
+    "clusterResourceGroup": "rg-aks-gpu-dev",
+    "grafanaName": "amg-gpu-dev",
+    "grafanaResourceGroup": "rg-observability-dev",
+    "monitorWorkspaceName": "amw-gpu-dev",
+    "monitorWorkspaceResourceGroup": "rg-observability-dev",
+}
+
+SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
+SUB_B = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
+
+GOOD = [
+    ("clusterName", "a"),
+    ("clusterName", "aks_gpu-01"),
+    ("clusterName", "a" * 63),
+    ("clusterResourceGroup", "rg.(prod)_1-x"),
+    ("clusterResourceGroup", "r" * 90),
+    ("clusterResourceGroup", "Ressourcengruppe-München"),
+    ("grafanaName", "ab"),
+    ("grafanaName", "a" + "b" * 21 + "1"),
+    ("monitorWorkspaceName", "amw1"),
+    ("monitorWorkspaceName", "a" + "b" * 42 + "c"),
+    ("managedPrivateEndpointName", "pe"),
+    ("managedPrivateEndpointName", "pyroscope-mpe-cl-01"),
+    ("managedPrivateEndpointName", "a" * 20),
+    ("pyroscopeChartVersion", "1.15.0"),
+    ("pyroscopeChartVersion", "2.0.0-rc.1+build.5"),
+    ("extensionVersion", ""),
+    ("extensionVersion", "0.46.0"),
+    ("privateLinkVisibility", "*"),
+    ("privateLinkVisibility", SUB_A),
+    ("privateLinkVisibility", f"{SUB_A} {SUB_B}"),
+    ("privateLinkServiceName", "pyroscope-pls"),
+    ("privateLinkServiceName", "pls_"),
+    ("privateLinkServiceResourceGroup", ""),
+    ("privateLinkServiceResourceGroup", "rg-network"),
+    ("privateLinkSubnet", ""),
+    ("privateLinkSubnet", "snet-pls"),
+    ("privateLinkIpAddressCount", "1"),
+    ("privateLinkIpAddressCount", "8"),
+    ("extensionTimeoutSeconds", "60"),
+    ("extensionTimeoutSeconds", "7200"),
+    ("pyroscopeReleaseTimeoutSeconds", "3600"),
+    ("pyroscopeImageTag", "1.14.1"),
+    ("pyroscopeImageTag", "weekly-f123"),
+    ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts/pyroscope"),
+    ("pyroscopeChart", "oci://myacr.azurecr.io/helm/pyroscope"),
+    ("pyroscopeChart", "https://grafana.github.io/helm-charts"),
+    ("kubeconfigCredentials", "admin"),
+    ("kubeloginMode", "workloadidentity"),
+    ("extensionName", "inspektor-gadget"),
+    ("extensionReleaseTrain", "stable"),
+    ("extensionGpuObservability", "false"),
+    ("extensionAzureMonitor", "false"),
+]
+
+BAD = [
+    ("clusterName", "-aks", "AKS cluster name"),
+    ("clusterName", "aks-", "AKS cluster name"),
+    ("clusterName", "a" * 64, "AKS cluster name"),
+    ("clusterName", "aks gpu", "AKS cluster name"),
+    ("clusterResourceGroup", "rg.", "resource group"),
+    ("clusterResourceGroup", "r" * 91, "resource group"),
+    ("clusterResourceGroup", "rg/x", "resource group"),
+    ("grafanaResourceGroup", "rg#1", "resource group"),
+    ("monitorWorkspaceResourceGroup", "rg with space", "resource group"),
+    ("grafanaName", "a", "Managed Grafana"),
+    ("grafanaName", "1amg", "Managed Grafana"),
+    ("grafanaName", "amg-", "Managed Grafana"),
+    ("grafanaName", "a" * 24, "Managed Grafana"),
+    ("grafanaName", "amg_gpu", "Managed Grafana"),
+    ("monitorWorkspaceName", "amw", "Azure Monitor workspace"),
+    ("monitorWorkspaceName", "-amw1", "Azure Monitor workspace"),
+    ("monitorWorkspaceName", "a" * 45, "Azure Monitor workspace"),
+    ("managedPrivateEndpointName", "p", "2-20 characters"),
+    ("managedPrivateEndpointName", "1pe", "2-20 characters"),
+    ("managedPrivateEndpointName", "a" * 21, "2-20 characters"),
+    ("managedPrivateEndpointName", "pe_1", "2-20 characters"),
+    ("managedPrivateEndpointName", "pe.1", "2-20 characters"),
+    ("pyroscopeChartVersion", "", "semantic version"),
+    ("pyroscopeChartVersion", "1.15", "semantic version"),
+    ("pyroscopeChartVersion", "v1.15.0", "semantic version"),
+    ("pyroscopeChartVersion", "^1.15.0", "semantic version"),
+    ("pyroscopeChartVersion", "latest", "semantic version"),
+    ("pyroscopeChartVersion", "01.15.0", "semantic version"),
+    ("extensionVersion", "0.46", "semantic version"),
+    ("privateLinkVisibility", "", "subscription GUIDs"),
+    ("privateLinkVisibility", "* " + SUB_A, "subscription GUIDs"),
+    ("privateLinkVisibility", f"{SUB_A},{SUB_B}", "subscription GUIDs"),
+    ("privateLinkVisibility", "my-subscription", "subscription GUIDs"),
+    ("privateLinkServiceName", "", "private link service name"),
+    ("privateLinkServiceName", "pls-", "private link service name"),
+    ("privateLinkServiceName", "a" * 81, "private link service name"),
+    ("privateLinkServiceResourceGroup", "rg.", "resource group"),
+    ("privateLinkSubnet", "-snet", "subnet name"),
+    ("privateLinkIpAddressCount", "0", "from 1 to 8"),
+    ("privateLinkIpAddressCount", "9", "from 1 to 8"),
+    ("privateLinkIpAddressCount", "two", "expected an integer"),
+    ("extensionTimeoutSeconds", "0", "from 60 to 7200 seconds"),
+    ("extensionTimeoutSeconds", "-5", "from 60 to 7200 seconds"),
+    ("extensionTimeoutSeconds", "7201", "from 60 to 7200 seconds"),
+    ("pyroscopeReleaseTimeoutSeconds", "3601", "from 60 to 3600 seconds"),
+    ("pyroscopeReleaseTimeoutSeconds", "1.5", "expected an integer"),
+    ("pyroscopeImageTag", "", "image tag"),
+    ("pyroscopeImageTag", ".hidden", "image tag"),
+    ("pyroscopeImageTag", "1.14.1 ", "image tag"),
+    ("pyroscopeChart", "ghcr.io/grafana/helm-charts/pyroscope", "oci://"),
+    ("pyroscopeChart", "http://grafana.github.io/helm-charts", "oci://"),
+    ("kubeconfigCredentials", "root", "one of user, admin"),
+    ("kubeloginMode", "password", "one of azurecli"),
+    ("extensionName", "Inspektor-Gadget", "extension name"),
+    ("extensionReleaseTrain", "", "release train"),
+    ("extensionGpuObservability", "yes", "true or false"),
+    ("extensionAzureMonitor", "True", "true or false"),
+]
+
+
+def parse(**overrides):
+    return config.parse({**VALID, **overrides})
+
+
+def test_valid_minimal_config_takes_pulumi_yaml_defaults():
+    cfg = parse()
+    assert cfg.pyroscope_chart_version == "1.15.0"
+    assert cfg.private_link_service_name == "pyroscope-pls"
+    assert cfg.private_link_visibility == "*"
+    assert cfg.managed_private_endpoint_name == "pyroscope-mpe"
+    assert cfg.extension_release_train == "preview"
+    assert cfg.extension_gpu_observability is True and cfg.extension_azure_monitor is True
+    assert cfg.extension_timeout_seconds == 1800 and cfg.pyroscope_release_timeout_seconds == 600
+    assert cfg.private_link_ip_address_count == 1
+
+
+def test_config_is_frozen():
+    cfg = parse()
+    with pytest.raises(Exception):
+        cfg.cluster_name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("key,value", GOOD)
+def test_good_values_are_accepted(key, value):
+    cfg = parse(**{key: value})
+    got = getattr(cfg, config.snake(key))
+    assert str(got).lower() == value.lower() or got == int(value)
+
+
+@pytest.mark.parametrize("key,value,expected", BAD)
+def test_bad_values_fail_with_one_line_naming_the_key(key, value, expected):
+    with pytest.raises(config.ConfigError) as caught:
+        parse(**{key: value})
+    message = str(caught.value)
+    assert caught.value.key == key
+    assert message.startswith(f"{key}: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("key", sorted(VALID))
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_required_keys_missing_or_empty(key, value):
+    raw = dict(VALID)
+    if value is None:
+        del raw[key]
+    else:
+        raw[key] = value
+    with pytest.raises(config.ConfigError) as caught:
+        config.parse(raw)
+    assert str(caught.value).startswith(f"{key}: required")
+    assert f"pulumi config set {key}" in str(caught.value)
+
+
+def test_visibility_list_splits_subscriptions():
+    cfg = parse(privateLinkVisibility=f"{SUB_A}  {SUB_B}")
+    assert cfg.private_link_visibility_list == [SUB_A, SUB_B]
+
+
+def test_every_declared_key_is_typed_described_and_mapped():
+    declared = config.declared()
+    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)}
+    for key, decl in declared.items():
+        assert decl.get("type") in ("string", "integer", "boolean"), key
+        assert len(decl.get("description", "")) > 20, key
+        assert key[0].islower() and "_" not in key and "-" not in key, f"{key} is not flat camelCase"
+
+
+def test_required_keys_are_exactly_the_fixed_ones():
+    required = {k for k, d in config.declared().items() if "default" not in d}
+    assert required == set(VALID)
+
+
+def test_fixed_defaults_from_design():
+    declared = config.declared()
+    assert declared["pyroscopeChartVersion"]["default"] == "1.15.0"
+    assert declared["privateLinkServiceName"]["default"] == "pyroscope-pls"
+    assert declared["privateLinkVisibility"]["default"] == "*"
+    assert declared["managedPrivateEndpointName"]["default"] == "pyroscope-mpe"
+
+
+def test_every_default_passes_its_own_rule():
+    for key, decl in config.declared().items():
+        if "default" in decl and key in config.RULES:
+            value = config._typed(key, decl["type"], str(decl["default"]).lower() if isinstance(decl["default"], bool) else str(decl["default"]))
+            config.RULES[key](key, value)
+
+
+def test_pulumi_yaml_matches_pulumis_project_schema():
+    schema = json.loads(reference("pulumi/project.json").read_text())
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(project)
+    assert project["name"] == "aks-gpu-observability"
+    assert project["runtime"]["name"] == "python"
+    assert project["runtime"]["options"]["virtualenv"] == ".venv"
+    assert "backend" not in project, "Pulumi.yaml must not pin a backend"
+
+
+def test_schema_check_catches_a_malformed_declaration():
+    schema = json.loads(reference("pulumi/project.json").read_text())
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    project["config"]["clusterName"]["typo"] = True
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate(project)
+
+
+def test_dev_stack_file_is_valid_and_holds_no_secrets():
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    values = document["config"]
+    raw = {k.split(":", 1)[1]: str(v) for k, v in values.items() if k.startswith("aks-gpu-observability:")}
+    config.parse(raw)
+    assert not any(isinstance(v, dict) and "secure" in v for v in values.values())
