@@ -1,0 +1,134 @@
+"""The offline plan tool: DESIGN.md section 3's interface, run in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
+from tools import plan as plan_tool
+from tools.mock_engine import run
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def dev_json():
+    result = cli("--stack", "dev", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_json_shape(dev_json):
+    assert set(dev_json) == {"project", "stack", "resources", "invokes", "createOrder", "destroyOrder", "outputs"}
+    assert dev_json["project"] == "aks-gpu-observability" and dev_json["stack"] == "dev"
+    for r in dev_json["resources"]:
+        assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "options"}
+        assert isinstance(r["urn"], str) and r["urn"].startswith("urn:pulumi:dev::aks-gpu-observability::")
+        assert isinstance(r["custom"], bool) and isinstance(r["inputs"], dict)
+        assert r["parent"] is None or isinstance(r["parent"], str)
+        assert r["provider"] is None or isinstance(r["provider"], str)
+        assert all(isinstance(d, str) for d in r["dependencies"])
+        assert set(r["options"]) == {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges", "customTimeouts"}
+        assert isinstance(r["options"]["ignoreChanges"], list)
+    for invoke in dev_json["invokes"]:
+        assert set(invoke) == {"token", "args"}
+    assert isinstance(dev_json["outputs"], dict)
+
+
+def test_json_lists_extension_release_and_providers(dev_json):
+    types = [r["type"] for r in dev_json["resources"]]
+    for expected in (EXTENSION, RELEASE, K8S_PROVIDER, "pulumi:providers:azure-native", "pulumi:pulumi:Stack"):
+        assert expected in types
+    urns = {r["urn"] for r in dev_json["resources"]}
+    for r in dev_json["resources"]:
+        assert set(r["dependencies"]) <= urns
+        assert r["parent"] is None or r["parent"] in urns
+        assert r["provider"] is None or r["provider"] in urns
+
+
+def test_orders_are_consistent_with_dependencies_parents_and_providers(dev_json):
+    urns = [r["urn"] for r in dev_json["resources"]]
+    create, destroy = dev_json["createOrder"], dev_json["destroyOrder"]
+    assert sorted(create) == sorted(urns) and sorted(destroy) == sorted(urns)
+    for r in dev_json["resources"]:
+        for before in r["dependencies"] + [p for p in (r["parent"], r["provider"]) if p]:
+            assert create.index(before) < create.index(r["urn"]), (before, r["urn"])
+            assert destroy.index(r["urn"]) < destroy.index(before), (r["urn"], before)
+
+
+def test_secrets_masked_everywhere(dev_json):
+    provider = next(r for r in dev_json["resources"] if r["type"] == K8S_PROVIDER)
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+    text = json.dumps(dev_json)
+    for leaked in ("BEGIN CERTIFICATE", "kubelogin", "get-token", "client-key-data"):
+        assert leaked not in text
+
+
+def test_text_output_reads_like_a_preview():
+    result = cli("--stack", "dev")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("Previewing update (dev)")
+    for expected in ("azure-native:kubernetesconfiguration:Extension", "inspektor-gadget-extension",
+                     "kubernetes:helm.sh/v3:Release", "pyroscope-release", "pulumi:providers:kubernetes",
+                     "pulumi:providers:azure-native", "pyroscope-release <- inspektor-gadget-extension  [provider: aks]",
+                     "Create order:", "Destroy order (pulumi destroy):", "+ 7 to create"):
+        assert expected in out, expected
+    assert "kubelogin" not in out
+
+
+def test_mermaid_graph():
+    result = cli("--graph", "mermaid")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "graph TD"
+    ids = {line.split("[")[0].strip().replace("subgraph ", ""): line for line in lines if "[" in line}
+    ext = next(i for i, l in ids.items() if "inspektor-gadget-extension<br/>" in l)
+    rel = next(i for i, l in ids.items() if "pyroscope-release<br/>" in l)
+    aks = next(i for i, l in ids.items() if l.strip().startswith(f"{i}[\"aks<br/>"))
+    assert f"  {ext} --> {rel}" in lines
+    assert f"  {aks} -.-> {rel}" in lines
+
+
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["--set", "clusterName="], "error: clusterName: required and must not be empty"),
+        (["--set", "managedPrivateEndpointName=x"], "error: managedPrivateEndpointName: expected a managed private endpoint name"),
+        (["--set", "clustername=aks"], "error: clustername: unknown config key"),
+        (["--set", "clusterName"], "error: --set: expected KEY=VALUE"),
+        (["--stack", "nosuch"], "error: stack: no stack file Pulumi.nosuch.yaml"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, line):
+    result = cli(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(line), result.stderr
+
+
+def test_namespaced_set_passes_through():
+    assert run("dev", {"aks-gpu-observability:clusterName": "other"}).one(EXTENSION).inputs["clusterName"] == "other"
+
+
+def test_runs_are_isolated_and_deterministic():
+    first = run("dev", {"extensionVersion": "0.46.0"}).to_json()
+    second = run("dev").to_json()
+    third = run("dev").to_json()
+    assert second == third
+    assert first != second
+    assert json.dumps(second, sort_keys=True) == json.dumps(third, sort_keys=True)
+
+
+def test_main_in_process_returns_exit_codes(capsys):
+    assert plan_tool.main(["--stack", "dev", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stack"] == "dev"
+    assert plan_tool.main(["--set", "privateLinkIpAddressCount=9"]) == 2
+    assert capsys.readouterr().err.strip() == "error: privateLinkIpAddressCount: expected an integer from 1 to 8 (got 9)"

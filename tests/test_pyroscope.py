@@ -1,0 +1,144 @@
+"""Pyroscope: the Helm release's engine-level inputs, values against the real chart, dependencies."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.pyroscope import PyroscopeArgs, chart_values
+from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE, reference
+
+P = "service.beta.kubernetes.io/"
+SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
+SUB_B = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
+
+
+def key_paths(values: dict, prefix: tuple = ()) -> list[tuple]:
+    """Every leaf key path of a nested dict, e.g. ("pyroscope", "service", "type")."""
+    paths = []
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            paths += key_paths(value, prefix + (key,))
+        else:
+            paths.append(prefix + (key,))
+    return paths
+
+
+def missing_paths(paths: list[tuple], chart_values_yaml: dict) -> list[str]:
+    """Paths the chart does not declare. A path may go below a key whose chart default is an empty map
+    (``{}``: free-form, such as ``structuredConfig`` or ``service.annotations``), nowhere else."""
+    missing = []
+    for path in paths:
+        node = chart_values_yaml
+        for depth, key in enumerate(path):
+            if isinstance(node, dict) and node == {} and depth > 0:
+                break  # free-form map in the chart
+            if not isinstance(node, dict) or key not in node:
+                missing.append(".".join(path))
+                break
+            node = node[key]
+    return missing
+
+
+@pytest.fixture(scope="module")
+def upstream_values():
+    return yaml.safe_load(reference("pyroscope-chart-1.15.0/values.yaml").read_text())
+
+
+def test_release_inputs(plan):
+    release = plan().one(RELEASE)
+    i = release.inputs
+    assert i["chart"] == "oci://ghcr.io/grafana/helm-charts/pyroscope"
+    assert i["version"] == "1.15.0"
+    assert i["name"] == "pyroscope" and i["namespace"] == "gadget"
+    assert i["createNamespace"] is False
+    assert i["timeout"] == 600 and i["skipAwait"] is False
+    assert i["cleanupOnFail"] is True and i["atomic"] is False
+    assert "repositoryOpts" not in i
+
+
+def test_release_values(plan):
+    values = plan().one(RELEASE).inputs["values"]
+    assert values["alloy"] == {"enabled": False}
+    assert values["minio"] == {"enabled": False}
+    single = values["pyroscope"]
+    assert single["replicaCount"] == 1
+    assert single["image"] == {"tag": "1.14.1"}
+    assert single["structuredConfig"] == {"self_profiling": {"disable_push": True}, "storage": {"backend": "filesystem"}}
+    assert single["service"]["type"] == "LoadBalancer" and single["service"]["port"] == 4040
+    assert single["service"]["annotations"] == {
+        P + "azure-load-balancer-internal": "true",
+        P + "azure-pls-create": "true",
+        P + "azure-pls-name": "pyroscope-pls",
+        P + "azure-pls-ip-configuration-ip-address-count": "1",
+        P + "azure-pls-proxy-protocol": "false",
+        P + "azure-pls-visibility": "*",
+    }
+
+
+def test_annotations_follow_config(plan):
+    values = plan(
+        privateLinkServiceName="gpu-pls",
+        privateLinkVisibility=f"{SUB_A} {SUB_B}",
+        privateLinkSubnet="snet-pls",
+        privateLinkServiceResourceGroup="rg-network",
+        privateLinkIpAddressCount=4,
+        pyroscopeImageTag="1.14.0",
+        pyroscopeChartVersion="1.14.2",
+        pyroscopeReleaseTimeoutSeconds=900,
+    ).one(RELEASE).inputs
+    annotations = values["values"]["pyroscope"]["service"]["annotations"]
+    assert annotations[P + "azure-pls-name"] == "gpu-pls"
+    assert annotations[P + "azure-pls-visibility"] == f"{SUB_A} {SUB_B}"
+    assert annotations[P + "azure-pls-ip-configuration-subnet"] == "snet-pls"
+    assert annotations[P + "azure-pls-resource-group"] == "rg-network"
+    assert annotations[P + "azure-pls-ip-configuration-ip-address-count"] == "4"
+    assert values["values"]["pyroscope"]["image"]["tag"] == "1.14.0"
+    assert values["version"] == "1.14.2" and values["timeout"] == 900
+
+
+def test_https_repository_chart(plan):
+    inputs = plan(pyroscopeChart="https://grafana.github.io/helm-charts").one(RELEASE).inputs
+    assert inputs["chart"] == "pyroscope"
+    assert inputs["repositoryOpts"] == {"repo": "https://grafana.github.io/helm-charts"}
+
+
+def test_release_depends_on_the_extension_and_uses_the_kubernetes_provider(plan):
+    p = plan()
+    release, extension = p.one(RELEASE), p.one(EXTENSION)
+    assert extension.urn in release.dependencies
+    assert release.provider == p.one(K8S_PROVIDER).urn
+    assert release.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
+    assert release.name == "pyroscope-release"
+    assert p.create_order.index(extension.urn) < p.create_order.index(release.urn)
+    assert p.destroy_order.index(release.urn) < p.destroy_order.index(extension.urn)
+
+
+def test_in_cluster_url_output(plan):
+    assert plan().outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
+
+
+def test_every_values_key_path_exists_in_chart_1_15_0(plan, upstream_values):
+    values = plan().one(RELEASE).inputs["values"]
+    paths = key_paths(values)
+    assert ("pyroscope", "service", "type") in paths
+    assert missing_paths(paths, upstream_values) == []
+
+
+def test_key_path_check_catches_a_wrong_path(upstream_values):
+    assert missing_paths([("pyroscope", "servce", "type")], upstream_values) == ["pyroscope.servce.type"]
+    assert missing_paths([("service", "type")], upstream_values) == ["service.type"]  # pre-1.0 chart layout
+    assert missing_paths([("pyroscope", "replicaCount", "x")], upstream_values) == ["pyroscope.replicaCount.x"]
+
+
+def test_optional_annotations_also_fit_the_chart(upstream_values):
+    args = PyroscopeArgs("1.15.0", "1.14.1", "pls", ["*"], private_link_subnet="s", private_link_resource_group="rg")
+    assert missing_paths(key_paths(chart_values(args)), upstream_values) == []
+
+
+def test_default_chart_version_and_image_match_the_reference_chart():
+    chart = yaml.safe_load(reference("pyroscope-chart-1.15.0/Chart.yaml").read_text())
+    from components import config
+
+    assert config.declared()["pyroscopeChartVersion"]["default"] == chart["version"]
+    assert config.declared()["pyroscopeImageTag"]["default"] == chart["appVersion"]

@@ -1,0 +1,50 @@
+"""The README stays honest: its config table mirrors Pulumi.yaml, its commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+
+from components import config
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def config_table() -> dict[str, tuple[str, str]]:
+    rows = {}
+    for line in README.splitlines():
+        match = re.match(r"\| `(\w+)` \| (\w+) \| (.+?) \|", line)
+        if match:
+            rows[match.group(1)] = (match.group(2), match.group(3))
+    return rows
+
+
+def test_config_table_mirrors_pulumi_yaml():
+    table = config_table()
+    declared = config.declared()
+    assert set(table) == set(declared)
+    for key, decl in declared.items():
+        kind, default = table[key]
+        assert kind == decl["type"], key
+        if "default" not in decl:
+            assert default == "required", key
+        else:
+            shown = default.strip("`")
+            expected = str(decl["default"]).lower() if isinstance(decl["default"], bool) else str(decl["default"])
+            assert shown == (expected if expected else '""'), key
+
+
+def test_ci_runs_the_readme_commands():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".venv/bin/python -m pytest -q" in README and ".venv/bin/python -m pytest -q" in ci
+    assert ".venv/bin/python -m tools.plan --stack dev" in README and ".venv/bin/python -m tools.plan --stack dev" in ci
+    assert "pip install -r requirements.txt" in README and "-r requirements.txt" in ci
+
+
+def test_outputs_table_lists_every_stack_output():
+    from tools.mock_engine import run
+
+    outputs = set(run("dev").outputs)
+    section = README.split("## Outputs", 1)[1].split("##", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    assert documented == outputs
