@@ -265,21 +265,18 @@ def _options(request) -> dict:
 
 
 def orders(resources: list[Resource]) -> tuple[list[str], list[str]]:
-    """(create order, destroy order): a topological order over dependencies, parents and providers,
-    ties broken by registration order; destroy is its reverse (dependents before what they depend on)."""
-    index = {r.urn: i for i, r in enumerate(resources)}
+    """(create order, destroy order): a topological order over dependencies, parents and providers, ties
+    broken by URN (registration order varies from run to run; plans must be diffable); destroy is its
+    reverse, so dependents go before what they depend on and children before their parents."""
+    known = {r.urn for r in resources}
     sorter: TopologicalSorter = TopologicalSorter()
     for resource in resources:
-        before = set(resource.dependencies)
-        if resource.parent:
-            before.add(resource.parent)
-        if resource.provider:
-            before.add(resource.provider)
-        sorter.add(resource.urn, *sorted((u for u in before if u in index), key=index.__getitem__))
+        before = set(resource.dependencies) | {u for u in (resource.parent, resource.provider) if u}
+        sorter.add(resource.urn, *sorted(before & known))
     sorter.prepare()
     create: list[str] = []
     while sorter.is_active():
-        ready = sorted(sorter.get_ready(), key=index.__getitem__)
+        ready = sorted(sorter.get_ready())
         create.extend(ready)
         sorter.done(*ready)
     return create, list(reversed(create))
@@ -376,6 +373,8 @@ def run(
             if not resource.parent and resource.urn != stack_urn and resource.urn not in monitor.default_providers:
                 resource.parent = stack_urn
         create, destroy = orders(resources)
+        position = {urn: i for i, urn in enumerate(create)}
+        resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
         return Plan(stack_config.PROJECT, stack, resources, mocks.invokes, outputs, create, destroy)
 
     return contextvars.Context().run(evaluate)

@@ -47,7 +47,8 @@ def render_text(plan: Plan) -> str:
         for i, kid in enumerate(kids):
             walk(kid, "" if top else prefix + ("   " if last else "│  "), i == len(kids) - 1, False)
 
-    for root in children.get(None, []):
+    roots = sorted(children.get(None, []), key=lambda r: r.type != "pulumi:pulumi:Stack")  # stack first
+    for root in roots:
         walk(root, "", True, True)
     width = max(len(t) for t, _ in rows) + 2
     name_width = max(len(n) for _, n in rows) + 2
