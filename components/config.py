@@ -12,11 +12,12 @@ managed clusters, private link services, subnets, Managed Grafana, Azure Monitor
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 import pulumi
 import yaml
@@ -66,11 +67,14 @@ class StackConfig:
     private_link_visibility: str
     private_link_subnet: str
     private_link_ip_address_count: int
+    private_link_service_timeout_seconds: int
     grafana_name: str
     grafana_resource_group: str
     monitor_workspace_name: str
     monitor_workspace_resource_group: str
     managed_private_endpoint_name: str
+    connection_approval_timeout_seconds: int
+    managed_private_endpoint_timeout_seconds: int
 
     @property
     def private_link_visibility_list(self) -> list[str]:
@@ -153,10 +157,13 @@ def _visibility(key: str, value: object) -> None:
 
 
 def _chart(key: str, value: object) -> None:
-    if not isinstance(value, str) or not re.fullmatch(r"(oci|https)://[A-Za-z0-9.-]+(:\d+)?(/[\w.\-/]*)?", value):
+    # The values and the Service name assume Grafana's pyroscope chart: an OCI reference must name it.
+    oci = r"oci://[A-Za-z0-9.-]+(:\d+)?(/[\w.-]+)*/pyroscope"
+    https = r"https://[A-Za-z0-9.-]+(:\d+)?(/[\w.~-]*)*"
+    if not isinstance(value, str) or not (re.fullmatch(oci, value) or re.fullmatch(https, value)):
         raise ConfigError(
             key,
-            "expected an oci:// chart reference or an https:// chart repository URL "
+            "expected an oci:// reference ending in /pyroscope or an https:// chart repository URL "
             f"(got {value!r})",
         )
 
@@ -208,6 +215,9 @@ RULES: dict[str, Rule] = {
         )
     ),
     "privateLinkIpAddressCount": _between(1, 8),
+    "privateLinkServiceTimeoutSeconds": _between(60, 3600, "seconds"),
+    "connectionApprovalTimeoutSeconds": _between(60, 3600, "seconds"),
+    "managedPrivateEndpointTimeoutSeconds": _between(60, 3600, "seconds"),
     "grafanaName": _regex(
         r"[A-Za-z][A-Za-z0-9-]{0,21}[A-Za-z0-9]",
         "expected an Azure Managed Grafana name: 2-23 letters, digits or '-', starting with a letter and "
@@ -233,10 +243,10 @@ def _typed(key: str, kind: str, text: str) -> object:
         if not re.fullmatch(r"[+-]?\d+", text.strip()):
             raise ConfigError(key, f"expected an integer (got {text!r})")
         return int(text)
-    if kind == "boolean":
-        if text not in ("true", "false"):
+    if kind == "boolean":  # what pulumi.Config.get_bool accepts
+        if text not in ("true", "True", "false", "False"):
             raise ConfigError(key, f"expected true or false (got {text!r})")
-        return text == "true"
+        return text in ("true", "True")
     return text
 
 
@@ -270,7 +280,29 @@ def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
     return StackConfig(**{name: values[name] for name in known})
 
 
+def check_known(keys: Iterable[str]) -> None:
+    """Raise ConfigError for the first key in the project namespace that Pulumi.yaml does not declare
+    (a misspelt key would otherwise be ignored silently and its default used)."""
+    names = declared()
+    for full in sorted(keys):
+        namespace, _, key = full.partition(":")
+        if namespace == PROJECT and key not in names:
+            close = difflib.get_close_matches(key, list(names), n=1)
+            hint = f"did you mean {close[0]}?" if close else "see the config table in README.md"
+            raise ConfigError(key, f"unknown config key ({hint}); the keys are declared in Pulumi.yaml")
+
+
+def _all_keys() -> set[str]:
+    """Every config key the engine handed this program: set at run time (mocks, RunRequest) or through
+    the PULUMI_CONFIG environment variable the language host sets."""
+    from pulumi.runtime import config as runtime_config
+
+    return set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+
+
 def load() -> StackConfig:
-    """Read every declared key from the stack's config (namespace ``aks-gpu-observability``) and parse it."""
+    """Read every declared key from the stack's config (namespace ``aks-gpu-observability``) and parse it.
+    Raises ConfigError for an undeclared key in that namespace or any invalid value."""
+    check_known(_all_keys())
     config = pulumi.Config(PROJECT)
     return parse({key: config.get(key) for key in declared()})

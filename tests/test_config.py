@@ -67,6 +67,10 @@ GOOD = [
     ("extensionReleaseTrain", "stable"),
     ("extensionGpuObservability", "false"),
     ("extensionAzureMonitor", "false"),
+    ("extensionAzureMonitor", "False"),
+    ("privateLinkServiceTimeoutSeconds", "3600"),
+    ("connectionApprovalTimeoutSeconds", "60"),
+    ("managedPrivateEndpointTimeoutSeconds", "900"),
 ]
 
 BAD = [
@@ -126,7 +130,13 @@ BAD = [
     ("extensionName", "Inspektor-Gadget", "extension name"),
     ("extensionReleaseTrain", "", "release train"),
     ("extensionGpuObservability", "yes", "true or false"),
-    ("extensionAzureMonitor", "True", "true or false"),
+    ("extensionAzureMonitor", "TRUE", "true or false"),
+    ("extensionAzureMonitor", "1", "true or false"),
+    ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts", "ending in /pyroscope"),
+    ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts/pyroscope:1.15.0", "ending in /pyroscope"),
+    ("connectionApprovalTimeoutSeconds", "59", "from 60 to 3600 seconds"),
+    ("managedPrivateEndpointTimeoutSeconds", "3601", "from 60 to 3600 seconds"),
+    ("privateLinkServiceTimeoutSeconds", "0", "from 60 to 3600 seconds"),
 ]
 
 
@@ -242,3 +252,17 @@ def test_dev_stack_file_is_valid_and_holds_no_secrets():
     raw = {k.split(":", 1)[1]: str(v) for k, v in values.items() if k.startswith("aks-gpu-observability:")}
     config.parse(raw)
     assert not any(isinstance(v, dict) and "secure" in v for v in values.values())
+
+
+def test_booleans_accept_what_pulumi_get_bool_accepts():
+    assert parse(extensionAzureMonitor="True").extension_azure_monitor is True
+    assert parse(extensionAzureMonitor="False").extension_azure_monitor is False
+
+
+def test_unknown_project_keys_are_rejected_with_a_suggestion():
+    config.check_known(["aks-gpu-observability:clusterName", "azure-native:location", "other:anything"])
+    with pytest.raises(config.ConfigError) as caught:
+        config.check_known(["aks-gpu-observability:extensionVerison"])
+    assert str(caught.value) == (
+        "extensionVerison: unknown config key (did you mean extensionVersion?); the keys are declared in Pulumi.yaml"
+    )

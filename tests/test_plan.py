@@ -83,6 +83,14 @@ def test_text_output_reads_like_a_preview():
     assert "kubelogin" not in out
 
 
+def test_text_output_shows_inputs_so_reviewers_see_changes():
+    pinned = cli("--set", "extensionVersion=0.46.0").stdout
+    default = cli().stdout
+    assert '      version: "0.46.0"' in pinned and "autoUpgradeMinorVersion: false" in pinned
+    assert "autoUpgradeMinorVersion: true" in default and '"0.46.0"' not in default
+    assert 'kubeconfig: "[secret]"' in default
+
+
 def test_mermaid_graph():
     result = cli("--graph", "mermaid")
     assert result.returncode == 0, result.stderr
@@ -104,6 +112,9 @@ def test_mermaid_graph():
         (["--set", "clustername=aks"], "error: clustername: unknown config key"),
         (["--set", "clusterName"], "error: --set: expected KEY=VALUE"),
         (["--stack", "nosuch"], "error: stack: no stack file Pulumi.nosuch.yaml"),
+        (["--set", "aks-gpu-observability:extensionVerison=0.46.0"], "error: extensionVerison: unknown config key (did you mean extensionVersion?)"),
+        (["--json", "--graph", "mermaid"], "error: argument --graph: not allowed with argument --json"),
+        (["--graph", "dot"], "error: argument --graph: invalid choice"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, line):

@@ -275,8 +275,9 @@ def orders(resources: list[Resource]) -> tuple[list[str], list[str]]:
         sorter.add(resource.urn, *sorted(before & known))
     sorter.prepare()
     create: list[str] = []
+    stack_first = lambda urn: ("::pulumi:pulumi:Stack::" not in urn, urn)  # noqa: E731
     while sorter.is_active():
-        ready = sorted(sorter.get_ready())
+        ready = sorted(sorter.get_ready(), key=stack_first)
         create.extend(ready)
         sorter.done(*ready)
     return create, list(reversed(create))
@@ -310,18 +311,11 @@ def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
 
 
 def apply_overrides(values: dict[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
-    """``--set KEY=VALUE`` semantics: a bare key is in the project's namespace and must be declared in
-    Pulumi.yaml (ConfigError otherwise); a ``namespace:key`` key is passed through."""
+    """``--set KEY=VALUE`` semantics: a bare key is in the project's namespace, ``namespace:key`` is taken
+    as given. Undeclared project keys are rejected by the program itself (config.load)."""
     merged = dict(values)
-    declared = stack_config.declared()
     for key, value in overrides.items():
-        if ":" not in key:
-            if key not in declared:
-                raise stack_config.ConfigError(
-                    key, f"unknown config key; expected one of {', '.join(sorted(declared))}"
-                )
-            key = f"{stack_config.PROJECT}:{key}"
-        merged[key] = value
+        merged[key if ":" in key else f"{stack_config.PROJECT}:{key}"] = value
     return merged
 
 
@@ -339,7 +333,7 @@ def run(
     """
     values, secrets = read_stack_config(stack)
     values = apply_overrides(values, overrides or {})
-    location = values.get("azure-native:location", "eastus2")
+    location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides)
     monitor = RecordingMonitor(mocks)
 

@@ -19,6 +19,17 @@ from components.config import ConfigError
 from tools.mock_engine import Plan, Resource, run
 
 
+class _UsageError(Exception):
+    pass
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``error: ...``, exit 2) like every other bad input."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(message)
+
+
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
     overrides: dict[str, str] = {}
     for pair in pairs:
@@ -33,11 +44,30 @@ def _label(resource: Resource) -> str:
     return f"{resource.type} {resource.name}"
 
 
+def _input_lines(value, indent: str) -> list[str]:
+    """Inputs as sorted ``key: value`` lines, nested maps indented (like ``pulumi preview --diff``)."""
+    lines = []
+    for key in sorted(value):
+        item = value[key]
+        if isinstance(item, dict) and item:
+            lines.append(f"{indent}{key}: {{")
+            lines += _input_lines(item, indent + "    ")
+            lines.append(f"{indent}}}")
+        else:
+            lines.append(f"{indent}{key}: {json.dumps(item)}")
+    return lines
+
+
 def render_text(plan: Plan) -> str:
-    """``pulumi preview``-like text: a tree of resources, dependencies, outputs, then both orders."""
+    """``pulumi preview --diff``-like text: a tree of resources, each custom resource's inputs, the
+    dependencies, outputs, then both orders."""
+    stack = next((r for r in plan.resources if r.type == "pulumi:pulumi:Stack"), None)
     children: dict[Optional[str], list[Resource]] = {}
     for resource in plan.resources:
-        children.setdefault(resource.parent, []).append(resource)
+        parent = resource.parent
+        if parent is None and stack is not None and resource is not stack:
+            parent = stack.urn  # default providers: shown under the stack, as pulumi preview does
+        children.setdefault(parent, []).append(resource)
     rows: list[tuple[str, str]] = []
 
     def walk(resource: Resource, prefix: str, last: bool, top: bool) -> None:
@@ -47,8 +77,7 @@ def render_text(plan: Plan) -> str:
         for i, kid in enumerate(kids):
             walk(kid, "" if top else prefix + ("   " if last else "│  "), i == len(kids) - 1, False)
 
-    roots = sorted(children.get(None, []), key=lambda r: r.type != "pulumi:pulumi:Stack")  # stack first
-    for root in roots:
+    for root in children.get(None, []):
         walk(root, "", True, True)
     width = max(len(t) for t, _ in rows) + 2
     name_width = max(len(n) for _, n in rows) + 2
@@ -60,6 +89,11 @@ def render_text(plan: Plan) -> str:
     lines += [f" +   {t:<{width}}{n:<{name_width}}create" for t, n in rows]
 
     by_urn = {r.urn: r for r in plan.resources}
+    lines += ["", "Inputs (secrets as [secret]):"]
+    for resource in plan.resources:
+        if resource.custom and resource.inputs:
+            lines.append(f"  + {resource.type} {resource.name}")
+            lines += _input_lines(resource.inputs, "      ")
     lines += ["", "Dependencies (as the engine records them):"]
     for resource in plan.resources:
         deps = [by_urn[d].name if d in by_urn else d for d in resource.dependencies]
@@ -67,7 +101,7 @@ def render_text(plan: Plan) -> str:
         if deps or provider:
             extra = f"  [provider: {provider}]" if provider else ""
             lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
-    lines += ["", "Outputs:"]
+    lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown):"]
     lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
     lines += ["", "Resources:", f"    + {len(plan.resources)} to create", "", "Create order:"]
     lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.create_order, 1)]
@@ -113,13 +147,18 @@ def render_mermaid(plan: Plan) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
+    parser = _OneLineErrors(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config key (bare keys are in the project namespace); repeatable")
-    parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
-    parser.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
-    args = parser.parse_args(argv)
+    form = parser.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    form.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         plan = run(args.stack, _parse_sets(args.sets))
     except ConfigError as error:

@@ -1,0 +1,126 @@
+"""A scripted stand-in for the Azure CLI, put on PATH as ``az`` by the script tests. SIMULATED: no Azure.
+
+Scenario file (YAML, path in ``FAKE_AZ_SCENARIO``): a list of rules, first match wins::
+
+    - match: [network, private-link-service, show]   # tokens found in argv in this order; a token
+      responses:                                      # matches an argument equal to it or containing it
+        - {exit: 3, stderr: "ERROR: (ResourceNotFound) ..."}
+        - {json: {id: "/subscriptions/...", provisioningState: Succeeded}, delay: 0.2}
+
+Responses are used in order; the last one repeats. A response is ``json`` (a body: the stand-in applies the
+call's ``--query`` with JMESPath, as az does, and renders ``--output`` json/tsv/none like knack) or
+``stdout``, plus optional ``stderr``, ``exit`` (default 0) and ``delay`` (seconds). A call no rule matches
+exits 2 with "fake az: no rule for ...", so an unexpected call fails the test.
+
+Every call is appended to ``FAKE_AZ_LOG`` (JSON lines: argv and the rule index); per-rule counters live
+in ``FAKE_AZ_STATE``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from io import StringIO
+
+import jmespath
+import yaml
+
+
+def _option(argv: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg in names and i + 1 < len(argv):
+            return argv[i + 1]
+        for name in names:
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def matches(tokens: list[str], argv: list[str]) -> bool:
+    position = 0
+    for token in tokens:
+        while position < len(argv) and not (argv[position] == token or token in argv[position]):
+            position += 1
+        if position == len(argv):
+            return False
+        position += 1
+    return True
+
+
+def tsv(result) -> str:
+    """knack's _TsvOutput: a list result is one row per item; dict rows are values sorted by key;
+    nested lists print their length, nested dicts nothing; None prints 'None'; bools lower-case."""
+    out = StringIO()
+
+    def obj(value):
+        if isinstance(value, list):
+            out.write(str(len(value)))
+        elif isinstance(value, dict):
+            out.write("")
+        else:
+            out.write(value if isinstance(value, str) else str(value))
+
+    def row(value):
+        if isinstance(value, dict):
+            values = [v for _, v in sorted(value.items())]
+        elif isinstance(value, list):
+            values = value
+        elif isinstance(value, bool):
+            obj(str(value).lower())
+            out.write("\n")
+            return
+        else:
+            obj(value)
+            out.write("\n")
+            return
+        for i, item in enumerate(values):
+            if i:
+                out.write("\t")
+            obj(item)
+        out.write("\n")
+
+    for item in result if isinstance(result, list) else [result]:
+        row(item)
+    return out.getvalue()
+
+
+def main(argv: list[str]) -> int:
+    with open(os.environ["FAKE_AZ_SCENARIO"], encoding="utf-8") as fh:
+        rules = yaml.safe_load(fh) or []
+    state_path = os.environ["FAKE_AZ_STATE"]
+    state = json.load(open(state_path)) if os.path.exists(state_path) else {}
+    index = next((i for i, rule in enumerate(rules) if matches(rule["match"], argv)), None)
+    with open(os.environ["FAKE_AZ_LOG"], "a", encoding="utf-8") as log:
+        log.write(json.dumps({"argv": argv, "rule": index}) + "\n")
+    if index is None:
+        sys.stderr.write(f"fake az: no rule for {' '.join(argv)}\n")
+        return 2
+    count = state.get(str(index), 0)
+    state[str(index)] = count + 1
+    with open(state_path, "w") as fh:
+        json.dump(state, fh)
+    responses = rules[index]["responses"]
+    response = responses[min(count, len(responses) - 1)]
+    time.sleep(float(response.get("delay", 0)))
+    if "stderr" in response:
+        sys.stderr.write(response["stderr"].rstrip("\n") + "\n")
+    if "json" in response:
+        result = response["json"]
+        query = _option(argv, "--query")
+        if query:
+            result = jmespath.search(query, result)
+        output = _option(argv, "--output", "-o") or "json"
+        if output == "tsv":
+            if result is not None:
+                sys.stdout.write(tsv(result))
+        elif output == "json":
+            sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    elif "stdout" in response:
+        sys.stdout.write(response["stdout"])
+    return int(response.get("exit", 0))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
