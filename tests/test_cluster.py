@@ -62,15 +62,15 @@ def test_admin_credentials_refused_when_local_accounts_disabled(plan):
 
 def test_user_credentials_by_default_exec_format(plan):
     p = plan()
-    tokens = [i["token"] for i in p.invokes]
+    tokens = [i.token for i in p.invokes]
     assert "azure-native:containerservice:listManagedClusterUserCredentials" in tokens
     assert "azure-native:containerservice:listManagedClusterAdminCredentials" not in tokens
-    user = next(i for i in p.invokes if i["token"].endswith("listManagedClusterUserCredentials"))
-    assert user["args"] == {"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev", "format": "exec"}
+    user = next(i for i in p.invokes if i.token.endswith("listManagedClusterUserCredentials"))
+    assert user.args == {"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev", "format": "exec"}
 
 
 def test_admin_credentials_when_configured(plan):
-    tokens = [i["token"] for i in plan(kubeconfigCredentials="admin").invokes]
+    tokens = [i.token for i in plan(kubeconfigCredentials="admin").invokes]
     assert "azure-native:containerservice:listManagedClusterAdminCredentials" in tokens
     assert "azure-native:containerservice:listManagedClusterUserCredentials" not in tokens
 

@@ -147,7 +147,71 @@ def client_config(_args: Mapping[str, Any], _location: str) -> dict:
     }
 
 
+def grafana_id(resource_group: str, name: str) -> str:
+    return f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Dashboard/grafana/{name}"
+
+
+#: The private IP Grafana's managed private endpoint gets once approved and refreshed.
+MPE_PRIVATE_IP = "10.0.4.36"
+
+
+def grafana(args: Mapping[str, Any], location: str) -> dict:
+    """getGrafana: a Standard-tier workspace with a system-assigned identity."""
+    rg, name = args["resourceGroupName"], args["workspaceName"]
+    return {
+        "id": grafana_id(rg, name),
+        "name": name,
+        "type": "Microsoft.Dashboard/grafana",
+        "location": location,
+        "sku": {"name": "Standard"},
+        "identity": {"type": "SystemAssigned", "principalId": guid("grafana-identity", rg, name), "tenantId": TENANT_ID},
+        "properties": {
+            "provisioningState": "Succeeded",
+            "grafanaVersion": "11.6.4",
+            "grafanaMajorVersion": "11",
+            "endpoint": f"https://{name}-{guid(rg, name)[:10].replace('-', '')}.{location[:3]}.grafana.azure.com",
+            "publicNetworkAccess": "Enabled",
+            "zoneRedundancy": "Disabled",
+            "apiKey": "Disabled",
+            "deterministicOutboundIP": "Disabled",
+        },
+    }
+
+
+def private_link_service(args: Mapping[str, Any], location: str) -> dict:
+    """getPrivateLinkService: the PLS AKS created for the Pyroscope Service."""
+    rg, name = args["resourceGroupName"], args["serviceName"]
+    return {
+        "id": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Network/privateLinkServices/{name}",
+        "name": name,
+        "type": "Microsoft.Network/privateLinkServices",
+        "location": location,
+        "alias": f"{name}.{guid(rg, name)}.{location}.azure.privatelinkservice",
+        "provisioningState": "Succeeded",
+        "visibility": {"subscriptions": ["*"]},
+        "privateEndpointConnections": [],
+        "tags": {"k8s-azure-owner-service": "gadget/pyroscope", "k8s-azure-cluster-name": "kubernetes"},
+    }
+
+
+def managed_private_endpoint(args: Mapping[str, Any], location: str) -> dict:
+    """getManagedPrivateEndpoint after approval and refresh: Approved, with its private IP."""
+    rg, workspace, name = args["resourceGroupName"], args["workspaceName"], args["managedPrivateEndpointName"]
+    return {
+        "id": f"{grafana_id(rg, workspace)}/managedPrivateEndpoints/{name}",
+        "name": name,
+        "type": "Microsoft.Dashboard/grafana/managedPrivateEndpoints",
+        "location": location,
+        "provisioningState": "Succeeded",
+        "connectionState": {"status": "Approved", "description": "Approved for Azure Managed Grafana"},
+        "privateLinkServicePrivateIP": MPE_PRIVATE_IP,
+    }
+
+
 INVOKES = {
+    "azure-native:dashboard:getGrafana": grafana,
+    "azure-native:network:getPrivateLinkService": private_link_service,
+    "azure-native:dashboard:getManagedPrivateEndpoint": managed_private_endpoint,
     "azure-native:containerservice:getManagedCluster": managed_cluster,
     "azure-native:containerservice:listManagedClusterUserCredentials": user_credentials,
     "azure-native:containerservice:listManagedClusterAdminCredentials": admin_credentials,
@@ -185,6 +249,18 @@ def resource_state(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[st
             "status": "deployed",
         }
         return f"{namespace}/{release}", state
+    if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
+        rid = (
+            f"{grafana_id(inputs['resourceGroupName'], inputs['workspaceName'])}"
+            f"/managedPrivateEndpoints/{inputs.get('managedPrivateEndpointName', name)}"
+        )
+        # As created: the connection on the PLS is Pending and there is no private IP yet.
+        state.update({"id": rid, "provisioningState": "Succeeded", "privateLinkServicePrivateIP": "",
+                      "connectionState": {"status": "Pending", "description": ""}})
+        return rid, state
+    if type_ == "command:local:Command":
+        state.update({"stdout": "", "stderr": ""})
+        return guid("command", name), state
     if type_.startswith("pulumi:providers:"):
         return guid("provider", type_, name), state
     return f"{name}-id", state

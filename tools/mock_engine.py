@@ -27,6 +27,7 @@ import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.config import set_all_config
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
 from components import config as stack_config
@@ -103,6 +104,18 @@ class Resource:
 
 
 @dataclass
+class Invoke:
+    """One invoke: its token, its arguments (engine names) and the resources it waits for (depends_on)."""
+
+    token: str
+    args: dict
+    dependencies: list[str]
+
+    def to_json(self) -> dict:
+        return {"token": self.token, "args": self.args}
+
+
+@dataclass
 class Plan:
     """The outcome of one mocked run. ``error`` is set (and ``resources`` empty) when the program
     raised ConfigError before registering anything."""
@@ -110,7 +123,7 @@ class Plan:
     project: str
     stack: str
     resources: list[Resource]
-    invokes: list[dict]
+    invokes: list[Invoke]
     outputs: dict
     create_order: list[str]
     destroy_order: list[str]
@@ -135,7 +148,7 @@ class Plan:
             "project": self.project,
             "stack": self.stack,
             "resources": [r.to_json() for r in self.resources],
-            "invokes": self.invokes,
+            "invokes": [i.to_json() for i in self.invokes],
             "createOrder": self.create_order,
             "destroyOrder": self.destroy_order,
             "outputs": self.outputs,
@@ -148,10 +161,8 @@ class CannedMocks(pulumi.runtime.Mocks):
     def __init__(self, location: str, overrides: Optional[Mapping[str, Any]] = None) -> None:
         self.location = location
         self.overrides = dict(overrides or {})
-        self.invokes: list[dict] = []
 
     def call(self, args: pulumi.runtime.MockCallArgs):
-        self.invokes.append({"token": args.token, "args": plain(dict(args.args))})
         handler = self.overrides.get(args.token, canned.INVOKES.get(args.token))
         if handler is None:
             raise NotImplementedError(f"offline plan has no canned answer for invoke {args.token}")
@@ -172,6 +183,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.recorded: list[Resource] = []
         self.default_providers: dict[str, Resource] = {}
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
+        self.invokes: list[Invoke] = []
         self._lock = threading.Lock()
 
     def _thread_loop(self) -> None:
@@ -187,9 +199,21 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             with self._lock:
                 self.thread_loops.append(loop)
 
+    def GetDeploymentInfo(self, request):
+        """As MockMonitor's, plus INVOKE_DEPENDS_ON: the SDK then names an invoke's dependencies on the
+        request (as it does against the real engine), so the plan can show them."""
+        info = super().GetDeploymentInfo(request)
+        info.supportedFeatures.append(resource_pb2.RESOURCE_MONITOR_FEATURE_INVOKE_DEPENDS_ON)
+        return info
+
     def Invoke(self, request):
         self._thread_loop()
-        return super().Invoke(request)
+        response = super().Invoke(request)
+        if request.tok != "pulumi:pulumi:getResource":
+            args = plain(json_format.MessageToDict(request.args, preserving_proto_field_name=True))
+            with self._lock:
+                self.invokes.append(Invoke(request.tok, args, list(dict.fromkeys(request.dependsOn))))
+        return response
 
     def ReadResource(self, request):
         self._thread_loop()
@@ -369,7 +393,7 @@ def run(
         create, destroy = orders(resources)
         position = {urn: i for i, urn in enumerate(create)}
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
-        return Plan(stack_config.PROJECT, stack, resources, mocks.invokes, outputs, create, destroy)
+        return Plan(stack_config.PROJECT, stack, resources, monitor.invokes, outputs, create, destroy)
 
     return contextvars.Context().run(evaluate)
 

@@ -107,7 +107,10 @@ def render_text(plan: Plan) -> str:
     lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.create_order, 1)]
     lines += ["", "Destroy order (pulumi destroy):"]
     lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.destroy_order, 1)]
-    lines += ["", "Invokes answered offline (canned): " + ", ".join(sorted({i["token"] for i in plan.invokes}))]
+    lines += ["", "Invokes (answered offline from canned data):"]
+    for invoke in plan.invokes:
+        waits = ", ".join(by_urn[d].name if d in by_urn else d for d in invoke.dependencies)
+        lines.append(f"    {invoke.token}" + (f" <- {waits}" if waits else ""))
     return "\n".join(lines)
 
 
@@ -143,6 +146,9 @@ def render_mermaid(plan: Plan) -> str:
                 lines.append(f"  {ids[dep]} --> {ids[resource.urn]}")
         if resource.provider in ids:
             lines.append(f"  {ids[resource.provider]} -.-> {ids[resource.urn]}")
+    for n, invoke in enumerate(i for i in plan.invokes if i.dependencies):
+        lines.append(f'  i{n}(["{invoke.token.split(":")[-1]}<br/><small>invoke</small>"])')
+        lines += [f"  {ids[d]} --> i{n}" for d in invoke.dependencies if d in ids]
     return "\n".join(lines)
 
 

@@ -1,0 +1,157 @@
+"""Component GrafanaPrivateLink: Azure Managed Grafana's private path to Pyroscope.
+
+    wait for the PLS (command) -> PLS lookup (invoke) -> managed private endpoint (MPE)
+      -> approval of exactly its connection on the PLS (command) -> refresh of Grafana's MPEs (command)
+      -> read-back of the MPE's private IP and connection state (invoke)
+
+Facts (DESIGN.md section 2): AKS creates the PLS from the Service annotations some minutes after the load
+balancer, no SLA; the MPE (``Microsoft.Dashboard/grafana/managedPrivateEndpoints``, azure-native
+``dashboard.ManagedPrivateEndpoint``) creates a Pending connection on the PLS whose ``privateEndpoint.id``
+ends with ``grafana-<grafanaName>-<mpeName>``; only the PLS owner can approve it (``PUT
+.../privateEndpointConnections/{name}``, which azure-native cannot adopt, hence a command); Grafana picks the
+approval up only after ``POST .../refreshManagedPrivateEndpoints``; ``privateLinkServicePrivateIP`` stays
+empty until then.
+
+Teardown: everything here depends on the Pyroscope release (through ``depends_on``), so ``pulumi destroy``
+removes the MPE, and with it the connection, before the release and its load balancer and PLS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+from pulumi_azure_native import dashboard, network
+
+from components.scripts import DASHBOARD_API_VERSION, script_command
+
+TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
+PYROSCOPE_PORT = 4040
+
+
+class EmptyPrivateIpError(pulumi.RunError):
+    """The MPE has no private IP after approval and refresh; a datasource URL would be ``http://:4040``."""
+
+
+def require_private_ip(mpe_name: str, ip: Optional[str], status: Optional[str]) -> str:
+    """``ip`` if non-empty; else raises EmptyPrivateIpError with one line saying what to check."""
+    if ip:
+        return ip
+    raise EmptyPrivateIpError(
+        f"managedPrivateEndpointName: managed private endpoint '{mpe_name}' has no privateLinkServicePrivateIP "
+        f"after approval and refresh (connection state {status or 'unknown'}); check its connection on the "
+        "private link service is Approved, then run `pulumi up` again"
+    )
+
+
+@dataclass(frozen=True)
+class GrafanaPrivateLinkArgs:
+    """Inputs of :class:`GrafanaPrivateLink`.
+
+    ``grafana_id``/``grafana_name``/``grafana_resource_group``/``grafana_location``: the existing Standard
+    Grafana. ``private_link_service_name``/``private_link_service_resource_group``: the PLS AKS creates.
+    ``private_link_service_region``: the cluster's location. Timeouts in seconds bound each command.
+    """
+
+    grafana_id: pulumi.Input[str]
+    grafana_name: str
+    grafana_resource_group: str
+    grafana_location: pulumi.Input[str]
+    private_link_service_name: str
+    private_link_service_resource_group: pulumi.Input[str]
+    private_link_service_region: pulumi.Input[str]
+    managed_private_endpoint_name: str
+    request_message: str
+    private_link_service_timeout_seconds: int = 900
+    approval_timeout_seconds: int = 600
+    refresh_timeout_seconds: int = 900
+
+    @property
+    def private_endpoint_name(self) -> str:
+        """The name Grafana gives the private endpoint behind the MPE: ``grafana-<grafanaName>-<mpeName>``."""
+        return f"grafana-{self.grafana_name}-{self.managed_private_endpoint_name}"
+
+
+class GrafanaPrivateLink(pulumi.ComponentResource):
+    """The MPE from Grafana to the Pyroscope PLS, approved and refreshed.
+
+    Outputs: ``private_link_service_id``, ``managed_private_endpoint_id``, ``private_ip`` (never empty:
+    EmptyPrivateIpError otherwise), ``connection_state`` (``Approved`` once done), ``pyroscope_url``
+    (``http://<private ip>:4040``). ``opts.depends_on`` (the Pyroscope release) is forwarded to the first step.
+    """
+
+    def __init__(self, name: str, args: GrafanaPrivateLinkArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        pls_env = {
+            "PLS_NAME": args.private_link_service_name,
+            "PLS_RESOURCE_GROUP": args.private_link_service_resource_group,
+        }
+        wait = script_command(
+            f"{name}-wait-for-pls",
+            "wait_private_link_service.sh",
+            {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds)},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+        )
+        pls = network.get_private_link_service_output(
+            resource_group_name=args.private_link_service_resource_group,
+            service_name=args.private_link_service_name,
+            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
+        )
+        self.private_link_service_id = pls.id
+        mpe = dashboard.ManagedPrivateEndpoint(
+            f"{name}-mpe",
+            managed_private_endpoint_name=args.managed_private_endpoint_name,
+            workspace_name=args.grafana_name,
+            resource_group_name=args.grafana_resource_group,
+            location=args.grafana_location,
+            private_link_resource_id=pls.id,
+            private_link_resource_region=args.private_link_service_region,
+            request_message=args.request_message,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.managed_private_endpoint_id = mpe.id
+        approval = script_command(
+            f"{name}-approve-connection",
+            "approve_private_endpoint_connection.sh",
+            {
+                **pls_env,
+                "PRIVATE_ENDPOINT_NAME": args.private_endpoint_name,
+                "DESCRIPTION": f"Approved for Azure Managed Grafana {args.grafana_name} by aks-gpu-observability",
+                "TIMEOUT_SECONDS": str(args.approval_timeout_seconds),
+            },
+            triggers=[mpe.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[mpe]),
+        )
+        refresh = script_command(
+            f"{name}-refresh",
+            "refresh_managed_private_endpoints.sh",
+            {
+                "API_VERSION": DASHBOARD_API_VERSION,
+                "GRAFANA_ID": args.grafana_id,
+                "MPE_NAME": args.managed_private_endpoint_name,
+                "TIMEOUT_SECONDS": str(args.refresh_timeout_seconds),
+            },
+            triggers=[mpe.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[approval]),
+        )
+        state = dashboard.get_managed_private_endpoint_output(
+            managed_private_endpoint_name=args.managed_private_endpoint_name,
+            resource_group_name=args.grafana_resource_group,
+            workspace_name=args.grafana_name,
+            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[refresh]),
+        )
+        self.connection_state = state.connection_state.apply(lambda s: (s.status if s else None) or "")
+        self.private_ip = pulumi.Output.all(state.private_link_service_private_ip, self.connection_state).apply(
+            lambda pair: require_private_ip(args.managed_private_endpoint_name, pair[0], pair[1])
+        )
+        self.pyroscope_url = pulumi.Output.concat("http://", self.private_ip, f":{PYROSCOPE_PORT}")
+        self.register_outputs(
+            {
+                "private_link_service_id": self.private_link_service_id,
+                "managed_private_endpoint_id": self.managed_private_endpoint_id,
+                "private_ip": self.private_ip,
+                "connection_state": self.connection_state,
+                "pyroscope_url": self.pyroscope_url,
+            }
+        )

@@ -1,0 +1,47 @@
+"""Steps with no ARM resource, run as ``pulumi-command`` local commands over the repo's ``scripts/``.
+
+Each step is ``bash scripts/<name>.sh`` (run from the project directory, where Pulumi starts its
+providers), parameters in ``environment`` (keys sorted), the sha256 of the script and of ``scripts/lib.sh``
+in ``triggers`` so an edited script runs again, stdout and stderr in the engine's log (the scripts never
+print tokens), and no previous output fed back into the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+import pulumi
+from pulumi_command import local
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+#: API version of Microsoft.Dashboard the scripts use (the one azure-native 3.x uses for Grafana).
+DASHBOARD_API_VERSION = "2024-10-01"
+
+
+def script_hash(script: str) -> str:
+    """sha256 (hex) of ``scripts/lib.sh`` followed by ``scripts/<script>``; raises FileNotFoundError."""
+    digest = hashlib.sha256()
+    for path in (SCRIPTS / "lib.sh", SCRIPTS / script):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def script_command(
+    name: str,
+    script: str,
+    environment: Mapping[str, pulumi.Input[str]],
+    triggers: Sequence[pulumi.Input[object]] = (),
+    opts: Optional[pulumi.ResourceOptions] = None,
+) -> local.Command:
+    """A ``command:local:Command`` that runs ``scripts/<script>`` on create and on any input change."""
+    return local.Command(
+        name,
+        create=f"bash scripts/{script}",
+        environment={key: environment[key] for key in sorted(environment)},
+        triggers=[script_hash(script), *triggers],
+        logging=local.Logging.STDOUT_AND_STDERR,
+        add_previous_output_in_env=False,
+        opts=opts,
+    )
