@@ -12,13 +12,14 @@ STEP=approve-private-endpoint-connection
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_env PLS_RESOURCE_GROUP PLS_NAME PRIVATE_ENDPOINT_NAME DESCRIPTION TIMEOUT_SECONDS
 
+# One row per connection: name, private endpoint id, status. Nulls become '' (az's tsv prints null as None).
+query="(privateEndpointConnections || \`[]\`)[].[name, privateEndpoint.id || '', privateLinkServiceConnectionState.status || '']"
 want=$(tr '[:upper:]' '[:lower:]' <<<"$PRIVATE_ENDPOINT_NAME")
 log "looking for the connection from private endpoint ${PRIVATE_ENDPOINT_NAME} on ${PLS_NAME} (up to ${TIMEOUT_SECONDS}s)"
 start_clock "$TIMEOUT_SECONDS"
 while :; do
   if rows=$(az network private-link-service show --resource-group "$PLS_RESOURCE_GROUP" --name "$PLS_NAME" \
-      --query "privateEndpointConnections[].[name, privateEndpoint.id, privateLinkServiceConnectionState.status]" \
-      --output tsv 2>"$ERRFILE"); then
+      --query "$query" --output tsv 2>"$ERRFILE"); then
     matches=()
     while IFS=$'\t' read -r name endpoint status; do
       [ -n "$name" ] || continue

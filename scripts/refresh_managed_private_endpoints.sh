@@ -6,6 +6,7 @@
 # POLL_MAX_SECONDS.
 # Mirrors: POST {grafana}/refreshManagedPrivateEndpoints (long-running, no body) and
 # GET {grafana}/managedPrivateEndpoints/{name} (properties.connectionState.status, privateLinkServicePrivateIP).
+# Queries map null to '' because az's tsv output prints a null as the word None.
 set -euo pipefail
 STEP=refresh-managed-private-endpoints
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,7 +35,7 @@ done
 polls=0
 while :; do
   if out=$(az rest --method get --url "$endpoint_url" \
-      --query "[properties.connectionState.status, properties.privateLinkServicePrivateIP]" --output tsv 2>"$ERRFILE"); then
+      --query "[properties.connectionState.status || '', properties.privateLinkServicePrivateIP || '']" --output tsv 2>"$ERRFILE"); then
     read -r status ip <<<"$(tr '\n' '\t' <<<"$out")"
     if [ "$status" = "Approved" ] && [ -n "$ip" ]; then
       log "managed private endpoint ${MPE_NAME} is Approved with private IP ${ip}"

@@ -12,7 +12,7 @@ log "waiting up to ${TIMEOUT_SECONDS}s for private link service ${PLS_NAME} in $
 start_clock "$TIMEOUT_SECONDS"
 while :; do
   if out=$(az network private-link-service show --resource-group "$PLS_RESOURCE_GROUP" --name "$PLS_NAME" \
-      --query "[id, provisioningState]" --output tsv 2>"$ERRFILE"); then
+      --query "[id, provisioningState || '']" --output tsv 2>"$ERRFILE"); then
     read -r pls_id state <<<"$(tr '\n' '\t' <<<"$out")"
     if [ "$state" = "Succeeded" ]; then
       log "found ${pls_id}"
