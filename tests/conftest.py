@@ -39,3 +39,16 @@ def plan():
         return mock_engine.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def scenario_results(tmp_path_factory):
+    """Every scenario of tests/scenarios.py run once per session (concurrently: the scripts mostly wait),
+    shared by the scenario tests and the azure-cli parser check. name -> scenarios.Result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests import scenarios
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {s.name: pool.submit(scenarios.run, s, tmp_path_factory.mktemp(s.name)) for s in scenarios.SCENARIOS}
+    return {name: future.result() for name, future in futures.items()}

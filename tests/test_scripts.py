@@ -9,8 +9,8 @@ from tests.scenarios import SCENARIOS
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_scenario(scenario, tmp_path):
-    result = scenarios.run(scenario, tmp_path)
+def test_scenario(scenario, scenario_results):
+    result = scenario_results[scenario.name]
     assert result.returncode == scenario.exit, result.stderr
     assert result.stdout == scenario.stdout, result.stderr
     for text in scenario.stderr_has:
@@ -24,9 +24,8 @@ def test_scenario(scenario, tmp_path):
         assert len(errors) == 1, result.stderr  # one clear error line
 
 
-def test_only_our_connection_is_ever_named_in_an_approval(tmp_path):
-    scenario = next(s for s in SCENARIOS if s.name == "two-pending-only-ours-approved")
-    result = scenarios.run(scenario, tmp_path)
+def test_only_our_connection_is_ever_named_in_an_approval(scenario_results):
+    result = scenario_results["two-pending-only-ours-approved"]
     approvals = [c["argv"] for c in result.calls if c["argv"][:4] == ["network", "private-link-service", "connection", "update"]]
     assert len(approvals) == 1
     argv = approvals[0]
@@ -34,7 +33,7 @@ def test_only_our_connection_is_ever_named_in_an_approval(tmp_path):
     assert argv[argv.index("--connection-status") + 1] == "Approved"
 
 
-def test_scripts_print_no_tokens_and_use_only_az(tmp_path):
+def test_scripts_print_no_tokens_and_use_only_az():
     """The scripts call az and shell built-ins/coreutils only: no curl, kubectl or token handling."""
     for path in sorted(scenarios.ROOT.glob("scripts/*.sh")):
         text = path.read_text()

@@ -1,0 +1,89 @@
+"""Every az command line the step scripts emit, checked against the real azure-cli parser.
+
+The scenarios (tests/scenarios.py) run under the stand-in az and log each command line; here each
+distinct line runs through the real Azure CLI with an empty config directory and no login. A well-formed
+line gets as far as "Please run 'az login'"; a misspelt subcommand, flag or enum value fails earlier with a
+parse error. So a typo fails here, not on a user's subscription. No Azure call is made.
+
+The real CLI: AZURE_CLI_BIN, else `az` on PATH. Without one the test skips (naming what is missing),
+unless REQUIRE_AZURE_CLI=1 (CI), where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.scenarios import ROOT
+
+LOGIN = "Please run 'az login' to setup account."
+
+
+@pytest.fixture(scope="module")
+def real_az():
+    path = os.environ.get("AZURE_CLI_BIN") or shutil.which("az")
+    if not path or not os.path.exists(path):
+        message = "the real Azure CLI is not installed (set AZURE_CLI_BIN, or put azure-cli's az on PATH)"
+        if os.environ.get("REQUIRE_AZURE_CLI") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def emitted(scenario_results) -> list[list[str]]:
+    """Distinct az command lines from all scenarios, one per shape (subcommand words + flag names)."""
+    by_shape: dict[tuple, list[str]] = {}
+    for result in scenario_results.values():
+        for call in result.calls:
+            argv = call["argv"]
+            shape = tuple(a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or not argv[i - 1].startswith("-"))) + tuple(
+                a for a in argv if a.startswith("--"))
+            by_shape.setdefault(shape, argv)
+    return list(by_shape.values())
+
+
+def parse_check(az: str, argv: list[str], tmp_path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "AZURE_CONFIG_DIR": str(tmp_path), "AZURE_CORE_COLLECT_TELEMETRY": "false",
+           "AZURE_CORE_NO_COLOR": "true"}
+    return subprocess.run([az, *argv], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_every_call_site_is_exercised(emitted):
+    """Each `az <words>` call site in scripts/ appears among the lines the scenarios emitted."""
+    sites = set()
+    for path in ROOT.glob("scripts/*.sh"):
+        code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+        for match in re.finditer(r"\baz ((?:[a-z][\w-]* )+)(?:--method (\w+))?", code):
+            words = match.group(1).split()
+            sites.add(tuple(words + ([match.group(2)] if match.group(2) else [])))
+    assert sites, "no az call sites found"
+    for site in sites:
+        assert any(argv[: len(site)] == list(site) or
+                   (site[0] == "rest" and argv[0] == "rest" and site[-1] == argv[argv.index("--method") + 1])
+                   for argv in emitted), site
+
+
+def test_emitted_command_lines_parse_in_the_real_cli(real_az, emitted, tmp_path):
+    assert len(emitted) >= 4
+    for argv in emitted:
+        done = parse_check(real_az, argv, tmp_path)
+        assert LOGIN in done.stderr, f"az {' '.join(argv)}\n{done.stderr}"
+
+
+@pytest.mark.parametrize("mutation", [
+    ("--connection-status", "--conection-status"),
+    ("Approved", "Bogus"),
+    ("private-link-service", "private-link-services"),
+    ("--method", "--methd"),
+])
+def test_the_check_catches_a_typo(real_az, emitted, tmp_path, mutation):
+    old, new = mutation
+    argv = next(a for a in emitted if old in a)
+    broken = [new if arg == old else arg for arg in argv]
+    done = parse_check(real_az, broken, tmp_path)
+    assert LOGIN not in done.stderr and done.returncode != 0, done.stderr

@@ -1,0 +1,148 @@
+"""GrafanaPrivateLink: MPE inputs, the command steps, the dependency chain and the teardown order."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from components.config import ConfigError
+from components.grafana_private_link import EmptyPrivateIpError
+from components.scripts import SCRIPTS, script_hash
+from tests.conftest import RELEASE
+from tools import canned
+
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+COMMAND = "command:local:Command"
+NODE_RG = "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
+PLS_ID = f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/privateLinkServices/pyroscope-pls"
+GRAFANA_ID = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
+
+
+def command(plan, suffix):
+    return next(r for r in plan.by_type(COMMAND) if r.name == f"grafana-private-link-{suffix}")
+
+
+def invoke(plan, token):
+    return next(i for i in plan.invokes if i.token == token)
+
+
+def test_managed_private_endpoint_inputs(plan):
+    mpe = plan().one(MPE)
+    assert mpe.inputs == {
+        "managedPrivateEndpointName": "pyroscope-mpe",
+        "workspaceName": "amg-gpu-dev",
+        "resourceGroupName": "rg-observability-dev",
+        "location": "eastus2",
+        "privateLinkResourceId": PLS_ID,
+        "privateLinkResourceRegion": "eastus2",
+        "requestMessage": "Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev",
+    }
+
+
+def test_wait_for_pls_command(plan):
+    wait = command(plan(), "wait-for-pls")
+    assert wait.inputs["create"] == "bash scripts/wait_private_link_service.sh"
+    assert wait.inputs["environment"] == {"PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900"}
+    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh")]
+    assert wait.inputs["logging"] == "stdoutAndStderr"
+    assert wait.inputs["addPreviousOutputInEnv"] is False
+    assert "delete" not in wait.inputs
+
+
+def test_approval_command_targets_exactly_our_endpoint(plan):
+    p = plan()
+    approval, mpe = command(p, "approve-connection"), p.one(MPE)
+    assert approval.inputs["create"] == "bash scripts/approve_private_endpoint_connection.sh"
+    assert approval.inputs["environment"] == {
+        "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
+        "PLS_NAME": "pyroscope-pls",
+        "PLS_RESOURCE_GROUP": NODE_RG,
+        "PRIVATE_ENDPOINT_NAME": "grafana-amg-gpu-dev-pyroscope-mpe",
+        "TIMEOUT_SECONDS": "600",
+    }
+    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), f"{GRAFANA_ID}/managedPrivateEndpoints/pyroscope-mpe"]
+    assert mpe.urn in approval.dependencies
+
+
+def test_refresh_command(plan):
+    p = plan(managedPrivateEndpointTimeoutSeconds=1200)
+    refresh = command(p, "refresh")
+    assert refresh.inputs["create"] == "bash scripts/refresh_managed_private_endpoints.sh"
+    assert refresh.inputs["environment"] == {
+        "API_VERSION": "2024-10-01", "GRAFANA_ID": GRAFANA_ID, "MPE_NAME": "pyroscope-mpe", "TIMEOUT_SECONDS": "1200"}
+    assert command(p, "approve-connection").urn in refresh.dependencies
+
+
+def test_dependency_chain_after_the_release(plan):
+    p = plan()
+    release, wait, mpe = p.one(RELEASE), command(p, "wait-for-pls"), p.one(MPE)
+    approval, refresh = command(p, "approve-connection"), command(p, "refresh")
+    assert release.urn in wait.dependencies
+    assert invoke(p, "azure-native:network:getPrivateLinkService").dependencies == [wait.urn]
+    assert wait.urn in mpe.dependencies
+    assert mpe.urn in approval.dependencies
+    assert approval.urn in refresh.dependencies
+    assert invoke(p, "azure-native:dashboard:getManagedPrivateEndpoint").dependencies == [refresh.urn]
+    order = [p.create_order.index(r.urn) for r in (release, wait, mpe, approval, refresh)]
+    assert order == sorted(order)
+
+
+def test_teardown_removes_the_endpoint_before_the_release(plan):
+    p = plan()
+    destroy = p.destroy_order
+    release, mpe = p.one(RELEASE), p.one(MPE)
+    assert destroy.index(mpe.urn) < destroy.index(release.urn)
+    for step in ("approve-connection", "refresh", "wait-for-pls"):
+        assert destroy.index(command(p, step).urn) < destroy.index(release.urn)
+    assert destroy.index(command(p, "refresh").urn) < destroy.index(mpe.urn)
+
+
+def test_outputs(plan):
+    outputs = plan().outputs
+    assert outputs["pyroscopePrivateUrl"] == f"http://{canned.MPE_PRIVATE_IP}:4040"
+    assert outputs["managedPrivateEndpointState"] == "Approved"
+    assert outputs["privateLinkServiceId"] == PLS_ID
+    assert outputs["managedPrivateEndpointId"] == f"{GRAFANA_ID}/managedPrivateEndpoints/pyroscope-mpe"
+
+
+def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
+    p = plan(privateLinkServiceResourceGroup="rg-network")
+    assert command(p, "wait-for-pls").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
+    assert command(p, "approve-connection").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
+    assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network", "serviceName": "pyroscope-pls"}
+    annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
+
+
+def test_names_follow_config(plan):
+    p = plan(managedPrivateEndpointName="gpu-mpe", privateLinkServiceName="gpu-pls")
+    assert p.one(MPE).inputs["managedPrivateEndpointName"] == "gpu-mpe"
+    assert command(p, "approve-connection").inputs["environment"]["PRIVATE_ENDPOINT_NAME"] == "grafana-amg-gpu-dev-gpu-mpe"
+    assert command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == "gpu-pls"
+
+
+def test_empty_private_ip_is_an_error_not_a_datasource(plan):
+    def no_ip(args, location):
+        answer = canned.managed_private_endpoint(args, location)
+        answer.update({"privateLinkServicePrivateIP": "", "connectionState": {"status": "Pending"}})
+        return answer
+
+    with pytest.raises(EmptyPrivateIpError, match="^managedPrivateEndpointName: managed private endpoint 'pyroscope-mpe' has no privateLinkServicePrivateIP.*connection state Pending"):
+        plan(invoke_overrides={"azure-native:dashboard:getManagedPrivateEndpoint": no_ip})
+
+
+def test_grafana_must_be_standard_tier(plan):
+    def essential(args, location):
+        answer = canned.grafana(args, location)
+        answer["sku"] = {"name": "Essential"}
+        return answer
+
+    with pytest.raises(ConfigError, match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' is on the Essential tier; managed private endpoints need Standard"):
+        plan(invoke_overrides={"azure-native:dashboard:getGrafana": essential})
+
+
+def test_script_hash_covers_the_script_and_the_shared_library():
+    expected = hashlib.sha256((SCRIPTS / "lib.sh").read_bytes() + (SCRIPTS / "refresh_managed_private_endpoints.sh").read_bytes()).hexdigest()
+    assert script_hash("refresh_managed_private_endpoints.sh") == expected
+    assert len({script_hash(s) for s in ("wait_private_link_service.sh", "approve_private_endpoint_connection.sh", "refresh_managed_private_endpoints.sh")}) == 3
