@@ -12,6 +12,8 @@ import base64
 import hashlib
 from typing import Any, Mapping
 
+import yaml
+
 SUBSCRIPTION_ID = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
 TENANT_ID = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 #: AKS's Microsoft Entra server application id (the --server-id in every AKS kubelogin kubeconfig).
@@ -68,74 +70,48 @@ def _encoded(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+def _kubeconfig(args: Mapping[str, Any], location: str, kind: str, context: str, user: dict) -> str:
+    """A kubeconfig as AKS returns it (base64 of YAML) for user ``cluster<kind>_<rg>_<name>``."""
+    name = args["resourceName"]
+    user_name = f"cluster{kind}_{args['resourceGroupName']}_{name}"
+    document = {
+        "apiVersion": "v1",
+        "clusters": [{"cluster": {
+            "certificate-authority-data": _encoded("-----BEGIN CERTIFICATE-----(canned CA)-----END CERTIFICATE-----"),
+            "server": _server(args, location)}, "name": name}],
+        "contexts": [{"context": {"cluster": name, "user": user_name}, "name": context}],
+        "current-context": context,
+        "kind": "Config",
+        "preferences": {},
+        "users": [{"name": user_name, "user": user}],
+    }
+    return _encoded(yaml.safe_dump(document, sort_keys=False))
+
+
 def user_credentials(args: Mapping[str, Any], location: str) -> dict:
     """listManagedClusterUserCredentials (format exec): kubelogin devicecode, as AKS returns it."""
-    name = args["resourceName"]
-    kubeconfig = f"""apiVersion: v1
-clusters:
-- cluster:
-    certificate-authority-data: {_encoded("-----BEGIN CERTIFICATE-----(canned CA)-----END CERTIFICATE-----")}
-    server: {_server(args, location)}
-  name: {name}
-contexts:
-- context:
-    cluster: {name}
-    user: clusterUser_{args['resourceGroupName']}_{name}
-  name: {name}
-current-context: {name}
-kind: Config
-preferences: {{}}
-users:
-- name: clusterUser_{args['resourceGroupName']}_{name}
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      args:
-      - get-token
-      - --environment
-      - AzurePublicCloud
-      - --server-id
-      - {AKS_SERVER_ID}
-      - --client-id
-      - {AKS_CLIENT_ID}
-      - --tenant-id
-      - {TENANT_ID}
-      - --login
-      - devicecode
-      command: kubelogin
-      env: null
-      installHint: |2
-
-        kubelogin is not installed which is required to connect to AAD enabled cluster.
-      provideClusterInfo: false
-"""
-    return {"kubeconfigs": [{"name": "clusterUser", "value": _encoded(kubeconfig)}]}
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "args": ["get-token", "--environment", "AzurePublicCloud", "--server-id", AKS_SERVER_ID,
+                 "--client-id", AKS_CLIENT_ID, "--tenant-id", TENANT_ID, "--login", "devicecode"],
+        "command": "kubelogin",
+        "env": None,
+        "installHint": "\nkubelogin is not installed which is required to connect to AAD enabled cluster.\n",
+        "provideClusterInfo": False,
+    }
+    value = _kubeconfig(args, location, "User", args["resourceName"], {"exec": plugin})
+    return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}
 
 
 def admin_credentials(args: Mapping[str, Any], location: str) -> dict:
     """listManagedClusterAdminCredentials: a local-account client certificate kubeconfig."""
-    name = args["resourceName"]
-    kubeconfig = f"""apiVersion: v1
-clusters:
-- cluster:
-    certificate-authority-data: {_encoded("-----BEGIN CERTIFICATE-----(canned CA)-----END CERTIFICATE-----")}
-    server: {_server(args, location)}
-  name: {name}
-contexts:
-- context:
-    cluster: {name}
-    user: clusterAdmin_{args['resourceGroupName']}_{name}
-  name: {name}-admin
-current-context: {name}-admin
-kind: Config
-users:
-- name: clusterAdmin_{args['resourceGroupName']}_{name}
-  user:
-    client-certificate-data: {_encoded("-----BEGIN CERTIFICATE-----(canned client cert)-----END CERTIFICATE-----")}
-    client-key-data: {_encoded("-----BEGIN RSA PRIVATE KEY-----(canned key)-----END RSA PRIVATE KEY-----")}
-    token: {guid("admin-token", name).replace("-", "")}
-"""
-    return {"kubeconfigs": [{"name": "clusterAdmin", "value": _encoded(kubeconfig)}]}
+    user = {
+        "client-certificate-data": _encoded("-----BEGIN CERTIFICATE-----(canned client cert)-----END CERTIFICATE-----"),
+        "client-key-data": _encoded("-----BEGIN RSA PRIVATE KEY-----(canned key)-----END RSA PRIVATE KEY-----"),
+        "token": guid("admin-token", args["resourceName"]).replace("-", ""),
+    }
+    value = _kubeconfig(args, location, "Admin", f"{args['resourceName']}-admin", user)
+    return {"kubeconfigs": [{"name": "clusterAdmin", "value": value}]}
 
 
 def client_config(_args: Mapping[str, Any], _location: str) -> dict:
