@@ -1,24 +1,60 @@
 """aks-gpu-observability: GPU-memory profiling on an existing AKS cluster (see README's diagram).
 
-    config ─► existing AKS cluster (lookup, prerequisites) ─► Kubernetes provider
-        └─► Inspektor Gadget extension ─► Pyroscope Helm release (internal LB + private link service)
-                └─► Grafana private link: wait for PLS ─► MPE ─► approve ─► refresh ─► private IP
+    config ─► existing AKS cluster, Grafana, Azure Monitor workspace (lookups and prerequisite checks)
+      ├─► Kubernetes provider
+      ├─► Inspektor Gadget extension ─► Pyroscope Helm release (internal LB + private link service)
+      │     └─► Grafana private link: wait for PLS ─► MPE ─► approve ─► refresh ─► private IP
+      └─► [created Azure Monitor workspace, Grafana]  ─► role ─► datasources ─► GPU dashboard
 """
 
 import pulumi
+from pulumi_azure_native import authorization
 
 from components import config
 from components.cluster import kubernetes_provider, lookup_cluster
-from components.grafana import lookup_grafana
+from components.gpu_dashboard import GpuDashboard, GpuDashboardArgs
+from components.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
+from components.grafana_datasources import GrafanaDatasources, GrafanaDatasourcesArgs
 from components.grafana_private_link import GrafanaPrivateLink, GrafanaPrivateLinkArgs
 from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
+from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs
+from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
 
+# --- Configuration and what already exists (all checks run before any resource is registered) ---------
 cfg = config.load()
 cluster = lookup_cluster(cfg)
-grafana = lookup_grafana(cfg)
+client = authorization.get_client_config()
+grafana = None if cfg.create_grafana else lookup_grafana(cfg)
+workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
 kubernetes = kubernetes_provider("aks", cfg)
 
+# --- Workspaces the stack creates, when asked ------------------------------------------------------------
+grafana_ready: list = []
+if workspace is None:
+    created_workspace = MonitorWorkspace(
+        "monitor-workspace",
+        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location),
+    )
+    workspace = MonitorWorkspaceFacts(created_workspace.id, created_workspace.query_endpoint)
+if grafana is None:
+    created_grafana = ManagedGrafana(
+        "managed-grafana",
+        ManagedGrafanaArgs(
+            name=cfg.grafana_name,
+            resource_group=cfg.grafana_resource_group,
+            location=cluster.location,
+            workspace_id=workspace.id,
+            subscription_id=client.subscription_id,
+            deployer_object_id=client.object_id,
+            public_network_access=cfg.grafana_public_network_access,
+        ),
+    )
+    grafana = GrafanaFacts(created_grafana.id, cfg.grafana_name, cfg.grafana_resource_group, created_grafana.location,
+                           created_grafana.endpoint, "Standard", created_grafana.principal_id)
+    grafana_ready = created_grafana.ready
+
+# --- Cluster side ------------------------------------------------------------------------------------------
 gadget = InspektorGadget(
     "inspektor-gadget",
     InspektorGadgetArgs(
@@ -49,6 +85,7 @@ pyroscope = Pyroscope(
     opts=pulumi.ResourceOptions(providers=[kubernetes], depends_on=[gadget]),
 )
 
+# --- Grafana's private path to Pyroscope -------------------------------------------------------------------
 private_link = GrafanaPrivateLink(
     "grafana-private-link",
     GrafanaPrivateLinkArgs(
@@ -65,9 +102,48 @@ private_link = GrafanaPrivateLink(
         approval_timeout_seconds=cfg.connection_approval_timeout_seconds,
         refresh_timeout_seconds=cfg.managed_private_endpoint_timeout_seconds,
     ),
-    opts=pulumi.ResourceOptions(depends_on=[pyroscope]),
+    opts=pulumi.ResourceOptions(depends_on=[pyroscope, *grafana_ready]),
 )
 
+# --- Grafana content -----------------------------------------------------------------------------------------
+datasources = GrafanaDatasources(
+    "grafana-datasources",
+    GrafanaDatasourcesArgs(
+        grafana_endpoint=grafana.endpoint,
+        grafana_principal_id=grafana.principal_id,
+        subscription_id=client.subscription_id,
+        workspace_id=workspace.id,
+        workspace_query_endpoint=workspace.query_endpoint,
+        pyroscope_url=private_link.pyroscope_url,
+        pyroscope_uid=cfg.pyroscope_datasource_uid,
+        pyroscope_name=cfg.pyroscope_datasource_name,
+        prometheus_uid=cfg.prometheus_datasource_uid,
+        prometheus_name=cfg.prometheus_datasource_name,
+        assign_role=cfg.assign_monitoring_data_reader,
+        timeout_seconds=cfg.grafana_timeout_seconds,
+        retry_forbidden=cfg.create_grafana,
+    ),
+    opts=pulumi.ResourceOptions(depends_on=grafana_ready or None),
+)
+
+dashboard = GpuDashboard(
+    "gpu-dashboard",
+    GpuDashboardArgs(
+        grafana_endpoint=grafana.endpoint,
+        datasources={
+            "prom_ds": {"name": cfg.prometheus_datasource_name, "uid": cfg.prometheus_datasource_uid},
+            "pyroscope_ds": {"name": cfg.pyroscope_datasource_name, "uid": cfg.pyroscope_datasource_uid},
+        },
+        source=cfg.dashboard_source,
+        sha256=cfg.dashboard_sha256.lower(),
+        uid=cfg.dashboard_uid,
+        timeout_seconds=cfg.grafana_timeout_seconds,
+        retry_forbidden=cfg.create_grafana,
+    ),
+    opts=pulumi.ResourceOptions(depends_on=datasources.datasources),
+)
+
+# --- Outputs (see README "Outputs") --------------------------------------------------------------------------
 pulumi.export("clusterId", cluster.id)
 pulumi.export("nodeResourceGroup", cluster.node_resource_group)
 pulumi.export("extensionId", gadget.extension_id)
@@ -81,3 +157,7 @@ pulumi.export("managedPrivateEndpointId", private_link.managed_private_endpoint_
 pulumi.export("managedPrivateEndpointState", private_link.connection_state)
 pulumi.export("pyroscopePrivateUrl", private_link.pyroscope_url)
 pulumi.export("grafanaEndpoint", grafana.endpoint)
+pulumi.export("monitorWorkspaceId", workspace.id)
+pulumi.export("pyroscopeDatasourceUid", datasources.pyroscope_uid)
+pulumi.export("prometheusDatasourceUid", datasources.prometheus_uid)
+pulumi.export("dashboardUrl", dashboard.url)

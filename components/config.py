@@ -68,11 +68,23 @@ class StackConfig:
     private_link_subnet: str
     private_link_ip_address_count: int
     private_link_service_timeout_seconds: int
+    create_grafana: bool
+    create_monitor_workspace: bool
+    grafana_public_network_access: str
     grafana_name: str
     grafana_resource_group: str
     monitor_workspace_name: str
     monitor_workspace_resource_group: str
     managed_private_endpoint_name: str
+    assign_monitoring_data_reader: bool
+    pyroscope_datasource_uid: str
+    pyroscope_datasource_name: str
+    prometheus_datasource_uid: str
+    prometheus_datasource_name: str
+    dashboard_source: str
+    dashboard_sha256: str
+    dashboard_uid: str
+    grafana_timeout_seconds: int
     connection_approval_timeout_seconds: int
     managed_private_endpoint_timeout_seconds: int
 
@@ -176,6 +188,19 @@ _SEMVER = (
 )
 _semver = _regex(_SEMVER, "expected an exact semantic version such as 1.15.0 (no ranges, no 'v' prefix)")
 
+_GRAFANA_UID = _regex(r"[A-Za-z0-9_-]{1,40}", "expected a Grafana uid: 1-40 letters, digits, '-' or '_'")
+_DATASOURCE_NAME = _regex(r"\S(?:[^\x00-\x1f]{0,188}\S)?", "expected a datasource name: 1-190 printable characters, no surrounding spaces")
+
+
+def _dashboard_source(key: str, value: object) -> None:
+    text = str(value)
+    if text.startswith("https://") and re.fullmatch(r"https://[A-Za-z0-9.-]+(:\d+)?/\S+", text):
+        return
+    if text and "://" not in text and not text.startswith("-"):
+        return  # a file path, relative to the project directory
+    raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got {value!r})")
+
+
 RULES: dict[str, Rule] = {
     "clusterName": _regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?",
@@ -218,6 +243,15 @@ RULES: dict[str, Rule] = {
     "privateLinkServiceTimeoutSeconds": _between(60, 3600, "seconds"),
     "connectionApprovalTimeoutSeconds": _between(60, 3600, "seconds"),
     "managedPrivateEndpointTimeoutSeconds": _between(60, 3600, "seconds"),
+    "grafanaPublicNetworkAccess": _one_of("Enabled", "Disabled"),
+    "pyroscopeDatasourceUid": _GRAFANA_UID,
+    "prometheusDatasourceUid": _GRAFANA_UID,
+    "pyroscopeDatasourceName": _DATASOURCE_NAME,
+    "prometheusDatasourceName": _DATASOURCE_NAME,
+    "dashboardSource": _dashboard_source,
+    "dashboardSha256": _regex(r"[0-9a-fA-F]{64}", "expected a sha256 digest: 64 hexadecimal digits"),
+    "dashboardUid": _GRAFANA_UID,
+    "grafanaTimeoutSeconds": _between(30, 3600, "seconds"),
     "grafanaName": _regex(
         r"[A-Za-z][A-Za-z0-9-]{0,21}[A-Za-z0-9]",
         "expected an Azure Managed Grafana name: 2-23 letters, digits or '-', starting with a letter and "

@@ -1,14 +1,17 @@
-"""The existing Azure Managed Grafana workspace: its facts and the tier check.
+"""Existing Azure Managed Grafana and Azure Monitor workspaces: their facts and the up-front checks.
 
-Not a component: looked up with the azure-native invoke ``dashboard.getGrafana`` (ARM ``GET
-.../Microsoft.Dashboard/grafana/{name}``, API 2024-10-01), never created here.
+Not components: looked up with azure-native invokes, ``dashboard.getGrafana`` (ARM ``GET
+.../Microsoft.Dashboard/grafana/{name}``, API 2024-10-01) and ``monitor.getAzureMonitorWorkspace`` (ARM ``GET
+.../Microsoft.Monitor/accounts/{name}``). When the stack creates them instead, see
+``components.managed_grafana`` and ``components.monitor_workspace``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pulumi_azure_native import dashboard
+import pulumi
+from pulumi_azure_native import dashboard, monitor
 
 from components.config import ConfigError, StackConfig
 
@@ -18,18 +21,27 @@ class GrafanaFacts:
     """``id`` (ARM id), ``location``, ``endpoint`` (``properties.endpoint``, https URL), ``sku``
     (``sku.name``), ``principal_id`` (system-assigned identity, empty if none)."""
 
-    id: str
+    id: pulumi.Input[str]
     name: str
     resource_group: str
-    location: str
-    endpoint: str
+    location: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
     sku: str
-    principal_id: str
+    principal_id: pulumi.Input[str]
+
+
+@dataclass(frozen=True)
+class MonitorWorkspaceFacts:
+    """``id`` (ARM id) and ``query_endpoint`` (``metrics.prometheusQueryEndpoint``, https URL)."""
+
+    id: pulumi.Input[str]
+    query_endpoint: pulumi.Input[str]
 
 
 def lookup_grafana(cfg: StackConfig) -> GrafanaFacts:
-    """Look the Grafana workspace up. Raises ConfigError (key ``grafanaName``) unless it is Standard tier:
-    managed private endpoints (``Microsoft.Dashboard/grafana/managedPrivateEndpoints``) need Standard."""
+    """Look the Grafana workspace up. Raises ConfigError (key ``grafanaName``) unless it is Standard tier
+    (managed private endpoints, ``Microsoft.Dashboard/grafana/managedPrivateEndpoints``, need Standard) and
+    has a system-assigned identity (the Prometheus datasource authenticates with it)."""
     result = dashboard.get_grafana(resource_group_name=cfg.grafana_resource_group, workspace_name=cfg.grafana_name)
     sku = result.sku.name if result.sku else ""
     if sku != "Standard":
@@ -39,6 +51,13 @@ def lookup_grafana(cfg: StackConfig) -> GrafanaFacts:
             "endpoints need Standard (upgrade it in the portal or with `az grafana update --sku-tier Standard`)",
         )
     identity = result.identity
+    if not (identity and identity.principal_id):
+        raise ConfigError(
+            "grafanaName",
+            f"Azure Managed Grafana '{cfg.grafana_name}' has no system-assigned identity; the Prometheus datasource "
+            f"authenticates with it: `az grafana update -g {cfg.grafana_resource_group} -n {cfg.grafana_name} "
+            "--assign-identity` (or enable it under Identity in the portal)",
+        )
     return GrafanaFacts(
         id=result.id,
         name=result.name,
@@ -48,3 +67,18 @@ def lookup_grafana(cfg: StackConfig) -> GrafanaFacts:
         sku=sku,
         principal_id=(identity.principal_id if identity else "") or "",
     )
+
+
+def lookup_monitor_workspace(cfg: StackConfig) -> MonitorWorkspaceFacts:
+    """Look the Azure Monitor workspace up. Raises ConfigError (key ``monitorWorkspaceName``) when it has no
+    Prometheus query endpoint."""
+    result = monitor.get_azure_monitor_workspace(
+        resource_group_name=cfg.monitor_workspace_resource_group, azure_monitor_workspace_name=cfg.monitor_workspace_name
+    )
+    endpoint = (result.metrics.prometheus_query_endpoint if result.metrics else "") or ""
+    if not endpoint:
+        raise ConfigError(
+            "monitorWorkspaceName",
+            f"Azure Monitor workspace '{cfg.monitor_workspace_name}' reports no metrics.prometheusQueryEndpoint",
+        )
+    return MonitorWorkspaceFacts(id=result.id, query_endpoint=endpoint)

@@ -78,7 +78,7 @@ def test_text_output_reads_like_a_preview():
     for expected in ("azure-native:kubernetesconfiguration:Extension", "inspektor-gadget-extension",
                      "kubernetes:helm.sh/v3:Release", "pyroscope-release", "pulumi:providers:kubernetes",
                      "pulumi:providers:azure-native", "pyroscope-release <- inspektor-gadget-extension  [provider: aks]",
-                     "Create order:", "Destroy order (pulumi destroy):", "+ 13 to create"):
+                     "Create order:", "Destroy order (pulumi destroy):", "+ 19 to create"):
         assert expected in out, expected
     assert "kubelogin" not in out
 

@@ -184,7 +184,35 @@ def managed_private_endpoint(args: Mapping[str, Any], location: str) -> dict:
     }
 
 
+def monitor_workspace_id(resource_group: str, name: str) -> str:
+    return f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Monitor/accounts/{name}"
+
+
+def query_endpoint(name: str, location: str) -> str:
+    return f"https://{name}-{guid('amw', name)[:4]}.{location}.prometheus.monitor.azure.com"
+
+
+def monitor_workspace(args: Mapping[str, Any], location: str) -> dict:
+    """getAzureMonitorWorkspace: with its Prometheus query endpoint."""
+    rg, name = args["resourceGroupName"], args["azureMonitorWorkspaceName"]
+    return {
+        "id": monitor_workspace_id(rg, name),
+        "name": name,
+        "type": "Microsoft.Monitor/accounts",
+        "location": location,
+        "provisioningState": "Succeeded",
+        "publicNetworkAccess": "Enabled",
+        "accountId": guid("amw-account", rg, name),
+        "metrics": {"internalId": f"mac_{guid('amw-internal', rg, name)}", "prometheusQueryEndpoint": query_endpoint(name, location)},
+        "defaultIngestionSettings": {
+            "dataCollectionEndpointResourceId": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/MA_{name}_{location}_managed/providers/Microsoft.Insights/dataCollectionEndpoints/{name}",
+            "dataCollectionRuleResourceId": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/MA_{name}_{location}_managed/providers/Microsoft.Insights/dataCollectionRules/{name}",
+        },
+    }
+
+
 INVOKES = {
+    "azure-native:monitor:getAzureMonitorWorkspace": monitor_workspace,
     "azure-native:dashboard:getGrafana": grafana,
     "azure-native:network:getPrivateLinkService": private_link_service,
     "azure-native:dashboard:getManagedPrivateEndpoint": managed_private_endpoint,
@@ -234,8 +262,25 @@ def resource_state(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[st
         state.update({"id": rid, "provisioningState": "Succeeded", "privateLinkServicePrivateIP": "",
                       "connectionState": {"status": "Pending", "description": ""}})
         return rid, state
+    if type_ == "azure-native:dashboard:Grafana":
+        rg, name = inputs["resourceGroupName"], inputs.get("workspaceName", name)
+        rid = grafana_id(rg, name)
+        answer = grafana({"resourceGroupName": rg, "workspaceName": name}, inputs.get("location", "eastus2"))
+        state.update({"id": rid, "identity": answer["identity"],
+                      "properties": {**(inputs.get("properties") or {}), "endpoint": answer["properties"]["endpoint"],
+                                     "provisioningState": "Succeeded"}})
+        return rid, state
+    if type_ == "azure-native:monitor:AzureMonitorWorkspace":
+        rg, name = inputs["resourceGroupName"], inputs.get("azureMonitorWorkspaceName", name)
+        rid = monitor_workspace_id(rg, name)
+        state.update({"id": rid, "metrics": monitor_workspace({"resourceGroupName": rg, "azureMonitorWorkspaceName": name},
+                                                              inputs.get("location", "eastus2"))["metrics"]})
+        return rid, state
+    if type_ == "azure-native:authorization:RoleAssignment":
+        rid = f"{inputs['scope']}/providers/Microsoft.Authorization/roleAssignments/{inputs.get('roleAssignmentName', name)}"
+        return rid, {**state, "id": rid}
     if type_ == "command:local:Command":
-        state.update({"stdout": "", "stderr": ""})
+        state.update({"stdout": "", "stderr": ""})  # the scripts print their result; nothing runs here
         return guid("command", name), state
     if type_.startswith("pulumi:providers:"):
         return guid("provider", type_, name), state

@@ -288,23 +288,37 @@ def _options(request) -> dict:
     }
 
 
-def orders(resources: list[Resource]) -> tuple[list[str], list[str]]:
-    """(create order, destroy order): a topological order over dependencies, parents and providers, ties
-    broken by URN (registration order varies from run to run; plans must be diffable); destroy is its
-    reverse, so dependents go before what they depend on and children before their parents."""
-    known = {r.urn for r in resources}
+def _kahn(edges: dict[str, set[str]], nodes: list[str]) -> list[str]:
+    """A topological order of ``nodes`` where each node comes after ``edges[node]``; each round takes every
+    ready node, stack first, then by URN (registration order varies from run to run; plans must diff)."""
     sorter: TopologicalSorter = TopologicalSorter()
-    for resource in resources:
-        before = set(resource.dependencies) | {u for u in (resource.parent, resource.provider) if u}
-        sorter.add(resource.urn, *sorted(before & known))
+    for node in nodes:
+        sorter.add(node, *sorted(edges.get(node, set())))
     sorter.prepare()
-    create: list[str] = []
-    stack_first = lambda urn: ("::pulumi:pulumi:Stack::" not in urn, urn)  # noqa: E731
+    order: list[str] = []
     while sorter.is_active():
-        ready = sorted(sorter.get_ready(), key=stack_first)
-        create.extend(ready)
+        ready = sorted(sorter.get_ready(), key=lambda urn: ("::pulumi:pulumi:Stack::" not in urn, urn))
+        order.extend(ready)
         sorter.done(*ready)
-    return create, list(reversed(create))
+    return order
+
+
+def orders(resources: list[Resource]) -> tuple[list[str], list[str]]:
+    """(create order, destroy order) over dependencies, parents and providers. Create: a resource after
+    what it depends on. Destroy, computed on the reversed graph as the engine walks it: a resource as soon
+    as nothing left depends on it, so dependents go before their dependencies and children before their
+    parents."""
+    known = [r.urn for r in resources]
+    before: dict[str, set[str]] = {}
+    for resource in resources:
+        deps = set(resource.dependencies) | {u for u in (resource.parent, resource.provider) if u}
+        before[resource.urn] = deps & set(known)
+    after: dict[str, set[str]] = {urn: set() for urn in known}
+    for urn, deps in before.items():
+        for dep in deps:
+            after[dep].add(urn)
+    destroy = _kahn(after, known)
+    return _kahn(before, known), destroy
 
 
 def stack_file(stack: str) -> Path:

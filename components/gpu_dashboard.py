@@ -1,0 +1,67 @@
+"""Component GpuDashboard: the "Advanced GPU Observability" dashboard in Grafana.
+
+Source (DESIGN.md): inspektor-gadget/grafana-dashboards at commit 494542d8a0439fe4b1a60577e70677cec5c96070,
+``dashboards/gpu-observability/AdvancedGPUObservability.json``, sha256
+9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4 (Apache-2.0). Downloaded at deploy time by
+``scripts/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,
+deleted on destroy. Its variables ``prom_ds`` and ``pyroscope_ds`` choose datasources by type; the step
+points their defaults at this stack's datasources.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pulumi
+
+from components.scripts import script_command
+
+TYPE = "aks-gpu-observability:index:GpuDashboard"
+PINNED_COMMIT = "494542d8a0439fe4b1a60577e70677cec5c96070"
+PINNED_URL = (
+    f"https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/{PINNED_COMMIT}"
+    "/dashboards/gpu-observability/AdvancedGPUObservability.json"
+)
+PINNED_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4"
+PINNED_UID = "AdvancedGPUObservability"
+
+
+@dataclass(frozen=True)
+class GpuDashboardArgs:
+    """``source``: https URL or project-relative file; ``sha256``: its pinned digest (64 hex); ``uid``: the
+    uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults."""
+
+    grafana_endpoint: pulumi.Input[str]
+    datasources: dict = field(default_factory=dict)
+    source: str = PINNED_URL
+    sha256: str = PINNED_SHA256
+    uid: str = PINNED_UID
+    timeout_seconds: int = 300
+    retry_forbidden: bool = False
+
+
+class GpuDashboard(pulumi.ComponentResource):
+    """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``). ``opts.depends_on`` (the datasources) is
+    forwarded to the upload step."""
+
+    def __init__(self, name: str, args: GpuDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        upload = script_command(
+            f"{name}-upload",
+            "grafana_dashboard.py",
+            {
+                "DASHBOARD_SHA256": args.sha256,
+                "DASHBOARD_SOURCE": args.source,
+                "DASHBOARD_UID": args.uid,
+                "DATASOURCES": json.dumps(args.datasources, sort_keys=True, separators=(",", ":")),
+                "GRAFANA_ENDPOINT": args.grafana_endpoint,
+                "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
+                "TIMEOUT_SECONDS": str(args.timeout_seconds),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+        )
+        self.uid = upload.stdout.apply(lambda _: args.uid)
+        self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)
+        self.register_outputs({"uid": self.uid, "url": self.url})

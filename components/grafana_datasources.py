@@ -1,0 +1,127 @@
+"""Component GrafanaDatasources: Grafana's Pyroscope and Azure Monitor Prometheus datasources, and the
+role that lets Grafana's identity read the workspace.
+
+- Role assignment (azure-native ``authorization.RoleAssignment``): Monitoring Data Reader
+  (``b0d8363b-8ddd-447d-831f-62ca05bff136``) for Grafana's system-assigned identity on the Azure Monitor
+  workspace; its name is a UUID derived from scope, role and principal, so re-runs never duplicate it.
+- Datasources: ``python3 scripts/grafana_datasource.py`` commands (Grafana HTTP API through ``az rest``),
+  the definition as sorted JSON in the environment so ``pulumi preview --diff`` shows what changes.
+  Pyroscope: type ``grafana-pyroscope-datasource``, proxy access, url ``http://<MPE private IP>:4040``.
+  Prometheus: type ``prometheus``, url = the workspace's ``metrics.prometheusQueryEndpoint``,
+  ``jsonData.httpMethod=POST``, ``jsonData.azureCredentials.authType=msi`` (Grafana's managed identity).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+from pulumi_azure_native import authorization
+
+from components.scripts import script_command
+
+TYPE = "aks-gpu-observability:index:GrafanaDatasources"
+MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
+
+
+def role_definition_id(subscription_id: str, role: str) -> str:
+    """ARM id of a built-in role definition in a subscription."""
+    return f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{role}"
+
+
+def role_assignment_name(scope: str, role: str, principal_id: str) -> str:
+    """A deterministic role assignment name (UUID v5 of scope, role and principal, lower-cased scope)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope.lower()}|{role}|{principal_id}"))
+
+
+def pyroscope_datasource(uid: str, name: str, url: str) -> dict:
+    return {"access": "proxy", "jsonData": {}, "name": name, "type": "grafana-pyroscope-datasource", "uid": uid, "url": url}
+
+
+def prometheus_datasource(uid: str, name: str, url: str) -> dict:
+    return {
+        "access": "proxy",
+        "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
+        "name": name,
+        "type": "prometheus",
+        "uid": uid,
+        "url": url,
+    }
+
+
+def sorted_json(value: dict) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class GrafanaDatasourcesArgs:
+    """Inputs of :class:`GrafanaDatasources`.
+
+    ``pyroscope_url``: never empty (GrafanaPrivateLink raises before that). ``assign_role``: false when
+    Grafana's identity already holds Monitoring Data Reader on the workspace under another assignment
+    (ARM answers 409 RoleAssignmentExists to a second one). ``timeout_seconds``: retries of Grafana 429/5xx.
+    ``retry_forbidden``: also retry 401/403, while the deployer's just-made Grafana Admin role propagates.
+    """
+
+    grafana_endpoint: pulumi.Input[str]
+    grafana_principal_id: pulumi.Input[str]
+    subscription_id: str
+    workspace_id: pulumi.Input[str]
+    workspace_query_endpoint: pulumi.Input[str]
+    pyroscope_url: pulumi.Input[str]
+    pyroscope_uid: str = "local-pyroscope"
+    pyroscope_name: str = "Pyroscope"
+    prometheus_uid: str = "azure-monitor-prometheus"
+    prometheus_name: str = "Azure Monitor Prometheus"
+    assign_role: bool = True
+    timeout_seconds: int = 300
+    retry_forbidden: bool = False
+
+
+class GrafanaDatasources(pulumi.ComponentResource):
+    """Outputs: ``pyroscope_uid``, ``prometheus_uid``, ``datasources`` (the two command resources, for
+    ``depends_on``), ``role_assignment`` (or None)."""
+
+    def __init__(self, name: str, args: GrafanaDatasourcesArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        role = role_definition_id(args.subscription_id, MONITORING_DATA_READER)
+        self.role_assignment = None
+        if args.assign_role:
+            self.role_assignment = authorization.RoleAssignment(
+                f"{name}-monitoring-data-reader",
+                role_assignment_name=pulumi.Output.all(args.workspace_id, args.grafana_principal_id).apply(
+                    lambda pair: role_assignment_name(pair[0], MONITORING_DATA_READER, pair[1])
+                ),
+                scope=args.workspace_id,
+                role_definition_id=role,
+                principal_id=args.grafana_principal_id,
+                principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+                description="Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        common = {
+            "GRAFANA_ENDPOINT": args.grafana_endpoint,
+            "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
+            "TIMEOUT_SECONDS": str(args.timeout_seconds),
+        }
+        self.pyroscope = script_command(
+            f"{name}-pyroscope",
+            "grafana_datasource.py",
+            {**common, "DATASOURCE": pulumi.Output.from_input(args.pyroscope_url).apply(
+                lambda url: sorted_json(pyroscope_datasource(args.pyroscope_uid, args.pyroscope_name, url)))},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+        )
+        self.prometheus = script_command(
+            f"{name}-prometheus",
+            "grafana_datasource.py",
+            {**common, "DATASOURCE": pulumi.Output.from_input(args.workspace_query_endpoint).apply(
+                lambda url: sorted_json(prometheus_datasource(args.prometheus_uid, args.prometheus_name, url)))},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.role_assignment] if self.role_assignment else None),
+        )
+        self.datasources = [self.pyroscope, self.prometheus]
+        self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)
+        self.prometheus_uid = self.prometheus.stdout.apply(lambda _: args.prometheus_uid)
+        self.register_outputs({"pyroscope_uid": self.pyroscope_uid, "prometheus_uid": self.prometheus_uid})

@@ -1,0 +1,78 @@
+"""Component ManagedGrafana: an Azure Managed Grafana workspace created by the stack (``createGrafana``).
+
+Mirrors ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API 2024-10-01): Standard tier
+(managed private endpoints need it), system-assigned identity (the Prometheus datasource authenticates
+with it), integrated with the Azure Monitor workspace. The deployer (``getClientConfig().objectId``) gets
+Grafana Admin (``22926164-76b3-42b3-bc55-97df8dab3e41``) on it, which the datasource and dashboard steps
+need for Grafana's HTTP API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+from pulumi_azure_native import authorization, dashboard
+
+from components.grafana_datasources import role_assignment_name, role_definition_id
+
+TYPE = "aks-gpu-observability:index:ManagedGrafana"
+GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
+
+
+@dataclass(frozen=True)
+class ManagedGrafanaArgs:
+    """``public_network_access``: ``Enabled`` or ``Disabled`` (then the deployer must reach Grafana's API
+    privately). ``deployer_object_id``: who gets Grafana Admin."""
+
+    name: str
+    resource_group: str
+    location: pulumi.Input[str]
+    workspace_id: pulumi.Input[str]
+    subscription_id: str
+    deployer_object_id: str
+    public_network_access: str = "Enabled"
+
+
+class ManagedGrafana(pulumi.ComponentResource):
+    """Outputs: ``id``, ``endpoint``, ``principal_id``, ``location``; ``ready`` lists what the Grafana API
+    steps must wait for (the workspace and the deployer's Grafana Admin role)."""
+
+    def __init__(self, name: str, args: ManagedGrafanaArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        grafana = dashboard.Grafana(
+            f"{name}-workspace",
+            workspace_name=args.name,
+            resource_group_name=args.resource_group,
+            location=args.location,
+            sku=dashboard.ResourceSkuArgs(name="Standard"),
+            identity=dashboard.ManagedServiceIdentityArgs(type=dashboard.ManagedServiceIdentityType.SYSTEM_ASSIGNED),
+            properties=dashboard.ManagedGrafanaPropertiesArgs(
+                public_network_access=args.public_network_access,
+                zone_redundancy=dashboard.ZoneRedundancy.DISABLED,
+                api_key=dashboard.ApiKey.DISABLED,
+                deterministic_outbound_ip=dashboard.DeterministicOutboundIP.DISABLED,
+                grafana_integrations=dashboard.GrafanaIntegrationsArgs(
+                    azure_monitor_workspace_integrations=[
+                        dashboard.AzureMonitorWorkspaceIntegrationArgs(azure_monitor_workspace_resource_id=args.workspace_id)
+                    ]
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        admin = authorization.RoleAssignment(
+            f"{name}-grafana-admin",
+            role_assignment_name=grafana.id.apply(lambda gid: role_assignment_name(gid, GRAFANA_ADMIN, args.deployer_object_id)),
+            scope=grafana.id,
+            role_definition_id=role_definition_id(args.subscription_id, GRAFANA_ADMIN),
+            principal_id=args.deployer_object_id,
+            description="The deployer manages datasources and dashboards (aks-gpu-observability)",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.id = grafana.id
+        self.endpoint = grafana.properties.apply(lambda p: p.endpoint)
+        self.principal_id = grafana.identity.apply(lambda i: i.principal_id if i else "")
+        self.location = grafana.location
+        self.ready = [grafana, admin]
+        self.register_outputs({"id": self.id, "endpoint": self.endpoint, "principal_id": self.principal_id})

@@ -1,0 +1,41 @@
+"""Component MonitorWorkspace: an Azure Monitor workspace created by the stack (``createMonitorWorkspace``).
+
+Mirrors ``Microsoft.Monitor/accounts`` (azure-native ``monitor.AzureMonitorWorkspace``). Its
+``metrics.prometheusQueryEndpoint`` is the Prometheus datasource URL. The cluster's metrics add-on must send
+to it (``az aks update --enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <id>``); the
+stack does not change the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+from pulumi_azure_native import monitor
+
+TYPE = "aks-gpu-observability:index:MonitorWorkspace"
+
+
+@dataclass(frozen=True)
+class MonitorWorkspaceArgs:
+    name: str
+    resource_group: str
+    location: pulumi.Input[str]
+
+
+class MonitorWorkspace(pulumi.ComponentResource):
+    """Outputs: ``id``, ``query_endpoint``."""
+
+    def __init__(self, name: str, args: MonitorWorkspaceArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        workspace = monitor.AzureMonitorWorkspace(
+            f"{name}-workspace",
+            azure_monitor_workspace_name=args.name,
+            resource_group_name=args.resource_group,
+            location=args.location,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.id = workspace.id
+        self.query_endpoint = workspace.metrics.apply(lambda m: m.prometheus_query_endpoint if m else "")
+        self.register_outputs({"id": self.id, "query_endpoint": self.query_endpoint})

@@ -1,0 +1,135 @@
+"""Helpers for the Python step scripts (Grafana datasources and dashboard): run ``az``, classify its
+errors, retry transient ones with bounded exponential backoff. Standard library only, so the scripts run
+with any ``python3`` (3.9+) on PATH; every HTTP call goes through ``az rest`` (no HTTP client here).
+
+Grafana's HTTP API on Azure Managed Grafana takes a Microsoft Entra token for the audience
+``ce34e7e5-485f-4d76-964f-b3d2b16d1e4f`` (``az rest --resource``); the caller needs the Grafana Admin role.
+``az rest`` reports an HTTP failure on stderr as ``ERROR: <reason>(<body>)``, e.g. ``ERROR: Not Found({...})``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Optional, TypeVar
+
+GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
+T = TypeVar("T")
+
+_TRANSIENT = re.compile(
+    r"Too ?Many ?Requests|\(429\)|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|"
+    r"ConflictInProcessing|AnotherOperationInProgress|Connection (?:aborted|reset|refused)|timed out",
+    re.IGNORECASE,
+)
+
+
+class AzError(Exception):
+    """A failed az call. ``kind``: ``not_found`` (404), ``conflict`` (409, not a retryable one),
+    ``transient`` (429, 5xx, ARM's ConflictInProcessing, connection errors), ``forbidden`` (401/403) or
+    ``other``."""
+
+    def __init__(self, argv: list[str], stderr: str) -> None:
+        self.argv, self.stderr = argv, stderr
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        self.last_line = lines[-1] if lines else f"az exited with an error and printed nothing"
+        super().__init__(self.last_line)
+
+    @property
+    def kind(self) -> str:
+        if _TRANSIENT.search(self.stderr):
+            return "transient"
+        if re.search(r"Not Found|ResourceNotFound|\(404\)", self.stderr):
+            return "not_found"
+        if re.search(r"ERROR: Conflict|\(409\)", self.stderr):
+            return "conflict"
+        if re.search(r"ERROR: (?:Unauthorized|Forbidden)|\(40[13]\)", self.stderr):
+            return "forbidden"
+        return "other"
+
+
+class Step:
+    """Logging and failing for one step: lines on stderr prefixed with the step name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def log(self, message: str) -> None:
+        print(f"{self.name}: {message}", file=sys.stderr, flush=True)
+
+    def fail(self, message: str) -> "NoReturn":  # noqa: F821
+        self.log(f"error: {message}")
+        raise SystemExit(1)
+
+    def env(self, name: str) -> str:
+        value = os.environ.get(name, "")
+        if not value:
+            self.fail(f"environment variable {name} is required")
+        return value
+
+    def retry(self, what: str, call: Callable[[], T], timeout: float) -> T:
+        """``call()`` until it returns or raises a non-transient AzError; transient errors (and 401/403 when
+        RETRY_FORBIDDEN=true, while a role assignment the stack just made propagates) are retried with a
+        delay from POLL_INITIAL_SECONDS (default 5) doubling to POLL_MAX_SECONDS (default 30) until
+        ``timeout`` seconds have passed, then the step fails with the last error."""
+        retried = {"transient", "forbidden"} if os.environ.get("RETRY_FORBIDDEN") == "true" else {"transient"}
+        deadline = time.monotonic() + timeout
+        delay = float(os.environ.get("POLL_INITIAL_SECONDS", "5"))
+        ceiling = float(os.environ.get("POLL_MAX_SECONDS", "30"))
+        while True:
+            try:
+                return call()
+            except AzError as error:
+                if error.kind not in retried:
+                    raise
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.fail(f"{what} kept failing for {timeout:.0f}s: {error.last_line}")
+                self.log(f"{what}: retrying after {error.last_line[:160]}")
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, ceiling)
+
+
+def az(*args: str) -> str:
+    """Run ``az <args>``; return stdout; raise AzError on a non-zero exit."""
+    argv = ["az", *args]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AzError(argv, done.stderr)
+    return done.stdout
+
+
+def rest(method: str, url: str, body: Optional[Any] = None, audience: Optional[str] = GRAFANA_AUDIENCE) -> Any:
+    """``az rest`` with a JSON body (sent from a temporary file, keys sorted) and the token audience;
+    returns the parsed JSON response, or None when the response is empty."""
+    args = ["rest", "--method", method, "--url", url]
+    if audience:
+        args += ["--resource", audience]
+    path = None
+    try:
+        if body is not None:
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
+                json.dump(body, fh, sort_keys=True)
+                path = fh.name
+            args += ["--body", f"@{path}"]
+        out = az(*args, "--output", "json")
+    finally:
+        if path:
+            os.unlink(path)
+    return json.loads(out) if out.strip() else None
+
+
+def download(url: str, path: str) -> None:
+    """Save the bytes at a public https ``url`` to ``path`` exactly as served (no token is sent)."""
+    az("rest", "--method", "get", "--url", url, "--skip-authorization-header", "--output-file", path, "--output", "none")
+
+
+def contains(actual: Any, desired: Any) -> bool:
+    """True if every key in ``desired`` (recursively, for objects) has the same value in ``actual``."""
+    if isinstance(desired, dict):
+        return isinstance(actual, dict) and all(key in actual and contains(actual[key], value) for key, value in desired.items())
+    return actual == desired
