@@ -16,7 +16,7 @@ from typing import Optional
 
 import pulumi
 
-from components.scripts import script_command
+from components.scripts import forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GpuDashboard"
 PINNED_COMMIT = "494542d8a0439fe4b1a60577e70677cec5c96070"
@@ -60,7 +60,7 @@ class GpuDashboard(pulumi.ComponentResource):
                 "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
                 "TIMEOUT_SECONDS": str(args.timeout_seconds),
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
         )
         self.uid = upload.stdout.apply(lambda _: args.uid)
         self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)

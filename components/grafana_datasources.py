@@ -21,7 +21,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization
 
-from components.scripts import script_command
+from components.scripts import forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaDatasources"
 MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
@@ -102,6 +102,7 @@ class GrafanaDatasources(pulumi.ComponentResource):
                 description="Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)",
                 opts=pulumi.ResourceOptions(parent=self),
             )
+        waits_for = forwarded_depends_on(opts)
         common = {
             "GRAFANA_ENDPOINT": args.grafana_endpoint,
             "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
@@ -112,14 +113,14 @@ class GrafanaDatasources(pulumi.ComponentResource):
             "grafana_datasource.py",
             {**common, "DATASOURCE": pulumi.Output.from_input(args.pyroscope_url).apply(
                 lambda url: sorted_json(pyroscope_datasource(args.pyroscope_uid, args.pyroscope_name, url)))},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for),
         )
         self.prometheus = script_command(
             f"{name}-prometheus",
             "grafana_datasource.py",
             {**common, "DATASOURCE": pulumi.Output.from_input(args.workspace_query_endpoint).apply(
                 lambda url: sorted_json(prometheus_datasource(args.prometheus_uid, args.prometheus_name, url)))},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.role_assignment] if self.role_assignment else None),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + ([self.role_assignment] if self.role_assignment else [])),
         )
         self.datasources = [self.pyroscope, self.prometheus]
         self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)

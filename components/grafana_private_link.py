@@ -24,7 +24,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import dashboard, network
 
-from components.scripts import DASHBOARD_API_VERSION, script_command
+from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
 PYROSCOPE_PORT = 4040
@@ -91,7 +91,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             f"{name}-wait-for-pls",
             "wait_private_link_service.sh",
             {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds)},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
         )
         pls = network.get_private_link_service_output(
             resource_group_name=args.private_link_service_resource_group,

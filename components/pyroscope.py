@@ -19,6 +19,8 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.scripts import forwarded_depends_on
+
 TYPE = "aks-gpu-observability:index:Pyroscope"
 RELEASE_NAME = "pyroscope"
 NAMESPACE = "gadget"
@@ -115,9 +117,8 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            # A component's depends_on does not reach its children: forward it, so the release really
-            # waits for what the component was told to wait for (the extension and its namespace).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+            # The release must wait for what the component waits for (the extension and its namespace).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)

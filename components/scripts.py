@@ -52,3 +52,12 @@ def script_command(
         add_previous_output_in_env=False,
         opts=opts,
     )
+
+
+def forwarded_depends_on(opts: Optional[pulumi.ResourceOptions]) -> list:
+    """A component's ``depends_on`` as a list, to hand on to its children: Pulumi does not make a
+    component's children wait for what the component depends on."""
+    depends_on = opts.depends_on if opts else None
+    if depends_on is None:
+        return []
+    return list(depends_on) if isinstance(depends_on, (list, tuple)) else [depends_on]

@@ -12,8 +12,9 @@ call's ``--query`` with JMESPath, as az does, and renders ``--output`` json/tsv/
 ``stdout``, plus optional ``stderr``, ``exit`` (default 0) and ``delay`` (seconds). A call no rule matches
 exits 2 with "fake az: no rule for ...", so an unexpected call fails the test.
 
-Every call is appended to ``FAKE_AZ_LOG`` (JSON lines: argv and the rule index); per-rule counters live
-in ``FAKE_AZ_STATE``.
+A response may also carry ``output_file`` (a path): its bytes are copied to the call's ``--output-file``.
+Every call is appended to ``FAKE_AZ_LOG`` (JSON lines: argv, the rule index, and the JSON ``body`` read from
+``--body @file``); per-rule counters live in ``FAKE_AZ_STATE``.
 """
 
 from __future__ import annotations
@@ -92,8 +93,12 @@ def main(argv: list[str]) -> int:
     state_path = os.environ["FAKE_AZ_STATE"]
     state = json.load(open(state_path)) if os.path.exists(state_path) else {}
     index = next((i for i, rule in enumerate(rules) if matches(rule["match"], argv)), None)
+    body = _option(argv, "--body", "-b")
+    if body and body.startswith("@"):
+        with open(body[1:], encoding="utf-8") as fh:
+            body = json.load(fh)
     with open(os.environ["FAKE_AZ_LOG"], "a", encoding="utf-8") as log:
-        log.write(json.dumps({"argv": argv, "rule": index}) + "\n")
+        log.write(json.dumps({"argv": argv, "rule": index, "body": body}) + "\n")
     if index is None:
         sys.stderr.write(f"fake az: no rule for {' '.join(argv)}\n")
         return 2
@@ -104,6 +109,9 @@ def main(argv: list[str]) -> int:
     responses = rules[index]["responses"]
     response = responses[min(count, len(responses) - 1)]
     time.sleep(float(response.get("delay", 0)))
+    if "output_file" in response:
+        with open(response["output_file"], "rb") as src, open(_option(argv, "--output-file"), "wb") as dst:
+            dst.write(src.read())
     if "stderr" in response:
         sys.stderr.write(response["stderr"].rstrip("\n") + "\n")
     if "json" in response:

@@ -89,11 +89,13 @@ class Scenario:
     script: str
     env: dict
     rules: list
+    args: list = field(default_factory=list)  # for the Python steps: apply or delete
     exit: int = 0
     stdout: str = ""
     stderr_has: list = field(default_factory=list)
     calls: dict = field(default_factory=dict)  # rule index -> expected number of calls
     max_seconds: float = 20.0
+    needs: Optional[Path] = None  # a reference artefact the scenario reads; skipped (with its path) if absent
 
 
 SCENARIOS = [
@@ -195,6 +197,143 @@ class Result:
         return sum(1 for call in self.calls if call["rule"] == rule)
 
 
+# --- Grafana datasources and dashboard (Python steps) ------------------------------------------------------
+REFERENCE = Path(os.environ.get("AKS_GPU_OBS_REFERENCE", ROOT.parent / "shared" / "reference"))
+DASHBOARD_FILE = REFERENCE / "grafana-dashboards" / "AdvancedGPUObservability.json"
+DASHBOARD_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4"
+DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
+                 "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
+GRAFANA = "https://amg-gpu-dev-011fd0c15.eas.grafana.azure.com"
+DS_URL = f"{GRAFANA}/api/datasources/uid/local-pyroscope"
+PYROSCOPE_DS = {"access": "proxy", "jsonData": {}, "name": "Pyroscope", "type": "grafana-pyroscope-datasource",
+                "uid": "local-pyroscope", "url": "http://10.0.4.36:4040"}
+DATASOURCES_DEFAULTS = {"prom_ds": {"name": "Azure Monitor Prometheus", "uid": "azure-monitor-prometheus"},
+                        "pyroscope_ds": {"name": "Pyroscope", "uid": "local-pyroscope"}}
+DS_ENV = {"GRAFANA_ENDPOINT": GRAFANA, "DATASOURCE": json.dumps(PYROSCOPE_DS, sort_keys=True),
+          "RETRY_FORBIDDEN": "false", "TIMEOUT_SECONDS": "60", **FAST}
+DASH_ENV = {"GRAFANA_ENDPOINT": GRAFANA, "DASHBOARD_SOURCE": DASHBOARD_URL, "DASHBOARD_SHA256": DASHBOARD_SHA256,
+            "DASHBOARD_UID": "AdvancedGPUObservability", "DATASOURCES": json.dumps(DATASOURCES_DEFAULTS, sort_keys=True),
+            "RETRY_FORBIDDEN": "false", "TIMEOUT_SECONDS": "60", **FAST}
+
+
+def grafana_error(status: str, message: str) -> dict:
+    """How az rest reports a Grafana HTTP error: ``ERROR: <reason>(<body>)``, exit 1."""
+    return {"exit": 1, "stderr": f'ERROR: {status}({{"message":"{message}","traceID":""}})'}
+
+
+def stored_datasource(**changes) -> dict:
+    """A datasource as Grafana's GET /api/datasources/uid returns it: ours plus server fields."""
+    body = {"id": 7, "orgId": 1, "basicAuth": False, "basicAuthUser": "", "database": "", "isDefault": False,
+            "readOnly": False, "secureJsonFields": {}, "user": "", "version": 1, "withCredentials": False,
+            **PYROSCOPE_DS, "jsonData": {}}
+    body.update(changes)
+    return {"json": body}
+
+
+def uploaded_dashboard() -> Optional[dict]:
+    """The dashboard as the step uploads it (datasource defaults set), as Grafana returns it on GET."""
+    if not DASHBOARD_FILE.exists():
+        return None
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import grafana_dashboard  # the step's own transformation
+    finally:
+        sys.path.pop(0)
+    dashboard = grafana_dashboard.with_datasource_defaults(json.loads(DASHBOARD_FILE.read_bytes()), DATASOURCES_DEFAULTS)
+    return {"json": {"dashboard": {**dashboard, "id": 42, "version": 3},
+                     "meta": {"slug": "advanced-gpu-observability", "url": "/d/AdvancedGPUObservability/advanced-gpu-observability", "version": 3}}}
+
+
+DS_GET = ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope"]
+DS_POST = ["rest", "--method", "post", "/api/datasources"]
+DS_PUT = ["rest", "--method", "put", "/api/datasources/uid/local-pyroscope"]
+DS_DELETE = ["rest", "--method", "delete", "/api/datasources/uid/local-pyroscope"]
+DS_BY_NAME = ["rest", "--method", "get", "/api/datasources/name/Pyroscope"]
+DOWNLOAD = ["rest", "--method", "get", "raw.githubusercontent.com", "--skip-authorization-header"]
+DASH_GET = ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"]
+DASH_POST = ["rest", "--method", "post", "/api/dashboards/db"]
+DASH_DELETE = ["rest", "--method", "delete", "/api/dashboards/uid/AdvancedGPUObservability"]
+FETCH = {"stdout": "", "output_file": str(DASHBOARD_FILE)}
+NOT_FOUND_DS = grafana_error("Not Found", "Data source not found")
+NOT_FOUND_DASH = grafana_error("Not Found", "Dashboard not found")
+
+SCENARIOS += [
+    Scenario("datasource-first-create", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [NOT_FOUND_DS]},
+              {"match": DS_POST, "responses": [{"json": {"id": 7, "message": "Datasource added", "name": "Pyroscope"}}]},
+              {"match": DS_PUT, "responses": [{"json": {}}]}],
+             args=["apply"], stdout="local-pyroscope\n", stderr_has=["created datasource local-pyroscope"], calls={0: 1, 1: 1, 2: 0}),
+    Scenario("datasource-rerun-no-change", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource()]},
+              {"match": DS_POST, "responses": [{"json": {}}]}, {"match": DS_PUT, "responses": [{"json": {}}]}],
+             args=["apply"], stdout="local-pyroscope\n", stderr_has=["up to date; nothing written"], calls={0: 1, 1: 0, 2: 0}),
+    Scenario("datasource-changed-definition", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource(url="http://10.0.4.99:4040")]},
+              {"match": DS_POST, "responses": [{"json": {}}]}, {"match": DS_PUT, "responses": [{"json": {"message": "Datasource updated"}}]}],
+             args=["apply"], stdout="local-pyroscope\n", stderr_has=["updated datasource local-pyroscope: url"], calls={1: 0, 2: 1}),
+    Scenario("datasource-created-by-hand-adopted", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource(name="pyroscope (manual)", access="direct", jsonData={"keepCookies": []})]},
+              {"match": DS_POST, "responses": [grafana_error("Conflict", "data source with the same name already exists")]},
+              {"match": DS_PUT, "responses": [{"json": {"message": "Datasource updated"}}]}],
+             args=["apply"], stdout="local-pyroscope\n", stderr_has=["updated datasource local-pyroscope: access, name"], calls={1: 0, 2: 1}),
+    Scenario("datasource-grafana-5xx-then-ok", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [grafana_error("Bad Gateway", "upstream"), NOT_FOUND_DS]},
+              {"match": DS_POST, "responses": [grafana_error("Service Unavailable", "try later"), {"json": {"id": 7}}]}],
+             args=["apply"], stdout="local-pyroscope\n", stderr_has=["retrying after ERROR: Bad Gateway", "retrying after ERROR: Service Unavailable"],
+             calls={0: 2, 1: 2}),
+    Scenario("datasource-name-taken-by-another-uid", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [NOT_FOUND_DS]},
+              {"match": DS_POST, "responses": [grafana_error("Conflict", "data source with the same name already exists")]},
+              {"match": DS_BY_NAME, "responses": [stored_datasource(uid="P8E80F9AEF21F6940")]}],
+             args=["apply"], exit=1, stderr_has=["a datasource named 'Pyroscope' already exists with uid 'P8E80F9AEF21F6940'"]),
+    Scenario("datasource-forbidden-fails-fast", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [grafana_error("Forbidden", "Permissions needed: datasources:read")]}],
+             args=["apply"], exit=1, stderr_has=["reading datasource local-pyroscope failed: ERROR: Forbidden"], calls={0: 1}),
+    Scenario("datasource-forbidden-retried-while-role-propagates", "grafana_datasource.py", {**DS_ENV, "RETRY_FORBIDDEN": "true"},
+             [{"match": DS_GET, "responses": [grafana_error("Forbidden", "Permissions needed"), NOT_FOUND_DS]},
+              {"match": DS_POST, "responses": [{"json": {"id": 7}}]}],
+             args=["apply"], stdout="local-pyroscope\n", calls={0: 2, 1: 1}),
+    Scenario("datasource-delete", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_DELETE, "responses": [{"json": {"message": "Data source deleted"}}]}],
+             args=["delete"], stdout="local-pyroscope\n", stderr_has=["deleted datasource local-pyroscope"], calls={0: 1}),
+    Scenario("datasource-delete-already-gone", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_DELETE, "responses": [NOT_FOUND_DS]}],
+             args=["delete"], stdout="local-pyroscope\n", stderr_has=["already gone"], calls={0: 1}),
+    Scenario("dashboard-first-upload", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
+             args=["apply"], stdout="AdvancedGPUObservability\n", stderr_has=["uploaded dashboard AdvancedGPUObservability (sha256 9c8733"],
+             calls={0: 1, 1: 1, 2: 1}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-rerun-no-change", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard() or {}]},
+              {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], stdout="AdvancedGPUObservability\n", stderr_has=["up to date; nothing written"],
+             calls={2: 0}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-hash-mismatch-no-upload", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SHA256": "0" * 64},
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], exit=1, stderr_has=[f"has sha256 {DASHBOARD_SHA256}, expected {'0' * 64}; nothing uploaded"],
+             calls={0: 1, 1: 0, 2: 0}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-from-local-file", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SOURCE": str(DASHBOARD_FILE)},
+             [{"match": DASH_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], stdout="AdvancedGPUObservability\n", calls={0: 1, 1: 1}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-uid-mismatch", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_UID": "other-uid"},
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": ["rest", "--method", "post"], "responses": [{"json": {}}]}],
+             args=["apply"], exit=1, stderr_has=["has uid 'AdvancedGPUObservability', expected 'other-uid'; nothing uploaded"],
+             calls={1: 0}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-upload-5xx-then-ok", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_POST, "responses": [grafana_error("Internal Server Error", "database is locked"), {"json": {}}]}],
+             args=["apply"], stdout="AdvancedGPUObservability\n", calls={2: 2}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-download-fails", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [{"exit": 1, "stderr": "ERROR: Not Found(404: Not Found)"}]}],
+             args=["apply"], exit=1, stderr_has=["downloading the dashboard from https://raw.githubusercontent.com/"]),
+    Scenario("dashboard-delete-already-gone", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DASH_DELETE, "responses": [NOT_FOUND_DASH]}],
+             args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=["already gone"], calls={0: 1}),
+]
+
+
 def run(scenario: Scenario, workdir: Path) -> Result:
     """Run ``scripts/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does)."""
     bin_dir = workdir / "bin"
@@ -210,7 +349,8 @@ def run(scenario: Scenario, workdir: Path) -> Result:
            "FAKE_AZ_SCENARIO": str(scenario_file), "FAKE_AZ_LOG": str(log_file), "FAKE_AZ_STATE": str(state_file),
            **scenario.env}
     started = time.monotonic()
-    done = subprocess.run(["bash", f"scripts/{scenario.script}"], cwd=ROOT, env=env, capture_output=True, text=True,
+    runner = ["python3", f"scripts/{scenario.script}"] if scenario.script.endswith(".py") else ["bash", f"scripts/{scenario.script}"]
+    done = subprocess.run([*runner, *scenario.args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=scenario.max_seconds + 30)
     seconds = time.monotonic() - started
     calls = [json.loads(line) for line in log_file.read_text().splitlines()] if log_file.exists() else []

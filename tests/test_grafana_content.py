@@ -1,0 +1,183 @@
+"""Grafana side under mocks: role assignment, datasources (engine-level JSON), dashboard, chain, teardown,
+and the optional Grafana and Azure Monitor workspace created by the stack."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from components.config import ConfigError
+from components.grafana_datasources import role_assignment_name
+from components.scripts import script_hash
+from tests.conftest import RELEASE
+from tools import canned
+
+COMMAND = "command:local:Command"
+ROLE = "azure-native:authorization:RoleAssignment"
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+SUB = canned.SUBSCRIPTION_ID
+WORKSPACE_ID = canned.monitor_workspace_id("rg-observability-dev", "amw-gpu-dev")
+GRAFANA_PRINCIPAL = canned.guid("grafana-identity", "rg-observability-dev", "amg-gpu-dev")
+ENDPOINT = canned.grafana({"resourceGroupName": "rg-observability-dev", "workspaceName": "amg-gpu-dev"}, "eastus2")["properties"]["endpoint"]
+
+
+def named(plan, name):
+    return next(r for r in plan.resources if r.name == name)
+
+
+def test_monitoring_data_reader_role_assignment(plan):
+    role = named(plan(), "grafana-datasources-monitoring-data-reader")
+    assert role.type == ROLE
+    assert role.inputs["scope"] == WORKSPACE_ID
+    assert role.inputs["roleDefinitionId"] == f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/b0d8363b-8ddd-447d-831f-62ca05bff136"
+    assert role.inputs["principalId"] == GRAFANA_PRINCIPAL
+    assert role.inputs["principalType"] == "ServicePrincipal"
+    name = role.inputs["roleAssignmentName"]
+    assert uuid.UUID(name) and name == role_assignment_name(WORKSPACE_ID, "b0d8363b-8ddd-447d-831f-62ca05bff136", GRAFANA_PRINCIPAL)
+
+
+def test_role_assignment_name_is_deterministic_and_distinct(plan):
+    first = named(plan(), "grafana-datasources-monitoring-data-reader").inputs["roleAssignmentName"]
+    assert first == named(plan(), "grafana-datasources-monitoring-data-reader").inputs["roleAssignmentName"]
+    assert role_assignment_name(WORKSPACE_ID.upper(), "r", "p") == role_assignment_name(WORKSPACE_ID, "r", "p")
+    assert role_assignment_name(WORKSPACE_ID, "r", "p") != role_assignment_name(WORKSPACE_ID, "r", "q")
+
+
+def test_role_assignment_can_be_left_out(plan):
+    p = plan(assignMonitoringDataReader="false")
+    assert not p.by_type(ROLE)
+    assert named(p, "grafana-datasources-prometheus").dependencies == []
+
+
+def test_pyroscope_datasource_definition(plan):
+    ds = named(plan(), "grafana-datasources-pyroscope")
+    assert ds.inputs["create"] == "python3 scripts/grafana_datasource.py apply"
+    assert ds.inputs["delete"] == "python3 scripts/grafana_datasource.py delete"
+    env = ds.inputs["environment"]
+    assert env["GRAFANA_ENDPOINT"] == ENDPOINT and env["RETRY_FORBIDDEN"] == "false" and env["TIMEOUT_SECONDS"] == "300"
+    assert env["DATASOURCE"] == json.dumps(json.loads(env["DATASOURCE"]), sort_keys=True, separators=(",", ":"))
+    assert json.loads(env["DATASOURCE"]) == {
+        "access": "proxy", "jsonData": {}, "name": "Pyroscope", "type": "grafana-pyroscope-datasource",
+        "uid": "local-pyroscope", "url": f"http://{canned.MPE_PRIVATE_IP}:4040"}
+    assert ds.inputs["triggers"] == [script_hash("grafana_datasource.py")]
+
+
+def test_prometheus_datasource_definition(plan):
+    env = named(plan(), "grafana-datasources-prometheus").inputs["environment"]
+    assert json.loads(env["DATASOURCE"]) == {
+        "access": "proxy",
+        "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
+        "name": "Azure Monitor Prometheus", "type": "prometheus", "uid": "azure-monitor-prometheus",
+        "url": canned.query_endpoint("amw-gpu-dev", "eastus2")}
+
+
+def test_datasource_uids_and_names_configurable(plan):
+    p = plan(pyroscopeDatasourceUid="pyro-a", pyroscopeDatasourceName="Pyroscope A", prometheusDatasourceUid="prom-a")
+    assert json.loads(named(p, "grafana-datasources-pyroscope").inputs["environment"]["DATASOURCE"])["uid"] == "pyro-a"
+    assert json.loads(named(p, "grafana-datasources-prometheus").inputs["environment"]["DATASOURCE"])["uid"] == "prom-a"
+    assert p.outputs["pyroscopeDatasourceUid"] == "pyro-a" and p.outputs["prometheusDatasourceUid"] == "prom-a"
+    defaults = json.loads(named(p, "gpu-dashboard-upload").inputs["environment"]["DATASOURCES"])
+    assert defaults["pyroscope_ds"] == {"name": "Pyroscope A", "uid": "pyro-a"}
+
+
+def test_dashboard_step(plan):
+    upload = named(plan(), "gpu-dashboard-upload")
+    assert upload.inputs["create"] == "python3 scripts/grafana_dashboard.py apply"
+    assert upload.inputs["delete"] == "python3 scripts/grafana_dashboard.py delete"
+    assert upload.inputs["environment"] == {
+        "DASHBOARD_SHA256": "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4",
+        "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
+        "DASHBOARD_UID": "AdvancedGPUObservability",
+        "DATASOURCES": '{"prom_ds":{"name":"Azure Monitor Prometheus","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"Pyroscope","uid":"local-pyroscope"}}',
+        "GRAFANA_ENDPOINT": ENDPOINT,
+        "RETRY_FORBIDDEN": "false",
+        "TIMEOUT_SECONDS": "300",
+    }
+
+
+def test_dashboard_from_a_local_file_with_its_own_hash(plan):
+    env = named(plan(dashboardSource="dashboards/gpu.json", dashboardSha256="A" * 64), "gpu-dashboard-upload").inputs["environment"]
+    assert env["DASHBOARD_SOURCE"] == "dashboards/gpu.json" and env["DASHBOARD_SHA256"] == "a" * 64
+
+
+def test_outputs(plan):
+    outputs = plan().outputs
+    assert outputs["dashboardUrl"] == f"{ENDPOINT}/d/AdvancedGPUObservability"
+    assert outputs["grafanaEndpoint"] == ENDPOINT
+    assert outputs["pyroscopeDatasourceUid"] == "local-pyroscope"
+    assert outputs["prometheusDatasourceUid"] == "azure-monitor-prometheus"
+    assert outputs["pyroscopePrivateUrl"] == f"http://{canned.MPE_PRIVATE_IP}:4040"
+    assert outputs["monitorWorkspaceId"] == WORKSPACE_ID
+
+
+def test_dependency_chain(plan):
+    p = plan()
+    refresh, pyro = named(p, "grafana-private-link-refresh"), named(p, "grafana-datasources-pyroscope")
+    prom, role, upload = named(p, "grafana-datasources-prometheus"), named(p, "grafana-datasources-monitoring-data-reader"), named(p, "gpu-dashboard-upload")
+    assert refresh.urn in pyro.dependencies
+    assert role.urn in prom.dependencies
+    assert set(upload.dependencies) == {pyro.urn, prom.urn}
+
+
+def test_destroy_order_dashboard_datasources_mpe_release_extension(plan):
+    p = plan()
+    d = p.destroy_order.index
+    dashboard = named(p, "gpu-dashboard-upload").urn
+    datasources = [named(p, "grafana-datasources-pyroscope").urn, named(p, "grafana-datasources-prometheus").urn]
+    mpe, release = p.one(MPE).urn, p.one(RELEASE).urn
+    extension = p.one("azure-native:kubernetesconfiguration:Extension").urn
+    assert all(d(dashboard) < d(ds) < d(mpe) for ds in datasources)
+    assert d(mpe) < d(release) < d(extension)
+
+
+def test_existing_grafana_needs_a_system_identity(plan):
+    def no_identity(args, location):
+        answer = canned.grafana(args, location)
+        answer["identity"] = {"type": "None"}
+        return answer
+
+    with pytest.raises(ConfigError, match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' has no system-assigned identity"):
+        plan(invoke_overrides={"azure-native:dashboard:getGrafana": no_identity})
+
+
+def test_workspace_without_query_endpoint_is_refused(plan):
+    def bare(args, location):
+        answer = canned.monitor_workspace(args, location)
+        answer["metrics"] = {}
+        return answer
+
+    with pytest.raises(ConfigError, match="^monitorWorkspaceName: Azure Monitor workspace 'amw-gpu-dev' reports no"):
+        plan(invoke_overrides={"azure-native:monitor:getAzureMonitorWorkspace": bare})
+
+
+def test_created_grafana_and_workspace(plan):
+    p = plan(createGrafana="true", createMonitorWorkspace="true", grafanaPublicNetworkAccess="Disabled")
+    tokens = {i.token for i in p.invokes}
+    assert "azure-native:dashboard:getGrafana" not in tokens and "azure-native:monitor:getAzureMonitorWorkspace" not in tokens
+    grafana = p.one("azure-native:dashboard:Grafana")
+    workspace = p.one("azure-native:monitor:AzureMonitorWorkspace")
+    assert grafana.inputs["sku"] == {"name": "Standard"}
+    assert grafana.inputs["identity"] == {"type": "SystemAssigned"}
+    assert grafana.inputs["workspaceName"] == "amg-gpu-dev" and grafana.inputs["location"] == "eastus2"
+    assert grafana.inputs["properties"]["publicNetworkAccess"] == "Disabled"
+    assert grafana.inputs["properties"]["grafanaIntegrations"] == {
+        "azureMonitorWorkspaceIntegrations": [{"azureMonitorWorkspaceResourceId": WORKSPACE_ID}]}
+    assert workspace.urn in grafana.dependencies
+    assert workspace.inputs == {"azureMonitorWorkspaceName": "amw-gpu-dev", "resourceGroupName": "rg-observability-dev", "location": "eastus2"}
+    admin = named(p, "managed-grafana-grafana-admin")
+    client = canned.client_config({}, "eastus2")
+    assert admin.inputs["principalId"] == client["objectId"]
+    assert admin.inputs["roleDefinitionId"].endswith("/roleDefinitions/22926164-76b3-42b3-bc55-97df8dab3e41")
+    assert admin.inputs["scope"] == canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
+    reader = named(p, "grafana-datasources-monitoring-data-reader")
+    assert reader.inputs["principalId"] == canned.guid("grafana-identity", "rg-observability-dev", "amg-gpu-dev")
+    assert grafana.urn in reader.dependencies and workspace.urn in reader.dependencies
+    for step in ("grafana-datasources-pyroscope", "grafana-datasources-prometheus", "gpu-dashboard-upload"):
+        resource = named(p, step)
+        assert resource.inputs["environment"]["RETRY_FORBIDDEN"] == "true"
+        assert admin.urn in resource.dependencies or step == "gpu-dashboard-upload"
+    assert admin.urn in named(p, "grafana-private-link-wait-for-pls").dependencies
+    d = p.destroy_order.index
+    assert d(named(p, "gpu-dashboard-upload").urn) < d(grafana.urn) and d(p.one(MPE).urn) < d(grafana.urn)
