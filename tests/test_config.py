@@ -71,6 +71,19 @@ GOOD = [
     ("privateLinkServiceTimeoutSeconds", "3600"),
     ("connectionApprovalTimeoutSeconds", "60"),
     ("managedPrivateEndpointTimeoutSeconds", "900"),
+    ("createGrafana", "true"),
+    ("createMonitorWorkspace", "true"),
+    ("grafanaPublicNetworkAccess", "Disabled"),
+    ("assignMonitoringDataReader", "false"),
+    ("pyroscopeDatasourceUid", "pyro_01-a"),
+    ("prometheusDatasourceUid", "a" * 40),
+    ("pyroscopeDatasourceName", "Pyroscope (aks-gpu-dev)"),
+    ("prometheusDatasourceName", "Azure Monitor Prometheus"),
+    ("dashboardSource", "dashboards/gpu.json"),
+    ("dashboardSource", "https://example.com/gpu/AdvancedGPUObservability.json"),
+    ("dashboardSha256", "A" * 64),
+    ("dashboardUid", "AdvancedGPUObservability"),
+    ("grafanaTimeoutSeconds", "30"),
 ]
 
 BAD = [
@@ -137,6 +150,18 @@ BAD = [
     ("connectionApprovalTimeoutSeconds", "59", "from 60 to 3600 seconds"),
     ("managedPrivateEndpointTimeoutSeconds", "3601", "from 60 to 3600 seconds"),
     ("privateLinkServiceTimeoutSeconds", "0", "from 60 to 3600 seconds"),
+    ("grafanaPublicNetworkAccess", "enabled", "one of Enabled, Disabled"),
+    ("pyroscopeDatasourceUid", "local pyroscope", "Grafana uid"),
+    ("prometheusDatasourceUid", "a" * 41, "Grafana uid"),
+    ("dashboardUid", "", "Grafana uid"),
+    ("pyroscopeDatasourceName", "", "datasource name"),
+    ("prometheusDatasourceName", " Prometheus", "datasource name"),
+    ("dashboardSource", "http://example.com/d.json", "https:// URL or a file path"),
+    ("dashboardSource", "", "https:// URL or a file path"),
+    ("dashboardSha256", "9c87339704d1c8b9", "sha256 digest"),
+    ("dashboardSha256", "g" * 64, "sha256 digest"),
+    ("grafanaTimeoutSeconds", "29", "from 30 to 3600 seconds"),
+    ("createGrafana", "yes", "true or false"),
 ]
 
 
