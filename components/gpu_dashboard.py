@@ -60,6 +60,7 @@ class GpuDashboard(pulumi.ComponentResource):
                 "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
                 "TIMEOUT_SECONDS": str(args.timeout_seconds),
             },
+            triggers=[args.grafana_endpoint, args.uid],
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
         )
         self.uid = upload.stdout.apply(lambda _: args.uid)

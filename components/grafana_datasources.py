@@ -113,6 +113,7 @@ class GrafanaDatasources(pulumi.ComponentResource):
             "grafana_datasource.py",
             {**common, "DATASOURCE": pulumi.Output.from_input(args.pyroscope_url).apply(
                 lambda url: sorted_json(pyroscope_datasource(args.pyroscope_uid, args.pyroscope_name, url)))},
+            triggers=[args.grafana_endpoint, args.pyroscope_uid],
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for),
         )
         self.prometheus = script_command(
@@ -120,6 +121,7 @@ class GrafanaDatasources(pulumi.ComponentResource):
             "grafana_datasource.py",
             {**common, "DATASOURCE": pulumi.Output.from_input(args.workspace_query_endpoint).apply(
                 lambda url: sorted_json(prometheus_datasource(args.prometheus_uid, args.prometheus_name, url)))},
+            triggers=[args.grafana_endpoint, args.prometheus_uid],
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + ([self.role_assignment] if self.role_assignment else [])),
         )
         self.datasources = [self.pyroscope, self.prometheus]

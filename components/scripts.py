@@ -1,11 +1,21 @@
 """Steps with no ARM resource, run as ``pulumi-command`` local commands over the repo's ``scripts/``.
 
 Each step is ``bash scripts/<name>.sh`` or ``python3 scripts/<name>.py apply`` (run from the project
-directory, where Pulumi starts its providers), parameters in ``environment`` (keys sorted), the sha256 of
-the script and of its shared helper (``lib.sh`` or ``azcli.py``) in ``triggers`` so an edited script runs
-again, stdout and stderr in the engine's log (the scripts never print tokens), and no previous output fed
-back into the environment. Python steps also run ``... delete`` on destroy, with the environment they were
-created with.
+directory, where Pulumi starts its providers), parameters in ``environment`` (keys sorted), stdout and
+stderr in the engine's log (the scripts never print tokens), no previous output fed back into the
+environment. An edited script runs again: the sha256 of the script and its shared helper (``lib.sh`` or
+``azcli.py``) is part of the inputs.
+
+Two kinds of step:
+
+- *Actions* (bash: wait, approve, refresh) own nothing and have no delete. The hash is in ``triggers``, so
+  an edit replaces the command, which re-runs the (idempotent) script.
+- *Owners* (Python: a datasource, the dashboard) own an object in Grafana and delete it on destroy, with
+  the environment they were created with. A replacement here would run the old step's delete after the
+  new step's create (Pulumi replaces create-before-delete) and leave nothing behind. So the hash travels
+  in the environment (``SCRIPT_SHA256``: an edit is an update, which re-runs ``apply`` in place), only the
+  object's identity (Grafana endpoint, uid) is in ``triggers``, and a change of identity replaces
+  delete-before-replace: the old object is deleted, then the new one created.
 """
 
 from __future__ import annotations
@@ -39,18 +49,22 @@ def script_command(
     triggers: Sequence[pulumi.Input[object]] = (),
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> local.Command:
-    """A ``command:local:Command`` that runs ``scripts/<script>`` on create and on any input change (and,
-    for a Python step, ``scripts/<script> delete`` on destroy)."""
-    python = script.endswith(".py")
+    """A ``command:local:Command`` for ``scripts/<script>``: an action (``.sh``) or an owner (``.py``, with
+    ``apply``/``delete``), as the module docstring describes. ``triggers``: for an action, extra values
+    that re-run it (after the script hash); for an owner, the identity of what it owns."""
+    owner = script.endswith(".py")
+    env = dict(environment)
+    if owner:
+        env["SCRIPT_SHA256"] = script_hash(script)
     return local.Command(
         name,
-        create=f"python3 scripts/{script} apply" if python else f"bash scripts/{script}",
-        delete=f"python3 scripts/{script} delete" if python else None,
-        environment={key: environment[key] for key in sorted(environment)},
-        triggers=[script_hash(script), *triggers],
+        create=f"python3 scripts/{script} apply" if owner else f"bash scripts/{script}",
+        delete=f"python3 scripts/{script} delete" if owner else None,
+        environment={key: env[key] for key in sorted(env)},
+        triggers=list(triggers) if owner else [script_hash(script), *triggers],
         logging=local.Logging.STDOUT_AND_STDERR,
         add_previous_output_in_env=False,
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=owner)),
     )
 
 

@@ -61,7 +61,11 @@ def test_pyroscope_datasource_definition(plan):
     assert json.loads(env["DATASOURCE"]) == {
         "access": "proxy", "jsonData": {}, "name": "Pyroscope", "type": "grafana-pyroscope-datasource",
         "uid": "local-pyroscope", "url": f"http://{canned.MPE_PRIVATE_IP}:4040"}
-    assert ds.inputs["triggers"] == [script_hash("grafana_datasource.py")]
+    # An owner step: identity in triggers (a change replaces, old deleted first), script hash in the
+    # environment (an edit updates in place; a create-before-delete replacement would delete the datasource).
+    assert ds.inputs["triggers"] == [ENDPOINT, "local-pyroscope"]
+    assert env["SCRIPT_SHA256"] == script_hash("grafana_datasource.py")
+    assert ds.options["deleteBeforeReplace"] is True
 
 
 def test_prometheus_datasource_definition(plan):
@@ -93,8 +97,11 @@ def test_dashboard_step(plan):
         "DATASOURCES": '{"prom_ds":{"name":"Azure Monitor Prometheus","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"Pyroscope","uid":"local-pyroscope"}}',
         "GRAFANA_ENDPOINT": ENDPOINT,
         "RETRY_FORBIDDEN": "false",
+        "SCRIPT_SHA256": script_hash("grafana_dashboard.py"),
         "TIMEOUT_SECONDS": "300",
     }
+    assert upload.inputs["triggers"] == [ENDPOINT, "AdvancedGPUObservability"]
+    assert upload.options["deleteBeforeReplace"] is True
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):

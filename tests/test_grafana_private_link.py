@@ -48,6 +48,7 @@ def test_wait_for_pls_command(plan):
     assert wait.inputs["logging"] == "stdoutAndStderr"
     assert wait.inputs["addPreviousOutputInEnv"] is False
     assert "delete" not in wait.inputs
+    assert wait.options["deleteBeforeReplace"] is False  # an action: replacing it just re-runs it
 
 
 def test_approval_command_targets_exactly_our_endpoint(plan):
