@@ -34,7 +34,7 @@ grafana_ready: list = []
 if workspace is None:
     created_workspace = MonitorWorkspace(
         "monitor-workspace",
-        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location),
+        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location, cfg.tag_map),
     )
     workspace = MonitorWorkspaceFacts(created_workspace.id, created_workspace.query_endpoint)
 if grafana is None:
@@ -48,6 +48,7 @@ if grafana is None:
             subscription_id=client.subscription_id,
             deployer_object_id=client.object_id,
             public_network_access=cfg.grafana_public_network_access,
+            tags=cfg.tag_map,
         ),
     )
     grafana = GrafanaFacts(created_grafana.id, cfg.grafana_name, cfg.grafana_resource_group, created_grafana.location,
@@ -101,6 +102,7 @@ private_link = GrafanaPrivateLink(
         private_link_service_timeout_seconds=cfg.private_link_service_timeout_seconds,
         approval_timeout_seconds=cfg.connection_approval_timeout_seconds,
         refresh_timeout_seconds=cfg.managed_private_endpoint_timeout_seconds,
+        tags=cfg.tag_map,
     ),
     opts=pulumi.ResourceOptions(depends_on=[pyroscope, *grafana_ready]),
 )

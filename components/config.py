@@ -13,6 +13,7 @@ managed clusters, private link services, subnets, Managed Grafana, Azure Monitor
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -48,6 +49,8 @@ class StackConfig:
     ``private_link_subnet``).
     """
 
+    production: bool
+    tags: tuple
     cluster_name: str
     cluster_resource_group: str
     kubeconfig_credentials: str
@@ -87,6 +90,13 @@ class StackConfig:
     grafana_timeout_seconds: int
     connection_approval_timeout_seconds: int
     managed_private_endpoint_timeout_seconds: int
+
+    @property
+    def tag_map(self) -> dict[str, str]:
+        """Tags for Azure resources that take them: ``managed-by`` plus the ``tags`` config (sorted)."""
+        tags = {"managed-by": "aks-gpu-observability"}
+        tags.update(item.split("=", 1) for item in self.tags)
+        return dict(sorted(tags.items()))
 
     @property
     def private_link_visibility_list(self) -> list[str]:
@@ -188,6 +198,15 @@ _SEMVER = (
 )
 _semver = _regex(_SEMVER, "expected an exact semantic version such as 1.15.0 (no ranges, no 'v' prefix)")
 
+def _tags(key: str, value: object) -> None:
+    for item in value:  # type: ignore[union-attr]
+        name, sep, tag = str(item).partition("=")
+        if not sep or not re.fullmatch(r"[^<>%&\\?/]{1,512}", name) or len(tag) > 256:
+            raise ConfigError(
+                key, f"expected key=value items (key 1-512 characters without <>%&\\?/, value up to 256) (got {item!r})"
+            )
+
+
 _GRAFANA_UID = _regex(r"[A-Za-z0-9_-]{1,40}", "expected a Grafana uid: 1-40 letters, digits, '-' or '_'")
 _DATASOURCE_NAME = _regex(r"\S(?:[^\x00-\x1f]{0,188}\S)?", "expected a datasource name: 1-190 printable characters, no surrounding spaces")
 
@@ -202,6 +221,7 @@ def _dashboard_source(key: str, value: object) -> None:
 
 
 RULES: dict[str, Rule] = {
+    "tags": _tags,
     "clusterName": _regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?",
         "expected an AKS cluster name: 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit",
@@ -272,7 +292,16 @@ RULES: dict[str, Rule] = {
 
 
 def _typed(key: str, kind: str, text: str) -> object:
-    """Convert the CLI's string form of a value to its declared Pulumi config type."""
+    """Convert the CLI's string form of a value to its declared Pulumi config type (arrays arrive as JSON;
+    they become tuples of strings)."""
+    if kind == "array":
+        try:
+            items = json.loads(text) if text.strip() else []
+        except json.JSONDecodeError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise ConfigError(key, f"expected a list of strings, e.g. [\"costCenter=1234\"] (got {text!r})")
+        return tuple(items)
     if kind == "integer":
         if not re.fullmatch(r"[+-]?\d+", text.strip()):
             raise ConfigError(key, f"expected an integer (got {text!r})")
@@ -299,7 +328,7 @@ def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
             if "default" not in decl:
                 raise ConfigError(key, f"required; set it with `pulumi config set {key} <value>`")
             text = decl["default"]
-            text = str(text).lower() if isinstance(text, bool) else str(text)
+            text = json.dumps(text) if isinstance(text, list) else str(text).lower() if isinstance(text, bool) else str(text)
         text = str(text)
         if "default" not in decl and text.strip() == "":
             raise ConfigError(key, f"required and must not be empty; set it with `pulumi config set {key} <value>`")

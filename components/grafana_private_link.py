@@ -18,7 +18,7 @@ removes the MPE, and with it the connection, before the release and its load bal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import pulumi
@@ -51,6 +51,7 @@ class GrafanaPrivateLinkArgs:
 
     ``grafana_id``/``grafana_name``/``grafana_resource_group``/``grafana_location``: the existing Standard
     Grafana. ``private_link_service_name``/``private_link_service_resource_group``: the PLS AKS creates.
+    ``tags``: Azure tags for the MPE.
     ``private_link_service_region``: the cluster's location. Timeouts in seconds bound each command.
     """
 
@@ -71,6 +72,7 @@ class GrafanaPrivateLinkArgs:
     def private_endpoint_name(self) -> str:
         """The name Grafana gives the private endpoint behind the MPE: ``grafana-<grafanaName>-<mpeName>``."""
         return f"grafana-{self.grafana_name}-{self.managed_private_endpoint_name}"
+    tags: dict = field(default_factory=dict)
 
 
 class GrafanaPrivateLink(pulumi.ComponentResource):
@@ -108,6 +110,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             private_link_resource_id=pls.id,
             private_link_resource_region=args.private_link_service_region,
             request_message=args.request_message,
+            tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.managed_private_endpoint_id = mpe.id

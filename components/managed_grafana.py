@@ -9,7 +9,7 @@ need for Grafana's HTTP API.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import pulumi
@@ -33,6 +33,7 @@ class ManagedGrafanaArgs:
     subscription_id: str
     deployer_object_id: str
     public_network_access: str = "Enabled"
+    tags: dict = field(default_factory=dict)
 
 
 class ManagedGrafana(pulumi.ComponentResource):
@@ -59,6 +60,7 @@ class ManagedGrafana(pulumi.ComponentResource):
                     ]
                 ),
             ),
+            tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
         admin = authorization.RoleAssignment(

@@ -8,7 +8,7 @@ stack does not change the cluster.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import pulumi
@@ -22,6 +22,7 @@ class MonitorWorkspaceArgs:
     name: str
     resource_group: str
     location: pulumi.Input[str]
+    tags: dict = field(default_factory=dict)
 
 
 class MonitorWorkspace(pulumi.ComponentResource):
@@ -34,6 +35,7 @@ class MonitorWorkspace(pulumi.ComponentResource):
             azure_monitor_workspace_name=args.name,
             resource_group_name=args.resource_group,
             location=args.location,
+            tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.id = workspace.id

@@ -84,6 +84,7 @@ GOOD = [
     ("dashboardSha256", "A" * 64),
     ("dashboardUid", "AdvancedGPUObservability"),
     ("grafanaTimeoutSeconds", "30"),
+    ("production", "true"),
 ]
 
 BAD = [
@@ -162,6 +163,11 @@ BAD = [
     ("dashboardSha256", "g" * 64, "sha256 digest"),
     ("grafanaTimeoutSeconds", "29", "from 30 to 3600 seconds"),
     ("createGrafana", "yes", "true or false"),
+    ("production", "prod", "true or false"),
+    ("tags", "costCenter=1", "list of strings"),
+    ("tags", '["costCenter"]', "key=value items"),
+    ("tags", '["a/b=1"]', "key=value items"),
+    ("tags", '[1]', "list of strings"),
 ]
 
 
@@ -228,7 +234,7 @@ def test_every_declared_key_is_typed_described_and_mapped():
     declared = config.declared()
     assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)}
     for key, decl in declared.items():
-        assert decl.get("type") in ("string", "integer", "boolean"), key
+        assert decl.get("type") in ("string", "integer", "boolean", "array"), key
         assert len(decl.get("description", "")) > 20, key
         assert key[0].islower() and "_" not in key and "-" not in key, f"{key} is not flat camelCase"
 
@@ -291,3 +297,10 @@ def test_unknown_project_keys_are_rejected_with_a_suggestion():
     assert str(caught.value) == (
         "extensionVerison: unknown config key (did you mean extensionVersion?); the keys are declared in Pulumi.yaml"
     )
+
+
+def test_tags_parse_into_a_map_with_managed_by():
+    cfg = parse(tags='["costCenter=1234", "note=a=b"]')
+    assert cfg.tags == ("costCenter=1234", "note=a=b")
+    assert cfg.tag_map == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "note": "a=b"}
+    assert parse().tags == () and parse().tag_map == {"managed-by": "aks-gpu-observability"}

@@ -172,7 +172,9 @@ def test_created_grafana_and_workspace(plan):
     assert grafana.inputs["properties"]["grafanaIntegrations"] == {
         "azureMonitorWorkspaceIntegrations": [{"azureMonitorWorkspaceResourceId": WORKSPACE_ID}]}
     assert workspace.urn in grafana.dependencies
-    assert workspace.inputs == {"azureMonitorWorkspaceName": "amw-gpu-dev", "resourceGroupName": "rg-observability-dev", "location": "eastus2"}
+    assert workspace.inputs == {"azureMonitorWorkspaceName": "amw-gpu-dev", "resourceGroupName": "rg-observability-dev",
+                                "location": "eastus2", "tags": {"managed-by": "aks-gpu-observability"}}
+    assert grafana.inputs["tags"] == {"managed-by": "aks-gpu-observability"}
     admin = named(p, "managed-grafana-grafana-admin")
     client = canned.client_config({}, "eastus2")
     assert admin.inputs["principalId"] == client["objectId"]

@@ -37,7 +37,13 @@ def test_managed_private_endpoint_inputs(plan):
         "privateLinkResourceId": PLS_ID,
         "privateLinkResourceRegion": "eastus2",
         "requestMessage": "Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev",
+        "tags": {"managed-by": "aks-gpu-observability"},
     }
+
+
+def test_tags_config_reaches_the_endpoint(plan):
+    mpe = plan(tags='["costCenter=1234", "owner=ml-platform"]').one(MPE)
+    assert mpe.inputs["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
 
 
 def test_wait_for_pls_command(plan):

@@ -1,0 +1,405 @@
+"""The rules of the aks-gpu-observability policy pack (Pulumi CrossGuard, pulumi-policy for Python).
+
+Each rule has a kebab-case name, a description, an enforcement level (overridable in the pack's config, as
+for any CrossGuard policy) and remediation steps. Rules see resources as the engine does: type tokens and
+camelCase input names. A value the program marked secret reaches a rule wrapped in ``pulumi_policy.Secret``
+inside ``props["__target"]``; :func:`plain_strings` relies on that to tell plain text from secrets.
+
+Stack facts a rule needs come from the stack's own config, which the analyzer receives like the program
+does: ``aks-gpu-observability:production`` (boolean, default false) through ``pulumi.Config``.
+
+Imported by ``policy/__main__.py`` (the pack), by the tests and by ``python -m tools.plan --policy``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator, Mapping
+
+import pulumi
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.secret import Secret, _DictSecretsProxy, _ListSecretsProxy
+
+PACK_NAME = "aks-gpu-observability"
+PROJECT = "aks-gpu-observability"
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+SERVICE = "kubernetes:core/v1:Service"
+EXTENSION = "azure-native:kubernetesconfiguration:Extension"
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+GRAFANA = "azure-native:dashboard:Grafana"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+COMMAND = "command:local:Command"
+
+INTERNAL_LB = "service.beta.kubernetes.io/azure-load-balancer-internal"
+PLS_VISIBILITY = "service.beta.kubernetes.io/azure-pls-visibility"
+
+#: azure-native resource types the stack uses that take ``tags`` (checked against the SDK in the tests).
+TAGGABLE_TYPES = frozenset({MPE, GRAFANA, "azure-native:monitor:AzureMonitorWorkspace"})
+
+#: Built-in roles (Azure RBAC) allowed by default: Monitoring Data Reader, Monitoring Reader, Grafana
+#: Admin, Grafana Editor, Grafana Viewer.
+DEFAULT_ALLOWED_ROLES = [
+    "b0d8363b-8ddd-447d-831f-62ca05bff136",
+    "43d0d8ad-25c7-4714-9337-8ba259a9fe05",
+    "22926164-76b3-42b3-bc55-97df8dab3e41",
+    "a79a5197-3a5c-4973-a920-486035ffd60f",
+    "60921a7e-fef1-4a43-9b16-a26c52ad4769",
+]
+#: Owner, Contributor, User Access Administrator: never at subscription scope, whatever the config says.
+BROAD_ROLES = {
+    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
+    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
+    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
+}
+
+_SEMVER = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+)
+_ROLE_ID = re.compile(
+    r"(?:/subscriptions/[0-9a-fA-F-]{36})?/providers/Microsoft\.Authorization/roleDefinitions/([0-9a-fA-F-]{36})",
+    re.IGNORECASE,
+)
+_SECRET_KEY = re.compile(
+    r"password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|connection[_-]?string|"
+    r"sas[_-]?(?:token|url)|credential",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----|\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|AccountKey=|SharedAccessKey=|[?&]sig=[\w%]{20,}"
+)
+
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+def stack_is_production() -> bool:
+    """The stack's ``aks-gpu-observability:production`` config (false when unset)."""
+    return bool(pulumi.Config(PROJECT).get_bool("production"))
+
+
+def raw(value: Any) -> Any:
+    """The value behind a pulumi-policy secrets proxy (its ``"__target"``), secrets still wrapped in Secret."""
+    return value["__target"] if isinstance(value, (_DictSecretsProxy, _ListSecretsProxy)) else value
+
+
+def plain_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(path, string) for every string leaf that is not a secret."""
+    value = raw(value)
+    if isinstance(value, Secret):
+        return
+    if isinstance(value, Mapping):
+        for key in value:
+            yield from plain_strings(value[key], f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from plain_strings(item, f"{path}[{index}]")
+    elif isinstance(value, str):
+        yield path, value
+
+
+def load_balancer_services(values: Any, path: str = "values") -> Iterator[tuple[str, Mapping]]:
+    """(path, mapping) of every mapping in Helm values that declares ``type: LoadBalancer``."""
+    if isinstance(values, Mapping):
+        if values.get("type") == "LoadBalancer":
+            yield path, values
+        for key in values:
+            yield from load_balancer_services(values[key], f"{path}.{key}")
+    elif isinstance(values, (list, tuple)):
+        for index, item in enumerate(values):
+            yield from load_balancer_services(item, f"{path}[{index}]")
+
+
+def annotations_in(values: Any) -> Iterator[Mapping]:
+    """Every ``annotations`` mapping in Helm values."""
+    if isinstance(values, Mapping):
+        for key in values:
+            if key == "annotations" and isinstance(values[key], Mapping):
+                yield values[key]
+            else:
+                yield from annotations_in(values[key])
+    elif isinstance(values, (list, tuple)):
+        for item in values:
+            yield from annotations_in(item)
+
+
+# --- rules -------------------------------------------------------------------------------------------
+
+
+def _service_internal(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == RELEASE:
+        for path, service in load_balancer_services(args.props.get("values") or {}):
+            annotations = service.get("annotations") or {}
+            if str(annotations.get(INTERNAL_LB, "")).lower() != "true":
+                report(f"{path} is a LoadBalancer Service without {INTERNAL_LB}: \"true\"; it would get a public IP.")
+    elif args.resource_type == SERVICE:
+        spec = args.props.get("spec") or {}
+        annotations = (args.props.get("metadata") or {}).get("annotations") or {}
+        if spec.get("type") == "LoadBalancer" and str(annotations.get(INTERNAL_LB, "")).lower() != "true":
+            report(f"Service is type LoadBalancer without {INTERNAL_LB}: \"true\"; it would get a public IP.")
+
+
+pyroscope_service_internal = ResourceValidationPolicy(
+    name="pyroscope-service-internal",
+    description="Services of type LoadBalancer (Pyroscope's included) use Azure's internal load balancer, never a public IP.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_service_internal,
+    remediation_steps=f"Set the annotation {INTERNAL_LB}: \"true\" on the Service (Helm: pyroscope.service.annotations), or use type ClusterIP.",
+)
+
+
+def _chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (RELEASE, "kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Chart"):
+        return
+    version = args.props.get("version")
+    if not isinstance(version, str) or not _SEMVER.fullmatch(version):
+        report(f"chart version {version!r} is not an exact version (no ranges, no empty, no 'latest').")
+    chart = str(args.props.get("chart") or "")
+    repo = str(((args.props.get("repositoryOpts") or {}).get("repo")) or "")
+    if not chart.startswith("oci://") and not repo.startswith("https://"):
+        report(f"chart {chart!r} comes neither from an oci:// registry nor from an https:// repository ({repo or 'none'}).")
+
+
+helm_chart_pinned = ResourceValidationPolicy(
+    name="helm-chart-pinned",
+    description="Helm releases pin an exact chart version and come from an oci:// registry or an https:// repository.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_chart_pinned,
+    remediation_steps="Set version to an exact chart version such as 1.15.0, and chart to oci://... or repositoryOpts.repo to https://...",
+)
+
+
+def _gpu_observability(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != EXTENSION or str(args.props.get("extensionType", "")).lower() != "microsoft.inspektorgadget":
+        return
+    settings = args.props.get("configurationSettings") or {}
+    if str(settings.get("gpuObservability.enabled", "")).lower() != "true":
+        report("the Inspektor Gadget extension must keep configurationSettings gpuObservability.enabled=true.")
+    if args.props.get("version") and args.props.get("autoUpgradeMinorVersion") is not False:
+        report(f"version {args.props.get('version')} is pinned but autoUpgradeMinorVersion is not false.")
+
+
+inspektor_gadget_gpu_observability = ResourceValidationPolicy(
+    name="inspektor-gadget-gpu-observability",
+    description="The Inspektor Gadget extension keeps GPU observability on; a pinned version turns minor-version auto-upgrade off.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_gpu_observability,
+    remediation_steps="Keep extensionGpuObservability true; with extensionVersion set, the stack sets autoUpgradeMinorVersion false.",
+)
+
+
+def _wildcard_visibility(args: ResourceValidationArgs) -> bool:
+    if args.resource_type != RELEASE:
+        return False
+    return any(str(a.get(PLS_VISIBILITY, "")).split() == ["*"] for a in annotations_in(args.props.get("values") or {}))
+
+
+def _visibility_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if _wildcard_visibility(args) and not stack_is_production():
+        report("the private link service is visible to every subscription (azure-pls-visibility '*'); fine for a trial, not for production.")
+
+
+def _visibility_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not (_wildcard_visibility(args) and stack_is_production()):
+        return
+    if pulumi.get_stack() in (args.get_config().get("allowedWildcardStacks") or []):
+        return
+    report(f"production stack {pulumi.get_stack()!r} exposes the private link service to every subscription (azure-pls-visibility '*').")
+
+
+private_link_visibility = ResourceValidationPolicy(
+    name="private-link-visibility",
+    description="In a non-production stack, a private link service visible to every subscription ('*') is reported.",
+    enforcement_level=EnforcementLevel.ADVISORY,
+    validate=_visibility_advisory,
+    remediation_steps="Set privateLinkVisibility to the subscription id(s) of your Grafana workspace(s).",
+)
+
+private_link_visibility_production = ResourceValidationPolicy(
+    name="private-link-visibility-production",
+    description="In a production stack (config production=true), the private link service is not visible to every subscription ('*'), unless the stack is allow-listed.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_visibility_production,
+    config_schema=PolicyConfigSchema(
+        properties={"allowedWildcardStacks": {"type": "array", "items": {"type": "string"}, "default": []}}
+    ),
+    remediation_steps="Set privateLinkVisibility to the subscription id(s) of your Grafana workspace(s), or add the stack to this policy's allowedWildcardStacks.",
+)
+
+
+def _request_message(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == MPE and not str(args.props.get("requestMessage") or "").strip():
+        report("the managed private endpoint has no requestMessage; the PLS owner cannot tell who asks for the connection.")
+
+
+managed_private_endpoint_request_message = ResourceValidationPolicy(
+    name="managed-private-endpoint-request-message",
+    description="Managed private endpoints carry a request message naming who asks for the connection.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_request_message,
+    remediation_steps="Set requestMessage on the ManagedPrivateEndpoint (the stack names the Grafana and the cluster).",
+)
+
+
+def _approvals(args: StackValidationArgs, report: ReportViolation) -> None:
+    endpoints = {
+        f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
+        for r in args.resources
+        if r.resource_type == MPE
+    }
+    approvals = [
+        r for r in args.resources
+        if r.resource_type == COMMAND and "approve_private_endpoint_connection" in str(r.props.get("create") or "")
+    ]
+    targeted: dict[str, int] = {}
+    for approval in approvals:
+        target = str((approval.props.get("environment") or {}).get("PRIVATE_ENDPOINT_NAME") or "")
+        if not target or any(ch in target for ch in "*?[]"):
+            report(f"approval {approval.name} does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME={target!r}).", approval.urn)
+        elif target.lower() not in endpoints:
+            report(f"approval {approval.name} targets {target!r}, which is no managed private endpoint of this stack.", approval.urn)
+        targeted[target.lower()] = targeted.get(target.lower(), 0) + 1
+    for name, endpoint in endpoints.items():
+        count = targeted.get(name, 0)
+        if count != 1:
+            report(f"managed private endpoint {endpoint.name} has {count} approvals of its connection {name!r}; expected exactly one.", endpoint.urn)
+
+
+approval_targets_one_connection = StackValidationPolicy(
+    name="approval-targets-one-connection",
+    description="Every managed private endpoint's connection is approved by exactly one step, which names exactly that endpoint.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_approvals,
+    remediation_steps="Approve with scripts/approve_private_endpoint_connection.sh and PRIVATE_ENDPOINT_NAME=grafana-<grafanaName>-<mpeName>, once per endpoint.",
+)
+
+
+def _grafana_tier(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != GRAFANA:
+        return
+    sku = str(((args.props.get("sku") or {}).get("name")) or "")
+    if sku != "Standard":
+        report(f"Azure Managed Grafana is {sku or 'without a'} tier; managed private endpoints need Standard.")
+    identity = str(((args.props.get("identity") or {}).get("type")) or "")
+    if "SystemAssigned" not in identity:
+        report("Azure Managed Grafana has no system-assigned identity; the Prometheus datasource authenticates with it.")
+
+
+grafana_standard_with_identity = ResourceValidationPolicy(
+    name="grafana-standard-with-identity",
+    description="An Azure Managed Grafana the stack creates is Standard tier with a system-assigned identity.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_grafana_tier,
+    remediation_steps="Create Grafana with sku Standard and identity SystemAssigned (the stack's ManagedGrafana does).",
+)
+
+
+def _grafana_private(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == GRAFANA and ((args.props.get("properties") or {}).get("publicNetworkAccess") or "Enabled") != "Disabled":
+        report("Azure Managed Grafana allows public network access.")
+
+
+grafana_public_network_access_disabled = ResourceValidationPolicy(
+    name="grafana-public-network-access-disabled",
+    description="An Azure Managed Grafana the stack creates has public network access disabled (advisory by default; raise it to mandatory in the pack config).",
+    enforcement_level=EnforcementLevel.ADVISORY,
+    validate=_grafana_private,
+    remediation_steps="Set grafanaPublicNetworkAccess to Disabled and reach Grafana through a private endpoint.",
+)
+
+
+def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != ROLE_ASSIGNMENT:
+        return
+    role_id = str(args.props.get("roleDefinitionId") or "")
+    match = _ROLE_ID.fullmatch(role_id)
+    if not match:
+        report(f"roleDefinitionId {role_id!r} is not a role definition id (…/providers/Microsoft.Authorization/roleDefinitions/<guid>).")
+        return
+    role = match.group(1).lower()
+    scope = str(args.props.get("scope") or "")
+    if role in BROAD_ROLES and re.fullmatch(r"/subscriptions/[^/]+/?", scope):
+        report(f"{BROAD_ROLES[role]} at subscription scope {scope} is never granted by this stack.")
+        return
+    allowed = [r.lower() for r in (args.get_config().get("allowedRoleDefinitionIds") or DEFAULT_ALLOWED_ROLES)]
+    if role not in allowed:
+        report(f"role {role} is not an allowed built-in role (allowedRoleDefinitionIds).")
+
+
+role_assignment_least_privilege = ResourceValidationPolicy(
+    name="role-assignment-least-privilege",
+    description="Role assignments use an allowed built-in role id, and never Owner, Contributor or User Access Administrator at subscription scope.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_roles,
+    config_schema=PolicyConfigSchema(
+        properties={"allowedRoleDefinitionIds": {"type": "array", "items": {"type": "string"}, "default": DEFAULT_ALLOWED_ROLES}}
+    ),
+    remediation_steps="Use Monitoring Data Reader (b0d8363b-…) on the workspace and Grafana roles on the Grafana workspace; add other built-in roles to allowedRoleDefinitionIds.",
+)
+
+
+def _tags(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in TAGGABLE_TYPES:
+        return
+    tags = args.props.get("tags") or {}
+    missing = [key for key in (args.get_config().get("requiredTags") or []) if not str(tags.get(key) or "").strip()]
+    if missing:
+        report(f"missing required tags: {', '.join(missing)}.")
+
+
+required_tags = ResourceValidationPolicy(
+    name="required-tags",
+    description="Azure resources that take tags carry the required tags.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_tags,
+    config_schema=PolicyConfigSchema(
+        properties={"requiredTags": {"type": "array", "items": {"type": "string"}, "default": ["managed-by"]}}
+    ),
+    remediation_steps="Add the tags with the stack's tags config (pulumi config set --path 'tags[0]' key=value); the stack always sets managed-by.",
+)
+
+
+def _secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == COMMAND:
+        scope, where = args.props.get("environment") or {}, "environment"
+    elif args.resource_type == RELEASE:
+        scope, where = args.props.get("values") or {}, "values"
+    else:
+        return
+    for path, text in plain_strings(scope):
+        leaf = re.split(r"[.\[]", path)[-1]
+        if text and (_SECRET_KEY.search(leaf) or _SECRET_VALUE.search(text)):
+            report(f"{where}.{path} holds a secret-looking value in plain text.")
+
+
+no_plaintext_secrets = ResourceValidationPolicy(
+    name="no-plaintext-secrets",
+    description="Command environments and Helm values hold no plain-text secrets (passwords, tokens, keys, connection strings).",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_secrets,
+    remediation_steps="Pass the value as a Pulumi secret (pulumi config set --secret ...; pulumi.Output.secret), or let the script fetch a token at run time.",
+)
+
+
+POLICIES = [
+    pyroscope_service_internal,
+    helm_chart_pinned,
+    inspektor_gadget_gpu_observability,
+    private_link_visibility,
+    private_link_visibility_production,
+    managed_private_endpoint_request_message,
+    approval_targets_one_connection,
+    grafana_standard_with_identity,
+    grafana_public_network_access_disabled,
+    role_assignment_least_privilege,
+    required_tags,
+    no_plaintext_secrets,
+]
