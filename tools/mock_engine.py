@@ -88,6 +88,7 @@ class Resource:
     dependencies: list[str]
     options: dict
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    wire: dict = field(default_factory=dict)  # inputs in the wire format (secrets still marked), for policies
 
     def to_json(self) -> dict:
         return {
@@ -127,6 +128,8 @@ class Plan:
     outputs: dict
     create_order: list[str]
     destroy_order: list[str]
+    config: dict = field(default_factory=dict)  # the stack config the program ran with (namespaced keys)
+    secret_keys: list = field(default_factory=list)
 
     def by_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
@@ -266,6 +269,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 property_dependencies={
                     key: list(value.urns) for key, value in request.propertyDependencies.items()
                 },
+                wire=raw,
             )
         )
         return super().RegisterResource(request)
@@ -407,7 +411,7 @@ def run(
         create, destroy = orders(resources)
         position = {urn: i for i, urn in enumerate(create)}
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
-        return Plan(stack_config.PROJECT, stack, resources, monitor.invokes, outputs, create, destroy)
+        return Plan(stack_config.PROJECT, stack, resources, monitor.invokes, outputs, create, destroy, values, secrets)
 
     return contextvars.Context().run(evaluate)
 

@@ -6,6 +6,8 @@ SIMULATED (see :mod:`tools.mock_engine` and :mod:`tools.canned`). Output reads l
 ``--json`` prints the object described in DESIGN.md section 3; ``--graph mermaid`` prints the dependency
 graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered.
+``--policy [--policy-config FILE]`` also runs the policy pack over the plan and prints its violations like
+the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit status 1.
 """
 
 from __future__ import annotations
@@ -155,6 +157,9 @@ def render_mermaid(plan: Plan) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _OneLineErrors(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
+    parser.add_argument("--policy", action="store_true",
+                        help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory violation")
+    parser.add_argument("--policy-config", metavar="FILE", help="policy pack config (JSON), as for --policy-pack-config")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config key (bare keys are in the project namespace); repeatable")
     form = parser.add_mutually_exclusive_group()
@@ -167,16 +172,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         plan = run(args.stack, _parse_sets(args.sets))
-    except ConfigError as error:
+        violations = None
+        if args.policy or args.policy_config:
+            from tools import policy_check
+
+            pack_config = policy_check.load_pack_config(args.policy_config) if args.policy_config else {}
+            violations = policy_check.evaluate(plan, pack_config)
+    except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(plan.to_json(), indent=2, sort_keys=True))
+        document = plan.to_json()
+        if violations is not None:
+            document["policyViolations"] = [v.to_json() for v in violations]
+        print(json.dumps(document, indent=2, sort_keys=True))
     elif args.graph == "mermaid":
         print(render_mermaid(plan))
     else:
         print(render_text(plan))
-    return 0
+        if violations is not None:
+            print()
+            print(policy_check.render(violations))
+    return 1 if violations and any(v.level == "mandatory" for v in violations) else 0
 
 
 if __name__ == "__main__":
