@@ -102,6 +102,7 @@ private_link = GrafanaPrivateLink(
         private_link_service_timeout_seconds=cfg.private_link_service_timeout_seconds,
         approval_timeout_seconds=cfg.connection_approval_timeout_seconds,
         refresh_timeout_seconds=cfg.managed_private_endpoint_timeout_seconds,
+        release=pyroscope.release,
         tags=cfg.tag_map,
     ),
     opts=pulumi.ResourceOptions(depends_on=[pyroscope, *grafana_ready]),

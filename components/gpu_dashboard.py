@@ -61,6 +61,9 @@ class GpuDashboard(pulumi.ComponentResource):
                 "TIMEOUT_SECONDS": str(args.timeout_seconds),
             },
             triggers=[args.grafana_endpoint, args.uid],
+            # Create first: a new uid is checked against the downloaded JSON before the old dashboard is
+            # deleted (delete-first could delete it and then fail that check); overwrite covers the title.
+            delete_first=False,
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
         )
         self.uid = upload.stdout.apply(lambda _: args.uid)

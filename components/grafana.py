@@ -48,15 +48,16 @@ def lookup_grafana(cfg: StackConfig) -> GrafanaFacts:
         raise ConfigError(
             "grafanaName",
             f"Azure Managed Grafana '{cfg.grafana_name}' is on the {sku or 'unknown'} tier; managed private "
-            "endpoints need Standard (upgrade it in the portal or with `az grafana update --sku-tier Standard`)",
+            "endpoints need Standard (upgrade it in the portal or with "
+            f"`az resource update --ids {result.id} --set sku.name=Standard`)",
         )
     identity = result.identity
     if not (identity and identity.principal_id):
         raise ConfigError(
             "grafanaName",
             f"Azure Managed Grafana '{cfg.grafana_name}' has no system-assigned identity; the Prometheus datasource "
-            f"authenticates with it: `az grafana update -g {cfg.grafana_resource_group} -n {cfg.grafana_name} "
-            "--assign-identity` (or enable it under Identity in the portal)",
+            f"authenticates with it: `az resource update --ids {result.id} --set identity.type=SystemAssigned` "
+            "(or enable it under Identity in the portal)",
         )
     return GrafanaFacts(
         id=result.id,

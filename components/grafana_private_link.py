@@ -53,6 +53,9 @@ class GrafanaPrivateLinkArgs:
     Grafana. ``private_link_service_name``/``private_link_service_resource_group``: the PLS AKS creates.
     ``tags``: Azure tags for the MPE.
     ``private_link_service_region``: the cluster's location. Timeouts in seconds bound each command.
+    ``release``: the Pyroscope Helm release; when it is replaced, its Service and so the PLS are new, and
+    the wait and the MPE are replaced with it (Pulumi ``replace_with``), and the approval and refresh with
+    the MPE, so the new PLS gets a new endpoint, approved and refreshed.
     """
 
     grafana_id: pulumi.Input[str]
@@ -67,6 +70,7 @@ class GrafanaPrivateLinkArgs:
     private_link_service_timeout_seconds: int = 900
     approval_timeout_seconds: int = 600
     refresh_timeout_seconds: int = 900
+    release: Optional[pulumi.Resource] = None
 
     @property
     def private_endpoint_name(self) -> str:
@@ -93,7 +97,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             f"{name}-wait-for-pls",
             "wait_private_link_service.sh",
             {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds)},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
+                                        replace_with=[args.release] if args.release else None),
         )
         pls = network.get_private_link_service_output(
             resource_group_name=args.private_link_service_resource_group,
@@ -111,7 +116,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             private_link_resource_region=args.private_link_service_region,
             request_message=args.request_message,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, replace_with=[args.release] if args.release else None),
         )
         self.managed_private_endpoint_id = mpe.id
         approval = script_command(
@@ -123,8 +128,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "DESCRIPTION": f"Approved for Azure Managed Grafana {args.grafana_name} by aks-gpu-observability",
                 "TIMEOUT_SECONDS": str(args.approval_timeout_seconds),
             },
-            triggers=[mpe.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[mpe]),
+            triggers=[pls.id],
+            # The MPE's id is its name, the same after a replacement; its new connection needs a new approval.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[mpe], replace_with=[mpe]),
         )
         refresh = script_command(
             f"{name}-refresh",
@@ -135,8 +141,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "MPE_NAME": args.managed_private_endpoint_name,
                 "TIMEOUT_SECONDS": str(args.refresh_timeout_seconds),
             },
-            triggers=[mpe.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[approval]),
+            triggers=[pls.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[approval], replace_with=[approval]),
         )
         state = dashboard.get_managed_private_endpoint_output(
             managed_private_endpoint_name=args.managed_private_endpoint_name,

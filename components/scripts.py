@@ -14,8 +14,10 @@ Two kinds of step:
   the environment they were created with. A replacement here would run the old step's delete after the
   new step's create (Pulumi replaces create-before-delete) and leave nothing behind. So the hash travels
   in the environment (``SCRIPT_SHA256``: an edit is an update, which re-runs ``apply`` in place), only the
-  object's identity (Grafana endpoint, uid) is in ``triggers``, and a change of identity replaces
-  delete-before-replace: the old object is deleted, then the new one created.
+  object's identity (Grafana endpoint, uid) is in ``triggers``. A change of identity is a replacement of
+  distinct objects; by default delete-before-replace (a datasource's new uid would clash with the old
+  one's name), unless the owner says create-first is safer (the dashboard: its new JSON is checked before
+  the old dashboard goes).
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ def script_command(
     environment: Mapping[str, pulumi.Input[str]],
     triggers: Sequence[pulumi.Input[object]] = (),
     opts: Optional[pulumi.ResourceOptions] = None,
+    delete_first: bool = True,
 ) -> local.Command:
     """A ``command:local:Command`` for ``scripts/<script>``: an action (``.sh``) or an owner (``.py``, with
     ``apply``/``delete``), as the module docstring describes. ``triggers``: for an action, extra values
-    that re-run it (after the script hash); for an owner, the identity of what it owns."""
+    that re-run it (after the script hash); for an owner, the identity of what it owns. ``delete_first``:
+    an owner's replacement deletes the old object before creating the new one."""
     owner = script.endswith(".py")
     env = dict(environment)
     if owner:
@@ -64,7 +68,7 @@ def script_command(
         triggers=list(triggers) if owner else [script_hash(script), *triggers],
         logging=local.Logging.STDOUT_AND_STDERR,
         add_previous_output_in_env=False,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=owner)),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=owner and delete_first)),
     )
 
 

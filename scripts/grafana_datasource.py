@@ -46,24 +46,26 @@ def main(action: str) -> int:
         print(uid)
         return 0
 
-    try:
-        existing = step.retry(f"reading datasource {uid}", lambda: rest("get", by_uid), timeout)
-    except AzError as error:
-        if error.kind != "not_found":
-            step.fail(f"reading datasource {uid} failed: {error.last_line}")
-        existing = None
+    existing = _read(by_uid, uid, timeout)
 
     if existing is None:
         try:
             step.retry(f"creating datasource {uid}", lambda: rest("post", f"{endpoint}/api/datasources", desired), timeout)
+            step.log(f"created datasource {uid} ({desired.get('type')})")
+            print(uid)
+            return 0
         except AzError as error:
-            if error.kind == "conflict":
+            if error.kind != "conflict":
+                step.fail(f"creating datasource {uid} failed: {error.last_line}")
+            # 409: the name is taken. By this very datasource, if an earlier POST landed before a retried
+            # timeout; then it is adopted below. By another uid otherwise: say which.
+            existing = _read(by_uid, uid, timeout)
+            if existing is None:
                 holder = _uid_of_name(endpoint, name, timeout)
                 step.fail(f"a datasource named '{name}' already exists with uid '{holder}'; set the datasource uid "
                           f"config to '{holder}' to adopt it, or rename or delete it in Grafana")
-            step.fail(f"creating datasource {uid} failed: {error.last_line}")
-        step.log(f"created datasource {uid} ({desired.get('type')})")
-    elif contains(existing, desired):
+            step.log(f"datasource {uid} already exists (an earlier attempt created it); adopting it")
+    if contains(existing, desired):
         step.log(f"datasource {uid} is up to date; nothing written")
     else:
         changed = sorted(key for key, value in desired.items() if not contains(existing.get(key), value))
@@ -74,6 +76,16 @@ def main(action: str) -> int:
         step.log(f"updated datasource {uid}: {', '.join(changed)}")
     print(uid)
     return 0
+
+
+def _read(by_uid: str, uid: str, timeout: float):
+    """The datasource with ``uid``, or None if Grafana has none."""
+    try:
+        return step.retry(f"reading datasource {uid}", lambda: rest("get", by_uid), timeout)
+    except AzError as error:
+        if error.kind != "not_found":
+            step.fail(f"reading datasource {uid} failed: {error.last_line}")
+        return None
 
 
 def _uid_of_name(endpoint: str, name: str, timeout: float) -> str:

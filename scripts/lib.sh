@@ -41,9 +41,10 @@ transient() {
   grep -qiE 'ConflictInProcessing|AnotherOperationInProgress|Too ?Many ?Requests|\(429\)|TooManyRequests|Internal ?Server ?Error|Service ?Unavailable|Gateway ?Time-?out|Bad ?Gateway' "$1"
 }
 
-# not_found FILE: true if the az error says the resource does not exist (yet).
+# not_found FILE: true if the az error says the resource itself does not exist (yet): ARM's
+# ResourceNotFound, not ResourceGroupNotFound or SubscriptionNotFound, which no wait will cure.
 not_found() {
-  grep -qiE 'ResourceNotFound|NotFound|was not found|could not be found' "$1"
+  grep -qE '\(ResourceNotFound\)|Code: ResourceNotFound' "$1"
 }
 
 # last_error FILE: the last non-empty line of an az error, for one-line messages.

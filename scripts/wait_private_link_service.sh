@@ -19,11 +19,16 @@ while :; do
       printf '%s\n' "$pls_id"
       exit 0
     fi
+    [ "$state" != "Failed" ] || die "private link service ${PLS_NAME} exists but its provisioningState is Failed; see its activity log (az monitor activity-log list --resource-id ${pls_id}) and the Service's events (kubectl -n gadget get events)"
+    found_state=$state
     log "found, provisioningState ${state:-unknown}; waiting"
   elif not_found "$ERRFILE" || transient "$ERRFILE"; then
     log "not there yet ($(last_error "$ERRFILE" | cut -c1-120))"
   else
     die "az network private-link-service show failed: $(last_error "$ERRFILE")"
   fi
-  backoff || die "private link service ${PLS_NAME} did not appear in ${PLS_RESOURCE_GROUP} within ${TIMEOUT_SECONDS}s; check the Service's annotations and EXTERNAL-IP (kubectl -n gadget get svc pyroscope -o yaml), load balancer events (kubectl -n gadget get events), and that the cluster identity may create private link services in that resource group"
+  if ! backoff; then
+    [ -z "${found_state:-}" ] || die "private link service ${PLS_NAME} exists but stayed in provisioningState ${found_state} for ${TIMEOUT_SECONDS}s; run pulumi up again later"
+    die "private link service ${PLS_NAME} did not appear in ${PLS_RESOURCE_GROUP} within ${TIMEOUT_SECONDS}s; check the Service's annotations and EXTERNAL-IP (kubectl -n gadget get svc pyroscope -o yaml), load balancer events (kubectl -n gadget get events), and that the cluster identity may create private link services in that resource group"
+  fi
 done

@@ -81,11 +81,12 @@ def test_every_python_call_shape_is_exercised(emitted):
 
 
 def test_every_call_site_is_exercised(emitted):
-    """Each `az <words>` call site in scripts/*.sh appears among the lines the scenarios emitted."""
+    """Each `az <words>` call site in scripts/*.sh (an az the script runs: after `$(`, `! ` or at the start
+    of a command, not advice inside a message) appears among the lines the scenarios emitted."""
     sites = set()
     for path in ROOT.glob("scripts/*.sh"):  # the Python steps: test_every_python_call_shape_is_exercised
         code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
-        for match in re.finditer(r"\baz ((?:[a-z][\w-]* )+)(?:--method (\w+))?", code):
+        for match in re.finditer(r"(?:\$\(|! |^\s*)az ((?:[a-z][\w-]* )+)(?:--method (\w+))?", code, re.M):
             words = match.group(1).split()
             sites.add(tuple(words + ([match.group(2)] if match.group(2) else [])))
     assert sites, "no az call sites found"
@@ -114,3 +115,33 @@ def test_the_check_catches_a_typo(real_az, emitted, tmp_path, mutation):
         broken = [new if arg == old else arg for arg in argv]
         done = parse_check(real_az, broken, tmp_path)
         assert not reached_the_service(argv, done) and done.returncode != 0, done.stderr
+
+
+SAMPLE_ID = "/subscriptions/3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73/resourceGroups/rg-sample/providers/Microsoft.Monitor/accounts/amw-sample"
+
+
+def advice_commands() -> list[str]:
+    """The az commands the stack's error messages tell users to run: `az ...` in components/*.py, and
+    (az ...) in the scripts' messages. Placeholders (<...>, {...}, ${...}) get sample values."""
+    found = []
+    for path in sorted(ROOT.glob("components/*.py")):
+        found += re.findall(r"(?<!`)`(az [^`]+)`(?!`)", path.read_text())  # messages, not ``docstrings``
+    for path in sorted(ROOT.glob("scripts/*.sh")):
+        for line in path.read_text().splitlines():
+            if "die " in line or "log " in line:
+                found += re.findall(r"\((az [^)]+)\)", line)
+    commands = []
+    for text in found:
+        text = re.sub(r"<[^>]+>|\$\{[^}]+\}|\{[^}]*\bid\}", SAMPLE_ID, text)
+        text = re.sub(r"\{[^}]+\}", "sample", text.replace('" "', " ").replace('"', ""))
+        commands.append(" ".join(text.split()))
+    return commands
+
+
+def test_advice_in_error_messages_is_valid_az(real_az, tmp_path):
+    commands = advice_commands()
+    assert len(commands) >= 4, commands
+    for command in commands:
+        argv = command.split()[1:]
+        done = parse_check(real_az, argv, tmp_path)
+        assert reached_the_service(argv, done), f"{command}\n{done.stderr}"

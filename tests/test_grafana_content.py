@@ -101,7 +101,8 @@ def test_dashboard_step(plan):
         "TIMEOUT_SECONDS": "300",
     }
     assert upload.inputs["triggers"] == [ENDPOINT, "AdvancedGPUObservability"]
-    assert upload.options["deleteBeforeReplace"] is True
+    # Create-first: a changed dashboardUid that the JSON does not carry fails before the old one is deleted.
+    assert upload.options["deleteBeforeReplace"] is False
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):

@@ -68,7 +68,7 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
         "PRIVATE_ENDPOINT_NAME": "grafana-amg-gpu-dev-pyroscope-mpe",
         "TIMEOUT_SECONDS": "600",
     }
-    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), f"{GRAFANA_ID}/managedPrivateEndpoints/pyroscope-mpe"]
+    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID]
     assert mpe.urn in approval.dependencies
 
 
@@ -153,3 +153,24 @@ def test_script_hash_covers_the_script_and_the_shared_library():
     expected = hashlib.sha256((SCRIPTS / "lib.sh").read_bytes() + (SCRIPTS / "refresh_managed_private_endpoints.sh").read_bytes()).hexdigest()
     assert script_hash("refresh_managed_private_endpoints.sh") == expected
     assert len({script_hash(s) for s in ("wait_private_link_service.sh", "approve_private_endpoint_connection.sh", "refresh_managed_private_endpoints.sh")}) == 3
+
+
+def test_replacements_cascade_from_the_release(plan):
+    """A replaced release means a new Service and PLS: the wait and the MPE are replaced with it, the
+    approval with the MPE (whose id, its name, would not change), the refresh with the approval."""
+    p = plan()
+    release, wait, mpe = p.one(RELEASE), command(p, "wait-for-pls"), p.one(MPE)
+    approval, refresh = command(p, "approve-connection"), command(p, "refresh")
+    assert wait.replace_with == [release.urn]
+    assert mpe.replace_with == [release.urn]
+    assert approval.replace_with == [mpe.urn]
+    assert refresh.replace_with == [approval.urn]
+
+
+def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
+    """Keyed on the PLS id (a fault found in review: keyed on the MPE id, the refresh did not re-run when
+    privateLinkServiceName changed, leaving Grafana unsynced)."""
+    before, after = plan(), plan(privateLinkServiceName="other-pls")
+    for step in ("approve-connection", "refresh"):
+        assert command(before, step).inputs["triggers"] != command(after, step).inputs["triggers"], step
+        assert PLS_ID in command(before, step).inputs["triggers"]

@@ -89,6 +89,7 @@ class Resource:
     options: dict
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     wire: dict = field(default_factory=dict)  # inputs in the wire format (secrets still marked), for policies
+    replace_with: list[str] = field(default_factory=list)  # the replaceWith option: replaced when these are
 
     def to_json(self) -> dict:
         return {
@@ -270,6 +271,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     key: list(value.urns) for key, value in request.propertyDependencies.items()
                 },
                 wire=raw,
+                replace_with=list(request.replace_with),
             )
         )
         return super().RegisterResource(request)

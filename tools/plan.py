@@ -85,6 +85,7 @@ def render_text(plan: Plan) -> str:
     name_width = max(len(n) for _, n in rows) + 2
     lines = [
         f"Previewing update ({plan.stack}) [offline plan: mocked engine and canned Azure answers; nothing is deployed]",
+        "(values that depend on steps not yet run, such as the PLS id and the private IP, are shown as after `pulumi up`)",
         "",
         f"     {'Type':<{width}}{'Name':<{name_width}}Plan",
     ]
@@ -102,6 +103,8 @@ def render_text(plan: Plan) -> str:
         provider = by_urn[resource.provider].name if resource.provider in by_urn else None
         if deps or provider:
             extra = f"  [provider: {provider}]" if provider else ""
+            if resource.replace_with:
+                extra += f"  [replaced with: {', '.join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)}]"
             lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
     lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown):"]
     lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
