@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import json
 import os
 import runpy
 import threading
@@ -216,7 +217,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         if request.tok != "pulumi:pulumi:getResource":
             args = plain(json_format.MessageToDict(request.args, preserving_proto_field_name=True))
             with self._lock:
-                self.invokes.append(Invoke(request.tok, args, list(dict.fromkeys(request.dependsOn))))
+                self.invokes.append(Invoke(request.tok, args, sorted(set(request.dependsOn))))
         return response
 
     def ReadResource(self, request):
@@ -265,13 +266,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 parent=request.parent or None,
                 provider=provider,
                 inputs=plain(raw),
-                dependencies=list(dict.fromkeys(request.dependencies)),
+                dependencies=sorted(set(request.dependencies)),  # the SDK gathers them from a set: any order
                 options=_options(request),
                 property_dependencies={
                     key: list(value.urns) for key, value in request.propertyDependencies.items()
                 },
                 wire=raw,
-                replace_with=list(request.replace_with),
+                replace_with=sorted(request.replace_with),
             )
         )
         return super().RegisterResource(request)
@@ -346,8 +347,6 @@ def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
         elif isinstance(value, bool):
             values[key] = str(value).lower()
         elif isinstance(value, (dict, list)):
-            import json
-
             values[key] = json.dumps(value, sort_keys=True)
         else:
             values[key] = str(value)
@@ -410,10 +409,11 @@ def run(
         for resource in resources:  # the engine parents top-level resources (not default providers) to the stack
             if not resource.parent and resource.urn != stack_urn and resource.urn not in monitor.default_providers:
                 resource.parent = stack_urn
+        invokes = sorted(monitor.invokes, key=lambda i: (i.token, json.dumps(i.args, sort_keys=True)))  # stable
         create, destroy = orders(resources)
         position = {urn: i for i, urn in enumerate(create)}
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
-        return Plan(stack_config.PROJECT, stack, resources, monitor.invokes, outputs, create, destroy, values, secrets)
+        return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
     return contextvars.Context().run(evaluate)
 
