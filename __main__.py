@@ -20,9 +20,10 @@ from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
 from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
+from components.stack_inputs import resolve
 
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
-cfg = config.load()
+cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack, + multi-cluster names
 cluster = lookup_cluster(cfg)
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
@@ -142,11 +143,14 @@ dashboard = GpuDashboard(
         uid=cfg.dashboard_uid,
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,
+        shared=cfg.multi_cluster,
     ),
     opts=pulumi.ResourceOptions(depends_on=datasources.datasources),
 )
 
 # --- Outputs (see README "Outputs") --------------------------------------------------------------------------
+pulumi.export("clusterName", cfg.cluster_name)
+pulumi.export("clusterResourceGroup", cfg.cluster_resource_group)
 pulumi.export("clusterId", cluster.id)
 pulumi.export("nodeResourceGroup", cluster.node_resource_group)
 pulumi.export("extensionId", gadget.extension_id)
@@ -159,6 +163,7 @@ pulumi.export("privateLinkServiceId", private_link.private_link_service_id)
 pulumi.export("managedPrivateEndpointId", private_link.managed_private_endpoint_id)
 pulumi.export("managedPrivateEndpointState", private_link.connection_state)
 pulumi.export("pyroscopePrivateUrl", private_link.pyroscope_url)
+pulumi.export("grafanaName", cfg.grafana_name)
 pulumi.export("grafanaEndpoint", grafana.endpoint)
 pulumi.export("monitorWorkspaceId", workspace.id)
 pulumi.export("pyroscopeDatasourceUid", datasources.pyroscope_uid)

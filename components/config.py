@@ -13,9 +13,10 @@ managed clusters, private link services, subnets, Managed Grafana, Azure Monitor
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional
@@ -51,6 +52,9 @@ class StackConfig:
 
     production: bool
     tags: tuple
+    multi_cluster: bool
+    cluster_stack: str
+    grafana_stack: str
     cluster_name: str
     cluster_resource_group: str
     kubeconfig_credentials: str
@@ -90,6 +94,9 @@ class StackConfig:
     grafana_timeout_seconds: int
     connection_approval_timeout_seconds: int
     managed_private_endpoint_timeout_seconds: int
+
+    #: Keys given explicitly (stack file, --set), as opposed to taken from Pulumi.yaml's defaults.
+    explicit: frozenset = frozenset()
 
     @property
     def tag_map(self) -> dict[str, str]:
@@ -220,8 +227,15 @@ def _dashboard_source(key: str, value: object) -> None:
     raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got {value!r})")
 
 
+def _stack_name(key: str, value: object) -> None:
+    if value != "" and not re.fullmatch(r"(?:[\w.-]+/){0,2}[\w.-]+", str(value)):
+        raise ConfigError(key, f"expected a stack name: stack, project/stack or org/project/stack (got {value!r})")
+
+
 RULES: dict[str, Rule] = {
     "tags": _tags,
+    "clusterStack": _stack_name,
+    "grafanaStack": _stack_name,
     "clusterName": _regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?",
         "expected an AKS cluster name: 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit",
@@ -333,14 +347,57 @@ def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
         if "default" not in decl and text.strip() == "":
             raise ConfigError(key, f"required and must not be empty; set it with `pulumi config set {key} <value>`")
         value = _typed(key, decl.get("type", "string"), text)
-        if key in RULES:
+        if key in REQUIRED_UNLESS and str(value).strip() == "":
+            value = ""  # checked by check_required, once stack references had their say
+        if key in RULES and not (key in REQUIRED_UNLESS and value == ""):
             RULES[key](key, value)
         values[snake(key)] = value
-    known = {f.name for f in fields(StackConfig)}
+    known = {f.name for f in fields(StackConfig)} - {"explicit"}
     missing = known - set(values)
     if missing:  # Pulumi.yaml and StackConfig drifted apart: a programming error, not user input.
         raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
-    return StackConfig(**{name: values[name] for name in known})
+    explicit = frozenset(key for key in schema if raw.get(key) is not None)
+    config = StackConfig(**{name: values[name] for name in known}, explicit=explicit)
+    return config if (config.cluster_stack or config.grafana_stack) else check_required(config)
+
+
+#: Keys that must end up non-empty, and the stack reference that may supply each instead.
+REQUIRED_UNLESS = {
+    "clusterName": "clusterStack",
+    "clusterResourceGroup": "clusterStack",
+    "grafanaName": "grafanaStack",
+    "grafanaResourceGroup": "grafanaStack",
+    "monitorWorkspaceName": "grafanaStack",
+    "monitorWorkspaceResourceGroup": "grafanaStack",
+}
+
+
+def check_required(config: StackConfig) -> StackConfig:
+    """Raise ConfigError for the first key of REQUIRED_UNLESS still empty (after stack references, if any)."""
+    for key, reference in REQUIRED_UNLESS.items():
+        if not getattr(config, snake(key)):
+            raise ConfigError(
+                key,
+                f"required and must not be empty; set it with `pulumi config set {key} <value>`, or set "
+                f"{reference} to a stack that exports it",
+            )
+    return config
+
+
+def with_values(config: StackConfig, values: Mapping[str, str], source: str) -> StackConfig:
+    """``config`` with ``values`` (config key -> string) filled in, each checked by its rule; keys given
+    explicitly (and not empty) win. ``source`` names where the values come from, for the error message."""
+    changes = {}
+    for key, value in values.items():
+        if key in config.explicit and getattr(config, snake(key)) not in ("", None):
+            continue
+        try:
+            if key in RULES:
+                RULES[key](key, value)
+        except ConfigError as error:
+            raise ConfigError(key, f"{error.message} (from {source})") from None
+        changes[snake(key)] = value
+    return replace(config, **changes)
 
 
 def check_known(keys: Iterable[str]) -> None:
@@ -369,3 +426,21 @@ def load() -> StackConfig:
     check_known(_all_keys())
     config = pulumi.Config(PROJECT)
     return parse({key: config.get(key) for key in declared()})
+
+
+def cluster_names(cluster_name: str, cluster_resource_group: str) -> dict[str, str]:
+    """The names a cluster stack uses in a Grafana shared by several clusters (``multiCluster``).
+
+    Deterministic and distinct per cluster: a slug of the cluster name (readable) plus a short sha256 of
+    ``<resource group>/<name>`` (distinct even for equal names in other groups or subscriptions' stacks).
+    The managed private endpoint name fits Azure's 2-20 characters, letter first; uids fit Grafana's 40.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", cluster_name.lower()).strip("-") or "cluster"
+    digest = hashlib.sha256(f"{cluster_resource_group.lower()}/{cluster_name.lower()}".encode()).hexdigest()
+    return {
+        "managedPrivateEndpointName": f"pyro-{slug[:8].strip('-')}-{digest[:6]}",
+        "pyroscopeDatasourceUid": f"pyroscope-{slug[:20].strip('-')}-{digest[:8]}",
+        "pyroscopeDatasourceName": f"Pyroscope ({cluster_name})",
+        "prometheusDatasourceUid": f"prometheus-{slug[:19].strip('-')}-{digest[:8]}",
+        "prometheusDatasourceName": f"Azure Monitor Prometheus ({cluster_name})",
+    }

@@ -31,7 +31,11 @@ PINNED_UID = "AdvancedGPUObservability"
 @dataclass(frozen=True)
 class GpuDashboardArgs:
     """``source``: https URL or project-relative file; ``sha256``: its pinned digest (64 hex); ``uid``: the
-    uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults."""
+    uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``shared``: several
+    cluster stacks upload the same dashboard into one Grafana (``multiCluster``); then none of them owns
+    it: each uploads it (identical content, so only the first writes) and leaves it in place on destroy
+    (Pulumi ``retain_on_delete``), and no datasource defaults are set (each reader picks the cluster's
+    datasources in the dashboard's pickers)."""
 
     grafana_endpoint: pulumi.Input[str]
     datasources: dict = field(default_factory=dict)
@@ -40,6 +44,7 @@ class GpuDashboardArgs:
     uid: str = PINNED_UID
     timeout_seconds: int = 300
     retry_forbidden: bool = False
+    shared: bool = False
 
 
 class GpuDashboard(pulumi.ComponentResource):
@@ -55,7 +60,7 @@ class GpuDashboard(pulumi.ComponentResource):
                 "DASHBOARD_SHA256": args.sha256,
                 "DASHBOARD_SOURCE": args.source,
                 "DASHBOARD_UID": args.uid,
-                "DATASOURCES": json.dumps(args.datasources, sort_keys=True, separators=(",", ":")),
+                "DATASOURCES": json.dumps({} if args.shared else args.datasources, sort_keys=True, separators=(",", ":")),
                 "GRAFANA_ENDPOINT": args.grafana_endpoint,
                 "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
                 "TIMEOUT_SECONDS": str(args.timeout_seconds),
@@ -64,7 +69,7 @@ class GpuDashboard(pulumi.ComponentResource):
             # Create first: a new uid is checked against the downloaded JSON before the old dashboard is
             # deleted (delete-first could delete it and then fail that check); overwrite covers the title.
             delete_first=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), retain_on_delete=args.shared),
         )
         self.uid = upload.stdout.apply(lambda _: args.uid)
         self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)

@@ -85,6 +85,9 @@ GOOD = [
     ("dashboardUid", "AdvancedGPUObservability"),
     ("grafanaTimeoutSeconds", "30"),
     ("production", "true"),
+    ("multiCluster", "true"),
+    ("clusterStack", "acme/platform-aks/prod-eastus2"),
+    ("grafanaStack", "shared-observability"),
 ]
 
 BAD = [
@@ -164,6 +167,8 @@ BAD = [
     ("grafanaTimeoutSeconds", "29", "from 30 to 3600 seconds"),
     ("createGrafana", "yes", "true or false"),
     ("production", "prod", "true or false"),
+    ("clusterStack", "acme/infra/prod/extra", "expected a stack name"),
+    ("grafanaStack", "acme infra", "expected a stack name"),
     ("tags", "costCenter=1", "list of strings"),
     ("tags", '["costCenter"]', "key=value items"),
     ("tags", '["a/b=1"]', "key=value items"),
@@ -223,6 +228,19 @@ def test_required_keys_missing_or_empty(key, value):
         config.parse(raw)
     assert str(caught.value).startswith(f"{key}: required")
     assert f"pulumi config set {key}" in str(caught.value)
+    assert f"or set {config.REQUIRED_UNLESS[key]} to a stack that exports it" in str(caught.value)
+
+
+def test_required_keys_may_come_from_a_stack_reference_later():
+    cfg = config.parse({"clusterStack": "acme/infra/prod", "grafanaName": "amg", "grafanaResourceGroup": "rg",
+                        "monitorWorkspaceName": "amw1", "monitorWorkspaceResourceGroup": "rg"})
+    assert cfg.cluster_name == "" and cfg.cluster_stack == "acme/infra/prod"
+    filled = config.with_values(cfg, {"clusterName": "aks-a", "clusterResourceGroup": "rg-a"}, "stack acme/infra/prod")
+    assert config.check_required(filled).cluster_name == "aks-a"
+    with pytest.raises(config.ConfigError, match=r"^clusterName: expected an AKS cluster name.*\(from stack acme/infra/prod\)$"):
+        config.with_values(cfg, {"clusterName": "-bad", "clusterResourceGroup": "rg-a"}, "stack acme/infra/prod")
+    explicit = config.parse({**VALID, "clusterStack": "acme/infra/prod"})
+    assert config.with_values(explicit, {"clusterName": "other"}, "x").cluster_name == "aks-gpu-dev"  # explicit wins
 
 
 def test_visibility_list_splits_subscriptions():
@@ -232,7 +250,7 @@ def test_visibility_list_splits_subscriptions():
 
 def test_every_declared_key_is_typed_described_and_mapped():
     declared = config.declared()
-    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)}
+    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)} - {"explicit"}
     for key, decl in declared.items():
         assert decl.get("type") in ("string", "integer", "boolean", "array"), key
         assert len(decl.get("description", "")) > 20, key
@@ -240,8 +258,11 @@ def test_every_declared_key_is_typed_described_and_mapped():
 
 
 def test_required_keys_are_exactly_the_fixed_ones():
-    required = {k for k, d in config.declared().items() if "default" not in d}
-    assert required == set(VALID)
+    # Declared with an empty default (the CLI would otherwise demand them even when a stack reference
+    # supplies them); the program requires them unless clusterStack/grafanaStack is set.
+    assert set(config.REQUIRED_UNLESS) == set(VALID)
+    assert all(config.declared()[k]["default"] == "" for k in VALID)
+    assert not [k for k, d in config.declared().items() if "default" not in d]
 
 
 def test_fixed_defaults_from_design():
@@ -254,7 +275,7 @@ def test_fixed_defaults_from_design():
 
 def test_every_default_passes_its_own_rule():
     for key, decl in config.declared().items():
-        if "default" in decl and key in config.RULES:
+        if "default" in decl and key in config.RULES and key not in config.REQUIRED_UNLESS:
             value = config._typed(key, decl["type"], str(decl["default"]).lower() if isinstance(decl["default"], bool) else str(decl["default"]))
             config.RULES[key](key, value)
 

@@ -223,6 +223,20 @@ INVOKES = {
 }
 
 
+def stack_outputs(stack: str) -> dict:
+    """Outputs of a referenced platform stack (clusterStack / grafanaStack): the cluster and the shared
+    Grafana and workspace it exports."""
+    return {
+        "clusterName": "aks-gpu-shared",
+        "clusterResourceGroup": "rg-aks-gpu-shared",
+        "grafanaName": "amg-gpu-shared",
+        "grafanaResourceGroup": "rg-observability-shared",
+        "monitorWorkspaceName": "amw-gpu-shared",
+        "monitorWorkspaceResourceGroup": "rg-observability-shared",
+        "kubernetesVersion": "1.33.3",
+    }
+
+
 def resource_state(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dict]:
     """(id, outputs) the engine would report after creating a resource of ``type_``."""
     state = dict(inputs)

@@ -163,9 +163,11 @@ class Plan:
 class CannedMocks(pulumi.runtime.Mocks):
     """Invokes answered from :data:`tools.canned.INVOKES` (or ``overrides``, token -> handler or dict)."""
 
-    def __init__(self, location: str, overrides: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(self, location: str, overrides: Optional[Mapping[str, Any]] = None,
+                 stack_outputs: Optional[Mapping[str, dict]] = None) -> None:
         self.location = location
         self.overrides = dict(overrides or {})
+        self.stack_outputs = dict(stack_outputs or {})
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         handler = self.overrides.get(args.token, canned.INVOKES.get(args.token))
@@ -175,6 +177,10 @@ class CannedMocks(pulumi.runtime.Mocks):
         return copy.deepcopy(answer), []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        if args.typ == "pulumi:pulumi:StackReference":  # a read: the referenced stack's outputs
+            stack = args.inputs.get("name", args.name)
+            outputs = self.stack_outputs.get(stack, canned.stack_outputs(stack))
+            return stack, {"name": stack, "outputs": copy.deepcopy(outputs), "secretOutputNames": []}
         if not args.custom:
             return "", {}
         return canned.resource_state(args.typ, args.name, args.inputs)
@@ -221,7 +227,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return response
 
     def ReadResource(self, request):
+        """Reads (StackReference) are recorded like registrations: the engine keeps them in state too."""
         self._thread_loop()
+        raw = json_format.MessageToDict(request.properties, preserving_proto_field_name=True)
+        self.recorded.append(Resource(
+            urn=self.make_urn(request.parent, request.type, request.name), type=request.type, name=request.name,
+            custom=True, parent=request.parent or None, provider=request.provider.rsplit("::", 1)[0] or None,
+            inputs=plain(raw), dependencies=sorted(set(request.dependencies)), options=_options(None), wire=raw))
         return super().ReadResource(request)
 
     def close(self) -> None:
@@ -367,17 +379,19 @@ def run(
     overrides: Optional[Mapping[str, str]] = None,
     invoke_overrides: Optional[Mapping[str, Any]] = None,
     preview: bool = True,
+    stack_outputs: Optional[Mapping[str, dict]] = None,
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
     ``overrides``: ``--set`` pairs. ``invoke_overrides``: token -> canned answer (dict) or handler
-    ``(args, location) -> dict``. Raises ConfigError (before any resource is registered) for invalid
+    ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
+    outputs of a platform stack). Raises ConfigError (before any resource is registered) for invalid
     configuration, and whatever else the program raises.
     """
     values, secrets = read_stack_config(stack)
     values = apply_overrides(values, overrides or {})
     location = values.get("azure-native:location") or "eastus2"
-    mocks = CannedMocks(location, invoke_overrides)
+    mocks = CannedMocks(location, invoke_overrides, stack_outputs)
     monitor = RecordingMonitor(mocks)
 
     def evaluate() -> Plan:

@@ -1,0 +1,58 @@
+"""Inputs from other stacks (``clusterStack``, ``grafanaStack``) and the names of a multi-cluster stack.
+
+A platform's cluster stack and observability stack export what this stack needs; naming them in config
+replaces setting the keys by hand. Expected outputs (strings):
+
+- ``clusterStack``: ``clusterName``, ``clusterResourceGroup``
+- ``grafanaStack``: ``grafanaName``, ``grafanaResourceGroup``, ``monitorWorkspaceName``,
+  ``monitorWorkspaceResourceGroup``
+
+Read with Pulumi's ``StackReference`` before anything else is registered, so the cluster and Grafana
+checks run on the final names. Keys set in this stack's config win over referenced outputs.
+"""
+
+from __future__ import annotations
+
+import pulumi
+from pulumi.runtime.sync_await import _sync_await
+
+from components import config as stack_config
+from components.config import ConfigError, StackConfig
+
+CLUSTER_OUTPUTS = ("clusterName", "clusterResourceGroup")
+GRAFANA_OUTPUTS = ("grafanaName", "grafanaResourceGroup", "monitorWorkspaceName", "monitorWorkspaceResourceGroup")
+
+
+def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The outputs ``names`` of stack ``stack`` (named by config key ``key``), as strings.
+
+    Raises ConfigError (key ``key``) naming the first missing or non-string output.
+    """
+    reference = pulumi.StackReference(stack)
+    values = {}
+    for name in names:
+        # StackReference has no synchronous getter; the names decide what is looked up next, before any
+        # resource is registered, so wait for this one as the SDK's own synchronous invokes do.
+        details = _sync_await(reference.get_output_details(name))
+        value = details.value if details.value is not None else details.secret_value
+        if not isinstance(value, str) or not value:
+            problem = "has no output" if value is None else "has a non-string or empty output"
+            raise ConfigError(key, f"stack '{stack}' {problem} '{name}'; it must export {', '.join(names)} (strings)")
+        values[name] = value
+    return values
+
+
+def resolve(cfg: StackConfig) -> StackConfig:
+    """``cfg`` completed from the referenced stacks, checked for required keys, and, for a multi-cluster
+    stack, with the per-cluster names in Grafana (config.cluster_names) where not set explicitly."""
+    if cfg.cluster_stack:
+        outputs = read_outputs("clusterStack", cfg.cluster_stack, CLUSTER_OUTPUTS)
+        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.cluster_stack}")
+    if cfg.grafana_stack:
+        outputs = read_outputs("grafanaStack", cfg.grafana_stack, GRAFANA_OUTPUTS)
+        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.grafana_stack}")
+    cfg = stack_config.check_required(cfg)
+    if cfg.multi_cluster:
+        names = stack_config.cluster_names(cfg.cluster_name, cfg.cluster_resource_group)
+        cfg = stack_config.with_values(cfg, names, "the multi-cluster naming")
+    return cfg

@@ -1,0 +1,137 @@
+"""Stack references in (clusterStack, grafanaStack) and many clusters sharing one Grafana (multiCluster)."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import config
+from components.config import ConfigError
+from tests.conftest import RELEASE
+from tools import canned
+
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+EXTENSION = "azure-native:kubernetesconfiguration:Extension"
+REF = "pulumi:pulumi:StackReference"
+NO_NAMES = {k: "" for k in config.REQUIRED_UNLESS}
+
+
+def named(plan, name):
+    return next(r for r in plan.resources if r.name == name)
+
+
+def test_cluster_from_a_stack_reference(plan):
+    p = plan(clusterStack="acme/platform-aks/prod", clusterName="", clusterResourceGroup="",
+             invoke_overrides=None)
+    ref = p.one(REF)
+    assert ref.name == "acme/platform-aks/prod" and ref.inputs["name"] == "acme/platform-aks/prod"
+    ext = p.one(EXTENSION)
+    assert ext.inputs["clusterName"] == "aks-gpu-shared" and ext.inputs["resourceGroupName"] == "rg-aks-gpu-shared"
+    assert p.outputs["clusterName"] == "aks-gpu-shared"
+    lookup = next(i for i in p.invokes if i.token.endswith("getManagedCluster"))
+    assert lookup.args == {"resourceGroupName": "rg-aks-gpu-shared", "resourceName": "aks-gpu-shared"}
+
+
+def test_grafana_from_a_stack_reference(plan):
+    p = plan(grafanaStack="shared-observability", **{k: "" for k in ("grafanaName", "grafanaResourceGroup",
+             "monitorWorkspaceName", "monitorWorkspaceResourceGroup")})
+    assert p.one(MPE).inputs["workspaceName"] == "amg-gpu-shared"
+    assert p.one(MPE).inputs["resourceGroupName"] == "rg-observability-shared"
+    lookup = next(i for i in p.invokes if i.token.endswith("getAzureMonitorWorkspace"))
+    assert lookup.args == {"azureMonitorWorkspaceName": "amw-gpu-shared", "resourceGroupName": "rg-observability-shared"}
+
+
+def test_explicit_keys_win_over_referenced_outputs(plan):
+    p = plan(clusterStack="acme/platform-aks/prod")  # the dev stack file sets clusterName itself
+    assert p.one(EXTENSION).inputs["clusterName"] == "aks-gpu-dev"
+
+
+def test_missing_output_is_named(plan):
+    outputs = {"acme/platform-aks/prod": {"clusterName": "aks-a"}}
+    with pytest.raises(ConfigError) as caught:
+        plan(clusterStack="acme/platform-aks/prod", clusterName="", clusterResourceGroup="", stack_outputs=outputs)
+    assert str(caught.value) == ("clusterStack: stack 'acme/platform-aks/prod' has no output 'clusterResourceGroup'; "
+                                 "it must export clusterName, clusterResourceGroup (strings)")
+
+
+def test_non_string_output_and_invalid_value_are_refused(plan):
+    with pytest.raises(ConfigError, match="^grafanaStack: stack 'obs' has a non-string or empty output 'grafanaName'"):
+        plan(grafanaStack="obs", grafanaName="", stack_outputs={"obs": {**canned.stack_outputs("obs"), "grafanaName": 42}})
+    with pytest.raises(ConfigError, match=r"^grafanaName: expected an Azure Managed Grafana name.*\(from stack obs\)$"):
+        plan(grafanaStack="obs", grafanaName="", stack_outputs={"obs": {**canned.stack_outputs("obs"), "grafanaName": "1-bad"}})
+
+
+def test_nothing_is_registered_but_the_reference_when_an_output_is_missing():
+    from tools import mock_engine
+
+    monitor_holder = {}
+    original = mock_engine.RecordingMonitor
+
+    def capture(mocks):
+        monitor_holder["m"] = original(mocks)
+        return monitor_holder["m"]
+
+    mock_engine.RecordingMonitor = capture
+    try:
+        with pytest.raises(ConfigError):
+            mock_engine.run("dev", {"clusterStack": "x", "clusterName": "", "clusterResourceGroup": ""}, None, True, {"x": {}})
+    finally:
+        mock_engine.RecordingMonitor = original
+    assert sorted(r.type for r in monitor_holder["m"].recorded) == ["pulumi:pulumi:Stack", REF]
+
+
+# --- many clusters, one Grafana --------------------------------------------------------------------------
+CLUSTERS = [("aks-gpu-eastus", "rg-gpu-eastus"), ("aks-gpu-westeu", "rg-gpu-westeu"), ("aks-gpu-eastus", "rg-gpu-eastus-2")]
+
+
+def grafana_names(plan):
+    """Every name the stack claims inside the shared Grafana."""
+    import json
+
+    mpe = plan.one(MPE).inputs["managedPrivateEndpointName"]
+    pyro = json.loads(named(plan, "grafana-datasources-pyroscope").inputs["environment"]["DATASOURCE"])
+    prom = json.loads(named(plan, "grafana-datasources-prometheus").inputs["environment"]["DATASOURCE"])
+    return {"mpe": mpe, "endpoint": f"grafana-amg-gpu-dev-{mpe}", "uids": {pyro["uid"], prom["uid"]}, "names": {pyro["name"], prom["name"]}}
+
+
+def test_three_clusters_against_one_grafana_never_collide(plan):
+    plans = [plan(multiCluster="true", clusterName=name, clusterResourceGroup=rg) for name, rg in CLUSTERS]
+    claimed = [grafana_names(p) for p in plans]
+    mpes = [c["mpe"] for c in claimed]
+    assert len(set(mpes)) == 3, mpes
+    assert all(2 <= len(m) <= 20 and m[0].isalpha() for m in mpes)
+    uids = [u for c in claimed for u in c["uids"]]
+    names = [n for c in claimed for n in c["names"]]
+    assert len(set(uids)) == 6 and all(len(u) <= 40 for u in uids)
+    assert len(set(names)) >= 4  # equal cluster names in two groups share a display name, never a uid
+    assert len({c["endpoint"] for c in claimed}) == 3
+    # The dashboard is the same object for all three: same uid, no per-cluster defaults, never deleted.
+    uploads = [named(p, "gpu-dashboard-upload") for p in plans]
+    assert {u.inputs["environment"]["DASHBOARD_UID"] for u in uploads} == {"AdvancedGPUObservability"}
+    assert {u.inputs["environment"]["DATASOURCES"] for u in uploads} == {"{}"}
+    assert all(u.options["retainOnDelete"] for u in uploads)
+
+
+def test_multi_cluster_names_are_deterministic_and_valid():
+    first = config.cluster_names("aks-gpu-eastus", "rg-gpu-eastus")
+    assert first == config.cluster_names("aks-gpu-eastus", "rg-gpu-eastus")
+    upper = config.cluster_names("AKS-GPU-EASTUS", "RG-GPU-EASTUS")  # Azure names are case-insensitive
+    assert all(upper[k] == first[k] for k in ("managedPrivateEndpointName", "pyroscopeDatasourceUid", "prometheusDatasourceUid"))
+    for key, value in first.items():
+        config.RULES[key](key, value)
+    assert first["managedPrivateEndpointName"].startswith("pyro-aks-gpu-")
+    weird = config.cluster_names("1" * 63, "r")
+    config.RULES["managedPrivateEndpointName"]("managedPrivateEndpointName", weird["managedPrivateEndpointName"])
+
+
+def test_single_cluster_keeps_the_seed_names(plan):
+    claimed = grafana_names(plan())
+    assert claimed["mpe"] == "pyroscope-mpe"
+    assert claimed["uids"] == {"local-pyroscope", "azure-monitor-prometheus"}
+    upload = named(plan(), "gpu-dashboard-upload")
+    assert upload.options["retainOnDelete"] is False
+
+
+def test_explicit_names_win_in_multi_cluster(plan):
+    claimed = grafana_names(plan(multiCluster="true", managedPrivateEndpointName="mine"))
+    assert claimed["mpe"] == "mine"
+    assert claimed["uids"] != {"local-pyroscope", "azure-monitor-prometheus"}
