@@ -12,7 +12,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def config_table() -> dict[str, tuple[str, str]]:
     rows = {}
-    for line in README.splitlines():
+    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
         match = re.match(r"\| `(\w+)` \| (\w+) \| (.+?) \|", line)
         if match:
             rows[match.group(1)] = (match.group(2), match.group(3))
@@ -26,7 +27,9 @@ def test_config_table_mirrors_pulumi_yaml():
     for key, decl in declared.items():
         kind, default = table[key]
         assert kind == decl["type"], key
-        if "default" not in decl:
+        if key in config.REQUIRED_UNLESS:
+            assert default == "required*", key
+        elif "default" not in decl:
             assert default == "required", key
         else:
             shown = default.strip("`")

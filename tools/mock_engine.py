@@ -401,6 +401,9 @@ def run(
         saved_env = os.environ.pop("PULUMI_CONFIG", None)
         try:
             os.chdir(ROOT)
+            # As pulumi.runtime.mocks.test does: output tasks left by an earlier run that failed would
+            # otherwise be awaited on this run's (new) loop.
+            pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
             pulumi.runtime.set_mocks(mocks, project=stack_config.PROJECT, stack=stack, preview=preview, monitor=monitor)
             try:
