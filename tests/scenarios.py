@@ -352,24 +352,31 @@ SCENARIOS += [
 ]
 
 
-def run(scenario: Scenario, workdir: Path) -> Result:
-    """Run ``scripts/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does)."""
+def fake_az_env(workdir: Path, rules: list) -> dict:
+    """Environment with the stand-in az first on PATH, answering from ``rules``; its log in workdir."""
     bin_dir = workdir / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     wrapper = bin_dir / "az"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "fake_az.py"}" "$@"\n')
     wrapper.chmod(0o755)
     scenario_file, log_file, state_file = workdir / "scenario.yaml", workdir / "calls.jsonl", workdir / "state.json"
-    scenario_file.write_text(yaml.safe_dump(scenario.rules))
+    scenario_file.write_text(yaml.safe_dump(rules))
     for stale in (log_file, state_file):
         stale.unlink(missing_ok=True)
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(workdir), "LANG": "C.UTF-8",
-           "FAKE_AZ_SCENARIO": str(scenario_file), "FAKE_AZ_LOG": str(log_file), "FAKE_AZ_STATE": str(state_file),
-           **scenario.env}
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(workdir), "LANG": "C.UTF-8",
+            "FAKE_AZ_SCENARIO": str(scenario_file), "FAKE_AZ_LOG": str(log_file), "FAKE_AZ_STATE": str(state_file)}
+
+
+def calls_in(workdir: Path) -> list:
+    log_file = workdir / "calls.jsonl"
+    return [json.loads(line) for line in log_file.read_text().splitlines()] if log_file.exists() else []
+
+
+def run(scenario: Scenario, workdir: Path) -> Result:
+    """Run ``scripts/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does)."""
+    env = {**fake_az_env(workdir, scenario.rules), **scenario.env}
     started = time.monotonic()
     runner = ["python3", f"scripts/{scenario.script}"] if scenario.script.endswith(".py") else ["bash", f"scripts/{scenario.script}"]
     done = subprocess.run([*runner, *scenario.args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=scenario.max_seconds + 30)
-    seconds = time.monotonic() - started
-    calls = [json.loads(line) for line in log_file.read_text().splitlines()] if log_file.exists() else []
-    return Result(done.returncode, done.stdout, done.stderr, seconds, calls)
+    return Result(done.returncode, done.stdout, done.stderr, time.monotonic() - started, calls_in(workdir))

@@ -35,11 +35,15 @@ def real_az():
 
 
 @pytest.fixture(scope="module")
-def emitted(scenario_results) -> list[list[str]]:
-    """Distinct az command lines from all scenarios, one per shape (subcommand words + flag names)."""
+def emitted(scenario_results, tmp_path_factory) -> list[list[str]]:
+    """Distinct az command lines from all scenarios and from tools.verify, one per shape (subcommand words,
+    method, flag names)."""
+    from tests.test_verify import rules, verify
+
+    _, verify_calls = verify(tmp_path_factory.mktemp("verify"), rules())
     by_shape: dict[tuple, list[str]] = {}
-    for result in scenario_results.values():
-        for call in result.calls:
+    for calls in [r.calls for r in scenario_results.values()] + [verify_calls]:
+        for call in calls:
             argv = call["argv"]
             words = tuple(a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or not argv[i - 1].startswith("-")))
             method = (argv[argv.index("--method") + 1],) if "--method" in argv else ()
