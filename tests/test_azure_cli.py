@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from tests.scenarios import ROOT
+from tests.scenarios import ROOT, calls_in
 
 LOGIN = "Please run 'az login' to setup account."
 
@@ -41,6 +41,11 @@ def emitted(scenario_results, tmp_path_factory) -> list[list[str]]:
     from tests.test_verify import rules, verify
 
     _, verify_calls = verify(tmp_path_factory.mktemp("verify"), rules())
+    hotspots_dir = tmp_path_factory.mktemp("hotspots")
+    from tests import test_hotspots
+
+    test_hotspots.test_query_sent_through_az_rest(hotspots_dir)
+    verify_calls += calls_in(hotspots_dir)
     by_shape: dict[tuple, list[str]] = {}
     for calls in [r.calls for r in scenario_results.values()] + [verify_calls]:
         for call in calls:

@@ -43,11 +43,13 @@ class Check:
     next_step: str = ""
 
 
-class OutputsError(Exception):
+class OutputsError(ValueError):
     """The stack's outputs could not be read or lack what verify needs (one line)."""
 
 
-def read_outputs(stack: str, outputs_file: Optional[str]) -> dict:
+def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] = NEEDED) -> dict:
+    """The stack's outputs (``pulumi stack output --json --stack``, or the file); OutputsError if they cannot
+    be read or lack one of ``needed``."""
     if outputs_file:
         try:
             outputs = json.loads(Path(outputs_file).read_text(encoding="utf-8"))
@@ -63,7 +65,7 @@ def read_outputs(stack: str, outputs_file: Optional[str]) -> dict:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise OutputsError(f"pulumi stack output --stack {stack} failed: {last}")
         outputs = json.loads(done.stdout)
-    missing = [name for name in NEEDED if not outputs.get(name)]
+    missing = [name for name in needed if not outputs.get(name)]
     if missing:
         raise OutputsError(f"stack {stack} has no output {missing[0]}; was `pulumi up` completed with this version?")
     return outputs

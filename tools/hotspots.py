@@ -1,0 +1,308 @@
+"""Who allocates the GPU memory: the flame-graph reading recipe as a command.
+
+    python -m tools.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
+                             [--hide-trampolines] [--json]
+    python -m tools.hotspots --from-file RESPONSE.json [...]
+
+Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``az rest`` with the Azure
+Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
+query (``queryType`` profile, ``profileTypeId`` ``process_cpu:malloc:bytes::``, label selector on
+``k8s_namespace`` and ``k8s_podName``), or reads a saved response. Then reads the flame graph the way the
+README's guide does: per function, *self* (what it allocated itself) and *total* (with everything it
+called; a recursive function is counted once per stack), the widest self allocators with their heaviest
+call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of the root,
+no self), which are the path and not the cause.
+
+Grafana's flame-graph data frame (the Pyroscope datasource's answer): fields ``level``, ``value`` (total),
+``self`` and ``label`` in nested-set order (depth-first, a node's children right after it, one level
+deeper); level 0 is the root ("total"). ``label`` is strings or an enum (integers indexing the field's
+``config.type.enum.text``); other fields (``fileName``, ``line``) are ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+PROFILE_TYPE = "process_cpu:malloc:bytes::"
+TRAMPOLINE = "<interpreter trampoline>"
+ORCHESTRATOR_SHARE = 0.10
+LEGEND = """Legend: self = memory the function allocated itself; total = with everything it called.
+  Class.method / Class.__init__  a method (Python qualname); a bare name is a module-level function.
+  <interpreter trampoline>       CPython's own frames between Python calls: overhead, not your code.
+  0x7f3a9c2d1e40                 native or CUDA code without symbols (a driver or library frame).
+  Start from the widest self allocator; wide frames with zero self only pass the memory on."""
+
+
+class FrameError(ValueError):
+    """A response that is not a well-formed flame-graph frame (one line saying what is wrong)."""
+
+
+@dataclass
+class Node:
+    label: str
+    level: int
+    value: int
+    self: int
+    parent: Optional["Node"] = None
+    children: list["Node"] = field(default_factory=list)
+
+    def chain(self) -> list[str]:
+        """Labels from the entry point (the root's child) down to this node."""
+        labels, node = [], self
+        while node is not None and node.level > 0:
+            labels.append(node.label)
+            node = node.parent
+        return labels[::-1]
+
+
+@dataclass
+class Profile:
+    unit: str
+    root: Optional[Node]
+    nodes: list[Node]
+
+    @property
+    def total(self) -> int:
+        return self.root.value if self.root else 0
+
+
+# --- the frame ---------------------------------------------------------------------------------------
+
+
+def _field_values(frame: dict, name: str) -> Optional[tuple[dict, list]]:
+    fields = (frame.get("schema") or {}).get("fields") or []
+    values = (frame.get("data") or {}).get("values") or []
+    for index, spec in enumerate(fields):
+        if spec.get("name") == name:
+            if index >= len(values):
+                raise FrameError(f"field {name!r} has no values")
+            return spec, values[index]
+    return None
+
+
+def find_frame(response: Any) -> dict:
+    """The flame-graph frame in a /api/ds/query response (or a bare frame)."""
+    if isinstance(response, dict) and "schema" in response:
+        return response
+    results = (response or {}).get("results") if isinstance(response, dict) else None
+    if not isinstance(results, dict):
+        raise FrameError("not a Grafana query response: no 'results'")
+    for result in results.values():
+        if result.get("error"):
+            raise FrameError(f"Grafana answered with an error: {result['error']}")
+        for frame in result.get("frames") or []:
+            if _field_values(frame, "level") is not None:
+                return frame
+    raise FrameError("the response holds no flame-graph frame (fields level, value, self, label)")
+
+
+def parse_frame(frame: dict) -> Profile:
+    """Nodes of a flame-graph frame, parent-linked. Raises FrameError for a malformed frame."""
+    columns = {}
+    for name in ("level", "value", "self", "label"):
+        found = _field_values(frame, name)
+        if found is None:
+            raise FrameError(f"the frame has no field {name!r}")
+        columns[name] = found
+    lengths = {name: len(values) for name, (_, values) in columns.items()}
+    if len(set(lengths.values())) != 1:
+        raise FrameError(f"field lengths differ: {lengths}")
+    label_spec, labels = columns["label"]
+    enum = (((label_spec.get("config") or {}).get("type") or {}).get("enum") or {}).get("text")
+    if enum is not None:
+        try:
+            labels = [enum[int(i)] for i in labels]
+        except (IndexError, ValueError, TypeError):
+            raise FrameError("an enum label points outside config.type.enum.text") from None
+    unit = ((columns["value"][0].get("config") or {}).get("unit")) or "bytes"
+    nodes: list[Node] = []
+    path: list[Node] = []
+    for i, (level, value, own) in enumerate(zip(columns["level"][1], columns["value"][1], columns["self"][1])):
+        if not all(isinstance(x, (int, float)) for x in (level, value, own)):
+            raise FrameError(f"row {i}: level, value and self must be numbers")
+        level, value, own = int(level), int(value), int(own)
+        if value < 0 or own < 0:
+            raise FrameError(f"row {i} ({labels[i]!r}): negative value or self")
+        if i == 0 and level != 0:
+            raise FrameError("the first row must be the root, at level 0")
+        if i > 0 and (level < 1 or level > len(path)):
+            raise FrameError(f"row {i} ({labels[i]!r}): level {level} after level {len(path) - 1}; levels may only go one deeper")
+        del path[level:]
+        node = Node(str(labels[i]), level, value, own, path[-1] if path else None)
+        if node.parent:
+            node.parent.children.append(node)
+        nodes.append(node)
+        path.append(node)
+    return Profile(unit, nodes[0] if nodes else None, nodes)
+
+
+# --- the reading -------------------------------------------------------------------------------------
+
+
+def function_totals(profile: Profile) -> dict[str, dict]:
+    """label -> {"self", "total", "nodes"}: self summed over its nodes; total summed over its nodes that
+    have no ancestor with the same label (a recursive call is inside its caller's total already)."""
+    stats: dict[str, dict] = {}
+    on_path: dict[str, int] = {}
+
+    def visit(node: Node) -> None:
+        entry = stats.setdefault(node.label, {"self": 0, "total": 0, "nodes": []})
+        entry["self"] += node.self
+        entry["nodes"].append(node)
+        if on_path.get(node.label, 0) == 0:
+            entry["total"] += node.value
+        on_path[node.label] = on_path.get(node.label, 0) + 1
+        for child in node.children:
+            visit(child)
+        on_path[node.label] -= 1
+
+    if profile.root:
+        for child in profile.root.children:
+            visit(child)
+    return stats
+
+
+def human(amount: int, unit: str) -> str:
+    """Bytes in decimal units (kB, MB, GB: 55.1 GB = 55.1e9 bytes), as Grafana's decbytes does; other
+    units as plain numbers."""
+    if unit not in ("bytes", "decbytes"):
+        return f"{amount} {unit}"
+    value = float(amount)
+    for suffix in ("B", "kB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or suffix == "TB":
+            return f"{value:.0f} B" if suffix == "B" else f"{value:.1f} {suffix}"
+        value /= 1000
+    return f"{amount} B"
+
+
+def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
+    """The report as the --json shape: unit, total, topSelf, topTotal, orchestrators."""
+    stats = function_totals(profile)
+    total = profile.total
+
+    def chain(label: str) -> list[str]:
+        heaviest = max(stats[label]["nodes"], key=lambda n: n.self)  # first of equals: nested-set order
+        frames = heaviest.chain()
+        return [f for f in frames if f != TRAMPOLINE] if hide_trampolines else frames
+
+    shown = [l for l in stats if not (hide_trampolines and l == TRAMPOLINE)]
+    by_self = sorted((l for l in shown if stats[l]["self"] > 0), key=lambda l: (-stats[l]["self"], l))[:top]
+    by_total = sorted(shown, key=lambda l: (-stats[l]["total"], l))[:top]
+    orchestrators = sorted(
+        (l for l in shown if stats[l]["self"] == 0 and total and stats[l]["total"] >= ORCHESTRATOR_SHARE * total),
+        key=lambda l: (-stats[l]["total"], l))
+    return {
+        "unit": profile.unit,
+        "total": total,
+        "topSelf": [{"function": l, "self": stats[l]["self"], "total": stats[l]["total"],
+                     "selfPercent": round(100.0 * stats[l]["self"] / total, 2) if total else 0.0,
+                     "stack": chain(l)} for l in by_self],
+        "topTotal": [{"function": l, "total": stats[l]["total"], "self": stats[l]["self"]} for l in by_total],
+        "orchestrators": orchestrators,
+    }
+
+
+def render(result: dict, title: str = "GPU memory allocations") -> str:
+    unit, total = result["unit"], result["total"]
+    lines = [f"{title}: {human(total, unit)} in all"]
+    if not total:
+        lines.append("No allocations in this profile (is a GPU workload running, and the time range right?).")
+        return "\n".join(lines)
+    lines += ["", "Top self allocators (start here):"]
+    for i, entry in enumerate(result["topSelf"], 1):
+        lines.append(f"  {i:>2}. {entry['function']}  self {human(entry['self'], unit)} ({entry['selfPercent']:.1f} %)"
+                     f", total {human(entry['total'], unit)}")
+        lines.append(f"      {' -> '.join(entry['stack'])}")
+    lines += ["", "Top by total (self + callees):"]
+    for i, entry in enumerate(result["topTotal"], 1):
+        share = 100.0 * entry["total"] / total
+        lines.append(f"  {i:>2}. {entry['function']}  total {human(entry['total'], unit)} ({share:.1f} %), self {human(entry['self'], unit)}")
+    lines += ["", "Orchestrators (wide, zero self: the path, not the cause):"]
+    lines += [f"  - {name}" for name in result["orchestrators"]] or ["  (none)"]
+    lines += ["", LEGEND]
+    return "\n".join(lines)
+
+
+# --- the query ---------------------------------------------------------------------------------------
+
+
+def _regex_value(text: Optional[str]) -> str:
+    return (text or ".*").replace("\\", "\\\\").replace('"', '\\"')
+
+
+def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: str) -> dict:
+    """The /api/ds/query body: the dashboard panel's target with its variables filled in."""
+    selector = f'{{k8s_namespace=~"{_regex_value(namespace)}",k8s_podName=~"{_regex_value(pod)}"}}'
+    return {
+        "from": f"now-{since}",
+        "to": "now",
+        "queries": [{
+            "refId": "A",
+            "datasource": {"type": "grafana-pyroscope-datasource", "uid": uid},
+            "queryType": "profile",
+            "profileTypeId": PROFILE_TYPE,
+            "labelSelector": selector,
+            "groupBy": [],
+            "spanSelector": [],
+        }],
+    }
+
+
+def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
+    from tools.verify import read_outputs
+
+    outputs = read_outputs(stack, outputs_file, needed=("grafanaEndpoint", "pyroscopeDatasourceUid"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from azcli import AzError, rest
+
+    body = query_body(outputs["pyroscopeDatasourceUid"], **body_args)
+    try:
+        return rest("post", f"{outputs['grafanaEndpoint'].rstrip('/')}/api/ds/query", body)
+    except AzError as error:
+        raise FrameError(f"querying Grafana failed: {error.last_line}") from None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.hotspots", description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--stack", help="query the deployed stack's Grafana (outputs from `pulumi stack output`)")
+    source.add_argument("--from-file", metavar="FILE", help="read a saved /api/ds/query response (or a bare frame)")
+    parser.add_argument("--outputs-file", metavar="FILE", help="with --stack: outputs saved with `pulumi stack output --json`")
+    parser.add_argument("--namespace", help="k8s_namespace regex (default: all)")
+    parser.add_argument("--pod", help="k8s_podName regex (default: all)")
+    parser.add_argument("--since", default="1h", help="time range back from now: 30m, 1h, 2d ... (default 1h)")
+    parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
+    parser.add_argument("--hide-trampolines", action="store_true", help=f"fold {TRAMPOLINE} frames out of the chains and lists")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    if not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
+        print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)
+        return 2
+    if args.top < 1:
+        print(f"error: --top: expected a positive number (got {args.top})", file=sys.stderr)
+        return 2
+    try:
+        if args.from_file:
+            try:
+                response = json.loads(Path(args.from_file).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise FrameError(f"--from-file: cannot read {args.from_file}: {error}") from None
+        else:
+            response = fetch(args.stack, args.outputs_file,
+                             {"namespace": args.namespace, "pod": args.pod, "since": args.since})
+        result = report(parse_frame(find_frame(response)), args.top, args.hide_trampolines)
+    except ValueError as error:  # FrameError, OutputsError: one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
