@@ -36,7 +36,7 @@ class AzError(Exception):
     def __init__(self, argv: list[str], stderr: str) -> None:
         self.argv, self.stderr = argv, stderr
         lines = [line for line in stderr.splitlines() if line.strip()]
-        self.last_line = lines[-1] if lines else f"az exited with an error and printed nothing"
+        self.last_line = lines[-1] if lines else "az exited with an error and printed nothing"
         super().__init__(self.last_line)
 
     @property
@@ -70,6 +70,25 @@ class Step:
         if not value:
             self.fail(f"environment variable {name} is required")
         return value
+
+    def delete(self, what: str, url: str, timeout: float) -> None:
+        """DELETE ``url`` (Grafana API), retrying transient errors; an object already gone is success."""
+        try:
+            self.retry(f"deleting {what}", lambda: rest("delete", url), timeout)
+            self.log(f"deleted {what}")
+        except AzError as error:
+            if error.kind != "not_found":
+                self.fail(f"deleting {what} failed: {error.last_line}")
+            self.log(f"{what} already gone")
+
+    def read(self, what: str, url: str, timeout: float) -> Any:
+        """GET ``url`` (Grafana API), retrying transient errors; None when it does not exist."""
+        try:
+            return self.retry(f"reading {what}", lambda: rest("get", url), timeout)
+        except AzError as error:
+            if error.kind != "not_found":
+                self.fail(f"reading {what} failed: {error.last_line}")
+            return None
 
     def retry(self, what: str, call: Callable[[], T], timeout: float) -> T:
         """``call()`` until it returns or raises a non-transient AzError; transient errors (and 401/403 when

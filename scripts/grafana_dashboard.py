@@ -69,13 +69,7 @@ def main(action: str) -> int:
     by_uid = f"{endpoint}/api/dashboards/uid/{uid}"
 
     if action == "delete":
-        try:
-            step.retry(f"deleting dashboard {uid}", lambda: rest("delete", by_uid), timeout)
-            step.log(f"deleted dashboard {uid}")
-        except AzError as error:
-            if error.kind != "not_found":
-                step.fail(f"deleting dashboard {uid} failed: {error.last_line}")
-            step.log(f"dashboard {uid} already gone")
+        step.delete(f"dashboard {uid}", by_uid, timeout)
         print(uid)
         return 0
 
@@ -93,12 +87,7 @@ def main(action: str) -> int:
     dashboard = with_datasource_defaults(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))
     dashboard["id"] = None
 
-    try:
-        existing = step.retry(f"reading dashboard {uid}", lambda: rest("get", by_uid), timeout)
-    except AzError as error:
-        if error.kind != "not_found":
-            step.fail(f"reading dashboard {uid} failed: {error.last_line}")
-        existing = None
+    existing = step.read(f"dashboard {uid}", by_uid, timeout)
     if existing and comparable(existing.get("dashboard") or {}) == comparable(dashboard):
         step.log(f"dashboard {uid} is up to date; nothing written")
     else:

@@ -36,17 +36,11 @@ def main(action: str) -> int:
     by_uid = f"{endpoint}/api/datasources/uid/{urllib.parse.quote(uid, safe='')}"
 
     if action == "delete":
-        try:
-            step.retry(f"deleting datasource {uid}", lambda: rest("delete", by_uid), timeout)
-            step.log(f"deleted datasource {uid}")
-        except AzError as error:
-            if error.kind != "not_found":
-                step.fail(f"deleting datasource {uid} failed: {error.last_line}")
-            step.log(f"datasource {uid} already gone")
+        step.delete(f"datasource {uid}", by_uid, timeout)
         print(uid)
         return 0
 
-    existing = _read(by_uid, uid, timeout)
+    existing = step.read(f"datasource {uid}", by_uid, timeout)
 
     if existing is None:
         try:
@@ -59,7 +53,7 @@ def main(action: str) -> int:
                 step.fail(f"creating datasource {uid} failed: {error.last_line}")
             # 409: the name is taken. By this very datasource, if an earlier POST landed before a retried
             # timeout; then it is adopted below. By another uid otherwise: say which.
-            existing = _read(by_uid, uid, timeout)
+            existing = step.read(f"datasource {uid}", by_uid, timeout)
             if existing is None:
                 holder = _uid_of_name(endpoint, name, timeout)
                 step.fail(f"a datasource named '{name}' already exists with uid '{holder}'; set the datasource uid "
@@ -76,16 +70,6 @@ def main(action: str) -> int:
         step.log(f"updated datasource {uid}: {', '.join(changed)}")
     print(uid)
     return 0
-
-
-def _read(by_uid: str, uid: str, timeout: float):
-    """The datasource with ``uid``, or None if Grafana has none."""
-    try:
-        return step.retry(f"reading datasource {uid}", lambda: rest("get", by_uid), timeout)
-    except AzError as error:
-        if error.kind != "not_found":
-            step.fail(f"reading datasource {uid} failed: {error.last_line}")
-        return None
 
 
 def _uid_of_name(endpoint: str, name: str, timeout: float) -> str:

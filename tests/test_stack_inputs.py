@@ -6,7 +6,6 @@ import pytest
 
 from components import config
 from components.config import ConfigError
-from tests.conftest import RELEASE
 from tools import canned
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 from tests.conftest import ROOT
 from tests.scenarios import calls_in, fake_az_env, grafana_error
