@@ -17,14 +17,15 @@ from components.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafa
 from components.grafana_datasources import GrafanaDatasources, GrafanaDatasourcesArgs
 from components.grafana_private_link import GrafanaPrivateLink, GrafanaPrivateLinkArgs
 from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
-from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs
+from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deployer_principal_type
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
-from components.stack_inputs import resolve
+from components.stack_inputs import for_cluster, resolve
 
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
 cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack, + multi-cluster names
 cluster = lookup_cluster(cfg)
+cfg = for_cluster(cfg, cluster.id)  # multiCluster: names in the shared Grafana derived from the cluster
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
@@ -48,6 +49,7 @@ if grafana is None:
             workspace_id=workspace.id,
             subscription_id=client.subscription_id,
             deployer_object_id=client.object_id,
+            deployer_principal_type=deployer_principal_type(cfg),
             public_network_access=cfg.grafana_public_network_access,
             tags=cfg.tag_map,
         ),
@@ -124,6 +126,7 @@ datasources = GrafanaDatasources(
         prometheus_uid=cfg.prometheus_datasource_uid,
         prometheus_name=cfg.prometheus_datasource_name,
         assign_role=cfg.assign_monitoring_data_reader,
+        retain_role=cfg.multi_cluster,
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,
     ),

@@ -222,7 +222,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    plan = run(args.stack, dict(pair.split("=", 1) for pair in args.sets))
+    from components.config import ConfigError
+    from tools.plan import _parse_sets
+
+    try:
+        plan = run(args.stack, _parse_sets(args.sets))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     result = simulate(plan)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0

@@ -78,6 +78,7 @@ class StackConfig:
     create_grafana: bool
     create_monitor_workspace: bool
     grafana_public_network_access: str
+    deployer_principal_type: str
     grafana_name: str
     grafana_resource_group: str
     monitor_workspace_name: str
@@ -222,9 +223,11 @@ def _dashboard_source(key: str, value: object) -> None:
     text = str(value)
     if text.startswith("https://") and re.fullmatch(r"https://[A-Za-z0-9.-]+(:\d+)?/\S+", text):
         return
-    if text and "://" not in text and not text.startswith("-"):
-        return  # a file path, relative to the project directory
-    raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got {value!r})")
+    relative = text and "://" not in text and not text.startswith(("/", "-", "~")) and ".." not in Path(text).parts
+    if not relative:
+        raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got {value!r})")
+    if not (PROJECT_FILE.parent / text).is_file():
+        raise ConfigError(key, f"no file {text!r} in the project directory; expected an https:// URL or a project file")
 
 
 def _stack_name(key: str, value: object) -> None:
@@ -278,6 +281,7 @@ RULES: dict[str, Rule] = {
     "connectionApprovalTimeoutSeconds": _between(60, 3600, "seconds"),
     "managedPrivateEndpointTimeoutSeconds": _between(60, 3600, "seconds"),
     "grafanaPublicNetworkAccess": _one_of("Enabled", "Disabled"),
+    "deployerPrincipalType": _one_of("auto", "User", "ServicePrincipal", "Group"),
     "pyroscopeDatasourceUid": _GRAFANA_UID,
     "prometheusDatasourceUid": _GRAFANA_UID,
     "pyroscopeDatasourceName": _DATASOURCE_NAME,
@@ -428,15 +432,16 @@ def load() -> StackConfig:
     return parse({key: config.get(key) for key in declared()})
 
 
-def cluster_names(cluster_name: str, cluster_resource_group: str) -> dict[str, str]:
+def cluster_names(cluster_name: str, cluster_id: str) -> dict[str, str]:
     """The names a cluster stack uses in a Grafana shared by several clusters (``multiCluster``).
 
-    Deterministic and distinct per cluster: a slug of the cluster name (readable) plus a short sha256 of
-    ``<resource group>/<name>`` (distinct even for equal names in other groups or subscriptions' stacks).
-    The managed private endpoint name fits Azure's 2-20 characters, letter first; uids fit Grafana's 40.
+    Deterministic and distinct per cluster: a slug of the cluster name (readable) plus a short sha256 of the
+    cluster's ARM id, lower-cased (distinct even for equal names in other resource groups or
+    subscriptions). The managed private endpoint name fits Azure's 2-20 characters, letter first; uids fit
+    Grafana's 40.
     """
     slug = re.sub(r"[^a-z0-9]+", "-", cluster_name.lower()).strip("-") or "cluster"
-    digest = hashlib.sha256(f"{cluster_resource_group.lower()}/{cluster_name.lower()}".encode()).hexdigest()
+    digest = hashlib.sha256(cluster_id.lower().encode()).hexdigest()
     return {
         "managedPrivateEndpointName": f"pyro-{slug[:8].strip('-')}-{digest[:6]}",
         "pyroscopeDatasourceUid": f"pyroscope-{slug[:20].strip('-')}-{digest[:8]}",

@@ -1,6 +1,6 @@
 """Component GpuDashboard: the "Advanced GPU Observability" dashboard in Grafana.
 
-Source (DESIGN.md): inspektor-gadget/grafana-dashboards at commit 494542d8a0439fe4b1a60577e70677cec5c96070,
+Source (pinned in the design brief, shared/DESIGN.md): inspektor-gadget/grafana-dashboards at commit 494542d8a0439fe4b1a60577e70677cec5c96070,
 ``dashboards/gpu-observability/AdvancedGPUObservability.json``, sha256
 9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4 (Apache-2.0). Downloaded at deploy time by
 ``scripts/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,

@@ -64,6 +64,8 @@ class GrafanaDatasourcesArgs:
     Grafana's identity already holds Monitoring Data Reader on the workspace under another assignment
     (ARM answers 409 RoleAssignmentExists to a second one). ``timeout_seconds``: retries of Grafana 429/5xx.
     ``retry_forbidden``: also retry 401/403, while the deployer's just-made Grafana Admin role propagates.
+    ``retain_role``: leave the role assignment in place on destroy (a multi-cluster stack that was asked to
+    make it: the other clusters' Prometheus datasources rely on it too).
     """
 
     grafana_endpoint: pulumi.Input[str]
@@ -79,6 +81,7 @@ class GrafanaDatasourcesArgs:
     assign_role: bool = True
     timeout_seconds: int = 300
     retry_forbidden: bool = False
+    retain_role: bool = False
 
 
 class GrafanaDatasources(pulumi.ComponentResource):
@@ -100,7 +103,7 @@ class GrafanaDatasources(pulumi.ComponentResource):
                 principal_id=args.grafana_principal_id,
                 principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
                 description="Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)",
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_role),
             )
         waits_for = forwarded_depends_on(opts)
         common = {

@@ -4,7 +4,7 @@
       -> approval of exactly its connection on the PLS (command) -> refresh of Grafana's MPEs (command)
       -> read-back of the MPE's private IP and connection state (invoke)
 
-Facts (DESIGN.md section 2): AKS creates the PLS from the Service annotations some minutes after the load
+Facts (the design brief, shared/DESIGN.md section 2, checked against Azure's docs): AKS creates the PLS from the Service annotations some minutes after the load
 balancer, no SLA; the MPE (``Microsoft.Dashboard/grafana/managedPrivateEndpoints``, azure-native
 ``dashboard.ManagedPrivateEndpoint``) creates a Pending connection on the PLS whose ``privateEndpoint.id``
 ends with ``grafana-<grafanaName>-<mpeName>``; only the PLS owner can approve it (``PUT

@@ -9,6 +9,7 @@ need for Grafana's HTTP API.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -18,6 +19,15 @@ from pulumi_azure_native import authorization, dashboard
 from components.grafana_datasources import role_assignment_name, role_definition_id
 
 TYPE = "aks-gpu-observability:index:ManagedGrafana"
+
+
+def deployer_principal_type(cfg) -> str:
+    """``deployerPrincipalType``, or for ``auto``: ServicePrincipal when azure-native signs in as one
+    (ARM_CLIENT_ID or AZURE_CLIENT_ID set, as in CI with OIDC), else User. ARM rejects a role assignment
+    whose principalType does not match the principal (UnmatchedPrincipalType)."""
+    if cfg.deployer_principal_type != "auto":
+        return cfg.deployer_principal_type
+    return "ServicePrincipal" if (os.environ.get("ARM_CLIENT_ID") or os.environ.get("AZURE_CLIENT_ID")) else "User"
 GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 
 
@@ -33,6 +43,7 @@ class ManagedGrafanaArgs:
     subscription_id: str
     deployer_object_id: str
     public_network_access: str = "Enabled"
+    deployer_principal_type: str = "User"
     tags: dict = field(default_factory=dict)
 
 
@@ -69,6 +80,7 @@ class ManagedGrafana(pulumi.ComponentResource):
             scope=grafana.id,
             role_definition_id=role_definition_id(args.subscription_id, GRAFANA_ADMIN),
             principal_id=args.deployer_object_id,
+            principal_type=args.deployer_principal_type,  # azure-native would send "User" for a service principal too
             description="The deployer manages datasources and dashboards (aks-gpu-observability)",
             opts=pulumi.ResourceOptions(parent=self),
         )

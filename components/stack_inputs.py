@@ -13,6 +13,8 @@ checks run on the final names. Keys set in this stack's config win over referenc
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pulumi
 from pulumi.runtime.sync_await import _sync_await
 
@@ -43,16 +45,25 @@ def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> dict[str, str]
 
 
 def resolve(cfg: StackConfig) -> StackConfig:
-    """``cfg`` completed from the referenced stacks, checked for required keys, and, for a multi-cluster
-    stack, with the per-cluster names in Grafana (config.cluster_names) where not set explicitly."""
+    """``cfg`` completed from the referenced stacks and checked for required keys."""
     if cfg.cluster_stack:
         outputs = read_outputs("clusterStack", cfg.cluster_stack, CLUSTER_OUTPUTS)
         cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.cluster_stack}")
     if cfg.grafana_stack:
         outputs = read_outputs("grafanaStack", cfg.grafana_stack, GRAFANA_OUTPUTS)
         cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.grafana_stack}")
-    cfg = stack_config.check_required(cfg)
-    if cfg.multi_cluster:
-        names = stack_config.cluster_names(cfg.cluster_name, cfg.cluster_resource_group)
-        cfg = stack_config.with_values(cfg, names, "the multi-cluster naming")
+    return stack_config.check_required(cfg)
+
+
+def for_cluster(cfg: StackConfig, cluster_id: str) -> StackConfig:
+    """For a multi-cluster stack: the per-cluster names in the shared Grafana (config.cluster_names, from
+    the cluster's ARM id) where not set explicitly, and no Monitoring Data Reader assignment unless asked
+    for: Grafana's identity needs it once per workspace, not once per cluster (a second stack would collide
+    with the first's assignment, and its destroy would remove the role from every cluster). A single-cluster
+    stack is returned unchanged."""
+    if not cfg.multi_cluster:
+        return cfg
+    cfg = stack_config.with_values(cfg, stack_config.cluster_names(cfg.cluster_name, cluster_id), "the multi-cluster naming")
+    if "assignMonitoringDataReader" not in cfg.explicit:
+        cfg = replace(cfg, assign_monitoring_data_reader=False)
     return cfg

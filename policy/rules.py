@@ -212,7 +212,9 @@ def _visibility_production(args: ResourceValidationArgs, report: ReportViolation
         return
     if pulumi.get_stack() in (args.get_config().get("allowedWildcardStacks") or []):
         return
-    report(f"production stack {pulumi.get_stack()!r} exposes the private link service to every subscription (azure-pls-visibility '*').")
+    report(f"production stack {pulumi.get_stack()!r} exposes the private link service to every subscription "
+           "(azure-pls-visibility '*'); set privateLinkVisibility to your Grafana's subscription id(s), or allow-list "
+           "the stack in allowedWildcardStacks.")
 
 
 private_link_visibility = ResourceValidationPolicy(

@@ -106,8 +106,8 @@ def test_dashboard_step(plan):
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):
-    env = named(plan(dashboardSource="dashboards/gpu.json", dashboardSha256="A" * 64), "gpu-dashboard-upload").inputs["environment"]
-    assert env["DASHBOARD_SOURCE"] == "dashboards/gpu.json" and env["DASHBOARD_SHA256"] == "a" * 64
+    env = named(plan(dashboardSource="bench/latencies.yaml", dashboardSha256="A" * 64), "gpu-dashboard-upload").inputs["environment"]
+    assert env["DASHBOARD_SOURCE"] == "bench/latencies.yaml" and env["DASHBOARD_SHA256"] == "a" * 64
 
 
 def test_outputs(plan):
@@ -179,6 +179,7 @@ def test_created_grafana_and_workspace(plan):
     admin = named(p, "managed-grafana-grafana-admin")
     client = canned.client_config({}, "eastus2")
     assert admin.inputs["principalId"] == client["objectId"]
+    assert admin.inputs["principalType"] == "User"  # auto, and no ARM_CLIENT_ID/AZURE_CLIENT_ID here
     assert admin.inputs["roleDefinitionId"].endswith("/roleDefinitions/22926164-76b3-42b3-bc55-97df8dab3e41")
     assert admin.inputs["scope"] == canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
     reader = named(p, "grafana-datasources-monitoring-data-reader")
@@ -191,3 +192,14 @@ def test_created_grafana_and_workspace(plan):
     assert admin.urn in named(p, "grafana-private-link-wait-for-pls").dependencies
     d = p.destroy_order.index
     assert d(named(p, "gpu-dashboard-upload").urn) < d(grafana.urn) and d(p.one(MPE).urn) < d(grafana.urn)
+
+
+def test_deployer_principal_type(plan, monkeypatch):
+    """A fault found in review: azure-native sends principalType "User" when none is given, which ARM
+    rejects for a service principal (CI with OIDC). auto picks ServicePrincipal when signed in as one."""
+    for variable in ("ARM_CLIENT_ID", "AZURE_CLIENT_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    assert named(plan(createGrafana="true"), "managed-grafana-grafana-admin").inputs["principalType"] == "User"
+    monkeypatch.setenv("ARM_CLIENT_ID", "00000000-0000-0000-0000-000000000001")
+    assert named(plan(createGrafana="true"), "managed-grafana-grafana-admin").inputs["principalType"] == "ServicePrincipal"
+    assert named(plan(createGrafana="true", deployerPrincipalType="Group"), "managed-grafana-grafana-admin").inputs["principalType"] == "Group"

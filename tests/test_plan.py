@@ -91,6 +91,16 @@ def test_text_output_shows_inputs_so_reviewers_see_changes():
     assert 'kubeconfig: "[secret]"' in default
 
 
+def test_reads_and_retained_resources_are_told_apart():
+    out = cli("--set", "clusterStack=acme/aks/prod", "--set", "multiCluster=true").stdout
+    assert " >   ├─ pulumi:pulumi:StackReference" in out or " >   pulumi:pulumi:StackReference" in out
+    assert "    > 1 to read" in out and "    + 18 to create" in out  # multiCluster: no role assignment
+    assert "  > pulumi:pulumi:StackReference acme/aks/prod" in out
+    assert "gpu-dashboard-upload  (retainOnDelete: left in place, removed from the state only)" in out
+    assert "      (options: retainOnDelete)" in out
+    assert "[replaced whenever pyroscope-release is replaced]" in out
+
+
 def test_mermaid_graph():
     result = cli("--graph", "mermaid")
     assert result.returncode == 0, result.stderr

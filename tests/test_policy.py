@@ -120,7 +120,8 @@ def test_visibility_fail():
     wildcard = release(annotations={INTERNAL: "true", VIS: "*"})
     assert check(rules.private_link_visibility, rules.RELEASE, wildcard)
     assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True, stack="prod-eu") == [
-        "production stack 'prod-eu' exposes the private link service to every subscription (azure-pls-visibility '*')."]
+        "production stack 'prod-eu' exposes the private link service to every subscription (azure-pls-visibility '*'); "
+        "set privateLinkVisibility to your Grafana's subscription id(s), or allow-list the stack in allowedWildcardStacks."]
     assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True,
                  config={"allowedWildcardStacks": ["other"]}, stack="prod-eu")
     assert rules.private_link_visibility.enforcement_level.value == "advisory"

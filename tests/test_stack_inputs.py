@@ -111,15 +111,30 @@ def test_three_clusters_against_one_grafana_never_collide(plan):
 
 
 def test_multi_cluster_names_are_deterministic_and_valid():
-    first = config.cluster_names("aks-gpu-eastus", "rg-gpu-eastus")
-    assert first == config.cluster_names("aks-gpu-eastus", "rg-gpu-eastus")
-    upper = config.cluster_names("AKS-GPU-EASTUS", "RG-GPU-EASTUS")  # Azure names are case-insensitive
+    cluster_id = canned.cluster_id("rg-gpu-eastus", "aks-gpu-eastus")
+    first = config.cluster_names("aks-gpu-eastus", cluster_id)
+    assert first == config.cluster_names("aks-gpu-eastus", cluster_id)
+    upper = config.cluster_names("AKS-GPU-EASTUS", cluster_id.upper())  # Azure ids are case-insensitive
     assert all(upper[k] == first[k] for k in ("managedPrivateEndpointName", "pyroscopeDatasourceUid", "prometheusDatasourceUid"))
     for key, value in first.items():
         config.RULES[key](key, value)
     assert first["managedPrivateEndpointName"].startswith("pyro-aks-gpu-")
+    other_subscription = cluster_id.replace(canned.SUBSCRIPTION_ID, "0b9d3c1e-2222-4a4a-8b8b-123456789abc")
+    assert config.cluster_names("aks-gpu-eastus", other_subscription)["managedPrivateEndpointName"] != first["managedPrivateEndpointName"]
     weird = config.cluster_names("1" * 63, "r")
     config.RULES["managedPrivateEndpointName"]("managedPrivateEndpointName", weird["managedPrivateEndpointName"])
+
+
+def test_multi_cluster_stacks_leave_the_workspace_role_alone(plan):
+    """A fault found in review: every cluster stack derived the same role assignment name for the shared
+    workspace, so the second collided and any destroy removed the role for all. One per workspace: off by
+    default with multiCluster; if a stack is told to make it, it keeps it on destroy."""
+    roles = "azure-native:authorization:RoleAssignment"
+    assert not plan(multiCluster="true").by_type(roles)
+    assert not named(plan(multiCluster="true"), "grafana-datasources-prometheus").dependencies
+    kept = plan(multiCluster="true", assignMonitoringDataReader="true").one(roles)
+    assert kept.options["retainOnDelete"] is True
+    assert plan().one(roles).options["retainOnDelete"] is False
 
 
 def test_single_cluster_keeps_the_seed_names(plan):

@@ -77,7 +77,7 @@ def plain(value: Any) -> Any:
 
 @dataclass
 class Resource:
-    """One resource as the engine would record it (the DESIGN.md plan JSON entry)."""
+    """One resource as the engine would record it (an entry of the plan JSON, see tools/plan.py)."""
 
     urn: str
     type: str

@@ -3,8 +3,17 @@
 Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
 stack ``dev``), ``--set`` overriding single keys. No network, no credentials: the engine and Azure are
 SIMULATED (see :mod:`tools.mock_engine` and :mod:`tools.canned`). Output reads like ``pulumi preview``;
-``--json`` prints the object described in DESIGN.md section 3; ``--graph mermaid`` prints the dependency
-graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
+``--json`` prints one object::
+
+    {"project": str, "stack": str,
+     "resources": [{"urn", "type", "name", "custom": bool, "parent": urn|null, "provider": urn|null,
+                    "inputs": {...engine (camelCase) names...}, "dependencies": [urn, ...],
+                    "options": {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges",
+                                "customTimeouts"}}],
+     "invokes": [{"token": str, "args": {...}}],
+     "createOrder": [urn, ...], "destroyOrder": [urn, ...], "outputs": {...}}
+
+``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered.
 ``--policy [--policy-config FILE]`` also runs the policy pack over the plan and prints its violations like
 the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit status 1.
@@ -42,6 +51,9 @@ def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
     return overrides
 
 
+READS = {"pulumi:pulumi:StackReference"}
+
+
 def _label(resource: Resource) -> str:
     return f"{resource.type} {resource.name}"
 
@@ -74,29 +86,32 @@ def render_text(plan: Plan) -> str:
 
     def walk(resource: Resource, prefix: str, last: bool, top: bool) -> None:
         branch = "" if top else prefix + ("└─ " if last else "├─ ")
-        rows.append((branch + resource.type, resource.name))
+        rows.append((branch + resource.type, resource.name, "read" if resource.type in READS else "create"))
         kids = children.get(resource.urn, [])
         for i, kid in enumerate(kids):
             walk(kid, "" if top else prefix + ("   " if last else "│  "), i == len(kids) - 1, False)
 
     for root in children.get(None, []):
         walk(root, "", True, True)
-    width = max(len(t) for t, _ in rows) + 2
-    name_width = max(len(n) for _, n in rows) + 2
+    width = max(len(t) for t, _, _ in rows) + 2
+    name_width = max(len(n) for _, n, _ in rows) + 2
     lines = [
         f"Previewing update ({plan.stack}) [offline plan: mocked engine and canned Azure answers; nothing is deployed]",
         "(values that depend on steps not yet run, such as the PLS id and the private IP, are shown as after `pulumi up`)",
         "",
         f"     {'Type':<{width}}{'Name':<{name_width}}Plan",
     ]
-    lines += [f" +   {t:<{width}}{n:<{name_width}}create" for t, n in rows]
+    lines += [f" {'>' if op == 'read' else '+'}   {t:<{width}}{n:<{name_width}}{op}" for t, n, op in rows]
 
     by_urn = {r.urn: r for r in plan.resources}
     lines += ["", "Inputs (secrets as [secret]):"]
     for resource in plan.resources:
         if resource.custom and resource.inputs:
-            lines.append(f"  + {resource.type} {resource.name}")
+            lines.append(f"  {'>' if resource.type in READS else '+'} {resource.type} {resource.name}")
             lines += _input_lines(resource.inputs, "      ")
+            options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect") if resource.options.get(name)]
+            if options:
+                lines.append(f"      (options: {', '.join(options)})")
     lines += ["", "Dependencies (as the engine records them):"]
     for resource in plan.resources:
         deps = [by_urn[d].name if d in by_urn else d for d in resource.dependencies]
@@ -104,14 +119,22 @@ def render_text(plan: Plan) -> str:
         if deps or provider:
             extra = f"  [provider: {provider}]" if provider else ""
             if resource.replace_with:
-                extra += f"  [replaced with: {', '.join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)}]"
+                extra += f"  [replaced whenever {', '.join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)} is replaced]"
             lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
     lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown):"]
     lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
-    lines += ["", "Resources:", f"    + {len(plan.resources)} to create", "", "Create order:"]
+    reads = sum(1 for r in plan.resources if r.type in READS)
+    lines += ["", "Resources:", f"    + {len(plan.resources) - reads} to create"]
+    if reads:
+        lines.append(f"    > {reads} to read")
+    lines += ["", "Create order:"]
     lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.create_order, 1)]
     lines += ["", "Destroy order (pulumi destroy):"]
-    lines += [f"  {i:>3}. {_label(by_urn[u])}" for i, u in enumerate(plan.destroy_order, 1)]
+    for i, urn in enumerate(plan.destroy_order, 1):
+        resource = by_urn[urn]
+        note = "  (retainOnDelete: left in place, removed from the state only)" if resource.options.get("retainOnDelete") else ""
+        note = "  (read only: nothing to delete)" if resource.type in READS else note
+        lines.append(f"  {i:>3}. {_label(resource)}{note}")
     lines += ["", "Invokes (answered offline from canned data):"]
     for invoke in plan.invokes:
         waits = ", ".join(by_urn[d].name if d in by_urn else d for d in invoke.dependencies)
@@ -126,7 +149,7 @@ def render_mermaid(plan: Plan) -> str:
     by_parent: dict[Optional[str], list[Resource]] = {}
     for resource in plan.resources:
         by_parent.setdefault(resource.parent, []).append(resource)
-    lines = ["graph TD"]
+    lines = ["graph TD", '  legend["solid arrow: created after (dependency)<br/>dotted arrow: provider<br/>box in a box: component children"]']
 
     def node(resource: Resource, indent: str) -> None:
         kids = by_parent.get(resource.urn, [])
