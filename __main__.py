@@ -23,7 +23,7 @@ from components.pyroscope import Pyroscope, PyroscopeArgs
 from components.stack_inputs import for_cluster, resolve
 
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
-cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack, + multi-cluster names
+cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
 cfg = for_cluster(cfg, cluster.id)  # multiCluster: names in the shared Grafana derived from the cluster
 client = authorization.get_client_config()
