@@ -111,22 +111,20 @@ class GrafanaDatasources(pulumi.ComponentResource):
             "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
             "TIMEOUT_SECONDS": str(args.timeout_seconds),
         }
-        self.pyroscope = script_command(
-            f"{name}-pyroscope",
-            "grafana_datasource.py",
-            {**common, "DATASOURCE": pulumi.Output.from_input(args.pyroscope_url).apply(
-                lambda url: sorted_json(pyroscope_datasource(args.pyroscope_uid, args.pyroscope_name, url)))},
-            triggers=[args.grafana_endpoint, args.pyroscope_uid],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for),
-        )
-        self.prometheus = script_command(
-            f"{name}-prometheus",
-            "grafana_datasource.py",
-            {**common, "DATASOURCE": pulumi.Output.from_input(args.workspace_query_endpoint).apply(
-                lambda url: sorted_json(prometheus_datasource(args.prometheus_uid, args.prometheus_name, url)))},
-            triggers=[args.grafana_endpoint, args.prometheus_uid],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + ([self.role_assignment] if self.role_assignment else [])),
-        )
+
+        def datasource(kind: str, definition, uid: str, display: str, url: pulumi.Input[str], after: list):
+            return script_command(
+                f"{name}-{kind}",
+                "grafana_datasource.py",
+                {**common, "DATASOURCE": pulumi.Output.from_input(url).apply(lambda u: sorted_json(definition(uid, display, u)))},
+                triggers=[args.grafana_endpoint, uid],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + after),
+            )
+
+        self.pyroscope = datasource("pyroscope", pyroscope_datasource, args.pyroscope_uid, args.pyroscope_name,
+                                    args.pyroscope_url, [])
+        self.prometheus = datasource("prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name,
+                                     args.workspace_query_endpoint, [self.role_assignment] if self.role_assignment else [])
         self.datasources = [self.pyroscope, self.prometheus]
         self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)
         self.prometheus_uid = self.prometheus.stdout.apply(lambda _: args.prometheus_uid)
