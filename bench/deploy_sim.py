@@ -129,6 +129,7 @@ def schedule(plan: Plan, table: Table, mode: str) -> dict:
     finish: dict[str, float] = {}
     finish_physical: dict[str, float] = {}
     previous: dict[str, Optional[str]] = {}
+    release = next((r.urn for r in plan.resources if r.type == "kubernetes:helm.sh/v3:Release"), None)
     for urn in plan.create_order:
         r = plan.get(urn)
         before = set(r.dependencies) | {u for u in (r.parent, r.provider) if u}
@@ -141,8 +142,19 @@ def schedule(plan: Plan, table: Table, mode: str) -> dict:
                 best, best_urn = finish[dep] + gate, dep
             best_physical = max(best_physical, finish_physical[dep] + gate)
         start[urn], previous[urn] = best, best_urn
-        finish[urn] = best + timing[urn][0]
-        finish_physical[urn] = best_physical + timing[urn][1]
+        took, physical, note = timing[urn]
+        if step_kind(r) == "wait_private_link_service" and release in finish:
+            # AKS creates the PLS a fixed time after the release's load balancer, not after this step starts.
+            event = finish[release] + table.events["pls_after_release"]
+            if mode == "ours":
+                took, interval = backoff_notice(max(0.0, event - best))
+                note = f"PLS at {event:.0f}s, noticed at {best + took:.0f}s (poll interval {interval:.0f}s)"
+            else:
+                took = max(took, event - best)  # a fixed sleep that ends before the PLS exists would fail
+            physical = max(0.0, finish_physical[release] + table.events["pls_after_release"] - best_physical)
+            timing[urn] = (took, physical, note)
+        finish[urn] = best + took
+        finish_physical[urn] = best_physical + physical
     end = max(finish, key=finish.get)
     path, node = [], end
     while node:
@@ -153,11 +165,16 @@ def schedule(plan: Plan, table: Table, mode: str) -> dict:
             "start": start, "finish": finish, "timing": timing}
 
 
-def seed_procedure(table: Table) -> list[tuple[str, float]]:
-    """The manual procedure, step by step (each step waits for the previous one)."""
+def seed_procedure(table: Table, plan: Optional[Plan] = None) -> list[tuple[str, float]]:
+    """The manual procedure, step by step (each step waits for the previous one). When the stack creates
+    Grafana or the workspace, the seed's operator creates them first too."""
     r, e = table.resources, table.events
     pls_poll = fixed_notice(e["pls_after_release"] - 30, 10)
-    return [
+    types = {res.type for res in plan.resources} if plan else set()
+    created = [(f"create {name}", r[t]) for t, name in (("azure-native:monitor:AzureMonitorWorkspace", "the Azure Monitor workspace"),
+                                                        ("azure-native:dashboard:Grafana", "the Grafana workspace"))
+               if t in types]
+    return created + [
         ("look up cluster, Grafana, workspace, client (az ... show)", 4 * e["invoke"]),
         ("az k8s-extension create (Inspektor Gadget)", r["azure-native:kubernetesconfiguration:Extension"]),
         ("helm install pyroscope --wait", r["kubernetes:helm.sh/v3:Release"]),
@@ -169,7 +186,7 @@ def seed_procedure(table: Table) -> list[tuple[str, float]]:
         ("refresh managed private endpoints, poll every 10s for the IP", fixed_notice(e["ip_after_refresh"], 10)),
         ("role assignment Monitoring Data Reader", r["azure-native:authorization:RoleAssignment"]),
         ("create the Pyroscope and Prometheus datasources", 2 * e["grafana_api_call"]),
-        ("download and import the dashboard", e["dashboard_download"] + e["grafana_api_call"]),
+        ("download and import the dashboard (one upload; the stack also reads it first)", e["dashboard_download"] + e["grafana_api_call"]),
     ]
 
 
@@ -177,7 +194,7 @@ def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
     table = table or Table()
     ours = schedule(plan, table, "ours")
     terraform = schedule(plan, table, "terraform")
-    seed_steps = seed_procedure(table)
+    seed_steps = seed_procedure(table, plan)
     seed = sum(t for _, t in seed_steps)
     waits = [(plan.get(u).name, ours["timing"][u]) for u in ours["path"] if "noticed" in ours["timing"][u][2]]
     first, ceiling = poll_defaults()

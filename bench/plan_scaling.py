@@ -18,6 +18,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,13 +31,15 @@ def plan_once(index: int) -> tuple[float, int]:
     """(seconds, peak RSS in MB) of one stack's offline plan in its own process."""
     command = [sys.executable, "-m", "tools.plan", "--json", "--set", f"clusterName=aks-gpu-{index:02d}",
                "--set", f"clusterResourceGroup=rg-aks-gpu-{index:02d}", "--set", "multiCluster=true"]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit(f"plan for stack {index} failed: {process.stderr.read().decode()[-300:]}")
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty child cannot block on it
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"plan for stack {index} failed: {errors.read().decode()[-300:]}")
     return seconds, usage.ru_maxrss // 1024  # ru_maxrss is in KiB on Linux
 
 

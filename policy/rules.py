@@ -2,8 +2,9 @@
 
 Each rule has a kebab-case name, a description, an enforcement level (overridable in the pack's config, as
 for any CrossGuard policy) and remediation steps. Rules see resources as the engine does: type tokens and
-camelCase input names. A value the program marked secret reaches a rule wrapped in ``pulumi_policy.Secret``
-inside ``props["__target"]``; :func:`plain_strings` relies on that to tell plain text from secrets.
+camelCase input names. As in pulumi-policy's analyzer, a value marked secret reaches a rule as its plain
+value (validation does not keep the secret marker), lists and maps arrive as proxies, and a value not
+known yet (preview) raises UnknownValueError when read: rules skip such values, not the whole resource.
 
 Stack facts a rule needs come from the stack's own config, which the analyzer receives like the program
 does: ``aks-gpu-observability:production`` (boolean, default false) through ``pulumi.Config``.
@@ -14,7 +15,8 @@ Imported by ``policy/__main__.py`` (the pack), by the tests and by ``python -m t
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator
 
 import pulumi
 from pulumi_policy import (
@@ -26,7 +28,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.secret import Secret, _DictSecretsProxy, _ListSecretsProxy
+from pulumi_policy.proxy import UnknownValueError
 
 PACK_NAME = "aks-gpu-observability"
 PROJECT = "aks-gpu-observability"
@@ -86,49 +88,53 @@ def stack_is_production() -> bool:
     return bool(pulumi.Config(PROJECT).get_bool("production"))
 
 
-def raw(value: Any) -> Any:
-    """The value behind a pulumi-policy secrets proxy (its ``"__target"``), secrets still wrapped in Secret."""
-    return value["__target"] if isinstance(value, (_DictSecretsProxy, _ListSecretsProxy)) else value
+def is_list(value: Any) -> bool:
+    """Lists reach rules as pulumi-policy proxies (Sequence, not list)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
-def plain_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """(path, string) for every string leaf that is not a secret."""
-    value = raw(value)
-    if isinstance(value, Secret):
-        return
+def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """(path, value) for every leaf; a value not known yet (preview) is skipped, not the whole walk."""
     if isinstance(value, Mapping):
         for key in value:
-            yield from plain_strings(value[key], f"{path}.{key}" if path else str(key))
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from plain_strings(item, f"{path}[{index}]")
-    elif isinstance(value, str):
+            try:
+                item = value[key]
+            except UnknownValueError:
+                continue
+            yield from leaves(item, f"{path}.{key}" if path else str(key))
+    elif is_list(value):
+        for index in range(len(value)):
+            try:
+                item = value[index]
+            except UnknownValueError:
+                continue
+            yield from leaves(item, f"{path}[{index}]")
+    else:
         yield path, value
 
 
-def load_balancer_services(values: Any, path: str = "values") -> Iterator[tuple[str, Mapping]]:
-    """(path, mapping) of every mapping in Helm values that declares ``type: LoadBalancer``."""
+def mappings(values: Any, path: str = "values") -> Iterator[tuple[str, Mapping]]:
+    """(path, mapping) of every mapping nested in Helm values (lists included)."""
     if isinstance(values, Mapping):
-        if values.get("type") == "LoadBalancer":
-            yield path, values
+        yield path, values
         for key in values:
-            yield from load_balancer_services(values[key], f"{path}.{key}")
-    elif isinstance(values, (list, tuple)):
-        for index, item in enumerate(values):
-            yield from load_balancer_services(item, f"{path}[{index}]")
+            try:
+                yield from mappings(values[key], f"{path}.{key}")
+            except UnknownValueError:
+                continue
+    elif is_list(values):
+        for index in range(len(values)):
+            yield from mappings(values[index], f"{path}[{index}]")
+
+
+def load_balancer_services(values: Any) -> Iterator[tuple[str, Mapping]]:
+    """(path, mapping) of every mapping in Helm values that declares ``type: LoadBalancer``."""
+    return ((p, m) for p, m in mappings(values) if m.get("type") == "LoadBalancer")
 
 
 def annotations_in(values: Any) -> Iterator[Mapping]:
     """Every ``annotations`` mapping in Helm values."""
-    if isinstance(values, Mapping):
-        for key in values:
-            if key == "annotations" and isinstance(values[key], Mapping):
-                yield values[key]
-            else:
-                yield from annotations_in(values[key])
-    elif isinstance(values, (list, tuple)):
-        for item in values:
-            yield from annotations_in(item)
+    return (m["annotations"] for _, m in mappings(values) if isinstance(m.get("annotations"), Mapping))
 
 
 # --- rules -------------------------------------------------------------------------------------------
@@ -327,11 +333,15 @@ def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
         report(f"roleDefinitionId {role_id!r} is not a role definition id (…/providers/Microsoft.Authorization/roleDefinitions/<guid>).")
         return
     role = match.group(1).lower()
-    scope = str(args.props.get("scope") or "")
-    if role in BROAD_ROLES and re.fullmatch(r"/subscriptions/[^/]+/?", scope):
-        report(f"{BROAD_ROLES[role]} at subscription scope {scope} is never granted by this stack.")
-        return
     allowed = [r.lower() for r in (args.get_config().get("allowedRoleDefinitionIds") or DEFAULT_ALLOWED_ROLES)]
+    if role in BROAD_ROLES:
+        try:  # read last: the scope is not known at preview when the stack creates what it points at
+            scope = str(args.props.get("scope") or "")
+        except UnknownValueError:
+            scope = ""
+        if re.fullmatch(r"/subscriptions/[^/]+/?", scope):
+            report(f"{BROAD_ROLES[role]} at subscription scope {scope} is never granted by this stack.")
+            return
     if role not in allowed:
         report(f"role {role} is not an allowed built-in role (allowedRoleDefinitionIds).")
 
@@ -376,18 +386,20 @@ def _secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
         scope, where = args.props.get("values") or {}, "values"
     else:
         return
-    for path, text in plain_strings(scope):
+    for path, text in leaves(scope):
         leaf = re.split(r"[.\[]", path)[-1]
-        if text and (_SECRET_KEY.search(leaf) or _SECRET_VALUE.search(text)):
-            report(f"{where}.{path} holds a secret-looking value in plain text.")
+        if isinstance(text, str) and text and (_SECRET_KEY.search(leaf) or _SECRET_VALUE.search(text)):
+            report(f"{where}.{path} holds a credential-looking value.")
 
 
 no_plaintext_secrets = ResourceValidationPolicy(
     name="no-plaintext-secrets",
-    description="Command environments and Helm values hold no plain-text secrets (passwords, tokens, keys, connection strings).",
+    description="Command environments and Helm values carry no credentials (passwords, tokens, keys, connection "
+                "strings). Rules cannot tell a Pulumi secret from plain text (the analyzer unwraps secrets), and "
+                "either way the value lands in a process environment or a Helm release, so none are allowed.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_secrets,
-    remediation_steps="Pass the value as a Pulumi secret (pulumi config set --secret ...; pulumi.Output.secret), or let the script fetch a token at run time.",
+    remediation_steps="Let the step get a token at run time (the scripts use az and your sign-in); for Helm, reference a Kubernetes Secret (existingSecret) instead of a value.",
 )
 
 

@@ -13,7 +13,7 @@ from tests.scenarios import calls_in, fake_az_env
 from tools import hotspots
 from tools.mock_engine import run
 
-GB = 1_000_000_000
+GB = 1024 ** 3  # Grafana's 'bytes' unit is binary: the panel and the report say GiB
 
 
 def T(label, self=0, *children):
@@ -86,11 +86,11 @@ def test_vllm_kv_cache_is_the_top_self_allocator():
     result = result_of(VLLM)
     top = result["topSelf"][0]
     assert top["function"] == "GPUModelRunner._allocate_kv_cache_tensors"
-    assert top["self"] == int(55.1 * GB) and hotspots.human(top["self"], "bytes") == "55.1 GB"
+    assert top["self"] == int(55.1 * GB) and hotspots.human(top["self"], "bytes") == "55.1 GiB"
     assert top["stack"] == SEED_CHAIN
     assert top["total"] == int(55.1 * GB) + 300_000_000
-    assert result["total"] == int((55.1 + 14.2 + 1.3) * GB) + 300_000_000
-    assert top["selfPercent"] == round(100 * 55.1 / 70.9, 2)
+    assert result["total"] == int(55.1 * GB) + int(14.2 * GB) + int(1.3 * GB) + 300_000_000
+    assert top["selfPercent"] == round(100 * int(55.1 * GB) / result["total"], 2)
     assert [e["function"] for e in result["topSelf"][:3]] == [
         "GPUModelRunner._allocate_kv_cache_tensors", "DefaultModelLoader.load_weights", "CUDAGraphRunner.capture"]
 
@@ -151,6 +151,9 @@ def test_ties_are_broken_by_name():
     (lambda f: f["data"]["values"][2].__setitem__(1, -1), "negative value or self"),
     (lambda f: f["data"]["values"][0].__setitem__(0, 1), "the first row must be the root"),
     (lambda f: f["schema"]["fields"].pop(2), "the frame has no field 'self'"),
+    (lambda f: f["data"]["values"][1].__setitem__(1, float("inf")), "must be whole numbers"),
+    (lambda f: f["data"]["values"][2].__setitem__(2, 2.5), "must be whole numbers"),
+    (lambda f: f["data"]["values"][2].__setitem__(2, True), "must be whole numbers"),
 ])
 def test_malformed_frames_are_rejected(mutate, message):
     bad = frame(T("total", 0, T("main", 0, T("alloc", 5))))
@@ -181,7 +184,7 @@ def test_from_file_text_and_json(tmp_path):
     path.write_text(json.dumps(response(VLLM)))
     text = cli("--from-file", str(path), "--top", "3")
     assert text.returncode == 0, text.stderr
-    assert "1. GPUModelRunner._allocate_kv_cache_tensors  self 55.1 GB (77.7 %), total 55.4 GB" in text.stdout
+    assert "1. GPUModelRunner._allocate_kv_cache_tensors  self 55.1 GiB (77.7 %), total 55.4 GiB" in text.stdout
     assert "EngineCore.__init__ -> EngineCore._initialize_kv_caches" in text.stdout
     assert "<interpreter trampoline>       CPython's own frames" in text.stdout
     as_json = json.loads(cli("--from-file", str(path), "--json").stdout)
@@ -230,3 +233,20 @@ def test_query_matches_the_dashboard_panel():
         assert sent[key] == target[key], key
     assert target["labelSelector"] == '{k8s_namespace=~"${namespace:regex}",k8s_podName=~"${pod:regex}"}'
     assert sent["labelSelector"] == '{k8s_namespace=~".*",k8s_podName=~".*"}'
+
+
+def test_units_follow_grafana():
+    assert hotspots.human(int(55.1 * 1024 ** 3), "bytes") == "55.1 GiB"
+    assert hotspots.human(55_100_000_000, "decbytes") == "55.1 GB"
+    assert hotspots.human(512, "bytes") == "512 B" and hotspots.human(3, "samples") == "3 samples"
+
+
+def test_very_deep_stacks():
+    """Thousands of frames deep (a fault found in review: the recursive walk hit Python's limit)."""
+    depth = 3000  # total, then f0 f1 f2 f0 f1 f2 ... (recursion through three functions), then the leaf
+    labels = ["total"] + [f"f{i % 3}" for i in range(depth)] + ["leaf"]
+    deep = frame(T("total", 0))
+    deep["data"]["values"] = [list(range(depth + 2)), [7] * (depth + 2), [0] * (depth + 1) + [7], labels]
+    result = hotspots.report(hotspots.parse_frame(deep))
+    assert result["topSelf"][0]["function"] == "leaf" and len(result["topSelf"][0]["stack"]) == depth + 1
+    assert {e["function"]: e["total"] for e in result["topTotal"]}["f0"] == 7  # counted once, not 1000 times

@@ -15,6 +15,7 @@ import pytest
 from pulumi.runtime.config import set_all_config
 from pulumi_policy import PolicyResource, ResourceValidationArgs, StackValidationArgs
 from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from policy import rules
 from tests.conftest import ROOT
@@ -31,17 +32,23 @@ def secret(value):
     return {**SECRET_SIG, "value": value}
 
 
+def analyzer_props(props):
+    """Properties as pulumi-policy's analyzer hands them to a rule: secrets unwrapped, unknown-checking."""
+    return unknown_checking_proxy(deserialize_properties(props))
+
+
 def check(policy, type_, props, config=None, production=False, stack="dev"):
-    """Messages the policy reports for one resource (props in wire format)."""
+    """Messages the policy reports for one resource (props in wire format); [] also when the rule is
+    skipped because it read a value not known yet, as in the analyzer."""
     messages: list[str] = []
 
     def go():
         set_all_config({"aks-gpu-observability:production": str(production).lower()})
         pulumi.runtime.configure(pulumi.runtime.Settings(project="aks-gpu-observability", stack=stack, dry_run=True))
         _, cfg = policy_check.policy_settings(policy, {policy.name: config or {}})
-        args = ResourceValidationArgs(type_, deserialize_properties(props, proxy_secrets=True),
-                                      f"urn:pulumi:{stack}::p::{type_}::r", "r", None, None, cfg, {})
-        policy.validate(args, lambda message, urn=None: messages.append(message))
+        args = ResourceValidationArgs(type_, analyzer_props(props), f"urn:pulumi:{stack}::p::{type_}::r", "r",
+                                      None, None, cfg, {})
+        policy_check._skipping_unknowns(policy, args, lambda message, urn=None: messages.append(message))
 
     contextvars.Context().run(go)
     return messages
@@ -138,7 +145,7 @@ def test_request_message():
 # --- approval-targets-one-connection (stack policy) ------------------------------------------------------
 def stack_check(policy, resources):
     messages: list[str] = []
-    subjects = [PolicyResource(t, deserialize_properties(p, proxy_secrets=True), f"urn::{n}", n, None, None, None, [], {})
+    subjects = [PolicyResource(t, analyzer_props(p), f"urn::{n}", n, None, None, None, [], {})
                 for t, n, p in resources]
     policy.validate(StackValidationArgs(subjects, {}, {}), lambda message, urn=None: messages.append(message))
     return messages
@@ -230,7 +237,7 @@ def test_taggable_types_match_the_azure_native_sdk():
 
 # --- no-plaintext-secrets --------------------------------------------------------------------------------
 def test_secrets_pass():
-    env = {"GRAFANA_ENDPOINT": "https://x", "SCRIPT_SHA256": "ab" * 32, "API_TOKEN": secret("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl")}
+    env = {"GRAFANA_ENDPOINT": "https://x", "SCRIPT_SHA256": "ab" * 32, "DATASOURCE": '{"uid":"local-pyroscope"}'}
     assert check(rules.no_plaintext_secrets, rules.COMMAND, {"environment": env}) == []
     assert check(rules.no_plaintext_secrets, rules.RELEASE, release()) == []
 
@@ -240,9 +247,31 @@ def test_secrets_pass():
     (rules.COMMAND, {"environment": {"BODY": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl"}}, "environment.BODY"),
     (rules.RELEASE, {"values": {"minio": {"rootPassword": "supersecret"}}}, "values.minio.rootPassword"),
     (rules.RELEASE, {"values": {"x": {"conn": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc=="}}}, "values.x.conn"),
+    # The analyzer hands a rule the plain value of a Pulumi secret: a credential is caught either way.
+    (rules.COMMAND, {"environment": {"API_TOKEN": secret("t0ken")}}, "environment.API_TOKEN"),
+    # Lists reach rules as proxies, not list: they are walked too (a fault found in review).
+    (rules.RELEASE, {"values": {"pyroscope": {"extraArgs": ["--x", {"client_secret": "s3cr3t"}]}}}, "values.pyroscope.extraArgs[1].client_secret"),
 ])
 def test_secrets_fail(type_, props, where):
-    assert check(rules.no_plaintext_secrets, type_, props) == [f"{where} holds a secret-looking value in plain text."]
+    assert check(rules.no_plaintext_secrets, type_, props) == [f"{where} holds a credential-looking value."]
+
+
+def test_unknown_values_skip_only_themselves():
+    """At preview a datasource step's DATASOURCE is not known; the rule still checks the other values (a
+    fault found in review: one unknown value skipped the whole resource)."""
+    env = {"DATASOURCE": UNKNOWN_STRING_VALUE, "GRAFANA_TOKEN": "abc123"}
+    assert check(rules.no_plaintext_secrets, rules.COMMAND, {"environment": env}) == [
+        "environment.GRAFANA_TOKEN holds a credential-looking value."]
+    owner = {"roleDefinitionId": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+             "scope": UNKNOWN_STRING_VALUE, "principalId": "p"}
+    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, owner) == [
+        "role 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not an allowed built-in role (allowedRoleDefinitionIds)."]
+
+
+def test_load_balancer_inside_a_list_is_found():
+    values = {"extraServices": [{"type": "LoadBalancer", "annotations": {}}]}
+    assert check(rules.pyroscope_service_internal, rules.RELEASE, {"values": values}) == [
+        f'values.extraServices[0] is a LoadBalancer Service without {INTERNAL}: "true"; it would get a public IP.']
 
 
 # --- the pack as a whole ---------------------------------------------------------------------------------
@@ -276,6 +305,11 @@ def test_pack_config_raises_and_disables():
         policy_check.evaluate(plan, {"no-such-rule": "mandatory"})
     with pytest.raises(policy_check.PolicyConfigError, match="required-tags"):
         policy_check.evaluate(plan, {"required-tags": {"requiredTags": "costCenter"}})
+    production = run("dev", {"production": "true"})
+    assert {v.level for v in policy_check.evaluate(production, {"all": "advisory"})} == {"advisory"}
+    assert {v.level for v in policy_check.evaluate(production, {"all": "advisory", "private-link-visibility-production": "mandatory"})} == {"mandatory"}
+    # remediate on a validate-only rule is mandatory, as in the analyzer
+    assert {v.level for v in policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "remediate"})} >= {"mandatory"}
 
 
 def cli(*args):

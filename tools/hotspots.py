@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -124,8 +125,9 @@ def parse_frame(frame: dict) -> Profile:
     nodes: list[Node] = []
     path: list[Node] = []
     for i, (level, value, own) in enumerate(zip(columns["level"][1], columns["value"][1], columns["self"][1])):
-        if not all(isinstance(x, (int, float)) for x in (level, value, own)):
-            raise FrameError(f"row {i}: level, value and self must be numbers")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x)
+                   for x in (level, value, own)):
+            raise FrameError(f"row {i}: level, value and self must be whole numbers (got {level!r}, {value!r}, {own!r})")
         level, value, own = int(level), int(value), int(own)
         if value < 0 or own < 0:
             raise FrameError(f"row {i} ({labels[i]!r}): negative value or self")
@@ -150,34 +152,36 @@ def function_totals(profile: Profile) -> dict[str, dict]:
     have no ancestor with the same label (a recursive call is inside its caller's total already)."""
     stats: dict[str, dict] = {}
     on_path: dict[str, int] = {}
-
-    def visit(node: Node) -> None:
+    # Depth-first without recursion (stacks run thousands of frames deep): (node, entering?)
+    pending = [(child, True) for child in reversed(profile.root.children)] if profile.root else []
+    while pending:
+        node, entering = pending.pop()
+        if not entering:
+            on_path[node.label] -= 1
+            continue
         entry = stats.setdefault(node.label, {"self": 0, "total": 0, "nodes": []})
         entry["self"] += node.self
         entry["nodes"].append(node)
         if on_path.get(node.label, 0) == 0:
             entry["total"] += node.value
         on_path[node.label] = on_path.get(node.label, 0) + 1
-        for child in node.children:
-            visit(child)
-        on_path[node.label] -= 1
-
-    if profile.root:
-        for child in profile.root.children:
-            visit(child)
+        pending.append((node, False))
+        pending.extend((child, True) for child in reversed(node.children))
     return stats
 
 
 def human(amount: int, unit: str) -> str:
-    """Bytes in decimal units (kB, MB, GB: 55.1 GB = 55.1e9 bytes), as Grafana's decbytes does; other
-    units as plain numbers."""
+    """As Grafana's flame graph shows the same unit: ``bytes`` in binary units (KiB, MiB, GiB: 1024-based,
+    the unit the Pyroscope datasource sets for memory profiles), ``decbytes`` in decimal ones (kB, MB, GB);
+    other units as plain numbers."""
     if unit not in ("bytes", "decbytes"):
         return f"{amount} {unit}"
+    base, suffixes = (1024, ("B", "KiB", "MiB", "GiB", "TiB")) if unit == "bytes" else (1000, ("B", "kB", "MB", "GB", "TB"))
     value = float(amount)
-    for suffix in ("B", "kB", "MB", "GB", "TB"):
-        if abs(value) < 1000 or suffix == "TB":
+    for suffix in suffixes:
+        if abs(value) < base or suffix == suffixes[-1]:
             return f"{value:.0f} B" if suffix == "B" else f"{value:.1f} {suffix}"
-        value /= 1000
+        value /= base
     return f"{amount} B"
 
 

@@ -1,10 +1,14 @@
 """Run the policy pack's rules (policy/rules.py) over an offline plan, as `pulumi preview --policy-pack`
 would over a real preview. SIMULATED: the analyzer host. Real: the rules, pulumi-policy's own argument
-types, and its wire-format deserialiser (so secrets reach the rules exactly as in the analyzer).
+types, and what its analyzer does to properties before a rule sees them (``deserialize_properties`` without
+the secret marker, then ``unknown_checking_proxy``; a rule that reads a value not known yet is skipped for
+that resource).
 
-Pack config follows CrossGuard's format: ``{"<policy>": "advisory"|"mandatory"|"disabled"}`` or
-``{"<policy>": {"enforcementLevel": ..., <the policy's config properties>}}``; missing properties take the
-defaults of the policy's config schema, and the result is validated against it (jsonschema).
+Pack config follows CrossGuard's format: ``{"<policy>": "advisory"|"mandatory"|"remediate"|"disabled"}``
+or ``{"<policy>": {"enforcementLevel": ..., <the policy's config properties>}}``, and ``"all"`` sets the
+level of every policy not named; missing properties take the defaults of the policy's config schema, and
+the result is validated against it (jsonschema). ``remediate`` on a rule that only validates counts as
+mandatory, as in the analyzer.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policy import rules
 from tools.mock_engine import Plan, Resource
@@ -37,7 +42,7 @@ PACK_VERSION = "0.1.0"
 @dataclass(frozen=True)
 class Violation:
     policy: str
-    level: str  # "mandatory" or "advisory"
+    level: str  # "mandatory" or "advisory" (remediate counts as mandatory: our rules only validate)
     description: str
     message: str
     urn: Optional[str]
@@ -51,16 +56,23 @@ class PolicyConfigError(ValueError):
     """Pack config that names no policy, or does not fit a policy's config schema (one line)."""
 
 
+def _level(value: Any, where: str) -> str:
+    if value not in ("advisory", "mandatory", "remediate", "disabled"):
+        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {value!r})")
+    return "mandatory" if value == "remediate" else value  # our rules only validate
+
+
 def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
     """(enforcement level, config) of one policy under the pack config."""
+    everyone = pack_config.get("all")
+    if isinstance(everyone, dict):
+        everyone = everyone.get("enforcementLevel")
+    level = everyone or (policy.enforcement_level or EnforcementLevel.ADVISORY).value
     entry = pack_config.get(policy.name, {})
-    level = (policy.enforcement_level or EnforcementLevel.ADVISORY).value
     if isinstance(entry, str):
         entry = {"enforcementLevel": entry}
     entry = dict(entry)
-    level = entry.pop("enforcementLevel", level)
-    if level not in ("advisory", "mandatory", "remediate", "disabled"):
-        raise PolicyConfigError(f"{policy.name}: enforcementLevel must be advisory, mandatory or disabled (got {level!r})")
+    level = _level(entry.pop("enforcementLevel", level), policy.name)
     schema = policy.config_schema
     properties = schema.properties if schema else {}
     config = {key: spec["default"] for key, spec in properties.items() if "default" in spec}
@@ -99,7 +111,7 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None) -> lis
         subjects = [r for r in plan.resources if r.type != "pulumi:pulumi:Stack"]
         by_urn: dict[str, PolicyResource] = {}
         for resource in subjects:
-            props = deserialize_properties(resource.wire, proxy_secrets=True)
+            props = unknown_checking_proxy(deserialize_properties(resource.wire))
             by_urn[resource.urn] = PolicyResource(resource.type, props, resource.urn, resource.name, _options(resource),
                                                   None, None, [], {})
         for resource in subjects:
@@ -115,17 +127,26 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None) -> lis
                 found.append(Violation(policy.name, level, policy.description, message,
                                        target.urn if target else urn, f"{target.type}: {target.name}" if target else ""))
 
+            try_validate = _skipping_unknowns
             if isinstance(policy, ResourceValidationPolicy):
                 for resource in subjects:
                     subject = by_urn[resource.urn]
                     args = ResourceValidationArgs(resource.type, subject.props, resource.urn, resource.name,
                                                   subject.opts, None, config, {})
-                    policy.validate(args, lambda message, urn=None, s=resource: report(message, urn, subject=s))
+                    try_validate(policy, args, lambda message, urn=None, s=resource: report(message, urn, subject=s))
             else:
-                policy.validate(StackValidationArgs(list(by_urn.values()), config, {}), report)
+                try_validate(policy, StackValidationArgs(list(by_urn.values()), config, {}), report)
         return found
 
     return contextvars.Context().run(run)
+
+
+def _skipping_unknowns(policy, args, report) -> None:
+    """The analyzer's handling: a rule that reads a value not known yet is not applied to that resource."""
+    try:
+        policy.validate(args, report)
+    except UnknownValueError:
+        pass
 
 
 def render(violations: list[Violation]) -> str:
