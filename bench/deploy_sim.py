@@ -80,6 +80,13 @@ def step_kind(resource) -> Optional[str]:
     return None
 
 
+def polled(what: str, event: float, at: float = 0.0) -> tuple[float, str]:
+    """(how long the scripts' polling takes to notice ``what`` appearing ``event`` s after the step
+    starts at ``at`` s, a note for the critical path)."""
+    took, interval = backoff_notice(event)
+    return took, f"{what} at {at + event:.0f}s, noticed at {at + took:.0f}s (poll interval {interval:.0f}s)"
+
+
 def durations(plan: Plan, table: Table, mode: str) -> dict[str, tuple[float, float, str]]:
     """urn -> (duration, physical duration, what the wait was). ``mode``: "ours" or "terraform"."""
     e = table.events
@@ -91,24 +98,16 @@ def durations(plan: Plan, table: Table, mode: str) -> dict[str, tuple[float, flo
         note = ""
         if kind == "wait_private_link_service":
             physical = e["pls_after_release"]
-            if mode == "ours":
-                took, interval = backoff_notice(physical)
-                note = f"PLS at {physical:.0f}s, noticed at {took:.0f}s (poll interval {interval:.0f}s)"
-            else:
-                took, note = 180.0, "fixed time_sleep 180s after the Helm release"
+            took, note = polled("PLS", physical) if mode == "ours" else (180.0, "fixed time_sleep 180s after the Helm release")
         elif kind == "approve_private_endpoint_connection":
             physical = e["connection_after_mpe"] + e["approval_put"]
-            took = physical + (first if mode == "ours" else 0)  # ours: one backoff sleep, then reads Approved
-            note = "approve, then one poll to read it back" if mode == "ours" else "approve"
-            if mode == "terraform":
+            if mode == "ours":  # one backoff sleep, then it reads Approved back
+                took, note = physical + first, "approve, then one poll to read it back"
+            else:
                 took, note = physical + 180.0, "approve, then fixed time_sleep 180s"
         elif kind == "refresh_managed_private_endpoints":
             physical = e["ip_after_refresh"]
-            if mode == "ours":
-                took, interval = backoff_notice(physical)
-                note = f"IP at {physical:.0f}s, noticed at {took:.0f}s (poll interval {interval:.0f}s)"
-            else:
-                took, note = physical, "refresh as a long-running action (waits for completion)"
+            took, note = polled("IP", physical) if mode == "ours" else (physical, "refresh as a long-running action (waits for completion)")
         elif kind == "grafana_datasource":
             physical = took = 2 * e["grafana_api_call"]
         elif kind == "grafana_dashboard":
@@ -147,8 +146,7 @@ def schedule(plan: Plan, table: Table, mode: str) -> dict:
             # AKS creates the PLS a fixed time after the release's load balancer, not after this step starts.
             event = finish[release] + table.events["pls_after_release"]
             if mode == "ours":
-                took, interval = backoff_notice(max(0.0, event - best))
-                note = f"PLS at {event:.0f}s, noticed at {best + took:.0f}s (poll interval {interval:.0f}s)"
+                took, note = polled("PLS", max(0.0, event - best), best)
             else:
                 took = max(took, event - best)  # a fixed sleep that ends before the PLS exists would fail
             physical = max(0.0, finish_physical[release] + table.events["pls_after_release"] - best_physical)
