@@ -25,7 +25,7 @@ from components.stack_inputs import for_cluster, resolve
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
 cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
-cfg = for_cluster(cfg, cluster.id)  # multiCluster: names in the shared Grafana derived from the cluster
+cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
@@ -125,7 +125,7 @@ datasources = GrafanaDatasources(
         pyroscope_name=cfg.pyroscope_datasource_name,
         prometheus_uid=cfg.prometheus_datasource_uid,
         prometheus_name=cfg.prometheus_datasource_name,
-        assign_role=cfg.assign_monitoring_data_reader,
+        assign_role=cfg.assigns_monitoring_data_reader,
         retain_role=cfg.multi_cluster,
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,

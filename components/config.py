@@ -1,8 +1,13 @@
 """Stack configuration, read once and validated before any resource is registered.
 
 The keys, their types, descriptions and defaults are declared in ``Pulumi.yaml`` (Pulumi's project config
-schema); that file is the single source of them. The Pulumi CLI applies those defaults before the program
-runs; :func:`parse` applies them too, so the offline plan and the tests see what the CLI would hand over.
+schema); that file is the single source of them. Before the program runs, the Pulumi CLI writes each default
+into the stack's config for every key the stack file leaves out (pulumi v3.230.0
+``sdk/go/common/workspace/config.go``, ``mergeConfig``/``createConfigValue``), so the program cannot tell a
+default from a value the user wrote. Hence every default here means the same written out or not: a key
+whose value is derived (names in Grafana, the workspace role) defaults to ``""`` or ``auto``, never to the
+derived value itself. :func:`cli_defaults` writes the defaults exactly as the CLI does; the offline plan
+applies it before the program runs, and :func:`parse` treats a missing key the same way.
 
 Every rule below raises :class:`ConfigError`, whose one-line message names the key and what is expected.
 Sources of the naming rules: Azure's "Naming rules and restrictions for Azure resources" (resource groups,
@@ -47,7 +52,9 @@ class StackConfig:
 
     Units: ``*_timeout_seconds`` are seconds. Empty strings mean "not set" for the optional keys whose
     default is empty (``extension_version``, ``private_link_service_resource_group``,
-    ``private_link_subnet``).
+    ``private_link_subnet``) and "derive" for the names in Grafana (see :func:`derived_names`), filled in
+    by ``stack_inputs.for_cluster`` once the cluster is known. ``assign_monitoring_data_reader`` is
+    ``auto``, ``true`` or ``false``; read :attr:`assigns_monitoring_data_reader`.
     """
 
     production: bool
@@ -84,7 +91,7 @@ class StackConfig:
     monitor_workspace_name: str
     monitor_workspace_resource_group: str
     managed_private_endpoint_name: str
-    assign_monitoring_data_reader: bool
+    assign_monitoring_data_reader: str
     pyroscope_datasource_uid: str
     pyroscope_datasource_name: str
     prometheus_datasource_uid: str
@@ -96,8 +103,13 @@ class StackConfig:
     connection_approval_timeout_seconds: int
     managed_private_endpoint_timeout_seconds: int
 
-    #: Keys given explicitly (stack file, --set), as opposed to taken from Pulumi.yaml's defaults.
-    explicit: frozenset = frozenset()
+    @property
+    def assigns_monitoring_data_reader(self) -> bool:
+        """Whether this stack assigns Grafana's identity Monitoring Data Reader on the workspace: ``auto`` is
+        yes for a single-cluster stack and no with ``multiCluster`` (one assignment per workspace)."""
+        if self.assign_monitoring_data_reader == "auto":
+            return not self.multi_cluster
+        return self.assign_monitoring_data_reader == "true"
 
     @property
     def tag_map(self) -> dict[str, str]:
@@ -123,6 +135,30 @@ def declared() -> dict[str, dict]:
     with PROJECT_FILE.open(encoding="utf-8") as fh:
         project = yaml.safe_load(fh)
     return dict(project.get("config") or {})
+
+
+def cli_value(value: object) -> str:
+    """A ``Pulumi.yaml`` default as the CLI writes it into the stack's config: ``createConfigValue`` in pulumi
+    v3.230.0 ``sdk/go/common/workspace/config.go`` formats a primitive with Go's ``%v`` (``true``/``false``,
+    integers in decimal, strings as they are) and marshals anything else to compact JSON (an object
+    value, e.g. ``[]``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return str(value)
+
+
+def cli_defaults(values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` (namespaced key -> string, as the stack file gives them) plus every ``Pulumi.yaml`` default
+    of a key they leave out, written as the CLI writes it (``mergeConfig``, same file: a key found on the
+    stack is kept, a key with a default is set, a project key with neither is missing)."""
+    merged = dict(values)
+    for key, decl in declared().items():
+        full = f"{PROJECT}:{key}"
+        if full not in merged and "default" in decl:
+            merged[full] = cli_value(decl["default"])
+    return merged
 
 
 # --- rules -------------------------------------------------------------------------------------------
@@ -282,10 +318,12 @@ RULES: dict[str, Rule] = {
     "managedPrivateEndpointTimeoutSeconds": _between(60, 3600, "seconds"),
     "grafanaPublicNetworkAccess": _one_of("Enabled", "Disabled"),
     "deployerPrincipalType": _one_of("auto", "User", "ServicePrincipal", "Group"),
-    "pyroscopeDatasourceUid": _GRAFANA_UID,
-    "prometheusDatasourceUid": _GRAFANA_UID,
-    "pyroscopeDatasourceName": _DATASOURCE_NAME,
-    "prometheusDatasourceName": _DATASOURCE_NAME,
+    "assignMonitoringDataReader": _one_of("auto", "true", "false"),
+    # Names in Grafana: "" derives them (derived_names), so a written-out default changes nothing.
+    "pyroscopeDatasourceUid": _optional(_GRAFANA_UID),
+    "prometheusDatasourceUid": _optional(_GRAFANA_UID),
+    "pyroscopeDatasourceName": _optional(_DATASOURCE_NAME),
+    "prometheusDatasourceName": _optional(_DATASOURCE_NAME),
     "dashboardSource": _dashboard_source,
     "dashboardSha256": _regex(r"[0-9a-fA-F]{64}", "expected a sha256 digest: 64 hexadecimal digits"),
     "dashboardUid": _GRAFANA_UID,
@@ -302,10 +340,10 @@ RULES: dict[str, Rule] = {
         "letter or digit",
     ),
     "monitorWorkspaceResourceGroup": _resource_group,
-    "managedPrivateEndpointName": _regex(
+    "managedPrivateEndpointName": _optional(_regex(
         r"[A-Za-z][A-Za-z0-9-]{1,19}",
         "expected a managed private endpoint name: 2-20 characters, a letter first, then letters, digits or '-'",
-    ),
+    )),
 }
 
 
@@ -345,8 +383,7 @@ def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
         if text is None:
             if "default" not in decl:
                 raise ConfigError(key, f"required; set it with `pulumi config set {key} <value>`")
-            text = decl["default"]
-            text = json.dumps(text) if isinstance(text, list) else str(text).lower() if isinstance(text, bool) else str(text)
+            text = cli_value(decl["default"])  # what the CLI would have written
         text = str(text)
         if "default" not in decl and text.strip() == "":
             raise ConfigError(key, f"required and must not be empty; set it with `pulumi config set {key} <value>`")
@@ -356,12 +393,11 @@ def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
         if key in RULES and not (key in REQUIRED_UNLESS and value == ""):
             RULES[key](key, value)
         values[snake(key)] = value
-    known = {f.name for f in fields(StackConfig)} - {"explicit"}
+    known = {f.name for f in fields(StackConfig)}
     missing = known - set(values)
     if missing:  # Pulumi.yaml and StackConfig drifted apart: a programming error, not user input.
         raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
-    explicit = frozenset(key for key in schema if raw.get(key) is not None)
-    config = StackConfig(**{name: values[name] for name in known}, explicit=explicit)
+    config = StackConfig(**{name: values[name] for name in known})
     return config if (config.cluster_stack or config.grafana_stack) else check_required(config)
 
 
@@ -389,11 +425,12 @@ def check_required(config: StackConfig) -> StackConfig:
 
 
 def with_values(config: StackConfig, values: Mapping[str, str], source: str) -> StackConfig:
-    """``config`` with ``values`` (config key -> string) filled in, each checked by its rule; keys given
-    explicitly (and not empty) win. ``source`` names where the values come from, for the error message."""
+    """``config`` with ``values`` (config key -> string) filled in where the key is empty (its default, ``""``,
+    means "derive"), each checked by its rule; a key the stack sets to a non-empty value wins. ``source``
+    names where the values come from, for the error message."""
     changes = {}
     for key, value in values.items():
-        if key in config.explicit and getattr(config, snake(key)) not in ("", None):
+        if getattr(config, snake(key)) not in ("", None):
             continue
         try:
             if key in RULES:
@@ -430,6 +467,25 @@ def load() -> StackConfig:
     check_known(_all_keys())
     config = pulumi.Config(PROJECT)
     return parse({key: config.get(key) for key in declared()})
+
+
+#: The names a single-cluster stack uses in Grafana when the keys are left empty: the published procedure's
+#: MPE name and Pyroscope datasource uid (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md).
+SINGLE_CLUSTER_NAMES = {
+    "managedPrivateEndpointName": "pyroscope-mpe",
+    "pyroscopeDatasourceUid": "local-pyroscope",
+    "pyroscopeDatasourceName": "Pyroscope",
+    "prometheusDatasourceUid": "azure-monitor-prometheus",
+    "prometheusDatasourceName": "Azure Monitor Prometheus",
+}
+
+
+def derived_names(config: StackConfig, cluster_id: str) -> dict[str, str]:
+    """The names in Grafana that an empty key derives: :data:`SINGLE_CLUSTER_NAMES`, or with ``multiCluster``
+    :func:`cluster_names` of the cluster (config key -> value)."""
+    if config.multi_cluster:
+        return cluster_names(config.cluster_name, cluster_id)
+    return dict(SINGLE_CLUSTER_NAMES)
 
 
 def cluster_names(cluster_name: str, cluster_id: str) -> dict[str, str]:

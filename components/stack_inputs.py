@@ -13,8 +13,6 @@ checks run on the final names. Keys set in this stack's config win over referenc
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pulumi
 from pulumi.runtime.sync_await import _sync_await
 
@@ -56,14 +54,9 @@ def resolve(cfg: StackConfig) -> StackConfig:
 
 
 def for_cluster(cfg: StackConfig, cluster_id: str) -> StackConfig:
-    """For a multi-cluster stack: the per-cluster names in the shared Grafana (config.cluster_names, from
-    the cluster's ARM id) where not set explicitly, and no Monitoring Data Reader assignment unless asked
-    for: Grafana's identity needs it once per workspace, not once per cluster (a second stack would collide
-    with the first's assignment, and its destroy would remove the role from every cluster). A single-cluster
-    stack is returned unchanged."""
-    if not cfg.multi_cluster:
-        return cfg
-    cfg = stack_config.with_values(cfg, stack_config.cluster_names(cfg.cluster_name, cluster_id), "the multi-cluster naming")
-    if "assignMonitoringDataReader" not in cfg.explicit:
-        cfg = replace(cfg, assign_monitoring_data_reader=False)
-    return cfg
+    """``cfg`` with the names in Grafana that are left empty derived (config.derived_names): the published
+    procedure's names for a single-cluster stack, per-cluster names from the cluster's ARM id with
+    ``multiCluster`` (config.cluster_names). A name the stack sets wins. Empty is the keys' default, so a
+    stack behaves the same whether or not the CLI wrote the defaults out (it always does)."""
+    source = "the multi-cluster naming" if cfg.multi_cluster else "the single-cluster naming"
+    return stack_config.with_values(cfg, stack_config.derived_names(cfg, cluster_id), source)

@@ -159,7 +159,9 @@ BAD = [
     ("pyroscopeDatasourceUid", "local pyroscope", "Grafana uid"),
     ("prometheusDatasourceUid", "a" * 41, "Grafana uid"),
     ("dashboardUid", "", "Grafana uid"),
-    ("pyroscopeDatasourceName", "", "datasource name"),
+    ("pyroscopeDatasourceName", " Pyroscope", "datasource name"),
+    ("managedPrivateEndpointName", "1mpe", "managed private endpoint name"),
+    ("assignMonitoringDataReader", "yes", "expected one of auto, true, false"),
     ("prometheusDatasourceName", " Prometheus", "datasource name"),
     ("dashboardSource", "http://example.com/d.json", "https:// URL or a file path"),
     ("dashboardSource", "", "https:// URL or a file path"),
@@ -190,7 +192,8 @@ def test_valid_minimal_config_takes_pulumi_yaml_defaults():
     assert cfg.pyroscope_chart_version == "1.15.0"
     assert cfg.private_link_service_name == "pyroscope-pls"
     assert cfg.private_link_visibility == "*"
-    assert cfg.managed_private_endpoint_name == "pyroscope-mpe"
+    assert cfg.managed_private_endpoint_name == ""  # derived once the cluster is known (stack_inputs.for_cluster)
+    assert cfg.assign_monitoring_data_reader == "auto" and cfg.assigns_monitoring_data_reader is True
     assert cfg.extension_release_train == "preview"
     assert cfg.extension_gpu_observability is True and cfg.extension_azure_monitor is True
     assert cfg.extension_timeout_seconds == 1800 and cfg.pyroscope_release_timeout_seconds == 600
@@ -244,8 +247,8 @@ def test_required_keys_may_come_from_a_stack_reference_later():
     assert config.check_required(filled).cluster_name == "aks-a"
     with pytest.raises(config.ConfigError, match=r"^clusterName: expected an AKS cluster name.*\(from stack acme/infra/prod\)$"):
         config.with_values(cfg, {"clusterName": "-bad", "clusterResourceGroup": "rg-a"}, "stack acme/infra/prod")
-    explicit = config.parse({**VALID, "clusterStack": "acme/infra/prod"})
-    assert config.with_values(explicit, {"clusterName": "other"}, "x").cluster_name == "aks-gpu-dev"  # explicit wins
+    set_here = config.parse({**VALID, "clusterStack": "acme/infra/prod"})
+    assert config.with_values(set_here, {"clusterName": "other"}, "x").cluster_name == "aks-gpu-dev"  # a set key wins
 
 
 def test_visibility_list_splits_subscriptions():
@@ -255,7 +258,7 @@ def test_visibility_list_splits_subscriptions():
 
 def test_every_declared_key_is_typed_described_and_mapped():
     declared = config.declared()
-    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)} - {"explicit"}
+    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)}
     for key, decl in declared.items():
         assert decl.get("type") in ("string", "integer", "boolean", "array"), key
         assert len(decl.get("description", "")) > 20, key
@@ -275,13 +278,16 @@ def test_fixed_defaults_from_design():
     assert declared["pyroscopeChartVersion"]["default"] == "1.15.0"
     assert declared["privateLinkServiceName"]["default"] == "pyroscope-pls"
     assert declared["privateLinkVisibility"]["default"] == "*"
-    assert declared["managedPrivateEndpointName"]["default"] == "pyroscope-mpe"
+    # DESIGN §3 fixes pyroscope-mpe; issue 15 moves it behind "" (derive), since the CLI writes defaults out.
+    assert declared["managedPrivateEndpointName"]["default"] == ""
+    assert config.derived_names(parse(), "id")["managedPrivateEndpointName"] == "pyroscope-mpe"
+    assert config.derived_names(parse(multiCluster="true"), "id")["managedPrivateEndpointName"] != "pyroscope-mpe"
 
 
 def test_every_default_passes_its_own_rule():
     for key, decl in config.declared().items():
         if "default" in decl and key in config.RULES and key not in config.REQUIRED_UNLESS:
-            value = config._typed(key, decl["type"], str(decl["default"]).lower() if isinstance(decl["default"], bool) else str(decl["default"]))
+            value = config._typed(key, decl["type"], config.cli_value(decl["default"]))
             config.RULES[key](key, value)
 
 

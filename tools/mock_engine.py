@@ -389,7 +389,8 @@ def run(
     configuration, and whatever else the program raises.
     """
     values, secrets = read_stack_config(stack)
-    values = apply_overrides(values, overrides or {})
+    # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
+    values = stack_config.cli_defaults(apply_overrides(values, overrides or {}))
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs)
     monitor = RecordingMonitor(mocks)

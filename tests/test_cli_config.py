@@ -1,0 +1,74 @@
+"""Config as the real Pulumi CLI hands it to the program: every Pulumi.yaml default written into the stack's
+config before the program runs (pulumi v3.230.0 ``sdk/go/common/workspace/config.go``, ``mergeConfig`` and
+``createConfigValue``), so the program cannot tell a default from a value the user wrote.
+
+Issue 15, fault 1: with ``multiCluster: true`` and the defaults written out, the stack kept ``pyroscope-mpe``,
+``local-pyroscope``, ``azure-monitor-prometheus`` and created the workspace's Monitoring Data Reader
+assignment, so a second cluster stack collided with the first in the shared Grafana.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from components import config
+from tests.conftest import ROOT
+from tests.test_stack_inputs import CLUSTERS, grafana_names
+from tools import mock_engine
+
+ROLE = "azure-native:authorization:RoleAssignment"
+
+
+def every_default_written_out() -> dict[str, str]:
+    """--set KEY=<default> for every key the dev stack file leaves out, each default as the CLI writes it."""
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    return {
+        key: config.cli_value(decl["default"])
+        for key, decl in config.declared().items()
+        if f"{config.PROJECT}:{key}" not in stack and "default" in decl
+    }
+
+
+def test_cli_value_formats_defaults_like_create_config_value():
+    # Go's %v for primitives; json.Marshal (compact) for arrays and maps, as an object value.
+    assert config.cli_value(True) == "true" and config.cli_value(False) == "false"
+    assert config.cli_value(1800) == "1800"
+    assert config.cli_value("") == "" and config.cli_value("pyroscope-pls") == "pyroscope-pls"
+    assert config.cli_value([]) == "[]" and config.cli_value(["a=b", "c=d"]) == '["a=b","c=d"]'
+
+
+def test_the_offline_plan_writes_every_default_into_the_config_as_the_cli_does():
+    plan = mock_engine.run("dev", {})
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    for key, decl in config.declared().items():
+        full = f"{config.PROJECT}:{key}"
+        assert plan.config[full] == (str(stack[full]) if full in stack else config.cli_value(decl["default"])), key
+
+
+def test_a_default_means_the_same_whether_or_not_it_is_written_out():
+    for overrides in ({}, {"multiCluster": "true"}, {"createGrafana": "true"}):
+        left_out = mock_engine.run("dev", overrides).to_json()
+        written = mock_engine.run("dev", {**every_default_written_out(), **overrides}).to_json()
+        assert left_out["resources"] == written["resources"], overrides
+        assert left_out["outputs"] == written["outputs"], overrides
+
+
+def test_three_clusters_with_every_default_written_out_never_collide():
+    """The failing input of fault 1: each cluster stack as the CLI runs it."""
+    defaults = every_default_written_out()
+    plans = [
+        mock_engine.run("dev", {**defaults, "multiCluster": "true", "clusterName": name, "clusterResourceGroup": rg})
+        for name, rg in CLUSTERS
+    ]
+    claimed = [grafana_names(p) for p in plans]
+    assert len({c["mpe"] for c in claimed}) == 3 and "pyroscope-mpe" not in {c["mpe"] for c in claimed}
+    uids = [u for c in claimed for u in c["uids"]]
+    assert len(set(uids)) == 6 and not {"local-pyroscope", "azure-monitor-prometheus"} & set(uids)
+    assert not any(p.by_type(ROLE) for p in plans), "one Monitoring Data Reader assignment per workspace, not per cluster"
+
+
+def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
+    assert plan().one(ROLE)  # auto, single cluster: assigned
+    assert not plan(multiCluster="true", assignMonitoringDataReader="auto").by_type(ROLE)
+    assert plan(multiCluster="true", assignMonitoringDataReader="true").one(ROLE).options["retainOnDelete"]
+    assert not plan(assignMonitoringDataReader="false").by_type(ROLE)
