@@ -161,6 +161,34 @@ def cli_defaults(values: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
+def check_cli_types(values: Mapping[str, object]) -> None:
+    """Refuse what the Pulumi CLI refuses before the program runs: a project key's value not of its declared
+    type (pulumi v3.230.0 ``sdk/go/common/workspace/project.go`` ``ValidateConfigValue``, called by
+    ``validateStackConfigValues`` in ``config.go``). ``values``: namespaced key -> the value as the CLI holds
+    it, a string for a scalar (YAML booleans and numbers become their JSON text, ``object.go``
+    ``MarshalString``) or a list for an array (an array may also come as its JSON text, as from ``--set``).
+    boolean: exactly ``true`` or ``false``; integer: what Go's ``strconv.Atoi`` parses; string: a scalar;
+    array of strings: a list of strings. Raises ConfigError naming the key."""
+    schema = declared()
+    for full, value in values.items():
+        namespace, _, key = full.partition(":")
+        kind = (schema.get(key) or {}).get("type") if namespace == PROJECT else None
+        if kind == "array" and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        ok = {
+            "string": isinstance(value, str),
+            "boolean": value in ("true", "false"),
+            "integer": isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value) is not None,
+            "array": isinstance(value, list) and all(isinstance(item, str) for item in value),
+        }.get(kind, True)
+        if not ok:
+            name = "array<string>" if kind == "array" else kind
+            raise ConfigError(key, f"must be of type '{name}' (got {value!r}); the Pulumi CLI refuses this before the program runs")
+
+
 # --- rules -------------------------------------------------------------------------------------------
 
 Rule = Callable[[str, object], None]

@@ -9,6 +9,9 @@ assignment, so a second cluster stack collided with the first in the shared Graf
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import yaml
 
 from components import config
@@ -72,3 +75,47 @@ def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
     assert not plan(multiCluster="true", assignMonitoringDataReader="auto").by_type(ROLE)
     assert plan(multiCluster="true", assignMonitoringDataReader="true").one(ROLE).options["retainOnDelete"]
     assert not plan(assignMonitoringDataReader="false").by_type(ROLE)
+
+
+# --- types: what the CLI refuses before the program runs (project.go ValidateConfigValue) ----------------
+@pytest.mark.parametrize("key,value,kind", [
+    ("multiCluster", "True", "boolean"),      # pulumi.Config.get_bool would take it; the CLI does not
+    ("multiCluster", "yes", "boolean"),
+    ("extensionTimeoutSeconds", "1.5", "integer"),
+    ("extensionTimeoutSeconds", "ten", "integer"),
+    ("tags", "a=b", "array<string>"),
+])
+def test_set_values_of_the_wrong_type_are_refused_as_the_cli_refuses_them(key, value, kind):
+    with pytest.raises(config.ConfigError) as caught:
+        mock_engine.run("dev", {key: value})
+    assert str(caught.value).startswith(f"{key}: must be of type '{kind}'")
+
+
+def stack_file_with(tmp_path, monkeypatch, lines: str) -> None:
+    base = (ROOT / "Pulumi.dev.yaml").read_text()
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(base + lines)
+    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("  aks-gpu-observability:multiCluster: yes\n", "boolean"),   # yaml.v3: a string, not a bool
+    ("  aks-gpu-observability:multiCluster: 1\n", "boolean"),
+    ("  aks-gpu-observability:extensionTimeoutSeconds: 90.5\n", "integer"),
+    ("  aks-gpu-observability:clusterStack: [a]\n", "string"),
+    ("  aks-gpu-observability:tags: costCenter=1\n", "array<string>"),
+])
+def test_stack_file_values_of_the_wrong_type_are_refused(tmp_path, monkeypatch, line, kind):
+    stack_file_with(tmp_path, monkeypatch, line)
+    with pytest.raises(config.ConfigError, match=f"must be of type '{kind}'"):
+        mock_engine.run("t", {})
+
+
+def test_stack_file_scalars_reach_the_program_as_the_cli_hands_them(tmp_path, monkeypatch):
+    stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:multiCluster: TRUE\n"
+                                           "  aks-gpu-observability:extensionTimeoutSeconds: 900\n"
+                                           "  aks-gpu-observability:tags: [team=ml]\n")
+    plan = mock_engine.run("t", {})
+    assert plan.config["aks-gpu-observability:multiCluster"] == "true"
+    assert plan.config["aks-gpu-observability:extensionTimeoutSeconds"] == "900"
+    assert json.loads(plan.config["aks-gpu-observability:tags"]) == ["team=ml"]

@@ -16,6 +16,7 @@ import contextvars
 import copy
 import json
 import os
+import re
 import runpy
 import threading
 from dataclasses import dataclass, field
@@ -344,24 +345,49 @@ def stack_file(stack: str) -> Path:
     return ROOT / f"Pulumi.{stack}.yaml"
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 booleans, as the CLI's yaml.v3 reads a stack file into an untyped
+    value: ``yes``/``no``/``on``/``off`` stay strings (gopkg.in/yaml.v3 README, "YAML 1.1 bools ... decoded
+    into a typed bool value. Otherwise they behave as a string")."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+
+
+def _cli_text(value) -> object:
+    """A stack file value as the CLI holds it (pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
+    ``MarshalString``): booleans and numbers as their JSON text, strings as they are, lists and maps kept
+    as objects."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)) or value is None:
+        return value
+    return str(value)
+
+
 def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
     """The stack file's config as the CLI passes it: namespaced keys -> strings, plus the secret keys.
-    A ``secure:`` value (encrypted, not decryptable here) becomes a placeholder and stays secret."""
+    A ``secure:`` value (encrypted, not decryptable here) becomes a placeholder and stays secret. Values
+    of the wrong declared type raise ConfigError, as the CLI refuses them (config.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
         raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    document = yaml.load(path.read_text(encoding="utf-8"), Loader=_Yaml12Loader) or {}
     values: dict[str, str] = {}
     secrets: list[str] = []
+    held: dict[str, object] = {}
     for key, value in (document.get("config") or {}).items():
         if isinstance(value, dict) and "secure" in value:
             values[key], secrets = "offline-placeholder-for-secret", secrets + [key]
-        elif isinstance(value, bool):
-            values[key] = str(value).lower()
-        elif isinstance(value, (dict, list)):
-            values[key] = json.dumps(value, sort_keys=True)
-        else:
-            values[key] = str(value)
+            continue
+        held[key] = _cli_text(value)
+        values[key] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(held[key])
+    stack_config.check_cli_types(held)
     return values, secrets
 
 
@@ -389,8 +415,10 @@ def run(
     configuration, and whatever else the program raises.
     """
     values, secrets = read_stack_config(stack)
+    overridden = apply_overrides({}, overrides or {})
+    stack_config.check_cli_types(overridden)  # `pulumi config set` values are strings, typed by the CLI
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
-    values = stack_config.cli_defaults(apply_overrides(values, overrides or {}))
+    values = stack_config.cli_defaults({**values, **overridden})
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs)
     monitor = RecordingMonitor(mocks)
