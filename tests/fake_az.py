@@ -8,7 +8,8 @@ Scenario file (YAML, path in ``FAKE_AZ_SCENARIO``): a list of rules, first match
         - {json: {id: "/subscriptions/...", provisioningState: Succeeded}, delay: 0.2}
 
 Responses are used in order; the last one repeats. A response is ``json`` (a body: the stand-in applies the
-call's ``--query`` with JMESPath, as az does, and renders ``--output`` json/tsv/none like knack) or
+call's ``--query`` with JMESPath, as az does, and renders ``--output`` json/tsv/none with knack's own
+formatters, the library az prints through) or
 ``stdout``, plus optional ``stderr``, ``exit`` (default 0) and ``delay`` (seconds). A call no rule matches
 exits 2 with "fake az: no rule for ...", so an unexpected call fails the test.
 
@@ -19,14 +20,19 @@ Every call is appended to ``FAKE_AZ_LOG`` (JSON lines: argv, the rule index, and
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import sys
 import time
-from io import StringIO
 
 import jmespath
 import yaml
+from knack.output import format_json, format_tsv
+from knack.util import CommandResultItem
+
+#: az's output formats, rendered by the real knack (azure-cli's CLI framework) formatters.
+FORMATTERS = {"json": format_json, "tsv": format_tsv, "none": lambda _: ""}
 
 
 def _option(argv: list[str], *names: str) -> str | None:
@@ -48,43 +54,6 @@ def matches(tokens: list[str], argv: list[str]) -> bool:
             return False
         position += 1
     return True
-
-
-def tsv(result) -> str:
-    """knack's _TsvOutput: a list result is one row per item; dict rows are values sorted by key;
-    nested lists print their length, nested dicts nothing; None prints 'None'; bools lower-case."""
-    out = StringIO()
-
-    def obj(value):
-        if isinstance(value, list):
-            out.write(str(len(value)))
-        elif isinstance(value, dict):
-            out.write("")
-        else:
-            out.write(value if isinstance(value, str) else str(value))
-
-    def row(value):
-        if isinstance(value, dict):
-            values = [v for _, v in sorted(value.items())]
-        elif isinstance(value, list):
-            values = value
-        elif isinstance(value, bool):
-            obj(str(value).lower())
-            out.write("\n")
-            return
-        else:
-            obj(value)
-            out.write("\n")
-            return
-        for i, item in enumerate(values):
-            if i:
-                out.write("\t")
-            obj(item)
-        out.write("\n")
-
-    for item in result if isinstance(result, list) else [result]:
-        row(item)
-    return out.getvalue()
 
 
 def main(argv: list[str]) -> int:
@@ -117,14 +86,12 @@ def main(argv: list[str]) -> int:
     if "json" in response:
         result = response["json"]
         query = _option(argv, "--query")
-        if query:
-            result = jmespath.search(query, result)
+        if query:  # knack 0.14.0 knack/query.py: the compiled expression's search, OrderedDict maps
+            result = jmespath.compile(query).search(result, jmespath.Options(collections.OrderedDict))
         output = _option(argv, "--output", "-o") or "json"
-        if output == "tsv":
-            if result is not None:
-                sys.stdout.write(tsv(result))
-        elif output == "json":
-            sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        # knack 0.14.0 knack/cli.py: nothing is printed for a None result; else the format's formatter.
+        if result is not None and output in FORMATTERS:
+            sys.stdout.write(FORMATTERS[output](CommandResultItem(result)))
     elif "stdout" in response:
         sys.stdout.write(response["stdout"])
     return int(response.get("exit", 0))
