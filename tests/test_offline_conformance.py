@@ -1,0 +1,140 @@
+"""docs/offline.md, the conformance table: each behaviour the offline engine, the policy runner and the
+stand-in az simulate has an upstream source and a test; plus the tests for rows no other file holds."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.scenarios import fake_az_env
+from tools import mock_engine
+
+DOC = ROOT / "docs" / "offline.md"
+ROW = re.compile(r"^\| ([A-Z]\d+) \| (.+?) \| (same|divergence|real)[^|]* \| (.+?) \| (.+?) \|$")
+#: The modules that simulate something; each must be covered by the table.
+SIMULATORS = ("tools/mock_engine.py", "tools/canned.py", "tools/policy_check.py", "tests/fake_az.py")
+
+
+def rows() -> list[tuple[str, str, str, str, str]]:
+    found = [m.groups() for m in map(ROW.match, DOC.read_text(encoding="utf-8").splitlines()) if m]
+    assert len(found) >= 20, "docs/offline.md lost rows"
+    return found
+
+
+def test_every_row_names_an_upstream_source_and_existing_tests():
+    ids = [r[0] for r in rows()]
+    assert len(ids) == len(set(ids)), "row ids are unique"
+    for row_id, behaviour, kind, source, tests in rows():
+        # A source: a repository or package and a file, at a version.
+        if kind != "real":  # real code runs: the package and its version are the source
+            assert re.search(r"`[\w./-]+\.(go|py|ts|proto|md)`|README", source), f"{row_id}: no upstream file in {source!r}"
+        assert re.search(r"v\d+\.\d+|\d+\.\d+\.\d+|@ `[0-9a-f]{8}|Python SDK|grafana/grafana", source), f"{row_id}: no version in {source!r}"
+        cited = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", tests)
+        assert cited, f"{row_id}: no test named"
+        for path, name in cited:
+            tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+            defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+            assert name in defined, f"{row_id}: {path}::{name} does not exist"
+
+
+def test_every_simulating_module_is_covered():
+    text = DOC.read_text(encoding="utf-8")
+    for module in SIMULATORS:
+        assert module in text, f"{module} simulates something but docs/offline.md does not cover it"
+
+
+# --- rows held here -----------------------------------------------------------------------------------------
+def test_secure_stack_values_stay_secret(tmp_path, monkeypatch):
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  other:token:\n    secure: v1:abc:def\n")
+    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
+    values, secrets = mock_engine.read_stack_config("s")
+    assert secrets == ["other:token"] and values["other:token"] != "v1:abc:def"
+    plan = mock_engine.run("s", {})
+    assert plan.secret_keys == ["other:token"]
+
+
+def test_urns_carry_the_parent_type_chain():
+    plan = mock_engine.run("dev", {})
+    release = plan.one("kubernetes:helm.sh/v3:Release")
+    assert release.urn == ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:Pyroscope"
+                           "$kubernetes:helm.sh/v3:Release::pyroscope-release")
+    gadget = next(r for r in plan.resources if r.type == "aks-gpu-observability:index:InspektorGadget")
+    assert gadget.urn == "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:InspektorGadget::inspektor-gadget"
+
+
+def test_default_providers_are_named_as_the_engine_names_them():
+    plan = mock_engine.run("dev", {})
+    providers = [r for r in plan.resources if r.type == "pulumi:providers:azure-native"]
+    assert providers and all(re.fullmatch(r"default(_\d+_\d+_\d+)?", p.name) for p in providers)
+    extension = plan.one("azure-native:kubernetesconfiguration:Extension")
+    assert extension.provider in {p.urn for p in providers}
+
+
+def test_top_level_resources_are_parented_to_the_stack():
+    plan = mock_engine.run("dev", {})
+    stack = plan.one("pulumi:pulumi:Stack")
+    for resource in plan.resources:
+        if resource is stack:
+            assert resource.parent is None
+        elif resource.type.startswith("pulumi:providers:") and resource.name.startswith("default"):
+            assert resource.parent is None  # the engine's default providers have no parent
+        else:
+            assert resource.parent is not None
+
+
+def test_invokes_at_preview_are_labelled_as_after_up():
+    out = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "shown as after `pulumi up`" in out.splitlines()[1]
+    assert "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown)" in out
+    gated = [i for i in mock_engine.run("dev", {}).invokes if i.dependencies]
+    assert {i.token for i in gated} >= {"azure-native:network:getPrivateLinkService",
+                                        "azure-native:dashboard:getManagedPrivateEndpoint"}
+
+
+@pytest.mark.parametrize("query,output,expected", [
+    ("{ip: privateLinkServicePrivateIP, n: name}", "tsv", "None\tpe\n"),  # null in a row prints None
+    ("privateLinkServicePrivateIP", "tsv", ""),       # a null result prints nothing
+    ("enabled", "tsv", "true\n"),
+    ("[name, count]", "tsv", "pe\n2\n"),             # a list result: one row per item
+    ("missing", "json", ""),                          # a None result prints nothing
+    ("name", "json", '"pe"\n'),
+])
+def test_stand_in_az_renders_through_knack(tmp_path, query, output, expected):
+    body = {"name": "pe", "count": 2, "enabled": True, "privateLinkServicePrivateIP": None}
+    env = fake_az_env(tmp_path, [{"match": ["resource", "show"], "responses": [{"json": body}]}])
+    result = subprocess.run(["az", "resource", "show", "--ids", "x", "--query", query, "-o", output],
+                            env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected
+
+
+def output_names(token: str) -> set[str]:
+    """Engine (camelCase) names of the properties of the SDK's result type for invoke ``token``: what the
+    program can read of an invoke's answer (the SDK builds the typed result from these names only)."""
+    import importlib
+
+    package, module, function = token.split(":")
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", function).lower()
+    sdk = importlib.import_module(f"pulumi_azure_native.{module}.{snake}")
+    result = getattr(sdk, function[0].upper() + function[1:] + "Result")
+    return {p.fget._pulumi_name for p in vars(result).values() if isinstance(p, property)}
+
+
+@pytest.mark.parametrize("token", sorted(__import__("tools.canned", fromlist=["INVOKES"]).INVOKES))
+def test_canned_invoke_answers_have_the_sdk_result_shape(token):
+    from tools import canned
+
+    args = {"resourceName": "aks-gpu-dev", "resourceGroupName": "rg-aks-gpu-dev", "workspaceName": "amg-gpu-dev",
+            "azureMonitorWorkspaceName": "amw-gpu-dev", "privateLinkServiceName": "pyroscope-pls",
+            "managedPrivateEndpointName": "pyroscope-mpe", "serviceName": "pyroscope-pls"}
+    answer = canned.INVOKES[token](args, "eastus2")
+    unknown = set(answer) - output_names(token)
+    assert not unknown, f"{token}: canned keys the SDK's result type does not have: {sorted(unknown)}"
