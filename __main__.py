@@ -79,6 +79,7 @@ pyroscope = Pyroscope(
         chart=cfg.pyroscope_chart,
         chart_version=cfg.pyroscope_chart_version,
         image_tag=cfg.pyroscope_image_tag,
+        image_repository=cfg.pyroscope_image_repository,
         private_link_service_name=cfg.private_link_service_name,
         private_link_resource_group=cfg.private_link_service_resource_group,
         private_link_visibility=cfg.private_link_visibility_list,

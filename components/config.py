@@ -74,6 +74,7 @@ class StackConfig:
     extension_timeout_seconds: int
     pyroscope_chart: str
     pyroscope_chart_version: str
+    pyroscope_image_repository: str
     pyroscope_image_tag: str
     pyroscope_release_timeout_seconds: int
     private_link_service_name: str
@@ -321,6 +322,11 @@ RULES: dict[str, Rule] = {
     "extensionTimeoutSeconds": _between(60, 7200, "seconds"),
     "pyroscopeChart": _chart,
     "pyroscopeChartVersion": _semver,
+    "pyroscopeImageRepository": _regex(
+        r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)+|[a-z0-9]+(?:[._-][a-z0-9]+)*",
+        "expected an image repository such as grafana/pyroscope or myregistry.azurecr.io/grafana/pyroscope "
+        "(lowercase, no tag)",
+    ),
     "pyroscopeImageTag": _regex(
         r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}",
         "expected a container image tag: 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",

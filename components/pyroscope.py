@@ -47,6 +47,7 @@ class PyroscopeArgs:
     private_link_subnet: str = ""
     private_link_ip_address_count: int = 1
     timeout_seconds: int = 600
+    image_repository: str = "grafana/pyroscope"
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -67,13 +68,13 @@ def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
 
 
 def chart_values(args: PyroscopeArgs) -> dict:
-    """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image tag, local
+    """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
     filesystem storage, no self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
     return {
         "alloy": {"enabled": False},
         "minio": {"enabled": False},
         "pyroscope": {
-            "image": {"tag": args.image_tag},
+            "image": {"repository": args.image_repository, "tag": args.image_tag},
             "replicaCount": 1,
             "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
             "structuredConfig": {

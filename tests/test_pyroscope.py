@@ -63,7 +63,7 @@ def test_release_values(plan):
     assert values["minio"] == {"enabled": False}
     single = values["pyroscope"]
     assert single["replicaCount"] == 1
-    assert single["image"] == {"tag": "1.14.1"}
+    assert single["image"] == {"repository": "grafana/pyroscope", "tag": "1.15.0"}  # the published procedure's
     assert single["structuredConfig"] == {"self_profiling": {"disable_push": True}, "storage": {"backend": "filesystem"}}
     assert single["service"]["type"] == "LoadBalancer" and single["service"]["port"] == 4040
     assert single["service"]["annotations"] == {
@@ -141,4 +141,8 @@ def test_default_chart_version_and_image_match_the_reference_chart():
     from components import config
 
     assert config.declared()["pyroscopeChartVersion"]["default"] == chart["version"]
-    assert config.declared()["pyroscopeImageTag"]["default"] == chart["appVersion"]
+    # The published procedure (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md) sets image tag 1.15.0
+    # and repository grafana/pyroscope, the chart's own repository; its appVersion (1.14.1) is older.
+    assert config.declared()["pyroscopeImageTag"]["default"] == "1.15.0" != chart["appVersion"]
+    values = yaml.safe_load(reference("pyroscope-chart-1.15.0/values.yaml").read_text())
+    assert config.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
