@@ -504,22 +504,24 @@ def load() -> StackConfig:
 
 
 #: The names a single-cluster stack uses in Grafana when the keys are left empty: the published procedure's
-#: MPE name and Pyroscope datasource uid (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md).
+#: (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md: MPE ``pyroscope-mpe``, Pyroscope datasource
+#: name and uid ``local-pyroscope``, the Prometheus datasource named after the Azure Monitor workspace; the
+#: procedure lets Grafana pick that one's uid, the stack fixes it so the dashboard and consumers can name it).
 SINGLE_CLUSTER_NAMES = {
     "managedPrivateEndpointName": "pyroscope-mpe",
     "pyroscopeDatasourceUid": "local-pyroscope",
-    "pyroscopeDatasourceName": "Pyroscope",
+    "pyroscopeDatasourceName": "local-pyroscope",
     "prometheusDatasourceUid": "azure-monitor-prometheus",
-    "prometheusDatasourceName": "Azure Monitor Prometheus",
 }
 
 
 def derived_names(config: StackConfig, cluster_id: str) -> dict[str, str]:
-    """The names in Grafana that an empty key derives: :data:`SINGLE_CLUSTER_NAMES`, or with ``multiCluster``
-    :func:`cluster_names` of the cluster (config key -> value)."""
+    """The names in Grafana that an empty key derives (config key -> value): :data:`SINGLE_CLUSTER_NAMES`
+    and the Prometheus datasource named after the workspace, or with ``multiCluster`` :func:`cluster_names`
+    of the cluster."""
     if config.multi_cluster:
         return cluster_names(config.cluster_name, cluster_id)
-    return dict(SINGLE_CLUSTER_NAMES)
+    return {**SINGLE_CLUSTER_NAMES, "prometheusDatasourceName": config.monitor_workspace_name}
 
 
 def cluster_names(cluster_name: str, cluster_id: str) -> dict[str, str]:

@@ -38,7 +38,10 @@ def role_assignment_name(scope: str, role: str, principal_id: str) -> str:
 
 
 def pyroscope_datasource(uid: str, name: str, url: str) -> dict:
-    return {"access": "proxy", "jsonData": {}, "name": name, "type": "grafana-pyroscope-datasource", "uid": uid, "url": url}
+    """The Pyroscope datasource as the published procedure creates it (MicrosoftDocs/azure-aks-docs
+    articles/aks/gpu-profiling.md, step 3): proxy access, ``jsonData.keepCookies`` ``pyroscope_git_session``."""
+    return {"access": "proxy", "jsonData": {"keepCookies": ["pyroscope_git_session"]}, "name": name,
+            "type": "grafana-pyroscope-datasource", "uid": uid, "url": url}
 
 
 def prometheus_datasource(uid: str, name: str, url: str) -> dict:

@@ -58,9 +58,10 @@ def test_pyroscope_datasource_definition(plan):
     env = ds.inputs["environment"]
     assert env["GRAFANA_ENDPOINT"] == ENDPOINT and env["RETRY_FORBIDDEN"] == "false" and env["TIMEOUT_SECONDS"] == "300"
     assert env["DATASOURCE"] == json.dumps(json.loads(env["DATASOURCE"]), sort_keys=True, separators=(",", ":"))
+    # As the published procedure creates it (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md).
     assert json.loads(env["DATASOURCE"]) == {
-        "access": "proxy", "jsonData": {}, "name": "Pyroscope", "type": "grafana-pyroscope-datasource",
-        "uid": "local-pyroscope", "url": f"http://{canned.MPE_PRIVATE_IP}:4040"}
+        "access": "proxy", "jsonData": {"keepCookies": ["pyroscope_git_session"]}, "name": "local-pyroscope",
+        "type": "grafana-pyroscope-datasource", "uid": "local-pyroscope", "url": f"http://{canned.MPE_PRIVATE_IP}:4040"}
     # An owner step: identity in triggers (a change replaces, old deleted first), script hash in the
     # environment (an edit updates in place; a create-before-delete replacement would delete the datasource).
     assert ds.inputs["triggers"] == [ENDPOINT, "local-pyroscope"]
@@ -73,7 +74,7 @@ def test_prometheus_datasource_definition(plan):
     assert json.loads(env["DATASOURCE"]) == {
         "access": "proxy",
         "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
-        "name": "Azure Monitor Prometheus", "type": "prometheus", "uid": "azure-monitor-prometheus",
+        "name": "amw-gpu-dev", "type": "prometheus", "uid": "azure-monitor-prometheus",  # named after the workspace
         "url": canned.query_endpoint("amw-gpu-dev", "eastus2")}
 
 
@@ -94,7 +95,7 @@ def test_dashboard_step(plan):
         "DASHBOARD_SHA256": "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4",
         "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
         "DASHBOARD_UID": "AdvancedGPUObservability",
-        "DATASOURCES": '{"prom_ds":{"name":"Azure Monitor Prometheus","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"Pyroscope","uid":"local-pyroscope"}}',
+        "DATASOURCES": '{"prom_ds":{"name":"amw-gpu-dev","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"local-pyroscope","uid":"local-pyroscope"}}',
         "GRAFANA_ENDPOINT": ENDPOINT,
         "RETRY_FORBIDDEN": "false",
         "SCRIPT_SHA256": script_hash("grafana_dashboard.py"),
