@@ -1,10 +1,11 @@
-"""The GitHub Actions workflows: parsed, their job structure checked, every action pinned by commit SHA."""
+"""The GitHub Actions workflows: parsed, their job structure checked, every action pinned by commit SHA; and
+the scripts they call (scripts/ci/), run here: the backend choice with each combination of variables, the
+token warm-up against the stand-in az (tests/fake_az.py). SIMULATED: GitHub Actions and Azure."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import time
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
+from tests.test_azure_cli import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -334,8 +336,9 @@ def test_backend_misconfiguration_is_one_line_naming_what_to_set(tmp_path, stack
 TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.SIMULATED-ACCESS-TOKEN.c2lnbmF0dXJl"
 
 
-def token_answer(resource: str) -> dict:
-    """`az account get-access-token` as azure-cli 2.91 answers it (the token included, as az prints it)."""
+def token_answer() -> dict:
+    """`az account get-access-token` as azure-cli 2.91 answers it (the token included, as az prints it),
+    valid for 74.5 more minutes."""
     return {"json": {"accessToken": TOKEN, "expiresOn": "2026-12-01 10:14:07.000000", "expires_on": int(time.time()) + 4470,
                      "subscription": "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73", "tenant": "72f988bf-86f1-41af-91ab-2d7cd011db47",
                      "tokenType": "Bearer"}}
@@ -354,11 +357,12 @@ def resources(calls: list[list[str]]) -> list[str]:
     return [argv[argv.index("--resource") + 1] for argv in calls]
 
 
-ANY_TOKEN = [{"match": ["account", "get-access-token"], "responses": [token_answer("any")]}]
+def any_token() -> list:
+    return [{"match": ["account", "get-access-token"], "responses": [token_answer()]}]
 
 
 def test_warm_tokens_requests_exactly_the_three_audiences_and_prints_no_token(tmp_path):
-    done, calls = run_warm(tmp_path, ANY_TOKEN)
+    done, calls = run_warm(tmp_path, any_token())
     assert done.returncode == 0, done.stderr
     assert sorted(resources(calls)) == sorted([GRAFANA_AUDIENCE, AKS_AUDIENCE, ARM_AUDIENCE])
     for argv in calls:
@@ -369,7 +373,7 @@ def test_warm_tokens_requests_exactly_the_three_audiences_and_prints_no_token(tm
 
 
 def test_warm_tokens_adds_storage_and_key_vault_for_self_managed_state(tmp_path):
-    done, calls = run_warm(tmp_path, ANY_TOKEN, PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
+    done, calls = run_warm(tmp_path, any_token(), PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
     assert done.returncode == 0, done.stderr
     # azidentity's AzureCLICredential passes the scope minus "/.default": no trailing slash for these two
     assert sorted(resources(calls)) == sorted([GRAFANA_AUDIENCE, AKS_AUDIENCE, ARM_AUDIENCE,
@@ -381,7 +385,7 @@ def test_warm_tokens_fails_in_one_line_naming_the_audience(tmp_path):
     expired = {"exit": 1, "stderr": "ERROR: AADSTS700024: Client assertion is not within its valid time range. "
                                     "Current time: 2026-12-01T09:12:30Z, assertion valid from 2026-12-01T08:59:03Z, "
                                     "expiry time of assertion 2026-12-01T09:04:03Z. Trace ID: 6c1f0a52-1b0e-4c8a-9a61-1f3e0d2a7700"}
-    rules = [{"match": ["account", "get-access-token", AKS_AUDIENCE], "responses": [expired]}, *ANY_TOKEN]
+    rules = [{"match": ["account", "get-access-token", AKS_AUDIENCE], "responses": [expired]}, *any_token()]
     done, calls = run_warm(tmp_path, rules)
     assert done.returncode == 1
     lines = done.stderr.splitlines()
@@ -392,19 +396,11 @@ def test_warm_tokens_fails_in_one_line_naming_the_audience(tmp_path):
     assert TOKEN not in done.stdout + done.stderr
 
 
-def test_warm_token_command_lines_parse_in_the_real_cli(tmp_path):
+def test_warm_token_command_lines_parse_in_the_real_cli(real_az, tmp_path):
     """Each warm-up command line, run through the real azure-cli without a login, gets as far as the login
-    check (a misspelt flag would fail earlier)."""
-    from tests.test_azure_cli import parse_check, reached_the_service
-
-    path = os.environ.get("AZURE_CLI_BIN") or shutil.which("az")
-    if not path or not os.path.exists(path):
-        message = "the real Azure CLI is not installed (set AZURE_CLI_BIN, or put azure-cli's az on PATH)"
-        if os.environ.get("REQUIRE_AZURE_CLI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    _, calls = run_warm(tmp_path / "fake", ANY_TOKEN, PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
+    check (a misspelt flag would fail earlier). Skips without the real CLI, as tests/test_azure_cli.py does."""
+    _, calls = run_warm(tmp_path / "fake", any_token(), PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
     assert len(calls) == 5
     for argv in calls:
-        done = parse_check(path, argv, tmp_path)
+        done = parse_check(real_az, argv, tmp_path)
         assert reached_the_service(argv, done), f"az {' '.join(argv)}\n{done.stderr}"
