@@ -21,8 +21,8 @@
 #   AZURE_STORAGE_ACCOUNT for the later steps (pulumi, tools.verify, scripts/ci/warm_tokens.sh).
 set -euo pipefail
 STEP=pulumi-backend
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 backend=${PULUMI_BACKEND_URL:-}
 provider=${PULUMI_SECRETS_PROVIDER:-}

@@ -26,8 +26,8 @@
 # The azure-native provider needs none of them: with ARM_USE_OIDC it fetches a fresh GitHub ID token itself.
 set -euo pipefail
 STEP=warm-tokens
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 audiences=(
   "Azure Managed Grafana|ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
