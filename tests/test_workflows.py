@@ -1,13 +1,19 @@
-"""The GitHub Actions workflows: parsed, their job structure checked, every action pinned by commit SHA."""
+"""The GitHub Actions workflows: parsed, their job structure checked, every action pinned by commit SHA; and
+the scripts they call (scripts/ci/), run here: the backend choice with each combination of variables, the
+token warm-up against the stand-in az (tests/fake_az.py). SIMULATED: GitHub Actions and Azure."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import time
 
 import pytest
 import yaml
 
 from tests.conftest import ROOT
+from tests.test_azure_cli import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -43,10 +49,24 @@ def test_every_action_is_pinned_by_commit_sha(name):
 
 
 @pytest.mark.parametrize("name", ["pr.yml", "deploy.yml"])
-def test_no_stored_secrets_and_least_privilege(name):
+def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
+    """Azure sign-in is OIDC and the azblob/Key Vault backend rides on it, so no Azure secret is stored. The
+    one secret allowed is PULUMI_ACCESS_TOKEN, for teams on Pulumi Cloud without its OIDC trust set up (with
+    PULUMI_ORGANIZATION the token comes from pulumi/auth-actions instead). Its value goes only into the
+    environment of the steps that run pulumi; the backend step sees only whether it is set."""
     text = (WORKFLOWS / name).read_text()
-    assert "secrets." not in text, "Azure sign-in is OIDC; no stored secret"
+    assert set(re.findall(r"secrets\.(\w+)", text)) <= {"PULUMI_ACCESS_TOKEN"}, "no stored secret but the Pulumi token"
     document = load(name)
+    for job in document["jobs"].values():
+        for step in steps(job):
+            if "secrets." not in yaml.safe_dump(step):
+                continue
+            if step.get("id") == "backend":
+                assert step["env"]["HAS_PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN != '' }}"
+            else:
+                assert set(step["env"]) == {"PULUMI_ACCESS_TOKEN"} and "secrets." not in yaml.safe_dump(
+                    {k: v for k, v in step.items() if k != "env"}), step
+                assert "tools.verify" in step.get("run", "") or step["uses"].startswith("pulumi/actions@"), step
     assert document["permissions"] == {"contents": "read"}
     for job in document["jobs"].values():
         if any(s.get("uses", "").startswith("azure/login@") for s in steps(job)):
@@ -84,3 +104,303 @@ def test_main_branch_deploy_workflow():
     assert up["environment"] == "production"
     assert deploy["concurrency"]["cancel-in-progress"] is False
     assert "-m tools.verify --stack" in runs(up)
+
+
+# --- The jobs that run pulumi: backend, policy-pack virtualenv, kubelogin, token warm-up -------------------
+PULUMI_JOBS = [("pr.yml", "preview"), ("deploy.yml", "up")]
+GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
+AKS_AUDIENCE = "6dae42f8-4368-4678-94ff-3960e28e3630"
+ARM_AUDIENCE = "https://management.core.windows.net/"  # az's own ARM scope (azure/cli/core/util.py)
+
+
+def index(job: dict, found: dict) -> int:
+    return next(i for i, step in enumerate(steps(job)) if step is found)
+
+
+def run_step(job: dict, command: str) -> dict:
+    found = [s for s in steps(job) if command in s.get("run", "")]
+    assert len(found) == 1, (command, [s.get("run") for s in steps(job)])
+    return found[0]
+
+
+def runs_pulumi(job: dict) -> bool:
+    """A job that runs pulumi preview/up/destroy/refresh (through pulumi/actions) or tools.verify."""
+    actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@")]
+    return any(s["with"].get("command") in {"preview", "up", "update", "destroy", "refresh"} for s in actions) or (
+        "-m tools.verify" in runs(job))
+
+
+@pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
+def test_policy_pack_virtualenv_is_created_before_pulumi(name, job_name):
+    """policy/PulumiPolicy.yaml names a virtualenv that the CLI does not create for a local --policy-pack
+    path: the job creates exactly that one, from the pack's requirements, before the pulumi step."""
+    job = load(name)["jobs"][job_name]
+    pulumi = uses(job, "pulumi/actions")
+    pack = pulumi["with"]["policyPacks"]
+    venv = yaml.safe_load((ROOT / pack / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"]
+    assert (ROOT / pack / "requirements.txt").is_file()
+    step = run_step(job, f"python3 -m venv {pack}/{venv}")
+    assert step["run"] == f"python3 -m venv {pack}/{venv} && {pack}/{venv}/bin/pip install -r {pack}/requirements.txt"
+    assert index(job, step) < index(job, pulumi)
+
+
+@pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
+def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_name):
+    job = load(name)["jobs"][job_name]
+    backend = run_step(job, "scripts/ci/pulumi_backend.sh")
+    assert backend["id"] == "backend" and backend["run"] == "bash scripts/ci/pulumi_backend.sh"
+    for variable in ("PULUMI_ORGANIZATION", "PULUMI_BACKEND_URL", "PULUMI_SECRETS_PROVIDER", "AZURE_STORAGE_ACCOUNT"):
+        assert backend["env"][variable] == "${{ vars.%s }}" % variable
+    cloud = uses(job, "pulumi/auth-actions")
+    assert cloud["id"] == "pulumi-cloud" and cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
+    assert cloud["with"]["organization"] == "${{ vars.PULUMI_ORGANIZATION }}"
+    assert cloud["with"]["requested-token-type"] == "urn:pulumi:token-type:access_token:organization"
+    assert int(cloud["with"]["token-expiration"]) >= job["timeout-minutes"] * 60, "the Pulumi token outlives the job"
+    pulumi = uses(job, "pulumi/actions")
+    assert pulumi["with"]["cloud-url"] == "${{ steps.backend.outputs.cloud-url }}"
+    assert pulumi["with"]["secrets-provider"] == "${{ steps.backend.outputs.secrets-provider }}"
+    assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
+        "${{ steps.pulumi-cloud.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}")
+    assert job["permissions"]["id-token"] == "write"  # Pulumi's OIDC exchange as well as Azure's
+    setup = uses(job, "actions/setup-python")
+    assert index(job, backend) < index(job, cloud) < index(job, setup) < index(job, pulumi), "fail fast"
+
+
+@pytest.mark.parametrize("name", ["pr.yml", "deploy.yml"])
+def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after_login(name):
+    checked = 0
+    for job in load(name)["jobs"].values():
+        if not runs_pulumi(job):
+            assert not any("use-kubelogin" in s.get("uses", "") for s in steps(job))
+            continue
+        checked += 1
+        login, kubelogin = uses(job, "azure/login"), uses(job, "azure/use-kubelogin")
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", kubelogin["with"]["kubelogin-version"]), "pin the kubelogin release"
+        warm = run_step(job, "scripts/ci/warm_tokens.sh")
+        assert warm["run"] == "bash scripts/ci/warm_tokens.sh"
+        users = [i for i, s in enumerate(steps(job))
+                 if s.get("uses", "").startswith("pulumi/actions@") or "-m tools.verify" in s.get("run", "")]
+        assert index(job, login) < index(job, kubelogin) < min(users)
+        assert index(job, login) < index(job, warm) < min(users)
+        # nothing slow between the login and the warm-up: the federated assertion lives for minutes
+        between = steps(job)[index(job, login) + 1:index(job, warm)]
+        assert between == [kubelogin], [s.get("name") or s.get("uses") for s in between]
+    assert checked == 1
+
+
+def evaluate(expression: str, context: dict) -> bool:
+    """A GitHub Actions `if:` made of `a == b` / `a != b` terms joined by `&&`; operands are context paths or
+    quoted strings. Enough to run the workflows' fork conditions against a fork's and a branch's event."""
+    def value(operand: str):
+        operand = operand.strip()
+        if operand.startswith("'"):
+            return operand.strip("'")
+        found = context
+        for part in operand.split("."):
+            found = found.get(part, "") if isinstance(found, dict) else ""
+        return found
+
+    results = []
+    for term in expression.split("&&"):
+        left, operator, right = re.fullmatch(r"\s*(\S+)\s*(==|!=)\s*(\S+)\s*", term).groups()
+        results.append((value(left) == value(right)) == (operator == "=="))
+    return all(results)
+
+
+def event(head_repository: str) -> dict:
+    return {"github": {"repository": "acme/aks-gpu-observability",
+                       "event": {"pull_request": {"head": {"repo": {"full_name": head_repository}}}}},
+            "vars": {"AZURE_CLIENT_ID": "0b9f5c3e-8d1a-4a57-9c1e-2f6a7d4b3c21"}}
+
+
+FORK, BRANCH = event("someone/aks-gpu-observability"), event("acme/aks-gpu-observability")
+
+
+def test_a_fork_pull_request_gets_the_plan_in_the_summary_and_no_comment():
+    """A fork's pull request runs with a read-only GITHUB_TOKEN: the comment step is skipped there (it would
+    fail and turn the job red), the plan always goes to the job summary, and the credentialed preview job
+    does not run."""
+    pr = load("pr.yml")
+    offline = pr["jobs"]["offline"]
+    names = [s.get("name") for s in steps(offline) if s.get("name")]
+    kept = ["Set up (the README's first command)", "Tests (the README's second command, with the real azure-cli parser check)",
+            "Offline plan with the policy pack", "Comment the plan on the pull request", "Fail on a mandatory policy violation"]
+    assert [n for n in names if n in kept] == kept, "the offline job keeps its steps and their names"
+    summary = next(s for s in steps(offline) if s.get("name") == "Plan in the job summary")
+    comment = uses(offline, "actions/github-script")
+    plan = next(s for s in steps(offline) if s.get("name") == "Offline plan with the policy pack")
+    assert "if" not in summary and "$GITHUB_STEP_SUMMARY" in summary["run"]
+    assert "plan.txt" in summary["run"] and "graph.mmd" in summary["run"]
+    assert index(offline, plan) < index(offline, summary) < index(offline, comment)
+    assert evaluate(comment["if"], FORK) is False and evaluate(comment["if"], BRANCH) is True
+    assert evaluate(pr["jobs"]["preview"]["if"], FORK) is False and evaluate(pr["jobs"]["preview"]["if"], BRANCH) is True
+
+
+def test_the_condition_evaluator_reads_what_it_is_given():
+    assert evaluate("vars.AZURE_CLIENT_ID != ''", BRANCH) is True
+    assert evaluate("vars.AZURE_CLIENT_ID != ''", {"vars": {}}) is False
+    assert evaluate("github.repository == 'acme/aks-gpu-observability'", FORK) is True
+
+
+# --- scripts/ci/pulumi_backend.sh, run here with each combination of variables ------------------------------
+KEY_VAULT = "azurekeyvault://kv-platform.vault.azure.net/keys/pulumi"
+AZBLOB = "azblob://pulumi-state?storage_account=stplatformstate"
+
+
+def run_backend(tmp_path, stack_file: str | None = None, **variables):
+    """Run the backend script from ``tmp_path`` (the checkout) with only ``variables`` set; returns the
+    process, the GITHUB_OUTPUT pairs and the GITHUB_ENV pairs it wrote."""
+    outputs, environment = tmp_path / "github_output", tmp_path / "github_env"
+    if stack_file is not None:
+        (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8", "STACK": "dev",
+           "GITHUB_OUTPUT": str(outputs), "GITHUB_ENV": str(environment), **variables}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "ci" / "pulumi_backend.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=30)
+
+    def pairs(path):
+        return dict(line.split("=", 1) for line in path.read_text().splitlines()) if path.exists() else {}
+
+    return done, pairs(outputs), pairs(environment)
+
+
+def test_backend_pulumi_cloud_by_oidc(tmp_path):
+    done, outputs, environment = run_backend(tmp_path, PULUMI_ORGANIZATION="acme", HAS_PULUMI_ACCESS_TOKEN="false")
+    assert done.returncode == 0, done.stderr
+    assert outputs == {"kind": "cloud-oidc", "cloud-url": "", "secrets-provider": ""}
+    assert environment == {}
+
+
+def test_backend_pulumi_cloud_by_token(tmp_path):
+    done, outputs, environment = run_backend(tmp_path, HAS_PULUMI_ACCESS_TOKEN="true")
+    assert done.returncode == 0, done.stderr
+    assert outputs == {"kind": "cloud-token", "cloud-url": "", "secrets-provider": ""}
+    assert environment == {}
+
+
+def test_backend_oidc_wins_over_a_stored_token(tmp_path):
+    done, outputs, _ = run_backend(tmp_path, PULUMI_ORGANIZATION="acme", HAS_PULUMI_ACCESS_TOKEN="true")
+    assert done.returncode == 0 and outputs["kind"] == "cloud-oidc"
+
+
+def test_backend_azblob_with_key_vault(tmp_path):
+    done, outputs, environment = run_backend(
+        tmp_path, f"secretsprovider: {KEY_VAULT}\nencryptedkey: c29tZS13cmFwcGVkLWtleQ==\nconfig: {{}}\n",
+        PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT, HAS_PULUMI_ACCESS_TOKEN="false")
+    assert done.returncode == 0, done.stderr
+    assert outputs == {"kind": "azblob", "cloud-url": AZBLOB, "secrets-provider": KEY_VAULT}
+    assert environment == {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": KEY_VAULT}
+
+
+def test_backend_azblob_with_the_account_in_a_variable(tmp_path):
+    done, outputs, environment = run_backend(
+        tmp_path, f"secretsprovider: '{KEY_VAULT}'\n", PULUMI_BACKEND_URL="azblob://pulumi-state",
+        PULUMI_SECRETS_PROVIDER=KEY_VAULT, AZURE_STORAGE_ACCOUNT="stplatformstate")
+    assert done.returncode == 0, done.stderr
+    assert outputs["kind"] == "azblob" and environment["AZURE_STORAGE_ACCOUNT"] == "stplatformstate"
+
+
+@pytest.mark.parametrize("stack_file,variables,names", [
+    pytest.param(None, {}, ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL", "PULUMI_SECRETS_PROVIDER"],
+                 id="nothing-configured"),
+    pytest.param(None, {"HAS_PULUMI_ACCESS_TOKEN": "false", "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
+                 ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN"], id="secrets-provider-alone"),
+    pytest.param(f"secretsprovider: {KEY_VAULT}\n", {"PULUMI_BACKEND_URL": AZBLOB},
+                 ["PULUMI_SECRETS_PROVIDER", "azurekeyvault://"], id="azblob-without-secrets-provider"),
+    pytest.param("config: {}\n", {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": "passphrase"},
+                 ["PULUMI_SECRETS_PROVIDER", "azurekeyvault://"], id="azblob-with-passphrase"),
+    pytest.param(None, {"PULUMI_BACKEND_URL": "azblob://pulumi-state", "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
+                 ["storage_account", "AZURE_STORAGE_ACCOUNT"], id="azblob-without-storage-account"),
+    pytest.param(None, {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
+                 ["Pulumi.dev.yaml", "pulumi stack init dev --secrets-provider"], id="no-stack-file"),
+    pytest.param("config: {}\n", {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
+                 ["Pulumi.dev.yaml names no secretsprovider", "pulumi stack change-secrets-provider"],
+                 id="stack-file-without-secrets-provider"),
+    pytest.param("secretsprovider: azurekeyvault://kv-other.vault.azure.net/keys/pulumi\n",
+                 {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
+                 ["PULUMI_SECRETS_PROVIDER", "kv-other"], id="stack-file-names-another-key"),
+    pytest.param(None, {"PULUMI_BACKEND_URL": "s3://pulumi-state", "PULUMI_ORGANIZATION": "acme"},
+                 ["PULUMI_BACKEND_URL", "'s3://'"], id="unsupported-scheme"),
+])
+def test_backend_misconfiguration_is_one_line_naming_what_to_set(tmp_path, stack_file, variables, names):
+    done, outputs, environment = run_backend(tmp_path, stack_file, **variables)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pulumi-backend: error: "), done.stderr
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    assert outputs == {} and environment == {}, "nothing handed on after an error"
+
+
+# --- scripts/ci/warm_tokens.sh, against the stand-in az (tests/fake_az.py) ----------------------------------
+TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.SIMULATED-ACCESS-TOKEN.c2lnbmF0dXJl"
+
+
+def token_answer() -> dict:
+    """`az account get-access-token` as azure-cli 2.91 answers it (the token included, as az prints it),
+    valid for 74.5 more minutes."""
+    return {"json": {"accessToken": TOKEN, "expiresOn": "2026-12-01 10:14:07.000000", "expires_on": int(time.time()) + 4470,
+                     "subscription": "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73", "tenant": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+                     "tokenType": "Bearer"}}
+
+
+def run_warm(tmp_path, rules: list, **variables):
+    from tests.scenarios import calls_in, fake_az_env
+
+    env = {**fake_az_env(tmp_path, rules), **variables}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "ci" / "warm_tokens.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    return done, [call["argv"] for call in calls_in(tmp_path)]
+
+
+def resources(calls: list[list[str]]) -> list[str]:
+    return [argv[argv.index("--resource") + 1] for argv in calls]
+
+
+def any_token() -> list:
+    return [{"match": ["account", "get-access-token"], "responses": [token_answer()]}]
+
+
+def test_warm_tokens_requests_exactly_the_three_audiences_and_prints_no_token(tmp_path):
+    done, calls = run_warm(tmp_path, any_token())
+    assert done.returncode == 0, done.stderr
+    assert sorted(resources(calls)) == sorted([GRAFANA_AUDIENCE, AKS_AUDIENCE, ARM_AUDIENCE])
+    for argv in calls:
+        assert argv == ["account", "get-access-token", "--resource", argv[3], "--query", "expires_on", "--output", "tsv"]
+    assert TOKEN not in done.stdout + done.stderr and "SIMULATED-ACCESS-TOKEN" not in done.stdout + done.stderr
+    assert done.stdout == ""
+    assert len(re.findall(r"cached, valid for 7[34] more minutes", done.stderr)) == 3, done.stderr
+
+
+def test_warm_tokens_adds_storage_and_key_vault_for_self_managed_state(tmp_path):
+    done, calls = run_warm(tmp_path, any_token(), PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
+    assert done.returncode == 0, done.stderr
+    # azidentity's AzureCLICredential passes the scope minus "/.default": no trailing slash for these two
+    assert sorted(resources(calls)) == sorted([GRAFANA_AUDIENCE, AKS_AUDIENCE, ARM_AUDIENCE,
+                                               "https://storage.azure.com", "https://vault.azure.net"])
+    assert TOKEN not in done.stdout + done.stderr
+
+
+def test_warm_tokens_fails_in_one_line_naming_the_audience(tmp_path):
+    expired = {"exit": 1, "stderr": "ERROR: AADSTS700024: Client assertion is not within its valid time range. "
+                                    "Current time: 2026-12-01T09:12:30Z, assertion valid from 2026-12-01T08:59:03Z, "
+                                    "expiry time of assertion 2026-12-01T09:04:03Z. Trace ID: 6c1f0a52-1b0e-4c8a-9a61-1f3e0d2a7700"}
+    rules = [{"match": ["account", "get-access-token", AKS_AUDIENCE], "responses": [expired]}, *any_token()]
+    done, calls = run_warm(tmp_path, rules)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("warm-tokens: error: no access token for AKS"), done.stderr
+    assert AKS_AUDIENCE in errors[0] and "AADSTS700024" in errors[0] and "azure/login" in errors[0]
+    assert resources(calls)[-1] == AKS_AUDIENCE, "stops at the first audience that fails"
+    assert TOKEN not in done.stdout + done.stderr
+
+
+def test_warm_token_command_lines_parse_in_the_real_cli(real_az, tmp_path):
+    """Each warm-up command line, run through the real azure-cli without a login, gets as far as the login
+    check (a misspelt flag would fail earlier). Skips without the real CLI, as tests/test_azure_cli.py does."""
+    _, calls = run_warm(tmp_path / "fake", any_token(), PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
+    assert len(calls) == 5
+    for argv in calls:
+        done = parse_check(real_az, argv, tmp_path)
+        assert reached_the_service(argv, done), f"az {' '.join(argv)}\n{done.stderr}"
