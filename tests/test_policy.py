@@ -7,6 +7,7 @@ import contextvars
 import inspect
 import importlib
 import json
+import re
 import subprocess
 import sys
 import typing
@@ -526,3 +527,23 @@ def test_policy_pack_files():
     main = (ROOT / "policy" / "__main__.py").read_text()
     assert "PolicyPack(" in main and "POLICIES" in main
     assert "pulumi-policy" in (ROOT / "policy" / "requirements.txt").read_text()
+
+
+#: The pack's venv setup the docs give (PulumiPolicy.yaml: virtualenv venv; the CLI does not create it for a
+#: local --policy-pack folder, docs/policy.md has the sources).
+VENV_SETUP = re.compile(r"python3 -m venv policy/(\w+) && policy/\1/bin/pip install -r policy/requirements\.txt")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/policy.md"])
+def test_docs_create_the_pack_venv_before_any_policy_pack_command(doc):
+    import yaml
+
+    text = "\n".join(re.findall(r"```[^\n]*\n(.*?)```", (ROOT / doc).read_text(encoding="utf-8"), re.S))  # commands
+    uses = [m.start() for m in re.finditer(r"--policy-pack policy\b", text)]
+    setup = VENV_SETUP.search(text)
+    assert uses and setup, doc
+    assert setup.start() < min(uses), f"{doc}: the venv is created after `--policy-pack policy` is first used"
+    pack = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())
+    assert setup.group(1) == pack["runtime"]["options"]["virtualenv"]
+    assert (ROOT / "policy" / "requirements.txt").exists()
+
