@@ -263,16 +263,16 @@ managed_private_endpoint_request_message = ResourceValidationPolicy(
 
 #: A managed private endpoint's ARM id (case-insensitive, as ARM ids are).
 _MPE_ID = re.compile(r"/providers/Microsoft\.Dashboard/grafana/([^/]+)/managedPrivateEndpoints/([^/]+)/?$", re.IGNORECASE)
-_NOT_KNOWN = object()
+NOT_KNOWN = object()  # what :func:`known` returns for a value not known yet
 
 
 def known(read: Callable[[], Any]) -> Any:
-    """``read()``, or :data:`_NOT_KNOWN` when it touches a value not known yet (preview): a stack policy
+    """``read()``, or :data:`NOT_KNOWN` when it touches a value not known yet (preview): a stack policy
     that lets UnknownValueError escape is not run at all (the analyzer reports an advisory instead)."""
     try:
         return read()
     except UnknownValueError:
-        return _NOT_KNOWN
+        return NOT_KNOWN
 
 
 def connection_name(endpoint: Any) -> Optional[str]:
@@ -303,10 +303,10 @@ def _approvals(args: StackValidationArgs, report: ReportViolation) -> None:
     open_approvals = 0  # approvals whose target is not known yet: they may approve any endpoint
     for step in args.resources:
         create = known(lambda: str(step.props.get("create") or "")) if step.resource_type == COMMAND else ""
-        if create is not _NOT_KNOWN and "approve_private_endpoint_connection" not in create:
+        if create is not NOT_KNOWN and "approve_private_endpoint_connection" not in create:
             continue
         target = known(lambda: str((step.props.get("environment") or {}).get("PRIVATE_ENDPOINT_NAME") or ""))
-        if create is _NOT_KNOWN or target is _NOT_KNOWN:
+        if create is NOT_KNOWN or target is NOT_KNOWN:
             open_approvals += 1
         elif not target or any(ch in target for ch in "*?[]"):
             report(f"approval {step.name} does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME={target!r}).", step.urn)

@@ -272,7 +272,7 @@ def test_stack_policies_see_outputs_and_resource_policies_inputs():
     assert seen["resource"]["workspaceName"] == "amg-gpu-dev" and seen["resource"]["managedPrivateEndpointName"] == "pyroscope-mpe"
     preview = seen["stack"]
     assert "workspaceName" not in preview and "managedPrivateEndpointName" not in preview
-    assert preview["id"] is rules._NOT_KNOWN and preview["name"] is rules._NOT_KNOWN
+    assert preview["id"] is rules.NOT_KNOWN and preview["name"] is rules.NOT_KNOWN
     assert preview["requestMessage"] == seen["resource"]["requestMessage"]  # an input of an output's name is kept
     policy_check.evaluate(plan, mode="up", policies=policies)
     assert seen["resource"]["workspaceName"] == "amg-gpu-dev"
