@@ -2,7 +2,11 @@
 
 Each rule has a kebab-case name, a description, an enforcement level (overridable in the pack's config, as
 for any CrossGuard policy) and remediation steps. Rules see resources as the engine does: type tokens and
-camelCase input names. As in pulumi-policy's analyzer, a value marked secret reaches a rule as its plain
+camelCase property names; resource policies get each resource's checked inputs, the stack policy
+(``approval-targets-one-connection``) each resource's outputs (pulumi/pulumi v3.230.0
+``pkg/resource/deploy/step_generator.go`` ``AnalyzeResources``: "AnalyzeStack is called on the final outputs
+of each resource"), which for azure-native are the ARM response (``id``, ``name``, ``type``, response
+properties; no input-only ``workspaceName``). As in pulumi-policy's analyzer, a value marked secret reaches a rule as its plain
 value (validation does not keep the secret marker), lists and maps arrive as proxies, and a value not
 known yet (preview) raises UnknownValueError when read: rules skip such values, not the whole resource.
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import pulumi
 from pulumi_policy import (
@@ -257,33 +261,80 @@ managed_private_endpoint_request_message = ResourceValidationPolicy(
 )
 
 
+#: A managed private endpoint's ARM id (case-insensitive, as ARM ids are).
+_MPE_ID = re.compile(r"/providers/Microsoft\.Dashboard/grafana/([^/]+)/managedPrivateEndpoints/([^/]+)/?$", re.IGNORECASE)
+NOT_KNOWN = object()  # what :func:`known` returns for a value not known yet
+
+
+def known(read: Callable[[], Any]) -> Any:
+    """``read()``, or :data:`NOT_KNOWN` when it touches a value not known yet (preview): a stack policy
+    that lets UnknownValueError escape is not run at all (the analyzer reports an advisory instead)."""
+    try:
+        return read()
+    except UnknownValueError:
+        return NOT_KNOWN
+
+
+def connection_name(endpoint: Any) -> Optional[str]:
+    """``grafana-<workspace>-<endpoint name>`` (lower case), the name the PLS connection of a managed private
+    endpoint ends with, from the endpoint's outputs: its ARM ``id``
+    (``…/providers/Microsoft.Dashboard/grafana/<workspace>/managedPrivateEndpoints/<name>``). ``name`` alone
+    lacks the workspace and input-only ``workspaceName``/``managedPrivateEndpointName`` are not outputs.
+    None while the id is not known (a first preview: azure-native reports it unknown) or names no endpoint."""
+    rid = known(lambda: endpoint.props.get("id"))
+    match = _MPE_ID.search(rid) if isinstance(rid, str) else None
+    return f"grafana-{match.group(1)}-{match.group(2)}".lower() if match else None
+
+
 def _approvals(args: StackValidationArgs, report: ReportViolation) -> None:
-    endpoints = {
-        f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
-        for r in args.resources
-        if r.resource_type == MPE
-    }
-    approvals = [
-        r for r in args.resources
-        if r.resource_type == COMMAND and "approve_private_endpoint_connection" in str(r.props.get("create") or "")
-    ]
-    targeted: dict[str, int] = {}
-    for approval in approvals:
-        target = str((approval.props.get("environment") or {}).get("PRIVATE_ENDPOINT_NAME") or "")
-        if not target or any(ch in target for ch in "*?[]"):
-            report(f"approval {approval.name} does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME={target!r}).", approval.urn)
-        elif target.lower() not in endpoints:
-            report(f"approval {approval.name} targets {target!r}, which is no managed private endpoint of this stack.", approval.urn)
-        targeted[target.lower()] = targeted.get(target.lower(), 0) + 1
+    """Stack policies see outputs: an MPE is known by its ``id``, an approval (a local Command, whose outputs
+    include its inputs) by ``create`` and ``environment``. What is not known yet is not held against the
+    stack; what is known is checked, counting unidentified endpoints against the approvals left for them."""
+    endpoints: dict[str, Any] = {}
+    unidentified = []
+    for resource in args.resources:
+        if resource.resource_type == MPE:
+            name = connection_name(resource)
+            if name:
+                endpoints[name] = resource
+            else:
+                unidentified.append(resource)
+    targeted: dict[str, list] = {}
+    open_approvals = 0  # approvals whose target is not known yet: they may approve any endpoint
+    for step in args.resources:
+        create = known(lambda: str(step.props.get("create") or "")) if step.resource_type == COMMAND else ""
+        if create is not NOT_KNOWN and "approve_private_endpoint_connection" not in create:
+            continue
+        target = known(lambda: str((step.props.get("environment") or {}).get("PRIVATE_ENDPOINT_NAME") or ""))
+        if create is NOT_KNOWN or target is NOT_KNOWN:
+            open_approvals += 1
+        elif not target or any(ch in target for ch in "*?[]"):
+            report(f"approval {step.name} does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME={target!r}).", step.urn)
+        else:
+            targeted.setdefault(target.lower(), []).append(step)
     for name, endpoint in endpoints.items():
-        count = targeted.get(name, 0)
-        if count != 1:
+        count = len(targeted.get(name, []))
+        if count > 1 or (count == 0 and not open_approvals):
             report(f"managed private endpoint {endpoint.name} has {count} approvals of its connection {name!r}; expected exactly one.", endpoint.urn)
+    strays = {name: steps for name, steps in targeted.items() if name not in endpoints}
+    for name, steps in strays.items():
+        if len(steps) > 1:
+            report(f"{len(steps)} approvals ({', '.join(s.name for s in steps)}) target {name!r}; expected exactly one.", steps[1].urn)
+        if not unidentified:
+            for step in steps:
+                report(f"approval {step.name} targets {name!r}, which is no managed private endpoint of this stack.", step.urn)
+    if unidentified and len(strays) > len(unidentified):
+        report(f"approvals target {len(strays)} endpoints ({', '.join(sorted(strays))}) that are not among this stack's "
+               f"identified ones, but only {len(unidentified)} endpoint(s) are not identified yet.")
+    for endpoint in unidentified[len(strays) + open_approvals:]:
+        report(f"managed private endpoint {endpoint.name} has no approval: {len(unidentified)} endpoint(s) not identified "
+               f"yet, {len(strays) + open_approvals} approval(s) left for them.", endpoint.urn)
 
 
 approval_targets_one_connection = StackValidationPolicy(
     name="approval-targets-one-connection",
-    description="Every managed private endpoint's connection is approved by exactly one step, which names exactly that endpoint.",
+    description="Every managed private endpoint's connection is approved by exactly one step, which names exactly that endpoint "
+                "(checked on outputs: the endpoint's id, the approval command's environment).",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_approvals,
     remediation_steps="Approve with scripts/approve_private_endpoint_connection.sh and PRIVATE_ENDPOINT_NAME=grafana-<grafanaName>-<mpeName>, once per endpoint.",

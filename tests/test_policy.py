@@ -7,19 +7,29 @@ import contextvars
 import inspect
 import importlib
 import json
+import re
 import subprocess
 import sys
+import typing
 
 import pulumi
 import pytest
 from pulumi.runtime.config import set_all_config
-from pulumi_policy import PolicyResource, ResourceValidationArgs, StackValidationArgs
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from policy import rules
+from policy.rules import known
 from tests.conftest import ROOT
-from tools import policy_check
+from tools import canned, policy_check
 from tools.mock_engine import run
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
@@ -142,10 +152,16 @@ def test_request_message():
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {})
 
 
-# --- approval-targets-one-connection (stack policy) ------------------------------------------------------
-def stack_check(policy, resources):
+# --- approval-targets-one-connection (stack policy): it sees outputs ------------------------------------------
+def outputs(type_, name, inputs, mode):
+    """A created resource's outputs as the engine records them (tools.canned): after ``up`` or in a first preview."""
+    return canned.resource_state(type_, name, inputs)[1] if mode == "up" else canned.preview_outputs(type_, inputs)
+
+
+def stack_check(policy, resources, mode="up"):
+    """Messages a stack policy reports for (type, name, inputs) resources, each seen as its outputs in ``mode``."""
     messages: list[str] = []
-    subjects = [PolicyResource(t, analyzer_props(p), f"urn::{n}", n, None, None, None, [], {})
+    subjects = [PolicyResource(t, analyzer_props(outputs(t, n, p, mode)), f"urn::{n}", n, None, None, None, [], {})
                 for t, n, p in resources]
     policy.validate(StackValidationArgs(subjects, {}, {}), lambda message, urn=None: messages.append(message))
     return messages
@@ -156,21 +172,187 @@ def approval(name, target):
                                   "environment": {"PRIVATE_ENDPOINT_NAME": target}})
 
 
-MPE_RES = (rules.MPE, "mpe", {"workspaceName": "amg", "managedPrivateEndpointName": "pyro", "requestMessage": "x"})
+def endpoint(name="pyro", workspace="amg"):
+    return (rules.MPE, f"mpe-{name}", {"resourceGroupName": "rg", "workspaceName": workspace, "managedPrivateEndpointName": name,
+                                       "location": "eastus2", "requestMessage": "x"})
 
 
-def test_approvals_pass():
-    assert stack_check(rules.approval_targets_one_connection, [MPE_RES, approval("a", "grafana-amg-pyro")]) == []
+@pytest.mark.parametrize("mode", ["preview", "up"])
+def test_approvals_pass(mode):
+    assert stack_check(rules.approval_targets_one_connection, [endpoint(), approval("a", "grafana-amg-pyro")], mode) == []
+    assert stack_check(rules.approval_targets_one_connection, [endpoint(), approval("a", "GRAFANA-AMG-Pyro")], mode) == []
+    two = [endpoint(), endpoint("logs"), approval("a", "grafana-amg-logs"), approval("b", "grafana-amg-pyro")]
+    assert stack_check(rules.approval_targets_one_connection, two, mode) == []
 
 
-@pytest.mark.parametrize("approvals,expected", [
-    ([], "has 0 approvals"),
-    ([approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")], "has 2 approvals"),
-    ([approval("a", "grafana-amg-*")], "does not name exactly one private endpoint"),
-    ([approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")], "which is no managed private endpoint"),
+@pytest.mark.parametrize("mode,approvals,expected", [
+    ("up", [], ["managed private endpoint mpe-pyro has 0 approvals of its connection 'grafana-amg-pyro'; expected exactly one."]),
+    ("preview", [], ["managed private endpoint mpe-pyro has no approval: 1 endpoint(s) not identified yet, 0 approval(s) left for them."]),
+    ("up", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")],
+     ["managed private endpoint mpe-pyro has 2 approvals of its connection 'grafana-amg-pyro'; expected exactly one."]),
+    ("preview", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")],
+     ["2 approvals (a, b) target 'grafana-amg-pyro'; expected exactly one."]),
+    ("up", [approval("a", "grafana-amg-*")], [
+        "approval a does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME='grafana-amg-*').",
+        "managed private endpoint mpe-pyro has 0 approvals of its connection 'grafana-amg-pyro'; expected exactly one."]),
+    ("preview", [approval("a", "grafana-amg-*")], [
+        "approval a does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME='grafana-amg-*').",
+        "managed private endpoint mpe-pyro has no approval: 1 endpoint(s) not identified yet, 0 approval(s) left for them."]),
+    ("up", [approval("a", "grafana-other-pyro")], [
+        "managed private endpoint mpe-pyro has 0 approvals of its connection 'grafana-amg-pyro'; expected exactly one.",
+        "approval a targets 'grafana-other-pyro', which is no managed private endpoint of this stack."]),
+    ("up", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")],
+     ["approval b targets 'grafana-other-x', which is no managed private endpoint of this stack."]),
+    ("preview", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")],
+     ["approvals target 2 endpoints (grafana-amg-pyro, grafana-other-x) that are not among this stack's identified ones, "
+      "but only 1 endpoint(s) are not identified yet."]),
 ])
-def test_approvals_fail(approvals, expected):
-    assert any(expected in m for m in stack_check(rules.approval_targets_one_connection, [MPE_RES, *approvals]))
+def test_approvals_fail(mode, approvals, expected):
+    """Real violations are caught on output-shaped properties; in a first preview, as far as they can be known."""
+    assert stack_check(rules.approval_targets_one_connection, [endpoint(), *approvals], mode) == expected
+
+
+def test_approvals_unknown_at_preview_are_not_violations():
+    """In a first preview the endpoint's id is unknown (azure-native), so which connection an approval names
+    cannot be checked yet: no violation, and no UnknownValueError (which would make the analyzer skip the
+    whole rule). Once known (a later preview or up), the wrong target is reported."""
+    wrong = [endpoint(), approval("a", "grafana-other-pyro")]
+    assert stack_check(rules.approval_targets_one_connection, wrong, "preview") == []
+    assert stack_check(rules.approval_targets_one_connection, wrong, "up")
+    pending = (rules.COMMAND, "a", {"create": "bash scripts/approve_private_endpoint_connection.sh",
+                                    "environment": {"PRIVATE_ENDPOINT_NAME": UNKNOWN_STRING_VALUE}})
+    assert stack_check(rules.approval_targets_one_connection, [endpoint(), pending], "up") == []
+
+
+def _approvals_keyed_on_inputs(args, report):
+    """The rule before issue 15 (policy/rules.py at af0a365), kept to show what outputs do to it: it keyed
+    endpoints on ``workspaceName`` and ``managedPrivateEndpointName``, which are inputs only."""
+    endpoints = {f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
+                 for r in args.resources if r.resource_type == rules.MPE}
+    targeted: dict[str, int] = {}
+    for r in args.resources:
+        if r.resource_type == rules.COMMAND and "approve_private_endpoint_connection" in str(r.props.get("create") or ""):
+            target = str((r.props.get("environment") or {}).get("PRIVATE_ENDPOINT_NAME") or "").lower()
+            if target not in endpoints:
+                report(f"approval {r.name} targets {target!r}, which is no managed private endpoint of this stack.", r.urn)
+            targeted[target] = targeted.get(target, 0) + 1
+    for name, r in endpoints.items():
+        if targeted.get(name, 0) != 1:
+            report(f"managed private endpoint {r.name} has {targeted.get(name, 0)} approvals of its connection {name!r}.", r.urn)
+
+
+@pytest.mark.parametrize("mode", policy_check.MODES)
+def test_approval_rule_passes_on_the_outputs_of_the_dev_plan(mode):
+    """Issue 15: the engine runs stack policies on outputs. Keyed on inputs, the rule reported two mandatory
+    violations on every real preview and up; the output-shaped runner shows it, and the fixed rule passes."""
+    plan = run("dev")
+    old = StackValidationPolicy(name=rules.approval_targets_one_connection.name, description="keyed on inputs",
+                                validate=_approvals_keyed_on_inputs, enforcement_level=EnforcementLevel.MANDATORY)
+    before = policy_check.evaluate(plan, mode=mode, policies=[old])
+    assert [v.level for v in before] == ["mandatory", "mandatory"]
+    assert "which is no managed private endpoint" in before[0].message and "has 0 approvals" in before[1].message
+    assert policy_check.evaluate(plan, mode=mode, policies=[rules.approval_targets_one_connection]) == []
+
+
+def test_stack_policies_see_outputs_and_resource_policies_inputs():
+    """What each kind of policy gets for the managed private endpoint (engine-level camelCase names)."""
+    seen: dict[str, dict] = {}
+
+    def record(kind):
+        def validate(args, _report):
+            for r in (args.resources if kind == "stack" else [args]):
+                if r.resource_type == rules.MPE:
+                    seen[kind] = {k: known(lambda: r.props[k]) for k in r.props}
+        return validate
+
+    policies = [ResourceValidationPolicy(name="inputs", description="d", validate=record("resource")),
+                StackValidationPolicy(name="outputs", description="d", validate=record("stack"))]
+    plan = run("dev")
+    policy_check.evaluate(plan, mode="preview", policies=policies)
+    assert seen["resource"]["workspaceName"] == "amg-gpu-dev" and seen["resource"]["managedPrivateEndpointName"] == "pyroscope-mpe"
+    preview = seen["stack"]
+    assert "workspaceName" not in preview and "managedPrivateEndpointName" not in preview
+    assert preview["id"] is rules.NOT_KNOWN and preview["name"] is rules.NOT_KNOWN
+    assert preview["requestMessage"] == seen["resource"]["requestMessage"]  # an input of an output's name is kept
+    policy_check.evaluate(plan, mode="up", policies=policies)
+    assert seen["resource"]["workspaceName"] == "amg-gpu-dev"
+    up = seen["stack"]
+    assert "workspaceName" not in up and up["name"] == "pyroscope-mpe" and up["type"] == "Microsoft.Dashboard/grafana/managedPrivateEndpoints"
+    assert up["id"].endswith("/providers/Microsoft.Dashboard/grafana/amg-gpu-dev/managedPrivateEndpoints/pyroscope-mpe")
+    assert rules.connection_name(PolicyResource(rules.MPE, analyzer_props({"id": up["id"].upper()}), "u", "n", None, None, None, [], {})) \
+        == "grafana-amg-gpu-dev-pyroscope-mpe"
+
+
+def test_a_stack_policy_that_reads_an_unknown_is_not_run():
+    """As pulumi-policy's analyzer does: the policy stops, and an advisory says why."""
+    reads_ids = StackValidationPolicy(name="reads-ids", description="d", enforcement_level=EnforcementLevel.MANDATORY,
+                                      validate=lambda args, report: [r.props.get("id") for r in args.resources])
+    found = policy_check.evaluate(run("dev"), mode="preview", policies=[reads_ids])
+    assert [(v.level, v.urn) for v in found] == [("advisory", None)]
+    assert found[0].message.startswith(f"can't run policy 'reads-ids' from policy pack '{rules.PACK_NAME}@v")
+    assert found[0].message.endswith("during preview: string value at .id can't be known during preview")
+    assert policy_check.evaluate(run("dev"), mode="up", policies=[reads_ids]) == []
+
+
+def sdk_outputs(cls) -> dict[str, object]:
+    """Engine (camelCase) output names -> type, from the SDK class's @pulumi.getter properties."""
+    names = {}
+    for klass in reversed(cls.__mro__):
+        for value in vars(klass).values():
+            if isinstance(value, property) and hasattr(value.fget, "_pulumi_name"):
+                hints = typing.get_type_hints(value.fget, globalns=vars(sys.modules[klass.__module__]))
+                names[value.fget._pulumi_name] = hints.get("return")
+    return names
+
+
+def sdk_class(type_):
+    package, module, name = type_.split(":")
+    module = {"kubernetes": "pulumi_kubernetes.helm.v3", "command": "pulumi_command.local"}.get(
+        package, f"pulumi_azure_native.{module}")
+    return getattr(importlib.import_module(module), name)
+
+
+def output_type(hint):
+    """The SDK output type inside a getter's hint (Output[Optional[Sequence[X]]] -> X), or None."""
+    if isinstance(hint, type) and sdk_outputs(hint):
+        return hint
+    return next((t for t in map(output_type, typing.get_args(hint)) if t), None)
+
+
+def undeclared(value, cls, path=""):
+    """Paths in ``value`` (outputs) that ``cls`` (an SDK resource or output type) does not declare, recursively;
+    an azure-native resource's outputs also carry the ARM ``id`` (the SDK has it as CustomResource.id)."""
+    declared = sdk_outputs(cls)
+    missing = []
+    for key, item in value.items():
+        if key not in declared and not (key == "id" and path == "" and cls.__module__.startswith("pulumi_azure_native.")):
+            missing.append(f"{path}{key}")
+            continue
+        nested = output_type(declared.get(key))
+        for entry in (item if isinstance(item, list) else [item]) if nested else []:
+            missing += undeclared(entry, nested, f"{path}{key}.") if isinstance(entry, dict) else []
+    return missing
+
+
+@pytest.mark.parametrize("type_", sorted(canned.OUTPUTS))
+def test_canned_output_shapes_match_the_sdk(type_):
+    """canned.OUTPUTS lists exactly the output getters the installed SDK declares (plus the ARM id for
+    azure-native), so the shapes stack policies see offline cannot drift from the SDK."""
+    expected = set(sdk_outputs(sdk_class(type_))) | ({"id"} if type_.startswith("azure-native:") else set())
+    assert set(canned.OUTPUTS[type_]) == expected
+    assert set(canned.PREVIEW_COMPUTED.get(type_, ())) <= expected
+
+
+def test_canned_outputs_of_the_plans_are_declared_by_the_sdk():
+    """Every output name (nested ones too) of every created resource, after up and in a preview, exists in the
+    SDK's output types."""
+    plans = [run("dev"), run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"})]
+    resources = [r for p in plans for r in p.resources if r.type in canned.OUTPUTS]
+    assert {r.type for r in resources} == set(canned.OUTPUTS)
+    for resource in resources:
+        for mode in policy_check.MODES:
+            shaped = policy_check.stack_properties(resource, mode)
+            assert undeclared(shaped, sdk_class(resource.type)) == [], (resource.urn, mode)
 
 
 # --- grafana-standard-with-identity and grafana-public-network-access-disabled ---------------------------
@@ -317,9 +499,11 @@ def cli(*args):
 
 
 def test_cli_policy_exit_codes(tmp_path):
-    ok = cli("--stack", "dev", "--policy")
+    ok = cli("--stack", "dev", "--policy")  # stack policies on a first preview's outputs, as pulumi preview
     assert ok.returncode == 0, ok.stderr
     assert "[advisory]  private-link-visibility" in ok.stdout
+    after_up = cli("--stack", "dev", "--policy", "--policy-mode", "up")
+    assert after_up.returncode == 0 and "[mandatory]" not in after_up.stdout, after_up.stdout
     bad = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "privateLinkVisibility=*")
     assert bad.returncode == 1
     assert "[mandatory]  private-link-visibility-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)" in bad.stdout
@@ -343,3 +527,23 @@ def test_policy_pack_files():
     main = (ROOT / "policy" / "__main__.py").read_text()
     assert "PolicyPack(" in main and "POLICIES" in main
     assert "pulumi-policy" in (ROOT / "policy" / "requirements.txt").read_text()
+
+
+#: The pack's venv setup the docs give (PulumiPolicy.yaml: virtualenv venv; the CLI does not create it for a
+#: local --policy-pack folder, docs/policy.md has the sources).
+VENV_SETUP = re.compile(r"python3 -m venv policy/(\w+) && policy/\1/bin/pip install -r policy/requirements\.txt")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/policy.md"])
+def test_docs_create_the_pack_venv_before_any_policy_pack_command(doc):
+    import yaml
+
+    text = "\n".join(re.findall(r"```[^\n]*\n(.*?)```", (ROOT / doc).read_text(encoding="utf-8"), re.S))  # commands
+    uses = [m.start() for m in re.finditer(r"--policy-pack policy\b", text)]
+    setup = VENV_SETUP.search(text)
+    assert uses and setup, doc
+    assert setup.start() < min(uses), f"{doc}: the venv is created after `--policy-pack policy` is first used"
+    pack = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())
+    assert setup.group(1) == pack["runtime"]["options"]["virtualenv"]
+    assert (ROOT / "policy" / "requirements.txt").exists()
+

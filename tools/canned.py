@@ -3,16 +3,19 @@ engine would report for new resources. SIMULATED: nothing here talks to Azure or
 
 Shapes follow the ARM responses the azure-native invokes mirror (``GET managedClusters/{name}``,
 ``POST .../listClusterUserCredential``, ``POST .../listClusterAdminCredential``), in the camelCase property
-names the Pulumi engine uses. Identifiers are deterministic so plans are diffable.
+names the Pulumi engine uses. Identifiers are deterministic so plans are diffable. Created resources' outputs
+(:func:`resource_state`, and :func:`preview_outputs` for a preview) have the shapes of the SDKs' output types
+(:data:`OUTPUTS`).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import yaml
+from pulumi.runtime.rpc import UNKNOWN
 
 SUBSCRIPTION_ID = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
 TENANT_ID = "72f988bf-86f1-41af-91ab-2d7cd011db47"
@@ -237,65 +240,150 @@ def stack_outputs(stack: str) -> dict:
     }
 
 
+def _system_data() -> dict:
+    """``systemData`` as ARM returns it on every resource the stack creates (deterministic, like the ids)."""
+    by = guid("deployer-object")
+    return {"createdAt": "2026-11-30T12:00:00.0000000Z", "createdBy": by, "createdByType": "User",
+            "lastModifiedAt": "2026-11-30T12:00:00.0000000Z", "lastModifiedBy": by, "lastModifiedByType": "User"}
+
+
+_ARM = ("id", "azureApiVersion", "name", "systemData", "type")
+
+#: Output properties the engine records for each resource type the stack creates: the camelCase names the
+#: installed SDKs declare as output getters (``@pulumi.getter(name=...)`` on the resource class), plus, for
+#: azure-native, ``id``: its outputs are the ARM response body mapped to SDK names, ``id`` included
+#: (pulumi/pulumi-azure-native ``provider/pkg/provider/provider.go`` Create -> ``ResponseBodyToSdkOutputs``;
+#: a recorded state showing ``id``/``name``/``type`` among the outputs:
+#: ``provider/pkg/provider/testdata/recorded/TestProviderUpgrade/upgrade-keyvault/2.76.0/stack.json`` at
+#: f27a6a5d5424c5caeadecbf2511138fcfc2e839c). SDK files (pulumi-azure-native 3.29.0, pulumi-command 1.2.1,
+#: pulumi-kubernetes 4.34.2): ``pulumi_azure_native/dashboard/managed_private_endpoint.py`` (API 2024-10-01),
+#: ``dashboard/grafana.py`` (2024-10-01), ``monitor/azure_monitor_workspace.py`` (2023-04-03),
+#: ``authorization/role_assignment.py`` (2022-04-01), ``kubernetesconfiguration/extension.py`` (2023-05-01),
+#: ``pulumi_command/local/command.py``, ``pulumi_kubernetes/helm/v3/release.py``. tests/test_policy.py checks
+#: each list against those classes. Not listed: the secret ``__inputs`` pulumi-kubernetes adds to a Release's
+#: state (``checkpointRelease``); no SDK declares it and no rule reads it.
+OUTPUTS: dict[str, tuple[str, ...]] = {
+    "azure-native:dashboard:ManagedPrivateEndpoint": _ARM + (
+        "connectionState", "groupIds", "location", "privateLinkResourceId", "privateLinkResourceRegion",
+        "privateLinkServicePrivateIP", "privateLinkServiceUrl", "provisioningState", "requestMessage", "tags"),
+    "azure-native:dashboard:Grafana": _ARM + ("identity", "location", "properties", "sku", "tags"),
+    "azure-native:monitor:AzureMonitorWorkspace": _ARM + (
+        "accountId", "defaultIngestionSettings", "etag", "location", "metrics", "privateEndpointConnections",
+        "provisioningState", "publicNetworkAccess", "tags"),
+    "azure-native:authorization:RoleAssignment": _ARM + (
+        "condition", "conditionVersion", "createdBy", "createdOn", "delegatedManagedIdentityResourceId",
+        "description", "principalId", "principalType", "roleDefinitionId", "scope", "updatedBy", "updatedOn"),
+    "azure-native:kubernetesconfiguration:Extension": _ARM + (
+        "aksAssignedIdentity", "autoUpgradeMinorVersion", "configurationProtectedSettings", "configurationSettings",
+        "currentVersion", "customLocationSettings", "errorInfo", "extensionType", "identity", "isSystemExtension",
+        "packageUri", "plan", "provisioningState", "releaseTrain", "scope", "statuses", "version"),
+    "command:local:Command": (
+        "addPreviousOutputInEnv", "archive", "archivePaths", "assetPaths", "assets", "create", "delete", "dir",
+        "environment", "interpreter", "logging", "stderr", "stdin", "stdout", "triggers", "update"),
+    "kubernetes:helm.sh/v3:Release": (
+        "allowNullValues", "atomic", "chart", "cleanupOnFail", "createNamespace", "dependencyUpdate", "description",
+        "devel", "disableCRDHooks", "disableOpenapiValidation", "disableWebhooks", "forceUpdate", "keyring", "lint",
+        "manifest", "maxHistory", "name", "namespace", "postrender", "recreatePods", "renderSubchartNotes", "replace",
+        "repositoryOpts", "resetValues", "resourceNames", "reuseValues", "skipAwait", "skipCrds", "status",
+        "takeOwnership", "timeout", "valueYamlFiles", "values", "verify", "version", "waitForJobs"),
+}
+
+#: Outputs a provider reports as unknown when it previews a create, for the providers that do not mark every
+#: output it cannot copy from an input (azure-native does: see :func:`preview_outputs`).
+#: pulumi-command v1.2.1 ``provider/pkg/provider/local/commandController.go`` Create returns its inputs when
+#: previewing, and pulumi-go-provider v1.3.0 ``infer/resource.go`` (``markComputed``) marks each output that
+#: does not mirror an input computed: ``stdout``, ``stderr``. pulumi-kubernetes
+#: ``provider/pkg/provider/helm_release.go`` (94977969d64112b04e19945818a7d5d5f38f631d) ``checkpointRelease``:
+#: the inputs, with ``status`` and ``resourceNames`` computed.
+PREVIEW_COMPUTED: dict[str, tuple[str, ...]] = {
+    "command:local:Command": ("stderr", "stdout"),
+    "kubernetes:helm.sh/v3:Release": ("resourceNames", "status"),
+}
+
+
+def preview_outputs(type_: str, inputs: Mapping[str, Any]) -> Optional[dict]:
+    """Outputs the engine records for a resource of ``type_`` that a preview creates, from its ``inputs`` in
+    the wire format; None for a type not in :data:`OUTPUTS` (the caller keeps the inputs: the engine's own
+    fallback for a provider without previews, pulumi/pulumi v3.230.0
+    ``sdk/go/common/resource/plugin/provider_plugin.go`` Create).
+
+    The engine keeps what the provider's Create returns with ``preview=true`` (v3.230.0
+    ``pkg/resource/deploy/step.go`` CreateStep.Apply). azure-native returns every output property, the
+    input of the same SDK name where there is one and unknown otherwise, so ``id``, ``name`` and ``type``
+    are unknown and input-only properties (``workspaceName``, ``resourceGroupName``) are gone
+    (pulumi-azure-native ``provider/pkg/convert/previewOutputs.go`` at
+    604cfd525f965477da629fdb2474063bdce7d798, called from ``provider/pkg/provider/provider.go`` Create).
+    Simplified: an object input is kept whole, where azure-native would add unknowns for its missing nested
+    response properties. The other providers: their inputs, plus :data:`PREVIEW_COMPUTED` unknown. Unknowns
+    are the engine's sentinel (:data:`pulumi.runtime.rpc.UNKNOWN`), as pulumi-policy's analyzer receives them.
+    """
+    names = OUTPUTS.get(type_)
+    if names is None:
+        return None
+    if type_ not in PREVIEW_COMPUTED:
+        return {name: inputs.get(name, UNKNOWN) for name in names}
+    return {**{k: v for k, v in inputs.items() if k in names}, **dict.fromkeys(PREVIEW_COMPUTED[type_], UNKNOWN)}
+
+
+def _arm(rid: str, name: str, arm_type: str, api_version: str) -> dict:
+    return {"id": rid, "name": name, "type": arm_type, "azureApiVersion": api_version, "systemData": _system_data()}
+
+
 def resource_state(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dict]:
-    """(id, outputs) the engine would report after creating a resource of ``type_``."""
-    state = dict(inputs)
+    """(id, outputs) a provider reports after creating a resource of ``type_`` (what the mocks return to the
+    program, and what the engine records for ``pulumi up``): inputs of an output's name copied, computed
+    outputs canned, and for a type in :data:`OUTPUTS` nothing else (input-only properties such as an MPE's
+    ``workspaceName`` are not outputs). Providers and other types: the inputs."""
+    rid, computed = _created(type_, name, inputs)
+    state = {**inputs, **computed}
+    if type_ in OUTPUTS:
+        state = {key: value for key, value in state.items() if key in OUTPUTS[type_]}
+    return rid, state
+
+
+def _created(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dict]:
+    """(id, computed outputs) of a created resource of ``type_``."""
+    location = inputs.get("location", "eastus2")
     if type_ == "azure-native:kubernetesconfiguration:Extension":
-        rid = (
-            cluster_id(inputs["resourceGroupName"], inputs["clusterName"])
-            + f"/providers/Microsoft.KubernetesConfiguration/extensions/{inputs.get('extensionName', name)}"
-        )
-        state.update(
-            {
-                "id": rid,
-                "name": inputs.get("extensionName", name),
-                "provisioningState": "Succeeded",
-                "currentVersion": inputs.get("version") or "0.46.0",
-                "isSystemExtension": False,
-            }
-        )
-        return rid, state
+        extension = inputs.get("extensionName", name)
+        rid = (cluster_id(inputs["resourceGroupName"], inputs["clusterName"])
+               + f"/providers/Microsoft.KubernetesConfiguration/extensions/{extension}")
+        return rid, {**_arm(rid, extension, "Microsoft.KubernetesConfiguration/extensions", "2023-05-01"),
+                     "provisioningState": "Succeeded", "currentVersion": inputs.get("version") or "0.46.0",
+                     "isSystemExtension": False, "statuses": []}
     if type_ == "kubernetes:helm.sh/v3:Release":
         release, namespace = inputs.get("name", name), inputs.get("namespace", "default")
-        state["status"] = {
-            "name": release,
-            "namespace": namespace,
-            "chart": "pyroscope",
-            "version": inputs.get("version", ""),
-            "appVersion": "1.14.1",
-            "revision": 1,
-            "status": "deployed",
-        }
-        return f"{namespace}/{release}", state
+        status = {"name": release, "namespace": namespace, "chart": "pyroscope", "version": inputs.get("version", ""),
+                  "appVersion": "1.14.1", "revision": 1, "status": "deployed"}
+        return f"{namespace}/{release}", {"status": status}
     if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
-        rid = (
-            f"{grafana_id(inputs['resourceGroupName'], inputs['workspaceName'])}"
-            f"/managedPrivateEndpoints/{inputs.get('managedPrivateEndpointName', name)}"
-        )
+        endpoint = inputs.get("managedPrivateEndpointName", name)
+        rid = f"{grafana_id(inputs['resourceGroupName'], inputs['workspaceName'])}/managedPrivateEndpoints/{endpoint}"
         # As created: the connection on the PLS is Pending and there is no private IP yet.
-        state.update({"id": rid, "provisioningState": "Succeeded", "privateLinkServicePrivateIP": "",
-                      "connectionState": {"status": "Pending", "description": ""}})
-        return rid, state
+        return rid, {**_arm(rid, endpoint, "Microsoft.Dashboard/grafana/managedPrivateEndpoints", "2024-10-01"),
+                     "provisioningState": "Succeeded", "privateLinkServicePrivateIP": "",
+                     "connectionState": {"status": "Pending", "description": ""}}
     if type_ == "azure-native:dashboard:Grafana":
-        rg, name = inputs["resourceGroupName"], inputs.get("workspaceName", name)
-        rid = grafana_id(rg, name)
-        answer = grafana({"resourceGroupName": rg, "workspaceName": name}, inputs.get("location", "eastus2"))
-        state.update({"id": rid, "identity": answer["identity"],
-                      "properties": {**(inputs.get("properties") or {}), "endpoint": answer["properties"]["endpoint"],
-                                     "provisioningState": "Succeeded"}})
-        return rid, state
+        rg, workspace = inputs["resourceGroupName"], inputs.get("workspaceName", name)
+        answer = grafana({"resourceGroupName": rg, "workspaceName": workspace}, location)
+        properties = {**(inputs.get("properties") or {}), "endpoint": answer["properties"]["endpoint"],
+                      "provisioningState": "Succeeded"}
+        return answer["id"], {**_arm(answer["id"], workspace, answer["type"], "2024-10-01"),
+                              "identity": answer["identity"], "properties": properties}
     if type_ == "azure-native:monitor:AzureMonitorWorkspace":
-        rg, name = inputs["resourceGroupName"], inputs.get("azureMonitorWorkspaceName", name)
-        rid = monitor_workspace_id(rg, name)
-        state.update({"id": rid, "metrics": monitor_workspace({"resourceGroupName": rg, "azureMonitorWorkspaceName": name},
-                                                              inputs.get("location", "eastus2"))["metrics"]})
-        return rid, state
+        rg, workspace = inputs["resourceGroupName"], inputs.get("azureMonitorWorkspaceName", name)
+        answer = monitor_workspace({"resourceGroupName": rg, "azureMonitorWorkspaceName": workspace}, location)
+        return answer["id"], {**answer, **_arm(answer["id"], workspace, answer["type"], "2023-04-03"),
+                              "etag": f'"{guid("amw-etag", rg, workspace)}"', "privateEndpointConnections": []}
     if type_ == "azure-native:authorization:RoleAssignment":
-        rid = f"{inputs['scope']}/providers/Microsoft.Authorization/roleAssignments/{inputs.get('roleAssignmentName', name)}"
-        return rid, {**state, "id": rid}
+        assignment = inputs.get("roleAssignmentName", name)
+        rid = f"{inputs['scope']}/providers/Microsoft.Authorization/roleAssignments/{assignment}"
+        by = guid("deployer-object")
+        return rid, {**_arm(rid, assignment, "Microsoft.Authorization/roleAssignments", "2022-04-01"),
+                     "createdBy": by, "createdOn": "2026-11-30T12:00:00.0000000Z", "updatedBy": by,
+                     "updatedOn": "2026-11-30T12:00:00.0000000Z"}
     if type_ == "command:local:Command":
-        state.update({"stdout": "", "stderr": ""})  # the scripts print their result; nothing runs here
-        return guid("command", name), state
+        return guid("command", name), {"stdout": "", "stderr": ""}  # the scripts print their result; nothing runs here
     if type_.startswith("pulumi:providers:"):
-        return guid("provider", type_, name), state
-    return f"{name}-id", state
+        return guid("provider", type_, name), {}
+    return f"{name}-id", {}

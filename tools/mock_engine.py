@@ -92,6 +92,9 @@ class Resource:
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     wire: dict = field(default_factory=dict)  # inputs in the wire format (secrets still marked), for policies
     replace_with: list[str] = field(default_factory=list)  # the replaceWith option: replaced when these are
+    #: Outputs in the wire format as the (mocked) provider returned them: the state after ``pulumi up``
+    #: (:func:`tools.canned.resource_state`); None for default providers, which no mock creates.
+    outputs: Optional[dict] = None
 
     def to_json(self) -> dict:
         return {
@@ -231,11 +234,14 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         """Reads (StackReference) are recorded like registrations: the engine keeps them in state too."""
         self._thread_loop()
         raw = json_format.MessageToDict(request.properties, preserving_proto_field_name=True)
-        self.recorded.append(Resource(
+        resource = Resource(
             urn=self.make_urn(request.parent, request.type, request.name), type=request.type, name=request.name,
             custom=True, parent=request.parent or None, provider=request.provider.rsplit("::", 1)[0] or None,
-            inputs=plain(raw), dependencies=sorted(set(request.dependencies)), options=_options(None), wire=raw))
-        return super().ReadResource(request)
+            inputs=plain(raw), dependencies=sorted(set(request.dependencies)), options=_options(None), wire=raw)
+        self.recorded.append(resource)
+        response = super().ReadResource(request)
+        resource.outputs = json_format.MessageToDict(response.properties, preserving_proto_field_name=True)
+        return response
 
     def close(self) -> None:
         for loop in self.thread_loops:
@@ -270,25 +276,26 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         provider = request.provider.rsplit("::", 1)[0] if request.provider else None
         if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
             provider = self._default_provider(request.type, request.version)
-        self.recorded.append(
-            Resource(
-                urn=urn,
-                type=request.type,
-                name=request.name,
-                custom=bool(request.custom),
-                parent=request.parent or None,
-                provider=provider,
-                inputs=plain(raw),
-                dependencies=sorted(set(request.dependencies)),  # the SDK gathers them from a set: any order
-                options=_options(request),
-                property_dependencies={
-                    key: list(value.urns) for key, value in request.propertyDependencies.items()
-                },
-                wire=raw,
-                replace_with=sorted(request.replace_with),
-            )
+        resource = Resource(
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            custom=bool(request.custom),
+            parent=request.parent or None,
+            provider=provider,
+            inputs=plain(raw),
+            dependencies=sorted(set(request.dependencies)),  # the SDK gathers them from a set: any order
+            options=_options(request),
+            property_dependencies={
+                key: list(value.urns) for key, value in request.propertyDependencies.items()
+            },
+            wire=raw,
+            replace_with=sorted(request.replace_with),
         )
-        return super().RegisterResource(request)
+        self.recorded.append(resource)
+        response = super().RegisterResource(request)
+        resource.outputs = json_format.MessageToDict(response.object, preserving_proto_field_name=True)
+        return response
 
 
 def _options(request) -> dict:

@@ -15,8 +15,10 @@ SIMULATED (see :mod:`tools.mock_engine` and :mod:`tools.canned`). Output reads l
 
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered.
-``--policy [--policy-config FILE]`` also runs the policy pack over the plan and prints its violations like
-the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit status 1.
+``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
+prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
+status 1. The mode says which outputs the stack policy sees (:mod:`tools.policy_check`): ``preview`` (default,
+as ``pulumi preview --policy-pack`` on a first preview: computed outputs unknown) or ``up`` (after ``pulumi up``).
 """
 
 from __future__ import annotations
@@ -186,6 +188,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--policy", action="store_true",
                         help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory violation")
     parser.add_argument("--policy-config", metavar="FILE", help="policy pack config (JSON), as for --policy-pack-config")
+    parser.add_argument("--policy-mode", choices=["preview", "up"], default="preview",
+                        help="outputs the stack policy sees: a first preview's (default) or those after pulumi up")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config key (bare keys are in the project namespace); repeatable")
     form = parser.add_mutually_exclusive_group()
@@ -203,7 +207,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from tools import policy_check
 
             pack_config = policy_check.load_pack_config(args.policy_config) if args.policy_config else {}
-            violations = policy_check.evaluate(plan, pack_config)
+            violations = policy_check.evaluate(plan, pack_config, args.policy_mode)
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,8 +1,28 @@
 """Run the policy pack's rules (policy/rules.py) over an offline plan, as `pulumi preview --policy-pack`
 would over a real preview. SIMULATED: the analyzer host. Real: the rules, pulumi-policy's own argument
 types, and what its analyzer does to properties before a rule sees them (``deserialize_properties`` without
-the secret marker, then ``unknown_checking_proxy``; a rule that reads a value not known yet is skipped for
-that resource).
+the secret marker, then ``unknown_checking_proxy``).
+
+What each kind of policy sees, as in the engine (pulumi/pulumi v3.230.0
+``pkg/resource/deploy/step_generator.go``): resource policies (``Analyze``) each resource's checked
+*inputs*; stack policies (``AnalyzeStack``, run once the deployment's steps are done) each resource's
+*outputs* as recorded in the deployment. :data:`MODES` picks which outputs (:func:`stack_properties`):
+
+- ``"preview"`` (the default; what ``pulumi preview --policy-pack`` sees on a stack's first preview): for a
+  resource being created, what the provider's Create returned with ``preview=true``, which the engine keeps
+  as the outputs (v3.230.0 ``pkg/resource/deploy/step.go`` CreateStep.Apply): the inputs an output mirrors,
+  and unknown computed outputs (:func:`tools.canned.preview_outputs`). For azure-native that means no
+  ``workspaceName``, and ``id``/``name`` unknown.
+- ``"up"`` (what ``pulumi up --policy-pack`` sees at the end of a first ``up``): the outputs the mocked
+  providers returned (:func:`tools.canned.resource_state`).
+
+Both modes show the plan's inputs as after ``pulumi up`` (an input a real first preview does not know yet,
+because it derives from another resource's computed output, is known here). Component resources' properties
+are empty (the engine has their registered outputs; no rule reads them); the stack resource is left out.
+
+A rule that reads a value not known yet stops there, and the analyzer reports an advisory "can't run policy
+... during preview" instead of that rule's verdict, for resource and stack policies alike (pulumi-policy 1.21.0
+``pulumi_policy/policy.py``, ``Analyze``/``AnalyzeStack``: ``except UnknownValueError``); so do we.
 
 Pack config follows CrossGuard's format: ``{"<policy>": "advisory"|"mandatory"|"remediate"|"disabled"}``
 or ``{"<policy>": {"enforcementLevel": ..., <the policy's config properties>}}``, and ``"all"`` sets the
@@ -34,9 +54,12 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policy import rules
+from tools import canned
 from tools.mock_engine import Plan, Resource
 
 PACK_VERSION = "0.1.0"
+#: ``"preview"``: stack policies see a first preview's outputs; ``"up"``: the outputs after ``pulumi up``.
+MODES = ("preview", "up")
 
 
 @dataclass(frozen=True)
@@ -95,29 +118,52 @@ def _options(resource: Resource) -> PolicyResourceOptions:
         additional_secret_outputs=[], parent=resource.parent)
 
 
-def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None) -> list[Violation]:
-    """Every violation the pack reports for ``plan`` (resources in plan order, then stack policies)."""
+def stack_properties(resource: Resource, mode: str = "preview") -> dict:
+    """The properties (wire format) the engine hands stack policies for ``resource`` in ``mode`` (see the
+    module docstring): a resource being created in a preview gets :func:`tools.canned.preview_outputs` of
+    its inputs; otherwise, the outputs the (mocked) provider returned, or the inputs where none did (default
+    providers: a provider's outputs are its inputs)."""
+    if mode == "preview" and resource.custom:
+        shaped = canned.preview_outputs(resource.type, resource.wire)
+        if shaped is not None:
+            return shaped
+    return resource.outputs if resource.outputs is not None else resource.wire
+
+
+def _policy_resources(subjects: list[Resource], props_of) -> dict[str, PolicyResource]:
+    """urn -> PolicyResource with ``props_of(resource)`` as the analyzer hands them over, parents and
+    dependencies linked as in pulumi-policy's ``AnalyzeStack``."""
+    by_urn = {r.urn: PolicyResource(r.type, unknown_checking_proxy(deserialize_properties(props_of(r))), r.urn,
+                                    r.name, _options(r), None, None, [], {}) for r in subjects}
+    for resource in subjects:
+        by_urn[resource.urn].dependencies = [by_urn[d] for d in resource.dependencies if d in by_urn]
+        by_urn[resource.urn].parent = by_urn.get(resource.parent or "")
+    return by_urn
+
+
+def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: str = "preview",
+             policies: Optional[list] = None) -> list[Violation]:
+    """Every violation the pack reports for ``plan`` (resources in plan order, then stack policies), stack
+    policies seeing the outputs of ``mode`` (:data:`MODES`). ``policies``: the rules to run (default
+    :data:`policy.rules.POLICIES`). Raises PolicyConfigError for a bad pack config, ValueError for a bad mode."""
+    if mode not in MODES:
+        raise ValueError(f"--policy-mode: expected one of {', '.join(MODES)} (got {mode!r})")
+    policies = rules.POLICIES if policies is None else policies
     pack_config = dict(pack_config or {})
-    names = {p.name for p in rules.POLICIES}
+    names = {p.name for p in policies}
     unknown = sorted(set(pack_config) - names - {"all"})
     if unknown:
         raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
-    settings = {p.name: policy_settings(p, pack_config) for p in rules.POLICIES}
+    settings = {p.name: policy_settings(p, pack_config) for p in policies}
 
     def run() -> list[Violation]:
         set_all_config(plan.config, plan.secret_keys)
-        pulumi.runtime.configure(pulumi.runtime.Settings(project=plan.project, stack=plan.stack, dry_run=True))
+        pulumi.runtime.configure(pulumi.runtime.Settings(project=plan.project, stack=plan.stack, dry_run=mode == "preview"))
         found: list[Violation] = []
         subjects = [r for r in plan.resources if r.type != "pulumi:pulumi:Stack"]
-        by_urn: dict[str, PolicyResource] = {}
-        for resource in subjects:
-            props = unknown_checking_proxy(deserialize_properties(resource.wire))
-            by_urn[resource.urn] = PolicyResource(resource.type, props, resource.urn, resource.name, _options(resource),
-                                                  None, None, [], {})
-        for resource in subjects:
-            by_urn[resource.urn].dependencies = [by_urn[d] for d in resource.dependencies if d in by_urn]
-            by_urn[resource.urn].parent = by_urn.get(resource.parent or "")
-        for policy in rules.POLICIES:
+        checked = _policy_resources(subjects, lambda r: r.wire)
+        final = _policy_resources(subjects, lambda r: stack_properties(r, mode))
+        for policy in policies:
             level, config = settings[policy.name]
             if level == "disabled":
                 continue
@@ -127,26 +173,32 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None) -> lis
                 found.append(Violation(policy.name, level, policy.description, message,
                                        target.urn if target else urn, f"{target.type}: {target.name}" if target else ""))
 
-            try_validate = _skipping_unknowns
+            def cannot_run(message: str) -> None:
+                found.append(Violation(policy.name, "advisory", policy.description, message, None, ""))
+
             if isinstance(policy, ResourceValidationPolicy):
                 for resource in subjects:
-                    subject = by_urn[resource.urn]
+                    subject = checked[resource.urn]
                     args = ResourceValidationArgs(resource.type, subject.props, resource.urn, resource.name,
                                                   subject.opts, None, config, {})
-                    try_validate(policy, args, lambda message, urn=None, s=resource: report(message, urn, subject=s))
+                    _skipping_unknowns(policy, args, lambda message, urn=None, s=resource: report(message, urn, subject=s),
+                                       cannot_run)
             else:
-                try_validate(policy, StackValidationArgs(list(by_urn.values()), config, {}), report)
+                _skipping_unknowns(policy, StackValidationArgs(list(final.values()), config, {}), report, cannot_run)
         return found
 
     return contextvars.Context().run(run)
 
 
-def _skipping_unknowns(policy, args, report) -> None:
-    """The analyzer's handling: a rule that reads a value not known yet is not applied to that resource."""
+def _skipping_unknowns(policy, args, report, on_unknown=None) -> None:
+    """The analyzer's handling: a rule that reads a value not known yet stops; ``on_unknown`` gets the
+    advisory message the analyzer reports instead (pulumi-policy 1.21.0 ``policy.py``)."""
     try:
         policy.validate(args, report)
-    except UnknownValueError:
-        pass
+    except UnknownValueError as error:
+        if on_unknown:
+            on_unknown(f"can't run policy '{policy.name}' from policy pack '{rules.PACK_NAME}@v{PACK_VERSION}' "
+                       f"during preview: {error.message}")
 
 
 def render(violations: list[Violation]) -> str:
