@@ -1,7 +1,7 @@
 """Who allocates the GPU memory: the flame-graph reading recipe as a command.
 
     python -m tools.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
-                             [--hide-trampolines] [--json]
+                             [--hide-trampolines] [--json] [--svg FILE]
     python -m tools.hotspots --from-file RESPONSE.json [...]
 
 Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``az rest`` with the Azure
@@ -11,7 +11,8 @@ query (``queryType`` profile, ``profileTypeId`` ``process_cpu:malloc:bytes::``, 
 README's guide does: per function, *self* (what it allocated itself) and *total* (with everything it
 called; a recursive function is counted once per stack), the widest self allocators with their heaviest
 call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of the root,
-no self), which are the path and not the cause.
+no self), which are the path and not the cause. ``--svg FILE`` also writes the frame as a self-contained
+SVG flame graph (``flame_svg``: width = total, self on hover, the ``--top`` self allocators highlighted).
 
 Grafana's flame-graph data frame (the Pyroscope datasource's answer): fields ``level``, ``value`` (total),
 ``self`` and ``label`` in nested-set order (depth-first, a node's children right after it, one level
@@ -26,6 +27,8 @@ import json
 import math
 import re
 import sys
+import xml.etree.ElementTree as ET
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -33,6 +36,7 @@ from typing import Any, Optional, Sequence
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 TRAMPOLINE = "<interpreter trampoline>"
 ORCHESTRATOR_SHARE = 0.10
+TITLE = "GPU memory allocations"
 LEGEND = """Legend: self = memory the function allocated itself; total = with everything it called.
   Class.method / Class.__init__  a method (Python qualname); a bare name is a module-level function.
   <interpreter trampoline>       CPython's own frames between Python calls: overhead, not your code.
@@ -212,7 +216,7 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
     }
 
 
-def render(result: dict, title: str = "GPU memory allocations") -> str:
+def render(result: dict, title: str = TITLE) -> str:
     unit, total = result["unit"], result["total"]
     lines = [f"{title}: {human(total, unit)} in all"]
     if not total:
@@ -231,6 +235,131 @@ def render(result: dict, title: str = "GPU memory allocations") -> str:
     lines += [f"  - {name}" for name in result["orchestrators"]] or ["  (none)"]
     lines += ["", LEGEND]
     return "\n".join(lines)
+
+
+# --- the picture -------------------------------------------------------------------------------------
+
+SVG_NS = "http://www.w3.org/2000/svg"
+SVG_WIDTH = 1200  # px, the whole picture; the graph spans it less SVG_MARGIN on each side
+SVG_MARGIN = 10  # px
+ROW = 18  # px per stack level; a frame is ROW - 1 high (one pixel between levels)
+FONT_SIZE = 11  # px, frame and legend labels, monospace
+CHAR_WIDTH = 0.62 * FONT_SIZE  # px per character, with slack over monospace advances (DejaVu Sans Mono, Menlo 0.60 em)
+TEXT_PAD = 3  # px between a box's edges and its text
+MIN_FRAME_WIDTH = 0.1  # px: narrower frames, and so their callees, are left out (as flamegraph.pl does)
+HIGHLIGHT_FILL = "#1d4ed8"  # the top self allocators: blue among warm colours
+QUIET_FILL = "#d4d4d8"  # the root and CPython's trampolines: not your code
+MONOSPACE = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
+SANS = "'DejaVu Sans', Helvetica, Arial, sans-serif"
+
+
+def _px(value: float) -> str:
+    """A coordinate as SVG text: rounded to 0.01 px, no trailing zeros."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def fit_label(text: str, width: float) -> str:
+    """``text`` as it fits a box ``width`` px wide (TEXT_PAD each side, CHAR_WIDTH per character): whole,
+    cut with a trailing '…', or '' when fewer than three characters would fit."""
+    room = int((width - 2 * TEXT_PAD) // CHAR_WIDTH)
+    if room >= len(text):
+        return text
+    return text[:room - 1] + "…" if room >= 3 else ""
+
+
+def _warm_fill(label: str) -> str:
+    """A warm colour (red to yellow) picked by the name, stable across runs (CRC-32, not hash())."""
+    h = zlib.crc32(label.encode("utf-8"))
+    return f"#{215 + (h & 0xFF) * 40 // 255:02x}{90 + (h >> 8 & 0xFF) * 130 // 255:02x}{40 + (h >> 16 & 0xFF) * 40 // 255:02x}"
+
+
+def _share(amount: int, total: int) -> str:
+    return f"{100.0 * amount / total:.1f} %"
+
+
+def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
+    """The profile as a self-contained SVG flame graph: UTF-8 bytes, the same for the same profile.
+
+    Drawn as Grafana's panel draws it, an icicle: the root ("total") on top, each function's callees below
+    it, left-aligned in frame order, its own self the rest of its width. Width SVG_WIDTH px; a frame's width
+    is proportional to its total (the root spans SVG_WIDTH - 2 * SVG_MARGIN); x and width are rounded to
+    0.01 px. Each frame is a ``<g class="frame">`` holding a ``<title>`` (shown on hover: the name, then self
+    and total in the profile's unit as ``human`` writes them, each with its share of the root), a ``<rect>``
+    and, where at least three characters fit, a ``<text>`` cut to the box (``fit_label``). Frames narrower
+    than MIN_FRAME_WIDTH px are left out with their callees. The frames with self > 0 of report()'s ``top``
+    self allocators are filled HIGHLIGHT_FILL, and a legend below the graph ranks those functions; the root
+    and ``<interpreter trampoline>`` frames are grey, the others warm colours picked by name. The heading
+    states the root total. An empty profile gives the heading and a "no allocations" line. Raises
+    FrameError when a frame's callees add up to more than its own total (they could not fit under it).
+    """
+    total, unit = profile.total, profile.unit
+    heading = f"{title}: {human(total, unit)} in all"
+    graph_width = SVG_WIDTH - 2 * SVG_MARGIN
+    graph_top = 56
+    frames: list[tuple[Node, float, float]] = []  # (node, x, width) in nested-set order
+    offsets: dict[int, int] = {}  # id(node) -> its left edge, in the profile's unit from the root's left edge
+    used: dict[int, int] = {}  # id(node) -> what its callees laid out so far take of it
+    for node in profile.nodes if total else []:
+        if node.parent is None:
+            offset = 0
+        elif id(node.parent) not in offsets:
+            continue  # the parent was too narrow to draw
+        else:
+            offset = offsets[id(node.parent)] + used[id(node.parent)]
+            used[id(node.parent)] += node.value
+            if used[id(node.parent)] > node.parent.value:
+                raise FrameError(f"{node.parent.label!r}: its callees' totals add up to more than its own total")
+        width = graph_width * node.value / total
+        if width < MIN_FRAME_WIDTH:
+            continue
+        offsets[id(node)], used[id(node)] = offset, 0
+        frames.append((node, SVG_MARGIN + graph_width * offset / total, width))
+    depth = max((node.level for node, _, _ in frames), default=-1) + 1
+    ranked = report(profile, top)["topSelf"] if total else []
+    highlighted = {entry["function"] for entry in ranked}
+    legend_top = graph_top + depth * ROW + 24
+    height = legend_top + (len(ranked) + 1) * 18 + 6 if ranked else graph_top + depth * ROW + 10
+
+    svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(SVG_WIDTH), "height": str(height),
+                             "viewBox": f"0 0 {SVG_WIDTH} {height}", "font-family": SANS})
+    ET.SubElement(svg, "title").text = heading
+    ET.SubElement(svg, "style").text = (".frame rect { stroke: #ffffff; stroke-width: 1; }"  # a line between boxes
+                                        " .frame:hover rect { stroke: #111111; }"
+                                        " .frame text { pointer-events: none; }")
+    ET.SubElement(svg, "rect", {"width": "100%", "height": "100%", "fill": "#ffffff"})
+    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "24", "font-size": "17", "font-weight": "bold",
+                                "fill": "#111111"}).text = heading
+    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "44", "font-size": "12", "fill": "#555555"}).text = (
+        "Callers above callees; a frame's width is its total (self + callees). Hover a frame for its self and total."
+        if frames else "No allocations in this profile (is a GPU workload running, and the time range right?).")
+    graph = ET.SubElement(svg, "g", {"font-family": MONOSPACE, "font-size": str(FONT_SIZE)})
+    for node, x, width in frames:
+        top_self = node.label in highlighted and node.self > 0
+        fill = HIGHLIGHT_FILL if top_self else QUIET_FILL if node.level == 0 or node.label == TRAMPOLINE else _warm_fill(node.label)
+        group = ET.SubElement(graph, "g", {"class": "frame"})
+        ET.SubElement(group, "title").text = (f"{node.label}\nself {human(node.self, unit)} ({_share(node.self, total)})"
+                                              f"\ntotal {human(node.value, unit)} ({_share(node.value, total)})")
+        y = graph_top + node.level * ROW
+        ET.SubElement(group, "rect", {"x": _px(x), "y": str(y), "width": _px(width), "height": str(ROW - 1),
+                                      "rx": "2", "fill": fill})
+        label = fit_label(node.label, float(_px(width)))
+        if label:
+            ET.SubElement(group, "text", {"x": _px(x + TEXT_PAD), "y": str(y + 12),
+                                          "fill": "#ffffff" if top_self else "#1a1a1a"}).text = label
+    if ranked:
+        legend = ET.SubElement(svg, "g", {"font-size": "12", "fill": "#111111"})
+        ET.SubElement(legend, "text", {"x": str(SVG_MARGIN), "y": str(legend_top)}).text = (
+            f"Top {len(ranked)} self allocators, highlighted: start here. Grey: the root and CPython's trampolines.")
+        for rank, entry in enumerate(ranked, 1):
+            y = legend_top + rank * 18
+            ET.SubElement(legend, "rect", {"x": str(SVG_MARGIN), "y": str(y - 11), "width": "12", "height": "12",
+                                           "rx": "2", "fill": HIGHLIGHT_FILL})
+            line = (f"{rank}. {entry['function']}: self {human(entry['self'], unit)} ({_share(entry['self'], total)}),"
+                    f" total {human(entry['total'], unit)}")
+            ET.SubElement(legend, "text", {"x": str(SVG_MARGIN + 18), "y": str(y), "font-family": MONOSPACE}).text = (
+                fit_label(line, graph_width - 18))
+    ET.indent(svg)
+    return ET.tostring(svg, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
 # --- the query ---------------------------------------------------------------------------------------
@@ -284,6 +413,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
     parser.add_argument("--hide-trampolines", action="store_true", help=f"fold {TRAMPOLINE} frames out of the chains and lists")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--svg", metavar="FILE", help="also write the flame graph as a self-contained SVG (the --top "
+                        "self allocators highlighted; hover a frame for self and total)")
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
         print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)
@@ -300,10 +431,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         else:
             response = fetch(args.stack, args.outputs_file,
                              {"namespace": args.namespace, "pod": args.pod, "since": args.since})
-        result = report(parse_frame(find_frame(response)), args.top, args.hide_trampolines)
+        profile = parse_frame(find_frame(response))
+        result = report(profile, args.top, args.hide_trampolines)
+        picture = flame_svg(profile, args.top) if args.svg else None
     except ValueError as error:  # FrameError, OutputsError: one line
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if picture is not None:
+        try:
+            Path(args.svg).write_bytes(picture)
+        except OSError as error:
+            print(f"error: --svg: cannot write {args.svg}: {error.strerror or error}", file=sys.stderr)
+            return 2
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 
