@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -250,3 +251,196 @@ def test_very_deep_stacks():
     result = hotspots.report(hotspots.parse_frame(deep))
     assert result["topSelf"][0]["function"] == "leaf" and len(result["topSelf"][0]["stack"]) == depth + 1
     assert {e["function"]: e["total"] for e in result["topTotal"]}["f0"] == 7  # counted once, not 1000 times
+
+
+# --- the SVG flame graph ------------------------------------------------------------------------------
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+EXAMPLE = ROOT / "examples" / "flamegraph-frame.json"
+EXAMPLE_SVG = ROOT / "docs" / "flamegraph-example.svg"
+EXAMPLE_TOP = 3  # the README's command: --top 3 --svg docs/flamegraph-example.svg
+
+
+def example_profile():
+    return hotspots.parse_frame(hotspots.find_frame(json.loads(EXAMPLE.read_text(encoding="utf-8"))))
+
+
+def drawn(document: bytes) -> list[dict]:
+    """The frames of an SVG flame graph, in document order: title, x, y, width, fill, text (or None)."""
+    frames = []
+    for group in ET.fromstring(document).iter(f"{SVG}g"):
+        if group.get("class") != "frame":
+            continue
+        rect, text = group.find(f"{SVG}rect"), group.find(f"{SVG}text")
+        frames.append({"title": group.find(f"{SVG}title").text, "x": float(rect.get("x")), "y": float(rect.get("y")),
+                       "width": float(rect.get("width")), "fill": rect.get("fill"),
+                       "text": None if text is None else text.text})
+    return frames
+
+
+def test_example_frame_is_the_vllm_story():
+    profile = example_profile()
+    assert 30 <= len(profile.nodes) <= 80 and profile.unit == "bytes"
+    top = hotspots.report(profile, 3)["topSelf"]
+    assert [e["function"] for e in top] == [
+        "GPUModelRunner._allocate_kv_cache_tensors", "LlamaMLP.__init__", "LlamaAttention.__init__"]
+    assert hotspots.human(top[0]["self"], "bytes") == "55.1 GiB"
+    assert top[0]["stack"] == ["<unknown>", "<interpreter trampoline>", "<module>", "EngineCoreProc.run_engine_core",
+                               "EngineCore.__init__", "EngineCore._initialize_kv_caches", "Worker.initialize_from_config",
+                               "GPUModelRunner.initialize_kv_cache", "GPUModelRunner._allocate_kv_cache_tensors"]
+    assert {"_compile_fx_inner", "CUDAGraphWrapper.__call__", "0x7f3a9c2d1e40"} <= {n.label for n in profile.nodes}
+
+
+def test_svg_parses_and_states_the_root_total():
+    document = hotspots.flame_svg(hotspots.parse_frame(frame(VLLM)))
+    svg = ET.fromstring(document)
+    assert svg.tag == f"{SVG}svg" and svg.get("width") == str(hotspots.SVG_WIDTH)
+    heading = "GPU memory allocations: 70.9 GiB in all"
+    assert svg.find(f"{SVG}title").text == heading
+    assert heading in [t.text for t in svg.iter(f"{SVG}text")]
+    assert not [e for e in svg.iter() if e.tag in (f"{SVG}script", f"{SVG}image", f"{SVG}a")]  # self-contained
+    assert document == hotspots.flame_svg(hotspots.parse_frame(frame(VLLM, enum=True, extra=True)))  # deterministic
+
+
+@pytest.mark.parametrize("source", ["vllm", "example"])
+def test_svg_widths_are_proportional_to_totals(source):
+    profile = hotspots.parse_frame(frame(VLLM)) if source == "vllm" else example_profile()
+    frames = drawn(hotspots.flame_svg(profile))
+    assert len(frames) == len(profile.nodes)  # all wide enough to draw, in nested-set order
+    box = {id(node): f for node, f in zip(profile.nodes, frames)}
+    root = box[id(profile.root)]
+    assert root["width"] == hotspots.SVG_WIDTH - 2 * hotspots.SVG_MARGIN and root["x"] == hotspots.SVG_MARGIN
+    for node in profile.nodes[1:]:
+        child, parent = box[id(node)], box[id(node.parent)]
+        assert child["width"] == pytest.approx(parent["width"] * node.value / node.parent.value, abs=0.0101), node.label
+        assert child["y"] == parent["y"] + hotspots.ROW
+        assert parent["x"] - 0.01 <= child["x"] and child["x"] + child["width"] <= parent["x"] + parent["width"] + 0.02
+    for node in profile.nodes:  # callees left-aligned under their caller, one after the other
+        left = box[id(node)]["x"]
+        for callee in node.children:
+            assert box[id(callee)]["x"] == pytest.approx(left, abs=0.0101)
+            left += box[id(callee)]["width"]
+
+
+def test_svg_every_frame_has_a_title_with_self_and_total():
+    profile = example_profile()
+    total = profile.total
+    for node, f in zip(profile.nodes, drawn(hotspots.flame_svg(profile))):
+        assert f["title"].split("\n") == [
+            node.label,
+            f"self {hotspots.human(node.self, 'bytes')} ({100 * node.self / total:.1f} %)",
+            f"total {hotspots.human(node.value, 'bytes')} ({100 * node.value / total:.1f} %)"]
+    kv = next(f for f in drawn(hotspots.flame_svg(profile)) if f["title"].startswith("GPUModelRunner._allocate_kv"))
+    assert kv["title"] == "GPUModelRunner._allocate_kv_cache_tensors\nself 55.1 GiB (74.9 %)\ntotal 55.1 GiB (74.9 %)"
+
+
+def test_svg_highlights_the_top_self_allocators_and_only_they():
+    # alloc recurses: only its frames with self are highlighted; b_alloc is third and left out with top=2
+    tree = T("total", 0, T("main", 0, T("alloc", 0, T("alloc", 50)), T("b_alloc", 10), T("a_alloc", 30)))
+    profile = hotspots.parse_frame(frame(tree))
+    document = hotspots.flame_svg(profile, top=2)
+    frames = drawn(document)
+    lit = [f["title"].split("\n")[0] + ("" if "self 0 B" in f["title"] else "+self")
+           for f in frames if f["fill"] == hotspots.HIGHLIGHT_FILL]
+    assert lit == ["alloc+self", "a_alloc+self"]
+    legend = [t.text for t in ET.fromstring(document).iter(f"{SVG}text") if t.text and t.text[:3] in ("1. ", "2. ", "3. ")]
+    assert legend == ["1. alloc: self 50 B (55.6 %), total 50 B", "2. a_alloc: self 30 B (33.3 %), total 30 B"]
+    example = drawn(hotspots.flame_svg(example_profile(), top=EXAMPLE_TOP))
+    assert {f["title"].split("\n")[0] for f in example if f["fill"] == hotspots.HIGHLIGHT_FILL} == {
+        "GPUModelRunner._allocate_kv_cache_tensors", "LlamaMLP.__init__", "LlamaAttention.__init__"}
+    assert sum(f["fill"] == hotspots.HIGHLIGHT_FILL for f in example) == EXAMPLE_TOP
+
+
+def test_fit_label():
+    def width(chars):  # exactly `chars` characters, and a hair more against float rounding
+        return 2 * hotspots.TEXT_PAD + chars * hotspots.CHAR_WIDTH + 1e-9
+
+    assert hotspots.fit_label("LlamaMLP.__init__", width(17)) == "LlamaMLP.__init__"
+    assert hotspots.fit_label("LlamaMLP.__init__", width(17) - 0.01) == "LlamaMLP.__init…"
+    assert hotspots.fit_label("LlamaMLP.__init__", width(3)) == "Ll…"
+    assert hotspots.fit_label("LlamaMLP.__init__", width(3) - 0.01) == ""
+    assert hotspots.fit_label("ab", width(2)) == "ab" and hotspots.fit_label("ab", 0) == ""
+
+
+def test_svg_text_never_overflows_its_box():
+    # DejaVu Sans Mono, the first monospace font named, advances 1233/2048 em; Menlo the same, Consolas less
+    assert hotspots.CHAR_WIDTH >= 1233 / 2048 * hotspots.FONT_SIZE
+    long = "VeryLongModuleName.SomeClassWithALongName.a_method_with_a_long_name"
+    tree = T("total", 0, T(long, 0, *[T(f"{long}_{i}", 2 ** i) for i in range(12)]))
+    for document in (hotspots.flame_svg(hotspots.parse_frame(frame(tree))), hotspots.flame_svg(example_profile())):
+        frames = drawn(document)
+        assert any(f["text"] and f["text"].endswith("…") for f in frames) and any(f["text"] is None for f in frames)
+        for f in frames:
+            label = f["title"].split("\n")[0]
+            room = int((f["width"] - 2 * hotspots.TEXT_PAD) // hotspots.CHAR_WIDTH)
+            if f["text"] is None:
+                assert room < min(3, len(label)), label
+                continue
+            assert len(f["text"]) * hotspots.CHAR_WIDTH + 2 * hotspots.TEXT_PAD <= f["width"], label
+            assert f["text"] == label or (f["text"].endswith("…") and label.startswith(f["text"][:-1]))
+        right = hotspots.SVG_WIDTH - hotspots.SVG_MARGIN
+        for text in ET.fromstring(document).iter(f"{SVG}text"):  # the legend lines too
+            if text.get("font-family") == hotspots.MONOSPACE:
+                assert float(text.get("x")) + len(text.text) * hotspots.CHAR_WIDTH <= right, text.text
+
+
+def test_svg_leaves_out_frames_too_narrow_to_see():
+    tree = T("total", 0, T("main", 0, T("big", 10 ** 9), T("tiny", 0, T("tinier", 10 ** 4))))
+    profile = hotspots.parse_frame(frame(tree))
+    titles = [f["title"].split("\n")[0] for f in drawn(hotspots.flame_svg(profile))]
+    assert titles == ["total", "main", "big"]  # tiny is 0.01 px wide, under MIN_FRAME_WIDTH, and so is its callee
+
+
+def test_svg_of_an_empty_profile():
+    svg = ET.fromstring(hotspots.flame_svg(hotspots.parse_frame(frame(T("total", 0)))))
+    texts = [t.text for t in svg.iter(f"{SVG}text")]
+    assert texts[0] == "GPU memory allocations: 0 B in all" and texts[1].startswith("No allocations in this profile")
+    assert not drawn(ET.tostring(svg))
+
+
+def test_svg_rejects_callees_wider_than_their_caller():
+    bad = frame(T("total", 0, T("main", 0, T("a", 5), T("b", 5))))
+    bad["data"]["values"][1][1] = 7  # main's total below its callees' 10
+    with pytest.raises(hotspots.FrameError, match="'main': its callees' totals add up to more than its own total"):
+        hotspots.flame_svg(hotspots.parse_frame(bad))
+
+
+def test_svg_from_the_example_file_end_to_end(tmp_path):
+    out = tmp_path / "flame.svg"
+    done = cli("--from-file", str(EXAMPLE), "--top", str(EXAMPLE_TOP), "--svg", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("GPU memory allocations: 73.6 GiB in all\n") and done.stderr == ""
+    assert out.read_bytes() == hotspots.flame_svg(example_profile(), EXAMPLE_TOP)
+    assert len(drawn(out.read_bytes())) == len(example_profile().nodes)
+
+
+def test_committed_example_svg_is_what_the_tool_draws():
+    """docs/flamegraph-example.svg cannot go stale: re-render it with the README's command when this fails."""
+    assert EXAMPLE_SVG.read_bytes() == hotspots.flame_svg(example_profile(), EXAMPLE_TOP)
+
+
+def test_svg_unwritable_path_is_one_line(tmp_path):
+    missing = tmp_path / "no-such-folder" / "flame.svg"
+    done = cli("--from-file", str(EXAMPLE), "--svg", str(missing))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"error: --svg: cannot write {missing}: No such file or directory\n"
+    done = cli("--from-file", str(EXAMPLE), "--svg", str(tmp_path))
+    assert done.returncode == 2 and done.stderr == f"error: --svg: cannot write {tmp_path}: Is a directory\n"
+
+
+def test_readme_example_is_the_tool_output_on_the_example_file():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Reading the GPU-memory flame graph", 1)[1].split("\n## ", 1)[0]
+    flat = " ".join(section.split())
+    assert "python -m tools.hotspots --from-file examples/flamegraph-frame.json --top 2 --hide-trampolines" in flat
+    assert f"--top {EXAMPLE_TOP} --svg docs/flamegraph-example.svg" in flat
+    assert "](docs/flamegraph-example.svg)" in section
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    output = cli("--from-file", str(EXAMPLE), "--top", "2", "--hide-trampolines").stdout.splitlines()
+    position = 0
+    for line in shown:  # abridged: every line shown is in the output, in the same order
+        if line.strip() == "...":
+            continue
+        assert line in output[position:], line
+        position = output.index(line, position) + 1
