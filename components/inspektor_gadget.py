@@ -5,7 +5,9 @@ managedClusters`` (azure-native ``kubernetesconfiguration.Extension``), the reso
 create --cluster-type managedClusters --extension-type microsoft.inspektorgadget`` creates. The extension
 runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/metrics``); with
 ``azureMonitor.enabled=true`` it also creates a PodMonitor, which needs the cluster's Azure Monitor metrics
-add-on (checked by ``components.cluster.lookup_cluster`` before this component is built).
+add-on (checked by ``components.cluster.lookup_cluster`` before this component is built). The extension's name is
+fixed by config and azure-native's create refuses one that exists, so it is delete-before-replace (a replacement by
+``pulumi up --replace`` takes its order from the option alone; tools/replacement.py).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class InspektorGadget(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout, delete=timeout),
+                delete_before_replace=True,
             ),
         )
         self.extension_id = self.extension.id

@@ -254,9 +254,9 @@ class CannedMocks(pulumi.runtime.Mocks):
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """A MockMonitor that keeps every RegisterResource request as the engine would record it."""
 
-    def __init__(self, mocks: pulumi.runtime.Mocks, pending: frozenset = frozenset()) -> None:
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
-        self.pending = pending  # URNs being created or replaced: no ID, unknown outputs (see the module docstring)
+        self.pending: frozenset = frozenset()  # URNs being created or replaced: no ID, unknown outputs (module docstring)
         self.recorded: list[Resource] = []
         self.default_providers: dict[str, Resource] = {}
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
@@ -502,7 +502,8 @@ def run(
     values = stack_config.cli_defaults({**values, **overridden})
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs)
-    monitor = RecordingMonitor(mocks, frozenset(pending or ()))
+    monitor = RecordingMonitor(mocks)
+    monitor.pending = frozenset(pending or ())
 
     def evaluate() -> Plan:
         loop = asyncio.new_event_loop()
