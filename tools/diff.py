@@ -186,7 +186,8 @@ def _provider_replaced(old, new, steps, base_by, head_by, base_fp, head_fp) -> l
 
 def _order_reason(order: str, by_provider: bool, rule, new) -> list[str]:
     if new["options"].get("deleteBeforeReplace"):
-        return [f"{order}: deleteBeforeReplace option is set"]
+        also = " (the provider's diff asks delete-first too)" if by_provider and rule is not None and rule.delete_first else ""
+        return [f"{order}: deleteBeforeReplace option is set{also}"]
     if by_provider and rule is not None and rule.delete_first:
         return [f"{order}: the provider's diff asks delete-before-replace for a named resource ({rule.source})"]
     if by_provider:
@@ -322,11 +323,14 @@ def summary_line(diff: Diff) -> str:
             f"- {n['delete']} to delete, {n['same']} unchanged")
 
 
-def _value(value: Any) -> str:
-    if value is None:
-        return "(absent)"
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 160 else text[:157] + "..."
+def _values(old: Any, new: Any, width: int = 120) -> tuple[str, str]:
+    """Both sides as JSON text; long ones cut to a window around where they first differ."""
+    texts = ["(absent)" if v is None else json.dumps(v, sort_keys=True) for v in (old, new)]
+    if max(len(t) for t in texts) <= width:
+        return texts[0], texts[1]
+    first = next((i for i, (a, b) in enumerate(zip(*texts)) if a != b), min(len(t) for t in texts))
+    start = max(0, first - width // 3)
+    return tuple(("..." if start else "") + t[start:start + width] + ("..." if len(t) > start + width else "") for t in texts)
 
 
 def render_text(diff: Diff, title: str) -> str:
@@ -343,7 +347,7 @@ def render_text(diff: Diff, title: str) -> str:
             order = f" ({step.replace_order})" if step.replace_order else ""
             lines.append(f" {_SYMBOL[op]:<2} {step.type}  {step.name}  {op}{order}")
             lines += [f"       because {reason}" for reason in step.reasons if op in ("replace", "update", "delete")]
-            lines += [f"       ~ {d['path']}: {_value(d['old'])} => {_value(d['new'])}" for d in step.diffs]
+            lines += ["       ~ {}: {} => {}".format(d["path"], *_values(d["old"], d["new"])) for d in step.diffs]
     lines += ["", "Engine order (pulumi up):"]
     if not diff.order:
         lines.append("    (nothing to do)")

@@ -153,7 +153,7 @@ def _never_replaced(old: dict, new: dict, old_fp: dict, new_fp: dict) -> ConfigD
     return ConfigDiff()
 
 
-_COMMAND_WHY = "triggers are replaceOnChanges (pulumi-command common/inputs.go)"
+_COMMAND_WHY = "triggers are replaceOnChanges"
 
 #: type token -> Rule, for every type this stack registers.
 RULES: dict[str, Rule] = {
