@@ -128,7 +128,7 @@ class Deployment:
             self._release(state["inputs"], inputs, plan)
         elif type_.startswith("azure-native:"):
             world = self.world()
-            world["arm"][self._arm_key(type_, inputs)] = inputs
+            world["arm"][self.arm_key(type_, inputs)] = inputs
             self._save(world)
         self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
 
@@ -156,14 +156,14 @@ class Deployment:
 
     # --- azure-native ---
     @staticmethod
-    def _arm_key(type_: str, inputs: dict) -> str:
+    def arm_key(type_: str, inputs: dict) -> str:
         rule = replacement.rule_for(type_)
         identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == _PATH}
         return f"{type_} {json.dumps(identity, sort_keys=True)}"
 
     def _arm_create(self, urn: str, type_: str, inputs: dict) -> None:
         world = self.world()
-        key = self._arm_key(type_, inputs)
+        key = self.arm_key(type_, inputs)
         if key in world["arm"]:
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: cannot create already existing resource {key} "
                               "(azure-native Create)")
@@ -181,7 +181,7 @@ class Deployment:
 
     def _arm_delete(self, type_: str, inputs: dict) -> None:
         world = self.world()
-        world["arm"].pop(self._arm_key(type_, inputs), None)
+        world["arm"].pop(self.arm_key(type_, inputs), None)
         if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
             grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
             world["mpes"].pop(f"{grafana}/{inputs['managedPrivateEndpointName']}".lower(), None)
