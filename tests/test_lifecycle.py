@@ -63,7 +63,7 @@ ANNOTATION = 'values.pyroscope.service.annotations["service.beta.kubernetes.io/a
 CHANGES = [
     Change("chart-version-bump", {"pyroscopeChartVersion": "1.15.1"},
            expect={"pyroscope-release": ("update", None, [], ("version",))}),
-    Change("image-tag", {"pyroscopeImageTag": "1.15.0"},
+    Change("image-tag", {"pyroscopeImageTag": "1.16.0"},
            expect={"pyroscope-release": ("update", None, [], ("values.pyroscope.image.tag",))}),
     Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
            expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("name"),)),
@@ -363,6 +363,17 @@ def test_a_changed_cluster_replaces_the_kubernetes_provider_and_the_release():
     release = diff.step("pyroscope-release")
     assert (release.op, release.replace_order) == ("replace", "delete-first")
     assert any("provider aks is replaced" in r for r in release.reasons)
+
+
+def test_outputs_of_updated_resources_are_taken_as_known():
+    """docs/offline.md D8 (a divergence): a created Grafana that is only updated keeps its outputs known here, so the
+    datasources that read its endpoint stay unchanged; a real preview may show them unknown."""
+    settings = {"createGrafana": "true"}
+    base = run("dev", settings).to_json()
+    changed = {**settings, "grafanaPublicNetworkAccess": "Disabled"}
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", changed, pending=pending))
+    assert diff.step("managed-grafana-workspace").op == "update"
+    assert {s.name for s in diff.steps if s.op != "same"} == {"managed-grafana-workspace"}
 
 
 def test_every_type_has_a_rule_and_fixed_names_delete_first():
