@@ -353,6 +353,16 @@ def test_secrets_stay_secret_in_the_diff(lifecycle):
         assert leaked not in text
 
 
+def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why():
+    base = run("dev").to_json()
+    del base["secretFingerprints"]
+    diff = plan_diff.compute(base, run("dev").to_json())
+    provider = diff.step("aks")
+    assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
+    assert any("has no fingerprint for this secret" in r for r in provider.reasons)
+    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+
+
 def test_a_changed_cluster_replaces_the_kubernetes_provider_and_the_release():
     """pulumi-kubernetes DiffConfig: a kubeconfig whose active cluster changes replaces the provider, and a
     resource whose provider is replaced is replaced with it (the release, delete-first)."""

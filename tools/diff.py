@@ -153,6 +153,8 @@ def decide(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
                 provider = [f"{d['path']}: {rule.forces(d['path'])} ({rule.source})"
                             for d in diffs if rule.forces(d["path"])]
         unknown = _unknown_notes(urn, diffs, steps, property_dependencies or {}, old, known_by.get(urn))
+        unknown += [f"{d['path']}: the base plan has no fingerprint for this secret (a plan from before secretFingerprints), "
+                    "so it is shown as changed" for d in diffs if d["old"] == SECRET and d["path"] not in base_fp.get(urn, {})]
         if engine or provider:
             order = replacement.order(bool(provider), rule, bool(new["options"].get("deleteBeforeReplace")))
             steps[urn] = Step(urn, new["type"], "replace", order, engine + provider + _order_reason(order, bool(provider), rule, new) + unknown, diffs)
