@@ -150,13 +150,9 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     if not by_uid:
         return None
     uid = unquote(by_uid.group(1))
-    if uid not in stored:
-        return _error("Not Found", "Data source not found")
-    if method == "get":
-        return {"json": stored[uid]}
-    if method == "delete":
-        del stored[uid]
-        return {"json": {"message": "Data source deleted"}}
+    read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: found)
+    if read_or_delete is not None:
+        return read_or_delete
     if method == "put":
         if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
             return _error("Conflict", "data source with the same name already exists")
@@ -179,14 +175,20 @@ def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     one = re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)
     if not one:
         return None
-    uid = unquote(one.group(1))
+    return _read_or_delete(stored, unquote(one.group(1)), method, "Dashboard",
+                           lambda found: {"dashboard": found, "meta": {"version": found["version"]}})
+
+
+def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Optional[dict]:
+    """``GET``/``DELETE`` of ``stored[uid]`` as Grafana answers them (404 ``<kind> not found``; ``shown(object)``
+    is the GET body); None for another method on an existing object."""
     if uid not in stored:
-        return _error("Not Found", "Dashboard not found")
+        return _error("Not Found", f"{kind} not found")
     if method == "get":
-        return {"json": {"dashboard": stored[uid], "meta": {"version": stored[uid]["version"]}}}
+        return {"json": shown(stored[uid])}
     if method == "delete":
         del stored[uid]
-        return {"json": {"message": "Dashboard deleted"}}
+        return {"json": {"message": f"{kind} deleted"}}
     return None
 
 
