@@ -10,11 +10,11 @@ Two kinds of step:
 - *Actions* (bash: wait, approve, refresh) own nothing and have no delete. The hash is in ``triggers``, so
   an edit replaces the command, which re-runs the (idempotent) script; no previous output is fed back.
 - *Owners* (Python: a datasource, the dashboard) own an object in Grafana and delete it on destroy. Ownership is
-  per step instance: a create writes the object and stamps it with a fresh owner token (``aksGpuObservabilityOwner``
-  in a datasource's ``jsonData``, at the top of the dashboard JSON; ``scripts/azcli.py``) and prints ``<uid> owner=<token>``; pulumi-command
+  per step instance: a create writes the object and stamps it with a fresh owner id (``aksGpuObservabilityOwner``
+  in a datasource's ``jsonData``, at the top of the dashboard JSON; ``scripts/azcli.py``) and prints ``<uid> owner=<id>``; pulumi-command
   keeps stdout in the state and hands it to the next update and to the delete as ``PULUMI_COMMAND_STDOUT``
-  (``addPreviousOutputInEnv``; pulumi-command v1.2.1 ``local/commandOutputs.go``). An update keeps the token and
-  writes only what differs. A delete removes the object unless it carries another step's token, which only a
+  (``addPreviousOutputInEnv``; pulumi-command v1.2.1 ``local/commandOutputs.go``). An update keeps the id and
+  writes only what differs. A delete removes the object unless it carries another step's owner id, which only a
   replacement created before this delete can have put there. So both replacement orders end with the object
   present and holding the new definition: delete-first deletes, then creates; create-first creates (always
   writing, to claim the object), then the old step's delete leaves the claimed object alone. (Grafana's own
@@ -72,7 +72,7 @@ def script_command(
         environment={key: env[key] for key in sorted(env)},
         triggers=list(triggers) if owner else [script_hash(script), *triggers],
         logging=local.Logging.STDOUT_AND_STDERR,
-        add_previous_output_in_env=owner,  # an owner's update and delete read their owner token from it
+        add_previous_output_in_env=owner,  # an owner's update and delete read their owner id from it
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=owner and delete_first)),
     )
 

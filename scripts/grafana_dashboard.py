@@ -10,12 +10,12 @@ POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previ
 pulumi-command on updates and deletes).
 
 apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), check the JSON's uid is
-DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES, stamp it with this step's owner token
+DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES, stamp it with this step's owner id
 (top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
-version and the owner token; on a create only if it also carries this step's token) -> nothing written; else
+version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else
 POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
-/api/dashboards/uid/{uid} unless the dashboard carries another step's owner token; already gone is success.
-Prints ``<uid> owner=<token>`` (apply) or the uid (delete). Mirrors Grafana's dashboard HTTP API (Azure Managed
+/api/dashboards/uid/{uid} unless the dashboard carries another step's owner id; already gone is success.
+Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's dashboard HTTP API (Azure Managed
 Grafana, Grafana Admin role).
 """
 
@@ -91,11 +91,11 @@ def main(action: str) -> int:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
     dashboard = with_datasource_defaults(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))
     dashboard["id"] = None
-    dashboard[OWNER_KEY] = owner.token
+    dashboard[OWNER_KEY] = owner.id
 
     existing = step.read(f"dashboard {uid}", by_uid, timeout)
     current = (existing or {}).get("dashboard") or {}
-    if existing and comparable(current) == comparable(dashboard) and (not owner.claim or current.get(OWNER_KEY) == owner.token):
+    if existing and comparable(current) == comparable(dashboard) and (not owner.claim or current.get(OWNER_KEY) == owner.id):
         step.log(f"dashboard {uid} is up to date; nothing written")
     else:
         body = {"dashboard": dashboard, "overwrite": True, "message": f"aks-gpu-observability: sha256 {actual[:12]}"}

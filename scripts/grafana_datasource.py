@@ -7,12 +7,12 @@ jsonData), TIMEOUT_SECONDS (retries of 429/5xx); optional POLL_INITIAL_SECONDS, 
 PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command on updates and deletes).
 
 apply: GET /api/datasources/uid/{uid}; missing -> POST /api/datasources; present and already holding every
-field of DATASOURCE -> nothing written (on a create only if it also carries this step's owner token); otherwise
+field of DATASOURCE -> nothing written (on a create only if it also carries this step's owner id); otherwise
 PUT /api/datasources/uid/{uid}. What is written carries jsonData.aksGpuObservabilityOwner = this step's owner
-token (azcli.Owner). A datasource created by hand with the same uid is adopted. A different datasource with the
+id (azcli.Owner). A datasource created by hand with the same uid is adopted. A different datasource with the
 same name makes POST answer 409: the step then names its uid and stops. delete: DELETE
-/api/datasources/uid/{uid} unless the datasource carries another step's owner token; already gone is success.
-Prints ``<uid> owner=<token>`` (apply) or the uid (delete). Mirrors Grafana's datasource HTTP API (Azure Managed
+/api/datasources/uid/{uid} unless the datasource carries another step's owner id; already gone is success.
+Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's datasource HTTP API (Azure Managed
 Grafana, Grafana Admin role).
 """
 
@@ -45,7 +45,7 @@ def main(action: str) -> int:
         print(uid)
         return 0
 
-    stamped = {**desired, "jsonData": {**(desired.get("jsonData") or {}), OWNER_KEY: owner.token}}
+    stamped = {**desired, "jsonData": {**(desired.get("jsonData") or {}), OWNER_KEY: owner.id}}
     existing = step.read(f"datasource {uid}", by_uid, timeout)
 
     if existing is None:
@@ -65,7 +65,7 @@ def main(action: str) -> int:
                 step.fail(f"a datasource named '{name}' already exists with uid '{holder}'; set the datasource uid "
                           f"config to '{holder}' to adopt it, or rename or delete it in Grafana")
             step.log(f"datasource {uid} already exists (an earlier attempt created it); adopting it")
-    if contains(existing, desired) and (not owner.claim or _marker(existing) == owner.token):
+    if contains(existing, desired) and (not owner.claim or _marker(existing) == owner.id):
         step.log(f"datasource {uid} is up to date; nothing written")
     else:
         changed = sorted(key for key, value in desired.items() if not contains(existing.get(key), value))
@@ -79,7 +79,7 @@ def main(action: str) -> int:
 
 
 def _marker(datasource: dict) -> str | None:
-    """The owner token a datasource carries, if any."""
+    """The owner id a datasource carries, if any."""
     return (datasource.get("jsonData") or {}).get(OWNER_KEY)
 
 

@@ -218,7 +218,7 @@ class Deployment:
 
     # --- reading the end state ---
     def snapshot(self) -> dict:
-        """The world without what differs between equal deployments (connection guids, owner tokens, ids,
+        """The world without what differs between equal deployments (connection guids, owner ids, ids,
         versions, approval texts): what two runs that should end the same must agree on."""
         world = self.world()
         datasources = {host: {uid: _without_owner(ds, ("id", "version", "orgId")) for uid, ds in g["datasources"].items()}

@@ -92,7 +92,7 @@ class Scenario:
     args: list = field(default_factory=list)  # for the Python steps: apply or delete
     exit: int = 0
     stdout: str = ""
-    pattern: bool = False  # stdout is a regular expression (the owner token of a create is random)
+    pattern: bool = False  # stdout is a regular expression (the owner id of a create is random)
     stderr_has: list = field(default_factory=list)
     calls: dict = field(default_factory=dict)  # rule index -> expected number of calls
     max_seconds: float = 20.0
@@ -268,7 +268,7 @@ DASH_GET = ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservabi
 DASH_POST = ["rest", "--method", "post", "/api/dashboards/db"]
 DASH_DELETE = ["rest", "--method", "delete", "/api/dashboards/uid/AdvancedGPUObservability"]
 FETCH = {"stdout": "", "output_file": str(DASHBOARD_FILE)}
-#: An owner token as an earlier create or update printed it, and another step's (a replacement's).
+#: An owner id as an earlier create or update printed it, and another step's (a replacement's).
 MINE, THEIRS = "0123456789abcdef", "fedcba9876543210"
 AS_UPDATE = {"PULUMI_COMMAND_STDOUT": f"local-pyroscope owner={MINE}"}
 DASH_AS_UPDATE = {"PULUMI_COMMAND_STDOUT": f"AdvancedGPUObservability owner={MINE}"}
