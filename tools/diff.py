@@ -62,6 +62,10 @@ class Action:
 
 @dataclass
 class Diff:
+    """``steps``: one per resource (head create order, then the base's deleted resources in its destroy order);
+    ``order``: the :class:`Action` list ``pulumi up`` would run. ``summary``: op -> count over ``steps``;
+    ``to_json()``: ``{"summary", "steps"}`` as ``tools.plan --diff-against --json`` prints it."""
+
     steps: list[Step]
     order: list[Action]
 
