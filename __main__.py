@@ -117,6 +117,7 @@ datasources = GrafanaDatasources(
     "grafana-datasources",
     GrafanaDatasourcesArgs(
         grafana_endpoint=grafana.endpoint,
+        grafana_id=grafana.id,
         grafana_principal_id=grafana.principal_id,
         subscription_id=client.subscription_id,
         workspace_id=workspace.id,
@@ -138,6 +139,7 @@ dashboard = GpuDashboard(
     "gpu-dashboard",
     GpuDashboardArgs(
         grafana_endpoint=grafana.endpoint,
+        grafana_id=grafana.id,
         datasources={
             "prom_ds": {"name": cfg.prometheus_datasource_name, "uid": cfg.prometheus_datasource_uid},
             "pyroscope_ds": {"name": cfg.pyroscope_datasource_name, "uid": cfg.pyroscope_datasource_uid},

@@ -16,7 +16,7 @@ from typing import Optional
 
 import pulumi
 
-from components.scripts import forwarded_depends_on, script_command
+from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GpuDashboard"
 PINNED_COMMIT = "494542d8a0439fe4b1a60577e70677cec5c96070"
@@ -30,7 +30,8 @@ PINNED_UID = "AdvancedGPUObservability"
 
 @dataclass(frozen=True)
 class GpuDashboardArgs:
-    """``source``: https URL or project-relative file; ``sha256``: its pinned digest (64 hex); ``uid``: the
+    """``grafana_id``: the workspace's ARM id (a delete first asks ARM whether it still exists). ``source``: https
+    URL or project-relative file; ``sha256``: its pinned digest (64 hex); ``uid``: the
     uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``shared``: several
     cluster stacks upload the same dashboard into one Grafana (``multiCluster``); then none of them owns
     it: each uploads it (identical content, so only the first writes) and leaves it in place on destroy
@@ -38,6 +39,7 @@ class GpuDashboardArgs:
     datasources in the dashboard's pickers)."""
 
     grafana_endpoint: pulumi.Input[str]
+    grafana_id: pulumi.Input[str]
     datasources: dict = field(default_factory=dict)
     source: str = PINNED_URL
     sha256: str = PINNED_SHA256
@@ -57,11 +59,13 @@ class GpuDashboard(pulumi.ComponentResource):
             f"{name}-upload",
             "grafana_dashboard.py",
             {
+                "API_VERSION": DASHBOARD_API_VERSION,
                 "DASHBOARD_SHA256": args.sha256,
                 "DASHBOARD_SOURCE": args.source,
                 "DASHBOARD_UID": args.uid,
                 "DATASOURCES": json.dumps({} if args.shared else args.datasources, sort_keys=True, separators=(",", ":")),
                 "GRAFANA_ENDPOINT": args.grafana_endpoint,
+                "GRAFANA_ID": args.grafana_id,
                 "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
                 "TIMEOUT_SECONDS": str(args.timeout_seconds),
             },

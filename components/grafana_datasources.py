@@ -22,9 +22,11 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization
 
-from components.scripts import forwarded_depends_on, script_command
+from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaDatasources"
+#: The config key that sets each datasource's uid, named by the step when it must refuse a uid (a provisioned one).
+UID_CONFIG_KEYS = {"pyroscope": "pyroscopeDatasourceUid", "prometheus": "prometheusDatasourceUid"}
 MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
 
 
@@ -64,7 +66,8 @@ def sorted_json(value: dict) -> str:
 class GrafanaDatasourcesArgs:
     """Inputs of :class:`GrafanaDatasources`.
 
-    ``pyroscope_url``: never empty (GrafanaPrivateLink raises before that). ``assign_role``: false when
+    ``grafana_id``: the workspace's ARM id; a delete asks ARM whether it still exists (a deleted workspace holds
+    nothing to delete, and its endpoint no longer resolves). ``pyroscope_url``: never empty (GrafanaPrivateLink raises before that). ``assign_role``: false when
     Grafana's identity already holds Monitoring Data Reader on the workspace under another assignment
     (ARM answers 409 RoleAssignmentExists to a second one). ``timeout_seconds``: retries of Grafana 429/5xx.
     ``retry_forbidden``: also retry 401/403, while the deployer's just-made Grafana Admin role propagates.
@@ -73,6 +76,7 @@ class GrafanaDatasourcesArgs:
     """
 
     grafana_endpoint: pulumi.Input[str]
+    grafana_id: pulumi.Input[str]
     grafana_principal_id: pulumi.Input[str]
     subscription_id: str
     workspace_id: pulumi.Input[str]
@@ -111,7 +115,9 @@ class GrafanaDatasources(pulumi.ComponentResource):
             )
         waits_for = forwarded_depends_on(opts)
         common = {
+            "API_VERSION": DASHBOARD_API_VERSION,
             "GRAFANA_ENDPOINT": args.grafana_endpoint,
+            "GRAFANA_ID": args.grafana_id,
             "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
             "TIMEOUT_SECONDS": str(args.timeout_seconds),
         }
@@ -120,7 +126,8 @@ class GrafanaDatasources(pulumi.ComponentResource):
             return script_command(
                 f"{name}-{kind}",
                 "grafana_datasource.py",
-                {**common, "DATASOURCE": pulumi.Output.from_input(url).apply(lambda u: sorted_json(definition(uid, display, u)))},
+                {**common, "DATASOURCE": pulumi.Output.from_input(url).apply(lambda u: sorted_json(definition(uid, display, u))),
+                 "UID_CONFIG_KEY": UID_CONFIG_KEYS[kind]},
                 triggers=[args.grafana_endpoint, uid],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + after),
             )

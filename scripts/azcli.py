@@ -8,6 +8,12 @@ Grafana's HTTP API on Azure Managed Grafana takes a Microsoft Entra token for th
 
 Ownership (components/scripts.py): :class:`Owner` is this step instance's owner id, stamped into the Grafana
 object under :data:`OWNER_KEY`; a delete leaves an object that carries another step's owner id.
+
+Degraded states (README "Tearing down what is already gone"): a delete first asks ARM whether the Grafana
+workspace (``GRAFANA_ID``) still exists; when it does not, there is nothing to delete. That check comes first
+because a deleted workspace's endpoint no longer resolves: ``az rest`` then fails with a connection error, not
+a 404 (azure-cli 2.91.0, observed: ``ERROR: The command failed with an unexpected error. Here is the
+traceback:`` then ``ERROR: HTTPSConnectionPool(...): Max retries exceeded ... NameResolutionError``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ import time
 from typing import Any, Callable, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
+#: Microsoft.Dashboard API version for the workspace check when API_VERSION is unset (components/scripts.py
+#: DASHBOARD_API_VERSION; tests/test_scripts.py holds them equal).
+DASHBOARD_API_VERSION = "2024-10-01"
 #: Where a step stamps its owner id: a key of a datasource's jsonData, a top-level key of the dashboard JSON.
 OWNER_KEY = "aksGpuObservabilityOwner"
 T = TypeVar("T")
@@ -32,21 +41,37 @@ _TRANSIENT = re.compile(
     r"ConflictInProcessing|AnotherOperationInProgress|Connection (?:aborted|reset|refused)|timed out",
     re.IGNORECASE,
 )
+#: Grafana's answer to a PUT or DELETE of a provisioned datasource (grafana/grafana pkg/api/datasources.go @ 001e0d76,
+#: ``updateDataSourceByID`` and ``DeleteDataSourceByUID``: 403 "Cannot update/delete read-only data source").
+_READ_ONLY = re.compile(r"Cannot (?:update|delete) read-only data source", re.IGNORECASE)
+#: The host did not answer at all (name resolution or connection failure): requests/urllib3 as az reports them.
+_UNREACHABLE = re.compile(r"NameResolutionError|Failed to resolve|Name or service not known|getaddrinfo failed|"
+                          r"Max retries exceeded|Failed to establish a new connection", re.IGNORECASE)
 
 
 class AzError(Exception):
-    """A failed az call. ``kind``: ``not_found`` (404), ``conflict`` (409, not a retryable one),
-    ``transient`` (429, 5xx, ARM's ConflictInProcessing, connection errors), ``forbidden`` (401/403) or
-    ``other``."""
+    """A failed az call. ``kind``: ``read_only`` (Grafana's 403 for a provisioned datasource: never retried),
+    ``unreachable`` (the host did not answer: name resolution or connection failure), ``transient`` (429, 5xx,
+    ARM's ConflictInProcessing, a reset or timed-out connection), ``not_found`` (404), ``conflict`` (409, not a
+    retryable one), ``forbidden`` (401/403) or ``other``. ``last_line``: the line that says what went wrong (for
+    az's "unexpected error" traceback, the ``ERROR:`` line naming the exception, not the trailer)."""
 
     def __init__(self, argv: list[str], stderr: str) -> None:
         self.argv, self.stderr = argv, stderr
         lines = [line for line in stderr.splitlines() if line.strip()]
-        self.last_line = lines[-1] if lines else "az exited with an error and printed nothing"
+        errors = [line for line in lines if line.startswith("ERROR: ") and "Here is the traceback" not in line]
+        if errors and "Here is the traceback" in stderr:
+            self.last_line = errors[0]
+        else:
+            self.last_line = lines[-1] if lines else "az exited with an error and printed nothing"
         super().__init__(self.last_line)
 
     @property
     def kind(self) -> str:
+        if _READ_ONLY.search(self.stderr):
+            return "read_only"
+        if _UNREACHABLE.search(self.stderr):
+            return "unreachable"
         if _TRANSIENT.search(self.stderr):
             return "transient"
         if re.search(r"Not Found|ResourceNotFound|\(404\)", self.stderr):
@@ -88,12 +113,20 @@ class Step:
             self.log(f"{what} already gone")
 
     def delete_owned(self, what: str, url: str, timeout: float, marker: Callable[[Any], Optional[str]],
-                     owner: "Owner") -> None:
-        """Delete the object at ``url`` unless it carries another step's owner id (``marker(object)``); an
-        object already gone, or one that carries no owner id or this step's, is deleted (as :meth:`delete`)."""
+                     owner: "Owner", foreign: Callable[[Any], Optional[str]] = lambda _: None) -> None:
+        """Delete the object at ``url`` unless it carries another step's owner id (``marker(object)``) or is not
+        this stack's at all (``foreign(object)`` returns why, e.g. a provisioned datasource); an object already
+        gone, or one that carries no owner id or this step's, is deleted (as :meth:`delete`). A Grafana workspace
+        that no longer exists (:meth:`grafana_gone`) holds nothing to delete."""
+        if self.grafana_gone(timeout):
+            return
         existing = self.read(what, url, timeout)
         if existing is None:
             self.log(f"{what} already gone")
+            return
+        reason = foreign(existing)
+        if reason:
+            self.log(f"{what} {reason}; left in place")
             return
         holder = marker(existing)
         if owner.held_by_another(holder):
@@ -101,6 +134,27 @@ class Step:
                      "delete); left in place")
             return
         self.delete(what, url, timeout)
+
+    def grafana_gone(self, timeout: float) -> bool:
+        """True when the Grafana workspace named by ``GRAFANA_ID`` (ARM id; ``API_VERSION``, default
+        :data:`DASHBOARD_API_VERSION`) no longer exists: ARM answers its GET with 404 (``ResourceNotFound``, or
+        ``ResourceGroupNotFound`` when its resource group went with it). Logs why and returns True then. False
+        when ``GRAFANA_ID`` is unset (a state written before the step had it) or ARM answers anything else (the
+        Grafana API then answers for itself); transient errors are retried up to ``timeout`` seconds. Reading the
+        workspace needs ARM read on it, which the stack's own lookup (``dashboard.getGrafana``) already needs."""
+        grafana_id = os.environ.get("GRAFANA_ID", "")
+        if not grafana_id:
+            return False
+        url = f"{grafana_id}?api-version={os.environ.get('API_VERSION') or DASHBOARD_API_VERSION}"
+        name = grafana_id.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            self.retry(f"reading Grafana workspace {name}", lambda: rest("get", url, audience=None), timeout)
+        except AzError as error:
+            if error.kind == "not_found":
+                self.log(f"Grafana workspace {name} no longer exists ({error.last_line[:120]}); nothing to delete")
+                return True
+            self.log(f"could not tell whether Grafana workspace {name} exists ({error.last_line[:120]}); asking Grafana")
+        return False
 
     def read(self, what: str, url: str, timeout: float) -> Any:
         """GET ``url`` (Grafana API), retrying transient errors; None when it does not exist."""
@@ -112,11 +166,14 @@ class Step:
             return None
 
     def retry(self, what: str, call: Callable[[], T], timeout: float) -> T:
-        """``call()`` until it returns or raises a non-transient AzError; transient errors (and 401/403 when
-        RETRY_FORBIDDEN=true, while a role assignment the stack just made propagates) are retried with a
+        """``call()`` until it returns or raises a non-transient AzError; transient and unreachable errors (a new
+        workspace's name may take a while to resolve), and 401/403 when RETRY_FORBIDDEN=true (while a role assignment
+        the stack just made propagates; never Grafana's read-only 403) are retried with a
         delay from POLL_INITIAL_SECONDS (default 5) doubling to POLL_MAX_SECONDS (default 30) until
         ``timeout`` seconds have passed, then the step fails with the last error."""
-        retried = {"transient", "forbidden"} if os.environ.get("RETRY_FORBIDDEN") == "true" else {"transient"}
+        retried = {"transient", "unreachable"}
+        if os.environ.get("RETRY_FORBIDDEN") == "true":
+            retried.add("forbidden")
         deadline = time.monotonic() + timeout
         delay = float(os.environ.get("POLL_INITIAL_SECONDS", "5"))
         ceiling = float(os.environ.get("POLL_MAX_SECONDS", "30"))

@@ -3,15 +3,21 @@
 
 Usage: python3 scripts/grafana_datasource.py apply|delete
 Environment: GRAFANA_ENDPOINT (https URL of the workspace), DATASOURCE (JSON: uid, name, type, access, url,
-jsonData), TIMEOUT_SECONDS (retries of 429/5xx); optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS,
-PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command on updates and deletes).
+jsonData), TIMEOUT_SECONDS (retries of 429/5xx); optional GRAFANA_ID and API_VERSION (the workspace's ARM id,
+checked before a delete), UID_CONFIG_KEY (the config key that sets this uid, named in errors),
+POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command
+on updates and deletes).
 
 apply: GET /api/datasources/uid/{uid}; missing -> POST /api/datasources; present and already holding every
 field of DATASOURCE -> nothing written (on a create only if it also carries this step's owner id); otherwise
 PUT /api/datasources/uid/{uid}. What is written carries jsonData.aksGpuObservabilityOwner = this step's owner
 id (azcli.Owner). A datasource created by hand with the same uid is adopted. A different datasource with the
-same name makes POST answer 409: the step then names its uid and stops. delete: DELETE
-/api/datasources/uid/{uid} unless the datasource carries another step's owner id; already gone is success.
+same name makes POST answer 409: the step then names its uid and stops. A provisioned datasource (GET shows
+``readOnly: true``; Grafana answers its PUT and DELETE with 403 "Cannot update/delete read-only data source",
+grafana/grafana pkg/api/datasources.go @ 001e0d76) is never written, retried or adopted: apply stops at once with
+one line naming the uid and what to do. delete: DELETE /api/datasources/uid/{uid} unless the datasource carries
+another step's owner id or is read-only (not this stack's: left in place); already gone, or a Grafana workspace
+that no longer exists (ARM 404 for GRAFANA_ID), is success.
 Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's datasource HTTP API (Azure Managed
 Grafana, Grafana Admin role).
 """
@@ -19,6 +25,7 @@ Grafana, Grafana Admin role).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import urllib.parse
 
@@ -41,12 +48,12 @@ def main(action: str) -> int:
     owner = Owner()
 
     if action == "delete":
-        step.delete_owned(f"datasource {uid}", by_uid, timeout, _marker, owner)
+        step.delete_owned(f"datasource {uid}", by_uid, timeout, _marker, owner, foreign=_provisioned)
         print(uid)
         return 0
 
     stamped = {**desired, "jsonData": {**(desired.get("jsonData") or {}), OWNER_KEY: owner.id}}
-    existing = step.read(f"datasource {uid}", by_uid, timeout)
+    existing = _writable(uid, step.read(f"datasource {uid}", by_uid, timeout))
 
     if existing is None:
         try:
@@ -59,7 +66,7 @@ def main(action: str) -> int:
                 step.fail(f"creating datasource {uid} failed: {error.last_line}")
             # 409: the name is taken. By this very datasource, if an earlier POST landed before a retried
             # timeout; then it is adopted below. By another uid otherwise: say which.
-            existing = step.read(f"datasource {uid}", by_uid, timeout)
+            existing = _writable(uid, step.read(f"datasource {uid}", by_uid, timeout))
             if existing is None:
                 holder = _uid_of_name(endpoint, name, timeout)
                 step.fail(f"a datasource named '{name}' already exists with uid '{holder}'; set the datasource uid "
@@ -72,10 +79,31 @@ def main(action: str) -> int:
         try:
             step.retry(f"updating datasource {uid}", lambda: rest("put", by_uid, stamped), timeout)
         except AzError as error:
+            if error.kind == "read_only":
+                _refuse_read_only(uid)
             step.fail(f"updating datasource {uid} failed: {error.last_line}")
         step.log(f"updated datasource {uid}: {', '.join(changed)}" if changed else f"claimed datasource {uid} for this step")
     print(owner.line(uid))
     return 0
+
+
+def _provisioned(datasource: dict) -> str | None:
+    """Why a datasource is not this stack's to delete, or None: a provisioned one (``readOnly``)."""
+    return "is provisioned in Grafana (readOnly), not this stack's" if datasource.get("readOnly") else None
+
+
+def _writable(uid: str, existing: dict | None) -> dict | None:
+    """``existing`` unless it is provisioned (``readOnly``), which stops the step (:func:`_refuse_read_only`)."""
+    if existing is not None and existing.get("readOnly"):
+        _refuse_read_only(uid)
+    return existing
+
+
+def _refuse_read_only(uid: str) -> "NoReturn":  # noqa: F821
+    key = os.environ.get("UID_CONFIG_KEY") or "the datasource uid key"
+    step.fail(f"datasource {uid} is provisioned in Grafana (readOnly): Grafana refuses to update or delete it through "
+              f"its API, so this stack will not take it over; set {key} to another uid (`pulumi config set {key} "
+              f"<uid>`), or remove {uid} from Grafana's datasource provisioning")
 
 
 def _marker(datasource: dict) -> str | None:

@@ -17,6 +17,12 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
   /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Downloads through ``az rest --skip-authorization-header --output-file``: ``downloads`` maps URL -> local file.
+- Things deleted behind the stack's back (``gone``, :func:`delete_grafana`, :func:`delete_mpe`,
+  :func:`delete_cluster`): ARM answers a deleted Grafana workspace's GET with 404 as ``az rest`` reports it
+  (``ERROR: Not Found({"error":{"code":"ResourceNotFound",...}})``, azure-cli 2.91.0 ``send_raw_request``:
+  ``reason(text)``), and its endpoint no longer resolves, so every call to its HTTP API fails as az 2.91.0 prints
+  a name-resolution failure (observed: "The command failed with an unexpected error", then the urllib3
+  ``NameResolutionError``).
 """
 
 from __future__ import annotations
@@ -31,8 +37,56 @@ PRIVATE_IP = "10.0.4.36"  # tools/canned.py MPE_PRIVATE_IP
 
 
 def empty() -> dict:
-    """A world with nothing in it."""
-    return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {}}
+    """A world with nothing in it. ``gone``: ARM ids (lower-cased) of Grafana workspaces and clusters deleted out of
+    band, and the Grafana hosts that no longer resolve."""
+    return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {},
+            "gone": {"grafana": [], "hosts": [], "clusters": []}}
+
+
+def _gone(world: dict) -> dict:
+    return world.setdefault("gone", {"grafana": [], "hosts": [], "clusters": []})
+
+
+def unresolvable(host: str, path: str) -> dict:
+    """``az rest`` to a host whose name no longer resolves (azure-cli 2.91.0 with urllib3 2, as observed), exit 1."""
+    reason = (f"HTTPSConnectionPool(host='{host}', port=443): Max retries exceeded with url: {path} (Caused by "
+              f"NameResolutionError(\"HTTPSConnection(host='{host}', port=443): Failed to resolve '{host}' ([Errno -2] "
+              "Name or service not known)\"))")
+    return {"exit": 1, "stderr": "ERROR: The command failed with an unexpected error. Here is the traceback:\n"
+            f"ERROR: {reason}\nTraceback (most recent call last):\n  ...\nrequests.exceptions.ConnectionError: {reason}\n"
+            "To check existing issues, please visit: https://github.com/Azure/azure-cli/issues"}
+
+
+def rest_not_found(code: str, message: str) -> dict:
+    """An ARM 404 as ``az rest`` reports it: ``ERROR: Not Found(<body>)``, exit 1."""
+    return {"exit": 1, "stderr": "ERROR: Not Found(" + json.dumps({"error": {"code": code, "message": message}}) + ")"}
+
+
+def delete_grafana(world: dict, grafana_id: str, host: str) -> None:
+    """The Grafana workspace is deleted out of band: ARM no longer has it, its endpoint no longer resolves, and its
+    managed private endpoints (with their connections on the PLS) and its content go with it."""
+    _gone(world)["grafana"].append(grafana_id.lower())
+    _gone(world)["hosts"].append(host)
+    world["grafana"].pop(host, None)
+    for key, mpe in list(world["mpes"].items()):
+        if mpe["grafana"].lower() == grafana_id.lower():
+            disconnect(world, mpe["endpoint"])
+            del world["mpes"][key]
+
+
+def delete_mpe(world: dict, grafana_id: str, name: str) -> None:
+    """The managed private endpoint is deleted by hand (``az rest --method delete``): gone from Grafana, its
+    connection gone from the PLS."""
+    mpe = world["mpes"].pop(f"{grafana_id}/{name}".lower())
+    disconnect(world, mpe["endpoint"])
+
+
+def delete_cluster(world: dict, cluster_id: str) -> None:
+    """The AKS cluster is deleted out of band: its extensions, its Helm releases and the PLS AKS made (in its node
+    resource group) go with it; its API server no longer answers."""
+    _gone(world)["clusters"].append(cluster_id.lower())
+    world["releases"].clear()
+    world["pls"].clear()
 
 
 def _error(reason: str, message: str, exit_code: int = 1) -> dict:
@@ -101,7 +155,16 @@ def _connection_update(argv: list[str], world: dict) -> dict:
 
 
 def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
-    """Managed private endpoints and their refresh; None when the path is not one of these."""
+    """Grafana workspaces (GET), managed private endpoints and their refresh; None when the path is not one of
+    these. A workspace exists unless it was deleted (:func:`delete_grafana`)."""
+    workspace = re.fullmatch(r".*/providers/Microsoft\.Dashboard/grafana/([^/]+)", path, re.I)
+    if workspace and method == "get":
+        if path.lower() in _gone(world)["grafana"]:
+            group = re.search(r"/resourceGroups/([^/]+)/", path, re.I)
+            return rest_not_found("ResourceNotFound", f"The Resource 'Microsoft.Dashboard/grafana/{workspace.group(1)}' "
+                                  f"under resource group '{group.group(1) if group else '?'}' was not found.")
+        return {"json": {"id": path, "name": workspace.group(1), "type": "Microsoft.Dashboard/grafana",
+                         "properties": {"provisioningState": "Succeeded"}}}
     refresh = re.fullmatch(r"(.*/providers/Microsoft\.Dashboard/grafana/[^/]+)/refreshManagedPrivateEndpoints", path, re.I)
     if refresh and method == "post":
         grafana = refresh.group(1).lower()
@@ -212,6 +275,8 @@ def answer(argv: list[str], world: dict) -> dict:
             with open(body[1:], encoding="utf-8") as fh:
                 body = json.load(fh)
         parts = urlsplit(url)
+        if parts.scheme == "https" and parts.netloc in _gone(world)["hosts"]:
+            return unresolvable(parts.netloc, parts.path)
         if parts.scheme == "https" and parts.path.startswith("/api/"):
             g = grafana(world, parts.netloc)
             found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)

@@ -401,6 +401,75 @@ SCENARIOS += [
 ]
 
 
+# --- Degraded states: a provisioned (read-only) datasource, a Grafana workspace deleted out of band ------------------
+#: Grafana's answers for a provisioned datasource (grafana/grafana pkg/api/datasources.go @ 001e0d76).
+READ_ONLY_PUT = grafana_error("Forbidden", "Cannot update read-only data source")
+READ_ONLY_DELETE = grafana_error("Forbidden", "Cannot delete read-only data source")
+GRAFANA_GET = ["rest", "--method", "get", "/grafana/amg-gpu-dev?api-version"]
+GONE_ENV = {"GRAFANA_ID": GRAFANA_ID, "API_VERSION": "2024-10-01"}
+GRAFANA_HOST = GRAFANA.split("//", 1)[1]
+
+
+def _gone_answers() -> tuple:
+    from tests import fake_world  # the stateful world's own renderings of the same failures
+
+    return (fake_world.rest_not_found("ResourceNotFound", "The Resource 'Microsoft.Dashboard/grafana/amg-gpu-dev' under "
+                                      "resource group 'rg-observability-dev' was not found."),
+            fake_world.unresolvable(GRAFANA_HOST, "/api/datasources/uid/local-pyroscope"))
+
+
+GRAFANA_NOT_FOUND, UNRESOLVABLE = _gone_answers()
+GRAFANA_FOUND = {"json": {"id": GRAFANA_ID, "name": "amg-gpu-dev", "properties": {"provisioningState": "Succeeded"}}}
+READ_ONLY_ENV = {**DS_ENV, "RETRY_FORBIDDEN": "true", "UID_CONFIG_KEY": "pyroscopeDatasourceUid", "TIMEOUT_SECONDS": "5"}
+
+SCENARIOS += [
+    Scenario("datasource-read-only-refused-at-once", "grafana_datasource.py", READ_ONLY_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource(readOnly=True, url="http://10.9.9.9:4040")]},
+              {"match": DS_PUT, "responses": [READ_ONLY_PUT]}],
+             args=["apply"], exit=1, calls={0: 1, 1: 0},
+             stderr_has=["error: datasource local-pyroscope is provisioned in Grafana (readOnly)",
+                         "set pyroscopeDatasourceUid to another uid (`pulumi config set pyroscopeDatasourceUid <uid>`)"]),
+    Scenario("datasource-identical-read-only-not-adopted", "grafana_datasource.py", {**READ_ONLY_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource(readOnly=True)]},
+              {"match": DS_PUT, "responses": [READ_ONLY_PUT]}],
+             args=["apply"], exit=1, calls={0: 1, 1: 0}, stderr_has=["is provisioned in Grafana (readOnly)"]),
+    Scenario("datasource-read-only-403-never-retried", "grafana_datasource.py", READ_ONLY_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource(url="http://10.9.9.9:4040")]},
+              {"match": DS_PUT, "responses": [READ_ONLY_PUT]}],
+             args=["apply"], exit=1, calls={0: 1, 1: 1}, max_seconds=4,
+             stderr_has=["error: datasource local-pyroscope is provisioned in Grafana (readOnly)"]),
+    Scenario("datasource-delete-leaves-a-read-only-datasource", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource(readOnly=True)]},
+              {"match": DS_DELETE, "responses": [READ_ONLY_DELETE]}],
+             args=["delete"], stdout="local-pyroscope\n", calls={0: 1, 1: 0},
+             stderr_has=["datasource local-pyroscope is provisioned in Grafana (readOnly), not this stack's; left in place"]),
+    Scenario("datasource-delete-grafana-gone", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE, **GONE_ENV},
+             [{"match": GRAFANA_GET, "responses": [GRAFANA_NOT_FOUND]},
+              {"match": ["rest", GRAFANA_HOST], "responses": [UNRESOLVABLE]}],
+             args=["delete"], stdout="local-pyroscope\n", calls={0: 1, 1: 0},
+             stderr_has=["Grafana workspace amg-gpu-dev no longer exists", "nothing to delete"]),
+    Scenario("dashboard-delete-grafana-gone", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE, **GONE_ENV},
+             [{"match": GRAFANA_GET, "responses": [GRAFANA_NOT_FOUND]},
+              {"match": ["rest", GRAFANA_HOST], "responses": [UNRESOLVABLE]}],
+             args=["delete"], stdout="AdvancedGPUObservability\n", calls={0: 1, 1: 0},
+             stderr_has=["Grafana workspace amg-gpu-dev no longer exists"]),
+    Scenario("datasource-delete-grafana-present-deletes", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE, **GONE_ENV},
+             [{"match": GRAFANA_GET, "responses": [GRAFANA_FOUND]},
+              {"match": DS_GET, "responses": [stored_datasource(jsonData={"aksGpuObservabilityOwner": MINE})]},
+              {"match": DS_DELETE, "responses": [{"json": {"message": "Data source deleted"}}]}],
+             args=["delete"], stdout="local-pyroscope\n", calls={0: 1, 1: 1, 2: 1}, stderr_has=["deleted datasource local-pyroscope"]),
+    Scenario("datasource-delete-grafana-unreadable-asks-grafana", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE, **GONE_ENV},
+             [{"match": GRAFANA_GET, "responses": [FORBIDDEN]},
+              {"match": DS_GET, "responses": [NOT_FOUND_DS]}],
+             args=["delete"], stdout="local-pyroscope\n", calls={0: 1, 1: 1},
+             stderr_has=["could not tell whether Grafana workspace amg-gpu-dev exists", "already gone"]),
+    Scenario("datasource-unreachable-grafana-names-the-failure", "grafana_datasource.py", {**DS_ENV, "TIMEOUT_SECONDS": "1"},
+             [{"match": DS_GET, "responses": [UNRESOLVABLE]}],
+             args=["apply"], exit=1, max_seconds=10,
+             stderr_has=["reading datasource local-pyroscope kept failing for 1s: ERROR: HTTPSConnectionPool(host='" + GRAFANA_HOST]),
+]
+
+
 def fake_az_env(workdir: Path, rules: list) -> dict:
     """Environment with the stand-in az first on PATH, answering from ``rules``; its log in workdir."""
     bin_dir = workdir / "bin"

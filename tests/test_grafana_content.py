@@ -58,6 +58,9 @@ def test_pyroscope_datasource_definition(plan):
     assert ds.inputs["delete"] == "python3 scripts/grafana_datasource.py delete"
     env = ds.inputs["environment"]
     assert env["GRAFANA_ENDPOINT"] == ENDPOINT and env["RETRY_FORBIDDEN"] == "false" and env["TIMEOUT_SECONDS"] == "300"
+    # A delete asks ARM whether the workspace still exists; a refusal names the key that sets the uid.
+    assert env["GRAFANA_ID"] == canned.grafana_id("rg-observability-dev", "amg-gpu-dev") and env["API_VERSION"] == "2024-10-01"
+    assert env["UID_CONFIG_KEY"] == "pyroscopeDatasourceUid"
     assert env["DATASOURCE"] == json.dumps(json.loads(env["DATASOURCE"]), sort_keys=True, separators=(",", ":"))
     # As the published procedure creates it (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md).
     assert json.loads(env["DATASOURCE"]) == {
@@ -94,11 +97,13 @@ def test_dashboard_step(plan):
     assert upload.inputs["create"] == "python3 scripts/grafana_dashboard.py apply"
     assert upload.inputs["delete"] == "python3 scripts/grafana_dashboard.py delete"
     assert upload.inputs["environment"] == {
+        "API_VERSION": "2024-10-01",
         "DASHBOARD_SHA256": "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4",
         "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
         "DASHBOARD_UID": "AdvancedGPUObservability",
         "DATASOURCES": '{"prom_ds":{"name":"amw-gpu-dev","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"local-pyroscope","uid":"local-pyroscope"}}',
         "GRAFANA_ENDPOINT": ENDPOINT,
+        "GRAFANA_ID": canned.grafana_id("rg-observability-dev", "amg-gpu-dev"),  # checked before a delete
         "RETRY_FORBIDDEN": "false",
         "SCRIPT_SHA256": script_hash("grafana_dashboard.py"),
         "TIMEOUT_SECONDS": "300",

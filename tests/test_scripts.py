@@ -47,3 +47,18 @@ def test_scripts_print_no_tokens_and_use_only_az():
         for forbidden in ("curl ", "wget ", "kubectl ", "get-access-token", "Authorization:"):
             code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
             assert forbidden not in code.replace("kubectl -n gadget", ""), (path.name, forbidden)
+
+
+def test_the_workspace_check_uses_the_stacks_api_version():
+    """scripts/azcli.py falls back to its own copy of the Microsoft.Dashboard API version (the scripts import
+    nothing from components/); it must be the one the stack passes as API_VERSION."""
+    import sys
+
+    from components.scripts import DASHBOARD_API_VERSION
+
+    sys.path.insert(0, str(scenarios.ROOT / "scripts"))
+    try:
+        import azcli
+    finally:
+        sys.path.pop(0)
+    assert azcli.DASHBOARD_API_VERSION == DASHBOARD_API_VERSION
