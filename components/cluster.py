@@ -137,9 +137,22 @@ def kubeconfig_for(cfg: StackConfig) -> pulumi.Output[str]:
 
 
 def kubernetes_provider(name: str, cfg: StackConfig) -> k8s.Provider:
-    """The explicit Kubernetes provider for the cluster; its ``kubeconfig`` input is a Pulumi secret."""
+    """The explicit Kubernetes provider for the cluster; its ``kubeconfig`` input is a Pulumi secret.
+
+    ``kubernetesDeleteUnreachable`` true sets the provider's ``deleteUnreachable``. pulumi-kubernetes (commit
+    94977969, after v4.32.0; 4.34.2 installed) ``provider/pkg/provider/provider.go``: ``Configure`` marks the
+    cluster unreachable when its API server does not answer discovery; then ``Read`` (``pulumi refresh``) answers
+    "deleted" for every resource, the Helm release included, when ``deleteUnreachable`` is on (the provider input
+    wins over ``PULUMI_K8S_DELETE_UNREACHABLE``), and fails otherwise; ``Delete`` of a Helm release fails on an
+    unreachable cluster whatever the option ("can't delete Helm Release with unreachable cluster"), so a destroy
+    after the cluster is gone needs the refresh first (README "Tearing down what is already gone"). False sends
+    no value at all: an explicit ``false`` would override the environment variable, the way out for a stack that
+    never recorded the option (the SDK reads that variable only while the program runs,
+    ``pulumi_kubernetes/provider.py``).
+    """
     return k8s.Provider(
         name,
         kubeconfig=kubeconfig_for(cfg),
+        delete_unreachable=True if cfg.kubernetes_delete_unreachable else None,
         opts=pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]),
     )

@@ -66,6 +66,7 @@ class StackConfig:
     cluster_resource_group: str
     kubeconfig_credentials: str
     kubelogin_mode: str
+    kubernetes_delete_unreachable: bool
     extension_name: str
     extension_release_train: str
     extension_version: str

@@ -149,3 +149,13 @@ def test_kubelogin_devicecode_and_non_exec_kubeconfigs_unchanged():
     assert kubelogin_kubeconfig(source, "devicecode") == source
     cert = "apiVersion: v1\nusers:\n- name: u\n  user:\n    client-certificate-data: abc\n"
     assert kubelogin_kubeconfig(cert, "azurecli") == cert
+
+
+def test_delete_unreachable_is_set_on_the_provider_only_when_asked(plan, monkeypatch):
+    """kubernetesDeleteUnreachable true sets the provider's deleteUnreachable (pulumi-kubernetes provider.go: the
+    provider input wins over PULUMI_K8S_DELETE_UNREACHABLE). false sends nothing, so the variable, the way out for a
+    stack that never recorded the option, still works when the engine starts the provider for a destroy."""
+    monkeypatch.delenv("PULUMI_K8S_DELETE_UNREACHABLE", raising=False)
+    assert plan(kubernetesDeleteUnreachable="true").one(K8S_PROVIDER).inputs == {"deleteUnreachable": "true", "kubeconfig": "[secret]"}
+    assert plan().one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
+    assert plan(kubernetesDeleteUnreachable="false").one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
