@@ -14,6 +14,21 @@ Providers played here, with the rules of tools/replacement.py:
   annotated) and deletes a PLS the Service no longer names, but not while a private endpoint connection holds it
   (then it stays, orphaned, until :meth:`Deployment.reconcile` finds it free).
 - Providers, components and the stack: state only.
+
+Degraded states (README "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
+:meth:`Deployment.lose_grafana` and :meth:`Deployment.lose_mpe` delete things behind the stack's back;
+:meth:`Deployment.refresh` and :meth:`Deployment.destroy` then play ``pulumi refresh`` and ``pulumi destroy`` as the
+providers answer them:
+
+- azure-native: ``Read`` of a resource ARM no longer has answers "deleted" (the engine drops it from the state);
+  ``Delete`` of one treats ARM's 404 as done (pulumi-azure-native ``provider/pkg/provider/provider.go`` ``Read``:
+  ``azure.IsNotFound`` -> empty id; ``provider/pkg/azure/client_azcore.go`` ``Delete``: "If the resource is already
+  deleted, we don't want to return an error"; read at 006a62af).
+- pulumi-kubernetes, cluster gone (its API server unreachable): ``Read`` answers "deleted" when the provider has
+  ``deleteUnreachable`` (its input, else ``PULUMI_K8S_DELETE_UNREACHABLE``) and fails otherwise; ``Delete`` of a Helm
+  release fails either way ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only
+  through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
+- pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
 """
 
 from __future__ import annotations
@@ -135,6 +150,9 @@ class Deployment:
     def _delete(self, urn: str, state: dict) -> None:
         self.actions.append(f"delete {urn}")
         type_, inputs = state["type"], state["inputs"]
+        if type_ == "kubernetes:helm.sh/v3:Release" and self.cluster_gone():
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: can't delete Helm Release with unreachable cluster "
+                              "(pulumi-kubernetes Delete; run `pulumi refresh` first, with deleteUnreachable)")
         if type_ == "command:local:Command" and inputs.get("delete"):
             self._run(urn, inputs["delete"], inputs, state)
         elif type_ == "kubernetes:helm.sh/v3:Release":
@@ -180,6 +198,7 @@ class Deployment:
         self._save(world)
 
     def _arm_delete(self, type_: str, inputs: dict) -> None:
+        """azure-native Delete: ARM's 404 for a resource already gone counts as deleted (module docstring)."""
         world = self.world()
         world["arm"].pop(self.arm_key(type_, inputs), None)
         if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
@@ -215,6 +234,66 @@ class Deployment:
         group = annotations.get(ANNOTATION + "azure-pls-resource-group") or plan["outputs"]["nodeResourceGroup"]
         return {"id": fake_world.pls_id(group, annotations[ANNOTATION + "azure-pls-name"], canned.SUBSCRIPTION_ID),
                 "visibility": annotations[ANNOTATION + "azure-pls-visibility"].split()}
+
+    # --- things deleted behind the stack's back, and the teardown that follows ---
+    def cluster_gone(self) -> bool:
+        return bool(self.world().get("gone", {}).get("clusters"))
+
+    def _lose_arm(self, world: dict, type_: str, keep=lambda inputs: False) -> None:
+        world["arm"] = {k: v for k, v in world["arm"].items() if not k.startswith(type_ + " ") or keep(v)}
+
+    def lose_cluster(self, resource_group: str, name: str) -> None:
+        """The AKS cluster is deleted: its extension, the Helm release and the PLS go with it."""
+        world = self.world()
+        fake_world.delete_cluster(world, canned.cluster_id(resource_group, name))
+        self._lose_arm(world, "azure-native:kubernetesconfiguration:Extension")
+        self._save(world)
+
+    def lose_grafana(self, resource_group: str, name: str, host: str) -> None:
+        """The Grafana workspace is deleted: its managed private endpoints and its content go with it."""
+        world = self.world()
+        fake_world.delete_grafana(world, canned.grafana_id(resource_group, name), host)
+        self._lose_arm(world, "azure-native:dashboard:ManagedPrivateEndpoint", keep=lambda i: i["workspaceName"] != name)
+        self._save(world)
+
+    def lose_mpe(self, resource_group: str, grafana_name: str, name: str) -> None:
+        """The managed private endpoint is deleted by hand (with its connection on the PLS)."""
+        world = self.world()
+        fake_world.delete_mpe(world, canned.grafana_id(resource_group, grafana_name), name)
+        self._lose_arm(world, "azure-native:dashboard:ManagedPrivateEndpoint",
+                       keep=lambda i: i["managedPrivateEndpointName"] != name)
+        self._save(world)
+
+    def refresh(self, environ: Optional[dict] = None) -> list[str]:
+        """``pulumi refresh``: drop from the state what the providers' Read answers "deleted" for (module docstring);
+        ``environ``: the CLI's environment (``PULUMI_K8S_DELETE_UNREACHABLE``). Returns the URNs dropped; raises
+        EngineError as pulumi-kubernetes fails a Read on an unreachable cluster without deleteUnreachable."""
+        world, dropped = self.world(), []
+        for urn, state in list(self.states.items()):
+            type_ = state["type"]
+            if type_.startswith("kubernetes:") and self.cluster_gone():
+                if not self._delete_unreachable(state, environ or {}):
+                    raise EngineError(f"{urn.rsplit('::', 1)[-1]}: failed to read resource state due to unreachable "
+                                      "cluster. If the cluster was deleted, you can remove this resource from Pulumi "
+                                      "state by rerunning the operation with the PULUMI_K8S_DELETE_UNREACHABLE "
+                                      "environment variable set to \"true\" (pulumi-kubernetes Read)")
+                dropped.append(urn)
+            elif type_.startswith("azure-native:") and state["inputs"] and self.arm_key(type_, state["inputs"]) not in world["arm"]:
+                dropped.append(urn)
+        for urn in dropped:
+            del self.states[urn]
+        return dropped
+
+    def _delete_unreachable(self, state: dict, environ: dict) -> bool:
+        provider = next((s for s in self.states.values() if s["type"] == "pulumi:providers:kubernetes"), {"inputs": {}})
+        option = provider["inputs"].get("deleteUnreachable")
+        return str(option if option is not None else environ.get("PULUMI_K8S_DELETE_UNREACHABLE")) == "true"
+
+    def destroy(self, plan: dict) -> None:
+        """``pulumi destroy``: every resource still in the state, in the plan's destroy order."""
+        for urn in plan["destroyOrder"]:
+            if urn in self.states:
+                self._delete(urn, self.states[urn])
 
     # --- reading the end state ---
     def snapshot(self) -> dict:

@@ -1,0 +1,138 @@
+"""Tearing down what is already gone (README "Tearing down what is already gone"): the dev stack is deployed into the
+stateful stand-in world, then the AKS cluster, the Grafana workspace or the managed private endpoint is deleted
+behind the stack's back, and ``pulumi refresh`` / ``pulumi destroy`` are played in the plan's destroy order with the
+providers' rules (tests/lifecycle.py) and the real step scripts against the stand-in ``az``. Each must end with an
+empty state and nothing of the stack's left in the world. SIMULATED: Azure, Grafana, the engine and the providers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import reference
+from tests.lifecycle import Deployment, EngineError
+from tools.mock_engine import run
+
+DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
+                 "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
+OPTED = {"kubernetesDeleteUnreachable": "true"}
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    """The dev stack deployed twice into fresh worlds: with and without kubernetesDeleteUnreachable."""
+    dashboard = reference("grafana-dashboards/AdvancedGPUObservability.json")
+    made = {}
+    for name, settings in (("opted", OPTED), ("default", {})):
+        plan = run("dev", settings).to_json()
+        deployment = Deployment(tmp_path_factory.mktemp(name), {DASHBOARD_URL: str(dashboard)})
+        deployment.deploy(plan)
+        made[name] = (plan, deployment)
+    return made
+
+
+def fresh(deployed, name, tmp_path) -> tuple[dict, Deployment]:
+    plan, deployment = deployed[name]
+    return plan, deployment.copy(tmp_path / name)
+
+
+def grafana_host(plan: dict) -> str:
+    step = next(r for r in plan["resources"] if r["name"] == "gpu-dashboard-upload")
+    return step["inputs"]["environment"]["GRAFANA_ENDPOINT"].split("//", 1)[1]
+
+
+def assert_nothing_left(deployment: Deployment) -> None:
+    """An empty state, and nothing of the stack's in the world: no ARM resource, release, PLS, endpoint or Grafana
+    content."""
+    assert deployment.states == {}, sorted(deployment.states)
+    world = deployment.world()
+    assert world["arm"] == {} and world["releases"] == {} and world["pls"] == {} and world["mpes"] == {}
+    assert all(not g["datasources"] and not g["dashboards"] for g in world["grafana"].values())
+
+
+def calls(deployment: Deployment) -> list:
+    """Every az command line this deployment's steps ran (a copy starts with none)."""
+    log = deployment.workdir / "calls.jsonl"
+    return [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def calls_to(deployment: Deployment, host: str) -> list:
+    return [argv for argv in calls(deployment) if any(host in a for a in argv)]
+
+
+def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
+    """Cluster and Grafana deleted: the refresh drops the release (deleteUnreachable), the extension and the
+    endpoint (ARM 404); the destroy's datasource and dashboard deletes find the workspace gone in ARM and call no
+    Grafana; the role assignment on the workspace is deleted."""
+    plan, deployment = fresh(deployed, "opted", tmp_path)
+    host = grafana_host(plan)
+    deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
+    deployment.lose_grafana("rg-observability-dev", "amg-gpu-dev", host)
+    before = len(calls_to(deployment, host))
+    dropped = {urn.rsplit("::", 1)[-1] for urn in deployment.refresh()}
+    assert dropped == {"pyroscope-release", "inspektor-gadget-extension", "grafana-private-link-mpe"}
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+    assert len(calls_to(deployment, host)) == before, "no call to a Grafana whose workspace is gone"
+
+
+def test_a_cluster_gone_without_the_option_names_the_way_out(deployed, tmp_path):
+    """Without kubernetesDeleteUnreachable the provider's refresh fails naming PULUMI_K8S_DELETE_UNREACHABLE; with that
+    variable set (read by the provider when the option was never recorded) the same teardown ends clean."""
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
+    with pytest.raises(EngineError, match="PULUMI_K8S_DELETE_UNREACHABLE environment variable set to \"true\""):
+        deployment.refresh()
+    deployment.refresh({"PULUMI_K8S_DELETE_UNREACHABLE": "true"})
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+
+
+def test_a_destroy_before_the_refresh_stops_at_the_release_and_resumes(deployed, tmp_path):
+    """pulumi-kubernetes cannot delete a Helm release on an unreachable cluster, option or not: the destroy stops
+    there (everything before it already deleted); the refresh, then the destroy again, finish it."""
+    plan, deployment = fresh(deployed, "opted", tmp_path)
+    deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
+    with pytest.raises(EngineError, match="pyroscope-release: can't delete Helm Release with unreachable cluster"):
+        deployment.destroy(plan)
+    assert not any(g["datasources"] or g["dashboards"] for g in deployment.world()["grafana"].values())
+    deployment.refresh()
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+
+
+def test_a_grafana_gone_needs_no_refresh(deployed, tmp_path):
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    host = grafana_host(plan)
+    deployment.lose_grafana("rg-observability-dev", "amg-gpu-dev", host)
+    before = len(calls_to(deployment, host))
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+    assert len(calls_to(deployment, host)) == before
+
+
+def test_a_managed_private_endpoint_deleted_by_hand(deployed, tmp_path):
+    """The endpoint's delete answers 404 (done); the PLS, free of its connection, goes with the release."""
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+
+
+def test_404_on_every_delete_ends_in_a_clean_destroy(deployed, tmp_path):
+    """Everything the deletes address already deleted by hand (datasources, dashboard, endpoint, extension, role
+    assignment): each delete meets a 404 and counts it as done."""
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
+    world = deployment.world()
+    for g in world["grafana"].values():
+        g["datasources"].clear()
+        g["dashboards"].clear()
+    world["arm"] = {}
+    deployment._save(world)
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+    reads = [argv for argv in calls(deployment) if "get" in argv and any("/api/" in a for a in argv)]
+    assert len(reads) >= 3, "each Grafana delete looked first and found nothing"
