@@ -144,6 +144,8 @@ dashboard = GpuDashboard(
             "prom_ds": {"name": cfg.prometheus_datasource_name, "uid": cfg.prometheus_datasource_uid},
             "pyroscope_ds": {"name": cfg.pyroscope_datasource_name, "uid": cfg.pyroscope_datasource_uid},
         },
+        input_datasources={"grafana-pyroscope-datasource": cfg.pyroscope_datasource_uid,
+                           "prometheus": cfg.prometheus_datasource_uid},
         source=cfg.dashboard_source,
         sha256=cfg.dashboard_sha256.lower(),
         uid=cfg.dashboard_uid,

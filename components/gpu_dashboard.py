@@ -32,15 +32,18 @@ PINNED_UID = "AdvancedGPUObservability"
 class GpuDashboardArgs:
     """``grafana_id``: the workspace's ARM id (a delete first asks ARM whether it still exists). ``source``: https
     URL or project-relative file; ``sha256``: its pinned digest (64 hex); ``uid``: the
-    uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``shared``: several
+    uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``input_datasources``:
+    datasource plugin id -> uid, what a dashboard exported "for sharing" (``__inputs``) is imported with
+    (scripts/grafana_dashboard.py ``import_inputs``). ``shared``: several
     cluster stacks upload the same dashboard into one Grafana (``multiCluster``); then none of them owns
     it: each uploads it (identical content, so only the first writes) and leaves it in place on destroy
-    (Pulumi ``retain_on_delete``), and no datasource defaults are set (each reader picks the cluster's
-    datasources in the dashboard's pickers)."""
+    (Pulumi ``retain_on_delete``), and no datasource defaults or input mappings are set (each reader picks the
+    cluster's datasources in the dashboard's pickers; an export with ``__inputs`` is refused)."""
 
     grafana_endpoint: pulumi.Input[str]
     grafana_id: pulumi.Input[str]
     datasources: dict = field(default_factory=dict)
+    input_datasources: dict = field(default_factory=dict)
     source: str = PINNED_URL
     sha256: str = PINNED_SHA256
     uid: str = PINNED_UID
@@ -64,6 +67,8 @@ class GpuDashboard(pulumi.ComponentResource):
                 "DASHBOARD_SOURCE": args.source,
                 "DASHBOARD_UID": args.uid,
                 "DATASOURCES": json.dumps({} if args.shared else args.datasources, sort_keys=True, separators=(",", ":")),
+                "DATASOURCE_INPUTS": json.dumps({} if args.shared else args.input_datasources, sort_keys=True,
+                                                separators=(",", ":")),
                 "GRAFANA_ENDPOINT": args.grafana_endpoint,
                 "GRAFANA_ID": args.grafana_id,
                 "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),

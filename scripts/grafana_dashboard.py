@@ -5,16 +5,20 @@ Usage: python3 scripts/grafana_dashboard.py apply|delete
 Environment: GRAFANA_ENDPOINT, DASHBOARD_SOURCE (an https URL, fetched with `az rest
 --skip-authorization-header --output-file` so the bytes are hashed as served, or a file path relative to
 the project directory), DASHBOARD_SHA256 (64 hex), DASHBOARD_UID, DATASOURCES (JSON: dashboard variable name
--> {"uid", "name"}, the datasources its variables default to), TIMEOUT_SECONDS; optional
-POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by
-pulumi-command on updates and deletes).
+-> {"uid", "name"}, the datasources its variables default to), DATASOURCE_INPUTS (JSON: datasource plugin id ->
+this stack's datasource uid, for a dashboard exported "for sharing"; ``{}`` for a dashboard shared by several
+clusters), TIMEOUT_SECONDS; optional GRAFANA_ID and API_VERSION (the workspace's ARM id, checked before a delete),
+POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command
+on updates and deletes).
 
-apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), check the JSON's uid is
+apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), import its ``__inputs`` as Grafana's
+import does (:func:`import_inputs`; an input this stack cannot supply: one-line error), check the JSON's uid is
 DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES, stamp it with this step's owner id
 (top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
 version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else
 POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
-/api/dashboards/uid/{uid} unless the dashboard carries another step's owner id; already gone is success.
+/api/dashboards/uid/{uid} unless the dashboard carries another step's owner id; already gone, or a Grafana workspace
+that no longer exists (ARM 404 for GRAFANA_ID), is success.
 Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's dashboard HTTP API (Azure Managed
 Grafana, Grafana Admin role).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -62,6 +67,59 @@ def with_datasource_defaults(dashboard: dict, datasources: dict) -> dict:
     return dashboard
 
 
+#: Grafana's pattern for an input reference in a string (``varRegex``), and the plugin id of server-side expressions,
+#: whose input Grafana always sets to ``__expr__`` (``expr.DatasourceType``).
+_REFERENCE = re.compile(r"\$\{.+?\}")
+EXPRESSIONS = "__expr__"
+
+
+def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
+    """``dashboard`` as Grafana's dashboard import saves it, for an export made "for sharing externally" (a top-level
+    ``__inputs`` list, and ``${DS_...}`` references where datasource uids were). Unchanged without ``__inputs``.
+
+    As grafana/grafana ``pkg/services/dashboardimport/utils/dash_template_evaluator.go`` (@ 0425369c) ``Eval``: every
+    ``__inputs`` entry needs a value, an input whose ``pluginId`` is ``__expr__`` always gets ``__expr__``, every
+    ``${<input name>}`` in every string (at any depth) is replaced by its value (other ``${...}``, such as dashboard
+    variables, stay), and ``__inputs`` is dropped at every level. The values are what the import form would be given
+    (``ImportDashboardInput``, ``pkg/services/dashboardimport/dashboardimport.go``): for a ``datasource`` input, this
+    stack's datasource of that plugin type (``by_plugin``: plugin id -> uid, e.g. ``prometheus`` and
+    ``grafana-pyroscope-datasource``); for a ``constant`` input, the value the export carries. Any other input, or a
+    datasource type the stack has none of, stops the step with one line naming the input (nothing is uploaded)."""
+    inputs = dashboard.get("__inputs")
+    if not inputs:
+        return dashboard
+    values = {}
+    for item in inputs:
+        name, kind, plugin = item.get("name"), item.get("type"), item.get("pluginId")
+        value = EXPRESSIONS if plugin == EXPRESSIONS else by_plugin.get(plugin) if kind == "datasource" else (
+            item.get("value") if kind == "constant" else None)
+        if value is None:
+            what = f"{kind} {plugin}" if kind == "datasource" else f"{kind} without a value" if kind == "constant" else str(kind)
+            if kind == "datasource" and not by_plugin:
+                why = ("a dashboard shared by several clusters (multiCluster) cannot be bound to one cluster's datasources; "
+                       "use an export with datasource variables instead of __inputs")
+            else:
+                why = (f"this stack maps only datasource inputs of type {', '.join(sorted(by_plugin)) or 'none'} (and "
+                       "constants with a value); export the dashboard without 'Export for sharing externally', or remove "
+                       "that input")
+            step.fail(f"dashboard {source} has input {name} ({what}) that nothing maps: {why}; nothing uploaded")
+        values["${" + str(name) + "}"] = str(value)
+
+    def evaluate(value):
+        if isinstance(value, str):
+            return _REFERENCE.sub(lambda found: values.get(found.group(0), found.group(0)), value)
+        if isinstance(value, dict):
+            return {key: evaluate(item) for key, item in value.items() if key != "__inputs"}
+        if isinstance(value, list):
+            return [evaluate(item) for item in value]
+        return value
+
+    imported = evaluate(dashboard)
+    step.log(f"imported {len(values)} input(s) of {source}: " + ", ".join(
+        f"{name[2:-1]} -> {value}" for name, value in sorted(values.items())))
+    return imported
+
+
 def comparable(dashboard: dict) -> dict:
     return {key: value for key, value in dashboard.items() if key not in VOLATILE}
 
@@ -87,6 +145,7 @@ def main(action: str) -> int:
         dashboard = json.loads(raw)
     except ValueError as error:
         step.fail(f"dashboard {source} is not JSON: {error}")
+    dashboard = import_inputs(dashboard, json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}"), source)
     if dashboard.get("uid") != uid:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
     dashboard = with_datasource_defaults(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))

@@ -470,6 +470,29 @@ SCENARIOS += [
 ]
 
 
+# --- A dashboard exported "for sharing" (__inputs, ${DS_...} references): imported as Grafana's import does ---------
+SHARED_EXPORT = "tests/data/gpu-dashboard-shared-export.json"  # relative: the steps run in the project directory
+SHARED_EXPORT_SHA256 = "00aabd4fa2ffbe0d99193a5676759b224ab55299a7e2c9f96cc78f42dfbab7ff"
+STACK_INPUTS = {"grafana-pyroscope-datasource": "local-pyroscope", "prometheus": "azure-monitor-prometheus"}
+EXPORT_ENV = {**DASH_ENV, "DASHBOARD_SOURCE": SHARED_EXPORT, "DASHBOARD_SHA256": SHARED_EXPORT_SHA256,
+              "DASHBOARD_UID": "gpu-shared-export", "DATASOURCE_INPUTS": json.dumps(STACK_INPUTS, sort_keys=True)}
+EXPORT_GET = ["rest", "--method", "get", "/api/dashboards/uid/gpu-shared-export"]
+
+SCENARIOS += [
+    Scenario("dashboard-export-for-sharing-imported", "grafana_dashboard.py", EXPORT_ENV,
+             [{"match": EXPORT_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "gpu-shared-export", "version": 1}}]}],
+             args=["apply"], stdout=r"gpu-shared-export owner=[0-9a-f]{16}\n", pattern=True, calls={0: 1, 1: 1},
+             stderr_has=["imported 4 input(s) of " + SHARED_EXPORT, "DS_PROMETHEUS -> azure-monitor-prometheus",
+                         "DS_PYROSCOPE -> local-pyroscope", "DS___EXPR__ -> __expr__", "VAR_NAMESPACE -> gadget"]),
+    Scenario("dashboard-export-for-a-shared-dashboard-refused", "grafana_dashboard.py", {**EXPORT_ENV, "DATASOURCE_INPUTS": "{}"},
+             [{"match": EXPORT_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], exit=1, calls={0: 0, 1: 0},
+             stderr_has=["has input DS_PROMETHEUS (datasource prometheus) that nothing maps: a dashboard shared by several "
+                         "clusters (multiCluster) cannot be bound to one cluster's datasources"]),
+]
+
+
 def fake_az_env(workdir: Path, rules: list) -> dict:
     """Environment with the stand-in az first on PATH, answering from ``rules``; its log in workdir."""
     bin_dir = workdir / "bin"

@@ -102,6 +102,8 @@ def test_dashboard_step(plan):
         "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
         "DASHBOARD_UID": "AdvancedGPUObservability",
         "DATASOURCES": '{"prom_ds":{"name":"amw-gpu-dev","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"local-pyroscope","uid":"local-pyroscope"}}',
+        # What an export made "for sharing" (__inputs) is imported with: plugin id -> this stack's datasource uid.
+        "DATASOURCE_INPUTS": '{"grafana-pyroscope-datasource":"local-pyroscope","prometheus":"azure-monitor-prometheus"}',
         "GRAFANA_ENDPOINT": ENDPOINT,
         "GRAFANA_ID": canned.grafana_id("rg-observability-dev", "amg-gpu-dev"),  # checked before a delete
         "RETRY_FORBIDDEN": "false",
