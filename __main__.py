@@ -20,12 +20,14 @@ from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
 from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deployer_principal_type
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
+from components.secrets import keep_secret
 from components.stack_inputs import for_cluster, resolve
 
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
 cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
 cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
+secrecy = keep_secret(cfg)  # from here on, every input and export that carries a secret config value is secret
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
@@ -157,23 +159,23 @@ dashboard = GpuDashboard(
 )
 
 # --- Outputs (see README "Outputs") --------------------------------------------------------------------------
-pulumi.export("clusterName", cfg.cluster_name)
-pulumi.export("clusterResourceGroup", cfg.cluster_resource_group)
-pulumi.export("clusterId", cluster.id)
-pulumi.export("nodeResourceGroup", cluster.node_resource_group)
-pulumi.export("extensionId", gadget.extension_id)
-pulumi.export("pyroscopeInClusterUrl", pyroscope.in_cluster_url)
-pulumi.export("privateLinkServiceName", cfg.private_link_service_name)
-pulumi.export(
+secrecy.export("clusterName", cfg.cluster_name)
+secrecy.export("clusterResourceGroup", cfg.cluster_resource_group)
+secrecy.export("clusterId", cluster.id)
+secrecy.export("nodeResourceGroup", cluster.node_resource_group)
+secrecy.export("extensionId", gadget.extension_id)
+secrecy.export("pyroscopeInClusterUrl", pyroscope.in_cluster_url)
+secrecy.export("privateLinkServiceName", cfg.private_link_service_name)
+secrecy.export(
     "privateLinkServiceResourceGroup", cfg.private_link_service_resource_group or cluster.node_resource_group
 )
-pulumi.export("privateLinkServiceId", private_link.private_link_service_id)
-pulumi.export("managedPrivateEndpointId", private_link.managed_private_endpoint_id)
-pulumi.export("managedPrivateEndpointState", private_link.connection_state)
-pulumi.export("pyroscopePrivateUrl", private_link.pyroscope_url)
-pulumi.export("grafanaName", cfg.grafana_name)
-pulumi.export("grafanaEndpoint", grafana.endpoint)
-pulumi.export("monitorWorkspaceId", workspace.id)
-pulumi.export("pyroscopeDatasourceUid", datasources.pyroscope_uid)
-pulumi.export("prometheusDatasourceUid", datasources.prometheus_uid)
-pulumi.export("dashboardUrl", dashboard.url)
+secrecy.export("privateLinkServiceId", private_link.private_link_service_id)
+secrecy.export("managedPrivateEndpointId", private_link.managed_private_endpoint_id)
+secrecy.export("managedPrivateEndpointState", private_link.connection_state)
+secrecy.export("pyroscopePrivateUrl", private_link.pyroscope_url)
+secrecy.export("grafanaName", cfg.grafana_name)
+secrecy.export("grafanaEndpoint", grafana.endpoint)
+secrecy.export("monitorWorkspaceId", workspace.id)
+secrecy.export("pyroscopeDatasourceUid", datasources.pyroscope_uid)
+secrecy.export("prometheusDatasourceUid", datasources.prometheus_uid)
+secrecy.export("dashboardUrl", dashboard.url)

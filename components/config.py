@@ -54,7 +54,8 @@ class StackConfig:
     default is empty (``extension_version``, ``private_link_service_resource_group``,
     ``private_link_subnet``) and "derive" for the names in Grafana (see :func:`derived_names`), filled in
     by ``stack_inputs.for_cluster`` once the cluster is known. ``assign_monitoring_data_reader`` is
-    ``auto``, ``true`` or ``false``; read :attr:`assigns_monitoring_data_reader`.
+    ``auto``, ``true`` or ``false``; read :attr:`assigns_monitoring_data_reader`. ``secret_keys``: the config keys
+    (camelCase) whose value came in secret; :attr:`secret_values` their values.
     """
 
     production: bool
@@ -104,6 +105,9 @@ class StackConfig:
     grafana_timeout_seconds: int
     connection_approval_timeout_seconds: int
     managed_private_endpoint_timeout_seconds: int
+    #: Config keys whose value came in secret (set with ``pulumi config set --secret``, or a secret output of
+    #: ``clusterStack``/``grafanaStack``); components/secrets.py keeps what carries them secret. Not a config key.
+    secret_keys: frozenset = frozenset()
 
     @property
     def assigns_monitoring_data_reader(self) -> bool:
@@ -112,6 +116,12 @@ class StackConfig:
         if self.assign_monitoring_data_reader == "auto":
             return not self.multi_cluster
         return self.assign_monitoring_data_reader == "true"
+
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """The non-empty values of :attr:`secret_keys`, longest first."""
+        values = {str(getattr(self, snake(key))) for key in self.secret_keys} - {""}
+        return tuple(sorted(values, key=lambda v: (-len(v), v)))
 
     @property
     def tag_map(self) -> dict[str, str]:
@@ -404,8 +414,9 @@ def _typed(key: str, kind: str, text: str) -> object:
     return text
 
 
-def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
-    """Validate raw values (key -> the string the CLI would pass, or None if unset) into a StackConfig.
+def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> StackConfig:
+    """Validate raw values (key -> the string the CLI would pass, or None if unset) into a StackConfig;
+    ``secret_keys``: the keys whose value is secret config.
 
     Unset keys take their Pulumi.yaml default. Keys are checked in Pulumi.yaml order; the first failure
     raises :class:`ConfigError`. Raises ConfigError for: a required key (no default) missing or empty,
@@ -428,11 +439,11 @@ def parse(raw: Mapping[str, Optional[str]]) -> StackConfig:
         if key in RULES and not (key in REQUIRED_UNLESS and value == ""):
             RULES[key](key, value)
         values[snake(key)] = value
-    known = {f.name for f in fields(StackConfig)}
+    known = {f.name for f in fields(StackConfig) if f.name != "secret_keys"}
     missing = known - set(values)
     if missing:  # Pulumi.yaml and StackConfig drifted apart: a programming error, not user input.
         raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
-    config = StackConfig(**{name: values[name] for name in known})
+    config = StackConfig(**{name: values[name] for name in known}, secret_keys=frozenset(secret_keys))
     return config if (config.cluster_stack or config.grafana_stack) else check_required(config)
 
 
@@ -459,11 +470,13 @@ def check_required(config: StackConfig) -> StackConfig:
     return config
 
 
-def with_values(config: StackConfig, values: Mapping[str, str], source: str) -> StackConfig:
+def with_values(config: StackConfig, values: Mapping[str, str], source: str, secret: Iterable[str] = ()) -> StackConfig:
     """``config`` with ``values`` (config key -> string) filled in where the key is empty (its default, ``""``,
     means "derive"), each checked by its rule; a key the stack sets to a non-empty value wins. ``source``
-    names where the values come from, for the error message."""
-    changes = {}
+    names where the values come from, for the error message; ``secret``: the keys among ``values`` whose value came
+    in secret (added to ``secret_keys`` when filled in)."""
+    changes: dict = {}
+    secret = set(secret)
     for key, value in values.items():
         if getattr(config, snake(key)) not in ("", None):
             continue
@@ -473,6 +486,8 @@ def with_values(config: StackConfig, values: Mapping[str, str], source: str) -> 
         except ConfigError as error:
             raise ConfigError(key, f"{error.message} (from {source})") from None
         changes[snake(key)] = value
+        if key in secret:
+            changes["secret_keys"] = frozenset(changes.get("secret_keys", config.secret_keys) | {key})
     return replace(config, **changes)
 
 
@@ -499,9 +514,12 @@ def _all_keys() -> set[str]:
 def load() -> StackConfig:
     """Read every declared key from the stack's config (namespace ``aks-gpu-observability``) and parse it.
     Raises ConfigError for an undeclared key in that namespace or any invalid value."""
+    from pulumi.runtime.config import is_config_secret
+
     check_known(_all_keys())
     config = pulumi.Config(PROJECT)
-    return parse({key: config.get(key) for key in declared()})
+    return parse({key: config.get(key) for key in declared()},
+                 [key for key in declared() if is_config_secret(f"{PROJECT}:{key}")])
 
 
 #: The names a single-cluster stack uses in Grafana when the keys are left empty: the published procedure's

@@ -8,7 +8,10 @@ replaces setting the keys by hand. Expected outputs (strings):
   ``monitorWorkspaceResourceGroup``
 
 Read with Pulumi's ``StackReference`` before anything else is registered, so the cluster and Grafana
-checks run on the final names. Keys set in this stack's config win over referenced outputs.
+checks run on the final names. Keys set in this stack's config win over referenced outputs. An output the other
+stack holds as a secret (``get_output_details`` answers it as ``secret_value``, pulumi/pulumi v3.230.0
+``sdk/python/lib/pulumi/stack_reference.py``) stays secret here: its key joins ``StackConfig.secret_keys``, and
+components/secrets.py keeps every input and export that carries it secret.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ CLUSTER_OUTPUTS = ("clusterName", "clusterResourceGroup")
 GRAFANA_OUTPUTS = ("grafanaName", "grafanaResourceGroup", "monitorWorkspaceName", "monitorWorkspaceResourceGroup")
 
 
-def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> dict[str, str]:
-    """The outputs ``names`` of stack ``stack`` (named by config key ``key``), as strings.
+def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
+    """The outputs ``names`` of stack ``stack`` (named by config key ``key``), as strings, and the names of those
+    that are secret there.
 
     Raises ConfigError (key ``key``) naming the first missing or non-string output.
     """
     reference = pulumi.StackReference(stack)
-    values = {}
+    values, secret = {}, set()
     for name in names:
         # StackReference has no synchronous getter; the names decide what is looked up next, before any
         # resource is registered, so wait for this one as the SDK's own synchronous invokes do.
@@ -39,17 +43,19 @@ def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> dict[str, str]
             problem = "has no output" if value is None else "has a non-string or empty output"
             raise ConfigError(key, f"stack '{stack}' {problem} '{name}'; it must export {', '.join(names)} (strings)")
         values[name] = value
-    return values
+        if details.value is None:
+            secret.add(name)
+    return values, secret
 
 
 def resolve(cfg: StackConfig) -> StackConfig:
     """``cfg`` completed from the referenced stacks and checked for required keys."""
     if cfg.cluster_stack:
-        outputs = read_outputs("clusterStack", cfg.cluster_stack, CLUSTER_OUTPUTS)
-        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.cluster_stack}")
+        outputs, secret = read_outputs("clusterStack", cfg.cluster_stack, CLUSTER_OUTPUTS)
+        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.cluster_stack}", secret)
     if cfg.grafana_stack:
-        outputs = read_outputs("grafanaStack", cfg.grafana_stack, GRAFANA_OUTPUTS)
-        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.grafana_stack}")
+        outputs, secret = read_outputs("grafanaStack", cfg.grafana_stack, GRAFANA_OUTPUTS)
+        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.grafana_stack}", secret)
     return stack_config.check_required(cfg)
 
 
@@ -59,4 +65,23 @@ def for_cluster(cfg: StackConfig, cluster_id: str) -> StackConfig:
     ``multiCluster`` (config.cluster_names). A name the stack sets wins. Empty is the keys' default, so a
     stack behaves the same whether or not the CLI wrote the defaults out (it always does)."""
     source = "the multi-cluster naming" if cfg.multi_cluster else "the single-cluster naming"
-    return stack_config.with_values(cfg, stack_config.derived_names(cfg, cluster_id), source)
+    derived = stack_config.derived_names(cfg, cluster_id)
+    refuse_secret_names_in_grafana(cfg, derived)
+    return stack_config.with_values(cfg, derived, source)
+
+
+def refuse_secret_names_in_grafana(cfg: StackConfig, derived: dict[str, str]) -> None:
+    """Raise ConfigError (the secret key) when a name in Grafana left empty would be derived from a secret value:
+    with ``multiCluster`` every such name comes from the cluster name (a slug of it, or the name itself), and a
+    single-cluster stack names the Prometheus datasource after the workspace. Grafana shows datasource names and
+    uids to every viewer in plain text, so a secret cannot stay secret there; the message names the keys to set."""
+    empty = [key for key in derived if not getattr(cfg, stack_config.snake(key))]
+    for key in sorted(cfg.secret_keys):
+        value = str(getattr(cfg, stack_config.snake(key)))
+        from_it = [name for name in empty
+                   if (key == "clusterName" and cfg.multi_cluster) or (value and value.lower() in derived[name].lower())]
+        if from_it:
+            naming = "multiCluster would derive names in Grafana from it" if key == "clusterName" and cfg.multi_cluster \
+                else f"{', '.join(from_it)} would be derived from it"
+            raise ConfigError(key, f"the value is secret, but {naming}, and Grafana shows datasource names and uids to "
+                                   f"every viewer in plain text; set {', '.join(from_it)} yourself, or make {key} plain")

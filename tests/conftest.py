@@ -35,8 +35,9 @@ def reference(relative: str) -> Path:
 def plan():
     """plan(**overrides) -> Plan for the dev stack with --set style overrides (strings)."""
 
-    def make(invoke_overrides=None, stack="dev", stack_outputs=None, **overrides):
-        return mock_engine.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides, stack_outputs=stack_outputs)
+    def make(invoke_overrides=None, stack="dev", stack_outputs=None, secret_outputs=None, **overrides):
+        return mock_engine.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides,
+                               stack_outputs=stack_outputs, secret_outputs=secret_outputs)
 
     return make
 

@@ -149,3 +149,55 @@ def test_explicit_names_win_in_multi_cluster(plan):
     claimed = grafana_names(plan(multiCluster="true", managedPrivateEndpointName="mine"))
     assert claimed["mpe"] == "mine"
     assert claimed["uids"] != {"local-pyroscope", "azure-monitor-prometheus"}
+
+
+# --- secret outputs through a stack reference ----------------------------------------------------------------
+PLATFORM = "acme/platform-aks/prod"
+#: A platform stack whose cluster name is secret; the names are distinct so a leak cannot hide in another value.
+SECRET_CLUSTER = {PLATFORM: {"clusterName": "gpu-secret-7", "clusterResourceGroup": "rg-platform"}}
+
+
+def secret_cluster_plan(plan, **overrides):
+    return plan(clusterStack=PLATFORM, clusterName="", clusterResourceGroup="", stack_outputs=SECRET_CLUSTER,
+                secret_outputs={PLATFORM: ["clusterName"]}, **overrides)
+
+
+def test_a_secret_cluster_name_stays_secret_in_inputs_exports_and_the_plan(plan):
+    import json
+
+    p = secret_cluster_plan(plan)
+    extension = p.one(EXTENSION)
+    assert extension.inputs["clusterName"] == "[secret]" and extension.inputs["resourceGroupName"] == "rg-platform"
+    for name in ("clusterName", "clusterId", "nodeResourceGroup", "extensionId", "privateLinkServiceId",
+                 "privateLinkServiceResourceGroup"):
+        assert p.outputs[name] == "[secret]", name
+    assert p.outputs["clusterResourceGroup"] == "rg-platform", "what came in plain stays plain"
+    assert "gpu-secret-7" not in json.dumps(p.to_json()), "nowhere in the plan: inputs, invokes, outputs"
+    mpe = p.one(MPE)
+    assert mpe.inputs["requestMessage"] == "[secret]" and mpe.inputs["workspaceName"] == "amg-gpu-dev"
+
+
+def test_a_secret_cluster_name_is_refused_where_grafana_would_show_it(plan):
+    """multiCluster derives names in Grafana from the cluster name; Grafana shows datasource names and uids in plain
+    text to every viewer, so a secret one cannot be kept secret there: one line, naming the keys to set instead."""
+    with pytest.raises(ConfigError) as caught:
+        secret_cluster_plan(plan, multiCluster="true")
+    assert str(caught.value) == (
+        "clusterName: the value is secret, but multiCluster would derive names in Grafana from it, and Grafana shows "
+        "datasource names and uids to every viewer in plain text; set managedPrivateEndpointName, pyroscopeDatasourceUid, "
+        "pyroscopeDatasourceName, prometheusDatasourceUid, prometheusDatasourceName yourself, or make clusterName plain")
+    named_by_hand = {"managedPrivateEndpointName": "pyro-mpe-7", "pyroscopeDatasourceUid": "pyro-7",
+                     "pyroscopeDatasourceName": "Pyroscope 7", "prometheusDatasourceUid": "prom-7",
+                     "prometheusDatasourceName": "Prometheus 7"}
+    assert secret_cluster_plan(plan, multiCluster="true", **named_by_hand).outputs["clusterName"] == "[secret]"
+
+
+def test_a_secret_grafana_name_keeps_the_grafana_side_secret(plan):
+    import json
+
+    outputs = {"obs": {**canned.stack_outputs("obs"), "grafanaName": "amg-secret-9"}}
+    p = plan(grafanaStack="obs", grafanaName="", stack_outputs=outputs, secret_outputs={"obs": ["grafanaName"]})
+    assert p.one(MPE).inputs["workspaceName"] == "[secret]"
+    for name in ("grafanaName", "grafanaEndpoint", "dashboardUrl", "managedPrivateEndpointId"):
+        assert p.outputs[name] == "[secret]", name
+    assert "amg-secret-9" not in json.dumps(p.to_json())

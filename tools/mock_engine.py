@@ -82,6 +82,19 @@ def plain(value: Any) -> Any:
     return value
 
 
+def mask(value: Any, secrets) -> Any:
+    """``value`` (plain JSON) with every string that contains one of ``secrets`` replaced by ``"[secret]"``. For
+    invoke arguments: an invoke's arguments carry no secret marking (the SDK unwraps them; the engine neither stores
+    nor shows them), but the plan prints them, and a value that came in secret must not appear there."""
+    if isinstance(value, str):
+        return SECRET if any(secret in value for secret in secrets) else value
+    if isinstance(value, dict):
+        return {key: mask(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [mask(item, secrets) for item in value]
+    return value
+
+
 _SIMPLE_KEY = re.compile(r"[A-Za-z_$][\w$-]*")
 
 
@@ -229,10 +242,14 @@ class CannedMocks(pulumi.runtime.Mocks):
     """Invokes answered from :data:`tools.canned.INVOKES` (or ``overrides``, token -> handler or dict)."""
 
     def __init__(self, location: str, overrides: Optional[Mapping[str, Any]] = None,
-                 stack_outputs: Optional[Mapping[str, dict]] = None) -> None:
+                 stack_outputs: Optional[Mapping[str, dict]] = None,
+                 secret_outputs: Optional[Mapping[str, Any]] = None) -> None:
         self.location = location
         self.overrides = dict(overrides or {})
         self.stack_outputs = dict(stack_outputs or {})
+        self.secret_outputs = {stack: sorted(names) for stack, names in (secret_outputs or {}).items()}
+        #: plaintext of every secret output a stack reference was answered with (the plan masks it in invoke args)
+        self.secret_values: set[str] = set()
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         handler = self.overrides.get(args.token, canned.INVOKES.get(args.token))
@@ -245,7 +262,12 @@ class CannedMocks(pulumi.runtime.Mocks):
         if args.typ == "pulumi:pulumi:StackReference":  # a read: the referenced stack's outputs
             stack = args.inputs.get("name", args.name)
             outputs = self.stack_outputs.get(stack, canned.stack_outputs(stack))
-            return stack, {"name": stack, "outputs": copy.deepcopy(outputs), "secretOutputNames": []}
+            secret = self.secret_outputs.get(stack, [])
+            self.secret_values.update(str(outputs[n]) for n in secret if isinstance(outputs.get(n), str) and outputs[n])
+            # As the engine reads another stack: its outputs, and the names of those that are secret (the SDK's
+            # StackReference.get_output_details then answers them as secret_value; pulumi/pulumi v3.230.0
+            # sdk/python/lib/pulumi/stack_reference.py).
+            return stack, {"name": stack, "outputs": copy.deepcopy(outputs), "secretOutputNames": secret}
         if not args.custom:
             return "", {}
         return canned.resource_state(args.typ, args.name, args.inputs)
@@ -290,7 +312,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         else:
             response = super().Invoke(request)
         if request.tok != "pulumi:pulumi:getResource":
-            args = plain(json_format.MessageToDict(request.args, preserving_proto_field_name=True))
+            args = mask(plain(json_format.MessageToDict(request.args, preserving_proto_field_name=True)),
+                        getattr(self.mocks, "secret_values", ()))
             with self._lock:
                 self.invokes.append(Invoke(request.tok, args, sorted(set(request.dependsOn))))
         return response
@@ -486,12 +509,14 @@ def run(
     preview: bool = True,
     stack_outputs: Optional[Mapping[str, dict]] = None,
     pending: Optional[set] = None,
+    secret_outputs: Optional[Mapping[str, Any]] = None,
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
     ``overrides``: ``--set`` pairs. ``invoke_overrides``: token -> canned answer (dict) or handler
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
-    outputs of a platform stack). ``pending``: URNs a real preview would see being created or replaced (module
+    outputs of a platform stack). ``secret_outputs``: referenced stack name -> the names of its outputs that are
+    secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created or replaced (module
     docstring). Raises ConfigError (before any resource is registered) for invalid
     configuration, and whatever else the program raises.
     """
@@ -501,7 +526,7 @@ def run(
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
     values = stack_config.cli_defaults({**values, **overridden})
     location = values.get("azure-native:location") or "eastus2"
-    mocks = CannedMocks(location, invoke_overrides, stack_outputs)
+    mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     monitor = RecordingMonitor(mocks)
     monitor.pending = frozenset(pending or ())
 
