@@ -28,7 +28,8 @@ def load(name: str) -> dict:
 
 
 def steps(job: dict) -> list[dict]:
-    return job["steps"]
+    """A job's steps; none for a job that calls a reusable workflow (``uses:``)."""
+    return job.get("steps", [])
 
 
 def uses(job: dict, action: str) -> dict:
@@ -41,17 +42,21 @@ def runs(job: dict) -> str:
     return "\n".join(s.get("run", "") for s in steps(job))
 
 
-@pytest.mark.parametrize("name", ["pr.yml", "deploy.yml"])
+WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml"]
+
+
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
 def test_every_action_is_pinned_by_commit_sha(name):
     text = (WORKFLOWS / name).read_text()
-    pins = re.findall(r"uses:\s*(\S+)(.*)", text)
+    pins = [(ref, comment) for ref, comment in re.findall(r"uses:\s*(\S+)(.*)", text)
+            if not ref.startswith("./.github/workflows/")]  # a reusable workflow of this repository, same commit
     assert pins
     for ref, comment in pins:
         assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref
         assert re.search(r"#\s*v\d", comment), f"{ref}: say which version the SHA is"
 
 
-@pytest.mark.parametrize("name", ["pr.yml", "deploy.yml"])
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
 def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
     """Azure sign-in is OIDC and the azblob/Key Vault backend rides on it, so no Azure secret is stored. The
     one secret allowed is PULUMI_ACCESS_TOKEN, for teams on Pulumi Cloud without its OIDC trust set up (with
@@ -102,18 +107,52 @@ def test_pull_request_workflow():
 
 
 def test_main_branch_deploy_workflow():
+    """On main: one job per Grafana (from the stacks file), each running its stacks through deploy-stacks.yml."""
     deploy = load("deploy.yml")
     assert deploy["on"]["push"] == {"branches": ["main"]}
-    up = deploy["jobs"]["up"]
+    rollout = deploy["jobs"]["rollout"]
+    assert rollout["uses"] == "./.github/workflows/deploy-stacks.yml"
+    assert rollout["concurrency"]["cancel-in-progress"] is False
+    called = load("deploy-stacks.yml")
+    up = called["jobs"]["up"]
     pulumi = uses(up, "pulumi/actions")["with"]
-    assert pulumi["command"] == "up" and pulumi["policyPacks"] == "policy"
+    assert pulumi["command"] == "up" and pulumi["policyPacks"] == "policy" and pulumi["stack-name"] == "${{ env.STACK }}"
     assert up["environment"] == "production"
-    assert deploy["concurrency"]["cancel-in-progress"] is False
     assert "-m tools.verify --stack" in runs(up)
 
 
+def test_stacks_sharing_a_grafana_roll_out_one_at_a_time_and_grafanas_in_parallel():
+    """Serial by construction within a Grafana: the setup job groups the stacks file by Grafana; the rollout is a
+    matrix over Grafanas (parallel) with a concurrency group keyed by the Grafana (across runs), each calling
+    deploy-stacks.yml, whose matrix over that Grafana's stacks runs one at a time. No job ever waits as *pending* in a
+    group next to another pending one from the same run (GitHub would cancel the older)."""
+    deploy = load("deploy.yml")
+    setup, rollout = deploy["jobs"]["setup"], deploy["jobs"]["rollout"]
+    assert run_step(setup, "scripts/ci/stack_matrix.py")["run"] == "python3 scripts/ci/stack_matrix.py deploy/stacks.json"
+    assert setup["outputs"]["grafanas"] == "${{ steps.matrix.outputs.grafanas }}"
+    assert rollout["needs"] == "setup" and rollout["strategy"]["fail-fast"] is False
+    assert rollout["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.setup.outputs.grafanas) }}"}
+    assert rollout["concurrency"] == {"group": "deploy-grafana-${{ matrix.grafana }}", "cancel-in-progress": False}
+    assert rollout["with"] == {"stacks": "${{ toJSON(matrix.stacks) }}"}
+    assert rollout["secrets"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
+    assert rollout["permissions"] == {"contents": "read", "id-token": "write"}
+    assert "concurrency" not in deploy, "Grafanas roll out independently; no run-wide lock"
+    called = load("deploy-stacks.yml")
+    assert called["on"]["workflow_call"]["inputs"]["stacks"]["type"] == "string"
+    up = called["jobs"]["up"]
+    assert up["strategy"]["max-parallel"] == 1 and up["strategy"]["matrix"] == {"stack": "${{ fromJSON(inputs.stacks) }}"}
+    assert up["env"]["STACK"] == "${{ matrix.stack }}"
+    # The repository's stacks file yields one entry per Grafana, so one run puts at most one job in each group.
+    done = subprocess.run([sys.executable, "scripts/ci/stack_matrix.py", "deploy/stacks.json"], cwd=ROOT,
+                          capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert done.returncode == 0, done.stderr
+    grafanas = json.loads(done.stdout.split("=", 1)[1])
+    assert len({g["grafana"] for g in grafanas}) == len(grafanas)
+    assert {s for g in grafanas for s in g["stacks"]} == {e["stack"] for e in json.loads((ROOT / "deploy" / "stacks.json").read_text())["stacks"]}
+
+
 # --- The jobs that run pulumi: backend, policy-pack virtualenv, kubelogin, token warm-up -------------------
-PULUMI_JOBS = [("pr.yml", "preview"), ("deploy.yml", "up")]
+PULUMI_JOBS = [("pr.yml", "preview"), ("deploy-stacks.yml", "up")]
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
 AKS_AUDIENCE = "6dae42f8-4368-4678-94ff-3960e28e3630"
 ARM_AUDIENCE = "https://management.core.windows.net/"  # az's own ARM scope (azure/cli/core/util.py)
@@ -172,7 +211,7 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     assert index(job, backend) < index(job, cloud) < index(job, setup) < index(job, pulumi), "fail fast"
 
 
-@pytest.mark.parametrize("name", ["pr.yml", "deploy.yml"])
+@pytest.mark.parametrize("name", ["pr.yml", "deploy-stacks.yml"])
 def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after_login(name):
     checked = 0
     for job in load(name)["jobs"].values():
@@ -507,3 +546,63 @@ def test_plan_diff_without_a_base_plan_shows_the_head_graph(tmp_path):
     assert "```mermaid\ngraph TD" in comment and "Replacements:" not in comment
     bad = run_diff_step(repo, "0" * 40)
     assert bad.returncode == 1 and "is not a commit in this clone" in bad.stderr
+
+
+# --- scripts/ci/stack_matrix.py: the stacks file grouped by Grafana ---------------------------------------------
+def stack_matrix(tmp_path, document, stack_files=None):
+    """Run the matrix script on ``document`` (written as the stacks file) from ``tmp_path`` (the checkout, holding
+    ``stack_files``: stack -> Pulumi.<stack>.yaml text). Returns the process and the parsed matrix (or None)."""
+    (tmp_path / "deploy").mkdir(exist_ok=True)
+    (tmp_path / "deploy" / "stacks.json").write_text(document if isinstance(document, str) else json.dumps(document))
+    for stack, text in (stack_files or {}).items():
+        (tmp_path / f"Pulumi.{stack}.yaml").write_text(text)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "deploy/stacks.json"],
+                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    return done, (json.loads(done.stdout.split("=", 1)[1]) if done.returncode == 0 else None)
+
+
+def test_a_fleet_is_grouped_by_grafana_in_file_order(tmp_path):
+    fleet = {"stacks": [{"stack": "eastus-a", "grafana": "rg-obs/amg-shared"}, {"stack": "westeu", "grafana": "rg-eu/amg-eu"},
+                        {"stack": "eastus-b", "grafana": "RG-OBS/amg-shared"}, {"stack": "acme/gpu/eastus-c", "grafana": "rg-obs/amg-shared"}]}
+    done, grafanas = stack_matrix(tmp_path, fleet)
+    assert done.returncode == 0, done.stderr
+    assert grafanas == [{"grafana": "rg-obs/amg-shared", "stacks": ["eastus-a", "eastus-b", "acme/gpu/eastus-c"]},
+                        {"grafana": "rg-eu/amg-eu", "stacks": ["westeu"]}]
+
+
+def test_the_matrix_goes_to_github_output(tmp_path):
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}]}))
+    output = tmp_path / "github_output"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
+                          capture_output=True, text=True, env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
+    assert done.returncode == 0 and done.stdout == ""
+    assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"]}]\n'
+
+
+STACK_FILE = "config:\n  azure-native:location: eastus2\n  aks-gpu-observability:grafanaName: amg-real\n  aks-gpu-observability:grafanaResourceGroup: rg-obs\n"
+
+
+@pytest.mark.parametrize("document,stack_files,message", [
+    ("not json", None, "deploy/stacks.json: cannot read it as JSON"),
+    ({"stacks": []}, None, "with at least one stack"),
+    ({"stacks": [{"stack": "dev"}]}, None, "stacks[0].grafana (dev): expected '<resource group>/<Grafana name>', got None"),
+    ({"stacks": [{"stack": "a b", "grafana": "rg/amg-a"}]}, None, "stacks[0].stack: expected a stack name"),
+    ({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}, {"stack": "dev", "grafana": "rg/amg-a"}]}, None,
+     "stack dev is listed twice; list each stack once"),
+    ({"stacks": [{"stack": "dev", "grafana": "rg-obs/amg-other"}]}, {"dev": STACK_FILE},
+     "stack dev writes to Grafana rg-obs/amg-real (its Pulumi.<stack>.yaml), not rg-obs/amg-other; fix its grafana entry"),
+])
+def test_a_bad_stacks_file_is_one_line_naming_what_to_fix(tmp_path, document, stack_files, message):
+    done, _ = stack_matrix(tmp_path, document, stack_files)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("stack-matrix: error: ") and len(done.stderr.splitlines()) == 1, done.stderr
+    assert message in done.stderr, done.stderr
+
+
+def test_a_stack_file_that_agrees_or_names_no_grafana_passes(tmp_path):
+    files = {"dev": STACK_FILE, "other": "config:\n  aks-gpu-observability:grafanaStack: acme/obs/prod\n"}
+    done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "dev", "grafana": "rg-obs/amg-real"},
+                                                        {"stack": "other", "grafana": "rg-obs/AMG-real"}]}, files)
+    assert done.returncode == 0, done.stderr
+    assert grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["dev", "other"]}]
