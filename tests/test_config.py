@@ -255,6 +255,18 @@ def test_required_keys_may_come_from_a_stack_reference_later():
     assert config.with_values(set_here, {"clusterName": "other"}, "x").cluster_name == "aks-gpu-dev"  # a set key wins
 
 
+def test_secret_keys_come_from_secret_config_and_secret_referenced_outputs():
+    cfg = config.parse({**VALID, "clusterName": "", "clusterStack": "acme/infra/prod"}, secret_keys=["grafanaName"])
+    assert cfg.secret_keys == {"grafanaName"}
+    filled = config.with_values(cfg, {"clusterName": "aks-secret", "clusterResourceGroup": "rg-a"}, "stack x",
+                                secret={"clusterName"})
+    assert filled.secret_keys == {"grafanaName", "clusterName"}
+    assert filled.secret_values == ("amg-gpu-dev", "aks-secret")  # longest first
+    # A secret output that this stack's own (plain) setting overrides brings no secret in.
+    kept = config.with_values(config.parse(VALID), {"clusterName": "other"}, "stack x", secret={"clusterName"})
+    assert kept.secret_keys == frozenset() and kept.secret_values == ()
+
+
 def test_visibility_list_splits_subscriptions():
     cfg = parse(privateLinkVisibility=f"{SUB_A}  {SUB_B}")
     assert cfg.private_link_visibility_list == [SUB_A, SUB_B]
@@ -262,7 +274,8 @@ def test_visibility_list_splits_subscriptions():
 
 def test_every_declared_key_is_typed_described_and_mapped():
     declared = config.declared()
-    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)}
+    # Every field mirrors a key, but secret_keys (which keys came in secret: not itself config).
+    assert set(config.snake(k) for k in declared) == {f.name for f in fields(config.StackConfig)} - {"secret_keys"}
     for key, decl in declared.items():
         assert decl.get("type") in ("string", "integer", "boolean", "array"), key
         assert len(decl.get("description", "")) > 20, key

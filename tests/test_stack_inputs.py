@@ -201,3 +201,20 @@ def test_a_secret_grafana_name_keeps_the_grafana_side_secret(plan):
     for name in ("grafanaName", "grafanaEndpoint", "dashboardUrl", "managedPrivateEndpointId"):
         assert p.outputs[name] == "[secret]", name
     assert "amg-secret-9" not in json.dumps(p.to_json())
+
+
+def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch):
+    """`pulumi config set --secret clusterName ...`: the same rule as a secret referenced output (the offline plan
+    holds a secure value as a placeholder, which is then the secret value)."""
+    import json
+
+    from tests.conftest import ROOT
+    from tools import mock_engine
+
+    text = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text(text + "  aks-gpu-observability:clusterName:\n    secure: v1:abc:def\n")
+    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
+    p = mock_engine.run("s", {})
+    assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.outputs["clusterName"] == "[secret]"
+    assert "offline-placeholder-for-secret" not in json.dumps(p.to_json())

@@ -527,6 +527,7 @@ def run(
     values = stack_config.cli_defaults({**values, **overridden})
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
+    mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
     monitor = RecordingMonitor(mocks)
     monitor.pending = frozenset(pending or ())
 
