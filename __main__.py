@@ -159,23 +159,24 @@ dashboard = GpuDashboard(
 )
 
 # --- Outputs (see README "Outputs") --------------------------------------------------------------------------
-secrecy.export("clusterName", cfg.cluster_name)
-secrecy.export("clusterResourceGroup", cfg.cluster_resource_group)
-secrecy.export("clusterId", cluster.id)
-secrecy.export("nodeResourceGroup", cluster.node_resource_group)
-secrecy.export("extensionId", gadget.extension_id)
-secrecy.export("pyroscopeInClusterUrl", pyroscope.in_cluster_url)
-secrecy.export("privateLinkServiceName", cfg.private_link_service_name)
-secrecy.export(
-    "privateLinkServiceResourceGroup", cfg.private_link_service_resource_group or cluster.node_resource_group
-)
-secrecy.export("privateLinkServiceId", private_link.private_link_service_id)
-secrecy.export("managedPrivateEndpointId", private_link.managed_private_endpoint_id)
-secrecy.export("managedPrivateEndpointState", private_link.connection_state)
-secrecy.export("pyroscopePrivateUrl", private_link.pyroscope_url)
-secrecy.export("grafanaName", cfg.grafana_name)
-secrecy.export("grafanaEndpoint", grafana.endpoint)
-secrecy.export("monitorWorkspaceId", workspace.id)
-secrecy.export("pyroscopeDatasourceUid", datasources.pyroscope_uid)
-secrecy.export("prometheusDatasourceUid", datasources.prometheus_uid)
-secrecy.export("dashboardUrl", dashboard.url)
+for name, value in {
+    "clusterName": cfg.cluster_name,
+    "clusterResourceGroup": cfg.cluster_resource_group,
+    "clusterId": cluster.id,
+    "nodeResourceGroup": cluster.node_resource_group,
+    "extensionId": gadget.extension_id,
+    "pyroscopeInClusterUrl": pyroscope.in_cluster_url,
+    "privateLinkServiceName": cfg.private_link_service_name,
+    "privateLinkServiceResourceGroup": cfg.private_link_service_resource_group or cluster.node_resource_group,
+    "privateLinkServiceId": private_link.private_link_service_id,
+    "managedPrivateEndpointId": private_link.managed_private_endpoint_id,
+    "managedPrivateEndpointState": private_link.connection_state,
+    "pyroscopePrivateUrl": private_link.pyroscope_url,
+    "grafanaName": cfg.grafana_name,
+    "grafanaEndpoint": grafana.endpoint,
+    "monitorWorkspaceId": workspace.id,
+    "pyroscopeDatasourceUid": datasources.pyroscope_uid,
+    "prometheusDatasourceUid": datasources.prometheus_uid,
+    "dashboardUrl": dashboard.url,
+}.items():
+    secrecy.export(name, value)
