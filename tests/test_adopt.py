@@ -304,3 +304,32 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
     deployment.destroy(head)
     g = deployment.world()["grafana"][GRAFANA_HOST]
     assert g["datasources"] == OTHERS and g["dashboards"] == {"team-overview": TEAM_DASHBOARD}
+
+
+def test_adoption_by_name_moves_the_datasource_to_the_stacks_uid(scenario_results):
+    """The hand-made datasource's PUT goes to its own uid and carries the stack's uid and this step's owner id."""
+    result = scenario_results["datasource-adopted-by-name-under-the-stacks-uid"]
+    (put,) = [c for c in result.calls if c["argv"][:3] == ["rest", "--method", "put"]]
+    assert put["argv"][put["argv"].index("--url") + 1].endswith(f"/api/datasources/uid/{HAND_MADE_UID}")
+    owner = result.stdout.strip().split("owner=", 1)[1]
+    assert put["body"]["uid"] == "local-pyroscope" and put["body"]["jsonData"][OWNER_KEY] == owner
+
+
+def test_docs_commands_are_the_tools():
+    """docs/adopting.md's tools.plan flags are the tool's, its --skip names a resource the file holds, and its
+    provider URN is the one the tool prints."""
+    import re
+
+    text = (ROOT / "docs" / "adopting.md").read_text(encoding="utf-8")
+    command = re.sub(r"\$\([^)]*\)", "", text.split("python -m tools.plan", 1)[1].split("```", 1)[0])  # not az's
+    flags = set(re.findall(r"(?<![\w-])(--[a-z-]+)", command))
+    parser_flags = {"--stack", "--import-file", "--subscription-id", "--grafana-principal-id", "--skip"}
+    assert flags == parser_flags
+    source = (ROOT / "tools" / "plan.py").read_text(encoding="utf-8")
+    assert all(f'"{flag}"' in source for flag in parser_flags)
+    skipped = re.findall(r"--skip ([\w-]+)", text)
+    assert skipped and set(skipped) == {ROLE_NAME}
+    document = adopt.import_file(run("dev"))
+    (urn,) = document["nameTable"].values()
+    assert f"pulumi up --target '{urn.replace(':dev::', ':<stack>::')}'" in text
+    assert "pulumi import --file import.json --protect=false" in text
