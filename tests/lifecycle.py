@@ -17,7 +17,8 @@ Providers played here, with the rules of tools/replacement.py:
 
 Degraded states (README "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
 :meth:`Deployment.lose_grafana` and :meth:`Deployment.lose_mpe` delete things behind the stack's back;
-:meth:`Deployment.refresh` and :meth:`Deployment.destroy` then play ``pulumi refresh`` and ``pulumi destroy`` as the
+:meth:`Deployment.refresh` and :meth:`Deployment.destroy` (a destroy resumes: it deletes what is left in the state)
+then play ``pulumi refresh`` and ``pulumi destroy`` as the
 providers answer them:
 
 - azure-native: ``Read`` of a resource ARM no longer has answers "deleted" (the engine drops it from the state);
@@ -111,6 +112,20 @@ class Deployment:
                 self._update(by_urn[action.urn], head)
             else:
                 self._delete(action.urn, old[action.urn])
+        self.reconcile()
+
+    def destroy(self, plan: dict) -> None:
+        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource with
+        ``retainOnDelete`` only leaves the state)."""
+        by_urn = {r["urn"]: r for r in plan["resources"]}
+        for urn in plan["destroyOrder"]:
+            state = self.states.get(urn)
+            if state is None:
+                continue
+            if (by_urn.get(urn) or {}).get("options", {}).get("retainOnDelete"):
+                del self.states[urn]
+                continue
+            self._delete(urn, state)
         self.reconcile()
 
     def reconcile(self) -> None:
@@ -288,12 +303,6 @@ class Deployment:
         provider = next((s for s in self.states.values() if s["type"] == "pulumi:providers:kubernetes"), {"inputs": {}})
         option = provider["inputs"].get("deleteUnreachable")
         return str(option if option is not None else environ.get("PULUMI_K8S_DELETE_UNREACHABLE")) == "true"
-
-    def destroy(self, plan: dict) -> None:
-        """``pulumi destroy``: every resource still in the state, in the plan's destroy order."""
-        for urn in plan["destroyOrder"]:
-            if urn in self.states:
-                self._delete(urn, self.states[urn])
 
     # --- reading the end state ---
     def snapshot(self) -> dict:
