@@ -9,6 +9,11 @@ AKS cloud provider's ``service.beta.kubernetes.io/azure-load-balancer-internal``
 
 The release is ``pyroscope`` in namespace ``gadget``: the Inspektor Gadget extension's profile exporter
 expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable.
+
+The namespace is the stack's (``components.gadget_namespace``, with the sources): the release reads its name
+from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
+rollout), keeps ``createNamespace`` off (one owner) and is replaced with the namespace (``replace_with``), whose
+deletion would take the release's objects with it.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.gadget_namespace import NAMESPACE
 from components.scripts import forwarded_depends_on
 
 TYPE = "aks-gpu-observability:index:Pyroscope"
 RELEASE_NAME = "pyroscope"
-NAMESPACE = "gadget"
 PORT = 4040
 _ANNOTATION = "service.beta.kubernetes.io/"
 
@@ -36,6 +41,8 @@ class PyroscopeArgs:
     ``private_link_visibility``: ``["*"]`` or subscription ids. ``private_link_resource_group`` and
     ``private_link_subnet``: empty leaves the annotation out (AKS then uses the node resource group and the
     load balancer's frontend subnet). ``timeout_seconds``: Helm's wait for the release to be ready.
+    ``namespace``: the stack's ``gadget`` Namespace resource; its ``metadata.name`` is the release's namespace
+    (None: the plain name ``gadget``, the namespace then made by someone else).
     """
 
     chart_version: str
@@ -48,6 +55,7 @@ class PyroscopeArgs:
     private_link_ip_address_count: int = 1
     timeout_seconds: int = 600
     image_repository: str = "grafana/pyroscope"
+    namespace: Optional[k8s.core.v1.Namespace] = None
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -107,8 +115,9 @@ class Pyroscope(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE_NAME,
-            namespace=NAMESPACE,
-            create_namespace=False,  # the extension owns namespace "gadget"
+            # Read from the Namespace resource: the one thing the release needs before it starts.
+            namespace=args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE,
+            create_namespace=False,  # one owner: the stack's Namespace resource
             chart=chart,
             repository_opts=repository,
             version=args.chart_version,
@@ -118,8 +127,8 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            # The release must wait for what the component waits for (the extension and its namespace).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
+                                        replace_with=[args.namespace] if args.namespace else None),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
