@@ -94,13 +94,13 @@ class Step:
         """``call()`` until it returns or raises a non-transient AzError; transient errors (and 401/403 when
         RETRY_FORBIDDEN=true, while a role assignment the stack just made propagates) are retried until
         ``timeout`` seconds have passed, then the step fails with the last error. Attempts start
-        POLL_INITIAL_SECONDS (default 4) apart, doubling up to POLL_MAX_SECONDS (default 8), counted from the
+        POLL_INITIAL_SECONDS (default 3) apart, doubling up to POLL_MAX_SECONDS (default 6), counted from the
         start of the previous attempt, as scripts/lib.sh's ``backoff`` does: a role that has propagated is
         noticed within one delay plus one call."""
         retried = {"transient", "forbidden"} if os.environ.get("RETRY_FORBIDDEN") == "true" else {"transient"}
         deadline = time.monotonic() + timeout
-        delay = float(os.environ.get("POLL_INITIAL_SECONDS", "4"))
-        ceiling = float(os.environ.get("POLL_MAX_SECONDS", "8"))
+        delay = float(os.environ.get("POLL_INITIAL_SECONDS", "3"))
+        ceiling = float(os.environ.get("POLL_MAX_SECONDS", "6"))
         while True:
             started = time.monotonic()
             try:

@@ -18,9 +18,9 @@ require_env() {
 
 # Polling, bounded by a deadline. A check starts DELAY seconds after the previous check started (not after it
 # ended), so the check's own duration does not stretch the schedule: a wait notices its event at most one
-# DELAY plus one check after it happens. DELAY is POLL_INITIAL_SECONDS (default 4) at first, doubling up to
-# POLL_MAX_SECONDS (default 8): with checks of up to 2 s every event is noticed within 10 s, at one ARM read per
-# 4-8 s per waiting step (bench/deploy_sim.py puts 50 stacks against ARM's documented read limits).
+# DELAY plus one check after it happens. DELAY is POLL_INITIAL_SECONDS (default 3) at first, doubling up to
+# POLL_MAX_SECONDS (default 6): with checks of up to 4 s every event is noticed within 10 s, at one ARM read per
+# 3-6 s per waiting step (bench/deploy_sim.py puts 50 stacks against ARM's documented read limits).
 #   start_clock TIMEOUT_SECONDS  - start the deadline; the first check runs at once
 #   backoff                      - sleep until the next check is due, never past the deadline; returns 1 once
 #                                  the deadline has passed
@@ -38,7 +38,7 @@ now_ms() {
 start_clock() {
   LAST_CHECK_MS=$(now_ms)
   DEADLINE_MS=$((LAST_CHECK_MS + $1 * 1000))
-  DELAY=${POLL_INITIAL_SECONDS:-4}
+  DELAY=${POLL_INITIAL_SECONDS:-3}
 }
 
 backoff() {
@@ -49,7 +49,7 @@ backoff() {
   [ "$wait_ms" -le $((DEADLINE_MS - now)) ] || wait_ms=$((DEADLINE_MS - now))
   [ "$wait_ms" -le 0 ] || sleep "$((wait_ms / 1000)).$(printf '%03d' $((wait_ms % 1000)))"
   DELAY=$((DELAY * 2))
-  [ "$DELAY" -le "${POLL_MAX_SECONDS:-8}" ] || DELAY=${POLL_MAX_SECONDS:-8}
+  [ "$DELAY" -le "${POLL_MAX_SECONDS:-6}" ] || DELAY=${POLL_MAX_SECONDS:-6}
   LAST_CHECK_MS=$(now_ms)
   return 0
 }

@@ -70,18 +70,20 @@ def check_starts(check_ms: int, timeout: int = 40, **env) -> list[int]:
 
 
 def test_poll_schedule_counts_from_each_check_start():
-    """Checks start 4 s, then every 8 s, apart however long a check takes: an event is noticed at most one
-    delay plus one check after it happens (<= 10 s for checks of up to 2 s)."""
-    for check_ms in (0, 1500, 2000):
+    """Checks start 3 s, then every 6 s, apart however long a check takes: an event is noticed at most one
+    delay plus one check after it happens (<= 10 s for checks of up to 4 s)."""
+    for check_ms in (0, 1500, 3000, 4000):
         starts = check_starts(check_ms)
-        assert starts[:5] == [0, 4000, 12000, 20000, 28000], (check_ms, starts)
+        if check_ms <= 3000:
+            assert starts[:5] == [0, 3000, 9000, 15000, 21000], (check_ms, starts)
         gaps = [b - a for a, b in zip(starts, starts[1:])]
-        assert max(gaps) + check_ms <= 10_000
+        assert max(gaps) + check_ms <= 10_000, (check_ms, starts)
+    assert check_starts(4000)[:3] == [0, 4000, 10000]  # a check longer than the first delay
 
 
 def test_poll_schedule_stops_at_the_deadline_and_follows_the_environment():
     starts = check_starts(0, timeout=10)
-    assert starts == [0, 4000, 10000]  # the last sleep is cut at the deadline, then one last check
+    assert starts == [0, 3000, 9000, 10000]  # the last sleep is cut at the deadline, then one last check
     assert check_starts(500, timeout=3, POLL_INITIAL_SECONDS="1", POLL_MAX_SECONDS="1") == [0, 1000, 2000, 3000]
     # A check longer than the delay: the next one starts when it ends.
     assert check_starts(2500, timeout=10, POLL_INITIAL_SECONDS="1", POLL_MAX_SECONDS="1") == [0, 2500, 5000, 7500]
@@ -108,4 +110,4 @@ def test_python_retries_count_from_each_attempt_start(monkeypatch):
         return "ok"
 
     assert azcli.Step("t").retry("reading", call, timeout=60) == "ok"
-    assert starts == [0.0, 4.0, 12.0, 20.0, 28.0]
+    assert starts == [0.0, 3.0, 9.0, 15.0, 21.0]
