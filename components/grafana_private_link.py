@@ -14,6 +14,14 @@ empty until then.
 
 Teardown: everything here depends on the Pyroscope release (through ``depends_on``), so ``pulumi destroy``
 removes the MPE, and with it the connection, before the release and its load balancer and PLS.
+
+Replacements (tools/replacement.py has the rules and their sources): the MPE's name is fixed by config and
+azure-native's create refuses an MPE that exists, while ``pulumi up --replace`` and the ``replace_with`` cascade
+from the release take the order from the ``deleteBeforeReplace`` option alone (pulumi/pulumi v3.230.0
+``step_generator.go``): so the MPE is delete-before-replace. The wait, approval and refresh own nothing (no
+delete), so a create-first replacement just runs them again. The PLS's name and resource group are among the wait's
+triggers: a changed PLS makes the wait a new step, so in a preview its PLS lookup (and what follows from it) is
+unknown instead of querying a PLS that does not exist yet.
 """
 
 from __future__ import annotations
@@ -97,6 +105,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             f"{name}-wait-for-pls",
             "wait_private_link_service.sh",
             {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds)},
+            triggers=[args.private_link_service_name, args.private_link_service_resource_group],
             # Waits for the release: AKS makes the PLS from the release's Service annotations.
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
                                         replace_with=[args.release] if args.release else None),
@@ -118,7 +127,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             private_link_resource_region=args.private_link_service_region,
             request_message=args.request_message,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, replace_with=[args.release] if args.release else None),
+            opts=pulumi.ResourceOptions(parent=self, replace_with=[args.release] if args.release else None,
+                                        delete_before_replace=True),
         )
         self.managed_private_endpoint_id = mpe.id
         approval = script_command(

@@ -5,7 +5,9 @@ managedClusters`` (azure-native ``kubernetesconfiguration.Extension``), the reso
 create --cluster-type managedClusters --extension-type microsoft.inspektorgadget`` creates. The extension
 runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/metrics``); with
 ``azureMonitor.enabled=true`` it also creates a PodMonitor, which needs the cluster's Azure Monitor metrics
-add-on (checked by ``components.cluster.lookup_cluster`` before this component is built).
+add-on (checked by ``components.cluster.lookup_cluster`` before this component is built). The extension's name is
+fixed by config and azure-native's create refuses one that exists, so it is delete-before-replace (a replacement by
+``pulumi up --replace`` takes its order from the option alone; tools/replacement.py).
 
 The namespace ``gadget`` is not the extension's: the stack owns it (``components.gadget_namespace``, where the
 sources are). The extension installs into it when it exists (ARM ``ScopeCluster.releaseNamespace``: "If this
@@ -92,6 +94,7 @@ class InspektorGadget(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout, delete=timeout),
+                delete_before_replace=True,
                 # Not read at create (the extension manager uses an existing namespace or makes it): the edge
                 # orders `pulumi destroy`, extension (and its in-cluster uninstall) before the namespace.
                 depends_on=[args.namespace] if args.namespace else None,

@@ -4,7 +4,8 @@ Mirrors ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API
 (managed private endpoints need it), system-assigned identity (the Prometheus datasource authenticates
 with it), integrated with the Azure Monitor workspace. The deployer (``getClientConfig().objectId``) gets
 Grafana Admin (``22926164-76b3-42b3-bc55-97df8dab3e41``) on it, which the datasource and dashboard steps
-need for Grafana's HTTP API.
+need for Grafana's HTTP API. Both have names fixed by config (the role's derived from scope, role and principal),
+which azure-native refuses to create twice: both are delete-before-replace (tools/replacement.py).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class ManagedGrafana(pulumi.ComponentResource):
                 ),
             ),
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         admin = authorization.RoleAssignment(
             f"{name}-grafana-admin",
@@ -82,7 +83,7 @@ class ManagedGrafana(pulumi.ComponentResource):
             principal_id=args.deployer_object_id,
             principal_type=args.deployer_principal_type,  # azure-native would send "User" for a service principal too
             description="The deployer manages datasources and dashboards (aks-gpu-observability)",
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.id = grafana.id
         self.endpoint = grafana.properties.apply(lambda p: p.endpoint)

@@ -3,7 +3,8 @@
 Mirrors ``Microsoft.Monitor/accounts`` (azure-native ``monitor.AzureMonitorWorkspace``). Its
 ``metrics.prometheusQueryEndpoint`` is the Prometheus datasource URL. The cluster's metrics add-on must send
 to it (``az aks update --enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <id>``); the
-stack does not change the cluster.
+stack does not change the cluster. Its name is fixed by config, which azure-native refuses to create twice:
+delete-before-replace (tools/replacement.py).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class MonitorWorkspace(pulumi.ComponentResource):
             resource_group_name=args.resource_group,
             location=args.location,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.id = workspace.id
         self.query_endpoint = workspace.metrics.apply(lambda m: m.prometheus_query_endpoint if m else "")

@@ -8,7 +8,10 @@ AKS cloud provider's ``service.beta.kubernetes.io/azure-load-balancer-internal``
 ("Azure Private Link Service integration" in the AKS docs).
 
 The release is ``pyroscope`` in namespace ``gadget``: the Inspektor Gadget extension's profile exporter
-expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable.
+expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable. Because the name is fixed,
+the release is delete-before-replace: Helm refuses to install a release name still in use, and
+pulumi-kubernetes' Release diff never asks delete-first (``helm_release.go`` at 94977969d), while a replacement by
+``pulumi up --replace`` or by a replaced provider takes its order from the option alone (tools/replacement.py).
 
 The namespace is the stack's (``components.gadget_namespace``, with the sources): the release reads its name
 from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
@@ -127,7 +130,7 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
                                         replace_with=[args.namespace] if args.namespace else None),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)

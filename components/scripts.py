@@ -2,22 +2,26 @@
 
 Each step is ``bash scripts/<name>.sh`` or ``python3 scripts/<name>.py apply`` (run from the project
 directory, where Pulumi starts its providers), parameters in ``environment`` (keys sorted), stdout and
-stderr in the engine's log (the scripts never print tokens), no previous output fed back into the
-environment. An edited script runs again: the sha256 of the script and its shared helper (``lib.sh`` or
+stderr in the engine's log (the scripts never print credentials). An edited script runs again: the sha256 of the script and its shared helper (``lib.sh`` or
 ``azcli.py``) is part of the inputs.
 
 Two kinds of step:
 
 - *Actions* (bash: wait, approve, refresh) own nothing and have no delete. The hash is in ``triggers``, so
-  an edit replaces the command, which re-runs the (idempotent) script.
-- *Owners* (Python: a datasource, the dashboard) own an object in Grafana and delete it on destroy, with
-  the environment they were created with. A replacement here would run the old step's delete after the
-  new step's create (Pulumi replaces create-before-delete) and leave nothing behind. So the hash travels
-  in the environment (``SCRIPT_SHA256``: an edit is an update, which re-runs ``apply`` in place), only the
-  object's identity (Grafana endpoint, uid) is in ``triggers``. A change of identity is a replacement of
-  distinct objects; by default delete-before-replace (a datasource's new uid would clash with the old
-  one's name), unless the owner says create-first is safer (the dashboard: its new JSON is checked before
-  the old dashboard goes).
+  an edit replaces the command, which re-runs the (idempotent) script; no previous output is fed back.
+- *Owners* (Python: a datasource, the dashboard) own an object in Grafana and delete it on destroy. Ownership is
+  per step instance: a create writes the object and stamps it with a fresh owner id (``aksGpuObservabilityOwner``
+  in a datasource's ``jsonData``, at the top of the dashboard JSON; ``scripts/azcli.py``) and prints ``<uid> owner=<id>``; pulumi-command
+  keeps stdout in the state and hands it to the next update and to the delete as ``PULUMI_COMMAND_STDOUT``
+  (``addPreviousOutputInEnv``; pulumi-command v1.2.1 ``local/commandOutputs.go``). An update keeps the id and
+  writes only what differs. A delete removes the object unless it carries another step's owner id, which only a
+  replacement created before this delete can have put there. So both replacement orders end with the object
+  present and holding the new definition: delete-first deletes, then creates; create-first creates (always
+  writing, to claim the object), then the old step's delete leaves the claimed object alone. (Grafana's own
+  ``version`` would not do: any edit in the UI bumps it, and a destroy must still remove the object.)
+  The script hash travels in the environment (an edit is an update), the object's identity (Grafana endpoint,
+  uid) in ``triggers``. Datasources replace delete-first (a new uid under the old name would clash: Grafana keeps
+  datasource names unique); the dashboard create-first (its new JSON and uid are checked before the old one goes).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def script_command(
     """A ``command:local:Command`` for ``scripts/<script>``: an action (``.sh``) or an owner (``.py``, with
     ``apply``/``delete``), as the module docstring describes. ``triggers``: for an action, extra values
     that re-run it (after the script hash); for an owner, the identity of what it owns. ``delete_first``:
-    an owner's replacement deletes the old object before creating the new one."""
+    an owner's replacement deletes the old object before creating the new one (either order is safe, see the
+    module docstring; this picks the one for identity changes)."""
     owner = script.endswith(".py")
     env = dict(environment)
     if owner:
@@ -67,7 +72,7 @@ def script_command(
         environment={key: env[key] for key in sorted(env)},
         triggers=list(triggers) if owner else [script_hash(script), *triggers],
         logging=local.Logging.STDOUT_AND_STDERR,
-        add_previous_output_in_env=False,
+        add_previous_output_in_env=owner,  # an owner's update and delete read their owner id from it
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=owner and delete_first)),
     )
 

@@ -5,6 +5,9 @@ with any ``python3`` (3.9+) on PATH; every HTTP call goes through ``az rest`` (n
 Grafana's HTTP API on Azure Managed Grafana takes a Microsoft Entra token for the audience
 ``ce34e7e5-485f-4d76-964f-b3d2b16d1e4f`` (``az rest --resource``); the caller needs the Grafana Admin role.
 ``az rest`` reports an HTTP failure on stderr as ``ERROR: <reason>(<body>)``, e.g. ``ERROR: Not Found({...})``.
+
+Ownership (components/scripts.py): :class:`Owner` is this step instance's owner id, stamped into the Grafana
+object under :data:`OWNER_KEY`; a delete leaves an object that carries another step's owner id.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -19,6 +23,8 @@ import time
 from typing import Any, Callable, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
+#: Where a step stamps its owner id: a key of a datasource's jsonData, a top-level key of the dashboard JSON.
+OWNER_KEY = "aksGpuObservabilityOwner"
 T = TypeVar("T")
 
 _TRANSIENT = re.compile(
@@ -81,6 +87,21 @@ class Step:
                 self.fail(f"deleting {what} failed: {error.last_line}")
             self.log(f"{what} already gone")
 
+    def delete_owned(self, what: str, url: str, timeout: float, marker: Callable[[Any], Optional[str]],
+                     owner: "Owner") -> None:
+        """Delete the object at ``url`` unless it carries another step's owner id (``marker(object)``); an
+        object already gone, or one that carries no owner id or this step's, is deleted (as :meth:`delete`)."""
+        existing = self.read(what, url, timeout)
+        if existing is None:
+            self.log(f"{what} already gone")
+            return
+        holder = marker(existing)
+        if owner.held_by_another(holder):
+            self.log(f"{what} now belongs to another step (owner {holder}, a replacement created before this "
+                     "delete); left in place")
+            return
+        self.delete(what, url, timeout)
+
     def read(self, what: str, url: str, timeout: float) -> Any:
         """GET ``url`` (Grafana API), retrying transient errors; None when it does not exist."""
         try:
@@ -114,6 +135,29 @@ class Step:
                 self.log(f"{what}: retrying after {error.last_line[:160]}")
                 time.sleep(max(0.0, min(started + delay - time.monotonic(), remaining)))
                 delay = min(delay * 2, ceiling)
+
+
+class Owner:
+    """This step instance's owner id (components/scripts.py).
+
+    ``previous``: the owner id in ``PULUMI_COMMAND_STDOUT`` (``owner=<16 hex>``, printed by this step's last create
+    or update; pulumi-command passes it to updates and deletes), None on a create. ``id``: ``previous`` or a
+    fresh one. ``claim``: true on a create (or a state from before owner ids): write even an up-to-date object,
+    so that a create-first replacement's old delete finds it stamped by another step."""
+
+    def __init__(self, environ: Optional[dict] = None) -> None:
+        found = re.search(r"\bowner=([0-9a-f]{16})\b", (environ if environ is not None else os.environ).get("PULUMI_COMMAND_STDOUT", ""))
+        self.previous = found.group(1) if found else None
+        self.id = self.previous or secrets.token_hex(8)
+        self.claim = self.previous is None
+
+    def line(self, uid: str) -> str:
+        """What the step prints on stdout: ``<uid> owner=<id>``."""
+        return f"{uid} owner={self.id}"
+
+    def held_by_another(self, marker: Optional[str]) -> bool:
+        """True if an object stamped ``marker`` belongs to another step instance."""
+        return bool(marker) and marker != self.previous
 
 
 def az(*args: str) -> str:

@@ -6,13 +6,17 @@ Environment: GRAFANA_ENDPOINT, DASHBOARD_SOURCE (an https URL, fetched with `az 
 --skip-authorization-header --output-file` so the bytes are hashed as served, or a file path relative to
 the project directory), DASHBOARD_SHA256 (64 hex), DASHBOARD_UID, DATASOURCES (JSON: dashboard variable name
 -> {"uid", "name"}, the datasources its variables default to), TIMEOUT_SECONDS; optional
-POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
+POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by
+pulumi-command on updates and deletes).
 
 apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), check the JSON's uid is
-DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES, then GET /api/dashboards/uid/{uid}:
-same content (ignoring id and version) -> nothing written; else POST /api/dashboards/db with overwrite true
-(without it a re-upload answers 412). delete: DELETE /api/dashboards/uid/{uid}; already gone is success.
-Prints the uid. Mirrors Grafana's dashboard HTTP API (Azure Managed Grafana, Grafana Admin role).
+DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES, stamp it with this step's owner id
+(top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
+version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else
+POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
+/api/dashboards/uid/{uid} unless the dashboard carries another step's owner id; already gone is success.
+Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's dashboard HTTP API (Azure Managed
+Grafana, Grafana Admin role).
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import os
 import sys
 import tempfile
 
-from azcli import AzError, Step, download, rest
+from azcli import OWNER_KEY, AzError, Owner, Step, download, rest
 
 step = Step("grafana-dashboard")
-VOLATILE = ("id", "version")
+VOLATILE = ("id", "version", OWNER_KEY)
 
 
 def fetch(source: str, timeout: float) -> bytes:
@@ -67,9 +71,10 @@ def main(action: str) -> int:
     uid = step.env("DASHBOARD_UID")
     timeout = float(step.env("TIMEOUT_SECONDS"))
     by_uid = f"{endpoint}/api/dashboards/uid/{uid}"
+    owner = Owner()
 
     if action == "delete":
-        step.delete(f"dashboard {uid}", by_uid, timeout)
+        step.delete_owned(f"dashboard {uid}", by_uid, timeout, lambda found: (found.get("dashboard") or {}).get(OWNER_KEY), owner)
         print(uid)
         return 0
 
@@ -86,9 +91,11 @@ def main(action: str) -> int:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
     dashboard = with_datasource_defaults(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))
     dashboard["id"] = None
+    dashboard[OWNER_KEY] = owner.id
 
     existing = step.read(f"dashboard {uid}", by_uid, timeout)
-    if existing and comparable(existing.get("dashboard") or {}) == comparable(dashboard):
+    current = (existing or {}).get("dashboard") or {}
+    if existing and comparable(current) == comparable(dashboard) and (not owner.claim or current.get(OWNER_KEY) == owner.id):
         step.log(f"dashboard {uid} is up to date; nothing written")
     else:
         body = {"dashboard": dashboard, "overwrite": True, "message": f"aks-gpu-observability: sha256 {actual[:12]}"}
@@ -97,7 +104,7 @@ def main(action: str) -> int:
         except AzError as error:
             step.fail(f"uploading dashboard {uid} failed: {error.last_line}")
         step.log(f"uploaded dashboard {uid} (sha256 {actual})")
-    print(uid)
+    print(owner.line(uid))
     return 0
 
 

@@ -16,6 +16,9 @@ exits 2 with "fake az: no rule for ...", so an unexpected call fails the test.
 A response may also carry ``output_file`` (a path): its bytes are copied to the call's ``--output-file``.
 Every call is appended to ``FAKE_AZ_LOG`` (JSON lines: argv, the rule index, and the JSON ``body`` read from
 ``--body @file``); per-rule counters live in ``FAKE_AZ_STATE``.
+
+With ``FAKE_AZ_WORLD`` (a JSON file) set instead, answers come from the stateful world of tests/fake_world.py,
+rendered the same way (rule index ``world``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import sys
 import time
 
 import jmespath
-import yaml
 from knack.output import format_json, format_tsv
 from knack.util import CommandResultItem
 
@@ -56,27 +58,47 @@ def matches(tokens: list[str], argv: list[str]) -> bool:
     return True
 
 
-def main(argv: list[str]) -> int:
+def _from_rules(argv: list[str]) -> tuple:
+    """(rule index or None, response) from the scenario file's rules."""
+    import yaml  # only here: the world mode is called often and needs no YAML
+
     with open(os.environ["FAKE_AZ_SCENARIO"], encoding="utf-8") as fh:
         rules = yaml.safe_load(fh) or []
     state_path = os.environ["FAKE_AZ_STATE"]
     state = json.load(open(state_path)) if os.path.exists(state_path) else {}
     index = next((i for i, rule in enumerate(rules) if matches(rule["match"], argv)), None)
-    body = _option(argv, "--body", "-b")
-    if body and body.startswith("@"):
-        with open(body[1:], encoding="utf-8") as fh:
-            body = json.load(fh)
-    with open(os.environ["FAKE_AZ_LOG"], "a", encoding="utf-8") as log:
-        log.write(json.dumps({"argv": argv, "rule": index, "body": body}) + "\n")
     if index is None:
-        sys.stderr.write(f"fake az: no rule for {' '.join(argv)}\n")
-        return 2
+        return None, {"exit": 2, "stderr": f"fake az: no rule for {' '.join(argv)}"}
     count = state.get(str(index), 0)
     state[str(index)] = count + 1
     with open(state_path, "w") as fh:
         json.dump(state, fh)
     responses = rules[index]["responses"]
-    response = responses[min(count, len(responses) - 1)]
+    return index, responses[min(count, len(responses) - 1)]
+
+
+def _from_world(argv: list[str]) -> tuple:
+    """("world", response) from the stateful world, which the call may change."""
+    import fake_world
+
+    path = os.environ["FAKE_AZ_WORLD"]
+    with open(path, encoding="utf-8") as fh:
+        world = json.load(fh)
+    response = fake_world.answer(argv, world)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(world, fh, indent=1, sort_keys=True)
+    return "world", response
+
+
+def main(argv: list[str]) -> int:
+    body = _option(argv, "--body", "-b")
+    if body and body.startswith("@"):
+        with open(body[1:], encoding="utf-8") as fh:
+            body = json.load(fh)
+    index, response = _from_world(argv) if os.environ.get("FAKE_AZ_WORLD") else _from_rules(argv)
+    if os.environ.get("FAKE_AZ_LOG"):
+        with open(os.environ["FAKE_AZ_LOG"], "a", encoding="utf-8") as log:
+            log.write(json.dumps({"argv": argv, "rule": index, "body": body}) + "\n")
     time.sleep(float(response.get("delay", 0)))
     if "output_file" in response:
         with open(response["output_file"], "rb") as src, open(_option(argv, "--output-file"), "wb") as dst:

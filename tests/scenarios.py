@@ -92,6 +92,7 @@ class Scenario:
     args: list = field(default_factory=list)  # for the Python steps: apply or delete
     exit: int = 0
     stdout: str = ""
+    pattern: bool = False  # stdout is a regular expression (the owner id of a create is random)
     stderr_has: list = field(default_factory=list)
     calls: dict = field(default_factory=dict)  # rule index -> expected number of calls
     max_seconds: float = 20.0
@@ -251,8 +252,9 @@ def stored_datasource(**changes) -> dict:
     return {"json": body}
 
 
-def uploaded_dashboard() -> Optional[dict]:
-    """The dashboard as the step uploads it (datasource defaults set), as Grafana returns it on GET."""
+def uploaded_dashboard(owner: Optional[str] = None) -> Optional[dict]:
+    """The dashboard as the step uploads it (datasource defaults set; stamped ``owner`` if given), as Grafana
+    returns it on GET."""
     if not DASHBOARD_FILE.exists():
         return None
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -261,6 +263,8 @@ def uploaded_dashboard() -> Optional[dict]:
     finally:
         sys.path.pop(0)
     dashboard = grafana_dashboard.with_datasource_defaults(json.loads(DASHBOARD_FILE.read_bytes()), DATASOURCES_DEFAULTS)
+    if owner:
+        dashboard[grafana_dashboard.OWNER_KEY] = owner
     return {"json": {"dashboard": {**dashboard, "id": 42, "version": 3},
                      "meta": {"slug": "advanced-gpu-observability", "url": "/d/AdvancedGPUObservability/advanced-gpu-observability", "version": 3}}}
 
@@ -275,6 +279,12 @@ DASH_GET = ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservabi
 DASH_POST = ["rest", "--method", "post", "/api/dashboards/db"]
 DASH_DELETE = ["rest", "--method", "delete", "/api/dashboards/uid/AdvancedGPUObservability"]
 FETCH = {"stdout": "", "output_file": str(DASHBOARD_FILE)}
+#: An owner id as an earlier create or update printed it, and another step's (a replacement's).
+MINE, THEIRS = "0123456789abcdef", "fedcba9876543210"
+AS_UPDATE = {"PULUMI_COMMAND_STDOUT": f"local-pyroscope owner={MINE}"}
+DASH_AS_UPDATE = {"PULUMI_COMMAND_STDOUT": f"AdvancedGPUObservability owner={MINE}"}
+CREATED_DS = r"local-pyroscope owner=[0-9a-f]{16}\n"
+CREATED_DASH = r"AdvancedGPUObservability owner=[0-9a-f]{16}\n"
 NOT_FOUND_DS = grafana_error("Not Found", "Data source not found")
 NOT_FOUND_DASH = grafana_error("Not Found", "Dashboard not found")
 
@@ -283,31 +293,40 @@ SCENARIOS += [
              [{"match": DS_GET, "responses": [NOT_FOUND_DS]},
               {"match": DS_POST, "responses": [{"json": {"id": 7, "message": "Datasource added", "name": "Pyroscope"}}]},
               {"match": DS_PUT, "responses": [{"json": {}}]}],
-             args=["apply"], stdout="local-pyroscope\n", stderr_has=["created datasource local-pyroscope"], calls={0: 1, 1: 1, 2: 0}),
-    Scenario("datasource-rerun-no-change", "grafana_datasource.py", DS_ENV,
-             [{"match": DS_GET, "responses": [stored_datasource()]},
+             args=["apply"], stdout=CREATED_DS, pattern=True, stderr_has=["created datasource local-pyroscope"], calls={0: 1, 1: 1, 2: 0}),
+    Scenario("datasource-rerun-no-change", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource(jsonData={"aksGpuObservabilityOwner": MINE})]},
               {"match": DS_POST, "responses": [{"json": {}}]}, {"match": DS_PUT, "responses": [{"json": {}}]}],
-             args=["apply"], stdout="local-pyroscope\n", stderr_has=["up to date; nothing written"], calls={0: 1, 1: 0, 2: 0}),
+             args=["apply"], stdout=f"local-pyroscope owner={MINE}\n", stderr_has=["up to date; nothing written"], calls={0: 1, 1: 0, 2: 0}),
+    Scenario("datasource-update-keeps-a-datasource-stamped-by-another-step", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource(jsonData={"aksGpuObservabilityOwner": THEIRS})]},
+              {"match": DS_PUT, "responses": [{"json": {}}]}],
+             args=["apply"], stdout=f"local-pyroscope owner={MINE}\n", stderr_has=["up to date; nothing written"], calls={0: 1, 1: 0}),
+    Scenario("datasource-create-claims-an-up-to-date-datasource", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource(jsonData={"aksGpuObservabilityOwner": THEIRS})]},
+              {"match": DS_POST, "responses": [{"json": {}}]}, {"match": DS_PUT, "responses": [{"json": {}}]}],
+             args=["apply"], stdout=CREATED_DS, pattern=True, stderr_has=["claimed datasource local-pyroscope for this step"],
+             calls={0: 1, 1: 0, 2: 1}),
     Scenario("datasource-changed-definition", "grafana_datasource.py", DS_ENV,
              [{"match": DS_GET, "responses": [stored_datasource(url="http://10.0.4.99:4040")]},
               {"match": DS_POST, "responses": [{"json": {}}]}, {"match": DS_PUT, "responses": [{"json": {"message": "Datasource updated"}}]}],
-             args=["apply"], stdout="local-pyroscope\n", stderr_has=["updated datasource local-pyroscope: url"], calls={1: 0, 2: 1}),
+             args=["apply"], stdout=CREATED_DS, pattern=True, stderr_has=["updated datasource local-pyroscope: url"], calls={1: 0, 2: 1}),
     Scenario("datasource-created-by-hand-adopted", "grafana_datasource.py", DS_ENV,
              [{"match": DS_GET, "responses": [stored_datasource(name="pyroscope (manual)", access="direct", jsonData={"keepCookies": []})]},
               {"match": DS_POST, "responses": [grafana_error("Conflict", "data source with the same name already exists")]},
               {"match": DS_PUT, "responses": [{"json": {"message": "Datasource updated"}}]}],
-             args=["apply"], stdout="local-pyroscope\n", stderr_has=["updated datasource local-pyroscope: access, name"], calls={1: 0, 2: 1}),
+             args=["apply"], stdout=CREATED_DS, pattern=True, stderr_has=["updated datasource local-pyroscope: access, name"], calls={1: 0, 2: 1}),
     Scenario("datasource-grafana-5xx-then-ok", "grafana_datasource.py", DS_ENV,
              [{"match": DS_GET, "responses": [grafana_error("Bad Gateway", "upstream"), NOT_FOUND_DS]},
               {"match": DS_POST, "responses": [grafana_error("Service Unavailable", "try later"), {"json": {"id": 7}}]}],
-             args=["apply"], stdout="local-pyroscope\n", stderr_has=["retrying after ERROR: Bad Gateway", "retrying after ERROR: Service Unavailable"],
+             args=["apply"], stdout=CREATED_DS, pattern=True, stderr_has=["retrying after ERROR: Bad Gateway", "retrying after ERROR: Service Unavailable"],
              calls={0: 2, 1: 2}),
-    Scenario("datasource-post-timed-out-but-landed-is-adopted", "grafana_datasource.py", DS_ENV,
+    Scenario("datasource-post-timed-out-but-landed-is-adopted", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
              [{"match": DS_GET, "responses": [NOT_FOUND_DS, stored_datasource()]},
               {"match": DS_POST, "responses": [grafana_error("Gateway Timeout", "upstream request timeout"),
                                                grafana_error("Conflict", "data source with the same name already exists")]},
               {"match": DS_PUT, "responses": [{"json": {}}]}],
-             args=["apply"], stdout="local-pyroscope\n",
+             args=["apply"], stdout=f"local-pyroscope owner={MINE}\n",
              stderr_has=["already exists (an earlier attempt created it); adopting it", "is up to date; nothing written"],
              calls={0: 2, 1: 2, 2: 0}),
     Scenario("datasource-name-taken-by-another-uid", "grafana_datasource.py", DS_ENV,
@@ -321,22 +340,42 @@ SCENARIOS += [
     Scenario("datasource-forbidden-retried-while-role-propagates", "grafana_datasource.py", {**DS_ENV, "RETRY_FORBIDDEN": "true"},
              [{"match": DS_GET, "responses": [grafana_error("Forbidden", "Permissions needed"), NOT_FOUND_DS]},
               {"match": DS_POST, "responses": [{"json": {"id": 7}}]}],
-             args=["apply"], stdout="local-pyroscope\n", calls={0: 2, 1: 1}),
-    Scenario("datasource-delete", "grafana_datasource.py", DS_ENV,
-             [{"match": DS_DELETE, "responses": [{"json": {"message": "Data source deleted"}}]}],
-             args=["delete"], stdout="local-pyroscope\n", stderr_has=["deleted datasource local-pyroscope"], calls={0: 1}),
-    Scenario("datasource-delete-already-gone", "grafana_datasource.py", DS_ENV,
-             [{"match": DS_DELETE, "responses": [NOT_FOUND_DS]}],
-             args=["delete"], stdout="local-pyroscope\n", stderr_has=["already gone"], calls={0: 1}),
+             args=["apply"], stdout=CREATED_DS, pattern=True, calls={0: 2, 1: 1}),
+    Scenario("datasource-delete", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource(jsonData={"aksGpuObservabilityOwner": MINE})]},
+              {"match": DS_DELETE, "responses": [{"json": {"message": "Data source deleted"}}]}],
+             args=["delete"], stdout="local-pyroscope\n", stderr_has=["deleted datasource local-pyroscope"], calls={0: 1, 1: 1}),
+    Scenario("datasource-delete-unstamped", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource()]},
+              {"match": DS_DELETE, "responses": [{"json": {"message": "Data source deleted"}}]}],
+             args=["delete"], stdout="local-pyroscope\n", stderr_has=["deleted datasource local-pyroscope"], calls={0: 1, 1: 1}),
+    Scenario("datasource-delete-leaves-a-replacements-datasource", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [stored_datasource(jsonData={"aksGpuObservabilityOwner": THEIRS})]},
+              {"match": DS_DELETE, "responses": [{"json": {"message": "Data source deleted"}}]}],
+             args=["delete"], stdout="local-pyroscope\n", stderr_has=[f"now belongs to another step (owner {THEIRS}"],
+             calls={0: 1, 1: 0}),
+    Scenario("datasource-delete-already-gone", "grafana_datasource.py", {**DS_ENV, **AS_UPDATE},
+             [{"match": DS_GET, "responses": [NOT_FOUND_DS]}, {"match": DS_DELETE, "responses": [NOT_FOUND_DS]}],
+             args=["delete"], stdout="local-pyroscope\n", stderr_has=["already gone"], calls={0: 1, 1: 0}),
     Scenario("dashboard-first-upload", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
-             args=["apply"], stdout="AdvancedGPUObservability\n", stderr_has=["uploaded dashboard AdvancedGPUObservability (sha256 9c8733"],
+             args=["apply"], stdout=CREATED_DASH, pattern=True, stderr_has=["uploaded dashboard AdvancedGPUObservability (sha256 9c8733"],
              calls={0: 1, 1: 1, 2: 1}, needs=DASHBOARD_FILE),
-    Scenario("dashboard-rerun-no-change", "grafana_dashboard.py", DASH_ENV,
-             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard() or {}]},
+    Scenario("dashboard-rerun-no-change", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard(MINE) or {}]},
               {"match": DASH_POST, "responses": [{"json": {}}]}],
-             args=["apply"], stdout="AdvancedGPUObservability\n", stderr_has=["up to date; nothing written"],
+             args=["apply"], stdout=f"AdvancedGPUObservability owner={MINE}\n", stderr_has=["up to date; nothing written"],
+             calls={2: 0}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-create-claims-an-up-to-date-dashboard", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard(THEIRS) or {}]},
+              {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], stdout=CREATED_DASH, pattern=True, stderr_has=["uploaded dashboard AdvancedGPUObservability"],
+             calls={2: 1}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-update-keeps-a-dashboard-stamped-by-another-step", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard(THEIRS) or {}]},
+              {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], stdout=f"AdvancedGPUObservability owner={MINE}\n", stderr_has=["up to date; nothing written"],
              calls={2: 0}, needs=DASHBOARD_FILE),
     Scenario("dashboard-hash-mismatch-no-upload", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SHA256": "0" * 64},
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
@@ -345,7 +384,7 @@ SCENARIOS += [
              calls={0: 1, 1: 0, 2: 0}, needs=DASHBOARD_FILE),
     Scenario("dashboard-from-local-file", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SOURCE": str(DASHBOARD_FILE)},
              [{"match": DASH_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_POST, "responses": [{"json": {}}]}],
-             args=["apply"], stdout="AdvancedGPUObservability\n", calls={0: 1, 1: 1}, needs=DASHBOARD_FILE),
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={0: 1, 1: 1}, needs=DASHBOARD_FILE),
     Scenario("dashboard-uid-mismatch", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_UID": "other-uid"},
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": ["rest", "--method", "post"], "responses": [{"json": {}}]}],
              args=["apply"], exit=1, stderr_has=["has uid 'AdvancedGPUObservability', expected 'other-uid'; nothing uploaded"],
@@ -353,13 +392,23 @@ SCENARIOS += [
     Scenario("dashboard-upload-5xx-then-ok", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_POST, "responses": [grafana_error("Internal Server Error", "database is locked"), {"json": {}}]}],
-             args=["apply"], stdout="AdvancedGPUObservability\n", calls={2: 2}, needs=DASHBOARD_FILE),
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={2: 2}, needs=DASHBOARD_FILE),
     Scenario("dashboard-download-fails", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [{"exit": 1, "stderr": "ERROR: Not Found(404: Not Found)"}]}],
              args=["apply"], exit=1, stderr_has=["downloading the dashboard from https://raw.githubusercontent.com/"]),
-    Scenario("dashboard-delete-already-gone", "grafana_dashboard.py", DASH_ENV,
-             [{"match": DASH_DELETE, "responses": [NOT_FOUND_DASH]}],
-             args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=["already gone"], calls={0: 1}),
+    Scenario("dashboard-delete-already-gone", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
+             [{"match": DASH_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_DELETE, "responses": [NOT_FOUND_DASH]}],
+             args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=["already gone"], calls={0: 1, 1: 0}),
+    Scenario("dashboard-delete-own", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
+             [{"match": DASH_GET, "responses": [uploaded_dashboard(MINE) or {}]},
+              {"match": DASH_DELETE, "responses": [{"json": {"message": "Dashboard deleted"}}]}],
+             args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=["deleted dashboard AdvancedGPUObservability"],
+             calls={0: 1, 1: 1}, needs=DASHBOARD_FILE),
+    Scenario("dashboard-delete-leaves-a-replacements-dashboard", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
+             [{"match": DASH_GET, "responses": [uploaded_dashboard(THEIRS) or {}]},
+              {"match": DASH_DELETE, "responses": [{"json": {"message": "Dashboard deleted"}}]}],
+             args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=[f"now belongs to another step (owner {THEIRS}"],
+             calls={0: 1, 1: 0}, needs=DASHBOARD_FILE),
 ]
 
 

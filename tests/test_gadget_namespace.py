@@ -218,3 +218,15 @@ def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyrosc
     cluster = deployed(bare)
     replace(bare, cluster, bare.one(NAMESPACE).urn)
     assert not cluster.running("pyroscope") and cluster.running("inspektor-gadget")
+
+
+@pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release"])
+def test_replacement_sets_agree_with_the_preview_diff(dev, target):
+    """The helper above and tools/diff.py's preview (the lifecycle model) replace the same resources."""
+    from tools import diff as plan_diff
+    from tools.mock_engine import run
+
+    urn = next(r.urn for r in dev.resources if r.name == target)
+    diff, _ = plan_diff.preview(dev.to_json(), lambda pending: run("dev", pending=pending), [urn])
+    replaced = {s.urn for s in diff.steps if s.op == "replace"}
+    assert replaced == {u for u in replacement_set(dev, urn) if dev.get(u).custom}

@@ -34,6 +34,7 @@ def test_monitoring_data_reader_role_assignment(plan):
     assert role.inputs["roleDefinitionId"] == f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/b0d8363b-8ddd-447d-831f-62ca05bff136"
     assert role.inputs["principalId"] == GRAFANA_PRINCIPAL
     assert role.inputs["principalType"] == "ServicePrincipal"
+    assert role.options["deleteBeforeReplace"] is True  # a derived, fixed name azure-native will not create twice
     name = role.inputs["roleAssignmentName"]
     assert uuid.UUID(name) and name == role_assignment_name(WORKSPACE_ID, "b0d8363b-8ddd-447d-831f-62ca05bff136", GRAFANA_PRINCIPAL)
 
@@ -63,10 +64,11 @@ def test_pyroscope_datasource_definition(plan):
         "access": "proxy", "jsonData": {"keepCookies": ["pyroscope_git_session"]}, "name": "local-pyroscope",
         "type": "grafana-pyroscope-datasource", "uid": "local-pyroscope", "url": f"http://{canned.MPE_PRIVATE_IP}:4040"}
     # An owner step: identity in triggers (a change replaces, old deleted first), script hash in the
-    # environment (an edit updates in place; a create-before-delete replacement would delete the datasource).
+    # environment (an edit updates in place); its owner token reaches updates and the delete through stdout.
     assert ds.inputs["triggers"] == [ENDPOINT, "local-pyroscope"]
     assert env["SCRIPT_SHA256"] == script_hash("grafana_datasource.py")
     assert ds.options["deleteBeforeReplace"] is True
+    assert ds.inputs["addPreviousOutputInEnv"] is True
 
 
 def test_prometheus_datasource_definition(plan):
@@ -102,8 +104,10 @@ def test_dashboard_step(plan):
         "TIMEOUT_SECONDS": "300",
     }
     assert upload.inputs["triggers"] == [ENDPOINT, "AdvancedGPUObservability"]
-    # Create-first: a changed dashboardUid that the JSON does not carry fails before the old one is deleted.
+    # Create-first: a changed dashboardUid that the JSON does not carry fails before the old one is deleted; the old
+    # step's delete then leaves the dashboard the new step stamped (its owner token arrives through stdout).
     assert upload.options["deleteBeforeReplace"] is False
+    assert upload.inputs["addPreviousOutputInEnv"] is True
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):

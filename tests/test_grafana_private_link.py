@@ -29,6 +29,8 @@ def invoke(plan, token):
 
 def test_managed_private_endpoint_inputs(plan):
     mpe = plan().one(MPE)
+    assert mpe.options["deleteBeforeReplace"] is True  # a fixed name: --replace and replaceWith must delete first
+    assert mpe.options["replaceWith"] == [plan().one(RELEASE).urn]
     assert mpe.inputs == {
         "managedPrivateEndpointName": "pyroscope-mpe",
         "workspaceName": "amg-gpu-dev",
@@ -50,11 +52,14 @@ def test_wait_for_pls_command(plan):
     wait = command(plan(), "wait-for-pls")
     assert wait.inputs["create"] == "bash scripts/wait_private_link_service.sh"
     assert wait.inputs["environment"] == {"PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900"}
-    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh")]
+    # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
+    # instead of querying a PLS that does not exist yet (the engine's invoke gate; tools/mock_engine.py).
+    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
     assert wait.inputs["logging"] == "stdoutAndStderr"
     assert wait.inputs["addPreviousOutputInEnv"] is False
     assert "delete" not in wait.inputs
     assert wait.options["deleteBeforeReplace"] is False  # an action: replacing it just re-runs it
+    assert "addPreviousOutputInEnv" in wait.inputs and wait.inputs["addPreviousOutputInEnv"] is False
 
 
 def test_approval_command_targets_exactly_our_endpoint(plan):

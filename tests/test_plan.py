@@ -25,7 +25,8 @@ def dev_json():
 
 
 def test_json_shape(dev_json):
-    assert set(dev_json) == {"project", "stack", "resources", "invokes", "createOrder", "destroyOrder", "outputs"}
+    assert set(dev_json) == {"project", "stack", "resources", "invokes", "createOrder", "destroyOrder", "outputs",
+                             "secretFingerprints"}
     assert dev_json["project"] == "aks-gpu-observability" and dev_json["stack"] == "dev"
     for r in dev_json["resources"]:
         assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "options"}
@@ -34,8 +35,10 @@ def test_json_shape(dev_json):
         assert r["parent"] is None or isinstance(r["parent"], str)
         assert r["provider"] is None or isinstance(r["provider"], str)
         assert all(isinstance(d, str) for d in r["dependencies"])
-        assert set(r["options"]) == {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges", "customTimeouts"}
+        assert set(r["options"]) == {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges", "customTimeouts",
+                                     "replaceWith"}
         assert isinstance(r["options"]["ignoreChanges"], list)
+        assert isinstance(r["options"]["replaceWith"], list) and set(r["options"]["replaceWith"]) <= {x["urn"] for x in dev_json["resources"]}
     for invoke in dev_json["invokes"]:
         assert set(invoke) == {"token", "args"}
     assert isinstance(dev_json["outputs"], dict)

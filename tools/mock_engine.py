@@ -7,6 +7,12 @@ camelCase names, dependencies, parent, provider, options), invokes get canned an
 
 Used by ``python -m tools.plan`` and by the tests; each :func:`run` uses a fresh event loop and a fresh
 ``contextvars`` context, so runs do not leak into one another.
+
+``run(..., pending=URNS)`` evaluates the program as a real preview sees it when those resources are being created
+or replaced: they get no ID and their outputs that are not inputs are unknown (a provider's preview ``Create``), and
+an invoke that depends on one of them answers "unknown" (the engine's invoke gate, pulumi/pulumi v3.259.0
+``proto/pulumi/resource.proto`` ``INVOKE_DEPENDS_ON``; older engines: the SDK's own check that each dependency's
+ID is known, ``pulumi/runtime/invoke.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
 from components import config as stack_config
-from tools import canned
+from tools import canned, replacement
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
@@ -76,6 +82,54 @@ def plain(value: Any) -> Any:
     return value
 
 
+_SIMPLE_KEY = re.compile(r"[A-Za-z_$][\w$-]*")
+
+
+def join_path(parent: str, key: Any) -> str:
+    """A property path as Pulumi prints one: ``a.b``, ``a["b.c"]`` for keys that are not simple names, ``a[0]``."""
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    if _SIMPLE_KEY.fullmatch(key):
+        return f"{parent}.{key}" if parent else key
+    return f"{parent}[{json.dumps(key)}]"
+
+
+def secret_fingerprints(type_: str, wire: Mapping[str, Any]) -> dict[str, str]:
+    """Property path -> fingerprint of every secret in a wire-format property map, plus the parts the provider's
+    diff looks at on their own (:func:`tools.replacement.secret_parts`). The plan prints secrets as ``[secret]``;
+    the fingerprints let two plans tell a changed secret from an unchanged one."""
+    found: dict[str, str] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            sig = value.get(_SIG)
+            if sig == _SECRET_SIG or (sig == _OUTPUT_SIG and value.get("secret") and "value" in value):
+                inner = _reveal(value.get("value"))
+                found[path] = replacement.fingerprint(inner)
+                found.update(replacement.secret_parts(type_, path, inner))
+            elif sig is None:
+                for key, item in value.items():
+                    walk(item, join_path(path, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, join_path(path, index))
+
+    for key, item in wire.items():
+        walk(item, join_path("", key))
+    return found
+
+
+def _reveal(value: Any) -> Any:
+    """A wire value with secret wrappers removed (the plaintext, for fingerprints only; never printed)."""
+    if isinstance(value, dict):
+        if value.get(_SIG) in (_SECRET_SIG, _OUTPUT_SIG):
+            return _reveal(value.get("value"))
+        return {key: _reveal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_reveal(item) for item in value]
+    return value
+
+
 @dataclass
 class Resource:
     """One resource as the engine would record it (an entry of the plan JSON, see tools/plan.py)."""
@@ -95,6 +149,8 @@ class Resource:
     #: Outputs in the wire format as the (mocked) provider returned them: the state after ``pulumi up``
     #: (:func:`tools.canned.resource_state`); None for default providers, which no mock creates.
     outputs: Optional[dict] = None
+    #: property path -> fingerprint of each secret input (and of the parts a provider diffs on their own)
+    secret_fingerprints: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -161,7 +217,12 @@ class Plan:
             "createOrder": self.create_order,
             "destroyOrder": self.destroy_order,
             "outputs": self.outputs,
+            "secretFingerprints": {r.urn: r.secret_fingerprints for r in self.resources if r.secret_fingerprints},
         }
+
+    def property_dependencies(self) -> dict[str, dict[str, list[str]]]:
+        """URN -> input key -> the resources that input's value came from (invokes' dependencies included)."""
+        return {r.urn: r.property_dependencies for r in self.resources}
 
 
 class CannedMocks(pulumi.runtime.Mocks):
@@ -195,6 +256,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
+        self.pending: frozenset = frozenset()  # URNs being created or replaced: no ID, unknown outputs (module docstring)
         self.recorded: list[Resource] = []
         self.default_providers: dict[str, Resource] = {}
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
@@ -223,7 +285,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def Invoke(self, request):
         self._thread_loop()
-        response = super().Invoke(request)
+        if self.pending.intersection(request.dependsOn):  # the engine's gate: a dependency is pending creation
+            response = resource_pb2.ResourceInvokeResponse(unknown=True)
+        else:
+            response = super().Invoke(request)
         if request.tok != "pulumi:pulumi:getResource":
             args = plain(json_format.MessageToDict(request.args, preserving_proto_field_name=True))
             with self._lock:
@@ -291,9 +356,15 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             },
             wire=raw,
             replace_with=sorted(request.replace_with),
+            secret_fingerprints=secret_fingerprints(request.type, raw),
         )
         self.recorded.append(resource)
         response = super().RegisterResource(request)
+        if urn in self.pending:
+            # As a provider's preview Create answers: no ID; inputs echoed, every other output unknown.
+            state = json_format.MessageToDict(response.object)
+            unknown = {key: value if key in raw else _UNKNOWN for key, value in state.items()}
+            response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=json_format.ParseDict(unknown, response.object.__class__()))
         resource.outputs = json_format.MessageToDict(response.object, preserving_proto_field_name=True)
         return response
 
@@ -301,7 +372,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 def _options(request) -> dict:
     if request is None:
         return {"protect": False, "deleteBeforeReplace": False, "retainOnDelete": False,
-                "ignoreChanges": [], "customTimeouts": None}
+                "ignoreChanges": [], "customTimeouts": None, "replaceWith": []}
     timeouts = None
     if request.HasField("customTimeouts"):
         t = request.customTimeouts
@@ -312,6 +383,7 @@ def _options(request) -> dict:
         "retainOnDelete": bool(request.retainOnDelete),
         "ignoreChanges": list(request.ignoreChanges),
         "customTimeouts": timeouts or None,
+        "replaceWith": sorted(request.replace_with),
     }
 
 
@@ -413,12 +485,14 @@ def run(
     invoke_overrides: Optional[Mapping[str, Any]] = None,
     preview: bool = True,
     stack_outputs: Optional[Mapping[str, dict]] = None,
+    pending: Optional[set] = None,
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
     ``overrides``: ``--set`` pairs. ``invoke_overrides``: token -> canned answer (dict) or handler
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
-    outputs of a platform stack). Raises ConfigError (before any resource is registered) for invalid
+    outputs of a platform stack). ``pending``: URNs a real preview would see being created or replaced (module
+    docstring). Raises ConfigError (before any resource is registered) for invalid
     configuration, and whatever else the program raises.
     """
     values, secrets = read_stack_config(stack)
@@ -429,6 +503,7 @@ def run(
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs)
     monitor = RecordingMonitor(mocks)
+    monitor.pending = frozenset(pending or ())
 
     def evaluate() -> Plan:
         loop = asyncio.new_event_loop()

@@ -1,4 +1,5 @@
-"""Offline plan: ``python -m tools.plan [--stack NAME] [--set KEY=VALUE]... [--json] [--graph mermaid]``.
+"""Offline plan: ``python -m tools.plan [--stack NAME] [--set KEY=VALUE]... [--json] [--graph mermaid]
+[--diff-against BASE.json [--replace URN]...]``.
 
 Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
 stack ``dev``), ``--set`` overriding single keys. No network, no credentials: the engine and Azure are
@@ -9,9 +10,21 @@ SIMULATED (see :mod:`tools.mock_engine` and :mod:`tools.canned`). Output reads l
      "resources": [{"urn", "type", "name", "custom": bool, "parent": urn|null, "provider": urn|null,
                     "inputs": {...engine (camelCase) names...}, "dependencies": [urn, ...],
                     "options": {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges",
-                                "customTimeouts"}}],
+                                "customTimeouts", "replaceWith": [urn, ...]}}],
      "invokes": [{"token": str, "args": {...}}],
-     "createOrder": [urn, ...], "destroyOrder": [urn, ...], "outputs": {...}}
+     "createOrder": [urn, ...], "destroyOrder": [urn, ...], "outputs": {...},
+     "secretFingerprints": {urn: {property path: str}}}
+
+``secretFingerprints``: a 16-hex sha256 of each secret input (which prints as ``[secret]``) and of the parts a
+provider diffs on their own (the kubeconfig's active cluster), so that two plans tell a changed secret from an
+unchanged one. Offline secrets are canned answers and placeholders, never real credentials.
+
+``--diff-against BASE.json`` (an earlier ``--json`` plan) prints what ``pulumi preview --diff`` would say about
+going from BASE to this plan, an offline estimate (:mod:`tools.diff`); ``--replace URN`` (repeatable, a URN or
+a unique resource name) adds a replacement as ``pulumi up --replace`` does. With ``--json`` it prints
+``{"summary": {"create", "update", "replace", "delete", "same": n}, "steps": [{"urn", "type", "op",
+"replaceOrder", "reasons", "diffs": [{"path", "old", "new"}]}]}``; with ``--graph mermaid`` the head's graph with
+changed nodes marked.
 
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered.
@@ -29,6 +42,7 @@ import sys
 from typing import Optional, Sequence
 
 from components.config import ConfigError
+from tools import diff as plan_diff
 from tools.mock_engine import Plan, Resource, run
 
 
@@ -144,10 +158,20 @@ def render_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def render_mermaid(plan: Plan) -> str:
+_MARKS = {
+    "create": "fill:#e6ffed,stroke:#22863a,stroke-width:2px",
+    "update": "fill:#fff5b1,stroke:#b08800,stroke-width:2px",
+    "replace": "fill:#ffdce0,stroke:#cb2431,stroke-width:3px",
+}
+
+
+def render_mermaid(plan: Plan, changes: Optional[plan_diff.Diff] = None) -> str:
     """A Mermaid flowchart: components as subgraphs, an arrow from each dependency to its dependent
-    (solid) and from each provider to the resources it manages (dotted)."""
+    (solid) and from each provider to the resources it manages (dotted). With ``changes``, each created,
+    updated or replaced custom resource is marked (class ``create``/``update``/``replace``, labels prefixed
+    ``+``/``~``/``+-``) and deleted resources are named in the legend."""
     ids = {r.urn: f"r{i}" for i, r in enumerate(plan.resources)}
+    ops = {s.urn: s for s in changes.steps} if changes else {}
     by_parent: dict[Optional[str], list[Resource]] = {}
     for resource in plan.resources:
         by_parent.setdefault(resource.parent, []).append(resource)
@@ -159,7 +183,11 @@ def render_mermaid(plan: Plan) -> str:
             for kid in kids:
                 node(kid, indent)
             return
-        label = f'{resource.name}<br/><small>{resource.type}</small>'
+        step = ops.get(resource.urn)
+        marked = step is not None and step.op in _MARKS and resource.custom
+        prefix = {"create": "+ ", "update": "~ ", "replace": "+- "}[step.op] if marked else ""
+        order = f" ({step.replace_order})" if marked and step.replace_order else ""
+        label = f'{prefix}{resource.name}{order}<br/><small>{resource.type}</small>'
         if kids and not resource.custom:
             lines.append(f'{indent}subgraph {ids[resource.urn]}["{label}"]')
             for kid in kids:
@@ -167,6 +195,8 @@ def render_mermaid(plan: Plan) -> str:
             lines.append(f"{indent}end")
         else:
             lines.append(f'{indent}{ids[resource.urn]}["{label}"]')
+            if marked:
+                lines.append(f"{indent}class {ids[resource.urn]} {step.op}")
 
     for root in by_parent.get(None, []):
         node(root, "  ")
@@ -179,6 +209,11 @@ def render_mermaid(plan: Plan) -> str:
     for n, invoke in enumerate(i for i in plan.invokes if i.dependencies):
         lines.append(f'  i{n}(["{invoke.token.split(":")[-1]}<br/><small>invoke</small>"])')
         lines += [f"  {ids[d]} --> i{n}" for d in invoke.dependencies if d in ids]
+    if changes is not None:
+        lines += [f"  classDef {op} {style}" for op, style in _MARKS.items()]
+        gone = [s.name for s in changes.steps if s.op == "delete"]
+        legend = "marked: + create, ~ update, +- replace" + (f"<br/>deleted: {', '.join(gone)}" if gone else "")
+        lines.insert(2, f'  changes["{legend}"]')
     return "\n".join(lines)
 
 
@@ -192,6 +227,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="outputs the stack policy sees: a first preview's (default) or those after pulumi up")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config key (bare keys are in the project namespace); repeatable")
+    parser.add_argument("--diff-against", metavar="BASE.json",
+                        help="an earlier --json plan: print what `pulumi preview --diff` would say (offline estimate)")
+    parser.add_argument("--replace", dest="replace", action="append", default=[], metavar="URN",
+                        help="with --diff-against: replace this resource (URN or unique name), as `pulumi up --replace`; repeatable")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     form.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
@@ -200,8 +239,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except _UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.replace and not args.diff_against:
+        print("error: --replace: needs --diff-against BASE.json", file=sys.stderr)
+        return 2
+    if args.diff_against and (args.policy or args.policy_config):
+        print("error: --policy: run it on the plan itself, not with --diff-against", file=sys.stderr)
+        return 2
     try:
-        plan = run(args.stack, _parse_sets(args.sets))
+        overrides = _parse_sets(args.sets)
+        changes = None
+        plan = run(args.stack, overrides)
+        if args.diff_against:
+            base = _read_base(args.diff_against)
+            targets = _resolve_targets(plan, args.replace)
+            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, overrides, pending=pending), targets)
         violations = None
         if args.policy or args.policy_config:
             from tools import policy_check
@@ -211,19 +262,51 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if changes is not None and args.graph != "mermaid":
+        if args.json:
+            print(json.dumps(changes.to_json(), indent=2, sort_keys=True))
+        else:
+            print(plan_diff.render_text(changes, f"Offline preview diff ({args.stack}) against {args.diff_against}"))
+        return 0
     if args.json:
         document = plan.to_json()
         if violations is not None:
             document["policyViolations"] = [v.to_json() for v in violations]
         print(json.dumps(document, indent=2, sort_keys=True))
     elif args.graph == "mermaid":
-        print(render_mermaid(plan))
+        print(render_mermaid(plan, changes))
     else:
         print(render_text(plan))
         if violations is not None:
             print()
             print(policy_check.render(violations))
     return 1 if violations and any(v.level == "mandatory" for v in violations) else 0
+
+
+def _read_base(path: str) -> dict:
+    """The base plan JSON; ValueError (exit 2) naming the file when it is missing or not a plan."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            base = json.load(fh)
+    except OSError as error:
+        raise ValueError(f"--diff-against: cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--diff-against: {path} is not JSON: {error}") from None
+    if not isinstance(base, dict) or not {"resources", "createOrder", "destroyOrder"} <= set(base):
+        raise ValueError(f"--diff-against: {path} is not a plan (expected the output of `python -m tools.plan --json`)")
+    return base
+
+
+def _resolve_targets(plan: Plan, targets: Sequence[str]) -> list[str]:
+    """URNs for ``--replace`` values (a URN, or a resource name that names exactly one resource)."""
+    urns = []
+    for target in targets:
+        found = [r.urn for r in plan.resources if target in (r.urn, r.name)]
+        if len(found) != 1:
+            problem = "no resource" if not found else f"{len(found)} resources"
+            raise ValueError(f"--replace: {target!r} names {problem} in this plan; give a URN from `--json`")
+        urns.append(found[0])
+    return urns
 
 
 if __name__ == "__main__":

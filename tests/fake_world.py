@@ -1,0 +1,224 @@
+"""A stateful stand-in for the Azure and Grafana APIs the stack touches. SIMULATED: nothing here talks to Azure.
+
+The rule-based stand-in (tests/fake_az.py) answers from scripted responses; this one keeps a world (a JSON file,
+``FAKE_AZ_WORLD``) so that a sequence of steps can be checked for its END STATE. tests/fake_az.py answers from it
+when ``FAKE_AZ_WORLD`` is set; tests/lifecycle.py plays the providers' side (ARM resources, the Helm release and
+the private link service AKS makes from it) on the same world.
+
+What it mirrors (facts as in shared/DESIGN.md section 2):
+
+- Private link services: ``az network private-link-service show`` (404 ``ResourceNotFound`` when absent) and
+  ``... connection update --connection-status Approved``; a connection is named ``<private endpoint>.<guid>``.
+- Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
+  ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
+  Approved and its private IP (tools/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
+- Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
+  /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
+  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
+  /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
+- Downloads through ``az rest --skip-authorization-header --output-file``: ``downloads`` maps URL -> local file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any, Optional
+from urllib.parse import unquote, urlsplit
+
+PRIVATE_IP = "10.0.4.36"  # tools/canned.py MPE_PRIVATE_IP
+
+
+def empty() -> dict:
+    """A world with nothing in it."""
+    return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {}}
+
+
+def _error(reason: str, message: str, exit_code: int = 1) -> dict:
+    return {"exit": exit_code, "stderr": f'ERROR: {reason}({json.dumps({"message": message})})'}
+
+
+def _arm_not_found(what: str) -> dict:
+    return {"exit": 3, "stderr": f"ERROR: (ResourceNotFound) The Resource '{what}' was not found.\nCode: ResourceNotFound"}
+
+
+def _option(argv: list[str], name: str) -> Optional[str]:
+    return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else None
+
+
+# --- private link services and managed private endpoints ----------------------------------------------------------
+
+
+def pls_id(resource_group: str, name: str, subscription: str) -> str:
+    return f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/privateLinkServices/{name}"
+
+
+def pls_body(pls: dict) -> dict:
+    """A PLS as ``az network private-link-service show`` prints it."""
+    return {
+        "id": pls["id"], "name": pls["id"].rsplit("/", 1)[1], "provisioningState": "Succeeded",
+        "visibility": {"subscriptions": pls["visibility"]},
+        "privateEndpointConnections": [
+            {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
+             "privateEndpoint": {"id": c["endpoint"]},
+             "privateLinkServiceConnectionState": {"status": c["status"], "description": c.get("description", ""),
+                                                   "actionsRequired": "None"}}
+            for c in pls["connections"]
+        ],
+    }
+
+
+def connect(world: dict, pls_arm_id: str, endpoint_name: str) -> None:
+    """Grafana's MPE puts a Pending connection on the PLS (KeyError if there is no such PLS)."""
+    pls = world["pls"][pls_arm_id.lower()]
+    endpoint = f"/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"
+    pls["connections"].append({"name": f"{endpoint_name}.{uuid.uuid4()}", "endpoint": endpoint, "status": "Pending"})
+
+
+def disconnect(world: dict, endpoint_name: str) -> None:
+    """Deleting the MPE removes its connection from whichever PLS holds it."""
+    for pls in world["pls"].values():
+        pls["connections"] = [c for c in pls["connections"] if not c["endpoint"].endswith("/" + endpoint_name)]
+
+
+def _pls_show(argv: list[str], world: dict) -> dict:
+    group, name = _option(argv, "--resource-group"), _option(argv, "--name")
+    for pls in world["pls"].values():
+        if pls["id"].lower().endswith(f"/resourcegroups/{group}/providers/microsoft.network/privatelinkservices/{name}".lower()):
+            return {"json": pls_body(pls)}
+    return _arm_not_found(f"Microsoft.Network/privateLinkServices/{name}")
+
+
+def _connection_update(argv: list[str], world: dict) -> dict:
+    name, status = _option(argv, "--name"), _option(argv, "--connection-status")
+    for pls in world["pls"].values():
+        for connection in pls["connections"]:
+            if connection["name"] == name:
+                connection.update(status=status, description=_option(argv, "--description") or "")
+                return {"json": {"name": name}}
+    return _arm_not_found(f"privateEndpointConnections/{name}")
+
+
+def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
+    """Managed private endpoints and their refresh; None when the path is not one of these."""
+    refresh = re.fullmatch(r"(.*/providers/Microsoft\.Dashboard/grafana/[^/]+)/refreshManagedPrivateEndpoints", path, re.I)
+    if refresh and method == "post":
+        grafana = refresh.group(1).lower()
+        for mpe in world["mpes"].values():
+            if mpe["grafana"].lower() == grafana:
+                approved = any(c["status"] == "Approved" and c["endpoint"].endswith("/" + mpe["endpoint"])
+                               for pls in world["pls"].values() for c in pls["connections"])
+                if approved:
+                    mpe.update(status="Approved", ip=PRIVATE_IP)
+        return {"stdout": ""}
+    one = re.fullmatch(r"(.*/providers/Microsoft\.Dashboard/grafana/[^/]+)/managedPrivateEndpoints/([^/]+)", path, re.I)
+    if one and method == "get":
+        mpe = world["mpes"].get(f"{one.group(1)}/{one.group(2)}".lower())
+        if mpe is None:
+            return _arm_not_found(f"Microsoft.Dashboard/grafana/managedPrivateEndpoints/{one.group(2)}")
+        return {"json": {"id": path, "name": one.group(2), "properties": {
+            "provisioningState": "Succeeded", "privateLinkResourceId": mpe["pls"],
+            "connectionState": {"status": mpe["status"], "description": ""},
+            "privateLinkServicePrivateIP": mpe["ip"] or None}}}
+    return None
+
+
+# --- Grafana's HTTP API ----------------------------------------------------------------------------------------------
+
+
+def grafana(world: dict, host: str) -> dict:
+    """The Grafana workspace answering at ``host`` (created empty on first use)."""
+    return world["grafana"].setdefault(host, {"datasources": {}, "dashboards": {}, "next_id": 1})
+
+
+def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
+    stored = g["datasources"]
+    by_uid = re.fullmatch(r"/api/datasources/uid/([^/]+)", path)
+    by_name = re.fullmatch(r"/api/datasources/name/([^/]+)", path)
+    if path == "/api/datasources" and method == "post":
+        if any(ds["name"] == body["name"] for ds in stored.values()):
+            return _error("Conflict", "data source with the same name already exists")
+        if body["uid"] in stored:
+            return _error("Conflict", "data source with the same uid already exists")
+        g["next_id"] += 1
+        stored[body["uid"]] = {**body, "id": g["next_id"], "orgId": 1, "version": 1}
+        return {"json": {"id": g["next_id"], "message": "Datasource added", "name": body["name"]}}
+    if by_name and method == "get":
+        found = [ds for ds in stored.values() if ds["name"] == unquote(by_name.group(1))]
+        return {"json": found[0]} if found else _error("Not Found", "Data source not found")
+    if not by_uid:
+        return None
+    uid = unquote(by_uid.group(1))
+    read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: found)
+    if read_or_delete is not None:
+        return read_or_delete
+    if method == "put":
+        if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
+            return _error("Conflict", "data source with the same name already exists")
+        stored[uid] = {**body, "uid": uid, "id": stored[uid]["id"], "orgId": 1, "version": stored[uid]["version"] + 1}
+        return {"json": {"message": "Datasource updated"}}
+    return None
+
+
+def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
+    stored = g["dashboards"]
+    if path == "/api/dashboards/db" and method == "post":
+        dashboard = body["dashboard"]
+        uid = dashboard["uid"]
+        if uid in stored and not body.get("overwrite"):
+            return _error("Precondition Failed", "The dashboard has been changed by someone else")
+        version = stored[uid]["version"] + 1 if uid in stored else 1
+        g["next_id"] += 1
+        stored[uid] = {**dashboard, "id": g["next_id"], "version": version}
+        return {"json": {"status": "success", "uid": uid, "version": version}}
+    one = re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)
+    if not one:
+        return None
+    return _read_or_delete(stored, unquote(one.group(1)), method, "Dashboard",
+                           lambda found: {"dashboard": found, "meta": {"version": found["version"]}})
+
+
+def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Optional[dict]:
+    """``GET``/``DELETE`` of ``stored[uid]`` as Grafana answers them (404 ``<kind> not found``; ``shown(object)``
+    is the GET body); None for another method on an existing object."""
+    if uid not in stored:
+        return _error("Not Found", f"{kind} not found")
+    if method == "get":
+        return {"json": shown(stored[uid])}
+    if method == "delete":
+        del stored[uid]
+        return {"json": {"message": f"{kind} deleted"}}
+    return None
+
+
+# --- dispatch ------------------------------------------------------------------------------------------------------
+
+
+def answer(argv: list[str], world: dict) -> dict:
+    """The response to one az command line (same shape as a rule response of tests/fake_az.py); mutates
+    ``world``. A command line this world does not know exits 2, so an unexpected call fails the test."""
+    if argv[:3] == ["network", "private-link-service", "show"]:
+        return _pls_show(argv, world)
+    if argv[:4] == ["network", "private-link-service", "connection", "update"]:
+        return _connection_update(argv, world)
+    if argv[:1] == ["rest"]:
+        method, url = _option(argv, "--method"), _option(argv, "--url") or ""
+        if "--skip-authorization-header" in argv:
+            source = world["downloads"].get(url)
+            return {"stdout": "", "output_file": source} if source else _error("Not Found", f"404 for {url}")
+        body = _option(argv, "--body")
+        if body and body.startswith("@"):
+            with open(body[1:], encoding="utf-8") as fh:
+                body = json.load(fh)
+        parts = urlsplit(url)
+        if parts.scheme == "https" and parts.path.startswith("/api/"):
+            g = grafana(world, parts.netloc)
+            found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)
+            if found is not None:
+                return found
+        elif not parts.scheme:
+            found = _arm_rest(method, parts.path, world)
+            if found is not None:
+                return found
+    return {"exit": 2, "stderr": f"fake world: no answer for az {' '.join(argv)}"}

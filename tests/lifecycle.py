@@ -1,0 +1,245 @@
+"""Lifecycle harness: deploy a plan into the fake world, then apply a diff in the engine's order, and read the end
+state. SIMULATED: the engine's executor and the providers; the step scripts are the real ones, run as
+pulumi-command runs them (``/bin/sh -c`` in the project directory, ``environment`` on top of the process
+environment, ``PULUMI_COMMAND_STDOUT`` = the state's stdout for updates and deletes when
+``addPreviousOutputInEnv``), against the stand-in ``az`` answering from tests/fake_world.py.
+
+Providers played here, with the rules of tools/replacement.py:
+
+- azure-native: a resource is identified by its PUT path parameters; ``create`` of one that exists fails ("cannot
+  create already existing resource"). A managed private endpoint puts a Pending connection on its PLS; deleting
+  it removes the connection.
+- pulumi-kubernetes Helm release: ``create`` of a release name in use fails ("cannot re-use a name that is still in
+  use"). AKS's cloud provider makes the PLS named in the Service annotations (in the node resource group unless
+  annotated) and deletes a PLS the Service no longer names, but not while a private endpoint connection holds it
+  (then it stays, orphaned, until :meth:`Deployment.reconcile` finds it free).
+- Providers, components and the stack: state only.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from tests import fake_world
+from tools import canned, replacement
+from tools.diff import Diff
+
+ROOT = Path(__file__).resolve().parent.parent
+OWNER_KEY = "aksGpuObservabilityOwner"
+_PATH = "a path parameter of the ARM PUT"
+ANNOTATION = "service.beta.kubernetes.io/"
+
+
+class EngineError(Exception):
+    """A step failed as it would fail under ``pulumi up`` (the message says which and why)."""
+
+
+class Deployment:
+    """One stack's deployed state (``states``: URN -> {"type", "inputs", "stdout"}) and its world file."""
+
+    def __init__(self, workdir: Path, downloads: dict[str, str]) -> None:
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.world_path = workdir / "world.json"
+        world = fake_world.empty()
+        world["downloads"] = dict(downloads)
+        self._save(world)
+        self.states: dict[str, dict] = {}
+        self.actions: list[str] = []  # what ran, for failure messages
+        bin_dir = workdir / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        wrapper = bin_dir / "az"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "fake_az.py"}" "$@"\n')
+        wrapper.chmod(0o755)
+        self.env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(workdir), "LANG": "C.UTF-8",
+                    "FAKE_AZ_WORLD": str(self.world_path), "FAKE_AZ_LOG": str(workdir / "calls.jsonl"),
+                    "POLL_INITIAL_SECONDS": "0", "POLL_MAX_SECONDS": "0"}
+
+    def copy(self, workdir: Path) -> "Deployment":
+        """An independent copy (its own world file) in ``workdir``."""
+        other = Deployment(workdir, {})
+        shutil.copyfile(self.world_path, other.world_path)
+        other.states = copy.deepcopy(self.states)
+        return other
+
+    # --- the world file ---
+    def world(self) -> dict:
+        return json.loads(self.world_path.read_text())
+
+    def _save(self, world: dict) -> None:
+        self.world_path.write_text(json.dumps(world, indent=1, sort_keys=True))
+
+    # --- running plans ---
+    def deploy(self, plan: dict) -> None:
+        """``pulumi up`` of ``plan`` (plan JSON) on an empty stack: every resource created in create order."""
+        by_urn = {r["urn"]: r for r in plan["resources"]}
+        for urn in plan["createOrder"]:
+            self._create(by_urn[urn], plan)
+
+    def apply(self, diff: Diff, head: dict) -> None:
+        """Run ``diff.order`` (tools/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
+        state as it was before (the old resource's inputs and stdout). Raises EngineError on a failing step."""
+        old = copy.deepcopy(self.states)
+        by_urn = {r["urn"]: r for r in head["resources"]}
+        for action in diff.order:
+            if action.kind in ("create", "create-replacement"):
+                self._create(by_urn[action.urn], head)
+            elif action.kind == "update":
+                self._update(by_urn[action.urn], head)
+            else:
+                self._delete(action.urn, old[action.urn])
+        self.reconcile()
+
+    def reconcile(self) -> None:
+        """AKS's cloud provider retries: an orphaned PLS with no connection left is deleted."""
+        world = self.world()
+        world["pls"] = {k: p for k, p in world["pls"].items() if not (p.get("orphan") and not p["connections"])}
+        self._save(world)
+
+    # --- one resource ---
+    def _create(self, resource: dict, plan: dict) -> None:
+        urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
+        self.actions.append(f"create {urn}")
+        stdout = ""
+        if type_ == "command:local:Command":
+            stdout = self._run(urn, inputs["create"], inputs, None)
+        elif type_ == "kubernetes:helm.sh/v3:Release":
+            self._release(None, inputs, plan)
+        elif type_.startswith("azure-native:"):
+            self._arm_create(urn, type_, inputs)
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
+
+    def _update(self, resource: dict, plan: dict) -> None:
+        urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
+        self.actions.append(f"update {urn}")
+        state = self.states[urn]
+        stdout = state["stdout"]
+        if type_ == "command:local:Command":
+            stdout = self._run(urn, inputs.get("update") or inputs["create"], inputs, state)
+        elif type_ == "kubernetes:helm.sh/v3:Release":
+            self._release(state["inputs"], inputs, plan)
+        elif type_.startswith("azure-native:"):
+            world = self.world()
+            world["arm"][self.arm_key(type_, inputs)] = inputs
+            self._save(world)
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
+
+    def _delete(self, urn: str, state: dict) -> None:
+        self.actions.append(f"delete {urn}")
+        type_, inputs = state["type"], state["inputs"]
+        if type_ == "command:local:Command" and inputs.get("delete"):
+            self._run(urn, inputs["delete"], inputs, state)
+        elif type_ == "kubernetes:helm.sh/v3:Release":
+            self._release(inputs, None, None)
+        elif type_.startswith("azure-native:"):
+            self._arm_delete(type_, inputs)
+        if self.states.get(urn) is state or self.states.get(urn) == state:
+            del self.states[urn]
+
+    def _run(self, urn: str, command: str, inputs: dict, state: Optional[dict]) -> str:
+        """Run a command step as pulumi-command v1.2.1 does; its stdout (trailing newline trimmed)."""
+        env = {**self.env, **(inputs.get("environment") or {})}
+        if state and inputs.get("addPreviousOutputInEnv", True) and state["stdout"]:
+            env["PULUMI_COMMAND_STDOUT"] = state["stdout"]
+        done = subprocess.run(["/bin/sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{done.stderr}")
+        return done.stdout.rstrip("\n")
+
+    # --- azure-native ---
+    @staticmethod
+    def arm_key(type_: str, inputs: dict) -> str:
+        rule = replacement.rule_for(type_)
+        identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == _PATH}
+        return f"{type_} {json.dumps(identity, sort_keys=True)}"
+
+    def _arm_create(self, urn: str, type_: str, inputs: dict) -> None:
+        world = self.world()
+        key = self.arm_key(type_, inputs)
+        if key in world["arm"]:
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: cannot create already existing resource {key} "
+                              "(azure-native Create)")
+        world["arm"][key] = inputs
+        if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
+            endpoint = f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}"
+            grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
+            try:
+                fake_world.connect(world, inputs["privateLinkResourceId"], endpoint)
+            except KeyError:
+                raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
+            world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {
+                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": ""}
+        self._save(world)
+
+    def _arm_delete(self, type_: str, inputs: dict) -> None:
+        world = self.world()
+        world["arm"].pop(self.arm_key(type_, inputs), None)
+        if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
+            grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
+            world["mpes"].pop(f"{grafana}/{inputs['managedPrivateEndpointName']}".lower(), None)
+            fake_world.disconnect(world, f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}")
+        self._save(world)
+
+    # --- the Helm release and the PLS AKS makes from it ---
+    def _release(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
+        world = self.world()
+        key = (new or old)["namespace"] + "/" + (new or old)["name"]
+        if old is None and key in world["releases"]:
+            raise EngineError(f"helm install {key}: cannot re-use a name that is still in use")
+        if new is None:
+            world["releases"].pop(key, None)
+            wanted = None
+        else:
+            world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
+            wanted = self._pls_of(new, plan)
+        for pls_key, pls in world["pls"].items():
+            if pls.get("release") == key and pls_key != (wanted or {}).get("id", "").lower():
+                pls["orphan"] = True  # AKS deletes it once no connection holds it (reconcile)
+        if wanted:
+            pls = world["pls"].setdefault(wanted["id"].lower(), {"id": wanted["id"], "connections": [], "release": key})
+            pls.update(visibility=wanted["visibility"], orphan=False, release=key)
+        world["pls"] = {k: p for k, p in world["pls"].items() if not (p.get("orphan") and not p["connections"])}
+        self._save(world)
+
+    @staticmethod
+    def _pls_of(release: dict, plan: dict) -> dict:
+        annotations = release["values"]["pyroscope"]["service"]["annotations"]
+        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or plan["outputs"]["nodeResourceGroup"]
+        return {"id": fake_world.pls_id(group, annotations[ANNOTATION + "azure-pls-name"], canned.SUBSCRIPTION_ID),
+                "visibility": annotations[ANNOTATION + "azure-pls-visibility"].split()}
+
+    # --- reading the end state ---
+    def snapshot(self) -> dict:
+        """The world without what differs between equal deployments (connection guids, owner ids, ids,
+        versions, approval texts): what two runs that should end the same must agree on."""
+        world = self.world()
+        datasources = {host: {uid: _without_owner(ds, ("id", "version", "orgId")) for uid, ds in g["datasources"].items()}
+                       for host, g in world["grafana"].items() if g["datasources"]}
+        dashboards = {host: {uid: _digest(_without_owner(d, ("id", "version"))) for uid, d in g["dashboards"].items()}
+                      for host, g in world["grafana"].items() if g["dashboards"]}
+        return {
+            "pls": {k: {"visibility": p["visibility"], "orphan": bool(p.get("orphan")),
+                        "connections": sorted((c["endpoint"].rsplit("/", 1)[1], c["status"]) for c in p["connections"])}
+                    for k, p in world["pls"].items()},
+            "mpes": world["mpes"], "arm": sorted(world["arm"]), "releases": world["releases"],
+            "datasources": datasources, "dashboards": dashboards,
+        }
+
+
+def _without_owner(value: dict, volatile: tuple) -> dict:
+    cleaned = {k: v for k, v in value.items() if k not in volatile and k != OWNER_KEY}
+    if isinstance(cleaned.get("jsonData"), dict):
+        cleaned["jsonData"] = {k: v for k, v in cleaned["jsonData"].items() if k != OWNER_KEY}
+    return cleaned
+
+
+def _digest(value: dict) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]

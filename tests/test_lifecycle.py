@@ -1,0 +1,454 @@
+"""Day-two changes: for each change a user makes (and `pulumi up --replace` of each step), the offline preview
+diff predicts op, order and reasons; then the steps run in the engine's order for that diff against the stateful
+stand-in az (tests/lifecycle.py, tests/fake_world.py) from a deployed base, and the end state must equal a fresh
+deploy of the new configuration and hold exactly the stack's objects: one datasource per uid with the new
+definition, the dashboard, one managed private endpoint, approved and refreshed, on the PLS the release names.
+SIMULATED: Azure, Grafana and the engine's executor; the scripts are real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from tests.conftest import ROOT, reference
+from tests.lifecycle import OWNER_KEY, Deployment, EngineError
+from tools import diff as plan_diff
+from tools import replacement
+from tools.mock_engine import run
+
+DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
+                 "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
+OTHER_URL = "https://dashboards.example.test/gpu/AdvancedGPUObservability-v2.json"
+RENAMED_URL = "https://dashboards.example.test/gpu/GpuObservabilityB.json"
+SUBSCRIPTION = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
+ENGINE = "step_generator.go"
+REPLACE_WITH_MPE = "replaceWith: grafana-private-link-mpe is replaced"
+REPLACE_WITH_APPROVAL = "replaceWith: grafana-private-link-approve-connection is replaced"
+UNKNOWN_DATASOURCE = "environment.DATASOURCE is unknown during preview (it comes from grafana-private-link-refresh)"
+
+
+@dataclass
+class Change:
+    """A change: config ``sets`` and/or ``--replace`` ``targets`` (resource names). ``expect``: resource name ->
+    (op, replace order, reason substrings, changed input paths); every resource not named must be ``same``."""
+
+    name: str
+    sets: dict = field(default_factory=dict)
+    targets: list = field(default_factory=list)
+    expect: dict = field(default_factory=dict)
+
+
+def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_paths: tuple = ()) -> dict:
+    """The MPE replaced delete-first, its approval and refresh replaced after it (replaceWith), the Pyroscope
+    datasource's URL unknown until the refresh has run."""
+    return {
+        "grafana-private-link-mpe": ("replace", "delete-first", mpe_reasons, ()),
+        "grafana-private-link-approve-connection": ("replace", "create-first", [REPLACE_WITH_MPE], approval_paths),
+        "grafana-private-link-refresh": ("replace", "create-first", [REPLACE_WITH_APPROVAL], refresh_paths),
+        "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",)),
+    }
+
+
+ANNOTATION = 'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
+
+CHANGES = [
+    Change("chart-version-bump", {"pyroscopeChartVersion": "1.15.1"},
+           expect={"pyroscope-release": ("update", None, [], ("version",))}),
+    Change("image-tag", {"pyroscopeImageTag": "1.16.0"},
+           expect={"pyroscope-release": ("update", None, [], ("values.pyroscope.image.tag",))}),
+    Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
+           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("name"),)),
+                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["triggers[1]: triggers are replaceOnChanges"],
+                                                         ("environment.PLS_NAME", "triggers[1]")),
+                   **cascade_after_mpe(["privateLinkResourceId: create-only in the REST spec",
+                                        "privateLinkResourceId is unknown during preview (it comes from grafana-private-link-wait-for-pls)",
+                                        "delete-first: deleteBeforeReplace option is set"],
+                                       ("triggers[1]",), ("triggers[1]",))}),
+    Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
+           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("visibility"),))}),
+    Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
+           expect=cascade_after_mpe(["managedPrivateEndpointName: a path parameter of the ARM PUT",
+                                     "delete-first: deleteBeforeReplace option is set (the provider's diff asks delete-first too)"],
+                                    ("environment.PRIVATE_ENDPOINT_NAME",), ("environment.MPE_NAME",))),
+    Change("grafana-name", {"grafanaName": "amg-gpu-other"},
+           expect={**cascade_after_mpe(["workspaceName: a path parameter of the ARM PUT"]),
+                   "grafana-private-link-mpe": ("replace", "delete-first", ["workspaceName: a path parameter"],
+                                                ("workspaceName", "requestMessage")),
+                   "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[0]: triggers are replaceOnChanges"],
+                                                     ("triggers[0]", "environment.GRAFANA_ENDPOINT")),
+                   "grafana-datasources-prometheus": ("replace", "delete-first", ["triggers[0]"], ("triggers[0]",)),
+                   "grafana-datasources-monitoring-data-reader": ("replace", "delete-first",
+                                                                  ["principalId: listed in azure-native's forceNewMap"],
+                                                                  ("principalId", "roleAssignmentName")),
+                   "gpu-dashboard-upload": ("replace", "create-first", ["triggers[0]", "create-first"], ("triggers[0]",))}),
+    Change("datasource-uid", {"pyroscopeDatasourceUid": "pyro-b"},
+           expect={"grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
+                   "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",))}),
+    Change("datasource-name", {"pyroscopeDatasourceName": "Pyroscope B"},
+           expect={"grafana-datasources-pyroscope": ("update", None, [], ("environment.DATASOURCE",)),
+                   "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",))}),
+    Change("dashboard-uid", {"dashboardUid": "GpuObservabilityB", "dashboardSource": RENAMED_URL, "dashboardSha256": "@renamed"},
+           expect={"gpu-dashboard-upload": ("replace", "create-first", ["triggers[1]", "create-first"],
+                                            ("triggers[1]", "environment.DASHBOARD_UID", "environment.DASHBOARD_SOURCE"))}),
+    Change("dashboard-source-and-sha", {"dashboardSource": OTHER_URL, "dashboardSha256": "@other"},
+           expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE", "environment.DASHBOARD_SHA256"))}),
+    Change("extension-version-pin", {"extensionVersion": "0.46.0"},
+           expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
+    Change("multi-cluster-on", {"multiCluster": "true"},
+           expect={**cascade_after_mpe(["managedPrivateEndpointName: a path parameter"]),
+                   "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
+                   "grafana-datasources-prometheus": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
+                   "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",)),
+                   "grafana-datasources-monitoring-data-reader": ("delete", None, ["not in the new program"], ())}),
+    Change("kubelogin-mode", {"kubeloginMode": "workloadidentity"},
+           expect={"aks": ("update", None, [], ("kubeconfig",))}),
+]
+
+REPLACED = "--replace: replacement requested on the command line"
+CHANGES += [
+    Change("replace-extension", targets=["inspektor-gadget-extension"],
+           expect={"inspektor-gadget-extension": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ())}),
+    # The namespace's replacement takes what lives in it along (replace_with), the extension and the release
+    # delete-first, and the release the private link; the extension's own replacement (above) takes nothing.
+    Change("replace-namespace", targets=["gadget-namespace"],
+           expect={"gadget-namespace": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ()),
+                   "inspektor-gadget-extension": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "pyroscope-release": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
+                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
+    Change("replace-kubernetes-provider", targets=["aks"],
+           expect={"aks": ("replace", "create-first", [REPLACED], ())}),
+    Change("replace-release", targets=["pyroscope-release"],
+           expect={"pyroscope-release": ("replace", "delete-first", [REPLACED], ()),
+                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
+                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
+    Change("replace-wait", targets=["grafana-private-link-wait-for-pls"],
+           expect={"grafana-private-link-wait-for-pls": ("replace", "create-first", [REPLACED], ()),
+                   **cascade_after_mpe(["privateLinkResourceId is unknown during preview", "`pulumi up` may find nothing to do here"],
+                                       ("triggers[1]",), ("triggers[1]",))}),
+    Change("replace-mpe", targets=["grafana-private-link-mpe"],
+           expect=cascade_after_mpe([REPLACED, "delete-first: deleteBeforeReplace option is set"])),
+    Change("replace-approval", targets=["grafana-private-link-approve-connection"],
+           expect={"grafana-private-link-approve-connection": ("replace", "create-first", [REPLACED], ()),
+                   "grafana-private-link-refresh": ("replace", "create-first", [REPLACE_WITH_APPROVAL], ()),
+                   "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",))}),
+    Change("replace-refresh", targets=["grafana-private-link-refresh"],
+           expect={"grafana-private-link-refresh": ("replace", "create-first", [REPLACED], ()),
+                   "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",))}),
+    Change("replace-role-assignment", targets=["grafana-datasources-monitoring-data-reader"],
+           expect={"grafana-datasources-monitoring-data-reader": ("replace", "delete-first", [REPLACED], ())}),
+    Change("replace-pyroscope-datasource", targets=["grafana-datasources-pyroscope"],
+           expect={"grafana-datasources-pyroscope": ("replace", "delete-first", [REPLACED], ())}),
+    Change("replace-prometheus-datasource", targets=["grafana-datasources-prometheus"],
+           expect={"grafana-datasources-prometheus": ("replace", "delete-first", [REPLACED], ())}),
+    Change("replace-dashboard", targets=["gpu-dashboard-upload"],
+           expect={"gpu-dashboard-upload": ("replace", "create-first", [REPLACED, "create-first"], ())}),
+]
+
+
+@dataclass
+class Outcome:
+    diff: plan_diff.Diff
+    head: dict
+    changed: Optional[Deployment] = None
+    error: Optional[str] = None
+
+
+def _dashboards(tmp: Path) -> dict[str, tuple[str, str]]:
+    """URL -> (local file, sha256): the pinned dashboard and two variants (another title; another uid)."""
+    pinned = reference("grafana-dashboards/AdvancedGPUObservability.json")
+    files = {DASHBOARD_URL: pinned}
+    for url, change in ((OTHER_URL, {"title": "Advanced GPU Observability (v2)"}), (RENAMED_URL, {"uid": "GpuObservabilityB"})):
+        variant = {**json.loads(pinned.read_bytes()), **change}
+        path = tmp / url.rsplit("/", 1)[1]
+        path.write_text(json.dumps(variant, indent=2))
+        files[url] = path
+    return {url: (str(path), hashlib.sha256(Path(path).read_bytes()).hexdigest()) for url, path in files.items()}
+
+
+def _settings(change: Change, dashboards: dict) -> dict:
+    sha = {"@other": dashboards[OTHER_URL][1], "@renamed": dashboards[RENAMED_URL][1]}
+    return {key: sha.get(value, value) for key, value in change.sets.items()}
+
+
+@pytest.fixture(scope="module")
+def lifecycle(tmp_path_factory):
+    """Every change predicted (sequentially: the SDK's mocks are per process) and applied to a copy of one
+    deployed base (concurrently: the scripts mostly wait on subprocesses). name -> Outcome."""
+    tmp = tmp_path_factory.mktemp("lifecycle")
+    dashboards = _dashboards(tmp)
+    downloads = {url: path for url, (path, _) in dashboards.items()}
+    base_plan = run("dev")
+    base = base_plan.to_json()
+    deployed = Deployment(tmp / "base", downloads)
+    deployed.deploy(base)
+    names = {r.name: r.urn for r in base_plan.resources}
+    outcomes = {}
+    for change in CHANGES:
+        sets = _settings(change, dashboards)
+        diff, known = plan_diff.preview(base, lambda pending, sets=sets: run("dev", sets, pending=pending),
+                                        [names[t] for t in change.targets])
+        outcomes[change.name] = Outcome(diff, known.to_json())
+
+    def simulate(name: str) -> None:
+        outcome = outcomes[name]
+        try:
+            outcome.changed = deployed.copy(tmp / name / "changed")
+            outcome.changed.apply(outcome.diff, outcome.head)
+        except EngineError as error:
+            outcome.error = str(error)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(simulate, outcomes))
+    return {"base": base, "deployed": deployed, "outcomes": outcomes, "dashboards": dashboards}
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=[c.name for c in CHANGES])
+def test_predicted_diff(change, lifecycle):
+    diff = lifecycle["outcomes"][change.name].diff
+    for step in diff.steps:
+        if step.name not in change.expect:
+            assert step.op == "same", (step.name, step.op, step.reasons, step.diffs)
+            continue
+        op, order, reasons, paths = change.expect[step.name]
+        assert (step.op, step.replace_order) == (op, order), (step.name, step.reasons)
+        for reason in reasons:
+            assert any(reason in r for r in step.reasons), (step.name, reason, step.reasons)
+        assert set(paths) <= {d["path"] for d in step.diffs}, (step.name, step.diffs)
+    assert {s.name for s in diff.steps if s.op != "same"} == set(change.expect)
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=[c.name for c in CHANGES])
+def test_end_state(change, lifecycle):
+    """Exactly the new configuration's objects, each as a fresh deploy of it would make them (the base
+    deployment is that fresh deploy for the base configuration, checked by the same function)."""
+    outcome = lifecycle["outcomes"][change.name]
+    assert outcome.error is None, outcome.error
+    assert_holds_exactly(outcome.changed, outcome.head, lifecycle["dashboards"])
+
+
+def test_the_base_deployment_holds_exactly_the_base(lifecycle):
+    assert_holds_exactly(lifecycle["deployed"], lifecycle["base"], lifecycle["dashboards"])
+
+
+def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: dict) -> None:
+    world = deployment.world()
+    head = {r["urn"].rsplit("::", 1)[-1]: r for r in plan["resources"]}
+    # One datasource per uid, holding the new definition; nothing else in any Grafana.
+    wanted = {}
+    for name in ("grafana-datasources-pyroscope", "grafana-datasources-prometheus"):
+        env = head[name]["inputs"]["environment"]
+        definition = json.loads(env["DATASOURCE"])
+        wanted[(env["GRAFANA_ENDPOINT"].split("//", 1)[1], definition["uid"])] = definition
+    stored = {(host, uid): ds for host, g in world["grafana"].items() for uid, ds in g["datasources"].items()}
+    assert set(stored) == set(wanted)
+    for key, definition in wanted.items():
+        assert {k: stored[key][k] for k in definition if k != "jsonData"} == {k: v for k, v in definition.items() if k != "jsonData"}
+        assert {k: v for k, v in stored[key]["jsonData"].items() if k != OWNER_KEY} == definition["jsonData"]
+    # The dashboard, under its uid, and no other, with the content the step uploads from its source.
+    upload = head["gpu-dashboard-upload"]["inputs"]["environment"]
+    host = upload["GRAFANA_ENDPOINT"].split("//", 1)[1]
+    dashboards = {(h, uid) for h, g in world["grafana"].items() for uid in g["dashboards"]}
+    assert dashboards == {(host, upload["DASHBOARD_UID"])}
+    source = json.loads(Path(dashboard_files[upload["DASHBOARD_SOURCE"]][0]).read_bytes())
+    expected = uploaded(source, json.loads(upload["DATASOURCES"]))
+    assert comparable(world["grafana"][host]["dashboards"][upload["DASHBOARD_UID"]]) == comparable(expected)
+    # One managed private endpoint, approved and refreshed, the only connection on the one PLS the release names.
+    mpe = head["grafana-private-link-mpe"]["inputs"]
+    assert [(m["endpoint"], m["status"], bool(m["ip"])) for m in world["mpes"].values()] == [
+        (f"grafana-{mpe['workspaceName']}-{mpe['managedPrivateEndpointName']}", "Approved", True)]
+    assert list(world["pls"]) == [mpe["privateLinkResourceId"].lower()]
+    (pls,) = world["pls"].values()
+    assert [(c["endpoint"].rsplit("/", 1)[1], c["status"]) for c in pls["connections"]] == [
+        (f"grafana-{mpe['workspaceName']}-{mpe['managedPrivateEndpointName']}", "Approved")]
+    # The ARM resources and the Helm release the plan declares, and nothing else; no orphaned PLS.
+    assert set(world["arm"]) == {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
+                                 if r["type"].startswith("azure-native:") and r["custom"]}
+    (release,) = [r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    assert world["releases"] == {f"{release['namespace']}/{release['name']}": {"version": release["version"], "values": release["values"]}}
+    assert not any(p.get("orphan") for p in world["pls"].values())
+
+
+def uploaded(source: dict, datasources: dict) -> dict:
+    """The dashboard as scripts/grafana_dashboard.py uploads ``source`` (its own transformation)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import grafana_dashboard
+    finally:
+        sys.path.pop(0)
+    return grafana_dashboard.with_datasource_defaults(source, datasources)
+
+
+def comparable(dashboard: dict) -> dict:
+    return {k: v for k, v in dashboard.items() if k not in ("id", "version", OWNER_KEY)}
+
+
+def test_the_mpe_rename_done_criterion(tmp_path):
+    """The issue's command line: MPE replace/delete-first with a reason, approval and refresh replaced after it;
+    the dev plan's MPE is deleteBeforeReplace with a replaceWith option."""
+    base = tmp_path / "base.json"
+
+    def plan(*args):
+        done = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    base.write_text(plan("--json"))
+    mpe = next(r for r in json.loads(base.read_text())["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
+    assert mpe["options"]["deleteBeforeReplace"] is True and mpe["options"]["replaceWith"]
+    result = json.loads(plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--json"))
+    assert set(result) == {"summary", "steps"}
+    steps = {s["urn"].rsplit("::", 1)[-1]: s for s in result["steps"]}
+    assert steps["grafana-private-link-mpe"]["op"] == "replace"
+    assert steps["grafana-private-link-mpe"]["replaceOrder"] == "delete-first"
+    assert any("managedPrivateEndpointName" in r for r in steps["grafana-private-link-mpe"]["reasons"])
+    order = [s["urn"].rsplit("::", 1)[-1] for s in result["steps"]]
+    for after in ("grafana-private-link-approve-connection", "grafana-private-link-refresh"):
+        assert steps[after]["op"] == "replace"
+        assert order.index(after) > order.index("grafana-private-link-mpe")
+    assert result["summary"] == {"create": 0, "update": 1, "replace": 3, "delete": 0,
+                                 "same": len(result["steps"]) - 4}
+    text = plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base))
+    assert "OFFLINE ESTIMATE" in text and "not the cloud's answer" in text
+    assert f"Resources: + 0 to create, ~ 1 to update, +-3 to replace, - 0 to delete, {len(result['steps']) - 4} unchanged" in text
+    assert text.index("Replacements:") < text.index("Updates:")
+    engine = text.split("Engine order (pulumi up):", 1)[1]
+    assert engine.index("delete             grafana-private-link-mpe") < engine.index("create-replacement grafana-private-link-mpe") \
+        < engine.index("create-replacement grafana-private-link-approve-connection") < engine.index("create-replacement grafana-private-link-refresh")
+
+
+def test_a_create_first_mpe_replacement_is_refused_by_the_provider(lifecycle, tmp_path):
+    """The fault this issue fixes, as the harness sees it: the same --replace with the MPE create-first (the
+    program before the fix) fails on azure-native's 'cannot create already existing resource'."""
+    outcome = lifecycle["outcomes"]["replace-mpe"]
+    steps = [plan_diff.Step(s.urn, s.type, s.op, "create-first" if s.name == "grafana-private-link-mpe" else s.replace_order,
+                            s.reasons, s.diffs) for s in outcome.diff.steps]
+    old_program = plan_diff.Diff(steps, plan_diff.engine_order(steps, lifecycle["base"], outcome.head))
+    deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
+    with pytest.raises(EngineError, match="grafana-private-link-mpe: cannot create already existing resource"):
+        deployment.apply(old_program, outcome.head)
+
+
+def test_owner_steps_end_right_in_both_orders(lifecycle, tmp_path):
+    """--replace of a datasource and of the dashboard, each forced into the order it does not use: the end state
+    still holds the object, with this step's definition."""
+    for name in ("replace-pyroscope-datasource", "replace-dashboard"):
+        outcome = lifecycle["outcomes"][name]
+        flipped = {"delete-first": "create-first", "create-first": "delete-first"}
+        steps = [plan_diff.Step(s.urn, s.type, s.op, flipped.get(s.replace_order), s.reasons, s.diffs) for s in outcome.diff.steps]
+        other_order = plan_diff.Diff(steps, plan_diff.engine_order(steps, lifecycle["base"], outcome.head))
+        deployment = lifecycle["deployed"].copy(tmp_path / name)
+        deployment.apply(other_order, outcome.head)
+        assert deployment.snapshot() == lifecycle["deployed"].snapshot(), name
+
+
+def test_secrets_stay_secret_in_the_diff(lifecycle):
+    diff = lifecycle["outcomes"]["kubelogin-mode"].diff
+    step = diff.step("aks")
+    assert step.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
+    text = json.dumps(diff.to_json())
+    for leaked in ("workloadidentity", "kubelogin", "BEGIN CERTIFICATE", "get-token"):
+        assert leaked not in text
+
+
+def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why():
+    base = run("dev").to_json()
+    del base["secretFingerprints"]
+    diff = plan_diff.compute(base, run("dev").to_json())
+    provider = diff.step("aks")
+    assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
+    assert any("has no fingerprint for this secret" in r for r in provider.reasons)
+    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+
+
+def test_a_changed_cluster_replaces_the_kubernetes_provider_and_the_release():
+    """pulumi-kubernetes DiffConfig: a kubeconfig whose active cluster changes replaces the provider, and a
+    resource whose provider is replaced is replaced with it (the release, delete-first)."""
+    base = run("dev").to_json()
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"clusterName": "aks-gpu-dev2"}, pending=pending))
+    provider = diff.step("aks")
+    assert provider.op == "replace" and any("active cluster" in r for r in provider.reasons)
+    release = diff.step("pyroscope-release")
+    assert (release.op, release.replace_order) == ("replace", "delete-first")
+    assert any("provider aks is replaced" in r for r in release.reasons)
+
+
+def test_outputs_of_updated_resources_are_taken_as_known():
+    """docs/offline.md D8 (a divergence): a created Grafana that is only updated keeps its outputs known here, so the
+    datasources that read its endpoint stay unchanged; a real preview may show them unknown."""
+    settings = {"createGrafana": "true"}
+    base = run("dev", settings).to_json()
+    changed = {**settings, "grafanaPublicNetworkAccess": "Disabled"}
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", changed, pending=pending))
+    assert diff.step("managed-grafana-workspace").op == "update"
+    assert {s.name for s in diff.steps if s.op != "same"} == {"managed-grafana-workspace"}
+
+
+def test_every_type_has_a_rule_and_fixed_names_delete_first():
+    """The replacement model covers every type the stack registers (createGrafana/createMonitorWorkspace
+    included), and no resource whose provider asks delete-first is left create-first by its option (the plan
+    JSON cannot tell an unset option from false)."""
+    plan = run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"})
+    for resource in plan.resources:
+        if resource.custom and resource.type != "pulumi:pulumi:StackReference":
+            rule = replacement.rule_for(resource.type)
+            assert rule is not None, resource.type
+            if rule.delete_first:
+                assert resource.options["deleteBeforeReplace"] is True, resource.name
+    for name in ("pyroscope-release", "gpu-dashboard-upload", "grafana-datasources-pyroscope"):
+        assert next(r for r in plan.resources if r.name == name).options["deleteBeforeReplace"] is (name != "gpu-dashboard-upload")
+
+
+def test_removed_resources_and_bad_input():
+    base = run("dev").to_json()
+    diff = plan_diff.compute(base, run("dev", {"assignMonitoringDataReader": "false"}).to_json())
+    role = diff.step("grafana-datasources-monitoring-data-reader")
+    assert role.op == "delete" and diff.order[-1].urn == role.urn and diff.order[-1].kind == "delete"
+    with pytest.raises(ValueError, match="names 2 resources"):
+        plan_diff.Diff([plan_diff.Step("a::x", "t", "same"), plan_diff.Step("b::x", "t", "same")], []).step("x")
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--replace", "x"], "error: --replace: needs --diff-against BASE.json"),
+    (["--diff-against", "/nonexistent.json"], "error: --diff-against: cannot read /nonexistent.json"),
+    (["--diff-against", "/nonexistent.json", "--policy"], "error: --policy: run it on the plan itself"),
+])
+def test_diff_usage_errors(args, line, capsys):
+    from tools import plan as plan_tool
+
+    assert plan_tool.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and len(err.splitlines()) == 1, err
+
+
+def test_diff_refuses_an_unknown_replace_target_and_a_non_plan(tmp_path):
+    from tools import plan as plan_tool
+
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(run("dev").to_json()))
+    assert plan_tool.main(["--diff-against", str(base), "--replace", "nosuch"]) == 2
+    (tmp_path / "not-a-plan.json").write_text("{}")
+    assert plan_tool.main(["--diff-against", str(tmp_path / "not-a-plan.json")]) == 2
+
+
+def test_mermaid_marks_changed_nodes(tmp_path, capsys):
+    from tools import plan as plan_tool
+
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(run("dev").to_json()))
+    assert plan_tool.main(["--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--graph", "mermaid"]) == 0
+    graph = capsys.readouterr().out
+    assert graph.startswith("graph TD")
+    assert "+- grafana-private-link-mpe (delete-first)<br/>" in graph and "~ grafana-datasources-pyroscope<br/>" in graph
+    node = next(line.split("[")[0].strip() for line in graph.splitlines() if "+- grafana-private-link-mpe" in line)
+    assert f"class {node} replace" in graph and "classDef replace " in graph
