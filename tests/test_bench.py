@@ -157,3 +157,14 @@ def test_created_workspaces_count_in_the_physical_limit():
                                         + table.events["approval_put"] + table.events["ip_after_refresh"]
                                         + 2 * table.events["grafana_api_call"])
     assert with_grafana["ratios"]["ours/physical"] <= 1.05
+
+
+def test_the_readme_quotes_the_simulation(result):
+    """README "Performance" quotes the ratios line of this simulation (deterministic: the same table and plan)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Performance", 1)[1].split("\n## ", 1)[0]
+    line = "ratios: " + ", ".join(f"{k} = {v:.2f}" for k, v in result["ratios"].items())
+    assert f"`{line}`" in section
+    for variant, settings in (("With `createGrafana`: ", {"createGrafana": "true"}),):
+        ratios = deploy_sim.simulate(run("dev", settings))["ratios"]
+        expected = ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items())
+        assert variant + expected in " ".join(section.split()), expected
