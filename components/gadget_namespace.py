@@ -79,13 +79,12 @@ class GadgetNamespaceArgs:
 class GadgetNamespace(pulumi.ComponentResource):
     """The namespace as a ``kubernetes:core/v1:Namespace``, using the Kubernetes provider passed in ``opts``.
 
-    Outputs: ``name`` (the namespace's name, read from the created object, so a dependent that uses it waits
-    for it). ``namespace`` is the resource itself, for ``depends_on`` and ``replace_with``. Options: delete
-    before replace, not retained on delete (``pulumi destroy`` removes it, as the published cleanup does).
+    ``namespace`` is the resource itself: its ``metadata.name`` for a dependent that reads the name (and so waits
+    for it), the resource for ``depends_on`` and ``replace_with``. Options: delete before replace, not retained
+    on delete (``pulumi destroy`` removes it, as the published cleanup does). No stack-level outputs.
     """
 
     namespace: k8s.core.v1.Namespace
-    name: pulumi.Output[str]
 
     def __init__(self, name: str, args: GadgetNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
@@ -94,5 +93,4 @@ class GadgetNamespace(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.name),
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
-        self.name = self.namespace.metadata.apply(lambda metadata: metadata.name)
-        self.register_outputs({"name": self.name})
+        self.register_outputs({})
