@@ -230,3 +230,14 @@ def test_replacement_sets_agree_with_the_preview_diff(dev, target):
     diff, _ = plan_diff.preview(dev.to_json(), lambda pending: run("dev", pending=pending), [urn])
     replaced = {s.urn for s in diff.steps if s.op == "replace"}
     assert replaced == {u for u in replacement_set(dev, urn) if dev.get(u).custom}
+
+
+def test_upgrading_a_stack_of_the_old_design_only_creates_the_namespace(dev):
+    """A stack deployed before the namespace was its own: the preview diff creates the namespace (which adopts the
+    extension's, test_extension_first_...) and leaves the extension and the release as they are."""
+    from tools import diff as plan_diff
+    from tools.mock_engine import run
+
+    diff, _ = plan_diff.preview(old_design(dev).to_json(), lambda pending: run("dev", pending=pending))
+    changed = {s.name: s.op for s in diff.steps if s.op != "same"}
+    assert changed == {"gadget": "create", "gadget-namespace": "create"}
