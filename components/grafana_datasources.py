@@ -132,10 +132,13 @@ class GrafanaDatasources(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + after),
             )
 
+        # Pyroscope reads the private IP that the refresh step waits for (pyroscope_url): the end of the chain.
         self.pyroscope = datasource("pyroscope", pyroscope_datasource, args.pyroscope_uid, args.pyroscope_name,
                                     args.pyroscope_url, [])
+        # Prometheus does not wait for the role assignment: creating a datasource stores its settings and makes
+        # no query, and Grafana's identity needs the role only when a panel queries the workspace.
         self.prometheus = datasource("prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name,
-                                     args.workspace_query_endpoint, [self.role_assignment] if self.role_assignment else [])
+                                     args.workspace_query_endpoint, [])
         self.datasources = [self.pyroscope, self.prometheus]
         self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)
         self.prometheus_uid = self.prometheus.stdout.apply(lambda _: args.prometheus_uid)
