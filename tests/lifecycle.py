@@ -26,9 +26,9 @@ providers answer them:
   ``azure.IsNotFound`` -> empty id; ``provider/pkg/azure/client_azcore.go`` ``Delete``: "If the resource is already
   deleted, we don't want to return an error"; read at 006a62af).
 - pulumi-kubernetes, cluster gone (its API server unreachable): ``Read`` answers "deleted" when the provider has
-  ``deleteUnreachable`` (its input, else ``PULUMI_K8S_DELETE_UNREACHABLE``) and fails otherwise; ``Delete`` of a Helm
-  release fails either way ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only
-  through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
+  ``deleteUnreachable`` (its input, else ``PULUMI_K8S_DELETE_UNREACHABLE``) and fails otherwise; ``Delete`` of another
+  resource (the namespace) succeeds with the option and fails without it; ``Delete`` of a Helm release fails either way
+  ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
 - pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
 """
 
@@ -168,6 +168,14 @@ class Deployment:
         if type_ == "kubernetes:helm.sh/v3:Release" and self.cluster_gone():
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: can't delete Helm Release with unreachable cluster "
                               "(pulumi-kubernetes Delete; run `pulumi refresh` first, with deleteUnreachable)")
+        if type_.startswith("kubernetes:") and self.cluster_gone():
+            if not self._delete_unreachable(state, {}):
+                raise EngineError(f"{urn.rsplit('::', 1)[-1]}: configured Kubernetes cluster is unreachable. If the "
+                                  "cluster was deleted, you can remove this resource from Pulumi state by rerunning "
+                                  "the operation with the PULUMI_K8S_DELETE_UNREACHABLE environment variable set to "
+                                  "\"true\" (pulumi-kubernetes Delete)")
+            del self.states[urn]  # deleteUnreachable: dropped from the state, nothing to call
+            return
         if type_ == "command:local:Command" and inputs.get("delete"):
             self._run(urn, inputs["delete"], inputs, state)
         elif type_ == "kubernetes:helm.sh/v3:Release":
