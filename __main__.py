@@ -173,3 +173,7 @@ pulumi.export("monitorWorkspaceId", workspace.id)
 pulumi.export("pyroscopeDatasourceUid", datasources.pyroscope_uid)
 pulumi.export("prometheusDatasourceUid", datasources.prometheus_uid)
 pulumi.export("dashboardUrl", dashboard.url)
+# What the Grafana steps set (commands cannot be refreshed): `python -m tools.verify --drift` compares Grafana with it.
+pulumi.export("pyroscopeDatasource", datasources.pyroscope_definition)
+pulumi.export("prometheusDatasource", datasources.prometheus_definition)
+pulumi.export("dashboardDefinition", dashboard.definition)

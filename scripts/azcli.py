@@ -36,8 +36,8 @@ _TRANSIENT = re.compile(
 
 class AzError(Exception):
     """A failed az call. ``kind``: ``not_found`` (404), ``conflict`` (409, not a retryable one),
-    ``transient`` (429, 5xx, ARM's ConflictInProcessing, connection errors), ``forbidden`` (401/403) or
-    ``other``."""
+    ``transient`` (429, 5xx, ARM's ConflictInProcessing, connection errors), ``forbidden`` (401/403),
+    ``missing`` (no ``az`` at all, :class:`AzNotInstalled`) or ``other``."""
 
     def __init__(self, argv: list[str], stderr: str) -> None:
         self.argv, self.stderr = argv, stderr
@@ -56,6 +56,22 @@ class AzError(Exception):
         if re.search(r"ERROR: (?:Unauthorized|Forbidden)|\(40[13]\)", self.stderr):
             return "forbidden"
         return "other"
+
+
+#: The one line for a machine without ``az``: the steps and tools call nothing else.
+AZ_MISSING = ("the Azure CLI (az) is not on PATH; install Azure CLI 2.72 or newer "
+              "(https://learn.microsoft.com/cli/azure/install-azure-cli) and sign in with `az login`")
+
+
+class AzNotInstalled(AzError):
+    """``az`` is not on PATH: kind ``missing``, never retried; its message is :data:`AZ_MISSING`."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(argv, AZ_MISSING)
+
+    @property
+    def kind(self) -> str:
+        return "missing"
 
 
 class Step:
@@ -158,9 +174,13 @@ class Owner:
 
 
 def az(*args: str) -> str:
-    """Run ``az <args>``; return stdout; raise AzError on a non-zero exit."""
+    """Run ``az <args>``; return stdout; raise AzError on a non-zero exit, AzNotInstalled when ``az`` is not on
+    PATH."""
     argv = ["az", *args]
-    done = subprocess.run(argv, capture_output=True, text=True)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise AzNotInstalled(argv) from None
     if done.returncode != 0:
         raise AzError(argv, done.stderr)
     return done.stdout

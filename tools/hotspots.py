@@ -22,7 +22,6 @@ deeper); level 0 is the root ("total"). ``label`` is strings or an enum (integer
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -32,6 +31,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
+
+from tools.cli import OneLineParser, UsageError
 
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 TRAMPOLINE = "<interpreter trampoline>"
@@ -190,7 +191,8 @@ def human(amount: int, unit: str) -> str:
 
 
 def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
-    """The report as the --json shape: unit, total, topSelf, topTotal, orchestrators."""
+    """The report as the --json shape: unit, total, topSelf, topTotal, orchestrators; each list holds at most
+    ``top`` entries (the widest first)."""
     stats = function_totals(profile)
     total = profile.total
 
@@ -204,7 +206,7 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
     by_total = sorted(shown, key=lambda l: (-stats[l]["total"], l))[:top]
     orchestrators = sorted(
         (l for l in shown if stats[l]["self"] == 0 and total and stats[l]["total"] >= ORCHESTRATOR_SHARE * total),
-        key=lambda l: (-stats[l]["total"], l))
+        key=lambda l: (-stats[l]["total"], l))[:top]
     return {
         "unit": profile.unit,
         "total": total,
@@ -398,11 +400,13 @@ def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
     try:
         return rest("post", f"{outputs['grafanaEndpoint'].rstrip('/')}/api/ds/query", body)
     except AzError as error:
+        if error.kind == "missing":  # no az on PATH: say what to install
+            raise ValueError(error.last_line) from None
         raise FrameError(f"querying Grafana failed: {error.last_line}") from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.hotspots", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m tools.hotspots", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="query the deployed stack's Grafana (outputs from `pulumi stack output`)")
     source.add_argument("--from-file", metavar="FILE", help="read a saved /api/ds/query response (or a bare frame)")
@@ -415,7 +419,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--svg", metavar="FILE", help="also write the flame graph as a self-contained SVG (the --top "
                         "self allocators highlighted; hover a frame for self and total)")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
         print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)
         return 2

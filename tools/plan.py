@@ -36,25 +36,14 @@ as ``pulumi preview --policy-pack`` on a first preview: computed outputs unknown
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Optional, Sequence
 
 from components.config import ConfigError
 from tools import diff as plan_diff
+from tools.cli import OneLineParser, UsageError
 from tools.mock_engine import Plan, Resource, run
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _OneLineErrors(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``error: ...``, exit 2) like every other bad input."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise _UsageError(message)
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -218,7 +207,7 @@ def render_mermaid(plan: Plan, changes: Optional[plan_diff.Diff] = None) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = _OneLineErrors(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--policy", action="store_true",
                         help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory violation")
@@ -236,7 +225,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     form.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
     try:
         args = parser.parse_args(argv)
-    except _UsageError as error:
+    except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.replace and not args.diff_against:

@@ -81,8 +81,23 @@ class PolicyConfigError(ValueError):
 
 def _level(value: Any, where: str) -> str:
     if value not in ("advisory", "mandatory", "remediate", "disabled"):
-        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {value!r})")
+        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {json.dumps(value)})")
     return "mandatory" if value == "remediate" else value  # our rules only validate
+
+
+def check_pack_config(pack_config: Mapping[str, Any]) -> None:
+    """Refuse what the CLI's parser refuses before any policy runs (pulumi/pulumi v3.230.0
+    ``pkg/resource/analyzer/config.go`` ``parsePolicyPackConfig``, ``extractEnforcementLevel``): each entry,
+    ``"all"`` included, is a level string or an object whose ``enforcementLevel``, if present, is one. Raises
+    PolicyConfigError naming the entry (in the file's order)."""
+    for name, entry in pack_config.items():
+        if isinstance(entry, str):
+            _level(entry, name)
+        elif isinstance(entry, dict):
+            if "enforcementLevel" in entry:
+                _level(entry["enforcementLevel"], name)
+        else:
+            raise PolicyConfigError(f"{name}: expected an enforcement level string or an object (got {json.dumps(entry)})")
 
 
 def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
@@ -104,7 +119,8 @@ def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
         jsonschema.validate(config, {"type": "object", "properties": properties, "additionalProperties": False,
                                      "required": (schema.required or []) if schema else []})
     except jsonschema.ValidationError as error:
-        raise PolicyConfigError(f"{policy.name}: {error.message}") from None
+        where = ".".join([policy.name, *map(str, error.absolute_path)])  # the offending property, when there is one
+        raise PolicyConfigError(f"{where}: {error.message}") from None
     return level, config
 
 
@@ -150,6 +166,7 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
         raise ValueError(f"--policy-mode: expected one of {', '.join(MODES)} (got {mode!r})")
     policies = rules.POLICIES if policies is None else policies
     pack_config = dict(pack_config or {})
+    check_pack_config(pack_config)
     names = {p.name for p in policies}
     unknown = sorted(set(pack_config) - names - {"all"})
     if unknown:

@@ -27,7 +27,7 @@ from typing import Callable, Optional, Sequence
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from azcli import AzError, rest  # noqa: E402  (the step scripts' own az helpers)
+from azcli import AzError, AzNotInstalled, rest  # noqa: E402  (the step scripts' own az helpers)
 
 EXTENSION_API = "2023-05-01"
 DASHBOARD_API = "2024-10-01"
@@ -72,8 +72,11 @@ def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] 
 
 
 def _check(name: str, probe: Callable[[], Check], failed_next: str) -> Check:
+    """``probe()``, an az error turned into a failed check; AzNotInstalled (no ``az``) is raised on."""
     try:
         return probe()
+    except AzNotInstalled:
+        raise
     except AzError as error:
         return Check(name, False, error.last_line[:200], failed_next)
 
