@@ -199,7 +199,7 @@ def test_bad_input_is_one_line(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{}")
     done = cli("--from-file", str(path))
-    assert done.returncode == 2 and done.stderr.strip() == "error: not a Grafana query response: no 'results'"
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {path}: not a Grafana query response: no 'results'"
     assert cli("--from-file", str(path), "--since", "yesterday").stderr.startswith("error: --since:")
 
 

@@ -82,11 +82,15 @@ class Profile:
 
 
 def _field_values(frame: dict, name: str) -> Optional[tuple[dict, list]]:
-    fields = (frame.get("schema") or {}).get("fields") or []
-    values = (frame.get("data") or {}).get("values") or []
+    """(field spec, its values) of the field ``name`` in a data frame, None if it has no such field; FrameError
+    when the frame is not shaped as one (``schema.fields`` objects, ``data.values`` lists)."""
+    fields = (frame.get("schema") or {}).get("fields") or [] if isinstance(frame, dict) else None
+    values = (frame.get("data") or {}).get("values") or [] if isinstance(frame, dict) else None
+    if not isinstance(fields, list) or not all(isinstance(spec, dict) for spec in fields) or not isinstance(values, list):
+        raise FrameError("a frame must be an object with schema.fields (objects) and data.values (lists)")
     for index, spec in enumerate(fields):
         if spec.get("name") == name:
-            if index >= len(values):
+            if index >= len(values) or not isinstance(values[index], list):
                 raise FrameError(f"field {name!r} has no values")
             return spec, values[index]
     return None
@@ -99,7 +103,9 @@ def find_frame(response: Any) -> dict:
     results = (response or {}).get("results") if isinstance(response, dict) else None
     if not isinstance(results, dict):
         raise FrameError("not a Grafana query response: no 'results'")
-    for result in results.values():
+    for ref, result in results.items():
+        if not isinstance(result, dict) or not isinstance(result.get("frames") or [], list):
+            raise FrameError(f"results.{ref}: expected an object with a list of frames")
         if result.get("error"):
             raise FrameError(f"Grafana answered with an error: {result['error']}")
         for frame in result.get("frames") or []:
@@ -439,9 +445,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         else:
             response = fetch(args.stack, args.outputs_file,
                              {"namespace": args.namespace, "pod": args.pod, "since": args.since})
-        profile = parse_frame(find_frame(response))
-        result = report(profile, args.top, args.hide_trampolines)
-        picture = flame_svg(profile, args.top) if args.svg else None
+        try:
+            profile = parse_frame(find_frame(response))
+            result = report(profile, args.top, args.hide_trampolines)
+            picture = flame_svg(profile, args.top) if args.svg else None
+        except FrameError as error:  # name the file it is in
+            raise FrameError(f"{args.from_file}: {error}" if args.from_file else str(error)) from None
     except ValueError as error:  # FrameError, OutputsError: one line
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -235,18 +235,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("error: --policy: run it on the plan itself, not with --diff-against", file=sys.stderr)
         return 2
     try:
+        # Every input file is read and checked before the program runs: bad input registers nothing.
         overrides = _parse_sets(args.sets)
-        changes = None
-        plan = run(args.stack, overrides)
-        if args.diff_against:
-            base = _read_base(args.diff_against)
-            targets = _resolve_targets(plan, args.replace)
-            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, overrides, pending=pending), targets)
-        violations = None
+        base = _read_base(args.diff_against) if args.diff_against else None
+        pack_config = None
         if args.policy or args.policy_config:
             from tools import policy_check
 
             pack_config = policy_check.load_pack_config(args.policy_config) if args.policy_config else {}
+            policy_check.configure(pack_config)
+        changes = None
+        plan = run(args.stack, overrides)
+        if base is not None:
+            targets = _resolve_targets(plan, args.replace)
+            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, overrides, pending=pending), targets)
+        violations = None
+        if pack_config is not None:
             violations = policy_check.evaluate(plan, pack_config, args.policy_mode)
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -157,6 +157,21 @@ def _policy_resources(subjects: list[Resource], props_of) -> dict[str, PolicyRes
     return by_urn
 
 
+def configure(pack_config: Optional[Mapping[str, Any]] = None, policies: Optional[list] = None) -> dict[str, tuple[str, dict]]:
+    """policy name -> (enforcement level, config) under ``pack_config``, for ``policies`` (default
+    :data:`policy.rules.POLICIES`); needs no plan, so a bad pack config is refused before anything is planned.
+    Raises PolicyConfigError naming the entry: a malformed one (:func:`check_pack_config`), one that names no
+    policy, or a config that does not fit its policy's schema (:func:`policy_settings`)."""
+    policies = rules.POLICIES if policies is None else policies
+    pack_config = dict(pack_config or {})
+    check_pack_config(pack_config)
+    names = {p.name for p in policies}
+    unknown = [name for name in pack_config if name not in names and name != "all"]
+    if unknown:
+        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
+    return {p.name: policy_settings(p, pack_config) for p in policies}
+
+
 def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: str = "preview",
              policies: Optional[list] = None) -> list[Violation]:
     """Every violation the pack reports for ``plan`` (resources in plan order, then stack policies), stack
@@ -165,13 +180,7 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
     if mode not in MODES:
         raise ValueError(f"--policy-mode: expected one of {', '.join(MODES)} (got {mode!r})")
     policies = rules.POLICIES if policies is None else policies
-    pack_config = dict(pack_config or {})
-    check_pack_config(pack_config)
-    names = {p.name for p in policies}
-    unknown = sorted(set(pack_config) - names - {"all"})
-    if unknown:
-        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
-    settings = {p.name: policy_settings(p, pack_config) for p in policies}
+    settings = configure(pack_config, policies)
 
     def run() -> list[Violation]:
         set_all_config(plan.config, plan.secret_keys)
