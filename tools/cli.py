@@ -4,6 +4,8 @@ line on stderr, ``error: <what is wrong and what is expected>``, and exit status
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Optional, Sequence
 
 
 class UsageError(Exception):
@@ -16,3 +18,12 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(message)
+
+    def parse_or_report(self, argv: Optional[Sequence[str]]) -> Optional[argparse.Namespace]:
+        """``parse_args(argv)``, or None after printing ``error: <argparse's message>`` on stderr (the tool then
+        returns 2)."""
+        try:
+            return self.parse_args(argv)
+        except UsageError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return None

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from tools.cli import OneLineParser, UsageError
+from tools.cli import OneLineParser
 
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 TRAMPOLINE = "<interpreter trampoline>"
@@ -425,10 +425,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--svg", metavar="FILE", help="also write the flame graph as a self-contained SVG (the --top "
                         "self allocators highlighted; hover a frame for self and total)")
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
+    args = parser.parse_or_report(argv)
+    if args is None:
         return 2
     if not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
         print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)

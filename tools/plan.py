@@ -42,7 +42,7 @@ from typing import Optional, Sequence
 
 from components.config import ConfigError
 from tools import diff as plan_diff
-from tools.cli import OneLineParser, UsageError
+from tools.cli import OneLineParser
 from tools.mock_engine import Plan, Resource, run
 
 
@@ -223,10 +223,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     form.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
+    args = parser.parse_or_report(argv)
+    if args is None:
         return 2
     if args.replace and not args.diff_against:
         print("error: --replace: needs --diff-against BASE.json", file=sys.stderr)
