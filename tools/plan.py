@@ -27,7 +27,9 @@ a unique resource name) adds a replacement as ``pulumi up --replace`` does. With
 changed nodes marked.
 
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
-``error: <key>: <what is wrong and what is expected>``; no resource is registered.
+``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
+refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.stack_file`) and for a bad
+``--diff-against`` file or pack config, which are read before the program runs.
 ``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
 prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
 status 1. The mode says which outputs the stack policy sees (:mod:`tools.policy_check`): ``preview`` (default,
