@@ -13,7 +13,10 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
   Approved and its private IP (tools/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
-  /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
+  /api/datasources/uid/{uid}`` where a PUT writes the body's uid onto the row the path's uid names, keeping its
+  ``id`` (grafana/grafana ``pkg/api/datasources.go`` ``UpdateDataSourceByUID`` and
+  ``pkg/services/datasources/service/store.go`` ``UpdateDataSource``), ``GET /api/datasources/name/{name}``, a
+  ``version`` bumped on each write) and
   dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
   /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Downloads through ``az rest --skip-authorization-header --output-file``: ``downloads`` maps URL -> local file.
@@ -156,7 +159,11 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     if method == "put":
         if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
             return _error("Conflict", "data source with the same name already exists")
-        stored[uid] = {**body, "uid": uid, "id": stored[uid]["id"], "orgId": 1, "version": stored[uid]["version"] + 1}
+        new_uid = body.get("uid") or uid  # the body's uid is written to the row found by the path's uid
+        if new_uid != uid and new_uid in stored:
+            return _error("Internal Server Error", "Failed to update datasource")
+        previous = stored.pop(uid)
+        stored[new_uid] = {**body, "uid": new_uid, "id": previous["id"], "orgId": 1, "version": previous["version"] + 1}
         return {"json": {"message": "Datasource updated"}}
     return None
 

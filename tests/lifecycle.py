@@ -98,6 +98,20 @@ class Deployment:
                 self._delete(action.urn, old[action.urn])
         self.reconcile()
 
+    def destroy(self, plan: dict) -> None:
+        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource with
+        ``retainOnDelete`` only leaves the state)."""
+        by_urn = {r["urn"]: r for r in plan["resources"]}
+        for urn in plan["destroyOrder"]:
+            state = self.states.get(urn)
+            if state is None:
+                continue
+            if (by_urn.get(urn) or {}).get("options", {}).get("retainOnDelete"):
+                del self.states[urn]
+                continue
+            self._delete(urn, state)
+        self.reconcile()
+
     def reconcile(self) -> None:
         """AKS's cloud provider retries: an orphaned PLS with no connection left is deleted."""
         world = self.world()

@@ -227,6 +227,7 @@ def engine_order(steps: Sequence[Step], base: Mapping, head: Mapping,
     by_urn = {s.urn: s for s in steps}
     head_by = {r["urn"]: r for r in head["resources"]}
     destroy_position = {urn: i for i, urn in enumerate(base["destroyOrder"])}
+    in_base = {r["urn"] for r in base["resources"]}
     deleted: dict[str, str] = {}  # urn -> the delete-first root it went before
     actions: list[Action] = []
     for urn in head["createOrder"]:
@@ -238,7 +239,9 @@ def engine_order(steps: Sequence[Step], base: Mapping, head: Mapping,
                 actions.append(Action("create-replacement", urn, f"deleted earlier, before {_name(deleted[urn])}"))
                 continue
             if step.replace_order == "delete-first":
-                first = _delete_first_chain(urn, by_urn, head_by, property_dependencies or {})
+                # Only what exists can be deleted first (the engine looks for them among the old resources,
+                # findResourcesReplacedWith in step_generator.go); a dependent the base lacks is just created.
+                first = _delete_first_chain(urn, by_urn, head_by, property_dependencies or {}) & in_base
                 for dependent in sorted(first - set(deleted), key=lambda u: destroy_position.get(u, -1)):
                     deleted[dependent] = urn
                     actions.append(Action("delete", dependent, f"replaced; must go before {_name(urn)} is deleted"))

@@ -26,6 +26,12 @@ a unique resource name) adds a replacement as ``pulumi up --replace`` does. With
 "replaceOrder", "reasons", "diffs": [{"path", "old", "new"}]}]}``; with ``--graph mermaid`` the head's graph with
 changed nodes marked.
 
+``--import-file FILE [--skip NAME]... [--subscription-id GUID] [--grafana-principal-id GUID]`` writes Pulumi's bulk
+import file for the resources made by hand that ``pulumi import`` brings into the state (extension, Helm release,
+managed private endpoint, role assignment; :mod:`tools.adopt`, docs/adopting.md) and prints their import ids. The
+ids come from the plan's config and lookups; the two GUIDs replace the canned subscription and Grafana principal id
+(without them the ids name the offline plan's canned subscription, and a note on stderr says so).
+
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
 refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.stack_file`) and for a bad
@@ -38,11 +44,13 @@ as ``pulumi preview --policy-pack`` on a first preview: computed outputs unknown
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Optional, Sequence
 
 from components.config import ConfigError
+from tools import adopt
 from tools import diff as plan_diff
 from tools.cli import OneLineParser
 from tools.mock_engine import Plan, Resource, run
@@ -222,6 +230,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="an earlier --json plan: print what `pulumi preview --diff` would say (offline estimate)")
     parser.add_argument("--replace", dest="replace", action="append", default=[], metavar="URN",
                         help="with --diff-against: replace this resource (URN or unique name), as `pulumi up --replace`; repeatable")
+    parser.add_argument("--import-file", metavar="FILE",
+                        help="write Pulumi's bulk import file for a setup made by hand (docs/adopting.md)")
+    parser.add_argument("--skip", action="append", default=[], metavar="NAME",
+                        help="with --import-file: leave this resource out (pulumi up creates it); repeatable")
+    parser.add_argument("--subscription-id", default="", metavar="GUID",
+                        help="with --import-file: your subscription (az account show --query id --output tsv)")
+    parser.add_argument("--grafana-principal-id", default="", metavar="GUID",
+                        help="with --import-file: Grafana's system-assigned identity (its role assignment's name)")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     form.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
@@ -234,6 +250,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.diff_against and (args.policy or args.policy_config):
         print("error: --policy: run it on the plan itself, not with --diff-against", file=sys.stderr)
         return 2
+    adoption = [flag for flag, value in (("--skip", args.skip), ("--subscription-id", args.subscription_id),
+                                          ("--grafana-principal-id", args.grafana_principal_id)) if value]
+    if adoption and not args.import_file:
+        print(f"error: {adoption[0]}: needs --import-file FILE", file=sys.stderr)
+        return 2
+    if args.import_file and (args.json or args.graph or args.diff_against or args.policy or args.policy_config):
+        print("error: --import-file: writes the import file only; run --json, --graph, --diff-against or --policy "
+              "separately", file=sys.stderr)
+        return 2
+    if args.import_file:
+        return _write_import_file(args)
     try:
         # Every input file is read and checked before the program runs: bad input registers nothing.
         overrides = _parse_sets(args.sets)
@@ -274,6 +301,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print()
             print(policy_check.render(violations))
     return 1 if violations and any(v.level == "mandatory" for v in violations) else 0
+
+
+def _write_import_file(args: argparse.Namespace) -> int:
+    """``--import-file``: evaluate the plan with the given real lookups, write the file, print its ids."""
+    try:
+        plan = run(args.stack, _parse_sets(args.sets), adopt.real_lookups(args.subscription_id, args.grafana_principal_id))
+        document = adopt.import_file(plan, args.skip)
+        try:
+            with open(args.import_file, "w", encoding="utf-8") as fh:
+                fh.write(adopt.serialize(document))
+        except OSError as error:
+            raise ValueError(f"--import-file: cannot write {args.import_file}: {error.strerror}") from None
+    except (ConfigError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(adopt.render(document, args.import_file))
+    if not args.subscription_id or not args.grafana_principal_id:
+        print("note: ids use the offline plan's canned lookups for what was not given; pass --subscription-id and "
+              "--grafana-principal-id for a real import (docs/adopting.md)", file=sys.stderr)
+    return 0
 
 
 def _read_base(path: str) -> dict:
