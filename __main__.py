@@ -1,10 +1,14 @@
 """aks-gpu-observability: GPU-memory profiling on an existing AKS cluster (see README's diagram).
 
     config ─► existing AKS cluster, Grafana, Azure Monitor workspace (lookups and prerequisite checks)
-      ├─► Kubernetes provider
-      ├─► Inspektor Gadget extension ─► Pyroscope Helm release (internal LB + private link service)
-      │     └─► Grafana private link: wait for PLS ─► MPE ─► approve ─► refresh ─► private IP
-      └─► [created Azure Monitor workspace, Grafana]  ─► role ─► datasources ─► GPU dashboard
+      ├─► Kubernetes provider ─► namespace gadget ─┬─► Inspektor Gadget extension (beside the chain below)
+      │                                           └─► Pyroscope Helm release (internal LB + private link service)
+      │     └─► Grafana private link: wait for PLS ─► MPE ─► approve ─► refresh ─► private IP ─► Pyroscope datasource
+      └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
+
+Dependency audit (issue 13): an edge is kept only where the later step reads what the earlier one makes; each
+edge's reason is in a comment where it is made (``tests/test_dependencies.py`` pins the whole set). The
+unavoidable chain is release ─► PLS ─► MPE ─► approval ─► refresh ─► Pyroscope datasource.
 """
 
 import pulumi
@@ -12,6 +16,7 @@ from pulumi_azure_native import authorization
 
 from components import config
 from components.cluster import kubernetes_provider, lookup_cluster
+from components.gadget_namespace import GadgetNamespace, GadgetNamespaceArgs
 from components.gpu_dashboard import GpuDashboard, GpuDashboardArgs
 from components.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from components.grafana_datasources import GrafanaDatasources, GrafanaDatasourcesArgs
@@ -59,6 +64,10 @@ if grafana is None:
     grafana_ready = created_grafana.ready
 
 # --- Cluster side ------------------------------------------------------------------------------------------
+# The stack owns namespace gadget (sources in components/gadget_namespace.py), so Pyroscope needs it and not the
+# extension's rollout; the extension installs into it beside the release.
+namespace = GadgetNamespace("gadget", GadgetNamespaceArgs(), opts=pulumi.ResourceOptions(providers=[kubernetes]))
+
 gadget = InspektorGadget(
     "inspektor-gadget",
     InspektorGadgetArgs(
@@ -70,6 +79,7 @@ gadget = InspektorGadget(
         gpu_observability=cfg.extension_gpu_observability,
         azure_monitor=cfg.extension_azure_monitor,
         timeout_seconds=cfg.extension_timeout_seconds,
+        namespace=namespace.namespace,  # destroy order and replace_with only: the extension reads nothing from it
     ),
 )
 
@@ -86,8 +96,9 @@ pyroscope = Pyroscope(
         private_link_subnet=cfg.private_link_subnet,
         private_link_ip_address_count=cfg.private_link_ip_address_count,
         timeout_seconds=cfg.pyroscope_release_timeout_seconds,
+        namespace=namespace.namespace,  # the release's namespace is read from it
     ),
-    opts=pulumi.ResourceOptions(providers=[kubernetes], depends_on=[gadget]),
+    opts=pulumi.ResourceOptions(providers=[kubernetes]),
 )
 
 # --- Grafana's private path to Pyroscope -------------------------------------------------------------------
@@ -109,7 +120,9 @@ private_link = GrafanaPrivateLink(
         release=pyroscope.release,
         tags=cfg.tag_map,
     ),
-    opts=pulumi.ResourceOptions(depends_on=[pyroscope, *grafana_ready]),
+    # The PLS comes from the release's Service. A Grafana the stack creates reaches the MPE and the refresh
+    # through its location and id (outputs); the private link needs no Grafana Admin role (ARM calls only).
+    opts=pulumi.ResourceOptions(depends_on=[pyroscope]),
 )
 
 # --- Grafana content -----------------------------------------------------------------------------------------
@@ -131,6 +144,7 @@ datasources = GrafanaDatasources(
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,
     ),
+    # Grafana API calls: a Grafana the stack creates, and the deployer's Grafana Admin role on it.
     opts=pulumi.ResourceOptions(depends_on=grafana_ready or None),
 )
 
@@ -149,7 +163,9 @@ dashboard = GpuDashboard(
         retry_forbidden=cfg.create_grafana,
         shared=cfg.multi_cluster,
     ),
-    opts=pulumi.ResourceOptions(depends_on=datasources.datasources),
+    # Grafana stores a dashboard without resolving its datasources (see components/gpu_dashboard.py): the upload
+    # needs Grafana and the Admin role, not the datasources, so it runs beside the private link chain.
+    opts=pulumi.ResourceOptions(depends_on=grafana_ready or None),
 )
 
 # --- Outputs (see README "Outputs") --------------------------------------------------------------------------

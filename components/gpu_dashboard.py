@@ -6,6 +6,14 @@ Source (pinned in the design brief, shared/DESIGN.md): inspektor-gadget/grafana-
 ``scripts/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,
 deleted on destroy. Its variables ``prom_ds`` and ``pyroscope_ds`` choose datasources by type; the step
 points their defaults at this stack's datasources.
+
+The upload does not wait for the datasources. Grafana stores a dashboard without resolving the datasources
+it names: saving (``POST /api/dashboards/db``) runs ``BuildSaveDashboardCommand``, which checks the title, the
+uid, folder rules, the refresh interval, legacy alerts, the version (overwrite) and the caller's permissions,
+and nothing about datasources (grafana/grafana ``pkg/services/dashboards/service/dashboard_service.go`` at
+00b487a6cee7f974d413547d5601ef9d8ee90fcb); a datasource variable is resolved when the dashboard is viewed. So the
+upload needs Grafana and the deployer's Grafana Admin role (``opts.depends_on``), and runs beside the private
+link chain instead of after it.
 """
 
 from __future__ import annotations
@@ -50,8 +58,8 @@ class GpuDashboardArgs:
 class GpuDashboard(pulumi.ComponentResource):
     """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``), ``definition`` (how the step uploads it,
     known once it has run: ``{"uid", "source", "sha256", "datasources"}``, the last the variable defaults it
-    sets, ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (the
-    datasources) is forwarded to the upload step."""
+    sets, ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
+    Grafana the stack creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
 
     def __init__(self, name: str, args: GpuDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)

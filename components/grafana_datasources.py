@@ -130,11 +130,13 @@ class GrafanaDatasources(pulumi.ComponentResource):
             )
             return step, pulumi.Output.all(step.stdout, desired).apply(lambda pair: pair[1])
 
+        # Pyroscope reads the private IP that the refresh step waits for (pyroscope_url): the end of the chain.
         self.pyroscope, self.pyroscope_definition = datasource(
             "pyroscope", pyroscope_datasource, args.pyroscope_uid, args.pyroscope_name, args.pyroscope_url, [])
+        # Prometheus does not wait for the role assignment: creating a datasource stores its settings and makes
+        # no query, and Grafana's identity needs the role only when a panel queries the workspace.
         self.prometheus, self.prometheus_definition = datasource(
-            "prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name, args.workspace_query_endpoint,
-            [self.role_assignment] if self.role_assignment else [])
+            "prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name, args.workspace_query_endpoint, [])
         self.datasources = [self.pyroscope, self.prometheus]
         self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)
         self.prometheus_uid = self.prometheus.stdout.apply(lambda _: args.prometheus_uid)

@@ -106,9 +106,11 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             "wait_private_link_service.sh",
             {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds)},
             triggers=[args.private_link_service_name, args.private_link_service_resource_group],
+            # Waits for the release: AKS makes the PLS from the release's Service annotations.
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
                                         replace_with=[args.release] if args.release else None),
         )
+        # Read once the wait has seen the PLS: the MPE needs its id.
         pls = network.get_private_link_service_output(
             resource_group_name=args.private_link_service_resource_group,
             service_name=args.private_link_service_name,
@@ -139,7 +141,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "TIMEOUT_SECONDS": str(args.approval_timeout_seconds),
             },
             triggers=[pls.id],
-            # The MPE's id is its name, the same after a replacement; its new connection needs a new approval.
+            # After the MPE: its creation makes the Pending connection this step approves. The MPE's id is its
+            # name, the same after a replacement; its new connection needs a new approval.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[mpe], replace_with=[mpe]),
         )
         refresh = script_command(
@@ -152,8 +155,10 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "TIMEOUT_SECONDS": str(args.refresh_timeout_seconds),
             },
             triggers=[pls.id],
+            # After the approval: Grafana sees an approval only at a refresh that follows it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[approval], replace_with=[approval]),
         )
+        # Read after the refresh step has seen the private IP (the datasource's URL).
         state = dashboard.get_managed_private_endpoint_output(
             managed_private_endpoint_name=args.managed_private_endpoint_name,
             resource_group_name=args.grafana_resource_group,

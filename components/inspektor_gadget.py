@@ -8,6 +8,12 @@ runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/
 add-on (checked by ``components.cluster.lookup_cluster`` before this component is built). The extension's name is
 fixed by config and azure-native's create refuses one that exists, so it is delete-before-replace (a replacement by
 ``pulumi up --replace`` takes its order from the option alone; tools/replacement.py).
+
+The namespace ``gadget`` is not the extension's: the stack owns it (``components.gadget_namespace``, where the
+sources are). The extension installs into it when it exists (ARM ``ScopeCluster.releaseNamespace``: "If this
+namespace does not exist, it will be created"), waits for it only so that ``pulumi destroy`` deletes the
+extension (and lets its agent uninstall) before the namespace, and is replaced with it (``replace_with``): a
+namespace replacement deletes the extension's pods with everything else in it.
 """
 
 from __future__ import annotations
@@ -18,10 +24,10 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration
 
+from components.gadget_namespace import NAMESPACE  # the extension's release namespace; Pyroscope's too
+
 TYPE = "aks-gpu-observability:index:InspektorGadget"
 EXTENSION_TYPE = "microsoft.inspektorgadget"
-#: Namespace the extension deploys into; Pyroscope must be installed next to it.
-NAMESPACE = "gadget"
 
 
 def extension_settings(gpu_observability: bool, azure_monitor: bool) -> dict[str, str]:
@@ -42,6 +48,8 @@ class InspektorGadgetArgs:
     sent either way: azure-native would otherwise send its default ``Stable``, and a pinned preview
     version is looked up in the preview train.
     ``timeout_seconds`` bounds create, update and delete (Pulumi customTimeouts).
+    ``namespace``: the stack's ``gadget`` Namespace resource (None: the extension makes its own, as in the
+    published procedure), a ``depends_on`` and ``replace_with`` of the extension.
     """
 
     cluster_name: pulumi.Input[str]
@@ -52,6 +60,7 @@ class InspektorGadgetArgs:
     gpu_observability: bool = True
     azure_monitor: bool = True
     timeout_seconds: int = 1800
+    namespace: Optional[pulumi.Resource] = None
 
 
 class InspektorGadget(pulumi.ComponentResource):
@@ -86,6 +95,10 @@ class InspektorGadget(pulumi.ComponentResource):
                 parent=self,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout, delete=timeout),
                 delete_before_replace=True,
+                # Not read at create (the extension manager uses an existing namespace or makes it): the edge
+                # orders `pulumi destroy`, extension (and its in-cluster uninstall) before the namespace.
+                depends_on=[args.namespace] if args.namespace else None,
+                replace_with=[args.namespace] if args.namespace else None,
             ),
         )
         self.extension_id = self.extension.id

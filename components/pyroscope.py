@@ -12,6 +12,11 @@ expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configur
 the release is delete-before-replace: Helm refuses to install a release name still in use, and
 pulumi-kubernetes' Release diff never asks delete-first (``helm_release.go`` at 94977969d), while a replacement by
 ``pulumi up --replace`` or by a replaced provider takes its order from the option alone (tools/replacement.py).
+
+The namespace is the stack's (``components.gadget_namespace``, with the sources): the release reads its name
+from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
+rollout), keeps ``createNamespace`` off (one owner) and is replaced with the namespace (``replace_with``), whose
+deletion would take the release's objects with it.
 """
 
 from __future__ import annotations
@@ -22,11 +27,11 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.gadget_namespace import NAMESPACE
 from components.scripts import forwarded_depends_on
 
 TYPE = "aks-gpu-observability:index:Pyroscope"
 RELEASE_NAME = "pyroscope"
-NAMESPACE = "gadget"
 PORT = 4040
 _ANNOTATION = "service.beta.kubernetes.io/"
 
@@ -39,6 +44,8 @@ class PyroscopeArgs:
     ``private_link_visibility``: ``["*"]`` or subscription ids. ``private_link_resource_group`` and
     ``private_link_subnet``: empty leaves the annotation out (AKS then uses the node resource group and the
     load balancer's frontend subnet). ``timeout_seconds``: Helm's wait for the release to be ready.
+    ``namespace``: the stack's ``gadget`` Namespace resource; its ``metadata.name`` is the release's namespace
+    (None: the plain name ``gadget``, the namespace then made by someone else).
     """
 
     chart_version: str
@@ -51,6 +58,7 @@ class PyroscopeArgs:
     private_link_ip_address_count: int = 1
     timeout_seconds: int = 600
     image_repository: str = "grafana/pyroscope"
+    namespace: Optional[k8s.core.v1.Namespace] = None
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -110,8 +118,9 @@ class Pyroscope(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE_NAME,
-            namespace=NAMESPACE,
-            create_namespace=False,  # the extension owns namespace "gadget"
+            # Read from the Namespace resource: the one thing the release needs before it starts.
+            namespace=args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE,
+            create_namespace=False,  # one owner: the stack's Namespace resource
             chart=chart,
             repository_opts=repository,
             version=args.chart_version,
@@ -121,8 +130,8 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            # The release must wait for what the component waits for (the extension and its namespace).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
+                                        replace_with=[args.namespace] if args.namespace else None),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)

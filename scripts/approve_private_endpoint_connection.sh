@@ -2,7 +2,9 @@
 # Approve exactly the private endpoint connection that Grafana's managed private endpoint created on the
 # private link service: the one whose privateEndpoint.id ends with /PRIVATE_ENDPOINT_NAME (Grafana names
 # it grafana-<grafanaName>-<mpeName>), never "the first Pending". Already Approved is success. Waits
-# (bounded) for the connection to appear. Prints the connection's name.
+# (bounded) for the connection to appear. Prints the connection's name. The approval's own answer (the PUT
+# returns the connection, azure-cli 2.91.0 aaz network/private_link_service/connection/_update.py: a plain
+# PUT, 200, output flattened) ends the step when it says Approved: no second read.
 # Environment: PLS_RESOURCE_GROUP, PLS_NAME, PRIVATE_ENDPOINT_NAME, DESCRIPTION, TIMEOUT_SECONDS;
 # optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
 # Mirrors: PUT .../privateLinkServices/{pls}/privateEndpointConnections/{name} with
@@ -38,9 +40,17 @@ while :; do
           ;;
         Pending)
           log "approving connection ${name}"
-          if ! az network private-link-service connection update --resource-group "$PLS_RESOURCE_GROUP" \
+          if answer=$(az network private-link-service connection update --resource-group "$PLS_RESOURCE_GROUP" \
               --service-name "$PLS_NAME" --name "$name" --connection-status Approved \
-              --description "$DESCRIPTION" --output none 2>"$ERRFILE"; then
+              --description "$DESCRIPTION" --query "privateLinkServiceConnectionState.status || ''" \
+              --output tsv 2>"$ERRFILE"); then
+            if [ "$answer" = "Approved" ]; then
+              log "connection ${name} is Approved"
+              printf '%s\n' "$name"
+              exit 0
+            fi
+            log "approval sent (answer: ${answer:-no status}); reading it back"
+          else
             transient "$ERRFILE" || die "approving ${name} failed: $(last_error "$ERRFILE")"
             log "approval deferred ($(last_error "$ERRFILE" | cut -c1-120)); retrying"
           fi

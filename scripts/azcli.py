@@ -129,14 +129,17 @@ class Step:
 
     def retry(self, what: str, call: Callable[[], T], timeout: float) -> T:
         """``call()`` until it returns or raises a non-transient AzError; transient errors (and 401/403 when
-        RETRY_FORBIDDEN=true, while a role assignment the stack just made propagates) are retried with a
-        delay from POLL_INITIAL_SECONDS (default 5) doubling to POLL_MAX_SECONDS (default 30) until
-        ``timeout`` seconds have passed, then the step fails with the last error."""
+        RETRY_FORBIDDEN=true, while a role assignment the stack just made propagates) are retried until
+        ``timeout`` seconds have passed, then the step fails with the last error. Attempts start
+        POLL_INITIAL_SECONDS (default 3) apart, doubling up to POLL_MAX_SECONDS (default 6), counted from the
+        start of the previous attempt, as scripts/lib.sh's ``backoff`` does: a role that has propagated is
+        noticed within one delay plus one call."""
         retried = {"transient", "forbidden"} if os.environ.get("RETRY_FORBIDDEN") == "true" else {"transient"}
         deadline = time.monotonic() + timeout
-        delay = float(os.environ.get("POLL_INITIAL_SECONDS", "5"))
-        ceiling = float(os.environ.get("POLL_MAX_SECONDS", "30"))
+        delay = float(os.environ.get("POLL_INITIAL_SECONDS", "3"))
+        ceiling = float(os.environ.get("POLL_MAX_SECONDS", "6"))
         while True:
+            started = time.monotonic()
             try:
                 return call()
             except AzError as error:
@@ -146,7 +149,7 @@ class Step:
                 if remaining <= 0:
                     self.fail(f"{what} kept failing for {timeout:.0f}s: {error.last_line}")
                 self.log(f"{what}: retrying after {error.last_line[:160]}")
-                time.sleep(min(delay, remaining))
+                time.sleep(max(0.0, min(started + delay - time.monotonic(), remaining)))
                 delay = min(delay * 2, ceiling)
 
 

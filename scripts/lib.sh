@@ -16,22 +16,41 @@ require_env() {
   done
 }
 
-# Polling with exponential backoff, bounded by a deadline.
-#   start_clock TIMEOUT_SECONDS  - start the deadline (POLL_INITIAL_SECONDS, default 5, doubles up to
-#                                  POLL_MAX_SECONDS, default 30)
-#   backoff                      - sleep the next delay, never past the deadline; returns 1 once it has passed
+# Polling, bounded by a deadline. A check starts DELAY seconds after the previous check started (not after it
+# ended), so the check's own duration does not stretch the schedule: a wait notices its event at most one
+# DELAY plus one check after it happens. DELAY is POLL_INITIAL_SECONDS (default 3) at first, doubling up to
+# POLL_MAX_SECONDS (default 6): with checks of up to 4 s every event is noticed within 10 s, at one ARM read per
+# 3-6 s per waiting step (bench/deploy_sim.py puts 50 stacks against ARM's documented read limits).
+#   start_clock TIMEOUT_SECONDS  - start the deadline; the first check runs at once
+#   backoff                      - sleep until the next check is due, never past the deadline; returns 1 once
+#                                  the deadline has passed
+# now_ms: milliseconds on the wall clock (bash 5 EPOCHREALTIME; whole seconds from SECONDS on bash 4).
+now_ms() {
+  local t=${EPOCHREALTIME:-}
+  if [ -n "$t" ]; then
+    t=${t/[.,]/}  # microseconds; the separator follows the locale
+    printf '%s\n' $((10#$t / 1000))
+  else
+    printf '%s\n' $((SECONDS * 1000))
+  fi
+}
+
 start_clock() {
-  DEADLINE=$((SECONDS + $1))
-  DELAY=${POLL_INITIAL_SECONDS:-5}
+  LAST_CHECK_MS=$(now_ms)
+  DEADLINE_MS=$((LAST_CHECK_MS + $1 * 1000))
+  DELAY=${POLL_INITIAL_SECONDS:-3}
 }
 
 backoff() {
-  local remaining=$((DEADLINE - SECONDS))
-  [ "$remaining" -gt 0 ] || return 1
-  local wait=$((DELAY < remaining ? DELAY : remaining))
-  sleep "$wait"
+  local now wait_ms
+  now=$(now_ms)
+  [ "$now" -lt "$DEADLINE_MS" ] || return 1
+  wait_ms=$((LAST_CHECK_MS + DELAY * 1000 - now))
+  [ "$wait_ms" -le $((DEADLINE_MS - now)) ] || wait_ms=$((DEADLINE_MS - now))
+  [ "$wait_ms" -le 0 ] || sleep "$((wait_ms / 1000)).$(printf '%03d' $((wait_ms % 1000)))"
   DELAY=$((DELAY * 2))
-  [ "$DELAY" -le "${POLL_MAX_SECONDS:-30}" ] || DELAY=${POLL_MAX_SECONDS:-30}
+  [ "$DELAY" -le "${POLL_MAX_SECONDS:-6}" ] || DELAY=${POLL_MAX_SECONDS:-6}
+  LAST_CHECK_MS=$(now_ms)
   return 0
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Wait (bounded, exponential backoff) for the private link service AKS creates from the Pyroscope
-# Service's azure-pls-* annotations, then print its ARM id.
+# Wait (bounded; a check every 3 s, then every 6 s: scripts/lib.sh) for the private link service AKS creates
+# from the Pyroscope Service's azure-pls-* annotations, then print its ARM id.
 # Environment: PLS_RESOURCE_GROUP, PLS_NAME, TIMEOUT_SECONDS; optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
 # Mirrors: GET .../Microsoft.Network/privateLinkServices/{name} (az network private-link-service show).
 set -euo pipefail

@@ -132,19 +132,21 @@ def test_dependency_chain(plan):
     refresh, pyro = named(p, "grafana-private-link-refresh"), named(p, "grafana-datasources-pyroscope")
     prom, role, upload = named(p, "grafana-datasources-prometheus"), named(p, "grafana-datasources-monitoring-data-reader"), named(p, "gpu-dashboard-upload")
     assert refresh.urn in pyro.dependencies
-    assert role.urn in prom.dependencies
-    assert set(upload.dependencies) == {pyro.urn, prom.urn}
+    # Neither reads what the role assignment or the datasources make (components/grafana_datasources.py,
+    # components/gpu_dashboard.py): they run beside the private link chain.
+    assert role.urn not in prom.dependencies and prom.dependencies == []
+    assert upload.dependencies == []
 
 
-def test_destroy_order_dashboard_datasources_mpe_release_extension(plan):
+def test_destroy_order_datasource_mpe_release_namespace(plan):
     p = plan()
     d = p.destroy_order.index
-    dashboard = named(p, "gpu-dashboard-upload").urn
-    datasources = [named(p, "grafana-datasources-pyroscope").urn, named(p, "grafana-datasources-prometheus").urn]
+    pyroscope = named(p, "grafana-datasources-pyroscope").urn
     mpe, release = p.one(MPE).urn, p.one(RELEASE).urn
     extension = p.one("azure-native:kubernetesconfiguration:Extension").urn
-    assert all(d(dashboard) < d(ds) < d(mpe) for ds in datasources)
-    assert d(mpe) < d(release) < d(extension)
+    namespace = p.one("kubernetes:core/v1:Namespace").urn
+    assert d(pyroscope) < d(mpe) < d(release) < d(namespace)
+    assert d(extension) < d(namespace)
 
 
 def test_existing_grafana_needs_a_system_identity(plan):
@@ -195,8 +197,10 @@ def test_created_grafana_and_workspace(plan):
     for step in ("grafana-datasources-pyroscope", "grafana-datasources-prometheus", "gpu-dashboard-upload"):
         resource = named(p, step)
         assert resource.inputs["environment"]["RETRY_FORBIDDEN"] == "true"
-        assert admin.urn in resource.dependencies or step == "gpu-dashboard-upload"
-    assert admin.urn in named(p, "grafana-private-link-wait-for-pls").dependencies
+        assert {grafana.urn, admin.urn} <= set(resource.dependencies)  # Grafana API calls need the Admin role
+    # The private link makes ARM calls only: it waits for the workspace (its location and id), not the role.
+    assert admin.urn not in named(p, "grafana-private-link-wait-for-pls").dependencies
+    assert grafana.urn in p.one(MPE).dependencies and admin.urn not in p.one(MPE).dependencies
     d = p.destroy_order.index
     assert d(named(p, "gpu-dashboard-upload").urn) < d(grafana.urn) and d(p.one(MPE).urn) < d(grafana.urn)
 

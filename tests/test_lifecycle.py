@@ -117,6 +117,14 @@ REPLACED = "--replace: replacement requested on the command line"
 CHANGES += [
     Change("replace-extension", targets=["inspektor-gadget-extension"],
            expect={"inspektor-gadget-extension": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ())}),
+    # The namespace's replacement takes what lives in it along (replace_with), the extension and the release
+    # delete-first, and the release the private link; the extension's own replacement (above) takes nothing.
+    Change("replace-namespace", targets=["gadget-namespace"],
+           expect={"gadget-namespace": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ()),
+                   "inspektor-gadget-extension": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "pyroscope-release": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
+                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
            expect={"aks": ("replace", "create-first", [REPLACED], ())}),
     Change("replace-release", targets=["pyroscope-release"],

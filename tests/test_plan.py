@@ -80,8 +80,8 @@ def test_text_output_reads_like_a_preview():
     assert out.startswith("Previewing update (dev)")
     for expected in ("azure-native:kubernetesconfiguration:Extension", "inspektor-gadget-extension",
                      "kubernetes:helm.sh/v3:Release", "pyroscope-release", "pulumi:providers:kubernetes",
-                     "pulumi:providers:azure-native", "pyroscope-release <- inspektor-gadget-extension  [provider: aks]",
-                     "Create order:", "Destroy order (pulumi destroy):", "+ 19 to create"):
+                     "pulumi:providers:azure-native", "pyroscope-release <- gadget-namespace  [provider: aks]",
+                     "Create order:", "Destroy order (pulumi destroy):", "+ 21 to create"):
         assert expected in out, expected
     assert "kubelogin" not in out
 
@@ -97,7 +97,7 @@ def test_text_output_shows_inputs_so_reviewers_see_changes():
 def test_reads_and_retained_resources_are_told_apart():
     out = cli("--set", "clusterStack=acme/aks/prod", "--set", "multiCluster=true").stdout
     assert " >   ├─ pulumi:pulumi:StackReference" in out or " >   pulumi:pulumi:StackReference" in out
-    assert "    > 1 to read" in out and "    + 18 to create" in out  # multiCluster: no role assignment
+    assert "    > 1 to read" in out and "    + 20 to create" in out  # multiCluster: no role assignment
     assert "  > pulumi:pulumi:StackReference acme/aks/prod" in out
     assert "gpu-dashboard-upload  (retainOnDelete: left in place, removed from the state only)" in out
     assert "      (options: retainOnDelete)" in out
@@ -110,10 +110,12 @@ def test_mermaid_graph():
     lines = result.stdout.splitlines()
     assert lines[0] == "graph TD"
     ids = {line.split("[")[0].strip().replace("subgraph ", ""): line for line in lines if "[" in line}
+    ns = next(i for i, l in ids.items() if "gadget-namespace<br/>" in l)
     ext = next(i for i, l in ids.items() if "inspektor-gadget-extension<br/>" in l)
     rel = next(i for i, l in ids.items() if "pyroscope-release<br/>" in l)
     aks = next(i for i, l in ids.items() if l.strip().startswith(f"{i}[\"aks<br/>"))
-    assert f"  {ext} --> {rel}" in lines
+    assert f"  {ns} --> {rel}" in lines and f"  {ns} --> {ext}" in lines
+    assert f"  {ext} --> {rel}" not in lines
     assert f"  {aks} -.-> {rel}" in lines
 
 

@@ -103,15 +103,16 @@ def test_https_repository_chart(plan):
     assert inputs["repositoryOpts"] == {"repo": "https://grafana.github.io/helm-charts"}
 
 
-def test_release_depends_on_the_extension_and_uses_the_kubernetes_provider(plan):
+def test_release_waits_for_the_namespace_not_the_extension_and_uses_the_kubernetes_provider(plan):
     p = plan()
     release, extension = p.one(RELEASE), p.one(EXTENSION)
-    assert extension.urn in release.dependencies
+    namespace = p.one("kubernetes:core/v1:Namespace")
+    assert release.dependencies == [namespace.urn] and extension.urn not in release.dependencies
     assert release.provider == p.one(K8S_PROVIDER).urn
     assert release.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
     assert release.name == "pyroscope-release"
-    assert p.create_order.index(extension.urn) < p.create_order.index(release.urn)
-    assert p.destroy_order.index(release.urn) < p.destroy_order.index(extension.urn)
+    assert p.create_order.index(namespace.urn) < p.create_order.index(release.urn)
+    assert p.destroy_order.index(release.urn) < p.destroy_order.index(namespace.urn)
 
 
 def test_in_cluster_url_output(plan):

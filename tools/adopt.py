@@ -5,7 +5,8 @@ stack would create: the extension, the Helm release, Grafana's managed private e
 identity was given Monitoring Data Reader under the stack's derived name, that role assignment. azure-native and Helm
 refuse to create what exists, so these are brought into the stack's state with ``pulumi import --file`` before the
 first ``pulumi up`` (the Grafana content needs no import: its steps adopt it, scripts/grafana_datasource.py and
-scripts/grafana_dashboard.py).
+scripts/grafana_dashboard.py; nor does the namespace ``gadget`` the extension made: the stack's Namespace resource
+is a server-side apply, which adopts it, components/gadget_namespace.py).
 
 File format: pulumi/pulumi v3.230.0 ``pkg/cmd/pulumi/operations/import.go``, ``importFile`` (JSON tags
 ``nameTable`` name -> URN, ``resources``) of ``importSpec`` (``type``, ``name``, ``id``, ``parent``, ``provider``,

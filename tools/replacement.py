@@ -174,6 +174,13 @@ RULES: dict[str, Rule] = {
              {"name": "a Release's name forces a new release (forceNewFields .name)",
               "namespace": "a Release's namespace forces a new release (forceNewFields .namespace)"},
              False, KUBERNETES),
+        # A Namespace is replaced only when its name changes (Diff: forceNewFields .metadata.name), and then the
+        # provider asks create-first: its delete-first needs the name to stay (deleteBeforeReplace requires
+        # newInputs.GetName() == the old name). The stack sets the option: a --replace or replace_with
+        # replacement keeps the name (components/gadget_namespace.py).
+        Rule("kubernetes:core/v1:Namespace",
+             {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)"},
+             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
         Rule("command:local:Command", {"triggers": _COMMAND_WHY}, False, COMMAND),
         Rule("pulumi:providers:kubernetes", {}, False, KUBERNETES, _kubernetes_config_diff),
         Rule("pulumi:providers:azure-native", {}, False, AZURE_NATIVE, _never_replaced),

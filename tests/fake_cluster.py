@@ -1,0 +1,185 @@
+"""A stand-in for the cluster side of a deployment: the Kubernetes namespace ``gadget``, the Inspektor Gadget
+extension's Helm release and the Pyroscope Helm release. SIMULATED: no Kubernetes API, no Helm, no ARM.
+
+It keeps only what decides who creates and who deletes the namespace, each rule from the source that states it:
+
+- Helm install with ``--create-namespace`` creates the namespace unless it exists and ignores AlreadyExists;
+  without it, the namespace must exist (helm/helm ``pkg/action/install.go``: ``if i.CreateNamespace {...
+  !apierrors.IsAlreadyExists(err)``). The release record lives in the release namespace (Helm's storage).
+- Helm uninstall removes the objects of the release's manifest, which never includes the namespace
+  (``--create-namespace`` makes it outside the manifest), and needs the release record.
+- An AKS cluster extension is such a Helm release, made by the extension agent in the extension's release
+  namespace, created if missing (ARM ``ScopeCluster.releaseNamespace``, Azure/azure-rest-api-specs
+  ``.../stable/2023-05-01/extensions.json``); deleting the extension uninstalls it (``Extensions_Delete``).
+- A ``kubernetes:core/v1:Namespace`` create is a server-side apply: an upsert (pulumi/pulumi-kubernetes
+  ``provider/pkg/await/await.go``, ``Creation``); its delete removes the namespace and everything in it.
+- A ``helm.v3.Release`` passes ``createNamespace`` to Helm's install and only uninstalls on delete
+  (``provider/pkg/provider/helm_release.go``).
+
+:func:`apply` maps a plan resource (engine inputs) to these operations, so tests can run a plan's create and
+destroy orders, in every order the dependencies allow, against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+EXTENSION_TYPE = "azure-native:kubernetesconfiguration:Extension"
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+#: The Inspektor Gadget extension type's release namespace (its pods run there: ``kubectl get pods -n gadget
+#: -l k8s-app=gadget`` in MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling.md``, step 1).
+EXTENSION_NAMESPACE = "gadget"
+#: What each release puts in its namespace (a token object per release is enough to see it survive or go).
+WORKLOADS = {"inspektor-gadget": ("DaemonSet/gadget",), "pyroscope": ("StatefulSet/pyroscope", "Service/pyroscope")}
+
+
+class ClusterError(Exception):
+    """An operation the real API server or Helm would refuse (the message says which and why)."""
+
+
+@dataclass
+class Cluster:
+    """Namespaces -> the objects in them; Helm release records (name -> namespace)."""
+
+    namespaces: dict[str, set[str]] = field(default_factory=dict)
+    releases: dict[str, str] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+    # --- Kubernetes API ------------------------------------------------------------------------------------
+    def apply_namespace(self, name: str) -> None:
+        """Server-side apply of a Namespace: created if missing, adopted (unchanged) if present."""
+        self.log.append(f"apply namespace {name} ({'adopted' if name in self.namespaces else 'created'})")
+        self.namespaces.setdefault(name, set())
+
+    def delete_namespace(self, name: str) -> None:
+        """Delete a namespace with everything in it (404 is success for a Pulumi delete)."""
+        gone = self.namespaces.pop(name, None)
+        self.releases = {r: ns for r, ns in self.releases.items() if ns != name}
+        self.log.append(f"delete namespace {name} ({len(gone or ())} object(s) with it)")
+
+    # --- Helm ------------------------------------------------------------------------------------------------
+    def helm_install(self, release: str, namespace: str, create_namespace: bool) -> None:
+        if release in self.releases:
+            raise ClusterError(f"helm install {release}: cannot re-use a name that is still in use")
+        if namespace not in self.namespaces:
+            if not create_namespace:
+                raise ClusterError(f'helm install {release}: namespaces "{namespace}" not found')
+            self.namespaces[namespace] = set()
+        self.namespaces[namespace].update(WORKLOADS[release])
+        self.releases[release] = namespace
+        self.log.append(f"helm install {release} -n {namespace}")
+
+    def helm_uninstall(self, release: str) -> None:
+        namespace = self.releases.pop(release, None)
+        if namespace is None:
+            raise ClusterError(f"helm uninstall {release}: release: not found")
+        self.namespaces[namespace].difference_update(WORKLOADS[release])
+        self.log.append(f"helm uninstall {release} -n {namespace} (namespace kept)")
+
+    # --- What the tests look at ---------------------------------------------------------------------------
+    def running(self, release: str) -> bool:
+        namespace = self.releases.get(release)
+        return namespace is not None and set(WORKLOADS[release]) <= self.namespaces.get(namespace, set())
+
+    def empty(self) -> bool:
+        return not self.namespaces and not self.releases
+
+
+def apply(cluster: Cluster, resource, action: str) -> None:
+    """Run the cluster-side effect of creating (``action="create"``) or deleting (``"delete"``) a plan resource;
+    resources without one (Azure-only, commands, components, providers) do nothing here."""
+    if resource.type == NAMESPACE_TYPE:
+        name = resource.inputs["metadata"]["name"]
+        cluster.apply_namespace(name) if action == "create" else cluster.delete_namespace(name)
+    elif resource.type == EXTENSION_TYPE:
+        # The extension agent installs (or uninstalls) the extension's Helm release in its release namespace.
+        if action == "create":
+            cluster.helm_install("inspektor-gadget", EXTENSION_NAMESPACE, create_namespace=True)
+        else:
+            cluster.helm_uninstall("inspektor-gadget")
+    elif resource.type == RELEASE_TYPE:
+        if action == "create":
+            cluster.helm_install(resource.inputs["name"], resource.inputs["namespace"],
+                                 bool(resource.inputs.get("createNamespace")))
+        else:
+            cluster.helm_uninstall(resource.inputs["name"])
+
+
+def linear_orders(urns: Iterable[str], before: dict[str, set[str]]) -> Iterator[list[str]]:
+    """Every order of ``urns`` in which each comes after everything ``before[urn]`` names (among ``urns``):
+    the orders in which an engine running independent steps in parallel may finish them."""
+    pending = list(urns)
+
+    def extend(done: list[str], left: list[str]) -> Iterator[list[str]]:
+        if not left:
+            yield done
+            return
+        for urn in left:
+            if before.get(urn, set()) & (set(left) - {urn}):
+                continue
+            yield from extend(done + [urn], [u for u in left if u != urn])
+
+    yield from extend([], pending)
+
+
+def cluster_side(plan) -> list:
+    """The plan's resources that act on the cluster (namespace, extension, Helm releases)."""
+    return [r for r in plan.resources if r.type in (NAMESPACE_TYPE, EXTENSION_TYPE, RELEASE_TYPE)]
+
+
+def create_edges(plan, resources: list) -> dict[str, set[str]]:
+    """urn -> the urns (among ``resources``) it must come after, from the plan's recorded dependencies."""
+    urns = {r.urn for r in resources}
+    return {r.urn: set(r.dependencies) & urns for r in resources}
+
+
+def destroy_edges(plan, resources: list) -> dict[str, set[str]]:
+    """urn -> the urns it must be deleted after: its dependents (the engine deletes dependents first)."""
+    urns = {r.urn for r in resources}
+    after: dict[str, set[str]] = {u: set() for u in urns}
+    for r in resources:
+        for dep in set(r.dependencies) & urns:
+            after[dep].add(r.urn)
+    return after
+
+
+def run_orders(plan, existing: Optional[Cluster] = None,
+               skip_create: Iterable[str] = ()) -> Iterator[tuple[list, list, Cluster, Cluster]]:
+    """For every create order and every destroy order the plan's dependencies allow: a copy of ``existing``
+    (default: an empty cluster), the creates, then the deletes. Yields (create order, destroy order, cluster
+    after the creates, cluster after the deletes) per combination; raises ClusterError from the first refused
+    operation. ``skip_create``: urns already deployed in ``existing`` (an update, not a first create)."""
+    resources = cluster_side(plan)
+    by_urn = {r.urn: r for r in resources}
+    for create in linear_orders([r.urn for r in resources], create_edges(plan, resources)):
+        for destroy in linear_orders([r.urn for r in resources], destroy_edges(plan, resources)):
+            cluster = Cluster({k: set(v) for k, v in (existing.namespaces if existing else {}).items()},
+                              dict(existing.releases) if existing else {})
+            for urn in create:
+                if urn not in skip_create:
+                    apply(cluster, by_urn[urn], "create")
+            after_create = Cluster({k: set(v) for k, v in cluster.namespaces.items()}, dict(cluster.releases))
+            for urn in destroy:
+                apply(cluster, by_urn[urn], "delete")
+            yield create, destroy, after_create, cluster
+
+
+def refusals(plan) -> list[str]:
+    """Every message of a refused operation over all create and destroy orders the plan allows, starting from
+    an empty cluster ([] when every order goes through)."""
+    resources = cluster_side(plan)
+    by_urn = {r.urn: r for r in resources}
+    messages = []
+    for create in linear_orders([r.urn for r in resources], create_edges(plan, resources)):
+        for destroy in linear_orders([r.urn for r in resources], destroy_edges(plan, resources)):
+            cluster = Cluster()
+            try:
+                for urn in create:
+                    apply(cluster, by_urn[urn], "create")
+                for urn in destroy:
+                    apply(cluster, by_urn[urn], "delete")
+            except ClusterError as error:
+                messages.append(str(error))
+    return messages

@@ -1,0 +1,93 @@
+"""The dependency audit (issue 13, part 2): every edge the engine records between the stack's resources, and
+what the later step reads from the earlier one. A new edge, or a lost one, fails here until it is listed with
+its reason; an edge kept for ordering alone says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.mock_engine import run
+
+#: (resource, dependency) -> what the resource reads from the dependency (or why the edge exists otherwise).
+EDGES = {
+    ("inspektor-gadget-extension", "gadget-namespace"):
+        "nothing at create (the extension agent uses the namespace or makes it); destroy order: the extension and "
+        "its in-cluster uninstall before the namespace",
+    ("pyroscope-release", "gadget-namespace"): "the release's namespace, metadata.name of the Namespace",
+    ("grafana-private-link-wait-for-pls", "pyroscope-release"): "the PLS AKS makes from the release's Service",
+    ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
+    ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
+    ("grafana-private-link-approve-connection", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
+    ("grafana-private-link-refresh", "grafana-private-link-approve-connection"): "Grafana sees an approval only at a later refresh",
+    ("grafana-private-link-refresh", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
+    ("grafana-datasources-pyroscope", "grafana-private-link-refresh"): "the private IP the refresh waits for (its URL)",
+    # Only when the stack creates the workspaces (createGrafana, createMonitorWorkspace):
+    ("managed-grafana-workspace", "monitor-workspace-workspace"): "the workspace id for the Grafana integration",
+    ("managed-grafana-grafana-admin", "managed-grafana-workspace"): "the Grafana id (the role's scope)",
+    ("grafana-datasources-monitoring-data-reader", "managed-grafana-workspace"): "Grafana's identity (principal id)",
+    ("grafana-datasources-monitoring-data-reader", "monitor-workspace-workspace"): "the workspace id (the role's scope)",
+    ("grafana-private-link-mpe", "managed-grafana-workspace"): "Grafana's location (the MPE lives in Grafana)",
+    ("grafana-private-link-refresh", "managed-grafana-workspace"): "the Grafana id it refreshes",
+    ("grafana-datasources-pyroscope", "managed-grafana-workspace"): "the Grafana endpoint it calls",
+    ("grafana-datasources-pyroscope", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
+    ("grafana-datasources-prometheus", "managed-grafana-workspace"): "the Grafana endpoint it calls",
+    ("grafana-datasources-prometheus", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
+    ("grafana-datasources-prometheus", "monitor-workspace-workspace"): "the workspace's query endpoint (its URL)",
+    ("gpu-dashboard-upload", "managed-grafana-workspace"): "the Grafana endpoint it calls",
+    ("gpu-dashboard-upload", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
+}
+
+#: Edges that must not come back: the later step reads nothing from the earlier one.
+NOT_EDGES = {
+    ("pyroscope-release", "inspektor-gadget-extension"):
+        "Pyroscope needs the namespace, not the DaemonSet (components/gadget_namespace.py)",
+    ("grafana-datasources-prometheus", "grafana-datasources-monitoring-data-reader"):
+        "creating a datasource makes no query; the role matters when a panel queries",
+    ("gpu-dashboard-upload", "grafana-datasources-pyroscope"):
+        "Grafana stores a dashboard without resolving its datasources (components/gpu_dashboard.py)",
+    ("gpu-dashboard-upload", "grafana-datasources-prometheus"): "as above",
+    ("grafana-private-link-wait-for-pls", "managed-grafana-grafana-admin"): "ARM calls only; no Grafana API",
+    ("grafana-private-link-mpe", "managed-grafana-grafana-admin"): "ARM calls only; no Grafana API",
+}
+
+#: Invokes run after a resource: (token, resource) -> what the read needs.
+INVOKE_EDGES = {
+    ("azure-native:network:getPrivateLinkService", "grafana-private-link-wait-for-pls"): "the PLS exists only then",
+    ("azure-native:dashboard:getManagedPrivateEndpoint", "grafana-private-link-refresh"): "the private IP exists only then",
+}
+
+
+def edges(plan) -> tuple[set, set]:
+    name = {r.urn: r.name for r in plan.resources}
+    resources = {(r.name, name[d]) for r in plan.resources
+                 if r.custom and not r.type.startswith("pulumi:providers:") for d in r.dependencies}
+    invokes = {(i.token, name[d]) for i in plan.invokes for d in i.dependencies}
+    return resources, invokes
+
+
+@pytest.mark.parametrize("overrides", [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"},
+                                        {"createGrafana": "true"}, {"multiCluster": "true"}],
+                         ids=["existing-workspaces", "created-workspaces", "created-grafana", "multi-cluster"])
+def test_every_edge_is_listed_with_what_it_reads(overrides):
+    plan = run("dev", overrides)
+    resources, invokes = edges(plan)
+    present = {r.name for r in plan.resources}
+    expected = {edge for edge in EDGES if set(edge) <= present}
+    assert resources == expected, (resources - expected, expected - resources)
+    assert invokes == set(INVOKE_EDGES)
+    assert not resources & set(NOT_EDGES)
+
+
+def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
+    """Ancestors of the Pyroscope datasource (existing workspaces): the unavoidable chain and the namespace."""
+    plan = run("dev")
+    by_name = {r.name: r for r in plan.resources}
+    name = {r.urn: r.name for r in plan.resources}
+    seen, todo = set(), ["grafana-datasources-pyroscope"]
+    while todo:
+        for dep in by_name[todo.pop()].dependencies:
+            if name[dep] not in seen:
+                seen.add(name[dep])
+                todo.append(name[dep])
+    assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection", "grafana-private-link-mpe",
+                    "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace"}
