@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib.util
 import json
 import re
 from dataclasses import dataclass, fields, replace
@@ -444,7 +445,36 @@ def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> 
     if missing:  # Pulumi.yaml and StackConfig drifted apart: a programming error, not user input.
         raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
     config = StackConfig(**{name: values[name] for name in known}, secret_keys=frozenset(secret_keys))
+    check_dashboard_file(config)
     return config if (config.cluster_stack or config.grafana_stack) else check_required(config)
+
+
+def check_dashboard_file(config: StackConfig) -> None:
+    """For a ``dashboardSource`` that is a project file (an https source is checked by the step when it downloads
+    it), refuse before anything is deployed what the dashboard step would refuse after every other step ran
+    (scripts/grafana_dashboard.py): a sha256 other than ``dashboardSha256`` (ConfigError on ``dashboardSha256``),
+    content that is not a JSON object (on ``dashboardSource``, with line and column), a ``uid`` other than
+    ``dashboardUid`` (on ``dashboardUid``)."""
+    source = config.dashboard_source
+    if source.startswith("https://"):
+        return
+    raw = (PROJECT_FILE.parent / source).read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != config.dashboard_sha256.lower():
+        raise ConfigError("dashboardSha256", f"{source} has sha256 {digest}, not {config.dashboard_sha256}; set "
+                                             "dashboardSha256 to the digest of the file you mean to trust")
+    try:
+        dashboard = json.loads(raw)
+    except ValueError as error:
+        where = f"{source}:{error.lineno}:{error.colno}" if isinstance(error, json.JSONDecodeError) else source
+        raise ConfigError("dashboardSource", f"{where}: not JSON ({getattr(error, 'msg', error)}); expected a Grafana "
+                                             "dashboard JSON object") from None
+    if not isinstance(dashboard, dict):
+        raise ConfigError("dashboardSource", f"{source}: expected a Grafana dashboard JSON object (got a JSON "
+                                             f"{type(dashboard).__name__})")
+    if dashboard.get("uid") != config.dashboard_uid:
+        raise ConfigError("dashboardUid", f"{source} has uid {json.dumps(dashboard.get('uid'))}, not "
+                                          f"{config.dashboard_uid!r}; set dashboardUid to the uid inside the JSON")
 
 
 #: Keys that must end up non-empty, and the stack reference that may supply each instead.
@@ -491,16 +521,51 @@ def with_values(config: StackConfig, values: Mapping[str, str], source: str, sec
     return replace(config, **changes)
 
 
+#: The provider whose configuration the stack relies on (``azure-native:location``, credentials).
+PROVIDER = "azure-native"
+
+
+@lru_cache(maxsize=None)
+def provider_keys() -> frozenset:
+    """The config keys azure-native declares, read from its installed SDK: ``pulumi_azure_native/config/vars.py``
+    (generated from the provider schema's config variables) reads each one with ``__config__.get*('<key>')``.
+    Found without importing the package."""
+    spec = importlib.util.find_spec("pulumi_azure_native")
+    if spec is None or not spec.origin:  # pragma: no cover - the SDK is a requirement of the program
+        raise RuntimeError("pulumi_azure_native is not installed; run `pip install -r requirements.txt`")
+    text = (Path(spec.origin).parent / "config" / "vars.py").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"__config__\.get\w*\('(\w+)'\)", text))
+
+
 def check_known(keys: Iterable[str]) -> None:
-    """Raise ConfigError for the first key in the project namespace that Pulumi.yaml does not declare
-    (a misspelt key would otherwise be ignored silently and its default used)."""
+    """Raise ConfigError for the first key (sorted) that the program would otherwise ignore without a word (the
+    Pulumi CLI hands every key of the stack's config to the program and checks none of these itself):
+
+    - a key in the project's namespace that Pulumi.yaml does not declare (its default would be used); the error
+      names the key and suggests the closest declared one;
+    - an ``azure-native:`` key the provider does not declare (:func:`provider_keys`; the provider's CheckConfig
+      accepts any key), e.g. ``azure-native:locaton``; the error names the full key and suggests one;
+    - a key in a namespace that is neither but close to one of them (a misspelt ``aks-gpu-observabilty:``), whose
+      key would never be read; the error names the full key and suggests it in the right namespace.
+    Other namespaces (other providers, policies) are left alone."""
     names = declared()
+    known = {PROJECT: list(names), PROVIDER: sorted(provider_keys())}
     for full in sorted(keys):
         namespace, _, key = full.partition(":")
         if namespace == PROJECT and key not in names:
             close = difflib.get_close_matches(key, list(names), n=1)
             hint = f"did you mean {close[0]}?" if close else "see the config table in README.md"
             raise ConfigError(key, f"unknown config key ({hint}); the keys are declared in Pulumi.yaml")
+        if namespace == PROVIDER and key not in known[PROVIDER]:
+            close = difflib.get_close_matches(key, known[PROVIDER], n=1)
+            hint = f"did you mean {PROVIDER}:{close[0]}?" if close else f"its keys: {', '.join(known[PROVIDER])}"
+            raise ConfigError(full, f"unknown {PROVIDER} config key ({hint}); the provider declares its keys in "
+                                    "pulumi_azure_native/config/vars.py")
+        if namespace not in known:
+            close = difflib.get_close_matches(namespace, list(known), n=1, cutoff=0.8)
+            if close:
+                raise ConfigError(full, f"unknown namespace '{namespace}', so nothing reads this key (did you mean "
+                                        f"{close[0]}:{key}? this project's keys are in namespace {PROJECT})")
 
 
 def _all_keys() -> set[str]:

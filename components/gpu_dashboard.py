@@ -61,11 +61,14 @@ class GpuDashboardArgs:
 
 
 class GpuDashboard(pulumi.ComponentResource):
-    """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``). ``opts.depends_on`` (a Grafana the stack
-    creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
+    """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``), ``definition`` (how the step uploads it,
+    known once it has run: ``{"uid", "source", "sha256", "datasources"}``, the last the variable defaults it
+    sets, ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
+    Grafana the stack creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
 
     def __init__(self, name: str, args: GpuDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
+        defaults = {} if args.shared else args.datasources
         upload = script_command(
             f"{name}-upload",
             "grafana_dashboard.py",
@@ -74,7 +77,7 @@ class GpuDashboard(pulumi.ComponentResource):
                 "DASHBOARD_SHA256": args.sha256,
                 "DASHBOARD_SOURCE": args.source,
                 "DASHBOARD_UID": args.uid,
-                "DATASOURCES": json.dumps({} if args.shared else args.datasources, sort_keys=True, separators=(",", ":")),
+                "DATASOURCES": json.dumps(defaults, sort_keys=True, separators=(",", ":")),
                 "DATASOURCE_INPUTS": json.dumps({} if args.shared else args.input_datasources, sort_keys=True,
                                                 separators=(",", ":")),
                 "GRAFANA_ENDPOINT": args.grafana_endpoint,
@@ -90,4 +93,6 @@ class GpuDashboard(pulumi.ComponentResource):
         )
         self.uid = upload.stdout.apply(lambda _: args.uid)
         self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)
-        self.register_outputs({"uid": self.uid, "url": self.url})
+        self.definition = upload.stdout.apply(
+            lambda _: {"datasources": defaults, "sha256": args.sha256, "source": args.source, "uid": args.uid})
+        self.register_outputs({"uid": self.uid, "url": self.url, "definition": self.definition})

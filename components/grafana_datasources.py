@@ -93,8 +93,10 @@ class GrafanaDatasourcesArgs:
 
 
 class GrafanaDatasources(pulumi.ComponentResource):
-    """Outputs: ``pyroscope_uid``, ``prometheus_uid``, ``datasources`` (the two command resources, for
-    ``depends_on``), ``role_assignment`` (or None)."""
+    """Outputs: ``pyroscope_uid``, ``prometheus_uid``; ``pyroscope_definition``, ``prometheus_definition`` (the
+    datasource as its step sets it: a dict of uid, name, type, access, url, jsonData, known once the step has
+    run; ``tools.verify --drift`` compares Grafana's copy with it); ``datasources`` (the two command resources,
+    for ``depends_on``), ``role_assignment`` (or None)."""
 
     def __init__(self, name: str, args: GrafanaDatasourcesArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
@@ -123,23 +125,27 @@ class GrafanaDatasources(pulumi.ComponentResource):
         }
 
         def datasource(kind: str, definition, uid: str, display: str, url: pulumi.Input[str], after: list):
-            return script_command(
+            """The step and the definition it sets, the latter once the step has run."""
+            desired = pulumi.Output.from_input(url).apply(lambda u: definition(uid, display, u))
+            step = script_command(
                 f"{name}-{kind}",
                 "grafana_datasource.py",
-                {**common, "DATASOURCE": pulumi.Output.from_input(url).apply(lambda u: sorted_json(definition(uid, display, u))),
-                 "UID_CONFIG_KEY": UID_CONFIG_KEYS[kind]},
+                {**common, "DATASOURCE": desired.apply(sorted_json), "UID_CONFIG_KEY": UID_CONFIG_KEYS[kind]},
                 triggers=[args.grafana_endpoint, uid],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for + after),
             )
+            return step, pulumi.Output.all(step.stdout, desired).apply(lambda pair: pair[1])
 
         # Pyroscope reads the private IP that the refresh step waits for (pyroscope_url): the end of the chain.
-        self.pyroscope = datasource("pyroscope", pyroscope_datasource, args.pyroscope_uid, args.pyroscope_name,
-                                    args.pyroscope_url, [])
+        self.pyroscope, self.pyroscope_definition = datasource(
+            "pyroscope", pyroscope_datasource, args.pyroscope_uid, args.pyroscope_name, args.pyroscope_url, [])
         # Prometheus does not wait for the role assignment: creating a datasource stores its settings and makes
         # no query, and Grafana's identity needs the role only when a panel queries the workspace.
-        self.prometheus = datasource("prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name,
-                                     args.workspace_query_endpoint, [])
+        self.prometheus, self.prometheus_definition = datasource(
+            "prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name, args.workspace_query_endpoint, [])
         self.datasources = [self.pyroscope, self.prometheus]
         self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)
         self.prometheus_uid = self.prometheus.stdout.apply(lambda _: args.prometheus_uid)
-        self.register_outputs({"pyroscope_uid": self.pyroscope_uid, "prometheus_uid": self.prometheus_uid})
+        self.register_outputs({"pyroscope_uid": self.pyroscope_uid, "prometheus_uid": self.prometheus_uid,
+                               "pyroscope_definition": self.pyroscope_definition,
+                               "prometheus_definition": self.prometheus_definition})

@@ -1,7 +1,8 @@
 """The stack's outputs contract: what consumers may read through a StackReference.
 
 Names and types are stable: renaming or removing one is a breaking change (the contract test fails). Add
-new outputs freely. Types are JSON types of the values ``pulumi stack output --json`` prints.
+new outputs freely. Types are the Python types of the values ``pulumi stack output --json`` prints (``str``: a JSON
+string, ``dict``: a JSON object).
 """
 
 CONTRACT: dict[str, tuple[type, str]] = {
@@ -23,4 +24,9 @@ CONTRACT: dict[str, tuple[type, str]] = {
     "pyroscopeInClusterUrl": (str, "Pyroscope inside the cluster: http://pyroscope.gadget.svc.cluster.local:4040"),
     "privateLinkServiceName": (str, "name of the private link service"),
     "privateLinkServiceResourceGroup": (str, "its resource group"),
+    # What the Grafana steps set, for `python -m tools.verify --drift` (commands are never refreshed).
+    "pyroscopeDatasource": (dict, "the Pyroscope datasource as the stack sets it: uid, name, type, access, url, jsonData"),
+    "prometheusDatasource": (dict, "the Prometheus datasource as the stack sets it: uid, name, type, access, url, jsonData"),
+    "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), datasources "
+                                  "(the variable defaults it sets, {} when shared)"),
 }

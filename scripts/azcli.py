@@ -53,8 +53,9 @@ class AzError(Exception):
     """A failed az call. ``kind``: ``read_only`` (Grafana's 403 for a provisioned datasource: never retried),
     ``unreachable`` (the host did not answer: name resolution or connection failure), ``transient`` (429, 5xx,
     ARM's ConflictInProcessing, a reset or timed-out connection), ``not_found`` (404), ``conflict`` (409, not a
-    retryable one), ``forbidden`` (401/403) or ``other``. ``last_line``: the line that says what went wrong (for
-    az's "unexpected error" traceback, the ``ERROR:`` line naming the exception, not the trailer)."""
+    retryable one), ``forbidden`` (401/403), ``missing`` (no ``az`` at all, :class:`AzNotInstalled`) or ``other``.
+    ``last_line``: the line that says what went wrong (for az's "unexpected error" traceback, the ``ERROR:`` line
+    naming the exception, not the trailer)."""
 
     def __init__(self, argv: list[str], stderr: str) -> None:
         self.argv, self.stderr = argv, stderr
@@ -81,6 +82,22 @@ class AzError(Exception):
         if re.search(r"ERROR: (?:Unauthorized|Forbidden)|\(40[13]\)", self.stderr):
             return "forbidden"
         return "other"
+
+
+#: The one line for a machine without ``az``: the steps and tools call nothing else.
+AZ_MISSING = ("the Azure CLI (az) is not on PATH; install Azure CLI 2.72 or newer "
+              "(https://learn.microsoft.com/cli/azure/install-azure-cli) and sign in with `az login`")
+
+
+class AzNotInstalled(AzError):
+    """``az`` is not on PATH: kind ``missing``, never retried; its message is :data:`AZ_MISSING`."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(argv, AZ_MISSING)
+
+    @property
+    def kind(self) -> str:
+        return "missing"
 
 
 class Step:
@@ -217,9 +234,13 @@ class Owner:
 
 
 def az(*args: str) -> str:
-    """Run ``az <args>``; return stdout; raise AzError on a non-zero exit."""
+    """Run ``az <args>``; return stdout; raise AzError on a non-zero exit, AzNotInstalled when ``az`` is not on
+    PATH."""
     argv = ["az", *args]
-    done = subprocess.run(argv, capture_output=True, text=True)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise AzNotInstalled(argv) from None
     if done.returncode != 0:
         raise AzError(argv, done.stderr)
     return done.stdout

@@ -120,8 +120,24 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
     return imported
 
 
+def prepare(dashboard: dict, datasources: dict) -> dict:
+    """The source JSON as the upload sends it, before this step's owner id is stamped on: the datasource
+    variables defaulted (:func:`with_datasource_defaults`) and ``id`` null (Grafana assigns it).
+    ``tools.verify --drift`` prepares the stack's dashboard with this same function."""
+    dashboard = with_datasource_defaults(dashboard, datasources)
+    dashboard["id"] = None
+    return dashboard
+
+
 def comparable(dashboard: dict) -> dict:
+    """The dashboard without what Grafana or the step add: ``id``, ``version`` and the owner id (VOLATILE)."""
     return {key: value for key, value in dashboard.items() if key not in VOLATILE}
+
+
+def content_sha256(dashboard: dict) -> str:
+    """sha256 (64 hex) of :func:`comparable` as sorted, compact JSON: equal for two dashboards exactly when the
+    step would find one up to date against the other (ignoring owner ids)."""
+    return hashlib.sha256(json.dumps(comparable(dashboard), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def main(action: str) -> int:
@@ -148,8 +164,7 @@ def main(action: str) -> int:
     dashboard = import_inputs(dashboard, json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}"), source)
     if dashboard.get("uid") != uid:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
-    dashboard = with_datasource_defaults(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))
-    dashboard["id"] = None
+    dashboard = prepare(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))
     dashboard[OWNER_KEY] = owner.id
 
     existing = step.read(f"dashboard {uid}", by_uid, timeout)

@@ -119,3 +119,25 @@ def test_stack_file_scalars_reach_the_program_as_the_cli_hands_them(tmp_path, mo
     assert plan.config["aks-gpu-observability:multiCluster"] == "true"
     assert plan.config["aks-gpu-observability:extensionTimeoutSeconds"] == "900"
     assert json.loads(plan.config["aks-gpu-observability:tags"]) == ["team=ml"]
+
+
+# --- stack files as the CLI reads them (tools/stack_file.py; issue 12 item 7) --------------------------------
+def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_path, monkeypatch):
+    """loaders.go stackConfigNamespacedWithProject: a bare key is the project's; key.go ParseKey: ns:config:name."""
+    base = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(base + "  clusterName: aks-gpu-bare\n  aks-gpu-observability:config:extensionVersion: 0.46.0\n")
+    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
+    plan = mock_engine.run("t", {})
+    assert plan.config["aks-gpu-observability:clusterName"] == "aks-gpu-bare"
+    assert plan.config["aks-gpu-observability:extensionVersion"] == "0.46.0"
+    assert not [key for key in plan.config if key.count(":") != 1]
+
+
+def test_a_key_without_value_is_an_empty_string_as_the_cli_passes_it(tmp_path, monkeypatch):
+    """loaders.go checkForEmptyConfig: the CLI warns and passes "" (the program accepts it where "" is valid and
+    refuses it where a value is required: tests/test_bad_input.py)."""
+    stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:extensionVersion:\n  aks-gpu-observability:privateLinkSubnet: ~\n")
+    plan = mock_engine.run("t", {})
+    assert plan.config["aks-gpu-observability:extensionVersion"] == ""
+    assert plan.config["aks-gpu-observability:privateLinkSubnet"] == ""

@@ -81,7 +81,6 @@ GOOD = [
     ("prometheusDatasourceUid", "a" * 40),
     ("pyroscopeDatasourceName", "Pyroscope (aks-gpu-dev)"),
     ("prometheusDatasourceName", "Azure Monitor Prometheus"),
-    ("dashboardSource", "bench/latencies.yaml"),  # any project file: its sha256 is checked at deploy time
     ("dashboardSource", "https://example.com/gpu/AdvancedGPUObservability.json"),
     ("dashboardSha256", "A" * 64),
     ("dashboardUid", "AdvancedGPUObservability"),
@@ -208,6 +207,17 @@ def test_config_is_frozen():
     cfg = parse()
     with pytest.raises(Exception):
         cfg.cluster_name = "other"  # type: ignore[misc]
+
+
+#: A dashboard file in the project (tests/data), and its sha256.
+LOCAL_DASHBOARD, LOCAL_SHA256 = "tests/data/local-dashboard.json", "8b3f52176383b242a873e0ecdd6d0d68eb99a7ae44d3ae3d68b1d2f1c173a220"
+
+
+def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
+    """A project file as dashboardSource is checked when the config is read (sha256, JSON, uid), not after every
+    other step has run; its bad forms are in tests/test_bad_input.py."""
+    cfg = parse(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper())
+    assert cfg.dashboard_source == LOCAL_DASHBOARD and cfg.dashboard_sha256 == LOCAL_SHA256.upper()
 
 
 @pytest.mark.parametrize("key,value", GOOD)

@@ -118,8 +118,10 @@ def test_dashboard_step(plan):
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):
-    env = named(plan(dashboardSource="bench/latencies.yaml", dashboardSha256="A" * 64), "gpu-dashboard-upload").inputs["environment"]
-    assert env["DASHBOARD_SOURCE"] == "bench/latencies.yaml" and env["DASHBOARD_SHA256"] == "a" * 64
+    from tests.test_config import LOCAL_DASHBOARD, LOCAL_SHA256
+
+    env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()), "gpu-dashboard-upload").inputs["environment"]
+    assert env["DASHBOARD_SOURCE"] == LOCAL_DASHBOARD and env["DASHBOARD_SHA256"] == LOCAL_SHA256
 
 
 def test_outputs(plan):

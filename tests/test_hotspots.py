@@ -103,6 +103,15 @@ def test_orchestrators_are_wide_with_zero_self():
     assert "Worker.compile_or_warm_up_model" not in orchestrators  # 1.3 GB of 70.9: under 10 %
 
 
+def test_top_bounds_every_list_orchestrators_too():
+    """Issue 12 item 8: --top N bounds each list, the widest first (the orchestrators used to be unbounded)."""
+    unbounded = result_of(VLLM, top=100)
+    assert len(unbounded["orchestrators"]) > 2
+    bounded = result_of(VLLM, top=2)
+    assert bounded["orchestrators"] == unbounded["orchestrators"][:2]
+    assert len(bounded["topSelf"]) == len(bounded["topTotal"]) == 2
+
+
 def test_hide_trampolines_folds_them_out_of_the_chain():
     result = result_of(VLLM, hide_trampolines=True)
     assert result["topSelf"][0]["stack"] == [f for f in SEED_CHAIN if f != "<interpreter trampoline>"]
@@ -199,7 +208,7 @@ def test_bad_input_is_one_line(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{}")
     done = cli("--from-file", str(path))
-    assert done.returncode == 2 and done.stderr.strip() == "error: not a Grafana query response: no 'results'"
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {path}: not a Grafana query response: no 'results'"
     assert cli("--from-file", str(path), "--since", "yesterday").stderr.startswith("error: --since:")
 
 

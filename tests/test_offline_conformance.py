@@ -18,8 +18,8 @@ from tools import mock_engine
 DOC = ROOT / "docs" / "offline.md"
 ROW = re.compile(r"^\| ([A-Z]\d+) \| (.+?) \| (same|divergence|real)[^|]* \| (.+?) \| (.+?) \|$")
 #: The modules that simulate something; each must be covered by the table.
-SIMULATORS = ("tools/mock_engine.py", "tools/canned.py", "tools/policy_check.py", "tests/fake_az.py", "tools/diff.py",
-              "tools/replacement.py", "tests/fake_world.py", "tests/lifecycle.py", "tools/adopt.py",
+SIMULATORS = ("tools/mock_engine.py", "tools/stack_file.py", "tools/canned.py", "tools/policy_check.py", "tests/fake_az.py",
+              "tools/diff.py", "tools/replacement.py", "tests/fake_world.py", "tests/lifecycle.py", "tools/adopt.py",
               "tests/fake_cluster.py")
 
 

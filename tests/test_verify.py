@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 
+import pytest
 
 from tests.conftest import ROOT
 from tests.scenarios import calls_in, fake_az_env, grafana_error
@@ -97,3 +100,228 @@ def test_json_output(tmp_path):
     checks = json.loads(done.stdout)
     assert [c["ok"] for c in checks] == [True] * 6
     assert {"name", "ok", "detail", "next_step"} == set(checks[0])
+
+
+# --- --drift: Grafana against what the stack set (issue 12 item 6) -----------------------------------------
+sys.path.insert(0, str(ROOT / "scripts"))
+import grafana_dashboard  # noqa: E402  (the step's own preparation: what Grafana holds after an upload)
+
+SOURCE = "https://dashboards.example.test/gpu.json"
+#: A small dashboard of the pinned one's shape: the two datasource variables the step defaults.
+SOURCE_DASHBOARD = {
+    "uid": "AdvancedGPUObservability", "title": "Advanced GPU Observability", "schemaVersion": 39,
+    "panels": [{"id": 1, "type": "flamegraph", "title": "GPU Memory Profiles",
+                "datasource": {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}}],
+    "templating": {"list": [{"name": "prom_ds", "type": "datasource", "query": "prometheus"},
+                            {"name": "pyroscope_ds", "type": "datasource", "query": "grafana-pyroscope-datasource"}]},
+}
+OWNER = {"aksGpuObservabilityOwner": "0123456789abcdef"}
+
+
+def drift_outputs(tmp_path, source_bytes: bytes = json.dumps(SOURCE_DASHBOARD).encode()):
+    """The dev plan's outputs with the dashboard pointed at a stand-in source (its bytes in tmp_path)."""
+    (tmp_path / "source.json").write_bytes(source_bytes)
+    definition = {**OUTPUTS["dashboardDefinition"], "source": SOURCE, "sha256": hashlib.sha256(source_bytes).hexdigest()}
+    return {**OUTPUTS, "dashboardDefinition": definition}
+
+
+def as_grafana_holds_it(outputs, **changes):
+    """Grafana's GET answers after the steps ran: each datasource with Grafana's own fields and the owner id
+    added, the dashboard prepared by the step with id, version and owner id; ``changes`` edit them."""
+    def stored(definition):
+        return {"id": 7, "orgId": 1, "version": 3, "readOnly": False, "basicAuth": False, "secureJsonFields": {},
+                "typeLogoUrl": "public/plugins/x.svg", **definition,
+                "jsonData": {**definition["jsonData"], **OWNER, "timeInterval": "15s"}}
+
+    dashboard = grafana_dashboard.prepare(json.loads(json.dumps(SOURCE_DASHBOARD)), outputs["dashboardDefinition"]["datasources"])
+    held = {"pyro": {"json": stored(outputs["pyroscopeDatasource"])},
+            "prom": {"json": stored(outputs["prometheusDatasource"])},
+            "dash": {"json": {"dashboard": {**dashboard, **OWNER, "id": 42, "version": 5},
+                              "meta": {"slug": "advanced-gpu-observability", "version": 5}}}}
+    for name, change in changes.items():
+        held[name] = change(held[name])
+    return held
+
+
+def drift_rules(tmp_path, held):
+    return [
+        {"match": ["rest", "--method", "get", SOURCE, "--skip-authorization-header"],
+         "responses": [{"stdout": "", "output_file": str(tmp_path / "source.json")}]},
+        {"match": ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope"], "responses": [held["pyro"]]},
+        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus"], "responses": [held["prom"]]},
+        {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [held["dash"]]},
+    ]
+
+
+def check_drift(tmp_path, outputs=None, *extra, **changes):
+    outputs = outputs or drift_outputs(tmp_path)
+    return verify(tmp_path, drift_rules(tmp_path, as_grafana_holds_it(outputs, **changes)), outputs, "--drift", *extra)
+
+
+def edit(path, value):
+    """A change to one field of Grafana's answer (``path`` dotted, under json)."""
+    def change(answer):
+        answer = json.loads(json.dumps(answer))
+        *parents, last = ["json", *path.split(".")]
+        target = answer
+        for key in parents:
+            target = target[key]
+        target[last] = value
+        return answer
+    return change
+
+
+def test_drift_none_when_grafana_holds_what_the_stack_set(tmp_path):
+    """Grafana's own fields, an extra jsonData key and the steps' owner ids are not drift."""
+    done, calls = check_drift(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "3 in place, 0 drifted"
+    assert "✅ datasource local-pyroscope: as the stack set it" in done.stdout
+    assert "✅ dashboard AdvancedGPUObservability: as the stack set it" in done.stdout
+    assert all(c["rule"] is not None for c in calls) and done.stderr == ""
+    grafana_calls = [c["argv"] for c in calls if GRAFANA in " ".join(c["argv"])]
+    assert len(grafana_calls) == 3 and all("ce34e7e5-485f-4d76-964f-b3d2b16d1e4f" in a for a in grafana_calls)
+
+
+def test_drift_a_datasource_url_edited_in_grafana(tmp_path):
+    done, _ = check_drift(tmp_path, None, pyro=edit("url", "http://10.0.9.9:4040"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert "❌ datasource local-pyroscope: drifted" in out
+    assert '       url: "http://10.0.9.9:4040" in Grafana, "http://10.0.4.36:4040" set by the stack' in out
+    assert ("next: `pulumi up --replace 'urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:"
+            "GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope'`") in out
+    assert "✅ datasource azure-monitor-prometheus" in out and out.splitlines()[-1] == "2 in place, 1 drifted"
+
+
+def test_drift_inside_json_data_and_a_removed_field(tmp_path):
+    done, _ = check_drift(tmp_path, None, prom=edit("jsonData.httpMethod", "GET"), pyro=edit("jsonData.keepCookies", []))
+    assert done.returncode == 1
+    assert '       jsonData.httpMethod: "GET" in Grafana, "POST" set by the stack' in done.stdout
+    assert '       jsonData.keepCookies: [] in Grafana, ["pyroscope_git_session"] set by the stack' in done.stdout
+
+
+def test_drift_a_datasource_deleted(tmp_path):
+    done, _ = check_drift(tmp_path, None, prom=lambda _: grafana_error("Not Found", "Data source not found"))
+    assert done.returncode == 1
+    assert "❌ datasource azure-monitor-prometheus: missing (deleted in Grafana?)" in done.stdout
+
+
+def test_drift_the_dashboard_replaced(tmp_path):
+    def replaced(answer):
+        answer = json.loads(json.dumps(answer))
+        answer["json"]["dashboard"]["title"] = "GPU (edited)"
+        answer["json"]["dashboard"]["panels"] = []
+        return answer
+
+    done, _ = check_drift(tmp_path, None, dash=replaced)
+    assert done.returncode == 1
+    out = done.stdout
+    assert "❌ dashboard AdvancedGPUObservability: drifted" in out
+    assert '       title: "GPU (edited)" in Grafana, "Advanced GPU Observability" set by the stack' in out
+    assert re.search(r'       panels: "<0 items, sha256 [0-9a-f]{12}>" in Grafana, "<1 items, sha256 [0-9a-f]{12}>"', out)
+    assert re.search(r'       content sha256: "[0-9a-f]{64}" in Grafana, "[0-9a-f]{64}" set by the stack', out)
+    assert "gpu-dashboard-upload" in out
+
+
+def test_drift_a_datasource_variable_default_changed_is_drift(tmp_path):
+    """The defaults the upload applies are part of what the stack wants."""
+    def repointed(answer):
+        answer = json.loads(json.dumps(answer))
+        answer["json"]["dashboard"]["templating"]["list"][0]["current"]["value"] = "someone-elses-prometheus"
+        return answer
+
+    done, _ = check_drift(tmp_path, None, dash=repointed)
+    assert done.returncode == 1 and '       templating: "<1 keys, sha256' in done.stdout
+
+
+def test_drift_the_dashboard_deleted(tmp_path):
+    done, _ = check_drift(tmp_path, None, dash=lambda _: grafana_error("Not Found", "Dashboard not found"))
+    assert done.returncode == 1 and "❌ dashboard AdvancedGPUObservability: missing (deleted in Grafana?)" in done.stdout
+
+
+def test_drift_json_shape(tmp_path):
+    done, _ = check_drift(tmp_path, None, "--json", pyro=edit("url", "http://10.0.9.9:4040"),
+                          dash=lambda _: grafana_error("Not Found", "Dashboard not found"))
+    assert done.returncode == 1
+    document = json.loads(done.stdout)
+    assert set(document) == {"stack", "drifted", "objects"} and document["stack"] == "dev" and document["drifted"] is True
+    assert [(o["kind"], o["uid"], o["state"]) for o in document["objects"]] == [
+        ("datasource", "local-pyroscope", "drifted"), ("datasource", "azure-monitor-prometheus", "ok"),
+        ("dashboard", "AdvancedGPUObservability", "missing")]
+    for item in document["objects"]:
+        assert set(item) == {"kind", "uid", "state", "fields", "next_step"}
+        assert bool(item["next_step"]) == (item["state"] != "ok")
+    assert document["objects"][0]["fields"] == [{"field": "url", "grafana": "http://10.0.9.9:4040", "stack": "http://10.0.4.36:4040"}]
+    clean, _ = check_drift(tmp_path, None, "--json")
+    assert clean.returncode == 0 and json.loads(clean.stdout)["drifted"] is False
+
+
+def test_drift_reads_the_outputs_from_pulumi(tmp_path):
+    outputs = drift_outputs(tmp_path)
+    done, _ = verify(tmp_path, drift_rules(tmp_path, as_grafana_holds_it(outputs)), outputs, "--drift", pulumi_outputs=outputs)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_drift_with_the_pinned_dashboard(tmp_path):
+    """The real pinned dashboard (shared/reference), prepared as the step prepares it: no drift; its panels
+    edited: drift."""
+    from tests.scenarios import DASHBOARD_FILE, DASHBOARD_URL
+
+    if not DASHBOARD_FILE.exists():
+        pytest.skip(f"needs {DASHBOARD_FILE}")
+    raw = DASHBOARD_FILE.read_bytes()
+    outputs = {**OUTPUTS, "dashboardDefinition": {**OUTPUTS["dashboardDefinition"], "source": DASHBOARD_URL}}
+    assert outputs["dashboardDefinition"]["sha256"] == hashlib.sha256(raw).hexdigest()
+    dashboard = grafana_dashboard.prepare(json.loads(raw), outputs["dashboardDefinition"]["datasources"])
+    held = as_grafana_holds_it(outputs)
+    held["dash"] = {"json": {"dashboard": {**dashboard, **OWNER, "id": 3, "version": 1}, "meta": {}}}
+    rules = drift_rules(tmp_path, held)
+    rules[0] = {"match": ["rest", "--method", "get", DASHBOARD_URL, "--skip-authorization-header"],
+                "responses": [{"stdout": "", "output_file": str(DASHBOARD_FILE)}]}
+    done, _ = verify(tmp_path, rules, outputs, "--drift")
+    assert done.returncode == 0, done.stdout + done.stderr
+    held["dash"]["json"]["dashboard"]["panels"] = held["dash"]["json"]["dashboard"]["panels"][1:]
+    done, _ = verify(tmp_path, drift_rules(tmp_path, held)[1:] + rules[:1], outputs, "--drift")
+    assert done.returncode == 1 and "       panels: " in done.stdout
+
+
+@pytest.mark.parametrize("change,line", [
+    pytest.param({"pyro": lambda _: grafana_error("Forbidden", "Permissions needed: datasources:read")},
+                 "error: reading datasource local-pyroscope from Grafana failed: ERROR: Forbidden", id="forbidden"),
+])
+def test_drift_that_cannot_be_checked_is_exit_2(tmp_path, change, line):
+    done, _ = check_drift(tmp_path, None, **change)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(line), done.stderr
+
+
+def test_drift_source_changed_since_the_upload_is_exit_2(tmp_path):
+    outputs = drift_outputs(tmp_path)
+    (tmp_path / "source.json").write_text("{}")  # the URL now serves other bytes
+    done, _ = verify(tmp_path, drift_rules(tmp_path, as_grafana_holds_it(outputs)), outputs, "--drift")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith(f"error: dashboard AdvancedGPUObservability: {SOURCE} has sha256 44136fa355b3678a")
+
+
+def test_the_restore_hint_names_resources_of_the_plan():
+    """tools.verify names the step commands by URN; they must be the ones the program registers."""
+    from tools import verify as tool
+
+    urns = {r.urn for r in run("dev").resources}
+    for output in tool.STEPS:
+        assert f"urn:pulumi:dev::aks-gpu-observability::{tool.STEPS[output]}" in urns, output
+
+
+def test_no_az_on_path_is_one_line(tmp_path):
+    """Without az on PATH (only a stand-in pulumi), verify and hotspots say what to install, in one line."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "outputs.json").write_text(json.dumps(drift_outputs(tmp_path)))
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    for tool, extra in (("tools.verify", []), ("tools.verify", ["--drift"]), ("tools.hotspots", [])):
+        done = subprocess.run([sys.executable, "-m", tool, "--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *extra],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stdout == "", (tool, done.stderr)
+        assert done.stderr == ("error: the Azure CLI (az) is not on PATH; install Azure CLI 2.72 or newer "
+                               "(https://learn.microsoft.com/cli/azure/install-azure-cli) and sign in with `az login`\n"), tool

@@ -42,7 +42,7 @@ def runs(job: dict) -> str:
     return "\n".join(s.get("run", "") for s in steps(job))
 
 
-WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml"]
+WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml", "drift.yml"]
 
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
@@ -211,7 +211,7 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     assert index(job, backend) < index(job, cloud) < index(job, setup) < index(job, pulumi), "fail fast"
 
 
-@pytest.mark.parametrize("name", ["pr.yml", "deploy-stacks.yml"])
+@pytest.mark.parametrize("name", ["pr.yml", "deploy-stacks.yml", "drift.yml"])
 def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after_login(name):
     checked = 0
     for job in load(name)["jobs"].values():
@@ -546,6 +546,181 @@ def test_plan_diff_without_a_base_plan_shows_the_head_graph(tmp_path):
     assert "```mermaid\ngraph TD" in comment and "Replacements:" not in comment
     bad = run_diff_step(repo, "0" * 40)
     assert bad.returncode == 1 and "is not a commit in this clone" in bad.stderr
+
+
+# --- drift.yml: the daily drift check per stack, one issue per stack (issue 12 item 6) ----------------------
+def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issues():
+    drift = load("drift.yml")
+    assert drift["on"]["schedule"] and all(re.fullmatch(r"[\d*/,-]+( [\d*/,-]+){4}", c["cron"]) for c in drift["on"]["schedule"])
+    assert "workflow_dispatch" in drift["on"] and drift["permissions"] == {"contents": "read"}
+    stacks, check, issues = drift["jobs"]["stacks"], drift["jobs"]["check"], drift["jobs"]["issues"]
+    listing = run_step(stacks, "scripts/ci/stack_list.py")
+    assert listing["env"] == {"PULUMI_STACKS": "${{ vars.PULUMI_STACKS }}", "PULUMI_STACK": "${{ vars.PULUMI_STACK }}"}
+    assert stacks["outputs"]["stacks"] == "${{ steps.%s.outputs.stacks }}" % listing["id"]
+    assert "permissions" not in stacks  # the workflow's contents: read
+    # check: a matrix over the stack list, OIDC only, never issues
+    assert check["needs"] == "stacks" and check["strategy"]["fail-fast"] is False
+    assert check["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    assert check["env"]["STACK"] == "${{ matrix.stack }}" and check["environment"] == "production"
+    assert check["permissions"] == {"contents": "read", "id-token": "write"}
+    assert "vars.AZURE_CLIENT_ID != ''" in check["if"]
+    backend = run_step(check, "scripts/ci/pulumi_backend.sh")
+    assert backend["id"] == "backend" and backend["env"]["HAS_PULUMI_ACCESS_TOKEN"] == "false", "no stored secret"
+    cloud = uses(check, "pulumi/auth-actions")
+    assert cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
+    installer = uses(check, "pulumi/actions")
+    assert "command" not in installer["with"], "install-only: the CLI for `pulumi stack output`"
+    verify = run_step(check, "-m tools.verify")
+    assert '.venv/bin/python -m tools.verify --stack "$STACK" --drift --json > drift-result/report.json' in verify["run"]
+    assert verify["env"] == {"PULUMI_ACCESS_TOKEN": "${{ steps.pulumi-cloud.outputs.pulumi-access-token }}"}
+    assert 'test "$code" -le 1' in verify["run"], "exit 2 (not checked) fails the job; drift (1) is for the issue job"
+    upload = uses(check, "actions/upload-artifact")
+    assert upload["if"] == "always()" and upload["with"]["path"] == "drift-result/"
+    assert index(check, backend) < index(check, cloud) < index(check, installer) < index(check, verify) < index(check, upload)
+    # issues: the only job with issues: write, and no cloud credential
+    assert issues["permissions"] == {"contents": "read", "issues": "write"}
+    assert issues["needs"] == ["stacks", "check"] and issues["if"].startswith("always()")
+    assert not any(s.get("uses", "").startswith(("azure/login@", "pulumi/")) for s in steps(issues))
+    download = uses(issues, "actions/download-artifact")
+    assert download["with"] == {"pattern": "drift-*", "path": "drift"}
+    script = uses(issues, "actions/github-script")
+    assert "require('./scripts/ci/drift_issues.js')" in script["with"]["script"]
+    assert script["env"] == {"STACKS": "${{ needs.stacks.outputs.stacks }}"}
+    for name, job in drift["jobs"].items():
+        assert ("issues" in job.get("permissions", {})) == (name == "issues"), name
+
+
+def run_stack_list(tmp_path, **variables):
+    outputs = tmp_path / "github_output"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(outputs), **variables}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_list.py")], env=env,
+                          capture_output=True, text=True, timeout=30)
+    return done, outputs.read_text() if outputs.exists() else ""
+
+
+@pytest.mark.parametrize("variables,listed", [
+    ({}, ["dev"]),
+    ({"PULUMI_STACK": "prod"}, ["prod"]),
+    ({"PULUMI_STACKS": '["dev", "acme/aks-gpu-observability/prod-eastus2"]', "PULUMI_STACK": "ignored"},
+     ["dev", "acme/aks-gpu-observability/prod-eastus2"]),
+])
+def test_stack_list(tmp_path, variables, listed):
+    done, written = run_stack_list(tmp_path, **variables)
+    assert done.returncode == 0, done.stderr
+    assert written == f"stacks={json.dumps(listed, separators=(',', ':'))}\n"
+
+
+@pytest.mark.parametrize("value,names", [
+    ("dev", ["PULUMI_STACKS", "not JSON"]),
+    ("[]", ["PULUMI_STACKS", "non-empty JSON list"]),
+    ('{"dev": 1}', ["PULUMI_STACKS", "non-empty JSON list"]),
+    ('["dev", "no spaces allowed"]', ["PULUMI_STACKS", '"no spaces allowed" is not a stack name']),
+    ('["dev", "dev"]', ["PULUMI_STACKS", "twice"]),
+])
+def test_stack_list_refuses_a_bad_list_in_one_line(tmp_path, value, names):
+    done, written = run_stack_list(tmp_path, PULUMI_STACKS=value)
+    assert done.returncode == 1 and written == ""
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("stack-list: error: PULUMI_STACKS: ")
+    for name in names:
+        assert name in done.stderr
+
+
+@pytest.fixture(scope="module")
+def drift_reports(tmp_path_factory):
+    """Real `tools.verify --drift --json` answers (against the stand-in az): one with a drifted datasource URL and
+    a deleted dashboard, one clean."""
+    from tests.test_verify import check_drift, edit, grafana_error
+
+    reports = {}
+    for name, changes in (("drifted", {"pyro": edit("url", "http://10.0.9.9:4040"),
+                                       "dash": lambda _: grafana_error("Not Found", "Dashboard not found")}),
+                          ("clean", {})):
+        done, _ = check_drift(tmp_path_factory.mktemp(name), None, "--json", **changes)
+        assert done.returncode == (1 if name == "drifted" else 0), done.stderr
+        reports[name] = (done.returncode, done.stdout)
+    return reports
+
+
+def file_issues(tmp_path, results: dict, open_issues: list, stacks: list):
+    """drift.yml's github-script step (its script, as written there) in Node.js with stand-ins for the GitHub API and
+    the downloaded artifacts; returns (API calls, setFailed messages). Skips without Node.js."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs node (Node.js) to run the github-script step")
+    artifacts = tmp_path / "drift"
+    for i, (stack, (code, report, error)) in enumerate(results.items()):
+        folder = artifacts / f"drift-{i}"
+        folder.mkdir(parents=True)
+        (folder / "stack.txt").write_text(stack + "\n")
+        (folder / "exit.txt").write_text(f"{code}\n")
+        (folder / "report.json").write_text(report)
+        (folder / "error.txt").write_text(error)
+    script = uses(load("drift.yml")["jobs"]["issues"], "actions/github-script")["with"]["script"]
+    harness = (
+        "const path = require('path');\n"
+        "const calls = [], failed = [];\n"
+        f"const open = {json.dumps(open_issues)};\n"
+        "const github = { paginate: async (fn, args) => { calls.push(['list', args]); return open; },\n"
+        "  rest: { issues: { listForRepo: 'listForRepo',\n"
+        "    create: async (a) => { calls.push(['create', a]); return { data: { number: 99 } }; },\n"
+        "    update: async (a) => { calls.push(['update', a]); return { data: {} }; },\n"
+        "    createComment: async (a) => { calls.push(['comment', a]); return { data: {} }; } } } };\n"
+        "const core = { info: () => {}, warning: () => {}, setFailed: (m) => failed.push(m) };\n"
+        "const context = { repo: { owner: 'acme', repo: 'aks-gpu-observability' }, serverUrl: 'https://github.com', runId: 7 };\n"
+        "const realRequire = require;\n"
+        "(async () => {\n"
+        # github-script resolves a relative require against the workspace (the checkout)
+        f"  const require = (p) => realRequire(p.startsWith('.') ? path.join({json.dumps(str(ROOT))}, p) : p);\n"
+        f"{script}\n"
+        "})().then(() => process.stdout.write(JSON.stringify({ calls, failed })));\n")
+    (tmp_path / "harness.js").write_text(harness)
+    done = subprocess.run([node, "harness.js"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "STACKS": json.dumps(stacks)})
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    return answer["calls"], answer["failed"]
+
+
+TITLE = "Drift: Grafana differs from what stack {} set"
+
+
+def test_drift_opens_an_issue_and_closes_the_one_of_a_stack_that_no_longer_drifts(tmp_path, drift_reports):
+    prod_issue = {"number": 12, "title": TITLE.format("acme/x/prod"), "body": "old"}
+    calls, failed = file_issues(tmp_path, {"dev": (*drift_reports["drifted"], ""), "acme/x/prod": (*drift_reports["clean"], "")},
+                                [prod_issue, {"number": 13, "title": TITLE.format("dev"), "pull_request": {}}], ["dev", "acme/x/prod"])
+    assert failed == []
+    assert calls[0] == ["list", {"owner": "acme", "repo": "aks-gpu-observability", "state": "open", "per_page": 100}]
+    created = [c[1] for c in calls if c[0] == "create"]
+    assert len(created) == 1 and created[0]["title"] == TITLE.format("dev"), "a pull request with that title is not the issue"
+    body = created[0]["body"]
+    assert "### datasource `local-pyroscope`: drifted" in body
+    assert '| `url` | `"http://10.0.9.9:4040"` | `"http://10.0.4.36:4040"` |' in body
+    assert "### dashboard `AdvancedGPUObservability`: missing" in body and "azure-monitor-prometheus" not in body
+    assert "pulumi up --replace" in body and "https://github.com/acme/aks-gpu-observability/actions/runs/7" in body
+    comment = next(c[1] for c in calls if c[0] == "comment")
+    assert comment["issue_number"] == 12 and "No drift any more" in comment["body"]
+    assert ["update", {"owner": "acme", "repo": "aks-gpu-observability", "issue_number": 12, "state": "closed",
+                       "state_reason": "completed"}] in calls
+
+
+def test_drift_updates_the_open_issue_of_its_stack(tmp_path, drift_reports):
+    calls, failed = file_issues(tmp_path, {"dev": (*drift_reports["drifted"], "")},
+                                [{"number": 5, "title": TITLE.format("dev"), "body": "earlier"}], ["dev"])
+    assert failed == [] and not [c for c in calls if c[0] in ("create", "comment")]
+    (update,) = [c[1] for c in calls if c[0] == "update"]
+    assert update["issue_number"] == 5 and "local-pyroscope" in update["body"] and "state" not in update
+
+
+def test_no_drift_and_no_issue_writes_nothing(tmp_path, drift_reports):
+    calls, failed = file_issues(tmp_path, {"dev": (*drift_reports["clean"], "")}, [], ["dev"])
+    assert failed == [] and [c[0] for c in calls] == ["list"]
+
+
+def test_a_stack_that_could_not_be_checked_keeps_its_issue_and_fails_the_step(tmp_path):
+    error = "error: reading datasource local-pyroscope from Grafana failed: ERROR: Forbidden(...)"
+    calls, failed = file_issues(tmp_path, {"dev": (2, "", error)}, [{"number": 5, "title": TITLE.format("dev")}], ["dev", "prod"])
+    assert [c[0] for c in calls] == ["list"]
+    assert failed == [f"drift could not be checked for: dev ({error}); prod (no result)"]
 
 
 # --- scripts/ci/stack_matrix.py: the stacks file grouped by Grafana ---------------------------------------------

@@ -22,7 +22,6 @@ deeper); level 0 is the root ("total"). ``label`` is strings or an enum (integer
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -32,6 +31,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
+
+from tools.cli import OneLineParser
 
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 TRAMPOLINE = "<interpreter trampoline>"
@@ -81,11 +82,15 @@ class Profile:
 
 
 def _field_values(frame: dict, name: str) -> Optional[tuple[dict, list]]:
-    fields = (frame.get("schema") or {}).get("fields") or []
-    values = (frame.get("data") or {}).get("values") or []
+    """(field spec, its values) of the field ``name`` in a data frame, None if it has no such field; FrameError
+    when the frame is not shaped as one (``schema.fields`` objects, ``data.values`` lists)."""
+    fields = (frame.get("schema") or {}).get("fields") or [] if isinstance(frame, dict) else None
+    values = (frame.get("data") or {}).get("values") or [] if isinstance(frame, dict) else None
+    if not isinstance(fields, list) or not all(isinstance(spec, dict) for spec in fields) or not isinstance(values, list):
+        raise FrameError("a frame must be an object with schema.fields (objects) and data.values (lists)")
     for index, spec in enumerate(fields):
         if spec.get("name") == name:
-            if index >= len(values):
+            if index >= len(values) or not isinstance(values[index], list):
                 raise FrameError(f"field {name!r} has no values")
             return spec, values[index]
     return None
@@ -98,7 +103,9 @@ def find_frame(response: Any) -> dict:
     results = (response or {}).get("results") if isinstance(response, dict) else None
     if not isinstance(results, dict):
         raise FrameError("not a Grafana query response: no 'results'")
-    for result in results.values():
+    for ref, result in results.items():
+        if not isinstance(result, dict) or not isinstance(result.get("frames") or [], list):
+            raise FrameError(f"results.{ref}: expected an object with a list of frames")
         if result.get("error"):
             raise FrameError(f"Grafana answered with an error: {result['error']}")
         for frame in result.get("frames") or []:
@@ -190,7 +197,8 @@ def human(amount: int, unit: str) -> str:
 
 
 def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
-    """The report as the --json shape: unit, total, topSelf, topTotal, orchestrators."""
+    """The report as the --json shape: unit, total, topSelf, topTotal, orchestrators; each list holds at most
+    ``top`` entries (the widest first)."""
     stats = function_totals(profile)
     total = profile.total
 
@@ -204,7 +212,7 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
     by_total = sorted(shown, key=lambda l: (-stats[l]["total"], l))[:top]
     orchestrators = sorted(
         (l for l in shown if stats[l]["self"] == 0 and total and stats[l]["total"] >= ORCHESTRATOR_SHARE * total),
-        key=lambda l: (-stats[l]["total"], l))
+        key=lambda l: (-stats[l]["total"], l))[:top]
     return {
         "unit": profile.unit,
         "total": total,
@@ -398,11 +406,13 @@ def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
     try:
         return rest("post", f"{outputs['grafanaEndpoint'].rstrip('/')}/api/ds/query", body)
     except AzError as error:
+        if error.kind == "missing":  # no az on PATH: say what to install
+            raise ValueError(error.last_line) from None
         raise FrameError(f"querying Grafana failed: {error.last_line}") from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.hotspots", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m tools.hotspots", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="query the deployed stack's Grafana (outputs from `pulumi stack output`)")
     source.add_argument("--from-file", metavar="FILE", help="read a saved /api/ds/query response (or a bare frame)")
@@ -415,7 +425,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--svg", metavar="FILE", help="also write the flame graph as a self-contained SVG (the --top "
                         "self allocators highlighted; hover a frame for self and total)")
-    args = parser.parse_args(argv)
+    args = parser.parse_or_report(argv)
+    if args is None:
+        return 2
     if not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
         print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)
         return 2
@@ -431,9 +443,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         else:
             response = fetch(args.stack, args.outputs_file,
                              {"namespace": args.namespace, "pod": args.pod, "since": args.since})
-        profile = parse_frame(find_frame(response))
-        result = report(profile, args.top, args.hide_trampolines)
-        picture = flame_svg(profile, args.top) if args.svg else None
+        try:
+            profile = parse_frame(find_frame(response))
+            result = report(profile, args.top, args.hide_trampolines)
+            picture = flame_svg(profile, args.top) if args.svg else None
+        except FrameError as error:  # name the file it is in
+            raise FrameError(f"{args.from_file}: {error}" if args.from_file else str(error)) from None
     except ValueError as error:  # FrameError, OutputsError: one line
         print(f"error: {error}", file=sys.stderr)
         return 2

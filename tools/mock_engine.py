@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 import pulumi
-import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.config import set_all_config
@@ -40,6 +39,7 @@ from pulumi.runtime.stack import wait_for_rpcs
 
 from components import config as stack_config
 from tools import canned, replacement
+from tools import stack_file as stack_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
@@ -447,49 +447,17 @@ def stack_file(stack: str) -> Path:
     return ROOT / f"Pulumi.{stack}.yaml"
 
 
-class _Yaml12Loader(yaml.SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 booleans, as the CLI's yaml.v3 reads a stack file into an untyped
-    value: ``yes``/``no``/``on``/``off`` stay strings (gopkg.in/yaml.v3 README, "YAML 1.1 bools ... decoded
-    into a typed bool value. Otherwise they behave as a string")."""
-
-
-_Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-
-
-def _cli_text(value) -> object:
-    """A stack file value as the CLI holds it (pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
-    ``MarshalString``): booleans and numbers as their JSON text, strings as they are, lists and maps kept
-    as objects."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list)) or value is None:
-        return value
-    return str(value)
-
-
 def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
-    """The stack file's config as the CLI passes it: namespaced keys -> strings, plus the secret keys.
-    A ``secure:`` value (encrypted, not decryptable here) becomes a placeholder and stays secret. Values
-    of the wrong declared type raise ConfigError, as the CLI refuses them (config.check_cli_types)."""
+    """The stack file's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus
+    the secret keys (:func:`tools.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret).
+    Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file or a value of
+    the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
         raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
-    document = yaml.load(path.read_text(encoding="utf-8"), Loader=_Yaml12Loader) or {}
-    values: dict[str, str] = {}
-    secrets: list[str] = []
-    held: dict[str, object] = {}
-    for key, value in (document.get("config") or {}).items():
-        if isinstance(value, dict) and "secure" in value:
-            values[key], secrets = "offline-placeholder-for-secret", secrets + [key]
-            continue
-        held[key] = _cli_text(value)
-        values[key] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(held[key])
-    stack_config.check_cli_types(held)
+    held, secrets = stack_files.read(path, stack_config.PROJECT)
+    stack_config.check_cli_types({key: value for key, value in held.items() if key not in secrets})
+    values = {key: json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value for key, value in held.items()}
     return values, secrets
 
 

@@ -33,7 +33,9 @@ ids come from the plan's config and lookups; the two GUIDs replace the canned su
 (without them the ids name the offline plan's canned subscription, and a note on stderr says so).
 
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
-``error: <key>: <what is wrong and what is expected>``; no resource is registered.
+``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
+refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.stack_file`) and for a bad
+``--diff-against`` file or pack config, which are read before the program runs.
 ``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
 prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
 status 1. The mode says which outputs the stack policy sees (:mod:`tools.policy_check`): ``preview`` (default,
@@ -50,18 +52,8 @@ from typing import Optional, Sequence
 from components.config import ConfigError
 from tools import adopt
 from tools import diff as plan_diff
+from tools.cli import OneLineParser
 from tools.mock_engine import Plan, Resource, run
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _OneLineErrors(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``error: ...``, exit 2) like every other bad input."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise _UsageError(message)
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -225,7 +217,7 @@ def render_mermaid(plan: Plan, changes: Optional[plan_diff.Diff] = None) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = _OneLineErrors(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--policy", action="store_true",
                         help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory violation")
@@ -249,10 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     form.add_argument("--graph", choices=["mermaid"], help="print the dependency graph instead")
-    try:
-        args = parser.parse_args(argv)
-    except _UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
+    args = parser.parse_or_report(argv)
+    if args is None:
         return 2
     if args.replace and not args.diff_against:
         print("error: --replace: needs --diff-against BASE.json", file=sys.stderr)
@@ -272,18 +262,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.import_file:
         return _write_import_file(args)
     try:
+        # Every input file is read and checked before the program runs: bad input registers nothing.
         overrides = _parse_sets(args.sets)
-        changes = None
-        plan = run(args.stack, overrides)
-        if args.diff_against:
-            base = _read_base(args.diff_against)
-            targets = _resolve_targets(plan, args.replace)
-            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, overrides, pending=pending), targets)
-        violations = None
+        base = _read_base(args.diff_against) if args.diff_against else None
+        pack_config = None
         if args.policy or args.policy_config:
             from tools import policy_check
 
             pack_config = policy_check.load_pack_config(args.policy_config) if args.policy_config else {}
+            policy_check.configure(pack_config)
+        changes = None
+        plan = run(args.stack, overrides)
+        if base is not None:
+            targets = _resolve_targets(plan, args.replace)
+            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, overrides, pending=pending), targets)
+        violations = None
+        if pack_config is not None:
             violations = policy_check.evaluate(plan, pack_config, args.policy_mode)
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

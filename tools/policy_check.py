@@ -81,8 +81,23 @@ class PolicyConfigError(ValueError):
 
 def _level(value: Any, where: str) -> str:
     if value not in ("advisory", "mandatory", "remediate", "disabled"):
-        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {value!r})")
+        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {json.dumps(value)})")
     return "mandatory" if value == "remediate" else value  # our rules only validate
+
+
+def check_pack_config(pack_config: Mapping[str, Any]) -> None:
+    """Refuse what the CLI's parser refuses before any policy runs (pulumi/pulumi v3.230.0
+    ``pkg/resource/analyzer/config.go`` ``parsePolicyPackConfig``, ``extractEnforcementLevel``): each entry,
+    ``"all"`` included, is a level string or an object whose ``enforcementLevel``, if present, is one. Raises
+    PolicyConfigError naming the entry (in the file's order)."""
+    for name, entry in pack_config.items():
+        if isinstance(entry, str):
+            _level(entry, name)
+        elif isinstance(entry, dict):
+            if "enforcementLevel" in entry:
+                _level(entry["enforcementLevel"], name)
+        else:
+            raise PolicyConfigError(f"{name}: expected an enforcement level string or an object (got {json.dumps(entry)})")
 
 
 def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
@@ -104,7 +119,8 @@ def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
         jsonschema.validate(config, {"type": "object", "properties": properties, "additionalProperties": False,
                                      "required": (schema.required or []) if schema else []})
     except jsonschema.ValidationError as error:
-        raise PolicyConfigError(f"{policy.name}: {error.message}") from None
+        where = ".".join([policy.name, *map(str, error.absolute_path)])  # the offending property, when there is one
+        raise PolicyConfigError(f"{where}: {error.message}") from None
     return level, config
 
 
@@ -141,6 +157,21 @@ def _policy_resources(subjects: list[Resource], props_of) -> dict[str, PolicyRes
     return by_urn
 
 
+def configure(pack_config: Optional[Mapping[str, Any]] = None, policies: Optional[list] = None) -> dict[str, tuple[str, dict]]:
+    """policy name -> (enforcement level, config) under ``pack_config``, for ``policies`` (default
+    :data:`policy.rules.POLICIES`); needs no plan, so a bad pack config is refused before anything is planned.
+    Raises PolicyConfigError naming the entry: a malformed one (:func:`check_pack_config`), one that names no
+    policy, or a config that does not fit its policy's schema (:func:`policy_settings`)."""
+    policies = rules.POLICIES if policies is None else policies
+    pack_config = dict(pack_config or {})
+    check_pack_config(pack_config)
+    names = {p.name for p in policies}
+    unknown = [name for name in pack_config if name not in names and name != "all"]
+    if unknown:
+        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
+    return {p.name: policy_settings(p, pack_config) for p in policies}
+
+
 def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: str = "preview",
              policies: Optional[list] = None) -> list[Violation]:
     """Every violation the pack reports for ``plan`` (resources in plan order, then stack policies), stack
@@ -149,12 +180,7 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
     if mode not in MODES:
         raise ValueError(f"--policy-mode: expected one of {', '.join(MODES)} (got {mode!r})")
     policies = rules.POLICIES if policies is None else policies
-    pack_config = dict(pack_config or {})
-    names = {p.name for p in policies}
-    unknown = sorted(set(pack_config) - names - {"all"})
-    if unknown:
-        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
-    settings = {p.name: policy_settings(p, pack_config) for p in policies}
+    settings = configure(pack_config, policies)
 
     def run() -> list[Violation]:
         set_all_config(plan.config, plan.secret_keys)

@@ -1,4 +1,4 @@
-"""Verify a deployed stack: ``python -m tools.verify --stack NAME [--outputs-file FILE] [--json]``.
+"""Verify a deployed stack: ``python -m tools.verify --stack NAME [--outputs-file FILE] [--drift] [--json]``.
 
 For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output --json --stack NAME``, or a
 file saved from it) and checks, through ``az`` only (``az rest``, as the step scripts do):
@@ -12,27 +12,61 @@ file saved from it) and checks, through ``az`` only (``az rest``, as the step sc
    (``GET /api/datasources/uid/{uid}/resources/profileTypes``).
 
 Prints a checklist with the next step for each failure; exit status 0 when every check passes, 1 when one
-fails, 2 when the outputs cannot be read.
+fails, 2 when the outputs cannot be read or ``az`` is not installed.
+
+``--drift`` instead compares what is in Grafana with what the stack set (the step commands are never refreshed,
+so ``pulumi preview`` cannot see an edit made in Grafana's UI). The desired state is the stack's outputs
+``pyroscopeDatasource``, ``prometheusDatasource`` and ``dashboardDefinition`` (components/outputs.py):
+
+- each datasource: ``GET /api/datasources/uid/{uid}`` (grafana/grafana ``pkg/api/datasources.go``
+  ``GetDataSourceByUID``, answering ``dtos.DataSource``); only the fields the stack sets are compared, into
+  ``jsonData`` key by key, so what Grafana adds (``id``, ``version``, ``readOnly``, ...) and the steps' owner id
+  (``jsonData.aksGpuObservabilityOwner``) are ignored; 404 is "missing";
+- the dashboard: ``GET /api/dashboards/uid/{uid}``, its content hash (``scripts/grafana_dashboard.py``
+  ``content_sha256``: without ``id``, ``version`` and the owner id) against the hash of the upload rebuilt from
+  ``dashboardDefinition``: the source (an https URL, downloaded as the step does, or a project file), its sha256
+  checked, then ``prepare`` (the step's own defaulting of the datasource variables); 404 is "missing".
+
+Exit status 0 when nothing drifted, 1 when something did (each drifted field is printed), 2 when the check
+cannot be made (outputs, ``az``, Grafana answering other than 200/404, a source whose sha256 changed). With
+``--json`` it prints ``{"stack": str, "drifted": bool, "objects": [{"kind": "datasource"|"dashboard", "uid": str,
+"state": "ok"|"drifted"|"missing", "fields": [{"field": str, "grafana": any, "stack": any}], "next_step": str}]}``;
+a datasource field is a dotted path (``jsonData.httpMethod``) with both values, a dashboard's are ``content
+sha256`` (both hashes) and each differing top-level key with a short summary of both values (``null``: absent).
 """
 
 from __future__ import annotations
 
-import argparse
+import hashlib
 import json
+import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+import tempfile
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
-from urllib.parse import urlparse
+from typing import Any, Callable, Optional, Sequence
+from urllib.parse import quote, urlparse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from azcli import AzError, rest  # noqa: E402  (the step scripts' own az helpers)
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import grafana_dashboard  # noqa: E402  (the dashboard step's own preparation and content hash)
+from azcli import AzError, AzNotInstalled, download, rest  # noqa: E402  (the step scripts' own az helpers)
+
+from tools.cli import OneLineParser, UsageError  # noqa: E402
 
 EXTENSION_API = "2023-05-01"
 DASHBOARD_API = "2024-10-01"
 NEEDED = ("extensionId", "managedPrivateEndpointId", "pyroscopePrivateUrl", "grafanaEndpoint",
           "pyroscopeDatasourceUid", "prometheusDatasourceUid", "dashboardUrl")
+#: The outputs --drift reads: what the Grafana steps set.
+DRIFT_NEEDED = ("grafanaEndpoint", "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition")
+#: The step commands, by output (resource names as __main__.py registers them; a test checks them in the plan).
+STEPS = {
+    "pyroscopeDatasource": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
+    "prometheusDatasource": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
+    "dashboardDefinition": "aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload",
+}
 
 
 @dataclass
@@ -64,7 +98,12 @@ def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] 
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise OutputsError(f"pulumi stack output --stack {stack} failed: {last}")
-        outputs = json.loads(done.stdout)
+        try:
+            outputs = json.loads(done.stdout)
+        except ValueError:
+            raise OutputsError(f"pulumi stack output --stack {stack} printed no JSON") from None
+    if not isinstance(outputs, dict):
+        raise OutputsError(f"{outputs_file or 'pulumi stack output'}: expected a JSON object of outputs")
     missing = [name for name in needed if not outputs.get(name)]
     if missing:
         raise OutputsError(f"stack {stack} has no output {missing[0]}; was `pulumi up` completed with this version?")
@@ -72,8 +111,11 @@ def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] 
 
 
 def _check(name: str, probe: Callable[[], Check], failed_next: str) -> Check:
+    """``probe()``, an az error turned into a failed check; AzNotInstalled (no ``az``) is raised on."""
     try:
         return probe()
+    except AzNotInstalled:
+        raise
     except AzError as error:
         return Check(name, False, error.last_line[:200], failed_next)
 
@@ -148,18 +190,181 @@ def render(stack: str, results: list[Check]) -> str:
     return "\n".join(lines)
 
 
+# --- drift ------------------------------------------------------------------------------------------------
+
+
+class DriftError(ValueError):
+    """The drift check cannot be made (one line): Grafana answered other than 200/404, or the dashboard's source
+    is not what the stack uploaded."""
+
+
+@dataclass
+class Drift:
+    """One Grafana object against what the stack set. ``state``: ``ok``, ``drifted`` or ``missing``; ``fields``:
+    ``{"field", "grafana", "stack"}`` per difference (module docstring); ``next_step``: how to restore it."""
+
+    kind: str
+    uid: str
+    state: str
+    fields: list = field(default_factory=list)
+    next_step: str = ""
+
+
+def differences(live: Any, desired: Any, path: str = "") -> list[dict]:
+    """Each field set in ``desired`` whose value in ``live`` differs, as ``{"field": dotted path, "grafana": live
+    value or None when absent, "stack": desired value}``; objects are compared key by key (keys only in ``live``
+    are ignored), anything else as a whole."""
+    if isinstance(desired, dict) and isinstance(live, dict):
+        found: list[dict] = []
+        for key in sorted(desired):
+            found += differences(live.get(key), desired[key], f"{path}.{key}" if path else key)
+        return found
+    return [] if live == desired else [{"field": path, "grafana": live, "stack": desired}]
+
+
+def _get(url: str, what: str) -> Optional[dict]:
+    """GET a Grafana API ``url``: its JSON, None on 404; DriftError on any other failure."""
+    try:
+        return rest("get", url) or {}
+    except AzNotInstalled:
+        raise
+    except AzError as error:
+        if error.kind == "not_found":
+            return None
+        raise DriftError(f"reading {what} from Grafana failed: {error.last_line[:200]}") from None
+
+
+def _restore(stack: str, output: str) -> str:
+    urn = f"urn:pulumi:{stack.split('/')[-1]}::aks-gpu-observability::{STEPS[output]}"
+    return (f"`pulumi up --replace '{urn}'` writes it again (a plain `pulumi up` does not: the step's inputs did not "
+            "change); or undo the edit in Grafana")
+
+
+def datasource_drift(grafana: str, desired: dict, stack: str, output: str) -> Drift:
+    """The datasource ``desired`` (an output such as ``pyroscopeDatasource``) against Grafana's copy."""
+    uid = desired["uid"]
+    live = _get(f"{grafana}/api/datasources/uid/{quote(uid, safe='')}", f"datasource {uid}")
+    if live is None:
+        return Drift("datasource", uid, "missing", [], _restore(stack, output))
+    found = differences(live, desired)
+    return Drift("datasource", uid, "drifted" if found else "ok", found, _restore(stack, output) if found else "")
+
+
+def _source_bytes(source: str) -> bytes:
+    """The dashboard source as the step reads it: an https URL downloaded as served (``az rest
+    --skip-authorization-header``), or a file relative to the project directory."""
+    if not source.startswith("https://"):
+        try:
+            return (ROOT / source).read_bytes()
+        except OSError as error:
+            raise DriftError(f"cannot read the dashboard source {source}: {error.strerror}") from None
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        download(source, path)
+        return Path(path).read_bytes()
+    except AzNotInstalled:
+        raise
+    except AzError as error:
+        raise DriftError(f"downloading the dashboard source {source} failed: {error.last_line[:200]}") from None
+    finally:
+        os.unlink(path)
+
+
+def desired_dashboard(definition: dict) -> dict:
+    """The dashboard as the upload step sends it, rebuilt from ``dashboardDefinition``; DriftError when the
+    source's sha256 is not the one the stack uploaded (then what the stack wants cannot be rebuilt)."""
+    raw = _source_bytes(definition["source"])
+    actual = hashlib.sha256(raw).hexdigest()
+    if actual != definition["sha256"]:
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has sha256 {actual}, the stack uploaded "
+                         f"{definition['sha256']}; cannot rebuild what the stack wants")
+    try:
+        dashboard = json.loads(raw)
+    except ValueError as error:
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} is not JSON: {error}") from None
+    return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {})
+
+
+def _brief(value: Any) -> Any:
+    """A top-level dashboard value short enough to print: scalars as they are, lists and objects as their size
+    and a 12-hex sha256."""
+    if isinstance(value, (list, dict)):
+        digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+        size = f"{len(value)} items" if isinstance(value, list) else f"{len(value)} keys"
+        return f"<{size}, sha256 {digest}>"
+    return value
+
+
+def dashboard_drift(grafana: str, definition: dict, stack: str) -> Drift:
+    """The dashboard in Grafana against the upload rebuilt from ``definition`` (``dashboardDefinition``)."""
+    uid = definition["uid"]
+    found = _get(f"{grafana}/api/dashboards/uid/{quote(uid, safe='')}", f"dashboard {uid}")
+    if found is None:
+        return Drift("dashboard", uid, "missing", [], _restore(stack, "dashboardDefinition"))
+    live, desired = found.get("dashboard") or {}, desired_dashboard(definition)
+    live_hash, desired_hash = grafana_dashboard.content_sha256(live), grafana_dashboard.content_sha256(desired)
+    if live_hash == desired_hash:
+        return Drift("dashboard", uid, "ok")
+    ours, theirs = grafana_dashboard.comparable(desired), grafana_dashboard.comparable(live)
+    keys = sorted(key for key in set(ours) | set(theirs) if ours.get(key) != theirs.get(key))
+    fields = [{"field": "content sha256", "grafana": live_hash, "stack": desired_hash}]
+    fields += [{"field": key, "grafana": _brief(theirs.get(key)), "stack": _brief(ours.get(key))} for key in keys]
+    return Drift("dashboard", uid, "drifted", fields, _restore(stack, "dashboardDefinition"))
+
+
+def drift(outputs: dict, stack: str) -> list[Drift]:
+    """Both datasources and the dashboard against the outputs (module docstring). Raises DriftError or
+    AzNotInstalled when the check cannot be made."""
+    grafana = outputs["grafanaEndpoint"].rstrip("/")
+    for name in DRIFT_NEEDED[1:]:
+        if not isinstance(outputs[name], dict) or not outputs[name].get("uid"):
+            raise OutputsError(f"stack {stack}: output {name} is not an object with a uid")
+    return [datasource_drift(grafana, outputs["pyroscopeDatasource"], stack, "pyroscopeDatasource"),
+            datasource_drift(grafana, outputs["prometheusDatasource"], stack, "prometheusDatasource"),
+            dashboard_drift(grafana, outputs["dashboardDefinition"], stack)]
+
+
+def render_drift(stack: str, found: list[Drift]) -> str:
+    lines = [f"Drift check aks-gpu-observability (stack {stack}): Grafana against what the stack set"]
+    for item in found:
+        state = {"ok": "as the stack set it", "drifted": "drifted", "missing": "missing (deleted in Grafana?)"}[item.state]
+        lines.append(f"  {'✅' if item.state == 'ok' else '❌'} {item.kind} {item.uid}: {state}")
+        for change in item.fields:
+            lines.append(f"       {change['field']}: {json.dumps(change['grafana'])} in Grafana, "
+                         f"{json.dumps(change['stack'])} set by the stack")
+        if item.next_step:
+            lines.append(f"     next: {item.next_step}")
+    drifted = sum(item.state != "ok" for item in found)
+    lines.append(f"{len(found) - drifted} in place, {drifted} drifted")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.verify", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m tools.verify", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the deployed stack")
     parser.add_argument("--outputs-file", metavar="FILE", help="outputs saved with `pulumi stack output --json`")
-    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
-    args = parser.parse_args(argv)
+    parser.add_argument("--drift", action="store_true",
+                        help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
+    parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
     try:
-        outputs = read_outputs(args.stack, args.outputs_file)
-    except OutputsError as error:
+        args = parser.parse_args(argv)
+        outputs = read_outputs(args.stack, args.outputs_file, DRIFT_NEEDED if args.drift else NEEDED)
+        if args.drift:
+            found = drift(outputs, args.stack)
+        else:
+            results = checks(outputs)
+    except (UsageError, OutputsError, DriftError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    results = checks(outputs)
+    except AzNotInstalled as error:
+        print(f"error: {error.last_line}", file=sys.stderr)
+        return 2
+    if args.drift:
+        drifted = any(item.state != "ok" for item in found)
+        document = {"stack": args.stack, "drifted": drifted, "objects": [asdict(item) for item in found]}
+        print(json.dumps(document, indent=2) if args.json else render_drift(args.stack, found))
+        return 1 if drifted else 0
     print(json.dumps([asdict(r) for r in results], indent=2) if args.json else render(args.stack, results))
     return 0 if all(r.ok for r in results) else 1
 

@@ -1,0 +1,251 @@
+"""Bad input, table-driven (issue 12 item 9): CLI config, stack files, dashboard files, flame-graph frames, policy
+config and the tools' own inputs. Each case runs the tool's ``main`` in-process and must end with exit status 2,
+exactly one line on stderr that names the offending key or file, nothing on stdout and, for the offline plan, no
+resource registered but the stack itself (the SDK registers ``pulumi:pulumi:Stack`` when the program starts, as
+under the real engine). What the real Pulumi CLI does with each stack-file case is in docs/offline.md (C6-C12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Union
+
+import pytest
+
+from tests.conftest import ROOT
+from tools import hotspots, mock_engine, plan, verify
+
+DEV = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
+NS = "aks-gpu-observability"
+LOCAL = "tests/data/local-dashboard.json"
+#: The first line appended to the dev stack file, and the line of its clusterName.
+NEXT = len(DEV.splitlines()) + 1
+CLUSTER_LINE = next(i for i, line in enumerate(DEV.splitlines(), 1) if f"{NS}:clusterName:" in line)
+NO_AZ = "the Azure CLI (az) is not on PATH; install Azure CLI 2.72 or newer"
+
+
+def sha(relative: str) -> str:
+    return hashlib.sha256((ROOT / relative).read_bytes()).hexdigest()
+
+
+def stack(text: str = DEV, drop: tuple = (), add: str = "") -> str:
+    """The dev stack file with the lines naming ``drop`` keys removed and ``add`` appended."""
+    kept = [line for line in text.splitlines(keepends=True) if not any(f"{NS}:{key}:" in line for key in drop)]
+    return "".join(kept) + add
+
+
+def frame(rows, enum=None) -> dict:
+    """A /api/ds/query response holding one flame-graph frame of ``rows`` (level, value, self, label)."""
+    columns = list(zip(*rows)) if rows else [[], [], [], []]
+    label = {"name": "label", "type": "string"}
+    if enum is not None:
+        label["config"] = {"type": {"enum": {"text": enum}}}
+    return {"results": {"A": {"frames": [{"schema": {"fields": [
+        {"name": "level"}, {"name": "value", "config": {"unit": "bytes"}}, {"name": "self"}, label]},
+        "data": {"values": [list(c) for c in columns]}}]}}}
+
+
+Args = Union[list, Callable[[Path], list]]
+
+
+@dataclass
+class Bad:
+    """One bad input. ``tool``: plan, verify or hotspots; ``args``: its command line (or a function of the test's
+    tmp dir); ``names``: what the one stderr line must contain; ``stack_file``: text of Pulumi.t.yaml (the plan
+    then runs ``--stack t``); ``files``: name -> text written to the tmp dir first; ``no_az``: PATH without az."""
+
+    id: str
+    tool: str
+    args: Args
+    names: list
+    stack_file: str = None
+    files: dict = field(default_factory=dict)
+    no_az: bool = False
+
+
+GOOD_FRAME = frame([(0, 10, 0, "total"), (1, 10, 10, "main")])
+
+CASES = [
+    # --- CLI config: --set, and the plan's own arguments ---------------------------------------------------
+    Bad("set-required-key-empty", "plan", ["--set", "clusterName="], ["clusterName"]),
+    Bad("set-undeclared-key", "plan", ["--set", "clustername=aks"], ["clustername", "did you mean clusterName?"]),
+    Bad("set-misspelt-project-namespace", "plan", ["--set", "aks-gpu-observabilty:grafanaName=amg-gpu-dev"],
+        ["aks-gpu-observabilty:grafanaName", "did you mean aks-gpu-observability:grafanaName?"]),
+    Bad("set-unknown-azure-native-key", "plan", ["--set", "azure-native:locaton=eastus2"],
+        ["azure-native:locaton", "did you mean azure-native:location?"]),
+    Bad("set-misspelt-provider-namespace", "plan", ["--set", "azure-natve:location=eastus2"],
+        ["azure-natve:location", "azure-native:location"]),
+    Bad("set-boolean-yes", "plan", ["--set", "multiCluster=yes"], ["multiCluster", "boolean"]),
+    Bad("set-integer-word", "plan", ["--set", "extensionTimeoutSeconds=ten"], ["extensionTimeoutSeconds", "integer"]),
+    Bad("set-array-as-text", "plan", ["--set", "tags=a=b"], ["tags", "array<string>"]),
+    Bad("set-out-of-range", "plan", ["--set", "privateLinkIpAddressCount=9"], ["privateLinkIpAddressCount", "1 to 8"]),
+    Bad("set-bad-endpoint-name", "plan", ["--set", "managedPrivateEndpointName=1mpe"], ["managedPrivateEndpointName"]),
+    Bad("set-bad-visibility", "plan", ["--set", "privateLinkVisibility=everyone"], ["privateLinkVisibility"]),
+    Bad("set-version-range", "plan", ["--set", "pyroscopeChartVersion=^1.15"], ["pyroscopeChartVersion"]),
+    Bad("set-without-equals", "plan", ["--set", "clusterName"], ["--set", "KEY=VALUE"]),
+    Bad("stack-does-not-exist", "plan", ["--stack", "nosuch"], ["Pulumi.nosuch.yaml"]),
+    Bad("graph-format", "plan", ["--graph", "dot"], ["--graph"]),
+    Bad("json-and-graph", "plan", ["--json", "--graph", "mermaid"], ["--graph", "--json"]),
+    Bad("replace-without-base", "plan", ["--replace", "grafana-private-link-mpe"], ["--replace", "--diff-against"]),
+    Bad("diff-against-missing-file", "plan", lambda tmp: ["--diff-against", str(tmp / "base.json")], ["--diff-against", "base.json"]),
+    Bad("diff-against-not-a-plan", "plan", lambda tmp: ["--diff-against", str(tmp / "base.json")], ["base.json", "not a plan"],
+        files={"base.json": '{"resources": []}'}),
+    # --- stack files, as people edit them ------------------------------------------------------------------
+    Bad("stack-key-without-value", "plan", ["--stack", "t"], ["clusterName", "required"],
+        stack_file=stack(drop=("clusterName",), add=f"  {NS}:clusterName:\n")),
+    Bad("stack-boolean-without-value", "plan", ["--stack", "t"], ["multiCluster", "boolean"],
+        stack_file=stack(add=f"  {NS}:multiCluster:\n")),
+    Bad("stack-invalid-yaml", "plan", ["--stack", "t"], [f"Pulumi.t.yaml:{NEXT + 1}:35", "invalid YAML"],
+        stack_file=stack(add=f"  {NS}:tags: [team=ml\n  {NS}:production: true\n")),
+    Bad("stack-tab-indent", "plan", ["--stack", "t"], ["Pulumi.t.yaml:", "invalid YAML"],
+        stack_file=stack(add=f"\t{NS}:production: true\n")),
+    Bad("stack-misspelt-namespace", "plan", ["--stack", "t"],
+        ["aks-gpu-observabilty:grafanaName", "did you mean aks-gpu-observability:grafanaName?"],
+        stack_file=stack(drop=("grafanaName",), add="  aks-gpu-observabilty:grafanaName: amg-gpu-dev\n")),
+    Bad("stack-key-outside-config", "plan", ["--stack", "t"], [f"Pulumi.t.yaml:{NEXT}:1", f"{NS}:production", "outside `config:`"],
+        stack_file=stack(add=f"{NS}:production: true\n")),
+    Bad("stack-misspelt-top-level", "plan", ["--stack", "t"], [f"Pulumi.t.yaml:{NEXT}:1", "secretprovider", "secretsprovider"],
+        stack_file=stack(add="secretprovider: azurekeyvault://kv.vault.azure.net/keys/k\n")),
+    Bad("stack-duplicate-key", "plan", ["--stack", "t"], [f"Pulumi.t.yaml:{NEXT}:3", f"{NS}:clusterName", f"first at line {CLUSTER_LINE}"],
+        stack_file=stack(add=f"  {NS}:clusterName: aks-gpu-other\n")),
+    Bad("stack-duplicate-once-namespaced", "plan", ["--stack", "t"], [f"Pulumi.t.yaml:{NEXT}:3", "clusterName"],
+        stack_file=stack(add="  clusterName: aks-gpu-other\n")),
+    Bad("stack-unknown-azure-native-key", "plan", ["--stack", "t"], ["azure-native:locaton"],
+        stack_file=stack(add="  azure-native:locaton: westeurope\n")),
+    Bad("stack-undeclared-bare-key", "plan", ["--stack", "t"], ["clustername", "did you mean clusterName?"],
+        stack_file=stack(add="  clustername: aks-gpu-dev\n")),
+    Bad("stack-key-with-two-colons", "plan", ["--stack", "t"], [f"Pulumi.t.yaml:{NEXT}:3", f"{NS}:extension:version"],
+        stack_file=stack(add=f"  {NS}:extension:version: 0.46.0\n")),
+    Bad("stack-config-is-a-list", "plan", ["--stack", "t"], ["Pulumi.t.yaml:1:9", "config"],
+        stack_file="config: [clusterName]\n"),
+    Bad("stack-document-is-a-list", "plan", ["--stack", "t"], ["Pulumi.t.yaml", "mapping"], stack_file="- config\n"),
+    Bad("stack-empty-file", "plan", ["--stack", "t"], ["clusterName", "required"], stack_file=""),
+    Bad("stack-number-for-integer", "plan", ["--stack", "t"], ["extensionTimeoutSeconds", "integer"],
+        stack_file=stack(add=f"  {NS}:extensionTimeoutSeconds: 90.5\n")),
+    # --- dashboard files (dashboardSource in the project) ---------------------------------------------------
+    Bad("dashboard-file-other-sha256", "plan", ["--set", f"dashboardSource={LOCAL}"], ["dashboardSha256", LOCAL]),
+    Bad("dashboard-file-not-json", "plan", ["--set", "dashboardSource=README.md", "--set", f"dashboardSha256={sha('README.md')}"],
+        ["dashboardSource", "README.md:1:1", "not JSON"]),
+    Bad("dashboard-file-not-an-object", "plan",
+        ["--set", "dashboardSource=tests/data/dashboard-list.json", "--set", f"dashboardSha256={sha('tests/data/dashboard-list.json')}"],
+        ["dashboardSource", "tests/data/dashboard-list.json", "JSON object"]),
+    Bad("dashboard-file-other-uid", "plan",
+        ["--set", f"dashboardSource={LOCAL}", "--set", f"dashboardSha256={sha(LOCAL)}", "--set", "dashboardUid=GpuOther"],
+        ["dashboardUid", LOCAL, "AdvancedGPUObservability"]),
+    Bad("dashboard-file-missing", "plan", ["--set", "dashboardSource=dashboards/missing.json"], ["dashboardSource", "dashboards/missing.json"]),
+    Bad("dashboard-file-outside-project", "plan", ["--set", "dashboardSource=../shared/x.json"], ["dashboardSource"]),
+    Bad("dashboard-plain-http", "plan", ["--set", "dashboardSource=http://example.com/d.json"], ["dashboardSource"]),
+    Bad("dashboard-sha256-short", "plan", ["--set", "dashboardSha256=9c87339704d1"], ["dashboardSha256"]),
+    # --- flame-graph frames (tools.hotspots --from-file) ----------------------------------------------------
+    Bad("frame-not-json", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json"], files={"f.json": "{"}),
+    Bad("frame-no-results", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "results"], files={"f.json": "{}"}),
+    Bad("frame-result-not-an-object", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "results.A"],
+        files={"f.json": '{"results": {"A": 5}}'}),
+    Bad("frame-grafana-error", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "plugin unavailable"],
+        files={"f.json": '{"results": {"A": {"error": "plugin unavailable"}}}'}),
+    Bad("frame-missing-field", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "self"],
+        files={"f.json": json.dumps({"results": {"A": {"frames": [{"schema": {"fields": [{"name": "level"}, {"name": "value"}, {"name": "label"}]},
+                                                                     "data": {"values": [[0], [1], ["total"]]}}]}}})}),
+    Bad("frame-level-jump", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "level 2"],
+        files={"f.json": json.dumps(frame([(0, 10, 0, "total"), (2, 10, 10, "deep")]))}),
+    Bad("frame-negative-value", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "negative"],
+        files={"f.json": json.dumps(frame([(0, 10, 0, "total"), (1, -1, 0, "main")]))}),
+    Bad("frame-fractional-level", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "whole numbers"],
+        files={"f.json": json.dumps(frame([(0, 10, 0, "total"), (0.5, 10, 10, "main")]))}),
+    Bad("frame-enum-out-of-range", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "enum"],
+        files={"f.json": json.dumps(frame([(0, 10, 0, 0), (1, 10, 10, 7)], enum=["total", "main"]))}),
+    Bad("frame-callees-wider-than-caller", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--svg", str(tmp / "f.svg")],
+        ["f.json", "'main'"], files={"f.json": json.dumps(frame([(0, 10, 0, "total"), (1, 4, 0, "main"), (2, 5, 5, "a")]))}),
+    Bad("hotspots-top-zero", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--top", "0"], ["--top"],
+        files={"f.json": json.dumps(GOOD_FRAME)}),
+    Bad("hotspots-top-not-a-number", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--top", "ten"], ["--top"],
+        files={"f.json": json.dumps(GOOD_FRAME)}),
+    Bad("hotspots-since", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--since", "1y"], ["--since"],
+        files={"f.json": json.dumps(GOOD_FRAME)}),
+    Bad("hotspots-svg-unwritable", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--svg", str(tmp / "no" / "f.svg")],
+        ["--svg", "f.svg"], files={"f.json": json.dumps(GOOD_FRAME)}),
+    # --- policy pack config (tools.plan --policy-config) ----------------------------------------------------
+    Bad("policy-all-bogus", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["all:", '"bogus"'],
+        files={"p.json": '{"all": "bogus"}'}),
+    Bad("policy-all-level-not-a-string", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["all:"],
+        files={"p.json": '{"all": {"enforcementLevel": 1}}'}),
+    Bad("policy-entry-not-string-or-object", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")],
+        ["pyroscope-service-internal"], files={"p.json": '{"pyroscope-service-internal": 5}'}),
+    Bad("policy-unknown-policy", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["no-such-rule"],
+        files={"p.json": '{"all": "advisory", "no-such-rule": "mandatory"}'}),
+    Bad("policy-property-of-the-wrong-type", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")],
+        ["required-tags.requiredTags"], files={"p.json": '{"required-tags": {"requiredTags": "costCenter"}}'}),
+    Bad("policy-unknown-property", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["required-tags", "'tagz'"],
+        files={"p.json": '{"required-tags": {"tagz": ["a"]}}'}),
+    Bad("policy-config-not-json", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["--policy-config", "p.json"],
+        files={"p.json": "{"}),
+    Bad("policy-config-a-list", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["p.json", "JSON object"],
+        files={"p.json": "[]"}),
+    Bad("policy-mode", "plan", ["--policy", "--policy-mode", "apply"], ["--policy-mode"]),
+    # --- tools.verify / tools.hotspots inputs -----------------------------------------------------------------
+    Bad("verify-without-az", "verify", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json")], [NO_AZ],
+        files={"o.json": "@outputs"}, no_az=True),
+    Bad("verify-drift-without-az", "verify", lambda tmp: ["--stack", "dev", "--drift", "--outputs-file", str(tmp / "o.json")],
+        [NO_AZ], files={"o.json": "@outputs"}, no_az=True),
+    Bad("hotspots-without-az", "hotspots", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json")], [NO_AZ],
+        files={"o.json": "@outputs"}, no_az=True),
+    Bad("verify-outputs-file-missing", "verify", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json")],
+        ["--outputs-file", "o.json"]),
+    Bad("verify-outputs-not-an-object", "verify", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json")],
+        ["o.json", "JSON object"], files={"o.json": "[]"}),
+    Bad("verify-drift-output-missing", "verify", lambda tmp: ["--stack", "dev", "--drift", "--outputs-file", str(tmp / "o.json")],
+        ["pyroscopeDatasource"], files={"o.json": '{"grafanaEndpoint": "https://g.example"}'}),
+    Bad("verify-drift-output-not-an-object", "verify", lambda tmp: ["--stack", "dev", "--drift", "--outputs-file", str(tmp / "o.json")],
+        ["prometheusDatasource"], files={"o.json": json.dumps({"grafanaEndpoint": "https://g.example", "pyroscopeDatasource": {"uid": "p"},
+                                                               "prometheusDatasource": "azure-monitor-prometheus",
+                                                               "dashboardDefinition": {"uid": "d"}})}),
+    Bad("verify-without-stack", "verify", ["--drift"], ["--stack"]),
+]
+
+
+def test_there_are_at_least_40_bad_inputs_and_each_is_named_once():
+    assert len(CASES) >= 40
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.fixture(scope="module")
+def outputs_text():
+    return json.dumps(mock_engine.run("dev").outputs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_bad_input_exits_2_with_one_line_naming_it_and_registers_nothing(case, tmp_path, monkeypatch, capsys, outputs_text):
+    for name, text in case.files.items():
+        (tmp_path / name).write_text(outputs_text if text == "@outputs" else text)
+    args = case.args(tmp_path) if callable(case.args) else list(case.args)
+    if case.stack_file is not None:
+        (tmp_path / "Pulumi.t.yaml").write_text(case.stack_file)
+        real = mock_engine.stack_file
+        monkeypatch.setattr(mock_engine, "stack_file", lambda name: tmp_path / "Pulumi.t.yaml" if name == "t" else real(name))
+    if case.no_az:
+        (tmp_path / "empty-bin").mkdir()
+        monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    registered = []
+    record = mock_engine.RecordingMonitor.RegisterResource
+
+    def counting(self, request):
+        registered.append(request.type)
+        return record(self, request)
+
+    monkeypatch.setattr(mock_engine.RecordingMonitor, "RegisterResource", counting)
+    tool = {"plan": plan, "verify": verify, "hotspots": hotspots}[case.tool]
+    monkeypatch.chdir(ROOT)
+    try:
+        code = tool.main(args)
+    except SystemExit as stop:  # argparse's own exit: usage and message, status 2
+        code = stop.code
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert code == 2, err
+    assert out == "" and len(lines) == 1 and lines[0].startswith("error: "), err
+    for name in case.names:
+        assert name in lines[0], (name, lines[0])
+    assert set(registered) <= {"pulumi:pulumi:Stack"}, registered
