@@ -52,7 +52,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import yaml
 
-from tools.mock_engine import Plan, run
+from tools.offline.mock_engine import Plan, run
 
 TABLE = Path(__file__).resolve().parent / "latencies.yaml"
 LIB_SH = Path(__file__).resolve().parent.parent / "scripts" / "lib.sh"

@@ -4,7 +4,7 @@ role that lets Grafana's identity read the workspace.
 - Role assignment (azure-native ``authorization.RoleAssignment``): Monitoring Data Reader
   (``b0d8363b-8ddd-447d-831f-62ca05bff136``) for Grafana's system-assigned identity on the Azure Monitor
   workspace; its name is a UUID derived from scope, role and principal, so re-runs never duplicate it, and a
-  replacement is delete-first (azure-native's create refuses an assignment that exists; tools/replacement.py).
+  replacement is delete-first (azure-native's create refuses an assignment that exists; tools/offline/replacement.py).
 - Datasources: ``python3 scripts/grafana_datasource.py`` commands (Grafana HTTP API through ``az rest``),
   the definition as sorted JSON in the environment so ``pulumi preview --diff`` shows what changes.
   Pyroscope: type ``grafana-pyroscope-datasource``, proxy access, url ``http://<MPE private IP>:4040``.

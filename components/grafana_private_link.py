@@ -15,7 +15,7 @@ empty until then.
 Teardown: everything here depends on the Pyroscope release (through ``depends_on``), so ``pulumi destroy``
 removes the MPE, and with it the connection, before the release and its load balancer and PLS.
 
-Replacements (tools/replacement.py has the rules and their sources): the MPE's name is fixed by config and
+Replacements (tools/offline/replacement.py has the rules and their sources): the MPE's name is fixed by config and
 azure-native's create refuses an MPE that exists, while ``pulumi up --replace`` and the ``replace_with`` cascade
 from the release take the order from the ``deleteBeforeReplace`` option alone (pulumi/pulumi v3.230.0
 ``step_generator.go``): so the MPE is delete-before-replace. The wait, approval and refresh own nothing (no

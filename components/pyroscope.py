@@ -11,7 +11,7 @@ The release is ``pyroscope`` in namespace ``gadget``: the Inspektor Gadget exten
 expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable. Because the name is fixed,
 the release is delete-before-replace: Helm refuses to install a release name still in use, and
 pulumi-kubernetes' Release diff never asks delete-first (``helm_release.go`` at 94977969d), while a replacement by
-``pulumi up --replace`` or by a replaced provider takes its order from the option alone (tools/replacement.py).
+``pulumi up --replace`` or by a replaced provider takes its order from the option alone (tools/offline/replacement.py).
 
 The namespace is the stack's (``components.gadget_namespace``, with the sources): the release reads its name
 from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's

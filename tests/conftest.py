@@ -1,4 +1,4 @@
-"""Shared test helpers. Every plan is evaluated by tools.mock_engine.run, which sets the mocks for that
+"""Shared test helpers. Every plan is evaluated by tools.offline.mock_engine.run, which sets the mocks for that
 run only, on a fresh event loop and a fresh contextvars context."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools import mock_engine  # noqa: E402
+from tools.offline import mock_engine  # noqa: E402
 
 #: Upstream artefacts (chart values, dashboard, Pulumi's project schema); beside the clone in CI.
 REFERENCE = Path(os.environ.get("AKS_GPU_OBS_REFERENCE", ROOT.parent / "shared" / "reference"))

@@ -11,7 +11,7 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   ``... connection update --connection-status Approved``; a connection is named ``<private endpoint>.<guid>``.
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
   ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
-  Approved and its private IP (tools/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
+  Approved and its private IP (tools/offline/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}`` where a PUT writes the body's uid onto the row the path's uid names, keeping its
   ``id`` (grafana/grafana ``pkg/api/datasources.go`` ``UpdateDataSourceByUID`` and
@@ -36,7 +36,7 @@ import uuid
 from typing import Any, Optional
 from urllib.parse import unquote, urlsplit
 
-PRIVATE_IP = "10.0.4.36"  # tools/canned.py MPE_PRIVATE_IP
+PRIVATE_IP = "10.0.4.36"  # tools/offline/canned.py MPE_PRIVATE_IP
 
 
 def empty() -> dict:

@@ -4,7 +4,7 @@ pulumi-command runs them (``/bin/sh -c`` in the project directory, ``environment
 environment, ``PULUMI_COMMAND_STDOUT`` = the state's stdout for updates and deletes when
 ``addPreviousOutputInEnv``), against the stand-in ``az`` answering from tests/fake_world.py.
 
-Providers played here, with the rules of tools/replacement.py:
+Providers played here, with the rules of tools/offline/replacement.py:
 
 - azure-native: a resource is identified by its PUT path parameters; ``create`` of one that exists fails ("cannot
   create already existing resource"). A managed private endpoint puts a Pending connection on its PLS; deleting
@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Optional
 
 from tests import fake_world
-from tools import canned, replacement
-from tools.diff import Diff
+from tools.offline import canned, replacement
+from tools.offline.diff import Diff
 
 ROOT = Path(__file__).resolve().parent.parent
 OWNER_KEY = "aksGpuObservabilityOwner"
@@ -101,7 +101,7 @@ class Deployment:
             self._create(by_urn[urn], plan)
 
     def apply(self, diff: Diff, head: dict) -> None:
-        """Run ``diff.order`` (tools/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
+        """Run ``diff.order`` (tools/offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
         state as it was before (the old resource's inputs and stdout). Raises EngineError on a failing step."""
         old = copy.deepcopy(self.states)
         by_urn = {r["urn"]: r for r in head["resources"]}

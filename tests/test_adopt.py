@@ -19,9 +19,10 @@ from tests.conftest import ROOT, reference
 from tests.lifecycle import OWNER_KEY, Deployment
 from tests.scenarios import HAND_MADE_UID
 from tests.test_lifecycle import DASHBOARD_URL, comparable, uploaded
-from tools import adopt, canned
-from tools import diff as plan_diff
-from tools.mock_engine import run
+from tools import adopt
+from tools.offline import canned
+from tools.offline import diff as plan_diff
+from tools.offline.mock_engine import run
 
 #: pulumi/pulumi v3.230.0 pkg/cmd/pulumi/operations/import.go: the JSON tags of ``importFile``
 #: (``nameTable,omitempty``, ``resources,omitempty``) and of ``importSpec`` (``type``, ``name``, ``id,omitempty``,

@@ -16,7 +16,8 @@ from typing import Callable, Union
 import pytest
 
 from tests.conftest import ROOT
-from tools import hotspots, mock_engine, plan, verify
+from tools import hotspots, plan, verify
+from tools.offline import mock_engine
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
 NS = "aks-gpu-observability"

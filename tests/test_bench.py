@@ -14,7 +14,7 @@ import yaml
 
 from bench import deploy_sim
 from tests.conftest import ROOT, EXTENSION, RELEASE
-from tools.mock_engine import orders, run
+from tools.offline.mock_engine import orders, run
 
 
 def bench(*args):

@@ -17,7 +17,7 @@ import yaml
 from components import config
 from tests.conftest import ROOT
 from tests.test_stack_inputs import CLUSTERS, grafana_names
-from tools import mock_engine
+from tools.offline import mock_engine
 
 ROLE = "azure-native:authorization:RoleAssignment"
 
@@ -121,7 +121,7 @@ def test_stack_file_scalars_reach_the_program_as_the_cli_hands_them(tmp_path, mo
     assert json.loads(plan.config["aks-gpu-observability:tags"]) == ["team=ml"]
 
 
-# --- stack files as the CLI reads them (tools/stack_file.py; issue 12 item 7) --------------------------------
+# --- stack files as the CLI reads them (tools/offline/stack_file.py; issue 12 item 7) --------------------------------
 def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_path, monkeypatch):
     """loaders.go stackConfigNamespacedWithProject: a bare key is the project's; key.go ParseKey: ns:config:name."""
     base = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")

@@ -9,9 +9,9 @@ import yaml
 
 from components.cluster import kubelogin_kubeconfig
 from components.config import ConfigError
-from tools import canned
+from tools.offline import canned
 from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE
-from tools import mock_engine
+from tools.offline import mock_engine
 
 
 def cluster_without(**changes):

@@ -12,7 +12,7 @@ import re
 from tests import scenarios
 from tests.conftest import ROOT, reference
 from tests.lifecycle import Deployment
-from tools.mock_engine import run
+from tools.offline.mock_engine import run
 
 EXPORT = ROOT / scenarios.SHARED_EXPORT
 

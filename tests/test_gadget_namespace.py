@@ -10,14 +10,14 @@ import pytest
 
 from tests import fake_cluster
 from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE
-from tools.mock_engine import Plan, orders
+from tools.offline.mock_engine import Plan, orders
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 
 
 @pytest.fixture(scope="module")
 def dev():
-    from tools.mock_engine import run
+    from tools.offline.mock_engine import run
 
     return run("dev")
 
@@ -222,9 +222,9 @@ def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyrosc
 
 @pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release"])
 def test_replacement_sets_agree_with_the_preview_diff(dev, target):
-    """The helper above and tools/diff.py's preview (the lifecycle model) replace the same resources."""
-    from tools import diff as plan_diff
-    from tools.mock_engine import run
+    """The helper above and tools/offline/diff.py's preview (the lifecycle model) replace the same resources."""
+    from tools.offline import diff as plan_diff
+    from tools.offline.mock_engine import run
 
     urn = next(r.urn for r in dev.resources if r.name == target)
     diff, _ = plan_diff.preview(dev.to_json(), lambda pending: run("dev", pending=pending), [urn])
@@ -235,8 +235,8 @@ def test_replacement_sets_agree_with_the_preview_diff(dev, target):
 def test_upgrading_a_stack_of_the_old_design_only_creates_the_namespace(dev):
     """A stack deployed before the namespace was its own: the preview diff creates the namespace (which adopts the
     extension's, test_extension_first_...) and leaves the extension and the release as they are."""
-    from tools import diff as plan_diff
-    from tools.mock_engine import run
+    from tools.offline import diff as plan_diff
+    from tools.offline.mock_engine import run
 
     diff, _ = plan_diff.preview(old_design(dev).to_json(), lambda pending: run("dev", pending=pending))
     changed = {s.name: s.op for s in diff.steps if s.op != "same"}

@@ -12,7 +12,7 @@ from components.config import ConfigError
 from components.grafana_datasources import role_assignment_name
 from components.scripts import script_hash
 from tests.conftest import RELEASE
-from tools import canned
+from tools.offline import canned
 
 COMMAND = "command:local:Command"
 ROLE = "azure-native:authorization:RoleAssignment"

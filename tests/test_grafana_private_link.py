@@ -10,7 +10,7 @@ from components.config import ConfigError
 from components.grafana_private_link import EmptyPrivateIpError
 from components.scripts import SCRIPTS, script_hash
 from tests.conftest import RELEASE
-from tools import canned
+from tools.offline import canned
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 COMMAND = "command:local:Command"
@@ -53,7 +53,7 @@ def test_wait_for_pls_command(plan):
     assert wait.inputs["create"] == "bash scripts/wait_private_link_service.sh"
     assert wait.inputs["environment"] == {"PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900"}
     # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
-    # instead of querying a PLS that does not exist yet (the engine's invoke gate; tools/mock_engine.py).
+    # instead of querying a PLS that does not exist yet (the engine's invoke gate; tools/offline/mock_engine.py).
     assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
     assert wait.inputs["logging"] == "stdoutAndStderr"
     assert wait.inputs["addPreviousOutputInEnv"] is False

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import RELEASE, ROOT, reference
-from tools import mock_engine
+from tools.offline import mock_engine
 
 P = "service.beta.kubernetes.io/"
 SUB_A = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"

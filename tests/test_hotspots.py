@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.scenarios import calls_in, fake_az_env
 from tools import hotspots
-from tools.mock_engine import run
+from tools.offline.mock_engine import run
 
 GB = 1024 ** 3  # Grafana's 'bytes' unit is binary: the panel and the report say GiB
 

@@ -21,9 +21,9 @@ import pytest
 
 from tests.conftest import ROOT, reference
 from tests.lifecycle import OWNER_KEY, Deployment, EngineError
-from tools import diff as plan_diff
-from tools import replacement
-from tools.mock_engine import run
+from tools.offline import diff as plan_diff
+from tools.offline import replacement
+from tools.offline.mock_engine import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
                  "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")

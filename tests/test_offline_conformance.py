@@ -13,13 +13,13 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.scenarios import fake_az_env
-from tools import mock_engine
+from tools.offline import mock_engine
 
 DOC = ROOT / "docs" / "offline.md"
 ROW = re.compile(r"^\| ([A-Z]\d+) \| (.+?) \| (same|divergence|real)[^|]* \| (.+?) \| (.+?) \|$")
 #: The modules that simulate something; each must be covered by the table.
-SIMULATORS = ("tools/mock_engine.py", "tools/stack_file.py", "tools/canned.py", "tools/policy_check.py", "tests/fake_az.py",
-              "tools/diff.py", "tools/replacement.py", "tests/fake_world.py", "tests/lifecycle.py", "tools/adopt.py",
+SIMULATORS = ("tools/offline/mock_engine.py", "tools/offline/stack_file.py", "tools/offline/canned.py", "tools/offline/policy_check.py", "tests/fake_az.py",
+              "tools/offline/diff.py", "tools/offline/replacement.py", "tests/fake_world.py", "tests/lifecycle.py", "tools/adopt.py",
               "tests/fake_cluster.py")
 
 
@@ -130,9 +130,9 @@ def output_names(token: str) -> set[str]:
     return {p.fget._pulumi_name for p in vars(result).values() if isinstance(p, property)}
 
 
-@pytest.mark.parametrize("token", sorted(__import__("tools.canned", fromlist=["INVOKES"]).INVOKES))
+@pytest.mark.parametrize("token", sorted(__import__("tools.offline.canned", fromlist=["INVOKES"]).INVOKES))
 def test_canned_invoke_answers_have_the_sdk_result_shape(token):
-    from tools import canned
+    from tools.offline import canned
 
     args = {"resourceName": "aks-gpu-dev", "resourceGroupName": "rg-aks-gpu-dev", "workspaceName": "amg-gpu-dev",
             "azureMonitorWorkspaceName": "amw-gpu-dev", "privateLinkServiceName": "pyroscope-pls",

@@ -15,7 +15,7 @@ from pulumi.runtime.config import set_all_config
 
 from components.outputs import CONTRACT
 from tests.conftest import ROOT
-from tools.mock_engine import run
+from tools.offline.mock_engine import run
 
 #: The contract as first published. Renaming or removing any of these breaks consumers' stack references:
 #: this list only ever grows (add new outputs to CONTRACT and here together).

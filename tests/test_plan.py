@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
 from tools import plan as plan_tool
-from tools.mock_engine import run
+from tools.offline.mock_engine import run
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

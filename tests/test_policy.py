@@ -29,8 +29,8 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 from policy import rules
 from policy.rules import known
 from tests.conftest import ROOT
-from tools import canned, policy_check
-from tools.mock_engine import run
+from tools.offline import canned, policy_check
+from tools.offline.mock_engine import run
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
@@ -154,7 +154,7 @@ def test_request_message():
 
 # --- approval-targets-one-connection (stack policy): it sees outputs ------------------------------------------
 def outputs(type_, name, inputs, mode):
-    """A created resource's outputs as the engine records them (tools.canned): after ``up`` or in a first preview."""
+    """A created resource's outputs as the engine records them (tools.offline.canned): after ``up`` or in a first preview."""
     return canned.resource_state(type_, name, inputs)[1] if mode == "up" else canned.preview_outputs(type_, inputs)
 
 

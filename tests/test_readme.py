@@ -45,7 +45,7 @@ def test_ci_runs_the_readme_commands():
 
 
 def test_outputs_table_lists_every_stack_output():
-    from tools.mock_engine import run
+    from tools.offline.mock_engine import run
 
     outputs = set(run("dev").outputs)
     section = README.split("## Outputs", 1)[1].split("##", 1)[0]

@@ -6,7 +6,7 @@ import pytest
 
 from components import config
 from components.config import ConfigError
-from tools import canned
+from tools.offline import canned
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
@@ -60,7 +60,7 @@ def test_non_string_output_and_invalid_value_are_refused(plan):
 
 
 def test_nothing_is_registered_but_the_reference_when_an_output_is_missing():
-    from tools import mock_engine
+    from tools.offline import mock_engine
 
     monitor_holder = {}
     original = mock_engine.RecordingMonitor
@@ -209,7 +209,7 @@ def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch)
     import json
 
     from tests.conftest import ROOT
-    from tools import mock_engine
+    from tools.offline import mock_engine
 
     text = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
     path = tmp_path / "Pulumi.s.yaml"

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import reference
 from tests.lifecycle import Deployment, EngineError
-from tools.mock_engine import run
+from tools.offline.mock_engine import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
                  "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")

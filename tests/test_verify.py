@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.scenarios import calls_in, fake_az_env, grafana_error
-from tools.mock_engine import run
+from tools.offline.mock_engine import run
 
 OUTPUTS = run("dev").outputs
 GRAFANA = OUTPUTS["grafanaEndpoint"]

@@ -34,7 +34,7 @@ id>/providers/Microsoft.Authorization/roleAssignments/<derived name>``; the Helm
 (pulumi-kubernetes ``provider/pkg/provider/helm_release.go`` ``Read`` -> ``parseFqName`` in ``util.go``, at
 94977969d; the SDK 4.34.2 ``helm/v3/Release.py`` documents ``pulumi import kubernetes:helm.sh/v3:Release myRelease
 <namespace>/<releaseName>``). They are built from the plan's inputs, whose lookups (subscription, workspace id,
-Grafana's principal id) are canned offline (tools/canned.py): :func:`real_lookups` replaces the subscription and
+Grafana's principal id) are canned offline (tools/offline/canned.py): :func:`real_lookups` replaces the subscription and
 Grafana's principal id with the real ones.
 """
 
@@ -45,8 +45,8 @@ import json
 import re
 from typing import Any, Mapping, Optional, Sequence
 
-from tools import canned
-from tools.mock_engine import Plan, Resource
+from tools.offline import canned
+from tools.offline.mock_engine import Plan, Resource
 
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -171,7 +171,7 @@ def render(document: Mapping, path: str) -> str:
 
 
 def real_lookups(subscription_id: str = "", grafana_principal_id: str = "") -> dict:
-    """Invoke handlers (for ``tools.mock_engine.run``'s ``invoke_overrides``) that answer with the canned lookups but
+    """Invoke handlers (for ``tools.offline.mock_engine.run``'s ``invoke_overrides``) that answer with the canned lookups but
     the given subscription (every ARM id) and Grafana principal id (the role assignment's derived name), so that an
     import file names the real resources. Empty: that fact stays canned. ValueError (one line) for a value that is
     not a GUID."""

@@ -3,7 +3,7 @@
 
 Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
 stack ``dev``), ``--set`` overriding single keys. No network, no credentials: the engine and Azure are
-SIMULATED (see :mod:`tools.mock_engine` and :mod:`tools.canned`). Output reads like ``pulumi preview``;
+SIMULATED (see :mod:`tools.offline.mock_engine` and :mod:`tools.offline.canned`). Output reads like ``pulumi preview``;
 ``--json`` prints one object::
 
     {"project": str, "stack": str,
@@ -20,7 +20,7 @@ provider diffs on their own (the kubeconfig's active cluster), so that two plans
 unchanged one. Offline secrets are canned answers and placeholders, never real credentials.
 
 ``--diff-against BASE.json`` (an earlier ``--json`` plan) prints what ``pulumi preview --diff`` would say about
-going from BASE to this plan, an offline estimate (:mod:`tools.diff`); ``--replace URN`` (repeatable, a URN or
+going from BASE to this plan, an offline estimate (:mod:`tools.offline.diff`); ``--replace URN`` (repeatable, a URN or
 a unique resource name) adds a replacement as ``pulumi up --replace`` does. With ``--json`` it prints
 ``{"summary": {"create", "update", "replace", "delete", "same": n}, "steps": [{"urn", "type", "op",
 "replaceOrder", "reasons", "diffs": [{"path", "old", "new"}]}]}``; with ``--graph mermaid`` the head's graph with
@@ -34,11 +34,11 @@ ids come from the plan's config and lookups; the two GUIDs replace the canned su
 
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
-refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.stack_file`) and for a bad
+refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.offline.stack_file`) and for a bad
 ``--diff-against`` file or pack config, which are read before the program runs.
 ``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
 prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
-status 1. The mode says which outputs the stack policy sees (:mod:`tools.policy_check`): ``preview`` (default,
+status 1. The mode says which outputs the stack policy sees (:mod:`tools.offline.policy_check`): ``preview`` (default,
 as ``pulumi preview --policy-pack`` on a first preview: computed outputs unknown) or ``up`` (after ``pulumi up``).
 """
 
@@ -51,9 +51,9 @@ from typing import Optional, Sequence
 
 from components.config import ConfigError
 from tools import adopt
-from tools import diff as plan_diff
+from tools.offline import diff as plan_diff
 from tools.cli import OneLineParser
-from tools.mock_engine import Plan, Resource, run
+from tools.offline.mock_engine import Plan, Resource, run
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -267,7 +267,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         base = _read_base(args.diff_against) if args.diff_against else None
         pack_config = None
         if args.policy or args.policy_config:
-            from tools import policy_check
+            from tools.offline import policy_check
 
             pack_config = policy_check.load_pack_config(args.policy_config) if args.policy_config else {}
             policy_check.configure(pack_config)

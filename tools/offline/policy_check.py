@@ -11,10 +11,10 @@ What each kind of policy sees, as in the engine (pulumi/pulumi v3.230.0
 - ``"preview"`` (the default; what ``pulumi preview --policy-pack`` sees on a stack's first preview): for a
   resource being created, what the provider's Create returned with ``preview=true``, which the engine keeps
   as the outputs (v3.230.0 ``pkg/resource/deploy/step.go`` CreateStep.Apply): the inputs an output mirrors,
-  and unknown computed outputs (:func:`tools.canned.preview_outputs`). For azure-native that means no
+  and unknown computed outputs (:func:`tools.offline.canned.preview_outputs`). For azure-native that means no
   ``workspaceName``, and ``id``/``name`` unknown.
 - ``"up"`` (what ``pulumi up --policy-pack`` sees at the end of a first ``up``): the outputs the mocked
-  providers returned (:func:`tools.canned.resource_state`).
+  providers returned (:func:`tools.offline.canned.resource_state`).
 
 Both modes show the plan's inputs as after ``pulumi up`` (an input a real first preview does not know yet,
 because it derives from another resource's computed output, is known here). Component resources' properties
@@ -54,8 +54,8 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policy import rules
-from tools import canned
-from tools.mock_engine import Plan, Resource
+from tools.offline import canned
+from tools.offline.mock_engine import Plan, Resource
 
 PACK_VERSION = "0.1.0"
 #: ``"preview"``: stack policies see a first preview's outputs; ``"up"``: the outputs after ``pulumi up``.
@@ -136,7 +136,7 @@ def _options(resource: Resource) -> PolicyResourceOptions:
 
 def stack_properties(resource: Resource, mode: str = "preview") -> dict:
     """The properties (wire format) the engine hands stack policies for ``resource`` in ``mode`` (see the
-    module docstring): a resource being created in a preview gets :func:`tools.canned.preview_outputs` of
+    module docstring): a resource being created in a preview gets :func:`tools.offline.canned.preview_outputs` of
     its inputs; otherwise, the outputs the (mocked) provider returned, or the inputs where none did (default
     providers: a provider's outputs are its inputs)."""
     if mode == "preview" and resource.custom:

@@ -120,7 +120,7 @@ def active_cluster(kubeconfig: str) -> Optional[dict]:
 
 def fingerprint(value: Any) -> str:
     """sha256 (first 16 hex digits) of a value's sorted JSON. Used for secrets of the OFFLINE plan, whose plaintext
-    comes from canned answers and placeholders, never from real credentials (tools/canned.py, tools/mock_engine.py)."""
+    comes from canned answers and placeholders, never from real credentials (tools/offline/canned.py, tools/offline/mock_engine.py)."""
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 

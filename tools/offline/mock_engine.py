@@ -3,7 +3,7 @@
 SIMULATED: the engine and the providers. The Pulumi Python SDK, the program and its components are real;
 every RegisterResource request they send is captured by :class:`RecordingMonitor` (inputs in the engine's
 camelCase names, dependencies, parent, provider, options), invokes get canned answers
-(:mod:`tools.canned`), and nothing leaves the machine.
+(:mod:`tools.offline.canned`), and nothing leaves the machine.
 
 Used by ``python -m tools.plan`` and by the tests; each :func:`run` uses a fresh event loop and a fresh
 ``contextvars`` context, so runs do not leak into one another.
@@ -38,10 +38,10 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
 from components import config as stack_config
-from tools import canned, replacement
-from tools import stack_file as stack_files
+from tools.offline import canned, replacement
+from tools.offline import stack_file as stack_files
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tools/offline/ -> the project
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
 
@@ -109,7 +109,7 @@ def join_path(parent: str, key: Any) -> str:
 
 def secret_fingerprints(type_: str, wire: Mapping[str, Any]) -> dict[str, str]:
     """Property path -> fingerprint of every secret in a wire-format property map, plus the parts the provider's
-    diff looks at on their own (:func:`tools.replacement.secret_parts`). The plan prints secrets as ``[secret]``;
+    diff looks at on their own (:func:`tools.offline.replacement.secret_parts`). The plan prints secrets as ``[secret]``;
     the fingerprints let two plans tell a changed secret from an unchanged one."""
     found: dict[str, str] = {}
 
@@ -160,7 +160,7 @@ class Resource:
     wire: dict = field(default_factory=dict)  # inputs in the wire format (secrets still marked), for policies
     replace_with: list[str] = field(default_factory=list)  # the replaceWith option: replaced when these are
     #: Outputs in the wire format as the (mocked) provider returned them: the state after ``pulumi up``
-    #: (:func:`tools.canned.resource_state`); None for default providers, which no mock creates.
+    #: (:func:`tools.offline.canned.resource_state`); None for default providers, which no mock creates.
     outputs: Optional[dict] = None
     #: property path -> fingerprint of each secret input (and of the parts a provider diffs on their own)
     secret_fingerprints: dict[str, str] = field(default_factory=dict)
@@ -239,7 +239,7 @@ class Plan:
 
 
 class CannedMocks(pulumi.runtime.Mocks):
-    """Invokes answered from :data:`tools.canned.INVOKES` (or ``overrides``, token -> handler or dict)."""
+    """Invokes answered from :data:`tools.offline.canned.INVOKES` (or ``overrides``, token -> handler or dict)."""
 
     def __init__(self, location: str, overrides: Optional[Mapping[str, Any]] = None,
                  stack_outputs: Optional[Mapping[str, dict]] = None,
@@ -449,7 +449,7 @@ def stack_file(stack: str) -> Path:
 
 def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
     """The stack file's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus
-    the secret keys (:func:`tools.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret).
+    the secret keys (:func:`tools.offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret).
     Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file or a value of
     the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
     path = stack_file(stack)

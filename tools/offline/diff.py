@@ -1,6 +1,6 @@
 """Offline preview diff: what ``pulumi preview --diff`` would say about going from one plan to another.
 
-AN OFFLINE ESTIMATE from the engine's and the providers' rules (:mod:`tools.replacement`), not the cloud's answer:
+AN OFFLINE ESTIMATE from the engine's and the providers' rules (:mod:`tools.offline.replacement`), not the cloud's answer:
 the base is an earlier ``python -m tools.plan --json`` (another commit or config), the head is evaluated here.
 Per resource (matched by URN): ``create``, ``update`` (each changed input path, old -> new; secrets as
 ``[secret]``, compared by fingerprint), ``replace`` with its order and reasons, ``delete`` or ``same``.
@@ -8,7 +8,7 @@ Per resource (matched by URN): ``create``, ``update`` (each changed input path, 
 The head is evaluated as a preview sees it (:func:`preview`): resources being created or replaced have no ID and
 unknown outputs, so inputs derived from them, and invokes that depend on them, are ``[unknown]``; that can turn
 more steps into replacements (a create-only input that is unknown), so the evaluation repeats until the set of
-created and replaced resources is stable. Values known in preview are the canned answers (tools/canned.py).
+created and replaced resources is stable. Values known in preview are the canned answers (tools/offline/canned.py).
 
 :func:`compute` -> :class:`Diff`: ``steps`` (head create order, then deleted resources in the base's destroy
 order) and ``order``, the actions the engine would run for ``pulumi up`` (:func:`engine_order`).
@@ -20,11 +20,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from tools import replacement
-from tools.mock_engine import SECRET, UNKNOWN, join_path
+from tools.offline import replacement
+from tools.offline.mock_engine import SECRET, UNKNOWN, join_path
 
 OPS = ("create", "update", "replace", "delete", "same")
-LABEL = ("OFFLINE ESTIMATE from the engine's and providers' rules (tools/replacement.py), with canned Azure "
+LABEL = ("OFFLINE ESTIMATE from the engine's and providers' rules (tools/offline/replacement.py), with canned Azure "
          "answers; not the cloud's answer. A real `pulumi preview --diff` reads the live state.")
 _ABSENT = object()
 
@@ -222,7 +222,7 @@ def engine_order(steps: Sequence[Step], base: Mapping, head: Mapping,
                  property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None) -> list[Action]:
     """The actions ``pulumi up`` runs for these steps: creates, updates and replacements in head create order (a
     delete-first replacement of X is preceded by the deletion of what must go before X, see
-    :mod:`tools.replacement`), then the deletes of removed resources and of create-first replacements' old
+    :mod:`tools.offline.replacement`), then the deletes of removed resources and of create-first replacements' old
     resources, in the base's destroy order."""
     by_urn = {s.urn: s for s in steps}
     head_by = {r["urn"]: r for r in head["resources"]}
@@ -292,7 +292,7 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
     """Evaluate the head as a preview sees it and diff it against ``base``.
 
     ``evaluate(pending)`` runs the program with the URNs in ``pending`` treated as being created or replaced and
-    returns its :class:`tools.mock_engine.Plan`. Inputs come from that run; the dependency graph and order from
+    returns its :class:`tools.offline.mock_engine.Plan`. Inputs come from that run; the dependency graph and order from
     the run with every value known (an unknown invoke result carries no dependencies in the SDK, but the engine
     runs ``up`` with the full graph). Repeats until the created/replaced set is stable (at most ``rounds`` times;
     RuntimeError past that). Returns (Diff, the head Plan with every value known)."""
