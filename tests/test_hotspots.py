@@ -268,7 +268,7 @@ def test_very_deep_stacks():
 SVG = "{http://www.w3.org/2000/svg}"
 EXAMPLE = ROOT / "examples" / "flamegraph-frame.json"
 EXAMPLE_SVG = ROOT / "docs" / "flamegraph-example.svg"
-EXAMPLE_TOP = 3  # the README's command: --top 3 --svg docs/flamegraph-example.svg
+EXAMPLE_TOP = 3  # docs/flamegraphs.md's command: --top 3 --svg docs/flamegraph-example.svg
 
 
 def example_profile():
@@ -425,7 +425,7 @@ def test_svg_from_the_example_file_end_to_end(tmp_path):
 
 
 def test_committed_example_svg_is_what_the_tool_draws():
-    """docs/flamegraph-example.svg cannot go stale: re-render it with the README's command when this fails."""
+    """docs/flamegraph-example.svg cannot go stale: re-render it with docs/flamegraphs.md's command when this fails."""
     assert EXAMPLE_SVG.read_bytes() == hotspots.flame_svg(example_profile(), EXAMPLE_TOP)
 
 
@@ -439,12 +439,17 @@ def test_svg_unwritable_path_is_one_line(tmp_path):
 
 
 def test_readme_example_is_the_tool_output_on_the_example_file():
+    """The guide (docs/flamegraphs.md) shows the tool's output on the sample frame; the README points at both."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Reading the GPU-memory flame graph", 1)[1].split("\n## ", 1)[0]
+    command = "python -m tools.hotspots --from-file examples/flamegraph-frame.json --top 2 --hide-trampolines"
+    assert command in " ".join(readme.split())
+    assert "](docs/flamegraph-example.svg)" in readme and "](docs/flamegraphs.md)" in readme
+    guide = (ROOT / "docs" / "flamegraphs.md").read_text(encoding="utf-8")
+    section = guide.split("# Reading the GPU-memory flame graph", 1)[1]
     flat = " ".join(section.split())
-    assert "python -m tools.hotspots --from-file examples/flamegraph-frame.json --top 2 --hide-trampolines" in flat
+    assert command in flat
     assert f"--top {EXAMPLE_TOP} --svg docs/flamegraph-example.svg" in flat
-    assert "](docs/flamegraph-example.svg)" in section
+    assert "](flamegraph-example.svg)" in section and (ROOT / "docs" / "flamegraph-example.svg").is_file()
     shown = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
     output = cli("--from-file", str(EXAMPLE), "--top", "2", "--hide-trampolines").stdout.splitlines()
     position = 0

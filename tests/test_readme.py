@@ -51,3 +51,16 @@ def test_outputs_table_lists_every_stack_output():
     section = README.split("## Outputs", 1)[1].split("##", 1)[0]
     documented = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
     assert documented == outputs
+
+
+def test_readme_is_short_and_its_docs_links_resolve():
+    """The README stays a front page (at most 250 lines); the long guides live in docs/, and every docs/*.md it links
+    to exists (and each of those guides' relative links too)."""
+    assert len(README.splitlines()) <= 250
+    linked = set(re.findall(r"\]\((docs/[\w./-]+\.md)\)", README))
+    assert {"docs/how-it-works.md", "docs/reviewing.md", "docs/teardown.md", "docs/flamegraphs.md", "docs/platform.md",
+            "docs/performance.md", "docs/troubleshooting.md", "docs/policy.md", "docs/adopting.md"} <= linked
+    for doc in sorted(linked):
+        assert (ROOT / doc).is_file(), doc
+        for target in re.findall(r"\]\(([\w./-]+\.(?:md|svg))\)", (ROOT / doc).read_text(encoding="utf-8")):
+            assert (ROOT / doc).parent.joinpath(target).is_file(), (doc, target)
