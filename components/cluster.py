@@ -145,7 +145,7 @@ def kubernetes_provider(name: str, cfg: StackConfig) -> k8s.Provider:
     "deleted" for every resource, the Helm release included, when ``deleteUnreachable`` is on (the provider input
     wins over ``PULUMI_K8S_DELETE_UNREACHABLE``), and fails otherwise; ``Delete`` of a Helm release fails on an
     unreachable cluster whatever the option ("can't delete Helm Release with unreachable cluster"), so a destroy
-    after the cluster is gone needs the refresh first (README "Tearing down what is already gone"). False sends
+    after the cluster is gone needs the refresh first (docs/teardown.md, "Tearing down what is already gone"). False sends
     no value at all: an explicit ``false`` would override the environment variable, the way out for a stack that
     never recorded the option (the SDK reads that variable only while the program runs,
     ``pulumi_kubernetes/provider.py``).

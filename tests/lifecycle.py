@@ -15,7 +15,7 @@ Providers played here, with the rules of tools/offline/replacement.py:
   (then it stays, orphaned, until :meth:`Deployment.reconcile` finds it free).
 - Providers, components and the stack: state only.
 
-Degraded states (README "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
+Degraded states (docs/teardown.md, "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
 :meth:`Deployment.lose_grafana` and :meth:`Deployment.lose_mpe` delete things behind the stack's back;
 :meth:`Deployment.refresh` and :meth:`Deployment.destroy` (a destroy resumes: it deletes what is left in the state)
 then play ``pulumi refresh`` and ``pulumi destroy`` as the

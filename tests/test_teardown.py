@@ -1,4 +1,4 @@
-"""Tearing down what is already gone (README "Tearing down what is already gone"): the dev stack is deployed into the
+"""Tearing down what is already gone (docs/teardown.md, "Tearing down what is already gone"): the dev stack is deployed into the
 stateful stand-in world, then the AKS cluster, the Grafana workspace or the managed private endpoint is deleted
 behind the stack's back, and ``pulumi refresh`` / ``pulumi destroy`` are played in the plan's destroy order with the
 providers' rules (tests/lifecycle.py) and the real step scripts against the stand-in ``az``. Each must end with an

@@ -8,7 +8,7 @@ Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``a
 Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
 query (``queryType`` profile, ``profileTypeId`` ``process_cpu:malloc:bytes::``, label selector on
 ``k8s_namespace`` and ``k8s_podName``), or reads a saved response. Then reads the flame graph the way the
-README's guide does: per function, *self* (what it allocated itself) and *total* (with everything it
+guide in docs/flamegraphs.md does: per function, *self* (what it allocated itself) and *total* (with everything it
 called; a recursive function is counted once per stack), the widest self allocators with their heaviest
 call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of the root,
 no self), which are the path and not the cause. ``--svg FILE`` also writes the frame as a self-contained

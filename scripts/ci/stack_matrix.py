@@ -10,7 +10,7 @@ write to one Grafana at once).
 Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, one entry per Grafana, ``{"grafana": <key,
 lower-cased>, "stacks": [<stack>, ...]}`` in file order. Errors: one line ``stack-matrix: error: ...``, exit 1.
 
-Why grouped (README "Deploying a fleet"): the managed private endpoint's PUT and DELETE run in azure-native, which
+Why grouped (docs/teardown.md, "Deploying a fleet"): the managed private endpoint's PUT and DELETE run in azure-native, which
 retries a 409 only for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go``
 ``shouldRetryConflict``), not Grafana's ``ConflictInProcessing``, so two stacks must never update one Grafana at
 once. The workflow runs one job per Grafana (in parallel, with a concurrency group keyed by the Grafana across runs)
