@@ -62,13 +62,14 @@ class GpuDashboardArgs:
 
 class GpuDashboard(pulumi.ComponentResource):
     """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``), ``definition`` (how the step uploads it,
-    known once it has run: ``{"uid", "source", "sha256", "datasources"}``, the last the variable defaults it
-    sets, ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
+    known once it has run: ``{"uid", "source", "sha256", "datasources", "inputs"}``: the variable defaults it
+    sets and the datasource each ``__inputs`` plugin maps to, both ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
     Grafana the stack creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
 
     def __init__(self, name: str, args: GpuDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
         defaults = {} if args.shared else args.datasources
+        inputs = {} if args.shared else args.input_datasources
         upload = script_command(
             f"{name}-upload",
             "grafana_dashboard.py",
@@ -78,8 +79,7 @@ class GpuDashboard(pulumi.ComponentResource):
                 "DASHBOARD_SOURCE": args.source,
                 "DASHBOARD_UID": args.uid,
                 "DATASOURCES": json.dumps(defaults, sort_keys=True, separators=(",", ":")),
-                "DATASOURCE_INPUTS": json.dumps({} if args.shared else args.input_datasources, sort_keys=True,
-                                                separators=(",", ":")),
+                "DATASOURCE_INPUTS": json.dumps(inputs, sort_keys=True, separators=(",", ":")),
                 "GRAFANA_ENDPOINT": args.grafana_endpoint,
                 "GRAFANA_ID": args.grafana_id,
                 "RETRY_FORBIDDEN": str(args.retry_forbidden).lower(),
@@ -94,5 +94,5 @@ class GpuDashboard(pulumi.ComponentResource):
         self.uid = upload.stdout.apply(lambda _: args.uid)
         self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)
         self.definition = upload.stdout.apply(
-            lambda _: {"datasources": defaults, "sha256": args.sha256, "source": args.source, "uid": args.uid})
+            lambda _: {"datasources": defaults, "inputs": inputs, "sha256": args.sha256, "source": args.source, "uid": args.uid})
         self.register_outputs({"uid": self.uid, "url": self.url, "definition": self.definition})

@@ -325,3 +325,19 @@ def test_no_az_on_path_is_one_line(tmp_path):
         assert done.returncode == 2 and done.stdout == "", (tool, done.stderr)
         assert done.stderr == ("error: the Azure CLI (az) is not on PATH; install Azure CLI 2.72 or newer "
                                "(https://learn.microsoft.com/cli/azure/install-azure-cli) and sign in with `az login`\n"), tool
+
+
+def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
+    """A fault found in review: --drift rebuilt the upload without importing ``__inputs`` as the upload step
+    does, so a dashboard exported for sharing always showed as drift. The definition output now carries the
+    input mapping, and verify imports with the step's own function."""
+    export = (ROOT / "tests" / "data" / "gpu-dashboard-shared-export.json").read_bytes()
+    outputs = drift_outputs(tmp_path, export)
+    definition = outputs["dashboardDefinition"]
+    assert definition["inputs"] == {"grafana-pyroscope-datasource": "local-pyroscope", "prometheus": "azure-monitor-prometheus"}
+    imported = grafana_dashboard.import_inputs(json.loads(export), definition["inputs"], definition["source"])
+    held = as_grafana_holds_it(outputs)
+    held["dash"]["json"]["dashboard"] = {**grafana_dashboard.prepare(imported, definition["datasources"]), **OWNER,
+                                         "id": 42, "version": 5}
+    done, _ = verify(tmp_path, drift_rules(tmp_path, held), outputs, "--drift")
+    assert done.returncode == 0, done.stdout + done.stderr

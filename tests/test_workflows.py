@@ -554,8 +554,9 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert drift["on"]["schedule"] and all(re.fullmatch(r"[\d*/,-]+( [\d*/,-]+){4}", c["cron"]) for c in drift["on"]["schedule"])
     assert "workflow_dispatch" in drift["on"] and drift["permissions"] == {"contents": "read"}
     stacks, check, issues = drift["jobs"]["stacks"], drift["jobs"]["check"], drift["jobs"]["issues"]
-    listing = run_step(stacks, "scripts/ci/stack_list.py")
-    assert listing["env"] == {"PULUMI_STACKS": "${{ vars.PULUMI_STACKS }}", "PULUMI_STACK": "${{ vars.PULUMI_STACK }}"}
+    listing = run_step(stacks, "scripts/ci/stack_matrix.py")
+    assert listing["run"] == "python3 scripts/ci/stack_matrix.py --list deploy/stacks.json", "the deploy workflow's list"
+    assert "env" not in listing
     assert stacks["outputs"]["stacks"] == "${{ steps.%s.outputs.stacks }}" % listing["id"]
     assert "permissions" not in stacks  # the workflow's contents: read
     # check: a matrix over the stack list, OIDC only, never issues
@@ -590,39 +591,22 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
         assert ("issues" in job.get("permissions", {})) == (name == "issues"), name
 
 
-def run_stack_list(tmp_path, **variables):
-    outputs = tmp_path / "github_output"
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(outputs), **variables}
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_list.py")], env=env,
-                          capture_output=True, text=True, timeout=30)
-    return done, outputs.read_text() if outputs.exists() else ""
-
-
-@pytest.mark.parametrize("variables,listed", [
-    ({}, ["dev"]),
-    ({"PULUMI_STACK": "prod"}, ["prod"]),
-    ({"PULUMI_STACKS": '["dev", "acme/aks-gpu-observability/prod-eastus2"]', "PULUMI_STACK": "ignored"},
-     ["dev", "acme/aks-gpu-observability/prod-eastus2"]),
-])
-def test_stack_list(tmp_path, variables, listed):
-    done, written = run_stack_list(tmp_path, **variables)
+def test_drift_checks_the_stacks_the_deploy_workflow_deploys(tmp_path):
+    """One list of stacks (review: drift had its own variable): --list flattens deploy/stacks.json's groups (one
+    Grafana's stacks together), with the same checks."""
+    (tmp_path / "stacks.json").write_text(json.dumps({"stacks": [
+        {"stack": "aks-a", "grafana": "rg-o/amg-one"}, {"stack": "aks-b", "grafana": "rg-o/amg-two"},
+        {"stack": "aks-c", "grafana": "rg-o/amg-one"}]}))
+    out = tmp_path / "github_output"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(out)}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    assert written == f"stacks={json.dumps(listed, separators=(',', ':'))}\n"
-
-
-@pytest.mark.parametrize("value,names", [
-    ("dev", ["PULUMI_STACKS", "not JSON"]),
-    ("[]", ["PULUMI_STACKS", "non-empty JSON list"]),
-    ('{"dev": 1}', ["PULUMI_STACKS", "non-empty JSON list"]),
-    ('["dev", "no spaces allowed"]', ["PULUMI_STACKS", '"no spaces allowed" is not a stack name']),
-    ('["dev", "dev"]', ["PULUMI_STACKS", "twice"]),
-])
-def test_stack_list_refuses_a_bad_list_in_one_line(tmp_path, value, names):
-    done, written = run_stack_list(tmp_path, PULUMI_STACKS=value)
-    assert done.returncode == 1 and written == ""
-    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("stack-list: error: PULUMI_STACKS: ")
-    for name in names:
-        assert name in done.stderr
+    assert out.read_text() == 'stacks=["aks-a","aks-c","aks-b"]\n'
+    (tmp_path / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "aks-a", "grafana": "rg-o/amg-one"}] * 2}))
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "listed twice" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
 @pytest.fixture(scope="module")

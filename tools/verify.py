@@ -283,6 +283,10 @@ def desired_dashboard(definition: dict) -> dict:
         dashboard = json.loads(raw)
     except ValueError as error:
         raise DriftError(f"dashboard {definition['uid']}: {definition['source']} is not JSON: {error}") from None
+    try:  # an export "for sharing": its __inputs imported as the upload step imports them
+        dashboard = grafana_dashboard.import_inputs(dashboard, definition.get("inputs") or {}, definition["source"])
+    except SystemExit:  # the step's one-line failure (an input it cannot map) was already printed
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot map") from None
     return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {})
 
 

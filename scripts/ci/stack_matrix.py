@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """CI: the deploy workflow's matrix from the stacks file, grouped by the Grafana each stack writes to.
 
-Usage: python3 scripts/ci/stack_matrix.py [deploy/stacks.json]
+Usage: python3 scripts/ci/stack_matrix.py [--list] [deploy/stacks.json]
 Input: a JSON object ``{"stacks": [{"stack": <Pulumi stack name>, "grafana": "<resource group>/<Grafana name>"},
 ...]}``; a stack may appear once. When the checkout holds ``Pulumi.<stack>.yaml`` and it sets ``grafanaName`` or
 ``grafanaResourceGroup``, the entry's ``grafana`` must name the same workspace (the stack files are read from the
 current directory, the checkout) (a wrong key would let two stacks
 write to one Grafana at once).
 Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, one entry per Grafana, ``{"grafana": <key,
-lower-cased>, "stacks": [<stack>, ...]}`` in file order. Errors: one line ``stack-matrix: error: ...``, exit 1.
+lower-cased>, "stacks": [<stack>, ...]}`` in file order; with ``--list`` (the drift workflow: the same stacks, checked
+one job each, since a read never conflicts) ``stacks=<JSON list of stack names>``, the groups in turn. Errors: one line
+``stack-matrix: error: ...``, exit 1.
 
 Why grouped (docs/teardown.md, "Deploying a fleet"): the managed private endpoint's PUT and DELETE run in azure-native, which
 retries a 409 only for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go``
@@ -83,8 +85,14 @@ def matrix(path: Path) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
+    flat = "--list" in argv
+    argv = [arg for arg in argv if arg != "--list"]
     path = Path(argv[0] if argv else "deploy/stacks.json")
-    line = "grafanas=" + json.dumps(matrix(path), separators=(",", ":"))
+    groups = matrix(path)
+    if flat:
+        line = "stacks=" + json.dumps([stack for group in groups for stack in group["stacks"]], separators=(",", ":"))
+    else:
+        line = "grafanas=" + json.dumps(groups, separators=(",", ":"))
     target = os.environ.get("GITHUB_OUTPUT")
     if target:
         with open(target, "a", encoding="utf-8") as fh:
