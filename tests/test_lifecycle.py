@@ -47,12 +47,17 @@ class Change:
     expect: dict = field(default_factory=dict)
 
 
-def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_paths: tuple = ()) -> dict:
-    """The MPE replaced delete-first, its approval and refresh replaced after it (replaceWith), the Pyroscope
-    datasource's URL unknown until the refresh has run."""
+def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_paths: tuple = (),
+                      approval_order: str = "delete-first") -> dict:
+    """The MPE replaced delete-first; its approval, whose replaceWith names the MPE, deleted before it and re-created
+    after it (step_generator.go findResourcesReplacedWith: a delete-first replacement deletes them first); the refresh
+    replaced create-first after the approval (replaceWith); the Pyroscope datasource's URL unknown until the refresh
+    has run. When the MPE itself was deleted first for another resource's delete-first replacement, its re-creation
+    (continueStepsFromImport, "re-creating") starts no chain of its own: the approval is then replaced create-first
+    (``approval_order``)."""
     return {
         "grafana-private-link-mpe": ("replace", "delete-first", mpe_reasons, ()),
-        "grafana-private-link-approve-connection": ("replace", "create-first", [REPLACE_WITH_MPE], approval_paths),
+        "grafana-private-link-approve-connection": ("replace", approval_order, [REPLACE_WITH_MPE], approval_paths),
         "grafana-private-link-refresh": ("replace", "create-first", [REPLACE_WITH_APPROVAL], refresh_paths),
         "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",)),
     }
@@ -123,14 +128,20 @@ CHANGES += [
            expect={"gadget-namespace": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ()),
                    "inspektor-gadget-extension": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
                    "pyroscope-release": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   # The release, deleted first for the namespace, is re-created without a chain of its own, so the
+                   # wait (replaceWith the release) is replaced create-first.
                    "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
                    **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
            expect={"aks": ("replace", "create-first", [REPLACED], ())}),
     Change("replace-release", targets=["pyroscope-release"],
            expect={"pyroscope-release": ("replace", "delete-first", [REPLACED], ()),
-                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
-                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
+                   # Both name the release in replaceWith: deleted before it (findResourcesReplacedWith), re-created
+                   # after it; the MPE's re-creation starts no chain, so the approval goes create-first.
+                   "grafana-private-link-wait-for-pls": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced",
+                                                                                     "the engine deletes it before pyroscope-release"], ()),
+                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"],
+                                       approval_order="create-first")}),
     Change("replace-wait", targets=["grafana-private-link-wait-for-pls"],
            expect={"grafana-private-link-wait-for-pls": ("replace", "create-first", [REPLACED], ()),
                    **cascade_after_mpe(["privateLinkResourceId is unknown during preview", "`pulumi up` may find nothing to do here"],
@@ -373,14 +384,21 @@ def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why(
 
 def test_a_changed_cluster_replaces_the_kubernetes_provider_and_the_release():
     """pulumi-kubernetes DiffConfig: a kubeconfig whose active cluster changes replaces the provider, and a
-    resource whose provider is replaced is replaced with it (the release, delete-first)."""
+    resource whose provider is replaced is replaced with it: the namespace (first registered, delete-first), whose
+    delete-first replacement deletes the release before it (replaceWith) and re-creates it afterwards."""
     base = run("dev").to_json()
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"clusterName": "aks-gpu-dev2"}, pending=pending))
     provider = diff.step("aks")
     assert provider.op == "replace" and any("active cluster" in r for r in provider.reasons)
+    namespace = diff.step("gadget-namespace")
+    assert (namespace.op, namespace.replace_order) == ("replace", "delete-first")
+    assert any("provider aks is replaced" in r for r in namespace.reasons)
     release = diff.step("pyroscope-release")
     assert (release.op, release.replace_order) == ("replace", "delete-first")
-    assert any("provider aks is replaced" in r for r in release.reasons)
+    assert any("the engine deletes it before gadget-namespace" in r for r in release.reasons)
+    kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
+    assert kinds.index(("delete", "pyroscope-release")) < kinds.index(("delete", "gadget-namespace")) \
+        < kinds.index(("create-replacement", "gadget-namespace")) < kinds.index(("create-replacement", "pyroscope-release"))
 
 
 def test_outputs_of_updated_resources_are_taken_as_known():
@@ -452,3 +470,81 @@ def test_mermaid_marks_changed_nodes(tmp_path, capsys):
     assert "+- grafana-private-link-mpe (delete-first)<br/>" in graph and "~ grafana-datasources-pyroscope<br/>" in graph
     node = next(line.split("[")[0].strip() for line in graph.splitlines() if "+- grafana-private-link-mpe" in line)
     assert f"class {node} replace" in graph and "classDef replace " in graph
+
+
+# --- the offline engine's step generation (tools/offline/engine.py), on plans built here ---------------------------
+
+def _plan(resources: list[dict]) -> dict:
+    """A plan JSON of ``resources`` (name, type, inputs, and optional deps/options), in the given order."""
+    urn = lambda name, type_: f"urn:pulumi:dev::p::{type_}::{name}"
+    packages = sorted({r["type"].split(":")[0] for r in resources})
+    out = [{"urn": urn("default", f"pulumi:providers:{p}"), "type": f"pulumi:providers:{p}", "name": "default",
+            "custom": True, "parent": None, "provider": None, "inputs": {}, "dependencies": [], "propertyDependencies": {},
+            "options": {"protect": False, "deleteBeforeReplace": False, "retainOnDelete": False, "ignoreChanges": [],
+                        "customTimeouts": None, "replaceWith": []}} for p in packages]
+    for r in resources:
+        options = {"protect": False, "deleteBeforeReplace": bool(r.get("dbr")), "retainOnDelete": False,
+                   "ignoreChanges": [], "customTimeouts": None, "replaceWith": [urn(n, t) for n, t in r.get("replace_with", [])]}
+        deps = {k: [urn(n, t) for n, t in v] for k, v in r.get("property_deps", {}).items()}
+        out.append({"urn": urn(r["name"], r["type"]), "type": r["type"], "name": r["name"], "custom": True, "parent": None,
+                    "provider": urn("default", "pulumi:providers:" + r["type"].split(":")[0]), "inputs": r["inputs"], "dependencies": sorted({u for v in deps.values() for u in v}),
+                    "propertyDependencies": deps, "options": options})
+    order = [r["urn"] for r in out]
+    return {"project": "p", "stack": "dev", "resources": out, "createOrder": order, "destroyOrder": order[::-1],
+            "outputs": {}, "invokes": []}
+
+
+MPE_T, CMD_T = "azure-native:dashboard:ManagedPrivateEndpoint", "command:local:Command"
+
+
+def test_a_dependent_replaced_for_its_own_reasons_is_not_deleted_before_the_root():
+    """step_generator.go calculateDependentReplacements: a dependent goes into a delete-first chain only when its
+    provider's Diff, with the inputs that come from the root made unknown, asks for a replacement. Here the command's
+    input from the MPE is its environment (an update), so although the command is replaced anyway (its own trigger
+    changed), it is not deleted before the MPE: it is replaced create-first when it is registered, its old copy
+    deleted at the end. (The earlier model put every replaced dependent in the chain.)"""
+    def plan(mpe_name, trigger):
+        return _plan([
+            {"name": "mpe", "type": MPE_T, "dbr": True, "inputs": {"managedPrivateEndpointName": mpe_name}},
+            {"name": "step", "type": CMD_T, "inputs": {"environment": {"MPE": mpe_name}, "triggers": [trigger]},
+             "property_deps": {"environment": [("mpe", MPE_T)]}},
+        ])
+    head = plan("b", "t2")
+    diff = plan_diff.compute(plan("a", "t1"), head, property_dependencies={r["urn"]: r["propertyDependencies"] for r in head["resources"]})
+    assert (diff.step("mpe").op, diff.step("mpe").replace_order) == ("replace", "delete-first")
+    assert (diff.step("step").op, diff.step("step").replace_order) == ("replace", "create-first")
+    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
+        ("delete", "mpe"), ("create-replacement", "mpe"), ("create-replacement", "step"), ("delete", "step")]
+
+
+def test_a_dependent_whose_trigger_comes_from_the_root_is_deleted_first_and_says_why():
+    """The same program with the MPE in the command's triggers: the provider's Diff with that input unknown replaces
+    (triggers are replaceOnChanges), so the engine deletes the command before the MPE and re-creates it after."""
+    def plan(mpe_name):
+        return _plan([
+            {"name": "mpe", "type": MPE_T, "dbr": True, "inputs": {"managedPrivateEndpointName": mpe_name}},
+            {"name": "step", "type": CMD_T, "inputs": {"triggers": [mpe_name]}, "property_deps": {"triggers": [("mpe", MPE_T)]}},
+        ])
+    diff = plan_diff.compute(plan("a"), plan("b"))
+    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
+        ("delete", "step"), ("delete", "mpe"), ("create-replacement", "mpe"), ("create-replacement", "step")]
+    step = diff.step("step")
+    assert step.replace_order == "delete-first"
+    assert any("come from a replaced resource" in r and "before mpe" in r for r in step.reasons), step.reasons
+    assert diff.order[0].note.startswith("its inputs triggers come from a replaced resource")
+
+
+def test_nested_outputs_of_a_resource_being_replaced_are_unknown_at_preview():
+    """azure-native's PreviewOutputs (provider/pkg/convert/previewOutputs.go @ 604cfd52) echoes an object input
+    only where the input has the property: a created Grafana being replaced has identity.type but not
+    identity.principalId, so the Monitoring Data Reader assignment's principalId (create-only: forceNewMap) is
+    unknown in the preview and the assignment is replaced with it."""
+    settings = {"createGrafana": "true"}
+    base = run("dev", settings).to_json()
+    grafana = next(r["urn"] for r in base["resources"] if r["type"] == "azure-native:dashboard:Grafana")
+    previewed = run("dev", {**settings, "azure-native:location": "northeurope"}, pending={grafana}).to_json()
+    role = next(r for r in previewed["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader")
+    assert role["inputs"]["principalId"] == "[unknown]"
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {**settings, "azure-native:location": "northeurope"}, pending=pending))
+    step = diff.step("grafana-datasources-monitoring-data-reader")
+    assert (step.op, step.replace_order) == ("replace", "delete-first")

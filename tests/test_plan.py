@@ -29,7 +29,7 @@ def test_json_shape(dev_json):
                              "secretFingerprints"}
     assert dev_json["project"] == "aks-gpu-observability" and dev_json["stack"] == "dev"
     for r in dev_json["resources"]:
-        assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "options"}
+        assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "propertyDependencies", "options"}
         assert isinstance(r["urn"], str) and r["urn"].startswith("urn:pulumi:dev::aks-gpu-observability::")
         assert isinstance(r["custom"], bool) and isinstance(r["inputs"], dict)
         assert r["parent"] is None or isinstance(r["parent"], str)

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from tools.offline import replacement
+from tools.offline import engine, replacement
 from tools.offline.mock_engine import SECRET, UNKNOWN, join_path
 
 OPS = ("create", "update", "replace", "delete", "same")
@@ -68,6 +68,7 @@ class Diff:
 
     steps: list[Step]
     order: list[Action]
+    errors: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -114,80 +115,190 @@ def _top(path: str) -> str:
     return path.split(".", 1)[0].split("[", 1)[0]
 
 
-# --- the decision per resource ----------------------------------------------------------------------------------
+# --- the engine run ---------------------------------------------------------------------------------------------
+
+
+def _option(value: Any) -> Optional[bool]:
+    """The plan JSON keeps ``deleteBeforeReplace`` as a bool, so ``false`` is read as "not set" (docs/offline.md D2)."""
+    return True if value else None
+
+
+class _Model:
+    """The base as a state, the head as a program, and a :class:`engine.Provider` per package that diffs as
+    :mod:`tools.offline.replacement` says. ``forced``: URN -> ``delete-first``/``create-first`` to impose an order
+    (:func:`engine_order`)."""
+
+    def __init__(self, base: Mapping, head: Mapping, property_dependencies: Optional[Mapping] = None,
+                 forced: Optional[Mapping[str, str]] = None) -> None:
+        self.base, self.head = base, head
+        self.base_by = {r["urn"]: r for r in base["resources"]}
+        self.head_by = {r["urn"]: r for r in head["resources"]}
+        self.base_fp, self.head_fp = base.get("secretFingerprints", {}), head.get("secretFingerprints", {})
+        self.head_deps = dict(property_dependencies or {})
+        for r in head["resources"]:
+            self.head_deps.setdefault(r["urn"], r.get("propertyDependencies") or {})
+        self.forced = dict(forced or {})
+
+    def base_property_dependencies(self, resource: Mapping) -> dict:
+        """A base plan from before ``propertyDependencies`` was written: the head's, for the same URN."""
+        if "propertyDependencies" in resource:
+            return resource["propertyDependencies"]
+        return self.head_deps.get(resource["urn"], {})
+
+    def snapshot(self) -> list[engine.State]:
+        """The base plan as ``pulumi up`` left it: every resource in create order, ids stand-ins."""
+        states = []
+        for urn in self.base["createOrder"]:
+            r = self.base_by[urn]
+            states.append(engine.State(
+                urn=urn, type=r["type"], custom=r["custom"], id=f"base:{r['name']}" if r["custom"] else "",
+                inputs=r["inputs"], outputs=r["inputs"], parent=r["parent"],
+                provider=f"{r['provider']}::base:{r['provider'].rsplit('::', 1)[-1]}" if r.get("provider") else None,
+                dependencies=list(r["dependencies"]), property_dependencies=self.base_property_dependencies(r),
+                protect=bool(r["options"].get("protect")), retain_on_delete=bool(r["options"].get("retainOnDelete")),
+                replace_with=list(r["options"].get("replaceWith") or []),
+                ignore_changes=list(r["options"].get("ignoreChanges") or [])))
+        return states
+
+    def program(self, monitor: engine.Monitor) -> None:
+        for urn in self.head["createOrder"]:
+            r = self.head_by[urn]
+            dbr = _option(r["options"].get("deleteBeforeReplace"))
+            if urn in self.forced:
+                dbr = self.forced[urn] == "delete-first"
+            monitor.register(r["type"], r["name"], r["custom"], urn=urn, inputs=r["inputs"], parent=r["parent"],
+                             provider=r.get("provider"), dependencies=r["dependencies"],
+                             property_dependencies=self.head_deps.get(urn, {}),
+                             protect=r["options"].get("protect"), retain_on_delete=r["options"].get("retainOnDelete"),
+                             delete_before_replace=dbr, replace_with=r["options"].get("replaceWith") or [],
+                             ignore_changes=r["options"].get("ignoreChanges") or [])
+
+    def diffs(self, urn: str, old_inputs: Mapping, new_inputs: Mapping, ignore: Iterable[str] = ()) -> list[dict]:
+        ignored = set(ignore)
+        return [d for d in input_diffs(old_inputs, new_inputs, "", self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
+                if _top(d["path"]) not in ignored]
+
+    def providers(self) -> dict[str, engine.Provider]:
+        """One provider per package; its ``Diff`` asks for a replacement on the paths its rule names (delete-first
+        when the rule says the provider asks it), its ``DiffConfig`` is the rule's ``config_diff``."""
+        def diff(urn, old, new_inputs, preview):
+            rule = replacement.rule_for(old.type)
+            changed = self.diffs(urn, old.inputs, new_inputs, old.ignore_changes)
+            keys = sorted({_top(d["path"]) for d in changed if rule is not None and rule.forces(d["path"])})
+            return engine.DiffResult(bool(changed), keys, bool(keys) and rule is not None and rule.delete_first,
+                                     sorted({_top(d["path"]) for d in changed}))
+
+        def diff_config(urn, old_inputs, new_inputs):
+            rule = replacement.rule_for(urn.split("::")[2])
+            base_urn = urn if urn in self.base_by else None
+            if rule is None or rule.config_diff is None:
+                return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)))
+            verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(base_urn or urn, {}), self.head_fp.get(urn, {}))
+            return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)) or bool(verdict.replace_keys),
+                                     sorted(verdict.replace_keys))
+
+        packages = {engine._package(r["type"]) for plan in (self.base, self.head) for r in plan["resources"]}
+        return {package: engine.Provider(diff=diff, diff_config=diff_config) for package in packages}
+
+    def run(self, replace_targets: Iterable[str] = ()) -> engine.Result:
+        project, stack = self.head.get("project", "project"), self.head.get("stack", "stack")
+        offline = engine.Engine(self.providers(), stack=stack, project=project)
+        return offline.update(self.program, self.snapshot(), preview=True, replace=replace_targets)
+
+
+# --- from the engine's steps to the reviewer's -------------------------------------------------------------------
+
+
+def _ops(result: engine.Result) -> dict[str, tuple[str, Optional[str], tuple]]:
+    """URN -> (op, replace order, replace keys) from the engine's steps."""
+    found: dict[str, tuple[str, Optional[str], tuple]] = {}
+    deleted_first: set[str] = set()
+    for step in result.steps:
+        if step.op == "delete-replaced" and step.urn not in found:
+            deleted_first.add(step.urn)
+        elif step.op == "replace":
+            found[step.urn] = ("replace", "delete-first" if step.urn in deleted_first else "create-first", step.keys)
+        elif step.op in ("create", "update", "delete") and step.urn not in found:
+            found[step.urn] = (step.op, None, ())
+        elif step.op == "same" and step.urn not in found:
+            found[step.urn] = ("same", None, ())
+    return found
+
+
+def _chain_note(result: engine.Result, urn: str) -> str:
+    return next((s.note for s in result.steps if s.op == "delete-replaced" and s.urn == urn and s.note), "")
+
+
+def _chain_reason(note: str) -> str:
+    """A resource the engine deleted before a delete-first replacement and re-creates when the program registers it
+    (the engine's note: ``<why>; deleted before <root>``)."""
+    why, _, root = note.partition("; deleted before ")
+    if why.startswith("its replaceWith names "):
+        cause, source = f"replaceWith: {why[len('its replaceWith names '):]} is replaced", "findResourcesReplacedWith"
+    elif why.startswith("its provider "):
+        cause, source = why[len("its "):], "calculateDependentReplacements"
+    else:
+        cause, source = why.replace("its inputs ", "inputs ", 1), "calculateDependentReplacements"
+    return (f"{cause}; the engine deletes it before {root or 'a delete-first replacement'} is deleted and re-creates it "
+            f"when the program registers it ({source}, {replacement.ENGINE})")
 
 
 def decide(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
            property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None,
            known_head: Optional[Mapping] = None) -> list[Step]:
-    """The step of every resource, head create order first, then the base's removed resources.
+    """The step of every resource, head create order first, then the base's removed resources, as the offline
+    engine (:mod:`tools.offline.engine`) runs the head over the base.
 
     ``base``/``head``: plan JSON (``tools.plan --json``). ``replace_targets``: URNs given to ``--replace``.
-    ``property_dependencies``: head URN -> input key -> URNs (for the "unknown in preview" reason).
+    ``property_dependencies``: head URN -> input key -> URNs (default: the plan JSON's ``propertyDependencies``).
     ``known_head``: the head with every value known (canned), to say when an unknown is unchanged after all.
     """
-    base_by = {r["urn"]: r for r in base["resources"]}
-    head_by = {r["urn"]: r for r in head["resources"]}
-    known_by = {r["urn"]: r for r in (known_head or head)["resources"]}
-    base_fp, head_fp = base.get("secretFingerprints", {}), head.get("secretFingerprints", {})
-    targets = set(replace_targets)
-    steps: dict[str, Step] = {}
-    for urn in head["createOrder"]:
-        new, old = head_by[urn], base_by.get(urn)
-        if old is None:
-            steps[urn] = Step(urn, new["type"], "create", reasons=["not in the base plan"])
-            continue
-        ignored = set(new["options"].get("ignoreChanges") or [])
-        diffs = [d for d in input_diffs(old["inputs"], new["inputs"], "", base_fp.get(urn, {}), head_fp.get(urn, {}))
-                 if _top(d["path"]) not in ignored]
-        rule = replacement.rule_for(new["type"])
-        engine: list[str] = []  # replacements the engine decides before asking the provider
-        if urn in targets:
-            engine.append(f"--replace: replacement requested on the command line (ReplaceKeys [id], {replacement.ENGINE})")
-        for target in new["options"].get("replaceWith") or []:
-            if steps.get(target) and steps[target].op == "replace":
-                engine.append(f"replaceWith: {target.rsplit('::', 1)[-1]} is replaced ({replacement.ENGINE})")
-        engine += _provider_replaced(old, new, steps, base_by, head_by, base_fp, head_fp)
-        provider: list[str] = []  # replacements the provider's own diff asks for
-        if not engine and diffs and new["custom"] and rule is not None:
-            if rule.config_diff is not None:
-                verdict = rule.config_diff(old["inputs"], new["inputs"], base_fp.get(urn, {}), head_fp.get(urn, {}))
-                provider = [f"{key}: {why} ({rule.source})" for key, why in verdict.replace_keys.items()]
-            else:
-                provider = [f"{d['path']}: {rule.forces(d['path'])} ({rule.source})"
-                            for d in diffs if rule.forces(d["path"])]
-        unknown = _unknown_notes(urn, diffs, steps, property_dependencies or {}, old, known_by.get(urn))
-        unknown += [f"{d['path']}: the base plan has no fingerprint for this secret (a plan from before secretFingerprints), "
-                    "so it is shown as changed" for d in diffs if d["old"] == SECRET and d["path"] not in base_fp.get(urn, {})]
-        if engine or provider:
-            order = replacement.order(bool(provider), rule, bool(new["options"].get("deleteBeforeReplace")))
-            steps[urn] = Step(urn, new["type"], "replace", order, engine + provider + _order_reason(order, bool(provider), rule, new) + unknown, diffs)
-        elif diffs:
-            steps[urn] = Step(urn, new["type"], "update", reasons=unknown, diffs=diffs)
+    return compute(base, head, replace_targets, property_dependencies, known_head).steps
+
+
+def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Optional[str], keys: tuple,
+             diffs: list[dict], steps: Mapping[str, "Step"], known_by: Mapping) -> list[str]:
+    new, old = model.head_by[urn], model.base_by.get(urn)
+    rule = replacement.rule_for(new["type"])
+    reasons: list[str] = []
+    by_provider = False
+    if op == "replace":
+        if "dependent" in keys:
+            reasons.append(_chain_reason(_chain_note(result, urn)))
+        elif "id" in keys:
+            reasons.append(f"--replace: replacement requested on the command line (ReplaceKeys [id], {replacement.ENGINE})")
+        elif "replaceWith" in keys:
+            targets = [t for t in new["options"].get("replaceWith") or [] if steps.get(t) and steps[t].op == "replace"]
+            reasons += [f"replaceWith: {_name(t)} is replaced ({replacement.ENGINE})" for t in targets]
+        elif "provider" in keys:
+            reasons += _provider_reasons(model, new, old)
+        elif rule is not None and rule.config_diff is not None and old is not None:  # a provider: its DiffConfig
+            by_provider = True
+            verdict = rule.config_diff(old["inputs"], new["inputs"], model.base_fp.get(urn, {}), model.head_fp.get(urn, {}))
+            reasons += [f"{key}: {why} ({rule.source})" for key, why in verdict.replace_keys.items()]
         else:
-            steps[urn] = Step(urn, new["type"], "same")
-    for urn in base["destroyOrder"]:
-        if urn not in head_by:
-            steps[urn] = Step(urn, base_by[urn]["type"], "delete", reasons=["not in the new program"])
-    return list(steps.values())
+            by_provider = True
+            reasons += [f"{d['path']}: {rule.forces(d['path'])} ({rule.source})" for d in diffs
+                        if rule is not None and rule.forces(d["path"]) and _top(d["path"]) in keys]
+        reasons += _order_reason(order, by_provider, rule, new)
+    if op in ("replace", "update"):
+        reasons += _unknown_notes(urn, diffs, steps, model.head_deps, old, known_by.get(urn))
+        reasons += [f"{d['path']}: the base plan has no fingerprint for this secret (a plan from before secretFingerprints), "
+                    "so it is shown as changed" for d in diffs
+                    if d["old"] == SECRET and d["path"] not in model.base_fp.get(urn, {})]
+    return reasons
 
 
-def _provider_replaced(old, new, steps, base_by, head_by, base_fp, head_fp) -> list[str]:
-    """The engine's providerChanged: a resource whose provider reference changes (a new provider URN, or the same
-    one replaced) is replaced when the new provider's DiffConfig of old vs new provider inputs asks for it."""
+def _provider_reasons(model: _Model, new: Mapping, old: Optional[Mapping]) -> list[str]:
+    """Why a changed provider reference replaces: the new provider's ``DiffConfig`` (``providerChanged``)."""
     urn = new.get("provider")
-    if not urn or not new["custom"]:
-        return []
-    moved = urn != old.get("provider")
-    if not moved and not (steps.get(urn) and steps[urn].op == "replace"):
-        return []
-    before, after = base_by.get(old.get("provider") or ""), head_by.get(urn)
+    before, after = model.base_by.get((old or {}).get("provider") or ""), model.head_by.get(urn or "")
     rule = replacement.rule_for(after["type"]) if after else None
     if before is None or after is None or rule is None or rule.config_diff is None:
-        return [f"provider reference changed to {urn.rsplit('::', 1)[-1]} ({replacement.ENGINE})"] if moved else []
-    verdict = rule.config_diff(before["inputs"], after["inputs"], base_fp.get(before["urn"], {}), head_fp.get(urn, {}))
-    return [f"provider {urn.rsplit('::', 1)[-1]} is replaced and its DiffConfig asks for it: {why} ({replacement.ENGINE})"
-            for why in verdict.replace_keys.values()]
+        return [f"provider reference changed to {_name(urn or '')} ({replacement.ENGINE})"]
+    verdict = rule.config_diff(before["inputs"], after["inputs"], model.base_fp.get(before["urn"], {}), model.head_fp.get(urn, {}))
+    return [f"provider {_name(urn)} is replaced and its DiffConfig asks for it: {why} ({replacement.ENGINE})"
+            for why in verdict.replace_keys.values()] or [f"provider {_name(urn)} is replaced ({replacement.ENGINE})"]
 
 
 def _order_reason(order: str, by_provider: bool, rule, new) -> list[str]:
@@ -209,10 +320,28 @@ def _unknown_notes(urn, diffs, steps, property_dependencies, old, known) -> list
         key = _top(diff["path"])
         causes = sorted({d.rsplit("::", 1)[-1] for d in property_dependencies.get(urn, {}).get(key, [])
                          if steps.get(d) and steps[d].op in ("create", "replace")})
-        settled = known is not None and known["inputs"].get(key) == old["inputs"].get(key)
+        settled = known is not None and old is not None and known["inputs"].get(key) == old["inputs"].get(key)
         tail = "; with the canned answers it is unchanged, so `pulumi up` may find nothing to do here" if settled else ""
         notes.append(f"{diff['path']} is unknown during preview (it comes from {', '.join(causes) or 'a step run in this update'}){tail}")
     return notes
+
+
+_ACTION = {"create": "create", "update": "update", "create-replacement": "create-replacement", "delete": "delete",
+           "delete-replaced": "delete"}
+
+
+def _actions(result: engine.Result) -> list[Action]:
+    """The engine's steps that do something, in the order it runs them, each with why it sits there."""
+    actions = []
+    for step in result.steps:
+        kind = _ACTION.get(step.op)
+        if kind is None:
+            continue
+        note = step.note
+        if step.op == "delete" and note in ("removed from the program", "destroy"):
+            note = "removed from the program"
+        actions.append(Action(kind, step.urn, note))
+    return actions
 
 
 # --- the engine's order -----------------------------------------------------------------------------------------
@@ -220,57 +349,12 @@ def _unknown_notes(urn, diffs, steps, property_dependencies, old, known) -> list
 
 def engine_order(steps: Sequence[Step], base: Mapping, head: Mapping,
                  property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None) -> list[Action]:
-    """The actions ``pulumi up`` runs for these steps: creates, updates and replacements in head create order (a
-    delete-first replacement of X is preceded by the deletion of what must go before X, see
-    :mod:`tools.offline.replacement`), then the deletes of removed resources and of create-first replacements' old
-    resources, in the base's destroy order."""
-    by_urn = {s.urn: s for s in steps}
-    head_by = {r["urn"]: r for r in head["resources"]}
-    destroy_position = {urn: i for i, urn in enumerate(base["destroyOrder"])}
-    in_base = {r["urn"] for r in base["resources"]}
-    deleted: dict[str, str] = {}  # urn -> the delete-first root it went before
-    actions: list[Action] = []
-    for urn in head["createOrder"]:
-        step = by_urn[urn]
-        if step.op in ("create", "update"):
-            actions.append(Action(step.op, urn))
-        elif step.op == "replace":
-            if urn in deleted:
-                actions.append(Action("create-replacement", urn, f"deleted earlier, before {_name(deleted[urn])}"))
-                continue
-            if step.replace_order == "delete-first":
-                # Only what exists can be deleted first (the engine looks for them among the old resources,
-                # findResourcesReplacedWith in step_generator.go); a dependent the base lacks is just created.
-                first = _delete_first_chain(urn, by_urn, head_by, property_dependencies or {}) & in_base
-                for dependent in sorted(first - set(deleted), key=lambda u: destroy_position.get(u, -1)):
-                    deleted[dependent] = urn
-                    actions.append(Action("delete", dependent, f"replaced; must go before {_name(urn)} is deleted"))
-                deleted[urn] = urn
-                actions.append(Action("delete", urn, "delete-first replacement"))
-            actions.append(Action("create-replacement", urn))
-    for urn in base["destroyOrder"]:
-        step = by_urn.get(urn)
-        if step and step.op == "delete":
-            actions.append(Action("delete", urn, "removed from the program"))
-        elif step and step.op == "replace" and urn not in deleted:
-            actions.append(Action("delete", urn, "old resource of a create-first replacement"))
-    return actions
-
-
-def _delete_first_chain(root: str, by_urn, head_by, property_dependencies) -> set[str]:
-    """What the engine deletes before a delete-first root: resources whose replaceWith names it, and replaced
-    custom resources whose inputs depend on it (transitively)."""
-    chain = {u for u, r in head_by.items() if root in (r["options"].get("replaceWith") or [])}
-    frontier = [root]
-    while frontier:
-        current = frontier.pop()
-        for urn, keys in property_dependencies.items():
-            if urn in chain or urn == root or not head_by.get(urn, {}).get("custom"):
-                continue
-            if any(current in deps for deps in keys.values()) and by_urn.get(urn) and by_urn[urn].op == "replace":
-                chain.add(urn)
-                frontier.append(urn)
-    return chain
+    """The actions ``pulumi up`` runs for these steps, each replacement in the order its step says (used to play a
+    replacement in the order the program does not choose): the offline engine run with every replaced resource
+    given to ``--replace`` and its ``deleteBeforeReplace`` option set to that order."""
+    forced = {s.urn: s.replace_order for s in steps if s.op == "replace" and s.replace_order}
+    model = _Model(base, head, property_dependencies, forced)
+    return _actions(model.run(forced))
 
 
 def _name(urn: str) -> str:
@@ -283,9 +367,31 @@ def _name(urn: str) -> str:
 def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
             property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None,
             known_head: Optional[Mapping] = None) -> Diff:
-    """The Diff from ``base`` to ``head`` (plan JSON); arguments as for :func:`decide`."""
-    steps = decide(base, head, replace_targets, property_dependencies, known_head)
-    return Diff(steps, engine_order(steps, base, head, property_dependencies))
+    """The Diff from ``base`` to ``head`` (plan JSON): the offline engine (:mod:`tools.offline.engine`) previews the
+    head over the base; ``steps`` per resource with reasons and field diffs, ``order`` the engine's actions,
+    ``errors`` what the engine refused. Arguments as for :func:`decide`."""
+    model = _Model(base, head, property_dependencies)
+    result = model.run(replace_targets)
+    ops = _ops(result)
+    known_by = {r["urn"]: r for r in (known_head or head)["resources"]}
+    steps: dict[str, Step] = {}
+    for urn in head["createOrder"]:
+        new, old = model.head_by[urn], model.base_by.get(urn)
+        op, order, keys = ops.get(urn, ("same", None, ()))
+        if old is None:
+            steps[urn] = Step(urn, new["type"], "create", reasons=["not in the base plan"])
+            continue
+        diffs = model.diffs(urn, old["inputs"], new["inputs"], new["options"].get("ignoreChanges") or [])
+        step = Step(urn, new["type"], op, order, [], diffs if op in ("update", "replace") else [])
+        steps[urn] = step
+        step.reasons = _reasons(model, result, urn, op, order, keys, diffs, steps, known_by)
+        if op == "same" and diffs:  # the provider found nothing to change where the inputs differ
+            step.diffs = []
+    for urn in base["destroyOrder"]:
+        if urn not in model.head_by:
+            steps[urn] = Step(urn, model.base_by[urn]["type"], "delete", reasons=["not in the new program"])
+    errors = list(result.diagnostics) or ([result.error] if result.error else [])
+    return Diff(list(steps.values()), _actions(result), errors)
 
 
 def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds: int = 6) -> tuple[Diff, Any]:

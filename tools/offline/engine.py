@@ -113,7 +113,7 @@ class Provider:
     """A provider as ``deploytest.Provider`` fakes one: each callable may be None for the default.
 
     ``diff(urn, old: State, new_inputs, preview) -> DiffResult`` (default: unknown, so inputs are compared);
-    ``diff_config(old_inputs, new_inputs) -> DiffResult`` for the provider resource itself;
+    ``diff_config(urn, old_inputs, new_inputs) -> DiffResult`` for the provider resource itself;
     ``create(urn, inputs, preview) -> (id, outputs)`` (default: a fresh id, outputs = inputs);
     ``update(urn, old: State, new_inputs, preview) -> outputs``; ``delete(old: State) -> None``;
     ``read(old: State) -> outputs or None`` (None: the resource is gone). Raise ProviderError to fail a call.
@@ -344,7 +344,7 @@ class _Run:
     def register(self, goal: dict) -> Registered:
         type_ = goal["type"]
         provider_urn = goal["provider"]
-        if goal["custom"] and not is_provider(type_) and provider_urn is None:
+        if goal["custom"] and not is_provider(type_) and provider_urn is None and not type_.startswith("pulumi:pulumi:"):
             provider_urn = self._default_provider(type_)
         parent = goal["parent"]
         if parent is None and type_ != STACK_TYPE and not goal.get("default"):
@@ -389,10 +389,11 @@ class _Run:
         if urn in self.deletes and old is not None:  # Case 1: re-creating a resource deleted for a dependent's DBR
             self.deletes.discard(urn)
             self.replaces.add(urn)
-            return [("replace", old, ("dependent",)), ("create-replacement", old, (), "deleted earlier for a delete-first replacement")]
+            return [("replace", old, ("dependent",)),
+                    ("create-replacement", old, (), "deleted earlier for a delete-first replacement", False)]
         if old is not None and old.external:  # Case 2
             self.creates.add(urn)
-            return [("create-replacement", old, ()), ("replace", old, ())]
+            return [("create-replacement", old, (), "", True), ("replace", old, ())]
         if targeted and self.targets:
             self.targets_actual.add(urn)
         if old is not None:  # Case 3
@@ -458,7 +459,7 @@ class _Run:
     def config_diff(self, old: State, new: State) -> DiffResult:
         provider = self.engine.provider_for(new.type)
         if provider.diff_config is not None:
-            return provider.diff_config(old.inputs, new.inputs)
+            return provider.diff_config(new.urn, old.inputs, new.inputs)
         return DiffResult(old.inputs != new.inputs)
 
     def steps_from_diff(self, goal: dict, new: State, old: State) -> list[tuple]:
@@ -493,7 +494,7 @@ class _Run:
         if goal["delete_before_replace"] is not None:
             delete_first = bool(goal["delete_before_replace"])
         if not delete_first:
-            return [("create-replacement", old, keys, "create-first: the old one is deleted after every create and update"),
+            return [("create-replacement", old, keys, "create-first: the old one is deleted after every create and update", True),
                     ("replace", old, keys)]
         steps: list[tuple] = []
         chain = self.dependent_replacements(old) + self.replaced_with(urn)
@@ -511,7 +512,7 @@ class _Run:
             self.pending_deletes.add(id(dependent))
         if not old.pending_replacement:
             steps.append(("delete-replaced", old, keys, "delete-first replacement", "pending"))
-        steps += [("replace", old, keys), ("create-replacement", old, keys, "delete-first: created after its delete")]
+        steps += [("replace", old, keys), ("create-replacement", old, keys, "delete-first: created after its delete", False)]
         return steps
 
     def dependent_replacements(self, root: State) -> list[tuple[State, tuple, str]]:
@@ -527,7 +528,7 @@ class _Run:
             if not candidate.custom or candidate.external:
                 continue
             if candidate.provider and candidate.provider_urn in replace_set:
-                chain.append((candidate, (), "its provider is replaced"))
+                chain.append((candidate, (), f"its provider {candidate.provider_urn.rsplit('::', 1)[-1]} is replaced"))
                 replace_set.add(candidate.urn)
                 continue
             inputs, hit = {}, False
@@ -624,13 +625,12 @@ class _Run:
             except ProviderError:
                 self.record("create-replacement", new.urn, step[2], "failed")
                 raise
-            if old.pending_replacement or id(old) in self.pending_deletes:
-                if not self.preview:
-                    self.done.add(id(old))  # createSnapshotMutation.End: the pending replacement is flushed
-            else:
-                old.delete = True  # CreateStep with pendingDelete: the old one is deleted at the end
+            if step[4]:  # NewCreateReplacementStep(..., pendingDelete): the old one is deleted at the end
+                old.delete = True
+            elif old.pending_replacement and not self.preview:
+                self.done.add(id(old))  # createSnapshotMutation.End: the pending replacement is flushed
             self._finish(state, None)
-            self.record("create-replacement", new.urn, step[2], step[3] if len(step) > 3 else "")
+            self.record("create-replacement", new.urn, step[2], step[3])
             return state
         if kind == "delete-replaced":
             victim = step[1]

@@ -175,6 +175,7 @@ class Resource:
             "provider": self.provider,
             "inputs": self.inputs,
             "dependencies": self.dependencies,
+            "propertyDependencies": self.property_dependencies,
             "options": self.options,
         }
 
@@ -384,12 +385,26 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.recorded.append(resource)
         response = super().RegisterResource(request)
         if urn in self.pending:
-            # As a provider's preview Create answers: no ID; inputs echoed, every other output unknown.
+            # As a provider's preview Create answers: no ID; inputs echoed, every other output unknown; azure-native
+            # does so at every depth of an object property (identity.principalId is unknown, identity.type echoed).
             state = json_format.MessageToDict(response.object)
-            unknown = {key: value if key in raw else _UNKNOWN for key, value in state.items()}
+            nested = request.type.startswith("azure-native:")
+            unknown = {key: (_preview_output(raw[key], value) if nested else raw[key]) if key in raw else _UNKNOWN
+                       for key, value in state.items()}
             response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=json_format.ParseDict(unknown, response.object.__class__()))
         resource.outputs = json_format.MessageToDict(response.object, preserving_proto_field_name=True)
         return response
+
+
+def _preview_output(given: Any, output: Any) -> Any:
+    """azure-native's ``previewOutputValue`` (``provider/pkg/convert/previewOutputs.go`` @ 604cfd52): an object's
+    output properties are the input's where the input has them and unknown elsewhere, recursively; arrays map their
+    input items; scalars, secrets and untyped values are the input as given."""
+    if isinstance(given, dict) and _SIG not in given and isinstance(output, dict) and _SIG not in output:
+        return {key: _preview_output(given[key], value) if key in given else _UNKNOWN for key, value in output.items()}
+    if isinstance(given, list) and isinstance(output, list):
+        return [_preview_output(item, output[i] if i < len(output) else None) for i, item in enumerate(given)]
+    return given
 
 
 def _options(request) -> dict:
