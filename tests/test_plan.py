@@ -26,7 +26,7 @@ def dev_json():
 
 def test_json_shape(dev_json):
     assert set(dev_json) == {"project", "stack", "resources", "invokes", "createOrder", "destroyOrder", "outputs",
-                             "secretFingerprints"}
+                             "secretFingerprints", "config"}
     assert dev_json["project"] == "aks-gpu-observability" and dev_json["stack"] == "dev"
     for r in dev_json["resources"]:
         assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "propertyDependencies", "options"}
@@ -68,7 +68,8 @@ def test_orders_are_consistent_with_dependencies_parents_and_providers(dev_json)
 def test_secrets_masked_everywhere(dev_json):
     provider = next(r for r in dev_json["resources"] if r["type"] == K8S_PROVIDER)
     assert provider["inputs"]["kubeconfig"] == "[secret]"
-    text = json.dumps(dev_json)
+    # The config's key names are no secret (kubeloginMode); its values and everything else must not leak.
+    text = json.dumps({**dev_json, "config": sorted(dev_json["config"].values())})
     for leaked in ("BEGIN CERTIFICATE", "kubelogin", "get-token", "client-key-data"):
         assert leaked not in text
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tools.offline import engine, replacement
@@ -69,6 +70,11 @@ class Diff:
     steps: list[Step]
     order: list[Action]
     errors: list[str] = field(default_factory=list)
+    #: what a reviewer must know before reading the counts (a base plan of another stack, ...)
+    warnings: list[str] = field(default_factory=list)
+    #: URNs replaced in this preview only because a value is unknown in it; with the canned answers the engine,
+    #: rerun with every value known (as ``pulumi up`` diffs each resource again once its inputs are known), keeps them
+    preview_only: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -84,7 +90,9 @@ class Diff:
         return found[0]
 
     def to_json(self) -> dict:
-        return {"summary": self.summary, "steps": [s.to_json() for s in self.steps]}
+        return {"summary": self.summary, "steps": [s.to_json() for s in self.steps],
+                "order": [{"kind": a.kind, "urn": a.urn, "note": a.note} for a in self.order],
+                "previewOnly": self.preview_only, "warnings": self.warnings, "errors": self.errors}
 
 
 # --- input diffs ----------------------------------------------------------------------------------------------
@@ -389,9 +397,57 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
             step.diffs = []
     for urn in base["destroyOrder"]:
         if urn not in model.head_by:
-            steps[urn] = Step(urn, model.base_by[urn]["type"], "delete", reasons=["not in the new program"])
+            steps[urn] = Step(urn, model.base_by[urn]["type"], "delete",
+                              reasons=["not in the new program" + _removed_because(urn, base, head)])
     errors = list(result.diagnostics) or ([result.error] if result.error else [])
-    return Diff(list(steps.values()), _actions(result), errors)
+    return Diff(list(steps.values()), _actions(result), errors, _warnings(base, head))
+
+
+#: resource name (prefix) -> the settings that decide whether the program registers it
+EXISTENCE = {
+    "grafana-datasources-monitoring-data-reader": ("assignMonitoringDataReader", "multiCluster"),
+    "managed-grafana": ("createGrafana",),
+    "monitor-workspace": ("createMonitorWorkspace",),
+}
+
+
+def _removed_because(urn: str, base: Mapping, head: Mapping) -> str:
+    """The settings behind a removal: those that decide whether the resource exists (:data:`EXISTENCE`) with their
+    values before and after and what Pulumi.yaml says of them, else every setting that changed."""
+    old, new = base.get("config"), head.get("config")
+    if old is None or new is None:
+        return ""
+    project = head.get("project", "")
+    name = _name(urn)
+    keys = next((keys for prefix, keys in EXISTENCE.items() if name.startswith(prefix)), None)
+    changed = sorted(k.split(":", 1)[1] for k in set(old) | set(new)
+                     if k.startswith(project + ":") and old.get(k) != new.get(k))
+    shown = list(keys) if keys else changed
+    if not shown:
+        return ""
+    parts = []
+    for key in shown:
+        before, after = old.get(f"{project}:{key}"), new.get(f"{project}:{key}")
+        value = f"{before} -> {after}" if before != after else f"{after} (unchanged)"
+        parts.append(f"{key}: {value}" + (f" ({_describe(key)})" if keys else ""))
+    return "; settings: " + "; ".join(parts)
+
+
+def _describe(key: str) -> str:
+    """The first sentences of the key's description in Pulumi.yaml."""
+    import yaml  # local: only the diff's text needs it
+    project = yaml.safe_load((Path(__file__).resolve().parents[2] / "Pulumi.yaml").read_text())
+    text = str(((project.get("config") or {}).get(key) or {}).get("description", ""))
+    return text if len(text) <= 240 else text[:240].rsplit(" ", 1)[0] + " ..."
+
+
+def _warnings(base: Mapping, head: Mapping) -> list[str]:
+    found = []
+    for field_ in ("project", "stack"):
+        if base.get(field_) and head.get(field_) and base[field_] != head[field_]:
+            found.append(f"the base plan is of {field_} '{base[field_]}' and the head of '{head[field_]}': no URN is "
+                         "shared, so every resource shows as deleted and created; plan the base with the same --stack")
+    return found
 
 
 def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds: int = 6) -> tuple[Diff, Any]:
@@ -410,6 +466,8 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
         diff = compute(base, head, targets, dependencies, known_json)
         now = frozenset(s.urn for s in diff.steps if s.op in ("create", "replace") and _custom(known, s.urn))
         if now == pending:
+            at_up = {s.urn: s.op for s in compute(base, known_json, targets, dependencies).steps}
+            diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and at_up.get(s.urn) != "replace"]
             return diff, known
         pending = now
         previewed = evaluate(pending).to_json()
@@ -432,10 +490,16 @@ _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same":
 
 
 def summary_line(diff: Diff) -> str:
-    """Pulumi's words: ``+ 1 to create, ~ 2 to update, +-1 to replace, - 0 to delete, 14 unchanged``."""
+    """Pulumi's words: ``+ 1 to create, ~ 2 to update, +-1 to replace, - 0 to delete, 14 unchanged``, then how many of
+    the replacements are there only while a value is unknown in preview."""
     n = diff.summary
-    return (f"+ {n['create']} to create, ~ {n['update']} to update, +-{n['replace']} to replace, "
+    line = (f"+ {n['create']} to create, ~ {n['update']} to update, +-{n['replace']} to replace, "
             f"- {n['delete']} to delete, {n['same']} unchanged")
+    if diff.preview_only:
+        names = ", ".join(_name(u) for u in diff.preview_only)
+        line += (f" ({len(diff.preview_only)} of the {n['replace']} replacements only while a value is unknown in "
+                 f"preview; with the canned answers `pulumi up` keeps {names})")
+    return line
 
 
 def _values(old: Any, new: Any, width: int = 120) -> tuple[str, str]:
@@ -448,10 +512,25 @@ def _values(old: Any, new: Any, width: int = 120) -> tuple[str, str]:
     return tuple(("..." if start else "") + t[start:start + width] + ("..." if len(t) > start + width else "") for t in texts)
 
 
+def _expanded(diff: dict) -> list[tuple[str, Any, Any]]:
+    """A changed string that holds JSON on both sides (a step's environment value) as the changed paths inside it,
+    ``environment.DATASOURCE{jsonData.url}``, so a long value is not cut where it differs."""
+    old, new = diff["old"], diff["new"]
+    try:
+        parsed = json.loads(old), json.loads(new)
+    except (TypeError, ValueError):
+        return [(diff["path"], old, new)]
+    if not all(isinstance(v, (dict, list)) for v in parsed):
+        return [(diff["path"], old, new)]
+    inner = input_diffs(parsed[0], parsed[1], "", {}, {})
+    return [(f"{diff['path']}{{{d['path']}}}", d["old"], d["new"]) for d in inner] or [(diff["path"], old, new)]
+
+
 def render_text(diff: Diff, title: str) -> str:
     """The PR-comment text: label, summary, replacements first (order and reasons), then updates, creates and
     deletes with their field diffs, then the engine's order."""
-    lines = [title, LABEL, "", "Resources: " + summary_line(diff)]
+    lines = [title, LABEL, ""] + [f"WARNING: {w}" for w in diff.warnings] + [f"ERROR: {e}" for e in diff.errors]
+    lines += ["Resources: " + summary_line(diff)]
     groups = (("Replacements", "replace"), ("Updates", "update"), ("Creates", "create"), ("Deletes", "delete"))
     for heading, op in groups:
         chosen = [s for s in diff.steps if s.op == op]
@@ -462,7 +541,8 @@ def render_text(diff: Diff, title: str) -> str:
             order = f" ({step.replace_order})" if step.replace_order else ""
             lines.append(f" {_SYMBOL[op]:<2} {step.type}  {step.name}  {op}{order}")
             lines += [f"       because {reason}" for reason in step.reasons if op in ("replace", "update", "delete")]
-            lines += ["       ~ {}: {} => {}".format(d["path"], *_values(d["old"], d["new"])) for d in step.diffs]
+            lines += ["       ~ {}: {} => {}".format(path, *_values(old, new)) for d in step.diffs
+                      for path, old, new in _expanded(d)]
     lines += ["", "Engine order (pulumi up):"]
     if not diff.order:
         lines.append("    (nothing to do)")
