@@ -35,7 +35,9 @@ ids come from the plan's config and lookups; the two GUIDs replace the canned su
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
 refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.offline.stack_file`) and for a bad
-``--diff-against`` file or pack config, which are read before the program runs.
+``--diff-against`` file or pack config, which are read before the program runs. A program that registers or reads
+two resources with one URN stops as the engine stops it: exit status 2 and ``error: Duplicate resource URN '<urn>';
+try giving it a unique name`` (:class:`tools.offline.mock_engine.DuplicateURNError`).
 ``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
 prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
 status 1. The mode says which outputs the stack policy sees (:mod:`tools.offline.policy_check`): ``preview`` (default,

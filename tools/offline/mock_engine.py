@@ -273,8 +273,19 @@ class CannedMocks(pulumi.runtime.Mocks):
         return canned.resource_state(args.typ, args.name, args.inputs)
 
 
+class DuplicateURNError(ValueError):
+    """A second resource (registered or read) with a URN already taken in this deployment. The engine refuses it with
+    diagnostic 2001, "Duplicate resource URN '<urn>'; try giving it a unique name" (pulumi/pulumi v3.230.0
+    ``sdk/go/common/diag/errors.go`` ``GetDuplicateResourceURNError``), and the update stops."""
+
+    def __init__(self, urn: str) -> None:
+        super().__init__(f"Duplicate resource URN '{urn}'; try giving it a unique name")
+        self.urn = urn
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """A MockMonitor that keeps every RegisterResource request as the engine would record it."""
+    """A MockMonitor that keeps every RegisterResource request as the engine would record it, and refuses a URN
+    taken before in the deployment as the engine does."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
@@ -283,7 +294,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.default_providers: dict[str, Resource] = {}
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
         self.invokes: list[Invoke] = []
-        self._lock = threading.Lock()
+        #: Every URN taken in this deployment, and the first duplicate refused (``claim``).
+        self.urns: set[str] = set()
+        self.duplicate: Optional[DuplicateURNError] = None
+        self._lock = threading.RLock()  # claim() is called with it held (_default_provider)
 
     def _thread_loop(self) -> None:
         """MockMonitor makes an event loop in each executor thread it is called on and never closes it;
@@ -318,12 +332,27 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 self.invokes.append(Invoke(request.tok, args, sorted(set(request.dependsOn))))
         return response
 
+    def claim(self, urn: str) -> None:
+        """Take ``urn`` for this deployment, or raise DuplicateURNError if it is taken. As the engine's step generator
+        does for every registration (``GenerateSteps``) and every read (``GenerateReadSteps``): both call
+        ``generateURN``, which refuses a URN already in its one set ``sg.urns`` (pulumi/pulumi v3.230.0
+        ``pkg/resource/deploy/step_generator.go``), so a read and a registration cannot share a URN either. The error
+        is kept too: the SDK may report a failed registration its own way, and :func:`run` raises this one."""
+        with self._lock:
+            if urn in self.urns:
+                if self.duplicate is None:
+                    self.duplicate = DuplicateURNError(urn)
+                raise DuplicateURNError(urn)
+            self.urns.add(urn)
+
     def ReadResource(self, request):
         """Reads (StackReference) are recorded like registrations: the engine keeps them in state too."""
         self._thread_loop()
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self.claim(urn)
         raw = json_format.MessageToDict(request.properties, preserving_proto_field_name=True)
         resource = Resource(
-            urn=self.make_urn(request.parent, request.type, request.name), type=request.type, name=request.name,
+            urn=urn, type=request.type, name=request.name,
             custom=True, parent=request.parent or None, provider=request.provider.rsplit("::", 1)[0] or None,
             inputs=plain(raw), dependencies=sorted(set(request.dependencies)), options=_options(None), wire=raw)
         self.recorded.append(resource)
@@ -350,16 +379,19 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         package = type_.split(":")[0]
         name = "default" + (("_" + version.replace(".", "_").replace("-", "_")) if version else "")
         urn = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::pulumi:providers:{package}::{name}"
-        if urn not in self.default_providers:
-            provider = Resource(urn, f"pulumi:providers:{package}", name, True, None, None,
-                                {"version": version} if version else {}, [], _options(None))
-            self.default_providers[urn] = provider
-            self.recorded.append(provider)
+        with self._lock:  # one default provider per package and version, whichever thread asks first
+            if urn not in self.default_providers:
+                self.claim(urn)  # the engine registers its default providers through the same step generator
+                provider = Resource(urn, f"pulumi:providers:{package}", name, True, None, None,
+                                    {"version": version} if version else {}, [], _options(None))
+                self.default_providers[urn] = provider
+                self.recorded.append(provider)
         return urn
 
     def RegisterResource(self, request):
         self._thread_loop()
         urn = self.make_urn(request.parent, request.type, request.name)
+        self.claim(urn)
         raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
         provider = request.provider.rsplit("::", 1)[0] if request.provider else None
         if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
@@ -511,12 +543,20 @@ def run(
             pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
             pulumi.runtime.set_mocks(mocks, project=stack_config.PROJECT, stack=stack, preview=preview, monitor=monitor)
+            loop.set_exception_handler(_quiet_duplicates)
             try:
-                runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+                try:
+                    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+                except BaseException:
+                    _drain(loop)  # let the stack's own registration finish, so the error is all that is printed
+                    raise
+                loop.run_until_complete(wait_for_rpcs())
             except BaseException:
-                _drain(loop)  # let the stack's own registration finish, so the error is all that is printed
+                if monitor.duplicate is not None:  # the engine stops the update there: its error is the one reported
+                    raise monitor.duplicate from None
                 raise
-            loop.run_until_complete(wait_for_rpcs())
+            if monitor.duplicate is not None:  # refused, whatever the program made of the failed registration
+                raise monitor.duplicate
             outputs = loop.run_until_complete(_stack_outputs())
         finally:
             os.chdir(previous)
@@ -538,6 +578,14 @@ def run(
         return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
     return contextvars.Context().run(evaluate)
+
+
+def _quiet_duplicates(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """The run loop's exception handler: the SDK leaves the futures of a refused registration's outputs unread, and
+    asyncio would log each when it is collected; :func:`run` reports the DuplicateURNError once. Others as asyncio does."""
+    if isinstance(context.get("exception"), DuplicateURNError):
+        return
+    loop.default_exception_handler(context)
 
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:
