@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import pulumi
 from google.protobuf import json_format
@@ -479,27 +479,36 @@ def stack_file(stack: str) -> Path:
     return ROOT / f"Pulumi.{stack}.yaml"
 
 
-def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
-    """The stack file's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus
-    the secret keys (:func:`tools.offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret).
-    Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file or a value of
-    the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
+class ConfigSet(NamedTuple):
+    """One ``pulumi config set [--path] KEY VALUE`` (offline: ``--set KEY=VALUE``, ``--set-path PATH=VALUE``)."""
+
+    key: str
+    value: str
+    path: bool = False
+
+
+def read_stack_config(stack: str, config_sets: Sequence[tuple[str, str, bool]] = ()) -> tuple[dict[str, str], list[str]]:
+    """The stack's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus the secret
+    keys (:func:`tools.offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret). The stack
+    file's config, then each of ``config_sets`` (``ConfigSet`` or ``(key, value, path)``) applied in order as
+    ``pulumi config set [--path]`` would store it (:func:`tools.offline.stack_file.config_set`; a key it sets is plain,
+    no longer secret), then checked as the CLI checks it before the program runs.
+    Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file, a set the CLI
+    refuses, or a value of the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
         raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
     held, secrets = stack_files.read(path, stack_config.PROJECT)
+    for key, value, by_path in config_sets:
+        try:
+            top = stack_files.config_set(held, key, value, by_path, stack_config.PROJECT)
+        except stack_files.ConfigSetError as error:
+            command = "pulumi config set --path" if by_path else "pulumi config set"
+            raise stack_config.ConfigError(key, f"{error.message} (`{command}` refuses it too)") from None
+        secrets = [name for name in secrets if name != top]
     stack_config.check_cli_types({key: value for key, value in held.items() if key not in secrets})
     values = {key: json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value for key, value in held.items()}
     return values, secrets
-
-
-def apply_overrides(values: dict[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
-    """``--set KEY=VALUE`` semantics: a bare key is in the project's namespace, ``namespace:key`` is taken
-    as given. Undeclared project keys are rejected by the program itself (config.load)."""
-    merged = dict(values)
-    for key, value in overrides.items():
-        merged[key if ":" in key else f"{stack_config.PROJECT}:{key}"] = value
-    return merged
 
 
 def run(
@@ -510,21 +519,22 @@ def run(
     stack_outputs: Optional[Mapping[str, dict]] = None,
     pending: Optional[set] = None,
     secret_outputs: Optional[Mapping[str, Any]] = None,
+    config_sets: Sequence[tuple[str, str, bool]] = (),
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
-    ``overrides``: ``--set`` pairs. ``invoke_overrides``: token -> canned answer (dict) or handler
+    ``overrides``: ``--set`` pairs, each stored as ``pulumi config set KEY VALUE`` stores it (a string). ``config_sets``:
+    then each ``ConfigSet`` (``--set`` and ``--set-path`` in command-line order; :func:`read_stack_config`). ``invoke_overrides``: token -> canned answer (dict) or handler
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
     outputs of a platform stack). ``secret_outputs``: referenced stack name -> the names of its outputs that are
     secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created or replaced (module
     docstring). Raises ConfigError (before any resource is registered) for invalid
     configuration, and whatever else the program raises.
     """
-    values, secrets = read_stack_config(stack)
-    overridden = apply_overrides({}, overrides or {})
-    stack_config.check_cli_types(overridden)  # `pulumi config set` values are strings, typed by the CLI
+    sets = [ConfigSet(key, value) for key, value in (overrides or {}).items()] + [ConfigSet(*item) for item in config_sets]
+    values, secrets = read_stack_config(stack, sets)
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
-    values = stack_config.cli_defaults({**values, **overridden})
+    values = stack_config.cli_defaults(values)
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
