@@ -320,3 +320,16 @@ def test_config_keys_are_parsed_as_the_cli_parses_them(key, path, expected):
 
     assert stack_file.config_key(key, path, config.PROJECT) == expected
 
+
+def test_list_keys_are_set_with_the_path_form_everywhere():
+    """README shows the CLI's way to set an array key; no doc, script or workflow sets one as text (`--set tags=[...]`,
+    `pulumi config set tags '[...]'`), which the CLI stores as a string and refuses (C3)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pulumi config set --path 'tags[0]'" in readme
+    files = [ROOT / "README.md", ROOT / ".ci" / "run", *(ROOT / "docs").glob("*.md"), *(ROOT / ".github" / "workflows").glob("*.yml"),
+             *(ROOT / "scripts").rglob("*.sh"), *(ROOT / "scripts" / "ci").glob("*"), *(ROOT / "bench").glob("*.py")]
+    as_text = re.compile(r"""--set[ =]['"]?tags=['"]?\[|config set (?:--plaintext )?['"]?tags['"]? +['"]?\[""")
+    offenders = [f"{path.relative_to(ROOT)}: {line.strip()}" for path in files if path.is_file()
+                 for line in path.read_text(encoding="utf-8").splitlines()
+                 if as_text.search(line) and "is refused" not in line and "stores a" not in line]
+    assert not offenders, offenders
