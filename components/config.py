@@ -178,19 +178,16 @@ def check_cli_types(values: Mapping[str, object]) -> None:
     """Refuse what the Pulumi CLI refuses before the program runs: a project key's value not of its declared
     type (pulumi v3.230.0 ``sdk/go/common/workspace/project.go`` ``ValidateConfigValue``, called by
     ``validateStackConfigValues`` in ``config.go``). ``values``: namespaced key -> the value as the CLI holds
-    it, a string for a scalar (YAML booleans and numbers become their JSON text, ``object.go``
-    ``MarshalString``) or a list for an array (an array may also come as its JSON text, as from ``--set``).
-    boolean: exactly ``true`` or ``false``; integer: what Go's ``strconv.Atoi`` parses; string: a scalar;
-    array of strings: a list of strings. Raises ConfigError naming the key."""
+    it, a string for a plain value (YAML booleans and numbers become their JSON text, ``object.go``
+    ``MarshalString``; `pulumi config set KEY VALUE` stores VALUE as a string, whatever it looks like) or a list or
+    map for an object value (a YAML list or map, or what `pulumi config set --path` builds). boolean: exactly
+    ``true`` or ``false``; integer: what Go's ``strconv.Atoi`` parses; string: a plain value; array of strings: a
+    list of strings, never a string (``validateStackConfigValue`` decodes JSON only for an object value). Raises
+    ConfigError naming the key; for an array, the message shows the ``--path`` form that stores a list."""
     schema = declared()
     for full, value in values.items():
         namespace, _, key = full.partition(":")
         kind = (schema.get(key) or {}).get("type") if namespace == PROJECT else None
-        if kind == "array" and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                pass
         ok = {
             "string": isinstance(value, str),
             "boolean": value in ("true", "false"),
@@ -199,7 +196,14 @@ def check_cli_types(values: Mapping[str, object]) -> None:
         }.get(kind, True)
         if not ok:
             name = "array<string>" if kind == "array" else kind
-            raise ConfigError(key, f"must be of type '{name}' (got {value!r}); the Pulumi CLI refuses this before the program runs")
+            got = json.dumps(value) if isinstance(value, (list, dict)) else repr(value)
+            message = f"must be of type '{name}' (got {got}); the Pulumi CLI refuses this before the program runs"
+            if kind == "array" and isinstance(value, str):
+                message += (f" (`pulumi config set {key} VALUE` stores a string): set each item with "
+                            f"`pulumi config set --path '{key}[0]' <item>`, offline --set-path '{key}[0]=<item>'")
+            elif kind == "array":
+                message += " (`pulumi config set --path` stores true, false and integers as booleans and numbers)"
+            raise ConfigError(key, message)
 
 
 # --- rules -------------------------------------------------------------------------------------------

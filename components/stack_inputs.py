@@ -26,13 +26,13 @@ CLUSTER_OUTPUTS = ("clusterName", "clusterResourceGroup")
 GRAFANA_OUTPUTS = ("grafanaName", "grafanaResourceGroup", "monitorWorkspaceName", "monitorWorkspaceResourceGroup")
 
 
-def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
-    """The outputs ``names`` of stack ``stack`` (named by config key ``key``), as strings, and the names of those
-    that are secret there.
+def read_outputs(key: str, reference: pulumi.StackReference, stack: str,
+                 names: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
+    """The outputs ``names`` of stack ``stack`` (named by config key ``key``, read by ``reference``), as strings, and
+    the names of those that are secret there.
 
     Raises ConfigError (key ``key``) naming the first missing or non-string output.
     """
-    reference = pulumi.StackReference(stack)
     values, secret = {}, set()
     for name in names:
         # StackReference has no synchronous getter; the names decide what is looked up next, before any
@@ -49,13 +49,26 @@ def read_outputs(key: str, stack: str, names: tuple[str, ...]) -> tuple[dict[str
 
 
 def resolve(cfg: StackConfig) -> StackConfig:
-    """``cfg`` completed from the referenced stacks and checked for required keys."""
+    """``cfg`` completed from the referenced stacks and checked for required keys.
+
+    One StackReference per distinct stack name: ``clusterStack`` and ``grafanaStack`` may name the same stack, and a
+    StackReference's name is its URN's name, so a second one would take the first one's URN, which the engine refuses
+    ("Duplicate resource URN", pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step_generator.go`` ``generateURN``)."""
+    references: dict[str, pulumi.StackReference] = {}
+
+    def reference(stack: str) -> pulumi.StackReference:
+        if stack not in references:
+            references[stack] = pulumi.StackReference(stack)
+        return references[stack]
+
     if cfg.cluster_stack:
-        outputs, secret = read_outputs("clusterStack", cfg.cluster_stack, CLUSTER_OUTPUTS)
-        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.cluster_stack}", secret)
+        stack = cfg.cluster_stack
+        outputs, secret = read_outputs("clusterStack", reference(stack), stack, CLUSTER_OUTPUTS)
+        cfg = stack_config.with_values(cfg, outputs, f"stack {stack}", secret)
     if cfg.grafana_stack:
-        outputs, secret = read_outputs("grafanaStack", cfg.grafana_stack, GRAFANA_OUTPUTS)
-        cfg = stack_config.with_values(cfg, outputs, f"stack {cfg.grafana_stack}", secret)
+        stack = cfg.grafana_stack
+        outputs, secret = read_outputs("grafanaStack", reference(stack), stack, GRAFANA_OUTPUTS)
+        cfg = stack_config.with_values(cfg, outputs, f"stack {stack}", secret)
     return stack_config.check_required(cfg)
 
 

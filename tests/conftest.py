@@ -33,11 +33,13 @@ def reference(relative: str) -> Path:
 
 @pytest.fixture
 def plan():
-    """plan(**overrides) -> Plan for the dev stack with --set style overrides (strings)."""
+    """plan(**overrides) -> Plan for the dev stack with --set style overrides (strings, as `pulumi config set` stores
+    them); ``paths={PATH: VALUE}``: then --set-path ones (`pulumi config set --path`, for list keys), in order."""
 
-    def make(invoke_overrides=None, stack="dev", stack_outputs=None, secret_outputs=None, **overrides):
+    def make(invoke_overrides=None, stack="dev", stack_outputs=None, secret_outputs=None, paths=None, **overrides):
         return mock_engine.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides,
-                               stack_outputs=stack_outputs, secret_outputs=secret_outputs)
+                               stack_outputs=stack_outputs, secret_outputs=secret_outputs,
+                               config_sets=[(k, str(v), True) for k, v in (paths or {}).items()])
 
     return make
 

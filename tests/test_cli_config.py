@@ -10,6 +10,7 @@ assignment, so a second cluster stack collided with the first in the shared Graf
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -22,14 +23,31 @@ from tools.offline import mock_engine
 ROLE = "azure-native:authorization:RoleAssignment"
 
 
-def every_default_written_out() -> dict[str, str]:
-    """--set KEY=<default> for every key the dev stack file leaves out, each default as the CLI writes it."""
+def every_default_written_out() -> dict[str, object]:
+    """Every default the dev stack file leaves out, as the CLI writes it into the stack's config (``createConfigValue``):
+    a primitive as its ``%v`` text, an array as an object value (a list; `pulumi config set` could only store a string)."""
     stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     return {
-        key: config.cli_value(decl["default"])
+        key: decl["default"] if isinstance(decl["default"], (list, dict)) else config.cli_value(decl["default"])
         for key, decl in config.declared().items()
         if f"{config.PROJECT}:{key}" not in stack and "default" in decl
     }
+
+
+@pytest.fixture
+def written_out(tmp_path, monkeypatch):
+    """run(overrides) for the dev stack with every default its file leaves out written in (:func:`every_default_written_out`)."""
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"].update({f"{config.PROJECT}:{key}": value for key, value in every_default_written_out().items()})
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    def run(overrides):
+        with monkeypatch.context() as patch:
+            patch.setattr(mock_engine, "stack_file", lambda stack: path)
+            return mock_engine.run("dev", overrides)
+
+    return run
 
 
 def test_cli_value_formats_defaults_like_create_config_value():
@@ -48,19 +66,18 @@ def test_the_offline_plan_writes_every_default_into_the_config_as_the_cli_does()
         assert plan.config[full] == (str(stack[full]) if full in stack else config.cli_value(decl["default"])), key
 
 
-def test_a_default_means_the_same_whether_or_not_it_is_written_out():
+def test_a_default_means_the_same_whether_or_not_it_is_written_out(written_out):
     for overrides in ({}, {"multiCluster": "true"}, {"createGrafana": "true"}):
         left_out = mock_engine.run("dev", overrides).to_json()
-        written = mock_engine.run("dev", {**every_default_written_out(), **overrides}).to_json()
+        written = written_out(overrides).to_json()
         assert left_out["resources"] == written["resources"], overrides
         assert left_out["outputs"] == written["outputs"], overrides
 
 
-def test_three_clusters_with_every_default_written_out_never_collide():
+def test_three_clusters_with_every_default_written_out_never_collide(written_out):
     """The failing input of fault 1: each cluster stack as the CLI runs it."""
-    defaults = every_default_written_out()
     plans = [
-        mock_engine.run("dev", {**defaults, "multiCluster": "true", "clusterName": name, "clusterResourceGroup": rg})
+        written_out({"multiCluster": "true", "clusterName": name, "clusterResourceGroup": rg})
         for name, rg in CLUSTERS
     ]
     claimed = [grafana_names(p) for p in plans]
@@ -84,6 +101,8 @@ def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
     ("extensionTimeoutSeconds", "1.5", "integer"),
     ("extensionTimeoutSeconds", "ten", "integer"),
     ("tags", "a=b", "array<string>"),
+    ("tags", '["a=b"]', "array<string>"),      # `pulumi config set tags '["a=b"]'` stores the string, not a list
+    ("tags", "[]", "array<string>"),
 ])
 def test_set_values_of_the_wrong_type_are_refused_as_the_cli_refuses_them(key, value, kind):
     with pytest.raises(config.ConfigError) as caught:
@@ -141,3 +160,176 @@ def test_a_key_without_value_is_an_empty_string_as_the_cli_passes_it(tmp_path, m
     plan = mock_engine.run("t", {})
     assert plan.config["aks-gpu-observability:extensionVersion"] == ""
     assert plan.config["aks-gpu-observability:privateLinkSubnet"] == ""
+
+
+# --- `pulumi config set` and `pulumi config set --path` (pkg/cmd/pulumi/config/config.go, config/map.go) ---------------
+TAGS = "aks-gpu-observability:tags"
+
+
+def test_a_list_set_as_text_is_refused_with_the_path_form_to_use(capsys):
+    """`pulumi config set tags '["a=b"]'` stores a string; the CLI's type check then refuses it for an array key."""
+    from tools import plan as plan_tool
+
+    assert plan_tool.main(["--set", 'tags=["costCenter=1234"]']) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith("error: tags: must be of type 'array<string>'")
+    assert "pulumi config set --path 'tags[0]' <item>" in err and "--set-path 'tags[0]=<item>'" in err
+
+
+def test_set_path_gives_the_program_what_config_set_path_stores(tmp_path, monkeypatch):
+    """`pulumi config set --path 'tags[0]' costCenter=1234` then `'tags[1]' owner=ml-platform` store the list that a
+    stack file holding it gives: the program receives the same config and registers the same resources."""
+    sets = [("tags[0]", "costCenter=1234", True), ("tags[1]", "owner=ml-platform", True)]
+    by_path = mock_engine.run("dev", config_sets=sets)
+    assert json.loads(by_path.config[TAGS]) == ["costCenter=1234", "owner=ml-platform"]
+    stack_file_with(tmp_path, monkeypatch, f"  {TAGS}:\n  - costCenter=1234\n  - owner=ml-platform\n")
+    monkeypatch.setattr(mock_engine, "stack_file", lambda stack, path=tmp_path / "Pulumi.t.yaml": path)
+    in_file = mock_engine.run("dev", {})
+    assert by_path.config == in_file.config
+    assert by_path.to_json() == in_file.to_json()
+    mpe = by_path.one("azure-native:dashboard:ManagedPrivateEndpoint")
+    assert mpe.inputs["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
+
+
+def test_set_path_on_the_command_line(capsys):
+    from tools import plan as plan_tool
+
+    assert plan_tool.main(["--json", "--set-path", "tags[0]=costCenter=1234", "--set", "multiCluster=true",
+                           "--set-path", "tags[1]=owner=ml-platform"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    sets = [("tags[0]", "costCenter=1234", True), ("multiCluster", "true", False), ("tags[1]", "owner=ml-platform", True)]
+    assert document["resources"] == mock_engine.run("dev", config_sets=sets).to_json()["resources"]
+    mpe = next(r for r in document["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
+    assert mpe["inputs"]["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
+
+
+def test_config_set_in_command_line_order_as_the_cli_runs_them():
+    """Each --set and --set-path is one `pulumi config set` on the stack's config, in the order given: a plain set
+    after a path set replaces the list with a string, a path set after a plain set replaces the string."""
+    with pytest.raises(config.ConfigError, match="^tags: must be of type 'array<string>'"):
+        mock_engine.run("dev", config_sets=[("tags[0]", "a=b", True), ("tags", "a=b", False)])
+    plan = mock_engine.run("dev", config_sets=[("tags", "a=b", False), ("tags[0]", "c=d", True)])
+    assert json.loads(plan.config[TAGS]) == ["c=d"]
+
+
+@pytest.mark.parametrize("sets,refused", [
+    ([("tags[0]", "true", True)], "must be of type 'array<string>'"),      # --path stores true as a boolean
+    ([("tags[0]", "1234", True)], "must be of type 'array<string>'"),      # and an integer as a number
+    ([("tags[1]", "a=b", True)], "must be of type 'array<string>'"),       # [null, "a=b"]: tags[0] is null
+    ([("tags[0]", "a=b", True), ("tags[2]", "c=d", True)], "tags[2]: array index out of range"),
+    ([("tags.team", "ml", True)], "must be of type 'array<string>'"),      # a map
+    ([("tags[x]", "ml", True)], "invalid config key path: invalid array index"),
+])
+def test_set_path_values_the_cli_would_refuse_are_refused(sets, refused):
+    with pytest.raises(config.ConfigError, match=re.escape(refused)):
+        mock_engine.run("dev", config_sets=sets)
+
+
+# Ported from pulumi/pulumi v3.230.0 sdk/go/common/resource/config/map_test.go (TestSetSuccess, TestSetFail): the cases
+# with a plaintext value (`pulumi config set --path` without --secret), on keys already parsed (config.ParseKey).
+# Expected: a string, or an object value's JSON.
+SET_SUCCESS = [
+    ("my:testKey", "testValue", False, {}, {"my:testKey": "testValue"}),
+    ("my:test.Key", "testValue", False, {}, {"my:test.Key": "testValue"}),
+    ("my:testKey", "testValue", True, {}, {"my:testKey": "testValue"}),
+    ("my:0", "testValue", True, {}, {"my:0": "testValue"}),
+    ("my:true", "testValue", True, {}, {"my:true": "testValue"}),
+    ('my:["0"]', "testValue", True, {}, {"my:0": "testValue"}),
+    ('my:["test.Key"]', "testValue", True, {}, {"my:test.Key": "testValue"}),
+    ('my:nested["test.Key"]', "value", True, {}, {"my:nested": '{"test.Key":"value"}'}),
+    ("my:outer.inner", "value", True, {}, {"my:outer": '{"inner":"value"}'}),
+    ("my:outer.inner", "value", True, {"my:outer": "value"}, {"my:outer": '{"inner":"value"}'}),
+    ("my:outer.inner", "true", True, {}, {"my:outer": '{"inner":true}'}),
+    ("my:outer.inner", "false", True, {}, {"my:outer": '{"inner":false}'}),
+    ("my:outer.inner", "10", True, {}, {"my:outer": '{"inner":10}'}),
+    ("my:outer.inner", "0", True, {}, {"my:outer": '{"inner":0}'}),
+    ("my:outer.inner", "-1", True, {}, {"my:outer": '{"inner":-1}'}),
+    ("my:outer.inner", "00", True, {}, {"my:outer": '{"inner":"00"}'}),
+    ("my:outer.inner", "0123456", True, {}, {"my:outer": '{"inner":"0123456"}'}),
+    ("my:array[0]", "value", True, {"my:array": "value"}, {"my:array": '["value"]'}),
+    ("my:outer.inner", "value", True, {"my:outer": '{"existing":"existingValue"}'},
+     {"my:outer": '{"existing":"existingValue","inner":"value"}'}),
+    ("my:outer.inner.nested", "value", True, {}, {"my:outer": '{"inner":{"nested":"value"}}'}),
+    ("my:name[0]", "value", True, {}, {"my:name": '["value"]'}),
+    ("my:name[0][0]", "value", True, {}, {"my:name": '[["value"]]'}),
+    ("my:name[1]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","value","c"]'}),
+    ("my:name[3]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c","value"]'}),
+    ("my:name[3][0]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",["value"]]'}),
+    ("my:name[3][0]nested", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",[{"nested":"value"}]]'}),
+    ("my:name[3].foo.bar", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",{"foo":{"bar":"value"}}]'}),
+    ("my:servers[0].name", "foo", True, {}, {"my:servers": '[{"name":"foo"}]'}),
+    ("my:servers[0].host", "example", True, {"my:servers": '[{"name":"foo"}]'}, {"my:servers": '[{"host":"example","name":"foo"}]'}),
+    ("my:testKey", "true", False, {}, {"my:testKey": "true"}),
+    ("my:testKey", "-1", False, {}, {"my:testKey": "-1"}),
+    ("my:testKey[0]", "false", True, {}, {"my:testKey": "[false]"}),
+    ("my:testKey[0]", "-1", True, {}, {"my:testKey": "[-1]"}),
+    ("my:testKey[0]", "01", True, {}, {"my:testKey": '["01"]'}),
+    ("my:key.secure", "value", True, {"my:key": '{"bar":"baz"}'}, {"my:key": '{"bar":"baz","secure":"value"}'}),
+]
+SET_FAIL = [
+    ("my:root[", {}, "invalid config key path: missing closing bracket in array index"),
+    ('my:root["nested]', {}, "invalid config key path: missing closing quote in property name"),
+    ("my:root.array[abc]", {}, 'invalid config key path: invalid array index: strconv.ParseInt: parsing "abc": invalid syntax'),
+    ('my:[""]', {}, "config key is empty"),
+    ("my:[0]", {}, "first path segement of config key must be a string"),
+    ("my:name[-1]", {}, "name[-1]: array index out of range"),
+    ("my:name[4]", {"my:name": '["a","b","c"]'}, "name[4]: array index out of range"),
+    ("my:key.secure", {}, 'maps with the single key "secure" are reserved'),
+    ("my:super.nested.map.secure", {}, 'maps with the single key "secure" are reserved'),
+    ("my:outer.inner", {"my:outer": "[1,2,3]"}, "outer.inner: key for an array must be an int"),
+    ("my:array[0]", {"my:array": '{"inner":"value"}'}, "array[0]: key for a map must be a string"),
+    ("my:outer.inner.nested", {"my:outer": '{"inner":"value"}'}, "outer.inner: expected a map"),
+    ("my:outer.inner[0]", {"my:outer": '{"inner":"value"}'}, "outer.inner: expected an array"),
+    ('my:root.[1]"', {}, "invalid config key path: expected property name after '.'"),
+]
+
+
+def held(config_map: dict) -> dict:
+    """A map of the Go tests (object values as JSON) as the offline plan holds config: lists and maps as objects."""
+    return {key: json.loads(value) if value[:1] in "[{" else value for key, value in config_map.items()}
+
+
+@pytest.mark.parametrize("key,value,path,before,after", SET_SUCCESS)
+def test_config_set_stores_what_the_cli_stores(key, value, path, before, after):
+    from tools.offline import stack_file
+
+    values = held(before)
+    stack_file.map_set(values, key, value, path)
+    assert values == held(after)
+
+
+@pytest.mark.parametrize("key,before,message", SET_FAIL)
+def test_config_set_refuses_what_the_cli_refuses(key, before, message):
+    from tools.offline import stack_file
+
+    with pytest.raises(stack_file.ConfigSetError) as caught:
+        stack_file.map_set(held(before), key, "value", True)
+    assert caught.value.message == message
+
+
+@pytest.mark.parametrize("key,path,expected", [
+    ("tags[0]", True, "aks-gpu-observability:tags[0]"),          # io.go ParseConfigKey: the top segment is namespaced
+    ("tags", False, "aks-gpu-observability:tags"),
+    ("azure-native:tags[0]", True, "azure-native:tags[0]"),
+    ("aks-gpu-observability:config:tags", False, "aks-gpu-observability:tags"),
+    ("tags[0]", False, "aks-gpu-observability:tags[0]"),         # without --path: a key named tags[0]
+])
+def test_config_keys_are_parsed_as_the_cli_parses_them(key, path, expected):
+    from tools.offline import stack_file
+
+    assert stack_file.config_key(key, path, config.PROJECT) == expected
+
+
+def test_list_keys_are_set_with_the_path_form_everywhere():
+    """README shows the CLI's way to set an array key; no doc, script or workflow sets one as text (`--set tags=[...]`,
+    `pulumi config set tags '[...]'`), which the CLI stores as a string and refuses (C3)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pulumi config set --path 'tags[0]'" in readme
+    files = [ROOT / "README.md", ROOT / ".ci" / "run", *(ROOT / "docs").glob("*.md"), *(ROOT / ".github" / "workflows").glob("*.yml"),
+             *(ROOT / "scripts").rglob("*.sh"), *(ROOT / "scripts" / "ci").glob("*"), *(ROOT / "bench").glob("*.py")]
+    as_text = re.compile(r"""--set[ =]['"]?tags=['"]?\[|config set (?:--plaintext )?['"]?tags['"]? +['"]?\[""")
+    offenders = [f"{path.relative_to(ROOT)}: {line.strip()}" for path in files if path.is_file()
+                 for line in path.read_text(encoding="utf-8").splitlines()
+                 if as_text.search(line) and "is refused" not in line and "stores a" not in line]
+    assert not offenders, offenders

@@ -44,7 +44,7 @@ def test_managed_private_endpoint_inputs(plan):
 
 
 def test_tags_config_reaches_the_endpoint(plan):
-    mpe = plan(tags='["costCenter=1234", "owner=ml-platform"]').one(MPE)
+    mpe = plan(paths={"tags[0]": "costCenter=1234", "tags[1]": "owner=ml-platform"}).one(MPE)  # config set --path
     assert mpe.inputs["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
 
 

@@ -152,3 +152,55 @@ def test_canned_invoke_answers_have_the_sdk_result_shape(token):
     answer = canned.INVOKES[token](args, "eastus2")
     unknown = set(answer) - output_names(token)
     assert not unknown, f"{token}: canned keys the SDK's result type does not have: {sorted(unknown)}"
+
+
+# --- E12: one URN per deployment ----------------------------------------------------------------------------
+DUPLICATES = {
+    "two-registrations": 'pulumi.ComponentResource("test:index:Thing", "same")\n'
+                         'pulumi.ComponentResource("test:index:Thing", "same")\n',
+    "two-custom-registrations": 'pulumi.CustomResource("test:index:Thing", "same", {})\n'
+                                'pulumi.CustomResource("test:index:Thing", "same", {})\n',
+    "two-reads": 'pulumi.StackReference("acme/platform/prod")\npulumi.StackReference("acme/platform/prod")\n',
+    "a-read-and-a-registration": 'pulumi.StackReference("acme/platform/prod")\n'
+                                 'pulumi.ComponentResource("pulumi:pulumi:StackReference", "acme/platform/prod")\n',
+}
+DUPLICATE_URNS = {
+    "two-registrations": "urn:pulumi:t::aks-gpu-observability::test:index:Thing::same",
+    "two-custom-registrations": "urn:pulumi:t::aks-gpu-observability::test:index:Thing::same",
+    "two-reads": "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
+    "a-read-and-a-registration": "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
+}
+
+
+def program(tmp_path, monkeypatch, body: str) -> None:
+    """A project directory holding ``body`` as its whole ``__main__.py`` (the stack file of stack ``t``: no config)."""
+    (tmp_path / "__main__.py").write_text("import pulumi\n\n" + body)
+    (tmp_path / "Pulumi.t.yaml").write_text("config: {}\n")
+    monkeypatch.setattr(mock_engine, "ROOT", tmp_path)
+
+
+@pytest.mark.parametrize("case", sorted(DUPLICATES))
+def test_the_engine_refuses_a_second_resource_with_one_urn(tmp_path, monkeypatch, case):
+    """step_generator.go generateURN: registrations and reads share one set of URNs; the second gets error 2001."""
+    program(tmp_path, monkeypatch, DUPLICATES[case])
+    with pytest.raises(mock_engine.DuplicateURNError) as caught:
+        mock_engine.run("t", {})
+    assert str(caught.value) == f"Duplicate resource URN '{DUPLICATE_URNS[case]}'; try giving it a unique name"
+
+
+def test_distinct_urns_are_taken(tmp_path, monkeypatch):
+    program(tmp_path, monkeypatch, 'pulumi.ComponentResource("test:index:Thing", "one")\n'
+                                   'pulumi.ComponentResource("test:index:Thing", "two")\n'
+                                   'pulumi.ComponentResource("test:index:Other", "one")\n')
+    names = sorted(r.urn.rsplit("::", 2)[1:] for r in mock_engine.run("t", {}).resources if r.type.startswith("test:"))
+    assert names == [["test:index:Other", "one"], ["test:index:Thing", "one"], ["test:index:Thing", "two"]]
+
+
+def test_the_plan_stops_at_a_duplicate_urn_with_one_line(tmp_path, monkeypatch, capsys):
+    from tools import plan as plan_tool
+
+    program(tmp_path, monkeypatch, DUPLICATES["two-reads"])
+    assert plan_tool.main(["--stack", "t"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: Duplicate resource URN '{DUPLICATE_URNS['two-reads']}'; try giving it a unique name\n"

@@ -218,3 +218,39 @@ def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch)
     p = mock_engine.run("s", {})
     assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.outputs["clusterName"] == "[secret]"
     assert "offline-placeholder-for-secret" not in json.dumps(p.to_json())
+
+
+# --- one stack for both keys ----------------------------------------------------------------------------------
+def test_one_stack_named_by_both_keys_is_read_once(plan):
+    """clusterStack and grafanaStack may name the same stack. Two StackReferences of one name have one URN, and the
+    engine refuses the second ("Duplicate resource URN", docs/offline.md E12): one read serves both keys."""
+    p = plan(clusterStack=PLATFORM, grafanaStack=PLATFORM, **NO_NAMES)
+    reference = p.one(REF)
+    assert reference.name == PLATFORM and reference.inputs["name"] == PLATFORM
+    extension, mpe = p.one(EXTENSION), p.one(MPE)
+    assert extension.inputs["clusterName"] == "aks-gpu-shared" and extension.inputs["resourceGroupName"] == "rg-aks-gpu-shared"
+    assert mpe.inputs["workspaceName"] == "amg-gpu-shared" and mpe.inputs["resourceGroupName"] == "rg-observability-shared"
+    lookup = next(i for i in p.invokes if i.token.endswith("getAzureMonitorWorkspace"))
+    assert lookup.args == {"azureMonitorWorkspaceName": "amw-gpu-shared", "resourceGroupName": "rg-observability-shared"}
+
+
+def test_one_stack_named_by_both_keys_keeps_its_secret_outputs_secret(plan):
+    outputs = {PLATFORM: {**canned.stack_outputs(PLATFORM), "clusterName": "gpu-secret-7"}}
+    p = plan(clusterStack=PLATFORM, grafanaStack=PLATFORM, stack_outputs=outputs,
+             secret_outputs={PLATFORM: ["clusterName"]}, **NO_NAMES)
+    assert len(p.by_type(REF)) == 1
+    assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.one(MPE).inputs["workspaceName"] == "amg-gpu-shared"
+
+
+def test_one_stack_named_by_both_keys_plans_clean_from_the_command_line():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    sets = [f"--set={key}=" for key in NO_NAMES] + [f"--set=clusterStack={PLATFORM}", f"--set=grafanaStack={PLATFORM}"]
+    done = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", *sets], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith(" >")] == \
+        [line for line in done.stdout.splitlines() if REF in line and line.startswith(" >")]
+    assert "> 1 to read" in done.stdout

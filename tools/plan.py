@@ -1,8 +1,12 @@
-"""Offline plan: ``python -m tools.plan [--stack NAME] [--set KEY=VALUE]... [--json] [--graph mermaid]
-[--diff-against BASE.json [--replace URN]...]``.
+"""Offline plan: ``python -m tools.plan [--stack NAME] [--set KEY=VALUE]... [--set-path PATH=VALUE]... [--json]
+[--graph mermaid] [--diff-against BASE.json [--replace URN]...]``.
 
 Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
-stack ``dev``), ``--set`` overriding single keys. No network, no credentials: the engine and Azure are
+stack ``dev``), ``--set`` overriding single keys. ``--set KEY=VALUE`` is ``pulumi config set KEY VALUE``: VALUE is
+stored as a string, so a list key (``tags``) set this way is refused by the CLI's type check, as the real CLI
+refuses it. ``--set-path PATH=VALUE`` is ``pulumi config set --path PATH VALUE`` (``--set-path 'tags[0]=a=b'``
+makes ``tags`` a list and sets its first item; ``true``, ``false`` and integers are stored as booleans and numbers).
+Both apply, in command-line order, on top of the stack file. No network, no credentials: the engine and Azure are
 SIMULATED (see :mod:`tools.offline.mock_engine` and :mod:`tools.offline.canned`). Output reads like ``pulumi preview``;
 ``--json`` prints one object::
 
@@ -35,7 +39,9 @@ ids come from the plan's config and lookups; the two GUIDs replace the canned su
 ``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
 ``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
 refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`tools.offline.stack_file`) and for a bad
-``--diff-against`` file or pack config, which are read before the program runs.
+``--diff-against`` file or pack config, which are read before the program runs. A program that registers or reads
+two resources with one URN stops as the engine stops it: exit status 2 and ``error: Duplicate resource URN '<urn>';
+try giving it a unique name`` (:class:`tools.offline.mock_engine.DuplicateURNError`).
 ``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
 prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
 status 1. The mode says which outputs the stack policy sees (:mod:`tools.offline.policy_check`): ``preview`` (default,
@@ -53,17 +59,30 @@ from components.config import ConfigError
 from tools import adopt
 from tools.offline import diff as plan_diff
 from tools.cli import OneLineParser
-from tools.offline.mock_engine import Plan, Resource, run
+from tools.offline.mock_engine import ConfigSet, Plan, Resource, run
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
-    overrides: dict[str, str] = {}
-    for pair in pairs:
+    """``--set KEY=VALUE`` pairs (bench.deploy_sim); each is stored as ``pulumi config set KEY VALUE`` stores it."""
+    return {item.key: item.value for item in _config_sets([("--set", pair) for pair in pairs])}
+
+
+def _config_sets(flags: Sequence[tuple[str, str]]) -> list[ConfigSet]:
+    """``(flag, KEY=VALUE)`` in command-line order -> one ``pulumi config set`` each: ``--set KEY=VALUE`` as
+    ``pulumi config set KEY VALUE`` (VALUE stored as a string, whatever it looks like), ``--set-path PATH=VALUE`` as
+    ``pulumi config set --path PATH VALUE``. Split on the first ``=``, as ``pulumi config set-all`` splits its pairs;
+    a key that starts with a quote ends at that quote followed by ``=`` (pulumi/pulumi v3.230.0
+    ``pkg/cmd/pulumi/config/io.go`` ``parseKeyValuePair``), so ``--set-path '"tags[0]"=a=b'`` works too."""
+    sets = []
+    for flag, pair in flags:
         key, sep, value = pair.partition("=")
+        if pair[:1] in ('"', "'"):
+            key, sep, value = pair[1:].partition(pair[0] + "=")
         if not sep or not key:
-            raise ConfigError("--set", f"expected KEY=VALUE (got {pair!r})")
-        overrides[key] = value
-    return overrides
+            form = "PATH=VALUE" if flag == "--set-path" else "KEY=VALUE"
+            raise ConfigError(flag, f"expected {form} (got {pair!r})")
+        sets.append(ConfigSet(key, value, flag == "--set-path"))
+    return sets
 
 
 READS = {"pulumi:pulumi:StackReference"}
@@ -224,8 +243,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--policy-config", metavar="FILE", help="policy pack config (JSON), as for --policy-pack-config")
     parser.add_argument("--policy-mode", choices=["preview", "up"], default="preview",
                         help="outputs the stack policy sees: a first preview's (default) or those after pulumi up")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one config key (bare keys are in the project namespace); repeatable")
+    parser.add_argument("--set", dest="config_sets", action="append", default=[], metavar="KEY=VALUE",
+                        type=lambda pair: ("--set", pair),
+                        help="as `pulumi config set KEY VALUE`: VALUE is stored as a string (bare keys are in the "
+                             "project namespace); repeatable")
+    parser.add_argument("--set-path", dest="config_sets", action="append", metavar="PATH=VALUE",
+                        type=lambda pair: ("--set-path", pair),
+                        help="as `pulumi config set --path PATH VALUE`, e.g. --set-path 'tags[0]=costCenter=1234' for "
+                             "a list key; repeatable, applied with --set in command-line order")
     parser.add_argument("--diff-against", metavar="BASE.json",
                         help="an earlier --json plan: print what `pulumi preview --diff` would say (offline estimate)")
     parser.add_argument("--replace", dest="replace", action="append", default=[], metavar="URN",
@@ -263,7 +288,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _write_import_file(args)
     try:
         # Every input file is read and checked before the program runs: bad input registers nothing.
-        overrides = _parse_sets(args.sets)
+        sets = _config_sets(args.config_sets)
         base = _read_base(args.diff_against) if args.diff_against else None
         pack_config = None
         if args.policy or args.policy_config:
@@ -272,10 +297,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             pack_config = policy_check.load_pack_config(args.policy_config) if args.policy_config else {}
             policy_check.configure(pack_config)
         changes = None
-        plan = run(args.stack, overrides)
+        plan = run(args.stack, config_sets=sets)
         if base is not None:
             targets = _resolve_targets(plan, args.replace)
-            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, overrides, pending=pending), targets)
+            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, pending=pending, config_sets=sets), targets)
         violations = None
         if pack_config is not None:
             violations = policy_check.evaluate(plan, pack_config, args.policy_mode)
@@ -306,7 +331,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _write_import_file(args: argparse.Namespace) -> int:
     """``--import-file``: evaluate the plan with the given real lookups, write the file, print its ids."""
     try:
-        plan = run(args.stack, _parse_sets(args.sets), adopt.real_lookups(args.subscription_id, args.grafana_principal_id))
+        plan = run(args.stack, None, adopt.real_lookups(args.subscription_id, args.grafana_principal_id),
+                   config_sets=_config_sets(args.config_sets))
         document = adopt.import_file(plan, args.skip)
         try:
             with open(args.import_file, "w", encoding="utf-8") as fh:

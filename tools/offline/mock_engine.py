@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import pulumi
 from google.protobuf import json_format
@@ -277,8 +277,19 @@ class CannedMocks(pulumi.runtime.Mocks):
         return canned.resource_state(args.typ, args.name, args.inputs)
 
 
+class DuplicateURNError(ValueError):
+    """A second resource (registered or read) with a URN already taken in this deployment. The engine refuses it with
+    diagnostic 2001, "Duplicate resource URN '<urn>'; try giving it a unique name" (pulumi/pulumi v3.230.0
+    ``sdk/go/common/diag/errors.go`` ``GetDuplicateResourceURNError``), and the update stops."""
+
+    def __init__(self, urn: str) -> None:
+        super().__init__(f"Duplicate resource URN '{urn}'; try giving it a unique name")
+        self.urn = urn
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """A MockMonitor that keeps every RegisterResource request as the engine would record it."""
+    """A MockMonitor that keeps every RegisterResource request as the engine would record it, and refuses a URN
+    taken before in the deployment as the engine does."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
@@ -287,7 +298,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.default_providers: dict[str, Resource] = {}
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
         self.invokes: list[Invoke] = []
-        self._lock = threading.Lock()
+        #: Every URN taken in this deployment, and the first duplicate refused (``claim``).
+        self.urns: set[str] = set()
+        self.duplicate: Optional[DuplicateURNError] = None
+        self._lock = threading.RLock()  # claim() is called with it held (_default_provider)
 
     def _thread_loop(self) -> None:
         """MockMonitor makes an event loop in each executor thread it is called on and never closes it;
@@ -322,12 +336,27 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 self.invokes.append(Invoke(request.tok, args, sorted(set(request.dependsOn))))
         return response
 
+    def claim(self, urn: str) -> None:
+        """Take ``urn`` for this deployment, or raise DuplicateURNError if it is taken. As the engine's step generator
+        does for every registration (``GenerateSteps``) and every read (``GenerateReadSteps``): both call
+        ``generateURN``, which refuses a URN already in its one set ``sg.urns`` (pulumi/pulumi v3.230.0
+        ``pkg/resource/deploy/step_generator.go``), so a read and a registration cannot share a URN either. The error
+        is kept too: the SDK may report a failed registration its own way, and :func:`run` raises this one."""
+        with self._lock:
+            if urn in self.urns:
+                if self.duplicate is None:
+                    self.duplicate = DuplicateURNError(urn)
+                raise DuplicateURNError(urn)
+            self.urns.add(urn)
+
     def ReadResource(self, request):
         """Reads (StackReference) are recorded like registrations: the engine keeps them in state too."""
         self._thread_loop()
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self.claim(urn)
         raw = json_format.MessageToDict(request.properties, preserving_proto_field_name=True)
         resource = Resource(
-            urn=self.make_urn(request.parent, request.type, request.name), type=request.type, name=request.name,
+            urn=urn, type=request.type, name=request.name,
             custom=True, parent=request.parent or None, provider=request.provider.rsplit("::", 1)[0] or None,
             inputs=plain(raw), dependencies=sorted(set(request.dependencies)), options=_options(None), wire=raw)
         self.recorded.append(resource)
@@ -354,16 +383,19 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         package = type_.split(":")[0]
         name = "default" + (("_" + version.replace(".", "_").replace("-", "_")) if version else "")
         urn = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::pulumi:providers:{package}::{name}"
-        if urn not in self.default_providers:
-            provider = Resource(urn, f"pulumi:providers:{package}", name, True, None, None,
-                                {"version": version} if version else {}, [], _options(None))
-            self.default_providers[urn] = provider
-            self.recorded.append(provider)
+        with self._lock:  # one default provider per package and version, whichever thread asks first
+            if urn not in self.default_providers:
+                self.claim(urn)  # the engine registers its default providers through the same step generator
+                provider = Resource(urn, f"pulumi:providers:{package}", name, True, None, None,
+                                    {"version": version} if version else {}, [], _options(None))
+                self.default_providers[urn] = provider
+                self.recorded.append(provider)
         return urn
 
     def RegisterResource(self, request):
         self._thread_loop()
         urn = self.make_urn(request.parent, request.type, request.name)
+        self.claim(urn)
         raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
         provider = request.provider.rsplit("::", 1)[0] if request.provider else None
         if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
@@ -465,27 +497,36 @@ def stack_file(stack: str) -> Path:
     return ROOT / f"Pulumi.{stack}.yaml"
 
 
-def read_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
-    """The stack file's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus
-    the secret keys (:func:`tools.offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret).
-    Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file or a value of
-    the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
+class ConfigSet(NamedTuple):
+    """One ``pulumi config set [--path] KEY VALUE`` (offline: ``--set KEY=VALUE``, ``--set-path PATH=VALUE``)."""
+
+    key: str
+    value: str
+    path: bool = False
+
+
+def read_stack_config(stack: str, config_sets: Sequence[tuple[str, str, bool]] = ()) -> tuple[dict[str, str], list[str]]:
+    """The stack's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus the secret
+    keys (:func:`tools.offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret). The stack
+    file's config, then each of ``config_sets`` (``ConfigSet`` or ``(key, value, path)``) applied in order as
+    ``pulumi config set [--path]`` would store it (:func:`tools.offline.stack_file.config_set`; a key it sets is plain,
+    no longer secret), then checked as the CLI checks it before the program runs.
+    Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file, a set the CLI
+    refuses, or a value of the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
         raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
     held, secrets = stack_files.read(path, stack_config.PROJECT)
+    for key, value, by_path in config_sets:
+        try:
+            top = stack_files.config_set(held, key, value, by_path, stack_config.PROJECT)
+        except stack_files.ConfigSetError as error:
+            command = "pulumi config set --path" if by_path else "pulumi config set"
+            raise stack_config.ConfigError(key, f"{error.message} (`{command}` refuses it too)") from None
+        secrets = [name for name in secrets if name != top]
     stack_config.check_cli_types({key: value for key, value in held.items() if key not in secrets})
     values = {key: json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value for key, value in held.items()}
     return values, secrets
-
-
-def apply_overrides(values: dict[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
-    """``--set KEY=VALUE`` semantics: a bare key is in the project's namespace, ``namespace:key`` is taken
-    as given. Undeclared project keys are rejected by the program itself (config.load)."""
-    merged = dict(values)
-    for key, value in overrides.items():
-        merged[key if ":" in key else f"{stack_config.PROJECT}:{key}"] = value
-    return merged
 
 
 def run(
@@ -496,21 +537,22 @@ def run(
     stack_outputs: Optional[Mapping[str, dict]] = None,
     pending: Optional[set] = None,
     secret_outputs: Optional[Mapping[str, Any]] = None,
+    config_sets: Sequence[tuple[str, str, bool]] = (),
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
-    ``overrides``: ``--set`` pairs. ``invoke_overrides``: token -> canned answer (dict) or handler
+    ``overrides``: ``--set`` pairs, each stored as ``pulumi config set KEY VALUE`` stores it (a string). ``config_sets``:
+    then each ``ConfigSet`` (``--set`` and ``--set-path`` in command-line order; :func:`read_stack_config`). ``invoke_overrides``: token -> canned answer (dict) or handler
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
     outputs of a platform stack). ``secret_outputs``: referenced stack name -> the names of its outputs that are
     secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created or replaced (module
     docstring). Raises ConfigError (before any resource is registered) for invalid
     configuration, and whatever else the program raises.
     """
-    values, secrets = read_stack_config(stack)
-    overridden = apply_overrides({}, overrides or {})
-    stack_config.check_cli_types(overridden)  # `pulumi config set` values are strings, typed by the CLI
+    sets = [ConfigSet(key, value) for key, value in (overrides or {}).items()] + [ConfigSet(*item) for item in config_sets]
+    values, secrets = read_stack_config(stack, sets)
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
-    values = stack_config.cli_defaults({**values, **overridden})
+    values = stack_config.cli_defaults(values)
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
@@ -529,12 +571,20 @@ def run(
             pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
             pulumi.runtime.set_mocks(mocks, project=stack_config.PROJECT, stack=stack, preview=preview, monitor=monitor)
+            loop.set_exception_handler(_quiet_duplicates)
             try:
-                runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+                try:
+                    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+                except BaseException:
+                    _drain(loop)  # let the stack's own registration finish, so the error is all that is printed
+                    raise
+                loop.run_until_complete(wait_for_rpcs())
             except BaseException:
-                _drain(loop)  # let the stack's own registration finish, so the error is all that is printed
+                if monitor.duplicate is not None:  # the engine stops the update there: its error is the one reported
+                    raise monitor.duplicate from None
                 raise
-            loop.run_until_complete(wait_for_rpcs())
+            if monitor.duplicate is not None:  # refused, whatever the program made of the failed registration
+                raise monitor.duplicate
             outputs = loop.run_until_complete(_stack_outputs())
         finally:
             os.chdir(previous)
@@ -556,6 +606,14 @@ def run(
         return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
     return contextvars.Context().run(evaluate)
+
+
+def _quiet_duplicates(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """The run loop's exception handler: the SDK leaves the futures of a refused registration's outputs unread, and
+    asyncio would log each when it is collected; :func:`run` reports the DuplicateURNError once. Others as asyncio does."""
+    if isinstance(context.get("exception"), DuplicateURNError):
+        return
+    loop.default_exception_handler(context)
 
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:

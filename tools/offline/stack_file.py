@@ -17,6 +17,7 @@ what is expected>``, and says whether the real CLI refuses the same file itself 
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import re
@@ -170,3 +171,183 @@ def read(path: Path, project: str) -> tuple[dict[str, object], list[str]]:
             continue
         values[full] = cli_text(value)
     return values, secrets
+
+
+# --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config ---------------------------------
+# pulumi/pulumi v3.230.0: pkg/cmd/pulumi/config/config.go (configSetCmd.Run: a value given without --secret or --type is
+# config.NewTypedValue(value, TypeUnknown), stored with ps.Config.Set(key, v, --path)), io.go (ParseConfigKey: with
+# --path only the segment before the first '[' or '.' is namespaced), sdk/go/common/resource/config/map.go (Map.Set,
+# parseKeyPath), object.go (object.Set, newContainer, coerce), value.go (coerceObject), sdk/go/common/resource/
+# properties_path.go (parsePropertyPath strict, PropertyPath.String). Without --path the value is stored as a string,
+# whatever it looks like; with --path and a path of more than one segment, "true"/"false" become booleans and decimal
+# integers (no leading 0) numbers, and the top key holds an object (a list or a map).
+
+
+class ConfigSetError(ValueError):
+    """What `pulumi config set` refuses; ``message`` is the CLI's own text (``map.go``, ``object.go``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def parse_property_path(text: str) -> list:
+    """``resource.ParsePropertyPathStrict``: ``a.b``, ``a[0]``, ``a["b.c"]`` -> ``["a", "b"]``, ``["a", 0]``, ..."""
+    elements: list = []
+    if text.startswith("."):
+        raise ConfigSetError("expected property path to start with a name or index")
+    while text:
+        if text[0] == ".":
+            text = text[1:]
+            if not text:
+                raise ConfigSetError("expected property path to end with a name or index")
+            if text[0] == "[":
+                raise ConfigSetError("expected property name after '.'")
+        elif text[0] == "[":
+            if len(text) > 1 and text[1] == '"':
+                key, i = [], 2
+                while True:
+                    if i >= len(text):
+                        raise ConfigSetError("missing closing quote in property name")
+                    if text[i] == '"':
+                        i += 1
+                        break
+                    if text[i] == "\\" and i + 1 < len(text) and text[i + 1] == '"':
+                        key.append('"')
+                        i += 2
+                    else:
+                        key.append(text[i])
+                        i += 1
+                if i >= len(text) or text[i] != "]":
+                    raise ConfigSetError("missing closing bracket in property access")
+                element, text = "".join(key), text[i:]
+            else:
+                close = text.find("]")
+                if close == -1:
+                    raise ConfigSetError("missing closing bracket in array index")
+                segment = text[1:close]
+                if segment == "*":
+                    element = "*"
+                elif re.fullmatch(r"[+-]?[0-9]+", segment):
+                    element = int(segment)
+                    if not -2**63 <= element < 2**63:
+                        raise ConfigSetError(f'invalid array index: strconv.ParseInt: parsing "{segment}": value out of range')
+                else:
+                    raise ConfigSetError(f'invalid array index: strconv.ParseInt: parsing "{segment}": invalid syntax')
+                text = text[close:]
+            elements.append(element)
+            text = text[1:]
+        else:
+            end = next((i for i, c in enumerate(text) if c in ".["), len(text))
+            elements.append(text[:end])
+            text = text[end:]
+    return elements
+
+
+def path_text(path: list) -> str:
+    """``PropertyPath.String``: names joined by ``.``, indexes as ``[n]``, a name with any character other than a
+    letter, digit or ``_`` as ``["..."]``."""
+    out = ""
+    for i, key in enumerate(path):
+        if isinstance(key, int):
+            out += f"[{key}]"
+        elif all(c.isascii() and (c.isalnum() or c == "_") for c in key):
+            out += key if i == 0 else f".{key}"
+        else:
+            out += '["' + key.replace('"', '\\"') + '"]'
+    return out
+
+
+def _coerce(text: str) -> object:
+    """``coerce`` (object.go): "true"/"false" as booleans, base-10 integers that do not start with 0 as numbers."""
+    if text in ("true", "false"):
+        return text == "true"
+    if len(text) > 1 and text[0] == "0":
+        return text
+    if re.fullmatch(r"[+-]?[0-9]+", text) and -2**63 <= int(text) < 2**63:  # strconv.ParseInt(v, 10, 64)
+        return int(text)
+    if re.fullmatch(r"[0-9]+", text) and int(text) < 2**64:  # strconv.ParseUint: no sign
+        return int(text)
+    return text
+
+
+def _container(accessor: object) -> object:
+    """``newContainer``: a list of ``accessor + 1`` nulls for an index, a map for a name."""
+    return [None] * max(accessor + 1, 0) if isinstance(accessor, int) else {}
+
+
+def _set(node: object, prefix: list, path: list, new: object) -> object:
+    """``object.Set``: ``node`` with ``new`` at ``path`` (``prefix`` leads to ``node``), containers made as needed."""
+    if not path:
+        return new
+    if node is None or (not isinstance(node, (list, dict)) and len(prefix) == 1):
+        node = _container(path[0])  # COMPAT: a top-level value that is not a container is replaced
+    elif not isinstance(node, (list, dict)):
+        raise ConfigSetError(f"{path_text(prefix)}: expected {'an array' if isinstance(path[0], int) else 'a map'}")
+    prefix = prefix + [path[0]]
+    if isinstance(node, list):
+        index = path[0]
+        if not isinstance(index, int):
+            raise ConfigSetError(f"{path_text(prefix)}: key for an array must be an int")
+        if index < 0 or index > len(node):
+            raise ConfigSetError(f"{path_text(prefix)}: array index out of range")
+        if index == len(node):
+            node.append(None)
+        node[index] = _set(node[index], prefix, path[1:], new)
+        return node
+    key = path[0]
+    if not isinstance(key, str):
+        raise ConfigSetError(f"{path_text(prefix)}: key for a map must be a string")
+    if len(path) == 1 and not node and key == "secure" and isinstance(new, str):
+        raise ConfigSetError('maps with the single key "secure" are reserved')
+    node[key] = _set(node.get(key), prefix, path[1:], new)
+    return node
+
+
+def config_key(key: str, path: bool, project: str) -> str:
+    """``ParseConfigKey``: the namespaced key; with ``path``, only the segment before the first ``[`` or ``.`` is
+    namespaced (``tags[0]`` -> ``<project>:tags[0]``). ConfigSetError for a key the CLI cannot parse."""
+    cut = min((i for i in (key.find("["), key.find(".")) if i >= 0), default=-1)
+    try:
+        if path and cut > 0:
+            return namespaced(key[:cut], project) + key[cut:]
+        return namespaced(key, project)
+    except ValueError as error:
+        raise ConfigSetError(f"invalid configuration key: {error}") from None
+
+
+def config_set(config: dict, key: str, value: str, path: bool, project: str) -> str:
+    """Apply ``pulumi config set [--path] KEY VALUE`` to ``config`` (namespaced key -> a string, or a list or map for an
+    object value, as :func:`read` gives them) in place, and return the top-level key it set. ConfigSetError (the CLI's
+    message, as configSetCmd.Run wraps it) for what the CLI refuses."""
+    full = config_key(key, path, project)
+    try:
+        return map_set(config, full, value, path)
+    except ConfigSetError as error:
+        raise ConfigSetError(f"could not set config: {error.message}") from None
+
+
+def map_set(config: dict, key: str, value: str, path: bool) -> str:
+    """``Map.Set`` of a plaintext value (``NewTypedValue(value, TypeUnknown)``) at ``key`` (``namespace:name``, the name
+    a path with ``path``); returns the top-level key it set."""
+    if not path:
+        config[key] = value
+        return key
+    namespace, _, name = key.partition(":")
+    try:
+        elements = parse_property_path(name)
+    except ConfigSetError as error:
+        raise ConfigSetError(f"invalid config key path: {error.message}") from None
+    if not elements:
+        raise ConfigSetError("empty config key path")
+    if not isinstance(elements[0], str):
+        raise ConfigSetError("first path segement of config key must be a string")  # sic, map.go
+    if elements[0] == "":
+        raise ConfigSetError("config key is empty")
+    top = f"{namespace}:{elements[0]}"
+    if len(elements) == 1:
+        config[top] = value
+        return top
+    root = copy.deepcopy(config[top]) if top in config else _container(elements[1])
+    config[top] = _set(root, elements[:1], elements[1:], _coerce(value))
+    return top
