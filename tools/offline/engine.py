@@ -502,7 +502,9 @@ class _Run:
                 continue
             if not dependent.delete and dependent.protect:
                 message = (f'unable to replace resource "{dependent.urn}" as part of replacing "{urn}" as it is '
-                           "currently marked for protection")
+                           "currently marked for protection. To unprotect the resource, remove the `protect` flag "
+                           "from the resource in your Pulumi program and run `pulumi up`, or use the command:\n"
+                           f"`pulumi state unprotect '{dependent.urn}'`")  # continueStepsFromDiff's message
                 self.diagnostics.append(message)
                 self.saw_error = True
                 raise _Bail(message)
