@@ -734,6 +734,9 @@ class _Run:
                     victims.append((state, "remove-pending-replace", "removed from the program while pending replacement"))
                 else:
                     victims.append((state, "delete", "removed from the program" if not destroy else "destroy"))
+        # GenerateDeletes marks each of them in sg.deletes before any runs: a deletedWith target among them skips
+        # its dependents' provider Delete (isDeletedWith), whatever the order.
+        self.deletes.update(state.urn for state, _, _ in victims)
         for state, op, note in self.schedule(victims):
             if op == "remove-pending-replace":
                 if not self.preview:
