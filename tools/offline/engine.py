@@ -303,6 +303,7 @@ class _Run:
         self.done: set[int] = set()  # id() of old states this run is done with (``markDone``): they leave the state
         self.provider_ids: dict[str, str] = {}  # provider URN -> its id in this run
         self.saw_error = False
+        self.refused: list[State] = []  # protected resources whose delete was refused (deleteProtectedError)
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -672,10 +673,16 @@ class _Run:
         replacement is created (``deleteSnapshotMutation.End``)."""
         op = "delete-replaced" if replacing else "delete"
         if not replacing and victim.protect:
+            # stepExecutor.cancelDueToError: a deleteProtectedError never cancels the operation, so every refused
+            # delete is reported (in preview too); performPostSteps skips the deletes of what it depends on.
             self.record(op, victim.urn, note="refused: protected")
-            raise _Bail(f'resource "{victim.urn}" cannot be deleted\nbecause it is protected. To unprotect the '
-                        "resource, either remove the `protect` flag from the resource in your Pulumi program and run "
-                        f"`pulumi up`, or use the command:\n`pulumi state unprotect '{victim.urn}'`")
+            self.diagnostics.append(f'resource "{victim.urn}" cannot be deleted\nbecause it is protected. To '
+                                    "unprotect the resource, either remove the `protect` flag from the resource in "
+                                    "your Pulumi program and run `pulumi up`, or use the command:\n"
+                                    f"`pulumi state unprotect '{victim.urn}'`")
+            self.saw_error = True
+            self.refused.append(victim)
+            return
         why = note
         if not self.preview and victim.custom and not victim.external and not is_provider(victim.type):
             if victim.retain_on_delete:
@@ -738,12 +745,47 @@ class _Run:
         # its dependents' provider Delete (isDeletedWith), whatever the order.
         self.deletes.update(state.urn for state, _, _ in victims)
         for state, op, note in self.schedule(victims):
+            if any(id(state) in self.transitive_dependencies(r) for r in self.refused):
+                continue  # performPostSteps: a dependency of a refused delete is not deleted
             if op == "remove-pending-replace":
                 if not self.preview:
                     self.done.add(id(state))
                 self.record(op, state.urn, note=note)
             else:
                 self.delete(state, replacing=(op == "delete-replaced"), note=note)
+
+    def transitive_dependencies(self, root: State) -> set[int]:
+        """``DependencyGraph.TransitiveDependenciesOf`` over the old state: ``id()`` of what ``root`` depends on,
+        directly or not, parents' dependencies included. A URN held by a live and a pending-delete copy names the
+        live one, or the pending-delete one from a resource pending deletion."""
+        pending = {s.urn: s for s in self.olds if s.delete}
+        live = {s.urn: s for s in self.olds if not s.delete}
+
+        def lookup(source: State, urn: Optional[str]) -> Optional[State]:
+            if urn in pending and urn in live:
+                return pending[urn] if source.delete else live[urn]
+            return pending.get(urn) or live.get(urn)
+
+        marked: set[int] = set()
+
+        def mark(state: State) -> None:  # markAsDependency
+            while True:
+                marked.add(id(state))
+                deps = [u for kind, u in state.all_dependencies() if kind != "parent"]
+                for urn in deps + ([state.provider_urn] if state.provider else []):
+                    found = lookup(state, urn)
+                    if found is not None and id(found) not in marked:
+                        mark(found)
+                parent = lookup(state, state.parent) if state.parent else None
+                if parent is None or id(parent) in marked:
+                    break
+                state = parent
+
+        start = lookup(root, root.urn)
+        if start is not None:
+            mark(start)
+        marked.discard(id(root))
+        return marked
 
     def destroy_targets(self) -> set[str]:
         urns = [s.urn for s in self.olds]
