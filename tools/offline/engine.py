@@ -304,6 +304,7 @@ class _Run:
         self.provider_ids: dict[str, str] = {}  # provider URN -> its id in this run
         self.saw_error = False
         self.refused: list[State] = []  # protected resources whose delete was refused (deleteProtectedError)
+        self.goals: dict[str, dict] = {}  # URN -> its registration, for its children to inherit from
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -343,6 +344,16 @@ class _Run:
         return urn
 
     def register(self, goal: dict) -> Registered:
+        parent_goal = self.goals.get(goal["parent"]) if goal["parent"] else None
+        if parent_goal is not None:  # resmon.RegisterResource: inheritFromParent (the provider: custom children only)
+            goal = dict(goal, deleted_with=goal["deleted_with"] or parent_goal["deleted_with"],
+                        protect=parent_goal["protect"] if goal["protect"] is None else goal["protect"],
+                        retain_on_delete=(parent_goal["retain_on_delete"] if goal["retain_on_delete"] is None
+                                          else goal["retain_on_delete"]))
+            inherited = parent_goal["provider"]
+            if (goal["provider"] is None and goal["custom"] and inherited
+                    and _package(inherited.split("::")[2].split("$")[-1]) == _package(goal["type"])):
+                goal["provider"] = inherited
         type_ = goal["type"]
         provider_urn = goal["provider"]
         if goal["custom"] and not is_provider(type_) and provider_urn is None:
@@ -354,6 +365,7 @@ class _Run:
         if urn in self.urns:  # generateURN
             raise _Bail(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         self.urns.add(urn)
+        self.goals[urn] = goal
         reference = f"{provider_urn}::{self.provider_ids.get(provider_urn, UNKNOWN)}" if provider_urn else None
         new = State(urn=urn, type=type_, custom=goal["custom"], inputs=goal["inputs"], parent=parent,
                     provider=reference, dependencies=goal["dependencies"],
