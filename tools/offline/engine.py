@@ -276,12 +276,19 @@ class Monitor:
                  replacement_trigger: Any = None, urn: Optional[str] = None) -> Registered:
         """Register a resource. ``provider``: an explicit provider's URN (default: the package's default provider,
         registered on first use). ``urn`` overrides the computed URN (the offline diff replays recorded URNs)."""
-        return self._run.register(dict(
-            type=type_, name=name, custom=custom, inputs=copy.deepcopy(inputs or {}), parent=parent,
-            provider=provider, dependencies=list(dependencies), property_dependencies=dict(property_dependencies or {}),
-            protect=protect, retain_on_delete=retain_on_delete, delete_before_replace=delete_before_replace,
-            deleted_with=deleted_with, replace_with=list(replace_with), replace_on_changes=list(replace_on_changes),
-            ignore_changes=list(ignore_changes), replacement_trigger=replacement_trigger, urn=urn))
+        try:
+            return self._run.register(dict(
+                type=type_, name=name, custom=custom, inputs=copy.deepcopy(inputs or {}), parent=parent,
+                provider=provider, dependencies=list(dependencies),
+                property_dependencies=dict(property_dependencies or {}), protect=protect,
+                retain_on_delete=retain_on_delete, delete_before_replace=delete_before_replace,
+                deleted_with=deleted_with, replace_with=list(replace_with), replace_on_changes=list(replace_on_changes),
+                ignore_changes=list(ignore_changes), replacement_trigger=replacement_trigger, urn=urn))
+        except (_Bail, EngineError, ProviderError) as failure:
+            # deploymentExecutor.handleSingleEvent: a failed registration cancels the operation, even when the
+            # program catches the error it is answered with.
+            self._run.failure = self._run.failure or failure
+            raise
 
 
 class _Run:
@@ -305,6 +312,7 @@ class _Run:
         self.saw_error = False
         self.refused: list[State] = []  # protected resources whose delete was refused (deleteProtectedError)
         self.goals: dict[str, dict] = {}  # URN -> its registration, for its children to inherit from
+        self.failure: Optional[Exception] = None  # the first failed registration
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -318,6 +326,8 @@ class _Run:
         try:
             if program is not None:
                 program(Monitor(self))
+                if self.failure is not None:
+                    raise self.failure
             self.generate_deletes(destroy=program is None)
             if self.saw_error and not self.preview:
                 raise _Bail("; ".join(self.diagnostics))
