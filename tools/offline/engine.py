@@ -385,6 +385,8 @@ class _Run:
                     ignore_changes=goal["ignore_changes"], replacement_trigger=goal["replacement_trigger"])
         old = self.old_by_urn.get(urn)
         steps = self.generate(goal, new, old)
+        if steps and steps[0][0] != "skipped-create":  # validateSteps: every step's new state, not only creates
+            self.check_targeted_dependencies(steps[0][1] if steps[0][0] == "same-untargeted" else new)
         result = None
         for step in steps:
             result = self.apply(step, new) or result
@@ -398,6 +400,11 @@ class _Run:
         ``--target-dependents`` what depends on a target actually operated on. Providers and the stack always."""
         if not self.targets or is_provider(state.type) or state.type == STACK_TYPE:
             return True
+        return self.is_targeted_for_update(state)
+
+    def is_targeted_for_update(self, state: State) -> bool:
+        """``isTargetedForUpdate``: a ``--target``, or with ``--target-dependents`` a dependent of a target actually
+        operated on. Providers and the stack are operated on without being targeted for update."""
         if state.urn in self.targets:
             return True
         if not self.target_dependents:
@@ -416,7 +423,7 @@ class _Run:
         if old is not None and old.external:  # Case 2
             self.creates.add(urn)
             return [("create-replacement", old, ()), ("replace", old, ())]
-        if targeted and self.targets:
+        if targeted and self.targets and self.is_targeted_for_update(new):
             self.targets_actual.add(urn)
         if old is not None:  # Case 3
             if not targeted:
@@ -429,7 +436,6 @@ class _Run:
             self.skipped_creates.add(urn)
             return [("skipped-create",)]
         self.creates.add(urn)
-        self.check_targeted_dependencies(new)
         return [("create",)]
 
     def check_targeted_dependencies(self, new: State) -> None:
