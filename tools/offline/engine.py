@@ -428,8 +428,7 @@ class _Run:
         if old is not None:  # Case 3
             if not targeted:
                 self.sames.add(urn)
-                kept = copy.deepcopy(old)
-                return [("same-untargeted", kept)]
+                return [("same-untargeted", old)]  # getDependencySteps: a SameStep of old and old.Copy()
             return self.steps_from_diff(goal, new, old)
         if not targeted:  # Case 4, not targeted: a skipped create
             self.sames.add(urn)
