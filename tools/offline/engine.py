@@ -328,9 +328,14 @@ class _Run:
                 program(Monitor(self))
                 if self.failure is not None:
                     raise self.failure
+            # deploymentExecutor.checkTargets, before the deletes: a --target naming nothing in the stack.
+            unknown = [t for t in sorted(self.targets) if t not in self.urns and all(s.urn != t for s in self.olds)]
+            self.diagnostics += [f"Target '{t}' could not be found in the stack." for t in unknown]
             self.generate_deletes(destroy=program is None)
             if self.saw_error and not self.preview:
                 raise _Bail("; ".join(self.diagnostics))
+            if unknown:
+                raise _Bail("one or more targets could not be found in the stack")
         except (_Bail, EngineError, ProviderError) as failure:
             error = str(failure)
         snapshot = self.snapshot()
