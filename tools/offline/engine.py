@@ -313,6 +313,7 @@ class _Run:
         self.refused: list[State] = []  # protected resources whose delete was refused (deleteProtectedError)
         self.goals: dict[str, dict] = {}  # URN -> its registration, for its children to inherit from
         self.failure: Optional[Exception] = None  # the first failed registration
+        self.carried: list[State] = []  # untargeted resources GenerateDeletes carries over with a same step
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -753,22 +754,28 @@ class _Run:
 
     def generate_deletes(self, destroy: bool) -> None:
         """``GenerateDeletes`` and ``ScheduleDeletes``: olds marked for deletion (create-first replacements) and olds
-        the program did not register (all of them for ``destroy``), dependents first."""
+        the program did not register (all of them for ``destroy``), dependents first; untargeted olds get a same
+        step."""
         if destroy:
             allowed = self.destroy_targets()
         victims: list[tuple[State, str, str]] = []
         for state in self.olds:
             if id(state) in self.done:
                 continue
-            if destroy and state.urn not in allowed:
+            untargeted = (state.urn not in allowed) if destroy else bool(self.targets) and state.urn not in self.targets
+            if untargeted:
+                # An untargeted resource not operated on: a SameStep of it, run before the deletes.
+                if state.urn not in self.sames | self.updates | self.replaces:
+                    self.record("same", state.urn, note="not targeted")
+                    if not self.preview:
+                        self.carried.append(copy.deepcopy(state))
+                        self.done.add(id(state))
                 continue
             if state.delete:
                 if id(state) in self.pending_deletes:
                     continue
                 victims.append((state, "delete-replaced", "old resource of a create-first replacement"))
             elif destroy or state.urn not in (self.creates | self.sames | self.updates | self.deletes | self.replaces):
-                if self.targets and not destroy and state.urn not in self.targets:
-                    continue  # kept as it is: an untargeted resource
                 if state.pending_replacement:
                     victims.append((state, "remove-pending-replace", "removed from the program while pending replacement"))
                 else:
@@ -856,13 +863,13 @@ class _Run:
         return [victim for layer in reversed(layers) for victim in layer]
 
     def snapshot(self) -> list[State]:
-        """``SnapshotManager.Snap``: the resources this run wrote, in the order they completed, then the old resources
-        not done with (pending deletes, pending replacements, untargeted ones) in their old order. A preview writes
-        nothing."""
+        """``SnapshotManager.Snap``: the resources this run wrote, in the order they completed (the untargeted ones
+        GenerateDeletes carries over after the registered ones), then the old resources not done with (pending
+        deletes, pending replacements, refused deletes) in their old order. A preview writes nothing."""
         if self.preview:
             return [copy.deepcopy(s) for s in self.olds]
         written = [self.news[u] for u in self.new_order if u in self.news and id(self.news[u]) not in self.done]
-        return written + [s for s in self.olds if id(s) not in self.done]
+        return written + self.carried + [s for s in self.olds if id(s) not in self.done]
 
 
 def _dependencies_of(state: State) -> list[str]:
