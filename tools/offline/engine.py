@@ -224,7 +224,7 @@ class Engine:
         run = _Run(self, olds, preview, set(targets), target_dependents, set(replace))
         if refresh:
             gone = run.refresh_all()
-            run.olds = [s for s in run.olds if id(s) not in gone]
+            run.olds = run.rebuild_base_state(gone)
             run.rebuild()
         return run.execute(program)
 
@@ -236,21 +236,14 @@ class Engine:
         run = _Run(self, olds, preview, set(targets), target_dependents, set())
         return run.execute(None)
 
-    def refresh(self, snapshot: Iterable[State], *, preview: bool = False) -> Result:
-        """``pulumi refresh``: each custom resource read; one the provider says is gone leaves the state, and the
-        dependencies of the others on it are dropped (``TestRefreshDeleteDependencies``)."""
+    def refresh(self, snapshot: Iterable[State], *, preview: bool = False, targets: Iterable[str] = ()) -> Result:
+        """``pulumi refresh`` (``targets``: ``--target`` URNs, the only resources refreshed): each custom resource
+        read; one the provider says is gone leaves the state, and the dependencies of the others on it are dropped
+        (``TestRefreshDeleteDependencies``)."""
         olds = [copy.deepcopy(s) for s in snapshot]
-        run = _Run(self, olds, preview, set(), False, set())
+        run = _Run(self, olds, preview, set(targets), False, set())
         gone = run.refresh_all()
-        kept = [s for s in run.olds if id(s) not in gone]
-        if not preview:
-            gone_urns = {s.urn for s in run.olds if id(s) in gone}
-            for s in kept:
-                s.dependencies = [u for u in s.dependencies if u not in gone_urns]
-                s.property_dependencies = {k: [u for u in us if u not in gone_urns]
-                                           for k, us in s.property_dependencies.items()}
-                if s.deleted_with in gone_urns:
-                    s.deleted_with = None
+        kept = run.rebuild_base_state(gone)
         return Result(run.steps, kept if not preview else [copy.deepcopy(s) for s in snapshot], None, run.diagnostics)
 
     def new_id(self, prefix: str = "id") -> str:
@@ -738,10 +731,15 @@ class _Run:
         self.record(op, victim.urn, note=why)
 
     def refresh_all(self) -> set[int]:
-        """Read every custom, non-provider resource; the id() of those that are gone."""
+        """``GenerateRefreshes`` and ``RefreshStep.Apply``: a refresh step for every resource (only the ``--target``s
+        when given), pending deletes included; components, providers and resources pending replacement are not read
+        (they never change). The id() of those the provider says are gone."""
         gone = set()
         for state in self.olds:
-            if not state.custom or is_provider(state.type) or state.delete:
+            if self.targets and state.urn not in self.targets:
+                continue
+            if not state.custom or is_provider(state.type) or state.pending_replacement:
+                self.record("refresh", state.urn)
                 continue
             provider = self.engine.provider_for(state.type)
             outputs = provider.read(state) if provider.read is not None else state.outputs
@@ -751,6 +749,33 @@ class _Run:
             elif not self.preview:
                 state.outputs = outputs
         return gone
+
+    def rebuild_base_state(self, gone: set[int]) -> list[State]:
+        """``rebuildBaseState``: the state without what a refresh found gone. A dependency, property dependency,
+        ``deletedWith`` or ``replaceWith`` on a URN that no resource *earlier* in the state still holds is dropped
+        (a pending-delete copy still holds it); a parent gone is replaced as ``undangleParentResources`` does."""
+        kept, referenceable = [], set()
+        for state in self.olds:
+            if id(state) in gone:
+                continue
+            if state.dependencies:
+                state.dependencies = [u for u in state.dependencies if u in referenceable]
+            if state.property_dependencies:
+                state.property_dependencies = {k: [u for u in us if u in referenceable]
+                                               for k, us in state.property_dependencies.items()
+                                               if any(u in referenceable for u in us)}
+            if state.deleted_with and state.deleted_with not in referenceable:
+                state.deleted_with = None
+            if any(u not in referenceable for u in state.replace_with):
+                state.replace_with = []
+            kept.append(state)
+            referenceable.add(state.urn)
+        available: dict[str, Optional[str]] = {}
+        for state in kept:  # undangleParentResources
+            if state.parent and state.parent not in referenceable:
+                state.parent = available.get(state.parent)
+            available[state.urn] = state.parent
+        return kept
 
     def generate_deletes(self, destroy: bool) -> None:
         """``GenerateDeletes`` and ``ScheduleDeletes``: olds marked for deletion (create-first replacements) and olds
