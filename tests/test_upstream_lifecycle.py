@@ -1598,3 +1598,155 @@ def test_TestDeletedWithProtectedDependentBlocksReplace():
     result = engine.update(program, snap)
     assert result.error is None  # HEAD: an error, "marked for protection"
     assert not any("marked for protection" in d for d in result.diagnostics)
+
+
+# --- target_test.go: targeted destroys ------------------------------------------------------------------------------
+
+COMPONENT_NAMES = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N"]
+
+
+def parented_graph():
+    """``generateParentedTestDependencyGraph``: components A, B, D, E, F; custom resources C, G..N. Children: A > D, I;
+    D > G, H; B > E, F; E > J, K; F > L, M. Dependencies: I on G, K on H, N on H."""
+    component, custom = "pkgA:index:Component", "pkgA:index:Resource"
+    parents = {"D": "A", "E": "B", "F": "B", "G": "D", "H": "D", "I": "A", "J": "E", "K": "E", "L": "F", "M": "F"}
+    urns: dict[str, str] = {}
+    for n in COMPONENT_NAMES:
+        type_ = component if n in "ABDEF" else custom
+        parent = urns.get(parents.get(n, ""))
+        chain = f"{parent.split('::')[2]}${type_}" if parent else type_
+        urns[n] = urn(chain, n)
+    ids = {"C": "2", "G": "6", "H": "7", "I": "8", "J": "9", "K": "10", "L": "11", "M": "12", "N": "13"}
+    deps = {"I": ["G"], "K": ["H"], "N": ["H"]}
+    old = [State(urn=urns[n], type=component if n in "ABDEF" else custom, custom=n not in "ABDEF", id=ids.get(n, ""),
+                 parent=urns.get(parents.get(n, "")), inputs={"A": "foo"} if n in deps else {},
+                 dependencies=[urns[d] for d in deps.get(n, [])],
+                 property_dependencies={"A": [urns[d] for d in deps[n]]} if n in deps else {})
+           for n in COMPONENT_NAMES]
+    return urns, old
+
+
+def test_TestDestroyTargetWithChildren():
+    """pkg/engine/lifecycletest/target_test.go, TestDestroyTargetWithChildren, pulumi/pulumi v3.230.0 (ae2e2698)."""
+    urns, old = parented_graph()
+
+    def destroy(targets, target_dependents, expected=None):
+        engine = Engine({"pkgA": deploytest(diff=changed_a_diff)})
+        snapshot = add_default_providers(copy.deepcopy(old))
+        destroy_targets = [urns[t] for t in targets]
+        preview = engine.destroy(snapshot, preview=True, targets=destroy_targets, target_dependents=target_dependents)
+        if not target_dependents:  # ExpectFailure: the preview fails and the destroy is not run
+            assert preview.error
+            return
+        assert preview.error is None
+        result = engine.destroy(snapshot, targets=destroy_targets, target_dependents=target_dependents)
+        assert result.error is None
+        assert len(result.steps) > 0
+        deleted = set()
+        for op, urn_ in successful(result):
+            if op == "delete":
+                deleted.add(urn_)
+            else:
+                assert op == "same"
+        for target in destroy_targets:
+            assert target in deleted
+        assert deleted == {urns[n] for n in expected}
+
+    destroy(["A"], True, "ADGHIKN")
+    destroy(["A"], False)
+    destroy(["B"], False)
+
+
+def targeted_destroy_case(child: bool, delete=None):
+    """The TestTargetDestroy* programs: resA, and resB depending on it (or its child)."""
+    engine = Engine({"pkgA": deploytest(create=created_id, delete=delete)})
+    res_a = urn(TYP, "resA")
+    res_b = urn(f"{TYP}${TYP}", "resB") if child else urn(TYP, "resB")
+
+    def program(monitor):
+        a = monitor.register(TYP, "resA", True)
+        if child:
+            monitor.register(TYP, "resB", True, parent=a.urn)
+        else:
+            monitor.register(TYP, "resB", True, dependencies=[a.urn])
+
+    def validate(snap):
+        assert verify_integrity(snap) is None
+        assert len(snap) == 3
+        assert snap[1].urn == res_a
+        assert snap[2].urn == res_b
+
+    result = engine.update(program, [])
+    assert result.error is None
+    validate(result.snapshot)
+    return engine, result.snapshot, res_a, res_b, validate
+
+
+def test_TestTargetDestroyDependencyErrors():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDestroyDependencyErrors, pulumi/pulumi v3.230.0 (ae2e2698)."""
+    engine, snap, res_a, _res_b, validate = targeted_destroy_case(child=False)
+    result = engine.destroy(snap, targets=[res_a])
+    assert result.error  # the dependent is neither a target nor --target-dependents
+    validate(result.snapshot)
+
+
+def test_TestTargetDestroyChildErrors():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDestroyChildErrors, pulumi/pulumi v3.230.0 (ae2e2698)."""
+    engine, snap, res_a, _res_b, validate = targeted_destroy_case(child=True)
+    result = engine.destroy(snap, targets=[res_a])
+    assert result.error  # the child is neither a target nor --target-dependents
+    validate(result.snapshot)
+
+
+def test_TestTargetDestroyDeleteFails():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDestroyDeleteFails, pulumi/pulumi v3.230.0 (ae2e2698)."""
+
+    def failing_delete(_old):
+        raise ProviderError("can't delete")
+
+    engine = Engine({"pkgA": deploytest(create=created_id, delete=failing_delete)})
+    res_a = urn(TYP, "resA")
+
+    def validate(snap):
+        assert verify_integrity(snap) is None
+        assert len(snap) == 2
+        assert snap[1].urn == res_a
+
+    result = engine.update(create_resa, [])
+    assert result.error is None
+    validate(result.snapshot)
+    result = engine.destroy(result.snapshot, targets=[res_a])
+    assert result.error
+    validate(result.snapshot)
+
+
+def failing_delete_of(expected_urn):
+    def delete(old):
+        assert old.urn == expected_urn
+        raise ProviderError("can't delete")
+    return delete
+
+
+def test_TestTargetDestroyDependencyDeleteFails():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDestroyDependencyDeleteFails, pulumi/pulumi v3.230.0
+    (ae2e2698)."""
+    engine, original, res_a, res_b, validate = targeted_destroy_case(
+        child=False, delete=failing_delete_of(urn(TYP, "resB")))
+    result = engine.destroy(original, targets=[res_a], target_dependents=True)
+    assert result.error
+    validate(result.snapshot)
+    result = engine.destroy(original, targets=[res_a, res_b])
+    assert result.error
+    validate(result.snapshot)
+
+
+def test_TestTargetDestroyChildDeleteFails():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDestroyChildDeleteFails, pulumi/pulumi v3.230.0 (ae2e2698)."""
+    engine, original, res_a, res_b, validate = targeted_destroy_case(
+        child=True, delete=failing_delete_of(urn(f"{TYP}${TYP}", "resB")))
+    result = engine.destroy(original, targets=[res_a], target_dependents=True)
+    assert result.error
+    validate(result.snapshot)
+    result = engine.destroy(original, targets=[res_a, res_b])
+    assert result.error
+    validate(result.snapshot)
