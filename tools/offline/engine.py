@@ -14,20 +14,32 @@ Sources, all at v3.230.0:
   provider reference, then the provider's ``Diff``), ``diffResource`` (an unknown diff result compares inputs),
   ``applyReplaceOnChanges``, ``continueStepsFromDiff`` (protect, the delete-before-replace option over the
   provider's wish, ``calculateDependentReplacements`` then ``findResourcesReplacedWith``, deleted in reverse),
-  ``GenerateDeletes`` (pending deletes, unseen olds, pending replacements, targets), ``ScheduleDeletes``
-  (dependents first), ``shouldTriggerReplace`` (replacement triggers).
+  ``GenerateDeletes`` (pending deletes, unseen olds, pending replacements, targets, all marked deleted before any
+  runs; untargeted olds get same steps), ``ScheduleDeletes`` (dependents first), ``shouldTriggerReplace``
+  (replacement triggers), ``validateSteps`` (a targeted step depending on a skipped create), ``isTargetedForUpdate``,
+  ``GenerateRefreshes``.
 - ``pkg/resource/deploy/step.go``: ``DeleteStep.Apply`` (protected deletes refused unless replacing; nothing is
   deleted for ``retainOnDelete``, for external resources, or when the ``deletedWith`` target is deleted in the same
   run), ``CreateStep`` (a create-first replacement marks the old resource for deletion), the delete of a
-  delete-before-replace marking the old ``pendingReplacement``.
+  delete-before-replace marking the old ``pendingReplacement``, ``RefreshStep.Apply`` (components, providers and
+  resources pending replacement are not read).
+- ``pkg/resource/deploy/deployment_executor.go``: ``handleSingleEvent`` (a failed registration cancels the
+  operation), ``checkTargets``, ``performPostSteps`` (the deletes of what a refused delete depends on are skipped),
+  ``rebuildBaseState`` and ``undangleParentResources`` (after a refresh); ``step_executor.go``
+  ``cancelDueToError`` (a refused protected delete does not stop the others); ``source_eval.go``
+  ``inheritFromParent``.
 - ``pkg/resource/graph/dependency_graph.go``: ``DependingOn`` (a linear scan of the state, which is in
-  topological order), ``DependenciesOf``.
+  topological order), ``DependenciesOf``, ``TransitiveDependenciesOf``.
 - ``pkg/resource/deploy/snapshot.go``: ``VerifyIntegrity`` (dependencies, parents, ``deletedWith`` and
   ``replaceWith`` must name an earlier resource; one URN twice only when all but one are pending deletion).
 
-What it does not model: aliases, imports, views, hooks, plans (``--plan``), parallel execution (steps of one
-registration run in order, registrations one at a time, deletes in dependency order with ties broken by state
-order), and the snapshot manager's exact ordering of the state it writes (survivors follow the new resources).
+What it does not model: aliases, imports, reads, views, hooks, plans (``--plan``), ``--exclude``, glob targets,
+``destroy --run-program``, the provider's ``Check`` (inputs are taken as given) and the inputs a ``Read`` returns,
+provider previews (at preview ``Create``/``Update`` are not called: outputs are the inputs, as for a provider without
+preview support), secret and output wrappers, the migration of snapshots without provider references
+(``addDefaultProviders``), parallel execution (steps of one registration run in order, registrations one at a time,
+deletes in dependency order with ties broken by state order), and the snapshot manager's exact ordering of the
+state it writes (survivors follow the new resources).
 """
 
 from __future__ import annotations
