@@ -1012,6 +1012,33 @@ def test_TestRefreshDeleteDeletedWith():
     assert verify_integrity(snap) is None
 
 
+def test_TestRefreshUpdateWithDeletedResource():
+    """pkg/engine/lifecycletest/refresh_test.go, TestRefreshUpdateWithDeletedResource (``up --refresh``),
+    pulumi/pulumi v3.230.0 (ae2e2698)."""
+    engine = Engine({"pkgA": deploytest(read=lambda old: None)})
+    old = add_default_providers([State(urn=urn(TYP, "resA"), type=TYP, id="myid")])
+    result = run_plan(engine, lambda monitor: None, old, refresh=True)
+    assert result.snapshot == []
+
+
+def test_TestRefreshDeleteParent():
+    """pkg/engine/lifecycletest/refresh_test.go, TestRefreshDeleteParent, pulumi/pulumi v3.230.0 (ae2e2698). The
+    framework verifies the integrity of every state written; so does this port."""
+    engine = Engine({"pkgA": deploytest(read=lambda old: None if old.name == "resA" else {})})
+
+    def program(monitor):
+        a = monitor.register(TYP, "resA", True)
+        monitor.register(TYP, "resB", True, parent=a.urn)
+
+    result = engine.update(program, [])
+    assert result.error is None
+    assert len(result.snapshot) == 3
+    result = engine.refresh(result.snapshot)
+    assert result.error is None
+    assert len(result.snapshot) == 2
+    assert verify_integrity(result.snapshot) is None
+
+
 # --- target_test.go -------------------------------------------------------------------------------------------------
 
 def small_subsets(items, most=3):
