@@ -248,12 +248,13 @@ class Engine:
         run = _Run(self, olds, preview, set(targets), target_dependents, set())
         return run.execute(None)
 
-    def refresh(self, snapshot: Iterable[State], *, preview: bool = False, targets: Iterable[str] = ()) -> Result:
-        """``pulumi refresh`` (``targets``: ``--target`` URNs, the only resources refreshed): each custom resource
-        read; one the provider says is gone leaves the state, and the dependencies of the others on it are dropped
-        (``TestRefreshDeleteDependencies``)."""
+    def refresh(self, snapshot: Iterable[State], *, preview: bool = False, targets: Iterable[str] = (),
+                target_dependents: bool = False) -> Result:
+        """``pulumi refresh`` (``targets``: ``--target`` URNs, the only resources refreshed, with
+        ``target_dependents`` what depends on them too): each custom resource read; one the provider says is gone
+        leaves the state, and the dependencies of the others on it are dropped (``TestRefreshDeleteDependencies``)."""
         olds = [copy.deepcopy(s) for s in snapshot]
-        run = _Run(self, olds, preview, set(targets), False, set())
+        run = _Run(self, olds, preview, set(targets), target_dependents, set())
         gone = run.refresh_all()
         kept = run.rebuild_base_state(gone)
         return Result(run.steps, kept if not preview else [copy.deepcopy(s) for s in snapshot], None, run.diagnostics)
@@ -749,7 +750,11 @@ class _Run:
         gone = set()
         for state in self.olds:
             if self.targets and state.urn not in self.targets:
-                continue
+                # deploymentExecutor.refresh: with --target-dependents, what depends on a target (its children
+                # included) is refreshed and becomes a target in turn.
+                if not (self.target_dependents and any(u in self.targets for _, u in state.all_dependencies())):
+                    continue
+                self.targets.add(state.urn)
             if not state.custom or is_provider(state.type) or state.pending_replacement:
                 self.record("refresh", state.urn)
                 continue
