@@ -1041,6 +1041,43 @@ def test_TestRefreshDeleteParent():
 
 # --- target_test.go -------------------------------------------------------------------------------------------------
 
+def test_TestRefreshTargetChildren():
+    """pkg/engine/lifecycletest/target_test.go, TestRefreshTargetChildren, pulumi/pulumi v3.230.0 (ae2e2698)."""
+    calls = {"count": 0}
+
+    def read(_old):
+        calls["count"] += 1
+        return {"count": float(calls["count"])}
+
+    engine = Engine({"pkgA": deploytest(read=read)})
+
+    def program(monitor):
+        a = monitor.register(TYP, "resA", True)
+        b = monitor.register(TYP, "resB", True, parent=a.urn)
+        c = monitor.register(TYP, "resC", True, parent=b.urn)
+        monitor.register(TYP, "resD", True, parent=c.urn)
+
+    result = engine.update(program, [])
+    assert result.error is None
+    a = "urn:pulumi:test::test::pkgA:m:typA::resA"
+    b = "urn:pulumi:test::test::pkgA:m:typA$pkgA:m:typA::resB"
+    c = "urn:pulumi:test::test::pkgA:m:typA$pkgA:m:typA$pkgA:m:typA::resC"
+    d = "urn:pulumi:test::test::pkgA:m:typA$pkgA:m:typA$pkgA:m:typA$pkgA:m:typA::resD"
+    snap = result.snapshot
+    assert [r.urn for r in snap[1:]] == [a, b, c, d]
+
+    result = engine.refresh(snap, targets=[b], target_dependents=True)
+    assert result.error is None
+    snap = result.snapshot
+    assert len(snap) == 5
+    assert [r.urn for r in snap[1:]] == [a, b, c, d]
+    assert snap[1].outputs.get("count") is None
+    assert snap[2].outputs.get("count") is not None
+    assert snap[3].outputs.get("count") is not None
+    assert snap[4].outputs.get("count") is not None
+    assert calls["count"] == 3
+
+
 def small_subsets(items, most=3):
     return [c for k in range(1, most + 1) for c in itertools.combinations(items, k)]
 
@@ -1777,3 +1814,85 @@ def test_TestTargetDestroyChildDeleteFails():
     result = engine.destroy(original, targets=[res_a, res_b])
     assert result.error
     validate(result.snapshot)
+
+
+def test_TestTargetDependentsExplicitProvider():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDependentsExplicitProvider, pulumi/pulumi v3.230.0
+    (ae2e2698)."""
+    engine = Engine({"pkgA": deploytest()})
+
+    def program(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        prov = monitor.register(PROV_TYPE, "provider", True)
+        monitor.register(TYP, "resA", True, provider=prov.urn)
+        monitor.register(TYP, "resB", True, provider=prov.urn)
+
+    targets = ["urn:pulumi:test::test::pulumi:providers:pkgA::provider"]
+    result = engine.update(program, [], targets=targets, target_dependents=False)
+    assert result.error is None
+    assert len(result.snapshot) == 2  # stack, provider
+
+    result = engine.update(program, [], targets=targets, target_dependents=True)
+    assert result.error is None
+    assert len(result.snapshot) == 4  # stack, provider, resA, resB
+
+
+def test_TestTargetDependentsSiblingResources():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetDependentsSiblingResources, pulumi/pulumi v3.230.0
+    (ae2e2698)."""
+    engine = Engine({"pkgA": deploytest()})
+
+    def program(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        x = monitor.register(TYP, "implicitX", True)
+        monitor.register(TYP, "implicitY", True)
+        monitor.register(TYP, "implicitZ", True, parent=x.urn)
+        prov = monitor.register(PROV_TYPE, "provider", True)
+        x = monitor.register(TYP, "explicitX", True, provider=prov.urn)
+        monitor.register(TYP, "explicitY", True, provider=prov.urn)
+        monitor.register(TYP, "explicitZ", True, parent=x.urn)
+
+    targets = ["urn:pulumi:test::test::pkgA:m:typA::implicitX", "urn:pulumi:test::test::pkgA:m:typA::explicitX"]
+    result = engine.update(program, [], targets=targets, target_dependents=False)
+    assert result.error is None
+    assert len(result.snapshot) == 5  # the stack, the two providers and the two X resources
+
+    result = engine.update(program, [], targets=targets, target_dependents=True)
+    assert result.error is None
+    assert len(result.snapshot) == 7  # and the two Z resources
+
+
+def test_TestTargetUntargetedParent():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetUntargetedParent, pulumi/pulumi v3.230.0 (ae2e2698). The
+    target ``**child**`` is given as the one URN it matches."""
+    engine = Engine({"pkgA": deploytest()})
+    inputs = {}
+    child = "urn:pulumi:test::test::component$pkgA:m:typA::child"
+    returned = []
+
+    def program(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        parent = monitor.register("component", "parent", False)
+        monitor.register(TYP, "child", True, parent=parent.urn, inputs=inputs)
+        returned.append(True)
+
+    # target update: the parent is carried over with a same step.
+    result = engine.update(program, [])
+    assert result.error is None
+    assert len(result.snapshot) == 4
+    inputs["foo"] = "bar"
+    result = engine.update(program, result.snapshot, targets=[child])
+    assert result.error is None
+    snap = result.snapshot
+    assert len(snap) == 4
+    assert snap[1].name == "parent"
+    assert snap[3].parent == snap[1].urn
+
+    # target create: the parent would have to be created.
+    returned.clear()
+    result = engine.update(program, [], targets=[child])
+    assert result.error and "untargeted create" in result.error
+    assert not returned, "RegisterResource should not return"
+    assert len(result.snapshot) == 2
+    assert result.snapshot[0].type == "pulumi:pulumi:Stack"
+    assert result.snapshot[1].type == "pulumi:providers:pkgA"
