@@ -1896,3 +1896,77 @@ def test_TestTargetUntargetedParent():
     assert len(result.snapshot) == 2
     assert result.snapshot[0].type == "pulumi:pulumi:Stack"
     assert result.snapshot[1].type == "pulumi:providers:pkgA"
+
+
+def test_TestDependencyUnreleatedToTargetUpdatedSucceeds():
+    """pkg/engine/lifecycletest/target_test.go, TestDependencyUnreleatedToTargetUpdatedSucceeds, pulumi/pulumi v3.230.0
+    (ae2e2698). The target ``**target**`` is given as the one URN it matches."""
+    engine = Engine({"pkgA": deploytest()})
+    inputs = {}
+
+    def program(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        monitor.register(TYP, "target", True, inputs=inputs)
+        monitor.register(TYP, "unrelated", True, inputs=inputs)
+
+    def program2(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        monitor.register(TYP, "target", True, inputs=inputs)
+        dep = monitor.register(TYP, "dep", True, inputs=inputs)
+        monitor.register(TYP, "unrelated", True, dependencies=[dep.urn], inputs=inputs)
+
+    result = engine.update(program, [])
+    assert result.error is None
+    assert len(result.snapshot) == 4
+
+    inputs = {"foo": "bar"}
+    result = engine.update(program2, result.snapshot, targets=[urn(TYP, "target")])
+    assert result.error is None
+    snap = result.snapshot
+    assert len(snap) == 4
+    assert snap[3].name == "unrelated"
+    assert not snap[2].dependencies
+
+
+def test_TestTargetUntargetedParentWithUpdatedDependency():
+    """pkg/engine/lifecycletest/target_test.go, TestTargetUntargetedParentWithUpdatedDependency, pulumi/pulumi v3.230.0
+    (ae2e2698). The target ``**child**`` is given as the one URN it matches."""
+    engine = Engine({"pkgA": deploytest()})
+    state = {"inputs": {}}
+    child = "urn:pulumi:test::test::component$pkgA:m:typA::child"
+    returned = []
+
+    def program(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        monitor.register(TYP, "newResource", True)
+        parent = monitor.register("component", "parent", False)
+        monitor.register(TYP, "child", True, parent=parent.urn, inputs=state["inputs"])
+        returned.append(True)
+
+    def program2(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        new = monitor.register(TYP, "newResource", True)
+        parent = monitor.register("component", "parent", False, dependencies=[new.urn], inputs=state["inputs"])
+        monitor.register(TYP, "child", True, parent=parent.urn, inputs=state["inputs"])
+
+    # target update
+    result = engine.update(program, [])
+    assert result.error is None
+    assert len(result.snapshot) == 5
+    state["inputs"] = {"foo": "bar"}
+    result = engine.update(program2, result.snapshot, targets=[child])
+    assert result.error is None
+    snap = result.snapshot
+    assert len(snap) == 5
+    assert snap[3].name == "parent"
+    assert snap[4].parent == snap[3].urn
+    assert not snap[3].dependencies
+
+    # target create
+    returned.clear()
+    result = engine.update(program, [], targets=[child])
+    assert result.error and "untargeted create" in result.error
+    assert not returned, "RegisterResource should not return"
+    assert len(result.snapshot) == 2
+    assert result.snapshot[0].type == "pulumi:pulumi:Stack"
+    assert result.snapshot[1].type == "pulumi:providers:pkgA"
