@@ -21,7 +21,7 @@ ROW = re.compile(r"^\| ([A-Z]\d+) \| (.+?) \| (same|divergence|real)[^|]* \| (.+
 #: The modules that simulate something; each must be covered by the table.
 SIMULATORS = ("tools/offline/mock_engine.py", "tools/offline/stack_file.py", "tools/offline/canned.py", "tools/offline/policy_check.py", "tests/fake_az.py",
               "tools/offline/diff.py", "tools/offline/replacement.py", "tests/fake_world.py", "tests/lifecycle.py", "tools/adopt.py",
-              "tests/fake_cluster.py")
+              "tests/fake_cluster.py", "tools/offline/engine.py")
 
 
 def rows() -> list[tuple[str, str, str, str, str]]:
@@ -61,6 +61,43 @@ def test_every_simulating_module_is_covered():
     text = DOC.read_text(encoding="utf-8")
     for module in SIMULATORS:
         assert module in text, f"{module} simulates something but docs/offline.md does not cover it"
+
+
+#: A row of "Upstream lifecycle cases": upstream file (at HEAD for a later file), test, what it proves, kind, test.
+UPSTREAM = re.compile(r"^\| `([\w.]+_test\.go)`(?: @ HEAD `([0-9a-f]{8})`)? \| (Test\w+) \| (.+?) \| "
+                      r"(same|not modelled)([^|]*) \| (.+?) \|$")
+PORTED = "tests/test_upstream_lifecycle.py"
+
+
+def test_upstream_lifecycle_rows_name_the_ported_tests():
+    """docs/offline.md, "Upstream lifecycle cases": every row parses; a row with a test names
+    ``tests/test_upstream_lifecycle.py::test_<upstream test>``, which exists and whose docstring cites the upstream file,
+    test and commit; a ``same`` row has a test, a ``not modelled`` row a reason; every test of the file has its row;
+    at least 30 cases are the same."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## Upstream lifecycle cases (tests/test_upstream_lifecycle.py)", 1)[1].split("\n## ", 1)[0]
+    assert "`ae2e269861eabd2b692984e7286bec78777ba352`" in section.split("\n|", 1)[0], "the commit at the top"
+    lines = [line for line in section.splitlines() if line.startswith("| `")]
+    found = [m.groups() for m in map(UPSTREAM.match, lines) if m]
+    assert len(found) == len(lines), "a row does not parse"
+    docs = {n.name: ast.get_docstring(n) or "" for n in ast.walk(parse(PORTED))
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+    same, listed = 0, set()
+    for file, head, name, _proves, kind, why, test in found:
+        if kind == "same":
+            same += 1
+        else:
+            assert why.strip(" :(") and len(why) > 5, f"{name}: not modelled without a reason"
+        if test == "—":
+            assert kind != "same", f"{name}: a same row without its test"
+            continue
+        assert test == f"`{PORTED}::test_{name}`", f"{name}: the test is not named after the upstream case"
+        doc = docs.get(f"test_{name}")
+        assert doc is not None, f"{PORTED}::test_{name} does not exist"
+        assert file in doc and name in doc and (head or "ae2e2698") in doc, f"test_{name}: its docstring cites {file}"
+        listed.add(f"test_{name}")
+    assert same >= 30
+    assert set(docs) == listed, f"tests without a row: {sorted(set(docs) - listed)}"
 
 
 # --- rows held here -----------------------------------------------------------------------------------------

@@ -14,20 +14,32 @@ Sources, all at v3.230.0:
   provider reference, then the provider's ``Diff``), ``diffResource`` (an unknown diff result compares inputs),
   ``applyReplaceOnChanges``, ``continueStepsFromDiff`` (protect, the delete-before-replace option over the
   provider's wish, ``calculateDependentReplacements`` then ``findResourcesReplacedWith``, deleted in reverse),
-  ``GenerateDeletes`` (pending deletes, unseen olds, pending replacements, targets), ``ScheduleDeletes``
-  (dependents first), ``shouldTriggerReplace`` (replacement triggers).
+  ``GenerateDeletes`` (pending deletes, unseen olds, pending replacements, targets, all marked deleted before any
+  runs; untargeted olds get same steps), ``ScheduleDeletes`` (dependents first), ``shouldTriggerReplace``
+  (replacement triggers), ``validateSteps`` (a targeted step depending on a skipped create), ``isTargetedForUpdate``,
+  ``GenerateRefreshes``.
 - ``pkg/resource/deploy/step.go``: ``DeleteStep.Apply`` (protected deletes refused unless replacing; nothing is
   deleted for ``retainOnDelete``, for external resources, or when the ``deletedWith`` target is deleted in the same
   run), ``CreateStep`` (a create-first replacement marks the old resource for deletion), the delete of a
-  delete-before-replace marking the old ``pendingReplacement``.
+  delete-before-replace marking the old ``pendingReplacement``, ``RefreshStep.Apply`` (components, providers and
+  resources pending replacement are not read).
+- ``pkg/resource/deploy/deployment_executor.go``: ``handleSingleEvent`` (a failed registration cancels the
+  operation), ``checkTargets``, ``performPostSteps`` (the deletes of what a refused delete depends on are skipped),
+  ``rebuildBaseState`` and ``undangleParentResources`` (after a refresh); ``step_executor.go``
+  ``cancelDueToError`` (a refused protected delete does not stop the others); ``source_eval.go``
+  ``inheritFromParent``.
 - ``pkg/resource/graph/dependency_graph.go``: ``DependingOn`` (a linear scan of the state, which is in
-  topological order), ``DependenciesOf``.
+  topological order), ``DependenciesOf``, ``TransitiveDependenciesOf``.
 - ``pkg/resource/deploy/snapshot.go``: ``VerifyIntegrity`` (dependencies, parents, ``deletedWith`` and
   ``replaceWith`` must name an earlier resource; one URN twice only when all but one are pending deletion).
 
-What it does not model: aliases, imports, views, hooks, plans (``--plan``), parallel execution (steps of one
-registration run in order, registrations one at a time, deletes in dependency order with ties broken by state
-order), and the snapshot manager's exact ordering of the state it writes (survivors follow the new resources).
+What it does not model: aliases, imports, reads, views, hooks, plans (``--plan``), ``--exclude``, glob targets,
+``destroy --run-program``, the provider's ``Check`` (inputs are taken as given) and the inputs a ``Read`` returns,
+provider previews (at preview ``Create``/``Update`` are not called: outputs are the inputs, as for a provider without
+preview support), secret and output wrappers, the migration of snapshots without provider references
+(``addDefaultProviders``), parallel execution (steps of one registration run in order, registrations one at a time,
+deletes in dependency order with ties broken by state order), and the snapshot manager's exact ordering of the
+state it writes (survivors follow the new resources).
 """
 
 from __future__ import annotations
@@ -224,7 +236,7 @@ class Engine:
         run = _Run(self, olds, preview, set(targets), target_dependents, set(replace))
         if refresh:
             gone = run.refresh_all()
-            run.olds = [s for s in run.olds if id(s) not in gone]
+            run.olds = run.rebuild_base_state(gone)
             run.rebuild()
         return run.execute(program)
 
@@ -236,21 +248,15 @@ class Engine:
         run = _Run(self, olds, preview, set(targets), target_dependents, set())
         return run.execute(None)
 
-    def refresh(self, snapshot: Iterable[State], *, preview: bool = False) -> Result:
-        """``pulumi refresh``: each custom resource read; one the provider says is gone leaves the state, and the
-        dependencies of the others on it are dropped (``TestRefreshDeleteDependencies``)."""
+    def refresh(self, snapshot: Iterable[State], *, preview: bool = False, targets: Iterable[str] = (),
+                target_dependents: bool = False) -> Result:
+        """``pulumi refresh`` (``targets``: ``--target`` URNs, the only resources refreshed, with
+        ``target_dependents`` what depends on them too): each custom resource read; one the provider says is gone
+        leaves the state, and the dependencies of the others on it are dropped (``TestRefreshDeleteDependencies``)."""
         olds = [copy.deepcopy(s) for s in snapshot]
-        run = _Run(self, olds, preview, set(), False, set())
+        run = _Run(self, olds, preview, set(targets), target_dependents, set())
         gone = run.refresh_all()
-        kept = [s for s in run.olds if id(s) not in gone]
-        if not preview:
-            gone_urns = {s.urn for s in run.olds if id(s) in gone}
-            for s in kept:
-                s.dependencies = [u for u in s.dependencies if u not in gone_urns]
-                s.property_dependencies = {k: [u for u in us if u not in gone_urns]
-                                           for k, us in s.property_dependencies.items()}
-                if s.deleted_with in gone_urns:
-                    s.deleted_with = None
+        kept = run.rebuild_base_state(gone)
         return Result(run.steps, kept if not preview else [copy.deepcopy(s) for s in snapshot], None, run.diagnostics)
 
     def new_id(self, prefix: str = "id") -> str:
@@ -276,12 +282,19 @@ class Monitor:
                  replacement_trigger: Any = None, urn: Optional[str] = None) -> Registered:
         """Register a resource. ``provider``: an explicit provider's URN (default: the package's default provider,
         registered on first use). ``urn`` overrides the computed URN (the offline diff replays recorded URNs)."""
-        return self._run.register(dict(
-            type=type_, name=name, custom=custom, inputs=copy.deepcopy(inputs or {}), parent=parent,
-            provider=provider, dependencies=list(dependencies), property_dependencies=dict(property_dependencies or {}),
-            protect=protect, retain_on_delete=retain_on_delete, delete_before_replace=delete_before_replace,
-            deleted_with=deleted_with, replace_with=list(replace_with), replace_on_changes=list(replace_on_changes),
-            ignore_changes=list(ignore_changes), replacement_trigger=replacement_trigger, urn=urn))
+        try:
+            return self._run.register(dict(
+                type=type_, name=name, custom=custom, inputs=copy.deepcopy(inputs or {}), parent=parent,
+                provider=provider, dependencies=list(dependencies),
+                property_dependencies=dict(property_dependencies or {}), protect=protect,
+                retain_on_delete=retain_on_delete, delete_before_replace=delete_before_replace,
+                deleted_with=deleted_with, replace_with=list(replace_with), replace_on_changes=list(replace_on_changes),
+                ignore_changes=list(ignore_changes), replacement_trigger=replacement_trigger, urn=urn))
+        except (_Bail, EngineError, ProviderError) as failure:
+            # deploymentExecutor.handleSingleEvent: a failed registration cancels the operation, even when the
+            # program catches the error it is answered with.
+            self._run.failure = self._run.failure or failure
+            raise
 
 
 class _Run:
@@ -303,6 +316,10 @@ class _Run:
         self.done: set[int] = set()  # id() of old states this run is done with (``markDone``): they leave the state
         self.provider_ids: dict[str, str] = {}  # provider URN -> its id in this run
         self.saw_error = False
+        self.refused: list[State] = []  # protected resources whose delete was refused (deleteProtectedError)
+        self.goals: dict[str, dict] = {}  # URN -> its registration, for its children to inherit from
+        self.failure: Optional[Exception] = None  # the first failed registration
+        self.carried: list[State] = []  # untargeted resources GenerateDeletes carries over with a same step
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -316,9 +333,16 @@ class _Run:
         try:
             if program is not None:
                 program(Monitor(self))
+                if self.failure is not None:
+                    raise self.failure
+            # deploymentExecutor.checkTargets, before the deletes: a --target naming nothing in the stack.
+            unknown = [t for t in sorted(self.targets) if t not in self.urns and all(s.urn != t for s in self.olds)]
+            self.diagnostics += [f"Target '{t}' could not be found in the stack." for t in unknown]
             self.generate_deletes(destroy=program is None)
             if self.saw_error and not self.preview:
                 raise _Bail("; ".join(self.diagnostics))
+            if unknown:
+                raise _Bail("one or more targets could not be found in the stack")
         except (_Bail, EngineError, ProviderError) as failure:
             error = str(failure)
         snapshot = self.snapshot()
@@ -342,6 +366,16 @@ class _Run:
         return urn
 
     def register(self, goal: dict) -> Registered:
+        parent_goal = self.goals.get(goal["parent"]) if goal["parent"] else None
+        if parent_goal is not None:  # resmon.RegisterResource: inheritFromParent (the provider: custom children only)
+            goal = dict(goal, deleted_with=goal["deleted_with"] or parent_goal["deleted_with"],
+                        protect=parent_goal["protect"] if goal["protect"] is None else goal["protect"],
+                        retain_on_delete=(parent_goal["retain_on_delete"] if goal["retain_on_delete"] is None
+                                          else goal["retain_on_delete"]))
+            inherited = parent_goal["provider"]
+            if (goal["provider"] is None and goal["custom"] and inherited
+                    and _package(inherited.split("::")[2].split("$")[-1]) == _package(goal["type"])):
+                goal["provider"] = inherited
         type_ = goal["type"]
         provider_urn = goal["provider"]
         if goal["custom"] and not is_provider(type_) and provider_urn is None and not type_.startswith("pulumi:pulumi:"):
@@ -353,6 +387,7 @@ class _Run:
         if urn in self.urns:  # generateURN
             raise _Bail(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         self.urns.add(urn)
+        self.goals[urn] = goal
         reference = f"{provider_urn}::{self.provider_ids.get(provider_urn, UNKNOWN)}" if provider_urn else None
         new = State(urn=urn, type=type_, custom=goal["custom"], inputs=goal["inputs"], parent=parent,
                     provider=reference, dependencies=goal["dependencies"],
@@ -362,6 +397,8 @@ class _Run:
                     ignore_changes=goal["ignore_changes"], replacement_trigger=goal["replacement_trigger"])
         old = self.old_by_urn.get(urn)
         steps = self.generate(goal, new, old)
+        if steps and steps[0][0] != "skipped-create":  # validateSteps: every step's new state, not only creates
+            self.check_targeted_dependencies(steps[0][1] if steps[0][0] == "same-untargeted" else new)
         result = None
         for step in steps:
             result = self.apply(step, new) or result
@@ -375,6 +412,11 @@ class _Run:
         ``--target-dependents`` what depends on a target actually operated on. Providers and the stack always."""
         if not self.targets or is_provider(state.type) or state.type == STACK_TYPE:
             return True
+        return self.is_targeted_for_update(state)
+
+    def is_targeted_for_update(self, state: State) -> bool:
+        """``isTargetedForUpdate``: a ``--target``, or with ``--target-dependents`` a dependent of a target actually
+        operated on. Providers and the stack are operated on without being targeted for update."""
         if state.urn in self.targets:
             return True
         if not self.target_dependents:
@@ -394,20 +436,18 @@ class _Run:
         if old is not None and old.external:  # Case 2
             self.creates.add(urn)
             return [("create-replacement", old, (), "", True), ("replace", old, ())]
-        if targeted and self.targets:
+        if targeted and self.targets and self.is_targeted_for_update(new):
             self.targets_actual.add(urn)
         if old is not None:  # Case 3
             if not targeted:
                 self.sames.add(urn)
-                kept = copy.deepcopy(old)
-                return [("same-untargeted", kept)]
+                return [("same-untargeted", old)]  # getDependencySteps: a SameStep of old and old.Copy()
             return self.steps_from_diff(goal, new, old)
         if not targeted:  # Case 4, not targeted: a skipped create
             self.sames.add(urn)
             self.skipped_creates.add(urn)
             return [("skipped-create",)]
         self.creates.add(urn)
-        self.check_targeted_dependencies(new)
         return [("create",)]
 
     def check_targeted_dependencies(self, new: State) -> None:
@@ -503,7 +543,9 @@ class _Run:
                 continue
             if not dependent.delete and dependent.protect:
                 message = (f'unable to replace resource "{dependent.urn}" as part of replacing "{urn}" as it is '
-                           "currently marked for protection")
+                           "currently marked for protection. To unprotect the resource, remove the `protect` flag "
+                           "from the resource in your Pulumi program and run `pulumi up`, or use the command:\n"
+                           f"`pulumi state unprotect '{dependent.urn}'`")  # continueStepsFromDiff's message
                 self.diagnostics.append(message)
                 self.saw_error = True
                 raise _Bail(message)
@@ -670,10 +712,16 @@ class _Run:
         replacement is created (``deleteSnapshotMutation.End``)."""
         op = "delete-replaced" if replacing else "delete"
         if not replacing and victim.protect:
+            # stepExecutor.cancelDueToError: a deleteProtectedError never cancels the operation, so every refused
+            # delete is reported (in preview too); performPostSteps skips the deletes of what it depends on.
             self.record(op, victim.urn, note="refused: protected")
-            raise _Bail(f'resource "{victim.urn}" cannot be deleted\nbecause it is protected. To unprotect the '
-                        "resource, either remove the `protect` flag from the resource in your Pulumi program and run "
-                        f"`pulumi up`, or use the command:\n`pulumi state unprotect '{victim.urn}'`")
+            self.diagnostics.append(f'resource "{victim.urn}" cannot be deleted\nbecause it is protected. To '
+                                    "unprotect the resource, either remove the `protect` flag from the resource in "
+                                    "your Pulumi program and run `pulumi up`, or use the command:\n"
+                                    f"`pulumi state unprotect '{victim.urn}'`")
+            self.saw_error = True
+            self.refused.append(victim)
+            return
         why = note
         if not self.preview and victim.custom and not victim.external and not is_provider(victim.type):
             if victim.retain_on_delete:
@@ -696,10 +744,19 @@ class _Run:
         self.record(op, victim.urn, note=why)
 
     def refresh_all(self) -> set[int]:
-        """Read every custom, non-provider resource; the id() of those that are gone."""
+        """``GenerateRefreshes`` and ``RefreshStep.Apply``: a refresh step for every resource (only the ``--target``s
+        when given), pending deletes included; components, providers and resources pending replacement are not read
+        (they never change). The id() of those the provider says are gone."""
         gone = set()
         for state in self.olds:
-            if not state.custom or is_provider(state.type) or state.delete:
+            if self.targets and state.urn not in self.targets:
+                # deploymentExecutor.refresh: with --target-dependents, what depends on a target (its children
+                # included) is refreshed and becomes a target in turn.
+                if not (self.target_dependents and any(u in self.targets for _, u in state.all_dependencies())):
+                    continue
+                self.targets.add(state.urn)
+            if not state.custom or is_provider(state.type) or state.pending_replacement:
+                self.record("refresh", state.urn)
                 continue
             provider = self.engine.provider_for(state.type)
             outputs = provider.read(state) if provider.read is not None else state.outputs
@@ -710,35 +767,106 @@ class _Run:
                 state.outputs = outputs
         return gone
 
+    def rebuild_base_state(self, gone: set[int]) -> list[State]:
+        """``rebuildBaseState``: the state without what a refresh found gone. A dependency, property dependency,
+        ``deletedWith`` or ``replaceWith`` on a URN that no resource *earlier* in the state still holds is dropped
+        (a pending-delete copy still holds it); a parent gone is replaced as ``undangleParentResources`` does."""
+        kept, referenceable = [], set()
+        for state in self.olds:
+            if id(state) in gone:
+                continue
+            if state.dependencies:
+                state.dependencies = [u for u in state.dependencies if u in referenceable]
+            if state.property_dependencies:
+                state.property_dependencies = {k: [u for u in us if u in referenceable]
+                                               for k, us in state.property_dependencies.items()
+                                               if any(u in referenceable for u in us)}
+            if state.deleted_with and state.deleted_with not in referenceable:
+                state.deleted_with = None
+            if any(u not in referenceable for u in state.replace_with):
+                state.replace_with = []
+            kept.append(state)
+            referenceable.add(state.urn)
+        available: dict[str, Optional[str]] = {}
+        for state in kept:  # undangleParentResources
+            if state.parent and state.parent not in referenceable:
+                state.parent = available.get(state.parent)
+            available[state.urn] = state.parent
+        return kept
+
     def generate_deletes(self, destroy: bool) -> None:
         """``GenerateDeletes`` and ``ScheduleDeletes``: olds marked for deletion (create-first replacements) and olds
-        the program did not register (all of them for ``destroy``), dependents first."""
+        the program did not register (all of them for ``destroy``), dependents first; untargeted olds get a same
+        step."""
         if destroy:
             allowed = self.destroy_targets()
         victims: list[tuple[State, str, str]] = []
         for state in self.olds:
             if id(state) in self.done:
                 continue
-            if destroy and state.urn not in allowed:
+            untargeted = (state.urn not in allowed) if destroy else bool(self.targets) and state.urn not in self.targets
+            if untargeted:
+                # An untargeted resource not operated on: a SameStep of it, run before the deletes.
+                if state.urn not in self.sames | self.updates | self.replaces:
+                    self.record("same", state.urn, note="not targeted")
+                    if not self.preview:
+                        self.carried.append(copy.deepcopy(state))
+                        self.done.add(id(state))
                 continue
             if state.delete:
                 if id(state) in self.pending_deletes:
                     continue
                 victims.append((state, "delete-replaced", "old resource of a create-first replacement"))
             elif destroy or state.urn not in (self.creates | self.sames | self.updates | self.deletes | self.replaces):
-                if self.targets and not destroy and state.urn not in self.targets:
-                    continue  # kept as it is: an untargeted resource
                 if state.pending_replacement:
                     victims.append((state, "remove-pending-replace", "removed from the program while pending replacement"))
                 else:
                     victims.append((state, "delete", "removed from the program" if not destroy else "destroy"))
+        # GenerateDeletes marks each of them in sg.deletes before any runs: a deletedWith target among them skips
+        # its dependents' provider Delete (isDeletedWith), whatever the order.
+        self.deletes.update(state.urn for state, _, _ in victims)
         for state, op, note in self.schedule(victims):
+            if any(id(state) in self.transitive_dependencies(r) for r in self.refused):
+                continue  # performPostSteps: a dependency of a refused delete is not deleted
             if op == "remove-pending-replace":
                 if not self.preview:
                     self.done.add(id(state))
                 self.record(op, state.urn, note=note)
             else:
                 self.delete(state, replacing=(op == "delete-replaced"), note=note)
+
+    def transitive_dependencies(self, root: State) -> set[int]:
+        """``DependencyGraph.TransitiveDependenciesOf`` over the old state: ``id()`` of what ``root`` depends on,
+        directly or not, parents' dependencies included. A URN held by a live and a pending-delete copy names the
+        live one, or the pending-delete one from a resource pending deletion."""
+        pending = {s.urn: s for s in self.olds if s.delete}
+        live = {s.urn: s for s in self.olds if not s.delete}
+
+        def lookup(source: State, urn: Optional[str]) -> Optional[State]:
+            if urn in pending and urn in live:
+                return pending[urn] if source.delete else live[urn]
+            return pending.get(urn) or live.get(urn)
+
+        marked: set[int] = set()
+
+        def mark(state: State) -> None:  # markAsDependency
+            while True:
+                marked.add(id(state))
+                deps = [u for kind, u in state.all_dependencies() if kind != "parent"]
+                for urn in deps + ([state.provider_urn] if state.provider else []):
+                    found = lookup(state, urn)
+                    if found is not None and id(found) not in marked:
+                        mark(found)
+                parent = lookup(state, state.parent) if state.parent else None
+                if parent is None or id(parent) in marked:
+                    break
+                state = parent
+
+        start = lookup(root, root.urn)
+        if start is not None:
+            mark(start)
+        marked.discard(id(root))
+        return marked
 
     def destroy_targets(self) -> set[str]:
         urns = [s.urn for s in self.olds]
@@ -777,13 +905,13 @@ class _Run:
         return [victim for layer in reversed(layers) for victim in layer]
 
     def snapshot(self) -> list[State]:
-        """``SnapshotManager.Snap``: the resources this run wrote, in the order they completed, then the old resources
-        not done with (pending deletes, pending replacements, untargeted ones) in their old order. A preview writes
-        nothing."""
+        """``SnapshotManager.Snap``: the resources this run wrote, in the order they completed (the untargeted ones
+        GenerateDeletes carries over after the registered ones), then the old resources not done with (pending
+        deletes, pending replacements, refused deletes) in their old order. A preview writes nothing."""
         if self.preview:
             return [copy.deepcopy(s) for s in self.olds]
         written = [self.news[u] for u in self.new_order if u in self.news and id(self.news[u]) not in self.done]
-        return written + [s for s in self.olds if id(s) not in self.done]
+        return written + self.carried + [s for s in self.olds if id(s) not in self.done]
 
 
 def _dependencies_of(state: State) -> list[str]:
