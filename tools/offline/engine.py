@@ -647,7 +647,8 @@ class _Run:
         if kind == "update":
             old = step[1]
             outputs = dict(new.inputs)
-            if new.custom and not self.preview and provider.update is not None:
+            # A provider resource is updated by the engine's registry (providers.Registry.Update: the new inputs), not the plugin.
+            if new.custom and not self.preview and provider.update is not None and not is_provider(new.type):
                 try:
                     outputs = provider.update(new.urn, old, new.inputs, self.preview)
                 except ProviderError as failure:
