@@ -30,6 +30,14 @@ providers answer them:
   resource (the namespace) succeeds with the option and fails without it; ``Delete`` of a Helm release fails either way
   ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
 - pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
+
+The engine, for every delete it plays (``pulumi destroy``, a resource removed from the program, and the old resource of
+a replacement, delete-first or create-first): a resource whose *recorded* state has ``retainOnDelete`` is only dropped
+from the state, and its provider's Delete is not called (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go``
+``DeleteStep.Apply``: ``else if s.old.RetainOnDelete { // no-op }``, reading the old state's option, so a program that
+stops registering the resource cannot change it; ``pkg/engine/lifecycletest/retain_on_delete_test.go``
+``TestRetainOnDelete``: neither the replacement nor the removal calls Delete). The state keeps each resource's
+options as the plan records them.
 """
 
 from __future__ import annotations
@@ -102,7 +110,7 @@ class Deployment:
 
     def apply(self, diff: Diff, head: dict) -> None:
         """Run ``diff.order`` (tools/offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
-        state as it was before (the old resource's inputs and stdout). Raises EngineError on a failing step."""
+        state as it was before (the old resource's inputs, stdout and options). Raises EngineError on a failing step."""
         old = copy.deepcopy(self.states)
         by_urn = {r["urn"]: r for r in head["resources"]}
         for action in diff.order:
@@ -112,20 +120,18 @@ class Deployment:
                 self._update(by_urn[action.urn], head)
             else:
                 self._delete(action.urn, old[action.urn])
+        for urn, state in self.states.items():  # a same step records the program's options (its new state)
+            if urn in by_urn:
+                state["options"] = by_urn[urn].get("options", {})
         self.reconcile()
 
     def destroy(self, plan: dict) -> None:
-        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource with
-        ``retainOnDelete`` only leaves the state)."""
-        by_urn = {r["urn"]: r for r in plan["resources"]}
+        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource whose state
+        has ``retainOnDelete`` only leaves the state: :meth:`_delete`)."""
         for urn in plan["destroyOrder"]:
             state = self.states.get(urn)
-            if state is None:
-                continue
-            if (by_urn.get(urn) or {}).get("options", {}).get("retainOnDelete"):
-                del self.states[urn]
-                continue
-            self._delete(urn, state)
+            if state is not None:
+                self._delete(urn, state)
         self.reconcile()
 
     def reconcile(self) -> None:
@@ -145,7 +151,7 @@ class Deployment:
             self._release(None, inputs, plan)
         elif type_.startswith("azure-native:"):
             self._arm_create(urn, type_, inputs)
-        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
 
     def _update(self, resource: dict, plan: dict) -> None:
         urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
@@ -160,11 +166,17 @@ class Deployment:
             world = self.world()
             world["arm"][self.arm_key(type_, inputs)] = inputs
             self._save(world)
-        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
 
     def _delete(self, urn: str, state: dict) -> None:
-        self.actions.append(f"delete {urn}")
+        """The engine's DeleteStep for ``state`` (the old resource): retained -> only forgotten (module docstring)."""
         type_, inputs = state["type"], state["inputs"]
+        if (state.get("options") or {}).get("retainOnDelete"):
+            self.actions.append(f"forget {urn} (retainOnDelete)")
+            if self.states.get(urn) is state or self.states.get(urn) == state:
+                del self.states[urn]
+            return
+        self.actions.append(f"delete {urn}")
         if type_ == "kubernetes:helm.sh/v3:Release" and self.cluster_gone():
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: can't delete Helm Release with unreachable cluster "
                               "(pulumi-kubernetes Delete; run `pulumi refresh` first, with deleteUnreachable)")

@@ -8,6 +8,7 @@ SIMULATED: Azure, Grafana and the engine's executor; the scripts are real.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import subprocess
@@ -452,3 +453,31 @@ def test_mermaid_marks_changed_nodes(tmp_path, capsys):
     assert "+- grafana-private-link-mpe (delete-first)<br/>" in graph and "~ grafana-datasources-pyroscope<br/>" in graph
     node = next(line.split("[")[0].strip() for line in graph.splitlines() if "+- grafana-private-link-mpe" in line)
     assert f"class {node} replace" in graph and "classDef replace " in graph
+
+
+# --- the Monitoring Data Reader assignment a multi-cluster stack is told to make -------------------------------------
+MULTI_ROLE = {"multiCluster": "true", "assignMonitoringDataReader": "true"}
+ROLE_TYPE = "azure-native:authorization:RoleAssignment"
+
+
+def role_assignments(deployment: Deployment) -> list[dict]:
+    """The role assignments in the world (ARM): made by azure-native or by ``az role assignment create``."""
+    return [v for k, v in deployment.world()["arm"].items() if k.startswith(ROLE_TYPE + " ")]
+
+
+def test_a_retained_delete_first_role_assignment_cannot_be_replaced(lifecycle, tmp_path):
+    """The fault as the harness sees it: the engine skips the provider Delete of a retained resource even inside a
+    replacement (pulumi/pulumi v3.230.0 pkg/resource/deploy/step.go DeleteStep.Apply), so the assignment the program
+    made with multiCluster before (retainOnDelete and deleteBeforeReplace, a derived fixed name), replaced by
+    `pulumi up --replace`, is created again while it still exists, and azure-native refuses."""
+    base = copy.deepcopy(lifecycle["base"])
+    role = next(r for r in base["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader")
+    role["options"]["retainOnDelete"] = True  # as that program registered it, with the same inputs
+    deployment = lifecycle["deployed"].copy(tmp_path / "retained")
+    deployment.states[role["urn"]]["options"] = role["options"]
+    diff = plan_diff.compute(base, base, [role["urn"]])
+    assert (diff.step(role["urn"]).op, diff.step(role["urn"]).replace_order) == ("replace", "delete-first")
+    with pytest.raises(EngineError, match="grafana-datasources-monitoring-data-reader: cannot create already existing resource"):
+        deployment.apply(diff, base)
+    assert any(a.startswith("forget ") and role["urn"] in a for a in deployment.actions), deployment.actions[-3:]
+
