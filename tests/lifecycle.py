@@ -212,7 +212,7 @@ class Deployment:
     def arm_key(type_: str, inputs: dict) -> str:
         rule = replacement.rule_for(type_)
         identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == _PATH}
-        return f"{type_} {json.dumps(identity, sort_keys=True)}"
+        return fake_world.arm_key(type_, identity)
 
     def _arm_create(self, urn: str, type_: str, inputs: dict) -> None:
         world = self.world()

@@ -20,6 +20,7 @@ from typing import Optional
 
 import pytest
 
+from tests import fake_world
 from tests.conftest import ROOT, reference
 from tests.lifecycle import OWNER_KEY, Deployment, EngineError
 from tools.offline import diff as plan_diff
@@ -271,9 +272,14 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     (pls,) = world["pls"].values()
     assert [(c["endpoint"].rsplit("/", 1)[1], c["status"]) for c in pls["connections"]] == [
         (f"grafana-{mpe['workspaceName']}-{mpe['managedPrivateEndpointName']}", "Approved")]
-    # The ARM resources and the Helm release the plan declares, and nothing else; no orphaned PLS.
-    assert set(world["arm"]) == {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
-                                 if r["type"].startswith("azure-native:") and r["custom"]}
+    # The ARM resources and the Helm release the plan declares (a shared role assignment: the one its step ensures),
+    # and nothing else; no orphaned PLS.
+    ensured = {fake_world.arm_key(ROLE_TYPE, {"roleAssignmentName": r["inputs"]["environment"]["ASSIGNMENT_NAME"],
+                                              "scope": r["inputs"]["environment"]["SCOPE"]})
+               for r in plan["resources"] if r["type"] == "command:local:Command"
+               and r["inputs"]["create"] == "bash scripts/ensure_role_assignment.sh"}
+    assert set(world["arm"]) == ensured | {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
+                                           if r["type"].startswith("azure-native:") and r["custom"]}
     (release,) = [r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
     assert world["releases"] == {f"{release['namespace']}/{release['name']}": {"version": release["version"], "values": release["values"]}}
     assert not any(p.get("orphan") for p in world["pls"].values())
@@ -481,3 +487,83 @@ def test_a_retained_delete_first_role_assignment_cannot_be_replaced(lifecycle, t
         deployment.apply(diff, base)
     assert any(a.startswith("forget ") and role["urn"] in a for a in deployment.actions), deployment.actions[-3:]
 
+
+def test_replacing_the_shared_role_assignment_converges_and_destroy_keeps_it(lifecycle, tmp_path):
+    """multiCluster with assignMonitoringDataReader true: `pulumi up --replace` of what makes the assignment ends with
+    the assignment in place and the stack as a fresh deploy leaves it; `pulumi destroy` empties the state and keeps
+    the assignment (other clusters' Prometheus datasources rely on it)."""
+    base = run("dev", MULTI_ROLE).to_json()
+    downloads = {url: path for url, (path, _) in lifecycle["dashboards"].items()}
+    deployment = Deployment(tmp_path / "multi", downloads)
+    deployment.deploy(base)
+    assert_holds_exactly(deployment, base, lifecycle["dashboards"])
+    (role,) = [r for r in base["resources"] if r["name"].endswith("monitoring-data-reader")]
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", MULTI_ROLE, pending=pending), [role["urn"]])
+    assert {s.name for s in diff.steps if s.op != "same"} == {role["name"]}
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, lifecycle["dashboards"])
+    (kept,) = role_assignments(deployment)
+    deployment.destroy(head)
+    assert deployment.states == {}
+    assert role_assignments(deployment) == [kept]
+
+
+def _old_multi_cluster_program(head: dict, single: dict) -> dict:
+    """The plan of ``head`` (multiCluster, assignMonitoringDataReader true) as the program before the shared step
+    registered it: the azure-native assignment, retainOnDelete and deleteBeforeReplace, in place of the step."""
+    (step,) = [r for r in head["resources"] if r["name"] == "grafana-datasources-shared-monitoring-data-reader"]
+    old = copy.deepcopy(next(r for r in single["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader"))
+    old["options"]["retainOnDelete"] = True
+    plan = copy.deepcopy(head)
+    plan["resources"] = [old if r["urn"] == step["urn"] else r for r in plan["resources"]]
+    for order in ("createOrder", "destroyOrder"):
+        plan[order] = [old["urn"] if u == step["urn"] else u for u in plan[order]]
+    return plan
+
+
+def test_the_first_up_after_upgrading_keeps_the_shared_assignment(lifecycle, tmp_path):
+    """A multi-cluster stack deployed by the program before (the retained azure-native assignment in its state): the
+    new program no longer registers it, so the engine forgets it (its recorded retainOnDelete) and the step finds the
+    assignment in place (az's answer to RoleAssignmentExists). One assignment, kept, and the state holds the step."""
+    head = run("dev", MULTI_ROLE).to_json()
+    base = _old_multi_cluster_program(head, lifecycle["base"])
+    downloads = {url: path for url, (path, _) in lifecycle["dashboards"].items()}
+    deployment = Deployment(tmp_path / "upgrade", downloads)
+    deployment.deploy(base)
+    (before,) = role_assignments(deployment)
+    diff = plan_diff.compute(base, head)
+    changed = {s.name: s.op for s in diff.steps if s.op != "same"}
+    assert changed == {"grafana-datasources-shared-monitoring-data-reader": "create",
+                       "grafana-datasources-monitoring-data-reader": "delete"}
+    deployment.apply(diff, head)
+    assert role_assignments(deployment) == [before]
+    assert_holds_exactly(deployment, head, lifecycle["dashboards"])
+    assert not any(r.endswith("::grafana-datasources-monitoring-data-reader") for r in deployment.states)
+
+
+def test_turning_multi_cluster_on_with_the_role_forget_the_owned_assignment_first(lifecycle, tmp_path):
+    """A single-cluster stack owns its assignment (no retainOnDelete). Turned into a multi-cluster one that keeps
+    assigning the role, the step ensures the assignment and the engine then deletes the owned resource it no longer
+    registers (deletes of removed resources come last): the assignment is gone. `pulumi state delete` of the owned
+    resource first (docs/platform.md) leaves it to the step, kept."""
+    settings = {**MULTI_ROLE}
+    diff, known = plan_diff.preview(lifecycle["base"], lambda pending: run("dev", settings, pending=pending))
+    head = known.to_json()
+    role = diff.step("grafana-datasources-monitoring-data-reader")
+    kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
+    assert role.op == "delete" and kinds.index(("delete", role.name)) > kinds.index(
+        ("create", "grafana-datasources-shared-monitoring-data-reader"))
+    plain = lifecycle["deployed"].copy(tmp_path / "plain")
+    plain.apply(diff, head)
+    assert role_assignments(plain) == []
+    forgotten = lifecycle["deployed"].copy(tmp_path / "forgotten")
+    del forgotten.states[role.urn]  # pulumi state delete <urn>: out of the state, left in Azure
+    base = copy.deepcopy(lifecycle["base"])
+    base["resources"] = [r for r in base["resources"] if r["urn"] != role.urn]
+    for order in ("createOrder", "destroyOrder"):
+        base[order] = [u for u in base[order] if u != role.urn]
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", settings, pending=pending))
+    forgotten.apply(diff, known.to_json())
+    assert_holds_exactly(forgotten, known.to_json(), lifecycle["dashboards"])
+    assert len(role_assignments(forgotten)) == 1
