@@ -12,6 +12,10 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
   ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
   Approved and its private IP (tools/offline/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
+  Each creation of an endpoint gets a new ``systemData.createdAt`` (:func:`next_created_at`), also under a name used
+  before: ARM sets it when it creates the resource (Azure/azure-rest-api-specs
+  ``specification/common-types/resource-management/v3/types.json`` ``Resource.systemData``, read-only, which the
+  dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}`` where a PUT writes the body's uid onto the row the path's uid names, keeping its
   ``id`` (grafana/grafana ``pkg/api/datasources.go`` ``UpdateDataSourceByUID`` and
@@ -48,6 +52,12 @@ ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 def arm_key(type_: str, identity: dict) -> str:
     """The key of an ARM resource in ``arm``: its azure-native type and the path parameters of its PUT."""
     return f"{type_} {json.dumps(identity, sort_keys=True)}"
+
+
+def next_created_at(world: dict) -> str:
+    """A ``systemData.createdAt`` later than every one the world gave before (one second apart)."""
+    world["created"] = world.get("created", 0) + 1
+    return f"2026-12-01T00:{world['created'] // 60:02d}:{world['created'] % 60:02d}.0000000Z"
 
 
 def empty() -> dict:
@@ -194,7 +204,7 @@ def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
         mpe = world["mpes"].get(f"{one.group(1)}/{one.group(2)}".lower())
         if mpe is None:
             return _arm_not_found(f"Microsoft.Dashboard/grafana/managedPrivateEndpoints/{one.group(2)}")
-        return {"json": {"id": path, "name": one.group(2), "properties": {
+        return {"json": {"id": path, "name": one.group(2), "systemData": {"createdAt": mpe.get("createdAt")}, "properties": {
             "provisioningState": "Succeeded", "privateLinkResourceId": mpe["pls"],
             "connectionState": {"status": mpe["status"], "description": ""},
             "privateLinkServicePrivateIP": mpe["ip"] or None}}}

@@ -31,6 +31,11 @@ providers answer them:
   ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
 - pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
 
+Outputs known only at ``pulumi up``: the plan carries canned ones (tools/offline/canned.py). The MPE's
+``systemData.createdAt`` is the one the approval's triggers hold, and ARM sets a new one at each creation; the harness
+hands a step the world's value (:meth:`Deployment.actual_inputs`) and, after each ``up``, checks that no step whose
+actual triggers changed was left alone (:meth:`Deployment.check_triggers`): the engine would have replaced it.
+
 The engine, for every delete it plays (``pulumi destroy``, a resource removed from the program, and the old resource of
 a replacement, delete-first or create-first): a resource whose *recorded* state has ``retainOnDelete`` is only dropped
 from the state, and its provider's Delete is not called (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go``
@@ -107,6 +112,7 @@ class Deployment:
         by_urn = {r["urn"]: r for r in plan["resources"]}
         for urn in plan["createOrder"]:
             self._create(by_urn[urn], plan)
+        self.check_triggers(plan)
 
     def apply(self, diff: Diff, head: dict) -> None:
         """Run ``diff.order`` (tools/offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
@@ -124,6 +130,7 @@ class Deployment:
             if urn in by_urn:
                 state["options"] = by_urn[urn].get("options", {})
         self.reconcile()
+        self.check_triggers(head)
 
     def destroy(self, plan: dict) -> None:
         """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource whose state
@@ -141,8 +148,37 @@ class Deployment:
         self._save(world)
 
     # --- one resource ---
+    def actual_inputs(self, resource: dict, plan: dict) -> dict:
+        """``resource``'s inputs as the engine hands them to the provider at ``pulumi up``: a step's triggers with the
+        world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one (module docstring)."""
+        inputs = resource["inputs"]
+        if resource["type"] != "command:local:Command" or canned.CREATED_AT not in (inputs.get("triggers") or []):
+            return inputs
+        mpes = [r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint"]
+        world = self.world()
+        found = [world["mpes"].get(f"{canned.grafana_id(m['resourceGroupName'], m['workspaceName'])}/{m['managedPrivateEndpointName']}".lower())
+                 for m in mpes]
+        created = [m.get("createdAt") for m in found if m]
+        if not created or not created[0]:
+            return inputs
+        return {**inputs, "triggers": [created[0] if t == canned.CREATED_AT else t for t in inputs["triggers"]]}
+
+    def check_triggers(self, plan: dict) -> None:
+        """After an ``up``: every step whose triggers, with the actual outputs, differ from those it ran with would have
+        been replaced by the engine (pulumi-command ``triggers`` are replaceOnChanges); EngineError if the played diff
+        left such a step alone."""
+        for resource in plan["resources"]:
+            state = self.states.get(resource["urn"])
+            if resource["type"] != "command:local:Command" or state is None:
+                continue
+            actual = self.actual_inputs(resource, plan).get("triggers")
+            if actual != state["inputs"].get("triggers"):
+                raise EngineError(f"{resource['name']}: at `pulumi up` its triggers are {actual}, it ran with "
+                                  f"{state['inputs'].get('triggers')}: the engine replaces it, the diff played did not")
+
     def _create(self, resource: dict, plan: dict) -> None:
-        urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
+        urn, type_ = resource["urn"], resource["type"]
+        inputs = self.actual_inputs(resource, plan)
         self.actions.append(f"create {urn}")
         stdout = ""
         if type_ == "command:local:Command":
@@ -154,7 +190,8 @@ class Deployment:
         self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
 
     def _update(self, resource: dict, plan: dict) -> None:
-        urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
+        urn, type_ = resource["urn"], resource["type"]
+        inputs = self.actual_inputs(resource, plan)
         self.actions.append(f"update {urn}")
         state = self.states[urn]
         stdout = state["stdout"]
@@ -229,7 +266,8 @@ class Deployment:
             except KeyError:
                 raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
             world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {
-                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": ""}
+                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": "",
+                "createdAt": fake_world.next_created_at(world)}
         self._save(world)
 
     def _arm_delete(self, type_: str, inputs: dict) -> None:

@@ -567,3 +567,98 @@ def test_turning_multi_cluster_on_with_the_role_forget_the_owned_assignment_firs
     forgotten.apply(diff, known.to_json())
     assert_holds_exactly(forgotten, known.to_json(), lifecycle["dashboards"])
     assert len(role_assignments(forgotten)) == 1
+
+
+# --- a managed private endpoint deleted by hand, then `pulumi up --refresh` ------------------------------------------
+MPE_NAME = "grafana-private-link-mpe"
+
+
+def as_refreshed(plan: dict, dropped) -> dict:
+    """``plan`` (plan JSON) as the state a refresh leaves when it dropped ``dropped`` (URNs): the base of the next diff."""
+    gone = set(dropped)
+    state = copy.deepcopy(plan)
+    state["resources"] = [{**r, "dependencies": [d for d in r["dependencies"] if d not in gone]}
+                          for r in state["resources"] if r["urn"] not in gone]
+    for order in ("createOrder", "destroyOrder"):
+        state[order] = [u for u in state[order] if u not in gone]
+    return state
+
+
+def test_an_mpe_deleted_by_hand_comes_back_approved_after_refresh_and_up(lifecycle, tmp_path):
+    """The endpoint is deleted by hand; `pulumi up --refresh` drops it (ARM 404) and creates it again under the same
+    name (the same ARM id), which puts a new Pending connection on the PLS. The approval is keyed on the endpoint's
+    creation time, so it and the refresh run again: the new connection ends Approved and the datasource points at
+    the endpoint's private IP."""
+    deployment = lifecycle["deployed"].copy(tmp_path / "lost-mpe")
+    deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
+    dropped = deployment.refresh()
+    assert [u.rsplit("::", 1)[-1] for u in dropped] == [MPE_NAME]
+    diff, known = plan_diff.preview(as_refreshed(lifecycle["base"], dropped), lambda pending: run("dev", pending=pending))
+    head = known.to_json()
+    deployment.apply(diff, head)
+    world = deployment.world()
+    assert [(m["status"], m["ip"]) for m in world["mpes"].values()] == [("Approved", fake_world.PRIVATE_IP)]
+    (pls,) = world["pls"].values()
+    assert [c["status"] for c in pls["connections"]] == ["Approved"]
+    (grafana,) = world["grafana"].values()
+    assert grafana["datasources"]["local-pyroscope"]["url"] == f"http://{fake_world.PRIVATE_IP}:4040"
+    assert_holds_exactly(deployment, head, lifecycle["dashboards"])
+
+
+def test_the_offline_diff_predicts_the_new_approval_after_an_mpe_lost_and_refreshed(lifecycle):
+    """Base: the deployed plan without the endpoint (as the refresh leaves the state). The endpoint is created, and its
+    creation time (the approval's trigger) is unknown in the preview: the approval is replaced, and the refresh with it."""
+    mpe = next(r["urn"] for r in lifecycle["base"]["resources"] if r["name"] == MPE_NAME)
+    diff, _ = plan_diff.preview(as_refreshed(lifecycle["base"], [mpe]), lambda pending: run("dev", pending=pending))
+    changed = {s.name: (s.op, s.replace_order) for s in diff.steps if s.op != "same"}
+    assert changed == {MPE_NAME: ("create", None),
+                       "grafana-private-link-approve-connection": ("replace", "create-first"),
+                       "grafana-private-link-refresh": ("replace", "create-first"),
+                       "grafana-datasources-pyroscope": ("update", None)}
+    approval = diff.step("grafana-private-link-approve-connection")
+    assert any("is unknown during preview (it comes from grafana-private-link-mpe)" in r for r in approval.reasons), approval.reasons
+    assert any(REPLACE_WITH_APPROVAL in r for r in diff.step("grafana-private-link-refresh").reasons)
+    kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
+    assert kinds.index(("create", MPE_NAME)) < kinds.index(("create-replacement", "grafana-private-link-approve-connection")) \
+        < kinds.index(("create-replacement", "grafana-private-link-refresh"))
+
+
+def test_a_plain_rerun_predicts_nothing(lifecycle):
+    diff = plan_diff.compute(lifecycle["base"], run("dev").to_json())
+    assert diff.summary["same"] == len(diff.steps) and diff.order == []
+
+
+def test_a_step_left_alone_whose_actual_triggers_changed_is_caught(lifecycle, tmp_path):
+    """The harness's own check: the re-created endpoint has a new createdAt in the world (fake_world.next_created_at),
+    so at `pulumi up` the approval's triggers differ from those it ran with; a played diff that creates only the
+    endpoint (what the offline diff said before the approval was keyed on it) is refused as the engine would not
+    leave the approval alone."""
+    deployment = lifecycle["deployed"].copy(tmp_path / "stale")
+    first = next(iter(deployment.world()["mpes"].values()))["createdAt"]
+    deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
+    dropped = deployment.refresh()
+    base = as_refreshed(lifecycle["base"], dropped)
+    head = run("dev").to_json()
+    only_the_endpoint = [plan_diff.Step(s.urn, s.type, "create" if s.urn in dropped else "same") for s in plan_diff.decide(base, head)]
+    with pytest.raises(EngineError, match="grafana-private-link-approve-connection: at `pulumi up` its triggers are"):
+        deployment.apply(plan_diff.Diff(only_the_endpoint, plan_diff.engine_order(only_the_endpoint, base, head)), head)
+    assert next(iter(deployment.world()["mpes"].values()))["createdAt"] > first
+
+
+def test_the_first_up_after_keying_the_approval_on_the_endpoint_runs_it_once_more(lifecycle, tmp_path):
+    """docs/how-it-works.md, "Upgrading": a stack deployed before the approval's triggers held the endpoint's creation
+    time gets the approval and the refresh replaced once (a new trigger), both of which find their work done; the next
+    run predicts nothing."""
+    old = copy.deepcopy(lifecycle["base"])
+    approval = next(r for r in old["resources"] if r["name"] == "grafana-private-link-approve-connection")
+    approval["inputs"]["triggers"] = approval["inputs"]["triggers"][:2]  # [script hash, PLS id]
+    diff, known = plan_diff.preview(old, lambda pending: run("dev", pending=pending))
+    changed = {s.name: (s.op, s.replace_order) for s in diff.steps if s.op != "same"}
+    assert changed == {"grafana-private-link-approve-connection": ("replace", "create-first"),
+                       "grafana-private-link-refresh": ("replace", "create-first"),
+                       "grafana-datasources-pyroscope": ("update", None)}
+    deployment = lifecycle["deployed"].copy(tmp_path / "upgrade")
+    deployment.states[approval["urn"]]["inputs"] = approval["inputs"]
+    deployment.apply(diff, known.to_json())
+    assert deployment.snapshot() == lifecycle["deployed"].snapshot()
+    assert plan_diff.compute(known.to_json(), run("dev").to_json()).order == []
