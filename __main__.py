@@ -143,7 +143,7 @@ datasources = GrafanaDatasources(
         prometheus_uid=cfg.prometheus_datasource_uid,
         prometheus_name=cfg.prometheus_datasource_name,
         assign_role=cfg.assigns_monitoring_data_reader,
-        retain_role=cfg.multi_cluster,
+        shared_role=cfg.multi_cluster,  # ensured, never deleted: other clusters rely on it
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,
     ),

@@ -1,10 +1,19 @@
 """Component GrafanaDatasources: Grafana's Pyroscope and Azure Monitor Prometheus datasources, and the
 role that lets Grafana's identity read the workspace.
 
-- Role assignment (azure-native ``authorization.RoleAssignment``): Monitoring Data Reader
-  (``b0d8363b-8ddd-447d-831f-62ca05bff136``) for Grafana's system-assigned identity on the Azure Monitor
-  workspace; its name is a UUID derived from scope, role and principal, so re-runs never duplicate it, and a
-  replacement is delete-first (azure-native's create refuses an assignment that exists; tools/offline/replacement.py).
+- Role assignment: Monitoring Data Reader (``b0d8363b-8ddd-447d-831f-62ca05bff136``) for Grafana's system-assigned
+  identity on the Azure Monitor workspace; its name is a UUID derived from scope, role and principal, so re-runs never
+  duplicate it. Owned by this stack (one cluster): azure-native ``authorization.RoleAssignment``, replaced
+  delete-first (azure-native's create refuses an assignment that exists; tools/offline/replacement.py) and deleted
+  on destroy. Shared (``multiCluster``: other clusters' Prometheus datasources rely on it): a
+  ``scripts/ensure_role_assignment.sh`` step that makes sure it exists and has no delete, so a replacement (``pulumi
+  up --replace``) re-runs an idempotent ``az role assignment create`` (azure-cli 2.91.0
+  ``azure/cli/command_modules/role/custom.py`` ``create_role_assignment`` answers 409 RoleAssignmentExists with the
+  existing assignment) and ``pulumi destroy`` leaves the assignment in place (pulumi-command v1.2.1
+  ``provider/pkg/provider/local/commandController.go`` ``Delete``: no ``delete``, nothing runs). Not an azure-native
+  resource with ``retain_on_delete``: the engine skips the Delete of a retained resource inside a replacement too
+  (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go`` ``DeleteStep.Apply``), so any replacement would create the
+  derived name again while it exists, which azure-native refuses.
 - Datasources: ``python3 scripts/grafana_datasource.py`` commands (Grafana HTTP API through ``az rest``),
   the definition as sorted JSON in the environment so ``pulumi preview --diff`` shows what changes.
   Pyroscope: type ``grafana-pyroscope-datasource``, proxy access, url ``http://<MPE private IP>:4040``.
@@ -28,6 +37,7 @@ TYPE = "aks-gpu-observability:index:GrafanaDatasources"
 #: The config key that sets each datasource's uid, named by the step when it must refuse a uid (a provisioned one).
 UID_CONFIG_KEYS = {"pyroscope": "pyroscopeDatasourceUid", "prometheus": "prometheusDatasourceUid"}
 MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
+ROLE_DESCRIPTION = "Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)"
 
 
 def role_definition_id(subscription_id: str, role: str) -> str:
@@ -71,8 +81,8 @@ class GrafanaDatasourcesArgs:
     Grafana's identity already holds Monitoring Data Reader on the workspace under another assignment
     (ARM answers 409 RoleAssignmentExists to a second one). ``timeout_seconds``: retries of Grafana 429/5xx.
     ``retry_forbidden``: also retry 401/403, while the deployer's just-made Grafana Admin role propagates.
-    ``retain_role``: leave the role assignment in place on destroy (a multi-cluster stack that was asked to
-    make it: the other clusters' Prometheus datasources rely on it too).
+    ``shared_role``: the role assignment is shared with other stacks (``multiCluster``: the other clusters' Prometheus
+    datasources rely on it too): ensured by a step that never deletes it, instead of owned by this stack.
     """
 
     grafana_endpoint: pulumi.Input[str]
@@ -89,31 +99,48 @@ class GrafanaDatasourcesArgs:
     assign_role: bool = True
     timeout_seconds: int = 300
     retry_forbidden: bool = False
-    retain_role: bool = False
+    shared_role: bool = False
 
 
 class GrafanaDatasources(pulumi.ComponentResource):
     """Outputs: ``pyroscope_uid``, ``prometheus_uid``; ``pyroscope_definition``, ``prometheus_definition`` (the
     datasource as its step sets it: a dict of uid, name, type, access, url, jsonData, known once the step has
     run; ``tools.verify --drift`` compares Grafana's copy with it); ``datasources`` (the two command resources,
-    for ``depends_on``), ``role_assignment`` (or None)."""
+    for ``depends_on``), ``role_assignment`` (the RoleAssignment, the step that ensures a shared one, or None)."""
 
     def __init__(self, name: str, args: GrafanaDatasourcesArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
         role = role_definition_id(args.subscription_id, MONITORING_DATA_READER)
+        assignment_name = pulumi.Output.all(args.workspace_id, args.grafana_principal_id).apply(
+            lambda pair: role_assignment_name(pair[0], MONITORING_DATA_READER, pair[1]))
         self.role_assignment = None
-        if args.assign_role:
+        if args.assign_role and args.shared_role:
+            self.role_assignment = script_command(
+                f"{name}-shared-monitoring-data-reader",
+                "ensure_role_assignment.sh",
+                {
+                    "ASSIGNMENT_NAME": assignment_name,
+                    "DESCRIPTION": ROLE_DESCRIPTION,
+                    "PRINCIPAL_ID": args.grafana_principal_id,
+                    "PRINCIPAL_TYPE": "ServicePrincipal",
+                    "ROLE_DEFINITION_ID": role,
+                    "SCOPE": args.workspace_id,
+                    "TIMEOUT_SECONDS": str(args.timeout_seconds),
+                },
+                # Another workspace or identity is another assignment (this one stays: it is not this stack's).
+                triggers=[args.workspace_id, args.grafana_principal_id],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        elif args.assign_role:
             self.role_assignment = authorization.RoleAssignment(
                 f"{name}-monitoring-data-reader",
-                role_assignment_name=pulumi.Output.all(args.workspace_id, args.grafana_principal_id).apply(
-                    lambda pair: role_assignment_name(pair[0], MONITORING_DATA_READER, pair[1])
-                ),
+                role_assignment_name=assignment_name,
                 scope=args.workspace_id,
                 role_definition_id=role,
                 principal_id=args.grafana_principal_id,
                 principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-                description="Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)",
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_role, delete_before_replace=True),
+                description=ROLE_DESCRIPTION,
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
             )
         waits_for = forwarded_depends_on(opts)
         common = {

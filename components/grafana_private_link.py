@@ -22,6 +22,15 @@ from the release take the order from the ``deleteBeforeReplace`` option alone (p
 delete), so a create-first replacement just runs them again. The PLS's name and resource group are among the wait's
 triggers: a changed PLS makes the wait a new step, so in a preview its PLS lookup (and what follows from it) is
 unknown instead of querying a PLS that does not exist yet.
+
+Each creation of the MPE makes a new Pending connection, also when the MPE is created anew rather than replaced (deleted
+by hand, dropped by ``pulumi refresh``, created again by the next ``up`` under the same name, so with the same ARM id):
+the approval's triggers hold the MPE's ``systemData.createdAt``, which ARM sets at each creation (the REST spec's
+``ManagedPrivateEndpointModel`` is a ``TrackedResource``, whose ``Resource`` carries the read-only ``systemData``:
+Azure/azure-rest-api-specs ``specification/dashboard/resource-manager/Microsoft.Dashboard/stable/2024-10-01/grafana.json``
+@ 91e3bcdb and ``specification/common-types/resource-management/v3/types.json`` @ c5cfc105; pulumi-azure-native 3.29.0
+``dashboard/managed_private_endpoint.py``, API 2024-10-01, output ``system_data``). A new MPE is a new trigger (unknown
+in a preview while the MPE is being created), so the approval is replaced, and the refresh with it (``replace_with``).
 """
 
 from __future__ import annotations
@@ -51,6 +60,11 @@ def require_private_ip(mpe_name: str, ip: Optional[str], status: Optional[str]) 
         f"after approval and refresh (connection state {status or 'unknown'}); check its connection on the "
         "private link service is Approved, then run `pulumi up` again"
     )
+
+
+def created_at(system_data) -> str:
+    """``systemData.createdAt`` of an ARM resource (azure-native ``SystemDataResponse``), or ``""`` when ARM sent none."""
+    return (getattr(system_data, "created_at", None) if system_data is not None else None) or ""
 
 
 @dataclass(frozen=True)
@@ -140,7 +154,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "DESCRIPTION": f"Approved for Azure Managed Grafana {args.grafana_name} by aks-gpu-observability",
                 "TIMEOUT_SECONDS": str(args.approval_timeout_seconds),
             },
-            triggers=[pls.id],
+            # The MPE's creation time: a new MPE, replaced or created anew under the same name (the same id), is a new
+            # approval (module docstring).
+            triggers=[pls.id, mpe.system_data.apply(created_at)],
             # After the MPE: its creation makes the Pending connection this step approves. The MPE's id is its
             # name, the same after a replacement; its new connection needs a new approval.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[mpe], replace_with=[mpe]),

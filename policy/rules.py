@@ -375,10 +375,24 @@ grafana_public_network_access_disabled = ResourceValidationPolicy(
 )
 
 
+def _role_fields(args: ResourceValidationArgs) -> Optional[tuple[Any, Callable[[], Any]]]:
+    """(role definition id, a reader of the scope) of a role assignment the stack makes: an azure-native
+    RoleAssignment, or a step that ensures one (``scripts/ensure_role_assignment.sh``: ``ROLE_DEFINITION_ID`` and
+    ``SCOPE`` in its environment); None for anything else."""
+    if args.resource_type == ROLE_ASSIGNMENT:
+        return args.props.get("roleDefinitionId"), lambda: args.props.get("scope")
+    if args.resource_type == COMMAND:
+        environment = args.props.get("environment") or {}
+        if isinstance(environment, Mapping) and "ROLE_DEFINITION_ID" in environment:
+            return environment["ROLE_DEFINITION_ID"], lambda: environment.get("SCOPE")
+    return None
+
+
 def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != ROLE_ASSIGNMENT:
+    fields = _role_fields(args)
+    if fields is None:
         return
-    role_id = str(args.props.get("roleDefinitionId") or "")
+    role_id = str(fields[0] or "")
     match = _ROLE_ID.fullmatch(role_id)
     if not match:
         report(f"roleDefinitionId {role_id!r} is not a role definition id (…/providers/Microsoft.Authorization/roleDefinitions/<guid>).")
@@ -387,7 +401,7 @@ def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
     allowed = [r.lower() for r in (args.get_config().get("allowedRoleDefinitionIds") or DEFAULT_ALLOWED_ROLES)]
     if role in BROAD_ROLES:
         try:  # read last: the scope is not known at preview when the stack creates what it points at
-            scope = str(args.props.get("scope") or "")
+            scope = str(fields[1]() or "")
         except UnknownValueError:
             scope = ""
         if re.fullmatch(r"/subscriptions/[^/]+/?", scope):
@@ -399,7 +413,7 @@ def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
 
 role_assignment_least_privilege = ResourceValidationPolicy(
     name="role-assignment-least-privilege",
-    description="Role assignments use an allowed built-in role id, and never Owner, Contributor or User Access Administrator at subscription scope.",
+    description="Role assignments (and steps that ensure one) use an allowed built-in role id, and never Owner, Contributor or User Access Administrator at subscription scope.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_roles,
     config_schema=PolicyConfigSchema(

@@ -12,6 +12,10 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
   ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
   Approved and its private IP (tools/offline/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
+  Each creation of an endpoint gets a new ``systemData.createdAt`` (:func:`next_created_at`), also under a name used
+  before: ARM sets it when it creates the resource (Azure/azure-rest-api-specs
+  ``specification/common-types/resource-management/v3/types.json`` ``Resource.systemData``, read-only, which the
+  dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}`` where a PUT writes the body's uid onto the row the path's uid names, keeping its
   ``id`` (grafana/grafana ``pkg/api/datasources.go`` ``UpdateDataSourceByUID`` and
@@ -20,6 +24,11 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
   /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Downloads through ``az rest --skip-authorization-header --output-file``: ``downloads`` maps URL -> local file.
+- Role assignments: ``az role assignment create --assignee-object-id ... --assignee-principal-type ... --role <id>
+  --scope ... --name ...`` stores one in ``arm`` under the key azure-native's would have (:func:`arm_key`); when the
+  principal already holds the role on the scope, under any name, it answers with that assignment and creates
+  nothing, as azure-cli 2.91.0 does (``azure/cli/command_modules/role/custom.py`` ``create_role_assignment``: ARM's
+  409 RoleAssignmentExists is caught "for idempotent" and the existing assignment listed and returned).
 - Things deleted behind the stack's back (``gone``, :func:`delete_grafana`, :func:`delete_mpe`,
   :func:`delete_cluster`): ARM answers a deleted Grafana workspace's GET with 404 as ``az rest`` reports it
   (``ERROR: Not Found({"error":{"code":"ResourceNotFound",...}})``, azure-cli 2.91.0 ``send_raw_request``:
@@ -37,6 +46,18 @@ from typing import Any, Optional
 from urllib.parse import unquote, urlsplit
 
 PRIVATE_IP = "10.0.4.36"  # tools/offline/canned.py MPE_PRIVATE_IP
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+
+
+def arm_key(type_: str, identity: dict) -> str:
+    """The key of an ARM resource in ``arm``: its azure-native type and the path parameters of its PUT."""
+    return f"{type_} {json.dumps(identity, sort_keys=True)}"
+
+
+def next_created_at(world: dict) -> str:
+    """A ``systemData.createdAt`` later than every one the world gave before (one second apart)."""
+    world["created"] = world.get("created", 0) + 1
+    return f"2026-12-01T00:{world['created'] // 60:02d}:{world['created'] % 60:02d}.0000000Z"
 
 
 def empty() -> dict:
@@ -183,11 +204,36 @@ def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
         mpe = world["mpes"].get(f"{one.group(1)}/{one.group(2)}".lower())
         if mpe is None:
             return _arm_not_found(f"Microsoft.Dashboard/grafana/managedPrivateEndpoints/{one.group(2)}")
-        return {"json": {"id": path, "name": one.group(2), "properties": {
+        return {"json": {"id": path, "name": one.group(2), "systemData": {"createdAt": mpe.get("createdAt")}, "properties": {
             "provisioningState": "Succeeded", "privateLinkResourceId": mpe["pls"],
             "connectionState": {"status": mpe["status"], "description": ""},
             "privateLinkServicePrivateIP": mpe["ip"] or None}}}
     return None
+
+
+# --- role assignments ----------------------------------------------------------------------------------------------
+
+
+def _role_assignment_body(assignment: dict) -> dict:
+    """A role assignment as ``az role assignment create`` prints it (flat, camelCase)."""
+    return {"id": f"{assignment['scope']}/providers/Microsoft.Authorization/roleAssignments/{assignment['roleAssignmentName']}",
+            "name": assignment["roleAssignmentName"], "type": "Microsoft.Authorization/roleAssignments",
+            "scope": assignment["scope"], "roleDefinitionId": assignment["roleDefinitionId"],
+            "principalId": assignment["principalId"], "principalType": assignment.get("principalType"),
+            "description": assignment.get("description")}
+
+
+def _role_assignment_create(argv: list[str], world: dict) -> dict:
+    scope, role, principal = _option(argv, "--scope"), _option(argv, "--role"), _option(argv, "--assignee-object-id")
+    for key, held in world["arm"].items():
+        if (key.startswith(ROLE_ASSIGNMENT + " ") and held["scope"].lower() == scope.lower()
+                and held["roleDefinitionId"].lower() == role.lower() and held["principalId"] == principal):
+            return {"json": _role_assignment_body(held)}  # 409 RoleAssignmentExists, answered with the existing one
+    name = _option(argv, "--name") or str(uuid.uuid4())
+    assignment = {"scope": scope, "roleAssignmentName": name, "roleDefinitionId": role, "principalId": principal,
+                  "principalType": _option(argv, "--assignee-principal-type"), "description": _option(argv, "--description")}
+    world["arm"][arm_key(ROLE_ASSIGNMENT, {"roleAssignmentName": name, "scope": scope})] = assignment
+    return {"json": _role_assignment_body(assignment)}
 
 
 # --- Grafana's HTTP API ----------------------------------------------------------------------------------------------
@@ -272,6 +318,8 @@ def answer(argv: list[str], world: dict) -> dict:
         return _pls_show(argv, world)
     if argv[:4] == ["network", "private-link-service", "connection", "update"]:
         return _connection_update(argv, world)
+    if argv[:3] == ["role", "assignment", "create"]:
+        return _role_assignment_create(argv, world)
     if argv[:1] == ["rest"]:
         method, url = _option(argv, "--method"), _option(argv, "--url") or ""
         if "--skip-authorization-header" in argv:

@@ -30,6 +30,19 @@ providers answer them:
   resource (the namespace) succeeds with the option and fails without it; ``Delete`` of a Helm release fails either way
   ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
 - pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
+
+Outputs known only at ``pulumi up``: the plan carries canned ones (tools/offline/canned.py). The MPE's
+``systemData.createdAt`` is the one the approval's triggers hold, and ARM sets a new one at each creation; the harness
+hands a step the world's value (:meth:`Deployment.actual_inputs`) and, after each ``up``, checks that no step whose
+actual triggers changed was left alone (:meth:`Deployment.check_triggers`): the engine would have replaced it.
+
+The engine, for every delete it plays (``pulumi destroy``, a resource removed from the program, and the old resource of
+a replacement, delete-first or create-first): a resource whose *recorded* state has ``retainOnDelete`` is only dropped
+from the state, and its provider's Delete is not called (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go``
+``DeleteStep.Apply``: ``else if s.old.RetainOnDelete { // no-op }``, reading the old state's option, so a program that
+stops registering the resource cannot change it; ``pkg/engine/lifecycletest/retain_on_delete_test.go``
+``TestRetainOnDelete``: neither the replacement nor the removal calls Delete). The state keeps each resource's
+options as the plan records them.
 """
 
 from __future__ import annotations
@@ -99,10 +112,11 @@ class Deployment:
         by_urn = {r["urn"]: r for r in plan["resources"]}
         for urn in plan["createOrder"]:
             self._create(by_urn[urn], plan)
+        self.check_triggers(plan)
 
     def apply(self, diff: Diff, head: dict) -> None:
         """Run ``diff.order`` (tools/offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
-        state as it was before (the old resource's inputs and stdout). Raises EngineError on a failing step."""
+        state as it was before (the old resource's inputs, stdout and options). Raises EngineError on a failing step."""
         old = copy.deepcopy(self.states)
         by_urn = {r["urn"]: r for r in head["resources"]}
         for action in diff.order:
@@ -112,20 +126,19 @@ class Deployment:
                 self._update(by_urn[action.urn], head)
             else:
                 self._delete(action.urn, old[action.urn])
+        for urn, state in self.states.items():  # a same step records the program's options (its new state)
+            if urn in by_urn:
+                state["options"] = by_urn[urn].get("options", {})
         self.reconcile()
+        self.check_triggers(head)
 
     def destroy(self, plan: dict) -> None:
-        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource with
-        ``retainOnDelete`` only leaves the state)."""
-        by_urn = {r["urn"]: r for r in plan["resources"]}
+        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource whose state
+        has ``retainOnDelete`` only leaves the state: :meth:`_delete`)."""
         for urn in plan["destroyOrder"]:
             state = self.states.get(urn)
-            if state is None:
-                continue
-            if (by_urn.get(urn) or {}).get("options", {}).get("retainOnDelete"):
-                del self.states[urn]
-                continue
-            self._delete(urn, state)
+            if state is not None:
+                self._delete(urn, state)
         self.reconcile()
 
     def reconcile(self) -> None:
@@ -135,8 +148,37 @@ class Deployment:
         self._save(world)
 
     # --- one resource ---
+    def actual_inputs(self, resource: dict, plan: dict) -> dict:
+        """``resource``'s inputs as the engine hands them to the provider at ``pulumi up``: a step's triggers with the
+        world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one (module docstring)."""
+        inputs = resource["inputs"]
+        if resource["type"] != "command:local:Command" or canned.CREATED_AT not in (inputs.get("triggers") or []):
+            return inputs
+        mpes = [r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint"]
+        world = self.world()
+        found = [world["mpes"].get(f"{canned.grafana_id(m['resourceGroupName'], m['workspaceName'])}/{m['managedPrivateEndpointName']}".lower())
+                 for m in mpes]
+        created = [m.get("createdAt") for m in found if m]
+        if not created or not created[0]:
+            return inputs
+        return {**inputs, "triggers": [created[0] if t == canned.CREATED_AT else t for t in inputs["triggers"]]}
+
+    def check_triggers(self, plan: dict) -> None:
+        """After an ``up``: every step whose triggers, with the actual outputs, differ from those it ran with would have
+        been replaced by the engine (pulumi-command ``triggers`` are replaceOnChanges); EngineError if the played diff
+        left such a step alone."""
+        for resource in plan["resources"]:
+            state = self.states.get(resource["urn"])
+            if resource["type"] != "command:local:Command" or state is None:
+                continue
+            actual = self.actual_inputs(resource, plan).get("triggers")
+            if actual != state["inputs"].get("triggers"):
+                raise EngineError(f"{resource['name']}: at `pulumi up` its triggers are {actual}, it ran with "
+                                  f"{state['inputs'].get('triggers')}: the engine replaces it, the diff played did not")
+
     def _create(self, resource: dict, plan: dict) -> None:
-        urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
+        urn, type_ = resource["urn"], resource["type"]
+        inputs = self.actual_inputs(resource, plan)
         self.actions.append(f"create {urn}")
         stdout = ""
         if type_ == "command:local:Command":
@@ -145,10 +187,11 @@ class Deployment:
             self._release(None, inputs, plan)
         elif type_.startswith("azure-native:"):
             self._arm_create(urn, type_, inputs)
-        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
 
     def _update(self, resource: dict, plan: dict) -> None:
-        urn, type_, inputs = resource["urn"], resource["type"], resource["inputs"]
+        urn, type_ = resource["urn"], resource["type"]
+        inputs = self.actual_inputs(resource, plan)
         self.actions.append(f"update {urn}")
         state = self.states[urn]
         stdout = state["stdout"]
@@ -160,11 +203,17 @@ class Deployment:
             world = self.world()
             world["arm"][self.arm_key(type_, inputs)] = inputs
             self._save(world)
-        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout}
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
 
     def _delete(self, urn: str, state: dict) -> None:
-        self.actions.append(f"delete {urn}")
+        """The engine's DeleteStep for ``state`` (the old resource): retained -> only forgotten (module docstring)."""
         type_, inputs = state["type"], state["inputs"]
+        if (state.get("options") or {}).get("retainOnDelete"):
+            self.actions.append(f"forget {urn} (retainOnDelete)")
+            if self.states.get(urn) is state or self.states.get(urn) == state:
+                del self.states[urn]
+            return
+        self.actions.append(f"delete {urn}")
         if type_ == "kubernetes:helm.sh/v3:Release" and self.cluster_gone():
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: can't delete Helm Release with unreachable cluster "
                               "(pulumi-kubernetes Delete; run `pulumi refresh` first, with deleteUnreachable)")
@@ -200,7 +249,7 @@ class Deployment:
     def arm_key(type_: str, inputs: dict) -> str:
         rule = replacement.rule_for(type_)
         identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == _PATH}
-        return f"{type_} {json.dumps(identity, sort_keys=True)}"
+        return fake_world.arm_key(type_, identity)
 
     def _arm_create(self, urn: str, type_: str, inputs: dict) -> None:
         world = self.world()
@@ -217,7 +266,8 @@ class Deployment:
             except KeyError:
                 raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
             world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {
-                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": ""}
+                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": "",
+                "createdAt": fake_world.next_created_at(world)}
         self._save(world)
 
     def _arm_delete(self, type_: str, inputs: dict) -> None:

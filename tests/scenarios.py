@@ -208,6 +208,55 @@ SCENARIOS = [
 ]
 
 
+# --- The shared Monitoring Data Reader assignment (multiCluster): ensured, never deleted -------------------------------
+WORKSPACE_ID = f"/subscriptions/{SUB}/resourceGroups/rg-observability-dev/providers/Microsoft.Monitor/accounts/amw-gpu-dev"
+READER_ID = f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/b0d8363b-8ddd-447d-831f-62ca05bff136"
+ROLE_ENV = {"SCOPE": WORKSPACE_ID, "ROLE_DEFINITION_ID": READER_ID, "PRINCIPAL_ID": "5b0b8b6c-3c2f-4a8e-9d1e-2f6a7b8c9d0e",
+            "PRINCIPAL_TYPE": "ServicePrincipal", "ASSIGNMENT_NAME": "ab9c3150-b426-55da-8fd7-39b932944bbd",
+            "DESCRIPTION": "Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)",
+            "TIMEOUT_SECONDS": "60", **FAST}
+CREATE_ROLE = ["role", "assignment", "create", "--assignee-object-id", "--assignee-principal-type", "ServicePrincipal",
+               "--role", READER_ID, "--scope", WORKSPACE_ID, "--name", "ab9c3150-b426-55da-8fd7-39b932944bbd"]
+
+
+def assignment(name: str = "ab9c3150-b426-55da-8fd7-39b932944bbd") -> dict:
+    """A role assignment as `az role assignment create` prints it (azure-cli 2.91.0: flat, camelCase)."""
+    return {"json": {"id": f"{WORKSPACE_ID}/providers/Microsoft.Authorization/roleAssignments/{name}", "name": name,
+                     "principalId": ROLE_ENV["PRINCIPAL_ID"], "principalType": "ServicePrincipal",
+                     "roleDefinitionId": READER_ID, "scope": WORKSPACE_ID, "type": "Microsoft.Authorization/roleAssignments"}}
+
+
+PRINCIPAL_NOT_FOUND = {"exit": 1, "stderr": (
+    f"ERROR: (PrincipalNotFound) Principal {ROLE_ENV['PRINCIPAL_ID']} does not exist in the directory "
+    "72f988bf-86f1-41af-91ab-2d7cd011db47. Check that you have the correct principal ID.\nCode: PrincipalNotFound")}
+ROLE_FORBIDDEN = {"exit": 1, "stderr": (
+    "ERROR: (AuthorizationFailed) The client 'deployer@example.com' does not have authorization to perform action "
+    "'Microsoft.Authorization/roleAssignments/write'.\nCode: AuthorizationFailed")}
+
+SCENARIOS += [
+    Scenario("role-assignment-made", "ensure_role_assignment.sh", ROLE_ENV,
+             [{"match": CREATE_ROLE, "responses": [assignment()]}],
+             stdout=assignment()["json"]["id"] + "\n", stderr_has=["is in place"], calls={0: 1}),
+    # azure-cli answers RoleAssignmentExists with the existing assignment, whatever its name (another stack's, the portal's).
+    Scenario("role-assignment-already-held-under-another-name", "ensure_role_assignment.sh", ROLE_ENV,
+             [{"match": CREATE_ROLE, "responses": [assignment("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9")]}],
+             stdout=assignment("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9")["json"]["id"] + "\n", calls={0: 1}),
+    Scenario("role-assignment-throttled-then-made", "ensure_role_assignment.sh", ROLE_ENV,
+             [{"match": CREATE_ROLE, "responses": [THROTTLED, assignment()]}],
+             stdout=assignment()["json"]["id"] + "\n", stderr_has=["retrying after"], calls={0: 2}),
+    Scenario("role-assignment-principal-not-replicated-yet", "ensure_role_assignment.sh", ROLE_ENV,
+             [{"match": CREATE_ROLE, "responses": [PRINCIPAL_NOT_FOUND, PRINCIPAL_NOT_FOUND, assignment()]}],
+             stdout=assignment()["json"]["id"] + "\n", calls={0: 3}),
+    Scenario("role-assignment-forbidden-fails-fast", "ensure_role_assignment.sh", ROLE_ENV,
+             [{"match": CREATE_ROLE, "responses": [ROLE_FORBIDDEN]}], exit=1, calls={0: 1},
+             stderr_has=["error: az role assignment create failed: Code: AuthorizationFailed",
+                         "needs Owner, User Access Administrator or Role Based Access Control Administrator"]),
+    Scenario("role-assignment-missing-env", "ensure_role_assignment.sh",
+             {k: v for k, v in ROLE_ENV.items() if k != "PRINCIPAL_ID"}, [], exit=1,
+             stderr_has=["error: environment variable PRINCIPAL_ID is required"]),
+]
+
+
 @dataclass
 class Result:
     returncode: int

@@ -90,7 +90,8 @@ def test_three_clusters_with_every_default_written_out_never_collide(written_out
 def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
     assert plan().one(ROLE)  # auto, single cluster: assigned
     assert not plan(multiCluster="true", assignMonitoringDataReader="auto").by_type(ROLE)
-    assert plan(multiCluster="true", assignMonitoringDataReader="true").one(ROLE).options["retainOnDelete"]
+    shared = plan(multiCluster="true", assignMonitoringDataReader="true")  # ensured by a step, kept on destroy
+    assert not shared.by_type(ROLE) and any(r.name == "grafana-datasources-shared-monitoring-data-reader" for r in shared.resources)
     assert not plan(assignMonitoringDataReader="false").by_type(ROLE)
 
 

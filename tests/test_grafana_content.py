@@ -39,6 +39,24 @@ def test_monitoring_data_reader_role_assignment(plan):
     assert uuid.UUID(name) and name == role_assignment_name(WORKSPACE_ID, "b0d8363b-8ddd-447d-831f-62ca05bff136", GRAFANA_PRINCIPAL)
 
 
+
+def test_shared_monitoring_data_reader_is_an_ensure_step(plan):
+    """multiCluster with assignMonitoringDataReader true: the same assignment (name, role, principal, scope), made by
+    scripts/ensure_role_assignment.sh, an action step (its hash in triggers) with no delete; another workspace or
+    identity is another assignment (triggers)."""
+    step = named(plan(multiCluster="true", assignMonitoringDataReader="true"), "grafana-datasources-shared-monitoring-data-reader")
+    assert step.type == "command:local:Command" and step.inputs["create"] == "bash scripts/ensure_role_assignment.sh"
+    assert "delete" not in step.inputs and step.options["retainOnDelete"] is False and step.options["deleteBeforeReplace"] is False
+    reader = "b0d8363b-8ddd-447d-831f-62ca05bff136"
+    assert step.inputs["environment"] == {
+        "ASSIGNMENT_NAME": role_assignment_name(WORKSPACE_ID, reader, GRAFANA_PRINCIPAL),
+        "DESCRIPTION": "Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)",
+        "PRINCIPAL_ID": GRAFANA_PRINCIPAL, "PRINCIPAL_TYPE": "ServicePrincipal",
+        "ROLE_DEFINITION_ID": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{reader}",
+        "SCOPE": WORKSPACE_ID, "TIMEOUT_SECONDS": "300"}
+    assert step.inputs["triggers"] == [script_hash("ensure_role_assignment.sh"), WORKSPACE_ID, GRAFANA_PRINCIPAL]
+
+
 def test_role_assignment_name_is_deterministic_and_distinct(plan):
     first = named(plan(), "grafana-datasources-monitoring-data-reader").inputs["roleAssignmentName"]
     assert first == named(plan(), "grafana-datasources-monitoring-data-reader").inputs["roleAssignmentName"]

@@ -73,7 +73,9 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
         "PRIVATE_ENDPOINT_NAME": "grafana-amg-gpu-dev-pyroscope-mpe",
         "TIMEOUT_SECONDS": "600",
     }
-    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID]
+    # The MPE's creation time: an MPE created anew under the same name (same id) is a new approval.
+    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID, canned.CREATED_AT]
+    assert mpe.outputs["systemData"]["createdAt"] == canned.CREATED_AT
     assert mpe.urn in approval.dependencies
 
 

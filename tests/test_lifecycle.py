@@ -8,6 +8,7 @@ SIMULATED: Azure, Grafana and the engine's executor; the scripts are real.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import subprocess
@@ -19,10 +20,11 @@ from typing import Optional
 
 import pytest
 
+from tests import fake_world
 from tests.conftest import ROOT, reference
 from tests.lifecycle import OWNER_KEY, Deployment, EngineError
 from tools.offline import diff as plan_diff
-from tools.offline import replacement
+from tools.offline import engine, replacement
 from tools.offline.mock_engine import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
@@ -281,9 +283,14 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     (pls,) = world["pls"].values()
     assert [(c["endpoint"].rsplit("/", 1)[1], c["status"]) for c in pls["connections"]] == [
         (f"grafana-{mpe['workspaceName']}-{mpe['managedPrivateEndpointName']}", "Approved")]
-    # The ARM resources and the Helm release the plan declares, and nothing else; no orphaned PLS.
-    assert set(world["arm"]) == {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
-                                 if r["type"].startswith("azure-native:") and r["custom"]}
+    # The ARM resources and the Helm release the plan declares (a shared role assignment: the one its step ensures),
+    # and nothing else; no orphaned PLS.
+    ensured = {fake_world.arm_key(ROLE_TYPE, {"roleAssignmentName": r["inputs"]["environment"]["ASSIGNMENT_NAME"],
+                                              "scope": r["inputs"]["environment"]["SCOPE"]})
+               for r in plan["resources"] if r["type"] == "command:local:Command"
+               and r["inputs"]["create"] == "bash scripts/ensure_role_assignment.sh"}
+    assert set(world["arm"]) == ensured | {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
+                                           if r["type"].startswith("azure-native:") and r["custom"]}
     (release,) = [r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
     assert world["releases"] == {f"{release['namespace']}/{release['name']}": {"version": release["version"], "values": release["values"]}}
     assert not any(p.get("orphan") for p in world["pls"].values())
@@ -608,3 +615,223 @@ def test_a_long_json_value_is_shown_by_the_paths_that_changed():
     text = plan_diff.render_text(diff, "t")
     assert '~ environment.DATASOURCE{name}: "local-pyroscope" => "Pyroscope B"' in text
     assert not any("environment.DATASOURCE:" in line and "..." in line for line in text.splitlines())
+
+# --- the Monitoring Data Reader assignment a multi-cluster stack is told to make -------------------------------------
+MULTI_ROLE = {"multiCluster": "true", "assignMonitoringDataReader": "true"}
+ROLE_TYPE = "azure-native:authorization:RoleAssignment"
+
+
+def role_assignments(deployment: Deployment) -> list[dict]:
+    """The role assignments in the world (ARM): made by azure-native or by ``az role assignment create``."""
+    return [v for k, v in deployment.world()["arm"].items() if k.startswith(ROLE_TYPE + " ")]
+
+
+def test_a_retained_delete_first_role_assignment_cannot_be_replaced(lifecycle, tmp_path):
+    """The fault as the harness sees it: the engine skips the provider Delete of a retained resource even inside a
+    replacement (pulumi/pulumi v3.230.0 pkg/resource/deploy/step.go DeleteStep.Apply), so the assignment the program
+    made with multiCluster before (retainOnDelete and deleteBeforeReplace, a derived fixed name), replaced by
+    `pulumi up --replace`, is created again while it still exists, and azure-native refuses."""
+    base = copy.deepcopy(lifecycle["base"])
+    role = next(r for r in base["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader")
+    role["options"]["retainOnDelete"] = True  # as that program registered it, with the same inputs
+    deployment = lifecycle["deployed"].copy(tmp_path / "retained")
+    deployment.states[role["urn"]]["options"] = role["options"]
+    diff = plan_diff.compute(base, base, [role["urn"]])
+    assert (diff.step(role["urn"]).op, diff.step(role["urn"]).replace_order) == ("replace", "delete-first")
+    with pytest.raises(EngineError, match="grafana-datasources-monitoring-data-reader: cannot create already existing resource"):
+        deployment.apply(diff, base)
+    assert any(a.startswith("forget ") and role["urn"] in a for a in deployment.actions), deployment.actions[-3:]
+
+
+def test_replacing_the_shared_role_assignment_converges_and_destroy_keeps_it(lifecycle, tmp_path):
+    """multiCluster with assignMonitoringDataReader true: `pulumi up --replace` of what makes the assignment ends with
+    the assignment in place and the stack as a fresh deploy leaves it; `pulumi destroy` empties the state and keeps
+    the assignment (other clusters' Prometheus datasources rely on it)."""
+    base = run("dev", MULTI_ROLE).to_json()
+    downloads = {url: path for url, (path, _) in lifecycle["dashboards"].items()}
+    deployment = Deployment(tmp_path / "multi", downloads)
+    deployment.deploy(base)
+    assert_holds_exactly(deployment, base, lifecycle["dashboards"])
+    (role,) = [r for r in base["resources"] if r["name"].endswith("monitoring-data-reader")]
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", MULTI_ROLE, pending=pending), [role["urn"]])
+    assert {s.name for s in diff.steps if s.op != "same"} == {role["name"]}
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, lifecycle["dashboards"])
+    (kept,) = role_assignments(deployment)
+    deployment.destroy(head)
+    assert deployment.states == {}
+    assert role_assignments(deployment) == [kept]
+
+
+def _old_multi_cluster_program(head: dict, single: dict) -> dict:
+    """The plan of ``head`` (multiCluster, assignMonitoringDataReader true) as the program before the shared step
+    registered it: the azure-native assignment, retainOnDelete and deleteBeforeReplace, in place of the step."""
+    (step,) = [r for r in head["resources"] if r["name"] == "grafana-datasources-shared-monitoring-data-reader"]
+    old = copy.deepcopy(next(r for r in single["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader"))
+    old["options"]["retainOnDelete"] = True
+    plan = copy.deepcopy(head)
+    plan["resources"] = [old if r["urn"] == step["urn"] else r for r in plan["resources"]]
+    for order in ("createOrder", "destroyOrder"):
+        plan[order] = [old["urn"] if u == step["urn"] else u for u in plan[order]]
+    return plan
+
+
+def test_the_first_up_after_upgrading_keeps_the_shared_assignment(lifecycle, tmp_path):
+    """A multi-cluster stack deployed by the program before (the retained azure-native assignment in its state): the
+    new program no longer registers it, so the engine forgets it (its recorded retainOnDelete) and the step finds the
+    assignment in place (az's answer to RoleAssignmentExists). One assignment, kept, and the state holds the step."""
+    head = run("dev", MULTI_ROLE).to_json()
+    base = _old_multi_cluster_program(head, lifecycle["base"])
+    downloads = {url: path for url, (path, _) in lifecycle["dashboards"].items()}
+    deployment = Deployment(tmp_path / "upgrade", downloads)
+    deployment.deploy(base)
+    (before,) = role_assignments(deployment)
+    diff = plan_diff.compute(base, head)
+    changed = {s.name: s.op for s in diff.steps if s.op != "same"}
+    assert changed == {"grafana-datasources-shared-monitoring-data-reader": "create",
+                       "grafana-datasources-monitoring-data-reader": "delete"}
+    deployment.apply(diff, head)
+    assert role_assignments(deployment) == [before]
+    assert_holds_exactly(deployment, head, lifecycle["dashboards"])
+    assert not any(r.endswith("::grafana-datasources-monitoring-data-reader") for r in deployment.states)
+
+
+def test_turning_multi_cluster_on_with_the_role_forget_the_owned_assignment_first(lifecycle, tmp_path):
+    """A single-cluster stack owns its assignment (no retainOnDelete). Turned into a multi-cluster one that keeps
+    assigning the role, the step ensures the assignment and the engine then deletes the owned resource it no longer
+    registers (deletes of removed resources come last): the assignment is gone. `pulumi state delete` of the owned
+    resource first (docs/platform.md) leaves it to the step, kept."""
+    settings = {**MULTI_ROLE}
+    diff, known = plan_diff.preview(lifecycle["base"], lambda pending: run("dev", settings, pending=pending))
+    head = known.to_json()
+    role = diff.step("grafana-datasources-monitoring-data-reader")
+    kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
+    assert role.op == "delete" and kinds.index(("delete", role.name)) > kinds.index(
+        ("create", "grafana-datasources-shared-monitoring-data-reader"))
+    plain = lifecycle["deployed"].copy(tmp_path / "plain")
+    plain.apply(diff, head)
+    assert role_assignments(plain) == []
+    forgotten = lifecycle["deployed"].copy(tmp_path / "forgotten")
+    del forgotten.states[role.urn]  # pulumi state delete <urn>: out of the state, left in Azure
+    base = copy.deepcopy(lifecycle["base"])
+    base["resources"] = [r for r in base["resources"] if r["urn"] != role.urn]
+    for order in ("createOrder", "destroyOrder"):
+        base[order] = [u for u in base[order] if u != role.urn]
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", settings, pending=pending))
+    forgotten.apply(diff, known.to_json())
+    assert_holds_exactly(forgotten, known.to_json(), lifecycle["dashboards"])
+    assert len(role_assignments(forgotten)) == 1
+
+
+# --- a managed private endpoint deleted by hand, then `pulumi up --refresh` ------------------------------------------
+MPE_NAME = "grafana-private-link-mpe"
+
+
+def as_refreshed(plan: dict, dropped) -> dict:
+    """``plan`` (plan JSON) as the state a refresh leaves when it dropped ``dropped`` (URNs): the base of the next diff."""
+    gone = set(dropped)
+    state = copy.deepcopy(plan)
+    state["resources"] = [{**r, "dependencies": [d for d in r["dependencies"] if d not in gone]}
+                          for r in state["resources"] if r["urn"] not in gone]
+    for order in ("createOrder", "destroyOrder"):
+        state[order] = [u for u in state[order] if u not in gone]
+    return state
+
+
+def test_an_mpe_deleted_by_hand_comes_back_approved_after_refresh_and_up(lifecycle, tmp_path):
+    """The endpoint is deleted by hand; `pulumi up --refresh` drops it (ARM 404) and creates it again under the same
+    name (the same ARM id), which puts a new Pending connection on the PLS. The approval is keyed on the endpoint's
+    creation time, so it and the refresh run again: the new connection ends Approved and the datasource points at
+    the endpoint's private IP."""
+    deployment = lifecycle["deployed"].copy(tmp_path / "lost-mpe")
+    deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
+    dropped = deployment.refresh()
+    assert [u.rsplit("::", 1)[-1] for u in dropped] == [MPE_NAME]
+    diff, known = plan_diff.preview(as_refreshed(lifecycle["base"], dropped), lambda pending: run("dev", pending=pending))
+    head = known.to_json()
+    deployment.apply(diff, head)
+    world = deployment.world()
+    assert [(m["status"], m["ip"]) for m in world["mpes"].values()] == [("Approved", fake_world.PRIVATE_IP)]
+    (pls,) = world["pls"].values()
+    assert [c["status"] for c in pls["connections"]] == ["Approved"]
+    (grafana,) = world["grafana"].values()
+    assert grafana["datasources"]["local-pyroscope"]["url"] == f"http://{fake_world.PRIVATE_IP}:4040"
+    assert_holds_exactly(deployment, head, lifecycle["dashboards"])
+
+
+def test_the_offline_diff_predicts_the_new_approval_after_an_mpe_lost_and_refreshed(lifecycle):
+    """Base: the deployed plan without the endpoint (as the refresh leaves the state). The endpoint is created, and its
+    creation time (the approval's trigger) is unknown in the preview: the approval is replaced, and the refresh with it."""
+    mpe = next(r["urn"] for r in lifecycle["base"]["resources"] if r["name"] == MPE_NAME)
+    diff, _ = plan_diff.preview(as_refreshed(lifecycle["base"], [mpe]), lambda pending: run("dev", pending=pending))
+    changed = {s.name: (s.op, s.replace_order) for s in diff.steps if s.op != "same"}
+    assert changed == {MPE_NAME: ("create", None),
+                       "grafana-private-link-approve-connection": ("replace", "create-first"),
+                       "grafana-private-link-refresh": ("replace", "create-first"),
+                       "grafana-datasources-pyroscope": ("update", None)}
+    approval = diff.step("grafana-private-link-approve-connection")
+    assert any("is unknown during preview (it comes from grafana-private-link-mpe)" in r for r in approval.reasons), approval.reasons
+    assert any(REPLACE_WITH_APPROVAL in r for r in diff.step("grafana-private-link-refresh").reasons)
+    kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
+    assert kinds.index(("create", MPE_NAME)) < kinds.index(("create-replacement", "grafana-private-link-approve-connection")) \
+        < kinds.index(("create-replacement", "grafana-private-link-refresh"))
+
+
+def test_a_plain_rerun_predicts_nothing(lifecycle):
+    diff = plan_diff.compute(lifecycle["base"], run("dev").to_json())
+    assert diff.summary["same"] == len(diff.steps) and diff.order == []
+
+
+def test_a_step_left_alone_whose_actual_triggers_changed_is_caught(lifecycle, tmp_path):
+    """The harness's own check: the re-created endpoint has a new createdAt in the world (fake_world.next_created_at),
+    so at `pulumi up` the approval's triggers differ from those it ran with; a played diff that creates only the
+    endpoint (what the offline diff said before the approval was keyed on it) is refused as the engine would not
+    leave the approval alone."""
+    deployment = lifecycle["deployed"].copy(tmp_path / "stale")
+    first = next(iter(deployment.world()["mpes"].values()))["createdAt"]
+    deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
+    dropped = deployment.refresh()
+    base = as_refreshed(lifecycle["base"], dropped)
+    head = run("dev").to_json()
+    only_the_endpoint = [plan_diff.Step(s.urn, s.type, "create" if s.urn in dropped else "same") for s in plan_diff.decide(base, head)]
+    with pytest.raises(EngineError, match="grafana-private-link-approve-connection: at `pulumi up` its triggers are"):
+        deployment.apply(plan_diff.Diff(only_the_endpoint, plan_diff.engine_order(only_the_endpoint, base, head)), head)
+    assert next(iter(deployment.world()["mpes"].values()))["createdAt"] > first
+
+
+def test_the_first_up_after_keying_the_approval_on_the_endpoint_runs_it_once_more(lifecycle, tmp_path):
+    """docs/how-it-works.md, "Upgrading": a stack deployed before the approval's triggers held the endpoint's creation
+    time gets the approval and the refresh replaced once (a new trigger), both of which find their work done; the next
+    run predicts nothing."""
+    old = copy.deepcopy(lifecycle["base"])
+    approval = next(r for r in old["resources"] if r["name"] == "grafana-private-link-approve-connection")
+    approval["inputs"]["triggers"] = approval["inputs"]["triggers"][:2]  # [script hash, PLS id]
+    diff, known = plan_diff.preview(old, lambda pending: run("dev", pending=pending))
+    changed = {s.name: (s.op, s.replace_order) for s in diff.steps if s.op != "same"}
+    assert changed == {"grafana-private-link-approve-connection": ("replace", "create-first"),
+                       "grafana-private-link-refresh": ("replace", "create-first"),
+                       "grafana-datasources-pyroscope": ("update", None)}
+    deployment = lifecycle["deployed"].copy(tmp_path / "upgrade")
+    deployment.states[approval["urn"]]["inputs"] = approval["inputs"]
+    deployment.apply(diff, known.to_json())
+    assert deployment.snapshot() == lifecycle["deployed"].snapshot()
+    assert plan_diff.compute(known.to_json(), run("dev").to_json()).order == []
+
+
+def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():
+    """pulumi/pulumi v3.230.0 ``pkg/resource/deploy/providers/registry.go`` (``Registry.Update``): a changed provider
+    resource is updated by the engine's registry, which returns the new inputs; the plugin's Update is never called
+    for it."""
+    calls = []
+    offline = engine.Engine({"pkgA": engine.Provider(update=lambda urn, old, new, preview: calls.append(urn) or dict(new))})
+    config = {"region": "a"}
+
+    def program(monitor):
+        monitor.register("pulumi:providers:pkgA", "prov", inputs=dict(config))
+
+    first = offline.update(program)
+    config["region"] = "b"
+    second = offline.update(program, first.snapshot)
+    assert second.error is None and ("update", "prov") in second.ops()
+    assert calls == [] and second.state("prov")[0].outputs == {"region": "b"}

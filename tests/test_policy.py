@@ -393,6 +393,32 @@ def test_roles_fail():
     assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, {"roleDefinitionId": "Monitoring Data Reader", "scope": "x"})
 
 
+
+def ensure_step(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
+    """The step a multi-cluster stack ensures its shared assignment with (components/grafana_datasources.py)."""
+    return {"create": "bash scripts/ensure_role_assignment.sh", "environment": {
+        "ROLE_DEFINITION_ID": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}",
+        "SCOPE": scope, "PRINCIPAL_ID": "p", "PRINCIPAL_TYPE": "ServicePrincipal"}}
+
+
+def test_a_step_that_ensures_a_role_assignment_is_held_to_the_same_rule():
+    """The shared Monitoring Data Reader assignment is a command step with multiCluster: the rule reads its role and
+    scope from the step's environment, as it reads an azure-native assignment's inputs."""
+    rule = rules.role_assignment_least_privilege
+    assert check(rule, rules.COMMAND, ensure_step("b0d8363b-8ddd-447d-831f-62ca05bff136")) == []
+    owner = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
+    assert check(rule, rules.COMMAND, ensure_step(owner, f"/subscriptions/{SUB}"), config={"allowedRoleDefinitionIds": [owner]}) == [
+        f"Owner at subscription scope /subscriptions/{SUB} is never granted by this stack."]
+    assert check(rule, rules.COMMAND, ensure_step("acdd72a7-3385-48ef-bd42-f606fba81ae7")) == [
+        "role acdd72a7-3385-48ef-bd42-f606fba81ae7 is not an allowed built-in role (allowedRoleDefinitionIds)."]
+    assert check(rule, rules.COMMAND, {"create": "bash scripts/refresh_managed_private_endpoints.sh", "environment": {"MPE_NAME": "x"}}) == []
+    plan = run("dev", {"multiCluster": "true", "assignMonitoringDataReader": "true"})
+    assert not [v for v in policy_check.evaluate(plan) if v.policy == rule.name]
+    allowed_elsewhere = {rule.name: {"allowedRoleDefinitionIds": ["43d0d8ad-25c7-4714-9337-8ba259a9fe05"]}}
+    assert [v.urn.rsplit("::", 1)[-1] for v in policy_check.evaluate(plan, allowed_elsewhere) if v.policy == rule.name] == [
+        "grafana-datasources-shared-monitoring-data-reader"]
+
+
 # --- required-tags ---------------------------------------------------------------------------------------
 def test_tags_pass():
     assert check(rules.required_tags, rules.MPE, {"tags": {"managed-by": "aks-gpu-observability"}}) == []

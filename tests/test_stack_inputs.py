@@ -128,12 +128,16 @@ def test_multi_cluster_names_are_deterministic_and_valid():
 def test_multi_cluster_stacks_leave_the_workspace_role_alone(plan):
     """A fault found in review: every cluster stack derived the same role assignment name for the shared
     workspace, so the second collided and any destroy removed the role for all. One per workspace: off by
-    default with multiCluster; if a stack is told to make it, it keeps it on destroy."""
+    default with multiCluster; a stack told to make it only ensures it (a step with no delete, so nothing a
+    replacement or a destroy deletes), never owns it as an azure-native resource."""
     roles = "azure-native:authorization:RoleAssignment"
     assert not plan(multiCluster="true").by_type(roles)
     assert not named(plan(multiCluster="true"), "grafana-datasources-prometheus").dependencies
-    kept = plan(multiCluster="true", assignMonitoringDataReader="true").one(roles)
-    assert kept.options["retainOnDelete"] is True
+    told = plan(multiCluster="true", assignMonitoringDataReader="true")
+    assert not told.by_type(roles)
+    step = named(told, "grafana-datasources-shared-monitoring-data-reader")
+    assert step.inputs["create"] == "bash scripts/ensure_role_assignment.sh" and "delete" not in step.inputs
+    assert step.inputs["environment"]["ASSIGNMENT_NAME"] == plan().one(roles).inputs["roleAssignmentName"]
     assert plan().one(roles).options["retainOnDelete"] is False
 
 

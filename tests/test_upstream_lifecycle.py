@@ -1971,20 +1971,3 @@ def test_TestTargetUntargetedParentWithUpdatedDependency():
     assert result.snapshot[0].type == "pulumi:pulumi:Stack"
     assert result.snapshot[1].type == "pulumi:providers:pkgA"
 
-
-def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():
-    """pulumi/pulumi v3.230.0 ``pkg/resource/deploy/providers/registry.go`` (``Registry.Update``): a changed provider
-    resource is updated by the engine's registry, which returns the new inputs; the plugin's Update is never called
-    for it."""
-    calls = []
-    engine = Engine({"pkgA": Provider(update=lambda urn, old, new, preview: calls.append(urn) or dict(new))})
-    config = {"region": "a"}
-
-    def program(monitor):
-        monitor.register("pulumi:providers:pkgA", "prov", inputs=dict(config))
-
-    first = engine.update(program)
-    config["region"] = "b"
-    second = engine.update(program, first.snapshot)
-    assert second.error is None and ("update", "prov") in second.ops()
-    assert calls == [] and second.state("prov")[0].outputs == {"region": "b"}

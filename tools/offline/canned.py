@@ -240,11 +240,17 @@ def stack_outputs(stack: str) -> dict:
     }
 
 
+#: ``systemData.createdAt`` of every resource the offline plan creates. ARM sets it at each creation (common-types
+#: ``Resource.systemData``); the approval step is keyed on the MPE's (components/grafana_private_link.py), and
+#: tests/lifecycle.py puts the stand-in world's own value, new for each creation, in its place.
+CREATED_AT = "2026-11-30T12:00:00.0000000Z"
+
+
 def _system_data() -> dict:
     """``systemData`` as ARM returns it on every resource the stack creates (deterministic, like the ids)."""
     by = guid("deployer-object")
-    return {"createdAt": "2026-11-30T12:00:00.0000000Z", "createdBy": by, "createdByType": "User",
-            "lastModifiedAt": "2026-11-30T12:00:00.0000000Z", "lastModifiedBy": by, "lastModifiedByType": "User"}
+    return {"createdAt": CREATED_AT, "createdBy": by, "createdByType": "User",
+            "lastModifiedAt": CREATED_AT, "lastModifiedBy": by, "lastModifiedByType": "User"}
 
 
 _ARM = ("id", "azureApiVersion", "name", "systemData", "type")

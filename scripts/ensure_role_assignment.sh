@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Make sure PRINCIPAL_ID holds ROLE_DEFINITION_ID on SCOPE; never remove it (the step has no delete). For an
+# assignment shared by several stacks (multiCluster): whichever stack runs first creates it, named ASSIGNMENT_NAME;
+# an assignment of that role to that principal on that scope that already exists, under any name, is success:
+# azure-cli 2.91.0 azure/cli/command_modules/role/custom.py create_role_assignment answers ARM's 409
+# RoleAssignmentExists with the existing assignment ("for idempotent"). Retries 429/5xx and PrincipalNotFound (a
+# new identity not replicated yet). Prints the assignment's ARM id.
+# Environment: SCOPE, ROLE_DEFINITION_ID, PRINCIPAL_ID, PRINCIPAL_TYPE, ASSIGNMENT_NAME, DESCRIPTION,
+# TIMEOUT_SECONDS; optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
+# Mirrors: PUT {scope}/providers/Microsoft.Authorization/roleAssignments/{name} (az role assignment create with
+# --assignee-object-id and --assignee-principal-type, so no Microsoft Graph lookup).
+set -euo pipefail
+STEP=ensure-role-assignment
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_env SCOPE ROLE_DEFINITION_ID PRINCIPAL_ID PRINCIPAL_TYPE ASSIGNMENT_NAME DESCRIPTION TIMEOUT_SECONDS
+
+log "making sure principal ${PRINCIPAL_ID} holds role ${ROLE_DEFINITION_ID##*/} on ${SCOPE} (up to ${TIMEOUT_SECONDS}s)"
+start_clock "$TIMEOUT_SECONDS"
+while :; do
+  if id=$(az role assignment create --assignee-object-id "$PRINCIPAL_ID" --assignee-principal-type "$PRINCIPAL_TYPE" \
+      --role "$ROLE_DEFINITION_ID" --scope "$SCOPE" --name "$ASSIGNMENT_NAME" --description "$DESCRIPTION" \
+      --query id --output tsv 2>"$ERRFILE"); then
+    [ -n "$id" ] || die "az role assignment create answered no assignment id"
+    log "role assignment ${id##*/} is in place"
+    printf '%s\n' "$id"
+    exit 0
+  elif transient "$ERRFILE" || grep -q 'PrincipalNotFound' "$ERRFILE"; then
+    log "retrying after: $(last_error "$ERRFILE" | cut -c1-120)"
+  else
+    die "az role assignment create failed: $(last_error "$ERRFILE"); creating role assignments needs Owner, User Access Administrator or Role Based Access Control Administrator on the scope"
+  fi
+  backoff || die "the role assignment was not made within ${TIMEOUT_SECONDS}s: $(last_error "$ERRFILE"); run pulumi up again later"
+done
