@@ -6,7 +6,7 @@
       │     └─► Grafana private link: wait for PLS ─► MPE ─► approve ─► refresh ─► private IP ─► Pyroscope datasource
       └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
 
-Dependency audit (issue 13): an edge is kept only where the later step reads what the earlier one makes; each
+Dependency audit (tests/test_dependencies.py): an edge is kept only where the later step reads what the earlier one makes; each
 edge's reason is in a comment where it is made (``tests/test_dependencies.py`` pins the whole set). The
 unavoidable chain is release ─► PLS ─► MPE ─► approval ─► refresh ─► Pyroscope datasource.
 """

@@ -835,3 +835,41 @@ def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():
     second = offline.update(program, first.snapshot)
     assert second.error is None and ("update", "prov") in second.ops()
     assert calls == [] and second.state("prov")[0].outputs == {"region": "b"}
+
+
+def test_replacing_a_retained_named_resource_is_refused_in_the_diff():
+    """A retainOnDelete azure-native resource replaced under the same name (here by --replace): the engine skips its
+    Delete (step.go DeleteStep.Apply), so azure-native's create of the new one meets the old one and refuses. The diff
+    says so as an error instead of predicting a clean replacement (the stack no longer has such a resource; this
+    keeps it from coming back)."""
+    role_t = "azure-native:authorization:RoleAssignment"
+    def plan(retain):
+        built = _plan([{"name": "role", "type": role_t, "dbr": True,
+                        "inputs": {"roleAssignmentName": "fixed", "scope": "/s", "principalId": "p"}}])
+        built["resources"][-1]["options"]["retainOnDelete"] = retain
+        return built
+    retained = plan(True)
+    diff = plan_diff.compute(retained, retained, [retained["resources"][-1]["urn"]])
+    assert diff.step("role").op == "replace"
+    assert diff.errors and "role: replacing it will fail: it is retainOnDelete" in diff.errors[0]
+    assert plan_diff.compute(plan(False), plan(False), [plan(False)["resources"][-1]["urn"]]).errors == []
+    assert "ERROR: role: replacing it will fail" in plan_diff.render_text(diff, "t")
+
+
+def test_a_replace_with_target_never_registered_is_refused():
+    """pulumi/pulumi v3.230.0 snapshot.go VerifyIntegrity: the state an update writes may not name a replaceWith
+    target that is missing. The offline engine fails the update with the engine's words, and the offline plan refuses
+    such a program before anything else (tools/offline/mock_engine.py)."""
+    offline = engine.Engine({})
+
+    def program(monitor):
+        monitor.register("pkgA:m:typA", "resA", replace_with=["urn:pulumi:test::test::pkgA:m:typA::ghost"])
+
+    result = offline.update(program)
+    assert result.error == ("snapshot integrity failure: resource urn:pulumi:test::test::pkgA:m:typA::resA is specified "
+                            "as being replaced with urn:pulumi:test::test::pkgA:m:typA::ghost, which is missing")
+    from tools.offline import mock_engine
+    resource = mock_engine.Resource("urn:pulumi:dev::p::t::a", "t", "a", True, None, None, {}, [], {},
+                                    replace_with=["urn:pulumi:dev::p::t::ghost"])
+    with pytest.raises(mock_engine.IntegrityError, match="is specified as being replaced with urn:pulumi:dev::p::t::ghost, which is missing"):
+        mock_engine._check_integrity([resource], set())

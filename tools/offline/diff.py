@@ -400,7 +400,30 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
             steps[urn] = Step(urn, model.base_by[urn]["type"], "delete",
                               reasons=["not in the new program" + _removed_because(urn, base, head)])
     errors = list(result.diagnostics) or ([result.error] if result.error else [])
+    errors += _retained_collisions(steps.values(), model)
     return Diff(list(steps.values()), _actions(result), errors, _warnings(base, head))
+
+
+def _retained_collisions(steps: Iterable[Step], model: _Model) -> list[str]:
+    """A replaced resource that keeps its name and was recorded ``retainOnDelete``: the engine skips the provider's
+    Delete even inside a replacement (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go`` ``DeleteStep.Apply``), so
+    the old one is still there when azure-native creates the new one under the same name, and its create refuses
+    ("cannot create already existing resource"; docs/offline.md D4)."""
+    found = []
+    for step in steps:
+        old, new = model.base_by.get(step.urn), model.head_by.get(step.urn)
+        rule = replacement.rule_for(step.type)
+        if step.op != "replace" or old is None or new is None or not old["options"].get("retainOnDelete"):
+            continue
+        if rule is None or not rule.delete_first:  # only named resources (azure-native) collide on their name
+            continue
+        renamed = [k for k, why in rule.replace_on.items() if why.startswith("a path parameter")
+                   and old["inputs"].get(k) != new["inputs"].get(k)]
+        if not renamed:
+            found.append(f"{step.name}: replacing it will fail: it is retainOnDelete, so its old copy is not deleted "
+                         "and azure-native refuses to create one with the same name (cannot create already existing "
+                         "resource)")
+    return found
 
 
 #: resource name (prefix) -> the settings that decide whether the program registers it

@@ -600,12 +600,34 @@ def run(
             if not resource.parent and resource.urn != stack_urn and resource.urn not in monitor.default_providers:
                 resource.parent = stack_urn
         invokes = sorted(monitor.invokes, key=lambda i: (i.token, json.dumps(i.args, sort_keys=True)))  # stable
+        _check_integrity(resources, set(monitor.default_providers))
         create, destroy = orders(resources)
         position = {urn: i for i, urn in enumerate(create)}
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
         return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
     return contextvars.Context().run(evaluate)
+
+
+class IntegrityError(ValueError):
+    """The state the update would write names a resource the program never registered: the engine's checkpoint
+    check refuses it and the update fails (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/snapshot.go``
+    ``VerifyIntegrity``; a preview writes no checkpoint, so only ``pulumi up`` finds it)."""
+
+
+def _check_integrity(resources: list[Resource], default_providers: set[str]) -> None:
+    """Raise IntegrityError for a ``replaceWith``, dependency or parent naming no registered resource, in
+    ``VerifyIntegrity``'s words."""
+    known = {r.urn for r in resources} | default_providers
+    for r in resources:
+        for target in r.replace_with:
+            if target not in known:
+                raise IntegrityError(f"resource {r.urn} is specified as being replaced with {target}, which is missing")
+        for dep in r.dependencies:
+            if dep not in known:
+                raise IntegrityError(f"resource {r.urn}'s dependency {dep} refers to missing resource")
+        if r.parent and r.parent not in known:
+            raise IntegrityError(f"child resource {r.urn} refers to missing parent {r.parent}")
 
 
 def _quiet_duplicates(loop: asyncio.AbstractEventLoop, context: dict) -> None:
