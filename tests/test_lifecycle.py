@@ -581,9 +581,14 @@ def test_a_script_edit_does_not_headline_replacements_that_exist_only_in_preview
     only = {u.rsplit("::", 1)[-1] for u in diff.preview_only}
     assert only == {"grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
     assert "grafana-private-link-wait-for-pls" not in only
-    headline = next(l for l in plan_diff.render_text(diff, "t").splitlines() if l.startswith("Resources: "))
+    text = plan_diff.render_text(diff, "t")
+    headline = next(l for l in text.splitlines() if l.startswith("Resources: "))
     assert "3 of the 4 replacements only while a value is unknown in preview" in headline
     assert "keeps grafana-private-link-mpe" in headline
+    # The order is what `pulumi up` runs: the wait alone is replaced (its old copy deleted last).
+    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
+        ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
+    assert "Engine order (pulumi up, with the canned answers: the replacements that exist only in preview are not made):" in text
 
 
 def test_a_base_plan_of_another_stack_is_flagged_before_the_counts():
@@ -873,3 +878,124 @@ def test_a_replace_with_target_never_registered_is_refused():
                                     replace_with=["urn:pulumi:dev::p::t::ghost"])
     with pytest.raises(mock_engine.IntegrityError, match="is specified as being replaced with urn:pulumi:dev::p::t::ghost, which is missing"):
         mock_engine._check_integrity([resource], set())
+
+
+# --- found by a review against pulumi v3.230.0's source (each the reviewer's input) ---------------------------------
+
+T_A = "pkgA:m:typA"
+
+
+def _replace_on_k(urn, old, new_inputs, preview):
+    changed = sorted(k for k in set(old.inputs) | set(new_inputs) if old.inputs.get(k) != new_inputs.get(k))
+    return engine.DiffResult(bool(changed), [k for k in changed if k == "k"], False, changed)
+
+
+def test_a_chain_member_the_program_dropped_leaves_the_state_in_the_same_run():
+    """step.go DeleteStep.Apply marks a delete-first chain member pendingReplacement (in a preview too); when the
+    program no longer registers it, GenerateDeletes gives it a RemovePendingReplaceStep (isOperatedOn ignores
+    sg.deletes), so it leaves the state in this run and the next run has nothing to do."""
+    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k)})
+    value = {"k": "1"}
+
+    def before(monitor):
+        a = monitor.register(T_A, "a", inputs=dict(value))
+        monitor.register(T_A, "b", inputs={"k": a.outputs["k"]}, property_dependencies={"k": [a.urn]})
+
+    def after(monitor):
+        monitor.register(T_A, "a", inputs=dict(value), delete_before_replace=True)
+
+    first = offline.update(before)
+    value["k"] = "2"
+    for preview in (True, False):
+        result = offline.update(after, first.snapshot, preview=preview)
+        assert ("remove-pending-replace", "b") in result.ops(), result.ops()
+    assert [s.name for s in result.snapshot] == ["default", "a"]
+    assert offline.update(after, result.snapshot).ops() == [("same", "default"), ("same", "a")]
+
+
+def test_a_pending_delete_copy_in_a_chain_is_deleted_once():
+    """continueStepsFromDiff: a dependent already pending deletion gets a plain DeleteStep, which takes it out of the
+    state (deleteSnapshotMutation.End); the next run does not delete it again."""
+    deleted = []
+    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k, delete=lambda old: deleted.append((old.name, old.id)))})
+    p = "urn:pulumi:test::test::pulumi:providers:pkgA::default"
+    a, b = "urn:pulumi:test::test::pkgA:m:typA::a", "urn:pulumi:test::test::pkgA:m:typA::b"
+    state = [engine.State(p, "pulumi:providers:pkgA", id="p0"),
+             engine.State(a, T_A, id="a1", inputs={"k": "1"}, outputs={"k": "1"}, provider=f"{p}::p0"),
+             engine.State(b, T_A, id="b1", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]}, delete=True),
+             engine.State(b, T_A, id="b2", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]})]
+
+    def program(monitor):
+        first = monitor.register(T_A, "a", inputs={"k": "2"}, delete_before_replace=True)
+        monitor.register(T_A, "b", inputs={"k": first.outputs["k"]}, property_dependencies={"k": [first.urn]})
+
+    result = offline.update(program, state)
+    assert result.error is None and ("b", "b1") in deleted
+    assert [(s.name, s.delete) for s in result.snapshot if s.name == "b"] == [("b", False)]
+    deleted.clear()
+    offline.update(program, result.snapshot)
+    assert ("b", "b1") not in deleted
+
+
+def test_ignore_changes_keep_the_old_value_before_the_diff():
+    """continueStepsFromImport: processIgnoreChanges puts the old value back before Check and Diff, so an ignored
+    input that changed is a same, and the state keeps the old value."""
+    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k)})
+    value = {"k": "1"}
+
+    def program(monitor):
+        monitor.register(T_A, "a", inputs=dict(value), ignore_changes=["k"])
+
+    first = offline.update(program)
+    value["k"] = "2"
+    second = offline.update(program, first.snapshot)
+    assert second.ops() == [("same", "default"), ("same", "a")]
+    assert second.state("a")[0].inputs == {"k": "1"}
+
+
+def test_preview_with_refresh_hands_the_program_what_was_read():
+    """RefreshStep.Apply reads in a preview too, and rebuildBaseState hands the refreshed outputs on: the program of
+    `pulumi preview --refresh` sees the same outputs as that of `pulumi up --refresh`."""
+    offline = engine.Engine({"pkgA": engine.Provider(read=lambda old: {**old.outputs, "ip": "10.0.0.5"})})
+    seen = []
+
+    def program(monitor):
+        seen.append(monitor.register(T_A, "a", inputs={"k": "1"}).outputs.get("ip"))
+
+    first = offline.update(program)
+    seen.clear()
+    offline.update(program, first.snapshot, preview=True, refresh=True)
+    offline.update(program, first.snapshot, refresh=True)
+    assert seen == ["10.0.0.5", "10.0.0.5"]
+
+
+def test_a_targeted_update_refuses_to_delete_an_untargeted_dependent():
+    """GenerateDeletes: the resources a targeted update may delete are the targets and what depends on them
+    (getTargetDependents); deleting one the --target list does not name is diagnostic 2014, which stops an update
+    before any delete and fails a preview."""
+    offline = engine.Engine({})
+
+    def before(monitor):
+        a = monitor.register(T_A, "a")
+        monitor.register(T_A, "b", dependencies=[a.urn])
+
+    def after(monitor):
+        monitor.register(T_A, "a")
+
+    first = offline.update(before)
+    a_urn = first.state("a")[0].urn
+    for preview in (True, False):
+        result = offline.update(after, first.snapshot, preview=preview, targets=[a_urn])
+        assert result.error and any("will be destroyed but was not specified in --target list" in d for d in result.diagnostics)
+    assert [s.name for s in result.snapshot] == ["default", "a", "b"]
+    assert ("delete", "b") in offline.update(after, first.snapshot, targets=[a_urn], target_dependents=True).ops()
+
+
+def test_a_location_spelled_another_way_is_no_change():
+    """azure-native applyAzureSpecificDiff (provider/pkg/provider/diff.go @ 03707ff7): a top-level location that
+    differs only in case and spaces is not a change, so it replaces nothing."""
+    def plan(location):
+        return _plan([{"name": "mpe", "type": MPE_T, "dbr": True,
+                       "inputs": {"managedPrivateEndpointName": "m", "location": location}}])
+    assert plan_diff.compute(plan("eastus"), plan("East US")).step("mpe").op == "same"
+    assert plan_diff.compute(plan("eastus"), plan("westus")).step("mpe").op == "replace"

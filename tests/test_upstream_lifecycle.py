@@ -1971,3 +1971,46 @@ def test_TestTargetUntargetedParentWithUpdatedDependency():
     assert result.snapshot[0].type == "pulumi:pulumi:Stack"
     assert result.snapshot[1].type == "pulumi:providers:pkgA"
 
+
+
+def _chain_options(kind: str, upon: str) -> dict:
+    if kind == "dependencies":
+        return {"dependencies": [upon]}
+    if kind == "property dependencies":
+        return {"inputs": {"prop": "x"}, "property_dependencies": {"prop": [upon]}}
+    return {"deleted_with": upon}
+
+
+@pytest.mark.parametrize("removed", ["bottom", "middle", "entirety"])
+@pytest.mark.parametrize("kind", ["dependencies", "property dependencies", "deleted with"])
+def test_TestUntargetedDependencyChainsArePreserved(kind, removed):
+    """pulumi/pulumi v3.230.0 (ae2e2698) ``pkg/engine/lifecycletest/target_test.go``
+    TestUntargetedDependencyChainsArePreserved, subtests "dependencies", "property dependencies" and "deleted with",
+    each "deleting the bottom / middle / entirety of a dependency chain": A, B on A, C on B and an unrelated TARGET;
+    A, B or both leave the program; an update targeting TARGET succeeds and writes a state that passes
+    VerifyIntegrity (getDependencySteps keeps each untargeted dependency before what depends on it)."""
+    engine = Engine({"pkgA": deploytest()})
+
+    def before(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        a = monitor.register("pkgA:m:typA", "a")
+        b = monitor.register("pkgA:m:typA", "b", **_chain_options(kind, a.urn))
+        monitor.register("pkgA:m:typA", "c", **_chain_options(kind, b.urn))
+        monitor.register("pkgA:m:typA", "target")
+
+    def after(monitor):
+        monitor.register("pulumi:pulumi:Stack", "test", False)
+        if removed == "middle":
+            monitor.register("pkgA:m:typA", "a")
+        if removed == "bottom":
+            b = monitor.register("pkgA:m:typA", "b")
+            monitor.register("pkgA:m:typA", "c", **_chain_options(kind, b.urn))
+        else:
+            monitor.register("pkgA:m:typA", "c")
+        monitor.register("pkgA:m:typA", "target")
+
+    snap = engine.update(before).snapshot
+    target = next(s.urn for s in snap if s.name == "target")
+    result = engine.update(after, snap, targets=[target])
+    assert result.error is None, result.error
+    assert verify_integrity(result.snapshot) is None

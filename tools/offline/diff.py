@@ -191,7 +191,7 @@ class _Model:
         when the rule says the provider asks it), its ``DiffConfig`` is the rule's ``config_diff``."""
         def diff(urn, old, new_inputs, preview):
             rule = replacement.rule_for(old.type)
-            changed = self.diffs(urn, old.inputs, new_inputs, old.ignore_changes)
+            changed = [d for d in self.diffs(urn, old.inputs, new_inputs) if not _same_location(old.type, d)]
             keys = sorted({_top(d["path"]) for d in changed if rule is not None and rule.forces(d["path"])})
             return engine.DiffResult(bool(changed), keys, bool(keys) and rule is not None and rule.delete_first,
                                      sorted({_top(d["path"]) for d in changed}))
@@ -212,6 +212,15 @@ class _Model:
         project, stack = self.head.get("project", "project"), self.head.get("stack", "stack")
         offline = engine.Engine(self.providers(), stack=stack, project=project)
         return offline.update(self.program, self.snapshot(), preview=True, replace=replace_targets)
+
+
+def _same_location(type_: str, diff: dict) -> bool:
+    """azure-native drops a top-level ``location`` change between spellings of one region ("East US", "eastus"):
+    ``applyAzureSpecificDiff`` compares them lowercased without spaces (provider/pkg/provider/diff.go @ 03707ff7)."""
+    if not type_.startswith("azure-native:") or diff["path"] != "location":
+        return False
+    norm = lambda v: v.lower().replace(" ", "") if isinstance(v, str) else v
+    return diff["old"] is not None and diff["new"] is not None and norm(diff["old"]) == norm(diff["new"])
 
 
 # --- from the engine's steps to the reviewer's -------------------------------------------------------------------
@@ -489,8 +498,11 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
         diff = compute(base, head, targets, dependencies, known_json)
         now = frozenset(s.urn for s in diff.steps if s.op in ("create", "replace") and _custom(known, s.urn))
         if now == pending:
-            at_up = {s.urn: s.op for s in compute(base, known_json, targets, dependencies).steps}
-            diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and at_up.get(s.urn) != "replace"]
+            # `pulumi up` diffs each resource again once its inputs are known (D12): its order is that run's.
+            at_up = compute(base, known_json, targets, dependencies)
+            ops = {s.urn: s.op for s in at_up.steps}
+            diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
+            diff.order = at_up.order
             return diff, known
         pending = now
         previewed = evaluate(pending).to_json()
@@ -566,7 +578,8 @@ def render_text(diff: Diff, title: str) -> str:
             lines += [f"       because {reason}" for reason in step.reasons if op in ("replace", "update", "delete")]
             lines += ["       ~ {}: {} => {}".format(path, *_values(old, new)) for d in step.diffs
                       for path, old, new in _expanded(d)]
-    lines += ["", "Engine order (pulumi up):"]
+    lines += ["", "Engine order (pulumi up" + (", with the canned answers: the replacements that exist only in "
+                                               "preview are not made)" if diff.preview_only else ")") + ":"]
     if not diff.order:
         lines.append("    (nothing to do)")
     for i, action in enumerate(diff.order, 1):

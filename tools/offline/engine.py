@@ -303,6 +303,7 @@ class _Run:
     def __init__(self, engine: Engine, olds: list[State], preview: bool, targets: set[str],
                  target_dependents: bool, replace_targets: set[str]) -> None:
         self.engine, self.olds, self.preview = engine, olds, preview
+        self.original = copy.deepcopy(olds)  # what a preview hands back: it writes nothing
         self.targets, self.target_dependents, self.replace_targets = targets, target_dependents, replace_targets
         self.targets_actual: set[str] = set()
         self.steps: list[Step] = []
@@ -396,6 +397,8 @@ class _Run:
                     replace_with=goal["replace_with"], replace_on_changes=goal["replace_on_changes"],
                     ignore_changes=goal["ignore_changes"], replacement_trigger=goal["replacement_trigger"])
         old = self.old_by_urn.get(urn)
+        if old is not None and new.ignore_changes:  # continueStepsFromImport: processIgnoreChanges before Check/Diff
+            new.inputs = process_ignore_changes(new.inputs, old.inputs, new.ignore_changes)
         steps = self.generate(goal, new, old)
         if steps and steps[0][0] != "skipped-create":  # validateSteps: every step's new state, not only creates
             self.check_targeted_dependencies(steps[0][1] if steps[0][0] == "same-untargeted" else new)
@@ -441,7 +444,7 @@ class _Run:
         if old is not None:  # Case 3
             if not targeted:
                 self.sames.add(urn)
-                return [("same-untargeted", old)]  # getDependencySteps: a SameStep of old and old.Copy()
+                return self.dependency_sames(old)
             return self.steps_from_diff(goal, new, old)
         if not targeted:  # Case 4, not targeted: a skipped create
             self.sames.add(urn)
@@ -449,6 +452,28 @@ class _Run:
             return [("skipped-create",)]
         self.creates.add(urn)
         return [("create",)]
+
+    def dependency_sames(self, old: State) -> list[tuple]:
+        """``getDependencySteps``: an untargeted resource keeps its old state, and so, first, does each of its
+        dependencies (parent, dependencies, property dependencies, deletedWith, replaceWith) that has no step yet,
+        depth first, so the state written stays in dependency order. One that is pending deletion is skipped."""
+        if old.delete:
+            return []
+        self.urns.add(old.urn)
+        self.sames.add(old.urn)
+        steps: list[tuple] = []
+        for kind, dep in old.all_dependencies():
+            if self.has_generated_step(dep):
+                continue
+            dep_old = self.old_by_urn.get(dep)
+            if dep_old is None:
+                raise _Bail(f"{kind} {dep} of untargeted resource {old.urn} has no old state")
+            steps += self.dependency_sames(dep_old)
+        return steps + [("same-untargeted", old)]
+
+    def has_generated_step(self, urn: str) -> bool:
+        """``hasGeneratedStep``: a create, same, update, delete or replace of ``urn`` in this run."""
+        return any(urn in group for group in (self.creates, self.sames, self.updates, self.deletes, self.replaces))
 
     def check_targeted_dependencies(self, new: State) -> None:
         """``validateSteps``: a targeted step that depends on a skipped create is an error."""
@@ -549,7 +574,10 @@ class _Run:
                 self.diagnostics.append(message)
                 self.saw_error = True
                 raise _Bail(message)
-            steps.append(("delete-replaced", dependent, dep_keys, f"{why}; deleted before {old.name}"))
+            if dependent.delete:  # already pending deletion: a plain DeleteStep (continueStepsFromDiff)
+                steps.append(("delete-pending", dependent, dep_keys, f"{why}; a pending delete, deleted before {old.name}"))
+            else:
+                steps.append(("delete-replaced", dependent, dep_keys, f"{why}; deleted before {old.name}"))
             self.deletes.add(dependent.urn)
             self.pending_deletes.add(id(dependent))
         if not old.pending_replacement:
@@ -634,7 +662,7 @@ class _Run:
             if kind == "same" and not new.custom:
                 state.outputs = copy.deepcopy(old.outputs)
             self._finish(state, old)
-            self.record("same", new.urn)
+            self.record("same", state.urn, note="not targeted" if kind == "same-untargeted" else "")
             return state
         if kind == "skipped-create":
             self.record("same", new.urn, note="skipped create: not targeted")
@@ -675,6 +703,9 @@ class _Run:
             self._finish(state, None)
             self.record("create-replacement", new.urn, step[2], step[3])
             return state
+        if kind == "delete-pending":
+            self.delete(step[1], replacing=False, note=step[3])
+            return None
         if kind == "delete-replaced":
             victim = step[1]
             self.delete(victim, replacing=True, note=step[3] if len(step) > 3 else "", pending_replace=True)
@@ -737,11 +768,10 @@ class _Run:
                     except ProviderError as failure:
                         self.record(op, victim.urn, note=f"failed: {failure}")
                         raise
-        if not self.preview:
-            if pending_replace:
-                victim.pending_replacement = True
-            else:
-                self.done.add(id(victim))
+        if pending_replace:  # DeleteStep.Apply sets it once the delete is done, in a preview as well
+            victim.pending_replacement = True
+        elif not self.preview:
+            self.done.add(id(victim))
         self.record(op, victim.urn, note=why)
 
     def refresh_all(self) -> set[int]:
@@ -764,7 +794,7 @@ class _Run:
             self.record("refresh", state.urn, note="gone: dropped from the state" if outputs is None else "")
             if outputs is None:
                 gone.add(id(state))
-            elif not self.preview:
+            else:  # RefreshStep.Apply reads in a preview too; the program sees what it read
                 state.outputs = outputs
         return gone
 
@@ -801,11 +831,15 @@ class _Run:
         step."""
         if destroy:
             allowed = self.destroy_targets()
+        elif self.targets:  # determineAllowedResourcesToDeleteFromTargets: the targets and all that depends on them
+            allowed = self.target_closure()
+        else:
+            allowed = {state.urn for state in self.olds}
         victims: list[tuple[State, str, str]] = []
         for state in self.olds:
             if id(state) in self.done:
                 continue
-            untargeted = (state.urn not in allowed) if destroy else bool(self.targets) and state.urn not in self.targets
+            untargeted = state.urn not in allowed
             if untargeted:
                 # An untargeted resource not operated on: a SameStep of it, run before the deletes.
                 if state.urn not in self.sames | self.updates | self.replaces:
@@ -818,11 +852,21 @@ class _Run:
                 if id(state) in self.pending_deletes:
                     continue
                 victims.append((state, "delete-replaced", "old resource of a create-first replacement"))
-            elif destroy or state.urn not in (self.creates | self.sames | self.updates | self.deletes | self.replaces):
+            elif destroy or not self.is_operated_on(state.urn):
                 if state.pending_replacement:
                     victims.append((state, "remove-pending-replace", "removed from the program while pending replacement"))
                 else:
                     victims.append((state, "delete", "removed from the program" if not destroy else "destroy"))
+        if self.targets and not destroy and not self.target_dependents:
+            # GenerateDeletes: deleting what --target does not name is refused (diagnostic 2014); an update stops
+            # before any delete runs, a preview reports it and goes on.
+            stray = [state.urn for state, op, _ in victims if op == "delete" and state.urn not in self.targets]
+            for urn in stray:
+                self.diagnostics.append(f"Resource '{urn}' will be destroyed but was not specified in --target list.\n"
+                                        "Either include resource in --target list or pass --target-dependents to proceed.")
+                self.saw_error = True
+            if stray and not self.preview:
+                raise _Bail("delete untargeted resource")
         # GenerateDeletes marks each of them in sg.deletes before any runs: a deletedWith target among them skips
         # its dependents' provider Delete (isDeletedWith), whatever the order.
         self.deletes.update(state.urn for state, _, _ in victims)
@@ -835,6 +879,11 @@ class _Run:
                 self.record(op, state.urn, note=note)
             else:
                 self.delete(state, replacing=(op == "delete-replaced"), note=note)
+
+    def is_operated_on(self, urn: str) -> bool:
+        """``isOperatedOn``: a same, update, replace (or read/refresh) this run; deliberately not a delete, so a
+        member of a delete-first chain the program no longer registers still gets its step here."""
+        return urn in self.sames or urn in self.updates or urn in self.replaces
 
     def transitive_dependencies(self, root: State) -> set[int]:
         """``DependencyGraph.TransitiveDependenciesOf`` over the old state: ``id()`` of what ``root`` depends on,
@@ -868,6 +917,19 @@ class _Run:
             mark(start)
         marked.discard(id(root))
         return marked
+
+    def target_closure(self) -> set[str]:
+        """``getTargetDependents``: the targets and, transitively, what depends on them in the old state (children,
+        dependencies of any kind, the provider), whatever ``--target-dependents`` says."""
+        closure = {state.urn for state in self.olds if state.urn in self.targets}
+        changed = True
+        while changed:
+            changed = False
+            for state in self.olds:
+                if state.urn not in closure and any(u in closure for u in _dependencies_of(state)):
+                    closure.add(state.urn)
+                    changed = True
+        return closure
 
     def destroy_targets(self) -> set[str]:
         urns = [s.urn for s in self.olds]
@@ -910,9 +972,32 @@ class _Run:
         GenerateDeletes carries over after the registered ones), then the old resources not done with (pending
         deletes, pending replacements, refused deletes) in their old order. A preview writes nothing."""
         if self.preview:
-            return [copy.deepcopy(s) for s in self.olds]
+            return [copy.deepcopy(s) for s in self.original]
         written = [self.news[u] for u in self.new_order if u in self.news and id(self.news[u]) not in self.done]
         return written + self.carried + [s for s in self.olds if id(s) not in self.done]
+
+
+def process_ignore_changes(inputs: dict, old_inputs: dict, paths: Iterable[str]) -> dict:
+    """``processIgnoreChanges``: each ignored property path (``key`` or ``key.sub``) takes its old value (absent when
+    it was absent); a path that runs through something missing on either side is left as it is
+    (``PropertyPath.Reset``)."""
+    result = copy.deepcopy(inputs)
+    for path in paths:
+        keys = path.split(".")
+        old_parent, new_parent = old_inputs, result
+        for key in keys[:-1]:
+            if not (isinstance(old_parent, dict) and isinstance(new_parent, dict) and key in old_parent and key in new_parent):
+                old_parent = new_parent = None
+                break
+            old_parent, new_parent = old_parent[key], new_parent[key]
+        if not isinstance(old_parent, dict) or not isinstance(new_parent, dict):
+            continue
+        last = keys[-1]
+        if last in old_parent:
+            new_parent[last] = copy.deepcopy(old_parent[last])
+        else:
+            new_parent.pop(last, None)
+    return result
 
 
 def _dependencies_of(state: State) -> list[str]:
