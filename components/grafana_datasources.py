@@ -18,7 +18,11 @@ role that lets Grafana's identity read the workspace.
   the definition as sorted JSON in the environment so ``pulumi preview --diff`` shows what changes.
   Pyroscope: type ``grafana-pyroscope-datasource``, proxy access, url ``http://<MPE private IP>:4040``.
   Prometheus: type ``prometheus``, url = the workspace's ``metrics.prometheusQueryEndpoint``,
-  ``jsonData.httpMethod=POST``, ``jsonData.azureCredentials.authType=msi`` (Grafana's managed identity).
+  ``jsonData.httpMethod=POST``, ``jsonData.azureCredentials.authType=msi`` (Grafana's managed identity). The step
+  writes the type the Grafana it meets needs (scripts/grafana_server.py): ``grafana-azureprometheus-datasource``
+  from Grafana 13.0 on, where core Prometheus has no Azure authentication; the definition here (and the
+  ``prometheusDatasource`` output) keeps the published procedure's ``prometheus``, which ``tools.verify --drift``
+  counts as the same.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each step is ``bash scripts/<name>.sh`` or ``python3 scripts/<name>.py apply`` (run from the project
 directory, where Pulumi starts its providers), parameters in ``environment`` (keys sorted), stdout and
-stderr in the engine's log (the scripts never print credentials). An edited script runs again: the sha256 of the script and its shared helper (``lib.sh`` or
-``azcli.py``) is part of the inputs.
+stderr in the engine's log (the scripts never print credentials). An edited script runs again: the sha256 of the script and its shared helpers (``lib.sh``, or
+``azcli.py`` and ``grafana_server.py``) is part of the inputs.
 
 Two kinds of step:
 
@@ -38,12 +38,16 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 DASHBOARD_API_VERSION = "2024-10-01"
 
 
+#: The shared helpers a step script runs with: bash steps source ``lib.sh``; the Python (Grafana) steps import
+#: ``azcli.py`` and ``grafana_server.py`` (which Grafana it is, and what its version changes).
+HELPERS = {".sh": ("lib.sh",), ".py": ("azcli.py", "grafana_server.py")}
+
+
 def script_hash(script: str) -> str:
-    """sha256 (hex) of the shared helper (``scripts/lib.sh`` for bash, ``scripts/azcli.py`` for Python)
-    followed by ``scripts/<script>``; raises FileNotFoundError."""
-    helper = "lib.sh" if script.endswith(".sh") else "azcli.py"
+    """sha256 (hex) of the shared helpers (:data:`HELPERS`) followed by ``scripts/<script>``; raises
+    FileNotFoundError."""
     digest = hashlib.sha256()
-    for path in (SCRIPTS / helper, SCRIPTS / script):
+    for path in [SCRIPTS / helper for helper in HELPERS[Path(script).suffix]] + [SCRIPTS / script]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

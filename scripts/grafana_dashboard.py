@@ -13,7 +13,10 @@ on updates and deletes).
 
 apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), import its ``__inputs`` as Grafana's
 import does (:func:`import_inputs`; an input this stack cannot supply: one-line error), check the JSON's uid is
-DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES, stamp it with this step's owner id
+DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES and, when a datasource variable selects
+``prometheus`` datasources, at the Prometheus type this Grafana's Azure-auth datasources have (scripts/grafana_server.py:
+``grafana-azureprometheus-datasource`` from Grafana 13.0 on, read with GET /api/health and GET /api/plugins; a
+datasource variable offers only datasources of its plugin id), stamp it with this step's owner id
 (top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
 version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else
 POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
@@ -32,6 +35,7 @@ import re
 import sys
 import tempfile
 
+import grafana_server
 from azcli import OWNER_KEY, AzError, Owner, Step, download, rest
 
 step = Step("grafana-dashboard")
@@ -120,13 +124,22 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
     return imported
 
 
-def prepare(dashboard: dict, datasources: dict) -> dict:
+def prepare(dashboard: dict, datasources: dict, prometheus_type: str = grafana_server.PROMETHEUS) -> dict:
     """The source JSON as the upload sends it, before this step's owner id is stamped on: the datasource
-    variables defaulted (:func:`with_datasource_defaults`) and ``id`` null (Grafana assigns it).
-    ``tools.verify --drift`` prepares the stack's dashboard with this same function."""
+    variables defaulted (:func:`with_datasource_defaults`), those that select ``prometheus`` datasources pointed at
+    ``prometheus_type`` (``grafana_server.dashboard_prometheus_type`` of the Grafana it goes to), and ``id`` null
+    (Grafana assigns it). ``tools.verify --drift`` prepares the stack's dashboard with this same function."""
     dashboard = with_datasource_defaults(dashboard, datasources)
+    dashboard = grafana_server.retarget_prometheus_variables(dashboard, prometheus_type)
     dashboard["id"] = None
     return dashboard
+
+
+def selects_prometheus(dashboard: dict) -> bool:
+    """True when a datasource variable of ``dashboard`` selects ``prometheus`` datasources (then the Grafana's version
+    decides what it must select)."""
+    return any(variable.get("type") == "datasource" and variable.get("query") == grafana_server.PROMETHEUS
+               for variable in (dashboard.get("templating") or {}).get("list") or [])
 
 
 def comparable(dashboard: dict) -> dict:
@@ -164,7 +177,12 @@ def main(action: str) -> int:
     dashboard = import_inputs(dashboard, json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}"), source)
     if dashboard.get("uid") != uid:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
-    dashboard = prepare(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"))
+    prometheus_type = grafana_server.PROMETHEUS
+    if selects_prometheus(dashboard):
+        prometheus_type = grafana_server.dashboard_prometheus_type(grafana_server.probe(step, endpoint, timeout))
+        if prometheus_type != grafana_server.PROMETHEUS:
+            step.log(f"dashboard {uid}: its datasource variables that select prometheus select {prometheus_type} here")
+    dashboard = prepare(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"), prometheus_type)
     dashboard[OWNER_KEY] = owner.id
 
     existing = step.read(f"dashboard {uid}", by_uid, timeout)

@@ -8,23 +8,28 @@ checked before a delete), UID_CONFIG_KEY (the config key that sets this uid, nam
 POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command
 on updates and deletes).
 
-apply: GET /api/datasources/uid/{uid}; missing -> GET /api/datasources/name/{name}: a datasource of that name is
-adopted (below), none -> POST /api/datasources. Present and already holding every field of DATASOURCE -> nothing
-written (on a create only if it also carries this step's owner id); otherwise PUT /api/datasources/uid/{uid}.
-What is written carries jsonData.aksGpuObservabilityOwner = this step's owner id (azcli.Owner). A datasource
-created by hand with the same uid is adopted.
+apply: GET /api/datasources/uid/{uid}; missing -> GET /api/datasources/name/{name}: a datasource of that name under
+another uid stops the step (below), none -> POST /api/datasources. Present and already holding every field of DATASOURCE
+-> nothing written (on a create only if it also carries this step's owner id); otherwise PUT /api/datasources/uid/{uid}
+with a body of that same uid. What is written carries jsonData.aksGpuObservabilityOwner = this step's owner id
+(azcli.Owner). A datasource created by hand with the same uid is adopted.
 
-Adoption by name (a datasource made by hand under the stack's name but another uid, e.g. the published
-procedure's Prometheus datasource, whose uid Grafana picked at random): only if it is not read-only, is of the
-same type and carries no other step's owner id; it is then moved to the stack's uid in place with PUT
-/api/datasources/uid/{its uid} and a body holding the stack's uid. Grafana's update keeps the row (its numeric id,
-name, secure fields, permissions) and writes the body's uid (grafana/grafana at 001e0d7688f2608aa1f36b4f377a9185d328217a:
-pkg/api/datasources.go ``UpdateDataSourceByUID`` looks the datasource up by the path uid and updates it by its id;
-pkg/services/datasources/service/store.go ``UpdateDataSource`` at 01d820ab9a41d230334a427024e50f6dd03ce338 sets
-``UID: cmd.UID`` on that row after ``util.ValidateUID``). References to the old uid (a panel or alert rule that
-names it) must follow; set the datasource uid config to the old uid instead to keep it. A datasource of that name
-that cannot be adopted stops the step with one line saying why. A different datasource with the same name
-appearing between the checks makes POST answer 409: the step then names its uid and stops.
+A Prometheus datasource with Azure authentication (``jsonData.azureCredentials``) first asks which Grafana this is
+(scripts/grafana_server.py ``probe``: GET /api/health, GET /api/plugins?type=datasource) and gets the type that Grafana
+needs: ``grafana-azureprometheus-datasource`` from Grafana 13.0 on (core Prometheus lost Azure authentication there;
+the plugin not installed stops the step with one line), ``prometheus`` before it; a datasource Grafana's own migration
+(or an admin) already moved to the plugin stays on it (``grafana_server.datasource_type``).
+
+A datasource's uid is never changed: Grafana refuses a PUT whose body uid differs from the path's (400 since
+grafana/grafana commit e99df4816b6fba47a08f904fb19c9841e019c5fc, in 11.6.15, 12.2.9, 12.3.7, 12.4.4 and 13.0.2; 500
+between PR 107486 and that fix; see tests/fake_world.py ``uid_change_answer``), and renaming a uid would break every
+dashboard panel and alert rule that names it. So a datasource found by name under another uid (e.g. the published
+procedure's Prometheus datasource, whose uid Grafana picked at random) is not written at all: the step stops with one
+line naming the config key and the value that adopts it under its own uid (``pulumi config set <UID_CONFIG_KEY>
+<its uid>``), after which the next run finds it by uid and adopts it in place (id, secrets, permissions and everything
+that references it kept). One that cannot be adopted at all (read-only, another type, another step's owner id) stops
+the step with one line saying why. A different datasource with the same name appearing between the checks makes POST
+answer 409: the step then names its uid the same way.
 
 A provisioned datasource under the stack's uid (GET shows ``readOnly: true``; Grafana answers its PUT and DELETE
 with 403 "Cannot update/delete read-only data source", grafana/grafana pkg/api/datasources.go @ 001e0d76) is never
@@ -44,6 +49,7 @@ import os
 import sys
 import urllib.parse
 
+import grafana_server
 from azcli import OWNER_KEY, AzError, Owner, Step, contains, rest
 
 step = Step("grafana-datasource")
@@ -52,11 +58,11 @@ step = Step("grafana-datasource")
 def main(action: str) -> int:
     endpoint = step.env("GRAFANA_ENDPOINT").rstrip("/")
     try:
-        desired = json.loads(step.env("DATASOURCE"))
+        definition = json.loads(step.env("DATASOURCE"))
     except json.JSONDecodeError as error:
         step.fail(f"DATASOURCE is not JSON: {error}")
     timeout = float(step.env("TIMEOUT_SECONDS"))
-    uid, name = desired.get("uid"), desired.get("name")
+    uid, name = definition.get("uid"), definition.get("name")
     if not uid or not name:
         step.fail("DATASOURCE needs a uid and a name")
     by_uid = f"{endpoint}/api/datasources/uid/{urllib.parse.quote(uid, safe='')}"
@@ -67,15 +73,15 @@ def main(action: str) -> int:
         print(uid)
         return 0
 
-    stamped = {**desired, "jsonData": {**(desired.get("jsonData") or {}), OWNER_KEY: owner.id}}
     existing = _writable(uid, step.read(f"datasource {uid}", by_uid, timeout))
+    server = grafana_server.probe(step, endpoint, timeout) if grafana_server.uses_azure_auth(definition) else None
 
     if existing is None:
-        adopted = _by_name(endpoint, name, timeout)
-        if adopted is not None:
-            _adopt(adopted, desired, stamped, endpoint, owner, timeout)
-            print(owner.line(uid))
-            return 0
+        found = _by_name(endpoint, name, timeout)
+        if found is not None:
+            _refuse_another_uid(found, definition, server, owner)
+        desired = _for_grafana(definition, server, None)
+        stamped = _stamped(desired, owner)
         try:
             step.retry(f"creating datasource {uid}", lambda: rest("post", f"{endpoint}/api/datasources", stamped), timeout)
             step.log(f"created datasource {uid} ({desired.get('type')})")
@@ -89,15 +95,16 @@ def main(action: str) -> int:
             existing = _writable(uid, step.read(f"datasource {uid}", by_uid, timeout))
             if existing is None:
                 holder = _uid_of_name(endpoint, name, timeout)
-                step.fail(f"a datasource named '{name}' already exists with uid '{holder}'; set the datasource uid "
-                          f"config to '{holder}' to adopt it, or rename or delete it in Grafana")
+                step.fail(f"a datasource named '{name}' already exists under uid '{holder}'; {_adopt_by_uid(holder)}")
             step.log(f"datasource {uid} already exists (an earlier attempt created it); adopting it")
+    desired = _for_grafana(definition, server, existing)
+    stamped = _stamped(desired, owner)
     if contains(existing, desired) and (not owner.claim or _marker(existing) == owner.id):
         step.log(f"datasource {uid} is up to date; nothing written")
     else:
         changed = sorted(key for key, value in desired.items() if not contains(existing.get(key), value))
         try:
-            step.retry(f"updating datasource {uid}", lambda: rest("put", by_uid, stamped), timeout)
+            step.retry(f"updating datasource {uid}", lambda: _put(by_uid, uid, stamped), timeout)
         except AzError as error:
             if error.kind == "read_only":
                 _refuse_read_only(uid)
@@ -136,33 +143,67 @@ def _by_name(endpoint: str, name: str, timeout: float):
     return step.read(f"datasource '{name}'", f"{endpoint}/api/datasources/name/{urllib.parse.quote(name, safe='')}", timeout)
 
 
-def _refusal(found: dict, desired: dict, owner: Owner) -> str | None:
-    """Why the datasource ``found`` (same name, another uid) cannot be adopted for ``desired``, or None if it can:
-    read-only (provisioned; Grafana refuses to update it), another type, or another step's owner id."""
+def _stamped(desired: dict, owner: Owner) -> dict:
+    """``desired`` as written: its jsonData carries this step's owner id."""
+    return {**desired, "jsonData": {**(desired.get("jsonData") or {}), OWNER_KEY: owner.id}}
+
+
+def _for_grafana(desired: dict, server, live) -> dict:
+    """``desired`` with the type this Grafana needs (scripts/grafana_server.py); a plugin type whose plugin is missing
+    stops the step with one line."""
+    if server is None:
+        return desired
+    fitted = grafana_server.for_grafana(desired, server, live)
+    why = grafana_server.missing_plugin(server, fitted)
+    if why:
+        step.fail(f"datasource {desired['uid']}: {why}")
+    if fitted["type"] != desired["type"]:
+        step.log(f"datasource {desired['uid']}: type {fitted['type']} in {server.describe()} (the stack's definition "
+                 f"says {desired['type']})")
+    return fitted
+
+
+def _put(url: str, uid: str, body: dict):
+    """PUT ``body`` to ``url`` (the datasource ``uid``). A body of another uid is never sent: Grafana refuses to change
+    a datasource's uid (module docstring), with 400 or, in some releases, a 500 that a retry would only repeat."""
+    if body.get("uid") != uid:
+        step.fail(f"refusing to send datasource {uid} a body of uid {body.get('uid')!r}: Grafana does not change a uid")
+    return rest("put", url, body)
+
+
+def _adopt_by_uid(holder: str) -> str:
+    """The one-line advice for a datasource of the stack's name under uid ``holder``."""
+    key = os.environ.get("UID_CONFIG_KEY")
+    setting = f"`pulumi config set {key} {holder}`" if key else f"set the datasource's uid config to '{holder}'"
+    return (f"Grafana does not change a datasource's uid, so to adopt it keep its uid: {setting}, then `pulumi up` "
+            f"(dashboards and alert rules that name {holder} keep working); or rename or delete it in Grafana")
+
+
+def _refusal(found: dict, desired: dict, server, owner: Owner) -> str | None:
+    """Why the datasource ``found`` (same name, another uid) cannot be adopted for ``desired`` at all, or None if it
+    could be under its own uid: read-only (provisioned; Grafana refuses to update it), another type (either
+    Prometheus type for an Azure-auth Prometheus datasource that this Grafana accepts), or another step's owner id."""
     if found.get("readOnly"):
         return "is read-only (provisioned from a file; Grafana refuses to change it)"
-    if found.get("type") != desired.get("type"):
-        return f"is of type {found.get('type')!r}, not {desired.get('type')!r}"
+    types = ((grafana_server.accepted_types(server) or {grafana_server.new_type(server)}) if server is not None
+             else {desired.get("type")})
+    if found.get("type") not in types:
+        return f"is of type {found.get('type')!r}, not {' or '.join(repr(t) for t in sorted(types))}"
     if owner.held_by_another(_marker(found)):
         return f"belongs to another step or stack (owner {_marker(found)})"
     return None
 
 
-def _adopt(found: dict, desired: dict, stamped: dict, endpoint: str, owner: Owner, timeout: float) -> None:
-    """Move the hand-made datasource ``found`` to the stack's uid with its definition (module docstring)."""
-    uid, name, old_uid = desired["uid"], desired["name"], str(found.get("uid"))
-    why = _refusal(found, desired, owner)
+def _refuse_another_uid(found: dict, desired: dict, server, owner: Owner) -> "NoReturn":  # noqa: F821
+    """Stop at the hand-made datasource ``found`` (the stack's name, another uid): nothing is written (module
+    docstring); the one line says why it cannot be adopted, or which uid to configure to adopt it."""
+    name, old_uid = desired["name"], str(found.get("uid"))
+    why = _refusal(found, desired, server, owner)
     if why:
         step.fail(f"a datasource named '{name}' already exists with uid '{old_uid}' and {why}; rename or delete it "
                   "in Grafana, or set the datasource name config to another name")
-    url = f"{endpoint}/api/datasources/uid/{urllib.parse.quote(old_uid, safe='')}"
-    try:
-        step.retry(f"adopting datasource '{name}'", lambda: rest("put", url, stamped), timeout)
-    except AzError as error:
-        step.fail(f"adopting datasource '{name}' (uid {old_uid}) failed: {error.last_line}")
-    changed = sorted(key for key, value in desired.items() if key != "uid" and not contains(found.get(key), value))
-    step.log(f"adopted datasource '{name}': uid {old_uid} -> {uid}" + (f"; updated {', '.join(changed)}" if changed else "")
-             + f" (anything that names uid {old_uid} must now name {uid})")
+    step.fail(f"a datasource named '{name}' already exists under uid '{old_uid}', not '{desired['uid']}'; "
+              f"{_adopt_by_uid(old_uid)}")
 
 
 def _uid_of_name(endpoint: str, name: str, timeout: float) -> str:

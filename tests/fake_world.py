@@ -17,12 +17,15 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   ``specification/common-types/resource-management/v3/types.json`` ``Resource.systemData``, read-only, which the
   dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
-  /api/datasources/uid/{uid}`` where a PUT writes the body's uid onto the row the path's uid names, keeping its
-  ``id`` (grafana/grafana ``pkg/api/datasources.go`` ``UpdateDataSourceByUID`` and
-  ``pkg/services/datasources/service/store.go`` ``UpdateDataSource``), ``GET /api/datasources/name/{name}``, a
-  ``version`` bumped on each write) and
+  /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
   dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
   /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
+- Which Grafana it is (docs/offline.md G3, G8-G10): each workspace has a ``version`` (default
+  :data:`DEFAULT_GRAFANA_VERSION`; tests/test_grafana_versions.py runs the steps against every one of
+  :data:`GRAFANA_VERSIONS`) answered by ``GET /api/health``, and datasource plugins answered by ``GET
+  /api/plugins?type=datasource``. What depends on the version: a PUT whose body uid differs from the path's
+  (:func:`uid_change_answer`), and Grafana 13's start-up migration of Azure-auth Prometheus datasources to the
+  plugin ``grafana-azureprometheus-datasource`` (:func:`start`, :func:`upgrade`).
 - Downloads through ``az rest --skip-authorization-header --output-file``: ``downloads`` maps URL -> local file.
 - Role assignments: ``az role assignment create --assignee-object-id ... --assignee-principal-type ... --role <id>
   --scope ... --name ...`` stores one in ``arm`` under the key azure-native's would have (:func:`arm_key`); when the
@@ -43,7 +46,7 @@ import json
 import re
 import uuid
 from typing import Any, Optional
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 PRIVATE_IP = "10.0.4.36"  # tools/offline/canned.py MPE_PRIVATE_IP
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
@@ -239,9 +242,137 @@ def _role_assignment_create(argv: list[str], world: dict) -> dict:
 # --- Grafana's HTTP API ----------------------------------------------------------------------------------------------
 
 
+#: The Grafana releases the version matrix runs against (tests/test_grafana_versions.py): the long-term 10.4 and 11.6
+#: lines (11.6 before and after the uid-mismatch backport), 12.2 before it, 12.4 after it, 13.0 before and after it.
+GRAFANA_VERSIONS = ("10.4.19", "11.6.14", "11.6.15", "12.2.8", "12.4.4", "13.0.1", "13.0.2")
+DEFAULT_GRAFANA_VERSION = "12.4.4"
+PROMETHEUS = "prometheus"
+AZURE_PROMETHEUS = "grafana-azureprometheus-datasource"
+#: The jsonData key Grafana's migration sets (grafana/grafana ``pkg/services/promtypemigration/prom_mig.go``
+#: ``updateDataSourceType``: ``ds.JsonData.Set("prometheus-type-migration", true)``).
+MIGRATION_MARKER = "prometheus-type-migration"
+#: Core datasource plugins a workspace always lists (the ones the stack and tests meet); ``plugins`` adds installed ones.
+CORE_DATASOURCE_PLUGINS = {PROMETHEUS: "Prometheus", "grafana-pyroscope-datasource": "Grafana Pyroscope",
+                           "grafana-azure-monitor-datasource": "Azure Monitor", "loki": "Loki"}
+#: Installed plugins' names and the oldest Grafana they install on (grafana/azure-prometheus-datasource
+#: ``src/plugin.json`` @ 3479e317: ``"grafanaDependency": ">=11.5.0"``).
+INSTALLABLE = {AZURE_PROMETHEUS: ("Azure Monitor Managed Service for Prometheus", (11, 5, 0))}
+
+
+def release(version: str) -> tuple:
+    """``"12.4.4"`` -> ``(12, 4, 4)`` (a suffix such as ``+security-01`` is ignored)."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    if not found:
+        raise ValueError(f"not a Grafana version: {version!r}")
+    return tuple(int(part) for part in found.groups())
+
+
+#: First patch of each release line whose ``PUT /api/datasources/uid/{uid}`` answers 400 when the body's uid is not
+#: the path's: grafana/grafana commit e99df4816b6fba47a08f904fb19c9841e019c5fc (PR 125398, "return 400 when payload
+#: UID does not match URL UID", test ``TestUpdateDataSourceByUID_UIDMismatch`` in ``pkg/api/datasources_test.go``) and
+#: its backports to release-11.6.15, 12.2.9, 12.3.7, 12.4.4 and 13.0.2 (PRs 125516, 125518, 125523, 125769, 125771).
+#: The 400's message text is the stand-in's own: the code index holds ``pkg/api/datasources.go`` only from before the
+#: change (db64da7a), so only the status follows Grafana; the steps read nothing but the status.
+UID_MISMATCH_400 = {(11, 6): 15, (12, 2): 9, (12, 3): 7, (12, 4): 4, (13, 0): 2}
+
+
+def uid_change_answer(version: str) -> str:
+    """What Grafana ``version`` does with a PUT whose body uid differs from the path's: ``"400"`` where the check of
+    :data:`UID_MISMATCH_400` shipped; ``"500"`` from 12.2 on without it: grafana/grafana PR 107486 ("Remove support
+    for changing datasource uids", merged to main 2025-07-01) looks the row up by id *and* the body's uid, finds none,
+    and the handler falls back to 500 "Failed to update datasource" (``pkg/api/datasources.go`` @ db64da7a
+    ``updateDataSourceByID``: ``ErrOrFallback(http.StatusInternalServerError, ...)``); ``"moves"`` before PR 107486
+    (10.4, 11.6 before 11.6.15): the row the path names takes the body's uid, id, name and secrets kept
+    (``pkg/services/datasources/service/datasource.go`` @ 001e0d76 ``UpdateDataSource`` looks up by id only,
+    ``store.go`` @ 01d820ab writes ``UID: cmd.UID``). 12.0 and 12.1 are not modelled (which of them carries PR
+    107486 was not established): ValueError."""
+    major, minor, patch = release(version)
+    first_400 = UID_MISMATCH_400.get((major, minor))
+    if (first_400 is not None and patch >= first_400) or (major, minor) > (13, 0):
+        return "400"
+    if (major, minor) >= (12, 2):
+        return "500"
+    if (major, minor) < (12, 0):
+        return "moves"
+    raise ValueError(f"the stand-in has no uid-change rule for Grafana {version}")
+
+
 def grafana(world: dict, host: str) -> dict:
-    """The Grafana workspace answering at ``host`` (created empty on first use)."""
-    return world["grafana"].setdefault(host, {"datasources": {}, "dashboards": {}, "next_id": 1})
+    """The Grafana workspace answering at ``host`` (created empty on first use, at :data:`DEFAULT_GRAFANA_VERSION`
+    with no plugin installed; ``features``: feature toggles switched on beyond the version's defaults)."""
+    g = world["grafana"].setdefault(host, {"datasources": {}, "dashboards": {}, "next_id": 1})
+    g.setdefault("version", DEFAULT_GRAFANA_VERSION)
+    g.setdefault("plugins", [])
+    g.setdefault("features", [])
+    return g
+
+
+def install_plugin(g: dict, plugin_id: str) -> None:
+    """Install a plugin (what Grafana's installer, or an admin, does); refused below the plugin's Grafana dependency."""
+    name, oldest = INSTALLABLE[plugin_id]
+    if release(g["version"]) < oldest:
+        raise ValueError(f"{plugin_id} needs Grafana {'.'.join(map(str, oldest))} or newer, not {g['version']}")
+    if plugin_id not in g["plugins"]:
+        g["plugins"].append(plugin_id)
+
+
+def start(world: dict, host: str) -> None:
+    """Grafana starts (after an install or an in-place upgrade). From 13.0 on it migrates every datasource of type
+    ``prometheus`` whose ``jsonData.azureCredentials`` is set and not null to ``grafana-azureprometheus-datasource``,
+    installing that plugin first if absent, with ``jsonData["prometheus-type-migration"] = true`` and the rest kept
+    (url and access too: its update command leaves them empty, and xorm writes no empty column); read-only
+    (provisioned) ones too (the service layer does not check ``readOnly``). Before 13.0 only with the
+    ``prometheusTypeMigration`` feature toggle on (``features``). Sources: grafana/grafana
+    ``pkg/services/promtypemigration/azure_prom_mig.go`` @ c55de7f8 (``getPrometheusDataSources``), ``prom_mig.go``
+    (``applyMigration``, ``updateDataSourceType``) and its tests ``TestGetPrometheusDataSources_Azure_*``
+    (``azure_prom_mig_test.go`` @ 3ba4aa68), ``TestApplyMigration_*`` (``prom_mig_test.go`` @ 3ba4aa68); the toggle
+    check in ``migrator.go`` @ 5bb2a386 (``Run``), dropped by PR 121862 ("the migration will always happen"), which
+    Grafana's docs for 13 state as "In Grafana 13, the prometheusTypeMigration feature toggle is enabled by default
+    and deprecated" (grafana.com docs v13.1 ``datasources/prometheus/configure/azure-authentication``)."""
+    g = grafana(world, host)
+    if release(g["version"]) < (13, 0, 0) and "prometheusTypeMigration" not in g["features"]:
+        return
+    due = [ds for ds in g["datasources"].values()
+           if ds.get("type") == PROMETHEUS and (ds.get("jsonData") or {}).get("azureCredentials") is not None]
+    if not due:
+        return
+    if AZURE_PROMETHEUS not in g["plugins"]:
+        install_plugin(g, AZURE_PROMETHEUS)
+    for ds in due:
+        ds["type"] = AZURE_PROMETHEUS
+        ds["jsonData"] = {**ds["jsonData"], MIGRATION_MARKER: True}
+        ds["version"] = 1  # the migration's command carries no version: store.go writes Version: cmd.Version + 1
+
+
+def upgrade(world: dict, host: str, version: str) -> None:
+    """Azure Managed Grafana upgrades the workspace in place to ``version``; Grafana then starts (:func:`start`)."""
+    grafana(world, host)["version"] = version
+    start(world, host)
+
+
+def _health(g: dict) -> dict:
+    """``GET /api/health``: grafana/grafana ``pkg/api/http_server.go`` @ ab59f3cb ``apiHealthHandler`` (``database``,
+    and ``version`` and ``commit`` unless ``AnonymousHideVersion``)."""
+    return {"json": {"commit": "0000000000", "database": "ok", "version": g["version"]}}
+
+
+def _plugins(query: str, g: dict) -> dict:
+    """``GET /api/plugins?type=datasource``: grafana/grafana ``pkg/api/plugins.go`` @ 54ec4964 ``GetPluginList``
+    (a list of ``dtos.PluginListItem``, filtered on ``type``)."""
+    wanted = parse_qs(query).get("type", [""])[0]
+    found = [{"id": pid, "name": name, "type": "datasource", "enabled": True, "info": {"version": g["version"]}}
+             for pid, name in CORE_DATASOURCE_PLUGINS.items()]
+    found += [{"id": pid, "name": INSTALLABLE[pid][0], "type": "datasource", "enabled": True, "info": {"version": "1.0.0"}}
+              for pid in g["plugins"]]
+    return {"json": sorted((p for p in found if not wanted or p["type"] == wanted), key=lambda p: p["name"].lower())}
+
+
+def datasource_variable_options(g: dict, variable: dict) -> list:
+    """The uids a dashboard's datasource variable offers: the datasources whose plugin id is its ``query`` (grafana/scenes
+    ``DataSourceVariable.getValueOptions``, ``getList({pluginId})``; tests "Should generate correctly the options
+    including only datasources with the queried type" and "Should default to non datasources found options for
+    invalid query" in ``packages/scenes/src/variables/variants/DataSourceVariable.test.ts`` @ 58f5e9ed)."""
+    return sorted(uid for uid, ds in g["datasources"].items() if ds.get("type") == variable.get("query"))
 
 
 def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
@@ -262,15 +393,18 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     if not by_uid:
         return None
     uid = unquote(by_uid.group(1))
+    changes_uid = method == "put" and (body.get("uid") or uid) != uid
+    if changes_uid and uid_change_answer(g["version"]) == "400":  # PR 125398: checked before the datasource lookup
+        return _error("Bad Request", "data source UID in the request body does not match the UID in the URL")
     read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: found)
     if read_or_delete is not None:
         return read_or_delete
     if method == "put":
+        new_uid = body.get("uid") or uid
+        if changes_uid and (uid_change_answer(g["version"]) == "500" or new_uid in stored):
+            return _error("Internal Server Error", "Failed to update datasource")
         if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
             return _error("Conflict", "data source with the same name already exists")
-        new_uid = body.get("uid") or uid  # the body's uid is written to the row found by the path's uid
-        if new_uid != uid and new_uid in stored:
-            return _error("Internal Server Error", "Failed to update datasource")
         previous = stored.pop(uid)
         stored[new_uid] = {**body, "uid": new_uid, "id": previous["id"], "orgId": 1, "version": previous["version"] + 1}
         return {"json": {"message": "Datasource updated"}}
@@ -334,6 +468,10 @@ def answer(argv: list[str], world: dict) -> dict:
             return unresolvable(parts.netloc, parts.path)
         if parts.scheme == "https" and parts.path.startswith("/api/"):
             g = grafana(world, parts.netloc)
+            if method == "get" and parts.path == "/api/health":
+                return _health(g)
+            if method == "get" and parts.path == "/api/plugins":
+                return _plugins(parts.query, g)
             found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)
             if found is not None:
                 return found

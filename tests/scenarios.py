@@ -97,6 +97,10 @@ class Scenario:
     calls: dict = field(default_factory=dict)  # rule index -> expected number of calls
     max_seconds: float = 20.0
     needs: Optional[Path] = None  # a reference artefact the scenario reads; skipped (with its path) if absent
+    #: The Grafana version and installed datasource plugins the stand-in reports to the Grafana steps (GET
+    #: /api/health, GET /api/plugins; rules appended after the scenario's own, see :func:`grafana_server_rules`).
+    grafana_version: str = "12.4.4"
+    grafana_plugins: tuple = ()
 
 
 SCENARIOS = [
@@ -388,19 +392,28 @@ SCENARIOS += [
              [{"match": DS_BY_NAME, "responses": [NOT_FOUND_DS, stored_datasource(uid=HAND_MADE_UID)]},
               {"match": DS_GET, "responses": [NOT_FOUND_DS]},
               {"match": DS_POST, "responses": [grafana_error("Conflict", "data source with the same name already exists")]}],
-             args=["apply"], exit=1, stderr_has=[f"a datasource named 'Pyroscope' already exists with uid '{HAND_MADE_UID}'"],
+             args=["apply"], exit=1, stderr_has=[f"a datasource named 'Pyroscope' already exists under uid '{HAND_MADE_UID}'",
+                                                 f"set the datasource's uid config to '{HAND_MADE_UID}'"],
              calls={0: 2, 1: 2, 2: 1}),
     # A datasource made by hand under the stack's name and another uid (the procedure's Prometheus one has a uid
-    # Grafana picked): adopted in place under the stack's uid, unless it is read-only, of another type or owned.
-    Scenario("datasource-adopted-by-name-under-the-stacks-uid", "grafana_datasource.py", DS_ENV,
+    # Grafana picked). Grafana refuses to change a datasource's uid (PUT with another uid in the body: 400, or 500 in
+    # some releases; tests/fake_world.py uid_change_answer): nothing is written, and the one line names the config
+    # that adopts it under its own uid, or (read-only, another type, owned) why it cannot be adopted.
+    Scenario("datasource-made-by-hand-under-another-uid-names-the-uid-to-set", "grafana_datasource.py",
+             {**DS_ENV, "UID_CONFIG_KEY": "pyroscopeDatasourceUid"},
              [{"match": DS_GET, "responses": [NOT_FOUND_DS]},
               {"match": DS_BY_NAME, "responses": [stored_datasource(uid=HAND_MADE_UID, url="http://10.0.4.99:4040")]},
-              {"match": ["rest", "--method", "put", f"/api/datasources/uid/{HAND_MADE_UID}"], "responses": [{"json": {"message": "Datasource updated"}}]},
-              {"match": DS_POST, "responses": [{"json": {}}]}, {"match": DS_PUT, "responses": [{"json": {}}]}],
-             args=["apply"], stdout=CREATED_DS, pattern=True,
-             stderr_has=[f"adopted datasource 'Pyroscope': uid {HAND_MADE_UID} -> local-pyroscope; updated url",
-                         f"anything that names uid {HAND_MADE_UID} must now name local-pyroscope"],
-             calls={0: 1, 1: 1, 2: 1, 3: 0, 4: 0}),
+              {"match": ["rest", "--method", "put"], "responses": [grafana_error("Bad Request", "UID mismatch")]},
+              {"match": DS_POST, "responses": [{"json": {}}]}],
+             args=["apply"], exit=1,
+             stderr_has=[f"a datasource named 'Pyroscope' already exists under uid '{HAND_MADE_UID}', not 'local-pyroscope'",
+                         f"`pulumi config set pyroscopeDatasourceUid {HAND_MADE_UID}`, then `pulumi up`"],
+             calls={0: 1, 1: 1, 2: 0, 3: 0}),
+    Scenario("datasource-put-refused-with-400-is-not-retried", "grafana_datasource.py", DS_ENV,
+             [{"match": DS_GET, "responses": [stored_datasource(url="http://10.0.4.99:4040")]},
+              {"match": DS_PUT, "responses": [grafana_error("Bad Request", "bad request data")]}],
+             args=["apply"], exit=1, stderr_has=["updating datasource local-pyroscope failed: ERROR: Bad Request"],
+             calls={0: 1, 1: 1}),
     Scenario("datasource-name-taken-by-another-type", "grafana_datasource.py", DS_ENV,
              [{"match": DS_GET, "responses": [NOT_FOUND_DS]},
               {"match": DS_BY_NAME, "responses": [stored_datasource(uid=HAND_MADE_UID, type="loki")]},
@@ -568,6 +581,58 @@ SCENARIOS += [
 ]
 
 
+# --- Which Grafana: the Prometheus datasource's type and the dashboard's Prometheus variable follow the version -----
+#: (scripts/grafana_server.py; the whole version matrix against the stateful stand-in: tests/test_grafana_versions.py)
+AZURE_PROMETHEUS = "grafana-azureprometheus-datasource"
+PROMETHEUS_DS = {"access": "proxy", "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
+                 "name": "amw-gpu-dev", "type": "prometheus", "uid": "azure-monitor-prometheus",
+                 "url": "https://amw-gpu-dev-abcd.eastus2.prometheus.monitor.azure.com"}
+PROM_ENV = {**DS_ENV, "DATASOURCE": json.dumps(PROMETHEUS_DS, sort_keys=True), "UID_CONFIG_KEY": "prometheusDatasourceUid"}
+PROM_GET = ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus"]
+PROM_BY_NAME = ["rest", "--method", "get", "/api/datasources/name/amw-gpu-dev"]
+PROM_PUT = ["rest", "--method", "put", "/api/datasources/uid/azure-monitor-prometheus"]
+NOT_FOUND_PROM = grafana_error("Not Found", "Data source not found")
+#: The datasource as Grafana 13's start-up migration leaves it (tests/fake_world.py ``start``), stamped by this step.
+MIGRATED_PROM = {"json": {"id": 9, "orgId": 1, "version": 1, "readOnly": False, **PROMETHEUS_DS, "type": AZURE_PROMETHEUS,
+                          "jsonData": {**PROMETHEUS_DS["jsonData"], "prometheus-type-migration": True,
+                                       "aksGpuObservabilityOwner": MINE}}}
+
+SCENARIOS += [
+    Scenario("prometheus-datasource-created-with-the-plugin-type-on-grafana-13", "grafana_datasource.py", PROM_ENV,
+             [{"match": PROM_GET, "responses": [NOT_FOUND_PROM]}, {"match": PROM_BY_NAME, "responses": [NOT_FOUND_PROM]},
+              {"match": DS_POST, "responses": [{"json": {"id": 9, "message": "Datasource added", "name": "amw-gpu-dev"}}]}],
+             args=["apply"], stdout=r"azure-monitor-prometheus owner=[0-9a-f]{16}\n", pattern=True, calls={0: 1, 1: 1, 2: 1},
+             stderr_has=[f"Grafana 13.0.2; {AZURE_PROMETHEUS} installed",
+                         f"type {AZURE_PROMETHEUS} in Grafana 13.0.2 (the stack's definition says prometheus)"],
+             grafana_version="13.0.2", grafana_plugins=(AZURE_PROMETHEUS,)),
+    Scenario("prometheus-datasource-created-as-prometheus-before-13", "grafana_datasource.py", PROM_ENV,
+             [{"match": PROM_GET, "responses": [NOT_FOUND_PROM]}, {"match": PROM_BY_NAME, "responses": [NOT_FOUND_PROM]},
+              {"match": DS_POST, "responses": [{"json": {"id": 9, "message": "Datasource added", "name": "amw-gpu-dev"}}]}],
+             args=["apply"], stdout=r"azure-monitor-prometheus owner=[0-9a-f]{16}\n", pattern=True, calls={0: 1, 1: 1, 2: 1},
+             stderr_has=["created datasource azure-monitor-prometheus (prometheus)"],
+             grafana_version="12.4.4", grafana_plugins=(AZURE_PROMETHEUS,)),
+    Scenario("prometheus-datasource-migrated-by-grafana-is-left-as-it-is", "grafana_datasource.py", {**PROM_ENV, **{
+                 "PULUMI_COMMAND_STDOUT": f"azure-monitor-prometheus owner={MINE}"}},
+             [{"match": PROM_GET, "responses": [MIGRATED_PROM]}, {"match": PROM_PUT, "responses": [{"json": {}}]}],
+             args=["apply"], stdout=f"azure-monitor-prometheus owner={MINE}\n", calls={0: 1, 1: 0},
+             stderr_has=["datasource azure-monitor-prometheus is up to date; nothing written"],
+             grafana_version="13.0.2", grafana_plugins=(AZURE_PROMETHEUS,)),
+    Scenario("prometheus-datasource-on-grafana-13-without-the-plugin-is-one-line", "grafana_datasource.py", PROM_ENV,
+             [{"match": PROM_GET, "responses": [NOT_FOUND_PROM]}, {"match": PROM_BY_NAME, "responses": [NOT_FOUND_PROM]},
+              {"match": DS_POST, "responses": [{"json": {}}]}],
+             args=["apply"], exit=1, calls={2: 0},
+             stderr_has=[f"Grafana 13.0.1 has no Azure authentication in its core Prometheus datasource (removed in 13.0) "
+                         f"and the plugin {AZURE_PROMETHEUS} is not installed; install it"],
+             grafana_version="13.0.1"),
+    Scenario("dashboard-on-grafana-13-selects-the-plugin-type", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={0: 1, 1: 1, 2: 1}, needs=DASHBOARD_FILE,
+             stderr_has=[f"its datasource variables that select prometheus select {AZURE_PROMETHEUS} here"],
+             grafana_version="13.0.2", grafana_plugins=(AZURE_PROMETHEUS,)),
+]
+
+
 # --- A dashboard exported "for sharing" (__inputs, ${DS_...} references): imported as Grafana's import does ---------
 SHARED_EXPORT = "tests/data/gpu-dashboard-shared-export.json"  # relative: the steps run in the project directory
 SHARED_EXPORT_SHA256 = "00aabd4fa2ffbe0d99193a5676759b224ab55299a7e2c9f96cc78f42dfbab7ff"
@@ -611,9 +676,25 @@ def calls_in(workdir: Path) -> list:
     return [json.loads(line) for line in log_file.read_text().splitlines()] if log_file.exists() else []
 
 
+def grafana_server_rules(version: str, plugins: tuple = ()) -> list:
+    """What the stand-in answers to the Grafana steps' probe of which Grafana this is (scripts/grafana_server.py):
+    GET /api/health with ``version``, GET /api/plugins?type=datasource with the core datasource plugins and
+    ``plugins``, rendered by the stateful stand-in (tests/fake_world.py) so both answer alike."""
+    from tests import fake_world
+
+    g = {"version": version, "plugins": list(plugins)}
+    return [{"match": ["rest", "--method", "get", "/api/health"], "responses": [fake_world._health(g)]},
+            {"match": ["rest", "--method", "get", "/api/plugins?type=datasource"],
+             "responses": [fake_world._plugins("type=datasource", g)]}]
+
+
 def run(scenario: Scenario, workdir: Path) -> Result:
-    """Run ``scripts/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does)."""
-    env = {**fake_az_env(workdir, scenario.rules), **scenario.env}
+    """Run ``scripts/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does); the Grafana
+    steps also get :func:`grafana_server_rules` after the scenario's own rules."""
+    rules = scenario.rules
+    if scenario.script.startswith("grafana_"):
+        rules = rules + grafana_server_rules(scenario.grafana_version, scenario.grafana_plugins)
+    env = {**fake_az_env(workdir, rules), **scenario.env}
     started = time.monotonic()
     runner = ["python3", f"scripts/{scenario.script}"] if scenario.script.endswith(".py") else ["bash", f"scripts/{scenario.script}"]
     done = subprocess.run([*runner, *scenario.args], cwd=ROOT, env=env, capture_output=True, text=True,

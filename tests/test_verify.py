@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tests.scenarios import calls_in, fake_az_env, grafana_error
+from tests.scenarios import calls_in, fake_az_env, grafana_error, grafana_server_rules
 from tools.offline.mock_engine import run
 
 OUTPUTS = run("dev").outputs
@@ -143,13 +143,16 @@ def as_grafana_holds_it(outputs, **changes):
     return held
 
 
-def drift_rules(tmp_path, held):
+def drift_rules(tmp_path, held, grafana_version="12.4.4"):
+    """The stand-in's answers for --drift: the source, the three objects, and which Grafana this is (a version before
+    13.0, where the Prometheus datasource is ``prometheus``; the version matrix: tests/test_grafana_versions.py)."""
     return [
         {"match": ["rest", "--method", "get", SOURCE, "--skip-authorization-header"],
          "responses": [{"stdout": "", "output_file": str(tmp_path / "source.json")}]},
         {"match": ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope"], "responses": [held["pyro"]]},
         {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus"], "responses": [held["prom"]]},
         {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [held["dash"]]},
+        *grafana_server_rules(grafana_version),
     ]
 
 
@@ -180,7 +183,8 @@ def test_drift_none_when_grafana_holds_what_the_stack_set(tmp_path):
     assert "✅ dashboard AdvancedGPUObservability: as the stack set it" in done.stdout
     assert all(c["rule"] is not None for c in calls) and done.stderr == ""
     grafana_calls = [c["argv"] for c in calls if GRAFANA in " ".join(c["argv"])]
-    assert len(grafana_calls) == 3 and all("ce34e7e5-485f-4d76-964f-b3d2b16d1e4f" in a for a in grafana_calls)
+    # the three objects, and which Grafana it is (GET /api/health, GET /api/plugins)
+    assert len(grafana_calls) == 5 and all("ce34e7e5-485f-4d76-964f-b3d2b16d1e4f" in a for a in grafana_calls)
 
 
 def test_drift_a_datasource_url_edited_in_grafana(tmp_path):

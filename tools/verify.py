@@ -18,14 +18,22 @@ fails, 2 when the outputs cannot be read or ``az`` is not installed.
 so ``pulumi preview`` cannot see an edit made in Grafana's UI). The desired state is the stack's outputs
 ``pyroscopeDatasource``, ``prometheusDatasource`` and ``dashboardDefinition`` (components/outputs.py):
 
+- which Grafana it is: ``GET /api/health`` and ``GET /api/plugins?type=datasource`` (scripts/grafana_server.py
+  ``probe``), since what the steps write depends on its version;
 - each datasource: ``GET /api/datasources/uid/{uid}`` (grafana/grafana ``pkg/api/datasources.go``
   ``GetDataSourceByUID``, answering ``dtos.DataSource``); only the fields the stack sets are compared, into
   ``jsonData`` key by key, so what Grafana adds (``id``, ``version``, ``readOnly``, ...) and the steps' owner id
-  (``jsonData.aksGpuObservabilityOwner``) are ignored; 404 is "missing";
+  (``jsonData.aksGpuObservabilityOwner``) are ignored; the Prometheus datasource's type as the step would write it in
+  this Grafana (``grafana_server.for_grafana``): Grafana's own migration of an Azure-auth Prometheus datasource to
+  ``grafana-azureprometheus-datasource`` (Grafana 13) is not drift, ``prometheus`` in a Grafana 13 is; 404 is
+  "missing";
 - the dashboard: ``GET /api/dashboards/uid/{uid}``, its content hash (``scripts/grafana_dashboard.py``
   ``content_sha256``: without ``id``, ``version`` and the owner id) against the hash of the upload rebuilt from
   ``dashboardDefinition``: the source (an https URL, downloaded as the step does, or a project file), its sha256
-  checked, then ``prepare`` (the step's own defaulting of the datasource variables); 404 is "missing".
+  checked, then ``prepare`` (the step's own defaulting of the datasource variables, and the Prometheus type they
+  select in this Grafana); 404 is "missing". After an in-place upgrade to Grafana 13 the dashboard uploaded before it
+  shows as drifted (its Prometheus variable selects ``prometheus``, which offers nothing there) until its step runs
+  again.
 
 Exit status 0 when nothing drifted, 1 when something did (each drifted field is printed), 2 when the check
 cannot be made (outputs, ``az``, Grafana answering other than 200/404, a source whose sha256 changed). With
@@ -51,6 +59,7 @@ from urllib.parse import quote, urlparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import grafana_dashboard  # noqa: E402  (the dashboard step's own preparation and content hash)
+import grafana_server  # noqa: E402  (the steps' own reading of which Grafana this is)
 from azcli import AzError, AzNotInstalled, download, rest  # noqa: E402  (the step scripts' own az helpers)
 
 from tools.cli import OneLineParser, UsageError  # noqa: E402
@@ -240,13 +249,14 @@ def _restore(stack: str, output: str) -> str:
             "change); or undo the edit in Grafana")
 
 
-def datasource_drift(grafana: str, desired: dict, stack: str, output: str) -> Drift:
-    """The datasource ``desired`` (an output such as ``pyroscopeDatasource``) against Grafana's copy."""
+def datasource_drift(grafana: str, desired: dict, stack: str, output: str, server: grafana_server.Server) -> Drift:
+    """The datasource ``desired`` (an output such as ``pyroscopeDatasource``) against Grafana's copy, its type as
+    the step would write it in ``server``."""
     uid = desired["uid"]
     live = _get(f"{grafana}/api/datasources/uid/{quote(uid, safe='')}", f"datasource {uid}")
     if live is None:
         return Drift("datasource", uid, "missing", [], _restore(stack, output))
-    found = differences(live, desired)
+    found = differences(live, grafana_server.for_grafana(desired, server, live))
     return Drift("datasource", uid, "drifted" if found else "ok", found, _restore(stack, output) if found else "")
 
 
@@ -271,9 +281,10 @@ def _source_bytes(source: str) -> bytes:
         os.unlink(path)
 
 
-def desired_dashboard(definition: dict) -> dict:
-    """The dashboard as the upload step sends it, rebuilt from ``dashboardDefinition``; DriftError when the
-    source's sha256 is not the one the stack uploaded (then what the stack wants cannot be rebuilt)."""
+def desired_dashboard(definition: dict, prometheus_type: str = grafana_server.PROMETHEUS) -> dict:
+    """The dashboard as the upload step sends it to a Grafana whose Prometheus variables select ``prometheus_type``,
+    rebuilt from ``dashboardDefinition``; DriftError when the source's sha256 is not the one the stack uploaded (then
+    what the stack wants cannot be rebuilt)."""
     raw = _source_bytes(definition["source"])
     actual = hashlib.sha256(raw).hexdigest()
     if actual != definition["sha256"]:
@@ -287,7 +298,7 @@ def desired_dashboard(definition: dict) -> dict:
         dashboard = grafana_dashboard.import_inputs(dashboard, definition.get("inputs") or {}, definition["source"])
     except SystemExit:  # the step's one-line failure (an input it cannot map) was already printed
         raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot map") from None
-    return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {})
+    return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {}, prometheus_type)
 
 
 def _brief(value: Any) -> Any:
@@ -300,13 +311,15 @@ def _brief(value: Any) -> Any:
     return value
 
 
-def dashboard_drift(grafana: str, definition: dict, stack: str) -> Drift:
-    """The dashboard in Grafana against the upload rebuilt from ``definition`` (``dashboardDefinition``)."""
+def dashboard_drift(grafana: str, definition: dict, stack: str, server: grafana_server.Server) -> Drift:
+    """The dashboard in Grafana against the upload rebuilt from ``definition`` (``dashboardDefinition``) for
+    ``server``."""
     uid = definition["uid"]
     found = _get(f"{grafana}/api/dashboards/uid/{quote(uid, safe='')}", f"dashboard {uid}")
     if found is None:
         return Drift("dashboard", uid, "missing", [], _restore(stack, "dashboardDefinition"))
-    live, desired = found.get("dashboard") or {}, desired_dashboard(definition)
+    desired = desired_dashboard(definition, grafana_server.dashboard_prometheus_type(server))
+    live = found.get("dashboard") or {}
     live_hash, desired_hash = grafana_dashboard.content_sha256(live), grafana_dashboard.content_sha256(desired)
     if live_hash == desired_hash:
         return Drift("dashboard", uid, "ok")
@@ -324,9 +337,19 @@ def drift(outputs: dict, stack: str) -> list[Drift]:
     for name in DRIFT_NEEDED[1:]:
         if not isinstance(outputs[name], dict) or not outputs[name].get("uid"):
             raise OutputsError(f"stack {stack}: output {name} is not an object with a uid")
-    return [datasource_drift(grafana, outputs["pyroscopeDatasource"], stack, "pyroscopeDatasource"),
-            datasource_drift(grafana, outputs["prometheusDatasource"], stack, "prometheusDatasource"),
-            dashboard_drift(grafana, outputs["dashboardDefinition"], stack)]
+    server = grafana_server_of(grafana)
+    return [datasource_drift(grafana, outputs["pyroscopeDatasource"], stack, "pyroscopeDatasource", server),
+            datasource_drift(grafana, outputs["prometheusDatasource"], stack, "prometheusDatasource", server),
+            dashboard_drift(grafana, outputs["dashboardDefinition"], stack, server)]
+
+
+def grafana_server_of(grafana: str) -> grafana_server.Server:
+    """Which Grafana answers at ``grafana`` (``grafana_server.probe``, read as the steps read it); DriftError when it
+    cannot be read."""
+    health = _get(f"{grafana}/api/health", "Grafana's version (GET /api/health)") or {}
+    listed = _get(f"{grafana}/api/plugins?type=datasource", "Grafana's datasource plugins (GET /api/plugins)") or []
+    plugins = frozenset(item.get("id") for item in listed if isinstance(item, dict) and item.get("id"))
+    return grafana_server.Server(health.get("version") or None, plugins)
 
 
 def render_drift(stack: str, found: list[Drift]) -> str:
