@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tools.offline import engine, replacement
-from tools.offline.mock_engine import SECRET, UNKNOWN, join_path
+from tools.offline.mock_engine import SECRET, UNKNOWN, AtUp, join_path
 
 OPS = ("create", "update", "replace", "delete", "same")
 LABEL = ("OFFLINE ESTIMATE from the engine's and providers' rules (tools/offline/replacement.py), with canned Azure "
@@ -489,21 +489,31 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
     returns its :class:`tools.offline.mock_engine.Plan`. Inputs come from that run; the dependency graph and order from
     the run with every value known (an unknown invoke result carries no dependencies in the SDK, but the engine
     runs ``up`` with the full graph). Repeats until the created/replaced set is stable (at most ``rounds`` times;
-    RuntimeError past that). Returns (Diff, the head Plan with every value known)."""
+    RuntimeError past that).
+
+    Then the same for ``pulumi up`` (docs/offline.md D12), which diffs each resource again once what it reads is
+    known: ``pending`` as :class:`tools.offline.mock_engine.AtUp`, so the outputs of what ``up`` creates or replaces
+    are new (unknown here), but invokes are answered (a lookup finds what exists). Its order is the Diff's ``order``;
+    replacements of the preview that it does not make are ``preview_only``.
+    Returns (Diff, the head Plan with every value known)."""
     targets = list(replace_targets)
     known = evaluate(frozenset())
     known_json, dependencies = known.to_json(), known.property_dependencies()
-    head, pending = known_json, frozenset()
+    diff = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, frozenset)
+    at_up = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, AtUp)
+    ops = {s.urn: s.op for s in at_up.steps}
+    diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
+    diff.order = at_up.order
+    return diff, known
+
+
+def _settle(base, evaluate, known, known_json, dependencies, targets, rounds, wrap) -> Diff:
+    head, pending = known_json, wrap()
     for _ in range(rounds):
         diff = compute(base, head, targets, dependencies, known_json)
-        now = frozenset(s.urn for s in diff.steps if s.op in ("create", "replace") and _custom(known, s.urn))
+        now = wrap(s.urn for s in diff.steps if s.op in ("create", "replace") and _custom(known, s.urn))
         if now == pending:
-            # `pulumi up` diffs each resource again once its inputs are known (D12): its order is that run's.
-            at_up = compute(base, known_json, targets, dependencies)
-            ops = {s.urn: s.op for s in at_up.steps}
-            diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
-            diff.order = at_up.order
-            return diff, known
+            return diff
         pending = now
         previewed = evaluate(pending).to_json()
         inputs = {r["urn"]: r["inputs"] for r in previewed["resources"]}

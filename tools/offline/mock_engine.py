@@ -57,6 +57,11 @@ _UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 InvokeHandler = Callable[[Mapping[str, Any], str], dict]
 
 
+class AtUp(frozenset):
+    """``pending`` for a run as ``pulumi up`` sees it once it diffs a resource again: these resources are created or
+    replaced, so their outputs are new (unknown here), but an invoke that waits for them is answered."""
+
+
 def plain(value: Any) -> Any:
     """Turn a wire-format property value into plain JSON: secrets become ``"[secret]"``, unknowns
     ``"[unknown]"``, resource references their URN, assets and archives a short description."""
@@ -325,7 +330,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def Invoke(self, request):
         self._thread_loop()
-        if self.pending.intersection(request.dependsOn):  # the engine's gate: a dependency is pending creation
+        # The engine's gate in a preview: a dependency is pending creation. At `up` (AtUp) the invoke runs once its
+        # dependencies are done, and a lookup answers what exists.
+        if not isinstance(self.pending, AtUp) and self.pending.intersection(request.dependsOn):
             response = resource_pb2.ResourceInvokeResponse(unknown=True)
         else:
             response = super().Invoke(request)
@@ -557,7 +564,7 @@ def run(
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
     monitor = RecordingMonitor(mocks)
-    monitor.pending = frozenset(pending or ())
+    monitor.pending = pending if isinstance(pending, AtUp) else frozenset(pending or ())
 
     def evaluate() -> Plan:
         loop = asyncio.new_event_loop()
