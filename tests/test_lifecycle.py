@@ -338,7 +338,7 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     for after in ("grafana-private-link-approve-connection", "grafana-private-link-refresh"):
         assert steps[after]["op"] == "replace"
         assert order.index(after) > order.index("grafana-private-link-mpe")
-    assert result["summary"] == {"create": 0, "update": 1, "replace": 3, "delete": 0,
+    assert result["summary"] == {"create": 0, "update": 1, "replace": 3, "delete": 0, "read": 0,
                                  "same": len(result["steps"]) - 4}
     text = plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base))
     assert "OFFLINE ESTIMATE" in text and "not the cloud's answer" in text
@@ -999,3 +999,63 @@ def test_a_location_spelled_another_way_is_no_change():
                        "inputs": {"managedPrivateEndpointName": "m", "location": location}}])
     assert plan_diff.compute(plan("eastus"), plan("East US")).step("mpe").op == "same"
     assert plan_diff.compute(plan("eastus"), plan("westus")).step("mpe").op == "replace"
+
+
+# --- found by a new user reading the diff (each the input they tried) ----------------------------------------------
+
+def test_a_chain_member_says_why_it_goes_delete_first():
+    """The approval goes delete-first because it is in the MPE's chain, not by its own option: its reasons say that
+    and never that the option alone decides (the option is not set)."""
+    base = run("dev").to_json()
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"managedPrivateEndpointName": "pyro-mpe2"}, pending=pending))
+    approval = diff.step("grafana-private-link-approve-connection")
+    assert approval.replace_order == "delete-first"
+    assert any(r.startswith("delete-first: it goes in the delete-first chain of grafana-private-link-mpe") for r in approval.reasons)
+    assert not any("option alone, which is not set" in r for r in approval.reasons), approval.reasons
+    assert not any("may find nothing to do here" in r for s in diff.steps for r in s.reasons if s.op == "replace")
+
+
+def test_a_stack_reference_is_a_read_not_a_create():
+    base = run("dev").to_json()
+    head = run("dev", {"clusterStack": "myorg/aks/dev"}).to_json()
+    diff = plan_diff.compute(base, head)
+    (read,) = [s for s in diff.steps if s.type == "pulumi:pulumi:StackReference"]
+    assert read.op == "read" and diff.summary["create"] == 0 and diff.summary["read"] == 1
+    assert "1 to read" in plan_diff.summary_line(diff)
+
+
+def test_a_base_of_another_stack_blames_no_setting_and_an_old_base_is_flagged():
+    base = run("dev").to_json()
+    other = {**base, "stack": "staging", "resources": [{**r, "urn": r["urn"].replace(":dev::", ":staging::")} for r in base["resources"]]}
+    other["createOrder"] = [u.replace(":dev::", ":staging::") for u in base["createOrder"]]
+    other["destroyOrder"] = [u.replace(":dev::", ":staging::") for u in base["destroyOrder"]]
+    diff = plan_diff.compute(other, base)
+    assert all(s.reasons == ["not in the new program"] for s in diff.steps if s.op == "delete")
+    old = {k: v for k, v in base.items() if k not in ("config", "secretFingerprints")}
+    warnings = plan_diff.compute(old, base).warnings
+    assert any("older tools.plan (no secretFingerprints, config)" in w for w in warnings), warnings
+
+
+def test_removing_the_role_assignment_warns_what_grafana_loses():
+    """multiCluster on with assignMonitoringDataReader true: the owned assignment's delete removes the very assignment
+    the new shared step ensures; the diff warns and names the way out (docs/platform.md)."""
+    base = run("dev").to_json()
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"multiCluster": "true", "assignMonitoringDataReader": "true"}, pending=pending))
+    (warning,) = [w for w in diff.warnings if w.startswith("grafana-datasources-monitoring-data-reader:")]
+    assert "the same assignment grafana-datasources-shared-monitoring-data-reader ensures" in warning
+    assert "pulumi state delete" in warning
+    assert "WARNING: grafana-datasources-monitoring-data-reader" in plan_diff.render_text(diff, "t")
+
+
+@pytest.mark.parametrize("target, message", [
+    ("gadget", "is a component, and replacing one replaces nothing under it; name the resource to replace: gadget-namespace"),
+    ("pyroscope-mpe", "names no resource in this plan (resource names with it: grafana-datasources-pyroscope, "
+                      "grafana-private-link-mpe, pyroscope-release)"),
+])
+def test_replace_names_what_to_give(target, message, tmp_path, capsys):
+    from tools import plan as plan_tool
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(run("dev").to_json()))
+    assert plan_tool.main(["--stack", "dev", "--diff-against", str(base), "--replace", target]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

@@ -367,11 +367,19 @@ def _resolve_targets(plan: Plan, targets: Sequence[str]) -> list[str]:
     """URNs for ``--replace`` values (a URN, or a resource name that names exactly one resource)."""
     urns = []
     for target in targets:
-        found = [r.urn for r in plan.resources if target in (r.urn, r.name)]
+        found = [r for r in plan.resources if target in (r.urn, r.name)]
         if len(found) != 1:
             problem = "no resource" if not found else f"{len(found)} resources"
-            raise ValueError(f"--replace: {target!r} names {problem} in this plan; give a URN from `--json`")
-        urns.append(found[0])
+            words = [w for w in target.lower().replace("_", "-").split("-") if len(w) >= 3]
+            near = sorted(r.name for r in plan.resources if r.custom and any(w in r.name.lower() for w in words))[:5]
+            hint = f" (resource names with it: {', '.join(near)})" if near else ""
+            raise ValueError(f"--replace: {target!r} names {problem} in this plan{hint}; give a resource name or a URN "
+                             "from `--json`")
+        if not found[0].custom:  # a component has no provider: `pulumi up --replace` of it replaces nothing under it
+            children = sorted(r.name for r in plan.resources if r.custom and r.parent == found[0].urn)
+            raise ValueError(f"--replace: {target!r} is a component, and replacing one replaces nothing under it; "
+                             f"name the resource to replace: {', '.join(children) or 'none under it'}")
+        urns.append(found[0].urn)
     return urns
 
 

@@ -24,7 +24,9 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from tools.offline import engine, replacement
 from tools.offline.mock_engine import SECRET, UNKNOWN, AtUp, join_path
 
-OPS = ("create", "update", "replace", "delete", "same")
+OPS = ("create", "update", "replace", "delete", "same", "read")
+#: types the engine reads (``ReadResource``) rather than creates
+READS = ("pulumi:pulumi:StackReference",)
 LABEL = ("OFFLINE ESTIMATE from the engine's and providers' rules (tools/offline/replacement.py), with canned Azure "
          "answers; not the cloud's answer. A real `pulumi preview --diff` reads the live state.")
 _ABSENT = object()
@@ -282,6 +284,10 @@ def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Opt
     if op == "replace":
         if "dependent" in keys:
             reasons.append(_chain_reason(_chain_note(result, urn)))
+            return reasons + [f"delete-first: it goes in the delete-first chain of "
+                              f"{_chain_note(result, urn).partition('; deleted before ')[2] or 'another resource'}, "
+                              "whatever its own options"] + _unknown_notes(urn, diffs, steps, model.head_deps, old,
+                                                                           known_by.get(urn))
         elif "id" in keys:
             reasons.append(f"--replace: replacement requested on the command line (ReplaceKeys [id], {replacement.ENGINE})")
         elif "replaceWith" in keys:
@@ -329,6 +335,9 @@ def _order_reason(order: str, by_provider: bool, rule, new) -> list[str]:
     return [f"{order}: the engine takes the order from the deleteBeforeReplace option alone, which is not set ({replacement.ENGINE})"]
 
 
+_SETTLED = "; with the canned answers it is unchanged, so `pulumi up` may find nothing to do here"
+
+
 def _unknown_notes(urn, diffs, steps, property_dependencies, old, known) -> list[str]:
     notes = []
     for diff in diffs:
@@ -338,7 +347,7 @@ def _unknown_notes(urn, diffs, steps, property_dependencies, old, known) -> list
         causes = sorted({d.rsplit("::", 1)[-1] for d in property_dependencies.get(urn, {}).get(key, [])
                          if steps.get(d) and steps[d].op in ("create", "replace")})
         settled = known is not None and old is not None and known["inputs"].get(key) == old["inputs"].get(key)
-        tail = "; with the canned answers it is unchanged, so `pulumi up` may find nothing to do here" if settled else ""
+        tail = _SETTLED if settled else ""
         notes.append(f"{diff['path']} is unknown during preview (it comes from {', '.join(causes) or 'a step run in this update'}){tail}")
     return notes
 
@@ -396,7 +405,10 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
         new, old = model.head_by[urn], model.base_by.get(urn)
         op, order, keys = ops.get(urn, ("same", None, ()))
         if old is None:
-            steps[urn] = Step(urn, new["type"], "create", reasons=["not in the base plan"])
+            if new["type"] in READS:  # a read (ReadResource), shown as such and counted apart by a real preview
+                steps[urn] = Step(urn, new["type"], "read", reasons=["a read of another stack's outputs; creates nothing"])
+            else:
+                steps[urn] = Step(urn, new["type"], "create", reasons=["not in the base plan"])
             continue
         diffs = model.diffs(urn, old["inputs"], new["inputs"], new["options"].get("ignoreChanges") or [])
         step = Step(urn, new["type"], op, order, [], diffs if op in ("update", "replace") else [])
@@ -404,13 +416,15 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
         step.reasons = _reasons(model, result, urn, op, order, keys, diffs, steps, known_by)
         if op == "same" and diffs:  # the provider found nothing to change where the inputs differ
             step.diffs = []
+    warnings = _warnings(base, head)
+    same_stack = not any("no URN is shared" in w for w in warnings)
     for urn in base["destroyOrder"]:
         if urn not in model.head_by:
             steps[urn] = Step(urn, model.base_by[urn]["type"], "delete",
-                              reasons=["not in the new program" + _removed_because(urn, base, head)])
+                              reasons=["not in the new program" + (_removed_because(urn, base, head) if same_stack else "")])
     errors = list(result.diagnostics) or ([result.error] if result.error else [])
     errors += _retained_collisions(steps.values(), model)
-    return Diff(list(steps.values()), _actions(result), errors, _warnings(base, head))
+    return Diff(list(steps.values()), _actions(result), errors, warnings + _consequences(steps.values(), head))
 
 
 def _retained_collisions(steps: Iterable[Step], model: _Model) -> list[str]:
@@ -475,10 +489,37 @@ def _describe(key: str) -> str:
 
 def _warnings(base: Mapping, head: Mapping) -> list[str]:
     found = []
-    for field_ in ("project", "stack"):
+    for field_, fix in (("project", "plan the base from the same project"), ("stack", "plan the base with the same --stack")):
         if base.get(field_) and head.get(field_) and base[field_] != head[field_]:
             found.append(f"the base plan is of {field_} '{base[field_]}' and the head of '{head[field_]}': no URN is "
-                         "shared, so every resource shows as deleted and created; plan the base with the same --stack")
+                         f"shared, so every resource shows as deleted and created; {fix}")
+    missing = [key for key in ("secretFingerprints", "config") if key not in base]
+    missing += ["propertyDependencies"] if base.get("resources") and "propertyDependencies" not in base["resources"][0] else []
+    if missing:
+        found.append(f"the base plan comes from an older tools.plan (no {', '.join(missing)}): secrets show as changed, "
+                     "removals name no setting, and delete-first chains use the head's dependencies; re-plan the base "
+                     "with this version for an exact diff")
+    return found
+
+
+#: removed resource name -> what its removal does that a reviewer must know (said as a warning)
+CONSEQUENCES = {
+    "grafana-datasources-monitoring-data-reader": (
+        "deleting it removes Grafana's Monitoring Data Reader role on the workspace{also}: the Prometheus datasource "
+        "(and every stack's on this Grafana) loses access; with multiCluster, set assignMonitoringDataReader=true in "
+        "one stack and run `pulumi state delete` on this resource before `pulumi up` (docs/platform.md, "
+        "\"Several clusters, one Grafana\")"),
+}
+
+
+def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
+    names = {r["name"] for r in head["resources"]}
+    found = []
+    for step in steps:
+        if step.op == "delete" and step.name in CONSEQUENCES:
+            also = (", the same assignment grafana-datasources-shared-monitoring-data-reader ensures"
+                    if "grafana-datasources-shared-monitoring-data-reader" in names else "")
+            found.append(f"{step.name}: " + CONSEQUENCES[step.name].format(also=also))
     return found
 
 
@@ -504,6 +545,9 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
     ops = {s.urn: s.op for s in at_up.steps}
     diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
     diff.order = at_up.order
+    for step in diff.steps:  # "may find nothing to do" only where the up estimate indeed does nothing
+        if ops.get(step.urn, step.op) == step.op and step.urn not in diff.preview_only:
+            step.reasons = [r.split(_SETTLED, 1)[0] for r in step.reasons]
     return diff, known
 
 
@@ -531,7 +575,7 @@ def _custom(plan, urn: str) -> bool:
 
 # --- text --------------------------------------------------------------------------------------------------------
 
-_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": " "}
+_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": " ", "read": ">"}
 
 
 def summary_line(diff: Diff) -> str:
@@ -539,7 +583,7 @@ def summary_line(diff: Diff) -> str:
     the replacements are there only while a value is unknown in preview."""
     n = diff.summary
     line = (f"+ {n['create']} to create, ~ {n['update']} to update, +-{n['replace']} to replace, "
-            f"- {n['delete']} to delete, {n['same']} unchanged")
+            f"- {n['delete']} to delete, {n['same']} unchanged") + (f", {n['read']} to read" if n["read"] else "")
     if diff.preview_only:
         names = ", ".join(_name(u) for u in diff.preview_only)
         line += (f" ({len(diff.preview_only)} of the {n['replace']} replacements only while a value is unknown in "
@@ -576,7 +620,8 @@ def render_text(diff: Diff, title: str) -> str:
     deletes with their field diffs, then the engine's order."""
     lines = [title, LABEL, ""] + [f"WARNING: {w}" for w in diff.warnings] + [f"ERROR: {e}" for e in diff.errors]
     lines += ["Resources: " + summary_line(diff)]
-    groups = (("Replacements", "replace"), ("Updates", "update"), ("Creates", "create"), ("Deletes", "delete"))
+    groups = (("Replacements", "replace"), ("Updates", "update"), ("Creates", "create"), ("Deletes", "delete"),
+              ("Reads", "read"))
     for heading, op in groups:
         chosen = [s for s in diff.steps if s.op == op]
         if not chosen:
