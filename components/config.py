@@ -201,6 +201,11 @@ def check_cli_types(values: Mapping[str, object]) -> None:
             if kind == "array" and isinstance(value, str):
                 message += (f" (`pulumi config set {key} VALUE` stores a string): set each item with "
                             f"`pulumi config set --path '{key}[0]' <item>`, offline --set-path '{key}[0]=<item>'")
+            elif kind == "array" and isinstance(value, list) and None in value:
+                message += (f": item {value.index(None)} was never set (`--path '{key}[N]'` fills a list from index 0, "
+                            "one item after another)")
+            elif kind == "array" and isinstance(value, dict):
+                message += f": a list is set by index, `pulumi config set --path '{key}[0]' <item>`, not by name"
             elif kind == "array":
                 message += " (`pulumi config set --path` stores true, false and integers as booleans and numbers)"
             raise ConfigError(key, message)
@@ -559,6 +564,9 @@ def check_known(keys: Iterable[str]) -> None:
         if namespace == PROJECT and key not in names:
             close = difflib.get_close_matches(key, list(names), n=1)
             hint = f"did you mean {close[0]}?" if close else "see the config table in README.md"
+            head = re.split(r"[.\[]", key, maxsplit=1)[0]
+            if head != key and head in names:  # a property path given as a key
+                hint = f"a path into {head}: set it with `pulumi config set --path '{key}' ...`, offline --set-path"
             raise ConfigError(key, f"unknown config key ({hint}); the keys are declared in Pulumi.yaml")
         if namespace == PROVIDER and key not in known[PROVIDER]:
             close = difflib.get_close_matches(key, known[PROVIDER], n=1)
