@@ -408,7 +408,8 @@ def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
     except AzError as error:
         if error.kind == "missing":  # no az on PATH: say what to install
             raise ValueError(error.last_line) from None
-        raise FrameError(f"querying Grafana failed: {error.last_line}") from None
+        # A secret Grafana name is in the endpoint: the error line says it masked (tools.verify.StackOutputs).
+        raise FrameError(outputs.mask(f"querying Grafana failed: {error.last_line}")) from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
