@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import grafana_dashboard  # noqa: E402  (the dashboard step's own preparation and content hash)
 from azcli import AzError, AzNotInstalled, download, rest  # noqa: E402  (the step scripts' own az helpers)
 
-from tools.cli import OneLineParser, UsageError  # noqa: E402
+from tools.cli import OneLineParser, UsageError, exit_code  # noqa: E402
 
 EXTENSION_API = "2023-05-01"
 DASHBOARD_API = "2024-10-01"
@@ -453,4 +453,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))
