@@ -121,3 +121,14 @@ def test_every_documented_tool_command_parses(monkeypatch):
         except cli.UsageError as error:
             raise AssertionError(f"{name}: python -m {module} {' '.join(argv)}: {error}") from None
         raise AssertionError(f"{name}: python -m {module} {' '.join(argv)}: refused by its parser")
+
+
+def test_the_deploy_steps_say_what_a_self_managed_backend_asks_for():
+    """With `pulumi login azblob://...` (or file://), `pulumi stack init` asks for a passphrase and every command that
+    decrypts asks again, failing where nobody can answer, unless PULUMI_CONFIG_PASSPHRASE(_FILE) is set (pulumi/pulumi
+    v3.230.0 pkg/secrets/passphrase/manager.go: "Enter your passphrase to protect config/secrets"); the deploy steps
+    say so before `pulumi stack init`, and name the other way, --secrets-provider."""
+    section = README.split("## Deploy and tear down", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    assert block.index("PULUMI_CONFIG_PASSPHRASE") < block.index("pulumi stack init")
+    assert "--secrets-provider azurekeyvault://" in section and "self-managed" in section
