@@ -423,7 +423,8 @@ def render_drift(stack: str, found: list[Drift]) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m tools.verify", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the deployed stack")
-    parser.add_argument("--outputs-file", metavar="FILE", help="outputs saved with `pulumi stack output --json`")
+    parser.add_argument("--outputs-file", metavar="FILE",
+                        help="outputs saved with `pulumi stack output --json --show-secrets` (which were secret is not known then)")
     parser.add_argument("--drift", action="store_true",
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
