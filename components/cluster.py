@@ -18,7 +18,7 @@ from pulumi_azure_native import containerservice
 from components.config import ConfigError, StackConfig
 
 #: kubelogin's login modes that authenticate without the AKS CLI public client id.
-_DROP_CLIENT_ID_MODES = {"azurecli", "workloadidentity", "msi", "azd"}
+_DROP_CLIENT_ID_MODES = {"workloadidentity", "msi", "azd"}
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,36 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
     return facts
 
 
+def azurecli_args(args: list) -> list:
+    """The ``kubelogin get-token`` arguments ``kubelogin convert-kubeconfig -l azurecli`` writes for an exec plugin with
+    ``args``, as Azure/kubelogin v0.2.19 (``a9b10fbf``) ``pkg/internal/converter/convert.go`` ``Convert`` builds them when
+    no override flag is given: ``get-token --login azurecli --server-id <id>``, then ``--cache-dir <dir>`` when the
+    input has ``--cache-dir`` (or else ``--token-cache-dir``). Everything else is dropped: ``--client-id``,
+    ``--environment`` and ``--tenant-id`` too ("tenantID from the input kubeconfig will be disregarded": ``az`` signed
+    in with a managed identity refuses ``--tenant``, as in Cloud Shell or on a VM runner). The cases of that file's
+    ``convert_test.go`` ("convert from devicecode to azurecli", ``tests/test_cluster.py``) hold it. ValueError without
+    ``--server-id`` (the converter's "--server-id is required")."""
+
+    def value(flag: str) -> str:  # getExecArg: the item right after the first occurrence of flag
+        return next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == flag), "")
+
+    server_id = value("--server-id")
+    if not server_id:
+        raise ValueError("--server-id is required")
+    converted = ["get-token", "--login", "azurecli", "--server-id", server_id]
+    cache_dir = value("--cache-dir") or value("--token-cache-dir")
+    return converted + (["--cache-dir", cache_dir] if cache_dir else [])
+
+
 def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
     """Rewrite the kubelogin exec plugin of an AKS user kubeconfig to login mode ``mode``.
 
     AKS returns Entra ID user kubeconfigs with ``kubelogin get-token ... --login devicecode`` (interactive).
-    For a non-interactive mode the ``--login`` value is replaced and ``--client-id`` (the AKS CLI public
-    client) dropped, as ``kubelogin convert-kubeconfig -l <mode>`` does; ``--server-id``, ``--tenant-id``
-    and ``--environment`` are kept. Mode ``devicecode`` and kubeconfigs without a kubelogin exec plugin
-    (local accounts, admin credentials) are returned unchanged.
+    ``azurecli`` gets exactly the arguments ``kubelogin convert-kubeconfig -l azurecli`` writes
+    (:func:`azurecli_args`: no ``--tenant-id``, no ``--client-id``, no ``--environment``). For the other
+    non-interactive modes the ``--login`` value is replaced and ``--client-id`` (the AKS CLI public client) dropped;
+    ``--server-id``, ``--tenant-id`` and ``--environment`` are kept. Mode ``devicecode`` and kubeconfigs without a
+    kubelogin exec plugin (local accounts, admin credentials) are returned unchanged.
     """
     if mode == "devicecode":
         return kubeconfig
@@ -98,7 +120,12 @@ def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
         plugin = (user.get("user") or {}).get("exec")
         if not plugin or not str(plugin.get("command", "")).endswith("kubelogin"):
             continue
-        args, rewritten, skip = list(plugin.get("args") or []), [], False
+        args = [str(arg) for arg in plugin.get("args") or []]
+        if mode == "azurecli":
+            plugin["args"] = azurecli_args(args)
+            changed = True
+            continue
+        rewritten, skip = [], False
         for index, arg in enumerate(args):
             if skip:
                 skip = False

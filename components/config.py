@@ -17,6 +17,7 @@ managed clusters, private link services, subnets, Managed Grafana, Azure Monitor
 
 from __future__ import annotations
 
+import decimal
 import difflib
 import hashlib
 import importlib.util
@@ -45,6 +46,12 @@ class ConfigError(pulumi.RunError):
         self.key = key
         self.message = message
         super().__init__(f"{key}: {message}")
+
+
+class SecretValueError(ConfigError):
+    """A secret config value that its key's rule refuses. The message never holds the value: it says ``[secret]``
+    where the rule would have quoted it (``pulumi up`` prints the line, and the engine would not mask a value it only
+    knows as config)."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +133,10 @@ class StackConfig:
 
     @property
     def tag_map(self) -> dict[str, str]:
-        """Tags for Azure resources that take them: ``managed-by`` plus the ``tags`` config (sorted)."""
-        tags = {"managed-by": "aks-gpu-observability"}
-        tags.update(item.split("=", 1) for item in self.tags)
+        """Tags for Azure resources that take them: the ``tags`` config plus ``managed-by``, which no item may set
+        (:func:`_tags` refuses one), sorted."""
+        tags = dict(item.split("=", 1) for item in self.tags)
+        tags[MANAGED_BY[0]] = MANAGED_BY[1]
         return dict(sorted(tags.items()))
 
     @property
@@ -292,6 +300,10 @@ _SEMVER = (
 )
 _semver = _regex(_SEMVER, "expected an exact semantic version such as 1.15.0 (no ranges, no 'v' prefix)")
 
+#: The tag the stack always sets (:attr:`StackConfig.tag_map`); the policy pack's required-tags rule looks for it.
+MANAGED_BY = ("managed-by", "aks-gpu-observability")
+
+
 def _tags(key: str, value: object) -> None:
     for item in value:  # type: ignore[union-attr]
         name, sep, tag = str(item).partition("=")
@@ -299,6 +311,10 @@ def _tags(key: str, value: object) -> None:
             raise ConfigError(
                 key, f"expected key=value items (key 1-512 characters without <>%&\\?/, value up to 256) (got {item!r})"
             )
+        # Azure tag names are case-insensitive: Managed-By would replace the stack's tag just the same.
+        if name.strip().lower() == MANAGED_BY[0]:
+            raise ConfigError(key, f"{item!r}: the stack always sets {MANAGED_BY[0]}={MANAGED_BY[1]} (it marks what "
+                                   f"it created); remove that item, or use another tag name")
 
 
 _GRAFANA_UID = _regex(r"[A-Za-z0-9_-]{1,40}", "expected a Grafana uid: 1-40 letters, digits, '-' or '_'")
@@ -433,6 +449,7 @@ def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> 
     a value of the wrong type, or a value outside its rule.
     """
     schema = declared()
+    secret_keys = frozenset(secret_keys)
     values: dict[str, object] = {}
     for key, decl in schema.items():
         text = raw.get(key)
@@ -443,11 +460,16 @@ def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> 
         text = str(text)
         if "default" not in decl and text.strip() == "":
             raise ConfigError(key, f"required and must not be empty; set it with `pulumi config set {key} <value>`")
-        value = _typed(key, decl.get("type", "string"), text)
-        if key in REQUIRED_UNLESS and str(value).strip() == "":
-            value = ""  # checked by check_required, once stack references had their say
-        if key in RULES and not (key in REQUIRED_UNLESS and value == ""):
-            RULES[key](key, value)
+        try:
+            value = _typed(key, decl.get("type", "string"), text)
+            if key in REQUIRED_UNLESS and str(value).strip() == "":
+                value = ""  # checked by check_required, once stack references had their say
+            if key in RULES and not (key in REQUIRED_UNLESS and value == ""):
+                RULES[key](key, value)
+        except ConfigError as error:
+            if key not in secret_keys:
+                raise
+            raise SecretValueError(key, f"{hide(error.message, text)} (the value is secret)") from None
         values[snake(key)] = value
     known = {f.name for f in fields(StackConfig) if f.name != "secret_keys"}
     missing = known - set(values)
@@ -456,6 +478,13 @@ def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> 
     config = StackConfig(**{name: values[name] for name in known}, secret_keys=frozenset(secret_keys))
     check_dashboard_file(config)
     return config if (config.cluster_stack or config.grafana_stack) else check_required(config)
+
+
+def hide(message: str, value: str) -> str:
+    """``message`` with ``value`` (as a rule quotes it: ``repr``, JSON, or bare) replaced by ``[secret]``."""
+    for shown in sorted({repr(value), json.dumps(value), value} - {""}, key=len, reverse=True):
+        message = message.replace(shown, "[secret]")
+    return message
 
 
 def check_dashboard_file(config: StackConfig) -> None:
@@ -523,6 +552,8 @@ def with_values(config: StackConfig, values: Mapping[str, str], source: str, sec
             if key in RULES:
                 RULES[key](key, value)
         except ConfigError as error:
+            if key in secret:
+                raise SecretValueError(key, f"{hide(error.message, value)} (from {source}; the value is secret)") from None
             raise ConfigError(key, f"{error.message} (from {source})") from None
         changes[snake(key)] = value
         if key in secret:
@@ -580,6 +611,99 @@ def check_known(keys: Iterable[str]) -> None:
                                         f"{close[0]}:{key}? this project's keys are in namespace {PROJECT})")
 
 
+def go_json_number(value) -> str:
+    """A YAML number as Go's ``encoding/json`` writes the float64 or int64 yaml.v3 decodes it to, which is how the CLI
+    passes a stack file's number on (pulumi/pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
+    ``MarshalString``; Go ``encoding/json`` ``floatEncoder``: the shortest digits that round-trip, fixed notation for
+    1e-6 <= |x| < 1e21, else an exponent without a leading zero, ``e-7``): ``1.20`` -> ``1.2``, ``1.0`` -> ``1``,
+    ``1e3`` -> ``1000``."""
+    if isinstance(value, int):
+        return str(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return repr(value)  # NaN and infinities: json.Marshal refuses them, so does the CLI
+    if value == 0 or 1e-6 <= abs(value) < 1e21:
+        text = format(decimal.Decimal(repr(value)), "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return re.sub(r"e([+-])0(\d)$", r"e\1\2", repr(value))
+
+
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
+
+
+def _go_parse_int(text: str, signed: bool) -> Optional[int]:
+    """Go's ``strconv.ParseInt(text, 0, 64)`` (``ParseUint`` when not ``signed``): a sign (ParseInt only), then a
+    ``0x``/``0o``/``0b`` prefix or a leading ``0`` (octal) picks the base; None where Go answers an error."""
+    sign, body = (text[0], text[1:]) if signed and text[:1] in "+-" else ("", text)
+    base = 10
+    if body[:2].lower() in ("0x", "0o", "0b"):
+        base, body = {"x": 16, "o": 8, "b": 2}[body[1].lower()], body[2:]
+    elif len(body) > 1 and body[0] == "0":
+        base, body = 8, body[1:]
+    if not body or any(c not in _GO_DIGITS[base] for c in body):
+        return None
+    value = int(body, base) * (-1 if sign == "-" else 1)
+    low, high = (-2**63, 2**63 - 1) if signed else (0, 2**64 - 1)
+    return value if low <= value <= high else None
+
+
+def yaml_v3_number(text: str) -> Optional[object]:
+    """The number gopkg.in/yaml.v3 decodes a plain scalar ``text`` to (an int or a float), as the CLI reads a stack
+    file; None when yaml.v3 reads it as anything else. go-yaml ``resolve.go`` ``resolve``: ``.inf``/``.nan`` forms; a
+    scalar starting with ``.`` parsed as a float; one starting with a digit or sign, underscores removed, as
+    ``ParseInt``/``ParseUint`` with base prefixes (``0x1F``, ``0o17``, ``017``, ``0b101``), else a decimal float
+    (``1.20``, ``1e3``); a date (``2024-01-31``) is a timestamp, not a number."""
+    special = {".nan": float("nan"), ".inf": float("inf"), "+.inf": float("inf"), "-.inf": float("-inf")}
+    if text.lower() in special and text[-3:] in ("nan", "NaN", "NAN", "inf", "Inf", "INF"):
+        return special[text.lower()]
+    if text[:1] == ".":
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    if not text or text[0] not in "+-0123456789" or re.fullmatch(r"\d{4}-.*", text):
+        return None
+    plain = text.replace("_", "")
+    for signed in (True, False):
+        number = _go_parse_int(plain, signed)
+        if number is not None:
+            return number
+    return float(plain) if _YAML_STYLE_FLOAT.fullmatch(plain) else None
+
+
+def unquoted_number(key: str, written: str, passed: str) -> str:
+    """The one-line reason to refuse a YAML number ``written`` for string key ``key``, which the CLI passes as ``passed``."""
+    return (f"{key}: {written} is a YAML number, which the Pulumi CLI passes on as \"{passed}\"; quote it to keep it as "
+            f"written: {key}: \"{written}\"")
+
+
+def check_stack_file_numbers(path: Path) -> None:
+    """Refuse a YAML number given in the stack file ``path`` for a project key of type string whose text the CLI
+    changes when it passes it on (:func:`go_json_number`): ``pyroscopeImageTag: 1.20`` would deploy image tag "1.2".
+    The CLI takes any plain value for a string key (v3.230.0 ``sdk/go/common/workspace/project.go``
+    ``ValidateConfigValue``), so the program reads its own stack file to tell; ConfigError naming the key, the file,
+    line and column, and the quoted form. A file that is missing or not YAML is left to the CLI."""
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        return
+    if not isinstance(root, yaml.MappingNode):
+        return
+    config = next((v for k, v in root.value if isinstance(k, yaml.ScalarNode) and k.value == "config"), None)
+    strings = {key for key, decl in declared().items() if decl.get("type", "string") == "string"}
+    for key_node, value_node in config.value if isinstance(config, yaml.MappingNode) else []:
+        name = str(key_node.value)
+        namespace, _, rest = name.rpartition(":")
+        key = rest if namespace in ("", PROJECT, f"{PROJECT}:config") else None
+        if key in strings and isinstance(value_node, yaml.ScalarNode) and value_node.style is None:
+            number = yaml_v3_number(value_node.value)
+            passed = go_json_number(number) if number is not None else value_node.value
+            if passed != value_node.value:
+                mark = value_node.start_mark
+                raise ConfigError(key, f"{path.name}:{mark.line + 1}:{mark.column + 1}: "
+                                       f"{unquoted_number(key, value_node.value, passed).split(': ', 1)[1]}")
+
+
 def _all_keys() -> set[str]:
     """Every config key the engine handed this program: set at run time (mocks, RunRequest) or through
     the PULUMI_CONFIG environment variable the language host sets."""
@@ -594,6 +718,7 @@ def load() -> StackConfig:
     from pulumi.runtime.config import is_config_secret
 
     check_known(_all_keys())
+    check_stack_file_numbers(PROJECT_FILE.parent / f"Pulumi.{pulumi.get_stack()}.yaml")
     config = pulumi.Config(PROJECT)
     return parse({key: config.get(key) for key in declared()},
                  [key for key in declared() if is_config_secret(f"{PROJECT}:{key}")])

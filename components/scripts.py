@@ -81,6 +81,40 @@ def script_command(
     )
 
 
+#: The environment variable with the values a step must never print (scripts/lib.sh ``mask``, scripts/azcli.py ``mask``).
+#: Its name says nothing of secrets: the policy pack's mandatory no-plaintext-secrets rule refuses an environment key
+#: that looks like a credential's (policy/rules.py ``_SECRET_KEY``).
+MASK_VALUES = "MASK_VALUES"
+
+
+def is_step(props: Mapping[str, object]) -> bool:
+    """True for the properties of a :func:`script_command` (``create`` runs ``scripts/<name>``)."""
+    return str(props.get("create") or "").startswith(("bash scripts/", "python3 scripts/"))
+
+
+def with_secret_mask(props: Mapping[str, object], opts: pulumi.ResourceOptions,
+                     values: Sequence[str]) -> tuple[dict, pulumi.ResourceOptions]:
+    """A step's properties and options (a ``command:local:Command`` of :func:`script_command`, as a stack
+    transformation sees them: components/secrets.py) for a stack whose config has secret ``values``. The engine masks
+    only what it knows is secret in its own events, not a secret that reached a script as a plain substring (a node
+    resource group or an ARM id carries the cluster's or Grafana's name, and so does what the script prints). So:
+
+    - ``environment`` gains ``MASK_VALUES``, the values one per line, longest first, as a Pulumi secret; the
+      scripts' logging (scripts/lib.sh ``log``, scripts/azcli.py ``Step.log``) prints each as ``[secret]``;
+    - ``logging`` becomes ``stderr``: the engine logs the (masked) stderr, not stdout, which carries the step's result
+      whole (the PLS id, the connection's name) because the next resource reads it;
+    - ``stdout`` and ``stderr`` are additional secret outputs, so the state and any display of the result keep them
+      secret.
+
+    Anything that is not a step, or no ``values``, is returned as it is."""
+    values = tuple(sorted({v for v in values if v}, key=lambda v: (-len(v), v)))
+    if not values or not is_step(props):
+        return dict(props), opts
+    env = {**dict(props.get("environment") or {}), MASK_VALUES: pulumi.Output.secret("\n".join(values))}
+    masked = {**props, "environment": {key: env[key] for key in sorted(env)}, "logging": local.Logging.STDERR}
+    return masked, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["stdout", "stderr"]))
+
+
 def forwarded_depends_on(opts: Optional[pulumi.ResourceOptions]) -> list:
     """A component's ``depends_on`` as a list, to hand on to its children: Pulumi does not make a
     component's children wait for what the component depends on."""

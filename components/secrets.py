@@ -10,7 +10,9 @@ string that *contains* a secret value, wherever it ends up,
   ``pulumi.runtime.register_stack_transformation``; it sees each resource's properties before they are sent,
   ``pulumi/resource.py`` ``Resource.__init__``), including input-type objects and lists/maps at any depth;
 - in the outputs each component registers (``register_outputs``), which the engine keeps in the state;
-- in the stack's exports (:meth:`Secrecy.export`).
+- in the stack's exports (:meth:`Secrecy.export`);
+- in what the step scripts print: each step command gets the values to mask in its environment, logs only its masked
+  stderr, and keeps its stdout secret (components/scripts.py ``with_secret_mask``).
 
 "Contains" covers what is derived from a value: the cluster's ARM id and node resource group carry its name, the
 Grafana endpoint carries the workspace's. An Output is secret if it already was or if its value, once known,
@@ -31,6 +33,7 @@ from typing import Any, Optional
 import pulumi
 from pulumi import _types
 
+from components import scripts
 from components.config import StackConfig
 
 
@@ -87,7 +90,10 @@ class Secrecy:
         if isinstance(args.resource, pulumi.ComponentResource):
             register = args.resource.register_outputs
             args.resource.register_outputs = lambda outputs: register(self.taint(outputs))  # type: ignore[method-assign]
-        return pulumi.ResourceTransformationResult(self.taint(dict(args.props)), args.opts)
+        props, opts = dict(args.props), args.opts
+        if args.type_ == "command:local:Command":  # a step script: mask the values in what it logs
+            props, opts = scripts.with_secret_mask(props, opts, self.values)
+        return pulumi.ResourceTransformationResult(self.taint(props), opts)
 
     def install(self) -> "Secrecy":
         """Register :meth:`transformation` for every resource registered from now on (nothing when no value is

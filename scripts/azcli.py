@@ -100,14 +100,28 @@ class AzNotInstalled(AzError):
         return "missing"
 
 
+#: The environment variable with the values a step must never print, one per line, longest first
+#: (components/scripts.py ``with_secret_mask``; scripts/lib.sh ``mask`` reads the same).
+MASK_VALUES = "MASK_VALUES"
+
+
+def mask(text: str, environ: Optional[dict] = None) -> str:
+    """``text`` with every value listed in ``MASK_VALUES`` replaced by ``[secret]``, in one pass (longest first, so a
+    value inside a longer one is masked with it, and a mask is never masked again)."""
+    values = sorted({line for line in (environ if environ is not None else os.environ).get(MASK_VALUES, "").splitlines()
+                     if line}, key=lambda v: (-len(v), v))
+    return re.sub("|".join(map(re.escape, values)), "[secret]", text) if values else text
+
+
 class Step:
-    """Logging and failing for one step: lines on stderr prefixed with the step name."""
+    """Logging and failing for one step: lines on stderr prefixed with the step name, with the secret values masked
+    (:func:`mask`). What a step prints on stdout (its result) is not masked: it is the step's output."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def log(self, message: str) -> None:
-        print(f"{self.name}: {message}", file=sys.stderr, flush=True)
+        print(f"{self.name}: {mask(message)}", file=sys.stderr, flush=True)
 
     def fail(self, message: str) -> "NoReturn":  # noqa: F821
         self.log(f"error: {message}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -352,4 +353,26 @@ def test_docs_commands_are_the_tools():
     document = adopt.import_file(run("dev"))
     (urn,) = document["nameTable"].values()
     assert f"pulumi up --target '{urn.replace(':dev::', ':<stack>::')}'" in text
-    assert "pulumi import --file import.json --protect=false" in text
+    assert adopt.import_command("import.json") in text
+
+
+#: Every flag `pulumi import` declares, pulumi/pulumi v3.230.0 pkg/cmd/pulumi/operations/import.go (newImportCmd), and
+#: which of them are booleans (cobra takes `--flag=false` only for those).
+IMPORT_FLAGS = {"config-file", "debug", "diff", "event-log", "exec-agent", "exec-kind", "file", "from", "generate-code",
+                "generate-resources", "json", "message", "out", "parallel", "parent", "preview-only", "properties",
+                "protect", "provider", "skip-preview", "stack", "suppress-outputs", "suppress-permalink",
+                "suppress-progress", "urns", "yes"}
+IMPORT_BOOLEANS = {"debug", "diff", "generate-code", "json", "preview-only", "protect", "skip-preview", "suppress-outputs",
+                   "suppress-progress", "urns", "yes"}
+
+
+def test_the_import_hint_and_the_guide_give_one_command_pulumi_import_takes():
+    """What `tools.plan --import-file` prints next and what docs/adopting.md says are the same `pulumi import` line, and
+    every flag in it is one `pulumi import --file` accepts in v3.230.0 (a boolean where it is given `=false`)."""
+    text = (ROOT / "docs" / "adopting.md").read_text(encoding="utf-8")
+    hint = adopt.render(adopt.import_file(run("dev")), "import.json")
+    commands = set(re.findall(r"pulumi import --file \S+(?: --[\w-]+(?:=\w+)?)*", hint + "\n" + text))
+    assert commands == {adopt.import_command("import.json")}, commands
+    for flag, value in re.findall(r"--([\w-]+)(?:=(\w+))?", adopt.import_command("import.json")):
+        assert flag in IMPORT_FLAGS, flag
+        assert not value or (flag in IMPORT_BOOLEANS and value in ("true", "false")), flag

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
@@ -65,6 +67,8 @@ class Bad:
     stack_file: str = None
     files: dict = field(default_factory=dict)
     no_az: bool = False
+    absent: list = field(default_factory=list)  # what the line must not say (an offline placeholder, a secret)
+    python_flags: list = None  # run as `python <flags> -m tools.<tool>` in a subprocess (e.g. -S: no virtualenv)
 
 
 GOOD_FRAME = frame([(0, 10, 0, "total"), (1, 10, 10, "main")])
@@ -135,6 +139,24 @@ CASES = [
     Bad("stack-empty-file", "plan", ["--stack", "t"], ["clusterName", "required"], stack_file=""),
     Bad("stack-number-for-integer", "plan", ["--stack", "t"], ["extensionTimeoutSeconds", "integer"],
         stack_file=stack(add=f"  {NS}:extensionTimeoutSeconds: 90.5\n")),
+    Bad("stack-version-as-a-yaml-number", "plan", ["--stack", "t"],
+        [f"Pulumi.t.yaml:{NEXT}:44", "pyroscopeImageTag", "passes on as \"1.2\"", 'quote it', 'pyroscopeImageTag: "1.20"'],
+        stack_file=stack(add=f"  {NS}:pyroscopeImageTag: 1.20\n")),
+    Bad("stack-secure-garbage-on-a-name", "plan", ["--stack", "t"],
+        [f"Pulumi.t.yaml:{NEXT}:13", "grafanaName", "cannot be decrypted", "not valid ciphertext"],  # one line dropped, one added
+        stack_file=stack(drop=("grafanaName",), add=f"  {NS}:grafanaName:\n    secure: garbage\n"),
+        absent=["offline-placeholder-for-secret"]),
+    Bad("stack-secure-garbage-on-the-image-tag", "plan", ["--stack", "t"],
+        ["pyroscopeImageTag", "cannot be decrypted", "not valid ciphertext", "pulumi config set --secret pyroscopeImageTag"],
+        stack_file=stack(add=f"  {NS}:pyroscopeImageTag:\n    secure: garbage\n")),
+    Bad("stack-secure-name-offline", "plan", ["--stack", "t"],
+        ["grafanaName", "`secure:` value", "offline plan cannot decrypt", "--set grafanaName=<value>"],
+        stack_file=stack(drop=("grafanaName",), add=f"  {NS}:grafanaName:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n"),
+        absent=["offline-placeholder-for-secret"]),
+    Bad("set-path-tag-managed-by", "plan", ["--set-path", "tags[0]=Managed-By=me"], ["tags", "managed-by=aks-gpu-observability"]),
+    Bad("plan-outside-the-virtualenv", "plan", ["--stack", "dev"],
+        ["'pulumi' is not installed", "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt",
+         ".venv/bin/python -m tools.plan --stack dev"], python_flags=["-S"]),
     # --- dashboard files (dashboardSource in the project) ---------------------------------------------------
     Bad("dashboard-file-other-sha256", "plan", ["--set", f"dashboardSource={LOCAL}"], ["dashboardSha256", LOCAL]),
     Bad("dashboard-file-not-json", "plan", ["--set", "dashboardSource=README.md", "--set", f"dashboardSha256={sha('README.md')}"],
@@ -213,6 +235,14 @@ CASES = [
                                                                "prometheusDatasource": "azure-monitor-prometheus",
                                                                "dashboardDefinition": {"uid": "d"}})}),
     Bad("verify-without-stack", "verify", ["--drift"], ["--stack"]),
+    Bad("hotspots-namespace-not-a-name", "hotspots", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json"),
+                                                                 "--namespace", "["], ["--namespace", "regular expression", "'['"],
+        files={"o.json": "@outputs"}),
+    Bad("hotspots-namespace-upper-case", "hotspots", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json"),
+                                                                 "--namespace", "ML-Inference"], ["--namespace", "expected a namespace"],
+        files={"o.json": "@outputs"}),
+    Bad("hotspots-pod-filter-on-a-saved-file", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--pod", "vllm-0"],
+        ["--pod", "--from-file"], files={"f.json": json.dumps(GOOD_FRAME)}),
 ]
 
 
@@ -231,6 +261,15 @@ def test_bad_input_exits_2_with_one_line_naming_it_and_registers_nothing(case, t
     for name, text in case.files.items():
         (tmp_path / name).write_text(outputs_text if text == "@outputs" else text)
     args = case.args(tmp_path) if callable(case.args) else list(case.args)
+    if case.python_flags is not None:  # as a shell runs it: a new interpreter, nothing registered before it stops
+        done = subprocess.run([sys.executable, *case.python_flags, "-m", f"tools.{case.tool}", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        lines = done.stderr.splitlines()
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == "" and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+        for name in case.names:
+            assert name in lines[0], (name, lines[0])
+        return
     if case.stack_file is not None:
         (tmp_path / "Pulumi.t.yaml").write_text(case.stack_file)
         real = mock_engine.stack_file
@@ -258,4 +297,23 @@ def test_bad_input_exits_2_with_one_line_naming_it_and_registers_nothing(case, t
     assert out == "" and len(lines) == 1 and lines[0].startswith("error: "), err
     for name in case.names:
         assert name in lines[0], (name, lines[0])
+    for text in case.absent:
+        assert text not in lines[0], (text, lines[0])
     assert set(registered) <= {"pulumi:pulumi:Stack"}, registered
+
+
+@pytest.mark.parametrize("argv", [["tools.hotspots", "--from-file", "examples/flamegraph-frame.json", "--json"],
+                                  ["tools.plan", "--stack", "dev", "--json"]])
+def test_a_reader_that_goes_away_ends_the_tool_quietly(argv):
+    """`python -m tools.hotspots ... --json | head`: when the reader closes the pipe, the tool stops as a Unix tool
+    killed by SIGPIPE does (status 141, nothing on stderr), not with a BrokenPipeError traceback."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        done = subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -141,6 +141,20 @@ def test_stack_file_scalars_reach_the_program_as_the_cli_hands_them(tmp_path, mo
     assert json.loads(plan.config["aks-gpu-observability:tags"]) == ["team=ml"]
 
 
+def test_stack_file_numbers_reach_the_program_as_yaml_v3_and_go_json_make_them(tmp_path, monkeypatch):
+    """go-yaml v3 ``resolve.go`` reads a plain scalar as a number where YAML 1.1 (PyYAML) may not, or the other way
+    round, and the CLI passes the number on as Go's JSON text of it (config.go_json_number)."""
+    stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:extensionTimeoutSeconds: 0x384\n"
+                                           "  aks-gpu-observability:pyroscopeReleaseTimeoutSeconds: 1_200\n"
+                                           "  aks-gpu-observability:grafanaTimeoutSeconds: 6e2\n"
+                                           "  aks-gpu-observability:pyroscopeDatasourceName: 1:20\n")
+    config = mock_engine.run("t", {}).config
+    assert config["aks-gpu-observability:extensionTimeoutSeconds"] == "900"
+    assert config["aks-gpu-observability:pyroscopeReleaseTimeoutSeconds"] == "1200"
+    assert config["aks-gpu-observability:grafanaTimeoutSeconds"] == "600"  # PyYAML: the string "6e2"
+    assert config["aks-gpu-observability:pyroscopeDatasourceName"] == "1:20"  # PyYAML: 80 (base 60); yaml.v3: a string
+
+
 # --- stack files as the CLI reads them (tools/offline/stack_file.py; issue 12 item 7) --------------------------------
 def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_path, monkeypatch):
     """loaders.go stackConfigNamespacedWithProject: a bare key is the project's; key.go ParseKey: ns:config:name."""

@@ -103,9 +103,8 @@ def test_kubeconfig_is_secret_known_in_preview_and_converted_to_azurecli(monkeyp
     document = yaml.safe_load(kubeconfig)  # decoded from base64, a real kubeconfig, known at preview
     plugin = document["users"][0]["user"]["exec"]
     assert plugin["command"] == "kubelogin"
-    assert plugin["args"][-2:] == ["--login", "azurecli"]
-    assert "devicecode" not in plugin["args"] and "--client-id" not in plugin["args"]
-    assert plugin["args"][plugin["args"].index("--server-id") + 1] == canned.AKS_SERVER_ID
+    # What `kubelogin convert-kubeconfig -l azurecli` writes (Azure/kubelogin v0.2.19 converter): no --tenant-id.
+    assert plugin["args"] == ["get-token", "--login", "azurecli", "--server-id", canned.AKS_SERVER_ID]
 
 
 def test_admin_kubeconfig_is_secret_and_untouched(monkeypatch):
@@ -143,6 +142,45 @@ def test_kubelogin_modes_rewrite_login_and_drop_the_cli_client(mode):
     assert args.count("--login") == 1 and args[-1] == mode
     assert "--client-id" not in args and canned.AKS_CLIENT_ID not in args
     assert "--tenant-id" in args and "--environment" in args
+
+
+#: Azure/kubelogin v0.2.19 (a9b10fbf) pkg/internal/converter/convert_test.go, the exec-format cases converting to
+#: azurecli without override flags: (input args, expected args). The upstream test compares the set of arguments and
+#: their count; the order here is the one Convert appends them in (--login, --server-id, --cache-dir).
+SERVER, CLIENT, TENANT, ENV, CACHE = "serverID", "clientID", "tenantID", "AzurePublicCloud", "/tmp/foo"
+DEVICECODE = ["get-token", "--server-id", SERVER, "--client-id", CLIENT, "--tenant-id", TENANT, "--environment", ENV,
+              "--login", "devicecode"]
+AZURECLI_CASES = {
+    "convert from devicecode to azurecli": (DEVICECODE, ["get-token", "--login", "azurecli", "--server-id", SERVER]),
+    "convert from devicecode to azurecli with --cache-dir": (
+        DEVICECODE + ["--cache-dir", CACHE], ["get-token", "--login", "azurecli", "--server-id", SERVER, "--cache-dir", CACHE]),
+    "already having --token-cache-dir, convert from devicecode to azurecli": (
+        ["get-token", "--server-id", SERVER, "--client-id", CLIENT, "--tenant-id", TENANT, "--token-cache-dir", CACHE,
+         "--environment", ENV, "--login", "devicecode"],
+        ["get-token", "--login", "azurecli", "--server-id", SERVER, "--cache-dir", CACHE]),
+    "convert from azurecli to azurecli": (
+        ["get-token", "--environment", ENV, "--server-id", SERVER, "--client-id", CLIENT, "--tenant-id", TENANT,
+         "--login", "azurecli"],
+        ["get-token", "--login", "azurecli", "--server-id", SERVER]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AZURECLI_CASES))
+def test_azurecli_args_are_what_kubelogin_convert_kubeconfig_writes(case):
+    source, expected = AZURECLI_CASES[case]
+    kubeconfig = yaml.safe_dump({"users": [{"name": "u", "user": {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "kubelogin", "args": source}}}]})
+    assert yaml.safe_load(kubelogin_kubeconfig(kubeconfig, "azurecli"))["users"][0]["user"]["exec"]["args"] == expected
+
+
+def test_azurecli_drops_the_tenant_of_the_aks_kubeconfig():
+    """`az` signed in with a managed identity refuses --tenant, so kubelogin's own converter drops --tenant-id in
+    azurecli mode (convert.go: "tenantID from the input kubeconfig will be disregarded")."""
+    source = base64.b64decode(canned.user_credentials(
+        {"resourceGroupName": "rg", "resourceName": "c"}, "eastus2")["kubeconfigs"][0]["value"]).decode()
+    args = yaml.safe_load(kubelogin_kubeconfig(source, "azurecli"))["users"][0]["user"]["exec"]["args"]
+    assert args == ["get-token", "--login", "azurecli", "--server-id", canned.AKS_SERVER_ID]
+    assert canned.TENANT_ID not in args and "--environment" not in args
 
 
 def test_kubelogin_devicecode_and_non_exec_kubeconfigs_unchanged():

@@ -277,6 +277,37 @@ def test_secret_keys_come_from_secret_config_and_secret_referenced_outputs():
     assert kept.secret_keys == frozenset() and kept.secret_values == ()
 
 
+def test_a_secret_value_its_rule_refuses_is_not_printed():
+    """`pulumi up` prints a ConfigError's line; the engine would not mask a value it knows only as config, so the
+    line says [secret] where the rule would quote the value, from the stack's config or a referenced stack."""
+    with pytest.raises(config.SecretValueError) as caught:
+        config.parse({**VALID, "grafanaName": "amg_top_secret"}, secret_keys=["grafanaName"])
+    assert "amg_top_secret" not in str(caught.value) and "(got [secret])" in str(caught.value)
+    assert str(caught.value).startswith("grafanaName: expected an Azure Managed Grafana name")
+    cfg = config.parse({**VALID, "clusterName": "", "clusterStack": "acme/infra/prod"})
+    with pytest.raises(config.SecretValueError) as caught:
+        config.with_values(cfg, {"clusterName": "-aks-top-secret"}, "stack acme/infra/prod", secret={"clusterName"})
+    assert "aks-top-secret" not in str(caught.value) and "(got [secret])" in str(caught.value)
+    with pytest.raises(config.ConfigError, match="'amg_plain'"):  # a plain value is quoted as before
+        config.parse({**VALID, "grafanaName": "amg_plain"})
+
+
+@pytest.mark.parametrize("written, passed", [("1.20", "1.2"), ("1.0", "1"), ("1e3", "1000"), ("2.50", "2.5")])
+def test_the_program_refuses_a_yaml_number_the_cli_would_change_for_a_string_key(tmp_path, written, passed):
+    """Under the real CLI too: the program reads its stack file (Pulumi.<stack>.yaml) for a number given for a string
+    key, which the CLI passes on as Go's JSON text of it (config.go_json_number)."""
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(f"config:\n  aks-gpu-observability:extensionTimeoutSeconds: 900\n  pyroscopeImageTag: {written}\n")
+    with pytest.raises(config.ConfigError) as caught:
+        config.check_stack_file_numbers(path)
+    assert str(caught.value) == (f'pyroscopeImageTag: Pulumi.t.yaml:3:22: {written} is a YAML number, which the Pulumi CLI '
+                                 f'passes on as "{passed}"; quote it to keep it as written: pyroscopeImageTag: "{written}"')
+    for fine in ('"1.20"', "2", "1.2"):  # quoted, or a number the CLI passes on as written
+        path.write_text(f"config:\n  pyroscopeImageTag: {fine}\n")
+        config.check_stack_file_numbers(path)
+    config.check_stack_file_numbers(tmp_path / "Pulumi.missing.yaml")
+
+
 def test_visibility_list_splits_subscriptions():
     cfg = parse(privateLinkVisibility=f"{SUB_A}  {SUB_B}")
     assert cfg.private_link_visibility_list == [SUB_A, SUB_B]

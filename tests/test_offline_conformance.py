@@ -103,10 +103,10 @@ def test_upstream_lifecycle_rows_name_the_ported_tests():
 # --- rows held here -----------------------------------------------------------------------------------------
 def test_secure_stack_values_stay_secret(tmp_path, monkeypatch):
     path = tmp_path / "Pulumi.s.yaml"
-    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  other:token:\n    secure: v1:abc:def\n")
+    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  other:token:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
     monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
     values, secrets = mock_engine.read_stack_config("s")
-    assert secrets == ["other:token"] and values["other:token"] != "v1:abc:def"
+    assert secrets == ["other:token"] and values["other:token"] != "v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA=="
     plan = mock_engine.run("s", {})
     assert plan.secret_keys == ["other:token"]
 

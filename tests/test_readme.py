@@ -64,3 +64,71 @@ def test_readme_is_short_and_its_docs_links_resolve():
         assert (ROOT / doc).is_file(), doc
         for target in re.findall(r"\]\(([\w./-]+\.(?:md|svg))\)", (ROOT / doc).read_text(encoding="utf-8")):
             assert (ROOT / doc).parent.joinpath(target).is_file(), (doc, target)
+
+
+def documented_tool_commands() -> list[tuple[str, str, list]]:
+    """(file, module, argv) of every ``python -m tools.<tool> ...`` in README.md and docs/*.md, in inline code or a
+    code block (a continued line joined), as a reader would type it: a placeholder (``<stack>``, ``$(...)``) filled
+    in, an optional ``[...]`` and a ``...`` left out, a shell comment and what follows ``&&``, ``|`` or ``;`` dropped."""
+    import shlex
+
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        fence = r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```"
+        blocks = re.findall(fence, text, re.M | re.S)
+        snippets = [line for block in blocks for line in re.sub(r"\\\n", " ", block).splitlines()]
+        prose = re.sub(fence, "", text, flags=re.M | re.S)
+        snippets += [span.replace("\n", " ") for span in re.findall(r"`([^`]+)`", prose)]
+        for snippet in snippets:
+            for command in re.findall(r"-m (tools\.\w+)((?:(?!\s#)[^\n])*)", snippet):
+                module, rest = command
+                rest = re.sub(r"\$\([^)]*\)", "x", rest)
+                rest = re.sub(r"\[[^\]]*\]", "", rest).replace("...", "")
+                rest = re.sub(r"<[^>]+>", "x", rest)
+                argv = []
+                rest = re.split(r"&&|\|\||[|;)>]", rest)[0]  # the rest of a shell line: another command
+                for token in shlex.split(rest):
+                    argv.append(token)
+                found.append((path.name, module, argv))
+    return found
+
+
+def test_every_documented_tool_command_parses(monkeypatch):
+    """A tool's command line as README.md and docs/ show it is one the tool takes (its argparse parser accepts it;
+    the tool then stops before doing anything): `python -m tools.verify --drift` without --stack would not be."""
+    import importlib
+
+    from tools import cli
+
+    class Parsed(Exception):
+        pass
+
+    original = cli.OneLineParser.parse_args
+
+    def parse_only(self, args=None, namespace=None):
+        original(self, args, namespace)
+        raise Parsed
+
+    monkeypatch.setattr(cli.OneLineParser, "parse_args", parse_only)
+    commands = documented_tool_commands()
+    assert {module for _, module, _ in commands} == {"tools.plan", "tools.verify", "tools.hotspots"}
+    for name, module, argv in commands:
+        try:
+            importlib.import_module(module).main(argv)
+        except Parsed:
+            continue
+        except cli.UsageError as error:
+            raise AssertionError(f"{name}: python -m {module} {' '.join(argv)}: {error}") from None
+        raise AssertionError(f"{name}: python -m {module} {' '.join(argv)}: refused by its parser")
+
+
+def test_the_deploy_steps_say_what_a_self_managed_backend_asks_for():
+    """With `pulumi login azblob://...` (or file://), `pulumi stack init` asks for a passphrase and every command that
+    decrypts asks again, failing where nobody can answer, unless PULUMI_CONFIG_PASSPHRASE(_FILE) is set (pulumi/pulumi
+    v3.230.0 pkg/secrets/passphrase/manager.go: "Enter your passphrase to protect config/secrets"); the deploy steps
+    say so before `pulumi stack init`, and name the other way, --secrets-provider."""
+    section = README.split("## Deploy and tear down", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    assert block.index("PULUMI_CONFIG_PASSPHRASE") < block.index("pulumi stack init")
+    assert "--secrets-provider azurekeyvault://" in section and "self-managed" in section

@@ -217,7 +217,7 @@ def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch)
 
     text = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
     path = tmp_path / "Pulumi.s.yaml"
-    path.write_text(text + "  aks-gpu-observability:clusterName:\n    secure: v1:abc:def\n")
+    path.write_text(text + "  aks-gpu-observability:clusterName:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
     monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
     p = mock_engine.run("s", {})
     assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.outputs["clusterName"] == "[secret]"

@@ -88,6 +88,81 @@ def test_outputs_from_pulumi_stack_output(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+#: A cluster and a Grafana whose names came in secret: every output that carries one is a Pulumi secret
+#: (components/secrets.py), which `pulumi stack output --json` prints as "[secret]" unless given --show-secrets.
+SECRET_NAMES = ("aks-gpu-dev", "amg-gpu-dev")
+
+
+def as_the_cli_masks(value):
+    """``value`` as `pulumi stack output --json` prints it without --show-secrets: a string that carries a secret name
+    is a secret (secrets.py taints strings), printed "[secret]" (pulumi/pulumi v3.230.0 display.MassageSecrets)."""
+    if isinstance(value, dict):
+        return {key: as_the_cli_masks(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_the_cli_masks(item) for item in value]
+    return "[secret]" if isinstance(value, str) and any(name in value for name in SECRET_NAMES) else value
+
+
+def verify_secret(tmp_path, rule_list, outputs, *extra):
+    """verify against a stand-in `pulumi` that prints the outputs as the CLI does: masked, or in plaintext with
+    --show-secrets; each command line it was given is appended to pulumi-calls.txt."""
+    env = fake_az_env(tmp_path, rule_list)
+    (tmp_path / "masked.json").write_text(json.dumps(as_the_cli_masks(outputs)))
+    (tmp_path / "shown.json").write_text(json.dumps(outputs))
+    stand_in = tmp_path / "bin" / "pulumi"
+    stand_in.write_text(f"""#!/bin/sh
+echo "$*" >> {tmp_path}/pulumi-calls.txt
+[ "$1 $2 $3" = "stack output --json" ] || exit 9
+case " $* " in *" --show-secrets "*) cat {tmp_path}/shown.json ;; *) cat {tmp_path}/masked.json ;; esac
+""")
+    stand_in.chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "tools.verify", "--stack", "dev", *extra], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return done, calls_in(tmp_path), (tmp_path / "pulumi-calls.txt").read_text().splitlines()
+
+
+def printed_no_secret(done):
+    for name in SECRET_NAMES:
+        assert name not in done.stdout and name not in done.stderr, (name, done.stdout, done.stderr)
+
+
+def test_secret_outputs_are_read_with_show_secrets_and_never_printed(tmp_path):
+    done, calls, asked = verify_secret(tmp_path, rules(), OUTPUTS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "6 passed, 0 failed"
+    assert asked == ["stack output --json --stack dev", "stack output --json --show-secrets --stack dev"]
+    urls = [c["argv"][c["argv"].index("--url") + 1] for c in calls]
+    assert f"{OUTPUTS['extensionId']}?api-version=2023-05-01" in urls  # the real id, not "[secret]"
+    assert all(url.startswith(GRAFANA) for url in urls if "/api/" in url)
+    printed_no_secret(done)
+
+
+def test_a_failure_naming_a_secret_prints_it_masked(tmp_path):
+    gone = {"exit": 3, "stderr": f"ERROR: (ResourceNotFound) The Resource '{OUTPUTS['extensionId']}' was not found."}
+    for extra in ([], ["--json"]):
+        done, _, _ = verify_secret(tmp_path, rules(ext=gone), OUTPUTS, *extra)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "The Resource '[secret]" in done.stdout
+        printed_no_secret(done)
+
+
+def test_drift_with_secret_outputs_prints_no_secret(tmp_path):
+    outputs = drift_outputs(tmp_path)
+    held = as_grafana_holds_it(outputs, pyro=edit("url", f"http://{SECRET_NAMES[0]}.example:4040"))
+    for extra in (["--drift"], ["--drift", "--json"]):
+        done, _, _ = verify_secret(tmp_path, drift_rules(tmp_path, held), outputs, *extra)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "[secret]" in done.stdout
+        printed_no_secret(done)
+
+
+def test_outputs_file_saved_without_show_secrets_is_one_line(tmp_path):
+    done, calls = verify(tmp_path, rules(), as_the_cli_masks(OUTPUTS))
+    assert done.returncode == 2 and calls == [] and done.stdout == ""
+    assert done.stderr == (f"error: --outputs-file: output extensionId is [secret] in {tmp_path / 'outputs.json'}; save the "
+                           "outputs with `pulumi stack output --json --show-secrets`\n")
+
+
 def test_missing_output_is_one_line(tmp_path):
     outputs = {k: v for k, v in OUTPUTS.items() if k != "dashboardUrl"}
     done, calls = verify(tmp_path, rules(), outputs)

@@ -56,6 +56,25 @@ def test_every_action_is_pinned_by_commit_sha(name):
         assert re.search(r"#\s*v\d", comment), f"{ref}: say which version the SHA is"
 
 
+def test_every_pulumi_step_installs_the_one_cli_version_the_readme_states():
+    """The README states one exact Pulumi CLI version, the one docs/offline.md says the offline engine models, and
+    every pulumi/actions step pins it with ``pulumi-version``. Without the input the action keeps any ``pulumi`` on
+    the runner's PATH: an unset input reads as '', which semver takes as '*' (pulumi/actions v7.0.0 ``src/config.ts``
+    ``makeConfig``: ``getInput('pulumi-version') ?? '^3'``; ``src/libs/pulumi-cli.ts`` ``downloadCli``)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stated = re.findall(r"\*\*Pulumi CLI v?([\w.+-]+)\*\*", readme)
+    assert len(stated) == 1 and re.fullmatch(r"\d+\.\d+\.\d+", stated[0]), stated
+    version = stated[0]
+    assert f"pulumi/pulumi `v{version}`" in (ROOT / "docs" / "offline.md").read_text(encoding="utf-8")
+    pinned = []
+    for name in WORKFLOW_FILES:
+        for job in load(name)["jobs"].values():
+            for step in steps(job):
+                if step.get("uses", "").startswith("pulumi/actions@"):
+                    pinned.append((name, str((step.get("with") or {}).get("pulumi-version"))))
+    assert len(pinned) >= 3 and all(value == version for _, value in pinned), pinned
+
+
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
 def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
     """Azure sign-in is OIDC and the azblob/Key Vault backend rides on it, so no Azure secret is stored. The

@@ -156,6 +156,14 @@ def serialize(document: Mapping) -> str:
     return json.dumps(body, indent=4, ensure_ascii=False) + "\n"
 
 
+def import_command(path: str) -> str:
+    """The ``pulumi import`` to run with the file at ``path``, as docs/adopting.md gives it: unprotected (the program
+    declares no ``protect``) and without generated code (the program already declares the resources; ``--generate-code``
+    defaults to true and prints a Python declaration of each). Flags of pulumi/pulumi v3.230.0
+    ``pkg/cmd/pulumi/operations/import.go``: ``--file``, ``--protect``, ``--generate-code`` (booleans, so ``=false``)."""
+    return f"pulumi import --file {path} --protect=false --generate-code=false"
+
+
 def render(document: Mapping, path: str) -> str:
     """What ``tools.plan --import-file`` prints: each imported resource and its id, then the commands to run."""
     lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from this plan's config and lookups:"]
@@ -166,7 +174,7 @@ def render(document: Mapping, path: str) -> str:
     lines.append("")
     for name, urn in sorted(document["nameTable"].items()):
         lines.append(f"The explicit provider {name} must be in the stack's state first: pulumi up --target '{urn}'")
-    lines += [f"Then: pulumi import --file {path} --protect=false, and pulumi up (docs/adopting.md)."]
+    lines += [f"Then: {import_command(path)}, and pulumi up (docs/adopting.md)."]
     return "\n".join(lines)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from tools.cli import OneLineParser
+from tools.cli import OneLineParser, exit_code
 
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 TRAMPOLINE = "<interpreter trampoline>"
@@ -372,6 +372,34 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
 
 # --- the query ---------------------------------------------------------------------------------------
 
+#: What --namespace and --pod name (Kubernetes API conventions, "Object Names and IDs": a namespace is an RFC 1123
+#: label, at most 63 characters; a pod name an RFC 1123 subdomain, at most 253), and what a regex over them may hold.
+NAMESPACE = ("namespace", 63, r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?", "lowercase letters, digits and '-'", "ml-.*")
+POD = ("pod name", 253, r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*",
+       "lowercase letters, digits, '-' and '.'", "vllm-.*")
+#: Regex syntax a label matcher takes (Pyroscope's =~ is Go's RE2, fully anchored): no lookaround, no backreference.
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
+
+
+def selector_problem(value: str, what: tuple) -> str:
+    """Why ``value`` cannot select Kubernetes objects of kind ``what`` (:data:`NAMESPACE`, :data:`POD`) in the
+    flame-graph query (``k8s_namespace=~"..."``), or ``""``. Without regex syntax it must be a valid name (a typo
+    would match nothing, silently); with it, a regex RE2 accepts."""
+    kind, longest, pattern, allowed, example = what
+    if not re.search(r"[\\.*+?()\[\]{}|^$]", value.replace(".", "") if kind == "pod name" else value):
+        if len(value) <= longest and re.fullmatch(pattern, value):
+            return ""
+        return (f"expected a {kind} (up to {longest} {allowed}, starting and ending with a letter or digit) or a regex "
+                f"over them such as '{example}' (got {value!r})")
+    try:
+        re.compile(value)
+    except re.error as error:
+        return f"not a valid regular expression ({error}); expected a {kind} or a regex such as '{example}' (got {value!r})"
+    if _NOT_RE2.search(value):
+        return f"lookarounds and backreferences are not RE2, which Pyroscope's label matcher uses (got {value!r})"
+    return ""
+
+
 
 def _regex_value(text: Optional[str]) -> str:
     return (text or ".*").replace("\\", "\\\\").replace('"', '\\"')
@@ -408,7 +436,8 @@ def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
     except AzError as error:
         if error.kind == "missing":  # no az on PATH: say what to install
             raise ValueError(error.last_line) from None
-        raise FrameError(f"querying Grafana failed: {error.last_line}") from None
+        # A secret Grafana name is in the endpoint: the error line says it masked (tools.verify.StackOutputs).
+        raise FrameError(outputs.mask(f"querying Grafana failed: {error.last_line}")) from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -417,9 +446,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     source.add_argument("--stack", help="query the deployed stack's Grafana (outputs from `pulumi stack output`)")
     source.add_argument("--from-file", metavar="FILE", help="read a saved /api/ds/query response (or a bare frame)")
     parser.add_argument("--outputs-file", metavar="FILE", help="with --stack: outputs saved with `pulumi stack output --json`")
-    parser.add_argument("--namespace", help="k8s_namespace regex (default: all)")
-    parser.add_argument("--pod", help="k8s_podName regex (default: all)")
-    parser.add_argument("--since", default="1h", help="time range back from now: 30m, 1h, 2d ... (default 1h)")
+    parser.add_argument("--namespace", help="with --stack: a namespace, or a regex over namespaces such as 'ml-.*' "
+                        "(default: all)")
+    parser.add_argument("--pod", help="with --stack: a pod name, or a regex over pod names such as 'vllm-.*' (default: all)")
+    parser.add_argument("--since", help="with --stack: time range back from now: 30m, 1h, 2d ... (default 1h)")
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
     parser.add_argument("--hide-trampolines", action="store_true", help=f"fold {TRAMPOLINE} frames out of the chains and lists")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -428,8 +458,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_or_report(argv)
     if args is None:
         return 2
-    if not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
+    if args.since is not None and not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
         print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)
+        return 2
+    for flag, value, what in (("--namespace", args.namespace, NAMESPACE), ("--pod", args.pod, POD)):
+        problem = selector_problem(value, what) if value is not None else ""
+        if problem:
+            print(f"error: {flag}: {problem}", file=sys.stderr)
+            return 2
+    ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since))
+               if value is not None]
+    if args.from_file and ignored:
+        print(f"error: {ignored[0]}: narrows the query --stack sends to Grafana; a --from-file response is read as it "
+              "was saved (save it with that filter instead)", file=sys.stderr)
         return 2
     if args.top < 1:
         print(f"error: --top: expected a positive number (got {args.top})", file=sys.stderr)
@@ -442,7 +483,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise FrameError(f"--from-file: cannot read {args.from_file}: {error}") from None
         else:
             response = fetch(args.stack, args.outputs_file,
-                             {"namespace": args.namespace, "pod": args.pod, "since": args.since})
+                             {"namespace": args.namespace, "pod": args.pod, "since": args.since or "1h"})
         try:
             profile = parse_frame(find_frame(response))
             result = report(profile, args.top, args.hide_trampolines)
@@ -463,4 +504,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))

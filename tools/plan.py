@@ -55,11 +55,13 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from components.config import ConfigError
-from tools import adopt
-from tools.offline import diff as plan_diff
-from tools.cli import OneLineParser
-from tools.offline.mock_engine import ConfigSet, Plan, Resource, run
+from tools.cli import OneLineParser, exit_code, require_virtualenv
+
+with require_virtualenv("tools.plan"):  # the plan runs the program: it needs requirements.txt installed
+    from components.config import ConfigError
+    from tools import adopt
+    from tools.offline import diff as plan_diff
+    from tools.offline.mock_engine import ConfigSet, Plan, Resource, run
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -384,4 +386,4 @@ def _resolve_targets(plan: Plan, targets: Sequence[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))

@@ -1,7 +1,7 @@
 """Verify a deployed stack: ``python -m tools.verify --stack NAME [--outputs-file FILE] [--drift] [--json]``.
 
-For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output --json --stack NAME``, or a
-file saved from it) and checks, through ``az`` only (``az rest``, as the step scripts do):
+For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output --json --stack NAME``, with
+``--show-secrets`` when some are secret, whose values it then never prints; or a file saved from it) and checks, through ``az`` only (``az rest``, as the step scripts do):
 
 1. the Inspektor Gadget extension is Succeeded (ARM ``GET {extensionId}``, API 2023-05-01);
 2. Grafana's managed private endpoint is Approved and has the private IP the Pyroscope URL uses (ARM
@@ -48,6 +48,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,7 +63,7 @@ import grafana_dashboard  # noqa: E402  (the dashboard step's own preparation an
 import grafana_server  # noqa: E402  (the steps' own reading of which Grafana this is)
 from azcli import AzError, AzNotInstalled, download, rest  # noqa: E402  (the step scripts' own az helpers)
 
-from tools.cli import OneLineParser, UsageError  # noqa: E402
+from tools.cli import OneLineParser, UsageError, exit_code  # noqa: E402
 
 EXTENSION_API = "2023-05-01"
 DASHBOARD_API = "2024-10-01"
@@ -90,33 +91,108 @@ class OutputsError(ValueError):
     """The stack's outputs could not be read or lack what verify needs (one line)."""
 
 
-def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] = NEEDED) -> dict:
+SECRET = "[secret]"
+
+
+class StackOutputs(dict):
+    """A stack's outputs, in plaintext, and ``secrets``: the strings among them that are Pulumi secrets (longest
+    first). :meth:`mask` replaces each in text verify prints, as the CLI prints a secret: ``[secret]``."""
+
+    def __init__(self, outputs: dict, secrets: Sequence[str] = ()) -> None:
+        super().__init__(outputs)
+        self.secrets = tuple(sorted({s for s in secrets if s}, key=lambda s: (-len(s), s)))
+        self._pattern = re.compile("|".join(map(re.escape, self.secrets))) if self.secrets else None
+
+    def mask(self, text: str) -> str:
+        """``text`` with every occurrence of a secret replaced by ``[secret]`` (one pass: a mask is never masked)."""
+        return self._pattern.sub(SECRET, text) if self._pattern else text
+
+    def mask_json(self, value: Any) -> Any:
+        """``value`` (JSON-like) with :meth:`mask` applied to every string, keys included, before it is serialised
+        (a secret JSON escapes would no longer be found in the text)."""
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {self.mask(str(key)): self.mask_json(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.mask_json(item) for item in value]
+        return value
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in ``value`` (JSON), at any depth; numbers and booleans as their JSON text."""
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return [] if value is None else [value if isinstance(value, str) else json.dumps(value)]
+
+
+def secret_strings(masked: Any, shown: Any) -> list[str]:
+    """The plaintext strings of ``shown`` (``pulumi stack output --json --show-secrets``) where ``masked`` (the same
+    without ``--show-secrets``) holds ``"[secret]"``: the CLI prints a secret at any depth as that string (pulumi/pulumi
+    v3.230.0 ``pkg/cmd/pulumi/stack/stack_output.go``, ``display.MassageSecrets`` in ``pkg/backend/display/json.go``)."""
+    if masked == SECRET and shown != SECRET:
+        return _strings(shown)
+    if isinstance(masked, dict) and isinstance(shown, dict):
+        return [s for key in masked if key in shown for s in secret_strings(masked[key], shown[key])]
+    if isinstance(masked, list) and isinstance(shown, list):
+        return [s for pair in zip(masked, shown) for s in secret_strings(*pair)]
+    return []
+
+
+def _has_secret(value: Any) -> bool:
+    return value == SECRET or (isinstance(value, (dict, list)) and any(
+        _has_secret(item) for item in (value.values() if isinstance(value, dict) else value)))
+
+
+def _stack_output(stack: str, *flags: str) -> Any:
+    """``pulumi stack output --json [flags] --stack <stack>``, parsed; OutputsError when it fails."""
+    try:
+        done = subprocess.run(["pulumi", "stack", "output", "--json", *flags, "--stack", stack],
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        raise OutputsError("the Pulumi CLI is not on PATH; install it, or pass --outputs-file") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise OutputsError(f"pulumi stack output --stack {stack} failed: {last}")
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        raise OutputsError(f"pulumi stack output --stack {stack} printed no JSON") from None
+
+
+def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] = NEEDED) -> StackOutputs:
     """The stack's outputs (``pulumi stack output --json --stack``, or the file); OutputsError if they cannot
-    be read or lack one of ``needed``."""
+    be read or lack one of ``needed``.
+
+    From the CLI, secrets are read in plaintext (``--show-secrets``: a secret cluster or Grafana name makes the ids
+    verify calls secret) and remembered as secrets (:class:`StackOutputs`): the CLI is asked once without
+    ``--show-secrets``, whose JSON holds ``"[secret]"`` where an output (or part of one) is secret, and, only when
+    one is, once more with it; the strings found there are masked in everything verify prints. A file is taken as
+    it is; one saved without ``--show-secrets`` that holds ``"[secret]"`` where verify needs a value is refused."""
     if outputs_file:
         try:
             outputs = json.loads(Path(outputs_file).read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise OutputsError(f"--outputs-file: cannot read {outputs_file}: {error}") from None
+        secrets: list[str] = []
     else:
-        try:
-            done = subprocess.run(["pulumi", "stack", "output", "--json", "--stack", stack],
-                                  capture_output=True, text=True)
-        except FileNotFoundError:
-            raise OutputsError("the Pulumi CLI is not on PATH; install it, or pass --outputs-file") from None
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise OutputsError(f"pulumi stack output --stack {stack} failed: {last}")
-        try:
-            outputs = json.loads(done.stdout)
-        except ValueError:
-            raise OutputsError(f"pulumi stack output --stack {stack} printed no JSON") from None
+        outputs = _stack_output(stack)
+        secrets = []
+        if _has_secret(outputs):
+            shown = _stack_output(stack, "--show-secrets")
+            secrets, outputs = secret_strings(outputs, shown), shown
     if not isinstance(outputs, dict):
         raise OutputsError(f"{outputs_file or 'pulumi stack output'}: expected a JSON object of outputs")
     missing = [name for name in needed if not outputs.get(name)]
     if missing:
         raise OutputsError(f"stack {stack} has no output {missing[0]}; was `pulumi up` completed with this version?")
-    return outputs
+    masked = [name for name in needed if _has_secret(outputs[name])] if outputs_file else []
+    if masked:
+        raise OutputsError(f"--outputs-file: output {masked[0]} is {SECRET} in {outputs_file}; save the outputs with "
+                           "`pulumi stack output --json --show-secrets`")
+    return StackOutputs(outputs, secrets)
 
 
 def _check(name: str, probe: Callable[[], Check], failed_next: str) -> Check:
@@ -370,10 +446,12 @@ def render_drift(stack: str, found: list[Drift]) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m tools.verify", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the deployed stack")
-    parser.add_argument("--outputs-file", metavar="FILE", help="outputs saved with `pulumi stack output --json`")
+    parser.add_argument("--outputs-file", metavar="FILE",
+                        help="outputs saved with `pulumi stack output --json --show-secrets` (which were secret is not known then)")
     parser.add_argument("--drift", action="store_true",
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
+    outputs = StackOutputs({})  # what verify prints never holds a secret output's value: outputs.mask
     try:
         args = parser.parse_args(argv)
         outputs = read_outputs(args.stack, args.outputs_file, DRIFT_NEEDED if args.drift else NEEDED)
@@ -382,19 +460,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         else:
             results = checks(outputs)
     except (UsageError, OutputsError, DriftError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(outputs.mask(f"error: {error}"), file=sys.stderr)
         return 2
     except AzNotInstalled as error:
         print(f"error: {error.last_line}", file=sys.stderr)
         return 2
     if args.drift:
+        found = [Drift(**outputs.mask_json(asdict(item))) for item in found]
         drifted = any(item.state != "ok" for item in found)
         document = {"stack": args.stack, "drifted": drifted, "objects": [asdict(item) for item in found]}
         print(json.dumps(document, indent=2) if args.json else render_drift(args.stack, found))
         return 1 if drifted else 0
+    results = [Check(**outputs.mask_json(asdict(result))) for result in results]
     print(json.dumps([asdict(r) for r in results], indent=2) if args.json else render(args.stack, results))
     return 0 if all(r.ok for r in results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))

@@ -523,7 +523,8 @@ def read_stack_config(stack: str, config_sets: Sequence[tuple[str, str, bool]] =
     path = stack_file(stack)
     if not path.exists():
         raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
-    held, secrets = stack_files.read(path, stack_config.PROJECT)
+    string_keys = frozenset(key for key, decl in stack_config.declared().items() if decl.get("type", "string") == "string")
+    held, secrets = stack_files.read(path, stack_config.PROJECT, string_keys)
     for key, value, by_path in config_sets:
         try:
             top = stack_files.config_set(held, key, value, by_path, stack_config.PROJECT)
@@ -613,7 +614,16 @@ def run(
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
         return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
-    return contextvars.Context().run(evaluate)
+    try:
+        return contextvars.Context().run(evaluate)
+    except stack_config.SecretValueError as error:
+        # A `secure:` value of the stack file is a placeholder here: what its rule refused is the placeholder, not the
+        # user's value (tools.offline.stack_file.read). Say so, and how to check a value offline.
+        if values.get(f"{stack_config.PROJECT}:{error.key}") == stack_files.SECRET_PLACEHOLDER:
+            raise stack_config.ConfigError(
+                error.key, "a `secure:` value, which the offline plan cannot decrypt (it has no secrets provider), so it "
+                f"cannot check it or plan with it; give a plain value for the plan with --set {error.key}=<value>") from None
+        raise
 
 
 class IntegrityError(ValueError):

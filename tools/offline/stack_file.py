@@ -17,6 +17,7 @@ what is expected>``, and says whether the real CLI refuses the same file itself 
 
 from __future__ import annotations
 
+import base64
 import copy
 import difflib
 import json
@@ -24,6 +25,8 @@ import re
 from pathlib import Path
 
 import yaml
+
+from components import config as stack_config
 
 #: The keys of ``ProjectStack`` (pulumi v3.230.0 ``sdk/go/common/workspace/project.go``); yaml.v3 drops any
 #: other top-level key without a word, so a config key there would be ignored.
@@ -67,15 +70,46 @@ _Yaml12Loader.add_implicit_resolver(
 
 def cli_text(value) -> object:
     """A stack file value as the CLI holds it (pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
-    ``MarshalString``): booleans and numbers as their JSON text, strings as they are, lists and maps kept
-    as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an empty string")."""
+    ``MarshalString``): booleans and numbers as their JSON text (components/config.py ``go_json_number``), strings as they are,
+    lists and maps kept as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an empty
+    string")."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
         return value
+    if isinstance(value, (int, float)):
+        return stack_config.go_json_number(value)
     return str(value)
+
+
+#: What ``pulumi config set --secret`` writes: the symmetric crypter's ``v1:<nonce>:<ciphertext>`` (a passphrase or a
+#: cloud secrets provider such as ``azurekeyvault://``; a 12-byte nonce, a ciphertext of at least GCM's 16-byte tag)
+#: or, with Pulumi Cloud's service crypter, the ciphertext in base64 (pulumi/pulumi v3.230.0
+#: ``sdk/go/common/resource/config/crypt.go`` ``symmetricCrypter``, ``pkg/secrets/service/manager.go``; both decode
+#: with Go's padded ``base64.StdEncoding``).
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _base64_bytes(text: str) -> int:
+    """How many bytes ``text`` decodes to with Go's ``base64.StdEncoding``; -1 when it does not decode."""
+    return len(base64.b64decode(text)) if _BASE64.fullmatch(text) else -1
+
+
+def ciphertext_problem(value: object, symmetric: bool) -> str:
+    """Why ``value`` (what follows ``secure:``) is not ciphertext the CLI could decrypt, or ``""``. ``symmetric``: the
+    stack file names a passphrase or cloud secrets provider (``encryptionsalt`` or ``encryptedkey``), so only the
+    ``v1:`` form will do."""
+    if not isinstance(value, str) or not value:
+        return "it must be the ciphertext string `pulumi config set --secret` writes"
+    parts = value.split(":")
+    if len(parts) == 3 and parts[0] == "v1" and _base64_bytes(parts[1]) == 12 and _base64_bytes(parts[2]) >= 16:
+        return ""
+    if not symmetric and ":" not in value and _base64_bytes(value) > 0:
+        return ""
+    return "it is not valid ciphertext (`pulumi config set --secret` writes v1:<nonce>:<ciphertext>" + (
+        ")" if symmetric else ", or base64 on Pulumi Cloud)")
 
 
 def _at(path: Path, mark) -> str:
@@ -101,6 +135,11 @@ def _load(path: Path) -> tuple[object, object]:
         loader.dispose()
 
 
+def _values(node) -> dict:
+    """Mapping node -> {key: value node} of its scalar keys; {} for anything else."""
+    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)} if isinstance(node, yaml.MappingNode) else {}
+
+
 def _keys(node) -> dict:
     """Mapping node -> {key: start mark} of its scalar keys."""
     return {k.value: k.start_mark for k, _ in node.value if isinstance(k, yaml.ScalarNode)} if isinstance(node, yaml.MappingNode) else {}
@@ -120,13 +159,15 @@ def namespaced(key: str, project: str) -> str:
                      "\"could not parse ... as a configuration key\")")
 
 
-def read(path: Path, project: str) -> tuple[dict[str, object], list[str]]:
+def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tuple[dict[str, object], list[str]]:
     """The config of the stack file at ``path`` as the CLI hands it on: namespaced key -> the value as the CLI
     holds it (:func:`cli_text`: a string, or a list/map for an object value), and the keys of ``secure:`` values
     (each :data:`SECRET_PLACEHOLDER`: the ciphertext cannot be decrypted offline). Raises StackFileError for: invalid
     YAML, a repeated key (also once bare keys are namespaced), a document or ``config`` that is not a mapping,
     a top-level key the CLI would ignore (a config key outside ``config:``, a misspelt setting), a config key
-    that is not ``namespace:name``."""
+    that is not ``namespace:name``, a ``secure:`` value that is not ciphertext the CLI could decrypt
+    (:func:`ciphertext_problem`), a YAML number for one of ``string_keys`` (project keys of type string) whose text
+    the CLI would change (:func:`_check_number`)."""
     document, node = _load(path)
     if document is None:
         return {}, []
@@ -151,6 +192,7 @@ def read(path: Path, project: str) -> tuple[dict[str, object], list[str]]:
         raise StackFileError(f"{_at(path, config_node.start_mark)}: config: expected a mapping of keys to values "
                              f"(got a YAML {type(config).__name__}); the Pulumi CLI refuses it too")
     marks = _keys(config_node)
+    nodes = _values(config_node)
     values: dict[str, object] = {}
     secrets: list[str] = []
     first: dict[str, str] = {}
@@ -166,11 +208,34 @@ def read(path: Path, project: str) -> tuple[dict[str, object], list[str]]:
             raise StackFileError(f"{where}: {key}: the same key as {first[full]} once in the project's namespace; "
                                  "keep one (the Pulumi CLI would keep either, at random)")
         first[full] = key
+        value_node = nodes.get(key)
         if isinstance(value, dict) and "secure" in value:  # ciphertext: not decryptable here
+            problem = ciphertext_problem(value["secure"], bool(document.get("encryptionsalt") or document.get("encryptedkey")))
+            if problem:
+                secure_node = _values(value_node).get("secure", value_node)
+                raise StackFileError(f"{_at(path, secure_node.start_mark) if secure_node else where}: {key}: the `secure:` value cannot be decrypted: "
+                                     f"{problem}; the Pulumi CLI cannot decrypt it either: set it with `pulumi config "
+                                     f"set --secret {key.split(':')[-1]} <value>`")
             values[full], secrets = SECRET_PLACEHOLDER, secrets + [full]
             continue
         values[full] = cli_text(value)
+        if isinstance(value_node, yaml.ScalarNode) and value_node.style is None and not isinstance(value, bool) \
+                and value is not None:  # a number as yaml.v3 reads it (PyYAML reads YAML 1.1 numbers)
+            number = stack_config.yaml_v3_number(value_node.value)
+            values[full] = stack_config.go_json_number(number) if number is not None else value_node.value
+            if full.startswith(f"{project}:"):
+                _check_number(path, full.split(":", 1)[1], value_node, values[full], string_keys)
     return values, secrets
+
+
+def _check_number(path: Path, name: str, node, text: str, string_keys: frozenset) -> None:
+    """A YAML number given for a project key of type string reaches the program as the number's JSON text
+    (:func:`cli_text`), which is not what was written when YAML reads it as a number: ``pyroscopeImageTag: 1.20``
+    becomes "1.2", ``1.0`` becomes "1". The CLI passes that on without a word (a string key takes any plain value:
+    pulumi/pulumi v3.230.0 ``sdk/go/common/workspace/project.go`` ``ValidateConfigValue``), so it is refused here,
+    naming the key and the quoted form to write. A number written as the CLI would pass it (``2``) is left alone."""
+    if name in string_keys and node.style is None and node.value != text:
+        raise StackFileError(f"{_at(path, node.start_mark)}: {stack_config.unquoted_number(name, node.value, text)}")
 
 
 # --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config ---------------------------------
