@@ -17,6 +17,24 @@ The namespace is the stack's (``components.gadget_namespace``, with the sources)
 from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
 rollout), keeps ``createNamespace`` off (one owner) and is replaced with the namespace (``replace_with``), whose
 deletion would take the release's objects with it.
+
+The PLS cannot be renamed in place. The AKS cloud provider finds the PLS of a Service by the Service's load balancer
+frontend, and refuses a changed ``azure-pls-name``: "cannot change existing private link service name (old) to (new)"
+(kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` ``getPrivateLinkServiceName`` at
+7b31c76c; ``azure_privatelinkservice_test.go`` ``TestGetPrivateLinkServiceName``). A Helm upgrade would change the
+annotation, the Service would keep the old PLS, and the wait for the new one would time out. So the PLS's identity
+(name and resource group) is a resource of its own, ``<name>-private-link-identity``: a pulumi-command ``Command`` that
+runs nothing and whose ``triggers`` are that identity (triggers are replaceOnChanges, pulumi-command v1.2.1), and the
+release is replaced with it (``replace_with``). A new identity thus deletes the release (its Service, and with it the
+old PLS: the cloud provider deletes a PLS with its Service, ``safeDeletePLS``) and installs it again, and the new
+Service gets the new PLS. The engine deletes what is replaced with the release first (the wait and the managed
+private endpoint, ``components.grafana_private_link``), so no connection is left on the old PLS. The release also lists
+the two annotations in ``replace_on_changes``, for the one case the identity cannot cover: a stack deployed before the
+identity existed, whose first update with it also changes the PLS (the identity is then created, not replaced). The
+engine compares the release's own old and new inputs there (pulumi/pulumi v3.230.0 ``step_generator.go``
+``applyReplaceOnChanges`` on the provider's detailed diff, whose paths pulumi-kubernetes writes as
+``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
+``convertPatchToDiff`` at 94977969). The offline plan does not record ``replaceOnChanges`` (docs/offline.md D12).
 """
 
 from __future__ import annotations
@@ -26,6 +44,7 @@ from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
 from components.gadget_namespace import NAMESPACE
 from components.scripts import forwarded_depends_on
@@ -34,6 +53,9 @@ TYPE = "aks-gpu-observability:index:Pyroscope"
 RELEASE_NAME = "pyroscope"
 PORT = 4040
 _ANNOTATION = "service.beta.kubernetes.io/"
+#: The release's inputs that name its PLS, as the engine's property paths (module docstring).
+PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}{key}"]'
+                           for key in ("azure-pls-name", "azure-pls-resource-group"))
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,7 @@ class Pyroscope(pulumi.ComponentResource):
     """
 
     release: k8s.helm.v3.Release
+    private_link_identity: local.Command
     release_name: pulumi.Output[str]
     namespace: pulumi.Output[str]
     service_name: pulumi.Output[str]
@@ -111,6 +134,13 @@ class Pyroscope(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PyroscopeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
+        # The PLS's identity: replaced when it changes, and the release with it (module docstring).
+        self.private_link_identity = local.Command(
+            f"{name}-private-link-identity",
+            create="true",  # runs nothing; it exists for its triggers
+            triggers=[args.private_link_service_name, args.private_link_resource_group],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         if args.chart.startswith("oci://"):
             chart, repository = args.chart, None
         else:
@@ -131,7 +161,9 @@ class Pyroscope(pulumi.ComponentResource):
             cleanup_on_fail=True,
             max_history=10,
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
-                                        replace_with=[args.namespace] if args.namespace else None),
+                                        replace_with=[*([args.namespace] if args.namespace else []),
+                                                      self.private_link_identity],
+                                        replace_on_changes=list(PLS_IDENTITY_PATHS)),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
