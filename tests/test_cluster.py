@@ -120,7 +120,8 @@ def test_admin_kubeconfig_is_secret_and_untouched(monkeypatch):
 def test_no_kubeconfig_material_anywhere_in_the_plan(plan):
     for creds in ("user", "admin"):
         text = str(plan(kubeconfigCredentials=creds).to_json())
-        assert "BEGIN" not in text and "client-key-data" not in text and "kubelogin" not in text
+        # Not "kubelogin": the plan JSON carries the config, whose key kubeloginMode holds the word.
+        assert "BEGIN" not in text and "client-key-data" not in text and "get-token" not in text
 
 
 def test_every_kubernetes_resource_uses_the_explicit_provider(plan):
