@@ -39,6 +39,14 @@ class ClusterFacts:
     entra_managed: bool
     local_accounts_disabled: bool
 
+    @property
+    def load_balancer_scope(self) -> str:
+        """Where the cluster's load balancers live, as an ARM id prefix: its node resource group, in its subscription
+        (``/subscriptions/<id>/resourceGroups/<node resource group>/providers/Microsoft.Network/loadBalancers/``)."""
+        subscription = self.id.split("/")[2]
+        return (f"/subscriptions/{subscription}/resourceGroups/{self.node_resource_group}"
+                "/providers/Microsoft.Network/loadBalancers/")
+
 
 def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
     """Look the cluster up and check the prerequisites the configuration relies on.

@@ -122,8 +122,12 @@ class Pyroscope(pulumi.ComponentResource):
     """Pyroscope as a Helm release (``helm.v3.Release``), using the Kubernetes provider passed in ``opts``.
 
     Outputs: ``release_name``, ``namespace``, ``service_name`` (the Service the PLS fronts, same as the
-    release name), ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``).
+    release name), ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``). ``owner_service``
+    (plain): the Service as the AKS cloud provider tags its PLS, ``gadget/pyroscope``.
     """
+
+    #: The Service as the AKS cloud provider names it in a PLS's k8s-azure-owner-service tag (``getServiceName``).
+    owner_service = f"{NAMESPACE}/{RELEASE_NAME}"
 
     release: k8s.helm.v3.Release
     private_link_identity: local.Command

@@ -24,7 +24,7 @@ from tests import fake_world
 from tests.lifecycle import OWNER_KEY, Deployment, EngineError
 from tools.offline import diff as plan_diff
 from tools.offline import replacement
-from tools.offline import mock_engine
+from tools.offline import canned, mock_engine
 from tools.offline.mock_engine import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
@@ -88,6 +88,10 @@ CHANGES = [
     # identity replaces the release, and with it (replaceWith) the wait and the endpoint, deleted before it.
     Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
            expect=pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),))),
+    # A PLS resource group other clusters may share: the PLS moves there under a per-cluster name.
+    Change("pls-resource-group", {"privateLinkServiceResourceGroup": "rg-network"},
+           expect=pls_identity_changed(("triggers[0]", "triggers[1]"),
+                                       (ANNOTATION.format("name"), ANNOTATION.format("resource-group")))),
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
            expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
@@ -118,8 +122,9 @@ CHANGES = [
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE", "environment.DASHBOARD_SHA256"))}),
     Change("extension-version-pin", {"extensionVersion": "0.46.0"},
            expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
+    # multiCluster names the PLS per cluster too (components/config.py): the release is reinstalled once.
     Change("multi-cluster-on", {"multiCluster": "true"},
-           expect={**cascade_after_mpe(["managedPrivateEndpointName: a path parameter"]),
+           expect={**pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),)),
                    "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "grafana-datasources-prometheus": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",)),
@@ -669,3 +674,61 @@ def test_a_long_json_value_is_shown_by_the_paths_that_changed():
     text = plan_diff.render_text(diff, "t")
     assert '~ environment.DATASOURCE{name}: "local-pyroscope" => "Pyroscope B"' in text
     assert not any("environment.DATASOURCE:" in line and "..." in line for line in text.splitlines())
+
+
+def _two_clusters(tmp_path: Path, settings: dict) -> tuple[dict, Deployment, Deployment]:
+    """Stacks of clusters aks-gpu-a and aks-gpu-b (with ``settings``) and one world for both: the first deployed, the
+    second ready to deploy into the same Azure (one Grafana, one PLS resource group)."""
+    dashboard = reference("grafana-dashboards/AdvancedGPUObservability.json")
+    plans = {name: run("dev", {**settings, "clusterName": name, "clusterResourceGroup": f"rg-{name}"}).to_json()
+             for name in ("aks-gpu-a", "aks-gpu-b")}
+    first = Deployment(tmp_path / "a", {DASHBOARD_URL: str(dashboard)})
+    first.deploy(plans["aks-gpu-a"])
+    second = Deployment(tmp_path / "b", {})
+    second.world_path = first.world_path
+    second.env["FAKE_AZ_WORLD"] = str(first.world_path)
+    return plans, first, second
+
+
+def _endpoint_pls(world: dict, plan: dict) -> dict:
+    """The PLS that holds the connection of ``plan``'s managed private endpoint."""
+    mpe = next(r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
+    endpoint = f"grafana-{mpe['workspaceName']}-{mpe['managedPrivateEndpointName']}"
+    (pls,) = [p for p in world["pls"].values() if any(c["endpoint"].endswith("/" + endpoint) for c in p["connections"])]
+    return pls
+
+
+def test_two_clusters_in_one_pls_resource_group_each_reach_their_own_pyroscope(tmp_path):
+    """Two multiCluster stacks with one privateLinkServiceResourceGroup. Before, both named their PLS pyroscope-pls: the
+    second cluster's Service got no PLS (the name was taken), its wait found the first cluster's at once, and its endpoint
+    (so its Pyroscope datasource) reached the other cluster's Pyroscope. Now each cluster's endpoint is connected to the
+    PLS of its own Service, on its own load balancer."""
+    plans, first, second = _two_clusters(tmp_path, {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network"})
+    second.deploy(plans["aks-gpu-b"])
+    world = first.world()
+    assert world["events"] == [] and len(world["pls"]) == 2
+    for plan in plans.values():
+        pls = _endpoint_pls(world, plan)
+        assert pls["id"].lower() == fake_world.pls_id("rg-network", plan["outputs"]["privateLinkServiceName"],
+                                                     canned.SUBSCRIPTION_ID).lower()
+        scope = fake_world.load_balancer_scope(plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        assert pls["frontend"].lower().startswith(scope.lower())
+        assert [c["status"] for c in pls["connections"]] == ["Approved"]
+
+
+def test_a_pls_name_set_twice_in_one_group_stops_the_second_cluster_before_it_connects(tmp_path):
+    """The same name set by hand on both stacks: the second cluster's wait finds a PLS that serves the first cluster's
+    load balancer and stops in one line; no endpoint of the second cluster is created, nothing connects to the first
+    cluster's PLS."""
+    shared = {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network", "privateLinkServiceName": "pyroscope-pls"}
+    plans, first, second = _two_clusters(tmp_path, shared)
+    with pytest.raises(EngineError) as caught:
+        second.deploy(plans["aks-gpu-b"])
+    (line,) = [l for l in str(caught.value).splitlines() if "error:" in l]
+    assert "private link service pyroscope-pls in rg-network is not this cluster's" in line
+    assert "give this stack its own privateLinkServiceName" in line
+    assert caught.value.args[0].startswith("grafana-private-link-wait-for-pls:")
+    world = first.world()
+    (pls,) = world["pls"].values()
+    assert _endpoint_pls(world, plans["aks-gpu-a"]) is not None and len(pls["connections"]) == 1
+    assert len(world["mpes"]) == 1
