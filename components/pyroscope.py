@@ -35,12 +35,23 @@ engine compares the release's own old and new inputs there (pulumi/pulumi v3.230
 ``applyReplaceOnChanges`` on the provider's detailed diff, whose paths pulumi-kubernetes writes as
 ``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
 ``convertPatchToDiff`` at 94977969). The offline plan does not record ``replaceOnChanges`` (docs/offline.md D12).
+
+A run that is interrupted while Helm works (a cancelled CI job, a killed ``pulumi``, a lost connection to the cluster)
+leaves the release's last revision pending (``pending-install``, ``pending-upgrade``; helm/helm v3.20.2
+``pkg/release/status.go``, the Helm that pulumi-kubernetes 94977969 links). A re-run does not resume it: Helm refuses
+an upgrade whose last revision is pending ("another operation (install/upgrade/rollback) is in progress", errPending in
+``pkg/action/action.go``, ``upgrade.go`` ``prepareUpgrade``; ``upgrade_test.go`` ``TestUpgradeRelease_Pending``) and an
+install of a name that has any revision ("cannot re-use a name that is still in use", ``install.go`` ``availableName``).
+``helm rollback`` (no pending check; a new deployed revision from the one before, ``rollback.go``) clears a pending
+upgrade, ``helm uninstall`` (any state, ``uninstall.go``) a pending install. The release has an error hook
+(``on_error``, pulumi/pulumi v3.217+ engine, Python SDK ``pulumi.ErrorHook``) that recognises both texts and logs the
+way out in one line (:func:`helm_recovery`); it never retries. A CLI without error hooks runs the program without it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -118,6 +129,47 @@ def chart_values(args: PyroscopeArgs) -> dict:
     }
 
 
+#: Helm's refusals that an interrupted run leaves behind (module docstring).
+HELM_PENDING = "another operation (install/upgrade/rollback) is in progress"
+HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
+
+
+def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: str = RELEASE_NAME) -> Optional[str]:
+    """The one-line way out of an error of the release's operation (``errors``, the provider's messages), or None when
+    it is not one an interrupted run leaves behind. Tested against the stand-in Helm (tests/fake_cluster.py)."""
+    text = "\n".join(errors)
+    history = f"`helm history {release} -n {namespace}`"
+    if HELM_PENDING in text:
+        return (f"{namespace}/{release}: Helm's last revision of the release is still pending, left by an interrupted run "
+                f"({history} shows it), and `pulumi up` does not resume it: run `helm rollback {release} -n {namespace}` "
+                f"(a pending-upgrade or pending-rollback; a pending-install: `helm uninstall {release} -n {namespace}`), "
+                "then `pulumi up` again")
+    if HELM_NAME_IN_USE in text:
+        return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; an interrupted "
+                f"first install leaves it pending-install ({history}): run `helm uninstall {release} -n {namespace}`, then "
+                "`pulumi up` again (a release installed by hand: adopt it instead, docs/adopting.md)")
+    return None
+
+
+def _explain_helm_error(args: pulumi.ErrorHookArgs) -> bool:
+    """Error hook of the release: logs :func:`helm_recovery`'s line when it applies; never asks for a retry."""
+    line = helm_recovery(args.errors)
+    if line:
+        pulumi.log.error(line)
+    return False
+
+
+def _error_hooks() -> Optional[pulumi.ResourceHookBinding]:
+    """The release's hooks: the Helm error hook, in an update (a preview runs no operation to fail) and when the CLI
+    supports error hooks (the SDK refuses one otherwise)."""
+    from pulumi.runtime.proto import resource_pb2
+    from pulumi.runtime.settings import monitor_supports_feature
+
+    if pulumi.runtime.is_dry_run() or not monitor_supports_feature(resource_pb2.RESOURCE_MONITOR_FEATURE_ERROR_HOOKS):
+        return None
+    return pulumi.ResourceHookBinding(on_error=[pulumi.ErrorHook("pyroscope-release-helm-state", _explain_helm_error)])
+
+
 class Pyroscope(pulumi.ComponentResource):
     """Pyroscope as a Helm release (``helm.v3.Release``), using the Kubernetes provider passed in ``opts``.
 
@@ -167,7 +219,7 @@ class Pyroscope(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
                                         replace_with=[*([args.namespace] if args.namespace else []),
                                                       self.private_link_identity],
-                                        replace_on_changes=list(PLS_IDENTITY_PATHS)),
+                                        replace_on_changes=list(PLS_IDENTITY_PATHS), hooks=_error_hooks()),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
