@@ -120,6 +120,8 @@ private_link = GrafanaPrivateLink(
         approval_timeout_seconds=cfg.connection_approval_timeout_seconds,
         refresh_timeout_seconds=cfg.managed_private_endpoint_timeout_seconds,
         release=pyroscope.release,
+        load_balancer_scope=cluster.load_balancer_scope,  # the wait accepts only this cluster's PLS
+        owner_service=pyroscope.owner_service,
         tags=cfg.tag_map,
     ),
     # The PLS comes from the release's Service. A Grafana the stack creates reaches the MPE and the refresh

@@ -27,7 +27,8 @@ class ClusterFacts:
 
     ``metrics_enabled`` mirrors ``azureMonitorProfile.metrics.enabled`` (the Azure Monitor metrics
     add-on), ``entra_managed`` ``aadProfile.managed``, ``local_accounts_disabled``
-    ``disableLocalAccounts``.
+    ``disableLocalAccounts``, ``node_resource_group_locked`` ``nodeResourceGroupProfile.restrictionLevel`` being
+    ``ReadOnly`` (node resource group lockdown; AKS Automatic has it preconfigured).
     """
 
     id: str
@@ -38,6 +39,15 @@ class ClusterFacts:
     metrics_enabled: bool
     entra_managed: bool
     local_accounts_disabled: bool
+    node_resource_group_locked: bool = False
+
+    @property
+    def load_balancer_scope(self) -> str:
+        """Where the cluster's load balancers live, as an ARM id prefix: its node resource group, in its subscription
+        (``/subscriptions/<id>/resourceGroups/<node resource group>/providers/Microsoft.Network/loadBalancers/``)."""
+        subscription = self.id.split("/")[2]
+        return (f"/subscriptions/{subscription}/resourceGroups/{self.node_resource_group}"
+                "/providers/Microsoft.Network/loadBalancers/")
 
 
 def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
@@ -46,7 +56,15 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
     Raises ConfigError (key ``extensionAzureMonitor``) when the extension's Azure Monitor integration is on
     but the cluster lacks the metrics add-on: the extension's PodMonitor would fail to install with
     "no matches for kind PodMonitor". Raises ConfigError (key ``kubeconfigCredentials``) when admin
-    credentials are asked for but the cluster has local accounts disabled.
+    credentials are asked for but the cluster has local accounts disabled. Raises ConfigError (key
+    ``privateLinkServiceResourceGroup``) when the PLS would go into a locked node resource group: with
+    ``nodeResourceGroupProfile.restrictionLevel`` ``ReadOnly`` (Azure/azure-rest-api-specs containerservice
+    ``aks/stable/2025-10-01/managedClusters.json`` ``ManagedClusterNodeResourceGroupProfile``: ``ReadOnly`` or
+    ``Unrestricted``, the default) a deny assignment lets users read but not change what is in that group
+    (MicrosoftDocs/azure-aks-docs ``articles/aks/node-resource-group-lockdown.md``; AKS Automatic has it
+    preconfigured, ``articles/aks/intro-aks-automatic.md``). The cloud provider still creates the PLS there, but the
+    approval of Grafana's connection (a PUT on the PLS by the deployer) is refused, after the release, the PLS and
+    the endpoint exist. A PLS in a resource group of the user's is the way out.
     """
     result = containerservice.get_managed_cluster(
         resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name
@@ -62,6 +80,8 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         metrics_enabled=bool(metrics and metrics.enabled),
         entra_managed=bool(result.aad_profile and result.aad_profile.managed),
         local_accounts_disabled=bool(result.disable_local_accounts),
+        node_resource_group_locked=str(getattr(result.node_resource_group_profile, "restriction_level", None) or "")
+        .lower() == "readonly",
     )
     if cfg.extension_azure_monitor and not facts.metrics_enabled:
         raise ConfigError(
@@ -71,6 +91,15 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             f"enable it with `az aks update -g {cfg.cluster_resource_group} -n {cfg.cluster_name} "
             "--enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <workspace id>` "
             "or set extensionAzureMonitor to false",
+        )
+    if facts.node_resource_group_locked and not cfg.private_link_service_resource_group:
+        raise ConfigError(
+            "privateLinkServiceResourceGroup",
+            f"cluster '{cfg.cluster_name}' has its node resource group '{facts.node_resource_group}' locked "
+            "(nodeResourceGroupProfile.restrictionLevel ReadOnly: AKS Automatic, or node resource group lockdown), so "
+            "Grafana's connection to a private link service there could never be approved (the deny assignment refuses "
+            "the approval once the release, the PLS and the endpoint exist); set privateLinkServiceResourceGroup to a "
+            "resource group where the cluster identity has Network Contributor and you may approve connections",
         )
     if cfg.kubeconfig_credentials == "admin" and facts.local_accounts_disabled:
         raise ConfigError(

@@ -60,8 +60,9 @@ class StackConfig:
 
     Units: ``*_timeout_seconds`` are seconds. Empty strings mean "not set" for the optional keys whose
     default is empty (``extension_version``, ``private_link_service_resource_group``,
-    ``private_link_subnet``) and "derive" for the names in Grafana (see :func:`derived_names`), filled in
-    by ``stack_inputs.for_cluster`` once the cluster is known. ``assign_monitoring_data_reader`` is
+    ``private_link_subnet``) and "derive" for the names in Grafana (see :func:`derived_names`) and the PLS
+    name (:func:`derived_private_link_service_name`), filled in by ``stack_inputs.for_cluster`` once the cluster is
+    known. ``assign_monitoring_data_reader`` is
     ``auto``, ``true`` or ``false``; read :attr:`assigns_monitoring_data_reader`. ``secret_keys``: the config keys
     (camelCase) whose value came in secret; :attr:`secret_values` their values.
     """
@@ -369,11 +370,11 @@ RULES: dict[str, Rule] = {
         "expected a container image tag: 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
     ),
     "pyroscopeReleaseTimeoutSeconds": _between(60, 3600, "seconds"),
-    "privateLinkServiceName": _regex(
+    "privateLinkServiceName": _optional(_regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
         "expected a private link service name: 1-80 letters, digits, '_', '.' or '-', starting with a "
         "letter or digit and ending with a letter, digit or '_'",
-    ),
+    )),
     "privateLinkServiceResourceGroup": _optional(_resource_group),
     "privateLinkVisibility": _visibility,
     "privateLinkSubnet": _optional(
@@ -743,6 +744,22 @@ def derived_names(config: StackConfig, cluster_id: str) -> dict[str, str]:
     if config.multi_cluster:
         return cluster_names(config.cluster_name, cluster_id)
     return {**SINGLE_CLUSTER_NAMES, "prometheusDatasourceName": config.monitor_workspace_name}
+
+
+#: The PLS name of a stack whose PLS cannot meet another cluster's (the published procedure's): in the node resource
+#: group, which belongs to one cluster.
+SINGLE_CLUSTER_PLS_NAME = "pyroscope-pls"
+
+
+def derived_private_link_service_name(config: StackConfig, cluster_id: str) -> str:
+    """The PLS name an empty ``privateLinkServiceName`` derives. In the cluster's node resource group, which no other
+    cluster uses, the procedure's ``pyroscope-pls``. Where PLS of several clusters can meet, with ``multiCluster`` or in
+    a ``privateLinkServiceResourceGroup``, ``pyroscope-pls-<12 hex digits>``: a sha256 of the cluster's ARM id (lower-cased),
+    distinct per cluster; the cluster's name is left out, so a secret cluster name stays out of an ARM resource name
+    and the plain ``privateLinkServiceName`` output (a PLS name is 1-80 characters, so it fits)."""
+    if not (config.multi_cluster or config.private_link_service_resource_group):
+        return SINGLE_CLUSTER_PLS_NAME
+    return f"{SINGLE_CLUSTER_PLS_NAME}-{hashlib.sha256(cluster_id.lower().encode()).hexdigest()[:12]}"
 
 
 def cluster_names(cluster_name: str, cluster_id: str) -> dict[str, str]:

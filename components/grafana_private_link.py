@@ -93,6 +93,10 @@ class GrafanaPrivateLinkArgs:
     approval_timeout_seconds: int = 600
     refresh_timeout_seconds: int = 900
     release: Optional[pulumi.Resource] = None
+    #: Whose PLS the wait accepts (scripts/wait_private_link_service.sh): its frontend on a load balancer under this
+    #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
+    load_balancer_scope: str = ""
+    owner_service: str = ""
 
     @property
     def private_endpoint_name(self) -> str:
@@ -118,7 +122,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         wait = script_command(
             f"{name}-wait-for-pls",
             "wait_private_link_service.sh",
-            {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds)},
+            {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds),
+             "LOAD_BALANCER_SCOPE": args.load_balancer_scope, "OWNER_SERVICE": args.owner_service},
             triggers=[args.private_link_service_name, args.private_link_service_resource_group],
             # Waits for the release: AKS makes the PLS from the release's Service annotations.
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),

@@ -17,15 +17,45 @@ The namespace is the stack's (``components.gadget_namespace``, with the sources)
 from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
 rollout), keeps ``createNamespace`` off (one owner) and is replaced with the namespace (``replace_with``), whose
 deletion would take the release's objects with it.
+
+The PLS cannot be renamed in place. The AKS cloud provider finds the PLS of a Service by the Service's load balancer
+frontend, and refuses a changed ``azure-pls-name``: "cannot change existing private link service name (old) to (new)"
+(kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` ``getPrivateLinkServiceName`` at
+7b31c76c; ``azure_privatelinkservice_test.go`` ``TestGetPrivateLinkServiceName``). A Helm upgrade would change the
+annotation, the Service would keep the old PLS, and the wait for the new one would time out. So the PLS's identity
+(name and resource group) is a resource of its own, ``<name>-private-link-identity``: a pulumi-command ``Command`` that
+runs nothing and whose ``triggers`` are that identity (triggers are replaceOnChanges, pulumi-command v1.2.1), and the
+release is replaced with it (``replace_with``). A new identity thus deletes the release (its Service, and with it the
+old PLS: the cloud provider deletes a PLS with its Service, ``safeDeletePLS``) and installs it again, and the new
+Service gets the new PLS. The engine deletes what is replaced with the release first (the wait and the managed
+private endpoint, ``components.grafana_private_link``), so no connection is left on the old PLS. The release also lists
+the two annotations in ``replace_on_changes``, for the one case the identity cannot cover: a stack deployed before the
+identity existed, whose first update with it also changes the PLS (the identity is then created, not replaced). The
+engine compares the release's own old and new inputs there (pulumi/pulumi v3.230.0 ``step_generator.go``
+``applyReplaceOnChanges`` on the provider's detailed diff, whose paths pulumi-kubernetes writes as
+``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
+``convertPatchToDiff`` at 94977969). The offline plan does not record ``replaceOnChanges`` (docs/offline.md D14).
+
+A run that is interrupted while Helm works (a cancelled CI job, a killed ``pulumi``, a lost connection to the cluster)
+leaves the release's last revision pending (``pending-install``, ``pending-upgrade``; helm/helm v3.20.2
+``pkg/release/status.go``, the Helm that pulumi-kubernetes 94977969 links). A re-run does not resume it: Helm refuses
+an upgrade whose last revision is pending ("another operation (install/upgrade/rollback) is in progress", errPending in
+``pkg/action/action.go``, ``upgrade.go`` ``prepareUpgrade``; ``upgrade_test.go`` ``TestUpgradeRelease_Pending``) and an
+install of a name that has any revision ("cannot re-use a name that is still in use", ``install.go`` ``availableName``).
+``helm rollback`` (no pending check; a new deployed revision from the one before, ``rollback.go``) clears a pending
+upgrade, ``helm uninstall`` (any state, ``uninstall.go``) a pending install. The release has an error hook
+(``on_error``, pulumi/pulumi v3.217+ engine, Python SDK ``pulumi.ErrorHook``) that recognises both texts and logs the
+way out in one line (:func:`helm_recovery`); it never retries. A CLI without error hooks runs the program without it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
 from components.gadget_namespace import NAMESPACE
 from components.scripts import forwarded_depends_on
@@ -34,6 +64,9 @@ TYPE = "aks-gpu-observability:index:Pyroscope"
 RELEASE_NAME = "pyroscope"
 PORT = 4040
 _ANNOTATION = "service.beta.kubernetes.io/"
+#: The release's inputs that name its PLS, as the engine's property paths (module docstring).
+PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}{key}"]'
+                           for key in ("azure-pls-name", "azure-pls-resource-group"))
 
 
 @dataclass(frozen=True)
@@ -96,14 +129,60 @@ def chart_values(args: PyroscopeArgs) -> dict:
     }
 
 
+#: Helm's refusals that an interrupted run leaves behind (module docstring).
+HELM_PENDING = "another operation (install/upgrade/rollback) is in progress"
+HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
+
+
+def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: str = RELEASE_NAME) -> Optional[str]:
+    """The one-line way out of an error of the release's operation (``errors``, the provider's messages), or None when
+    it is not one an interrupted run leaves behind. Tested against the stand-in Helm (tests/fake_cluster.py)."""
+    text = "\n".join(errors)
+    history = f"`helm history {release} -n {namespace}`"
+    if HELM_PENDING in text:
+        return (f"{namespace}/{release}: Helm's last revision of the release is still pending, left by an interrupted run "
+                f"({history} shows it), and `pulumi up` does not resume it: run `helm rollback {release} -n {namespace}` "
+                f"(a pending-upgrade or pending-rollback; a pending-install: `helm uninstall {release} -n {namespace}`), "
+                "then `pulumi up` again")
+    if HELM_NAME_IN_USE in text:
+        return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; an interrupted "
+                f"first install leaves it pending-install ({history}): run `helm uninstall {release} -n {namespace}`, then "
+                "`pulumi up` again (a release installed by hand: adopt it instead, docs/adopting.md)")
+    return None
+
+
+def _explain_helm_error(args: pulumi.ErrorHookArgs) -> bool:
+    """Error hook of the release: logs :func:`helm_recovery`'s line when it applies; never asks for a retry."""
+    line = helm_recovery(args.errors)
+    if line:
+        pulumi.log.error(line)
+    return False
+
+
+def _error_hooks() -> Optional[pulumi.ResourceHookBinding]:
+    """The release's hooks: the Helm error hook, in an update (a preview runs no operation to fail) and when the CLI
+    supports error hooks (the SDK refuses one otherwise)."""
+    from pulumi.runtime.proto import resource_pb2
+    from pulumi.runtime.settings import monitor_supports_feature
+
+    if pulumi.runtime.is_dry_run() or not monitor_supports_feature(resource_pb2.RESOURCE_MONITOR_FEATURE_ERROR_HOOKS):
+        return None
+    return pulumi.ResourceHookBinding(on_error=[pulumi.ErrorHook("pyroscope-release-helm-state", _explain_helm_error)])
+
+
 class Pyroscope(pulumi.ComponentResource):
     """Pyroscope as a Helm release (``helm.v3.Release``), using the Kubernetes provider passed in ``opts``.
 
     Outputs: ``release_name``, ``namespace``, ``service_name`` (the Service the PLS fronts, same as the
-    release name), ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``).
+    release name), ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``). ``owner_service``
+    (plain): the Service as the AKS cloud provider tags its PLS, ``gadget/pyroscope``.
     """
 
+    #: The Service as the AKS cloud provider names it in a PLS's k8s-azure-owner-service tag (``getServiceName``).
+    owner_service = f"{NAMESPACE}/{RELEASE_NAME}"
+
     release: k8s.helm.v3.Release
+    private_link_identity: local.Command
     release_name: pulumi.Output[str]
     namespace: pulumi.Output[str]
     service_name: pulumi.Output[str]
@@ -111,6 +190,13 @@ class Pyroscope(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PyroscopeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
+        # The PLS's identity: replaced when it changes, and the release with it (module docstring).
+        self.private_link_identity = local.Command(
+            f"{name}-private-link-identity",
+            create="true",  # runs nothing; it exists for its triggers
+            triggers=[args.private_link_service_name, args.private_link_resource_group],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         if args.chart.startswith("oci://"):
             chart, repository = args.chart, None
         else:
@@ -131,7 +217,9 @@ class Pyroscope(pulumi.ComponentResource):
             cleanup_on_fail=True,
             max_history=10,
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
-                                        replace_with=[args.namespace] if args.namespace else None),
+                                        replace_with=[*([args.namespace] if args.namespace else []),
+                                                      self.private_link_identity],
+                                        replace_on_changes=list(PLS_IDENTITY_PATHS), hooks=_error_hooks()),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)

@@ -75,12 +75,16 @@ def resolve(cfg: StackConfig) -> StackConfig:
 def for_cluster(cfg: StackConfig, cluster_id: str) -> StackConfig:
     """``cfg`` with the names in Grafana that are left empty derived (config.derived_names): the published
     procedure's names for a single-cluster stack, per-cluster names from the cluster's ARM id with
-    ``multiCluster`` (config.cluster_names). A name the stack sets wins. Empty is the keys' default, so a
+    ``multiCluster`` (config.cluster_names); and the PLS name, per cluster wherever two clusters' PLS can meet
+    (config.derived_private_link_service_name). A name the stack sets wins. Empty is the keys' default, so a
     stack behaves the same whether or not the CLI wrote the defaults out (it always does)."""
     source = "the multi-cluster naming" if cfg.multi_cluster else "the single-cluster naming"
     derived = stack_config.derived_names(cfg, cluster_id)
     refuse_secret_names_in_grafana(cfg, derived)
-    return stack_config.with_values(cfg, derived, source)
+    cfg = stack_config.with_values(cfg, derived, source)
+    return stack_config.with_values(
+        cfg, {"privateLinkServiceName": stack_config.derived_private_link_service_name(cfg, cluster_id)},
+        "the private link service naming")
 
 
 def refuse_secret_names_in_grafana(cfg: StackConfig, derived: dict[str, str]) -> None:

@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
 # Wait (bounded; a check every 3 s, then every 6 s: scripts/lib.sh) for the private link service AKS creates
-# from the Pyroscope Service's azure-pls-* annotations, then print its ARM id.
-# Environment: PLS_RESOURCE_GROUP, PLS_NAME, TIMEOUT_SECONDS; optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
+# from the Pyroscope Service's azure-pls-* annotations, check that it is this cluster's, then print its ARM id.
+# Environment: PLS_RESOURCE_GROUP, PLS_NAME, TIMEOUT_SECONDS, LOAD_BALANCER_SCOPE (the cluster's load balancers:
+# /subscriptions/<id>/resourceGroups/<node resource group>/providers/Microsoft.Network/loadBalancers/), OWNER_SERVICE
+# (<namespace>/<name> of the Pyroscope Service); optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
 # Mirrors: GET .../Microsoft.Network/privateLinkServices/{name} (az network private-link-service show).
+#
+# Whose PLS: a name can be taken in a resource group several clusters share (privateLinkServiceResourceGroup). The AKS
+# cloud provider makes a Service's PLS for that Service's load balancer frontend and tags it k8s-azure-owner-service
+# <namespace>/<name> (kubernetes-sigs/cloud-provider-azure pkg/provider/azure_privatelinkservice.go
+# reconcilePrivateLinkService, reconcilePLSTags at 7b31c76c). Its k8s-azure-cluster-name tag is the cloud provider's
+# own --cluster-name, not the AKS resource's name, so it is not compared. A PLS is this cluster's when its frontend is
+# on a load balancer in the cluster's node resource group and its owner is the Pyroscope Service; any other is refused
+# before anything connects to it.
 set -euo pipefail
 STEP=wait-for-private-link-service
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-require_env PLS_RESOURCE_GROUP PLS_NAME TIMEOUT_SECONDS
+require_env PLS_RESOURCE_GROUP PLS_NAME TIMEOUT_SECONDS LOAD_BALANCER_SCOPE OWNER_SERVICE
 
 log "waiting up to ${TIMEOUT_SECONDS}s for private link service ${PLS_NAME} in ${PLS_RESOURCE_GROUP} (AKS creates it after the internal load balancer)"
 start_clock "$TIMEOUT_SECONDS"
 while :; do
   if out=$(az network private-link-service show --resource-group "$PLS_RESOURCE_GROUP" --name "$PLS_NAME" \
-      --query "[id, provisioningState || '']" --output tsv 2>"$ERRFILE"); then
-    read -r pls_id state <<<"$(tr '\n' '\t' <<<"$out")"
+      --query "[id, provisioningState || '', loadBalancerFrontendIpConfigurations[0].id || '', tags.\"k8s-azure-owner-service\" || '']" \
+      --output tsv 2>"$ERRFILE"); then
+    mapfile -t fields <<<"$out"  # one line per item; an empty field stays a (possibly missing) empty line
+    pls_id=${fields[0]:-} state=${fields[1]:-} frontend=${fields[2]:-} owner=${fields[3]:-}
     if [ "$state" = "Succeeded" ]; then
-      log "found ${pls_id}"
+      shopt -s nocasematch  # ARM ids and the owner tag compare case-insensitively (the cloud provider's EqualFold)
+      if [[ -z "$frontend" || "$frontend" != "$LOAD_BALANCER_SCOPE"* || "$owner" != "$OWNER_SERVICE" ]]; then
+        die "private link service ${PLS_NAME} in ${PLS_RESOURCE_GROUP} is not this cluster's: it serves load balancer frontend ${frontend:-none} (k8s-azure-owner-service ${owner:-none}), not a load balancer under ${LOAD_BALANCER_SCOPE} for Service ${OWNER_SERVICE}; nothing was connected to it. Another cluster or Service holds the name: give this stack its own privateLinkServiceName (left empty, it is derived per cluster with multiCluster or a privateLinkServiceResourceGroup)"
+      fi
+      shopt -u nocasematch
+      log "found ${pls_id}, this cluster's (frontend ${frontend##*/}, owner ${owner})"
       printf '%s\n' "$pls_id"
       exit 0
     fi

@@ -14,7 +14,17 @@ It keeps only what decides who creates and who deletes the namespace, each rule 
 - A ``kubernetes:core/v1:Namespace`` create is a server-side apply: an upsert (pulumi/pulumi-kubernetes
   ``provider/pkg/await/await.go``, ``Creation``); its delete removes the namespace and everything in it.
 - A ``helm.v3.Release`` passes ``createNamespace`` to Helm's install and only uninstalls on delete
-  (``provider/pkg/provider/helm_release.go``).
+  (``provider/pkg/provider/helm_release.go``); its update is a Helm upgrade.
+- A release's revisions and their statuses (helm/helm v3.20.2, the Helm pulumi-kubernetes 94977969 links;
+  ``pkg/release/status.go``): an install writes revision 1 ``pending-install``, an upgrade a new revision
+  ``pending-upgrade``, a rollback ``pending-rollback``, each made ``deployed`` (the previous deployed one
+  ``superseded``) when the operation ends. A run killed in between leaves the pending revision (``interrupted``).
+  An upgrade refuses a release whose last revision is pending ("another operation (install/upgrade/rollback) is in
+  progress", ``pkg/action/upgrade.go`` ``prepareUpgrade``; ``upgrade_test.go`` ``TestUpgradeRelease_Pending``); an
+  install refuses a name with any revision (``install.go`` ``availableName``); a rollback checks no status and writes a
+  new deployed revision from the previous one, or fails "release has no N version" (``rollback.go``
+  ``prepareRollback``; ``cmd/helm/rollback_test.go`` ``TestRollbackCmd``); an uninstall takes any status
+  (``uninstall.go``).
 
 :func:`apply` maps a plan resource (engine inputs) to these operations, so tests can run a plan's create and
 destroy orders, in every order the dependencies allow, against it.
@@ -33,6 +43,8 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 EXTENSION_NAMESPACE = "gadget"
 #: What each release puts in its namespace (a token object per release is enough to see it survive or go).
 WORKLOADS = {"inspektor-gadget": ("DaemonSet/gadget",), "pyroscope": ("StatefulSet/pyroscope", "Service/pyroscope")}
+#: Helm's statuses of an operation under way (``Status.IsPending``).
+PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 
 
 class ClusterError(Exception):
@@ -46,6 +58,8 @@ class Cluster:
     namespaces: dict[str, set[str]] = field(default_factory=dict)
     releases: dict[str, str] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
+    #: release -> the status of each revision, oldest first (a release without one counts as one deployed revision)
+    history: dict[str, list[str]] = field(default_factory=dict)
 
     # --- Kubernetes API ------------------------------------------------------------------------------------
     def apply_namespace(self, name: str) -> None:
@@ -60,7 +74,8 @@ class Cluster:
         self.log.append(f"delete namespace {name} ({len(gone or ())} object(s) with it)")
 
     # --- Helm ------------------------------------------------------------------------------------------------
-    def helm_install(self, release: str, namespace: str, create_namespace: bool) -> None:
+    def helm_install(self, release: str, namespace: str, create_namespace: bool, interrupted: bool = False) -> None:
+        """``interrupted``: the run is killed while Helm waits; revision 1 stays pending-install."""
         if release in self.releases:
             raise ClusterError(f"helm install {release}: cannot re-use a name that is still in use")
         if namespace not in self.namespaces:
@@ -69,14 +84,46 @@ class Cluster:
             self.namespaces[namespace] = set()
         self.namespaces[namespace].update(WORKLOADS[release])
         self.releases[release] = namespace
-        self.log.append(f"helm install {release} -n {namespace}")
+        self.history[release] = ["pending-install" if interrupted else "deployed"]
+        self.log.append(f"helm install {release} -n {namespace}{' (interrupted)' if interrupted else ''}")
+
+    def helm_upgrade(self, release: str, interrupted: bool = False) -> None:
+        """``interrupted``: the run is killed while Helm waits; the new revision stays pending-upgrade."""
+        if release not in self.releases:
+            raise ClusterError(f'helm upgrade {release}: "{release}" has no deployed releases')
+        statuses = self.history.setdefault(release, ["deployed"])
+        if statuses[-1] in PENDING:
+            raise ClusterError(f"helm upgrade {release}: another operation (install/upgrade/rollback) is in progress")
+        if interrupted:
+            statuses.append("pending-upgrade")
+        else:
+            statuses[:] = [("superseded" if s == "deployed" else s) for s in statuses] + ["deployed"]
+        self.log.append(f"helm upgrade {release}{' (interrupted)' if interrupted else ''}")
+
+    def helm_rollback(self, release: str, revision: int = 0) -> None:
+        """``helm rollback RELEASE [REVISION]``: to ``revision``, by default the one before the last."""
+        if release not in self.releases:
+            raise ClusterError(f"helm rollback {release}: release: not found")
+        statuses = self.history.setdefault(release, ["deployed"])
+        target = revision or len(statuses) - 1
+        if not 1 <= target <= len(statuses):
+            raise ClusterError(f"helm rollback {release}: release has no {target} version")
+        statuses[:] = [("superseded" if s == "deployed" else s) for s in statuses] + ["deployed"]
+        self.log.append(f"helm rollback {release} to {target}")
 
     def helm_uninstall(self, release: str) -> None:
         namespace = self.releases.pop(release, None)
         if namespace is None:
             raise ClusterError(f"helm uninstall {release}: release: not found")
+        self.history.pop(release, None)
         self.namespaces[namespace].difference_update(WORKLOADS[release])
         self.log.append(f"helm uninstall {release} -n {namespace} (namespace kept)")
+
+    def status(self, release: str) -> Optional[str]:
+        """What ``helm status`` reports: the last revision's status (None: no such release)."""
+        if release not in self.releases:
+            return None
+        return self.history.get(release, ["deployed"])[-1]
 
     # --- What the tests look at ---------------------------------------------------------------------------
     def running(self, release: str) -> bool:
@@ -87,22 +134,29 @@ class Cluster:
         return not self.namespaces and not self.releases
 
 
-def apply(cluster: Cluster, resource, action: str) -> None:
-    """Run the cluster-side effect of creating (``action="create"``) or deleting (``"delete"``) a plan resource;
-    resources without one (Azure-only, commands, components, providers) do nothing here."""
+def apply(cluster: Cluster, resource, action: str, interrupted: bool = False) -> None:
+    """Run the cluster-side effect of creating (``action="create"``), updating (``"update"``) or deleting
+    (``"delete"``) a plan resource; resources without one (Azure-only, commands, components, providers) do nothing
+    here. ``interrupted``: the run is killed while Helm works on a release (its revision stays pending)."""
     if resource.type == NAMESPACE_TYPE:
         name = resource.inputs["metadata"]["name"]
-        cluster.apply_namespace(name) if action == "create" else cluster.delete_namespace(name)
+        if action in ("create", "update"):  # both a server-side apply
+            cluster.apply_namespace(name)
+        else:
+            cluster.delete_namespace(name)
     elif resource.type == EXTENSION_TYPE:
-        # The extension agent installs (or uninstalls) the extension's Helm release in its release namespace.
+        # The extension agent installs (or uninstalls) the extension's Helm release in its release namespace; an update
+        # of its settings is not modelled.
         if action == "create":
             cluster.helm_install("inspektor-gadget", EXTENSION_NAMESPACE, create_namespace=True)
-        else:
+        elif action == "delete":
             cluster.helm_uninstall("inspektor-gadget")
     elif resource.type == RELEASE_TYPE:
         if action == "create":
             cluster.helm_install(resource.inputs["name"], resource.inputs["namespace"],
-                                 bool(resource.inputs.get("createNamespace")))
+                                 bool(resource.inputs.get("createNamespace")), interrupted)
+        elif action == "update":
+            cluster.helm_upgrade(resource.inputs["name"], interrupted)
         else:
             cluster.helm_uninstall(resource.inputs["name"])
 

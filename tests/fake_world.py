@@ -9,6 +9,8 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
 
 - Private link services: ``az network private-link-service show`` (404 ``ResourceNotFound`` when absent) and
   ``... connection update --connection-status Approved``; a connection is named ``<private endpoint>.<guid>``.
+- The AKS cloud provider's side of a PLS (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
+  at 7b31c76c, and its ``azure_privatelinkservice_test.go``): :func:`ensure_service_pls` and :func:`delete_service_pls`.
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
   ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
   Approved and its private IP (tools/offline/canned.py ``MPE_PRIVATE_IP``, the IP the offline plan's read-back answers).
@@ -64,10 +66,12 @@ def next_created_at(world: dict) -> str:
 
 
 def empty() -> dict:
-    """A world with nothing in it. ``gone``: ARM ids (lower-cased) of Grafana workspaces and clusters deleted out of
-    band, and the Grafana hosts that no longer resolve."""
-    return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {},
-            "gone": {"grafana": [], "hosts": [], "clusters": []}}
+    """A world with nothing in it. ``releases``: :func:`release_key` -> the Helm release's version and values;
+    ``services``: the same key -> the load balancer frontend of the release's LoadBalancer Service; ``events``: what the
+    cloud provider refused (a Kubernetes event on the Service); ``gone``: ARM ids (lower-cased) of Grafana workspaces and
+    clusters deleted out of band, and the Grafana hosts that no longer resolve."""
+    return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {}, "services": {},
+            "events": [], "gone": {"grafana": [], "hosts": [], "clusters": []}}
 
 
 def _gone(world: dict) -> dict:
@@ -108,12 +112,15 @@ def delete_mpe(world: dict, grafana_id: str, name: str) -> None:
     disconnect(world, mpe["endpoint"])
 
 
-def delete_cluster(world: dict, cluster_id: str) -> None:
-    """The AKS cluster is deleted out of band: its extensions, its Helm releases and the PLS AKS made (in its node
-    resource group) go with it; its API server no longer answers."""
+def delete_cluster(world: dict, cluster_id: str, node_resource_group: str) -> None:
+    """The AKS cluster is deleted out of band: its extensions, its Helm releases and the PLS AKS made (for its load
+    balancer, wherever it lives) go with it; its API server no longer answers. Other clusters' releases and PLS stay."""
     _gone(world)["clusters"].append(cluster_id.lower())
-    world["releases"].clear()
-    world["pls"].clear()
+    world["releases"] = {k: v for k, v in world["releases"].items() if not k.lower().startswith(cluster_id.lower() + "|")}
+    world["services"] = {k: v for k, v in world.setdefault("services", {}).items()
+                         if not k.lower().startswith(cluster_id.lower() + "|")}
+    scope = load_balancer_scope(cluster_id, node_resource_group).lower()
+    world["pls"] = {k: p for k, p in world["pls"].items() if not p["frontend"].lower().startswith(scope)}
 
 
 def _error(reason: str, message: str, exit_code: int = 1) -> dict:
@@ -136,10 +143,13 @@ def pls_id(resource_group: str, name: str, subscription: str) -> str:
 
 
 def pls_body(pls: dict) -> dict:
-    """A PLS as ``az network private-link-service show`` prints it."""
+    """A PLS as ``az network private-link-service show`` prints it: with the load balancer frontend it serves and the
+    tags the cloud provider put on it."""
     return {
         "id": pls["id"], "name": pls["id"].rsplit("/", 1)[1], "provisioningState": "Succeeded",
         "visibility": {"subscriptions": pls["visibility"]},
+        "loadBalancerFrontendIpConfigurations": [{"id": pls["frontend"]}],
+        "tags": dict(pls.get("tags") or {}),
         "privateEndpointConnections": [
             {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
              "privateEndpoint": {"id": c["endpoint"]},
@@ -148,6 +158,82 @@ def pls_body(pls: dict) -> dict:
             for c in pls["connections"]
         ],
     }
+
+
+# --- the AKS cloud provider's private link service ------------------------------------------------------------------
+#: Tags the cloud provider writes on a PLS it creates (``reconcilePLSTags``; ``pkg/consts/consts.go``): the owning Service
+#: as ``<namespace>/<name>`` (``getServiceName``) and its own cluster name, the ``--cluster-name`` it runs with, which is
+#: not the AKS resource's name, so it tells two clusters apart nowhere the stack can rely on.
+OWNER_SERVICE_TAG = "k8s-azure-owner-service"
+CLUSTER_NAME_TAG = "k8s-azure-cluster-name"
+CLOUD_PROVIDER_CLUSTER_NAME = "kubernetes"  # as in tools/offline/canned.py private_link_service
+
+
+def release_key(cluster_id: str, namespace: str, name: str) -> str:
+    """The key of a Helm release (and of its Service) in ``world["releases"]``: releases live in one cluster."""
+    return f"{cluster_id.lower()}|{namespace}/{name}"
+
+
+def load_balancer_scope(cluster_id: str, node_resource_group: str) -> str:
+    """Where the cluster's load balancers live: its node resource group, in its subscription."""
+    subscription = cluster_id.split("/")[2]
+    return f"/subscriptions/{subscription}/resourceGroups/{node_resource_group}/providers/Microsoft.Network/loadBalancers/"
+
+
+def new_frontend(cluster_id: str, node_resource_group: str) -> str:
+    """The frontend IP configuration a new internal LoadBalancer Service gets on the cluster's internal load balancer
+    (``kubernetes-internal``), named after the Service's UID: a new Service, a new frontend."""
+    return f"{load_balancer_scope(cluster_id, node_resource_group)}kubernetes-internal/frontendIPConfigurations/a{uuid.uuid4().hex}"
+
+
+def ensure_service_pls(world: dict, service: str, frontend: str, group: str, name: str, visibility: list,
+                       subscription: str) -> Optional[str]:
+    """``reconcilePrivateLinkService`` for a Service that wants a PLS (``azure-pls-create``), whose load balancer frontend
+    is ``frontend``; ``service``: ``<namespace>/<name>``. The PLS already attached to the frontend is found by the
+    frontend, not by its name (``plsRepo.Get(..., fipConfigID)``); its name cannot change: ``getPrivateLinkServiceName``
+    fails with "cannot change existing private link service name (old) to (new)" (``TestGetPrivateLinkServiceName``, "If
+    pls name is not equal to service configuration, error should be reported"), and the reconcile stops there, so the
+    Service keeps the old PLS unchanged. Returns that error (recorded in ``world["events"]``), or None once the PLS is
+    as the annotations say. Beyond the source (stand-in rules): a changed PLS resource group is refused like a rename,
+    and a PLS name already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not
+    modelled), so the Service gets no PLS."""
+    existing = next((p for p in world["pls"].values() if p["frontend"].lower() == frontend.lower()), None)
+    wanted = pls_id(group, name, subscription)
+    error = None
+    if existing is not None:
+        old_name = existing["id"].rsplit("/", 1)[1]
+        if old_name.lower() != name.lower():
+            error = (f"reconcilePrivateLinkService for service({service}) failed: getPrivateLinkServiceName({service}) "
+                     f"failed: cannot change existing private link service name ({old_name}) to ({name})")
+        elif existing["id"].lower() != wanted.lower():
+            error = f"stand-in: private link service {existing['id']} cannot move to resource group {group}"
+        else:
+            existing["visibility"] = list(visibility)
+    elif wanted.lower() in world["pls"]:
+        error = f"stand-in: private link service {wanted} exists for load balancer frontend {world['pls'][wanted.lower()]['frontend']}"
+    else:
+        world["pls"][wanted.lower()] = {
+            "id": wanted, "frontend": frontend, "visibility": list(visibility), "connections": [],
+            "tags": {CLUSTER_NAME_TAG: CLOUD_PROVIDER_CLUSTER_NAME, OWNER_SERVICE_TAG: service}}
+    if error:
+        world.setdefault("events", []).append(error)
+    return error
+
+
+def delete_service_pls(world: dict, frontend: str) -> None:
+    """The Service is gone (``reconcilePrivateLinkService`` with ``wantPLS`` false): ``safeDeletePLS`` deletes every
+    private endpoint connection on the frontend's PLS, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all
+    PE connections and pls itself"). A managed private endpoint whose connection goes this way is left Disconnected
+    ("removed from the service")."""
+    for key, pls in list(world["pls"].items()):
+        if pls["frontend"].lower() != frontend.lower():
+            continue
+        for connection in pls["connections"]:
+            for mpe in world["mpes"].values():
+                if connection["endpoint"].endswith("/" + mpe["endpoint"]):
+                    mpe["status"] = "Disconnected"
+        pls["connections"] = []
+        del world["pls"][key]
 
 
 def connect(world: dict, pls_arm_id: str, endpoint_name: str) -> None:

@@ -10,9 +10,10 @@ Providers played here, with the rules of tools/offline/replacement.py:
   create already existing resource"). A managed private endpoint puts a Pending connection on its PLS; deleting
   it removes the connection.
 - pulumi-kubernetes Helm release: ``create`` of a release name in use fails ("cannot re-use a name that is still in
-  use"). AKS's cloud provider makes the PLS named in the Service annotations (in the node resource group unless
-  annotated) and deletes a PLS the Service no longer names, but not while a private endpoint connection holds it
-  (then it stays, orphaned, until :meth:`Deployment.reconcile` finds it free).
+  use"). The release's LoadBalancer Service gets a load balancer frontend in the cluster's node resource group; AKS's
+  cloud provider makes the PLS named in the Service annotations for it (in the node resource group unless annotated),
+  refuses to rename it on an update (the Service keeps the old PLS), and when the Service goes deletes the PLS's
+  private endpoint connections, then the PLS (tests/fake_world.py ``ensure_service_pls``, ``delete_service_pls``).
 - Providers, components and the stack: state only.
 
 Degraded states (docs/teardown.md, "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
@@ -65,6 +66,9 @@ ROOT = Path(__file__).resolve().parent.parent
 OWNER_KEY = "aksGpuObservabilityOwner"
 _PATH = "a path parameter of the ARM PUT"
 ANNOTATION = "service.beta.kubernetes.io/"
+#: Every step's TIMEOUT_SECONDS is capped at this: the world answers at once, so a wait that would only end by timing
+#: out (a PLS the cloud provider refused to rename) fails in seconds instead of the configured minutes.
+STEP_TIMEOUT_CAP_SECONDS = 5
 
 
 class EngineError(Exception):
@@ -83,6 +87,7 @@ class Deployment:
         self._save(world)
         self.states: dict[str, dict] = {}
         self.actions: list[str] = []  # what ran, for failure messages
+        self.cluster: Optional[tuple[str, str]] = None  # (cluster id, node resource group), from the plan's outputs
         bin_dir = workdir / "bin"
         bin_dir.mkdir(exist_ok=True)
         wrapper = bin_dir / "az"
@@ -97,6 +102,7 @@ class Deployment:
         other = Deployment(workdir, {})
         shutil.copyfile(self.world_path, other.world_path)
         other.states = copy.deepcopy(self.states)
+        other.cluster = self.cluster
         return other
 
     # --- the world file ---
@@ -109,6 +115,7 @@ class Deployment:
     # --- running plans ---
     def deploy(self, plan: dict) -> None:
         """``pulumi up`` of ``plan`` (plan JSON) on an empty stack: every resource created in create order."""
+        self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
         by_urn = {r["urn"]: r for r in plan["resources"]}
         for urn in plan["createOrder"]:
             self._create(by_urn[urn], plan)
@@ -117,6 +124,7 @@ class Deployment:
     def apply(self, diff: Diff, head: dict) -> None:
         """Run ``diff.order`` (tools/offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
         state as it was before (the old resource's inputs, stdout and options). Raises EngineError on a failing step."""
+        self.cluster = (head["outputs"]["clusterId"], head["outputs"]["nodeResourceGroup"])
         old = copy.deepcopy(self.states)
         by_urn = {r["urn"]: r for r in head["resources"]}
         for action in diff.order:
@@ -129,7 +137,6 @@ class Deployment:
         for urn, state in self.states.items():  # a same step records the program's options (its new state)
             if urn in by_urn:
                 state["options"] = by_urn[urn].get("options", {})
-        self.reconcile()
         self.check_triggers(head)
 
     def destroy(self, plan: dict) -> None:
@@ -139,13 +146,6 @@ class Deployment:
             state = self.states.get(urn)
             if state is not None:
                 self._delete(urn, state)
-        self.reconcile()
-
-    def reconcile(self) -> None:
-        """AKS's cloud provider retries: an orphaned PLS with no connection left is deleted."""
-        world = self.world()
-        world["pls"] = {k: p for k, p in world["pls"].items() if not (p.get("orphan") and not p["connections"])}
-        self._save(world)
 
     # --- one resource ---
     def actual_inputs(self, resource: dict, plan: dict) -> dict:
@@ -237,6 +237,8 @@ class Deployment:
     def _run(self, urn: str, command: str, inputs: dict, state: Optional[dict]) -> str:
         """Run a command step as pulumi-command v1.2.1 does; its stdout (trailing newline trimmed)."""
         env = {**self.env, **(inputs.get("environment") or {})}
+        if "TIMEOUT_SECONDS" in env:  # the stand-in answers at once: what has not happened within seconds never will
+            env["TIMEOUT_SECONDS"] = str(min(int(env["TIMEOUT_SECONDS"]), STEP_TIMEOUT_CAP_SECONDS))
         if state and inputs.get("addPreviousOutputInEnv", True) and state["stdout"]:
             env["PULUMI_COMMAND_STDOUT"] = state["stdout"]
         done = subprocess.run(["/bin/sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -282,31 +284,33 @@ class Deployment:
 
     # --- the Helm release and the PLS AKS makes from it ---
     def _release(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
+        """Helm install, upgrade or uninstall of the release, and what AKS's cloud provider does with its Service's PLS
+        (tests/fake_world.py). An upgrade that renames the PLS goes through (Helm updates the Service) while the cloud
+        provider refuses the rename: the old PLS stays, and a wait for the new name never ends."""
+        if plan is not None:
+            self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        cluster_id, node_rg = self.cluster
         world = self.world()
-        key = (new or old)["namespace"] + "/" + (new or old)["name"]
+        inputs = new or old
+        key = fake_world.release_key(cluster_id, inputs["namespace"], inputs["name"])
+        service = f"{inputs['namespace']}/{inputs['name']}"  # Service pyroscope is named after the release
+        services = world.setdefault("services", {})
         if old is None and key in world["releases"]:
-            raise EngineError(f"helm install {key}: cannot re-use a name that is still in use")
+            raise EngineError(f"helm install {service}: cannot re-use a name that is still in use")
         if new is None:
             world["releases"].pop(key, None)
-            wanted = None
+            frontend = services.pop(key, None)
+            if frontend:
+                fake_world.delete_service_pls(world, frontend)
         else:
             world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
-            wanted = self._pls_of(new, plan)
-        for pls_key, pls in world["pls"].items():
-            if pls.get("release") == key and pls_key != (wanted or {}).get("id", "").lower():
-                pls["orphan"] = True  # AKS deletes it once no connection holds it (reconcile)
-        if wanted:
-            pls = world["pls"].setdefault(wanted["id"].lower(), {"id": wanted["id"], "connections": [], "release": key})
-            pls.update(visibility=wanted["visibility"], orphan=False, release=key)
-        world["pls"] = {k: p for k, p in world["pls"].items() if not (p.get("orphan") and not p["connections"])}
+            frontend = services.setdefault(key, fake_world.new_frontend(cluster_id, node_rg))
+            annotations = new["values"]["pyroscope"]["service"]["annotations"]
+            fake_world.ensure_service_pls(
+                world, service, frontend, annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg,
+                annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
+                canned.SUBSCRIPTION_ID)
         self._save(world)
-
-    @staticmethod
-    def _pls_of(release: dict, plan: dict) -> dict:
-        annotations = release["values"]["pyroscope"]["service"]["annotations"]
-        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or plan["outputs"]["nodeResourceGroup"]
-        return {"id": fake_world.pls_id(group, annotations[ANNOTATION + "azure-pls-name"], canned.SUBSCRIPTION_ID),
-                "visibility": annotations[ANNOTATION + "azure-pls-visibility"].split()}
 
     # --- things deleted behind the stack's back, and the teardown that follows ---
     def cluster_gone(self) -> bool:
@@ -318,7 +322,8 @@ class Deployment:
     def lose_cluster(self, resource_group: str, name: str) -> None:
         """The AKS cluster is deleted: its extension, the Helm release and the PLS go with it."""
         world = self.world()
-        fake_world.delete_cluster(world, canned.cluster_id(resource_group, name))
+        cluster_id = canned.cluster_id(resource_group, name)
+        fake_world.delete_cluster(world, cluster_id, (self.cluster or (cluster_id, f"MC_{resource_group}_{name}_eastus2"))[1])
         self._lose_arm(world, "azure-native:kubernetesconfiguration:Extension")
         self._save(world)
 
@@ -372,7 +377,7 @@ class Deployment:
         dashboards = {host: {uid: _digest(_without_owner(d, ("id", "version"))) for uid, d in g["dashboards"].items()}
                       for host, g in world["grafana"].items() if g["dashboards"]}
         return {
-            "pls": {k: {"visibility": p["visibility"], "orphan": bool(p.get("orphan")),
+            "pls": {k: {"visibility": p["visibility"], "tags": p.get("tags"),
                         "connections": sorted((c["endpoint"].rsplit("/", 1)[1], c["status"]) for c in p["connections"])}
                     for k, p in world["pls"].items()},
             "mpes": world["mpes"], "arm": sorted(world["arm"]), "releases": world["releases"],

@@ -41,12 +41,24 @@ FORBIDDEN = {
 }
 
 
-def pls(state: str = "Succeeded", connections: Optional[list] = None) -> dict:
-    """A private link service body as ``az network private-link-service show`` returns it."""
+#: The cluster's load balancers (its node resource group) and the frontend its Pyroscope Service got on the internal one.
+LB_SCOPE = f"/subscriptions/{SUB}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/loadBalancers/"
+FRONTEND = f"{LB_SCOPE}kubernetes-internal/frontendIPConfigurations/a4c1e2f3aaaaabbbbcccc1234567890ab"
+#: Another cluster's frontend: its own node resource group.
+OTHER_FRONTEND = (f"/subscriptions/{SUB}/resourceGroups/MC_rg-aks-gpu-b_aks-gpu-b_eastus2/providers/Microsoft.Network/"
+                  "loadBalancers/kubernetes-internal/frontendIPConfigurations/a9d8c7b6a5f4e3d2c1b0a99887766554")
+
+
+def pls(state: str = "Succeeded", connections: Optional[list] = None, frontend: str = FRONTEND,
+        owner: Optional[str] = "gadget/pyroscope") -> dict:
+    """A private link service body as ``az network private-link-service show`` returns it, made by the AKS cloud
+    provider for the Service ``owner`` on load balancer frontend ``frontend`` (tags as ``reconcilePLSTags`` writes them)."""
+    tags = {"k8s-azure-cluster-name": "kubernetes", **({"k8s-azure-owner-service": owner} if owner else {})}
     return {"json": {
         "id": PLS_ID, "name": "pyroscope-pls", "type": "Microsoft.Network/privateLinkServices",
         "location": "eastus2", "provisioningState": state,
         "alias": "pyroscope-pls.4c1e2f3a-aaaa-bbbb-cccc-1234567890ab.eastus2.azure.privatelinkservice",
+        "loadBalancerFrontendIpConfigurations": [{"id": frontend}], "tags": tags,
         "privateEndpointConnections": connections,
     }}
 
@@ -75,7 +87,8 @@ APPROVE = ["network", "private-link-service", "connection", "update"]
 REFRESH = ["rest", "--method", "post", "refreshManagedPrivateEndpoints"]
 GET_MPE = ["rest", "--method", "get", "managedPrivateEndpoints/pyroscope-mpe"]
 
-WAIT_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "TIMEOUT_SECONDS": "60", **FAST}
+WAIT_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "TIMEOUT_SECONDS": "60",
+            "LOAD_BALANCER_SCOPE": LB_SCOPE, "OWNER_SERVICE": "gadget/pyroscope", **FAST}
 APPROVE_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "PRIVATE_ENDPOINT_NAME": OURS,
                "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
                "TIMEOUT_SECONDS": "60", **FAST}
@@ -129,6 +142,23 @@ SCENARIOS = [
              stderr_has=["error: private link service pyroscope-pls exists but stayed in provisioningState Updating for 6s"], max_seconds=20),
     Scenario("pls-missing-env", "wait_private_link_service.sh", {k: v for k, v in WAIT_ENV.items() if k != "PLS_NAME"},
              [], exit=1, stderr_has=["error: environment variable PLS_NAME is required"]),
+    # Two clusters, one PLS resource group: the name is taken by the other cluster's PLS (its frontend is on a load
+    # balancer in its own node resource group). Refused at once, in one line, before the endpoint is created.
+    Scenario("pls-of-another-cluster-refused", "wait_private_link_service.sh", {**WAIT_ENV, "PLS_RESOURCE_GROUP": "rg-network"},
+             [{"match": SHOW, "responses": [pls(frontend=OTHER_FRONTEND)]}], exit=1, calls={0: 1},
+             stderr_has=["error: private link service pyroscope-pls in rg-network is not this cluster's: it serves load "
+                         f"balancer frontend {OTHER_FRONTEND} (k8s-azure-owner-service gadget/pyroscope), not a load "
+                         f"balancer under {LB_SCOPE} for Service gadget/pyroscope; nothing was connected to it",
+                         "give this stack its own privateLinkServiceName"]),
+    Scenario("pls-of-another-service-refused", "wait_private_link_service.sh", WAIT_ENV,
+             [{"match": SHOW, "responses": [pls(owner="default/other-app")]}], exit=1, calls={0: 1},
+             stderr_has=["is not this cluster's", "(k8s-azure-owner-service default/other-app)"]),
+    Scenario("pls-without-owner-tag-refused", "wait_private_link_service.sh", WAIT_ENV,
+             [{"match": SHOW, "responses": [pls(owner=None)]}], exit=1, calls={0: 1},
+             stderr_has=["is not this cluster's", "(k8s-azure-owner-service none)"]),
+    Scenario("pls-ours-ids-compared-without-case", "wait_private_link_service.sh", WAIT_ENV,
+             [{"match": SHOW, "responses": [pls(frontend=FRONTEND.replace("resourceGroups", "resourcegroups").upper())]}],
+             stdout=PLS_ID + "\n", calls={0: 1}, stderr_has=["this cluster's (frontend"]),
     Scenario("two-pending-only-ours-approved", "approve_private_endpoint_connection.sh", APPROVE_ENV,
              [{"match": SHOW, "responses": [
                  pls(connections=[connection("grafana-other-grafana-pyroscope-mpe", "Pending", "11111111-2d82-4470-ab30-d23fcfee58d1"),

@@ -227,7 +227,11 @@ def seed(deployment: Deployment, base: dict, dashboard_file: str) -> None:
     pls = fake_world.pls_id(node_rg, "pyroscope-pls", canned.SUBSCRIPTION_ID)
     endpoint = "grafana-amg-gpu-dev-pyroscope-mpe"
     grafana = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
-    world["pls"][pls.lower()] = {"id": pls, "visibility": ["*"], "release": "gadget/pyroscope", "connections": [
+    cluster = canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev")
+    release = fake_world.release_key(cluster, "gadget", "pyroscope")
+    world["services"][release] = frontend = fake_world.new_frontend(cluster, node_rg)
+    world["pls"][pls.lower()] = {"id": pls, "visibility": ["*"], "frontend": frontend, "tags": {
+        fake_world.OWNER_SERVICE_TAG: "gadget/pyroscope", fake_world.CLUSTER_NAME_TAG: "kubernetes"}, "connections": [
         {"name": f"{endpoint}.f072a430-2d82-4470-ab30-d23fcfee58d1", "status": "Approved",
          "endpoint": f"/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint}"}]}
     world["mpes"][f"{grafana}/pyroscope-mpe".lower()] = {"grafana": grafana, "endpoint": endpoint, "pls": pls,
@@ -236,7 +240,7 @@ def seed(deployment: Deployment, base: dict, dashboard_file: str) -> None:
         if resource["type"].startswith("azure-native:"):
             world["arm"][deployment.arm_key(resource["type"], resource["inputs"])] = resource["inputs"]
         if resource["type"] == adopt.RELEASE:
-            world["releases"]["gadget/pyroscope"] = {"version": resource["inputs"]["version"], "values": resource["inputs"]["values"]}
+            world["releases"][release] = {"version": resource["inputs"]["version"], "values": resource["inputs"]["values"]}
         deployment.states[resource["urn"]] = {"type": resource["type"], "inputs": resource["inputs"], "stdout": ""}
     procedure_dashboard = {**json.loads(open(dashboard_file, encoding="utf-8").read()), "id": 10, "version": 1}
     procedure_dashboard["description"] = "imported from the main branch by hand"
@@ -322,7 +326,7 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
     assert (mpe["status"], mpe["ip"]) == ("Approved", fake_world.PRIVATE_IP)
     (pls,) = world["pls"].values()
     assert [c["status"] for c in pls["connections"]] == ["Approved"]
-    assert world["releases"]["gadget/pyroscope"]["values"] == resources["pyroscope-release"]["inputs"]["values"]
+    assert world["releases"][fake_world.release_key(canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev"), "gadget", "pyroscope")]["values"] == resources["pyroscope-release"]["inputs"]["values"]
 
     deployment.destroy(head)
     g = deployment.world()["grafana"][GRAFANA_HOST]

@@ -87,6 +87,24 @@ def test_three_clusters_with_every_default_written_out_never_collide(written_out
     assert not any(p.by_type(ROLE) for p in plans), "one Monitoring Data Reader assignment per workspace, not per cluster"
 
 
+@pytest.mark.parametrize("shared", [{"multiCluster": "true"}, {"privateLinkServiceResourceGroup": "rg-network"}],
+                         ids=["multi-cluster", "shared-pls-resource-group"])
+def test_three_clusters_never_claim_one_private_link_service(written_out, shared):
+    """Two clusters, one PLS resource group: before, every stack named its PLS pyroscope-pls, so the second cluster's
+    wait found the first cluster's PLS and its endpoint and datasource went to the other cluster's Pyroscope. Each
+    cluster's PLS (the release's annotation, the wait and the lookup) now has a name of its own."""
+    plans = [written_out({**shared, "clusterName": name, "clusterResourceGroup": rg}) for name, rg in CLUSTERS]
+    names = []
+    for p in plans:
+        annotations = p.one("kubernetes:helm.sh/v3:Release").inputs["values"]["pyroscope"]["service"]["annotations"]
+        wait = next(r for r in p.by_type("command:local:Command") if r.name == "grafana-private-link-wait-for-pls")
+        lookup = next(i for i in p.invokes if i.token == "azure-native:network:getPrivateLinkService")
+        name = annotations["service.beta.kubernetes.io/azure-pls-name"]
+        assert wait.inputs["environment"]["PLS_NAME"] == lookup.args["serviceName"] == p.outputs["privateLinkServiceName"] == name
+        names.append(name)
+    assert len(set(names)) == 3 and "pyroscope-pls" not in names
+
+
 def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
     assert plan().one(ROLE)  # auto, single cluster: assigned
     assert not plan(multiCluster="true", assignMonitoringDataReader="auto").by_type(ROLE)

@@ -121,7 +121,7 @@ def test_no_kubeconfig_material_anywhere_in_the_plan(plan):
         found = plan(kubeconfigCredentials=creds).to_json()
         # config key names are no secret (kubeloginMode); their values and everything else are checked
         text = str({**found, "config": sorted(found["config"].values())})
-        assert "BEGIN" not in text and "client-key-data" not in text and "kubelogin" not in text
+        assert "BEGIN" not in text and "client-key-data" not in text and "get-token" not in text
 
 
 def test_every_kubernetes_resource_uses_the_explicit_provider(plan):
@@ -199,3 +199,40 @@ def test_delete_unreachable_is_set_on_the_provider_only_when_asked(plan, monkeyp
     assert plan(kubernetesDeleteUnreachable="true").one(K8S_PROVIDER).inputs == {"deleteUnreachable": "true", "kubeconfig": "[secret]"}
     assert plan().one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
     assert plan(kubernetesDeleteUnreachable="false").one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
+
+
+@pytest.mark.parametrize("level", ["ReadOnly", "readonly"])
+def test_a_locked_node_resource_group_needs_a_pls_resource_group_before_anything_is_created(level):
+    """AKS Automatic and node resource group lockdown (nodeResourceGroupProfile.restrictionLevel ReadOnly): the deny
+    assignment on the node resource group would refuse the approval of Grafana's connection after the release, the PLS
+    and the endpoint exist. Refused before any resource is registered, in one line naming the way out."""
+    locked = cluster_without(nodeResourceGroupProfile={"restrictionLevel": level})
+    mocks = mock_engine.CannedMocks("eastus2", locked)
+    monitor = mock_engine.RecordingMonitor(mocks)
+    original = mock_engine.RecordingMonitor
+    try:
+        mock_engine.RecordingMonitor = lambda _mocks: monitor
+        with pytest.raises(ConfigError) as caught:
+            mock_engine.run("dev", {}, locked)
+    finally:
+        mock_engine.RecordingMonitor = original
+    message = str(caught.value)
+    assert message.startswith("privateLinkServiceResourceGroup: cluster 'aks-gpu-dev' has its node resource group "
+                              "'MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2' locked (nodeResourceGroupProfile.restrictionLevel "
+                              "ReadOnly: AKS Automatic, or node resource group lockdown)")
+    assert "set privateLinkServiceResourceGroup to a resource group" in message and "\n" not in message
+    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+
+
+def test_a_locked_node_resource_group_is_fine_with_a_pls_resource_group(plan):
+    p = plan(privateLinkServiceResourceGroup="rg-network",
+             invoke_overrides=cluster_without(nodeResourceGroupProfile={"restrictionLevel": "ReadOnly"}))
+    annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
+    assert not any(r.name == "grafana-private-link-approve-connection" and
+                   r.inputs["environment"]["PLS_RESOURCE_GROUP"] != "rg-network" for r in p.resources)
+
+
+def test_an_unrestricted_or_unset_node_resource_group_needs_nothing(plan):
+    for profile in ({"restrictionLevel": "Unrestricted"}, None):
+        assert plan(invoke_overrides=cluster_without(nodeResourceGroupProfile=profile)).one(RELEASE)

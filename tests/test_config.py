@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import fields
 
 import jsonschema
@@ -126,7 +127,7 @@ BAD = [
     ("privateLinkVisibility", "* " + SUB_A, "subscription GUIDs"),
     ("privateLinkVisibility", f"{SUB_A},{SUB_B}", "subscription GUIDs"),
     ("privateLinkVisibility", "my-subscription", "subscription GUIDs"),
-    ("privateLinkServiceName", "", "private link service name"),
+    ("privateLinkServiceName", "-pls", "private link service name"),
     ("privateLinkServiceName", "pls-", "private link service name"),
     ("privateLinkServiceName", "a" * 81, "private link service name"),
     ("privateLinkServiceResourceGroup", "rg.", "resource group"),
@@ -193,7 +194,7 @@ def parse(**overrides):
 def test_valid_minimal_config_takes_pulumi_yaml_defaults():
     cfg = parse()
     assert cfg.pyroscope_chart_version == "1.15.0"
-    assert cfg.private_link_service_name == "pyroscope-pls"
+    assert cfg.private_link_service_name == ""  # derived once the cluster is known (stack_inputs.for_cluster)
     assert cfg.private_link_visibility == "*"
     assert cfg.managed_private_endpoint_name == ""  # derived once the cluster is known (stack_inputs.for_cluster)
     assert cfg.assign_monitoring_data_reader == "auto" and cfg.assigns_monitoring_data_reader is True
@@ -334,7 +335,9 @@ def test_required_keys_are_exactly_the_fixed_ones():
 def test_fixed_defaults_from_design():
     declared = config.declared()
     assert declared["pyroscopeChartVersion"]["default"] == "1.15.0"
-    assert declared["privateLinkServiceName"]["default"] == "pyroscope-pls"
+    # DESIGN §3 fixes pyroscope-pls; derived like the endpoint's name, since two clusters' PLS can meet in a shared group.
+    assert declared["privateLinkServiceName"]["default"] == ""
+    assert config.derived_private_link_service_name(parse(), "id") == "pyroscope-pls"
     assert declared["privateLinkVisibility"]["default"] == "*"
     # DESIGN §3 fixes pyroscope-mpe; issue 15 moves it behind "" (derive), since the CLI writes defaults out.
     assert declared["managedPrivateEndpointName"]["default"] == ""
@@ -394,3 +397,20 @@ def test_tags_parse_into_a_map_with_managed_by():
     assert cfg.tags == ("costCenter=1234", "note=a=b")
     assert cfg.tag_map == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "note": "a=b"}
     assert parse().tags == () and parse().tag_map == {"managed-by": "aks-gpu-observability"}
+
+
+def test_pls_names_are_per_cluster_wherever_two_clusters_can_meet():
+    """Two clusters in one privateLinkServiceResourceGroup (or multiCluster stacks) must not claim one PLS name: each
+    derives its own from its ARM id; in its own node resource group a cluster keeps the procedure's pyroscope-pls."""
+    a = "/subscriptions/s/resourceGroups/rg-a/providers/Microsoft.ContainerService/managedClusters/aks-a"
+    b = "/subscriptions/s/resourceGroups/rg-b/providers/Microsoft.ContainerService/managedClusters/aks-a"
+    for settings in ({"privateLinkServiceResourceGroup": "rg-network"}, {"multiCluster": "true"}):
+        names = {config.derived_private_link_service_name(parse(**settings), cluster) for cluster in (a, b)}
+        assert len(names) == 2 and "pyroscope-pls" not in names, settings
+        assert all(re.fullmatch(r"pyroscope-pls-[0-9a-f]{12}", n) and "aks-a" not in n for n in names)
+        assert config.derived_private_link_service_name(parse(**settings), a.upper()) in names  # ARM ids ignore case
+    assert config.derived_private_link_service_name(parse(), a) == config.derived_private_link_service_name(parse(), b) \
+        == "pyroscope-pls"
+    # A name the stack sets wins (stack_inputs.for_cluster fills only an empty key).
+    from components.stack_inputs import for_cluster
+    assert for_cluster(parse(privateLinkServiceName="my-pls", multiCluster="true"), a).private_link_service_name == "my-pls"

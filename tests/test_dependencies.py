@@ -15,6 +15,9 @@ EDGES = {
         "its in-cluster uninstall before the namespace",
     ("pyroscope-release", "gadget-namespace"): "the release's namespace, metadata.name of the Namespace",
     ("grafana-private-link-wait-for-pls", "pyroscope-release"): "the PLS AKS makes from the release's Service",
+    ("grafana-private-link-wait-for-pls", "pyroscope-private-link-identity"):
+        "ordering only: the private link depends on the Pyroscope component, whose children include the PLS identity "
+        "(it runs nothing, so it adds no time)",
     ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
     ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
     ("grafana-private-link-approve-connection", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
@@ -90,4 +93,5 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
                 seen.add(name[dep])
                 todo.append(name[dep])
     assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection", "grafana-private-link-mpe",
-                    "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace"}
+                    "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace",
+                    "pyroscope-private-link-identity"}

@@ -78,7 +78,8 @@ def test_release_reads_the_namespace_and_not_the_extension(dev):
     assert release.property_dependencies["namespace"] == [ns.urn]
     assert release.dependencies == [ns.urn]
     assert extension.urn not in release.dependencies
-    assert release.replace_with == [ns.urn]
+    identity = next(r for r in dev.resources if r.name == "pyroscope-private-link-identity")
+    assert release.replace_with == sorted([ns.urn, identity.urn])  # and the PLS identity (components/pyroscope.py)
 
 
 def test_extension_waits_for_the_namespace_only_for_the_destroy_order(dev):

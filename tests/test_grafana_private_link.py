@@ -51,7 +51,11 @@ def test_tags_config_reaches_the_endpoint(plan):
 def test_wait_for_pls_command(plan):
     wait = command(plan(), "wait-for-pls")
     assert wait.inputs["create"] == "bash scripts/wait_private_link_service.sh"
-    assert wait.inputs["environment"] == {"PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900"}
+    assert wait.inputs["environment"] == {
+        "PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900",
+        # Only this cluster's PLS is accepted: a frontend on its node resource group's load balancers, for its Service.
+        "LOAD_BALANCER_SCOPE": f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/loadBalancers/",
+        "OWNER_SERVICE": "gadget/pyroscope"}
     # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
     # instead of querying a PLS that does not exist yet (the engine's invoke gate; tools/offline/mock_engine.py).
     assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
@@ -124,7 +128,10 @@ def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
     p = plan(privateLinkServiceResourceGroup="rg-network")
     assert command(p, "wait-for-pls").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
     assert command(p, "approve-connection").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
-    assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network", "serviceName": "pyroscope-pls"}
+    # A group other clusters may share: the PLS name is derived per cluster (components/config.py).
+    name = p.outputs["privateLinkServiceName"]
+    assert name.startswith("pyroscope-pls-") and command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == name
+    assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network", "serviceName": name}
     annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
     assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
 

@@ -22,9 +22,10 @@ import pytest
 
 from tests import fake_world
 from tests.conftest import ROOT, reference
+from tests import fake_world
 from tests.lifecycle import OWNER_KEY, Deployment, EngineError
 from tools.offline import diff as plan_diff
-from tools.offline import engine, replacement
+from tools.offline import canned, engine, mock_engine, replacement
 from tools.offline.mock_engine import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
@@ -66,20 +67,32 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
 
 
 ANNOTATION = 'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
+RELEASE_FIRST = ["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"]
+
+
+def pls_identity_changed(identity_paths: tuple, release_paths: tuple) -> dict:
+    """A new PLS name or resource group: the identity replaced, the release replaced with it delete-first, the wait and
+    the endpoint (replaceWith the release) deleted before the release and created after it; the approval, whose MPE is
+    re-created without a chain of its own, create-first."""
+    return {"pyroscope-private-link-identity": ("replace", "create-first", ["triggers are replaceOnChanges"], identity_paths),
+            "pyroscope-release": ("replace", "delete-first", ["replaceWith: pyroscope-private-link-identity is replaced",
+                                                              "deleteBeforeReplace option is set"], release_paths),
+            "grafana-private-link-wait-for-pls": ("replace", "delete-first", RELEASE_FIRST, ("environment.PLS_NAME",)),
+            **cascade_after_mpe(RELEASE_FIRST, approval_order="create-first")}
 
 CHANGES = [
     Change("chart-version-bump", {"pyroscopeChartVersion": "1.15.1"},
            expect={"pyroscope-release": ("update", None, [], ("version",))}),
     Change("image-tag", {"pyroscopeImageTag": "1.16.0"},
            expect={"pyroscope-release": ("update", None, [], ("values.pyroscope.image.tag",))}),
+    # The AKS cloud provider cannot rename the PLS of a live Service (tests/fake_world.py ensure_service_pls): a new PLS
+    # identity replaces the release, and with it (replaceWith) the wait and the endpoint, deleted before it.
     Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
-           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("name"),)),
-                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["triggers[1]: triggers are replaceOnChanges"],
-                                                         ("environment.PLS_NAME", "triggers[1]")),
-                   **cascade_after_mpe(["privateLinkResourceId: create-only in the REST spec",
-                                        "privateLinkResourceId is unknown during preview (it comes from grafana-private-link-wait-for-pls)",
-                                        "delete-first: deleteBeforeReplace option is set"],
-                                       ("triggers[1]",), ("triggers[1]",))}),
+           expect=pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),))),
+    # A PLS resource group other clusters may share: the PLS moves there under a per-cluster name.
+    Change("pls-resource-group", {"privateLinkServiceResourceGroup": "rg-network"},
+           expect=pls_identity_changed(("triggers[0]", "triggers[1]"),
+                                       (ANNOTATION.format("name"), ANNOTATION.format("resource-group")))),
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
            expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
@@ -110,8 +123,9 @@ CHANGES = [
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE", "environment.DASHBOARD_SHA256"))}),
     Change("extension-version-pin", {"extensionVersion": "0.46.0"},
            expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
+    # multiCluster names the PLS per cluster too (components/config.py): the release is reinstalled once.
     Change("multi-cluster-on", {"multiCluster": "true"},
-           expect={**cascade_after_mpe(["managedPrivateEndpointName: a path parameter"]),
+           expect={**pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),)),
                    "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "grafana-datasources-prometheus": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",)),
@@ -292,8 +306,11 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     assert set(world["arm"]) == ensured | {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
                                            if r["type"].startswith("azure-native:") and r["custom"]}
     (release,) = [r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
-    assert world["releases"] == {f"{release['namespace']}/{release['name']}": {"version": release["version"], "values": release["values"]}}
-    assert not any(p.get("orphan") for p in world["pls"].values())
+    key = fake_world.release_key(plan["outputs"]["clusterId"], release["namespace"], release["name"])
+    assert world["releases"] == {key: {"version": release["version"], "values": release["values"]}}
+    # The PLS is the one AKS made for the release's Service, and the cloud provider refused nothing on the way.
+    assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == "gadget/pyroscope"
+    assert world["events"] == []
 
 
 def uploaded(source: dict, datasources: dict) -> dict:
@@ -347,6 +364,54 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     engine = text.split("Engine order (pulumi up):", 1)[1]
     assert engine.index("delete             grafana-private-link-mpe") < engine.index("create-replacement grafana-private-link-mpe") \
         < engine.index("create-replacement grafana-private-link-approve-connection") < engine.index("create-replacement grafana-private-link-refresh")
+
+
+def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecycle, tmp_path):
+    """The fault the PLS identity fixes, as the stand-in sees it: the program before it updated the release in place.
+    Helm changes the Service's azure-pls-name; the cloud provider finds the Service's PLS by its load balancer frontend
+    and refuses the rename ("cannot change existing private link service name (old) to (new)",
+    kubernetes-sigs/cloud-provider-azure azure_privatelinkservice_test.go TestGetPrivateLinkServiceName), so the old PLS
+    stays, connection and all, and the wait for the new name never ends."""
+    outcome = lifecycle["outcomes"]["pls-name"]
+    head = {r["urn"].rsplit("::", 1)[-1]: r for r in outcome.head["resources"]}
+    deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
+    before = deployment.world()["pls"]
+    deployment._update(head["pyroscope-release"], outcome.head)  # what the old program's `pulumi up` did first
+    world = deployment.world()
+    assert world["pls"] == before  # the same PLS, name, frontend and the approved connection on it
+    assert world["events"] == ["reconcilePrivateLinkService for service(gadget/pyroscope) failed: "
+                               "getPrivateLinkServiceName(gadget/pyroscope) failed: cannot change existing private link "
+                               "service name (pyroscope-pls) to (pyroscope-pls-2)"]
+    with pytest.raises(EngineError, match="private link service pyroscope-pls-2 did not appear"):
+        deployment._create(head["grafana-private-link-wait-for-pls"], outcome.head)
+
+
+def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
+    """The release lists the PLS's name and resource group annotations in replace_on_changes (the engine's path syntax,
+    as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new; the plan JSON does not
+    record the option (docs/offline.md D14), so it is read from the registration here."""
+    from components import pyroscope
+
+    assert pyroscope.PLS_IDENTITY_PATHS == (
+        'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]',
+        'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-resource-group"]')
+    seen = {}
+    original = mock_engine.RecordingMonitor.RegisterResource
+
+    def record(self, request):
+        seen[request.name] = list(request.replaceOnChanges)
+        return original(self, request)
+
+    mock_engine.RecordingMonitor.RegisterResource = record
+    try:
+        p = plan()
+    finally:
+        mock_engine.RecordingMonitor.RegisterResource = original
+    assert seen["pyroscope-release"] == list(pyroscope.PLS_IDENTITY_PATHS)
+    identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
+    assert identity.inputs["triggers"] == ["pyroscope-pls", ""] and identity.inputs["create"] == "true"
+    release = next(r for r in p.resources if r.name == "pyroscope-release")
+    assert identity.urn in release.options["replaceWith"]
 
 
 def test_a_create_first_mpe_replacement_is_refused_by_the_provider(lifecycle, tmp_path):
@@ -1049,8 +1114,7 @@ def test_removing_the_role_assignment_warns_what_grafana_loses():
 
 @pytest.mark.parametrize("target, message", [
     ("gadget", "is a component, and replacing one replaces nothing under it; name the resource to replace: gadget-namespace"),
-    ("pyroscope-mpe", "names no resource in this plan (resource names with it: grafana-datasources-pyroscope, "
-                      "grafana-private-link-mpe, pyroscope-release)"),
+    ("pyroscope-mpe", "names no resource in this plan (resource names with it: "),
 ])
 def test_replace_names_what_to_give(target, message, tmp_path, capsys):
     from tools import plan as plan_tool
@@ -1059,3 +1123,63 @@ def test_replace_names_what_to_give(target, message, tmp_path, capsys):
     assert plan_tool.main(["--stack", "dev", "--diff-against", str(base), "--replace", target]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+    if "names no resource" in message:
+        assert "grafana-private-link-mpe" in err.split("(resource names with it: ", 1)[1]
+
+
+def _two_clusters(tmp_path: Path, settings: dict) -> tuple[dict, Deployment, Deployment]:
+    """Stacks of clusters aks-gpu-a and aks-gpu-b (with ``settings``) and one world for both: the first deployed, the
+    second ready to deploy into the same Azure (one Grafana, one PLS resource group)."""
+    dashboard = reference("grafana-dashboards/AdvancedGPUObservability.json")
+    plans = {name: run("dev", {**settings, "clusterName": name, "clusterResourceGroup": f"rg-{name}"}).to_json()
+             for name in ("aks-gpu-a", "aks-gpu-b")}
+    first = Deployment(tmp_path / "a", {DASHBOARD_URL: str(dashboard)})
+    first.deploy(plans["aks-gpu-a"])
+    second = Deployment(tmp_path / "b", {})
+    second.world_path = first.world_path
+    second.env["FAKE_AZ_WORLD"] = str(first.world_path)
+    return plans, first, second
+
+
+def _endpoint_pls(world: dict, plan: dict) -> dict:
+    """The PLS that holds the connection of ``plan``'s managed private endpoint."""
+    mpe = next(r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
+    endpoint = f"grafana-{mpe['workspaceName']}-{mpe['managedPrivateEndpointName']}"
+    (pls,) = [p for p in world["pls"].values() if any(c["endpoint"].endswith("/" + endpoint) for c in p["connections"])]
+    return pls
+
+
+def test_two_clusters_in_one_pls_resource_group_each_reach_their_own_pyroscope(tmp_path):
+    """Two multiCluster stacks with one privateLinkServiceResourceGroup. Before, both named their PLS pyroscope-pls: the
+    second cluster's Service got no PLS (the name was taken), its wait found the first cluster's at once, and its endpoint
+    (so its Pyroscope datasource) reached the other cluster's Pyroscope. Now each cluster's endpoint is connected to the
+    PLS of its own Service, on its own load balancer."""
+    plans, first, second = _two_clusters(tmp_path, {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network"})
+    second.deploy(plans["aks-gpu-b"])
+    world = first.world()
+    assert world["events"] == [] and len(world["pls"]) == 2
+    for plan in plans.values():
+        pls = _endpoint_pls(world, plan)
+        assert pls["id"].lower() == fake_world.pls_id("rg-network", plan["outputs"]["privateLinkServiceName"],
+                                                     canned.SUBSCRIPTION_ID).lower()
+        scope = fake_world.load_balancer_scope(plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        assert pls["frontend"].lower().startswith(scope.lower())
+        assert [c["status"] for c in pls["connections"]] == ["Approved"]
+
+
+def test_a_pls_name_set_twice_in_one_group_stops_the_second_cluster_before_it_connects(tmp_path):
+    """The same name set by hand on both stacks: the second cluster's wait finds a PLS that serves the first cluster's
+    load balancer and stops in one line; no endpoint of the second cluster is created, nothing connects to the first
+    cluster's PLS."""
+    shared = {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network", "privateLinkServiceName": "pyroscope-pls"}
+    plans, first, second = _two_clusters(tmp_path, shared)
+    with pytest.raises(EngineError) as caught:
+        second.deploy(plans["aks-gpu-b"])
+    (line,) = [l for l in str(caught.value).splitlines() if "error:" in l]
+    assert "private link service pyroscope-pls in rg-network is not this cluster's" in line
+    assert "give this stack its own privateLinkServiceName" in line
+    assert caught.value.args[0].startswith("grafana-private-link-wait-for-pls:")
+    world = first.world()
+    (pls,) = world["pls"].values()
+    assert _endpoint_pls(world, plans["aks-gpu-a"]) is not None and len(pls["connections"]) == 1
+    assert len(world["mpes"]) == 1

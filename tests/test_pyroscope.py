@@ -147,3 +147,120 @@ def test_default_chart_version_and_image_match_the_reference_chart():
     assert config.declared()["pyroscopeImageTag"]["default"] == "1.15.0" != chart["appVersion"]
     values = yaml.safe_load(reference("pyroscope-chart-1.15.0/values.yaml").read_text())
     assert config.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
+
+
+# --- A release left pending by an interrupted run (components/pyroscope.py helm_recovery, tests/fake_cluster.py) ------
+TROUBLESHOOTING = "docs/troubleshooting.md"
+
+
+def _pending_entry() -> str:
+    """The troubleshooting entry for Helm's pending release: the list item that names Helm's refusal."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / TROUBLESHOOTING).read_text(encoding="utf-8")
+    (entry,) = [item for item in text.split("\n- ") if "another operation (install/upgrade/rollback) is in progress" in item]
+    return " ".join(entry.split())
+
+
+def _run_documented(cluster, command: str) -> None:
+    """A `helm ...` command line of the docs, on the stand-in cluster (tests/fake_cluster.py)."""
+    words = command.split()
+    assert words[0] == "helm" and words[3:5] == ["-n", "gadget"], command
+    {"rollback": cluster.helm_rollback, "uninstall": cluster.helm_uninstall,
+     "history": cluster.status}[words[1]](words[2])
+
+
+@pytest.fixture
+def deployed_release(plan):
+    """The dev plan's namespace and release, created on an empty stand-in cluster."""
+    from tests import fake_cluster
+
+    p = plan()
+    cluster = fake_cluster.Cluster()
+    namespace, release = p.one("kubernetes:core/v1:Namespace"), p.one(RELEASE)
+    fake_cluster.apply(cluster, namespace, "create")
+    return cluster, namespace, release
+
+
+def test_an_interrupted_upgrade_is_not_resumed_and_the_documented_rollback_recovers(deployed_release):
+    """A `pulumi up` killed while Helm upgrades leaves revision 2 pending-upgrade; the next `pulumi up` (the release's
+    update) is refused with Helm's text; the stack's one line and the troubleshooting entry say `helm rollback`, which
+    on the stand-in Helm clears it, and `pulumi up` then upgrades."""
+    from components.pyroscope import helm_recovery
+    from tests import fake_cluster
+
+    cluster, _, release = deployed_release
+    fake_cluster.apply(cluster, release, "create")
+    fake_cluster.apply(cluster, release, "update", interrupted=True)
+    assert cluster.history["pyroscope"] == ["deployed", "pending-upgrade"]
+    with pytest.raises(fake_cluster.ClusterError) as refused:
+        fake_cluster.apply(cluster, release, "update")  # `pulumi up` again: no resume
+    assert "another operation (install/upgrade/rollback) is in progress" in str(refused.value)
+    line = helm_recovery([str(refused.value)])
+    assert line and "\n" not in line and "`helm rollback pyroscope -n gadget`" in line
+    entry = _pending_entry()
+    for command in ("helm history pyroscope -n gadget", "helm rollback pyroscope -n gadget"):
+        assert f"`{command}`" in entry
+        _run_documented(cluster, command)
+    fake_cluster.apply(cluster, release, "update")  # then `pulumi up`
+    assert cluster.status("pyroscope") == "deployed" and cluster.running("pyroscope")
+    assert cluster.history["pyroscope"] == ["superseded", "pending-upgrade", "superseded", "deployed"]
+
+
+def test_an_interrupted_first_install_needs_the_documented_uninstall(deployed_release):
+    """Killed during the first install: revision 1 stays pending-install and the state holds no release, so `pulumi up`
+    installs again and Helm refuses the name; a rollback finds no revision before it; the documented uninstall clears
+    it and `pulumi up` installs."""
+    from components.pyroscope import helm_recovery
+    from tests import fake_cluster
+
+    cluster, _, release = deployed_release
+    fake_cluster.apply(cluster, release, "create", interrupted=True)
+    assert cluster.status("pyroscope") == "pending-install"
+    with pytest.raises(fake_cluster.ClusterError) as refused:
+        fake_cluster.apply(cluster, release, "create")
+    line = helm_recovery([str(refused.value)])
+    assert line and "\n" not in line and "`helm uninstall pyroscope -n gadget`" in line
+    with pytest.raises(fake_cluster.ClusterError, match="release has no 0 version"):
+        _run_documented(cluster, "helm rollback pyroscope -n gadget")
+    entry = _pending_entry()
+    assert "pending-install" in entry and "`helm uninstall pyroscope -n gadget`" in entry
+    _run_documented(cluster, "helm uninstall pyroscope -n gadget")
+    fake_cluster.apply(cluster, release, "create")
+    assert cluster.status("pyroscope") == "deployed" and cluster.running("pyroscope")
+
+
+def test_the_release_error_hook_names_the_way_out_and_never_retries(capsys):
+    import pulumi
+
+    from components import pyroscope
+
+    args = pulumi.ErrorHookArgs(urn="urn", id="gadget/pyroscope", name="pyroscope-release", type=RELEASE,
+                                failed_operation="update",
+                                errors=["another operation (install/upgrade/rollback) is in progress"])
+    assert pyroscope._explain_helm_error(args) is False
+    assert "helm rollback pyroscope -n gadget" in capsys.readouterr().err
+    other = pulumi.ErrorHookArgs(urn="urn", id="", name="pyroscope-release", type=RELEASE, failed_operation="create",
+                                 errors=["timed out waiting for the condition"])
+    assert pyroscope._explain_helm_error(other) is False and capsys.readouterr().err == ""
+    assert pyroscope.helm_recovery(["timed out waiting for the condition"]) is None
+
+
+def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
+    from tools.offline import mock_engine
+
+    seen = {}
+    original = mock_engine.RecordingMonitor.RegisterResource
+
+    def record(self, request):
+        seen[request.name] = list(request.hooks.on_error)
+        return original(self, request)
+
+    mock_engine.RecordingMonitor.RegisterResource = record
+    try:
+        mock_engine.run("dev", {})
+        assert seen["pyroscope-release"] == []  # a preview runs no Helm operation
+        mock_engine.run("dev", {}, preview=False)
+        assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
+    finally:
+        mock_engine.RecordingMonitor.RegisterResource = original

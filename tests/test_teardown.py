@@ -136,3 +136,35 @@ def test_404_on_every_delete_ends_in_a_clean_destroy(deployed, tmp_path):
     assert_nothing_left(deployment)
     reads = [argv for argv in calls(deployment) if "get" in argv and any("/api/" in a for a in argv)]
     assert len(reads) >= 3, "each Grafana delete looked first and found nothing"
+
+
+def test_a_service_that_goes_takes_its_pls_connections_first(deployed, tmp_path):
+    """docs/offline.md L4: when the Service goes before the endpoint (here `helm uninstall` by hand), AKS's cloud
+    provider deletes every private endpoint connection on the Service's PLS, then the PLS (kubernetes-sigs/
+    cloud-provider-azure azure_privatelinkservice.go safeDeletePLS, TestSafeDeletePLS): no connection blocks it, and
+    Grafana's endpoint is left Disconnected. The stack's destroy still ends clean."""
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    release = next(r for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release")
+    deployment._release(release["inputs"], None, None)
+    world = deployment.world()
+    assert world["pls"] == {} and world["events"] == []
+    assert [m["status"] for m in world["mpes"].values()] == ["Disconnected"]
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+
+
+def test_destroy_deletes_the_endpoint_before_the_release(deployed, tmp_path):
+    """The stack's own order: the managed private endpoint, and with it its connection, goes before the release, so the
+    cloud provider finds no connection to cut when the Service goes, and Grafana never holds a Disconnected endpoint."""
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    names = [urn.rsplit("::", 1)[-1] for urn in plan["destroyOrder"]]
+    assert names.index("grafana-private-link-mpe") < names.index("pyroscope-release")
+    retained = {r["urn"] for r in plan["resources"] if r["options"].get("retainOnDelete")}
+    for urn in plan["destroyOrder"]:
+        if urn.endswith("::pyroscope-release"):
+            world = deployment.world()
+            assert world["mpes"] == {} and [p["connections"] for p in world["pls"].values()] == [[]]
+        state = deployment.states.get(urn)
+        if state is not None and urn not in retained:
+            deployment._delete(urn, state)
+    assert_nothing_left(deployment)

@@ -51,6 +51,7 @@ def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
         "dnsPrefix": f"{name}-dns",
         "fqdn": f"{name}-dns-{guid(rg, name)[:8]}.hcp.{location}.azmk8s.io",
         "nodeResourceGroup": f"MC_{rg}_{name}_{location}",
+        "nodeResourceGroupProfile": {"restrictionLevel": "Unrestricted"},  # the API's default; ReadOnly when locked
         "provisioningState": "Succeeded",
         "powerState": {"code": "Running"},
         "enableRBAC": True,
