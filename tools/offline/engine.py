@@ -1018,7 +1018,6 @@ def verify_integrity(snapshot: list[State]) -> Optional[str]:
     ``replaceWith`` must name a resource earlier in the state; a URN may appear twice only when all but one of its
     states are pending deletion."""
     seen: dict[str, list[State]] = {}
-    later = {s.urn for s in snapshot}
     for position, state in enumerate(snapshot):
         for kind, urn in state.all_dependencies():
             if urn in seen:
@@ -1033,7 +1032,6 @@ def verify_integrity(snapshot: list[State]) -> Optional[str]:
                 return f"resource {state.urn}'s {kind} {urn} comes after it"
             return what[kind]
         seen.setdefault(state.urn, []).append(state)
-    del later
     for urn, states in seen.items():
         deletes = sum(1 for s in states if s.delete)
         if len(states) > 1 and deletes not in (len(states) - 1, len(states)):
