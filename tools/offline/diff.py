@@ -200,10 +200,9 @@ class _Model:
 
         def diff_config(urn, old_inputs, new_inputs):
             rule = replacement.rule_for(urn.split("::")[2])
-            base_urn = urn if urn in self.base_by else None
             if rule is None or rule.config_diff is None:
                 return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)))
-            verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(base_urn or urn, {}), self.head_fp.get(urn, {}))
+            verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
             return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)) or bool(verdict.replace_keys),
                                      sorted(verdict.replace_keys))
 
