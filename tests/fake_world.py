@@ -20,8 +20,8 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
-  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
-  /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
+  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; before 11.3 titles unique
+  per folder (:func:`same_title_in_folder`); ``GET|DELETE /api/dashboards/uid/{uid}``, ``GET /api/search``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Which Grafana it is (docs/offline.md G3, G8-G10): each workspace has a ``version`` (default
   :data:`DEFAULT_GRAFANA_VERSION`; tests/test_grafana_versions.py runs the steps against every one of
   :data:`GRAFANA_VERSIONS`) answered by ``GET /api/health``, and datasource plugins answered by ``GET
@@ -497,22 +497,76 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     return None
 
 
+#: The first Grafana whose dashboard titles need not be unique per folder: grafana/grafana PR 90687 (in 11.3) removed
+#: ``getExistingDashboardByTitleAndFolder`` from ``pkg/services/dashboards/database/database.go``.
+TITLES_FREE = (11, 3, 0)
+
+
+def slug(title: str) -> str:
+    """The stand-in's slug of a dashboard title (Grafana's ``slugify.Slugify`` lower-cases and joins words with dashes;
+    enough for the titles the tests use)."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def same_title_in_folder(g: dict, dashboard: dict, folder: Optional[str]) -> Optional[dict]:
+    """Before 11.3, the stored dashboard another save with ``dashboard``'s title into ``folder`` (None: General) collides
+    with: same org, same slug, same folder, another dashboard (grafana/grafana
+    ``pkg/services/dashboards/database/database.go`` ``getExistingDashboardByTitleAndFolder``, before PR 90687,
+    read through the code index, its commit not recorded: ``slug=? AND folder_id=?`` and ``dash.ID != existing.ID``)."""
+    if release(g["version"]) >= TITLES_FREE:
+        return None
+    return next((found for key, found in g["dashboards"].items()
+                 if key != dashboard.get("uid") and found.get("folderUid") == folder
+                 and slug(found.get("title") or "") == slug(dashboard.get("title") or "")), None)
+
+
 def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     stored = g["dashboards"]
     if path == "/api/dashboards/db" and method == "post":
         dashboard = body["dashboard"]
         uid = dashboard["uid"]
+        folder = body.get("folderUid") or None
         if uid in stored and not body.get("overwrite"):
             return _error("Precondition Failed", "The dashboard has been changed by someone else")
+        taken = same_title_in_folder(g, dashboard, folder)
+        if taken is not None:
+            # getExistingDashboardByTitleAndFolder: with overwrite the save takes the other dashboard's id, uid and
+            # version (it is updated in place); without it ErrDashboardWithSameNameInFolderExists (pkg/services/
+            # dashboards/errors.go: StatusCode 412, Reason "A dashboard with the same name in the folder already exists").
+            if not body.get("overwrite"):
+                return _error("Precondition Failed", "A dashboard with the same name in the folder already exists")
+            uid = taken["uid"]
+            dashboard = {**dashboard, "uid": uid}
         version = stored[uid]["version"] + 1 if uid in stored else 1
         g["next_id"] += 1
-        stored[uid] = {**dashboard, "id": g["next_id"], "version": version}
+        stored[uid] = {**dashboard, "id": stored[uid]["id"] if uid in stored else g["next_id"], "version": version,
+                       **({"folderUid": folder} if folder else {})}
         return {"json": {"status": "success", "uid": uid, "version": version}}
     one = re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)
     if not one:
         return None
     return _read_or_delete(stored, unquote(one.group(1)), method, "Dashboard",
                            lambda found: {"dashboard": found, "meta": {"version": found["version"]}})
+
+
+def _search(query: str, g: dict) -> dict:
+    """``GET /api/search?query=<text>&type=dash-db``: a list of hits (grafana/grafana ``pkg/api/search.go`` ``Search``,
+    ``pkg/services/search/model`` ``Hit``: ``id``, ``uid``, ``title``, ``uri``, ``url``, ``slug``, ``type``, ``tags``,
+    ``isStarred``, and ``folderId``/``folderUid``/``folderTitle``/``folderUrl`` only for a dashboard in a folder); the
+    query matches titles case-insensitively as a substring; sorted by title."""
+    args = parse_qs(query)
+    text = args.get("query", [""])[0].lower()
+    wanted = args.get("type", [""])[0]
+    hits = []
+    for uid, found in g["dashboards"].items():
+        title = found.get("title") or ""
+        if text in title.lower() and wanted in ("", "dash-db"):
+            hit = {"id": found["id"], "uid": uid, "title": title, "uri": f"db/{slug(title)}", "url": f"/d/{uid}/{slug(title)}",
+                   "slug": slug(title), "type": "dash-db", "tags": found.get("tags") or [], "isStarred": False}
+            if found.get("folderUid"):
+                hit.update(folderUid=found["folderUid"], folderTitle=found["folderUid"], folderUrl=f"/dashboards/f/{found['folderUid']}/")
+            hits.append(hit)
+    return {"json": sorted(hits, key=lambda hit: hit["title"].lower())}
 
 
 def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Optional[dict]:
@@ -558,6 +612,8 @@ def answer(argv: list[str], world: dict) -> dict:
                 return _health(g)
             if method == "get" and parts.path == "/api/plugins":
                 return _plugins(parts.query, g)
+            if method == "get" and parts.path == "/api/search":
+                return _search(parts.query, g)
             found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)
             if found is not None:
                 return found

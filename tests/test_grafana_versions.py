@@ -343,3 +343,53 @@ def test_the_dashboard_sent_to_grafana_13_selects_the_plugin(scenario_results):
         variables = {v["name"]: v for v in post["body"]["dashboard"]["templating"]["list"]}
         assert variables["prom_ds"]["query"] == expected, name
         assert variables["pyroscope_ds"]["query"] == "grafana-pyroscope-datasource"
+
+
+# --- before 11.3 a dashboard's title is unique per folder (docs/offline.md G11) -----------------------------------
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_stand_in_keeps_titles_unique_per_folder_before_11_3(version):
+    """grafana/grafana ``getExistingDashboardByTitleAndFolder`` (removed by PR 90687, 11.3): a save whose title is
+    another dashboard's in the same folder takes that one over with ``overwrite``, and is refused with 412 without it;
+    from 11.3 on both dashboards are kept."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    g["version"] = version
+    g["dashboards"]["hand-made"] = {"uid": "hand-made", "title": "Advanced GPU Observability", "id": 3, "version": 4}
+    ours = {"uid": "AdvancedGPUObservability", "title": "Advanced GPU Observability", "panels": []}
+    refused = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": ours}, g)
+    elsewhere = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {**ours, "uid": "x"}, "folderUid": "team"}, g)
+    assert "exit" not in elsewhere  # another folder: no collision
+    saved = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": ours, "overwrite": True}, g)
+    if fake_world.release(version) < (11, 3, 0):
+        assert refused["exit"] == 1 and refused["stderr"].startswith("ERROR: Precondition Failed(")
+        assert "A dashboard with the same name in the folder already exists" in refused["stderr"]
+        assert saved["json"]["uid"] == "hand-made" and saved["json"]["version"] == 5
+        assert "AdvancedGPUObservability" not in g["dashboards"] and g["dashboards"]["hand-made"]["id"] == 3
+        assert g["dashboards"]["hand-made"]["panels"] == []
+    else:
+        assert "exit" not in refused and saved["json"]["uid"] == "AdvancedGPUObservability"
+        assert g["dashboards"]["hand-made"]["version"] == 4
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_dashboard_step_never_overwrites_a_dashboard_with_its_title(version, tmp_path):
+    """A dashboard made by hand with the GPU dashboard's title in the General folder: before 11.3 the step stops with
+    one line naming it (and how to go on), writing nothing; from 11.3 on it uploads beside it. That dashboard is kept."""
+    world = World(tmp_path, version, installable(version))
+    hand_made = {"uid": "hand-made-gpu", "title": DASHBOARD["title"], "id": 1, "version": 2, "panels": [], "tags": []}
+    world.change(lambda w: w["grafana"][HOST]["dashboards"].update({"hand-made-gpu": hand_made}))
+    done = world.step("dashboard")
+    g = world.grafana()
+    assert g["dashboards"]["hand-made-gpu"] == hand_made
+    if fake_world.release(version) < (11, 3, 0):
+        assert done.returncode == 1
+        (line,) = errors(done)
+        assert "(uid hand-made-gpu)" in line and "rename or delete" in line and "dashboardUid to hand-made-gpu" in line
+        assert "AdvancedGPUObservability" not in g["dashboards"]
+        assert not [c for c in world.calls() if c["argv"][:3] == ["rest", "--method", "post"]]
+    else:
+        assert done.returncode == 0, done.stderr
+        assert "AdvancedGPUObservability" in g["dashboards"]
+        assert not [c for c in world.calls() if "/api/search" in " ".join(c["argv"])]
