@@ -20,7 +20,7 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
-  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; before 11.3 titles unique
+  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists at another version; before 11.3 titles unique
   per folder (:func:`same_title_in_folder`); ``GET|DELETE /api/dashboards/uid/{uid}``, ``GET /api/search``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Which Grafana it is (docs/offline.md G3, G8-G10): each workspace has a ``version`` (default
   :data:`DEFAULT_GRAFANA_VERSION`; tests/test_grafana_versions.py runs the steps against every one of
@@ -526,7 +526,10 @@ def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
         dashboard = body["dashboard"]
         uid = dashboard["uid"]
         folder = body.get("folderUid") or None
-        if uid in stored and not body.get("overwrite"):
+        if uid in stored and not body.get("overwrite") and (dashboard.get("version") or 0) != stored[uid]["version"]:
+            # getExistingDashboardByIDOrUIDForUpdate (pkg/services/dashboards/database/database.go): only when
+            # `dash.Version != existing.Version` (a body without a version is version 0), ErrDashboardVersionMismatch
+            # (pkg/services/dashboards/errors.go: 412 "The dashboard has been changed by someone else")
             return _error("Precondition Failed", "The dashboard has been changed by someone else")
         taken = same_title_in_folder(g, dashboard, folder)
         if taken is not None:

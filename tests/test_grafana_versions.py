@@ -393,3 +393,17 @@ def test_the_dashboard_step_never_overwrites_a_dashboard_with_its_title(version,
         assert done.returncode == 0, done.stderr
         assert "AdvancedGPUObservability" in g["dashboards"]
         assert not [c for c in world.calls() if "/api/search" in " ".join(c["argv"])]
+
+
+def test_the_stand_in_refuses_a_save_without_overwrite_only_at_another_version():
+    """G2: without ``overwrite`` a save of an existing uid is refused with 412 only when the body's version is not the
+    stored one (grafana/grafana ``getExistingDashboardByIDOrUIDForUpdate``: ``dash.Version != existing.Version``)."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    g["dashboards"]["d"] = {"uid": "d", "title": "D", "id": 3, "version": 4}
+    stale = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 3}}, g)
+    unversioned = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D"}}, g)
+    for refused in (stale, unversioned):
+        assert refused["exit"] == 1 and "The dashboard has been changed by someone else" in refused["stderr"]
+    current = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 4}}, g)
+    assert current["json"]["version"] == 5 and g["dashboards"]["d"]["version"] == 5
