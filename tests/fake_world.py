@@ -482,6 +482,11 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     changes_uid = method == "put" and (body.get("uid") or uid) != uid
     if changes_uid and uid_change_answer(g["version"]) == "400":  # PR 125398: checked before the datasource lookup
         return _error("Bad Request", "data source UID in the request body does not match the UID in the URL")
+    if method in ("put", "delete") and (stored.get(uid) or {}).get("readOnly"):
+        # G6: a provisioned datasource; grafana/grafana pkg/api/datasources.go @ 001e0d76 (updateDataSourceByID,
+        # DeleteDataSourceByUID): 403 after the lookup, before any update
+        verb = "update" if method == "put" else "delete"
+        return _error("Forbidden", f"Cannot {verb} read-only data source")
     read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: found)
     if read_or_delete is not None:
         return read_or_delete

@@ -407,3 +407,18 @@ def test_the_stand_in_refuses_a_save_without_overwrite_only_at_another_version()
         assert refused["exit"] == 1 and "The dashboard has been changed by someone else" in refused["stderr"]
     current = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 4}}, g)
     assert current["json"]["version"] == 5 and g["dashboards"]["d"]["version"] == 5
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_stand_in_refuses_to_change_a_read_only_datasource(version):
+    """G6 in the stateful stand-in (L2): PUT and DELETE of a provisioned datasource answer 403 and change nothing."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    g["version"] = version
+    provisioned = {"uid": "p", "name": "n", "type": "loki", "id": 5, "version": 1, "jsonData": {}, "readOnly": True}
+    g["datasources"]["p"] = dict(provisioned)
+    put = fake_world._datasources("put", "/api/datasources/uid/p", {"uid": "p", "name": "m", "type": "loki"}, g)
+    delete = fake_world._datasources("delete", "/api/datasources/uid/p", None, g)
+    assert put["exit"] == 1 and put["stderr"].startswith("ERROR: Forbidden(") and "Cannot update read-only data source" in put["stderr"]
+    assert delete["exit"] == 1 and "Cannot delete read-only data source" in delete["stderr"]
+    assert g["datasources"] == {"p": provisioned}
