@@ -461,6 +461,36 @@ def datasource_variable_options(g: dict, variable: dict) -> list:
     return sorted(uid for uid, ds in g["datasources"].items() if ds.get("type") == variable.get("query"))
 
 
+#: The ``dtos.DataSource`` fields ``convertModelToDtos`` fills (grafana/grafana ``pkg/api/datasources.go`` @ 001e0d76,
+#: JSON names from ``pkg/api/dtos/datasource.go`` @ 01d820ab) and what they are when the stored row has none.
+DTO_DEFAULTS = {"id": 0, "uid": "", "orgId": 1, "name": "", "type": "", "typeLogoUrl": "", "access": "", "url": "",
+                "user": "", "database": "", "basicAuth": False, "basicAuthUser": "", "withCredentials": False,
+                "isDefault": False, "jsonData": {}, "secureJsonFields": {}, "version": 0, "readOnly": False}
+
+
+def type_logo_url(g: dict, plugin_id: str) -> str:
+    """``typeLogoUrl``: the plugin's ``info.logos.small`` (the paths are the stand-in's), and
+    ``public/img/icn-datasource.svg`` for a type no plugin has (``convertModelToDtos``)."""
+    if plugin_id in CORE_DATASOURCE_PLUGINS:
+        return f"public/app/plugins/datasource/{plugin_id}/img/logo.svg"
+    if plugin_id in g["plugins"]:
+        return f"public/plugins/{plugin_id}/img/logo.svg"
+    return "public/img/icn-datasource.svg"
+
+
+def datasource_dto(g: dict, stored: dict) -> dict:
+    """A stored datasource as ``GET /api/datasources/uid/{uid}`` (and ``/name/{name}``) answers it: a ``dtos.DataSource``
+    (:data:`DTO_DEFAULTS`), ``secureJsonFields`` naming each non-empty ``secureJsonData`` key (its values never shown),
+    ``apiVersion`` only when set (omitempty)."""
+    dto = {key: stored.get(key, default) for key, default in DTO_DEFAULTS.items()}
+    dto["typeLogoUrl"] = type_logo_url(g, dto["type"])
+    dto["secureJsonFields"] = {**(stored.get("secureJsonFields") or {}),
+                               **{key: True for key, value in (stored.get("secureJsonData") or {}).items() if value}}
+    if stored.get("apiVersion"):
+        dto["apiVersion"] = stored["apiVersion"]
+    return dto
+
+
 def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     stored = g["datasources"]
     by_uid = re.fullmatch(r"/api/datasources/uid/([^/]+)", path)
@@ -472,10 +502,11 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
             return _error("Conflict", "data source with the same uid already exists")
         g["next_id"] += 1
         stored[body["uid"]] = {**body, "id": g["next_id"], "orgId": 1, "version": 1}
-        return {"json": {"id": g["next_id"], "message": "Datasource added", "name": body["name"]}}
+        return {"json": {"id": g["next_id"], "message": "Datasource added", "name": body["name"],
+                         "datasource": datasource_dto(g, stored[body["uid"]])}}
     if by_name and method == "get":
         found = [ds for ds in stored.values() if ds["name"] == unquote(by_name.group(1))]
-        return {"json": found[0]} if found else _error("Not Found", "Data source not found")
+        return {"json": datasource_dto(g, found[0])} if found else _error("Not Found", "Data source not found")
     if not by_uid:
         return None
     uid = unquote(by_uid.group(1))
@@ -487,7 +518,7 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
         # DeleteDataSourceByUID): 403 after the lookup, before any update
         verb = "update" if method == "put" else "delete"
         return _error("Forbidden", f"Cannot {verb} read-only data source")
-    read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: found)
+    read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: datasource_dto(g, found))
     if read_or_delete is not None:
         return read_or_delete
     if method == "put":
@@ -495,10 +526,13 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
         if changes_uid and (uid_change_answer(g["version"]) == "500" or new_uid in stored):
             return _error("Internal Server Error", "Failed to update datasource")
         if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
-            return _error("Conflict", "data source with the same name already exists")
+            # updateDataSourceByID (pkg/api/datasources.go): ErrDataSourceNameExists -> 409 "Failed to update datasource: "
+            # + the error's text
+            return _error("Conflict", "Failed to update datasource: data source with the same name already exists")
         previous = stored.pop(uid)
         stored[new_uid] = {**body, "uid": new_uid, "id": previous["id"], "orgId": 1, "version": previous["version"] + 1}
-        return {"json": {"message": "Datasource updated"}}
+        return {"json": {"message": "Datasource updated", "id": previous["id"], "name": body["name"],
+                         "datasource": datasource_dto(g, stored[new_uid])}}
     return None
 
 

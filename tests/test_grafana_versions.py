@@ -149,7 +149,7 @@ def test_the_stand_in_answers_a_uid_change_as_that_grafana_does(version):
     expected = UID_CHANGE[version]
     assert expected == fake_world.uid_change_answer(version)
     if expected == "moves":
-        assert answer == {"json": {"message": "Datasource updated"}} and list(g["datasources"]) == ["new"]
+        assert answer["json"]["message"] == "Datasource updated" and list(g["datasources"]) == ["new"]
         assert g["datasources"]["new"]["id"] == 5
     else:
         reason = {"400": "Bad Request", "500": "Internal Server Error"}[expected]
@@ -422,3 +422,25 @@ def test_the_stand_in_refuses_to_change_a_read_only_datasource(version):
     assert put["exit"] == 1 and put["stderr"].startswith("ERROR: Forbidden(") and "Cannot update read-only data source" in put["stderr"]
     assert delete["exit"] == 1 and "Cannot delete read-only data source" in delete["stderr"]
     assert g["datasources"] == {"p": provisioned}
+
+
+def test_the_stand_in_answers_datasources_as_dtos_and_a_rename_onto_a_taken_name_with_409():
+    """G4/L2: GET after POST answers a ``dtos.DataSource`` (``convertModelToDtos``: Grafana's own fields, secrets only
+    as ``secureJsonFields``); a PUT renaming onto another datasource's name answers 409 "Failed to update datasource: ..."."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    body = {"uid": "p", "name": "Pyroscope", "type": "grafana-pyroscope-datasource", "access": "proxy",
+            "url": "http://10.0.4.36:4040", "jsonData": {}, "secureJsonData": {"basicAuthPassword": "s3cret"}}
+    added = fake_world._datasources("post", "/api/datasources", body, g)
+    fake_world._datasources("post", "/api/datasources", {**body, "uid": "l", "name": "Loki", "type": "loki", "secureJsonData": {}}, g)
+    got = fake_world._datasources("get", "/api/datasources/uid/p", None, g)["json"]
+    assert set(got) == set(fake_world.DTO_DEFAULTS) and added["json"]["datasource"] == got
+    assert {k: got[k] for k in ("readOnly", "basicAuth", "isDefault", "withCredentials", "orgId", "version")} == {
+        "readOnly": False, "basicAuth": False, "isDefault": False, "withCredentials": False, "orgId": 1, "version": 1}
+    assert got["secureJsonFields"] == {"basicAuthPassword": True} and "s3cret" not in json.dumps(got)
+    assert got["typeLogoUrl"].endswith(".svg") and got["uid"] == "p" and got["name"] == "Pyroscope"
+    assert fake_world._datasources("get", "/api/datasources/name/Pyroscope", None, g)["json"] == got
+    renamed = fake_world._datasources("put", "/api/datasources/uid/l", {"uid": "l", "name": "Pyroscope", "type": "loki"}, g)
+    assert renamed["exit"] == 1 and renamed["stderr"].startswith("ERROR: Conflict(")
+    assert "Failed to update datasource: data source with the same name already exists" in renamed["stderr"]
+    assert g["datasources"]["l"]["name"] == "Loki"
