@@ -18,8 +18,9 @@ DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES and, when
 ``grafana-azureprometheus-datasource`` from Grafana 13.0 on, read with GET /api/health and GET /api/plugins; a
 datasource variable offers only datasources of its plugin id), stamp it with this step's owner id
 (top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
-version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else
-POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
+version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else, before
+Grafana 11.3, another dashboard with the same title in the General folder -> one-line error naming it, nothing
+written (:func:`title_taken`); else POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
 /api/dashboards/uid/{uid} unless the dashboard carries another step's owner id; already gone, or a Grafana workspace
 that no longer exists (ARM 404 for GRAFANA_ID), is success.
 Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's dashboard HTTP API (Azure Managed
@@ -34,12 +35,16 @@ import os
 import re
 import sys
 import tempfile
+import urllib.parse
+from typing import Optional
 
 import grafana_server
 from azcli import OWNER_KEY, AzError, Owner, Step, download, rest
 
 step = Step("grafana-dashboard")
 VOLATILE = ("id", "version", OWNER_KEY)
+#: The first Grafana without per-folder unique dashboard titles (grafana/grafana PR 90687).
+TITLES_FREE = (11, 3)
 
 
 def fetch(source: str, timeout: float) -> bytes:
@@ -153,6 +158,39 @@ def content_sha256(dashboard: dict) -> str:
     return hashlib.sha256(json.dumps(comparable(dashboard), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def title_taken(server: grafana_server.Server, endpoint: str, dashboard: dict, timeout: float) -> Optional[dict]:
+    """Before Grafana 11.3 a dashboard's title is unique per folder: a save with ``overwrite: true`` whose title is
+    another dashboard's in the same folder takes that dashboard over (its id, uid and version), so the upload would
+    overwrite it (grafana/grafana ``pkg/services/dashboards/database/database.go``
+    ``getExistingDashboardByTitleAndFolder``, removed by PR 90687 in 11.3). The search hit (``GET /api/search?query=
+    <title>&type=dash-db``, ``pkg/api/search.go``: hits with ``uid``, ``title``, ``type`` and ``folderUid`` only for a
+    dashboard in a folder) of another dashboard in the General folder (where the upload goes) with this title
+    (compared case-insensitively), or None; not looked for from 11.3 on, and looked for when the version is hidden."""
+    if server.release is not None and server.release >= TITLES_FREE:
+        return None
+    title = dashboard.get("title") or ""
+    url = f"{endpoint}/api/search?" + urllib.parse.urlencode({"query": title, "type": "dash-db"})
+    try:
+        hits = step.retry(f"searching dashboards titled {title!r}", lambda: rest("get", url), timeout) or []
+    except AzError as error:
+        step.fail(f"searching dashboards titled {title!r} failed: {error.last_line}")
+    return next((hit for hit in hits if isinstance(hit, dict) and hit.get("type", "dash-db") == "dash-db"
+                 and not hit.get("folderUid") and hit.get("uid") != dashboard.get("uid")
+                 and (hit.get("title") or "").strip().lower() == title.strip().lower()), None)
+
+
+def refuse_title_taken(server: grafana_server.Server, endpoint: str, dashboard: dict, timeout: float) -> None:
+    """Stop with one line, nothing written, when :func:`title_taken` finds another dashboard."""
+    taken = title_taken(server, endpoint, dashboard, timeout)
+    if taken is None:
+        return
+    step.fail(f"dashboard {dashboard.get('uid')}: {server.describe()} already has dashboard {taken.get('title')!r} "
+              f"(uid {taken.get('uid')}) in the General folder, and before Grafana 11.3 titles are unique per folder, so "
+              f"uploading would overwrite it; rename or delete that dashboard in Grafana, or adopt it by setting "
+              f"dashboardUid to {taken.get('uid')} (with a dashboard source whose uid is {taken.get('uid')}), then run "
+              "`pulumi up` again; nothing uploaded")
+
+
 def main(action: str) -> int:
     endpoint = step.env("GRAFANA_ENDPOINT").rstrip("/")
     uid = step.env("DASHBOARD_UID")
@@ -177,9 +215,10 @@ def main(action: str) -> int:
     dashboard = import_inputs(dashboard, json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}"), source)
     if dashboard.get("uid") != uid:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
+    server = grafana_server.probe(step, endpoint, timeout)
     prometheus_type = grafana_server.PROMETHEUS
     if selects_prometheus(dashboard):
-        prometheus_type = grafana_server.dashboard_prometheus_type(grafana_server.probe(step, endpoint, timeout))
+        prometheus_type = grafana_server.dashboard_prometheus_type(server)
         if prometheus_type != grafana_server.PROMETHEUS:
             step.log(f"dashboard {uid}: its datasource variables that select prometheus select {prometheus_type} here")
     dashboard = prepare(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"), prometheus_type)
@@ -190,6 +229,7 @@ def main(action: str) -> int:
     if existing and comparable(current) == comparable(dashboard) and (not owner.claim or current.get(OWNER_KEY) == owner.id):
         step.log(f"dashboard {uid} is up to date; nothing written")
     else:
+        refuse_title_taken(server, endpoint, dashboard, timeout)
         body = {"dashboard": dashboard, "overwrite": True, "message": f"aks-gpu-observability: sha256 {actual[:12]}"}
         try:
             step.retry(f"uploading dashboard {uid}", lambda: rest("post", f"{endpoint}/api/dashboards/db", body), timeout)

@@ -20,8 +20,8 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
-  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists; ``GET|DELETE
-  /api/dashboards/uid/{uid}``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
+  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists at another version; before 11.3 titles unique
+  per folder (:func:`same_title_in_folder`); ``GET|DELETE /api/dashboards/uid/{uid}``, ``GET /api/search``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Which Grafana it is (docs/offline.md G3, G8-G10): each workspace has a ``version`` (default
   :data:`DEFAULT_GRAFANA_VERSION`; tests/test_grafana_versions.py runs the steps against every one of
   :data:`GRAFANA_VERSIONS`) answered by ``GET /api/health``, and datasource plugins answered by ``GET
@@ -461,6 +461,36 @@ def datasource_variable_options(g: dict, variable: dict) -> list:
     return sorted(uid for uid, ds in g["datasources"].items() if ds.get("type") == variable.get("query"))
 
 
+#: The ``dtos.DataSource`` fields ``convertModelToDtos`` fills (grafana/grafana ``pkg/api/datasources.go`` @ 001e0d76,
+#: JSON names from ``pkg/api/dtos/datasource.go`` @ 01d820ab) and what they are when the stored row has none.
+DTO_DEFAULTS = {"id": 0, "uid": "", "orgId": 1, "name": "", "type": "", "typeLogoUrl": "", "access": "", "url": "",
+                "user": "", "database": "", "basicAuth": False, "basicAuthUser": "", "withCredentials": False,
+                "isDefault": False, "jsonData": {}, "secureJsonFields": {}, "version": 0, "readOnly": False}
+
+
+def type_logo_url(g: dict, plugin_id: str) -> str:
+    """``typeLogoUrl``: the plugin's ``info.logos.small`` (the paths are the stand-in's), and
+    ``public/img/icn-datasource.svg`` for a type no plugin has (``convertModelToDtos``)."""
+    if plugin_id in CORE_DATASOURCE_PLUGINS:
+        return f"public/app/plugins/datasource/{plugin_id}/img/logo.svg"
+    if plugin_id in g["plugins"]:
+        return f"public/plugins/{plugin_id}/img/logo.svg"
+    return "public/img/icn-datasource.svg"
+
+
+def datasource_dto(g: dict, stored: dict) -> dict:
+    """A stored datasource as ``GET /api/datasources/uid/{uid}`` (and ``/name/{name}``) answers it: a ``dtos.DataSource``
+    (:data:`DTO_DEFAULTS`), ``secureJsonFields`` naming each non-empty ``secureJsonData`` key (its values never shown),
+    ``apiVersion`` only when set (omitempty)."""
+    dto = {key: stored.get(key, default) for key, default in DTO_DEFAULTS.items()}
+    dto["typeLogoUrl"] = type_logo_url(g, dto["type"])
+    dto["secureJsonFields"] = {**(stored.get("secureJsonFields") or {}),
+                               **{key: True for key, value in (stored.get("secureJsonData") or {}).items() if value}}
+    if stored.get("apiVersion"):
+        dto["apiVersion"] = stored["apiVersion"]
+    return dto
+
+
 def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     stored = g["datasources"]
     by_uid = re.fullmatch(r"/api/datasources/uid/([^/]+)", path)
@@ -472,17 +502,23 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
             return _error("Conflict", "data source with the same uid already exists")
         g["next_id"] += 1
         stored[body["uid"]] = {**body, "id": g["next_id"], "orgId": 1, "version": 1}
-        return {"json": {"id": g["next_id"], "message": "Datasource added", "name": body["name"]}}
+        return {"json": {"id": g["next_id"], "message": "Datasource added", "name": body["name"],
+                         "datasource": datasource_dto(g, stored[body["uid"]])}}
     if by_name and method == "get":
         found = [ds for ds in stored.values() if ds["name"] == unquote(by_name.group(1))]
-        return {"json": found[0]} if found else _error("Not Found", "Data source not found")
+        return {"json": datasource_dto(g, found[0])} if found else _error("Not Found", "Data source not found")
     if not by_uid:
         return None
     uid = unquote(by_uid.group(1))
     changes_uid = method == "put" and (body.get("uid") or uid) != uid
     if changes_uid and uid_change_answer(g["version"]) == "400":  # PR 125398: checked before the datasource lookup
         return _error("Bad Request", "data source UID in the request body does not match the UID in the URL")
-    read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: found)
+    if method in ("put", "delete") and (stored.get(uid) or {}).get("readOnly"):
+        # G6: a provisioned datasource; grafana/grafana pkg/api/datasources.go @ 001e0d76 (updateDataSourceByID,
+        # DeleteDataSourceByUID): 403 after the lookup, before any update
+        verb = "update" if method == "put" else "delete"
+        return _error("Forbidden", f"Cannot {verb} read-only data source")
+    read_or_delete = _read_or_delete(stored, uid, method, "Data source", lambda found: datasource_dto(g, found))
     if read_or_delete is not None:
         return read_or_delete
     if method == "put":
@@ -490,11 +526,37 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
         if changes_uid and (uid_change_answer(g["version"]) == "500" or new_uid in stored):
             return _error("Internal Server Error", "Failed to update datasource")
         if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
-            return _error("Conflict", "data source with the same name already exists")
+            # updateDataSourceByID (pkg/api/datasources.go): ErrDataSourceNameExists -> 409 "Failed to update datasource: "
+            # + the error's text
+            return _error("Conflict", "Failed to update datasource: data source with the same name already exists")
         previous = stored.pop(uid)
         stored[new_uid] = {**body, "uid": new_uid, "id": previous["id"], "orgId": 1, "version": previous["version"] + 1}
-        return {"json": {"message": "Datasource updated"}}
+        return {"json": {"message": "Datasource updated", "id": previous["id"], "name": body["name"],
+                         "datasource": datasource_dto(g, stored[new_uid])}}
     return None
+
+
+#: The first Grafana whose dashboard titles need not be unique per folder: grafana/grafana PR 90687 (in 11.3) removed
+#: ``getExistingDashboardByTitleAndFolder`` from ``pkg/services/dashboards/database/database.go``.
+TITLES_FREE = (11, 3, 0)
+
+
+def slug(title: str) -> str:
+    """The stand-in's slug of a dashboard title (Grafana's ``slugify.Slugify`` lower-cases and joins words with dashes;
+    enough for the titles the tests use)."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def same_title_in_folder(g: dict, dashboard: dict, folder: Optional[str]) -> Optional[dict]:
+    """Before 11.3, the stored dashboard another save with ``dashboard``'s title into ``folder`` (None: General) collides
+    with: same org, same slug, same folder, another dashboard (grafana/grafana
+    ``pkg/services/dashboards/database/database.go`` ``getExistingDashboardByTitleAndFolder``, before PR 90687,
+    read through the code index, its commit not recorded: ``slug=? AND folder_id=?`` and ``dash.ID != existing.ID``)."""
+    if release(g["version"]) >= TITLES_FREE:
+        return None
+    return next((found for key, found in g["dashboards"].items()
+                 if key != dashboard.get("uid") and found.get("folderUid") == folder
+                 and slug(found.get("title") or "") == slug(dashboard.get("title") or "")), None)
 
 
 def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
@@ -502,17 +564,51 @@ def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
     if path == "/api/dashboards/db" and method == "post":
         dashboard = body["dashboard"]
         uid = dashboard["uid"]
-        if uid in stored and not body.get("overwrite"):
+        folder = body.get("folderUid") or None
+        if uid in stored and not body.get("overwrite") and (dashboard.get("version") or 0) != stored[uid]["version"]:
+            # getExistingDashboardByIDOrUIDForUpdate (pkg/services/dashboards/database/database.go): only when
+            # `dash.Version != existing.Version` (a body without a version is version 0), ErrDashboardVersionMismatch
+            # (pkg/services/dashboards/errors.go: 412 "The dashboard has been changed by someone else")
             return _error("Precondition Failed", "The dashboard has been changed by someone else")
+        taken = same_title_in_folder(g, dashboard, folder)
+        if taken is not None:
+            # getExistingDashboardByTitleAndFolder: with overwrite the save takes the other dashboard's id, uid and
+            # version (it is updated in place); without it ErrDashboardWithSameNameInFolderExists (pkg/services/
+            # dashboards/errors.go: StatusCode 412, Reason "A dashboard with the same name in the folder already exists").
+            if not body.get("overwrite"):
+                return _error("Precondition Failed", "A dashboard with the same name in the folder already exists")
+            uid = taken["uid"]
+            dashboard = {**dashboard, "uid": uid}
         version = stored[uid]["version"] + 1 if uid in stored else 1
         g["next_id"] += 1
-        stored[uid] = {**dashboard, "id": g["next_id"], "version": version}
+        stored[uid] = {**dashboard, "id": stored[uid]["id"] if uid in stored else g["next_id"], "version": version,
+                       **({"folderUid": folder} if folder else {})}
         return {"json": {"status": "success", "uid": uid, "version": version}}
     one = re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)
     if not one:
         return None
     return _read_or_delete(stored, unquote(one.group(1)), method, "Dashboard",
                            lambda found: {"dashboard": found, "meta": {"version": found["version"]}})
+
+
+def _search(query: str, g: dict) -> dict:
+    """``GET /api/search?query=<text>&type=dash-db``: a list of hits (grafana/grafana ``pkg/api/search.go`` ``Search``,
+    ``pkg/services/search/model`` ``Hit``: ``id``, ``uid``, ``title``, ``uri``, ``url``, ``slug``, ``type``, ``tags``,
+    ``isStarred``, and ``folderId``/``folderUid``/``folderTitle``/``folderUrl`` only for a dashboard in a folder); the
+    query matches titles case-insensitively as a substring; sorted by title."""
+    args = parse_qs(query)
+    text = args.get("query", [""])[0].lower()
+    wanted = args.get("type", [""])[0]
+    hits = []
+    for uid, found in g["dashboards"].items():
+        title = found.get("title") or ""
+        if text in title.lower() and wanted in ("", "dash-db"):
+            hit = {"id": found["id"], "uid": uid, "title": title, "uri": f"db/{slug(title)}", "url": f"/d/{uid}/{slug(title)}",
+                   "slug": slug(title), "type": "dash-db", "tags": found.get("tags") or [], "isStarred": False}
+            if found.get("folderUid"):
+                hit.update(folderUid=found["folderUid"], folderTitle=found["folderUid"], folderUrl=f"/dashboards/f/{found['folderUid']}/")
+            hits.append(hit)
+    return {"json": sorted(hits, key=lambda hit: hit["title"].lower())}
 
 
 def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Optional[dict]:
@@ -558,6 +654,8 @@ def answer(argv: list[str], world: dict) -> dict:
                 return _health(g)
             if method == "get" and parts.path == "/api/plugins":
                 return _plugins(parts.query, g)
+            if method == "get" and parts.path == "/api/search":
+                return _search(parts.query, g)
             found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)
             if found is not None:
                 return found

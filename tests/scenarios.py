@@ -663,6 +663,30 @@ SCENARIOS += [
 ]
 
 
+# --- Before Grafana 11.3 dashboard titles are unique per folder (docs/offline.md G11) --------------------------------
+DASH_SEARCH = ["rest", "--method", "get", "/api/search?query=Advanced+GPU+Observability&type=dash-db"]
+#: A hand-made copy of the GPU dashboard in the General folder, as GET /api/search lists it.
+HAND_MADE_DASH_HIT = {"id": 3, "uid": "hand-made-gpu", "title": "Advanced GPU Observability",
+                      "uri": "db/advanced-gpu-observability", "url": "/d/hand-made-gpu/advanced-gpu-observability",
+                      "slug": "advanced-gpu-observability", "type": "dash-db", "tags": [], "isStarred": False}
+
+SCENARIOS += [
+    Scenario("dashboard-title-taken-before-11-3-stops-with-one-line", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_SEARCH, "responses": [{"json": [HAND_MADE_DASH_HIT]}]},
+              {"match": DASH_POST, "responses": [{"json": {}}]}],
+             args=["apply"], exit=1, calls={2: 1, 3: 0}, needs=DASHBOARD_FILE,
+             stderr_has=["Grafana 10.4.19 already has dashboard 'Advanced GPU Observability' (uid hand-made-gpu) in the "
+                         "General folder", "setting dashboardUid to hand-made-gpu", "nothing uploaded"],
+             grafana_version="10.4.19"),
+    Scenario("dashboard-title-in-another-folder-before-11-3-uploads", "grafana_dashboard.py", DASH_ENV,
+             [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
+              {"match": DASH_SEARCH, "responses": [{"json": [{**HAND_MADE_DASH_HIT, "folderUid": "team", "folderId": 2}]}]},
+              {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={2: 1, 3: 1}, needs=DASHBOARD_FILE,
+             grafana_version="10.4.19"),
+]
+
 # --- A dashboard exported "for sharing" (__inputs, ${DS_...} references): imported as Grafana's import does ---------
 SHARED_EXPORT = "tests/data/gpu-dashboard-shared-export.json"  # relative: the steps run in the project directory
 SHARED_EXPORT_SHA256 = "00aabd4fa2ffbe0d99193a5676759b224ab55299a7e2c9f96cc78f42dfbab7ff"

@@ -149,7 +149,7 @@ def test_the_stand_in_answers_a_uid_change_as_that_grafana_does(version):
     expected = UID_CHANGE[version]
     assert expected == fake_world.uid_change_answer(version)
     if expected == "moves":
-        assert answer == {"json": {"message": "Datasource updated"}} and list(g["datasources"]) == ["new"]
+        assert answer["json"]["message"] == "Datasource updated" and list(g["datasources"]) == ["new"]
         assert g["datasources"]["new"]["id"] == 5
     else:
         reason = {"400": "Bad Request", "500": "Internal Server Error"}[expected]
@@ -343,3 +343,104 @@ def test_the_dashboard_sent_to_grafana_13_selects_the_plugin(scenario_results):
         variables = {v["name"]: v for v in post["body"]["dashboard"]["templating"]["list"]}
         assert variables["prom_ds"]["query"] == expected, name
         assert variables["pyroscope_ds"]["query"] == "grafana-pyroscope-datasource"
+
+
+# --- before 11.3 a dashboard's title is unique per folder (docs/offline.md G11) -----------------------------------
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_stand_in_keeps_titles_unique_per_folder_before_11_3(version):
+    """grafana/grafana ``getExistingDashboardByTitleAndFolder`` (removed by PR 90687, 11.3): a save whose title is
+    another dashboard's in the same folder takes that one over with ``overwrite``, and is refused with 412 without it;
+    from 11.3 on both dashboards are kept."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    g["version"] = version
+    g["dashboards"]["hand-made"] = {"uid": "hand-made", "title": "Advanced GPU Observability", "id": 3, "version": 4}
+    ours = {"uid": "AdvancedGPUObservability", "title": "Advanced GPU Observability", "panels": []}
+    refused = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": ours}, g)
+    elsewhere = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {**ours, "uid": "x"}, "folderUid": "team"}, g)
+    assert "exit" not in elsewhere  # another folder: no collision
+    saved = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": ours, "overwrite": True}, g)
+    if fake_world.release(version) < (11, 3, 0):
+        assert refused["exit"] == 1 and refused["stderr"].startswith("ERROR: Precondition Failed(")
+        assert "A dashboard with the same name in the folder already exists" in refused["stderr"]
+        assert saved["json"]["uid"] == "hand-made" and saved["json"]["version"] == 5
+        assert "AdvancedGPUObservability" not in g["dashboards"] and g["dashboards"]["hand-made"]["id"] == 3
+        assert g["dashboards"]["hand-made"]["panels"] == []
+    else:
+        assert "exit" not in refused and saved["json"]["uid"] == "AdvancedGPUObservability"
+        assert g["dashboards"]["hand-made"]["version"] == 4
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_dashboard_step_never_overwrites_a_dashboard_with_its_title(version, tmp_path):
+    """A dashboard made by hand with the GPU dashboard's title in the General folder: before 11.3 the step stops with
+    one line naming it (and how to go on), writing nothing; from 11.3 on it uploads beside it. That dashboard is kept."""
+    world = World(tmp_path, version, installable(version))
+    hand_made = {"uid": "hand-made-gpu", "title": DASHBOARD["title"], "id": 1, "version": 2, "panels": [], "tags": []}
+    world.change(lambda w: w["grafana"][HOST]["dashboards"].update({"hand-made-gpu": hand_made}))
+    done = world.step("dashboard")
+    g = world.grafana()
+    assert g["dashboards"]["hand-made-gpu"] == hand_made
+    if fake_world.release(version) < (11, 3, 0):
+        assert done.returncode == 1
+        (line,) = errors(done)
+        assert "(uid hand-made-gpu)" in line and "rename or delete" in line and "dashboardUid to hand-made-gpu" in line
+        assert "AdvancedGPUObservability" not in g["dashboards"]
+        assert not [c for c in world.calls() if c["argv"][:3] == ["rest", "--method", "post"]]
+    else:
+        assert done.returncode == 0, done.stderr
+        assert "AdvancedGPUObservability" in g["dashboards"]
+        assert not [c for c in world.calls() if "/api/search" in " ".join(c["argv"])]
+
+
+def test_the_stand_in_refuses_a_save_without_overwrite_only_at_another_version():
+    """G2: without ``overwrite`` a save of an existing uid is refused with 412 only when the body's version is not the
+    stored one (grafana/grafana ``getExistingDashboardByIDOrUIDForUpdate``: ``dash.Version != existing.Version``)."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    g["dashboards"]["d"] = {"uid": "d", "title": "D", "id": 3, "version": 4}
+    stale = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 3}}, g)
+    unversioned = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D"}}, g)
+    for refused in (stale, unversioned):
+        assert refused["exit"] == 1 and "The dashboard has been changed by someone else" in refused["stderr"]
+    current = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 4}}, g)
+    assert current["json"]["version"] == 5 and g["dashboards"]["d"]["version"] == 5
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_stand_in_refuses_to_change_a_read_only_datasource(version):
+    """G6 in the stateful stand-in (L2): PUT and DELETE of a provisioned datasource answer 403 and change nothing."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    g["version"] = version
+    provisioned = {"uid": "p", "name": "n", "type": "loki", "id": 5, "version": 1, "jsonData": {}, "readOnly": True}
+    g["datasources"]["p"] = dict(provisioned)
+    put = fake_world._datasources("put", "/api/datasources/uid/p", {"uid": "p", "name": "m", "type": "loki"}, g)
+    delete = fake_world._datasources("delete", "/api/datasources/uid/p", None, g)
+    assert put["exit"] == 1 and put["stderr"].startswith("ERROR: Forbidden(") and "Cannot update read-only data source" in put["stderr"]
+    assert delete["exit"] == 1 and "Cannot delete read-only data source" in delete["stderr"]
+    assert g["datasources"] == {"p": provisioned}
+
+
+def test_the_stand_in_answers_datasources_as_dtos_and_a_rename_onto_a_taken_name_with_409():
+    """G4/L2: GET after POST answers a ``dtos.DataSource`` (``convertModelToDtos``: Grafana's own fields, secrets only
+    as ``secureJsonFields``); a PUT renaming onto another datasource's name answers 409 "Failed to update datasource: ..."."""
+    world = fake_world.empty()
+    g = fake_world.grafana(world, HOST)
+    body = {"uid": "p", "name": "Pyroscope", "type": "grafana-pyroscope-datasource", "access": "proxy",
+            "url": "http://10.0.4.36:4040", "jsonData": {}, "secureJsonData": {"basicAuthPassword": "s3cret"}}
+    added = fake_world._datasources("post", "/api/datasources", body, g)
+    fake_world._datasources("post", "/api/datasources", {**body, "uid": "l", "name": "Loki", "type": "loki", "secureJsonData": {}}, g)
+    got = fake_world._datasources("get", "/api/datasources/uid/p", None, g)["json"]
+    assert set(got) == set(fake_world.DTO_DEFAULTS) and added["json"]["datasource"] == got
+    assert {k: got[k] for k in ("readOnly", "basicAuth", "isDefault", "withCredentials", "orgId", "version")} == {
+        "readOnly": False, "basicAuth": False, "isDefault": False, "withCredentials": False, "orgId": 1, "version": 1}
+    assert got["secureJsonFields"] == {"basicAuthPassword": True} and "s3cret" not in json.dumps(got)
+    assert got["typeLogoUrl"].endswith(".svg") and got["uid"] == "p" and got["name"] == "Pyroscope"
+    assert fake_world._datasources("get", "/api/datasources/name/Pyroscope", None, g)["json"] == got
+    renamed = fake_world._datasources("put", "/api/datasources/uid/l", {"uid": "l", "name": "Pyroscope", "type": "loki"}, g)
+    assert renamed["exit"] == 1 and renamed["stderr"].startswith("ERROR: Conflict(")
+    assert "Failed to update datasource: data source with the same name already exists" in renamed["stderr"]
+    assert g["datasources"]["l"]["name"] == "Loki"
