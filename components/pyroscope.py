@@ -22,7 +22,11 @@ The PLS cannot be renamed in place. The AKS cloud provider finds the PLS of a Se
 frontend, and refuses a changed ``azure-pls-name``: "cannot change existing private link service name (old) to (new)"
 (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` ``getPrivateLinkServiceName`` at
 7b31c76c; ``azure_privatelinkservice_test.go`` ``TestGetPrivateLinkServiceName``). A Helm upgrade would change the
-annotation, the Service would keep the old PLS, and the wait for the new one would time out. So the PLS's identity
+annotation, the Service would keep the old PLS, and the wait for the new one would time out. A changed
+``azure-pls-resource-group`` is not refused but is no better: the cloud provider looks the PLS up in the annotated
+group only (``reconcilePrivateLinkService``: ``plsRepo.Get`` with ``getPLSResourceGroup``; ``pkg/provider/
+privatelinkservice/cache.go`` lists that group), so it would create a second PLS there, and the old one, found by no
+later lookup, would be orphaned when the Service goes. So the PLS's identity
 (name and resource group) is a resource of its own, ``<name>-private-link-identity``: a pulumi-command ``Command`` that
 runs nothing and whose ``triggers`` are that identity (triggers are replaceOnChanges, pulumi-command v1.2.1), and the
 release is replaced with it (``replace_with``). A new identity thus deletes the release (its Service, and with it the

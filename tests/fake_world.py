@@ -189,24 +189,27 @@ def new_frontend(cluster_id: str, node_resource_group: str) -> str:
 def ensure_service_pls(world: dict, service: str, frontend: str, group: str, name: str, visibility: list,
                        subscription: str) -> Optional[str]:
     """``reconcilePrivateLinkService`` for a Service that wants a PLS (``azure-pls-create``), whose load balancer frontend
-    is ``frontend``; ``service``: ``<namespace>/<name>``. The PLS already attached to the frontend is found by the
-    frontend, not by its name (``plsRepo.Get(..., fipConfigID)``); its name cannot change: ``getPrivateLinkServiceName``
-    fails with "cannot change existing private link service name (old) to (new)" (``TestGetPrivateLinkServiceName``, "If
-    pls name is not equal to service configuration, error should be reported"), and the reconcile stops there, so the
-    Service keeps the old PLS unchanged. Returns that error (recorded in ``world["events"]``), or None once the PLS is
-    as the annotations say. Beyond the source (stand-in rules): a changed PLS resource group is refused like a rename,
-    and a PLS name already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not
-    modelled), so the Service gets no PLS."""
-    existing = next((p for p in world["pls"].values() if p["frontend"].lower() == frontend.lower()), None)
+    is ``frontend``; ``service``: ``<namespace>/<name>``; ``group``: the annotated PLS resource group (else the node
+    resource group, ``getPLSResourceGroup``). The PLS already attached to the frontend is looked up by the frontend, not
+    by its name, and in ``group`` only (``plsRepo.Get(ctx, az.getPLSResourceGroup(service), fipConfigID, ...)``, whose
+    cache lists that one group: ``pkg/provider/privatelinkservice/cache.go`` ``NewCache``). So a changed resource group
+    finds nothing and creates a new PLS there; the old one stays, attached to the same frontend, and is orphaned when the
+    Service goes (:func:`delete_service_pls` looks in the group the Service then names). The name of a PLS found cannot
+    change: ``getPrivateLinkServiceName`` fails with "cannot change existing private link service name (old) to (new)"
+    (``TestGetPrivateLinkServiceName``, "If pls name is not equal to service configuration, error should be reported"),
+    and the reconcile stops there, so the Service keeps the old PLS unchanged. Returns that error (recorded in
+    ``world["events"]``), or None once the PLS is as the annotations say. Beyond the source (stand-in rule): a PLS name
+    already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not modelled), so the
+    Service gets no PLS."""
     wanted = pls_id(group, name, subscription)
+    existing = next((p for p in world["pls"].values()
+                     if p["frontend"].lower() == frontend.lower() and in_group(p, group, subscription)), None)
     error = None
     if existing is not None:
         old_name = existing["id"].rsplit("/", 1)[1]
         if old_name.lower() != name.lower():
             error = (f"reconcilePrivateLinkService for service({service}) failed: getPrivateLinkServiceName({service}) "
                      f"failed: cannot change existing private link service name ({old_name}) to ({name})")
-        elif existing["id"].lower() != wanted.lower():
-            error = f"stand-in: private link service {existing['id']} cannot move to resource group {group}"
         else:
             existing["visibility"] = list(visibility)
     elif wanted.lower() in world["pls"]:
@@ -220,13 +223,19 @@ def ensure_service_pls(world: dict, service: str, frontend: str, group: str, nam
     return error
 
 
-def delete_service_pls(world: dict, frontend: str) -> None:
-    """The Service is gone (``reconcilePrivateLinkService`` with ``wantPLS`` false): ``safeDeletePLS`` deletes every
-    private endpoint connection on the frontend's PLS, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all
-    PE connections and pls itself"). A managed private endpoint whose connection goes this way is left Disconnected
-    ("removed from the service")."""
+def in_group(pls: dict, group: str, subscription: str) -> bool:
+    """Whether the PLS lives in resource group ``group`` of ``subscription``."""
+    return pls["id"].lower().startswith(f"/subscriptions/{subscription}/resourceGroups/{group}/".lower())
+
+
+def delete_service_pls(world: dict, frontend: str, group: str, subscription: str) -> None:
+    """The Service is gone (``reconcilePrivateLinkService`` with ``wantPLS`` false): the frontend's PLS is looked up in
+    the resource group the Service's annotations name at that moment (``group``, as in :func:`ensure_service_pls`; a PLS
+    of the frontend elsewhere is not found, and stays), then ``safeDeletePLS`` deletes every private endpoint connection
+    on it, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all PE connections and pls itself"). A managed
+    private endpoint whose connection goes this way is left Disconnected ("removed from the service")."""
     for key, pls in list(world["pls"].items()):
-        if pls["frontend"].lower() != frontend.lower():
+        if pls["frontend"].lower() != frontend.lower() or not in_group(pls, group, subscription):
             continue
         for connection in pls["connections"]:
             for mpe in world["mpes"].values():

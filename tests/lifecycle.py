@@ -297,17 +297,18 @@ class Deployment:
         services = world.setdefault("services", {})
         if old is None and key in world["releases"]:
             raise EngineError(f"helm install {service}: cannot re-use a name that is still in use")
+        annotations = inputs["values"]["pyroscope"]["service"]["annotations"]
+        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg  # getPLSResourceGroup
         if new is None:
             world["releases"].pop(key, None)
             frontend = services.pop(key, None)
-            if frontend:
-                fake_world.delete_service_pls(world, frontend)
+            if frontend:  # the Service goes with the annotations it has (the old release's)
+                fake_world.delete_service_pls(world, frontend, group, canned.SUBSCRIPTION_ID)
         else:
             world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
             frontend = services.setdefault(key, fake_world.new_frontend(cluster_id, node_rg))
-            annotations = new["values"]["pyroscope"]["service"]["annotations"]
             fake_world.ensure_service_pls(
-                world, service, frontend, annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg,
+                world, service, frontend, group,
                 annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
                 canned.SUBSCRIPTION_ID)
         self._save(world)

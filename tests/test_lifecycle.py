@@ -386,6 +386,39 @@ def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecyc
         deployment._create(head["grafana-private-link-wait-for-pls"], outcome.head)
 
 
+def test_a_pls_resource_group_change_by_release_update_would_orphan_the_old_pls(lifecycle, tmp_path):
+    """What an in-place upgrade would do with a new azure-pls-resource-group: the cloud provider looks the Service's PLS
+    up in the annotated group only (kubernetes-sigs/cloud-provider-azure pkg/provider/azure_privatelinkservice.go
+    reconcilePrivateLinkService, plsRepo.Get with getPLSResourceGroup; pkg/provider/privatelinkservice/cache.go lists
+    that group; @ 7b31c76c), finds nothing there, refuses nothing and creates a second PLS; when the Service then goes,
+    only the PLS in its annotated group is deleted, and the old one is orphaned."""
+    outcome = lifecycle["outcomes"]["pls-resource-group"]
+    head = {r["urn"].rsplit("::", 1)[-1]: r for r in outcome.head["resources"]}
+    deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
+    (old,) = deployment.world()["pls"].values()
+    deployment._update(head["pyroscope-release"], outcome.head)
+    world = deployment.world()
+    assert world["events"] == [] and len(world["pls"]) == 2
+    new = world["pls"][fake_world.pls_id("rg-network", outcome.head["outputs"]["privateLinkServiceName"],
+                                         canned.SUBSCRIPTION_ID).lower()]
+    assert new["frontend"] == old["frontend"] and new["connections"] == []
+    deployment._delete(head["pyroscope-release"]["urn"], deployment.states[head["pyroscope-release"]["urn"]])
+    assert list(deployment.world()["pls"]) == [old["id"].lower()]  # orphaned: no Service names it any more
+
+
+def test_a_pls_resource_group_change_ends_with_one_pls_in_the_new_group(lifecycle):
+    """The product's way: the identity replaces the release, delete-first, so the old Service goes with its old
+    annotations (its PLS, looked up in the old group, is deleted) before the new one gets its PLS in the new group."""
+    outcome = lifecycle["outcomes"]["pls-resource-group"]
+    assert outcome.error is None, outcome.error
+    world = outcome.changed.world()
+    (pls,) = world["pls"].values()
+    assert fake_world.in_group(pls, "rg-network", canned.SUBSCRIPTION_ID)
+    assert pls["id"].lower() == fake_world.pls_id("rg-network", outcome.head["outputs"]["privateLinkServiceName"],
+                                                  canned.SUBSCRIPTION_ID).lower()
+    assert [c["status"] for c in pls["connections"]] == ["Approved"] and world["events"] == []
+
+
 def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
     """The release lists the PLS's name and resource group annotations in replace_on_changes (the engine's path syntax,
     as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new; the plan JSON does not
