@@ -208,8 +208,9 @@ def ensure_service_pls(world: dict, service: str, frontend: str, group: str, nam
     if existing is not None:
         old_name = existing["id"].rsplit("/", 1)[1]
         if old_name.lower() != name.lower():
-            error = (f"reconcilePrivateLinkService for service({service}) failed: getPrivateLinkServiceName({service}) "
-                     f"failed: cannot change existing private link service name ({old_name}) to ({name})")
+            # returned unwrapped by reconcilePrivateLinkService (azure_privatelinkservice.go @ 7b31c76c)
+            error = (f"getPrivateLinkServiceName({service}) failed: cannot change existing private link service name "
+                     f"({old_name}) to ({name})")
         else:
             existing["visibility"] = list(visibility)
     elif wanted.lower() in world["pls"]:
