@@ -113,14 +113,18 @@ def delete_mpe(world: dict, grafana_id: str, name: str) -> None:
 
 
 def delete_cluster(world: dict, cluster_id: str, node_resource_group: str) -> None:
-    """The AKS cluster is deleted out of band: its extensions, its Helm releases and the PLS AKS made (for its load
-    balancer, wherever it lives) go with it; its API server no longer answers. Other clusters' releases and PLS stay."""
+    """The AKS cluster is deleted out of band: its extensions and its Helm releases go with it, and so does its node
+    resource group with everything in it, the load balancers and a PLS the cloud provider made there; its API server no
+    longer answers. A PLS made in another resource group (``azure-pls-resource-group``, the stack's
+    ``privateLinkServiceResourceGroup``) is not in the node resource group and nothing deletes it: it stays, orphaned, its
+    frontend gone (the cloud provider that would delete it with its Service goes with the cluster). Other clusters'
+    releases and PLS stay."""
     _gone(world)["clusters"].append(cluster_id.lower())
     world["releases"] = {k: v for k, v in world["releases"].items() if not k.lower().startswith(cluster_id.lower() + "|")}
     world["services"] = {k: v for k, v in world.setdefault("services", {}).items()
                          if not k.lower().startswith(cluster_id.lower() + "|")}
-    scope = load_balancer_scope(cluster_id, node_resource_group).lower()
-    world["pls"] = {k: p for k, p in world["pls"].items() if not p["frontend"].lower().startswith(scope)}
+    subscription = cluster_id.split("/")[2]
+    world["pls"] = {k: p for k, p in world["pls"].items() if not in_group(p, node_resource_group, subscription)}
 
 
 def _error(reason: str, message: str, exit_code: int = 1) -> dict:

@@ -321,7 +321,9 @@ class Deployment:
         world["arm"] = {k: v for k, v in world["arm"].items() if not k.startswith(type_ + " ") or keep(v)}
 
     def lose_cluster(self, resource_group: str, name: str) -> None:
-        """The AKS cluster is deleted: its extension, the Helm release and the PLS go with it."""
+        """The AKS cluster is deleted: its extension, the Helm release and its node resource group go with it, and the PLS
+        if it lives there (a PLS in ``privateLinkServiceResourceGroup`` stays, orphaned: tests/fake_world.py
+        ``delete_cluster``)."""
         world = self.world()
         cluster_id = canned.cluster_id(resource_group, name)
         fake_world.delete_cluster(world, cluster_id, (self.cluster or (cluster_id, f"MC_{resource_group}_{name}_eastus2"))[1])
