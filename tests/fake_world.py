@@ -8,7 +8,8 @@ the private link service AKS makes from it) on the same world.
 What it mirrors (facts as in shared/DESIGN.md section 2):
 
 - Private link services: ``az network private-link-service show`` (404 ``ResourceNotFound`` when absent) and
-  ``... connection update --connection-status Approved``; a connection is named ``<private endpoint>.<guid>``.
+  ``... connection update --connection-status Approved`` on the PLS ``--resource-group``/``--service-name`` name (404
+  otherwise), answered with the connection and its new state; a connection is named ``<private endpoint>.<guid>``.
 - The AKS cloud provider's side of a PLS (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
   at 7b31c76c, and its ``azure_privatelinkservice_test.go``): :func:`ensure_service_pls` and :func:`delete_service_pls`.
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
@@ -154,14 +155,17 @@ def pls_body(pls: dict) -> dict:
         "visibility": {"subscriptions": pls["visibility"]},
         "loadBalancerFrontendIpConfigurations": [{"id": pls["frontend"]}],
         "tags": dict(pls.get("tags") or {}),
-        "privateEndpointConnections": [
-            {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
-             "privateEndpoint": {"id": c["endpoint"]},
-             "privateLinkServiceConnectionState": {"status": c["status"], "description": c.get("description", ""),
-                                                   "actionsRequired": "None"}}
-            for c in pls["connections"]
-        ],
+        "privateEndpointConnections": [connection_body(pls, c) for c in pls["connections"]],
     }
+
+
+def connection_body(pls: dict, c: dict) -> dict:
+    """A private endpoint connection as az prints it (properties flattened, as in ``private-link-service show``)."""
+    return {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
+            "type": "Microsoft.Network/privateLinkServices/privateEndpointConnections", "provisioningState": "Succeeded",
+            "privateEndpoint": {"id": c["endpoint"]},
+            "privateLinkServiceConnectionState": {"status": c["status"], "description": c.get("description", ""),
+                                                  "actionsRequired": "None"}}
 
 
 # --- the AKS cloud provider's private link service ------------------------------------------------------------------
@@ -272,13 +276,22 @@ def _pls_show(argv: list[str], world: dict) -> dict:
 
 
 def _connection_update(argv: list[str], world: dict) -> dict:
+    """``az network private-link-service connection update``: the connection ``--name`` of the PLS ``--service-name`` in
+    ``--resource-group`` (404 ``ResourceNotFound`` when that PLS or connection does not exist), answered as ARM answers
+    the PUT: the connection with its new ``privateLinkServiceConnectionState`` (azure-rest-api-specs
+    ``specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateLinkService.json``
+    ``PrivateLinkServices_UpdatePrivateEndpointConnection``: 200 ``PrivateEndpointConnection``)."""
+    group, service = _option(argv, "--resource-group"), _option(argv, "--service-name")
     name, status = _option(argv, "--name"), _option(argv, "--connection-status")
-    for pls in world["pls"].values():
-        for connection in pls["connections"]:
-            if connection["name"] == name:
-                connection.update(status=status, description=_option(argv, "--description") or "")
-                return {"json": {"name": name}}
-    return _arm_not_found(f"privateEndpointConnections/{name}")
+    suffix = f"/resourcegroups/{group}/providers/microsoft.network/privatelinkservices/{service}".lower()
+    pls = next((p for p in world["pls"].values() if p["id"].lower().endswith(suffix)), None)
+    if pls is None:
+        return _arm_not_found(f"Microsoft.Network/privateLinkServices/{service}")
+    for connection in pls["connections"]:
+        if connection["name"] == name:
+            connection.update(status=status, description=_option(argv, "--description") or "")
+            return {"json": connection_body(pls, connection)}
+    return _arm_not_found(f"Microsoft.Network/privateLinkServices/{service}/privateEndpointConnections/{name}")
 
 
 def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:

@@ -1216,3 +1216,41 @@ def test_a_pls_name_set_twice_in_one_group_stops_the_second_cluster_before_it_co
     (pls,) = world["pls"].values()
     assert _endpoint_pls(world, plans["aks-gpu-a"]) is not None and len(pls["connections"]) == 1
     assert len(world["mpes"]) == 1
+
+
+def _one_pending_connection() -> tuple[dict, dict]:
+    world = fake_world.empty()
+    frontend = fake_world.new_frontend(canned.cluster_id("rg-aks", "aks"), "MC_rg-aks_aks_eastus2")
+    fake_world.ensure_service_pls(world, "gadget/pyroscope", frontend, "MC_rg-aks_aks_eastus2", "pyroscope-pls", ["*"],
+                                  canned.SUBSCRIPTION_ID)
+    (pls,) = world["pls"].values()
+    fake_world.connect(world, pls["id"], "grafana-amg-pyro-mpe")
+    return world, pls
+
+
+def _approve(group: str, service: str, connection: str) -> list[str]:
+    return ["network", "private-link-service", "connection", "update", "--resource-group", group, "--service-name",
+            service, "--name", connection, "--connection-status", "Approved", "--description", "ok"]
+
+
+def test_the_approval_put_answers_the_connection_with_its_new_state():
+    """ARM answers PrivateLinkServices_UpdatePrivateEndpointConnection with the connection (azure-rest-api-specs
+    Microsoft.Network stable/2024-05-01 privateLinkService.json: 200 PrivateEndpointConnection), as az prints it
+    flattened: the approval step's --query privateLinkServiceConnectionState.status reads Approved at once."""
+    world, pls = _one_pending_connection()
+    (connection,) = pls["connections"]
+    answer = fake_world.answer(_approve("MC_rg-aks_aks_eastus2", "pyroscope-pls", connection["name"]), world)
+    body = answer["json"]
+    assert body["name"] == connection["name"] and body["id"] == f"{pls['id']}/privateEndpointConnections/{connection['name']}"
+    assert body["privateLinkServiceConnectionState"] == {"status": "Approved", "description": "ok", "actionsRequired": "None"}
+    assert body["privateEndpoint"]["id"].endswith("/grafana-amg-pyro-mpe")
+
+
+@pytest.mark.parametrize("group, service", [("rg-other", "pyroscope-pls"), ("MC_rg-aks_aks_eastus2", "other-pls")])
+def test_the_approval_of_a_connection_on_a_pls_that_is_not_there_is_a_404(group, service):
+    """--resource-group and --service-name name the PLS: a connection of the same name elsewhere is not approved."""
+    world, pls = _one_pending_connection()
+    (connection,) = pls["connections"]
+    answer = fake_world.answer(_approve(group, service, connection["name"]), world)
+    assert answer["exit"] == 3 and "ResourceNotFound" in answer["stderr"] and service in answer["stderr"]
+    assert connection["status"] == "Pending"
