@@ -131,6 +131,50 @@ def azurecli_args(args: list) -> list:
     return converted + (["--cache-dir", cache_dir] if cache_dir else [])
 
 
+#: Azure/kubelogin v0.2.19 pkg/internal/converter/convert.go: ``execName``, ``execAPIVersion``, ``execInstallHint``.
+KUBELOGIN_EXEC_NAME = "kubelogin"
+KUBELOGIN_EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
+KUBELOGIN_INSTALL_HINT = """
+kubelogin is not installed which is required to connect to AAD enabled cluster.
+
+To learn more, please go to https://azure.github.io/kubelogin/
+"""
+
+
+def is_exec_using_kubelogin(user: dict) -> bool:
+    """``isExecUsingkubelogin`` (Azure/kubelogin v0.2.19 ``pkg/internal/converter/convert.go``): an exec plugin whose
+    command contains "kubelogin", case-insensitively (``strings.Contains(strings.ToLower(cmd), "kubelogin")``), so
+    ``/usr/local/bin/kubelogin`` and ``kubelogin.exe`` too."""
+    plugin = user.get("exec")
+    return isinstance(plugin, dict) and "kubelogin" in str(plugin.get("command") or "").lower()
+
+
+def is_legacy_azure_auth(user: dict) -> bool:
+    """``isLegacyAzureAuth`` (same file): the legacy ``auth-provider`` named ``azure``."""
+    provider = user.get("auth-provider")
+    return isinstance(provider, dict) and provider.get("name") == "azure"
+
+
+def azurecli_exec(user: dict) -> dict:
+    """The exec plugin ``kubelogin convert-kubeconfig -l azurecli`` (no override flags) writes for ``user``, and the
+    user with it, as Azure/kubelogin v0.2.19 ``Convert`` does: a new ``ExecConfig`` with ``command: kubelogin``,
+    ``apiVersion: client.authentication.k8s.io/v1beta1``, the arguments of :func:`azurecli_args` and the install hint
+    (the existing one kept, "Preserve any existing install hint", else kubelogin's); nothing else of the old plugin
+    (``env`` dropped: only ``--azure-config-dir`` would set one); the legacy ``auth-provider`` removed. The server id of a
+    legacy ``azure`` auth provider is its ``apiserver-id``."""
+    plugin = user.get("exec") if is_exec_using_kubelogin(user) else None
+    if plugin is not None:
+        args = azurecli_args([str(arg) for arg in plugin.get("args") or []])
+    else:
+        server_id = str(((user.get("auth-provider") or {}).get("config") or {}).get("apiserver-id") or "")
+        args = azurecli_args(["--server-id", server_id] if server_id else [])
+    exec_config = {"apiVersion": KUBELOGIN_EXEC_API_VERSION, "command": KUBELOGIN_EXEC_NAME, "args": args,
+                   "installHint": (plugin or {}).get("installHint") or KUBELOGIN_INSTALL_HINT}
+    converted = {k: v for k, v in user.items() if k not in ("exec", "auth-provider")}
+    converted["exec"] = exec_config
+    return converted
+
+
 def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
     """Rewrite the kubelogin exec plugin of an AKS user kubeconfig to login mode ``mode``.
 
@@ -138,22 +182,25 @@ def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
     ``azurecli`` gets exactly the arguments ``kubelogin convert-kubeconfig -l azurecli`` writes
     (:func:`azurecli_args`: no ``--tenant-id``, no ``--client-id``, no ``--environment``). For the other
     non-interactive modes the ``--login`` value is replaced and ``--client-id`` (the AKS CLI public client) dropped;
-    ``--server-id``, ``--tenant-id`` and ``--environment`` are kept. Mode ``devicecode`` and kubeconfigs without a
-    kubelogin exec plugin (local accounts, admin credentials) are returned unchanged.
+    ``--server-id``, ``--tenant-id`` and ``--environment`` are kept. A kubelogin exec plugin is one whose command contains
+    "kubelogin" (:func:`is_exec_using_kubelogin`); ``azurecli`` rewrites the whole plugin as the converter does
+    (:func:`azurecli_exec`), also from a legacy ``azure`` auth provider. Mode ``devicecode`` and kubeconfigs without
+    either (local accounts, admin credentials) are returned unchanged.
     """
     if mode == "devicecode":
         return kubeconfig
     document = yaml.safe_load(kubeconfig)
     changed = False
     for user in (document or {}).get("users") or []:
-        plugin = (user.get("user") or {}).get("exec")
-        if not plugin or not str(plugin.get("command", "")).endswith("kubelogin"):
-            continue
-        args = [str(arg) for arg in plugin.get("args") or []]
-        if mode == "azurecli":
-            plugin["args"] = azurecli_args(args)
+        entry = user.get("user") or {}
+        if mode == "azurecli" and (is_exec_using_kubelogin(entry) or is_legacy_azure_auth(entry)):
+            user["user"] = azurecli_exec(entry)
             changed = True
             continue
+        if not is_exec_using_kubelogin(entry):
+            continue
+        plugin = entry["exec"]
+        args = [str(arg) for arg in plugin.get("args") or []]
         rewritten, skip = [], False
         for index, arg in enumerate(args):
             if skip:

@@ -22,7 +22,11 @@ The PLS cannot be renamed in place. The AKS cloud provider finds the PLS of a Se
 frontend, and refuses a changed ``azure-pls-name``: "cannot change existing private link service name (old) to (new)"
 (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` ``getPrivateLinkServiceName`` at
 7b31c76c; ``azure_privatelinkservice_test.go`` ``TestGetPrivateLinkServiceName``). A Helm upgrade would change the
-annotation, the Service would keep the old PLS, and the wait for the new one would time out. So the PLS's identity
+annotation, the Service would keep the old PLS, and the wait for the new one would time out. A changed
+``azure-pls-resource-group`` is not refused but is no better: the cloud provider looks the PLS up in the annotated
+group only (``reconcilePrivateLinkService``: ``plsRepo.Get`` with ``getPLSResourceGroup``; ``pkg/provider/
+privatelinkservice/cache.go`` lists that group), so it would create a second PLS there, and the old one, found by no
+later lookup, would be orphaned when the Service goes. So the PLS's identity
 (name and resource group) is a resource of its own, ``<name>-private-link-identity``: a pulumi-command ``Command`` that
 runs nothing and whose ``triggers`` are that identity (triggers are replaceOnChanges, pulumi-command v1.2.1), and the
 release is replaced with it (``replace_with``). A new identity thus deletes the release (its Service, and with it the
@@ -36,9 +40,14 @@ engine compares the release's own old and new inputs there (pulumi/pulumi v3.230
 ``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
 ``convertPatchToDiff`` at 94977969). The offline plan does not record ``replaceOnChanges`` (docs/offline.md D14).
 
-A run that is interrupted while Helm works (a cancelled CI job, a killed ``pulumi``, a lost connection to the cluster)
-leaves the release's last revision pending (``pending-install``, ``pending-upgrade``; helm/helm v3.20.2
-``pkg/release/status.go``, the Helm that pulumi-kubernetes 94977969 links). A re-run does not resume it: Helm refuses
+A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
+Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
+``pkg/action/install.go`` ``RunWithContext`` -> ``failRelease``, likewise ``upgrade.go``; ``upgrade_test.go``
+``TestUpgradeRelease_Interrupted_Wait`` asserts ``StatusFailed``; v3.20.2 is the Helm that pulumi-kubernetes 94977969
+links), and the next ``pulumi up`` upgrades it. Only a run stopped before Helm can record that, a hard kill (SIGKILL, a
+runner that vanishes, a CI job killed after its grace period) or a connection to the cluster lost (Helm keeps its
+release records in the cluster), leaves the last revision pending (``pending-install``, ``pending-upgrade``;
+``pkg/release/status.go``). A re-run does not resume that: Helm refuses
 an upgrade whose last revision is pending ("another operation (install/upgrade/rollback) is in progress", errPending in
 ``pkg/action/action.go``, ``upgrade.go`` ``prepareUpgrade``; ``upgrade_test.go`` ``TestUpgradeRelease_Pending``) and an
 install of a name that has any revision ("cannot re-use a name that is still in use", ``install.go`` ``availableName``).
@@ -129,24 +138,24 @@ def chart_values(args: PyroscopeArgs) -> dict:
     }
 
 
-#: Helm's refusals that an interrupted run leaves behind (module docstring).
+#: Helm's refusals that a hard-killed run leaves behind (module docstring; a cancelled run leaves none).
 HELM_PENDING = "another operation (install/upgrade/rollback) is in progress"
 HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
 
 
 def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: str = RELEASE_NAME) -> Optional[str]:
     """The one-line way out of an error of the release's operation (``errors``, the provider's messages), or None when
-    it is not one an interrupted run leaves behind. Tested against the stand-in Helm (tests/fake_cluster.py)."""
+    it is not one a hard-killed run leaves behind. Tested against the stand-in Helm (tests/fake_cluster.py)."""
     text = "\n".join(errors)
     history = f"`helm history {release} -n {namespace}`"
     if HELM_PENDING in text:
-        return (f"{namespace}/{release}: Helm's last revision of the release is still pending, left by an interrupted run "
+        return (f"{namespace}/{release}: Helm's last revision of the release is still pending, left by a run killed while Helm worked "
                 f"({history} shows it), and `pulumi up` does not resume it: run `helm rollback {release} -n {namespace}` "
                 f"(a pending-upgrade or pending-rollback; a pending-install: `helm uninstall {release} -n {namespace}`), "
                 "then `pulumi up` again")
     if HELM_NAME_IN_USE in text:
-        return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; an interrupted "
-                f"first install leaves it pending-install ({history}): run `helm uninstall {release} -n {namespace}`, then "
+        return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; a first install "
+                f"killed while Helm worked leaves it pending-install ({history}): run `helm uninstall {release} -n {namespace}`, then "
                 "`pulumi up` again (a release installed by hand: adopt it instead, docs/adopting.md)")
     return None
 

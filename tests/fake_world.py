@@ -8,7 +8,8 @@ the private link service AKS makes from it) on the same world.
 What it mirrors (facts as in shared/DESIGN.md section 2):
 
 - Private link services: ``az network private-link-service show`` (404 ``ResourceNotFound`` when absent) and
-  ``... connection update --connection-status Approved``; a connection is named ``<private endpoint>.<guid>``.
+  ``... connection update --connection-status Approved`` on the PLS ``--resource-group``/``--service-name`` name (404
+  otherwise), answered with the connection and its new state; a connection is named ``<private endpoint>.<guid>``.
 - The AKS cloud provider's side of a PLS (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
   at 7b31c76c, and its ``azure_privatelinkservice_test.go``): :func:`ensure_service_pls` and :func:`delete_service_pls`.
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
@@ -113,14 +114,18 @@ def delete_mpe(world: dict, grafana_id: str, name: str) -> None:
 
 
 def delete_cluster(world: dict, cluster_id: str, node_resource_group: str) -> None:
-    """The AKS cluster is deleted out of band: its extensions, its Helm releases and the PLS AKS made (for its load
-    balancer, wherever it lives) go with it; its API server no longer answers. Other clusters' releases and PLS stay."""
+    """The AKS cluster is deleted out of band: its extensions and its Helm releases go with it, and so does its node
+    resource group with everything in it, the load balancers and a PLS the cloud provider made there; its API server no
+    longer answers. A PLS made in another resource group (``azure-pls-resource-group``, the stack's
+    ``privateLinkServiceResourceGroup``) is not in the node resource group and nothing deletes it: it stays, orphaned, its
+    frontend gone (the cloud provider that would delete it with its Service goes with the cluster). Other clusters'
+    releases and PLS stay."""
     _gone(world)["clusters"].append(cluster_id.lower())
     world["releases"] = {k: v for k, v in world["releases"].items() if not k.lower().startswith(cluster_id.lower() + "|")}
     world["services"] = {k: v for k, v in world.setdefault("services", {}).items()
                          if not k.lower().startswith(cluster_id.lower() + "|")}
-    scope = load_balancer_scope(cluster_id, node_resource_group).lower()
-    world["pls"] = {k: p for k, p in world["pls"].items() if not p["frontend"].lower().startswith(scope)}
+    subscription = cluster_id.split("/")[2]
+    world["pls"] = {k: p for k, p in world["pls"].items() if not in_group(p, node_resource_group, subscription)}
 
 
 def _error(reason: str, message: str, exit_code: int = 1) -> dict:
@@ -150,14 +155,17 @@ def pls_body(pls: dict) -> dict:
         "visibility": {"subscriptions": pls["visibility"]},
         "loadBalancerFrontendIpConfigurations": [{"id": pls["frontend"]}],
         "tags": dict(pls.get("tags") or {}),
-        "privateEndpointConnections": [
-            {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
-             "privateEndpoint": {"id": c["endpoint"]},
-             "privateLinkServiceConnectionState": {"status": c["status"], "description": c.get("description", ""),
-                                                   "actionsRequired": "None"}}
-            for c in pls["connections"]
-        ],
+        "privateEndpointConnections": [connection_body(pls, c) for c in pls["connections"]],
     }
+
+
+def connection_body(pls: dict, c: dict) -> dict:
+    """A private endpoint connection as az prints it (properties flattened, as in ``private-link-service show``)."""
+    return {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
+            "type": "Microsoft.Network/privateLinkServices/privateEndpointConnections", "provisioningState": "Succeeded",
+            "privateEndpoint": {"id": c["endpoint"]},
+            "privateLinkServiceConnectionState": {"status": c["status"], "description": c.get("description", ""),
+                                                  "actionsRequired": "None"}}
 
 
 # --- the AKS cloud provider's private link service ------------------------------------------------------------------
@@ -189,24 +197,28 @@ def new_frontend(cluster_id: str, node_resource_group: str) -> str:
 def ensure_service_pls(world: dict, service: str, frontend: str, group: str, name: str, visibility: list,
                        subscription: str) -> Optional[str]:
     """``reconcilePrivateLinkService`` for a Service that wants a PLS (``azure-pls-create``), whose load balancer frontend
-    is ``frontend``; ``service``: ``<namespace>/<name>``. The PLS already attached to the frontend is found by the
-    frontend, not by its name (``plsRepo.Get(..., fipConfigID)``); its name cannot change: ``getPrivateLinkServiceName``
-    fails with "cannot change existing private link service name (old) to (new)" (``TestGetPrivateLinkServiceName``, "If
-    pls name is not equal to service configuration, error should be reported"), and the reconcile stops there, so the
-    Service keeps the old PLS unchanged. Returns that error (recorded in ``world["events"]``), or None once the PLS is
-    as the annotations say. Beyond the source (stand-in rules): a changed PLS resource group is refused like a rename,
-    and a PLS name already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not
-    modelled), so the Service gets no PLS."""
-    existing = next((p for p in world["pls"].values() if p["frontend"].lower() == frontend.lower()), None)
+    is ``frontend``; ``service``: ``<namespace>/<name>``; ``group``: the annotated PLS resource group (else the node
+    resource group, ``getPLSResourceGroup``). The PLS already attached to the frontend is looked up by the frontend, not
+    by its name, and in ``group`` only (``plsRepo.Get(ctx, az.getPLSResourceGroup(service), fipConfigID, ...)``, whose
+    cache lists that one group: ``pkg/provider/privatelinkservice/cache.go`` ``NewCache``). So a changed resource group
+    finds nothing and creates a new PLS there; the old one stays, attached to the same frontend, and is orphaned when the
+    Service goes (:func:`delete_service_pls` looks in the group the Service then names). The name of a PLS found cannot
+    change: ``getPrivateLinkServiceName`` fails with "cannot change existing private link service name (old) to (new)"
+    (``TestGetPrivateLinkServiceName``, "If pls name is not equal to service configuration, error should be reported"),
+    and the reconcile stops there, so the Service keeps the old PLS unchanged. Returns that error (recorded in
+    ``world["events"]``), or None once the PLS is as the annotations say. Beyond the source (stand-in rule): a PLS name
+    already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not modelled), so the
+    Service gets no PLS."""
     wanted = pls_id(group, name, subscription)
+    existing = next((p for p in world["pls"].values()
+                     if p["frontend"].lower() == frontend.lower() and in_group(p, group, subscription)), None)
     error = None
     if existing is not None:
         old_name = existing["id"].rsplit("/", 1)[1]
         if old_name.lower() != name.lower():
-            error = (f"reconcilePrivateLinkService for service({service}) failed: getPrivateLinkServiceName({service}) "
-                     f"failed: cannot change existing private link service name ({old_name}) to ({name})")
-        elif existing["id"].lower() != wanted.lower():
-            error = f"stand-in: private link service {existing['id']} cannot move to resource group {group}"
+            # returned unwrapped by reconcilePrivateLinkService (azure_privatelinkservice.go @ 7b31c76c)
+            error = (f"getPrivateLinkServiceName({service}) failed: cannot change existing private link service name "
+                     f"({old_name}) to ({name})")
         else:
             existing["visibility"] = list(visibility)
     elif wanted.lower() in world["pls"]:
@@ -220,13 +232,19 @@ def ensure_service_pls(world: dict, service: str, frontend: str, group: str, nam
     return error
 
 
-def delete_service_pls(world: dict, frontend: str) -> None:
-    """The Service is gone (``reconcilePrivateLinkService`` with ``wantPLS`` false): ``safeDeletePLS`` deletes every
-    private endpoint connection on the frontend's PLS, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all
-    PE connections and pls itself"). A managed private endpoint whose connection goes this way is left Disconnected
-    ("removed from the service")."""
+def in_group(pls: dict, group: str, subscription: str) -> bool:
+    """Whether the PLS lives in resource group ``group`` of ``subscription``."""
+    return pls["id"].lower().startswith(f"/subscriptions/{subscription}/resourceGroups/{group}/".lower())
+
+
+def delete_service_pls(world: dict, frontend: str, group: str, subscription: str) -> None:
+    """The Service is gone (``reconcilePrivateLinkService`` with ``wantPLS`` false): the frontend's PLS is looked up in
+    the resource group the Service's annotations name at that moment (``group``, as in :func:`ensure_service_pls`; a PLS
+    of the frontend elsewhere is not found, and stays), then ``safeDeletePLS`` deletes every private endpoint connection
+    on it, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all PE connections and pls itself"). A managed
+    private endpoint whose connection goes this way is left Disconnected ("removed from the service")."""
     for key, pls in list(world["pls"].items()):
-        if pls["frontend"].lower() != frontend.lower():
+        if pls["frontend"].lower() != frontend.lower() or not in_group(pls, group, subscription):
             continue
         for connection in pls["connections"]:
             for mpe in world["mpes"].values():
@@ -258,13 +276,22 @@ def _pls_show(argv: list[str], world: dict) -> dict:
 
 
 def _connection_update(argv: list[str], world: dict) -> dict:
+    """``az network private-link-service connection update``: the connection ``--name`` of the PLS ``--service-name`` in
+    ``--resource-group`` (404 ``ResourceNotFound`` when that PLS or connection does not exist), answered as ARM answers
+    the PUT: the connection with its new ``privateLinkServiceConnectionState`` (azure-rest-api-specs
+    ``specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateLinkService.json``
+    ``PrivateLinkServices_UpdatePrivateEndpointConnection``: 200 ``PrivateEndpointConnection``)."""
+    group, service = _option(argv, "--resource-group"), _option(argv, "--service-name")
     name, status = _option(argv, "--name"), _option(argv, "--connection-status")
-    for pls in world["pls"].values():
-        for connection in pls["connections"]:
-            if connection["name"] == name:
-                connection.update(status=status, description=_option(argv, "--description") or "")
-                return {"json": {"name": name}}
-    return _arm_not_found(f"privateEndpointConnections/{name}")
+    suffix = f"/resourcegroups/{group}/providers/microsoft.network/privatelinkservices/{service}".lower()
+    pls = next((p for p in world["pls"].values() if p["id"].lower().endswith(suffix)), None)
+    if pls is None:
+        return _arm_not_found(f"Microsoft.Network/privateLinkServices/{service}")
+    for connection in pls["connections"]:
+        if connection["name"] == name:
+            connection.update(status=status, description=_option(argv, "--description") or "")
+            return {"json": connection_body(pls, connection)}
+    return _arm_not_found(f"Microsoft.Network/privateLinkServices/{service}/privateEndpointConnections/{name}")
 
 
 def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:

@@ -297,17 +297,18 @@ class Deployment:
         services = world.setdefault("services", {})
         if old is None and key in world["releases"]:
             raise EngineError(f"helm install {service}: cannot re-use a name that is still in use")
+        annotations = inputs["values"]["pyroscope"]["service"]["annotations"]
+        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg  # getPLSResourceGroup
         if new is None:
             world["releases"].pop(key, None)
             frontend = services.pop(key, None)
-            if frontend:
-                fake_world.delete_service_pls(world, frontend)
+            if frontend:  # the Service goes with the annotations it has (the old release's)
+                fake_world.delete_service_pls(world, frontend, group, canned.SUBSCRIPTION_ID)
         else:
             world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
             frontend = services.setdefault(key, fake_world.new_frontend(cluster_id, node_rg))
-            annotations = new["values"]["pyroscope"]["service"]["annotations"]
             fake_world.ensure_service_pls(
-                world, service, frontend, annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg,
+                world, service, frontend, group,
                 annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
                 canned.SUBSCRIPTION_ID)
         self._save(world)
@@ -320,7 +321,9 @@ class Deployment:
         world["arm"] = {k: v for k, v in world["arm"].items() if not k.startswith(type_ + " ") or keep(v)}
 
     def lose_cluster(self, resource_group: str, name: str) -> None:
-        """The AKS cluster is deleted: its extension, the Helm release and the PLS go with it."""
+        """The AKS cluster is deleted: its extension, the Helm release and its node resource group go with it, and the PLS
+        if it lives there (a PLS in ``privateLinkServiceResourceGroup`` stays, orphaned: tests/fake_world.py
+        ``delete_cluster``)."""
         world = self.world()
         cluster_id = canned.cluster_id(resource_group, name)
         fake_world.delete_cluster(world, cluster_id, (self.cluster or (cluster_id, f"MC_{resource_group}_{name}_eastus2"))[1])

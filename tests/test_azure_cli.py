@@ -154,3 +154,20 @@ def test_advice_in_error_messages_is_valid_az(real_az, tmp_path):
         argv = command.split()[1:]
         done = parse_check(real_az, argv, tmp_path)
         assert reached_the_service(argv, done), f"{command}\n{done.stderr}"
+
+
+def docs_commands() -> list[str]:
+    """The az command lines docs/teardown.md tells users to run (lines of its code blocks), placeholders filled as in
+    :func:`advice_commands`."""
+    text = (ROOT / "docs" / "teardown.md").read_text()
+    return [" ".join(re.sub(r"<[^>]+>", "sample", line).split()) for line in
+            (l.strip() for l in text.splitlines()) if line.startswith("az ")]
+
+
+def test_commands_in_the_teardown_docs_are_valid_az(real_az, tmp_path):
+    commands = docs_commands()
+    assert any(c.startswith("az network private-link-service delete ") for c in commands), commands
+    for command in commands:
+        argv = command.split()[1:]
+        done = parse_check(real_az, argv, tmp_path)
+        assert reached_the_service(argv, done), f"{command}\n{done.stderr}"

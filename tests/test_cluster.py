@@ -7,6 +7,7 @@ import base64
 import pytest
 import yaml
 
+from components import cluster
 from components.cluster import kubelogin_kubeconfig
 from components.config import ConfigError
 from tools.offline import canned
@@ -171,6 +172,53 @@ def test_azurecli_args_are_what_kubelogin_convert_kubeconfig_writes(case):
     kubeconfig = yaml.safe_dump({"users": [{"name": "u", "user": {"exec": {
         "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "kubelogin", "args": source}}}]})
     assert yaml.safe_load(kubelogin_kubeconfig(kubeconfig, "azurecli"))["users"][0]["user"]["exec"]["args"] == expected
+
+
+def _converted(user: dict) -> dict:
+    kubeconfig = yaml.safe_dump({"users": [{"name": "u", "user": user}]})
+    return yaml.safe_load(kubelogin_kubeconfig(kubeconfig, "azurecli"))["users"][0]["user"]
+
+
+def test_azurecli_rewrites_the_whole_exec_plugin_as_the_converter_does():
+    """Convert builds a new ExecConfig (Azure/kubelogin v0.2.19 convert.go; convert_test.go validate): command
+    kubelogin, apiVersion client.authentication.k8s.io/v1beta1, kubelogin's install hint; env and anything else of the
+    old plugin dropped (only --azure-config-dir sets an env)."""
+    user = _converted({"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/opt/bin/kubelogin",
+                                "args": DEVICECODE, "env": [{"name": "AZURE_CONFIG_DIR", "value": "/x"}],
+                                "provideClusterInfo": False}})
+    assert user == {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "kubelogin",
+                             "args": ["get-token", "--login", "azurecli", "--server-id", SERVER],
+                             "installHint": cluster.KUBELOGIN_INSTALL_HINT}}
+
+
+def test_azurecli_keeps_an_existing_install_hint():
+    """convert_test.go "with exec format kubeconfig, convert from azurecli to azurecli with existing install hint"."""
+    user = _converted({"exec": {"command": "kubelogin", "args": AZURECLI_CASES["convert from azurecli to azurecli"][0],
+                                "installHint": "Preserve this install hint"}})
+    assert user["exec"]["installHint"] == "Preserve this install hint"
+    assert user["exec"]["args"] == ["get-token", "--login", "azurecli", "--server-id", SERVER]
+
+
+@pytest.mark.parametrize("command", ["kubelogin.exe", "C:\\tools\\KubeLogin.EXE", "/usr/local/bin/kubelogin"])
+def test_a_kubelogin_exec_plugin_is_one_whose_command_contains_kubelogin(command):
+    """isExecUsingkubelogin: strings.Contains(strings.ToLower(cmd), "kubelogin"), not a suffix."""
+    assert _converted({"exec": {"command": command, "args": DEVICECODE}})["exec"]["args"][:3] == ["get-token", "--login", "azurecli"]
+
+
+def test_azurecli_converts_a_legacy_azure_auth_provider():
+    """convert_test.go "using legacy azure auth to convert to azurecli": the server id from apiserver-id, the auth
+    provider removed (authInfo.AuthProvider = nil)."""
+    user = _converted({"auth-provider": {"name": "azure", "config": {
+        "environment": ENV, "apiserver-id": SERVER, "client-id": CLIENT, "tenant-id": TENANT, "config-mode": "1"}}})
+    assert user == {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "kubelogin",
+                             "args": ["get-token", "--login", "azurecli", "--server-id", SERVER],
+                             "installHint": cluster.KUBELOGIN_INSTALL_HINT}}
+
+
+def test_a_non_azure_exec_plugin_is_left_alone():
+    """convert_test.go "non azure kubeconfig in exec format with install hint"."""
+    plugin = {"command": "foo", "args": ["--bar"], "installHint": "foo install hint"}
+    assert _converted({"exec": plugin}) == {"exec": plugin}
 
 
 def test_azurecli_drops_the_tenant_of_the_aks_kubeconfig():

@@ -379,11 +379,44 @@ def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecyc
     deployment._update(head["pyroscope-release"], outcome.head)  # what the old program's `pulumi up` did first
     world = deployment.world()
     assert world["pls"] == before  # the same PLS, name, frontend and the approved connection on it
-    assert world["events"] == ["reconcilePrivateLinkService for service(gadget/pyroscope) failed: "
-                               "getPrivateLinkServiceName(gadget/pyroscope) failed: cannot change existing private link "
+    # getPrivateLinkServiceName's error, which reconcilePrivateLinkService returns as it is (no wrapping)
+    assert world["events"] == ["getPrivateLinkServiceName(gadget/pyroscope) failed: cannot change existing private link "
                                "service name (pyroscope-pls) to (pyroscope-pls-2)"]
     with pytest.raises(EngineError, match="private link service pyroscope-pls-2 did not appear"):
         deployment._create(head["grafana-private-link-wait-for-pls"], outcome.head)
+
+
+def test_a_pls_resource_group_change_by_release_update_would_orphan_the_old_pls(lifecycle, tmp_path):
+    """What an in-place upgrade would do with a new azure-pls-resource-group: the cloud provider looks the Service's PLS
+    up in the annotated group only (kubernetes-sigs/cloud-provider-azure pkg/provider/azure_privatelinkservice.go
+    reconcilePrivateLinkService, plsRepo.Get with getPLSResourceGroup; pkg/provider/privatelinkservice/cache.go lists
+    that group; @ 7b31c76c), finds nothing there, refuses nothing and creates a second PLS; when the Service then goes,
+    only the PLS in its annotated group is deleted, and the old one is orphaned."""
+    outcome = lifecycle["outcomes"]["pls-resource-group"]
+    head = {r["urn"].rsplit("::", 1)[-1]: r for r in outcome.head["resources"]}
+    deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
+    (old,) = deployment.world()["pls"].values()
+    deployment._update(head["pyroscope-release"], outcome.head)
+    world = deployment.world()
+    assert world["events"] == [] and len(world["pls"]) == 2
+    new = world["pls"][fake_world.pls_id("rg-network", outcome.head["outputs"]["privateLinkServiceName"],
+                                         canned.SUBSCRIPTION_ID).lower()]
+    assert new["frontend"] == old["frontend"] and new["connections"] == []
+    deployment._delete(head["pyroscope-release"]["urn"], deployment.states[head["pyroscope-release"]["urn"]])
+    assert list(deployment.world()["pls"]) == [old["id"].lower()]  # orphaned: no Service names it any more
+
+
+def test_a_pls_resource_group_change_ends_with_one_pls_in_the_new_group(lifecycle):
+    """The product's way: the identity replaces the release, delete-first, so the old Service goes with its old
+    annotations (its PLS, looked up in the old group, is deleted) before the new one gets its PLS in the new group."""
+    outcome = lifecycle["outcomes"]["pls-resource-group"]
+    assert outcome.error is None, outcome.error
+    world = outcome.changed.world()
+    (pls,) = world["pls"].values()
+    assert fake_world.in_group(pls, "rg-network", canned.SUBSCRIPTION_ID)
+    assert pls["id"].lower() == fake_world.pls_id("rg-network", outcome.head["outputs"]["privateLinkServiceName"],
+                                                  canned.SUBSCRIPTION_ID).lower()
+    assert [c["status"] for c in pls["connections"]] == ["Approved"] and world["events"] == []
 
 
 def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
@@ -1183,3 +1216,41 @@ def test_a_pls_name_set_twice_in_one_group_stops_the_second_cluster_before_it_co
     (pls,) = world["pls"].values()
     assert _endpoint_pls(world, plans["aks-gpu-a"]) is not None and len(pls["connections"]) == 1
     assert len(world["mpes"]) == 1
+
+
+def _one_pending_connection() -> tuple[dict, dict]:
+    world = fake_world.empty()
+    frontend = fake_world.new_frontend(canned.cluster_id("rg-aks", "aks"), "MC_rg-aks_aks_eastus2")
+    fake_world.ensure_service_pls(world, "gadget/pyroscope", frontend, "MC_rg-aks_aks_eastus2", "pyroscope-pls", ["*"],
+                                  canned.SUBSCRIPTION_ID)
+    (pls,) = world["pls"].values()
+    fake_world.connect(world, pls["id"], "grafana-amg-pyro-mpe")
+    return world, pls
+
+
+def _approve(group: str, service: str, connection: str) -> list[str]:
+    return ["network", "private-link-service", "connection", "update", "--resource-group", group, "--service-name",
+            service, "--name", connection, "--connection-status", "Approved", "--description", "ok"]
+
+
+def test_the_approval_put_answers_the_connection_with_its_new_state():
+    """ARM answers PrivateLinkServices_UpdatePrivateEndpointConnection with the connection (azure-rest-api-specs
+    Microsoft.Network stable/2024-05-01 privateLinkService.json: 200 PrivateEndpointConnection), as az prints it
+    flattened: the approval step's --query privateLinkServiceConnectionState.status reads Approved at once."""
+    world, pls = _one_pending_connection()
+    (connection,) = pls["connections"]
+    answer = fake_world.answer(_approve("MC_rg-aks_aks_eastus2", "pyroscope-pls", connection["name"]), world)
+    body = answer["json"]
+    assert body["name"] == connection["name"] and body["id"] == f"{pls['id']}/privateEndpointConnections/{connection['name']}"
+    assert body["privateLinkServiceConnectionState"] == {"status": "Approved", "description": "ok", "actionsRequired": "None"}
+    assert body["privateEndpoint"]["id"].endswith("/grafana-amg-pyro-mpe")
+
+
+@pytest.mark.parametrize("group, service", [("rg-other", "pyroscope-pls"), ("MC_rg-aks_aks_eastus2", "other-pls")])
+def test_the_approval_of_a_connection_on_a_pls_that_is_not_there_is_a_404(group, service):
+    """--resource-group and --service-name name the PLS: a connection of the same name elsewhere is not approved."""
+    world, pls = _one_pending_connection()
+    (connection,) = pls["connections"]
+    answer = fake_world.answer(_approve(group, service, connection["name"]), world)
+    assert answer["exit"] == 3 and "ResourceNotFound" in answer["stderr"] and service in answer["stderr"]
+    assert connection["status"] == "Pending"

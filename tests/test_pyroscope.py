@@ -149,7 +149,7 @@ def test_default_chart_version_and_image_match_the_reference_chart():
     assert config.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
 
 
-# --- A release left pending by an interrupted run (components/pyroscope.py helm_recovery, tests/fake_cluster.py) ------
+# --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/fake_cluster.py) ------
 TROUBLESHOOTING = "docs/troubleshooting.md"
 
 

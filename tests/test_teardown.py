@@ -11,21 +11,25 @@ import json
 
 import pytest
 
-from tests.conftest import reference
+from tests import fake_world
+from tests.conftest import ROOT, reference
 from tests.lifecycle import Deployment, EngineError
+from tools.offline import canned
 from tools.offline.mock_engine import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
                  "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
 OPTED = {"kubernetesDeleteUnreachable": "true"}
+PLS_GROUP = {"privateLinkServiceResourceGroup": "rg-network"}
 
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory):
-    """The dev stack deployed twice into fresh worlds: with and without kubernetesDeleteUnreachable."""
+    """The dev stack deployed into fresh worlds: with and without kubernetesDeleteUnreachable, and with it and a
+    privateLinkServiceResourceGroup."""
     dashboard = reference("grafana-dashboards/AdvancedGPUObservability.json")
     made = {}
-    for name, settings in (("opted", OPTED), ("default", {})):
+    for name, settings in (("opted", OPTED), ("default", {}), ("pls-group", {**OPTED, **PLS_GROUP})):
         plan = run("dev", settings).to_json()
         deployment = Deployment(tmp_path_factory.mktemp(name), {DASHBOARD_URL: str(dashboard)})
         deployment.deploy(plan)
@@ -101,6 +105,42 @@ def test_a_destroy_before_the_refresh_stops_at_the_release_and_resumes(deployed,
     deployment.refresh()
     deployment.destroy(plan)
     assert_nothing_left(deployment)
+
+
+def teardown_doc_command(name: str) -> list[str]:
+    """The az command docs/teardown.md gives for ``name`` (e.g. "private-link-service delete"), as argv."""
+    text = (ROOT / "docs" / "teardown.md").read_text()
+    (line,) = [l.strip() for l in text.splitlines() if l.strip().startswith(f"az network {name} ")]
+    return line.split()[1:]
+
+
+def test_a_cluster_gone_leaves_a_pls_in_its_own_resource_group_orphaned(deployed, tmp_path):
+    """With privateLinkServiceResourceGroup the PLS is outside the node resource group: the cluster's deletion does not
+    take it, and neither does the teardown (no Service, no cloud provider, not the stack's). Everything else ends clean;
+    the PLS is left without connections, and docs/teardown.md's delete command names it."""
+    plan, deployment = fresh(deployed, "pls-group", tmp_path)
+    deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
+    deployment.refresh()
+    deployment.destroy(plan)
+    assert deployment.states == {}
+    world = deployment.world()
+    assert world["arm"] == {} and world["releases"] == {} and world["mpes"] == {}
+    assert all(not g["datasources"] and not g["dashboards"] for g in world["grafana"].values())
+    (orphan,) = world["pls"].values()
+    assert orphan["connections"] == []
+    argv = teardown_doc_command("private-link-service delete")
+    values = {"<privateLinkServiceResourceGroup>": PLS_GROUP["privateLinkServiceResourceGroup"],
+              "<privateLinkServiceName>": plan["outputs"]["privateLinkServiceName"]}
+    argv = [values.get(a, a) for a in argv]
+    group, name = argv[argv.index("--resource-group") + 1], argv[argv.index("--name") + 1]
+    assert orphan["id"].lower() == fake_world.pls_id(group, name, canned.SUBSCRIPTION_ID).lower()
+
+
+def test_a_cluster_gone_takes_a_pls_in_its_node_resource_group(deployed, tmp_path):
+    """Without privateLinkServiceResourceGroup the PLS lives in the node resource group and goes with it."""
+    plan, deployment = fresh(deployed, "opted", tmp_path)
+    deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
+    assert deployment.world()["pls"] == {}
 
 
 def test_a_grafana_gone_needs_no_refresh(deployed, tmp_path):
