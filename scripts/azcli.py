@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from typing import Any, Callable, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
@@ -113,6 +114,44 @@ def mask(text: str, environ: Optional[dict] = None) -> str:
     return re.sub("|".join(map(re.escape, values)), "[secret]", text) if values else text
 
 
+def brief(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, masked first (:func:`mask`): a secret cut short no longer matches
+    ``MASK_VALUES``, and part of a secret is still secret."""
+    return mask(text)[:limit]
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a log may show it: ``scheme://host[:port]/path``, without userinfo, query string or fragment (a
+    SAS URL's ``sig=`` is the credential itself; Azure Storage, "Grant limited access with shared access
+    signatures": "treat the SAS token as you would the account key"). Not a URL: returned unchanged."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}"
+
+
+def mask_url_secrets(url: str, environ: Optional[dict] = None) -> None:
+    """Add what ``url`` carries beyond :func:`shown_url` (its query string, fragment, userinfo and each query value
+    of 8 characters or more, as written and decoded) to ``MASK_VALUES`` in ``environ`` (default ``os.environ``),
+    so that an error line that quotes the URL (urllib3's "Max retries exceeded with url: /path?query") is masked."""
+    env = environ if environ is not None else os.environ
+    if shown_url(url) == url:
+        return
+    parts = urllib.parse.urlsplit(url)
+    hidden = [url, parts.query, parts.fragment]
+    if "@" in parts.netloc:
+        hidden.append(parts.netloc.rsplit("@", 1)[0])
+    for pair in parts.query.split("&"):
+        raw = pair.split("=", 1)[1] if "=" in pair else ""
+        hidden += [raw, urllib.parse.unquote_plus(raw)]
+    hidden = sorted({v for v in hidden if len(v) >= 8 and "\n" not in v}, key=lambda v: (-len(v), v))
+    if hidden:
+        env[MASK_VALUES] = "\n".join([*hidden, *env.get(MASK_VALUES, "").splitlines()])
+
+
 class Step:
     """Logging and failing for one step: lines on stderr prefixed with the step name, with the secret values masked
     (:func:`mask`). What a step prints on stdout (its result) is not masked: it is the step's output."""
@@ -182,9 +221,9 @@ class Step:
             self.retry(f"reading Grafana workspace {name}", lambda: rest("get", url, audience=None), timeout)
         except AzError as error:
             if error.kind == "not_found":
-                self.log(f"Grafana workspace {name} no longer exists ({error.last_line[:120]}); nothing to delete")
+                self.log(f"Grafana workspace {name} no longer exists ({brief(error.last_line, 120)}); nothing to delete")
                 return True
-            self.log(f"could not tell whether Grafana workspace {name} exists ({error.last_line[:120]}); asking Grafana")
+            self.log(f"could not tell whether Grafana workspace {name} exists ({brief(error.last_line, 120)}); asking Grafana")
         return False
 
     def read(self, what: str, url: str, timeout: float) -> Any:
@@ -219,7 +258,7 @@ class Step:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.fail(f"{what} kept failing for {timeout:.0f}s: {error.last_line}")
-                self.log(f"{what}: retrying after {error.last_line[:160]}")
+                self.log(f"{what}: retrying after {brief(error.last_line, 160)}")
                 time.sleep(max(0.0, min(started + delay - time.monotonic(), remaining)))
                 delay = min(delay * 2, ceiling)
 

@@ -39,7 +39,7 @@ import urllib.parse
 from typing import Optional
 
 import grafana_server
-from azcli import OWNER_KEY, AzError, Owner, Step, download, rest
+from azcli import OWNER_KEY, AzError, Owner, Step, download, mask_url_secrets, rest, shown_url
 
 step = Step("grafana-dashboard")
 VOLATILE = ("id", "version", OWNER_KEY)
@@ -53,9 +53,9 @@ def fetch(source: str, timeout: float) -> bytes:
         os.close(fd)
         try:
             try:
-                step.retry(f"downloading {source}", lambda: download(source, path), timeout)
+                step.retry(f"downloading {shown_url(source)}", lambda: download(source, path), timeout)
             except AzError as error:
-                step.fail(f"downloading the dashboard from {source} failed: {error.last_line}")
+                step.fail(f"downloading the dashboard from {shown_url(source)} failed: {error.last_line}")
             with open(path, "rb") as fh:
                 return fh.read()
         finally:
@@ -204,7 +204,11 @@ def main(action: str) -> int:
         return 0
 
     source, expected = step.env("DASHBOARD_SOURCE"), step.env("DASHBOARD_SHA256").lower()
+    # A URL is logged only as scheme://host/path (a SAS URL's query string is its credential), and what it carries
+    # beyond that is masked wherever an error line quotes it.
+    mask_url_secrets(source)
     raw = fetch(source, timeout)
+    source = shown_url(source)
     actual = hashlib.sha256(raw).hexdigest()
     if actual != expected:
         step.fail(f"dashboard {source} has sha256 {actual}, expected {expected}; nothing uploaded")

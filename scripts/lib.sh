@@ -84,7 +84,9 @@ not_found() {
 }
 
 # last_error FILE: the last non-empty line of an az error, for one-line messages.
-last_error() { grep -v '^[[:space:]]*$' "$1" | tail -n 1; }
+# last_error FILE: its last non-blank line, masked here (before any caller shortens it with cut: a secret cut in
+# half no longer matches MASK_VALUES, and half a secret is still a secret).
+last_error() { mask "$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)"; }
 
 ERRFILE=$(mktemp)
 trap 'rm -f "$ERRFILE"' EXIT

@@ -317,6 +317,10 @@ DATASOURCES_DEFAULTS = {"prom_ds": {"name": "Azure Monitor Prometheus", "uid": "
                         "pyroscope_ds": {"name": "Pyroscope", "uid": "local-pyroscope"}}
 DS_ENV = {"GRAFANA_ENDPOINT": GRAFANA, "DATASOURCE": json.dumps(PYROSCOPE_DS, sort_keys=True),
           "RETRY_FORBIDDEN": "false", "TIMEOUT_SECONDS": "60", **FAST}
+#: The dashboard URL as a SAS URL would carry it (userinfo and a query string whose sig= is the credential).
+SAS_SECRET = "SECRETSIG"
+SAS_URL = (DASHBOARD_URL.replace("https://", "https://user:SECRETPASS@") +
+           f"?sv=2022-11-02&se=2026-12-31T00%3A00%3A00Z&sp=r&sig={SAS_SECRET}%2Bx%3D")
 DASH_ENV = {"GRAFANA_ENDPOINT": GRAFANA, "DASHBOARD_SOURCE": DASHBOARD_URL, "DASHBOARD_SHA256": DASHBOARD_SHA256,
             "DASHBOARD_UID": "AdvancedGPUObservability", "DATASOURCES": json.dumps(DATASOURCES_DEFAULTS, sort_keys=True),
             "RETRY_FORBIDDEN": "false", "TIMEOUT_SECONDS": "60", **FAST}
@@ -524,6 +528,21 @@ SCENARIOS += [
     Scenario("dashboard-download-fails", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [{"exit": 1, "stderr": "ERROR: Not Found(404: Not Found)"}]}],
              args=["apply"], exit=1, stderr_has=["downloading the dashboard from https://raw.githubusercontent.com/"]),
+    # A SAS URL (Azure Storage) as the source: its query string is the credential. urllib3 quotes the path and query
+    # of a URL it could not reach ("Max retries exceeded with url: ..."), so an error line may carry it too.
+    Scenario("dashboard-sas-source-download-fails", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SOURCE": SAS_URL},
+             [{"match": DOWNLOAD, "responses": [
+                 {"exit": 1, "stderr": "ERROR: HTTPSConnectionPool(host='raw.githubusercontent.com', port=443): Max retries "
+                                       f"exceeded with url: {SAS_URL.split('.com', 1)[1]} (Caused by NewConnectionError("
+                                       "'Failed to establish a new connection: [Errno 111] Connection refused'))"},
+                 {"exit": 1, "stderr": f"ERROR: Not Found(404: Not Found {SAS_URL})"}]}],
+             args=["apply"], exit=1, calls={0: 2},
+             stderr_has=["downloading the dashboard from " + DASHBOARD_URL + " failed", "retrying after"]),
+    Scenario("dashboard-sas-source-hash-mismatch", "grafana_dashboard.py",
+             {**DASH_ENV, "DASHBOARD_SOURCE": SAS_URL, "DASHBOARD_SHA256": "0" * 64},
+             [{"match": DOWNLOAD, "responses": [FETCH]}],
+             args=["apply"], exit=1, calls={0: 1}, needs=DASHBOARD_FILE,
+             stderr_has=[f"dashboard {DASHBOARD_URL} has sha256 {DASHBOARD_SHA256}"]),
     Scenario("dashboard-delete-already-gone", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
              [{"match": DASH_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_DELETE, "responses": [NOT_FOUND_DASH]}],
              args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=["already gone"], calls={0: 1, 1: 0}),

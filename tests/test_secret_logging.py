@@ -115,3 +115,44 @@ def test_bash_and_python_mask_alike(values, text, expected):
     done = subprocess.run(["bash", "-c", 'source scripts/lib.sh; STEP=s; log "$1"', "bash", text], cwd=ROOT,
                           env={"PATH": "/usr/bin:/bin", "MASK_VALUES": ordered}, capture_output=True, text=True)
     assert done.stderr == f"s: {expected}\n"
+
+
+@pytest.mark.parametrize("name", ["dashboard-sas-source-download-fails", "dashboard-sas-source-hash-mismatch"])
+def test_a_sas_url_source_is_logged_without_its_query_string_or_userinfo(scenario_results, name):
+    """DASHBOARD_SOURCE may be a SAS URL: only scheme://host/path of it is ever printed, and an az error line that
+    quotes its query string (urllib3's "Max retries exceeded with url: ...", shortened for a retry line) is masked."""
+    if name.endswith("hash-mismatch") and not scenarios.DASHBOARD_FILE.exists():
+        pytest.skip(f"reference artefact missing: {scenarios.DASHBOARD_FILE}")
+    result = scenario_results[name]
+    assert result.returncode == 1, result.stderr
+    for secret in (scenarios.SAS_SECRET, "SECRETPASS", "sv=2022", "sig="):
+        assert secret not in result.stdout + result.stderr, result.stderr
+
+
+def test_a_secret_is_masked_before_a_log_line_is_shortened(monkeypatch, capsys):
+    """A secret cut in half by a shortened error line would no longer match MASK_VALUES: mask first, then shorten
+    (scripts/azcli.py Step.retry's "retrying after" line, scripts/lib.sh last_error | cut -c1-120)."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    sys.modules.pop("azcli", None)
+    import azcli
+
+    secret = "s3cr3t-value-that-is-long"
+    monkeypatch.setenv(azcli.MASK_VALUES, secret)
+    line = "ERROR: " + "x" * 145 + secret
+    calls = iter([azcli.AzError(["az"], line + " (Service Unavailable)"), None])
+
+    def call():
+        error = next(calls)
+        if error:
+            raise error
+
+    monkeypatch.setenv("POLL_INITIAL_SECONDS", "0")
+    azcli.Step("t").retry("reading", call, 5)
+    assert "s3cr3t" not in capsys.readouterr().err
+    done = subprocess.run(["bash", "-c", f'source scripts/lib.sh; f=$(mktemp); echo "{"x" * 110}{secret}" > "$f"; '
+                                         'log "retrying after: $(last_error "$f" | cut -c1-120)"'],
+                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "MASK_VALUES": secret}, capture_output=True, text=True)
+    assert done.returncode == 0 and "retrying after: " in done.stderr, done.stderr
+    assert "s3cr3t" not in done.stderr, done.stderr
