@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# The offline plan's fingerprint key (tools/offline/replacement.py) in a temporary directory for this test session,
+# not the user's cache; subprocesses (tools.plan, scripts/ci/plan_diff.sh) inherit it, as on one CI runner.
+os.environ.setdefault("AKS_GPU_OBS_FINGERPRINT_DIR", tempfile.mkdtemp(prefix="aks-gpu-obs-fingerprint-"))
 
 from tools.offline import mock_engine  # noqa: E402
 

@@ -491,6 +491,39 @@ def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why(
     assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
 
 
+def test_secret_fingerprints_are_keyed_per_machine(tmp_path, monkeypatch):
+    """An unkeyed sha256 of a secret in a shared plan can be brute-forced; HMAC under a per-machine key cannot be
+    tested against guesses without the key, which is created on first use with mode 0600 and stays on the machine."""
+    value = "kubeconfig: the secret"
+    monkeypatch.setenv(replacement.KEY_DIR_ENV, str(tmp_path / "one"))
+    first = replacement.fingerprint(value)
+    key_file = tmp_path / "one" / replacement.KEY_FILE
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert first == replacement.fingerprint(value)  # the same key on the next use
+    assert first != hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+    key_id = replacement.fingerprint_key_id()
+    assert key_id not in key_file.read_text()
+    monkeypatch.setenv(replacement.KEY_DIR_ENV, str(tmp_path / "two"))
+    assert replacement.fingerprint(value) != first and replacement.fingerprint_key_id() != key_id
+    plan = run("dev").to_json()
+    assert plan["secretFingerprintKey"] == replacement.fingerprint_key_id()
+    assert value not in json.dumps(plan)
+
+
+def test_a_base_plan_from_another_machine_shows_secrets_as_changed_and_says_why(tmp_path, monkeypatch):
+    head = run("dev").to_json()
+    assert {s.name for s in plan_diff.compute(run("dev").to_json(), head).steps if s.op != "same"} == set()
+    monkeypatch.setenv(replacement.KEY_DIR_ENV, str(tmp_path / "elsewhere"))
+    base = run("dev").to_json()
+    assert base["secretFingerprintKey"] != head["secretFingerprintKey"]
+    diff = plan_diff.compute(base, head)
+    provider = diff.step("aks")
+    assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
+    assert any("keyed on another machine" in r for r in provider.reasons), provider.reasons
+    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+    assert any("keyed on another machine" in w for w in plan_diff._warnings(base, head))
+
+
 def test_a_changed_cluster_replaces_the_kubernetes_provider_and_the_release():
     """pulumi-kubernetes DiffConfig: a kubeconfig whose active cluster changes replaces the provider, and a
     resource whose provider is replaced is replaced with it: the namespace (first registered, delete-first), whose

@@ -26,7 +26,7 @@ def dev_json():
 
 def test_json_shape(dev_json):
     assert set(dev_json) == {"project", "stack", "resources", "invokes", "createOrder", "destroyOrder", "outputs",
-                             "secretFingerprints", "config"}
+                             "secretFingerprints", "secretFingerprintKey", "config"}
     assert dev_json["project"] == "aks-gpu-observability" and dev_json["stack"] == "dev"
     for r in dev_json["resources"]:
         assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "propertyDependencies", "options"}

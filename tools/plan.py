@@ -17,9 +17,10 @@ SIMULATED (see :mod:`tools.offline.mock_engine` and :mod:`tools.offline.canned`)
                                 "customTimeouts", "replaceWith": [urn, ...]}}],
      "invokes": [{"token": str, "args": {...}}],
      "createOrder": [urn, ...], "destroyOrder": [urn, ...], "outputs": {...},
-     "secretFingerprints": {urn: {property path: str}}}
+     "secretFingerprints": {urn: {property path: str}}, "secretFingerprintKey": str}
 
-``secretFingerprints``: a 16-hex sha256 of each secret input (which prints as ``[secret]``) and of the parts a
+``secretFingerprints``: a 16-hex HMAC-SHA256, under this machine's key (``secretFingerprintKey`` is its id; the key
+stays in ``$XDG_CACHE_HOME/aks-gpu-observability/fingerprint.key``), of each secret input (which prints as ``[secret]``) and of the parts a
 provider diffs on their own (the kubeconfig's active cluster), so that two plans tell a changed secret from an
 unchanged one. Offline secrets are canned answers and placeholders, never real credentials.
 

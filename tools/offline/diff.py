@@ -144,6 +144,11 @@ class _Model:
         self.base_by = {r["urn"]: r for r in base["resources"]}
         self.head_by = {r["urn"]: r for r in head["resources"]}
         self.base_fp, self.head_fp = base.get("secretFingerprints", {}), head.get("secretFingerprints", {})
+        #: Fingerprints are keyed per machine (tools/offline/replacement.py fingerprint): a base plan keyed otherwise
+        #: (another machine, or an older unkeyed plan) is read as one without fingerprints.
+        self.other_key = bool(self.base_fp) and base.get("secretFingerprintKey") != head.get("secretFingerprintKey")
+        if self.other_key:
+            self.base_fp = {}
         self.head_deps = dict(property_dependencies or {})
         for r in head["resources"]:
             self.head_deps.setdefault(r["urn"], r.get("propertyDependencies") or {})
@@ -305,7 +310,9 @@ def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Opt
         reasons += _order_reason(order, by_provider, rule, new)
     if op in ("replace", "update"):
         reasons += _unknown_notes(urn, diffs, steps, model.head_deps, old, known_by.get(urn))
-        reasons += [f"{d['path']}: the base plan has no fingerprint for this secret (a plan from before secretFingerprints), "
+        why = ("its fingerprints are keyed on another machine or by an older tools.plan; plan base and head on one machine"
+               if model.other_key else "a plan from before secretFingerprints")
+        reasons += [f"{d['path']}: the base plan has no fingerprint for this secret ({why}), "
                     "so it is shown as changed" for d in diffs
                     if d["old"] == SECRET and d["path"] not in model.base_fp.get(urn, {})]
     return reasons
@@ -494,6 +501,9 @@ def _warnings(base: Mapping, head: Mapping) -> list[str]:
                          f"shared, so every resource shows as deleted and created; {fix}")
     missing = [key for key in ("secretFingerprints", "config") if key not in base]
     missing += ["propertyDependencies"] if base.get("resources") and "propertyDependencies" not in base["resources"][0] else []
+    if base.get("secretFingerprints") and base.get("secretFingerprintKey") != head.get("secretFingerprintKey"):
+        found.append("the base plan's secret fingerprints were keyed on another machine (or by an older, unkeyed "
+                     "tools.plan): secrets show as changed; plan base and head on the same machine for an exact diff")
     if missing:
         found.append(f"the base plan comes from an older tools.plan (no {', '.join(missing)}): secrets show as changed, "
                      "removals name no setting, and delete-first chains use the head's dependencies; re-plan the base "

@@ -237,6 +237,8 @@ class Plan:
             "destroyOrder": self.destroy_order,
             "outputs": self.outputs,
             "secretFingerprints": {r.urn: r.secret_fingerprints for r in self.resources if r.secret_fingerprints},
+            # Which machine's key made them (tools/offline/replacement.py fingerprint): only plans with the same id compare.
+            "secretFingerprintKey": replacement.fingerprint_key_id(),
             # The config the program ran with (secret values as "[secret]"), so a diff can say which setting changed.
             "config": {key: SECRET if key in self.secret_keys or key.split(":", 1)[-1] in self.secret_keys else value
                        for key, value in sorted(self.config.items())},

@@ -49,9 +49,15 @@ and ``scope``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
 import json
+import os
+import secrets
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 import yaml
@@ -118,10 +124,61 @@ def active_cluster(kubeconfig: str) -> Optional[dict]:
     return clusters.get(context.get("cluster")) if context else None
 
 
+#: Where the fingerprint key lives: a directory (tests point it at a temporary one); default
+#: ``$XDG_CACHE_HOME/aks-gpu-observability`` (``~/.cache/aks-gpu-observability``), the XDG Base Directory
+#: Specification's place for non-essential per-user data.
+KEY_DIR_ENV = "AKS_GPU_OBS_FINGERPRINT_DIR"
+KEY_FILE = "fingerprint.key"
+
+
+def _key_path() -> Path:
+    folder = os.environ.get(KEY_DIR_ENV)
+    if not folder:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(cache, "aks-gpu-observability")
+    return Path(folder) / KEY_FILE
+
+
+@functools.lru_cache(maxsize=None)
+def _key_at(path: Path) -> bytes:
+    """The 32-byte key at ``path``, created on first use (random, mode 0600, never written anywhere else). Two
+    processes that create it at once agree: the first ``O_EXCL`` create wins, the other reads it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return _key_at.__wrapped__(path)
+    else:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_hex(32).encode())
+    for _ in range(50):  # a concurrent creator may not have written it yet
+        key = path.read_bytes().strip()
+        if len(key) == 64:
+            return key
+        time.sleep(0.02)
+    raise RuntimeError(f"{path}: not a fingerprint key (64 hex digits); delete it to make a new one")
+
+
+def fingerprint_key() -> bytes:
+    """This machine's fingerprint key (:data:`KEY_DIR_ENV`)."""
+    return _key_at(_key_path())
+
+
+def fingerprint_key_id() -> str:
+    """A short id of :func:`fingerprint_key` for the plan JSON (``secretFingerprintKey``): plans with the same id
+    were fingerprinted with the same key and compare; the id (an HMAC of a constant) tells nothing of the key."""
+    return hmac.new(fingerprint_key(), b"aks-gpu-observability key id", hashlib.sha256).hexdigest()[:8]
+
+
 def fingerprint(value: Any) -> str:
-    """sha256 (first 16 hex digits) of a value's sorted JSON. Used for secrets of the OFFLINE plan, whose plaintext
-    comes from canned answers and placeholders, never from real credentials (tools/offline/canned.py, tools/offline/mock_engine.py)."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+    """HMAC-SHA256 (first 16 hex digits) of a value's sorted JSON under this machine's :func:`fingerprint_key`.
+    Keyed, so that a plan shared beyond the machine (a pull request's artifact or comment) cannot be tested against
+    guessed values offline: an unkeyed hash of a low-entropy secret is brute-forced from the hash alone (RFC 2104
+    for HMAC; Python's ``hmac`` module). Plans from different machines therefore never compare
+    (tools/offline/diff.py treats a base plan with another key id as one without fingerprints)."""
+    return hmac.new(fingerprint_key(), json.dumps(value, sort_keys=True).encode(), hashlib.sha256).hexdigest()[:16]
 
 
 def secret_parts(type_: str, path: str, value: Any) -> dict[str, str]:
