@@ -719,6 +719,27 @@ def test_no_drift_and_no_issue_writes_nothing(tmp_path, drift_reports):
     assert failed == [] and [c[0] for c in calls] == ["list"]
 
 
+def test_text_from_grafana_cannot_mention_link_or_restyle_in_the_issue(tmp_path):
+    """Datasource names, uids and field values come from Grafana, which its admins edit: in the issue body an @ cannot
+    mention (a zero-width joiner follows it), and backticks, brackets, pipes and emphasis stay literal text."""
+    evil = "@org/team **x** `y` [z](http://e) | cell"
+    report = {"stack": "dev", "drifted": True, "objects": [
+        {"kind": "datasource", "uid": evil, "state": "drifted", "next_step": f"rename {evil}",
+         "fields": [{"field": evil, "grafana": {"name": evil}, "stack": "Pyroscope"}]}]}
+    calls, failed = file_issues(tmp_path, {"dev": (1, json.dumps(report), "")}, [], ["dev"])
+    assert failed == []
+    (body,) = [c[1]["body"] for c in calls if c[0] == "create"]
+    assert "@org" not in body and body.count("@\u200dorg/team") == 4, body
+    assert "`y`" not in body, body  # a backtick would end a code span early
+    (next_line,) = [line for line in body.splitlines() if line.startswith("Next: ")]
+    for raw in ("**x**", "[z](http", "[z]"):  # outside a code span, escaped
+        assert raw not in next_line, (raw, next_line)
+    (row,) = [line for line in body.splitlines() if line.startswith("| `@")]
+    assert len(re.findall(r"(?<!\\)\|", row)) == 4, row  # the cell's pipes are escaped: still three cells
+    assert [line for line in body.splitlines() if line.startswith("### ")] == [
+        "### datasource `@\u200dorg/team **x** 'y' [z](http://e) \\| cell`: drifted"]
+
+
 def test_a_stack_that_could_not_be_checked_keeps_its_issue_and_fails_the_step(tmp_path):
     error = "error: reading datasource local-pyroscope from Grafana failed: ERROR: Forbidden(...)"
     calls, failed = file_issues(tmp_path, {"dev": (2, "", error)}, [{"number": 5, "title": TITLE.format("dev")}], ["dev", "prod"])

@@ -31,7 +31,21 @@ function readResults(dir) {
   return results;
 }
 
-const cell = (value) => '`' + JSON.stringify(value === undefined ? null : value).replace(/`/g, "'").replace(/\|/g, '\\|') + '`';
+// What goes into an issue body from Grafana (datasource names, field values, uids, the next step that names them) is
+// text a Grafana admin controls: it must not ping anyone, link anywhere or restyle the issue. An @ gets a zero-width
+// joiner after it (GitHub links @user and @org/team mentions, and notifies them, only for an @ followed by the name:
+// GitHub Docs, "Basic writing and formatting syntax", Mentioning people and teams); prose escapes the punctuation
+// Markdown gives a meaning with a backslash (CommonMark 0.31.2, 2.4 "Backslash escapes": any ASCII punctuation may be
+// escaped); a code span holds no backtick (it would end the span: CommonMark 6.1 "Code spans") and escapes the pipe
+// (GFM 0.29, 4.10 "Tables": a pipe inside a cell, even inside a code span, is written \|). Newlines become spaces
+// (a line break would end the table row or the heading).
+const ZWJ = '\u200d';
+const unmention = (text) => text.replace(/@/g, '@' + ZWJ);
+const oneLine = (text) => text.replace(/\r\n|\r|\n/g, ' ');
+const prose = (value) => unmention(oneLine(String(value === undefined || value === null ? '' : value))
+  .replace(/[\\`*_{}[\]()<>#+!|~&]/g, '\\$&'));
+const code = (text) => '`' + unmention(oneLine(String(text)).replace(/`/g, "'").replace(/\|/g, '\\|')) + '`';
+const cell = (value) => code(JSON.stringify(value === undefined ? null : value));
 
 function issueBody(stack, report, runUrl) {
   const lines = [
@@ -40,13 +54,13 @@ function issueBody(stack, report, runUrl) {
     'so `pulumi preview` shows nothing. README, Troubleshooting, "Drift" says how to restore them.', '',
   ];
   for (const item of report.objects.filter((o) => o.state !== 'ok')) {
-    lines.push(`### ${item.kind} \`${item.uid}\`: ${item.state}`, '');
+    lines.push(`### ${prose(item.kind)} ${code(item.uid)}: ${prose(item.state)}`, '');
     if (item.fields.length) {
       lines.push('| field | in Grafana | set by the stack |', '|---|---|---|');
-      for (const change of item.fields) lines.push(`| \`${change.field}\` | ${cell(change.grafana)} | ${cell(change.stack)} |`);
+      for (const change of item.fields) lines.push(`| ${code(change.field)} | ${cell(change.grafana)} | ${cell(change.stack)} |`);
       lines.push('');
     }
-    if (item.next_step) lines.push(`Next: ${item.next_step}`, '');
+    if (item.next_step) lines.push(`Next: ${prose(item.next_step)}`, '');
   }
   return lines.join('\n');
 }
@@ -87,3 +101,4 @@ module.exports = async ({ github, context, core, stacks, dir }) => {
 };
 
 module.exports.issueTitle = issueTitle;
+module.exports.issueBody = issueBody;
