@@ -206,6 +206,53 @@ inspektor_gadget_gpu_observability = ResourceValidationPolicy(
 )
 
 
+def _extension_unpinned(args: ResourceValidationArgs) -> Optional[str]:
+    """Why a cluster extension can move under the stack (None when pinned): no ``version``, or minor-version
+    auto-upgrade not off. pulumi-azure-native ``kubernetesconfiguration.Extension`` (the ARM extension's
+    schema): ``version`` is the "User-specified version of the extension for this extension to 'pin'. To use
+    'version', autoUpgradeMinorVersion must be 'false'", and ``releaseTrain`` is the train "this extension
+    participates in for auto-upgrade"; unpinned, the extension moves with its train (Inspektor Gadget's
+    ``preview`` here, a privileged DaemonSet)."""
+    if args.resource_type != EXTENSION:
+        return None
+    version = args.props.get("version")
+    if not isinstance(version, str) or not version.strip():
+        return f"has no pinned version (releaseTrain {args.props.get('releaseTrain') or 'Stable'!r}, auto-upgrade)"
+    if args.props.get("autoUpgradeMinorVersion") is not False:
+        return f"pins version {version} but autoUpgradeMinorVersion is not false"
+    return None
+
+
+def _extension_pinned_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    reason = _extension_unpinned(args)
+    if reason and not stack_is_production():
+        report(f"cluster extension {args.props.get('extensionType') or args.name!r} {reason}; fine for a trial, not for production.")
+
+
+def _extension_pinned_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    reason = _extension_unpinned(args)
+    if reason and stack_is_production():
+        report(f"production stack {pulumi.get_stack()!r}: cluster extension {args.props.get('extensionType') or args.name!r} "
+               f"{reason}; set extensionVersion to the version to run.")
+
+
+extension_version_pinned = ResourceValidationPolicy(
+    name="extension-version-pinned",
+    description="In a non-production stack, a cluster extension without a pinned version (autoUpgradeMinorVersion false) is reported.",
+    enforcement_level=EnforcementLevel.ADVISORY,
+    validate=_extension_pinned_advisory,
+    remediation_steps="Set extensionVersion to an exact version (the stack then sets autoUpgradeMinorVersion false).",
+)
+
+extension_version_pinned_in_production = ResourceValidationPolicy(
+    name="extension-version-pinned-in-production",
+    description="In a production stack (config production=true), a cluster extension has version set and autoUpgradeMinorVersion false.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_extension_pinned_production,
+    remediation_steps="Set extensionVersion to an exact version (the stack then sets autoUpgradeMinorVersion false).",
+)
+
+
 def _wildcard_visibility(args: ResourceValidationArgs) -> bool:
     if args.resource_type != RELEASE:
         return False
@@ -472,6 +519,8 @@ POLICIES = [
     pyroscope_service_internal,
     helm_chart_pinned,
     inspektor_gadget_gpu_observability,
+    extension_version_pinned,
+    extension_version_pinned_in_production,
     private_link_visibility,
     private_link_visibility_production,
     managed_private_endpoint_request_message,

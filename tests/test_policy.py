@@ -122,6 +122,34 @@ def test_gpu_observability_fail():
         "version 0.46.0 is pinned but autoUpgradeMinorVersion is not false."]
 
 
+# --- extension-version-pinned (advisory) and -in-production (mandatory) -----------------------------------
+PINNED = {**EXT, "version": "0.46.0", "autoUpgradeMinorVersion": False}
+
+
+def test_extension_pinned_pass():
+    for production in (False, True):
+        for policy in (rules.extension_version_pinned, rules.extension_version_pinned_in_production):
+            assert check(policy, rules.EXTENSION, PINNED, production=production) == []
+            assert check(policy, rules.RELEASE, release(), production=production) == []
+    assert check(rules.extension_version_pinned, rules.EXTENSION, EXT, production=True) == []
+    assert check(rules.extension_version_pinned_in_production, rules.EXTENSION, EXT, production=False) == []
+
+
+def test_extension_pinned_fail():
+    assert check(rules.extension_version_pinned_in_production, rules.EXTENSION, EXT, production=True, stack="prod-eu") == [
+        "production stack 'prod-eu': cluster extension 'microsoft.inspektorgadget' has no pinned version "
+        "(releaseTrain 'preview', auto-upgrade); set extensionVersion to the version to run."]
+    for props in ({**EXT, "version": ""}, {**EXT, "version": "0.46.0"}, {**PINNED, "autoUpgradeMinorVersion": True},
+                  {k: v for k, v in PINNED.items() if k != "autoUpgradeMinorVersion"}):
+        assert check(rules.extension_version_pinned_in_production, rules.EXTENSION, props, production=True), props
+        assert check(rules.extension_version_pinned, rules.EXTENSION, props), props
+    assert check(rules.extension_version_pinned, rules.EXTENSION, EXT) == [
+        "cluster extension 'microsoft.inspektorgadget' has no pinned version (releaseTrain 'preview', auto-upgrade); "
+        "fine for a trial, not for production."]
+    assert rules.extension_version_pinned.enforcement_level.value == "advisory"
+    assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
+
+
 # --- private-link-visibility (advisory) and -production (mandatory) ---------------------------------------
 def test_visibility_pass():
     assert check(rules.private_link_visibility, rules.RELEASE, release()) == []
@@ -493,19 +521,21 @@ def test_every_rule_is_described_and_named():
 
 def test_dev_plan_has_no_mandatory_violation():
     violations = policy_check.evaluate(run("dev"))
-    assert [v.level for v in violations] == ["advisory"]
-    assert violations[0].policy == "private-link-visibility"
+    assert [v.level for v in violations] == ["advisory", "advisory"]
+    assert {v.policy for v in violations} == {"private-link-visibility", "extension-version-pinned"}
+    assert policy_check.evaluate(run("dev", {"extensionVersion": "0.46.0", "privateLinkVisibility": SUB})) == []
 
 
 def test_created_grafana_plan_is_clean_but_for_advisories():
     violations = policy_check.evaluate(run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"}))
-    assert {v.policy for v in violations} == {"private-link-visibility", "grafana-public-network-access-disabled"}
+    assert {v.policy for v in violations} == {"private-link-visibility", "grafana-public-network-access-disabled", "extension-version-pinned"}
     assert all(v.level == "advisory" for v in violations)
 
 
 def test_pack_config_raises_and_disables():
     plan = run("dev", {"createGrafana": "true"})
-    raised = policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "mandatory", "private-link-visibility": "disabled"})
+    raised = policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "mandatory", "private-link-visibility": "disabled",
+                                          "extension-version-pinned": "disabled"})
     assert [(v.policy, v.level) for v in raised] == [("grafana-public-network-access-disabled", "mandatory")]
     tagged = policy_check.evaluate(run("dev"), {"required-tags": {"requiredTags": ["costCenter"]}})
     assert any(v.policy == "required-tags" and "costCenter" in v.message for v in tagged)
@@ -513,7 +543,7 @@ def test_pack_config_raises_and_disables():
         policy_check.evaluate(plan, {"no-such-rule": "mandatory"})
     with pytest.raises(policy_check.PolicyConfigError, match="required-tags"):
         policy_check.evaluate(plan, {"required-tags": {"requiredTags": "costCenter"}})
-    production = run("dev", {"production": "true"})
+    production = run("dev", {"production": "true", "extensionVersion": "0.46.0"})
     assert {v.level for v in policy_check.evaluate(production, {"all": "advisory"})} == {"advisory"}
     assert {v.level for v in policy_check.evaluate(production, {"all": "advisory", "private-link-visibility-production": "mandatory"})} == {"mandatory"}
     # remediate on a validate-only rule is mandatory, as in the analyzer
@@ -533,12 +563,20 @@ def test_cli_policy_exit_codes(tmp_path):
     bad = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "privateLinkVisibility=*")
     assert bad.returncode == 1
     assert "[mandatory]  private-link-visibility-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)" in bad.stdout
+    # .ci/run greps for this line; the unpinned extension fails the same plan too
+    assert re.search(r"^\s*- \[mandatory\]  private-link-visibility-production", bad.stdout, re.M)
+    assert "[mandatory]  extension-version-pinned-in-production  (azure-native:kubernetesconfiguration:Extension: inspektor-gadget-extension)" in bad.stdout
+    pinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "extensionVersion=0.46.0",
+                 "--set", f"privateLinkVisibility={SUB}")
+    assert pinned.returncode == 0 and "[mandatory]" not in pinned.stdout and "[advisory]" not in pinned.stdout, pinned.stdout
+    unpinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", f"privateLinkVisibility={SUB}")
+    assert unpinned.returncode == 1 and "[mandatory]  extension-version-pinned-in-production" in unpinned.stdout
     config = tmp_path / "pack.json"
     config.write_text(json.dumps({"private-link-visibility-production": {"allowedWildcardStacks": ["dev"]}}))
-    allowed = cli("--stack", "dev", "--policy-config", str(config), "--set", "production=true")
+    allowed = cli("--stack", "dev", "--policy-config", str(config), "--set", "production=true", "--set", "extensionVersion=0.46.0")
     assert allowed.returncode == 0, allowed.stdout
     as_json = json.loads(cli("--json", "--policy", "--set", "production=true").stdout)
-    assert as_json["policyViolations"][0]["policy"] == "private-link-visibility-production"
+    assert {v["policy"] for v in as_json["policyViolations"]} == {"private-link-visibility-production", "extension-version-pinned-in-production"}
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     fail = cli("--policy-config", str(broken))

@@ -238,8 +238,7 @@ def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after
             assert not any("use-kubelogin" in s.get("uses", "") for s in steps(job))
             continue
         checked += 1
-        login, kubelogin = uses(job, "azure/login"), uses(job, "azure/use-kubelogin")
-        assert re.fullmatch(r"v\d+\.\d+\.\d+", kubelogin["with"]["kubelogin-version"]), "pin the kubelogin release"
+        login, kubelogin = uses(job, "azure/login"), run_step(job, "kubelogin-linux-amd64.zip")
         warm = run_step(job, "scripts/ci/warm_tokens.sh")
         assert warm["run"] == "bash scripts/ci/warm_tokens.sh"
         users = [i for i, s in enumerate(steps(job))
@@ -250,6 +249,63 @@ def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after
         between = steps(job)[index(job, login) + 1:index(job, warm)]
         assert between == [kubelogin], [s.get("name") or s.get("uses") for s in between]
     assert checked == 1
+
+
+KUBELOGIN_URL = "https://github.com/Azure/kubelogin/releases/download/$KUBELOGIN_VERSION/kubelogin-linux-amd64.zip"
+
+
+def kubelogin_steps() -> list[dict]:
+    return [s for name in ("pr.yml", "deploy-stacks.yml", "drift.yml") for job in load(name)["jobs"].values()
+            for s in steps(job) if s.get("name") == "Install kubelogin"]
+
+
+def test_kubelogin_checksum_is_pinned_in_the_workflow():
+    """azure/use-kubelogin takes no expected checksum and reads the .sha256 of the same release as the zip
+    (Azure/use-kubelogin action.yml, src/release.ts): the workflows pin the zip's sha256 themselves."""
+    found = kubelogin_steps()
+    assert len(found) == 3
+    for step in found:
+        assert "uses" not in step
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", step["env"]["KUBELOGIN_VERSION"]), "pin the kubelogin release"
+        assert re.fullmatch(r"[0-9a-f]{64}", step["env"]["KUBELOGIN_SHA256"]), "pin the zip's sha256"
+        assert KUBELOGIN_URL in step["run"] and ".sha256" not in step["run"]
+        assert 'echo "$KUBELOGIN_SHA256  $RUNNER_TEMP/kubelogin.zip" | sha256sum --check --strict -' in step["run"]
+        lines = step["run"].splitlines()
+        check = next(i for i, line in enumerate(lines) if "sha256sum --check" in line)
+        assert all("kubelogin.zip" not in line for line in lines[:check] if "unzip" in line or "install" in line)
+    assert len({(s["env"]["KUBELOGIN_VERSION"], s["env"]["KUBELOGIN_SHA256"]) for s in found}) == 1, "one pin everywhere"
+    assert ("v0.2.19", "ebaeff02aa899c5cae6a2b954b64fc02738185319df2570f7dc053451efa4b2f") == (
+        found[0]["env"]["KUBELOGIN_VERSION"], found[0]["env"]["KUBELOGIN_SHA256"])
+
+
+def test_kubelogin_step_refuses_a_zip_that_does_not_match(tmp_path):
+    """The step's script, run with curl answering a local zip: installed when its sha256 is the pinned one,
+    refused (nothing installed) otherwise."""
+    import hashlib
+    import zipfile
+
+    step = kubelogin_steps()[0]
+    archive = tmp_path / "asset.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("bin/linux_amd64/kubelogin", "#!/bin/sh\necho kubelogin\n")
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "curl").write_text(f'#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\ncp {archive} "$2"\n')
+    (fake / "curl").chmod(0o755)
+
+    def run(sha: str, name: str):
+        temp = tmp_path / name
+        temp.mkdir()
+        env = {"PATH": f"{fake}:/usr/bin:/bin", "RUNNER_TEMP": str(temp), "GITHUB_PATH": str(temp / "path"),
+               "KUBELOGIN_VERSION": step["env"]["KUBELOGIN_VERSION"], "KUBELOGIN_SHA256": sha}
+        result = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True)
+        return result, temp
+
+    good, temp = run(hashlib.sha256(archive.read_bytes()).hexdigest(), "good")
+    assert good.returncode == 0, good.stderr
+    assert (temp / "bin" / "kubelogin").is_file() and (temp / "path").read_text().strip() == str(temp / "bin")
+    bad, temp = run(step["env"]["KUBELOGIN_SHA256"], "bad")
+    assert bad.returncode != 0 and not (temp / "bin" / "kubelogin").exists()
 
 
 def evaluate(expression: str, context: dict) -> bool:
