@@ -281,16 +281,50 @@ def _visibility(key: str, value: object) -> None:
     )
 
 
+#: A digest as OCI content is addressed: ``sha256:`` and 64 lowercase hex digits (opencontainers/image-spec
+#: ``descriptor.md``, "Registered algorithms": the sha256 encoded portion MUST match ``/[a-f0-9]{64}/``; go-digest
+#: refuses upper case). The pins that cannot move: docs/how-it-works.md, "Pins that cannot move".
+_DIGEST = r"sha256:[a-f0-9]{64}"
+
+
+def _digest_error(key: str, value: object, where: str) -> ConfigError:
+    return ConfigError(key, f"the digest after '@' in {where} must be sha256: and 64 lowercase hex digits "
+                            f"(got {value!r})")
+
+
 def _chart(key: str, value: object) -> None:
-    # The values and the Service name assume Grafana's pyroscope chart: an OCI reference must name it.
+    # The values and the Service name assume Grafana's pyroscope chart: an OCI reference must name it. An OCI
+    # reference may pin the chart by digest, oci://<registry>/<path>/pyroscope@sha256:<64 hex>, with the version
+    # still in pyroscopeChartVersion: the form Helm >= 3.17.0 pulls by digest (helm/helm pkg/registry/client.go
+    # ValidateReference, "Install by digest only" at v3.17.3; at v3.20.2 it pulls repository@digest and refuses a
+    # version tag that resolves to another digest). A tag in the reference (pyroscope:1.15.0@sha256:...) is refused:
+    # Helm 3.17.3 pulls that by its tag (pkg/registry/reference.go String). An https:// repository has no digests.
     oci = r"oci://[A-Za-z0-9.-]+(:\d+)?(/[\w.-]+)*/pyroscope"
     https = r"https://[A-Za-z0-9.-]+(:\d+)?(/[\w.~-]*)*"
-    if not isinstance(value, str) or not (re.fullmatch(oci, value) or re.fullmatch(https, value)):
+    text = value if isinstance(value, str) else ""
+    base, at, digest = text.partition("@")
+    if at and re.fullmatch(https, base):
+        raise ConfigError(key, "only an oci:// chart reference takes a digest (oci://<registry>/<path>/pyroscope@sha256:"
+                               f"<64 hex>); an https:// chart repository cannot pin one (got {value!r})")
+    if at and re.fullmatch(oci, base) and not re.fullmatch(_DIGEST, digest):
+        raise _digest_error(key, value, "an oci:// chart reference")
+    if not isinstance(value, str) or not (re.fullmatch(oci + f"(@{_DIGEST})?", value) or re.fullmatch(https, value)):
         raise ConfigError(
             key,
-            "expected an oci:// reference ending in /pyroscope or an https:// chart repository URL "
-            f"(got {value!r})",
+            "expected an oci:// reference ending in /pyroscope (optionally @sha256:<64 hex>, no tag) or an https:// "
+            f"chart repository URL (got {value!r})",
         )
+
+
+def _image_tag(key: str, value: object) -> None:
+    # The chart writes the image as "<repository>:<tag>" (templates/deployments-statefulsets.yaml of chart 1.15.0), so
+    # a tag "<tag>@sha256:<64 hex>" gives "<repository>:<tag>@sha256:...", a reference pulled by its digest.
+    tag, at, digest = str(value).partition("@")
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", tag):
+        raise ConfigError(key, "expected a container image tag: 1-128 letters, digits, '_', '.' or '-', not starting "
+                               f"with '.' or '-', optionally pinned as <tag>@sha256:<64 hex> (got {value!r})")
+    if at and not re.fullmatch(_DIGEST, digest):
+        raise _digest_error(key, value, "an image tag")
 
 
 # semver.org's recommended regular expression (2.0.0), without a leading 'v'.
@@ -365,10 +399,7 @@ RULES: dict[str, Rule] = {
         "expected an image repository such as grafana/pyroscope or myregistry.azurecr.io/grafana/pyroscope "
         "(lowercase, no tag)",
     ),
-    "pyroscopeImageTag": _regex(
-        r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}",
-        "expected a container image tag: 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
-    ),
+    "pyroscopeImageTag": _image_tag,
     "pyroscopeReleaseTimeoutSeconds": _between(60, 3600, "seconds"),
     "privateLinkServiceName": _optional(_regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",

@@ -1,7 +1,12 @@
 """Component Pyroscope: the Grafana Pyroscope Helm release, single binary, behind an internal load balancer
 whose Service annotations make AKS create a private link service (PLS) for it.
 
-Chart: ``oci://ghcr.io/grafana/helm-charts/pyroscope`` (version from config, default 1.15.0). Values use the
+Chart: ``oci://ghcr.io/grafana/helm-charts/pyroscope`` (version from config, default 1.15.0), or pinned by digest,
+``oci://.../pyroscope@sha256:<64 hex>``, passed unchanged as the Release's ``chart`` with ``version`` beside it:
+pulumi-kubernetes hands both to Helm's ``ChartDownloader.DownloadTo`` (``helm_release.go`` ``locateChart`` at 94977969d),
+and Helm >= 3.17.0 pulls such a reference by its digest (helm/helm ``pkg/registry/client.go`` ``ValidateReference`` at
+v3.17.3; at v3.20.2 it also refuses a ``version`` tag that resolves to another digest). The image may be pinned the
+same way, ``image_tag`` ``<tag>@sha256:<64 hex>`` (docs/how-it-works.md, "Pins that cannot move"). Values use the
 chart's real key paths (single-binary settings under the top-level key ``pyroscope``; ``alloy.enabled`` and
 ``minio.enabled`` top level), checked in the tests against the chart's own values.yaml. Annotations are the
 AKS cloud provider's ``service.beta.kubernetes.io/azure-load-balancer-internal`` and ``azure-pls-*`` ones
@@ -82,7 +87,8 @@ PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}
 class PyroscopeArgs:
     """Inputs of :class:`Pyroscope`.
 
-    ``chart``: ``oci://...`` chart reference, or an ``https://`` repository URL holding chart ``pyroscope``.
+    ``chart``: ``oci://...`` chart reference (``...@sha256:<64 hex>`` pins it), or an ``https://`` repository URL holding
+    chart ``pyroscope``. ``image_tag``: ``<tag>`` or ``<tag>@sha256:<64 hex>``.
     ``private_link_visibility``: ``["*"]`` or subscription ids. ``private_link_resource_group`` and
     ``private_link_subnet``: empty leaves the annotation out (AKS then uses the node resource group and the
     load balancer's frontend subnet). ``timeout_seconds``: Helm's wait for the release to be ready.

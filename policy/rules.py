@@ -253,6 +253,71 @@ extension_version_pinned_in_production = ResourceValidationPolicy(
 )
 
 
+_DIGEST_PIN = re.compile(r"@sha256:[a-f0-9]{64}\Z")  # at the end: the digest of the whole reference
+
+
+def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
+    """Why the Pyroscope release can change under the stack although its versions are exact (None when pinned by
+    digest): a tag can be pushed again. The chart: an ``oci://...@sha256:<64 hex>`` reference is pulled by that
+    digest (helm/helm ``pkg/registry/client.go`` ``ValidateReference`` at v3.17.3 and v3.20.2); an https:// chart
+    repository has no such pin. The image: the chart writes ``<repository>:<tag>`` (chart 1.15.0
+    ``templates/deployments-statefulsets.yaml``), so a tag ``<tag>@sha256:<64 hex>`` makes the reference a digest.
+    Only a Release of chart ``pyroscope``."""
+    if args.resource_type != RELEASE:
+        return None
+    chart = str(args.props.get("chart") or "")
+    if chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] != "pyroscope":
+        return None
+    reasons = []
+    if not chart.startswith("oci://"):
+        repo = str(((args.props.get("repositoryOpts") or {}).get("repo")) or "no repository")
+        reasons.append(f"chart {chart!r} comes from {repo}, a chart repository, which cannot pin a digest")
+    elif not _DIGEST_PIN.search(chart):
+        reasons.append(f"chart {chart!r} is pinned by tag (version {args.props.get('version')}), not by digest")
+    images = [(path, m["image"]) for path, m in mappings(args.props.get("values")) if isinstance(m.get("image"), Mapping)]
+    if not images:
+        reasons.append("values set no image, so the chart's default image goes by tag")
+    for path, image in images:
+        tag = image.get("tag")
+        if not (isinstance(tag, str) and _DIGEST_PIN.search(tag)):
+            reasons.append(f"image tag {tag!r} at {path}.image.tag has no @sha256: digest")
+    return "; ".join(reasons) or None
+
+
+def _pyroscope_pinned_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    reason = _pyroscope_unpinned(args)
+    if reason and not stack_is_production():
+        report(f"Pyroscope release: {reason}; fine for a trial, not for production.")
+
+
+def _pyroscope_pinned_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    reason = _pyroscope_unpinned(args)
+    if reason and stack_is_production():
+        report(f"production stack {pulumi.get_stack()!r}: Pyroscope release: {reason}; set pyroscopeChart to "
+               "oci://.../pyroscope@sha256:<digest> and pyroscopeImageTag to <tag>@sha256:<digest> (docs/how-it-works.md, "
+               "\"Pins that cannot move\").")
+
+
+_PYROSCOPE_DIGEST_STEPS = ("Set pyroscopeChart to oci://<registry>/<path>/pyroscope@sha256:<chart manifest digest> and pyroscopeImageTag "
+                           "to <tag>@sha256:<image index digest>; docs/how-it-works.md gives the commands that print both digests.")
+
+pyroscope_pinned_by_digest = ResourceValidationPolicy(
+    name="pyroscope-pinned-by-digest",
+    description="In a non-production stack, a Pyroscope release whose chart or image goes by tag (not by sha256 digest) is reported.",
+    enforcement_level=EnforcementLevel.ADVISORY,
+    validate=_pyroscope_pinned_advisory,
+    remediation_steps=_PYROSCOPE_DIGEST_STEPS,
+)
+
+pyroscope_pinned_by_digest_in_production = ResourceValidationPolicy(
+    name="pyroscope-pinned-by-digest-in-production",
+    description="In a production stack (config production=true), the Pyroscope release pins its oci:// chart and its image by sha256 digest.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_pyroscope_pinned_production,
+    remediation_steps=_PYROSCOPE_DIGEST_STEPS,
+)
+
+
 def _wildcard_visibility(args: ResourceValidationArgs) -> bool:
     if args.resource_type != RELEASE:
         return False
@@ -521,6 +586,8 @@ POLICIES = [
     inspektor_gadget_gpu_observability,
     extension_version_pinned,
     extension_version_pinned_in_production,
+    pyroscope_pinned_by_digest,
+    pyroscope_pinned_by_digest_in_production,
     private_link_visibility,
     private_link_visibility_production,
     managed_private_endpoint_request_message,

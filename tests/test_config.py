@@ -22,6 +22,9 @@ VALID = {
     "monitorWorkspaceResourceGroup": "rg-observability-dev",
 }
 
+#: A well-formed sha256 digest (64 lowercase hex digits); not the digest of anything published.
+DIGEST = "0123456789abcdef" * 4
+
 SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
 SUB_B = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
 
@@ -64,6 +67,11 @@ GOOD = [
     ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts/pyroscope"),
     ("pyroscopeChart", "oci://myacr.azurecr.io/helm/pyroscope"),
     ("pyroscopeChart", "https://grafana.github.io/helm-charts"),
+    # Digests (docs/how-it-works.md "Pins that cannot move"): the chart by an OCI digest, the image by tag@digest.
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@sha256:{DIGEST}"),
+    ("pyroscopeChart", f"oci://myacr.azurecr.io:443/helm/pyroscope@sha256:{DIGEST}"),
+    ("pyroscopeImageTag", f"1.15.0@sha256:{DIGEST}"),
+    ("pyroscopeImageTag", f"weekly-f123@sha256:{DIGEST}"),
     ("kubeconfigCredentials", "admin"),
     ("kubeloginMode", "workloadidentity"),
     ("extensionName", "inspektor-gadget"),
@@ -156,6 +164,24 @@ BAD = [
     ("extensionAzureMonitor", "1", "true or false"),
     ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts", "ending in /pyroscope"),
     ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts/pyroscope:1.15.0", "ending in /pyroscope"),
+    # A chart digest: 64 lowercase hex digits, on the chart itself; the version stays in pyroscopeChartVersion.
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@sha256:{DIGEST.upper()}", "64 lowercase hex"),
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@sha256:{DIGEST[:63]}", "64 lowercase hex"),
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@sha256:{DIGEST}0", "64 lowercase hex"),
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@sha512:{DIGEST * 2}", "64 lowercase hex"),
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope:1.15.0@sha256:{DIGEST}", "ending in /pyroscope"),
+    ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@{DIGEST}", "64 lowercase hex"),
+    ("pyroscopeChart", f"https://grafana.github.io/helm-charts@sha256:{DIGEST}", "only an oci:// chart"),
+    ("pyroscopeChartVersion", f"1.15.0@sha256:{DIGEST}", "semantic version"),
+    ("pyroscopeImageTag", f"1.15.0@sha256:{DIGEST.upper()}", "64 lowercase hex"),
+    ("pyroscopeImageTag", f"1.15.0@sha256:{DIGEST[:40]}", "64 lowercase hex"),
+    ("pyroscopeImageTag", f"1.15.0@sha256:{DIGEST}ab", "64 lowercase hex"),
+    ("pyroscopeImageTag", f"sha256:{DIGEST}", "image tag"),
+    ("pyroscopeImageTag", f"@sha256:{DIGEST}", "image tag"),
+    ("pyroscopeImageTag", f"1.15.0@{DIGEST}", "64 lowercase hex"),
+    ("pyroscopeImageTag", f"1.15.0@sha512:{DIGEST * 2}", "64 lowercase hex"),
+    ("pyroscopeImageTag", f"1.15.0@sha256:{DIGEST}@sha256:{DIGEST}", "64 lowercase hex"),
+    ("pyroscopeImageRepository", f"grafana/pyroscope@sha256:{DIGEST}", "image repository"),
     ("connectionApprovalTimeoutSeconds", "59", "from 60 to 3600 seconds"),
     ("managedPrivateEndpointTimeoutSeconds", "3601", "from 60 to 3600 seconds"),
     ("privateLinkServiceTimeoutSeconds", "0", "from 60 to 3600 seconds"),

@@ -7,6 +7,10 @@ provider creating the internal load balancer and the private link service) is no
 
 Helm comes from ``HELM_BIN``, else ``.tools/helm``, else ``helm`` on PATH; without it the tests skip with a
 reason naming what is missing, unless ``REQUIRE_HELM=1`` (CI), where a missing Helm fails.
+
+Pins by digest (docs/how-it-works.md, "Pins that cannot move"): the image digest is rendered by the chart into the
+StatefulSet; the chart digest is pulled by real Helm from a stand-in OCI registry on 127.0.0.1 (tests/oci_registry.py)
+whose tag ``1.15.0`` has been re-pushed with other content.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import pytest
 import yaml
 
 from tests.conftest import RELEASE, ROOT, reference
+from tests.oci_registry import Registry, with_extra_template
 from tools.offline import mock_engine
 
 P = "service.beta.kubernetes.io/"
+#: A well-formed sha256 digest for the image (the chart render does not pull images).
+IMAGE_DIGEST = "sha256:" + "0123456789abcdef" * 4
 SUB_A = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
 SUB_B = "5e6f7a8b-3333-4c4c-9d9d-abcdefabcdef"
 
@@ -36,18 +43,25 @@ def helm() -> str:
     return found
 
 
-def render(tmp_path, overrides: dict) -> tuple[dict, list[dict]]:
-    """(the release's inputs in the plan, the rendered manifests) for the dev stack with ``overrides``."""
+def helm_env(tmp_path) -> dict:
+    return {**os.environ, "HELM_CACHE_HOME": str(tmp_path / "cache"), "HELM_CONFIG_HOME": str(tmp_path / "config"),
+            "HELM_DATA_HOME": str(tmp_path / "data")}
+
+
+def render(tmp_path, overrides: dict, chart_from_plan: bool = False) -> tuple[dict, list[dict]]:
+    """(the release's inputs in the plan, the rendered manifests) for the dev stack with ``overrides``. The chart is the
+    reference archive, or with ``chart_from_plan`` the release's own ``chart`` and ``version`` inputs (an oci://
+    reference over plain HTTP: the stand-in registry), as the provider hands them to Helm's chart downloader."""
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
     binary = helm()
     inputs = mock_engine.run("dev", overrides).one(RELEASE).inputs
+    tmp_path.mkdir(parents=True, exist_ok=True)
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
     assert "[secret]" not in values.read_text() and "[unknown]" not in values.read_text()
-    env = {**os.environ, "HELM_CACHE_HOME": str(tmp_path / "cache"), "HELM_CONFIG_HOME": str(tmp_path / "config"),
-           "HELM_DATA_HOME": str(tmp_path / "data")}
-    result = subprocess.run([binary, "template", inputs["name"], str(chart), "-n", inputs["namespace"], "-f", str(values)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    source = [inputs["chart"], "--version", inputs["version"], "--plain-http"] if chart_from_plan else [str(chart)]
+    result = subprocess.run([binary, "template", inputs["name"], *source, "-n", inputs["namespace"], "-f", str(values)],
+                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
     assert result.returncode == 0, result.stderr
     return inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -79,6 +93,11 @@ VARIANTS = {
     "image mirror": ({"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope"}, expected_annotations(),
                      "myregistry.azurecr.io/grafana/pyroscope:1.15.0"),
     "chart mirror": ({"pyroscopeChart": "https://charts.example.com/grafana"}, expected_annotations(), "grafana/pyroscope:1.15.0"),
+    "image digest": ({"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}, expected_annotations(),
+                     f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"),
+    "image mirror by digest": ({"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope",
+                                "pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}, expected_annotations(),
+                               f"myregistry.azurecr.io/grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"),
 }
 
 
@@ -117,3 +136,44 @@ def test_rendered_manifests(tmp_path, variant):
     for d in docs:
         if d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
             assert d["metadata"].get("namespace") == "gadget", f"{d['kind']}/{d['metadata']['name']} outside gadget"
+
+
+RE_PUSHED = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: re-pushed\n  namespace: {{ .Release.Namespace }}\n"
+
+
+def test_chart_pinned_by_digest_is_pulled_by_digest_when_its_tag_moved(tmp_path):
+    """The release's chart ``oci://.../pyroscope@sha256:<d>`` with version 1.15.0: Helm pulls the chart whose manifest
+    digest is <d>, though tag 1.15.0 now names other content; by tag alone it pulls the re-pushed chart; an unknown
+    digest fails. Helm 3.17.3 pulls ``pyroscope:1.15.0@sha256:<d>`` by its tag (pkg/registry/reference.go ``String``
+    at v3.17.3), which is why the config refuses a tag in the chart reference."""
+    original = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz").read_bytes()
+    with Registry() as registry:
+        pinned = registry.push_chart("charts/pyroscope", original, tag="1.15.0")
+        moved = registry.push_chart("charts/pyroscope", with_extra_template(original, "re-pushed.yaml", RE_PUSHED), tag="1.15.0")
+        assert registry.tags["charts/pyroscope"]["1.15.0"] == moved != pinned
+        chart = f"oci://{registry.host}/charts/pyroscope"
+        image = {"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}
+
+        inputs, docs = render(tmp_path / "digest", {"pyroscopeChart": f"{chart}@{pinned}", **image}, chart_from_plan=True)
+        assert (inputs["chart"], inputs["version"]) == (f"{chart}@{pinned}", "1.15.0")
+        names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+        assert ("ConfigMap", "re-pushed") not in names and ("StatefulSet", "pyroscope") in names
+        statefulset = next(d for d in docs if d["kind"] == "StatefulSet")
+        assert [c["image"] for c in statefulset["spec"]["template"]["spec"]["containers"]] == [f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"]
+
+        _, by_tag = render(tmp_path / "tag", {"pyroscopeChart": chart}, chart_from_plan=True)
+        assert ("ConfigMap", "re-pushed") in {(d["kind"], d["metadata"]["name"]) for d in by_tag}
+
+        # What the config refuses, as Helm 3.17.3 does it: the tag wins over the digest written after it.
+        values = tmp_path / "values.yaml"
+        values.write_text(yaml.safe_dump(inputs["values"]))
+        both = subprocess.run([helm(), "template", "pyroscope", f"{chart}:1.15.0@{pinned}", "--version", "1.15.0", "--plain-http",
+                               "-n", "gadget", "-f", str(values)], capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+        version = subprocess.run([helm(), "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30).stdout
+        if version == "v3.17.3":
+            assert both.returncode == 0 and "name: re-pushed" in both.stdout, both.stderr
+
+        unknown = subprocess.run([helm(), "template", "pyroscope", f"{chart}@sha256:{'0' * 64}", "--version", "1.15.0",
+                                  "--plain-http", "-n", "gadget", "-f", str(values)],
+                                 capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+        assert unknown.returncode != 0 and "not found" in unknown.stderr

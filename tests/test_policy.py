@@ -150,6 +150,51 @@ def test_extension_pinned_fail():
     assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
 
 
+# --- pyroscope-pinned-by-digest (advisory) and -in-production (mandatory) ---------------------------------
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+OCI = "oci://ghcr.io/grafana/helm-charts/pyroscope"
+
+
+def digest_release(chart=f"{OCI}@{DIGEST}", tag=f"1.15.0@{DIGEST}", **extra):
+    props = release(chart=chart, **extra)
+    props["values"]["pyroscope"]["image"] = {"repository": "grafana/pyroscope", "tag": tag}
+    return props
+
+
+def test_pyroscope_pinned_by_digest_pass():
+    for production in (False, True):
+        for policy in (rules.pyroscope_pinned_by_digest, rules.pyroscope_pinned_by_digest_in_production):
+            assert check(policy, rules.RELEASE, digest_release(), production=production) == []
+            assert check(policy, rules.EXTENSION, PINNED, production=production) == []
+            assert check(policy, rules.RELEASE, {"chart": "oci://example.com/charts/other", "version": "1.0.0"},
+                         production=production) == []
+    assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, digest_release(tag="1.15.0"), production=True) == []
+    assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(tag="1.15.0")) == []
+
+
+def test_pyroscope_pinned_by_digest_fail():
+    assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(chart=OCI, tag="1.15.0"),
+                 production=True, stack="prod-eu") == [
+        f"production stack 'prod-eu': Pyroscope release: chart {OCI!r} is pinned by tag (version 1.15.0), not by digest; "
+        "image tag '1.15.0' at values.pyroscope.image.tag has no @sha256: digest; set pyroscopeChart to "
+        "oci://.../pyroscope@sha256:<digest> and pyroscopeImageTag to <tag>@sha256:<digest> (docs/how-it-works.md, "
+        "\"Pins that cannot move\")."]
+    assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, digest_release(tag="1.15.0")) == [
+        "Pyroscope release: image tag '1.15.0' at values.pyroscope.image.tag has no @sha256: digest; fine for a trial, "
+        "not for production."]
+    https = digest_release(chart="pyroscope", repositoryOpts={"repo": "https://grafana.github.io/helm-charts"})
+    assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, https) == [
+        "Pyroscope release: chart 'pyroscope' comes from https://grafana.github.io/helm-charts, a chart repository, "
+        "which cannot pin a digest; fine for a trial, not for production."]
+    for props in (digest_release(chart=OCI), digest_release(tag=f"1.15.0@{DIGEST.upper()}"),
+                  digest_release(chart=f"{OCI}@{DIGEST[:-1]}"), digest_release(tag=DIGEST), https,
+                  {k: v for k, v in digest_release().items() if k != "values"}):
+        assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, props, production=True), props
+        assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, props), props
+    assert rules.pyroscope_pinned_by_digest.enforcement_level.value == "advisory"
+    assert rules.pyroscope_pinned_by_digest_in_production.enforcement_level.value == "mandatory"
+
+
 # --- private-link-visibility (advisory) and -production (mandatory) ---------------------------------------
 def test_visibility_pass():
     assert check(rules.private_link_visibility, rules.RELEASE, release()) == []
@@ -519,23 +564,29 @@ def test_every_rule_is_described_and_named():
         assert policy.description and policy.remediation_steps and policy.enforcement_level is not None
 
 
+#: A plan's Pyroscope pinned by digest (well-formed digests; nothing is pulled offline).
+PINNED_BY_DIGEST = {"pyroscopeChart": f"{OCI}@{DIGEST}", "pyroscopeImageTag": f"1.15.0@{DIGEST}"}
+PINNED_ARGS = ("--set", f"pyroscopeChart={OCI}@{DIGEST}", "--set", f"pyroscopeImageTag=1.15.0@{DIGEST}")
+
+
 def test_dev_plan_has_no_mandatory_violation():
     violations = policy_check.evaluate(run("dev"))
-    assert [v.level for v in violations] == ["advisory", "advisory"]
-    assert {v.policy for v in violations} == {"private-link-visibility", "extension-version-pinned"}
-    assert policy_check.evaluate(run("dev", {"extensionVersion": "0.46.0", "privateLinkVisibility": SUB})) == []
+    assert [v.level for v in violations] == ["advisory", "advisory", "advisory"]
+    assert {v.policy for v in violations} == {"private-link-visibility", "extension-version-pinned", "pyroscope-pinned-by-digest"}
+    assert policy_check.evaluate(run("dev", {"extensionVersion": "0.46.0", "privateLinkVisibility": SUB, **PINNED_BY_DIGEST})) == []
 
 
 def test_created_grafana_plan_is_clean_but_for_advisories():
     violations = policy_check.evaluate(run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"}))
-    assert {v.policy for v in violations} == {"private-link-visibility", "grafana-public-network-access-disabled", "extension-version-pinned"}
+    assert {v.policy for v in violations} == {"private-link-visibility", "grafana-public-network-access-disabled", "extension-version-pinned",
+                                              "pyroscope-pinned-by-digest"}
     assert all(v.level == "advisory" for v in violations)
 
 
 def test_pack_config_raises_and_disables():
     plan = run("dev", {"createGrafana": "true"})
     raised = policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "mandatory", "private-link-visibility": "disabled",
-                                          "extension-version-pinned": "disabled"})
+                                          "extension-version-pinned": "disabled", "pyroscope-pinned-by-digest": "disabled"})
     assert [(v.policy, v.level) for v in raised] == [("grafana-public-network-access-disabled", "mandatory")]
     tagged = policy_check.evaluate(run("dev"), {"required-tags": {"requiredTags": ["costCenter"]}})
     assert any(v.policy == "required-tags" and "costCenter" in v.message for v in tagged)
@@ -543,7 +594,7 @@ def test_pack_config_raises_and_disables():
         policy_check.evaluate(plan, {"no-such-rule": "mandatory"})
     with pytest.raises(policy_check.PolicyConfigError, match="required-tags"):
         policy_check.evaluate(plan, {"required-tags": {"requiredTags": "costCenter"}})
-    production = run("dev", {"production": "true", "extensionVersion": "0.46.0"})
+    production = run("dev", {"production": "true", "extensionVersion": "0.46.0", **PINNED_BY_DIGEST})
     assert {v.level for v in policy_check.evaluate(production, {"all": "advisory"})} == {"advisory"}
     assert {v.level for v in policy_check.evaluate(production, {"all": "advisory", "private-link-visibility-production": "mandatory"})} == {"mandatory"}
     # remediate on a validate-only rule is mandatory, as in the analyzer
@@ -566,17 +617,23 @@ def test_cli_policy_exit_codes(tmp_path):
     # .ci/run greps for this line; the unpinned extension fails the same plan too
     assert re.search(r"^\s*- \[mandatory\]  private-link-visibility-production", bad.stdout, re.M)
     assert "[mandatory]  extension-version-pinned-in-production  (azure-native:kubernetesconfiguration:Extension: inspektor-gadget-extension)" in bad.stdout
+    assert "[mandatory]  pyroscope-pinned-by-digest-in-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)" in bad.stdout
     pinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "extensionVersion=0.46.0",
-                 "--set", f"privateLinkVisibility={SUB}")
+                 "--set", f"privateLinkVisibility={SUB}", *PINNED_ARGS)
     assert pinned.returncode == 0 and "[mandatory]" not in pinned.stdout and "[advisory]" not in pinned.stdout, pinned.stdout
-    unpinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", f"privateLinkVisibility={SUB}")
+    unpinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", f"privateLinkVisibility={SUB}", *PINNED_ARGS)
     assert unpinned.returncode == 1 and "[mandatory]  extension-version-pinned-in-production" in unpinned.stdout
+    by_tag = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "extensionVersion=0.46.0",
+                 "--set", f"privateLinkVisibility={SUB}")
+    assert by_tag.returncode == 1 and "[mandatory]  pyroscope-pinned-by-digest-in-production" in by_tag.stdout, by_tag.stdout
     config = tmp_path / "pack.json"
     config.write_text(json.dumps({"private-link-visibility-production": {"allowedWildcardStacks": ["dev"]}}))
-    allowed = cli("--stack", "dev", "--policy-config", str(config), "--set", "production=true", "--set", "extensionVersion=0.46.0")
+    allowed = cli("--stack", "dev", "--policy-config", str(config), "--set", "production=true", "--set", "extensionVersion=0.46.0",
+                  *PINNED_ARGS)
     assert allowed.returncode == 0, allowed.stdout
     as_json = json.loads(cli("--json", "--policy", "--set", "production=true").stdout)
-    assert {v["policy"] for v in as_json["policyViolations"]} == {"private-link-visibility-production", "extension-version-pinned-in-production"}
+    assert {v["policy"] for v in as_json["policyViolations"]} == {"private-link-visibility-production", "extension-version-pinned-in-production",
+                                                                  "pyroscope-pinned-by-digest-in-production"}
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     fail = cli("--policy-config", str(broken))
