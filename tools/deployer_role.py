@@ -19,7 +19,6 @@ plan (tools.plan) against the role and prints what is missing; exit 1 if anythin
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -27,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
+
+from tools.cli import OneLineParser, UsageError, exit_code
 
 ROOT = Path(__file__).resolve().parent.parent
 ROLE_FILE = ROOT / "docs" / "deployer-role.json"
@@ -336,6 +337,10 @@ def assigned_roles() -> tuple:
     return (MONITORING_DATA_READER, GRAFANA_ADMIN)
 
 
+class PlanError(Exception):
+    """tools.plan refused the configuration; the message is its one line."""
+
+
 def plan_json(stack: str = "dev", sets: Sequence[str] = ()) -> dict:
     """The offline plan (``python -m tools.plan --json``) of ``stack`` with ``--set`` overrides."""
     args = [sys.executable, "-m", "tools.plan", "--stack", stack, "--json"]
@@ -343,22 +348,23 @@ def plan_json(stack: str = "dev", sets: Sequence[str] = ()) -> dict:
         args += ["--set", item]
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        raise SystemExit(done.stderr.strip() or f"tools.plan exited {done.returncode}")
+        raise PlanError(done.stderr.strip().removeprefix("error: ") or f"tools.plan exited {done.returncode}")
     return json.loads(done.stdout)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.deployer_role", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", default="dev")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    """Check one offline plan against the role: 0 when it covers everything, 1 when an action is missing, 2 on bad
+    input (a usage error, an unmapped type or invoke, a configuration tools.plan refuses)."""
+    parser = OneLineParser(prog="python -m tools.deployer_role", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to plan (default dev)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
     parser.add_argument("--role", default=str(ROLE_FILE), help="the role definition JSON (default docs/deployer-role.json)")
-    args = parser.parse_args(argv)
-    role = load_role(Path(args.role))
     try:
-        missing, excluded = missing_for_plan(plan_json(args.stack, args.set), role)
-    except Unmapped as error:
+        args = parser.parse_args(argv)
+        missing, excluded = missing_for_plan(plan_json(args.stack, args.set), load_role(Path(args.role)))
+    except (UsageError, Unmapped, PlanError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     for line in excluded:
         print(f"left out of the role on purpose (docs/deployer-role.md): {line}")
     for line in missing:
@@ -367,6 +373,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"the role covers every Azure resource and lookup of stack {args.stack}")
     return 1 if missing else 0
 
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))
