@@ -112,7 +112,7 @@ def test_every_documented_tool_command_parses(monkeypatch):
 
     monkeypatch.setattr(cli.OneLineParser, "parse_args", parse_only)
     commands = documented_tool_commands()
-    assert {module for _, module, _ in commands} == {"tools.plan", "tools.verify", "tools.hotspots"}
+    assert {module for _, module, _ in commands} == {"tools.plan", "tools.verify", "tools.hotspots", "tools.deployer_role"}
     for name, module, argv in commands:
         try:
             importlib.import_module(module).main(argv)

@@ -1,0 +1,207 @@
+"""The deployer's custom role (docs/deployer-role.json) holds exactly what the stack and its scripts call.
+
+The az side comes from the stand-in az's call log (tests/fake_az.py ``FAKE_AZ_LOG``) of every script scenario
+(tests/scenarios.py), tools.verify and tools.hotspots; the ARM side from the offline plan (``python -m tools.plan
+--json``) of the configurations that register different resources. The tables that map both to actions, with their
+sources, are in tools/deployer_role.py. SIMULATED: no Azure.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.scenarios import ROOT, calls_in
+from tools import deployer_role as dr
+
+#: Configurations that between them register every resource type and invoke the program has.
+PLAN_VARIANTS = {
+    "dev": (),
+    "created-grafana-and-workspace": ("createGrafana=true", "createMonitorWorkspace=true"),
+    "multi-cluster-shared-role": ("multiCluster=true", "assignMonitoringDataReader=true"),
+    "admin-credentials": ("kubeconfigCredentials=admin",),
+}
+DOC = ROOT / "docs" / "deployer-role.md"
+
+
+@pytest.fixture(scope="module")
+def role() -> dict:
+    return dr.load_role()
+
+
+@pytest.fixture(scope="module")
+def az_calls(scenario_results, tmp_path_factory) -> list:
+    """argv of every az call the step scripts made in every scenario, then tools.verify's and tools.hotspots'."""
+    from tests import test_hotspots
+    from tests.test_verify import rules, verify
+
+    calls = [call["argv"] for result in scenario_results.values() for call in result.calls]
+    _, verify_calls = verify(tmp_path_factory.mktemp("verify"), rules())
+    hotspots_dir = tmp_path_factory.mktemp("hotspots")
+    test_hotspots.test_query_sent_through_az_rest(hotspots_dir)
+    return calls + [c["argv"] for c in verify_calls + calls_in(hotspots_dir)]
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(dr.plan_json, "dev", sets) for name, sets in PLAN_VARIANTS.items()}
+    return {name: future.result() for name, future in futures.items()}
+
+
+def without(role: dict, action: str) -> dict:
+    trimmed = copy.deepcopy(role)
+    for key in ("Actions", "DataActions"):
+        trimmed[key] = [a for a in trimmed[key] if a.lower() != action.lower()]
+    return trimmed
+
+
+# --- (1) the JSON --------------------------------------------------------------------------------------------------------
+def test_the_role_json_has_what_az_role_definition_create_reads(role):
+    assert set(role) == set(dr.ROLE_FIELDS), set(role) ^ set(dr.ROLE_FIELDS)
+    assert isinstance(role["Name"], str) and role["Name"] and role["IsCustom"] is True and role["Description"]
+    for key in ("Actions", "NotActions", "DataActions", "NotDataActions", "AssignableScopes"):
+        assert isinstance(role[key], list) and all(isinstance(a, str) for a in role[key]), key
+    assert len({a.lower() for a in role["Actions"]}) == len(role["Actions"]), "an action is listed twice"
+    assert role["AssignableScopes"] == [dr.ASSIGNABLE_SCOPE_PLACEHOLDER]
+    assert role["NotActions"] == role["DataActions"] == role["NotDataActions"] == []
+    for action in role["Actions"]:  # {Company}.{ProviderName}/{resourceType}/.../{read|write|delete|action}
+        assert re.fullmatch(r"Microsoft\.\w+(/[A-Za-z]+)+/(read|write|delete|action)", action), action
+
+
+# --- (2) every az call the scripts make ------------------------------------------------------------------------------------
+def test_every_az_call_the_scripts_make_maps_to_an_action_in_the_role(role, az_calls):
+    assert len(az_calls) > 50
+    try:
+        missing = dr.missing_for_calls(az_calls, role)
+    except dr.Unmapped as error:
+        pytest.fail(str(error))
+    assert missing == [], "\n".join(missing)
+
+
+def test_every_az_table_entry_is_exercised_by_the_scenarios(az_calls):
+    """No stale mapping: each az command and each ARM `az rest` shape in the tables occurs in the call log."""
+    seen = [dr.az_permission(argv) for argv in az_calls]
+    for need in [*dr.AZ_COMMANDS.values(), *(need for _, _, need in dr.ARM_REST)]:
+        assert any(p.source == need.source for p in seen), need.source
+    roles = {p.grafana_role for p in seen if p.kind == "grafana"}
+    assert {"Admin", "Editor", "Viewer", "none"} <= roles, roles
+
+
+def test_the_grafana_steps_need_grafana_admin_and_the_docs_say_so(az_calls):
+    """Datasource writes need Admin (dashboards alone would need Editor): docs/deployer-role.md names Grafana Admin."""
+    script_calls = [argv for argv in az_calls if dr.az_permission(argv).kind == "grafana"]
+    highest = max(dr.GRAFANA_ROLES.index(dr.az_permission(argv).grafana_role) for argv in script_calls)
+    assert dr.GRAFANA_ROLES[highest] == "Admin"
+    text = DOC.read_text()
+    assert "Grafana Admin" in text and dr.GRAFANA_ADMIN_ROLE_ID in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["network", "vnet", "show", "--name", "x"], "unmapped az command: az network vnet show"),
+    (["rest", "--method", "delete", "--url", "/subscriptions/s/resourceGroups/g/providers/Microsoft.Dashboard/grafana/amg"],
+     "unmapped az rest call: DELETE /subscriptions/s/resourceGroups/g/providers/Microsoft.Dashboard/grafana/amg"),
+    (["rest", "--method", "post", "--url", "https://amg.grafana.azure.com/api/serviceaccounts", "--resource", dr.GRAFANA_AUDIENCE],
+     "unmapped Grafana API call: POST /api/serviceaccounts"),
+])
+def test_an_unmapped_az_call_fails_with_one_line_naming_it(role, argv, message):
+    with pytest.raises(dr.Unmapped) as caught:
+        dr.missing_for_calls([argv], role)
+    assert str(caught.value) == message
+
+
+def test_removing_an_action_the_scripts_need_is_named(role, az_calls):
+    needed = sorted({a for argv in az_calls for a in dr.az_permission(argv).actions})
+    assert "Microsoft.Network/privateLinkServices/privateEndpointConnections/write" in needed
+    assert "Microsoft.Dashboard/grafana/managedPrivateEndpoints/action" in needed
+    for action in needed:
+        missing = dr.missing_for_calls(az_calls, without(role, action))
+        assert missing and all(line.endswith(f": {action} is not in the role") for line in missing), (action, missing)
+
+
+# --- (3) every resource type and invoke of the program ---------------------------------------------------------------------
+def test_every_resource_type_and_invoke_maps_to_actions_in_the_role(role, plans):
+    for name, plan in plans.items():
+        try:
+            missing, excluded = dr.missing_for_plan(plan, role)
+        except dr.Unmapped as error:
+            pytest.fail(f"{name}: {error}")
+        assert missing == [], (name, missing)
+        if name == "admin-credentials":  # left out on purpose: docs/deployer-role.md says what to grant instead
+            assert excluded == ["azure-native:containerservice:listManagedClusterAdminCredentials: "
+                                "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action is not in the role"]
+        else:
+            assert excluded == [], (name, excluded)
+
+
+def test_the_plans_register_every_type_and_invoke_in_the_tables(plans):
+    """No stale mapping: each resource type and invoke in the tables occurs in one of the plans."""
+    types = {r["type"] for plan in plans.values() for r in plan["resources"]}
+    tokens = {i["token"] for plan in plans.values() for i in plan["invokes"]}
+    assert set(dr.RESOURCES) <= types, set(dr.RESOURCES) - types
+    assert set(dr.INVOKES) <= tokens, set(dr.INVOKES) - tokens
+
+
+@pytest.mark.parametrize("plan, message", [
+    ({"resources": [{"type": "azure-native:storage:StorageAccount"}], "invokes": []},
+     "unmapped resource type: azure-native:storage:StorageAccount"),
+    ({"resources": [], "invokes": [{"token": "azure-native:keyvault:getSecret", "args": {}}]},
+     "unmapped invoke: azure-native:keyvault:getSecret"),
+])
+def test_an_unknown_type_or_invoke_fails_naming_it(role, plan, message):
+    with pytest.raises(dr.Unmapped) as caught:
+        dr.missing_for_plan(plan, role)
+    assert str(caught.value) == message
+
+
+def test_removing_an_action_the_program_needs_is_named(role, plans):
+    needed = sorted({a for plan in plans.values() for _, need in dr.plan_needs(plan) for a in need.actions
+                     if a not in dr.EXCLUDED})
+    assert "Microsoft.KubernetesConfiguration/extensions/write" in needed
+    for action in needed:
+        missing = [line for plan in plans.values() for line in dr.missing_for_plan(plan, without(role, action))[0]]
+        assert missing and all(line.endswith(f": {action} is not in the role") for line in missing), (action, missing)
+
+
+def test_the_offline_check_exits_1_naming_what_is_missing(role, tmp_path, capsys, monkeypatch, plans):
+    trimmed = tmp_path / "role.json"
+    import json
+
+    trimmed.write_text(json.dumps(without(role, "Microsoft.Network/privateLinkServices/read")))
+    monkeypatch.setattr(dr, "plan_json", lambda stack, sets: plans["dev"])
+    assert dr.main(["--role", str(trimmed)]) == 1
+    out = capsys.readouterr().out
+    assert "missing: azure-native:network:getPrivateLinkService: Microsoft.Network/privateLinkServices/read" in out
+    assert dr.main([]) == 0
+
+
+# --- (4) nothing more than needed ------------------------------------------------------------------------------------------
+def test_no_wildcards_and_no_action_that_nothing_needs(role):
+    every = [*role["Actions"], *role["DataActions"]]
+    assert not [a for a in every if "*" in a], "a wildcard action"
+    assert dr.unused(role) == [], "in the role but needed by no mapping"
+    needed = {a for need in dr.all_needs() for a in need.actions}
+    have = dr.granted(role)
+    assert sorted(a for a in needed if a.lower() not in have) == sorted(dr.EXCLUDED)
+
+
+# --- The role assignment condition ----------------------------------------------------------------------------------------
+def test_the_documented_condition_constrains_role_assignments_to_the_roles_the_stack_assigns():
+    """components/ assign Monitoring Data Reader and Grafana Admin; the condition in the docs allows exactly those."""
+    condition = dr.role_condition(dr.assigned_roles())
+    text = DOC.read_text()
+    assert condition in text
+    assert "--condition-version 2.0" in text
+    guids = set(re.findall(r"GuidEquals \{([^}]*)\}", condition)[0].replace(" ", "").split(","))
+    assert guids == {"b0d8363b-8ddd-447d-831f-62ca05bff136", "22926164-76b3-42b3-bc55-97df8dab3e41"}
+
+
+def test_the_offline_check_reports_bad_input_in_one_line(capsys):
+    assert dr.main(["--stack"]) == 2
+    assert dr.main(["--set", "clusterName=-bad-"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("error: ") for line in lines), lines
+    assert "clusterName" in lines[1]
