@@ -82,14 +82,16 @@ def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
     PULUMI_ORGANIZATION the token comes from pulumi/auth-actions instead). Its value goes only into the
     environment of the steps that run pulumi; the backend step sees only whether it is set."""
     text = (WORKFLOWS / name).read_text()
-    assert set(re.findall(r"secrets\.(\w+)", text)) <= {"PULUMI_ACCESS_TOKEN"}, "no stored secret but the Pulumi token"
+    assert set(re.findall(r"secrets\.(\w+)", text)) <= {"PULUMI_ACCESS_TOKEN", "PULUMI_PREVIEW_ACCESS_TOKEN"}, (
+        "no stored secret but the Pulumi tokens (production's, and the preview's read-only one)")
     document = load(name)
     for job in document["jobs"].values():
         for step in steps(job):
             if "secrets." not in yaml.safe_dump(step):
                 continue
             if step.get("id") == "backend":
-                assert step["env"]["HAS_PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN != '' }}"
+                assert step["env"]["HAS_PULUMI_ACCESS_TOKEN"] in (
+                    "${{ secrets.PULUMI_ACCESS_TOKEN != '' }}", "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN != '' }}")
             else:
                 assert set(step["env"]) == {"PULUMI_ACCESS_TOKEN"} and "secrets." not in yaml.safe_dump(
                     {k: v for k, v in step.items() if k != "env"}), step
@@ -117,7 +119,7 @@ def test_pull_request_workflow():
     assert "plan-diff/comment.md" in comment["with"]["script"] and offline["permissions"]["pull-requests"] == "write"
     assert "id-token" not in offline["permissions"], "the offline job needs no cloud credentials"
     assert preview["needs"] == "offline"
-    assert "vars.AZURE_CLIENT_ID != ''" in preview["if"]
+    assert "vars.AZURE_PREVIEW_CLIENT_ID != ''" in preview["if"]
     pulumi = uses(preview, "pulumi/actions")["with"]
     assert pulumi["command"] == "preview" and pulumi["diff"] is True and pulumi["policyPacks"] == "policy"
     assert pulumi["comment-on-pr"] is True
@@ -218,13 +220,18 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     cloud = uses(job, "pulumi/auth-actions")
     assert cloud["id"] == "pulumi-cloud" and cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
     assert cloud["with"]["organization"] == "${{ vars.PULUMI_ORGANIZATION }}"
-    assert cloud["with"]["requested-token-type"] == "urn:pulumi:token-type:access_token:organization"
+    if job_name == "preview":  # a team or personal token, never the organization's (tests below)
+        assert cloud["with"]["scope"] == "${{ vars.PULUMI_PREVIEW_SCOPE }}"
+        secret = "PULUMI_PREVIEW_ACCESS_TOKEN"
+    else:
+        assert cloud["with"]["requested-token-type"] == "urn:pulumi:token-type:access_token:organization"
+        secret = "PULUMI_ACCESS_TOKEN"
     assert int(cloud["with"]["token-expiration"]) >= job["timeout-minutes"] * 60, "the Pulumi token outlives the job"
     pulumi = uses(job, "pulumi/actions")
     assert pulumi["with"]["cloud-url"] == "${{ steps.backend.outputs.cloud-url }}"
     assert pulumi["with"]["secrets-provider"] == "${{ steps.backend.outputs.secrets-provider }}"
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
-        "${{ steps.pulumi-cloud.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}")
+        "${{ steps.pulumi-cloud.outputs.pulumi-access-token || secrets.%s }}" % secret)
     assert job["permissions"]["id-token"] == "write"  # Pulumi's OIDC exchange as well as Azure's
     setup = uses(job, "actions/setup-python")
     assert index(job, backend) < index(job, cloud) < index(job, setup) < index(job, pulumi), "fail fast"
@@ -330,7 +337,7 @@ def evaluate(expression: str, context: dict) -> bool:
 def event(head_repository: str) -> dict:
     return {"github": {"repository": "acme/aks-gpu-observability",
                        "event": {"pull_request": {"head": {"repo": {"full_name": head_repository}}}}},
-            "vars": {"AZURE_CLIENT_ID": "0b9f5c3e-8d1a-4a57-9c1e-2f6a7d4b3c21"}}
+            "vars": {"AZURE_PREVIEW_CLIENT_ID": "0b9f5c3e-8d1a-4a57-9c1e-2f6a7d4b3c21"}}
 
 
 FORK, BRANCH = event("someone/aks-gpu-observability"), event("acme/aks-gpu-observability")
@@ -358,8 +365,8 @@ def test_a_fork_pull_request_gets_the_plan_in_the_summary_and_no_comment():
 
 
 def test_the_condition_evaluator_reads_what_it_is_given():
-    assert evaluate("vars.AZURE_CLIENT_ID != ''", BRANCH) is True
-    assert evaluate("vars.AZURE_CLIENT_ID != ''", {"vars": {}}) is False
+    assert evaluate("vars.AZURE_PREVIEW_CLIENT_ID != ''", BRANCH) is True
+    assert evaluate("vars.AZURE_PREVIEW_CLIENT_ID != ''", {"vars": {}}) is False
     assert evaluate("github.repository == 'acme/aks-gpu-observability'", FORK) is True
 
 
@@ -861,3 +868,188 @@ def test_a_stack_file_that_agrees_or_names_no_grafana_passes(tmp_path):
                                                         {"stack": "other", "grafana": "rg-obs/AMG-real"}]}, files)
     assert done.returncode == 0, done.stderr
     assert grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["dev", "other"]}]
+
+
+# --- Branch code must not hold production's keys (security review) ---------------------------------------------
+# A pull request's own code (requirements.txt, scripts/ci/*.sh, __main__.py) runs in every job a pull_request event
+# starts, and in every job of a reusable workflow such a job calls. None of them may reach a production credential.
+# These checks are a lint of this repository's files; the boundary itself is GitHub's (the `production` environment's
+# deployment branch policy, main only) and Entra's (the production app trusts only `environment:production`), as
+# docs/platform.md ("Identities") says: a branch can edit its own copy of these workflows.
+PR_TRIGGERS = {"pull_request", "pull_request_target"}
+PRODUCTION_MARKS = [
+    (re.compile(r"vars\.AZURE_CLIENT_ID(?!\w)"), "the production Azure identity vars.AZURE_CLIENT_ID"),
+    (re.compile(r"secrets\.PULUMI_ACCESS_TOKEN(?!\w)"), "the production Pulumi token secrets.PULUMI_ACCESS_TOKEN"),
+    (re.compile(r"access_token:organization"), "a Pulumi organization (admin) token"),
+]
+MAIN_ONLY = "github.ref == 'refs/heads/main'"
+
+
+def all_workflows() -> dict[str, dict]:
+    return {path.name: load(path.name) for path in sorted(WORKFLOWS.glob("*.y*ml"))}
+
+
+def triggers(document: dict) -> set[str]:
+    on = document["on"]
+    return {on} if isinstance(on, str) else set(on)
+
+
+def environment_name(job: dict) -> str | None:
+    environment = job.get("environment")
+    return environment.get("name") if isinstance(environment, dict) else environment
+
+
+def called(job: dict) -> str | None:
+    """The file name of the local reusable workflow a job calls (``uses: ./.github/workflows/<name>``), if any."""
+    target = job.get("uses", "")
+    return target.rsplit("/", 1)[1] if target.startswith("./.github/workflows/") else None
+
+
+def production_reach(workflows: dict[str, dict], name: str, job_name: str, seen=None) -> list[str]:
+    """What production credential job ``job_name`` of workflow ``name`` can reach, itself or through the reusable
+    workflows it calls (recursively): a list of findings, empty when none."""
+    seen = set() if seen is None else seen
+    if (name, job_name) in seen:
+        return []
+    seen.add((name, job_name))
+    job = workflows[name]["jobs"][job_name]
+    where = f"{name} job {job_name}"
+    found = []
+    if environment_name(job) == "production":
+        found.append(f"{where}: environment production")
+    text = yaml.safe_dump(job)
+    found += [f"{where}: {what}" for pattern, what in PRODUCTION_MARKS if pattern.search(text)]
+    target = called(job)
+    if target is not None:
+        if job.get("secrets") == "inherit":
+            found.append(f"{where}: secrets: inherit to {target}")
+        for inner in workflows[target]["jobs"]:
+            found += production_reach(workflows, target, inner, seen)
+    return found
+
+
+def pull_request_reach(workflows: dict[str, dict]) -> list[str]:
+    """Every production credential a job started by a pull request event can reach; a pull_request_target trigger is
+    refused outright (it runs with the base repository's secrets, and a job that checks out the head runs its code)."""
+    found = []
+    for name, document in workflows.items():
+        if "pull_request_target" in triggers(document):
+            found.append(f"{name}: on pull_request_target is refused")
+        if triggers(document) & PR_TRIGGERS:
+            for job_name in document["jobs"]:
+                found += production_reach(workflows, name, job_name)
+    return found
+
+
+def test_no_job_that_runs_pull_request_code_can_reach_a_production_credential():
+    assert pull_request_reach(all_workflows()) == []
+
+
+def test_the_reach_check_sees_through_reusable_workflows_and_refuses_pull_request_target():
+    """The checker on made-up workflows: a pull request job calling the deploy workflow (with secrets: inherit), or
+    naming the production identity, is found; a pull_request_target trigger is refused even with harmless jobs."""
+    production = {"on": {"workflow_call": {}}, "jobs": {"up": {"environment": "production", "steps": [{"run": "true"}]}}}
+    harmless = {"steps": [{"run": "true"}]}
+    workflows = {"prod.yml": production,
+                 "a.yml": {"on": {"pull_request": {}}, "jobs": {"call": {"uses": "./.github/workflows/prod.yml",
+                                                                         "secrets": "inherit"}}},
+                 "b.yml": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ vars.AZURE_CLIENT_ID }}"}, **harmless}}},
+                 "c.yml": {"on": {"pull_request_target": {}}, "jobs": {"ok": harmless}},
+                 "d.yml": {"on": {"pull_request": {}}, "jobs": {"y": {"env": {"C": "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"},
+                                                                     **harmless}}}}
+    found = pull_request_reach(workflows)
+    assert "a.yml job call: secrets: inherit to prod.yml" in found and "prod.yml job up: environment production" in found
+    assert "b.yml job x: the production Azure identity vars.AZURE_CLIENT_ID" in found
+    assert "c.yml: on pull_request_target is refused" in found
+    assert not [f for f in found if f.startswith("d.yml")], "the preview identity is not production's"
+
+
+def test_no_workflow_is_triggered_by_pull_request_target():
+    """pull_request_target runs in the base repository's context, with its secrets and an id-token, for pull requests
+    from forks too; none of this repository's workflows may use it."""
+    for name, document in all_workflows().items():
+        assert "pull_request_target" not in triggers(document), name
+
+
+def callers(workflows: dict[str, dict], target: str) -> list[str]:
+    return [name for name, document in workflows.items()
+            for job in document["jobs"].values() if called(job) == target]
+
+
+def main_only_guard(job: dict) -> dict | None:
+    """The job's main-only guard: its first step, failing unless the run's ref is refs/heads/main."""
+    first = steps(job)[0] if steps(job) else {}
+    if first.get("env", {}).get("REF") == "${{ github.ref }}" and "refs/heads/main" in first.get("run", ""):
+        return first
+    return None
+
+
+def test_every_production_job_is_guarded_to_main_and_never_runs_for_a_pull_request():
+    """environment: production only for main: its first step fails unless github.ref is refs/heads/main (for
+    workflow_dispatch from another branch, a schedule, and a workflow_call whose caller ran elsewhere: github.ref is
+    the caller's), or the job's own if: requires it; the workflow, and every workflow that calls it, has no pull request
+    trigger."""
+    workflows = all_workflows()
+    guarded = 0
+    for name, document in workflows.items():
+        for job_name, job in document["jobs"].items():
+            if environment_name(job) != "production":
+                continue
+            guarded += 1
+            assert main_only_guard(job) is not None or MAIN_ONLY in str(job.get("if", "")), f"{name} job {job_name}"
+            assert not triggers(document) & PR_TRIGGERS, name
+            for caller in callers(workflows, name):
+                assert not triggers(workflows[caller]) & PR_TRIGGERS, (caller, name)
+    assert guarded == 2  # deploy-stacks.yml up, drift.yml check
+
+
+@pytest.mark.parametrize("ref,passes", [("refs/heads/main", True), ("refs/heads/feature", False),
+                                        ("refs/pull/7/merge", False), ("refs/tags/v1", False), ("", False)])
+def test_the_main_only_guard_step_fails_off_main(tmp_path, ref, passes):
+    """Each guard step's script, run as the runner would (bash -e), with the ref GitHub would give it."""
+    workflows = all_workflows()
+    guards = [main_only_guard(job) for document in workflows.values() for job in document["jobs"].values()
+              if environment_name(job) == "production"]
+    assert guards and all(guards)
+    for guard in guards:
+        done = subprocess.run(["bash", "-e", "-c", guard["run"]], env={"PATH": os.environ["PATH"], "REF": ref},
+                              capture_output=True, text=True, timeout=30)
+        assert (done.returncode == 0) is passes, (ref, done.stdout, done.stderr)
+        if not passes:
+            assert "production" in done.stdout + done.stderr and "main" in done.stdout + done.stderr
+
+
+def test_the_preview_job_uses_only_the_preview_identity():
+    """The pull request's preview signs in as the preview identity (Reader and what a preview reads; federated for
+    environment:preview only), and to Pulumi Cloud with a team or personal token that can read stacks, never the
+    organization's admin token or the production secret."""
+    preview = load("pr.yml")["jobs"]["preview"]
+    assert environment_name(preview) == "preview"
+    assert "vars.AZURE_PREVIEW_CLIENT_ID != ''" in preview["if"] and "AZURE_CLIENT_ID " not in preview["if"]
+    assert preview["env"]["ARM_CLIENT_ID"] == "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"
+    assert uses(preview, "azure/login")["with"]["client-id"] == "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"
+    cloud = uses(preview, "pulumi/auth-actions")["with"]
+    assert "organization" not in cloud["requested-token-type"]
+    assert "access_token:team" in cloud["requested-token-type"] and "access_token:personal" in cloud["requested-token-type"]
+    assert cloud["scope"] == "${{ vars.PULUMI_PREVIEW_SCOPE }}"
+    assert set(re.findall(r"secrets\.(\w+)", yaml.safe_dump(preview))) == {"PULUMI_PREVIEW_ACCESS_TOKEN"}
+    assert preview["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
+
+
+def test_id_token_write_only_where_a_job_signs_in():
+    """No workflow grants id-token: write to all its jobs; a job has it only when it signs in with OIDC itself (in an
+    environment whose federated credential names it) or calls a reusable workflow that does."""
+    workflows = all_workflows()
+    for name, document in workflows.items():
+        assert "id-token" not in (document.get("permissions") or {}), name
+        for job_name, job in document["jobs"].items():
+            if (job.get("permissions") or {}).get("id-token") != "write":
+                continue
+            target = called(job)
+            if target is not None:
+                assert any((j.get("permissions") or {}).get("id-token") == "write"
+                           for j in workflows[target]["jobs"].values()), (name, job_name)
+                continue
+            assert environment_name(job) in {"preview", "production"}, (name, job_name)
+            assert any(s.get("uses", "").startswith(("azure/login@", "pulumi/auth-actions@")) for s in steps(job)), (
+                name, job_name)
