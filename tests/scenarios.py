@@ -63,14 +63,40 @@ def pls(state: str = "Succeeded", connections: Optional[list] = None, frontend: 
     }}
 
 
-def connection(endpoint_name: str, status: str, guid: str = "f072a430-2d82-4470-ab30-d23fcfee58d1") -> dict:
+#: The subscription Grafana's managed private endpoints live in, as the stand-in has it (not documented: docs/security.md).
+MANAGED_SUB = "00000000-1111-2222-3333-444444444444"
+#: A stranger's subscription: anyone who knows the PLS alias may ask for a connection from it (visibility ``*``).
+ATTACKER_SUB = "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d"
+#: This stack's approval nonce (a secret: components/grafana_private_link.py) and the marker derived from it.
+NONCE = "5f1c0e9a7b3d4c2e8f6a1b0c9d8e7f6a"
+MARKER = "c0ffee15deadbeef"
+#: What Grafana's managed private endpoint asks with: its requestMessage, which carries the nonce.
+REQUEST = f"Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev (aks-gpu-observability {NONCE})"
+APPROVED_BY_US = f"Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability (approval {MARKER})"
+
+
+def connection(endpoint_name: str, status: str, guid: str = "f072a430-2d82-4470-ab30-d23fcfee58d1",
+               subscription: str = MANAGED_SUB, description: Optional[str] = None) -> dict:
+    """A connection on the PLS from private endpoint ``endpoint_name`` in ``subscription``. Its description: while
+    Pending, what the endpoint asked with (Grafana's: :data:`REQUEST`); once the PLS owner acted, what the owner wrote
+    (ours: :data:`APPROVED_BY_US`). Default: ours, as the status says."""
     name = f"{endpoint_name}.{guid}"
+    if description is None:
+        description = APPROVED_BY_US if status == "Approved" else REQUEST if status == "Pending" else ""
     return {
         "id": f"{PLS_ID}/privateEndpointConnections/{name}",
         "name": name,
-        "privateEndpoint": {"id": f"/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"},
-        "privateLinkServiceConnectionState": {"status": status, "description": "", "actionsRequired": "None"},
+        "privateEndpoint": {"id": f"/subscriptions/{subscription}/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"},
+        "privateLinkServiceConnectionState": {"status": status, "description": description, "actionsRequired": "None"},
     }
+
+
+def stranger(status: str = "Pending", guid: str = "0badc0de-2d82-4470-ab30-d23fcfee58d1", description: str = "please approve") -> dict:
+    """A connection from a private endpoint named like ours in another subscription (attacker-rg), which does not know
+    the nonce."""
+    c = connection(OURS, status, guid, ATTACKER_SUB, description)
+    c["privateEndpoint"]["id"] = c["privateEndpoint"]["id"].replace("managed-rg", "attacker-rg")
+    return c
 
 
 def mpe(status: Optional[str], ip: Optional[str]) -> dict:
@@ -91,7 +117,18 @@ WAIT_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "TIMEOUT
             "LOAD_BALANCER_SCOPE": LB_SCOPE, "OWNER_SERVICE": "gadget/pyroscope", **FAST}
 APPROVE_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "PRIVATE_ENDPOINT_NAME": OURS,
                "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
-               "TIMEOUT_SECONDS": "60", **FAST}
+               "APPROVAL_NONCE": NONCE, "APPROVAL_MARKER": MARKER, "TIMEOUT_SECONDS": "60", **FAST}
+#: The approval's rules: 0 reads one connection's description from the PLS just listed, 1 lists the connections, 2 the
+#: approval, 3 a rejection.
+DESCRIBE = SHOW + ["privateLinkServiceConnectionState.description"]
+APPROVE_OK = APPROVE + ["--connection-status", "Approved"]
+REJECT = APPROVE + ["--connection-status", "Rejected"]
+
+
+def approval_rules(shows: list, approvals: Optional[list] = None, rejections: Optional[list] = None) -> list:
+    return [{"match": DESCRIBE, "responses": [{"last_of": 1}]}, {"match": SHOW, "responses": shows},
+            {"match": APPROVE_OK, "responses": approvals or [{"json": {}}]},
+            {"match": REJECT, "responses": rejections or [{"json": {}}]}]
 REFRESH_ENV = {"GRAFANA_ID": GRAFANA_ID, "MPE_NAME": "pyroscope-mpe", "API_VERSION": "2024-10-01",
                "TIMEOUT_SECONDS": "60", **FAST}
 
@@ -213,6 +250,13 @@ SCENARIOS = [
                                             pls(connections=[connection(OURS, "Approved")])]},
               {"match": APPROVE, "responses": [{"exit": 1, "stderr": "ERROR: (AnotherOperationInProgress) Another operation on this or dependent resource is in progress."}, {"json": {}}]}],
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["approval deferred"], calls={0: 3, 1: 2}),
+    # The security finding: a stranger who knows the PLS alias makes, in their own subscription, a private endpoint named
+    # like Grafana's. Before the fix it was approved (exit 0). Now it is rejected, never approved.
+    Scenario("stranger-same-name-is-rejected-not-approved", "approve_private_endpoint_connection.sh",
+             {**APPROVE_ENV, "TIMEOUT_SECONDS": "1"},
+             approval_rules([pls(connections=[stranger()]), pls(connections=[stranger("Rejected", description="x")])]),
+             exit=1, stderr_has=["no connection from private endpoint " + OURS + " was approved on pyroscope-pls within 1s"],
+             calls={2: 0, 3: 1}, max_seconds=10),
     Scenario("refresh-409-twice-then-ok", "refresh_managed_private_endpoints.sh", REFRESH_ENV,
              [{"match": REFRESH, "responses": [CONFLICT, CONFLICT, {"stdout": ""}]},
               {"match": GET_MPE, "responses": [mpe("Approved", "10.0.4.36")]}],

@@ -42,6 +42,16 @@ def test_only_our_connection_is_ever_named_in_an_approval(scenario_results):
     assert argv[argv.index("--connection-status") + 1] == "Approved"
 
 
+def test_a_strangers_same_name_connection_is_never_approved(scenario_results):
+    """The security finding: a private endpoint named like Grafana's, in another subscription (attacker-rg), which
+    does not carry this stack's nonce. The approval used to match the name only and approved it."""
+    result = scenario_results["stranger-same-name-is-rejected-not-approved"]
+    updates = [c["argv"] for c in result.calls if c["argv"][:4] == ["network", "private-link-service", "connection", "update"]]
+    assert not [argv for argv in updates if argv[argv.index("--connection-status") + 1] == "Approved"], updates
+    assert [argv[argv.index("--connection-status") + 1] for argv in updates] == ["Rejected"], updates
+    assert f"in subscription {scenarios.ATTACKER_SUB}" in result.stderr, result.stderr
+
+
 def test_scripts_print_no_tokens_and_use_only_az():
     """The scripts call az and shell built-ins/coreutils only: no curl, kubectl or token handling."""
     for path in sorted(scenarios.ROOT.glob("scripts/*.sh")):
