@@ -52,6 +52,27 @@ def test_a_strangers_same_name_connection_is_never_approved(scenario_results):
     assert f"in subscription {scenarios.ATTACKER_SUB}" in result.stderr, result.stderr
 
 
+def test_the_approval_nonce_is_never_printed_nor_on_a_command_line(scenario_results):
+    """The nonce is a secret: no approval scenario prints it (stdout, stderr) or passes it to az as an argument (a
+    command line is visible to every local user); the marker, an HMAC of it, may be written."""
+    seen = 0
+    for scenario in SCENARIOS:
+        if scenario.script != "approve_private_endpoint_connection.sh":
+            continue
+        result = scenario_results[scenario.name]
+        assert scenarios.NONCE not in result.stdout + result.stderr, scenario.name
+        for call in result.calls:
+            assert not any(scenarios.NONCE in arg for arg in call["argv"]), (scenario.name, call["argv"])
+        seen += 1
+    assert seen >= 15
+
+
+def test_a_re_run_after_approval_writes_nothing(scenario_results):
+    result = scenario_results["already-approved"]
+    assert result.returncode == 0
+    assert [c["argv"][:4] for c in result.calls if c["argv"][:4] == ["network", "private-link-service", "connection", "update"]] == []
+
+
 def test_scripts_print_no_tokens_and_use_only_az():
     """The scripts call az and shell built-ins/coreutils only: no curl, kubectl or token handling."""
     for path in sorted(scenarios.ROOT.glob("scripts/*.sh")):
