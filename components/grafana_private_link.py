@@ -162,7 +162,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
-        # The approval nonce (docs/security.md): only this stack and the PLS owner see it, in the MPE's requestMessage.
+        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"): only this stack and the PLS owner see it, in the MPE's requestMessage.
         nonce_step = local.Command(
             f"{name}-approval-nonce",
             create=NONCE_COMMAND,

@@ -2,7 +2,7 @@
 # Approve exactly the private endpoint connection that this stack's Grafana managed private endpoint (MPE) created on the
 # private link service, and no other. Prints the connection's name. Waits (bounded) for the connection to appear.
 #
-# Which connection is ours (docs/security.md): its privateEndpoint.id ends with /PRIVATE_ENDPOINT_NAME (Grafana names it
+# Which connection is ours (docs/how-it-works.md, "Whose connection is approved"): its privateEndpoint.id ends with /PRIVATE_ENDPOINT_NAME (Grafana names it
 # grafana-<grafanaName>-<mpeName>) AND it proves it comes from this stack's MPE. A name proves nothing: with PLS
 # visibility '*' anyone who knows the PLS alias can make, in their own subscription, a private endpoint of that name.
 # The proof: the MPE's requestMessage carries APPROVAL_NONCE (a per-stack Pulumi secret), which the PLS owner sees while

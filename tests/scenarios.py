@@ -63,7 +63,7 @@ def pls(state: str = "Succeeded", connections: Optional[list] = None, frontend: 
     }}
 
 
-#: The subscription Grafana's managed private endpoints live in, as the stand-in has it (not documented: docs/security.md).
+#: The subscription Grafana's managed private endpoints live in, as the stand-in has it (not documented: docs/how-it-works.md).
 MANAGED_SUB = "00000000-1111-2222-3333-444444444444"
 #: A stranger's subscription: anyone who knows the PLS alias may ask for a connection from it (visibility ``*``).
 ATTACKER_SUB = "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d"
