@@ -26,8 +26,10 @@
 # TIMEOUT_SECONDS; optional POLL_INITIAL_SECONDS, POLL_MAX_SECONDS.
 # Mirrors: PUT .../privateLinkServices/{pls}/privateEndpointConnections/{name} with
 # privateLinkServiceConnectionState.status=Approved or Rejected (az network private-link-service connection update;
-# azure-cli 2.91.0 aaz network/private_link_service/connection/_update.py: --connection-status Approved, Rejected or
-# Removed, a plain PUT, 200, output flattened). The PUT's own answer ends the step when it says Approved.
+# Azure/azure-cli src/azure-cli/azure/cli/command_modules/network/aaz/latest/network/private_link_service/connection/
+# _update.py @ 32fa2ae5: --connection-status Approved, Rejected or
+# Removed (help text; a free string); it GETs the connection and PUTs it back with the new state, 200, output
+# flattened). The PUT's own answer ends the step when it says Approved.
 set -euo pipefail
 STEP=approve-private-endpoint-connection
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
