@@ -488,7 +488,12 @@ def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why(
     provider = diff.step("aks")
     assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
     assert any("has no fingerprint for this secret" in r for r in provider.reasons)
-    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+    # So does the MPE's requestMessage, which carries the approval nonce (create-only: a replacement, and the approval
+    # and refresh with it).
+    mpe = diff.step("grafana-private-link-mpe")
+    assert mpe.op == "replace" and any("has no fingerprint for this secret" in r for r in mpe.reasons), mpe.reasons
+    assert {s.name for s in diff.steps if s.op != "same"} == {
+        "aks", "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
 
 
 def test_secret_fingerprints_are_keyed_per_machine(tmp_path, monkeypatch):
