@@ -249,7 +249,7 @@ SCENARIOS = [
     # like Grafana's. Before the fix it was approved (exit 0). Now it is rejected, never approved.
     Scenario("stranger-same-name-is-rejected-not-approved", "approve_private_endpoint_connection.sh",
              {**APPROVE_ENV, "TIMEOUT_SECONDS": "1"},
-             approval_rules([pls(connections=[stranger()]), pls(connections=[stranger("Rejected", description="x")])]),
+             approval_rules([pls(connections=[stranger()]), pls(connections=[stranger("Rejected", description=REJECTED_BY_US)])]),
              exit=1, stderr_has=["no connection from private endpoint " + OURS + " was approved on pyroscope-pls within 1s"],
              calls={2: 0, 3: 1}, max_seconds=10),
     # ... before Grafana's: rejected, then ours approved once it comes (the rejected one, with our rejection, is ignored).

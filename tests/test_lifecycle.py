@@ -525,7 +525,9 @@ def test_a_base_plan_from_another_machine_shows_secrets_as_changed_and_says_why(
     provider = diff.step("aks")
     assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
     assert any("keyed on another machine" in r for r in provider.reasons), provider.reasons
-    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+    # The MPE's requestMessage (it carries the approval nonce) is a secret too: replaced, with the approval and refresh.
+    assert {s.name for s in diff.steps if s.op != "same"} == {
+        "aks", "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
     assert any("keyed on another machine" in w for w in plan_diff._warnings(base, head))
 
 
