@@ -35,16 +35,42 @@ in a preview while the MPE is being created), so the approval is replaced, and t
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass, field
 from typing import Optional
 
 import pulumi
 from pulumi_azure_native import dashboard, network
+from pulumi_command import local
 
 from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
 PYROSCOPE_PORT = 4040
+
+
+#: The approval nonce: 16 random bytes as 32 hex digits, made once by a local command whose stdout Pulumi keeps in the
+#: state (as a secret) and never runs again (no triggers, no update: pulumi-command v1.2.1 runs ``create`` once; its
+#: Read keeps the state). Nothing here depends on a script file, so no edit of the scripts makes a new one.
+NONCE_COMMAND = "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
+#: The Network REST spec restricts a private endpoint's requestMessage to 140 characters (Azure/azure-rest-api-specs
+#: specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateEndpoint.json
+#: ``PrivateLinkServiceConnectionProperties.requestMessage``); Grafana's MPE passes its own on (not verified: its spec,
+#: dashboard 2024-10-01 grafana.json, gives no limit), so the message is kept within it.
+REQUEST_MESSAGE_LIMIT = 140
+
+
+def approval_marker(nonce: str) -> str:
+    """What the approval writes into its description so a re-run knows the connection it approved: an HMAC-SHA256 of a
+    fixed text under the nonce, 16 hex digits. It tells nothing of the nonce, so it need not be secret."""
+    return hmac.new(nonce.encode(), b"aks-gpu-observability approved connection", hashlib.sha256).hexdigest()[:16]
+
+
+def request_message(text: str, nonce: str) -> str:
+    """The MPE's requestMessage: ``text`` (shortened if need be) and the nonce, within :data:`REQUEST_MESSAGE_LIMIT`."""
+    tail = f" (aks-gpu-observability {nonce})"
+    return text[: REQUEST_MESSAGE_LIMIT - len(tail)] + tail
 
 
 class EmptyPrivateIpError(pulumi.RunError):
@@ -136,6 +162,15 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
+        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"): only this stack and the PLS owner see it, in the MPE's requestMessage.
+        nonce_step = local.Command(
+            f"{name}-approval-nonce",
+            create=NONCE_COMMAND,
+            logging=local.Logging.NONE,
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
+        )
+        nonce = pulumi.Output.secret(nonce_step.stdout)
+        marker = pulumi.Output.unsecret(nonce.apply(approval_marker))
         mpe = dashboard.ManagedPrivateEndpoint(
             f"{name}-mpe",
             managed_private_endpoint_name=args.managed_private_endpoint_name,
@@ -144,7 +179,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             location=args.grafana_location,
             private_link_resource_id=pls.id,
             private_link_resource_region=args.private_link_service_region,
-            request_message=args.request_message,
+            request_message=nonce.apply(lambda n: request_message(args.request_message, n)),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, replace_with=[args.release] if args.release else None,
                                         delete_before_replace=True),
@@ -157,6 +192,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 **pls_env,
                 "PRIVATE_ENDPOINT_NAME": args.private_endpoint_name,
                 "DESCRIPTION": f"Approved for Azure Managed Grafana {args.grafana_name} by aks-gpu-observability",
+                "APPROVAL_NONCE": nonce,
+                "APPROVAL_MARKER": marker,
                 "TIMEOUT_SECONDS": str(args.approval_timeout_seconds),
             },
             # The MPE's creation time: a new MPE, replaced or created anew under the same name (the same id), is a new

@@ -14,6 +14,9 @@ formatters, the library az prints through) or
 exits 2 with "fake az: no rule for ...", so an unexpected call fails the test.
 
 A response may also carry ``output_file`` (a path): its bytes are copied to the call's ``--output-file``.
+A response ``{last_of: N}`` answers with the response rule N gave last (a second read of the same resource within one
+poll, e.g. the approval step reading one connection's description from the PLS it has just listed: ARM answers both
+GETs from the same state); the call's own ``--query`` and ``--output`` then apply to it.
 Every call is appended to ``FAKE_AZ_LOG`` (JSON lines: argv, the rule index, and the JSON ``body`` read from
 ``--body @file``); per-rule counters live in ``FAKE_AZ_STATE``.
 
@@ -74,7 +77,14 @@ def _from_rules(argv: list[str]) -> tuple:
     with open(state_path, "w") as fh:
         json.dump(state, fh)
     responses = rules[index]["responses"]
-    return index, responses[min(count, len(responses) - 1)]
+    response = responses[min(count, len(responses) - 1)]
+    if "last_of" in response:
+        response = state.get("last", {}).get(str(response["last_of"]), {"exit": 2, "stderr": "fake az: nothing to repeat"})
+    else:
+        state.setdefault("last", {})[str(index)] = response
+    with open(state_path, "w") as fh:
+        json.dump(state, fh)
+    return index, response
 
 
 def _from_world(argv: list[str]) -> tuple:

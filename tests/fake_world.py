@@ -254,11 +254,20 @@ def delete_service_pls(world: dict, frontend: str, group: str, subscription: str
         del world["pls"][key]
 
 
-def connect(world: dict, pls_arm_id: str, endpoint_name: str) -> None:
-    """Grafana's MPE puts a Pending connection on the PLS (KeyError if there is no such PLS)."""
+def connect(world: dict, pls_arm_id: str, endpoint_name: str, request_message: str = "",
+            subscription: str = "00000000-1111-2222-3333-444444444444", resource_group: str = "managed-rg") -> None:
+    """A private endpoint puts a Pending connection on the PLS (KeyError if there is no such PLS): Grafana's MPE by
+    default (its subscription as the stand-in has it: which one Azure uses is not documented), or anyone's
+    (``subscription``, ``resource_group``: with visibility ``*`` anyone who knows the alias may ask). While Pending, the
+    connection's ``privateLinkServiceConnectionState.description`` is the endpoint's request message: the PLS owner
+    sees the consumer's message (MicrosoftDocs/azure-docs ``articles/private-link/manage-private-endpoint.md`` @
+    ``024c6fae``), and the PLS-side connection has no other free-text property (Azure/azure-rest-api-specs
+    ``specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateLinkService.json``
+    ``PrivateEndpointConnectionProperties``). Which field carries it is this stand-in's reading, not observed."""
     pls = world["pls"][pls_arm_id.lower()]
-    endpoint = f"/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"
-    pls["connections"].append({"name": f"{endpoint_name}.{uuid.uuid4()}", "endpoint": endpoint, "status": "Pending"})
+    endpoint = f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"
+    pls["connections"].append({"name": f"{endpoint_name}.{uuid.uuid4()}", "endpoint": endpoint, "status": "Pending",
+                               "description": request_message})
 
 
 def disconnect(world: dict, endpoint_name: str) -> None:

@@ -264,7 +264,7 @@ class Deployment:
             endpoint = f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}"
             grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
             try:
-                fake_world.connect(world, inputs["privateLinkResourceId"], endpoint)
+                fake_world.connect(world, inputs["privateLinkResourceId"], endpoint, inputs.get("requestMessage") or "")
             except KeyError:
                 raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
             world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {

@@ -63,14 +63,41 @@ def pls(state: str = "Succeeded", connections: Optional[list] = None, frontend: 
     }}
 
 
-def connection(endpoint_name: str, status: str, guid: str = "f072a430-2d82-4470-ab30-d23fcfee58d1") -> dict:
+#: The subscription Grafana's managed private endpoints live in, as the stand-in has it (not documented: docs/how-it-works.md).
+MANAGED_SUB = "00000000-1111-2222-3333-444444444444"
+#: A stranger's subscription: anyone who knows the PLS alias may ask for a connection from it (visibility ``*``).
+ATTACKER_SUB = "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d"
+#: This stack's approval nonce (a secret: components/grafana_private_link.py) and the marker derived from it.
+NONCE = "5f1c0e9a7b3d4c2e8f6a1b0c9d8e7f6a"
+MARKER = "c0ffee15deadbeef"
+#: What Grafana's managed private endpoint asks with: its requestMessage, which carries the nonce.
+REQUEST = f"Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev (aks-gpu-observability {NONCE})"
+REJECTED_BY_US = f"Rejected by aks-gpu-observability: not from the managed private endpoint {OURS} of this stack"
+APPROVED_BY_US = f"Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability (approval {MARKER})"
+
+
+def connection(endpoint_name: str, status: str, guid: str = "f072a430-2d82-4470-ab30-d23fcfee58d1",
+               subscription: str = MANAGED_SUB, description: Optional[str] = None) -> dict:
+    """A connection on the PLS from private endpoint ``endpoint_name`` in ``subscription``. Its description: while
+    Pending, what the endpoint asked with (Grafana's: :data:`REQUEST`); once the PLS owner acted, what the owner wrote
+    (ours: :data:`APPROVED_BY_US`). Default: ours, as the status says."""
     name = f"{endpoint_name}.{guid}"
+    if description is None:
+        description = APPROVED_BY_US if status == "Approved" else REQUEST if status == "Pending" else ""
     return {
         "id": f"{PLS_ID}/privateEndpointConnections/{name}",
         "name": name,
-        "privateEndpoint": {"id": f"/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"},
-        "privateLinkServiceConnectionState": {"status": status, "description": "", "actionsRequired": "None"},
+        "privateEndpoint": {"id": f"/subscriptions/{subscription}/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"},
+        "privateLinkServiceConnectionState": {"status": status, "description": description, "actionsRequired": "None"},
     }
+
+
+def stranger(status: str = "Pending", guid: str = "0badc0de-2d82-4470-ab30-d23fcfee58d1", description: str = "please approve") -> dict:
+    """A connection from a private endpoint named like ours in another subscription (attacker-rg), which does not know
+    the nonce."""
+    c = connection(OURS, status, guid, ATTACKER_SUB, description)
+    c["privateEndpoint"]["id"] = c["privateEndpoint"]["id"].replace("managed-rg", "attacker-rg")
+    return c
 
 
 def mpe(status: Optional[str], ip: Optional[str]) -> dict:
@@ -91,7 +118,18 @@ WAIT_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "TIMEOUT
             "LOAD_BALANCER_SCOPE": LB_SCOPE, "OWNER_SERVICE": "gadget/pyroscope", **FAST}
 APPROVE_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "PRIVATE_ENDPOINT_NAME": OURS,
                "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
-               "TIMEOUT_SECONDS": "60", **FAST}
+               "APPROVAL_NONCE": NONCE, "APPROVAL_MARKER": MARKER, "TIMEOUT_SECONDS": "60", **FAST}
+#: The approval's rules: 0 reads one connection's description from the PLS just listed, 1 lists the connections, 2 the
+#: approval, 3 a rejection.
+DESCRIBE = SHOW + ["privateLinkServiceConnectionState.description"]
+APPROVE_OK = APPROVE + ["--connection-status", "Approved"]
+REJECT = APPROVE + ["--connection-status", "Rejected"]
+
+
+def approval_rules(shows: list, approvals: Optional[list] = None, rejections: Optional[list] = None) -> list:
+    return [{"match": DESCRIBE, "responses": [{"last_of": 1}]}, {"match": SHOW, "responses": shows},
+            {"match": APPROVE_OK, "responses": approvals or [{"json": {}}]},
+            {"match": REJECT, "responses": rejections or [{"json": {}}]}]
 REFRESH_ENV = {"GRAFANA_ID": GRAFANA_ID, "MPE_NAME": "pyroscope-mpe", "API_VERSION": "2024-10-01",
                "TIMEOUT_SECONDS": "60", **FAST}
 
@@ -160,59 +198,92 @@ SCENARIOS = [
              [{"match": SHOW, "responses": [pls(frontend=FRONTEND.replace("resourceGroups", "resourcegroups").upper())]}],
              stdout=PLS_ID + "\n", calls={0: 1}, stderr_has=["this cluster's (frontend"]),
     Scenario("two-pending-only-ours-approved", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [
+             approval_rules([
                  pls(connections=[connection("grafana-other-grafana-pyroscope-mpe", "Pending", "11111111-2d82-4470-ab30-d23fcfee58d1"),
                                   connection(OURS, "Pending")]),
                  pls(connections=[connection("grafana-other-grafana-pyroscope-mpe", "Pending", "11111111-2d82-4470-ab30-d23fcfee58d1"),
-                                  connection(OURS, "Approved")])]},
-              {"match": APPROVE + ["--name", f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1"], "responses": [{"json": {}}]}],
-             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={0: 2, 1: 1}),
+                                  connection(OURS, "Approved")])]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 2, 2: 1, 3: 0}),
     Scenario("approval-answer-ends-the-step", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS, "Pending")])]},
-              {"match": APPROVE, "responses": [{"json": connection(OURS, "Approved")}]}],
+             approval_rules([pls(connections=[connection(OURS, "Pending")])], [{"json": connection(OURS, "Approved")}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["is Approved"],
-             calls={0: 1, 1: 1}),
+             calls={0: 1, 1: 1, 2: 1}),
     Scenario("approval-answer-not-approved-is-read-back", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS, "Pending")]),
-                                            pls(connections=[connection(OURS, "Approved")])]},
-              {"match": APPROVE, "responses": [{"json": connection(OURS, "Pending")}]}],
+             approval_rules([pls(connections=[connection(OURS, "Pending")]), pls(connections=[connection(OURS, "Approved")])],
+                            [{"json": connection(OURS, "Pending")}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["answer: Pending", "reading it back"],
-             calls={0: 2, 1: 1}),
+             calls={1: 2, 2: 1}),
+    # A re-run after our approval: the description is ours (with the marker); nothing is written.
     Scenario("already-approved", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS, "Approved")])]},
-              {"match": APPROVE, "responses": [{"json": {}}]}],
-             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={0: 1}),
+             approval_rules([pls(connections=[connection(OURS, "Approved")])]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={0: 1, 1: 1, 2: 0, 3: 0}),
     Scenario("connection-appears-late", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=None), pls(connections=[]),
-                                            pls(connections=[connection(OURS, "Pending")]),
-                                            pls(connections=[connection(OURS, "Approved")])]},
-              {"match": APPROVE, "responses": [{"json": {}}]}],
-             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["no connection from " + OURS + " yet"],
-             calls={0: 4, 1: 1}),
+             approval_rules([pls(connections=None), pls(connections=[]), pls(connections=[connection(OURS, "Pending")]),
+                             pls(connections=[connection(OURS, "Approved")])]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["no connection from " + OURS + " with this stack's approval nonce yet"],
+             calls={1: 4, 2: 1}),
     Scenario("endpoint-id-casing-differs", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS.upper(), "Approved")])]}],
-             stdout=f"{OURS.upper()}.f072a430-2d82-4470-ab30-d23fcfee58d1\n"),
+             approval_rules([pls(connections=[connection(OURS.upper(), "Approved")])]),
+             stdout=f"{OURS.upper()}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={2: 0, 3: 0}),
     Scenario("similar-name-is-not-ours", "approve_private_endpoint_connection.sh", {**APPROVE_ENV, "TIMEOUT_SECONDS": "1"},
-             [{"match": SHOW, "responses": [pls(connections=[connection("x" + OURS, "Pending"),
-                                                             connection(OURS + "2", "Pending")])]},
-              {"match": APPROVE, "responses": [{"json": {}}]}],
+             approval_rules([pls(connections=[connection("x" + OURS, "Pending"), connection(OURS + "2", "Pending")])]),
              exit=1, stderr_has=["no connection from private endpoint " + OURS + " was approved on pyroscope-pls within 1s"],
-             calls={1: 0}, max_seconds=10),
+             calls={0: 0, 2: 0, 3: 0}, max_seconds=10),
     Scenario("ambiguous-refused", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS, "Pending"),
-                                                             connection(OURS, "Pending", "22222222-2d82-4470-ab30-d23fcfee58d1")])]},
-              {"match": APPROVE, "responses": [{"json": {}}]}],
-             exit=1, stderr_has=["2 connections on pyroscope-pls come from private endpoint " + OURS + "; refusing to guess"],
-             calls={1: 0}),
+             approval_rules([pls(connections=[connection(OURS, "Pending"),
+                                              connection(OURS, "Pending", "22222222-2d82-4470-ab30-d23fcfee58d1")])]),
+             exit=1, stderr_has=["2 connections on pyroscope-pls come from private endpoint " + OURS + " with this stack's approval nonce; refusing to guess"],
+             calls={2: 0, 3: 0}),
     Scenario("rejected-connection-explains", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS, "Rejected")])]}],
+             approval_rules([pls(connections=[connection(OURS, "Rejected")])]),
              exit=1, stderr_has=["is Rejected; a Rejected connection cannot be approved", "pulumi up --replace"]),
     Scenario("approval-conflict-retried", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             [{"match": SHOW, "responses": [pls(connections=[connection(OURS, "Pending")]),
-                                            pls(connections=[connection(OURS, "Pending")]),
-                                            pls(connections=[connection(OURS, "Approved")])]},
-              {"match": APPROVE, "responses": [{"exit": 1, "stderr": "ERROR: (AnotherOperationInProgress) Another operation on this or dependent resource is in progress."}, {"json": {}}]}],
-             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["approval deferred"], calls={0: 3, 1: 2}),
+             approval_rules([pls(connections=[connection(OURS, "Pending")]), pls(connections=[connection(OURS, "Pending")]),
+                             pls(connections=[connection(OURS, "Approved")])],
+                            [{"exit": 1, "stderr": "ERROR: (AnotherOperationInProgress) Another operation on this or dependent resource is in progress."}, {"json": {}}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", stderr_has=["approval deferred"], calls={1: 3, 2: 2}),
+    Scenario("approval-missing-nonce-refused", "approve_private_endpoint_connection.sh",
+             {k: v for k, v in APPROVE_ENV.items() if k != "APPROVAL_NONCE"}, [], exit=1,
+             stderr_has=["error: environment variable APPROVAL_NONCE is required"]),
+    # The security finding: a stranger who knows the PLS alias makes, in their own subscription, a private endpoint named
+    # like Grafana's. Before the fix it was approved (exit 0). Now it is rejected, never approved.
+    Scenario("stranger-same-name-is-rejected-not-approved", "approve_private_endpoint_connection.sh",
+             {**APPROVE_ENV, "TIMEOUT_SECONDS": "1"},
+             approval_rules([pls(connections=[stranger()]), pls(connections=[stranger("Rejected", description=REJECTED_BY_US)])]),
+             exit=1, stderr_has=["no connection from private endpoint " + OURS + " was approved on pyroscope-pls within 1s"],
+             calls={2: 0, 3: 1}, max_seconds=10),
+    # ... before Grafana's: rejected, then ours approved once it comes (the rejected one, with our rejection, is ignored).
+    Scenario("stranger-before-ours", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[stranger()]),
+                             pls(connections=[stranger("Rejected", description=REJECTED_BY_US)]),
+                             pls(connections=[stranger("Rejected", description=REJECTED_BY_US), connection(OURS, "Pending")])],
+                            [{"json": connection(OURS, "Approved")}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n",
+             stderr_has=[f"rejected connection {OURS}.0badc0de-2d82-4470-ab30-d23fcfee58d1 from private endpoint {OURS} "
+                         f"in subscription {ATTACKER_SUB}: its request does not carry this stack's approval nonce"],
+             calls={1: 3, 2: 1, 3: 1}),
+    # ... alongside Grafana's: both in one listing; the stranger rejected, ours approved.
+    Scenario("stranger-alongside-ours", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[stranger(), connection(OURS, "Pending")])],
+                            [{"json": connection(OURS, "Approved")}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 1, 2: 1, 3: 1}),
+    # ... after Grafana's was approved (a re-run): the stranger is rejected, ours left as it is.
+    Scenario("stranger-after-ours", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[connection(OURS, "Approved"), stranger()])]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 1, 2: 0, 3: 1},
+             stderr_has=[f"in subscription {ATTACKER_SUB}: its request does not carry"]),
+    # ... approved before the upgrade (by the name-only version of this step, whose description had no marker): rejected.
+    Scenario("stranger-approved-before-the-upgrade", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[stranger("Approved", description=APPROVE_ENV["DESCRIPTION"]), connection(OURS, "Pending")])],
+                            [{"json": connection(OURS, "Approved")}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={2: 1, 3: 1},
+             stderr_has=[f"in subscription {ATTACKER_SUB}: it was Approved without this stack's approval marker"]),
+    # A description that tries to forge rows (tab and line break; tsv does not escape them) forges nothing.
+    Scenario("stranger-description-cannot-forge-rows", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[
+                 stranger(description=f"x\n{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\t/subscriptions/{ATTACKER_SUB}/x/{OURS}\tPending"),
+                 connection(OURS, "Pending")])], [{"json": connection(OURS, "Approved")}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 1, 2: 1, 3: 1}),
     Scenario("refresh-409-twice-then-ok", "refresh_managed_private_endpoints.sh", REFRESH_ENV,
              [{"match": REFRESH, "responses": [CONFLICT, CONFLICT, {"stdout": ""}]},
               {"match": GET_MPE, "responses": [mpe("Approved", "10.0.4.36")]}],

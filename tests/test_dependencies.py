@@ -20,6 +20,8 @@ EDGES = {
         "(it runs nothing, so it adds no time)",
     ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
     ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
+    ("grafana-private-link-mpe", "grafana-private-link-approval-nonce"): "the approval nonce in its requestMessage",
+    ("grafana-private-link-approve-connection", "grafana-private-link-approval-nonce"): "the nonce (and its marker) it looks for",
     ("grafana-private-link-approve-connection", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
     ("grafana-private-link-refresh", "grafana-private-link-approve-connection"): "Grafana sees an approval only at a later refresh",
     ("grafana-private-link-refresh", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
@@ -94,4 +96,4 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
                 todo.append(name[dep])
     assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection", "grafana-private-link-mpe",
                     "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace",
-                    "pyroscope-private-link-identity"}
+                    "pyroscope-private-link-identity", "grafana-private-link-approval-nonce"}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 
 from components.config import ConfigError
-from components.grafana_private_link import EmptyPrivateIpError
+from components.grafana_private_link import (NONCE_COMMAND, REQUEST_MESSAGE_LIMIT, EmptyPrivateIpError, approval_marker,
+                                             request_message)
 from components.scripts import SCRIPTS, script_hash
 from tests.conftest import RELEASE
 from tools.offline import canned
@@ -38,7 +40,7 @@ def test_managed_private_endpoint_inputs(plan):
         "location": "eastus2",
         "privateLinkResourceId": PLS_ID,
         "privateLinkResourceRegion": "eastus2",
-        "requestMessage": "Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev",
+        "requestMessage": "[secret]",  # it carries the approval nonce (test_the_request_message_carries_the_nonce_the_approval_expects)
         "tags": {"managed-by": "aks-gpu-observability"},
     }
 
@@ -71,6 +73,8 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
     approval, mpe = command(p, "approve-connection"), p.one(MPE)
     assert approval.inputs["create"] == "bash scripts/approve_private_endpoint_connection.sh"
     assert approval.inputs["environment"] == {
+        "APPROVAL_MARKER": approval_marker(canned.approval_nonce("grafana-private-link-approval-nonce")),
+        "APPROVAL_NONCE": "[secret]",
         "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
         "PLS_NAME": "pyroscope-pls",
         "PLS_RESOURCE_GROUP": NODE_RG,
@@ -81,6 +85,29 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
     assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID, canned.CREATED_AT]
     assert mpe.outputs["systemData"]["createdAt"] == canned.CREATED_AT
     assert mpe.urn in approval.dependencies
+
+
+def test_the_request_message_carries_the_nonce_the_approval_expects(plan):
+    """One nonce per stack, made once (a command with no triggers: a re-run changes nothing), kept secret: in the MPE's
+    requestMessage (the PLS owner sees it) and in the approval's environment; the marker, an HMAC of it, is plain."""
+    from tools.offline.mock_engine import _reveal
+
+    p = plan()
+    nonce_step, approval, mpe = command(p, "approval-nonce"), command(p, "approve-connection"), p.one(MPE)
+    assert nonce_step.inputs["create"] == NONCE_COMMAND and "triggers" not in nonce_step.inputs
+    assert nonce_step.inputs["logging"] == "none" and "delete" not in nonce_step.inputs
+    nonce = canned.approval_nonce("grafana-private-link-approval-nonce")
+    message = _reveal(mpe.wire["requestMessage"])
+    assert message == f"Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev (aks-gpu-observability {nonce})"
+    assert _reveal(approval.wire["environment"])["APPROVAL_NONCE"] == nonce
+    assert "requestMessage" in mpe.secret_fingerprints and nonce not in json.dumps(p.to_json())
+
+
+def test_the_request_message_stays_within_the_private_endpoint_limit():
+    nonce = "0" * 32
+    long = request_message("Azure Managed Grafana " + "g" * 30 + " to Pyroscope on AKS cluster " + "c" * 63, nonce)
+    assert len(long) == REQUEST_MESSAGE_LIMIT and long.endswith(f"(aks-gpu-observability {nonce})")
+    assert approval_marker(nonce) != approval_marker("1" * 32) and nonce not in approval_marker(nonce)
 
 
 def test_refresh_command(plan):

@@ -488,7 +488,12 @@ def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why(
     provider = diff.step("aks")
     assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
     assert any("has no fingerprint for this secret" in r for r in provider.reasons)
-    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+    # So does the MPE's requestMessage, which carries the approval nonce (create-only: a replacement, and the approval
+    # and refresh with it).
+    mpe = diff.step("grafana-private-link-mpe")
+    assert mpe.op == "replace" and any("has no fingerprint for this secret" in r for r in mpe.reasons), mpe.reasons
+    assert {s.name for s in diff.steps if s.op != "same"} == {
+        "aks", "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
 
 
 def test_secret_fingerprints_are_keyed_per_machine(tmp_path, monkeypatch):
@@ -520,7 +525,9 @@ def test_a_base_plan_from_another_machine_shows_secrets_as_changed_and_says_why(
     provider = diff.step("aks")
     assert provider.op == "update" and provider.diffs == [{"path": "kubeconfig", "old": "[secret]", "new": "[secret]"}]
     assert any("keyed on another machine" in r for r in provider.reasons), provider.reasons
-    assert {s.name for s in diff.steps if s.op != "same"} == {"aks"}
+    # The MPE's requestMessage (it carries the approval nonce) is a secret too: replaced, with the approval and refresh.
+    assert {s.name for s in diff.steps if s.op != "same"} == {
+        "aks", "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
     assert any("keyed on another machine" in w for w in plan_diff._warnings(base, head))
 
 
@@ -1287,3 +1294,34 @@ def test_the_approval_of_a_connection_on_a_pls_that_is_not_there_is_a_404(group,
     answer = fake_world.answer(_approve(group, service, connection["name"]), world)
     assert answer["exit"] == 3 and "ResourceNotFound" in answer["stderr"] and service in answer["stderr"]
     assert connection["status"] == "Pending"
+
+
+def test_the_first_up_after_the_approval_nonce_replaces_the_endpoint_delete_first():
+    """A stack deployed before the approval nonce (docs/how-it-works.md, "Upgrading"): its state has no nonce step and a
+    plain requestMessage. The head creates the nonce, so the MPE's requestMessage (create-only in the dashboard REST
+    spec) changes: the offline diff predicts a delete-first replacement of the MPE, and the approval and refresh with
+    it, and no other change."""
+    head = run("dev").to_json()
+    base = copy.deepcopy(head)
+    nonce = next(r for r in base["resources"] if r["name"] == "grafana-private-link-approval-nonce")
+    base["resources"].remove(nonce)
+    for key in ("createOrder", "destroyOrder"):
+        if key in base:
+            base[key] = [u for u in base[key] if u != nonce["urn"]]
+    for r in base["resources"]:
+        r["dependencies"] = [d for d in r.get("dependencies", []) if d != nonce["urn"]]
+        r["propertyDependencies"] = {k: [d for d in v if d != nonce["urn"]] for k, v in (r.get("propertyDependencies") or {}).items()}
+        if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint":
+            r["inputs"]["requestMessage"] = "Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev"
+            base.get("secretFingerprints", {}).get(r["urn"], {}).pop("requestMessage", None)
+        if r["name"] == "grafana-private-link-approve-connection":
+            env = r["inputs"]["environment"]
+            env.pop("APPROVAL_NONCE"), env.pop("APPROVAL_MARKER")
+            base.get("secretFingerprints", {}).pop(r["urn"], None)
+    diff = plan_diff.compute(base, head)
+    mpe = diff.step("grafana-private-link-mpe")
+    assert mpe.op == "replace" and mpe.replace_order == "delete-first", (mpe.op, mpe.replace_order)
+    assert any(r.startswith("requestMessage: create-only") for r in mpe.reasons), mpe.reasons
+    assert diff.step("grafana-private-link-approval-nonce").op == "create"
+    changed = {s.name for s in diff.steps if s.op != "same"}
+    assert {"grafana-private-link-approve-connection", "grafana-private-link-refresh"} <= changed, changed

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from components import scripts as step_scripts
+from components.grafana_private_link import NONCE_COMMAND
 from tests import scenarios
 from tests.conftest import ROOT
 from tests.test_stack_inputs import PLATFORM, SECRET_CLUSTER
@@ -46,8 +47,12 @@ def test_with_secret_config_every_step_masks_it_and_logs_only_stderr(plan, monke
     p, extra = secret_plan(plan, monkeypatch)
     steps = [r for r in p.resources if r.type == COMMAND and "environment" in r.inputs]  # the script steps
     assert len(steps) == 6, [r.name for r in steps]
-    # The one command that runs no script (the PLS identity, `true`) prints nothing to mask.
-    assert [r.inputs["create"] for r in p.resources if r.type == COMMAND and "environment" not in r.inputs] == ["true"]
+    # The commands that run no script print nothing to mask: the PLS identity (`true`), and the approval nonce, which
+    # prints only the nonce, logs nothing (logging none) and keeps its stdout secret.
+    others = {r.name: r for r in p.resources if r.type == COMMAND and "environment" not in r.inputs}
+    assert sorted(r.inputs["create"] for r in others.values()) == sorted(["true", NONCE_COMMAND])
+    nonce = others["grafana-private-link-approval-nonce"]
+    assert nonce.inputs["logging"] == "none" and "stdout" in extra[nonce.name]
     for step in steps:
         assert step.inputs["environment"][step_scripts.MASK_VALUES] == "[secret]", step.name
         wire = step.wire["environment"][step_scripts.MASK_VALUES]
