@@ -7,6 +7,7 @@ import contextvars
 import inspect
 import importlib
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -668,3 +669,11 @@ def test_docs_create_the_pack_venv_before_any_policy_pack_command(doc):
     assert setup.group(1) == pack["runtime"]["options"]["virtualenv"]
     assert (ROOT / "policy" / "requirements.txt").exists()
 
+
+
+def test_the_readme_counts_the_pack_s_rules():
+    """The README's Policy pack paragraph says how many rules the pack has; it counts POLICIES (it said 12 while the
+    pack had 16)."""
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    said = re.search(r"\((\d+) rules:", readme)
+    assert said and int(said.group(1)) == len(rules.POLICIES), (said and said.group(1), len(rules.POLICIES))
