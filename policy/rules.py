@@ -335,8 +335,10 @@ def _visibility_production(args: ResourceValidationArgs, report: ReportViolation
     if pulumi.get_stack() in (args.get_config().get("allowedWildcardStacks") or []):
         return
     report(f"production stack {pulumi.get_stack()!r} exposes the private link service to every subscription "
-           "(azure-pls-visibility '*'); set privateLinkVisibility to your Grafana's subscription id(s), or allow-list "
-           "the stack in allowedWildcardStacks.")
+           "(azure-pls-visibility '*'); Azure does not document the subscription Grafana's managed private endpoints "
+           "come from, so narrowing may shut Grafana out: allow-list the stack in allowedWildcardStacks (the approval "
+           "step approves only the connection carrying the stack's nonce, docs/security.md), or set privateLinkVisibility "
+           "to subscription ids you have seen Grafana's connection come from.")
 
 
 private_link_visibility = ResourceValidationPolicy(
@@ -344,7 +346,7 @@ private_link_visibility = ResourceValidationPolicy(
     description="In a non-production stack, a private link service visible to every subscription ('*') is reported.",
     enforcement_level=EnforcementLevel.ADVISORY,
     validate=_visibility_advisory,
-    remediation_steps="Set privateLinkVisibility to the subscription id(s) of your Grafana workspace(s).",
+    remediation_steps="For production, allow-list the stack in private-link-visibility-production's allowedWildcardStacks, or set privateLinkVisibility to subscription ids Grafana's connection is known to come from (docs/security.md).",
 )
 
 private_link_visibility_production = ResourceValidationPolicy(
@@ -355,7 +357,7 @@ private_link_visibility_production = ResourceValidationPolicy(
     config_schema=PolicyConfigSchema(
         properties={"allowedWildcardStacks": {"type": "array", "items": {"type": "string"}, "default": []}}
     ),
-    remediation_steps="Set privateLinkVisibility to the subscription id(s) of your Grafana workspace(s), or add the stack to this policy's allowedWildcardStacks.",
+    remediation_steps="Add the stack to this policy's allowedWildcardStacks (the approval nonce guards a '*' PLS: docs/security.md), or set privateLinkVisibility to subscription ids Grafana's connection is known to come from (not documented by Azure).",
 )
 
 

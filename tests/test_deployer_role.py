@@ -205,3 +205,12 @@ def test_the_offline_check_reports_bad_input_in_one_line(capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("error: ") for line in lines), lines
     assert "clusterName" in lines[1]
+
+
+def test_a_stack_that_needs_an_action_left_out_on_purpose_is_not_covered(capsys):
+    """`kubeconfigCredentials: admin` needs listClusterAdminCredential, which the role leaves out on purpose: the check
+    said "the role covers every Azure resource" and exited 0 for such a stack, which the role alone cannot deploy."""
+    assert dr.main(["--set", "kubeconfigCredentials=admin"]) == 1
+    out = capsys.readouterr().out
+    assert "needs a grant outside the role" in out and "listClusterAdminCredential" in out
+    assert "the role covers" not in out

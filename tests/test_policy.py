@@ -212,7 +212,10 @@ def test_visibility_fail():
     assert check(rules.private_link_visibility, rules.RELEASE, wildcard)
     assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True, stack="prod-eu") == [
         "production stack 'prod-eu' exposes the private link service to every subscription (azure-pls-visibility '*'); "
-        "set privateLinkVisibility to your Grafana's subscription id(s), or allow-list the stack in allowedWildcardStacks."]
+        "Azure does not document the subscription Grafana's managed private endpoints come from, so narrowing may shut "
+        "Grafana out: allow-list the stack in allowedWildcardStacks (the approval step approves only the connection "
+        "carrying the stack's nonce, docs/security.md), or set privateLinkVisibility to subscription ids you have seen "
+        "Grafana's connection come from."]
     assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True,
                  config={"allowedWildcardStacks": ["other"]}, stack="prod-eu")
     assert rules.private_link_visibility.enforcement_level.value == "advisory"
