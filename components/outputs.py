@@ -28,5 +28,5 @@ CONTRACT: dict[str, tuple[type, str]] = {
     "pyroscopeDatasource": (dict, "the Pyroscope datasource as the stack sets it: uid, name, type, access, url, jsonData"),
     "prometheusDatasource": (dict, "the Prometheus datasource as the stack sets it: uid, name, type, access, url, jsonData"),
     "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), datasources "
-                                  "(the variable defaults it sets, {} when shared)"),
+                                  "(the variable defaults it sets), inputs (the datasource each __inputs plugin maps to); both {} when shared"),
 }
