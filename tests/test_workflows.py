@@ -1183,6 +1183,52 @@ def test_the_main_only_guard_step_fails_off_main(tmp_path, ref, passes):
         assert "production" in done.stdout + done.stderr and "main" in done.stdout + done.stderr
 
 
+PLATFORM = ROOT / "docs" / "platform.md"
+SUBJECT = re.compile(r"repo:<org>/<repo>:environment:(?P<environment>[\w-]+)(?::event_name:(?P<event>\w+))?")
+
+
+def federated_subjects() -> list[tuple[str, str | None]]:
+    """(environment, event_name) of every "subject" in docs/platform.md's az ad app federated-credential commands."""
+    text = PLATFORM.read_text(encoding="utf-8")
+    subjects = re.findall(r'"subject":\s*"([^"]+)"', text)
+    assert subjects, "docs/platform.md gives no federated-credential subject"
+    found = []
+    for subject in subjects:
+        match = SUBJECT.fullmatch(subject)
+        assert match, subject
+        found.append((match["environment"], match["event"]))
+    return found
+
+
+def test_production_is_federated_only_for_the_events_of_its_workflows_never_a_pull_request():
+    """docs/platform.md's federated credentials, the Pulumi Cloud policies and the subject customisation agree with
+    PRODUCTION_EVENTS / PREVIEW_EVENTS: production's subjects name exactly those events (never pull_request*), the
+    preview's only pull_request; every subject names its event (the customised subject has no event-less form)."""
+    subjects = federated_subjects()
+    production = [event for environment, event in subjects if environment == "production"]
+    preview = [event for environment, event in subjects if environment == "preview"]
+    assert {environment for environment, _ in subjects} == {"production", "preview"}, subjects
+    assert sorted(production) == sorted(PRODUCTION_EVENTS), production
+    assert not [event for event in production if event is None or event.startswith("pull_request")], production
+    assert preview == list(PREVIEW_EVENTS), preview
+    text = PLATFORM.read_text(encoding="utf-8")
+    customisation = re.findall(r"echo '(\{[^']*\})' \|\s*gh api -X PUT repos/<org>/<repo>/actions/oidc/customization/sub "
+                               r"--input -", text)
+    assert [json.loads(body) for body in customisation] == [
+        {"use_default": False, "include_claim_keys": ["repo", "context", "event_name"]}], customisation
+    policies = set(re.findall(r"`sub` `(repo:<org>/<repo>:environment:[\w-]+:event_name:\w+)`", text))
+    assert policies == {f"repo:<org>/<repo>:environment:{environment}:event_name:{event}"
+                        for environment, event in subjects}, policies
+    # And the workflows: every job on production runs only on those events (through its callers too).
+    workflows = all_workflows()
+    for name, document in workflows.items():
+        for job in document["jobs"].values():
+            if is_production(job):
+                assert events(workflows, name) <= set(PRODUCTION_EVENTS), name
+            if environment_name(job) == "preview":
+                assert events(workflows, name) == set(PREVIEW_EVENTS), name
+
+
 def test_the_preview_job_uses_only_the_preview_identity():
     """The pull request's preview signs in as the preview identity (Reader and what a preview reads; federated for
     environment:preview only), and to Pulumi Cloud with a team or personal token that can read stacks, never the
