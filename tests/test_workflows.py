@@ -838,8 +838,36 @@ def test_the_matrix_goes_to_github_output(tmp_path):
     output = tmp_path / "github_output"
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
-    assert done.returncode == 0 and done.stdout == ""
+    assert done.returncode == 0 and done.stdout.startswith("::warning title=Not a production stack::stack dev ")
+    assert len(done.stdout.splitlines()) == 1, done.stdout  # the only line: the warning (no Pulumi.dev.yaml here)
     assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"]}]\n'
+
+
+@pytest.mark.parametrize("text,warns", [
+    ('config:\n  aks-gpu-observability:production: "true"\n', False),
+    ("config:\n  aks-gpu-observability:production: true   # mandatory pins\n", False),
+    ("config:\n  aks-gpu-observability:production: 'True'\n", False),
+    ('config:\n  aks-gpu-observability:production: "false"\n', True),
+    ("config:\n  aks-gpu-observability:production: yes\n", True),   # pulumi.Config.get_bool refuses it
+    ("config:\n  other-project:production: \"true\"\n", True),
+    ("config:\n  azure-native:location: eastus2\n", True),
+    (None, True),  # no Pulumi.<stack>.yaml in the checkout
+])
+def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_production(tmp_path, text, warns):
+    """deploy.yml deploys every listed stack through environment `production`; the mandatory *-in-production rules
+    key on the stack config production: "true". A listed stack without it: one ::warning:: line (stderr here, where
+    stdout is the output; stdout in CI), and the matrix is unchanged. --list (drift) does not warn."""
+    done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "eu", "grafana": "rg-obs/amg-real"}]},
+                                  {"eu": text} if text else None)
+    assert done.returncode == 0 and grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["eu"]}], done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning")]
+    assert len(warnings) == (1 if warns else 0), done.stderr
+    if warns:
+        assert "stack eu is deployed through the production environment but" in warnings[0]
+        assert "*-in-production" in warnings[0]
+    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "--list", "deploy/stacks.json"],
+                            cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
 
 
 STACK_FILE = "config:\n  azure-native:location: eastus2\n  aks-gpu-observability:grafanaName: amg-real\n  aks-gpu-observability:grafanaResourceGroup: rg-obs\n"
