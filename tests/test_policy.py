@@ -196,6 +196,19 @@ def test_pyroscope_pinned_by_digest_fail():
     assert rules.pyroscope_pinned_by_digest_in_production.enforcement_level.value == "mandatory"
 
 
+def test_production_refuses_a_chart_reference_with_a_tag_and_a_digest():
+    """``oci://.../pyroscope:1.15.0@sha256:<d>`` is not a digest pin: Helm 3.17.3 pulls it by its tag (helm/helm
+    pkg/registry/reference.go@v3.17.3 ``String``); the production gate wants the digest-only form that
+    components/config.py ``_chart`` accepts, as does a second ``@``."""
+    for chart in (f"{OCI}:1.15.0@{DIGEST}", f"{OCI}@{DIGEST}@{DIGEST}"):
+        found = check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(chart=chart),
+                      production=True)
+        assert len(found) == 1 and "is not a digest-only reference" in found[0], found
+        assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, digest_release(chart=chart)), chart
+    assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE,
+                 digest_release(chart=f"oci://registry.example:5000/charts/pyroscope@{DIGEST}"), production=True) == []
+
+
 # --- private-link-visibility (advisory) and -production (mandatory) ---------------------------------------
 def test_visibility_pass():
     assert check(rules.private_link_visibility, rules.RELEASE, release()) == []

@@ -12,6 +12,12 @@ lower-cased>, "stacks": [<stack>, ...]}`` in file order; with ``--list`` (the dr
 one job each, since a read never conflicts) ``stacks=<JSON list of stack names>``, the groups in turn. Errors: one line
 ``stack-matrix: error: ...``, exit 1.
 
+Warnings: "production" means two things. The deploy workflow runs every listed stack through the GitHub environment
+``production``; the policy pack's mandatory pin rules (``*-in-production``) apply only to a stack whose config sets
+``aks-gpu-observability:production: "true"``. Each listed stack whose ``Pulumi.<stack>.yaml`` does not (or that has
+no such file in the checkout) gets one ``::warning::`` line (a GitHub workflow command: stdout when ``$GITHUB_OUTPUT``
+is set, as in CI; stderr otherwise, so stdout stays the output); the run goes on.
+
 Why grouped (docs/teardown.md, "Deploying a fleet"): the managed private endpoint's PUT and DELETE run in azure-native, which
 retries a 409 only for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go``
 ``shouldRetryConflict``), not Grafana's ``ConflictInProcessing``, so two stacks must never update one Grafana at
@@ -54,6 +60,32 @@ def stack_file_grafana(root: Path, stack: str) -> dict[str, str]:
     return found
 
 
+def stack_file_production(root: Path, stack: str) -> bool | None:
+    """Whether ``Pulumi.<stack>.yaml`` sets ``aks-gpu-observability:production`` to true, as ``pulumi.Config.get_bool``
+    reads it ("true" or "True", quoted or not); None when the checkout has no such file."""
+    path = root / f"Pulumi.{stack.rsplit('/', 1)[-1]}.yaml"
+    if not path.is_file():
+        return None
+    return any(re.fullmatch(rf"\s+{PROJECT}:production:\s*(['\"]?)(true|True)\1\s*(?:#.*)?", line)
+               for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def production_warnings(stacks: list[str]) -> list[str]:
+    """One ``::warning::`` line per stack that the production environment deploys but the policy pack does not treat as
+    production (module docstring)."""
+    lines = []
+    for stack in stacks:
+        production = stack_file_production(Path.cwd(), stack)
+        if production:
+            continue
+        why = ("has no Pulumi.<stack>.yaml in the checkout" if production is None
+               else f'its Pulumi.<stack>.yaml does not set {PROJECT}:production: "true"')
+        lines.append(f"::warning title=Not a production stack::stack {stack} is deployed through the production "
+                     f"environment but {why}, so the mandatory *-in-production pin rules do not apply to it "
+                     "(docs/platform.md, \"Two meanings of production\")")
+    return lines
+
+
 def matrix(path: Path) -> list[dict]:
     """The grouped matrix for the stacks file at ``path`` (module docstring); exits with one line on bad input."""
     try:
@@ -89,11 +121,14 @@ def main(argv: list[str]) -> int:
     argv = [arg for arg in argv if arg != "--list"]
     path = Path(argv[0] if argv else "deploy/stacks.json")
     groups = matrix(path)
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not flat:  # the deploy's setup job; the drift workflow (--list) only reads
+        for warning in production_warnings([stack for group in groups for stack in group["stacks"]]):
+            print(warning, file=sys.stdout if target else sys.stderr)
     if flat:
         line = "stacks=" + json.dumps([stack for group in groups for stack in group["stacks"]], separators=(",", ":"))
     else:
         line = "grafanas=" + json.dumps(groups, separators=(",", ":"))
-    target = os.environ.get("GITHUB_OUTPUT")
     if target:
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
