@@ -284,6 +284,16 @@ SCENARIOS = [
                  stranger(description=f"x\n{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\t/subscriptions/{ATTACKER_SUB}/x/{OURS}\tPending"),
                  connection(OURS, "Pending")])], [{"json": connection(OURS, "Approved")}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 1, 2: 1, 3: 1}),
+    # Review finding: the stranger deletes its private endpoint between the listing and the rejection (it controls the
+    # timing; with visibility '*' it may keep making and deleting same-name endpoints). The rejection's GET of the
+    # connection answers 404 (azure-cli aaz .../private_link_service/connection/_update.py: GET, then PUT; a status
+    # other than 200 is on_error). A connection that is gone needs no rejection: ours must still be approved.
+    Scenario("stranger-gone-before-its-rejection", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[stranger(), connection(OURS, "Pending")])],
+                            [{"json": connection(OURS, "Approved")}],
+                            [{"exit": 3, "stderr": f"ERROR: (NotFound) Resource {PLS_ID}/privateEndpointConnections/"
+                                                    f"{OURS}.0badc0de-2d82-4470-ab30-d23fcfee58d1 not found.\nCode: NotFound"}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={2: 1}),
     Scenario("refresh-409-twice-then-ok", "refresh_managed_private_endpoints.sh", REFRESH_ENV,
              [{"match": REFRESH, "responses": [CONFLICT, CONFLICT, {"stdout": ""}]},
               {"match": GET_MPE, "responses": [mpe("Approved", "10.0.4.36")]}],
