@@ -294,6 +294,15 @@ SCENARIOS = [
                             [{"exit": 3, "stderr": f"ERROR: (NotFound) Resource {PLS_ID}/privateEndpointConnections/"
                                                     f"{OURS}.0badc0de-2d82-4470-ab30-d23fcfee58d1 not found.\nCode: NotFound"}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={2: 1}),
+    # Review finding: a stranger's same-name connection the PLS owner rejected by hand (the owner's own description, not
+    # ours) while ours is not listed yet (the step waits for a late connection: connection-appears-late). The step
+    # dies telling the deployer to replace the managed private endpoint, although the Rejected one is not ours (its
+    # private endpoint is in another subscription) and ours comes at the next check.
+    Scenario("stranger-rejected-by-hand-does-not-stop-the-wait", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[stranger("Rejected", description="not yours")]),
+                             pls(connections=[stranger("Rejected", description="not yours"), connection(OURS, "Pending")])],
+                            [{"json": connection(OURS, "Approved")}]),
+             stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 2, 2: 1, 3: 0}),
     Scenario("refresh-409-twice-then-ok", "refresh_managed_private_endpoints.sh", REFRESH_ENV,
              [{"match": REFRESH, "responses": [CONFLICT, CONFLICT, {"stdout": ""}]},
               {"match": GET_MPE, "responses": [mpe("Approved", "10.0.4.36")]}],
