@@ -232,11 +232,19 @@ SCENARIOS = [
     Scenario("ambiguous-refused", "approve_private_endpoint_connection.sh", APPROVE_ENV,
              approval_rules([pls(connections=[connection(OURS, "Pending"),
                                               connection(OURS, "Pending", "22222222-2d82-4470-ab30-d23fcfee58d1")])]),
-             exit=1, stderr_has=["2 connections on pyroscope-pls come from private endpoint " + OURS + " with this stack's approval nonce; refusing to guess"],
+             exit=1, stderr_has=["2 connections on pyroscope-pls come from private endpoint " + OURS + " with this stack's approval nonce; refusing to guess",
+                                 f"{OURS}.22222222-2d82-4470-ab30-d23fcfee58d1 (Pending, subscription {MANAGED_SUB})",
+                                 "reject each foreign one by hand (az network private-link-service connection update "
+                                 f"--resource-group {NODE_RG} --service-name pyroscope-pls --name <connection name> --connection-status Rejected)"],
              calls={2: 0, 3: 0}),
     Scenario("rejected-connection-explains", "approve_private_endpoint_connection.sh", APPROVE_ENV,
-             approval_rules([pls(connections=[connection(OURS, "Rejected")])]),
+             # Ours rejected by hand without a new description (az keeps the request message: it GETs the connection and
+             # PUTs it back), so it still carries the nonce; one with neither nonce nor marker is not known as ours.
+             approval_rules([pls(connections=[connection(OURS, "Rejected", description=REQUEST)])]),
              exit=1, stderr_has=["is Rejected; a Rejected connection cannot be approved", "pulumi up --replace"]),
+    Scenario("ours-disconnected-explains", "approve_private_endpoint_connection.sh", APPROVE_ENV,
+             approval_rules([pls(connections=[connection(OURS, "Disconnected", description=APPROVED_BY_US)])]),
+             exit=1, stderr_has=["is Disconnected; a Disconnected connection cannot be approved", "pulumi up --replace"]),
     Scenario("approval-conflict-retried", "approve_private_endpoint_connection.sh", APPROVE_ENV,
              approval_rules([pls(connections=[connection(OURS, "Pending")]), pls(connections=[connection(OURS, "Pending")]),
                              pls(connections=[connection(OURS, "Approved")])],
@@ -303,6 +311,17 @@ SCENARIOS = [
                              pls(connections=[stranger("Rejected", description="not yours"), connection(OURS, "Pending")])],
                             [{"json": connection(OURS, "Approved")}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 2, 2: 1, 3: 0}),
+    # ... and if ours never comes, the timeout names the one it ignored (it may be ours, rejected by hand with a new
+    # description) and what to do then; the line saying it was ignored is logged once, not at every check.
+    Scenario("stranger-rejected-by-hand-named-at-the-timeout", "approve_private_endpoint_connection.sh",
+             {**APPROVE_ENV, "TIMEOUT_SECONDS": "1"},
+             approval_rules([pls(connections=[stranger("Rejected", description="not yours")])]),
+             exit=1, stderr_has=["ignoring connection " + OURS + ".0badc0de-2d82-4470-ab30-d23fcfee58d1 from private endpoint "
+                                 f"{OURS} in subscription {ATTACKER_SUB}: it is Rejected and carries neither",
+                                 f"ignored, as they carry neither this stack's approval nonce nor its marker: {OURS}."
+                                 f"0badc0de-2d82-4470-ab30-d23fcfee58d1 (Rejected, from subscription {ATTACKER_SUB})",
+                                 "pulumi up --replace"],
+             calls={2: 0, 3: 0}, max_seconds=10),
     Scenario("refresh-409-twice-then-ok", "refresh_managed_private_endpoints.sh", REFRESH_ENV,
              [{"match": REFRESH, "responses": [CONFLICT, CONFLICT, {"stdout": ""}]},
               {"match": GET_MPE, "responses": [mpe("Approved", "10.0.4.36")]}],
