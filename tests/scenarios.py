@@ -362,10 +362,16 @@ CREATE_ROLE = ["role", "assignment", "create", "--assignee-object-id", "--assign
                "--role", READER_ID, "--scope", WORKSPACE_ID, "--name", "ab9c3150-b426-55da-8fd7-39b932944bbd"]
 
 
-def assignment(name: str = "ab9c3150-b426-55da-8fd7-39b932944bbd") -> dict:
+LIST_ROLE = ["role", "assignment", "list", "--assignee-object-id", ROLE_ENV["PRINCIPAL_ID"], "--role", READER_ID,
+             "--scope", WORKSPACE_ID]
+#: Another principal holding the same role on the same scope (another Grafana's identity, a user).
+OTHER_PRINCIPAL = "d1e2f3a4-b5c6-4d7e-8f90-a1b2c3d4e5f6"
+
+
+def assignment(name: str = "ab9c3150-b426-55da-8fd7-39b932944bbd", principal: str = ROLE_ENV["PRINCIPAL_ID"]) -> dict:
     """A role assignment as `az role assignment create` prints it (azure-cli 2.91.0: flat, camelCase)."""
     return {"json": {"id": f"{WORKSPACE_ID}/providers/Microsoft.Authorization/roleAssignments/{name}", "name": name,
-                     "principalId": ROLE_ENV["PRINCIPAL_ID"], "principalType": "ServicePrincipal",
+                     "principalId": principal, "principalType": "ServicePrincipal",
                      "roleDefinitionId": READER_ID, "scope": WORKSPACE_ID, "type": "Microsoft.Authorization/roleAssignments"}}
 
 
@@ -384,6 +390,13 @@ SCENARIOS += [
     Scenario("role-assignment-already-held-under-another-name", "ensure_role_assignment.sh", ROLE_ENV,
              [{"match": CREATE_ROLE, "responses": [assignment("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9")]}],
              stdout=assignment("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9")["json"]["id"] + "\n", calls={0: 1}),
+    # Older azure-cli answers the 409 with the first assignment of the role on the scope, whoever's (Azure/azure-cli
+    # role/custom.py @ 01ce0346: list_role_assignments with assignee None): the step reads the principal's own.
+    Scenario("role-assignment-409-answered-with-another-principals", "ensure_role_assignment.sh", ROLE_ENV,
+             [{"match": CREATE_ROLE, "responses": [assignment("11111111-2222-4333-8444-555555555555", OTHER_PRINCIPAL)]},
+              {"match": LIST_ROLE, "responses": [{"json": [assignment("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9")["json"]]}]}],
+             stdout=assignment("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9")["json"]["id"] + "\n", calls={0: 1, 1: 1},
+             stderr_has=[f"answered with principal {OTHER_PRINCIPAL}'s assignment 11111111-2222-4333-8444-555555555555"]),
     Scenario("role-assignment-throttled-then-made", "ensure_role_assignment.sh", ROLE_ENV,
              [{"match": CREATE_ROLE, "responses": [THROTTLED, assignment()]}],
              stdout=assignment()["json"]["id"] + "\n", stderr_has=["retrying after"], calls={0: 2}),
