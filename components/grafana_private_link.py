@@ -177,7 +177,13 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
-        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"): only this stack and the PLS owner see it, in the MPE's requestMessage.
+        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"), in the MPE's requestMessage. Who sees
+        # it: this stack, the PLS owner (the Pending connection's description), and anyone with
+        # Microsoft.Dashboard/grafana/managedPrivateEndpoints/read on the Grafana workspace: the MPE's GET answers with
+        # its requestMessage (Azure/azure-rest-api-specs specification/dashboard/resource-manager/Microsoft.Dashboard/
+        # stable/2024-10-01/examples/ManagedPrivateEndpoints_Get.json @ 114077a2). Such a reader can forge a Pending
+        # connection carrying it, which stops the approval ("refusing to guess"), a denial of service, not an approval
+        # (docs/security.md).
         nonce_step = local.Command(
             f"{name}-approval-nonce",
             create=NONCE_COMMAND,
