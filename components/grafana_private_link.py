@@ -51,9 +51,24 @@ PYROSCOPE_PORT = 4040
 
 
 #: The approval nonce: 16 random bytes as 32 hex digits, made once by a local command whose stdout Pulumi keeps in the
-#: state (as a secret) and never runs again (no triggers, no update: pulumi-command v1.2.1 runs ``create`` once; its
-#: Read keeps the state). Nothing here depends on a script file, so no edit of the scripts makes a new one.
+#: state (as a secret). No triggers, so it is never replaced; its Read keeps the state. Any other change of its inputs
+#: (an edit of these commands or of ``logging``, a provider that adds an input) is an update, and with no ``update``
+#: pulumi-command runs ``create`` again ("Use Create command if Update is unspecified": pulumi/pulumi-command
+#: ``provider/pkg/provider/local/commandController.go`` @ 7f3eb6f3 (v1.2.1), ``Update``), which would make a new nonce
+#: and so a new requestMessage, a replacement of the managed private endpoint. So the update prints the nonce it had:
+#: the update runs with the step's previous outputs, and ``run`` puts a non-empty previous stdout into its environment
+#: as PULUMI_COMMAND_STDOUT unless ``addPreviousOutputInEnv`` is false (default true) (same commit,
+#: ``provider/pkg/provider/local/commandOutputs.go`` ``run``, ``local/base.go`` ``AddPreviousOutputInEnv``; the
+#: pulumi_command SDK installed by requirements.txt is 1.2.1). The first creation runs ``create``; an update always has
+#: the stdout of that create. An empty one (a state edited by hand) fails the update, naming the way to a new nonce,
+#: rather than print nothing or mint a new one silently. Nothing here depends on a script file, so no edit of the
+#: scripts touches it.
 NONCE_COMMAND = "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
+NONCE_UPDATE_COMMAND = (
+    'printf %s "${PULUMI_COMMAND_STDOUT:?the approval nonce step has no previous stdout to keep (its state lost it); '
+    'to make a new nonce, which replaces the managed private endpoint, run pulumi up --replace with the URN of the '
+    'approval-nonce step (pulumi stack --show-urns)}"'
+)
 #: The Network REST spec restricts a private endpoint's requestMessage to 140 characters (Azure/azure-rest-api-specs
 #: specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateEndpoint.json
 #: ``PrivateLinkServiceConnectionProperties.requestMessage``); Grafana's MPE passes its own on (not verified: its spec,
@@ -162,10 +177,18 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
-        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"): only this stack and the PLS owner see it, in the MPE's requestMessage.
+        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"), in the MPE's requestMessage. Who sees
+        # it: this stack, the PLS owner (the Pending connection's description), and anyone with
+        # Microsoft.Dashboard/grafana/managedPrivateEndpoints/read on the Grafana workspace: the MPE's GET answers with
+        # its requestMessage (Azure/azure-rest-api-specs specification/dashboard/resource-manager/Microsoft.Dashboard/
+        # stable/2024-10-01/examples/ManagedPrivateEndpoints_Get.json @ 114077a2). Such a reader can forge a Pending
+        # connection carrying it, which stops the approval ("refusing to guess"), a denial of service, not an approval
+        # (docs/security.md).
         nonce_step = local.Command(
             f"{name}-approval-nonce",
             create=NONCE_COMMAND,
+            update=NONCE_UPDATE_COMMAND,
+            add_previous_output_in_env=True,  # the update reads the nonce from it (NONCE_UPDATE_COMMAND)
             logging=local.Logging.NONE,
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
         )

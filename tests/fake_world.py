@@ -32,9 +32,13 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
 - Downloads through ``az rest --skip-authorization-header --output-file``: ``downloads`` maps URL -> local file.
 - Role assignments: ``az role assignment create --assignee-object-id ... --assignee-principal-type ... --role <id>
   --scope ... --name ...`` stores one in ``arm`` under the key azure-native's would have (:func:`arm_key`); when the
-  principal already holds the role on the scope, under any name, it answers with that assignment and creates
-  nothing, as azure-cli 2.91.0 does (``azure/cli/command_modules/role/custom.py`` ``create_role_assignment``: ARM's
-  409 RoleAssignmentExists is caught "for idempotent" and the existing assignment listed and returned).
+  principal already holds the role on the scope, under any name, it creates nothing and answers with the first
+  assignment of that role on the scope, whoever's it is, as azure-cli at 01ce0346 does (Azure/azure-cli
+  ``src/azure-cli/azure/cli/command_modules/role/custom.py`` ``create_role_assignment``: ARM's 409
+  RoleAssignmentExists is caught "for idempotent" and ``list_role_assignments(cmd, assignee, role,
+  resource_group_name, scope)[0]`` returned, with ``assignee`` None under ``--assignee-object-id``); azure-cli 2.91.0
+  lists the principal's only, so the stand-in answers with the worse of the two. ``az role assignment list
+  --assignee-object-id ... --role <id> --scope ...``: the assignments of that role to that principal at the scope.
 - Things deleted behind the stack's back (``gone``, :func:`delete_grafana`, :func:`delete_mpe`,
   :func:`delete_cluster`): ARM answers a deleted Grafana workspace's GET with 404 as ``az rest`` reports it
   (``ERROR: Not Found({"error":{"code":"ResourceNotFound",...}})``, azure-cli 2.91.0 ``send_raw_request``:
@@ -348,12 +352,23 @@ def _role_assignment_body(assignment: dict) -> dict:
             "description": assignment.get("description")}
 
 
+def _assignments(world: dict, scope: str, role: str, principal: Optional[str] = None) -> list[dict]:
+    """The role assignments of ``role`` at ``scope`` (to ``principal`` if given), in the order they were made."""
+    return [held for key, held in world["arm"].items()
+            if key.startswith(ROLE_ASSIGNMENT + " ") and held["scope"].lower() == scope.lower()
+            and held["roleDefinitionId"].lower() == role.lower() and principal in (None, held["principalId"])]
+
+
+def _role_assignment_list(argv: list[str], world: dict) -> dict:
+    scope, role, principal = _option(argv, "--scope"), _option(argv, "--role"), _option(argv, "--assignee-object-id")
+    return {"json": [_role_assignment_body(held) for held in _assignments(world, scope, role, principal)]}
+
+
 def _role_assignment_create(argv: list[str], world: dict) -> dict:
     scope, role, principal = _option(argv, "--scope"), _option(argv, "--role"), _option(argv, "--assignee-object-id")
-    for key, held in world["arm"].items():
-        if (key.startswith(ROLE_ASSIGNMENT + " ") and held["scope"].lower() == scope.lower()
-                and held["roleDefinitionId"].lower() == role.lower() and held["principalId"] == principal):
-            return {"json": _role_assignment_body(held)}  # 409 RoleAssignmentExists, answered with the existing one
+    if _assignments(world, scope, role, principal):
+        # 409 RoleAssignmentExists, answered with the first assignment of the role on the scope (module docstring).
+        return {"json": _role_assignment_body(_assignments(world, scope, role)[0])}
     name = _option(argv, "--name") or str(uuid.uuid4())
     assignment = {"scope": scope, "roleAssignmentName": name, "roleDefinitionId": role, "principalId": principal,
                   "principalType": _option(argv, "--assignee-principal-type"), "description": _option(argv, "--description")}
@@ -672,6 +687,8 @@ def answer(argv: list[str], world: dict) -> dict:
         return _connection_update(argv, world)
     if argv[:3] == ["role", "assignment", "create"]:
         return _role_assignment_create(argv, world)
+    if argv[:3] == ["role", "assignment", "list"]:
+        return _role_assignment_list(argv, world)
     if argv[:1] == ["rest"]:
         method, url = _option(argv, "--method"), _option(argv, "--url") or ""
         if "--skip-authorization-header" in argv:

@@ -214,3 +214,20 @@ def test_a_stack_that_needs_an_action_left_out_on_purpose_is_not_covered(capsys)
     out = capsys.readouterr().out
     assert "needs a grant outside the role" in out and "listClusterAdminCredential" in out
     assert "the role covers" not in out
+
+
+def test_the_idempotent_role_assignment_path_can_read_role_definitions(role):
+    """Review finding: ``az role assignment create --assignee-object-id ... --role <guid>`` answers ARM's 409
+    RoleAssignmentExists (the path L8 and scripts/ensure_role_assignment.sh rely on) with
+    ``list_role_assignments(cmd, assignee, role, resource_group_name, scope)[0]``, and list_role_assignments lists the
+    role definitions at the scope to fill in role names: ``definitions_client.list(scope=...)``, a GET of
+    {scope}/providers/Microsoft.Authorization/roleDefinitions (Azure/azure-cli
+    src/azure-cli/azure/cli/command_modules/role/custom.py @ 01ce0346, create_role_assignment and
+    list_role_assignments). Without Microsoft.Authorization/roleDefinitions/read that read is refused and the
+    "already assigned" case fails instead of succeeding."""
+    argv = ["role", "assignment", "create", "--assignee-object-id", "0" * 8 + "-0000-0000-0000-" + "0" * 12,
+            "--assignee-principal-type", "ServicePrincipal", "--role", "43d0d8ad-25c7-4714-9337-8ba259a9fe05",
+            "--scope", "/subscriptions/x/resourceGroups/rg", "--name", "n", "--description", "d"]
+    needed = {a.lower() for a in dr.az_permission(argv).actions}
+    assert "microsoft.authorization/roledefinitions/read" in needed
+    assert "microsoft.authorization/roledefinitions/read" in dr.granted(role)

@@ -215,3 +215,22 @@ def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
     for step in ("approve-connection", "refresh"):
         assert command(before, step).inputs["triggers"] != command(after, step).inputs["triggers"], step
         assert PLS_ID in command(before, step).inputs["triggers"]
+
+
+def test_an_update_of_the_nonce_step_keeps_the_nonce(plan):
+    """Review finding (L12): with no ``update``, pulumi-command runs ``create`` again on any change of the step's inputs
+    (pulumi/pulumi-command v1.2.1 provider/pkg/provider/local/commandController.go ``Update``: "Use Create command if
+    Update is unspecified"; schema.json ``update``: "If empty, the create command will be executed instead"), e.g. an
+    edit of NONCE_COMMAND or ``logging``, or a provider upgrade that adds an input (pulumi/pulumi-command#912:
+    ``addPreviousOutputInEnv`` showed as a change on every Command). A new nonce changes the create-only requestMessage
+    and replaces the managed private endpoint (L11). An update must print the nonce it had (PULUMI_COMMAND_STDOUT, which
+    v1.2.1 puts in the environment of an update: schema.json ``addPreviousOutputInEnv``, default true)."""
+    import subprocess
+
+    nonce_step = command(plan(), "approval-nonce")
+    update = nonce_step.inputs.get("update")
+    assert update, "no update command: an input change re-runs create and makes a new nonce"
+    old = "5f1c0e9a7b3d4c2e8f6a1b0c9d8e7f6a"
+    done = subprocess.run(["/bin/sh", "-c", update], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PULUMI_COMMAND_STDOUT": old}, timeout=10)
+    assert done.returncode == 0 and done.stdout == old

@@ -840,6 +840,32 @@ def test_the_first_up_after_upgrading_keeps_the_shared_assignment(lifecycle, tmp
     assert not any(r.endswith("::grafana-datasources-monitoring-data-reader") for r in deployment.states)
 
 
+def test_the_shared_step_prints_its_principals_assignment_when_another_principal_holds_the_role_first(lifecycle, tmp_path):
+    """Review finding (offline.md L8): az's answer to RoleAssignmentExists is the first assignment of the role on the
+    scope, whoever's (Azure/azure-cli role/custom.py @ 01ce0346, ``list_role_assignments`` with assignee None under
+    ``--assignee-object-id``). Another principal holding the role on the workspace first, the step still ends with
+    Grafana's own assignment (read with ``az role assignment list --assignee-object-id``), and creates nothing."""
+    head = run("dev", MULTI_ROLE).to_json()
+    base = _old_multi_cluster_program(head, lifecycle["base"])
+    downloads = {url: path for url, (path, _) in lifecycle["dashboards"].items()}
+    deployment = Deployment(tmp_path / "other-first", downloads)
+    deployment.deploy(base)
+    (ours,) = role_assignments(deployment)
+    other = "d1e2f3a4-b5c6-4d7e-8f90-a1b2c3d4e5f6"
+    world = deployment.world()
+    fake_world.answer(["role", "assignment", "create", "--assignee-object-id", other, "--assignee-principal-type", "User",
+                       "--role", ours["roleDefinitionId"], "--scope", ours["scope"],
+                       "--name", "00000000-0000-4000-8000-000000000001"], world)
+    deployment._save(world)
+    first = fake_world.answer(["role", "assignment", "create", "--assignee-object-id", ours["principalId"],
+                               "--role", ours["roleDefinitionId"], "--scope", ours["scope"]], deployment.world())
+    assert first["json"]["principalId"] == other  # the stand-in answers as that azure-cli does
+    deployment.apply(plan_diff.compute(base, head), head)
+    (step,) = [u for u in deployment.states if u.endswith("::grafana-datasources-shared-monitoring-data-reader")]
+    assert deployment.states[step]["stdout"].endswith("/roleAssignments/" + ours["roleAssignmentName"])
+    assert sorted(a["principalId"] for a in role_assignments(deployment)) == sorted([other, ours["principalId"]])
+
+
 def test_turning_multi_cluster_on_with_the_role_forget_the_owned_assignment_first(lifecycle, tmp_path):
     """A single-cluster stack owns its assignment (no retainOnDelete). Turned into a multi-cluster one that keeps
     assigning the role, the step ensures the assignment and the engine then deletes the owned resource it no longer

@@ -146,9 +146,20 @@ AZ_COMMANDS = {
         "PrivateLinkServicesGetPrivateEndpointConnection, PrivateLinkServicesUpdatePrivateEndpointConnection); "
         + SOURCES["Microsoft.Network"]),
     ("role", "assignment", "create"): Need(
-        ("Microsoft.Authorization/roleAssignments/write", "Microsoft.Authorization/roleAssignments/read"),
-        "PUT {scope}/providers/Microsoft.Authorization/roleAssignments/{name} (scripts/ensure_role_assignment.sh; a 409 "
-        "RoleAssignmentExists is answered with the existing assignment, a read); " + SOURCES["Microsoft.Authorization"]),
+        ("Microsoft.Authorization/roleAssignments/write", "Microsoft.Authorization/roleAssignments/read",
+         "Microsoft.Authorization/roleDefinitions/read"),
+        "PUT {scope}/providers/Microsoft.Authorization/roleAssignments/{name} (scripts/ensure_role_assignment.sh); a 409 "
+        "RoleAssignmentExists is answered with the existing assignment: list_role_assignments lists the assignments at "
+        "the scope and, to fill in role names, the role definitions at the scope (definitions_client.list, a GET of "
+        "{scope}/providers/Microsoft.Authorization/roleDefinitions) (Azure/azure-cli src/azure-cli/azure/cli/"
+        "command_modules/role/custom.py @ 01ce0346, create_role_assignment and list_role_assignments; the same in "
+        "azure-cli 2.91.0); " + SOURCES["Microsoft.Authorization"]),
+    ("role", "assignment", "list"): Need(
+        ("Microsoft.Authorization/roleAssignments/read",),
+        "GET {scope}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope() (scripts/ensure_role_assignment.sh,"
+        " when the create answered with another principal's assignment; --role is a full id and --fill-role-definition-name"
+        " false, so no role definition is listed: azure-cli 2.91.0 azure/cli/command_modules/role/custom.py "
+        "list_role_assignments, _search_role_assignments, _resolve_role_id); " + SOURCES["Microsoft.Authorization"]),
 }
 
 _ARM_ID = r"(?:https://management\.azure\.com)?/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
