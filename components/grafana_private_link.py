@@ -182,8 +182,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         # Microsoft.Dashboard/grafana/managedPrivateEndpoints/read on the Grafana workspace: the MPE's GET answers with
         # its requestMessage (Azure/azure-rest-api-specs specification/dashboard/resource-manager/Microsoft.Dashboard/
         # stable/2024-10-01/examples/ManagedPrivateEndpoints_Get.json @ 114077a2). Such a reader can forge a Pending
-        # connection carrying it, which stops the approval ("refusing to guess"), a denial of service, not an approval
-        # (docs/security.md).
+        # connection carrying it: beside Grafana's it stops the approval ("refusing to guess"); listed alone, before
+        # Grafana's, it would be approved (docs/security.md, Known gaps).
         nonce_step = local.Command(
             f"{name}-approval-nonce",
             create=NONCE_COMMAND,
