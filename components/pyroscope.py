@@ -43,7 +43,16 @@ identity existed, whose first update with it also changes the PLS (the identity 
 engine compares the release's own old and new inputs there (pulumi/pulumi v3.230.0 ``step_generator.go``
 ``applyReplaceOnChanges`` on the provider's detailed diff, whose paths pulumi-kubernetes writes as
 ``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
-``convertPatchToDiff`` at 94977969). The offline plan does not record ``replaceOnChanges`` (docs/offline.md D14).
+``convertPatchToDiff`` at 94977969); the offline plan records ``replaceOnChanges`` (docs/offline.md D14).
+
+Profiles that survive (docs/sizing.md): by default the chart's volume ``data`` (mounted at /data) is a
+PersistentVolumeClaim from the StatefulSet's ``volumeClaimTemplates``. Those cannot be updated: the API server refuses
+"updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy',
+'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden" (kubernetes/kubernetes
+``pkg/apis/apps/validation/validation.go`` ``ValidateStatefulSetUpdate``), so a Helm upgrade that turns persistence on
+or changes the claim fails. The release lists ``values.pyroscope.persistence`` in ``replace_on_changes`` too: such a
+change reinstalls it delete-first (the same chain as a new PLS identity), in one ``pulumi up``, also on a stack
+deployed before this default (the engine compares the release's own old and new inputs).
 
 A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
 Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
