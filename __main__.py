@@ -98,6 +98,13 @@ pyroscope = Pyroscope(
         private_link_subnet=cfg.private_link_subnet,
         private_link_ip_address_count=cfg.private_link_ip_address_count,
         timeout_seconds=cfg.pyroscope_release_timeout_seconds,
+        persistence=cfg.pyroscope_persistence,
+        storage_class=cfg.pyroscope_storage_class,
+        storage_size=cfg.pyroscope_storage_size,
+        retention=cfg.pyroscope_retention,
+        resources=config.resources(cfg.pyroscope_resources),
+        node_selector=dict(item.split("=", 1) for item in cfg.pyroscope_node_selector),
+        tolerations=config.tolerations(cfg.pyroscope_tolerations),
         namespace=namespace.namespace,  # the release's namespace is read from it
     ),
     opts=pulumi.ResourceOptions(providers=[kubernetes]),

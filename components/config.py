@@ -88,6 +88,13 @@ class StackConfig:
     pyroscope_image_repository: str
     pyroscope_image_tag: str
     pyroscope_release_timeout_seconds: int
+    pyroscope_persistence: bool
+    pyroscope_storage_class: str
+    pyroscope_storage_size: str
+    pyroscope_retention: str
+    pyroscope_resources: tuple
+    pyroscope_node_selector: tuple
+    pyroscope_tolerations: tuple
     private_link_service_name: str
     private_link_service_resource_group: str
     private_link_visibility: str
@@ -372,6 +379,112 @@ def _stack_name(key: str, value: object) -> None:
         raise ConfigError(key, f"expected a stack name: stack, project/stack or org/project/stack (got {value!r})")
 
 
+#: A Kubernetes quantity (k8s.io/apimachinery ``pkg/api/resource/quantity.go``, the ``<number><suffix>`` forms with a
+#: binary or decimal SI suffix; no exponent forms, which no one writes in a stack file).
+_QUANTITY = r"(?:\d+(?:\.\d+)?|\.\d+)(?:Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?"
+_GI = {"Gi": 1, "Ti": 1024}
+
+
+def _storage_size(key: str, value: object) -> None:
+    # Azure Disk sizes are whole GiB (4 GiB to 32 TiB for Standard SSD); the chart's own default is 10Gi, and Pyroscope's
+    # high-disk clean-up frees local blocks only below 10 GiB free (pkg/phlaredb/phlaredb.go@v1.15.0 DefaultMinFreeDisk).
+    match = re.fullmatch(r"([1-9]\d*)(Gi|Ti)", str(value))
+    size = int(match.group(1)) * _GI[match.group(2)] if match else 0
+    if not 10 <= size <= 32 * 1024:
+        raise ConfigError(key, f"expected a Kubernetes quantity in whole Gi or Ti from 10Gi to 32Ti, e.g. 64Gi (got {value!r})")
+
+
+def _retention(key: str, value: object) -> None:
+    # Prometheus model.Duration, as -compactor.blocks-retention-period parses it (pkg/validation/limits.go@v1.15.0);
+    # 0 disables the retention.
+    if not re.fullmatch(r"0|[1-9]\d*[hdw]", str(value)):
+        raise ConfigError(key, f"expected a duration <n>h, <n>d or <n>w such as 14d, or 0 to keep profiles (got {value!r})")
+
+
+RESOURCE_KEYS = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
+
+
+def _resources(key: str, value: object) -> None:
+    for item in value:  # type: ignore[union-attr]
+        name, sep, quantity = str(item).partition("=")
+        if not sep or name not in RESOURCE_KEYS or (quantity and not re.fullmatch(_QUANTITY, quantity)):
+            raise ConfigError(key, f"expected <requests|limits>.<cpu|memory>=<Kubernetes quantity> items such as "
+                                   f"requests.memory=2Gi (an empty quantity removes the entry) (got {item!r})")
+    merged = resources(value)  # type: ignore[arg-type]
+    for kind in ("cpu", "memory"):
+        low, high = merged["requests"].get(kind), merged["limits"].get(kind)
+        if low and high and quantity_value(low) > quantity_value(high):
+            raise ConfigError(key, f"requests.{kind} {low} is more than limits.{kind} {high}; Kubernetes refuses that")
+
+
+def quantity_value(text: str) -> decimal.Decimal:
+    """A quantity's value in base units (cores, bytes)."""
+    match = re.fullmatch(r"([\d.]+)(\D*)", text)
+    factors = {"": 1, "m": decimal.Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+               "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+    return decimal.Decimal(match.group(1)) * factors[match.group(2)]
+
+
+#: Pyroscope's requests and limits unless ``pyroscopeResources`` overrides them (docs/sizing.md: Grafana publishes no
+#: single-binary sizing; chart 1.15.0's values.yaml sets none, values-micro-services.yaml sizes each component).
+DEFAULT_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+
+
+def resources(items) -> dict:
+    """:data:`DEFAULT_RESOURCES` with ``pyroscopeResources`` items applied (an empty quantity removes the entry)."""
+    merged = {kind: dict(values) for kind, values in DEFAULT_RESOURCES.items()}
+    for item in items:
+        name, _, quantity = str(item).partition("=")
+        kind, _, resource = name.partition(".")
+        if quantity:
+            merged[kind][resource] = quantity
+        else:
+            merged[kind].pop(resource, None)
+    return {kind: dict(sorted(values.items())) for kind, values in merged.items() if values}
+
+
+#: A label key (k8s.io/apimachinery ``pkg/util/validation/validation.go`` ``IsQualifiedName``: an optional DNS-subdomain
+#: prefix and '/', then 1-63 alphanumerics, '-', '_', '.', alphanumeric at both ends) and value (``IsValidLabelValue``).
+_LABEL_KEY = r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?"
+
+
+def _node_selector(key: str, value: object) -> None:
+    for item in value:  # type: ignore[union-attr]
+        if not re.fullmatch(f"{_LABEL_KEY}={_LABEL_VALUE}", str(item)):
+            raise ConfigError(key, f"expected key=value node label items such as agentpool=system (got {item!r})")
+
+
+_TOLERATION = re.compile(f"({_LABEL_KEY})(?:=({_LABEL_VALUE}))?(?::(NoSchedule|PreferNoSchedule|NoExecute))?")
+
+
+def _tolerations(key: str, value: object) -> None:
+    for item in value:  # type: ignore[union-attr]
+        if not _TOLERATION.fullmatch(str(item)):
+            raise ConfigError(key, "expected key=value:Effect, key:Effect, key=value or key items, Effect one of "
+                                   f"NoSchedule, PreferNoSchedule, NoExecute, e.g. sku=gpu:NoSchedule (got {item!r})")
+
+
+def tolerations(items) -> list[dict]:
+    """``pyroscopeTolerations`` items as Kubernetes tolerations (no value: operator Exists; no effect: every effect)."""
+    result = []
+    for item in items:
+        key, value, effect = _TOLERATION.fullmatch(str(item)).groups()
+        toleration = {"key": key, "operator": "Exists" if value is None else "Equal"}
+        if value is not None:
+            toleration["value"] = value
+        if effect:
+            toleration["effect"] = effect
+        result.append(toleration)
+    return result
+
+
+def _storage_class(key: str, value: object) -> None:
+    # A StorageClass name is a DNS subdomain (k8s.io/apimachinery IsDNS1123Subdomain): 1-253 characters.
+    if len(str(value)) > 253 or not re.fullmatch(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", str(value)):
+        raise ConfigError(key, f"expected a storage class name: lowercase letters, digits, '-' and '.', such as managed-csi (got {value!r})")
+
+
 RULES: dict[str, Rule] = {
     "tags": _tags,
     "clusterStack": _stack_name,
@@ -401,6 +514,12 @@ RULES: dict[str, Rule] = {
     ),
     "pyroscopeImageTag": _image_tag,
     "pyroscopeReleaseTimeoutSeconds": _between(60, 3600, "seconds"),
+    "pyroscopeStorageClass": _storage_class,
+    "pyroscopeStorageSize": _storage_size,
+    "pyroscopeRetention": _retention,
+    "pyroscopeResources": _resources,
+    "pyroscopeNodeSelector": _node_selector,
+    "pyroscopeTolerations": _tolerations,
     "privateLinkServiceName": _optional(_regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
         "expected a private link service name: 1-80 letters, digits, '_', '.' or '-', starting with a "

@@ -43,7 +43,16 @@ identity existed, whose first update with it also changes the PLS (the identity 
 engine compares the release's own old and new inputs there (pulumi/pulumi v3.230.0 ``step_generator.go``
 ``applyReplaceOnChanges`` on the provider's detailed diff, whose paths pulumi-kubernetes writes as
 ``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
-``convertPatchToDiff`` at 94977969). The offline plan does not record ``replaceOnChanges`` (docs/offline.md D14).
+``convertPatchToDiff`` at 94977969); the offline plan records ``replaceOnChanges`` (docs/offline.md D14).
+
+Profiles that survive (docs/sizing.md): by default the chart's volume ``data`` (mounted at /data) is a
+PersistentVolumeClaim from the StatefulSet's ``volumeClaimTemplates``. Those cannot be updated: the API server refuses
+"updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy',
+'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden" (kubernetes/kubernetes
+``pkg/apis/apps/validation/validation.go`` ``ValidateStatefulSetUpdate``), so a Helm upgrade that turns persistence on
+or changes the claim fails. The release lists ``values.pyroscope.persistence`` in ``replace_on_changes`` too: such a
+change reinstalls it delete-first (the same chain as a new PLS identity), in one ``pulumi up``, also on a stack
+deployed before this default (the engine compares the release's own old and new inputs).
 
 A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
 Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
@@ -107,6 +116,13 @@ class PyroscopeArgs:
     timeout_seconds: int = 600
     image_repository: str = "grafana/pyroscope"
     namespace: Optional[k8s.core.v1.Namespace] = None
+    persistence: bool = True
+    storage_class: str = "managed-csi"
+    storage_size: str = "64Gi"
+    retention: str = "14d"
+    resources: Optional[dict] = None
+    node_selector: Optional[dict] = None
+    tolerations: Optional[list] = None
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -126,22 +142,60 @@ def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
     return {_ANNOTATION + key: annotations[key] for key in sorted(annotations)}
 
 
+#: Node labels that mark a GPU node: AKS sets ``kubernetes.azure.com/accelerator=nvidia`` on GPU node pools
+#: (MicrosoftDocs/azure-aks-docs ``articles/aks/use-labels.md``, "Reserved system labels"); the NVIDIA GPU operator's
+#: feature discovery sets ``nvidia.com/gpu.present=true`` (NVIDIA/gpu-operator, the label its operands' node affinity
+#: selects). Pyroscope never needs a GPU, so its pod requires a node with neither.
+GPU_NODE_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
+                {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]},
+            ]}],
+        },
+    },
+}
+#: Where the single binary keeps its filesystem bucket: on the data volume the chart mounts at /data. Pyroscope's own
+#: default, ``./data-shared`` (grafana/pyroscope ``pkg/objstore/client/config.go``@v1.15.0), is relative to the
+#: container's working directory, which the image leaves at / (``cmd/pyroscope/Dockerfile``@v1.15.0 sets no WORKDIR),
+#: outside the volume. A sibling of the ingester's ``/data/<tenant>/local`` blocks, never taken for a tenant (the disk
+#: cleaner only counts a directory holding ``local``, ``pkg/ingester/retention.go``@v1.15.0 ``isTenantDir``).
+BUCKET_DIR = "/data/shared"
+#: The Release inputs whose change needs a new StatefulSet (module docstring, "Profiles that survive").
+STORAGE_PATHS = ("values.pyroscope.persistence",)
+
+
 def chart_values(args: PyroscopeArgs) -> dict:
     """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
-    filesystem storage, no self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
-    return {
-        "alloy": {"enabled": False},
-        "minio": {"enabled": False},
-        "pyroscope": {
-            "image": {"repository": args.image_repository, "tag": args.image_tag},
-            "replicaCount": 1,
-            "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
-            "structuredConfig": {
-                "self_profiling": {"disable_push": True},
-                "storage": {"backend": "filesystem"},
-            },
+    filesystem storage on a persistent volume (or an emptyDir), retention, requests and limits, off GPU nodes, no
+    self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
+    from components.config import DEFAULT_RESOURCES
+
+    persistence: dict = {"enabled": args.persistence}
+    if args.persistence:
+        persistence.update({"accessModes": ["ReadWriteOnce"], "size": args.storage_size,
+                            "storageClassName": args.storage_class})
+    pyroscope: dict = {
+        "affinity": GPU_NODE_AFFINITY,
+        # -compactor.blocks-retention-period: the compactor (part of -target=all) deletes blocks older than this from
+        # the bucket (grafana/pyroscope pkg/validation/limits.go and pkg/compactor/blocks_cleaner.go@v1.15.0).
+        "extraArgs": {"compactor.blocks-retention-period": args.retention},
+        "image": {"repository": args.image_repository, "tag": args.image_tag},
+        "persistence": persistence,
+        "replicaCount": 1,
+        "resources": args.resources if args.resources is not None else DEFAULT_RESOURCES,
+        "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
+        "structuredConfig": {
+            "self_profiling": {"disable_push": True},
+            "storage": {"backend": "filesystem", "filesystem": {"dir": BUCKET_DIR}},
         },
     }
+    if args.node_selector:
+        pyroscope["nodeSelector"] = dict(sorted(args.node_selector.items()))
+    if args.tolerations:
+        pyroscope["tolerations"] = list(args.tolerations)
+    return {"alloy": {"enabled": False}, "minio": {"enabled": False}, "pyroscope": dict(sorted(pyroscope.items()))}
 
 
 #: Helm's refusals that a hard-killed run leaves behind (module docstring; a cancelled run leaves none).
@@ -234,7 +288,7 @@ class Pyroscope(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
                                         replace_with=[*([args.namespace] if args.namespace else []),
                                                       self.private_link_identity],
-                                        replace_on_changes=list(PLS_IDENTITY_PATHS), hooks=_error_hooks()),
+                                        replace_on_changes=[*PLS_IDENTITY_PATHS, *STORAGE_PATHS], hooks=_error_hooks()),
         )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)

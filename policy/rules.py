@@ -588,6 +588,37 @@ no_plaintext_secrets = ResourceValidationPolicy(
 )
 
 
+def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
+    """Why the Pyroscope release keeps its profiles in an emptyDir (None when a persistent volume holds them): chart
+    1.15.0 mounts volume ``data`` at /data as an emptyDir unless ``pyroscope.persistence.enabled`` (or an
+    ``existingClaim``) is set (``templates/deployments-statefulsets.yaml``). Only a Release of chart ``pyroscope``."""
+    if args.resource_type != RELEASE:
+        return None
+    chart = str(args.props.get("chart") or "")
+    if chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] != "pyroscope":
+        return None
+    single = (args.props.get("values") or {}).get("pyroscope") or {}
+    persistence = single.get("persistence") if isinstance(single, Mapping) else None
+    if isinstance(persistence, Mapping) and (persistence.get("enabled") is True or persistence.get("existingClaim")):
+        return None
+    return "keeps profiles in an emptyDir (pyroscope.persistence.enabled is not true), so every pod restart loses them"
+
+
+def _pyroscope_persistent_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    reason = _pyroscope_not_persistent(args)
+    if reason and stack_is_production():
+        report(f"production stack {pulumi.get_stack()!r}: Pyroscope release {reason}; set pyroscopePersistence to true.")
+
+
+pyroscope_persistent_in_production = ResourceValidationPolicy(
+    name="pyroscope-persistent-in-production",
+    description="In a production stack (config production=true), the Pyroscope release keeps its profiles on a persistent volume.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_pyroscope_persistent_production,
+    remediation_steps="Set pyroscopePersistence to true (the default); docs/sizing.md says what the switch reinstalls.",
+)
+
+
 POLICIES = [
     pyroscope_service_internal,
     helm_chart_pinned,
@@ -596,6 +627,7 @@ POLICIES = [
     extension_version_pinned_in_production,
     pyroscope_pinned_by_digest,
     pyroscope_pinned_by_digest_in_production,
+    pyroscope_persistent_in_production,
     private_link_visibility,
     private_link_visibility_production,
     managed_private_endpoint_request_message,

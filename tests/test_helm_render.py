@@ -146,7 +146,8 @@ def test_rendered_manifests(tmp_path, variant):
     assert not [k for k in by_kind_name if k[0] == "Deployment"]
 
     config = yaml.safe_load(by_kind_name[("ConfigMap", "pyroscope-config")]["data"]["config.yaml"])
-    assert config == {"self_profiling": {"disable_push": True}, "storage": {"backend": "filesystem"}}
+    assert config == {"self_profiling": {"disable_push": True},
+                      "storage": {"backend": "filesystem", "filesystem": {"dir": "/data/shared"}}}
 
     names = " ".join(f"{kind}/{name}" for kind, name in by_kind_name).lower()
     for absent in ("alloy", "agent", "minio"):
@@ -218,3 +219,63 @@ def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
             _, docs = render(tmp_path / "steady", {"pyroscopeChart": f"oci://{registry.host}/steady/pyroscope@{steady}",
                                                    **image}, chart_from_plan=True, binary=binary)
             assert ("StatefulSet", "pyroscope") in {(d["kind"], d["metadata"]["name"]) for d in docs}
+
+
+GPU_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+    {"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
+    {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}
+FULLY_SET = {"pyroscopeStorageClass": "managed-csi-premium", "pyroscopeStorageSize": "256Gi", "pyroscopeRetention": "4w",
+             "pyroscopeResources[0]": "requests.cpu=2", "pyroscopeResources[1]": "limits.memory=16Gi",
+             "pyroscopeResources[2]": "limits.cpu=4", "pyroscopeNodeSelector[0]": "agentpool=system",
+             "pyroscopeTolerations[0]": "sku=gpu:NoSchedule", "pyroscopeTolerations[1]": "CriticalAddonsOnly"}
+
+
+def render_paths(tmp_path, sets: dict) -> list[dict]:
+    """The rendered manifests for the dev stack with ``sets`` (``KEY[i]`` entries as `pulumi config set --path`)."""
+    plain = {k: v for k, v in sets.items() if "[" not in k}
+    paths = [(k, v, True) for k, v in sets.items() if "[" in k]
+    inputs = mock_engine.run("dev", plain, config_sets=paths).one(RELEASE).inputs
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(inputs["values"]))
+    chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
+    result = subprocess.run([helm(), "template", inputs["name"], str(chart), "-n", inputs["namespace"], "-f", str(values)],
+                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.mark.parametrize("variant", ["default", "fully set", "persistence off"])
+def test_durable_statefulset(tmp_path, variant):
+    """The StatefulSet as real Helm renders it: the claim template (size, class), the retention flag, requests and
+    limits, the GPU-node exclusion, node selector and tolerations; the Service and its PLS annotations as before."""
+    sets = {"default": {}, "fully set": FULLY_SET, "persistence off": {"pyroscopePersistence": "false"}}[variant]
+    docs = render_paths(tmp_path, sets)
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    spec = statefulset["spec"]["template"]["spec"]
+    (container,) = [c for c in spec["containers"] if c["name"] == "pyroscope"]
+    retention = {"default": "14d", "fully set": "4w", "persistence off": "14d"}[variant]
+    assert f"-compactor.blocks-retention-period={retention}" in container["args"]
+    assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    claims = statefulset["spec"].get("volumeClaimTemplates") or []
+    data_volumes = [v for v in spec["volumes"] if v["name"] == "data"]
+    if variant == "persistence off":
+        assert claims == [] and data_volumes == [{"name": "data", "emptyDir": {}}]
+    else:
+        size, cls = ("256Gi", "managed-csi-premium") if variant == "fully set" else ("64Gi", "managed-csi")
+        (claim,) = claims
+        assert claim["metadata"]["name"] == "data" and data_volumes == []
+        assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+        assert claim["spec"]["resources"]["requests"]["storage"] == size and claim["spec"]["storageClassName"] == cls
+    if variant == "fully set":
+        assert container["resources"] == {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}}
+        assert spec["nodeSelector"] == {"agentpool": "system"}
+        assert spec["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                                       {"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    else:
+        assert container["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+        assert "nodeSelector" not in spec and "tolerations" not in spec
+    assert spec["affinity"] == GPU_AFFINITY
+    service = by_kind_name[("Service", "pyroscope")]
+    assert service["spec"]["type"] == "LoadBalancer" and [p["port"] for p in service["spec"]["ports"]] == [4040]
+    assert {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)} == expected_annotations()

@@ -421,8 +421,8 @@ def test_a_pls_resource_group_change_ends_with_one_pls_in_the_new_group(lifecycl
 
 def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
     """The release lists the PLS's name and resource group annotations in replace_on_changes (the engine's path syntax,
-    as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new; the plan JSON does not
-    record the option (docs/offline.md D14), so it is read from the registration here."""
+    as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new, and its persistence values
+    (a StatefulSet's volume cannot be updated); read from the registration here, and recorded in the plan (D14)."""
     from components import pyroscope
 
     assert pyroscope.PLS_IDENTITY_PATHS == (
@@ -440,7 +440,7 @@ def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
         p = plan()
     finally:
         mock_engine.RecordingMonitor.RegisterResource = original
-    assert seen["pyroscope-release"] == list(pyroscope.PLS_IDENTITY_PATHS)
+    assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS]
     identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
     assert identity.inputs["triggers"] == ["pyroscope-pls", ""] and identity.inputs["create"] == "true"
     release = next(r for r in p.resources if r.name == "pyroscope-release")
@@ -1351,3 +1351,28 @@ def test_the_first_up_after_the_approval_nonce_replaces_the_endpoint_delete_firs
     assert diff.step("grafana-private-link-approval-nonce").op == "create"
     changed = {s.name for s in diff.steps if s.op != "same"}
     assert {"grafana-private-link-approve-connection", "grafana-private-link-refresh"} <= changed, changed
+
+
+def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_path):
+    """A stack deployed with Pyroscope's profiles in an emptyDir (as before persistence was the default) gets its
+    volume in one `pulumi up`: a StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes
+    pkg/apis/apps/validation/validation.go ValidateStatefulSetUpdate), so the release, which lists its persistence
+    values in replace_on_changes, is reinstalled delete-first with the PLS chain behind it, and the diff warns that the
+    emptyDir's profiles are lost; the re-run predicts nothing."""
+    dashboards = _dashboards(tmp_path)
+    base = run("dev", {"pyroscopePersistence": "false"}).to_json()
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", {}, pending=pending), [])
+    steps = {s.name: s for s in diff.steps}
+    release = steps["pyroscope-release"]
+    assert (release.op, release.replace_order) == ("replace", "delete-first"), release.reasons
+    assert any("values.pyroscope.persistence.enabled: listed in replaceOnChanges" in r for r in release.reasons)
+    assert any("profiles held in an emptyDir" in w and "are lost" in w for w in diff.warnings), diff.warnings
+    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe"):
+        assert (steps[name].op, steps[name].replace_order) == ("replace", "delete-first"), (name, steps[name].reasons)
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, dashboards)
+    rerun = plan_diff.compute(head, run("dev").to_json())
+    assert rerun.summary["same"] == len(rerun.steps) and rerun.order == []

@@ -36,7 +36,7 @@ def test_json_shape(dev_json):
         assert r["provider"] is None or isinstance(r["provider"], str)
         assert all(isinstance(d, str) for d in r["dependencies"])
         assert set(r["options"]) == {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges", "customTimeouts",
-                                     "replaceWith"}
+                                     "replaceWith", "replaceOnChanges"}
         assert isinstance(r["options"]["ignoreChanges"], list)
         assert isinstance(r["options"]["replaceWith"], list) and set(r["options"]["replaceWith"]) <= {x["urn"] for x in dev_json["resources"]}
     for invoke in dev_json["invokes"]:

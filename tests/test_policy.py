@@ -151,6 +151,36 @@ def test_extension_pinned_fail():
     assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
 
 
+# --- pyroscope-persistent-in-production (mandatory) --------------------------------------------------------
+def persistent_release(persistence):
+    props = release()
+    props["values"]["pyroscope"]["persistence"] = persistence
+    return props
+
+
+def test_pyroscope_persistent_in_production():
+    policy = rules.pyroscope_persistent_in_production
+    assert policy.enforcement_level.value == "mandatory"
+    for props in (persistent_release({"enabled": True, "size": "64Gi"}), persistent_release({"existingClaim": "pv"})):
+        assert check(policy, rules.RELEASE, props, production=True) == []
+    for props in (release(), persistent_release({"enabled": False})):
+        assert check(policy, rules.RELEASE, props, production=False) == []
+        assert check(policy, rules.RELEASE, props, production=True, stack="prod-eu") == [
+            "production stack 'prod-eu': Pyroscope release keeps profiles in an emptyDir (pyroscope.persistence.enabled is "
+            "not true), so every pod restart loses them; set pyroscopePersistence to true."]
+    assert check(policy, rules.EXTENSION, EXT, production=True) == []
+
+
+def test_pyroscope_persistent_in_production_on_the_plan():
+    from tools.offline.mock_engine import run
+
+    on = policy_check.evaluate(run("dev", {"production": "true"}))
+    off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopePersistence": "false"}))
+    assert "pyroscope-persistent-in-production" not in {v.policy for v in on}
+    assert [(v.policy, v.level) for v in off if v.policy == "pyroscope-persistent-in-production"] == [
+        ("pyroscope-persistent-in-production", "mandatory")]
+
+
 # --- pyroscope-pinned-by-digest (advisory) and -in-production (mandatory) ---------------------------------
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 OCI = "oci://ghcr.io/grafana/helm-charts/pyroscope"

@@ -64,7 +64,17 @@ def test_release_values(plan):
     single = values["pyroscope"]
     assert single["replicaCount"] == 1
     assert single["image"] == {"repository": "grafana/pyroscope", "tag": "1.15.0"}  # the published procedure's
-    assert single["structuredConfig"] == {"self_profiling": {"disable_push": True}, "storage": {"backend": "filesystem"}}
+    assert single["structuredConfig"] == {"self_profiling": {"disable_push": True},
+                                          "storage": {"backend": "filesystem", "filesystem": {"dir": "/data/shared"}}}
+    # Durable by default: a claim on managed-csi, retention, requests and limits, off GPU nodes.
+    assert single["persistence"] == {"enabled": True, "accessModes": ["ReadWriteOnce"], "size": "64Gi",
+                                     "storageClassName": "managed-csi"}
+    assert single["extraArgs"] == {"compactor.blocks-retention-period": "14d"}
+    assert single["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+    terms = single["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
+                                           {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]
+    assert "nodeSelector" not in single and "tolerations" not in single
     assert single["service"]["type"] == "LoadBalancer" and single["service"]["port"] == 4040
     assert single["service"]["annotations"] == {
         P + "azure-load-balancer-internal": "true",
@@ -119,11 +129,32 @@ def test_in_cluster_url_output(plan):
     assert plan().outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
 
 
+#: Paths the chart's templates read that its values.yaml leaves out (or holds other keys under), each with the template
+#: text that reads it: ``persistence.storageClassName`` and ``extraArgs`` (a map whose every entry becomes ``-<key>=<value>``)
+#: in chart 1.15.0 ``templates/deployments-statefulsets.yaml``.
+TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{ $persistence.storageClassName }}",
+                 "pyroscope.extraArgs.compactor.blocks-retention-period": '- "-{{ $key }}={{ $value }}"'}
+
+
+def items(**lists) -> dict:
+    """Array keys as `pulumi config set --path 'KEY[i]'` sets them."""
+    return {f"{key}[{i}]": item for key, values in lists.items() for i, item in enumerate(values)}
+
+
+def chart_template(name: str) -> str:
+    import tarfile
+
+    with tarfile.open(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")) as tgz:
+        return tgz.extractfile(f"pyroscope/templates/{name}").read().decode()
+
+
 def test_every_values_key_path_exists_in_chart_1_15_0(plan, upstream_values):
-    values = plan().one(RELEASE).inputs["values"]
+    values = plan(paths=items(pyroscopeNodeSelector=["agentpool=system"], pyroscopeTolerations=["sku=gpu:NoSchedule"])).one(RELEASE).inputs["values"]
     paths = key_paths(values)
     assert ("pyroscope", "service", "type") in paths
-    assert missing_paths(paths, upstream_values) == []
+    assert sorted(missing_paths(paths, upstream_values)) == sorted(TEMPLATE_ONLY)
+    template = chart_template("deployments-statefulsets.yaml")
+    assert all(text in template for text in TEMPLATE_ONLY.values())
 
 
 def test_key_path_check_catches_a_wrong_path(upstream_values):
@@ -134,7 +165,7 @@ def test_key_path_check_catches_a_wrong_path(upstream_values):
 
 def test_optional_annotations_also_fit_the_chart(upstream_values):
     args = PyroscopeArgs("1.15.0", "1.14.1", "pls", ["*"], private_link_subnet="s", private_link_resource_group="rg")
-    assert missing_paths(key_paths(chart_values(args)), upstream_values) == []
+    assert sorted(missing_paths(key_paths(chart_values(args)), upstream_values)) == sorted(TEMPLATE_ONLY)
 
 
 def test_default_chart_version_and_image_match_the_reference_chart():
@@ -264,3 +295,35 @@ def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
         assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
     finally:
         mock_engine.RecordingMonitor.RegisterResource = original
+
+
+def test_storage_scheduling_and_resources_follow_config(plan):
+    single = plan(pyroscopeStorageClass="managed-csi-premium", pyroscopeStorageSize="1Ti", pyroscopeRetention="30d",
+                  paths=items(pyroscopeResources=["requests.cpu=2", "limits.cpu=4", "limits.memory=", "requests.memory=3Gi"],
+                              pyroscopeNodeSelector=["agentpool=system", "kubernetes.azure.com/mode=system"],
+                              pyroscopeTolerations=["sku=gpu:NoSchedule", "CriticalAddonsOnly", "dedicated:NoExecute"]),
+                  ).one(RELEASE).inputs["values"]["pyroscope"]
+    assert single["persistence"]["size"] == "1Ti" and single["persistence"]["storageClassName"] == "managed-csi-premium"
+    assert single["extraArgs"] == {"compactor.blocks-retention-period": "30d"}
+    assert single["resources"] == {"requests": {"cpu": "2", "memory": "3Gi"}, "limits": {"cpu": "4"}}
+    assert single["nodeSelector"] == {"agentpool": "system", "kubernetes.azure.com/mode": "system"}
+    assert single["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                                     {"key": "CriticalAddonsOnly", "operator": "Exists"},
+                                     {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]
+    assert "affinity" in single  # GPU nodes stay excluded whatever else is set
+
+
+def test_persistence_off_is_the_charts_emptydir(plan):
+    single = plan(pyroscopePersistence="false").one(RELEASE).inputs["values"]["pyroscope"]
+    assert single["persistence"] == {"enabled": False}
+
+
+def test_the_release_is_replaced_when_its_volume_changes(plan):
+    """A StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes pkg/apis/apps/validation/
+    validation.go ValidateStatefulSetUpdate), so Helm cannot upgrade a release whose volume changes: the release lists
+    its persistence values in replace_on_changes, and the plan records the option for the offline diff."""
+    from components.pyroscope import PLS_IDENTITY_PATHS, STORAGE_PATHS
+
+    options = plan().one(RELEASE).options
+    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS]
+    assert STORAGE_PATHS == ("values.pyroscope.persistence",) and options["deleteBeforeReplace"] is True

@@ -186,7 +186,8 @@ class _Model:
                              property_dependencies=self.head_deps.get(urn, {}),
                              protect=r["options"].get("protect"), retain_on_delete=r["options"].get("retainOnDelete"),
                              delete_before_replace=dbr, replace_with=r["options"].get("replaceWith") or [],
-                             ignore_changes=r["options"].get("ignoreChanges") or [])
+                             ignore_changes=r["options"].get("ignoreChanges") or [],
+                             replace_on_changes=r["options"].get("replaceOnChanges") or [])
 
     def diffs(self, urn: str, old_inputs: Mapping, new_inputs: Mapping, ignore: Iterable[str] = ()) -> list[dict]:
         ignored = set(ignore)
@@ -200,8 +201,10 @@ class _Model:
             rule = replacement.rule_for(old.type)
             changed = [d for d in self.diffs(urn, old.inputs, new_inputs) if not _same_location(old.type, d)]
             keys = sorted({_top(d["path"]) for d in changed if rule is not None and rule.forces(d["path"])})
+            # The changed keys as the provider's detailed diff names them too (pulumi-kubernetes writes full property
+            # paths), which the engine matches against replaceOnChanges (applyReplaceOnChanges).
             return engine.DiffResult(bool(changed), keys, bool(keys) and rule is not None and rule.delete_first,
-                                     sorted({_top(d["path"]) for d in changed}))
+                                     sorted({_top(d["path"]) for d in changed} | {d["path"] for d in changed}))
 
         def diff_config(urn, old_inputs, new_inputs):
             rule = replacement.rule_for(urn.split("::")[2])
@@ -304,9 +307,11 @@ def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Opt
             verdict = rule.config_diff(old["inputs"], new["inputs"], model.base_fp.get(urn, {}), model.head_fp.get(urn, {}))
             reasons += [f"{key}: {why} ({rule.source})" for key, why in verdict.replace_keys.items()]
         else:
-            by_provider = True
+            by_provider = any("." not in key and "[" not in key for key in keys)
             reasons += [f"{d['path']}: {rule.forces(d['path'])} ({rule.source})" for d in diffs
                         if rule is not None and rule.forces(d["path"]) and _top(d["path"]) in keys]
+            reasons += [f"{d['path']}: listed in replaceOnChanges ({replacement.ENGINE} applyReplaceOnChanges)"
+                        for d in diffs if d["path"] in keys]
         reasons += _order_reason(order, by_provider, rule, new)
     if op in ("replace", "update"):
         reasons += _unknown_notes(urn, diffs, steps, model.head_deps, old, known_by.get(urn))
@@ -529,6 +534,12 @@ def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
             also = (", the same assignment grafana-datasources-shared-monitoring-data-reader ensures"
                     if "grafana-datasources-shared-monitoring-data-reader" in names else "")
             found.append(f"{step.name}: " + CONSEQUENCES[step.name].format(also=also))
+        if step.op == "replace" and step.name == "pyroscope-release" and any(
+                d["path"].startswith("values.pyroscope.persistence") for d in step.diffs):
+            found.append("pyroscope-release: its volume changes, so Helm cannot upgrade the StatefulSet (volumeClaimTemplates "
+                         "are immutable) and the release is reinstalled: the Service, its private link service and Grafana's "
+                         "endpoint are re-created, and profiles held in an emptyDir (persistence off so far) are lost; a "
+                         "retained claim data-pyroscope-0 is reused as it is (docs/sizing.md)")
     return found
 
 

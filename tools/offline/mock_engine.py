@@ -454,7 +454,7 @@ def _preview_output(given: Any, output: Any) -> Any:
 def _options(request) -> dict:
     if request is None:
         return {"protect": False, "deleteBeforeReplace": False, "retainOnDelete": False,
-                "ignoreChanges": [], "customTimeouts": None, "replaceWith": []}
+                "ignoreChanges": [], "customTimeouts": None, "replaceWith": [], "replaceOnChanges": []}
     timeouts = None
     if request.HasField("customTimeouts"):
         t = request.customTimeouts
@@ -466,6 +466,7 @@ def _options(request) -> dict:
         "ignoreChanges": list(request.ignoreChanges),
         "customTimeouts": timeouts or None,
         "replaceWith": sorted(request.replace_with),
+        "replaceOnChanges": list(request.replaceOnChanges),
     }
 
 
