@@ -7,33 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.pyroscope import PyroscopeArgs, chart_values
 from tools.offline.engine import DiffResult, Engine, Provider
-
-
-def _args(**kw) -> PyroscopeArgs:
-    return PyroscopeArgs("1.15.0", "1.14.1", "pls", ["*"], private_link_subnet="s", private_link_resource_group="rg",
-                         **kw)
-
-
-_DAYS = {"h": 1 / 24, "d": 1, "w": 7}
-
-
-def _days(duration: str) -> float:
-    return 0 if duration == "0" else int(duration[:-1]) * _DAYS[duration[-1]]
-
-
-@pytest.mark.parametrize("retention", ["14d", "30d", "3w"])
-def test_queries_reach_back_as_far_as_retention_keeps_profiles(retention):
-    """grafana/pyroscope v1.15.0 pkg/validation/limits.go: ``_ = l.MaxQueryLookback.Set("7d")`` for
-    ``-querier.max-query-lookback`` ("This limit is enforced in the query frontend ... the request will not fail, but
-    will be modified to only query data within the allowed time range"), pkg/validation/validate.go
-    ValidateRangeRequest (a range ending before now-lookback returns empty; an earlier start is clamped). With
-    ``-compactor.blocks-retention-period`` 14d and the lookback left at its 7d default, the second week the volume is
-    sized for can never be queried (docs/sizing.md promises "two weeks of GPU-memory profiles")."""
-    extra = chart_values(_args(retention=retention))["pyroscope"]["extraArgs"]
-    lookback = extra.get("querier.max-query-lookback", "7d")  # the upstream default when unset
-    assert _days(lookback) == 0 or _days(lookback) >= _days(extra["compactor.blocks-retention-period"]), extra
 
 
 def _engine_replaces(listed: str, detailed_key: str) -> bool:
