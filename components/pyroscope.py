@@ -144,8 +144,9 @@ def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
 
 #: Node labels that mark a GPU node: AKS sets ``kubernetes.azure.com/accelerator=nvidia`` on GPU node pools
 #: (MicrosoftDocs/azure-aks-docs ``articles/aks/use-labels.md``, "Reserved system labels"); the NVIDIA GPU operator's
-#: feature discovery sets ``nvidia.com/gpu.present=true`` (NVIDIA/gpu-operator, the label its operands' node affinity
-#: selects). Pyroscope never needs a GPU, so its pod requires a node with neither.
+#: ClusterPolicy controller sets ``nvidia.com/gpu.present=true`` on the nodes Node Feature Discovery shows an NVIDIA
+#: device on (NVIDIA/gpu-operator ``controllers/state_manager.go`` ``labelGPUNodes``; the label its operands' node
+#: affinity selects). Pyroscope never needs a GPU, so its pod requires a node with neither.
 GPU_NODE_AFFINITY = {
     "nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -166,6 +167,31 @@ BUCKET_DIR = "/data/shared"
 STORAGE_PATHS = ("values.pyroscope.persistence",)
 
 
+#: Where the compactor stages blocks while it compacts, on the data volume. Its default, ``./data-compactor``
+#: (grafana/pyroscope ``pkg/compactor/compactor.go``@v1.15.0 ``-compactor.data-dir``), is ``/data-compactor`` in the
+#: image (no WORKDIR), and chart 1.15.0 mounts the volume there only for the component ``compactor``, not for ``all``
+#: (``templates/deployments-statefulsets.yaml``@v1.15.0), so the single binary would stage on the container's disk.
+COMPACTOR_DIR = "/data/compactor"
+
+
+def extra_args(args: PyroscopeArgs) -> dict[str, str]:
+    """The single binary's extra flags (keys sorted).
+
+    ``-compactor.blocks-retention-period``: the compactor (part of ``-target=all``) deletes blocks older than this from
+    the bucket (grafana/pyroscope ``pkg/validation/limits.go`` and ``pkg/compactor/blocks_cleaner.go``@v1.15.0).
+    ``-querier.max-query-lookback``, the same duration: its default is 7d (``limits.go``@v1.15.0
+    ``MaxQueryLookback.Set("7d")``), and the query frontend empties a query that ends before now minus the lookback and
+    moves an earlier start up to it (``pkg/validation/validate.go``@v1.15.0 ``ValidateRangeRequest``), so with 14d
+    retention the second week would be stored but never shown. ``0`` (retention off) is ``0`` there too: "0 to
+    disable" (the flag's help), and ``ValidateRangeRequest`` only applies a lookback ``> 0``.
+    ``-compactor.data-dir``: :data:`COMPACTOR_DIR`, with persistence (an emptyDir is on the node's disk either way).
+    """
+    extra = {"compactor.blocks-retention-period": args.retention, "querier.max-query-lookback": args.retention}
+    if args.persistence:
+        extra["compactor.data-dir"] = COMPACTOR_DIR
+    return dict(sorted(extra.items()))
+
+
 def chart_values(args: PyroscopeArgs) -> dict:
     """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
     filesystem storage on a persistent volume (or an emptyDir), retention, requests and limits, off GPU nodes, no
@@ -178,9 +204,7 @@ def chart_values(args: PyroscopeArgs) -> dict:
                             "storageClassName": args.storage_class})
     pyroscope: dict = {
         "affinity": GPU_NODE_AFFINITY,
-        # -compactor.blocks-retention-period: the compactor (part of -target=all) deletes blocks older than this from
-        # the bucket (grafana/pyroscope pkg/validation/limits.go and pkg/compactor/blocks_cleaner.go@v1.15.0).
-        "extraArgs": {"compactor.blocks-retention-period": args.retention},
+        "extraArgs": extra_args(args),
         "image": {"repository": args.image_repository, "tag": args.image_tag},
         "persistence": persistence,
         "replicaCount": 1,

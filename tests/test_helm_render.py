@@ -256,6 +256,10 @@ def test_durable_statefulset(tmp_path, variant):
     (container,) = [c for c in spec["containers"] if c["name"] == "pyroscope"]
     retention = {"default": "14d", "fully set": "4w", "persistence off": "14d"}[variant]
     assert f"-compactor.blocks-retention-period={retention}" in container["args"]
+    assert f"-querier.max-query-lookback={retention}" in container["args"]  # not the 7d default (components/pyroscope.py)
+    # The compactor's staging directory on the volume: chart 1.15.0 mounts /data-compactor only for component compactor.
+    assert ("-compactor.data-dir=/data/compactor" in container["args"]) is (variant != "persistence off")
+    assert not [m for m in container["volumeMounts"] if m["mountPath"] == "/data-compactor"]
     assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
     claims = statefulset["spec"].get("volumeClaimTemplates") or []
     data_volumes = [v for v in spec["volumes"] if v["name"] == "data"]

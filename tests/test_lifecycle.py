@@ -1117,6 +1117,147 @@ def test_ignore_changes_keep_the_old_value_before_the_diff():
     assert second.state("a")[0].inputs == {"k": "1"}
 
 
+def _replaced_for_a_changed_path(listed: str, detailed_key: str) -> bool:
+    """Run the offline engine: a resource whose provider reports ``detailed_key`` changed (with its top-level key
+    ``values``), with ``listed`` in replaceOnChanges; True when the preview replaces it."""
+    inputs = {"values": {"v": 1}}
+
+    def diff(_urn, old, new_inputs, _preview):
+        changed = old.inputs != new_inputs
+        return engine.DiffResult(changed, [], False, ["values", detailed_key] if changed else [])
+
+    offline = engine.Engine({"pkgA": engine.Provider(diff=diff, create=lambda _u, i, _p: ("id", dict(i)))})
+
+    def program(monitor):
+        monitor.register("pkgA:index:typ", "res", True, inputs=dict(inputs), replace_on_changes=[listed])
+
+    first = offline.update(program, [])
+    assert first.error is None
+    inputs["values"] = {"v": 2}
+    second = offline.update(program, first.snapshot, preview=True)
+    assert second.error is None
+    return any(s.op == "replace" for s in second.steps)
+
+
+@pytest.mark.parametrize("listed, detailed_key", [
+    # resource.PropertyPath.Contains (pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path.go): the listed
+    # path's segments are a prefix of the changed path's, whatever the spelling.
+    ("values.pyroscope.tolerations", "values.pyroscope.tolerations[0]"),  # an index below the listed path
+    ('values.pyroscope.service.annotations', 'values.pyroscope.service.annotations["a.b/c"]'),  # a quoted key below
+    ('values["pyroscope"].persistence', "values.pyroscope.persistence.size"),  # the same path, bracket spelling
+    ("values.*.persistence", "values.pyroscope.persistence.size"),  # "*" matches one segment at its level
+    ("values.pyroscope.tolerations[*].key", "values.pyroscope.tolerations[1].key"),  # "*" matches an index too
+])
+def test_replace_on_changes_matches_as_property_path_contains(listed, detailed_key):
+    """pulumi/pulumi v3.230.0 pkg/resource/deploy/step_generator.go applyReplaceOnChanges parses both sides with
+    resource.ParsePropertyPath and replaces when ``replaceOnChangePath.Contains(diffPath)``: an index or quoted key
+    directly below the listed path, a bracket spelling of the same path, and a ``*`` at any level all match (a
+    string-prefix match missed each)."""
+    assert _replaced_for_a_changed_path(listed, detailed_key)
+
+
+@pytest.mark.parametrize("listed, detailed_key", [
+    ("values.pyroscope.persistence", "values.pyroscope.service.port"),  # a sibling
+    ("values.pyroscope.persistence", "values.pyroscope.persistenceX"),  # a longer name is another key
+    ("values.pyroscope.persistence.size", "values.pyroscope.persistence"),  # the changed path is above the listed one
+    ("values.pyroscope.tolerations[0]", "values.pyroscope.tolerations[1]"),  # another index
+    ("values.*.persistence", "values.pyroscope.service.port"),
+])
+def test_replace_on_changes_leaves_paths_it_does_not_contain(listed, detailed_key):
+    """The other half of PropertyPath.Contains: a path outside the listed one is an update, and the harness above
+    sees a replacement only when there is one. A dotted path below the listed one matched before the port too."""
+    assert _replaced_for_a_changed_path("values.pyroscope.persistence", "values.pyroscope.persistence.size")
+    assert not _replaced_for_a_changed_path(listed, detailed_key)
+
+
+def test_replace_on_changes_without_a_detailed_diff_sees_top_level_keys_only():
+    """applyReplaceOnChanges without detailed-diff paths has only the changed keys, which are top-level: ``values``
+    is contained by ``values`` and ``*`` but not by ``values.pyroscope.persistence`` (Contains needs the changed path
+    at least as long), so a nested listed path replaces nothing there (pulumi/pulumi v3.230.0 step_generator.go,
+    properties_path.go; step_generator_test.go TestApplyReplaceOnChangesEmptyDetailedDiff for the top-level case)."""
+    assert engine.replace_on_changes_keys(["values"], ["values"]) == ["values"]
+    assert engine.replace_on_changes_keys(["values"], ["*"]) == ["values"]
+    assert engine.replace_on_changes_keys(["values"], ["values.pyroscope.persistence"]) == []
+
+
+#: pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path_test.go TestPropertyPath: the parse of each path, the
+#: "Simple" cases (wildcards) and the loose forms old providers emit (``.`` before ``[``).
+PARSED = {
+    "root": ("root",), "root.nested": ("root", "nested"), 'root["nested"]': ("root", "nested"),
+    "root.double.nest": ("root", "double", "nest"), 'root["double"].nest': ("root", "double", "nest"),
+    'root["double"]["nest"]': ("root", "double", "nest"), "root.array[0]": ("root", "array", 0),
+    "root.array[0].nested": ("root", "array", 0, "nested"), "root.array2[0][1].nested": ("root", "array2", 0, 1, "nested"),
+    "root.nested.array[0].double[1]": ("root", "nested", "array", 0, "double", 1),
+    'root["key with \\"escaped\\" quotes"]': ("root", 'key with "escaped" quotes'),
+    'root["key with a ."]': ("root", "key with a ."),
+    '["root key with \\"escaped\\" quotes"].nested': ('root key with "escaped" quotes', "nested"),
+    '["root key with a ."][1]': ("root key with a .", 1),
+    "root.array.[1]": ("root", "array", 1), 'root.["key with a ."]': ("root", "key with a ."),
+    'root["*"].field[1]': ("root", "*", "field", 1), "root[*].field[2]": ("root", "*", "field", 2),
+    "root[3].*[3]": ("root", 3, "*", 3), "*.bar": ("*", "bar"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(PARSED))
+def test_property_paths_parse_as_upstream(path):
+    assert engine.parse_property_path(path) == PARSED[path]
+
+
+@pytest.mark.parametrize("path", ["root[", 'root["nested]', "root.array[abc]", "root.", ".root"])
+def test_malformed_property_paths_are_refused(path):
+    """TestPropertyPath's syntax errors (properties_path_test.go @ v3.230.0), and a leading ``.``."""
+    with pytest.raises(engine.PropertyPathError):
+        engine.parse_property_path(path)
+
+
+#: TestPropertyPathContains (properties_path_test.go @ v3.230.0): (listed, changed, contains).
+CONTAINS = [
+    (("root", "nested"), ("root",), False), (("root",), ("root", "nested"), True), (("root", 1), ("root",), False),
+    (("root",), ("root", 1), True), (("root", "double", "nest1"), ("root", "double", "nest2"), False),
+    (("root", "nest1", "double"), ("root", "nest2", "double"), False),
+    (("root", "nest", "double"), ("root", "nest", "double"), True), (("root", 1, "double"), ("root", 1, "double"), True),
+    ((), (), True), (("root",), (), False), ((), ("root",), True),
+    (("foo", "bar", 1), ("foo", "bar", 1, "baz"), True), (("foo", "*", "baz"), ("foo", "bar", "baz", "bam"), True),
+    (("*", "bar", "baz"), ("foo", "bar", "baz", "bam"), True), (("foo", "*", "baz"), ("foo", 1, "baz", "bam"), True),
+    (("foo", 1, "*", "bam"), ("foo", 1, "baz", "bam"), True), (("*",), ("a", "b"), True), (("*",), ("a", 1), True),
+    (("*",), ("a", 1, "b"), True),
+]
+
+
+@pytest.mark.parametrize("listed, changed, contains", CONTAINS)
+def test_property_path_contains_as_upstream(listed, changed, contains):
+    assert engine.path_contains(listed, changed) is contains
+
+
+def test_a_replace_on_changes_path_that_does_not_parse_fails_the_operation():
+    """applyReplaceOnChanges returns ParsePropertyPath's error for a listed path, and the step generator fails the
+    operation with it (step_generator.go @ v3.230.0)."""
+    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k)})
+    value = {"k": "1"}
+
+    def program(monitor):
+        monitor.register(T_A, "a", inputs=dict(value), replace_on_changes=["k["])
+
+    first = offline.update(program)
+    value["k"] = "2"
+    second = offline.update(program, first.snapshot)
+    assert second.error is not None and "missing closing bracket in array index" in " ".join(second.diagnostics)
+
+
+@pytest.mark.parametrize("key, written", [
+    ("service.beta.kubernetes.io/azure-pls-name", '["service.beta.kubernetes.io/azure-pls-name"]'),
+    ('a"b', '["a\\"b"]'), ("a[0]", '["a[0]"]'),
+    ("a/b", ".a/b"), ("a b", ".a b"), ("0x", ".0x"), ("x-y", ".x-y"),  # no ."[] : written plain
+])
+def test_detailed_diff_paths_are_bracketed_as_pulumi_kubernetes_writes_them(key, written):
+    """pulumi-kubernetes provider/pkg/provider/provider.go @ 94977969 addPatchValueToDiff: a key is written
+    ``["..."]`` (only ``"`` escaped) exactly when ``strings.ContainsAny(v, `."[]`)``, otherwise ``.key``; the result
+    parses back to the same keys."""
+    path = mock_engine.join_path("values", key)
+    assert path == "values" + written
+    assert engine.parse_property_path(path) == ("values", key)
+
+
 def test_preview_with_refresh_hands_the_program_what_was_read():
     """RefreshStep.Apply reads in a preview too, and rebuildBaseState hands the refreshed outputs on: the program of
     `pulumi preview --refresh` sees the same outputs as that of `pulumi up --refresh`."""

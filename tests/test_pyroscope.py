@@ -69,7 +69,8 @@ def test_release_values(plan):
     # Durable by default: a claim on managed-csi, retention, requests and limits, off GPU nodes.
     assert single["persistence"] == {"enabled": True, "accessModes": ["ReadWriteOnce"], "size": "64Gi",
                                      "storageClassName": "managed-csi"}
-    assert single["extraArgs"] == {"compactor.blocks-retention-period": "14d"}
+    assert single["extraArgs"] == {"compactor.blocks-retention-period": "14d", "compactor.data-dir": "/data/compactor",
+                                   "querier.max-query-lookback": "14d"}
     assert single["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
     terms = single["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
@@ -133,7 +134,8 @@ def test_in_cluster_url_output(plan):
 #: text that reads it: ``persistence.storageClassName`` and ``extraArgs`` (a map whose every entry becomes ``-<key>=<value>``)
 #: in chart 1.15.0 ``templates/deployments-statefulsets.yaml``.
 TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{ $persistence.storageClassName }}",
-                 "pyroscope.extraArgs.compactor.blocks-retention-period": '- "-{{ $key }}={{ $value }}"'}
+                 **{f"pyroscope.extraArgs.{flag}": '- "-{{ $key }}={{ $value }}"'
+                    for flag in ("compactor.blocks-retention-period", "compactor.data-dir", "querier.max-query-lookback")}}
 
 
 def items(**lists) -> dict:
@@ -304,7 +306,8 @@ def test_storage_scheduling_and_resources_follow_config(plan):
                               pyroscopeTolerations=["sku=gpu:NoSchedule", "CriticalAddonsOnly", "dedicated:NoExecute"]),
                   ).one(RELEASE).inputs["values"]["pyroscope"]
     assert single["persistence"]["size"] == "1Ti" and single["persistence"]["storageClassName"] == "managed-csi-premium"
-    assert single["extraArgs"] == {"compactor.blocks-retention-period": "30d"}
+    assert single["extraArgs"] == {"compactor.blocks-retention-period": "30d", "compactor.data-dir": "/data/compactor",
+                                   "querier.max-query-lookback": "30d"}
     assert single["resources"] == {"requests": {"cpu": "2", "memory": "3Gi"}, "limits": {"cpu": "4"}}
     assert single["nodeSelector"] == {"agentpool": "system", "kubernetes.azure.com/mode": "system"}
     assert single["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
@@ -316,6 +319,42 @@ def test_storage_scheduling_and_resources_follow_config(plan):
 def test_persistence_off_is_the_charts_emptydir(plan):
     single = plan(pyroscopePersistence="false").one(RELEASE).inputs["values"]["pyroscope"]
     assert single["persistence"] == {"enabled": False}
+    assert "compactor.data-dir" not in single["extraArgs"]  # no volume to put it on
+
+
+def _args(**kw) -> PyroscopeArgs:
+    return PyroscopeArgs("1.15.0", "1.14.1", "pls", ["*"], private_link_subnet="s", private_link_resource_group="rg",
+                         **kw)
+
+
+_DAYS = {"h": 1 / 24, "d": 1, "w": 7}
+
+
+def _days(duration: str) -> float:
+    return 0 if duration == "0" else int(duration[:-1]) * _DAYS[duration[-1]]
+
+
+@pytest.mark.parametrize("retention", ["14d", "30d", "3w", "0"])
+def test_queries_reach_back_as_far_as_retention_keeps_profiles(retention):
+    """grafana/pyroscope v1.15.0 pkg/validation/limits.go: ``_ = l.MaxQueryLookback.Set("7d")`` for
+    ``-querier.max-query-lookback`` ("This limit is enforced in the query frontend ... the request will not fail, but
+    will be modified to only query data within the allowed time range ... 0 to disable"), pkg/validation/validate.go
+    ValidateRangeRequest (a range ending before now-lookback returns empty; an earlier start is clamped; only a
+    lookback > 0 applies). With ``-compactor.blocks-retention-period`` 14d and the lookback left at its 7d default, the
+    second week the volume is sized for could never be queried; retention ``0`` (keep everything) needs lookback ``0``."""
+    extra = chart_values(_args(retention=retention))["pyroscope"]["extraArgs"]
+    lookback = extra.get("querier.max-query-lookback", "7d")  # the upstream default when unset
+    assert _days(lookback) == 0 or _days(lookback) >= _days(extra["compactor.blocks-retention-period"]), extra
+    if retention == "0":
+        assert lookback == "0"
+
+
+def test_the_compactor_stages_blocks_on_the_volume():
+    """``-compactor.data-dir`` defaults to ``./data-compactor`` (grafana/pyroscope pkg/compactor/compactor.go@v1.15.0),
+    ``/data-compactor`` in the image, which chart 1.15.0 mounts the volume at only for the component ``compactor``; the
+    single binary (``all``) is told to use a directory on the volume, and only when there is one."""
+    assert chart_values(_args())["pyroscope"]["extraArgs"]["compactor.data-dir"] == "/data/compactor"
+    assert "compactor.data-dir" not in chart_values(_args(persistence=False))["pyroscope"]["extraArgs"]
 
 
 def test_the_release_is_replaced_when_its_volume_changes(plan):

@@ -28,12 +28,16 @@ Sources, all at v3.230.0:
   ``rebuildBaseState`` and ``undangleParentResources`` (after a refresh); ``step_executor.go``
   ``cancelDueToError`` (a refused protected delete does not stop the others); ``source_eval.go``
   ``inheritFromParent``.
+- ``sdk/go/common/resource/properties_path.go``: ``ParsePropertyPath`` and ``PropertyPath.Contains``, with which
+  ``applyReplaceOnChanges`` matches replaceOnChanges paths against the changed keys and detailed-diff paths.
 - ``pkg/resource/graph/dependency_graph.go``: ``DependingOn`` (a linear scan of the state, which is in
   topological order), ``DependenciesOf``, ``TransitiveDependenciesOf``.
 - ``pkg/resource/deploy/snapshot.go``: ``VerifyIntegrity`` (dependencies, parents, ``deletedWith`` and
   ``replaceWith`` must name an earlier resource; one URN twice only when all but one are pending deletion).
 
-What it does not model: aliases, imports, reads, views, hooks, plans (``--plan``), ``--exclude``, glob targets,
+What it does not model: the detailed diff ``diffResource`` builds from the object diff when a provider's ``Diff``
+answers unknown (``NewDetailedDiffFromObjectDiff``): the inputs are compared by top-level key only, so there a nested
+replaceOnChanges path matches nothing (the providers of this stack's plans answer with their paths); aliases, imports, reads, views, hooks, plans (``--plan``), ``--exclude``, glob targets,
 ``destroy --run-program``, the provider's ``Check`` (inputs are taken as given) and the inputs a ``Read`` returns,
 provider previews (at preview ``Create``/``Update`` are not called: outputs are the inputs, as for a provider without
 preview support), secret and output wrappers, the migration of snapshots without provider references
@@ -46,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -213,6 +218,98 @@ def is_provider(type_: str) -> bool:
 
 class _Bail(Exception):
     pass
+
+
+# --- property paths ---------------------------------------------------------------------------------------------
+# pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path.go: ``parsePropertyPath`` (not strict, as
+# ``ParsePropertyPath``) and ``PropertyPath.Contains``, which ``applyReplaceOnChanges`` (pkg/resource/deploy/
+# step_generator.go) applies to every replaceOnChanges path against every changed key and detailed-diff path.
+
+class PropertyPathError(ValueError):
+    """``ParsePropertyPath``'s error; ``str()`` is upstream's message."""
+
+
+def parse_property_path(path: str) -> tuple:
+    """``ParsePropertyPath``: the path's elements, ``str`` for names and quoted keys (``*`` and ``["*"]`` both give
+    ``"*"``), ``int`` for indices. As upstream, loose: a name runs to the next ``.`` or ``[`` whatever its characters,
+    and ``.`` before ``[`` is tolerated."""
+    elements: list = []
+    if path.startswith("."):
+        raise PropertyPathError("expected property path to start with a name or index")
+    while path:
+        if path[0] == ".":
+            path = path[1:]
+            if not path:
+                raise PropertyPathError("expected property path to end with a name or index")
+        elif path[0] == "[":
+            if len(path) > 1 and path[1] == '"':
+                key, i = [], 2
+                while True:
+                    if i >= len(path):
+                        raise PropertyPathError("missing closing quote in property name")
+                    if path[i] == '"':
+                        i += 1
+                        break
+                    if path[i] == "\\" and i + 1 < len(path) and path[i + 1] == '"':
+                        key.append('"')
+                        i += 2
+                    else:
+                        key.append(path[i])
+                        i += 1
+                if i >= len(path) or path[i] != "]":
+                    raise PropertyPathError("missing closing bracket in property access")
+                element, path = "".join(key), path[i:]
+            else:
+                rbracket = path.find("]")
+                if rbracket == -1:
+                    raise PropertyPathError("missing closing bracket in array index")
+                segment = path[1:rbracket]
+                if segment == "*":
+                    element = "*"
+                elif re.fullmatch(r"[+-]?[0-9]+", segment):  # strconv.ParseInt(segment, 10, 0)
+                    element = int(segment)
+                else:
+                    raise PropertyPathError(f'invalid array index: strconv.ParseInt: parsing "{segment}": invalid syntax')
+                path = path[rbracket:]
+            elements.append(element)
+            path = path[1:]
+        else:
+            end = next((i for i, c in enumerate(path) if c in ".["), len(path))
+            elements.append(path[:end])
+            path = path[end:]
+    return tuple(elements)
+
+
+def path_contains(listed: tuple, other: tuple) -> bool:
+    """``PropertyPath.Contains``: ``listed``'s elements are a prefix of ``other``'s, a ``"*"`` in ``listed`` matching
+    any one element (a name or an index) at its level."""
+    if len(other) < len(listed):
+        return False
+    for mine, theirs in zip(listed, other):
+        if isinstance(mine, int):
+            if not isinstance(theirs, int) or theirs != mine:
+                return False
+        elif mine != "*" and (not isinstance(theirs, str) or theirs != mine):
+            return False
+    return True
+
+
+def replace_on_changes_keys(changed: Iterable[str], replace_on_changes: Iterable[str]) -> list[str]:
+    """``applyReplaceOnChanges``: the entries of ``changed`` (the provider's changed keys, which are top-level, and its
+    detailed-diff paths, which the offline :class:`DiffResult` keeps together in ``changed_keys``) that a
+    replaceOnChanges path contains. Without detailed-diff paths only the top-level keys are there, so only a listed
+    path of one element (or ``*``) can match. A listed path that does not parse is an error (upstream returns it); a
+    changed entry that does not parse is skipped (upstream skips a changed key so)."""
+    listed = [parse_property_path(p) for p in replace_on_changes]
+    found = []
+    for key in changed:
+        try:
+            path = parse_property_path(key)
+        except PropertyPathError:
+            continue
+        if any(path_contains(p, path) for p in listed):
+            found.append(key)
+    return found
 
 
 class Engine:
@@ -536,8 +633,7 @@ class _Run:
         trigger = _should_trigger_replace(new.replacement_trigger, old.replacement_trigger)
         result = DiffResult(True) if trigger else self.diff(goal, new, old)
         if result.changes and new.replace_on_changes:  # applyReplaceOnChanges
-            extra = [k for k in result.changed_keys
-                     if any(k == p or k.startswith(p + ".") or p == "*" for p in new.replace_on_changes)]
+            extra = self.replace_on_changes(urn, result.changed_keys, new.replace_on_changes)
             result = replace(result, replace_keys=sorted(set(result.replace_keys) | set(extra)))
         if not (result.changes or old.pending_replacement):
             self.sames.add(urn)
@@ -585,6 +681,15 @@ class _Run:
         steps += [("replace", old, keys), ("create-replacement", old, keys, "delete-first: created after its delete", False)]
         return steps
 
+    def replace_on_changes(self, urn: str, changed: Iterable[str], listed: Iterable[str]) -> list[str]:
+        """:func:`replace_on_changes_keys`; a listed path that does not parse fails the operation, as upstream."""
+        try:
+            return replace_on_changes_keys(changed, listed)
+        except PropertyPathError as error:
+            self.diagnostics.append(f"{urn}: replaceOnChanges: {error}")
+            self.saw_error = True
+            raise _Bail(str(error)) from error
+
     def dependent_replacements(self, root: State) -> list[tuple[State, tuple, str]]:
         """``calculateDependentReplacements``: the state's dependents of ``root`` (``DependingOn``, skipping what is
         already registered) that would be replaced: their provider is in the set, or their provider's ``Diff`` with
@@ -616,8 +721,8 @@ class _Run:
             else:
                 verdict = DiffResult()
             if verdict.changes is not False and candidate.replace_on_changes:
-                changed = [k for k in inputs if inputs[k] != candidate.inputs.get(k)]
-                extra = [k for k in changed if any(k == p or k.startswith(p + ".") for p in candidate.replace_on_changes)]
+                changed = verdict.changed_keys or [k for k in inputs if inputs[k] != candidate.inputs.get(k)]
+                extra = self.replace_on_changes(candidate.urn, changed, candidate.replace_on_changes)
                 verdict = replace(verdict, replace_keys=sorted(set(verdict.replace_keys) | set(extra)))
             if verdict.replace:
                 chain.append((candidate, tuple(verdict.replace_keys),

@@ -22,7 +22,6 @@ import contextvars
 import copy
 import json
 import os
-import re
 import runpy
 import threading
 from dataclasses import dataclass, field
@@ -100,16 +99,22 @@ def mask(value: Any, secrets) -> Any:
     return value
 
 
-_SIMPLE_KEY = re.compile(r"[A-Za-z_$][\w$-]*")
+#: The characters that make pulumi-kubernetes write a key bracketed and quoted (``convertPatchToDiff``'s
+#: ``addPatchValueToDiff``: ``strings.ContainsAny(v, `."[]`)``, provider/pkg/provider/provider.go @ 94977969).
+_BRACKETED = frozenset('."[]')
 
 
 def join_path(parent: str, key: Any) -> str:
-    """A property path as Pulumi prints one: ``a.b``, ``a["b.c"]`` for keys that are not simple names, ``a[0]``."""
+    """A property path as pulumi-kubernetes writes a detailed-diff path (``convertPatchToDiff``, module constant above):
+    ``a.b``, ``a[0]``, and ``a["b.c"]`` for a key holding ``.``, ``"``, ``[`` or ``]``, only ``"`` escaped (``\\"``);
+    any other key, ``a/b`` or ``a b`` too, is written plain. Each parses back (``tools.offline.engine
+    .parse_property_path``) to the same keys."""
     if isinstance(key, int):
         return f"{parent}[{key}]"
-    if _SIMPLE_KEY.fullmatch(key):
-        return f"{parent}.{key}" if parent else key
-    return f"{parent}[{json.dumps(key)}]"
+    if _BRACKETED.intersection(key):
+        escaped = key.replace('"', '\\"')
+        return f'{parent}["{escaped}"]'
+    return f"{parent}.{key}" if parent else key
 
 
 def secret_fingerprints(type_: str, wire: Mapping[str, Any]) -> dict[str, str]:
