@@ -351,7 +351,9 @@ class Pyroscope(pulumi.ComponentResource):
                 f"{name}-network-policy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=RELEASE_NAME, namespace=namespace),
                 spec=network_policy_spec(args.allowed_cidrs),
-                opts=pulumi.ResourceOptions(parent=self, replace_with=[args.namespace] if args.namespace else None),
+                # A fixed name: a replacement must delete the old object first (it would otherwise delete the new one).
+                opts=pulumi.ResourceOptions(parent=self, replace_with=[args.namespace] if args.namespace else None,
+                                            delete_before_replace=True),
             )
             # The Service keeps client addresses (the PLS's NAT IP): externalTrafficPolicy Local, which the chart cannot set.
             self.local_traffic = k8s.core.v1.ServicePatch(
@@ -362,7 +364,7 @@ class Pyroscope(pulumi.ComponentResource):
                     annotations={"pulumi.com/patchForce": "true"},  # Helm may own the field it created defaulted
                 ),
                 spec=k8s.core.v1.ServiceSpecPatchArgs(external_traffic_policy="Local"),
-                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release]),
+                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
             )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
