@@ -15,7 +15,7 @@ import pulumi
 from pulumi_azure_native import authorization
 
 from components import config
-from components.cluster import kubernetes_provider, lookup_cluster
+from components.cluster import kubernetes_provider, lookup_cluster, pyroscope_source_cidrs
 from components.gadget_namespace import GadgetNamespace, GadgetNamespaceArgs
 from components.gpu_dashboard import GpuDashboard, GpuDashboardArgs
 from components.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
@@ -32,6 +32,7 @@ from components.stack_inputs import for_cluster, resolve
 cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
 cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
+pyroscope_cidrs = pyroscope_source_cidrs(cfg, cluster)  # the PLS's NAT subnet (or pyroscopeAllowedCidrs)
 secrecy = keep_secret(cfg)  # from here on, every input and export that carries a secret config value is secret
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
@@ -105,6 +106,8 @@ pyroscope = Pyroscope(
         resources=config.resources(cfg.pyroscope_resources),
         node_selector=dict(item.split("=", 1) for item in cfg.pyroscope_node_selector),
         tolerations=config.tolerations(cfg.pyroscope_tolerations),
+        network_policy=cfg.pyroscope_network_policy,
+        allowed_cidrs=pyroscope_cidrs,
         namespace=namespace.namespace,  # the release's namespace is read from it
     ),
     opts=pulumi.ResourceOptions(providers=[kubernetes]),

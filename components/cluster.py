@@ -8,12 +8,13 @@ is a top-level provider resource that components receive through ``providers=``.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
-from pulumi_azure_native import containerservice
+from pulumi_azure_native import containerservice, network
 
 from components.config import ConfigError, StackConfig
 
@@ -28,7 +29,9 @@ class ClusterFacts:
     ``metrics_enabled`` mirrors ``azureMonitorProfile.metrics.enabled`` (the Azure Monitor metrics
     add-on), ``entra_managed`` ``aadProfile.managed``, ``local_accounts_disabled``
     ``disableLocalAccounts``, ``node_resource_group_locked`` ``nodeResourceGroupProfile.restrictionLevel`` being
-    ``ReadOnly`` (node resource group lockdown; AKS Automatic has it preconfigured).
+    ``ReadOnly`` (node resource group lockdown; AKS Automatic has it preconfigured). ``network_policy``:
+    ``networkProfile.networkPolicy`` (``azure``, ``calico``, ``cilium``, ``none`` or empty: no engine);
+    ``node_subnet_id``: the first agent pool's ``vnetSubnetID`` (empty with an AKS-managed virtual network).
     """
 
     id: str
@@ -40,6 +43,8 @@ class ClusterFacts:
     entra_managed: bool
     local_accounts_disabled: bool
     node_resource_group_locked: bool = False
+    network_policy: str = ""
+    node_subnet_id: str = ""
 
     @property
     def load_balancer_scope(self) -> str:
@@ -82,6 +87,8 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         local_accounts_disabled=bool(result.disable_local_accounts),
         node_resource_group_locked=str(getattr(result.node_resource_group_profile, "restriction_level", None) or "")
         .lower() == "readonly",
+        network_policy=str(getattr(result.network_profile, "network_policy", None) or "").lower(),
+        node_subnet_id=next((pool.vnet_subnet_id for pool in result.agent_pool_profiles or [] if pool.vnet_subnet_id), ""),
     )
     if cfg.extension_azure_monitor and not facts.metrics_enabled:
         raise ConfigError(
@@ -101,6 +108,15 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             "the approval once the release, the PLS and the endpoint exist); set privateLinkServiceResourceGroup to a "
             "resource group where the cluster identity has Network Contributor and you may approve connections",
         )
+    if cfg.pyroscope_network_policy and facts.network_policy not in POLICY_ENGINES:
+        raise ConfigError(
+            "pyroscopeNetworkPolicy",
+            f"cluster '{cfg.cluster_name}' has no network policy engine (networkProfile.networkPolicy is "
+            f"{facts.network_policy or 'not set'}), so the NetworkPolicy that restricts who reaches Pyroscope would not be "
+            f"enforced; enable one with `az aks update -g {cfg.cluster_resource_group} -n {cfg.cluster_name} "
+            "--network-policy <azure|calico|cilium>` (cilium needs --network-dataplane cilium) or set pyroscopeNetworkPolicy "
+            "to false to leave Pyroscope open to everything that routes to its internal load balancer",
+        )
     if cfg.kubeconfig_credentials == "admin" and facts.local_accounts_disabled:
         raise ConfigError(
             "kubeconfigCredentials",
@@ -108,6 +124,50 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             "credentials cannot be listed; use 'user' (Microsoft Entra ID, kubelogin)",
         )
     return facts
+
+
+#: ``networkProfile.networkPolicy`` values that enforce Kubernetes NetworkPolicy: the ``--network-policy`` choices of
+#: ``az aks update`` other than ``none`` (Azure/azure-cli ``src/azure-cli/azure/cli/command_modules/acs/_params.py``@0088c878,
+#: ``network_policies``; ``aks update`` takes ``network_policy`` from it).
+POLICY_ENGINES = ("azure", "calico", "cilium")
+_SUBNET_ID = re.compile(r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Network/virtualNetworks/([^/]+)"
+                        r"/subnets/([^/]+)", re.IGNORECASE)
+
+
+def pyroscope_source_cidrs(cfg: StackConfig, facts: ClusterFacts) -> tuple[str, ...]:
+    """The address ranges a connection through the private link service comes from, as Pyroscope's pod sees it.
+
+    The PLS source-NATs what Grafana's private endpoint sends to one of its NAT IP addresses ("used for source NAT-ing
+    the incoming traffic from private endpoint", Microsoft Learn ``New-AzPrivateLinkServiceIpConfig``; the stack keeps
+    ``azure-pls-proxy-protocol`` false), and those addresses come from the PLS's subnet: ``azure-pls-ip-configuration-subnet``
+    (``privateLinkSubnet``), else the cloud provider's own subnet, in the cluster's virtual network
+    (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``@7b31c76c ``getPLSSubnetName`` and
+    ``reconcilePLSIpConfigs``: ``subnetRepo.Get(VnetResourceGroup, VnetName, subnet)``). With the Service's
+    ``externalTrafficPolicy: Local`` kube-proxy keeps that address (docs/how-it-works.md, "Who can reach Pyroscope").
+
+    ``pyroscopeAllowedCidrs`` when set; else that subnet's address prefixes (azure-native invoke ``network.getSubnet``,
+    ARM ``GET .../virtualNetworks/{vnet}/subnets/{subnet}``), the virtual network being the first agent pool's
+    (``vnetSubnetID``), the subnet ``privateLinkSubnet`` or that pool's own. Raises ConfigError (key
+    ``pyroscopeAllowedCidrs``) when the cluster has no ``vnetSubnetID`` (an AKS-managed virtual network, whose subnet the
+    stack cannot name). Empty when ``pyroscopeNetworkPolicy`` is false."""
+    if not cfg.pyroscope_network_policy:
+        return ()
+    if cfg.pyroscope_allowed_cidrs:
+        return tuple(cfg.pyroscope_allowed_cidrs)
+    match = _SUBNET_ID.fullmatch(facts.node_subnet_id or "")
+    if not match:
+        raise ConfigError(
+            "pyroscopeAllowedCidrs",
+            f"cluster '{cfg.cluster_name}' has no agent pool in a virtual network of yours (no vnetSubnetID: an AKS-managed "
+            "network), so the stack cannot look up the private link service's subnet; set pyroscopeAllowedCidrs to that "
+            f"subnet's address range (`az network vnet subnet list -g {facts.node_resource_group} --vnet-name <aks-vnet-...> "
+            "--query [].addressPrefix`) or pyroscopeNetworkPolicy to false",
+        )
+    resource_group, vnet, node_subnet = match.groups()
+    subnet = network.get_subnet(resource_group_name=resource_group, virtual_network_name=vnet,
+                                subnet_name=cfg.private_link_subnet or node_subnet)
+    prefixes = [p for p in [subnet.address_prefix, *(subnet.address_prefixes or [])] if p]
+    return tuple(dict.fromkeys(prefixes))
 
 
 def azurecli_args(args: list) -> list:

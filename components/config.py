@@ -95,6 +95,8 @@ class StackConfig:
     pyroscope_resources: tuple
     pyroscope_node_selector: tuple
     pyroscope_tolerations: tuple
+    pyroscope_network_policy: bool
+    pyroscope_allowed_cidrs: tuple
     private_link_service_name: str
     private_link_service_resource_group: str
     private_link_visibility: str
@@ -465,6 +467,18 @@ def _tolerations(key: str, value: object) -> None:
                                    f"NoSchedule, PreferNoSchedule, NoExecute, e.g. sku=gpu:NoSchedule (got {item!r})")
 
 
+def _cidrs(key: str, value: object) -> None:
+    import ipaddress
+
+    for item in value:  # type: ignore[union-attr]
+        try:
+            network = ipaddress.ip_network(str(item), strict=True)
+        except ValueError:
+            network = None
+        if network is None or "/" not in str(item) or str(network) != str(item):
+            raise ConfigError(key, f"expected address ranges in CIDR notation with no host bits, such as 10.224.0.0/16 (got {item!r})")
+
+
 def tolerations(items) -> list[dict]:
     """``pyroscopeTolerations`` items as Kubernetes tolerations (no value: operator Exists; no effect: every effect)."""
     result = []
@@ -520,6 +534,7 @@ RULES: dict[str, Rule] = {
     "pyroscopeResources": _resources,
     "pyroscopeNodeSelector": _node_selector,
     "pyroscopeTolerations": _tolerations,
+    "pyroscopeAllowedCidrs": _cidrs,
     "privateLinkServiceName": _optional(_regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
         "expected a private link service name: 1-80 letters, digits, '_', '.' or '-', starting with a "

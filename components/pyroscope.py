@@ -54,6 +54,30 @@ or changes the claim fails. The release lists ``values.pyroscope.persistence`` i
 change reinstalls it delete-first (the same chain as a new PLS identity), in one ``pulumi up``, also on a stack
 deployed before this default (the engine compares the release's own old and new inputs).
 
+Who can reach Pyroscope (docs/how-it-works.md): open-source Pyroscope serves reads and writes on 4040 without
+authentication, and the internal load balancer takes connections from everything that routes into the virtual network.
+A NetworkPolicy ``pyroscope`` (networking.k8s.io/v1, :func:`network_policy_spec`) selects the chart's pods by its selector
+labels (``app.kubernetes.io/name: pyroscope``, ``app.kubernetes.io/instance: <release>``, chart 1.15.0
+``templates/_helpers.tpl`` ``pyroscope.selectorLabels``; tests/test_helm_render.py checks them on the real render) and
+admits: the Inspektor Gadget pods (namespace ``gadget``, ``k8s-app: gadget``: inspektor-gadget/inspektor-gadget
+``charts/gadget/templates/daemonset.yaml``@66236b70, pod network, not host network), whose exporter pushes profiles to
+``pyroscope.gadget:4040``; the private link service's NAT addresses (Grafana's reads), on 4040; and Pyroscope's own
+pods on 4040 and memberlist 7946 (the chart's only container ports; chart 1.15.0 exposes no gRPC port). The PLS
+source-NATs Grafana's traffic to its NAT IP (``components.cluster.pyroscope_source_cidrs``), and kube-proxy keeps that
+address only with ``externalTrafficPolicy: Local``: with ``Cluster`` it masquerades external traffic to the node's
+address ("without masquerading the client source IP" is what ``Local`` means, Kubernetes API reference
+``ServiceSpec.externalTrafficPolicy``), so the policy would have to admit the node subnet, and with it everything the
+load balancer forwards. Chart 1.15.0's Service template (``templates/services.yaml``) has no ``externalTrafficPolicy``,
+so a ``ServicePatch`` (server-side apply of that one field, forced past the field owner Helm recorded at create) sets
+it; Helm 3's upgrade is a three-way merge of its old and new manifests with the live object (helm/helm v3.20.2
+``pkg/kube/client.go`` ``createPatch``), and neither manifest holds the field, so upgrades leave it. The patch reads
+the Service's name and namespace from the release and is replaced with it (a reinstalled release has a new Service).
+Changing the field on a deployed Service is an in-place update; the AKS cloud provider then reconciles the load
+balancer's rule, whose probe becomes an HTTP probe of the Service's ``healthCheckNodePort`` (kube-proxy answers it where
+a Pyroscope pod runs; kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_loadbalancer.go``@7b31c76c
+``getExpectedLBRules``: ``NeedsHealthCheck``, unless the PLS uses proxy protocol), and keeps the frontend IP
+configuration the PLS is attached to. The policy reads only the namespace: it is in place before Pyroscope's pod starts.
+
 A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
 Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
 ``pkg/action/install.go`` ``RunWithContext`` -> ``failRelease``, likewise ``upgrade.go``; ``upgrade_test.go``
@@ -103,6 +127,9 @@ class PyroscopeArgs:
     load balancer's frontend subnet). ``timeout_seconds``: Helm's wait for the release to be ready.
     ``namespace``: the stack's ``gadget`` Namespace resource; its ``metadata.name`` is the release's namespace
     (None: the plain name ``gadget``, the namespace then made by someone else).
+    ``network_policy``: register the NetworkPolicy and the Service's ``externalTrafficPolicy: Local`` (module docstring,
+    "Who can reach Pyroscope"); ``allowed_cidrs``: the ranges it admits to port 4040 besides the Inspektor Gadget pods
+    (the PLS's NAT subnet, ``components.cluster.pyroscope_source_cidrs``).
     """
 
     chart_version: str
@@ -123,6 +150,8 @@ class PyroscopeArgs:
     resources: Optional[dict] = None
     node_selector: Optional[dict] = None
     tolerations: Optional[list] = None
+    network_policy: bool = True
+    allowed_cidrs: tuple = ()
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -222,6 +251,29 @@ def chart_values(args: PyroscopeArgs) -> dict:
     return {"alloy": {"enabled": False}, "minio": {"enabled": False}, "pyroscope": dict(sorted(pyroscope.items()))}
 
 
+#: Chart 1.15.0's selector labels of the release's pods (``pyroscope.selectorLabels``), and the Inspektor Gadget pods'.
+SELECTOR_LABELS = {"app.kubernetes.io/instance": RELEASE_NAME, "app.kubernetes.io/name": "pyroscope"}
+GADGET_POD_LABELS = {"k8s-app": "gadget"}
+MEMBERLIST_PORT = 7946
+
+
+def network_policy_spec(allowed_cidrs: Sequence[str], namespace: str = NAMESPACE) -> dict:
+    """The NetworkPolicy's spec (engine names): ingress to Pyroscope's pods only from the Inspektor Gadget pods and
+    ``allowed_cidrs`` on 4040, and from Pyroscope's own pods on 4040 and 7946 (module docstring)."""
+    http = [{"port": PORT, "protocol": "TCP"}]
+    return {
+        "podSelector": {"matchLabels": dict(SELECTOR_LABELS)},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                       "podSelector": {"matchLabels": dict(GADGET_POD_LABELS)}}], "ports": http},
+            *([{"from": [{"ipBlock": {"cidr": cidr}} for cidr in allowed_cidrs], "ports": http}] if allowed_cidrs else []),
+            {"from": [{"podSelector": {"matchLabels": dict(SELECTOR_LABELS)}}],
+             "ports": [*http, {"port": MEMBERLIST_PORT, "protocol": "TCP"}]},
+        ],
+    }
+
+
 #: Helm's refusals that a hard-killed run leaves behind (module docstring; a cancelled run leaves none).
 HELM_PENDING = "another operation (install/upgrade/rollback) is in progress"
 HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
@@ -314,6 +366,30 @@ class Pyroscope(pulumi.ComponentResource):
                                                       self.private_link_identity],
                                         replace_on_changes=[*PLS_IDENTITY_PATHS, *STORAGE_PATHS], hooks=_error_hooks()),
         )
+        self.network_policy: Optional[k8s.networking.v1.NetworkPolicy] = None
+        self.local_traffic: Optional[k8s.core.v1.ServicePatch] = None
+        if args.network_policy:
+            namespace = args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE
+            # Reads the namespace only: in force before Pyroscope's pod exists (module docstring).
+            self.network_policy = k8s.networking.v1.NetworkPolicy(
+                f"{name}-network-policy",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=RELEASE_NAME, namespace=namespace),
+                spec=network_policy_spec(args.allowed_cidrs),
+                # A fixed name: a replacement must delete the old object first (it would otherwise delete the new one).
+                opts=pulumi.ResourceOptions(parent=self, replace_with=[args.namespace] if args.namespace else None,
+                                            delete_before_replace=True),
+            )
+            # The Service keeps client addresses (the PLS's NAT IP): externalTrafficPolicy Local, which the chart cannot set.
+            self.local_traffic = k8s.core.v1.ServicePatch(
+                f"{name}-local-traffic",
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=self.release.status.apply(lambda status: status.name),
+                    namespace=self.release.status.apply(lambda status: status.namespace),
+                    annotations={"pulumi.com/patchForce": "true"},  # Helm may own the field it created defaulted
+                ),
+                spec=k8s.core.v1.ServiceSpecPatchArgs(external_traffic_policy="Local"),
+                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
+            )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
         self.service_name = self.release_name

@@ -44,6 +44,7 @@ MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 GRAFANA = "azure-native:dashboard:Grafana"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 COMMAND = "command:local:Command"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 INTERNAL_LB = "service.beta.kubernetes.io/azure-load-balancer-internal"
 PLS_VISIBILITY = "service.beta.kubernetes.io/azure-pls-visibility"
@@ -619,6 +620,75 @@ pyroscope_persistent_in_production = ResourceValidationPolicy(
 )
 
 
+def _is_pyroscope_chart(props: Any) -> bool:
+    chart = str(props.get("chart") or "")
+    return chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] == "pyroscope"
+
+
+#: The Pyroscope pods' labels, chart 1.15.0 (``pyroscope.labels`` of ``templates/_helpers.tpl`` on the StatefulSet's pod
+#: template, single binary: component ``all``); ``<release>`` is the release's name.
+def pyroscope_pod_labels(release: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "pyroscope", "app.kubernetes.io/instance": release,
+            "app.kubernetes.io/component": "all", "name": "pyroscope"}
+
+
+
+def _restricts(policy: Any, namespace: str, labels: Mapping[str, str]) -> Any:
+    """Whether a NetworkPolicy (its outputs) restricts ingress to pods with ``labels`` in ``namespace``: same namespace,
+    a ``podSelector`` whose ``matchLabels`` the labels satisfy (no ``matchExpressions``, which this check does not
+    evaluate), ``Ingress`` among its ``policyTypes`` (the API's default when absent) and no ingress rule without
+    ``from`` (that one admits every source). :data:`NOT_KNOWN` while a value is not known (a preview)."""
+    try:
+        metadata = policy.props.get("metadata") or {}
+        if str(metadata.get("namespace") or "default") != namespace:
+            return False
+        spec = policy.props.get("spec") or {}
+        selector = spec.get("podSelector") or {}
+        if selector.get("matchExpressions"):
+            return False
+        if any(labels.get(str(k)) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
+            return False
+        types = spec.get("policyTypes")
+        if is_list(types) and types and "Ingress" not in [str(x) for x in types]:
+            return False
+        return all(rule.get("from") for rule in (spec.get("ingress") or []))
+    except UnknownValueError:
+        return NOT_KNOWN
+
+
+def _network_policy_production(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A production stack whose Pyroscope release has no NetworkPolicy restricting ingress to its pods: Pyroscope's
+    HTTP API (reads and writes, no authentication) is then open to everything that routes to its internal load balancer
+    (docs/how-it-works.md, "Who can reach Pyroscope"). Checked on outputs; a value not known yet holds nothing against
+    the stack."""
+    if not stack_is_production():
+        return
+    policies = [r for r in args.resources if r.resource_type == NETWORK_POLICY]
+    for release in args.resources:
+        if release.resource_type != RELEASE or not known(lambda: _is_pyroscope_chart(release.props)):
+            continue
+        name = known(lambda: str(release.props.get("name") or ""))
+        namespace = known(lambda: str(release.props.get("namespace") or "default"))
+        if name is NOT_KNOWN or namespace is NOT_KNOWN or not name:
+            continue
+        verdicts = [_restricts(policy, namespace, pyroscope_pod_labels(name)) for policy in policies]
+        if not any(v is True or v is NOT_KNOWN for v in verdicts):
+            report(f"production stack {pulumi.get_stack()!r}: no NetworkPolicy restricts ingress to Pyroscope's pods "
+                   f"({namespace}/{name}), so its unauthenticated HTTP API is open to everything that routes to its "
+                   "internal load balancer; set pyroscopeNetworkPolicy to true.", release.urn)
+
+
+pyroscope_network_policy_in_production = StackValidationPolicy(
+    name="pyroscope-network-policy-in-production",
+    description="In a production stack (config production=true), a NetworkPolicy of the stack restricts ingress to the "
+                "Pyroscope release's pods (checked on outputs).",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_network_policy_production,
+    remediation_steps="Set pyroscopeNetworkPolicy to true (the default); the cluster needs a network policy engine "
+                      "(docs/how-it-works.md, \"Who can reach Pyroscope\").",
+)
+
+
 POLICIES = [
     pyroscope_service_internal,
     helm_chart_pinned,
@@ -628,6 +698,7 @@ POLICIES = [
     pyroscope_pinned_by_digest,
     pyroscope_pinned_by_digest_in_production,
     pyroscope_persistent_in_production,
+    pyroscope_network_policy_in_production,
     private_link_visibility,
     private_link_visibility_production,
     managed_private_endpoint_request_message,

@@ -284,3 +284,75 @@ def test_a_locked_node_resource_group_is_fine_with_a_pls_resource_group(plan):
 def test_an_unrestricted_or_unset_node_resource_group_needs_nothing(plan):
     for profile in ({"restrictionLevel": "Unrestricted"}, None):
         assert plan(invoke_overrides=cluster_without(nodeResourceGroupProfile=profile)).one(RELEASE)
+
+
+# --- A network policy engine for Pyroscope's NetworkPolicy ---------------------------------------------------------------
+def without_engine(policy):
+    def handler(args, location):
+        answer = canned.managed_cluster(args, location)
+        answer["networkProfile"] = {k: v for k, v in answer["networkProfile"].items() if k != "networkPolicy"}
+        if policy is not None:
+            answer["networkProfile"]["networkPolicy"] = policy
+        return answer
+
+    return {"azure-native:containerservice:getManagedCluster": handler}
+
+
+@pytest.mark.parametrize("policy", [None, "none"])
+def test_cluster_without_policy_engine_fails_before_any_resource(policy):
+    mocks = mock_engine.CannedMocks("eastus2", without_engine(policy))
+    monitor = mock_engine.RecordingMonitor(mocks)
+    original = mock_engine.RecordingMonitor
+    try:
+        mock_engine.RecordingMonitor = lambda _mocks: monitor
+        with pytest.raises(ConfigError) as caught:
+            mock_engine.run("dev", {}, without_engine(policy))
+    finally:
+        mock_engine.RecordingMonitor = original
+    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+    message = str(caught.value)
+    assert caught.value.key == "pyroscopeNetworkPolicy" and "\n" not in message
+    assert message.startswith("pyroscopeNetworkPolicy: cluster 'aks-gpu-dev' has no network policy engine "
+                              f"(networkProfile.networkPolicy is {policy or 'not set'})")
+    assert "az aks update -g rg-aks-gpu-dev -n aks-gpu-dev --network-policy <azure|calico|cilium>" in message
+    assert "set pyroscopeNetworkPolicy to false" in message
+
+
+@pytest.mark.parametrize("engine", ["azure", "calico", "cilium", "Calico"])
+def test_every_policy_engine_passes(plan, engine):
+    assert plan(invoke_overrides=without_engine(engine)).one("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+
+
+def test_opt_out_needs_no_engine(plan):
+    p = plan(pyroscopeNetworkPolicy="false", invoke_overrides=without_engine(None))
+    assert not [r for r in p.resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
+
+
+def managed_network():
+    def handler(args, location):
+        answer = canned.managed_cluster(args, location)
+        answer["agentPoolProfiles"] = [{k: v for k, v in pool.items() if k != "vnetSubnetID"}
+                                       for pool in answer["agentPoolProfiles"]]
+        return answer
+
+    return {"azure-native:containerservice:getManagedCluster": handler}
+
+
+def test_managed_virtual_network_needs_explicit_ranges(plan):
+    """An AKS-managed virtual network: the agent pools carry no vnetSubnetID, so the PLS's subnet cannot be named;
+    pyroscopeAllowedCidrs (or the opt-out) is the way, said in one line before any resource."""
+    with pytest.raises(ConfigError) as caught:
+        plan(invoke_overrides=managed_network())
+    message = str(caught.value)
+    assert caught.value.key == "pyroscopeAllowedCidrs" and "\n" not in message
+    assert "no vnetSubnetID" in message and "pyroscopeNetworkPolicy to false" in message
+    p = plan(paths={"pyroscopeAllowedCidrs[0]": "10.224.0.0/16"}, invoke_overrides=managed_network())
+    rule = p.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]["ingress"][1]
+    assert rule["from"] == [{"ipBlock": {"cidr": "10.224.0.0/16"}}]
+    assert plan(pyroscopeNetworkPolicy="false", invoke_overrides=managed_network())
+
+
+@pytest.mark.parametrize("bad", ["10.0.0.1/8", "10.0.0.0", "fd00::/300", "any"])
+def test_allowed_cidrs_must_be_networks(plan, bad):
+    with pytest.raises(ConfigError, match="^pyroscopeAllowedCidrs: expected address ranges in CIDR notation"):
+        plan(paths={"pyroscopeAllowedCidrs[0]": bad})

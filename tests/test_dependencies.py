@@ -18,6 +18,13 @@ EDGES = {
     ("grafana-private-link-wait-for-pls", "pyroscope-private-link-identity"):
         "ordering only: the private link depends on the Pyroscope component, whose children include the PLS identity "
         "(it runs nothing, so it adds no time)",
+    ("pyroscope-network-policy", "gadget-namespace"):
+        "the policy's namespace, metadata.name of the Namespace (and nothing else: in force before Pyroscope's pod)",
+    ("pyroscope-local-traffic", "pyroscope-release"): "the Service's name and namespace, from the release's status",
+    ("grafana-private-link-wait-for-pls", "pyroscope-network-policy"):
+        "ordering only: a child of the Pyroscope component (created long before the PLS appears, so it adds no time)",
+    ("grafana-private-link-wait-for-pls", "pyroscope-local-traffic"):
+        "ordering only: a child of the Pyroscope component (one server-side apply right after the release)",
     ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
     ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
     ("grafana-private-link-mpe", "grafana-private-link-approval-nonce"): "the approval nonce in its requestMessage",
@@ -96,4 +103,5 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
                 todo.append(name[dep])
     assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection", "grafana-private-link-mpe",
                     "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace",
-                    "pyroscope-private-link-identity", "grafana-private-link-approval-nonce"}
+                    "pyroscope-private-link-identity", "grafana-private-link-approval-nonce", "pyroscope-network-policy",
+                    "pyroscope-local-traffic"}

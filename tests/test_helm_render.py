@@ -283,3 +283,46 @@ def test_durable_statefulset(tmp_path, variant):
     service = by_kind_name[("Service", "pyroscope")]
     assert service["spec"]["type"] == "LoadBalancer" and [p["port"] for p in service["spec"]["ports"]] == [4040]
     assert {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)} == expected_annotations()
+
+
+def server_side_apply(live: dict, patch: dict) -> dict:
+    """``patch`` merged into ``live`` as a server-side apply of a few scalar fields does (maps merged key by key)."""
+    merged = dict(live)
+    for key, value in patch.items():
+        merged[key] = server_side_apply(live.get(key) or {}, value) if isinstance(value, dict) else value
+    return merged
+
+
+@pytest.mark.parametrize("variant", ["dev", "subnet"])
+def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_path, variant):
+    """Real Helm's Service ``pyroscope`` has no ``externalTrafficPolicy`` (chart 1.15.0 ``templates/services.yaml`` has
+    none to set, so Helm 3's three-way merge never touches the field); the plan's ServicePatch makes it ``Local`` and
+    changes nothing else: type, ports, selector and the private link annotations stay as rendered. The NetworkPolicy's
+    pod selector matches the rendered StatefulSet's pod labels, and its ports are the pod's container ports."""
+    overrides = {"dev": {}, "subnet": {"privateLinkSubnet": "snet-pls"}}[variant]
+    _, docs = render(tmp_path, overrides)
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    service = by_kind_name[("Service", "pyroscope")]
+    assert "externalTrafficPolicy" not in service["spec"]
+    plan = mock_engine.run("dev", overrides)
+    patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
+    assert (patch["metadata"]["name"], patch["metadata"]["namespace"]) == (service["metadata"]["name"], "gadget")
+    patched = server_side_apply(service, {"spec": patch["spec"]})
+    assert patched["spec"]["externalTrafficPolicy"] == "Local"
+    assert {k: v for k, v in patched["spec"].items() if k != "externalTrafficPolicy"} == service["spec"]
+    assert patched["metadata"] == service["metadata"]
+    cloud = {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)}
+    assert cloud == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+
+    policy = plan.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs
+    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items() and selector.items() <= service["spec"]["selector"].items()
+    assert selector == {k: v for k, v in statefulset["spec"]["selector"]["matchLabels"].items()
+                        if k != "app.kubernetes.io/component"}
+    (container,) = [c for c in statefulset["spec"]["template"]["spec"]["containers"] if c["name"] == "pyroscope"]
+    container_ports = {(p["containerPort"], p.get("protocol", "TCP")) for p in container["ports"]}
+    allowed = {(p["port"], p["protocol"]) for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert allowed == container_ports == {(4040, "TCP"), (7946, "TCP")}
+    assert policy["metadata"]["namespace"] == statefulset["metadata"]["namespace"] == "gadget"

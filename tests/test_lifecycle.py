@@ -78,6 +78,8 @@ def pls_identity_changed(identity_paths: tuple, release_paths: tuple) -> dict:
             "pyroscope-release": ("replace", "delete-first", ["replaceWith: pyroscope-private-link-identity is replaced",
                                                               "deleteBeforeReplace option is set"], release_paths),
             "grafana-private-link-wait-for-pls": ("replace", "delete-first", RELEASE_FIRST, ("environment.PLS_NAME",)),
+            # The new Service gets externalTrafficPolicy Local again (components/pyroscope.py).
+            "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
             **cascade_after_mpe(RELEASE_FIRST, approval_order="create-first")}
 
 CHANGES = [
@@ -147,6 +149,9 @@ CHANGES += [
                    # The release, deleted first for the namespace, is re-created without a chain of its own, so the
                    # wait (replaceWith the release) is replaced create-first.
                    "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
+                   # The NetworkPolicy lives in the namespace; the Service patch goes with the release.
+                   "pyroscope-network-policy": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "pyroscope-local-traffic": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced"], ()),
                    **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
            expect={"aks": ("replace", "create-first", [REPLACED], ())}),
@@ -156,6 +161,7 @@ CHANGES += [
                    # after it; the MPE's re-creation starts no chain, so the approval goes create-first.
                    "grafana-private-link-wait-for-pls": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced",
                                                                                      "the engine deletes it before pyroscope-release"], ()),
+                   "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
                    **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"],
                                        approval_order="create-first")}),
     Change("replace-wait", targets=["grafana-private-link-wait-for-pls"],

@@ -185,7 +185,8 @@ def test_canned_invoke_answers_have_the_sdk_result_shape(token):
 
     args = {"resourceName": "aks-gpu-dev", "resourceGroupName": "rg-aks-gpu-dev", "workspaceName": "amg-gpu-dev",
             "azureMonitorWorkspaceName": "amw-gpu-dev", "privateLinkServiceName": "pyroscope-pls",
-            "managedPrivateEndpointName": "pyroscope-mpe", "serviceName": "pyroscope-pls"}
+            "managedPrivateEndpointName": "pyroscope-mpe", "serviceName": "pyroscope-pls",
+            "virtualNetworkName": "vnet-aks", "subnetName": "snet-aks"}
     answer = canned.INVOKES[token](args, "eastus2")
     unknown = set(answer) - output_names(token)
     assert not unknown, f"{token}: canned keys the SDK's result type does not have: {sorted(unknown)}"

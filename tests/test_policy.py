@@ -723,3 +723,62 @@ def test_the_readme_counts_the_pack_s_rules():
     readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     said = re.search(r"\((\d+) rules:", readme)
     assert said and int(said.group(1)) == len(rules.POLICIES), (said and said.group(1), len(rules.POLICIES))
+
+
+# --- pyroscope-network-policy-in-production (stack policy, mandatory) -----------------------------------------------
+def production_stack_check(policy, resources, production=True, mode="up"):
+    messages: list[str] = []
+
+    def go():
+        set_all_config({"aks-gpu-observability:production": str(production).lower()})
+        pulumi.runtime.configure(pulumi.runtime.Settings(project="aks-gpu-observability", stack="prod-eu", dry_run=True))
+        # A preview keeps the provider's answer, or the inputs for a type it previews without one (canned.preview_outputs).
+        subjects = [PolicyResource(t, analyzer_props(outputs(t, n, p, mode) or p), f"urn::{n}", n, None, None, None, [], {})
+                    for t, n, p in resources]
+        policy.validate(StackValidationArgs(subjects, {}, {}), lambda message, urn=None: messages.append(message))
+
+    contextvars.Context().run(go)
+    return messages
+
+
+def network_policy(spec=None, namespace="gadget"):
+    from components.pyroscope import network_policy_spec
+
+    return (rules.NETWORK_POLICY, "pyroscope-network-policy",
+            {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+             "metadata": {"name": "pyroscope", "namespace": namespace},
+             "spec": spec if spec is not None else network_policy_spec(["10.224.0.0/16"])})
+
+
+PYRO_RELEASE = (rules.RELEASE, "pyroscope-release", release(name="pyroscope", namespace="gadget"))
+OPEN = ("production stack 'prod-eu': no NetworkPolicy restricts ingress to Pyroscope's pods (gadget/pyroscope), so its "
+        "unauthenticated HTTP API is open to everything that routes to its internal load balancer; set "
+        "pyroscopeNetworkPolicy to true.")
+
+
+@pytest.mark.parametrize("mode", ["preview", "up"])
+def test_pyroscope_network_policy_in_production(mode):
+    policy = rules.pyroscope_network_policy_in_production
+    assert policy.enforcement_level.value == "mandatory"
+    assert production_stack_check(policy, [PYRO_RELEASE, network_policy()], mode=mode) == []
+    assert production_stack_check(policy, [PYRO_RELEASE], mode=mode) == [OPEN]
+    assert production_stack_check(policy, [PYRO_RELEASE], production=False, mode=mode) == []
+    assert production_stack_check(policy, [network_policy()], mode=mode) == []  # no Pyroscope release: nothing to guard
+    select_all = {"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}  # a namespace-wide policy counts
+    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(select_all)], mode=mode) == []
+    for spec in ({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "grafana"}}},  # other pods
+                 {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "pyroscope"}}, "policyTypes": ["Egress"]},
+                 {"podSelector": {}, "ingress": [{"ports": [{"port": 4040}]}]},  # a rule without from admits everyone
+                 {"podSelector": {"matchExpressions": [{"key": "x", "operator": "Exists"}]}}):
+        assert production_stack_check(policy, [PYRO_RELEASE, network_policy(spec)], mode=mode) == [OPEN], spec
+    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(namespace="default")], mode=mode) == [OPEN]
+
+
+def test_pyroscope_network_policy_in_production_on_the_plan():
+    on = policy_check.evaluate(run("dev", {"production": "true"}))
+    off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopeNetworkPolicy": "false"}))
+    assert "pyroscope-network-policy-in-production" not in {v.policy for v in on}
+    assert {(v.policy, v.level) for v in off if v.policy == "pyroscope-network-policy-in-production"} == {
+        ("pyroscope-network-policy-in-production", "mandatory")}
+    advisory = policy_check.evaluate(run("dev", {"pyroscopeNetworkPolicy": "false"}))
+    assert "pyroscope-network-policy-in-production" not in {v.policy for v in advisory}

@@ -366,3 +366,79 @@ def test_the_release_is_replaced_when_its_volume_changes(plan):
     options = plan().one(RELEASE).options
     assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS]
     assert STORAGE_PATHS == ("values.pyroscope.persistence",) and options["deleteBeforeReplace"] is True
+
+
+# --- Who can reach Pyroscope: the NetworkPolicy and the Service's externalTrafficPolicy -------------------------------
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+SERVICE_PATCH = "kubernetes:core/v1:ServicePatch"
+SELECTOR = {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}
+HTTP = [{"port": 4040, "protocol": "TCP"}]
+
+
+def expected_policy(cidrs):
+    return {
+        "podSelector": {"matchLabels": SELECTOR},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gadget"}},
+                       "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}], "ports": HTTP},
+            {"from": [{"ipBlock": {"cidr": cidr}} for cidr in cidrs], "ports": HTTP},
+            {"from": [{"podSelector": {"matchLabels": SELECTOR}}], "ports": [*HTTP, {"port": 7946, "protocol": "TCP"}]},
+        ],
+    }
+
+
+def test_network_policy_registered_with_engine_inputs(plan):
+    """The dev stack's cluster runs its nodes in snet-aks (10.224.0.0/16, canned getSubnet): the PLS's NAT IPs come
+    from there, so that range may reach 4040, with the Inspektor Gadget pods; Pyroscope's pods reach each other."""
+    p = plan()
+    policy = p.one(NETWORK_POLICY)
+    assert policy.inputs["apiVersion"] == "networking.k8s.io/v1" and policy.inputs["kind"] == "NetworkPolicy"
+    assert policy.inputs["metadata"] == {"name": "pyroscope", "namespace": "gadget"}
+    assert policy.inputs["spec"] == expected_policy(["10.224.0.0/16"])
+    by_urn = {r.urn: r.name for r in p.resources}
+    assert [by_urn[d] for d in policy.dependencies] == ["gadget-namespace"]  # in force before Pyroscope's pod
+    assert policy.parent.endswith("aks-gpu-observability:index:Pyroscope::pyroscope")
+    lookup = next(i for i in p.invokes if i.token == "azure-native:network:getSubnet")
+    assert lookup.args == {"resourceGroupName": "rg-aks-gpu-dev", "virtualNetworkName": "vnet-aks", "subnetName": "snet-aks"}
+
+
+def test_network_policy_follows_the_pls_subnet_and_explicit_ranges(plan):
+    pls_subnet = plan(privateLinkSubnet="snet-pls")
+    assert pls_subnet.one(NETWORK_POLICY).inputs["spec"] == expected_policy(["10.225.8.0/24"])
+    assert next(i for i in pls_subnet.invokes if i.token.endswith("getSubnet")).args["subnetName"] == "snet-pls"
+    explicit = plan(paths={"pyroscopeAllowedCidrs[0]": "10.50.1.0/28", "pyroscopeAllowedCidrs[1]": "10.50.2.0/28"})
+    assert explicit.one(NETWORK_POLICY).inputs["spec"] == expected_policy(["10.50.1.0/28", "10.50.2.0/28"])
+    assert not [i for i in explicit.invokes if i.token.endswith("getSubnet")]
+
+
+def test_service_patch_keeps_client_addresses(plan):
+    """externalTrafficPolicy Local on the release's Service, by a forced server-side apply of that field alone; it
+    reads the Service's name from the release and is replaced with it."""
+    p = plan()
+    patch = p.one(SERVICE_PATCH)
+    assert patch.inputs == {"apiVersion": "v1", "kind": "Service",
+                            "metadata": {"name": "pyroscope", "namespace": "gadget",
+                                         "annotations": {"pulumi.com/patchForce": "true"}},
+                            "spec": {"externalTrafficPolicy": "Local"}}
+    release = p.one(RELEASE)
+    assert patch.dependencies == [release.urn]
+    assert patch.replace_with == [release.urn]  # a reinstalled release has a new Service, which gets the patch again
+    policy = p.one(NETWORK_POLICY)
+    assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]  # gone with a replaced namespace
+
+
+def test_opt_out_registers_neither_and_reads_no_subnet(plan):
+    p = plan(pyroscopeNetworkPolicy="false")
+    types = {r.type for r in p.resources}
+    assert NETWORK_POLICY not in types and SERVICE_PATCH not in types
+    assert not [i for i in p.invokes if i.token.endswith("getSubnet")]
+    # the release itself is the same either way
+    assert p.one(RELEASE).inputs == plan().one(RELEASE).inputs
+
+
+def test_network_policy_spec_without_ranges_admits_only_pods():
+    from components.pyroscope import network_policy_spec
+
+    spec = network_policy_spec(())
+    assert [rule["from"][0].keys() for rule in spec["ingress"]] == [{"namespaceSelector", "podSelector"}, {"podSelector"}]

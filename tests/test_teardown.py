@@ -67,7 +67,8 @@ def calls_to(deployment: Deployment, host: str) -> list:
 
 
 def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
-    """Cluster and Grafana deleted: the refresh drops the release and the namespace (deleteUnreachable), the
+    """Cluster and Grafana deleted: the refresh drops the release, the namespace, the NetworkPolicy and the Service
+    patch (deleteUnreachable), the
     extension and the endpoint (ARM 404); the destroy's datasource and dashboard deletes find the workspace gone in ARM and call no
     Grafana; the role assignment on the workspace is deleted."""
     plan, deployment = fresh(deployed, "opted", tmp_path)
@@ -76,7 +77,8 @@ def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
     deployment.lose_grafana("rg-observability-dev", "amg-gpu-dev", host)
     before = len(calls_to(deployment, host))
     dropped = {urn.rsplit("::", 1)[-1] for urn in deployment.refresh()}
-    assert dropped == {"pyroscope-release", "gadget-namespace", "inspektor-gadget-extension", "grafana-private-link-mpe"}
+    assert dropped == {"pyroscope-release", "gadget-namespace", "inspektor-gadget-extension", "grafana-private-link-mpe",
+                       "pyroscope-network-policy", "pyroscope-local-traffic"}
     deployment.destroy(plan)
     assert_nothing_left(deployment)
     assert len(calls_to(deployment, host)) == before, "no call to a Grafana whose workspace is gone"

@@ -38,6 +38,26 @@ def cluster_id(resource_group: str, name: str) -> str:
     )
 
 
+def node_subnet_id(resource_group: str) -> str:
+    """The cluster's node subnet: ``snet-aks`` of virtual network ``vnet-aks`` in the cluster's resource group."""
+    return (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Network"
+            "/virtualNetworks/vnet-aks/subnets/snet-aks")
+
+
+#: Address prefixes of the canned subnets of ``vnet-aks`` (getSubnet); any other name gets 10.225.0.0/24.
+SUBNET_PREFIXES = {"snet-aks": "10.224.0.0/16", "snet-pls": "10.225.8.0/24"}
+
+
+def subnet(args: Mapping[str, Any], _location: str) -> dict:
+    """getSubnet: a subnet of the cluster's virtual network."""
+    rg, vnet, name = args["resourceGroupName"], args["virtualNetworkName"], args["subnetName"]
+    return {"id": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/{vnet}"
+                  f"/subnets/{name}",
+            "name": name, "type": "Microsoft.Network/virtualNetworks/subnets",
+            "addressPrefix": SUBNET_PREFIXES.get(name, "10.225.0.0/24"), "provisioningState": "Succeeded",
+            "privateLinkServiceNetworkPolicies": "Disabled"}
+
+
 def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
     """getManagedCluster: an Entra ID cluster with the Azure Monitor metrics add-on and a GPU pool."""
     rg, name = args["resourceGroupName"], args["resourceName"]
@@ -58,9 +78,15 @@ def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
         "disableLocalAccounts": False,
         "aadProfile": {"managed": True, "enableAzureRBAC": True, "tenantID": TENANT_ID},
         "azureMonitorProfile": {"metrics": {"enabled": True}},
+        # Azure CNI overlay powered by Cilium, in a virtual network of the user's (vnetSubnetID set).
+        "networkProfile": {"networkPlugin": "azure", "networkPluginMode": "overlay", "networkDataplane": "cilium",
+                           "networkPolicy": "cilium", "podCidr": "192.168.0.0/16", "serviceCidr": "10.0.0.0/16",
+                           "dnsServiceIP": "10.0.0.10", "loadBalancerSku": "standard", "outboundType": "loadBalancer"},
         "agentPoolProfiles": [
-            {"name": "system", "count": 2, "vmSize": "Standard_D4ds_v5", "mode": "System", "osType": "Linux"},
-            {"name": "gpu", "count": 1, "vmSize": "Standard_NC24ads_A100_v4", "mode": "User", "osType": "Linux"},
+            {"name": "system", "count": 2, "vmSize": "Standard_D4ds_v5", "mode": "System", "osType": "Linux",
+             "vnetSubnetID": node_subnet_id(rg)},
+            {"name": "gpu", "count": 1, "vmSize": "Standard_NC24ads_A100_v4", "mode": "User", "osType": "Linux",
+             "vnetSubnetID": node_subnet_id(rg)},
         ],
         "identity": {"type": "SystemAssigned", "principalId": guid("cluster-identity", rg, name), "tenantId": TENANT_ID},
     }
@@ -219,6 +245,7 @@ INVOKES = {
     "azure-native:monitor:getAzureMonitorWorkspace": monitor_workspace,
     "azure-native:dashboard:getGrafana": grafana,
     "azure-native:network:getPrivateLinkService": private_link_service,
+    "azure-native:network:getSubnet": subnet,
     "azure-native:dashboard:getManagedPrivateEndpoint": managed_private_endpoint,
     "azure-native:containerservice:getManagedCluster": managed_cluster,
     "azure-native:containerservice:listManagedClusterUserCredentials": user_credentials,

@@ -238,6 +238,17 @@ RULES: dict[str, Rule] = {
         Rule("kubernetes:core/v1:Namespace",
              {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)"},
              False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
+        # Pyroscope's NetworkPolicy and Service patch: like the Namespace, replaced when the object's name or namespace
+        # changes (neither does: both are fixed); the stack sets delete-first for replace_with replacements, which keep
+        # the name (components/pyroscope.py).
+        Rule("kubernetes:networking.k8s.io/v1:NetworkPolicy",
+             {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
+              "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"},
+             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
+        Rule("kubernetes:core/v1:ServicePatch",
+             {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
+              "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"},
+             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
         Rule("command:local:Command", {"triggers": _COMMAND_WHY}, False, COMMAND),
         Rule("pulumi:providers:kubernetes", {}, False, KUBERNETES, _kubernetes_config_diff),
         Rule("pulumi:providers:azure-native", {}, False, AZURE_NATIVE, _never_replaced),
