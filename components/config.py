@@ -477,6 +477,9 @@ def _cidrs(key: str, value: object) -> None:
             network = None
         if network is None or "/" not in str(item) or str(network) != str(item):
             raise ConfigError(key, f"expected address ranges in CIDR notation with no host bits, such as 10.224.0.0/16 (got {item!r})")
+        if network.prefixlen == 0:
+            raise ConfigError(key, f"{item!r} admits every address, which no NetworkPolicy should; name the private link "
+                                   "service's subnet, or set pyroscopeNetworkPolicy to false")
 
 
 def tolerations(items) -> list[dict]:

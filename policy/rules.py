@@ -651,9 +651,27 @@ def _restricts(policy: Any, namespace: str, labels: Mapping[str, str]) -> Any:
         types = spec.get("policyTypes")
         if is_list(types) and types and "Ingress" not in [str(x) for x in types]:
             return False
-        return all(rule.get("from") for rule in (spec.get("ingress") or []))
+        return all(rule.get("from") and not any(_admits_everyone(peer) for peer in rule["from"])
+                   for rule in (spec.get("ingress") or []))
     except UnknownValueError:
         return NOT_KNOWN
+
+
+def _admits_everyone(peer: Any) -> bool:
+    """Whether one ``from`` peer admits every source, which a rule without ``from`` does too: an ``ipBlock`` of prefix
+    length 0 (``0.0.0.0/0``, ``::/0``), or a ``namespaceSelector`` selecting every namespace (``{}``) with no
+    ``podSelector`` or one selecting every pod (the NetworkPolicy API: an empty selector selects all;
+    kubernetes.io/docs/concepts/services-networking/network-policies, "Behavior of to and from selectors")."""
+    import ipaddress
+
+    block = peer.get("ipBlock")
+    if block:
+        try:
+            return ipaddress.ip_network(str(block.get("cidr")), strict=False).prefixlen == 0
+        except ValueError:
+            return False
+    namespaces, pods = peer.get("namespaceSelector"), peer.get("podSelector")
+    return namespaces is not None and not namespaces and not pods
 
 
 def _network_policy_production(args: StackValidationArgs, report: ReportViolation) -> None:

@@ -356,3 +356,10 @@ def test_managed_virtual_network_needs_explicit_ranges(plan):
 def test_allowed_cidrs_must_be_networks(plan, bad):
     with pytest.raises(ConfigError, match="^pyroscopeAllowedCidrs: expected address ranges in CIDR notation"):
         plan(paths={"pyroscopeAllowedCidrs[0]": bad})
+
+
+@pytest.mark.parametrize("everything", ["0.0.0.0/0", "::/0"])
+def test_allowed_cidrs_refuse_a_range_that_admits_every_address(plan, everything):
+    """0.0.0.0/0 passed the CIDR check and made the NetworkPolicy admit every source (the failing input of a review)."""
+    with pytest.raises(ConfigError, match="^pyroscopeAllowedCidrs: '.*' admits every address"):
+        plan(paths={"pyroscopeAllowedCidrs[0]": everything})

@@ -782,3 +782,16 @@ def test_pyroscope_network_policy_in_production_on_the_plan():
         ("pyroscope-network-policy-in-production", "mandatory")}
     advisory = policy_check.evaluate(run("dev", {"pyroscopeNetworkPolicy": "false"}))
     assert "pyroscope-network-policy-in-production" not in {v.policy for v in advisory}
+
+
+def test_the_production_network_policy_rule_refuses_a_policy_open_to_everyone():
+    """A 'restriction' whose peer admits 0.0.0.0/0, ::/0 or every namespace admits every source, like a rule without
+    ``from``; the rule accepted it (the failing input of a review)."""
+    policy = rules.pyroscope_network_policy_in_production
+    for peer in ({"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}, {"namespaceSelector": {}},
+                 {"namespaceSelector": {}, "podSelector": {}}):
+        spec = {"podSelector": {}, "ingress": [{"from": [peer]}]}
+        assert production_stack_check(policy, [PYRO_RELEASE, network_policy(spec)]) == [OPEN], peer
+    narrow = {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.224.0.0/24"}},
+                                                      {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}]}]}
+    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(narrow)]) == []
