@@ -114,7 +114,7 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             f"cluster '{cfg.cluster_name}' has no network policy engine (networkProfile.networkPolicy is "
             f"{facts.network_policy or 'not set'}), so the NetworkPolicy that restricts who reaches Pyroscope would not be "
             f"enforced; enable one with `az aks update -g {cfg.cluster_resource_group} -n {cfg.cluster_name} "
-            "--network-policy <azure|calico|cilium>` (cilium needs --network-dataplane cilium) or set pyroscopeNetworkPolicy "
+            "--network-policy azure` (or calico; cilium needs --network-dataplane cilium) or set pyroscopeNetworkPolicy "
             "to false to leave Pyroscope open to everything that routes to its internal load balancer",
         )
     if cfg.kubeconfig_credentials == "admin" and facts.local_accounts_disabled:
