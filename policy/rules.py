@@ -224,32 +224,36 @@ def _extension_unpinned(args: ResourceValidationArgs) -> Optional[str]:
     return None
 
 
-def _extension_pinned_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    reason = _extension_unpinned(args)
-    if reason and not stack_is_production():
-        report(f"cluster extension {args.props.get('extensionType') or args.name!r} {reason}; fine for a trial, not for production.")
+def _trial_and_production(name: str, reason: Callable[[ResourceValidationArgs], Optional[str]],
+                          subject: Callable[[ResourceValidationArgs], str], fix: str, trial: str, production: str,
+                          remediation_steps: str) -> tuple[ResourceValidationPolicy, ResourceValidationPolicy]:
+    """Two rules on one finding: ``<name>`` (advisory, outside production: "<subject> <reason>; fine for a trial, not
+    for production.") and ``<name>-in-production`` (mandatory when config production=true: "production stack '<stack>':
+    <subject> <reason>; <fix>"). ``reason`` returns None when the resource is fine; ``trial`` and ``production`` are
+    the two rules' descriptions."""
+    def advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        why = reason(args)
+        if why and not stack_is_production():
+            report(f"{subject(args)} {why}; fine for a trial, not for production.")
+
+    def mandatory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        why = reason(args)
+        if why and stack_is_production():
+            report(f"production stack {pulumi.get_stack()!r}: {subject(args)} {why}; {fix}")
+
+    return (ResourceValidationPolicy(name=name, description=trial, enforcement_level=EnforcementLevel.ADVISORY,
+                                     validate=advisory, remediation_steps=remediation_steps),
+            ResourceValidationPolicy(name=f"{name}-in-production", description=production,
+                                     enforcement_level=EnforcementLevel.MANDATORY, validate=mandatory,
+                                     remediation_steps=remediation_steps))
 
 
-def _extension_pinned_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    reason = _extension_unpinned(args)
-    if reason and stack_is_production():
-        report(f"production stack {pulumi.get_stack()!r}: cluster extension {args.props.get('extensionType') or args.name!r} "
-               f"{reason}; set extensionVersion to the version to run.")
-
-
-extension_version_pinned = ResourceValidationPolicy(
-    name="extension-version-pinned",
-    description="In a non-production stack, a cluster extension without a pinned version (autoUpgradeMinorVersion false) is reported.",
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=_extension_pinned_advisory,
-    remediation_steps="Set extensionVersion to an exact version (the stack then sets autoUpgradeMinorVersion false).",
-)
-
-extension_version_pinned_in_production = ResourceValidationPolicy(
-    name="extension-version-pinned-in-production",
-    description="In a production stack (config production=true), a cluster extension has version set and autoUpgradeMinorVersion false.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_extension_pinned_production,
+extension_version_pinned, extension_version_pinned_in_production = _trial_and_production(
+    "extension-version-pinned", _extension_unpinned,
+    lambda args: f"cluster extension {args.props.get('extensionType') or args.name!r}",
+    "set extensionVersion to the version to run.",
+    trial="In a non-production stack, a cluster extension without a pinned version (autoUpgradeMinorVersion false) is reported.",
+    production="In a production stack (config production=true), a cluster extension has version set and autoUpgradeMinorVersion false.",
     remediation_steps="Set extensionVersion to an exact version (the stack then sets autoUpgradeMinorVersion false).",
 )
 
@@ -267,9 +271,9 @@ def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
     Only a Release of chart ``pyroscope``."""
     if args.resource_type != RELEASE:
         return None
-    chart = str(args.props.get("chart") or "")
-    if chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] != "pyroscope":
+    if not _is_pyroscope_chart(args.props):
         return None
+    chart = str(args.props.get("chart") or "")
     reasons = []
     if not chart.startswith("oci://"):
         repo = str(((args.props.get("repositoryOpts") or {}).get("repo")) or "no repository")
@@ -291,37 +295,14 @@ def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
     return "; ".join(reasons) or None
 
 
-def _pyroscope_pinned_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    reason = _pyroscope_unpinned(args)
-    if reason and not stack_is_production():
-        report(f"Pyroscope release: {reason}; fine for a trial, not for production.")
-
-
-def _pyroscope_pinned_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    reason = _pyroscope_unpinned(args)
-    if reason and stack_is_production():
-        report(f"production stack {pulumi.get_stack()!r}: Pyroscope release: {reason}; set pyroscopeChart to "
-               "oci://.../pyroscope@sha256:<digest> and pyroscopeImageTag to <tag>@sha256:<digest> (docs/how-it-works.md, "
-               "\"Pins that cannot move\").")
-
-
-_PYROSCOPE_DIGEST_STEPS = ("Set pyroscopeChart to oci://<registry>/<path>/pyroscope@sha256:<chart manifest digest> and pyroscopeImageTag "
-                           "to <tag>@sha256:<image index digest>; docs/how-it-works.md gives the commands that print both digests.")
-
-pyroscope_pinned_by_digest = ResourceValidationPolicy(
-    name="pyroscope-pinned-by-digest",
-    description="In a non-production stack, a Pyroscope release whose chart or image goes by tag (not by sha256 digest) is reported.",
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=_pyroscope_pinned_advisory,
-    remediation_steps=_PYROSCOPE_DIGEST_STEPS,
-)
-
-pyroscope_pinned_by_digest_in_production = ResourceValidationPolicy(
-    name="pyroscope-pinned-by-digest-in-production",
-    description="In a production stack (config production=true), the Pyroscope release pins its oci:// chart and its image by sha256 digest.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_pyroscope_pinned_production,
-    remediation_steps=_PYROSCOPE_DIGEST_STEPS,
+pyroscope_pinned_by_digest, pyroscope_pinned_by_digest_in_production = _trial_and_production(
+    "pyroscope-pinned-by-digest", _pyroscope_unpinned, lambda args: "Pyroscope release:",
+    "set pyroscopeChart to oci://.../pyroscope@sha256:<digest> and pyroscopeImageTag to <tag>@sha256:<digest> "
+    "(docs/how-it-works.md, \"Pins that cannot move\").",
+    trial="In a non-production stack, a Pyroscope release whose chart or image goes by tag (not by sha256 digest) is reported.",
+    production="In a production stack (config production=true), the Pyroscope release pins its oci:// chart and its image by sha256 digest.",
+    remediation_steps="Set pyroscopeChart to oci://<registry>/<path>/pyroscope@sha256:<chart manifest digest> and pyroscopeImageTag "
+                      "to <tag>@sha256:<image index digest>; docs/how-it-works.md gives the commands that print both digests.",
 )
 
 
@@ -595,8 +576,7 @@ def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
     ``existingClaim``) is set (``templates/deployments-statefulsets.yaml``). Only a Release of chart ``pyroscope``."""
     if args.resource_type != RELEASE:
         return None
-    chart = str(args.props.get("chart") or "")
-    if chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] != "pyroscope":
+    if not _is_pyroscope_chart(args.props):
         return None
     single = (args.props.get("values") or {}).get("pyroscope") or {}
     persistence = single.get("persistence") if isinstance(single, Mapping) else None
