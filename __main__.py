@@ -3,7 +3,8 @@
     config ─► existing AKS cluster, Grafana, Azure Monitor workspace (lookups and prerequisite checks)
       ├─► Kubernetes provider ─► namespace gadget ─┬─► Inspektor Gadget extension (beside the chain below)
       │                                           └─► Pyroscope Helm release (internal LB + private link service)
-      │     └─► Grafana private link: wait for PLS ─► MPE ─► approve ─► refresh ─► private IP ─► Pyroscope datasource
+      │     └─► Grafana private link: wait for PLS ─┬─► MPE ─► approve ─► refresh ─► private IP ─► Pyroscope datasource
+      │                                             └─► NetworkPolicy admitting the PLS's NAT IPs
       └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
 
 Dependency audit (tests/test_dependencies.py): an edge is kept only where the later step reads what the earlier one makes; each
@@ -15,7 +16,7 @@ import pulumi
 from pulumi_azure_native import authorization
 
 from components import config
-from components.cluster import kubernetes_provider, lookup_cluster, pyroscope_source_cidrs
+from components.cluster import kubernetes_provider, lookup_cluster
 from components.gadget_namespace import GadgetNamespace, GadgetNamespaceArgs
 from components.gpu_dashboard import GpuDashboard, GpuDashboardArgs
 from components.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
@@ -32,7 +33,6 @@ from components.stack_inputs import for_cluster, resolve
 cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
 cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
-pyroscope_cidrs = pyroscope_source_cidrs(cfg, cluster)  # the PLS's NAT subnet (or pyroscopeAllowedCidrs)
 secrecy = keep_secret(cfg)  # from here on, every input and export that carries a secret config value is secret
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
@@ -107,7 +107,7 @@ pyroscope = Pyroscope(
         node_selector=dict(item.split("=", 1) for item in cfg.pyroscope_node_selector),
         tolerations=config.tolerations(cfg.pyroscope_tolerations),
         network_policy=cfg.pyroscope_network_policy,
-        allowed_cidrs=pyroscope_cidrs,
+        allowed_cidrs=tuple(cfg.pyroscope_allowed_cidrs) if cfg.pyroscope_network_policy else (),
         namespace=namespace.namespace,  # the release's namespace is read from it
     ),
     opts=pulumi.ResourceOptions(providers=[kubernetes]),
@@ -133,10 +133,12 @@ private_link = GrafanaPrivateLink(
         load_balancer_scope=cluster.load_balancer_scope,  # the wait accepts only this cluster's PLS
         owner_service=pyroscope.owner_service,
         tags=cfg.tag_map,
+        admit_nat_addresses=cfg.pyroscope_network_policy,  # Pyroscope's NetworkPolicy admits the PLS's NAT IPs
+        pyroscope_namespace=namespace.namespace,
     ),
     # The PLS comes from the release's Service. A Grafana the stack creates reaches the MPE and the refresh
     # through its location and id (outputs); the private link needs no Grafana Admin role (ARM calls only).
-    opts=pulumi.ResourceOptions(depends_on=[pyroscope]),
+    opts=pulumi.ResourceOptions(depends_on=[pyroscope], providers=[kubernetes]),
 )
 
 # --- Grafana content -----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
-from pulumi_azure_native import containerservice, network
+from pulumi_azure_native import containerservice
 
 from components.config import ConfigError, StackConfig
 
@@ -31,7 +31,6 @@ class ClusterFacts:
     ``disableLocalAccounts``, ``node_resource_group_locked`` ``nodeResourceGroupProfile.restrictionLevel`` being
     ``ReadOnly`` (node resource group lockdown; AKS Automatic has it preconfigured). ``network_policy``:
     ``networkProfile.networkPolicy`` (``azure``, ``calico``, ``cilium``, ``none`` or empty: no engine);
-    ``node_subnet_id``: the first agent pool's ``vnetSubnetID`` (empty with an AKS-managed virtual network).
     """
 
     id: str
@@ -44,7 +43,6 @@ class ClusterFacts:
     local_accounts_disabled: bool
     node_resource_group_locked: bool = False
     network_policy: str = ""
-    node_subnet_id: str = ""
 
     @property
     def load_balancer_scope(self) -> str:
@@ -88,7 +86,6 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         node_resource_group_locked=str(getattr(result.node_resource_group_profile, "restriction_level", None) or "")
         .lower() == "readonly",
         network_policy=str(getattr(result.network_profile, "network_policy", None) or "").lower(),
-        node_subnet_id=next((pool.vnet_subnet_id for pool in result.agent_pool_profiles or [] if pool.vnet_subnet_id), ""),
     )
     if cfg.extension_azure_monitor and not facts.metrics_enabled:
         raise ConfigError(
@@ -130,44 +127,6 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
 #: ``az aks update`` other than ``none`` (Azure/azure-cli ``src/azure-cli/azure/cli/command_modules/acs/_params.py``@0088c878,
 #: ``network_policies``; ``aks update`` takes ``network_policy`` from it).
 POLICY_ENGINES = ("azure", "calico", "cilium")
-_SUBNET_ID = re.compile(r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Network/virtualNetworks/([^/]+)"
-                        r"/subnets/([^/]+)", re.IGNORECASE)
-
-
-def pyroscope_source_cidrs(cfg: StackConfig, facts: ClusterFacts) -> tuple[str, ...]:
-    """The address ranges a connection through the private link service comes from, as Pyroscope's pod sees it.
-
-    The PLS source-NATs what Grafana's private endpoint sends to one of its NAT IP addresses ("used for source NAT-ing
-    the incoming traffic from private endpoint", Microsoft Learn ``New-AzPrivateLinkServiceIpConfig``; the stack keeps
-    ``azure-pls-proxy-protocol`` false), and those addresses come from the PLS's subnet: ``azure-pls-ip-configuration-subnet``
-    (``privateLinkSubnet``), else the cloud provider's own subnet, in the cluster's virtual network
-    (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``@7b31c76c ``getPLSSubnetName`` and
-    ``reconcilePLSIpConfigs``: ``subnetRepo.Get(VnetResourceGroup, VnetName, subnet)``). With the Service's
-    ``externalTrafficPolicy: Local`` kube-proxy keeps that address (docs/how-it-works.md, "Who can reach Pyroscope").
-
-    ``pyroscopeAllowedCidrs`` when set; else that subnet's address prefixes (azure-native invoke ``network.getSubnet``,
-    ARM ``GET .../virtualNetworks/{vnet}/subnets/{subnet}``), the virtual network being the first agent pool's
-    (``vnetSubnetID``), the subnet ``privateLinkSubnet`` or that pool's own. Raises ConfigError (key
-    ``pyroscopeAllowedCidrs``) when the cluster has no ``vnetSubnetID`` (an AKS-managed virtual network, whose subnet the
-    stack cannot name). Empty when ``pyroscopeNetworkPolicy`` is false."""
-    if not cfg.pyroscope_network_policy:
-        return ()
-    if cfg.pyroscope_allowed_cidrs:
-        return tuple(cfg.pyroscope_allowed_cidrs)
-    match = _SUBNET_ID.fullmatch(facts.node_subnet_id or "")
-    if not match:
-        raise ConfigError(
-            "pyroscopeAllowedCidrs",
-            f"cluster '{cfg.cluster_name}' has no agent pool in a virtual network of yours (no vnetSubnetID: an AKS-managed "
-            "network), so the stack cannot look up the private link service's subnet; set pyroscopeAllowedCidrs to that "
-            f"subnet's address range (`az network vnet subnet list -g {facts.node_resource_group} --vnet-name <aks-vnet-...> "
-            "--query [].addressPrefix`) or pyroscopeNetworkPolicy to false",
-        )
-    resource_group, vnet, node_subnet = match.groups()
-    subnet = network.get_subnet(resource_group_name=resource_group, virtual_network_name=vnet,
-                                subnet_name=cfg.private_link_subnet or node_subnet)
-    prefixes = [p for p in [subnet.address_prefix, *(subnet.address_prefixes or [])] if p]
-    return tuple(dict.fromkeys(prefixes))
 
 
 def azurecli_args(args: list) -> list:

@@ -1,6 +1,7 @@
 """Component GrafanaPrivateLink: Azure Managed Grafana's private path to Pyroscope.
 
     wait for the PLS (command) -> PLS lookup (invoke) -> managed private endpoint (MPE)
+                                                   `-> NetworkPolicy admitting the PLS's NAT IPs to Pyroscope
       -> approval of exactly its connection on the PLS (command) -> refresh of Grafana's MPEs (command)
       -> read-back of the MPE's private IP and connection state (invoke)
 
@@ -41,9 +42,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi_azure_native import dashboard, network
 from pulumi_command import local
 
+from components.gadget_namespace import NAMESPACE
+from components.pyroscope import PRIVATE_LINK_POLICY, private_link_policy_spec
 from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
@@ -86,6 +90,33 @@ def request_message(text: str, nonce: str) -> str:
     """The MPE's requestMessage: ``text`` (shortened if need be) and the nonce, within :data:`REQUEST_MESSAGE_LIMIT`."""
     tail = f" (aks-gpu-observability {nonce})"
     return text[: REQUEST_MESSAGE_LIMIT - len(tail)] + tail
+
+
+def require_nat_addresses(pls_name: str, ip_configurations) -> list[str]:
+    """The private link service's NAT IP addresses (``ipConfigurations[].privateIPAddress``, sorted, distinct).
+
+    All traffic a private endpoint sends through the PLS "will appear to originate from this pool of private IP
+    addresses" (Microsoft Learn, "What is Azure Private Link service?", private-link-service-overview): the PLS's IP
+    configurations, which the AKS cloud provider creates in the PLS subnet, dynamic unless
+    ``azure-pls-ip-configuration-ip-address`` names static ones (kubernetes-sigs/cloud-provider-azure
+    ``pkg/provider/azure_privatelinkservice.go``@7b31c76c ``reconcilePLSIpConfigs``), and whose GET carries each
+    configuration's ``privateIPAddress`` (Azure/azure-rest-api-specs ``specification/network/resource-manager/
+    Microsoft.Network/stable/2024-05-01/privateLinkService.json`` ``PrivateLinkServiceIpConfigurationProperties``; example
+    ``PrivateLinkServiceGet.json``@132b90d1). Raises :class:`MissingNatAddressError` when none has an address: a
+    NetworkPolicy admitting nothing would shut Grafana out without a word."""
+    addresses = sorted({config.private_ip_address for config in (ip_configurations or []) if config.private_ip_address})
+    if not addresses:
+        raise MissingNatAddressError(
+            f"privateLinkServiceName: private link service '{pls_name}' has no NAT IP address (no ipConfigurations with a "
+            "privateIPAddress), so Pyroscope's NetworkPolicy cannot admit Grafana's connections; check "
+            f"`az network private-link-service show -n {pls_name} -g <its resource group> --query ipConfigurations`, then "
+            "run `pulumi up` again"
+        )
+    return addresses
+
+
+class MissingNatAddressError(pulumi.RunError):
+    """The private link service reports no NAT IP address (:func:`require_nat_addresses`)."""
 
 
 class EmptyPrivateIpError(pulumi.RunError):
@@ -138,6 +169,11 @@ class GrafanaPrivateLinkArgs:
     #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
     load_balancer_scope: str = ""
     owner_service: str = ""
+    #: Pyroscope's NetworkPolicy is on (``pyroscopeNetworkPolicy``): register ``pyroscope-private-link`` admitting the PLS's
+    #: NAT IPs (``components.pyroscope``, "Who can reach Pyroscope"), in ``pyroscope_namespace`` (the stack's Namespace
+    #: resource; None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
+    admit_nat_addresses: bool = False
+    pyroscope_namespace: Optional[k8s.core.v1.Namespace] = None
 
     @property
     def private_endpoint_name(self) -> str:
@@ -149,7 +185,7 @@ class GrafanaPrivateLinkArgs:
 class GrafanaPrivateLink(pulumi.ComponentResource):
     """The MPE from Grafana to the Pyroscope PLS, approved and refreshed.
 
-    Outputs: ``private_link_service_id``, ``managed_private_endpoint_id``, ``private_ip`` (never empty:
+    Outputs: ``private_link_service_id``, ``nat_addresses`` (the PLS's NAT IPs, sorted), ``managed_private_endpoint_id``, ``private_ip`` (never empty:
     EmptyPrivateIpError otherwise), ``connection_state`` (``Approved`` once done), ``pyroscope_url``
     (``http://<private ip>:4040``). ``opts.depends_on`` (the Pyroscope release) is forwarded to the first step.
     """
@@ -177,6 +213,22 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
+        # The PLS's NAT addresses: what Grafana's connections come from at Pyroscope's pod (Pyroscope.admit_private_link).
+        self.nat_addresses = pls.ip_configurations.apply(
+            lambda configs: require_nat_addresses(args.private_link_service_name, configs))
+        self.private_link_policy: Optional[k8s.networking.v1.NetworkPolicy] = None
+        if args.admit_nat_addresses:
+            namespace = args.pyroscope_namespace
+            # Reads the NAT IPs, so it follows the PLS lookup; gone with a replaced namespace, like Pyroscope's first policy.
+            self.private_link_policy = k8s.networking.v1.NetworkPolicy(
+                f"{name}-nat-network-policy",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=PRIVATE_LINK_POLICY,
+                    namespace=namespace.metadata.apply(lambda m: m.name) if namespace else NAMESPACE),
+                spec=self.nat_addresses.apply(private_link_policy_spec),
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
+                                            replace_with=[namespace] if namespace else None),
+            )
         # The approval nonce (docs/how-it-works.md, "Whose connection is approved"), in the MPE's requestMessage. Who sees
         # it: this stack, the PLS owner (the Pending connection's description), and anyone with
         # Microsoft.Dashboard/grafana/managedPrivateEndpoints/read on the Grafana workspace: the MPE's GET answers with

@@ -61,10 +61,17 @@ labels (``app.kubernetes.io/name: pyroscope``, ``app.kubernetes.io/instance: <re
 ``templates/_helpers.tpl`` ``pyroscope.selectorLabels``; tests/test_helm_render.py checks them on the real render) and
 admits: the Inspektor Gadget pods (namespace ``gadget``, ``k8s-app: gadget``: inspektor-gadget/inspektor-gadget
 ``charts/gadget/templates/daemonset.yaml``@66236b70, pod network, not host network), whose exporter pushes profiles to
-``pyroscope.gadget:4040``; the private link service's NAT addresses (Grafana's reads), on 4040; and Pyroscope's own
-pods on 4040 and memberlist 7946 (the chart's only container ports; chart 1.15.0 exposes no gRPC port). The PLS
-source-NATs Grafana's traffic to its NAT IP (``components.cluster.pyroscope_source_cidrs``), and kube-proxy keeps that
-address only with ``externalTrafficPolicy: Local``: with ``Cluster`` it masquerades external traffic to the node's
+``pyroscope.gadget:4040``; ``pyroscopeAllowedCidrs`` on 4040, when set; and Pyroscope's own pods on 4040 and memberlist
+7946 (the chart's only container ports; chart 1.15.0 exposes no gRPC port). Grafana's reads come through the PLS, which
+source-NATs them to its NAT IP addresses (``components.grafana_private_link.require_nat_addresses``). Those exist only
+once the cloud provider has made the PLS, after the release's Service, so a second NetworkPolicy ``pyroscope-private-link``
+(:func:`private_link_policy_spec`, registered by ``components.grafana_private_link`` once it has read the PLS: a child
+of this component would be a cycle, since the PLS wait depends on this component) admits exactly them, each as a /32, on 4040; NetworkPolicies add up, so until it
+exists Pyroscope is closed to everything but the exporter (the Kubernetes API reference, NetworkPolicy: "If any
+NetworkPolicy selects a pod, that pod is restricted to traffic allowed by the union of ingress rules"). Not the PLS
+subnet: without a dedicated ``privateLinkSubnet`` that is the node subnet, which holds the nodes, host-network pods and,
+with Azure CNI Node Subnet, every pod of the cluster. kube-proxy keeps the NAT address only with
+``externalTrafficPolicy: Local``: with ``Cluster`` it masquerades external traffic to the node's
 address ("without masquerading the client source IP" is what ``Local`` means, Kubernetes API reference
 ``ServiceSpec.externalTrafficPolicy``), so the policy would have to admit the node subnet, and with it everything the
 load balancer forwards. Chart 1.15.0's Service template (``templates/services.yaml``) has no ``externalTrafficPolicy``,
@@ -97,6 +104,7 @@ way out in one line (:func:`helm_recovery`); it never retries. A CLI without err
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -128,8 +136,8 @@ class PyroscopeArgs:
     ``namespace``: the stack's ``gadget`` Namespace resource; its ``metadata.name`` is the release's namespace
     (None: the plain name ``gadget``, the namespace then made by someone else).
     ``network_policy``: register the NetworkPolicy and the Service's ``externalTrafficPolicy: Local`` (module docstring,
-    "Who can reach Pyroscope"); ``allowed_cidrs``: the ranges it admits to port 4040 besides the Inspektor Gadget pods
-    (the PLS's NAT subnet, ``components.cluster.pyroscope_source_cidrs``).
+    "Who can reach Pyroscope"); ``allowed_cidrs``: ranges it admits to port 4040 besides the Inspektor Gadget pods and
+    the PLS's NAT addresses (``pyroscopeAllowedCidrs``, default none).
     """
 
     chart_version: str
@@ -271,6 +279,22 @@ def network_policy_spec(allowed_cidrs: Sequence[str], namespace: str = NAMESPACE
             {"from": [{"podSelector": {"matchLabels": dict(SELECTOR_LABELS)}}],
              "ports": [*http, {"port": MEMBERLIST_PORT, "protocol": "TCP"}]},
         ],
+    }
+
+
+#: The NetworkPolicy that admits Grafana's connections through the private link service (module docstring).
+PRIVATE_LINK_POLICY = f"{RELEASE_NAME}-private-link"
+
+
+def private_link_policy_spec(nat_addresses: Sequence[str]) -> dict:
+    """The spec of :data:`PRIVATE_LINK_POLICY` (engine names): ingress to Pyroscope's pods on 4040 from each of the
+    private link service's NAT addresses (``10.224.0.5`` -> ``10.224.0.5/32``; IPv6 -> ``/128``), nothing else.
+    ValueError for an address that is not one (an ARM answer out of shape)."""
+    blocks = [{"ipBlock": {"cidr": str(ipaddress.ip_network(address))}} for address in nat_addresses]
+    return {
+        "podSelector": {"matchLabels": dict(SELECTOR_LABELS)},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": blocks, "ports": [{"port": PORT, "protocol": "TCP"}]}],
     }
 
 

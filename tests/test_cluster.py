@@ -320,7 +320,7 @@ def test_cluster_without_policy_engine_fails_before_any_resource(policy):
 
 @pytest.mark.parametrize("engine", ["azure", "calico", "cilium", "Calico"])
 def test_every_policy_engine_passes(plan, engine):
-    assert plan(invoke_overrides=without_engine(engine)).one("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert plan(invoke_overrides=without_engine(engine)).named("pyroscope-network-policy")
 
 
 def test_opt_out_needs_no_engine(plan):
@@ -338,18 +338,16 @@ def managed_network():
     return {"azure-native:containerservice:getManagedCluster": handler}
 
 
-def test_managed_virtual_network_needs_explicit_ranges(plan):
-    """An AKS-managed virtual network: the agent pools carry no vnetSubnetID, so the PLS's subnet cannot be named;
-    pyroscopeAllowedCidrs (or the opt-out) is the way, said in one line before any resource."""
-    with pytest.raises(ConfigError) as caught:
-        plan(invoke_overrides=managed_network())
-    message = str(caught.value)
-    assert caught.value.key == "pyroscopeAllowedCidrs" and "\n" not in message
-    assert "no vnetSubnetID" in message and "pyroscopeNetworkPolicy to false" in message
-    p = plan(paths={"pyroscopeAllowedCidrs[0]": "10.224.0.0/16"}, invoke_overrides=managed_network())
-    rule = p.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]["ingress"][1]
-    assert rule["from"] == [{"ipBlock": {"cidr": "10.224.0.0/16"}}]
-    assert plan(pyroscopeNetworkPolicy="false", invoke_overrides=managed_network())
+def test_managed_virtual_network_needs_no_ranges(plan):
+    """An AKS-managed virtual network (agent pools without vnetSubnetID) used to need pyroscopeAllowedCidrs, since the
+    PLS's subnet could not be named; the NAT IPs are now read from the PLS itself, so it gets the same two policies."""
+    from tools.offline import canned as canned_answers
+
+    p = plan(invoke_overrides=managed_network())
+    assert p.named("pyroscope-network-policy").inputs["spec"]["ingress"][1]["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}}}]
+    nat = p.named("grafana-private-link-nat-network-policy").inputs["spec"]["ingress"][0]["from"]
+    assert nat == [{"ipBlock": {"cidr": f"{canned_answers.PLS_NAT_ADDRESS}/32"}}]
 
 
 @pytest.mark.parametrize("bad", ["10.0.0.1/8", "10.0.0.0", "fd00::/300", "any"])

@@ -26,6 +26,9 @@ EDGES = {
     ("grafana-private-link-wait-for-pls", "pyroscope-local-traffic"):
         "ordering only: a child of the Pyroscope component (one server-side apply right after the release)",
     ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
+    ("grafana-private-link-nat-network-policy", "grafana-private-link-wait-for-pls"):
+        "the PLS's NAT IPs (read once the wait has seen it)",
+    ("grafana-private-link-nat-network-policy", "gadget-namespace"): "the policy's namespace, metadata.name of the Namespace",
     ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
     ("grafana-private-link-mpe", "grafana-private-link-approval-nonce"): "the approval nonce in its requestMessage",
     ("grafana-private-link-approve-connection", "grafana-private-link-approval-nonce"): "the nonce (and its marker) it looks for",

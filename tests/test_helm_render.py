@@ -314,7 +314,10 @@ def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_p
     cloud = {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)}
     assert cloud == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
 
-    policy = plan.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs
+    policy = plan.named("pyroscope-network-policy").inputs
+    nat_policy = plan.named("grafana-private-link-nat-network-policy").inputs
+    assert nat_policy["spec"]["podSelector"] == policy["spec"]["podSelector"]
+    assert nat_policy["metadata"]["namespace"] == policy["metadata"]["namespace"]
     statefulset = by_kind_name[("StatefulSet", "pyroscope")]
     pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
     selector = policy["spec"]["podSelector"]["matchLabels"]

@@ -67,6 +67,8 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
 
 
 ANNOTATION = 'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
+#: A new wait for the PLS: its lookup, so the NAT IPs the second NetworkPolicy admits, is unknown in the preview.
+NAT_POLICY_UNKNOWN = {"grafana-private-link-nat-network-policy": ("update", None, ["spec is unknown during preview"], ("spec",))}
 RELEASE_FIRST = ["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"]
 
 
@@ -80,6 +82,7 @@ def pls_identity_changed(identity_paths: tuple, release_paths: tuple) -> dict:
             "grafana-private-link-wait-for-pls": ("replace", "delete-first", RELEASE_FIRST, ("environment.PLS_NAME",)),
             # The new Service gets externalTrafficPolicy Local again (components/pyroscope.py).
             "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
+            **NAT_POLICY_UNKNOWN,
             **cascade_after_mpe(RELEASE_FIRST, approval_order="create-first")}
 
 CHANGES = [
@@ -151,6 +154,8 @@ CHANGES += [
                    "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
                    # The NetworkPolicy lives in the namespace; the Service patch goes with the release.
                    "pyroscope-network-policy": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "grafana-private-link-nat-network-policy": ("replace", "delete-first",
+                                                               ["replaceWith: gadget-namespace is replaced"], ()),
                    "pyroscope-local-traffic": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced"], ()),
                    **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
@@ -162,10 +167,12 @@ CHANGES += [
                    "grafana-private-link-wait-for-pls": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced",
                                                                                      "the engine deletes it before pyroscope-release"], ()),
                    "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
+                   **NAT_POLICY_UNKNOWN,
                    **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"],
                                        approval_order="create-first")}),
     Change("replace-wait", targets=["grafana-private-link-wait-for-pls"],
            expect={"grafana-private-link-wait-for-pls": ("replace", "create-first", [REPLACED], ()),
+                   **NAT_POLICY_UNKNOWN,
                    **cascade_after_mpe(["privateLinkResourceId is unknown during preview", "`pulumi up` may find nothing to do here"],
                                        ("triggers[1]",), ("triggers[1]",))}),
     Change("replace-mpe", targets=["grafana-private-link-mpe"],

@@ -375,6 +375,10 @@ SELECTOR = {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name":
 HTTP = [{"port": 4040, "protocol": "TCP"}]
 
 
+POLICY = "pyroscope-network-policy"
+PRIVATE_LINK_POLICY = "grafana-private-link-nat-network-policy"
+
+
 def expected_policy(cidrs):
     return {
         "podSelector": {"matchLabels": SELECTOR},
@@ -382,34 +386,81 @@ def expected_policy(cidrs):
         "ingress": [
             {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gadget"}},
                        "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}], "ports": HTTP},
-            {"from": [{"ipBlock": {"cidr": cidr}} for cidr in cidrs], "ports": HTTP},
+            *([{"from": [{"ipBlock": {"cidr": cidr}} for cidr in cidrs], "ports": HTTP}] if cidrs else []),
             {"from": [{"podSelector": {"matchLabels": SELECTOR}}], "ports": [*HTTP, {"port": 7946, "protocol": "TCP"}]},
         ],
     }
 
 
 def test_network_policy_registered_with_engine_inputs(plan):
-    """The dev stack's cluster runs its nodes in snet-aks (10.224.0.0/16, canned getSubnet): the PLS's NAT IPs come
-    from there, so that range may reach 4040, with the Inspektor Gadget pods; Pyroscope's pods reach each other."""
+    """The first policy admits the Inspektor Gadget pods and Pyroscope's own pods, no address range: it reads only the
+    namespace, so it is in force before Pyroscope's pod starts."""
     p = plan()
-    policy = p.one(NETWORK_POLICY)
+    policy = p.named(POLICY)
+    assert policy.type == NETWORK_POLICY
     assert policy.inputs["apiVersion"] == "networking.k8s.io/v1" and policy.inputs["kind"] == "NetworkPolicy"
     assert policy.inputs["metadata"] == {"name": "pyroscope", "namespace": "gadget"}
-    assert policy.inputs["spec"] == expected_policy(["10.224.0.0/16"])
+    assert policy.inputs["spec"] == expected_policy([])
     by_urn = {r.urn: r.name for r in p.resources}
     assert [by_urn[d] for d in policy.dependencies] == ["gadget-namespace"]  # in force before Pyroscope's pod
     assert policy.parent.endswith("aks-gpu-observability:index:Pyroscope::pyroscope")
-    lookup = next(i for i in p.invokes if i.token == "azure-native:network:getSubnet")
-    assert lookup.args == {"resourceGroupName": "rg-aks-gpu-dev", "virtualNetworkName": "vnet-aks", "subnetName": "snet-aks"}
+    assert not [i for i in p.invokes if i.token.endswith("getSubnet")]  # no subnet range is admitted any more
 
 
-def test_network_policy_follows_the_pls_subnet_and_explicit_ranges(plan):
-    pls_subnet = plan(privateLinkSubnet="snet-pls")
-    assert pls_subnet.one(NETWORK_POLICY).inputs["spec"] == expected_policy(["10.225.8.0/24"])
-    assert next(i for i in pls_subnet.invokes if i.token.endswith("getSubnet")).args["subnetName"] == "snet-pls"
+def test_private_link_policy_admits_exactly_the_nat_addresses(plan):
+    """The second policy admits the PLS's NAT IPs, read from the PLS (canned: one dynamic configuration, 10.224.0.9), as
+    /32s on 4040 only, after the wait for the PLS; it is a child of the GrafanaPrivateLink component (a child of
+    Pyroscope's would be a cycle: the wait depends on that component, so on all its children), replaced with the
+    namespace, on the Kubernetes provider."""
+    from tools.offline import canned
+
+    p = plan()
+    policy = p.named(PRIVATE_LINK_POLICY)
+    assert policy.type == NETWORK_POLICY
+    assert policy.inputs["metadata"] == {"name": "pyroscope-private-link", "namespace": "gadget"}
+    assert policy.inputs["spec"] == {"podSelector": {"matchLabels": SELECTOR}, "policyTypes": ["Ingress"],
+                                     "ingress": [{"from": [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}],
+                                                  "ports": HTTP}]}
+    by_urn = {r.urn: r.name for r in p.resources}
+    assert sorted(by_urn[d] for d in policy.dependencies) == ["gadget-namespace", "grafana-private-link-wait-for-pls"]
+    assert policy.parent.endswith("aks-gpu-observability:index:GrafanaPrivateLink::grafana-private-link")
+    assert policy.provider == p.named("pyroscope-release").provider
+    assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]
+    assert policy.options["deleteBeforeReplace"] is True
+    # Torn down before the wait's PLS lookup is gone, and before the namespace.
+    assert p.destroy_order.index(policy.urn) < p.destroy_order.index(p.one("kubernetes:core/v1:Namespace").urn)
+
+
+def test_explicit_ranges_are_admitted_besides_the_nat_addresses(plan):
     explicit = plan(paths={"pyroscopeAllowedCidrs[0]": "10.50.1.0/28", "pyroscopeAllowedCidrs[1]": "10.50.2.0/28"})
-    assert explicit.one(NETWORK_POLICY).inputs["spec"] == expected_policy(["10.50.1.0/28", "10.50.2.0/28"])
-    assert not [i for i in explicit.invokes if i.token.endswith("getSubnet")]
+    assert explicit.named(POLICY).inputs["spec"] == expected_policy(["10.50.1.0/28", "10.50.2.0/28"])
+    assert explicit.named(PRIVATE_LINK_POLICY)
+
+
+def test_private_link_policy_spec_takes_each_address_as_one_host():
+    from components.pyroscope import private_link_policy_spec
+
+    spec = private_link_policy_spec(["10.1.2.3", "10.1.2.4", "fd00::5"])
+    assert [peer["ipBlock"]["cidr"] for peer in spec["ingress"][0]["from"]] == ["10.1.2.3/32", "10.1.2.4/32", "fd00::5/128"]
+    with pytest.raises(ValueError):
+        private_link_policy_spec(["10.1.2.0/24x"])
+
+
+def test_a_pls_without_nat_address_stops_the_run_in_one_line():
+    """An empty ipConfigurations (an ARM answer without addresses) would make a policy admitting nothing from the PLS:
+    Grafana shut out without a word. The lookup's read raises a one-line error instead."""
+    from types import SimpleNamespace
+
+    from components.grafana_private_link import MissingNatAddressError, require_nat_addresses
+
+    configs = [SimpleNamespace(private_ip_address="10.224.0.9"), SimpleNamespace(private_ip_address="10.224.0.7"),
+               SimpleNamespace(private_ip_address="10.224.0.9")]
+    assert require_nat_addresses("pls", configs) == ["10.224.0.7", "10.224.0.9"]
+    for empty in (None, [], [SimpleNamespace(private_ip_address=None)]):
+        with pytest.raises(MissingNatAddressError) as caught:
+            require_nat_addresses("pyroscope-pls", empty)
+        assert "\n" not in str(caught.value) and str(caught.value).startswith(
+            "privateLinkServiceName: private link service 'pyroscope-pls' has no NAT IP address")
 
 
 def test_service_patch_keeps_client_addresses(plan):
@@ -424,15 +475,14 @@ def test_service_patch_keeps_client_addresses(plan):
     release = p.one(RELEASE)
     assert patch.dependencies == [release.urn]
     assert patch.replace_with == [release.urn]  # a reinstalled release has a new Service, which gets the patch again
-    policy = p.one(NETWORK_POLICY)
+    policy = p.named(POLICY)
     assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]  # gone with a replaced namespace
 
 
-def test_opt_out_registers_neither_and_reads_no_subnet(plan):
+def test_opt_out_registers_no_policy_and_no_patch(plan):
     p = plan(pyroscopeNetworkPolicy="false")
     types = {r.type for r in p.resources}
     assert NETWORK_POLICY not in types and SERVICE_PATCH not in types
-    assert not [i for i in p.invokes if i.token.endswith("getSubnet")]
     # the release itself is the same either way
     assert p.one(RELEASE).inputs == plan().one(RELEASE).inputs
 

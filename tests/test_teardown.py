@@ -67,7 +67,7 @@ def calls_to(deployment: Deployment, host: str) -> list:
 
 
 def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
-    """Cluster and Grafana deleted: the refresh drops the release, the namespace, the NetworkPolicy and the Service
+    """Cluster and Grafana deleted: the refresh drops the release, the namespace, the NetworkPolicies and the Service
     patch (deleteUnreachable), the
     extension and the endpoint (ARM 404); the destroy's datasource and dashboard deletes find the workspace gone in ARM and call no
     Grafana; the role assignment on the workspace is deleted."""
@@ -78,7 +78,7 @@ def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
     before = len(calls_to(deployment, host))
     dropped = {urn.rsplit("::", 1)[-1] for urn in deployment.refresh()}
     assert dropped == {"pyroscope-release", "gadget-namespace", "inspektor-gadget-extension", "grafana-private-link-mpe",
-                       "pyroscope-network-policy", "pyroscope-local-traffic"}
+                       "pyroscope-network-policy", "grafana-private-link-nat-network-policy", "pyroscope-local-traffic"}
     deployment.destroy(plan)
     assert_nothing_left(deployment)
     assert len(calls_to(deployment, host)) == before, "no call to a Grafana whose workspace is gone"

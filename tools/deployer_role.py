@@ -118,13 +118,9 @@ INVOKES = {
         "components/grafana_private_link.py (private IP read-back); " + SOURCES["Microsoft.Dashboard"]),
     "azure-native:monitor:getAzureMonitorWorkspace": Need(
         ("Microsoft.Monitor/accounts/read",), "components/grafana.py lookup_monitor_workspace; " + SOURCES["Microsoft.Monitor"]),
-    "azure-native:network:getSubnet": Need(
-        ("Microsoft.Network/virtualNetworks/subnets/read",),
-        "components/cluster.py pyroscope_source_cidrs (the PLS subnet's range, unless pyroscopeAllowedCidrs is set); "
-        + SOURCES["Microsoft.Network"]),
     "azure-native:network:getPrivateLinkService": Need(
         ("Microsoft.Network/privateLinkServices/read",),
-        "components/grafana_private_link.py (PLS id for the MPE); " + SOURCES["Microsoft.Network"]),
+        "components/grafana_private_link.py (PLS id for the MPE, NAT IPs for Pyroscope's NetworkPolicy); " + SOURCES["Microsoft.Network"]),
 }
 
 #: Actions a configuration can need that the role leaves out on purpose, and why.

@@ -44,20 +44,6 @@ def node_subnet_id(resource_group: str) -> str:
             "/virtualNetworks/vnet-aks/subnets/snet-aks")
 
 
-#: Address prefixes of the canned subnets of ``vnet-aks`` (getSubnet); any other name gets 10.225.0.0/24.
-SUBNET_PREFIXES = {"snet-aks": "10.224.0.0/16", "snet-pls": "10.225.8.0/24"}
-
-
-def subnet(args: Mapping[str, Any], _location: str) -> dict:
-    """getSubnet: a subnet of the cluster's virtual network."""
-    rg, vnet, name = args["resourceGroupName"], args["virtualNetworkName"], args["subnetName"]
-    return {"id": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/{vnet}"
-                  f"/subnets/{name}",
-            "name": name, "type": "Microsoft.Network/virtualNetworks/subnets",
-            "addressPrefix": SUBNET_PREFIXES.get(name, "10.225.0.0/24"), "provisioningState": "Succeeded",
-            "privateLinkServiceNetworkPolicies": "Disabled"}
-
-
 def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
     """getManagedCluster: an Entra ID cluster with the Azure Monitor metrics add-on and a GPU pool."""
     rg, name = args["resourceGroupName"], args["resourceName"]
@@ -184,6 +170,10 @@ def grafana(args: Mapping[str, Any], location: str) -> dict:
     }
 
 
+#: The canned PLS's NAT IP, in the node subnet ``snet-aks`` (10.224.0.0/16).
+PLS_NAT_ADDRESS = "10.224.0.9"
+
+
 def private_link_service(args: Mapping[str, Any], location: str) -> dict:
     """getPrivateLinkService: the PLS AKS created for the Pyroscope Service."""
     rg, name = args["resourceGroupName"], args["serviceName"]
@@ -196,6 +186,15 @@ def private_link_service(args: Mapping[str, Any], location: str) -> dict:
         "provisioningState": "Succeeded",
         "visibility": {"subscriptions": ["*"]},
         "privateEndpointConnections": [],
+        # One dynamic NAT IP configuration as the AKS cloud provider makes it (reconcilePLSIpConfigs: "<subnet>-<pls>-dynamic-0").
+        "ipConfigurations": [{
+            "name": f"snet-aks-{name}-dynamic-0",
+            "privateIPAddress": PLS_NAT_ADDRESS,
+            "privateIPAllocationMethod": "Dynamic",
+            "privateIPAddressVersion": "IPv4",
+            "primary": True,
+            "subnet": {"id": node_subnet_id(rg)},
+        }],
         "tags": {"k8s-azure-owner-service": "gadget/pyroscope", "k8s-azure-cluster-name": "kubernetes"},
     }
 
@@ -245,7 +244,6 @@ INVOKES = {
     "azure-native:monitor:getAzureMonitorWorkspace": monitor_workspace,
     "azure-native:dashboard:getGrafana": grafana,
     "azure-native:network:getPrivateLinkService": private_link_service,
-    "azure-native:network:getSubnet": subnet,
     "azure-native:dashboard:getManagedPrivateEndpoint": managed_private_endpoint,
     "azure-native:containerservice:getManagedCluster": managed_cluster,
     "azure-native:containerservice:listManagedClusterUserCredentials": user_credentials,

@@ -226,6 +226,13 @@ class Plan:
             raise AssertionError(f"expected one {type_}, found {len(found)}: {[r.urn for r in found]}")
         return found[0]
 
+    def named(self, name: str) -> Resource:
+        """The one resource whose logical name is ``name``."""
+        found = [r for r in self.resources if r.name == name]
+        if len(found) != 1:
+            raise AssertionError(f"expected one resource named {name}, found {len(found)}: {[r.urn for r in found]}")
+        return found[0]
+
     def get(self, urn: str) -> Resource:
         for resource in self.resources:
             if resource.urn == urn:
