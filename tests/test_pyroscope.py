@@ -492,3 +492,15 @@ def test_network_policy_spec_without_ranges_admits_only_pods():
 
     spec = network_policy_spec(())
     assert [rule["from"][0].keys() for rule in spec["ingress"]] == [{"namespaceSelector", "podSelector"}, {"podSelector"}]
+
+
+def test_default_ranges_admit_no_subnet_only_hosts(plan):
+    """The failing input of a review: with no privateLinkSubnet the stack admitted the PLS subnet, which is then the
+    node subnet (10.224.0.0/16 here): every node, host-network pod and VM in it, and on Azure CNI Node Subnet (pods
+    addressed from the node subnet) every pod of the cluster. Now, by default, only host addresses (the NAT IPs) are."""
+    import ipaddress
+
+    cidrs = [ipaddress.ip_network(peer["ipBlock"]["cidr"])
+             for name in (POLICY, PRIVATE_LINK_POLICY) for rule in plan().named(name).inputs["spec"]["ingress"]
+             for peer in rule["from"] if "ipBlock" in peer]
+    assert cidrs and all(c.num_addresses == 1 for c in cidrs), cidrs
