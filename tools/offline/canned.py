@@ -89,6 +89,12 @@ def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
              "vnetSubnetID": node_subnet_id(rg)},
         ],
         "identity": {"type": "SystemAssigned", "principalId": guid("cluster-identity", rg, name), "tenantId": TENANT_ID},
+        # OIDC issuer and workload identity on (`az aks update --enable-oidc-issuer --enable-workload-identity`); the
+        # issuer URL's form: https://<region>.oic.prod-aks.azure.com/<tenant id>/<guid>/ (MicrosoftDocs/azure-aks-docs
+        # articles/aks/use-oidc-issuer.md).
+        "oidcIssuerProfile": {"enabled": True,
+                              "issuerURL": f"https://{location}.oic.prod-aks.azure.com/{TENANT_ID}/{guid('oidc', rg, name)}/"},
+        "securityProfile": {"workloadIdentity": {"enabled": True}},
     }
 
 
