@@ -446,7 +446,7 @@ def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
         p = plan()
     finally:
         mock_engine.RecordingMonitor.RegisterResource = original
-    assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS]
+    assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS, *pyroscope.MODE_PATHS]
     identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
     assert identity.inputs["triggers"] == ["pyroscope-pls", ""] and identity.inputs["create"] == "true"
     release = next(r for r in p.resources if r.name == "pyroscope-release")

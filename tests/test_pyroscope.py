@@ -361,10 +361,12 @@ def test_the_release_is_replaced_when_its_volume_changes(plan):
     """A StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes pkg/apis/apps/validation/
     validation.go ValidateStatefulSetUpdate), so Helm cannot upgrade a release whose volume changes: the release lists
     its persistence values in replace_on_changes, and the plan records the option for the offline diff."""
-    from components.pyroscope import PLS_IDENTITY_PATHS, STORAGE_PATHS
+    from components.pyroscope import MODE_PATHS, PLS_IDENTITY_PATHS, STORAGE_PATHS
 
     options = plan().one(RELEASE).options
-    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS]
+    # MODE_PATHS: a switch to or from microservices reinstalls it (an option: the release's inputs are unchanged).
+    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS, *MODE_PATHS]
+    assert MODE_PATHS == ("values.pyroscope.components",)
     assert STORAGE_PATHS == ("values.pyroscope.persistence",) and options["deleteBeforeReplace"] is True
 
 
