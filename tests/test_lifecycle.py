@@ -315,7 +315,8 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     key = fake_world.release_key(plan["outputs"]["clusterId"], release["namespace"], release["name"])
     assert world["releases"] == {key: {"version": release["version"], "values": release["values"]}}
     # The PLS is the one AKS made for the release's Service, and the cloud provider refused nothing on the way.
-    assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == "gadget/pyroscope"
+    owner = "gadget/pyroscope-query-frontend" if release["values"]["pyroscope"].get("components") else "gadget/pyroscope"
+    assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == owner
     assert world["events"] == []
 
 
@@ -1523,3 +1524,58 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
     assert_holds_exactly(deployment, head, dashboards)
     rerun = plan_diff.compute(head, run("dev").to_json())
     assert rerun.summary["same"] == len(rerun.steps) and rerun.order == []
+
+
+def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path):
+    """Issue 22 item 8. A deployed single-binary stack set to pyroscopeMode microservices: the storage side is created,
+    the release is reinstalled delete-first (values.pyroscope.components appears: listed in replaceOnChanges), the
+    stack's Service pyroscope for the exporter is created after it, and the PLS chain follows the read path; the diff
+    says what the switch loses. Going back: the Service pyroscope is deleted before the release (its replaceWith names
+    the release, and the engine's findResourcesReplacedWith also ranges over resources no longer in the program), so
+    the chart's own Service pyroscope can be installed; the diff warns that the blob container's profiles are left and a
+    created account is deleted with them. Each end state equals a fresh deploy; each re-run predicts nothing."""
+    dashboards = _dashboards(tmp_path)
+    micro = {"pyroscopeMode": "microservices"}
+    base = run("dev", {}).to_json()
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", micro, pending=pending), [])
+    steps = {s.name: s for s in diff.steps}
+    release = steps["pyroscope-release"]
+    assert (release.op, release.replace_order) == ("replace", "delete-first"), release.reasons
+    assert any(r.startswith("values.pyroscope.components: listed in replaceOnChanges") for r in release.reasons)
+    for name in ("pyroscope-storage-account", "pyroscope-storage-container", "pyroscope-storage-identity",
+                 "pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor", "pyroscope-write-path"):
+        assert steps[name].op == "create", name
+    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "pyroscope-local-traffic"):
+        assert (steps[name].op, steps[name].replace_order) == ("replace", "delete-first"), (name, steps[name].reasons)
+    order = [(a.kind, _short(a.urn)) for a in diff.order]
+    assert order.index(("create", "pyroscope-storage-blob-data-contributor")) < order.index(("create-replacement", "pyroscope-release"))
+    assert order.index(("delete", "pyroscope-release")) < order.index(("create-replacement", "pyroscope-release")) \
+        < order.index(("create", "pyroscope-write-path"))
+    assert [w for w in diff.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[True]]
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, dashboards)
+    assert plan_diff.compute(head, run("dev", micro).to_json()).order == []
+
+    # Going back, from a microservices stack deployed as such.
+    deployment = Deployment(tmp_path / "micro", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(head)
+    back, known_back = plan_diff.preview(head, lambda pending: run("dev", {}, pending=pending), [])
+    steps = {s.name: s for s in back.steps}
+    assert (steps["pyroscope-release"].op, steps["pyroscope-release"].replace_order) == ("replace", "delete-first")
+    order = [(a.kind, _short(a.urn)) for a in back.order]
+    assert order.index(("delete", "pyroscope-write-path")) < order.index(("delete", "pyroscope-release")) \
+        < order.index(("create-replacement", "pyroscope-release"))
+    assert steps["pyroscope-storage-account"].op == "delete"
+    assert [w for w in back.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[False]]
+    final = known_back.to_json()
+    deployment.apply(back, final)
+    assert_holds_exactly(deployment, final, dashboards)
+    assert plan_diff.compute(final, run("dev").to_json()).order == []
+
+
+def _short(urn: str) -> str:
+    return urn.split("::")[-1]
