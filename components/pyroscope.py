@@ -78,6 +78,32 @@ a Pyroscope pod runs; kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_
 ``getExpectedLBRules``: ``NeedsHealthCheck``, unless the PLS uses proxy protocol), and keeps the frontend IP
 configuration the PLS is attached to. The policy reads only the namespace: it is in place before Pyroscope's pod starts.
 
+Microservices mode (``pyroscopeMode: microservices``, opt-in; docs/how-it-works.md, docs/sizing.md): a non-empty
+``pyroscope.components`` makes chart 1.15.0 render one workload and one Service ``pyroscope-<component>`` per component
+and no Service ``pyroscope`` (``templates/_helpers.tpl`` ``pyroscope.components``, ``templates/services.yaml``), each
+component's values merged over ``pyroscope.*`` (``mustMergeOverwrite``). The components are the chart's own
+``values-micro-services.yaml`` (:data:`CHART_COMPONENTS`). The read path, ``query-frontend`` (QuerierService, the
+Pyroscope handlers and VCSService: grafana/pyroscope v1.15.0 ``pkg/pyroscope/modules_experimental.go``
+``initQueryFrontendV1``), gets the LoadBalancer and the PLS annotations in ``components.query-frontend.service``; the
+global service is ClusterIP without annotations. The write path, ``distributor`` (``/ingest``, push, OTLP export:
+``pkg/api/api.go`` ``RegisterDistributor``), is what the exporter's ``pyroscope.gadget:4040`` must reach, so the stack
+adds its own Service ``pyroscope`` selecting the distributor pods (:func:`write_path_service_spec`). The PLS identity
+paths (:data:`MICRO_PLS_IDENTITY_PATHS`), the ServicePatch and :attr:`Pyroscope.owner_service` follow the read path;
+the NetworkPolicy's selector already covers every component. Only the ingesters get the volume (a Deployment with
+``persistence.enabled`` would mount a claim ``<name>-data`` that nothing creates, ``deployments-statefulsets.yaml``).
+Storage and identity: ``components.pyroscope_storage``.
+
+Switching modes: a Helm upgrade between the modes would delete StatefulSet ``pyroscope`` and its Service in the same
+operation that creates the components, the PLS would move to another Service, and on the way back the chart's Service
+``pyroscope`` would meet the stack's own of that name. So the release lists :data:`MODE_PATHS`
+(``values.pyroscope.components``, which appears or goes) in ``replace_on_changes`` in both modes and is reinstalled
+delete-first with the PLS chain behind it. The stack's Service ``pyroscope`` depends on the release (created after the
+single binary's is uninstalled) and names it in ``replace_with`` with ``delete_before_replace``: the engine deletes,
+before a delete-first replacement, every resource whose ``replaceWith`` names it, also those no longer in the program
+(pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step_generator.go`` ``findResourcesReplacedWith`` ranges over ``olds``),
+so going back frees the name before the chart installs its own. A single-binary stack's inputs are unchanged by all
+this (only the option gains :data:`MODE_PATHS`), so upgrading to this code shows no diff.
+
 A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
 Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
 ``pkg/action/install.go`` ``RunWithContext`` -> ``failRelease``, likewise ``upgrade.go``; ``upgrade_test.go``
