@@ -1579,3 +1579,24 @@ def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path
 
 def _short(urn: str) -> str:
     return urn.split("::")[-1]
+
+
+def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
+    """The upgrade path from the current release (issue 22): tests/data/plan-dev-before-microservices.json is
+    `python -m tools.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
+    planned with this code (pyroscopeMode single-binary, the default, written out or not) diffs as all same: no
+    resource created, replaced, updated or deleted, and the release's inputs (the Helm values) byte for byte equal."""
+    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
+    for overrides in ({}, {"pyroscopeMode": "single-binary"}):
+        head = run("dev", overrides).to_json()
+        # The stored fingerprints were keyed on the machine that planned the base (tools/offline/replacement.py
+        # fingerprint_key); its secrets are the canned ones this run holds (the kubeconfig, the nonce), at the same
+        # paths, so this session's fingerprints stand in for them.
+        assert {u: sorted(v) for u, v in base["secretFingerprints"].items()} == \
+            {u: sorted(v) for u, v in head["secretFingerprints"].items()}
+        base = {**base, "secretFingerprints": head["secretFingerprints"],
+                "secretFingerprintKey": head.get("secretFingerprintKey")}
+        diff = plan_diff.compute(base, head)
+        assert [s.name for s in diff.steps if s.op != "same"] == [] and diff.order == [], overrides
+        old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"] for plan in (base, head))
+        assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
