@@ -26,6 +26,7 @@ from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
 from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deployer_principal_type
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
+from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs, derived_account_name
 from components.secrets import keep_secret
 from components.stack_inputs import for_cluster, resolve
 
@@ -86,6 +87,25 @@ gadget = InspektorGadget(
     ),
 )
 
+# Microservices mode: profiles in a blob container reached through workload identity (components/pyroscope_storage.py).
+storage = None
+if cfg.pyroscope_mode == "microservices":
+    storage_group = cfg.pyroscope_storage_account_resource_group or cfg.cluster_resource_group
+    storage = PyroscopeStorage(
+        "pyroscope-storage",
+        PyroscopeStorageArgs(
+            account_name=cfg.pyroscope_storage_account or derived_account_name(cluster.id),
+            resource_group=storage_group,
+            container_name=cfg.pyroscope_blob_container,
+            location=cluster.location,
+            subscription_id=client.subscription_id,
+            oidc_issuer_url=cluster.oidc_issuer_url,
+            identity_name=f"id-pyroscope-{cfg.cluster_name}",
+            create_account=not cfg.pyroscope_storage_account,
+            tags=cfg.tag_map,
+        ),
+    )
+
 pyroscope = Pyroscope(
     "pyroscope",
     PyroscopeArgs(
@@ -109,6 +129,13 @@ pyroscope = Pyroscope(
         network_policy=cfg.pyroscope_network_policy,
         allowed_cidrs=tuple(cfg.pyroscope_allowed_cidrs) if cfg.pyroscope_network_policy else (),
         namespace=namespace.namespace,  # the release's namespace is read from it
+        mode=cfg.pyroscope_mode,
+        **({} if storage is None else dict(
+            storage_account=storage.account_name,
+            blob_container=storage.container_name,
+            workload_identity_client_id=storage.client_id,  # the service account's annotation reads it
+            storage_ready=tuple(storage.ready),  # the pods authenticate with the federated credential and the role
+        )),
     ),
     opts=pulumi.ResourceOptions(providers=[kubernetes]),
 )

@@ -31,6 +31,10 @@ class ClusterFacts:
     ``disableLocalAccounts``, ``node_resource_group_locked`` ``nodeResourceGroupProfile.restrictionLevel`` being
     ``ReadOnly`` (node resource group lockdown; AKS Automatic has it preconfigured). ``network_policy``:
     ``networkProfile.networkPolicy`` (``azure``, ``calico``, ``cilium``, ``none`` or empty: no engine);
+    ``oidc_issuer_url``: ``oidcIssuerProfile.issuerURL`` when ``oidcIssuerProfile.enabled`` (else empty);
+    ``workload_identity``: ``securityProfile.workloadIdentity.enabled`` (pulumi-azure-native 3.x
+    ``containerservice/outputs.py`` ``ManagedClusterOIDCIssuerProfileResponse``,
+    ``ManagedClusterSecurityProfileWorkloadIdentityResponse``).
     """
 
     id: str
@@ -43,6 +47,8 @@ class ClusterFacts:
     local_accounts_disabled: bool
     node_resource_group_locked: bool = False
     network_policy: str = ""
+    oidc_issuer_url: str = ""
+    workload_identity: bool = False
 
     @property
     def load_balancer_scope(self) -> str:
@@ -86,6 +92,9 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         node_resource_group_locked=str(getattr(result.node_resource_group_profile, "restriction_level", None) or "")
         .lower() == "readonly",
         network_policy=str(getattr(result.network_profile, "network_policy", None) or "").lower(),
+        oidc_issuer_url=(str(getattr(result.oidc_issuer_profile, "issuer_url", None) or "")
+                         if getattr(result.oidc_issuer_profile, "enabled", False) else ""),
+        workload_identity=bool(getattr(getattr(result.security_profile, "workload_identity", None), "enabled", False)),
     )
     if cfg.extension_azure_monitor and not facts.metrics_enabled:
         raise ConfigError(
@@ -113,6 +122,16 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             f"enforced; enable one with `az aks update -g {cfg.cluster_resource_group} -n {cfg.cluster_name} "
             "--network-policy azure` (or calico; cilium needs --network-dataplane cilium) or set pyroscopeNetworkPolicy "
             "to false to leave Pyroscope open to everything that routes to its internal load balancer",
+        )
+    if cfg.pyroscope_mode == "microservices" and not (facts.oidc_issuer_url and facts.workload_identity):
+        missing = " and ".join(name for name, ok in (("the OIDC issuer (oidcIssuerProfile)", facts.oidc_issuer_url),
+                                                     ("workload identity (securityProfile.workloadIdentity)",
+                                                      facts.workload_identity)) if not ok)
+        raise ConfigError(
+            "pyroscopeMode",
+            f"microservices keeps profiles in Azure Blob Storage through Azure Workload Identity, but cluster "
+            f"'{cfg.cluster_name}' has {missing} off; enable them with `az aks update -g {cfg.cluster_resource_group} "
+            f"-n {cfg.cluster_name} --enable-oidc-issuer --enable-workload-identity` or set pyroscopeMode to single-binary",
         )
     if cfg.kubeconfig_credentials == "admin" and facts.local_accounts_disabled:
         raise ConfigError(

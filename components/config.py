@@ -97,6 +97,10 @@ class StackConfig:
     pyroscope_tolerations: tuple
     pyroscope_network_policy: bool
     pyroscope_allowed_cidrs: tuple
+    pyroscope_mode: str
+    pyroscope_storage_account: str
+    pyroscope_storage_account_resource_group: str
+    pyroscope_blob_container: str
     private_link_service_name: str
     private_link_service_resource_group: str
     private_link_visibility: str
@@ -538,6 +542,17 @@ RULES: dict[str, Rule] = {
     "pyroscopeNodeSelector": _node_selector,
     "pyroscopeTolerations": _tolerations,
     "pyroscopeAllowedCidrs": _cidrs,
+    "pyroscopeMode": _one_of("single-binary", "microservices"),
+    # Container names: 3-63 lowercase letters, digits and '-', a letter or digit first and last, no '--' (Azure Storage
+    # REST reference "Naming and Referencing Containers, Blobs, and Metadata", learn.microsoft.com/rest/api/
+    # storageservices); account names: 3-24 lowercase letters and digits (the same rule the Storage REST docs state).
+    "pyroscopeStorageAccount": _optional(_regex(
+        r"[a-z0-9]{3,24}", "expected a storage account name: 3-24 lowercase letters and digits")),
+    "pyroscopeStorageAccountResourceGroup": _optional(_resource_group),
+    "pyroscopeBlobContainer": _regex(
+        r"(?=.{3,63}$)[a-z0-9](?:-?[a-z0-9])*",
+        "expected a blob container name: 3-63 lowercase letters, digits and single '-', starting and ending with a "
+        "letter or digit"),
     "privateLinkServiceName": _optional(_regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
         "expected a private link service name: 1-80 letters, digits, '_', '.' or '-', starting with a "

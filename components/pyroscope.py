@@ -85,6 +85,32 @@ a Pyroscope pod runs; kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_
 ``getExpectedLBRules``: ``NeedsHealthCheck``, unless the PLS uses proxy protocol), and keeps the frontend IP
 configuration the PLS is attached to. The policy reads only the namespace: it is in place before Pyroscope's pod starts.
 
+Microservices mode (``pyroscopeMode: microservices``, opt-in; docs/how-it-works.md, docs/sizing.md): a non-empty
+``pyroscope.components`` makes chart 1.15.0 render one workload and one Service ``pyroscope-<component>`` per component
+and no Service ``pyroscope`` (``templates/_helpers.tpl`` ``pyroscope.components``, ``templates/services.yaml``), each
+component's values merged over ``pyroscope.*`` (``mustMergeOverwrite``). The components are the chart's own
+``values-micro-services.yaml`` (:data:`CHART_COMPONENTS`). The read path, ``query-frontend`` (QuerierService, the
+Pyroscope handlers and VCSService: grafana/pyroscope v1.15.0 ``pkg/pyroscope/modules_experimental.go``
+``initQueryFrontendV1``), gets the LoadBalancer and the PLS annotations in ``components.query-frontend.service``; the
+global service is ClusterIP without annotations. The write path, ``distributor`` (``/ingest``, push, OTLP export:
+``pkg/api/api.go`` ``RegisterDistributor``), is what the exporter's ``pyroscope.gadget:4040`` must reach, so the stack
+adds its own Service ``pyroscope`` selecting the distributor pods (:func:`write_path_service_spec`). The PLS identity
+paths (:data:`MICRO_PLS_IDENTITY_PATHS`), the ServicePatch and :attr:`Pyroscope.owner_service` follow the read path;
+the NetworkPolicy's selector already covers every component. Only the ingesters get the volume (a Deployment with
+``persistence.enabled`` would mount a claim ``<name>-data`` that nothing creates, ``deployments-statefulsets.yaml``).
+Storage and identity: ``components.pyroscope_storage``.
+
+Switching modes: a Helm upgrade between the modes would delete StatefulSet ``pyroscope`` and its Service in the same
+operation that creates the components, the PLS would move to another Service, and on the way back the chart's Service
+``pyroscope`` would meet the stack's own of that name. So the release lists :data:`MODE_PATHS`
+(``values.pyroscope.components``, which appears or goes) in ``replace_on_changes`` in both modes and is reinstalled
+delete-first with the PLS chain behind it. The stack's Service ``pyroscope`` depends on the release (created after the
+single binary's is uninstalled) and names it in ``replace_with`` with ``delete_before_replace``: the engine deletes,
+before a delete-first replacement, every resource whose ``replaceWith`` names it, also those no longer in the program
+(pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step_generator.go`` ``findResourcesReplacedWith`` ranges over ``olds``),
+so going back frees the name before the chart installs its own. A single-binary stack's inputs are unchanged by all
+this (only the option gains :data:`MODE_PATHS`), so upgrading to this code shows no diff.
+
 A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
 Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
 ``pkg/action/install.go`` ``RunWithContext`` -> ``failRelease``, likewise ``upgrade.go``; ``upgrade_test.go``
@@ -105,6 +131,7 @@ way out in one line (:func:`helm_recovery`); it never retries. A CLI without err
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -122,6 +149,18 @@ _ANNOTATION = "service.beta.kubernetes.io/"
 #: The release's inputs that name its PLS, as the engine's property paths (module docstring).
 PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}{key}"]'
                            for key in ("azure-pls-name", "azure-pls-resource-group"))
+SINGLE_BINARY = "single-binary"
+MICROSERVICES = "microservices"
+#: Microservices mode (module docstring, "Microservices mode"): the read path, whose Service has the PLS, and the write
+#: path, which the stack's own Service ``pyroscope`` selects for the Inspektor Gadget exporter.
+READ_PATH = "query-frontend"
+WRITE_PATH = "distributor"
+#: The same paths in microservices mode, where the annotations live on the read path's component.
+MICRO_PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.components["{READ_PATH}"].service.annotations["{_ANNOTATION}{key}"]'
+                                 for key in ("azure-pls-name", "azure-pls-resource-group"))
+#: A change of mode (``components`` appears or goes) reinstalls the release delete-first, in both directions (module
+#: docstring, "Switching modes").
+MODE_PATHS = ("values.pyroscope.components",)
 
 
 @dataclass(frozen=True)
@@ -138,6 +177,9 @@ class PyroscopeArgs:
     ``network_policy``: register the NetworkPolicy and the Service's ``externalTrafficPolicy: Local`` (module docstring,
     "Who can reach Pyroscope"); ``allowed_cidrs``: ranges it admits to port 4040 besides the Inspektor Gadget pods and
     the PLS's NAT addresses (``pyroscopeAllowedCidrs``, default none).
+    ``mode``: ``single-binary`` or ``microservices``; with the latter, ``storage_account``/``blob_container`` hold the
+    profiles, ``workload_identity_client_id`` is the identity's client id (``components.pyroscope_storage``), and
+    ``storage_ready`` what the release waits for (the federated credential and the role assignment).
     """
 
     chart_version: str
@@ -160,6 +202,11 @@ class PyroscopeArgs:
     tolerations: Optional[list] = None
     network_policy: bool = True
     allowed_cidrs: tuple = ()
+    mode: str = SINGLE_BINARY
+    storage_account: str = ""
+    blob_container: str = ""
+    workload_identity_client_id: Optional[pulumi.Input[str]] = None
+    storage_ready: tuple = ()
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -256,7 +303,96 @@ def chart_values(args: PyroscopeArgs) -> dict:
         pyroscope["nodeSelector"] = dict(sorted(args.node_selector.items()))
     if args.tolerations:
         pyroscope["tolerations"] = list(args.tolerations)
+    if args.mode == MICROSERVICES:
+        _microservices(args, pyroscope)
     return {"alloy": {"enabled": False}, "minio": {"enabled": False}, "pyroscope": dict(sorted(pyroscope.items()))}
+
+
+#: Chart 1.15.0's own microservices layout, ``values-micro-services.yaml`` (grafana/pyroscope tag pyroscope-1.15.0,
+#: commit 661762ea, ``operations/pyroscope/helm/pyroscope/values-micro-services.yaml``): each component's kind, replicas,
+#: requests and limits, and the store-gateway's readiness delay, as the chart ships them. The compactor and the
+#: store-gateway run without a volume there (``persistence.enabled: false``); the ingesters get the stack's claim.
+CHART_COMPONENTS: dict = {
+    "ad-hoc-profiles": {"kind": "Deployment", "replicaCount": 1,
+                        "resources": {"limits": {"memory": "4Gi"}, "requests": {"cpu": 0.1, "memory": "16Mi"}}},
+    "compactor": {"kind": "StatefulSet", "persistence": {"enabled": False}, "replicaCount": 3,
+                  "resources": {"limits": {"memory": "16Gi"}, "requests": {"cpu": 1, "memory": "8Gi"}},
+                  "terminationGracePeriodSeconds": 1200},
+    "distributor": {"kind": "Deployment", "replicaCount": 2,
+                    "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "256Mi"}}},
+    "ingester": {"kind": "StatefulSet", "replicaCount": 3,
+                 "resources": {"limits": {"memory": "16Gi"}, "requests": {"cpu": 1, "memory": "8Gi"}},
+                 "terminationGracePeriodSeconds": 600},
+    "querier": {"kind": "Deployment", "replicaCount": 3,
+                "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": 1, "memory": "256Mi"}}},
+    "query-frontend": {"kind": "Deployment", "replicaCount": 2,
+                       "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "256Mi"}}},
+    "query-scheduler": {"kind": "Deployment", "replicaCount": 2,
+                        "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "256Mi"}}},
+    "store-gateway": {"kind": "StatefulSet", "persistence": {"enabled": False}, "readinessProbe": {"initialDelaySeconds": 60},
+                      "replicaCount": 3,
+                      "resources": {"limits": {"memory": "16Gi"}, "requests": {"cpu": 1, "memory": "8Gi"}}},
+    "tenant-settings": {"kind": "Deployment", "replicaCount": 1,
+                        "resources": {"limits": {"memory": "4Gi"}, "requests": {"cpu": 0.1, "memory": "16Mi"}}},
+}
+#: ``values-micro-services.yaml``'s one global flag (three store-gateways hold each block).
+CHART_MICRO_EXTRA_ARGS = {"store-gateway.sharding-ring.replication-factor": "3"}
+#: The workload identity webhook's pod label and service account annotation (components/pyroscope_storage.py).
+WORKLOAD_IDENTITY_LABEL = "azure.workload.identity/use"
+WORKLOAD_IDENTITY_CLIENT_ID = "azure.workload.identity/client-id"
+
+
+def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
+    """Turn the single binary's values into chart 1.15.0's microservices mode (module docstring, "Microservices
+    mode"), in place. Per-component values merge over ``pyroscope.*`` (``templates/services.yaml`` and
+    ``deployments-statefulsets.yaml``: ``mustMergeOverwrite (deepCopy .Values.pyroscope) $cfg``), so what stays global
+    applies to every component: image, affinity, node selector, tolerations, retention flags, service account."""
+    service = pyroscope.pop("service")
+    components = {name: json.loads(json.dumps(spec)) for name, spec in CHART_COMPONENTS.items()}
+    # The PLS and the internal load balancer on the read path only; every other Service is ClusterIP, unannotated.
+    components[READ_PATH]["service"] = service
+    pyroscope["service"] = {"port": PORT, "type": "ClusterIP"}
+    # The volume: the ingesters' claims (a Deployment with persistence would mount a claim <name>-data nobody makes).
+    components["ingester"]["persistence"] = pyroscope.pop("persistence")
+    pyroscope["persistence"] = {"enabled": False}
+    pyroscope["components"] = {name: dict(sorted(spec.items())) for name, spec in sorted(components.items())}
+    # Sizes are per component (the chart's); the single binary's requests would merge under each of them.
+    pyroscope.pop("resources")
+    extra = {k: v for k, v in pyroscope["extraArgs"].items() if k != "compactor.data-dir"}  # the chart mounts it
+    pyroscope["extraArgs"] = dict(sorted({**extra, **CHART_MICRO_EXTRA_ARGS}.items()))
+    pyroscope["structuredConfig"] = {
+        "self_profiling": {"disable_push": True},
+        "storage": {"azure": {"account_name": args.storage_account, "container_name": args.blob_container},
+                    "backend": "azure"},
+    }
+    # pyroscope.extraLabels go on every pod's labels (templates/_helpers.tpl pyroscope.templateLabels), not on selectors.
+    pyroscope["extraLabels"] = {WORKLOAD_IDENTITY_LABEL: "true"}
+    pyroscope["serviceAccount"] = {"annotations": {WORKLOAD_IDENTITY_CLIENT_ID: args.workload_identity_client_id},
+                                   "create": True}
+
+
+def pls_service_name(mode: str) -> str:
+    """The Service that carries the PLS annotations: ``pyroscope``, or the read path's ``pyroscope-query-frontend``
+    (chart 1.15.0 names a component's Service ``<fullname>-<component>``, ``templates/_helpers.tpl``
+    ``pyroscope.components``)."""
+    return RELEASE_NAME if mode != MICROSERVICES else f"{RELEASE_NAME}-{READ_PATH}"
+
+
+def replace_on_changes(mode: str) -> list[str]:
+    """The release's ``replace_on_changes``: the PLS identity's paths of its mode, the volume's and the mode's."""
+    if mode != MICROSERVICES:
+        return [*PLS_IDENTITY_PATHS, *STORAGE_PATHS, *MODE_PATHS]
+    return [*MICRO_PLS_IDENTITY_PATHS, "values.pyroscope.components.ingester.persistence", *MODE_PATHS]
+
+
+def write_path_service_spec() -> dict:
+    """Spec of the stack's Service ``pyroscope`` in microservices mode (engine names): ClusterIP, port 4040 to the
+    distributor pods' ``http2`` port (chart 1.15.0 ``values.yaml`` ``service.port_name``; the container port of that
+    name, ``templates/deployments-statefulsets.yaml``), selected as the chart's own ``pyroscope-distributor`` Service
+    selects them (``templates/services.yaml``)."""
+    return {"type": "ClusterIP",
+            "ports": [{"name": "http2", "port": PORT, "protocol": "TCP", "targetPort": "http2"}],
+            "selector": {**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}}
 
 
 #: Chart 1.15.0's selector labels of the release's pods (``pyroscope.selectorLabels``), and the Inspektor Gadget pods'.
@@ -347,7 +483,8 @@ class Pyroscope(pulumi.ComponentResource):
     (plain): the Service as the AKS cloud provider tags its PLS, ``gadget/pyroscope``.
     """
 
-    #: The Service as the AKS cloud provider names it in a PLS's k8s-azure-owner-service tag (``getServiceName``).
+    #: The Service as the AKS cloud provider names it in a PLS's k8s-azure-owner-service tag (``getServiceName``); in
+    #: microservices mode the instance's is ``gadget/pyroscope-query-frontend``.
     owner_service = f"{NAMESPACE}/{RELEASE_NAME}"
 
     release: k8s.helm.v3.Release
@@ -359,6 +496,9 @@ class Pyroscope(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PyroscopeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
+        micro = args.mode == MICROSERVICES
+        pls_service = pls_service_name(args.mode)
+        self.owner_service = f"{NAMESPACE}/{pls_service}"
         # The PLS's identity: replaced when it changes, and the release with it (module docstring).
         self.private_link_identity = local.Command(
             f"{name}-private-link-identity",
@@ -385,11 +525,29 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), delete_before_replace=True,
+            # Microservices: the pods authenticate to the blob container at start (storage_ready).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*(forwarded_depends_on(opts) or []),
+                                                                 *args.storage_ready] or None,
+                                        delete_before_replace=True,
                                         replace_with=[*([args.namespace] if args.namespace else []),
                                                       self.private_link_identity],
-                                        replace_on_changes=[*PLS_IDENTITY_PATHS, *STORAGE_PATHS], hooks=_error_hooks()),
+                                        replace_on_changes=replace_on_changes(args.mode), hooks=_error_hooks()),
         )
+        self.write_path: Optional[k8s.core.v1.Service] = None
+        if micro:
+            # Service pyroscope for the Inspektor Gadget exporter: the distributors (module docstring). Created after
+            # the release (a switch from single-binary first uninstalls the chart's Service of that name), and deleted
+            # before it is replaced: the engine deletes first what names the release in replaceWith, also when this
+            # Service is no longer in the program (step_generator.go findResourcesReplacedWith ranges over the olds),
+            # so going back to single-binary frees the name for the chart's Service.
+            self.write_path = k8s.core.v1.Service(
+                f"{name}-write-path",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=RELEASE_NAME, namespace=self.release.status.apply(lambda status: status.namespace),
+                    labels={**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}),
+                spec=write_path_service_spec(),
+                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
+            )
         self.network_policy: Optional[k8s.networking.v1.NetworkPolicy] = None
         self.local_traffic: Optional[k8s.core.v1.ServicePatch] = None
         if args.network_policy:
@@ -407,7 +565,8 @@ class Pyroscope(pulumi.ComponentResource):
             self.local_traffic = k8s.core.v1.ServicePatch(
                 f"{name}-local-traffic",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=self.release.status.apply(lambda status: status.name),
+                    name=self.release.status.apply(
+                        lambda status: status.name if not micro else f"{status.name}-{READ_PATH}"),
                     namespace=self.release.status.apply(lambda status: status.namespace),
                     annotations={"pulumi.com/patchForce": "true"},  # Helm may own the field it created defaulted
                 ),
@@ -416,7 +575,7 @@ class Pyroscope(pulumi.ComponentResource):
             )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
-        self.service_name = self.release_name
+        self.service_name = self.release_name if not micro else self.release_name.apply(lambda n: f"{n}-{READ_PATH}")
         self.in_cluster_url = pulumi.Output.concat(
             "http://", self.release_name, ".", self.namespace, f".svc.cluster.local:{PORT}"
         )

@@ -53,13 +53,14 @@ PLS_VISIBILITY = "service.beta.kubernetes.io/azure-pls-visibility"
 TAGGABLE_TYPES = frozenset({MPE, GRAFANA, "azure-native:monitor:AzureMonitorWorkspace"})
 
 #: Built-in roles (Azure RBAC) allowed by default: Monitoring Data Reader, Monitoring Reader, Grafana
-#: Admin, Grafana Editor, Grafana Viewer.
+#: Admin, Grafana Editor, Grafana Viewer, Storage Blob Data Contributor (pyroscopeMode microservices).
 DEFAULT_ALLOWED_ROLES = [
     "b0d8363b-8ddd-447d-831f-62ca05bff136",
     "43d0d8ad-25c7-4714-9337-8ba259a9fe05",
     "22926164-76b3-42b3-bc55-97df8dab3e41",
     "a79a5197-3a5c-4973-a920-486035ffd60f",
     "60921a7e-fef1-4a43-9b16-a26c52ad4769",
+    "ba92f5b4-2d11-453d-a403-e96b0029c9fe",  # Storage Blob Data Contributor: Pyroscope's identity on its container
 ]
 #: Owner, Contributor, User Access Administrator: never at subscription scope, whatever the config says.
 BROAD_ROLES = {
@@ -582,6 +583,12 @@ def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
     persistence = single.get("persistence") if isinstance(single, Mapping) else None
     if isinstance(persistence, Mapping) and (persistence.get("enabled") is True or persistence.get("existingClaim")):
         return None
+    # Microservices mode (non-empty pyroscope.components) on object storage: the blocks live in the bucket, which no
+    # pod restart empties (components/pyroscope.py, "Microservices mode"); the filesystem backend there is a pod's.
+    if isinstance(single, Mapping) and single.get("components"):
+        storage = (single.get("structuredConfig") or {}).get("storage") or {}
+        if isinstance(storage, Mapping) and storage.get("backend") in ("azure", "s3", "gcs", "swift", "cos"):
+            return None
     return "keeps profiles in an emptyDir (pyroscope.persistence.enabled is not true), so every pod restart loses them"
 
 

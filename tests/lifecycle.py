@@ -297,7 +297,11 @@ class Deployment:
         services = world.setdefault("services", {})
         if old is None and key in world["releases"]:
             raise EngineError(f"helm install {service}: cannot re-use a name that is still in use")
-        annotations = inputs["values"]["pyroscope"]["service"]["annotations"]
+        values = inputs["values"]["pyroscope"]
+        annotations = values["service"].get("annotations") or {}
+        if values.get("components"):  # microservices: the read path's Service has the PLS (components/pyroscope.py)
+            service = f"{inputs['namespace']}/{inputs['name']}-query-frontend"
+            annotations = values["components"]["query-frontend"]["service"]["annotations"]
         group = annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg  # getPLSResourceGroup
         if new is None:
             world["releases"].pop(key, None)

@@ -361,3 +361,50 @@ def test_allowed_cidrs_refuse_a_range_that_admits_every_address(plan, everything
     """0.0.0.0/0 passed the CIDR check and made the NetworkPolicy admit every source (the failing input of a review)."""
     with pytest.raises(ConfigError, match="^pyroscopeAllowedCidrs: '.*' admits every address"):
         plan(paths={"pyroscopeAllowedCidrs[0]": everything})
+
+
+# --- OIDC issuer and workload identity for the microservices mode ------------------------------------------------------
+def without_workload_identity(oidc: bool, workload_identity: bool):
+    def handler(args, location):
+        answer = canned.managed_cluster(args, location)
+        if not oidc:
+            answer["oidcIssuerProfile"] = {"enabled": False}
+        if not workload_identity:
+            answer.pop("securityProfile")
+        return answer
+
+    return {"azure-native:containerservice:getManagedCluster": handler}
+
+
+@pytest.mark.parametrize("oidc,workload_identity", [(False, True), (True, False), (False, False)])
+def test_microservices_needs_oidc_issuer_and_workload_identity_before_any_resource(oidc, workload_identity):
+    overrides = without_workload_identity(oidc, workload_identity)
+    mocks = mock_engine.CannedMocks("eastus2", overrides)
+    monitor = mock_engine.RecordingMonitor(mocks)
+    original = mock_engine.RecordingMonitor
+    try:
+        mock_engine.RecordingMonitor = lambda _mocks: monitor
+        with pytest.raises(ConfigError) as caught:
+            mock_engine.run("dev", {"pyroscopeMode": "microservices"}, overrides)
+    finally:
+        mock_engine.RecordingMonitor = original
+    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+    message = str(caught.value)
+    assert caught.value.key == "pyroscopeMode" and "\n" not in message
+    assert ("the OIDC issuer" in message) == (not oidc) and ("workload identity (securityProfile" in message) == (not workload_identity)
+    assert ("`az aks update -g rg-aks-gpu-dev -n aks-gpu-dev --enable-oidc-issuer --enable-workload-identity`"
+            in message)
+    assert "set pyroscopeMode to single-binary" in message
+
+
+def test_single_binary_needs_neither(plan):
+    """The precheck is the microservices mode's: a single-binary stack on a cluster without them plans as before."""
+    assert plan(invoke_overrides=without_workload_identity(False, False)).one(RELEASE)
+
+
+def test_microservices_federates_the_cluster_issuer(plan):
+    p = plan(pyroscopeMode="microservices")
+    issuer = canned.managed_cluster({"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev"},
+                                    "eastus2")["oidcIssuerProfile"]["issuerURL"]
+    credential = p.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
+    assert credential["issuer"] == issuer and credential["audiences"] == ["api://AzureADTokenExchange"]

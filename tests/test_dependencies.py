@@ -50,6 +50,22 @@ EDGES = {
     ("grafana-datasources-prometheus", "monitor-workspace-workspace"): "the workspace's query endpoint (its URL)",
     ("gpu-dashboard-upload", "managed-grafana-workspace"): "the Grafana endpoint it calls",
     ("gpu-dashboard-upload", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
+    # Only in microservices mode (pyroscopeMode: microservices, components/pyroscope_storage.py):
+    ("pyroscope-storage-container", "pyroscope-storage-account"): "the account name (the container lives in it)",
+    ("pyroscope-storage-federated-credential", "pyroscope-storage-identity"): "the identity's name (its parent resource)",
+    ("pyroscope-storage-blob-data-contributor", "pyroscope-storage-identity"): "the identity's principal id",
+    ("pyroscope-storage-blob-data-contributor", "pyroscope-storage-container"):
+        "ordering: the scope is the container's id as a string, and ARM refuses an assignment on a container not there",
+    ("pyroscope-release", "pyroscope-storage-identity"): "the identity's client id (the service account's annotation)",
+    ("pyroscope-release", "pyroscope-storage-federated-credential"):
+        "ordering: the pods exchange their token at start, which needs the federated credential",
+    ("pyroscope-release", "pyroscope-storage-blob-data-contributor"):
+        "ordering: the pods read the container at start (thanos objstore checks it exists), which needs the role",
+    ("pyroscope-write-path", "pyroscope-release"):
+        "the namespace, from the release's status; and after the release, so a switch from single-binary has "
+        "uninstalled the chart's Service pyroscope first",
+    ("grafana-private-link-wait-for-pls", "pyroscope-write-path"):
+        "ordering only: a child of the Pyroscope component (created right after the release)",
 }
 
 #: Edges that must not come back: the later step reads nothing from the earlier one.
@@ -81,8 +97,9 @@ def edges(plan) -> tuple[set, set]:
 
 
 @pytest.mark.parametrize("overrides", [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"},
+                                       {"pyroscopeMode": "microservices"},
                                         {"createGrafana": "true"}, {"multiCluster": "true"}],
-                         ids=["existing-workspaces", "created-workspaces", "created-grafana", "multi-cluster"])
+                         ids=["existing-workspaces", "created-workspaces", "microservices", "created-grafana", "multi-cluster"])
 def test_every_edge_is_listed_with_what_it_reads(overrides):
     plan = run("dev", overrides)
     resources, invokes = edges(plan)

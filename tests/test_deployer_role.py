@@ -23,6 +23,7 @@ PLAN_VARIANTS = {
     "created-grafana-and-workspace": ("createGrafana=true", "createMonitorWorkspace=true"),
     "multi-cluster-shared-role": ("multiCluster=true", "assignMonitoringDataReader=true"),
     "admin-credentials": ("kubeconfigCredentials=admin",),
+    "microservices": ("pyroscopeMode=microservices",),
 }
 DOC = ROOT / "docs" / "deployer-role.md"
 
@@ -146,8 +147,8 @@ def test_the_plans_register_every_type_and_invoke_in_the_tables(plans):
 
 
 @pytest.mark.parametrize("plan, message", [
-    ({"resources": [{"type": "azure-native:storage:StorageAccount"}], "invokes": []},
-     "unmapped resource type: azure-native:storage:StorageAccount"),
+    ({"resources": [{"type": "azure-native:keyvault:Vault"}], "invokes": []},
+     "unmapped resource type: azure-native:keyvault:Vault"),
     ({"resources": [], "invokes": [{"token": "azure-native:keyvault:getSecret", "args": {}}]},
      "unmapped invoke: azure-native:keyvault:getSecret"),
 ])
@@ -190,13 +191,14 @@ def test_no_wildcards_and_no_action_that_nothing_needs(role):
 
 # --- The role assignment condition ----------------------------------------------------------------------------------------
 def test_the_documented_condition_constrains_role_assignments_to_the_roles_the_stack_assigns():
-    """components/ assign Monitoring Data Reader and Grafana Admin; the condition in the docs allows exactly those."""
+    """components/ assign Monitoring Data Reader, Grafana Admin and Storage Blob Data Contributor; the condition in the docs allows exactly those."""
     condition = dr.role_condition(dr.assigned_roles())
     text = DOC.read_text()
     assert condition in text
     assert "--condition-version 2.0" in text
     guids = set(re.findall(r"GuidEquals \{([^}]*)\}", condition)[0].replace(" ", "").split(","))
-    assert guids == {"b0d8363b-8ddd-447d-831f-62ca05bff136", "22926164-76b3-42b3-bc55-97df8dab3e41"}
+    assert guids == {"b0d8363b-8ddd-447d-831f-62ca05bff136", "22926164-76b3-42b3-bc55-97df8dab3e41",
+                     "ba92f5b4-2d11-453d-a403-e96b0029c9fe"}
 
 
 def test_the_offline_check_reports_bad_input_in_one_line(capsys):

@@ -329,3 +329,115 @@ def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_p
     allowed = {(p["port"], p["protocol"]) for rule in policy["spec"]["ingress"] for p in rule["ports"]}
     assert allowed == container_ports == {(4040, "TCP"), (7946, "TCP")}
     assert policy["metadata"]["namespace"] == statefulset["metadata"]["namespace"] == "gadget"
+
+
+# --- Microservices mode (pyroscopeMode: microservices) ------------------------------------------------------------------
+MICRO = {"pyroscopeMode": "microservices"}
+
+
+def render_micro(tmp_path, overrides: dict) -> tuple[mock_engine.Plan, dict, list[dict]]:
+    """(the plan as after `pulumi up`, the release's inputs, the manifests real Helm renders from them): the identity's
+    client id is known only once it exists, so the values come from the plan with every output known."""
+    plan = mock_engine.run("dev", overrides, preview=False)
+    inputs = plan.one(RELEASE).inputs
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(inputs["values"]))
+    assert "[secret]" not in values.read_text() and "[unknown]" not in values.read_text()
+    result = subprocess.run([helm(), "template", inputs["name"], str(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")),
+                             "-n", inputs["namespace"], "-f", str(values)],
+                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr
+    return plan, inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.mark.parametrize("variant", ["created account", "brought account, subnet"])
+def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, variant):
+    """Chart 1.15.0 in microservices mode (non-empty ``pyroscope.components``): one Service ``pyroscope-<component>`` per
+    component and no Service ``pyroscope`` (templates/services.yaml, _helpers.tpl ``pyroscope.components``). What the
+    single binary's Service ``pyroscope`` :4040 gave: the write path, the stack's own Service ``pyroscope`` :4040
+    selecting exactly the pods the chart's ``pyroscope-distributor`` selects (the distributor serves /ingest, the push
+    API and OTLP export: grafana/pyroscope v1.15.0 pkg/api/api.go RegisterDistributor); the read path,
+    ``pyroscope-query-frontend`` :4040 (QuerierService, the Pyroscope handlers and VCSService:
+    pkg/pyroscope/modules_experimental.go initQueryFrontendV1), the only LoadBalancer and the only Service with the
+    internal-LB and PLS annotations; the ServicePatch and the wait's owner tag follow it."""
+    overrides = {**MICRO, **({} if variant == "created account" else {
+        "pyroscopeStorageAccount": "stprofiles01", "pyroscopeStorageAccountResourceGroup": "rg-data",
+        "pyroscopeBlobContainer": "gpu-profiles", "privateLinkSubnet": "snet-pls"})}
+    plan, inputs, docs = render_micro(tmp_path, overrides)
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    assert "pyroscope" not in services  # the chart renders none of that name: no clash with the stack's own
+    components = {"ad-hoc-profiles", "compactor", "distributor", "ingester", "querier", "query-frontend",
+                  "query-scheduler", "store-gateway", "tenant-settings"}
+    assert set(services) == ({f"pyroscope-{c}" for c in components} | {f"pyroscope-{c}-headless" for c in components}
+                             | {"pyroscope-memberlist"})
+    annotated = {n for n, s in services.items() if any(k.startswith(P) for k in (s["metadata"].get("annotations") or {}))}
+    assert annotated == {"pyroscope-query-frontend"}
+    assert {n for n, s in services.items() if s["spec"]["type"] == "LoadBalancer"} == {"pyroscope-query-frontend"}
+    read = services["pyroscope-query-frontend"]
+    assert read["metadata"]["annotations"] == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+    assert [(p["port"], p["targetPort"]) for p in read["spec"]["ports"]] == [(4040, "http2")]
+    assert read["spec"]["selector"]["app.kubernetes.io/component"] == "query-frontend"
+
+    # The write path: the stack's Service pyroscope selects what the chart's distributor Service selects, same port.
+    write = plan.one("kubernetes:core/v1:Service").inputs
+    chart_write = services["pyroscope-distributor"]
+    assert (write["metadata"]["name"], write["metadata"]["namespace"]) == ("pyroscope", "gadget")
+    assert write["spec"]["selector"] == chart_write["spec"]["selector"]
+    assert [(p["port"], p["targetPort"], p["protocol"]) for p in write["spec"]["ports"]] == \
+        [(p["port"], p["targetPort"], p["protocol"]) for p in chart_write["spec"]["ports"]] == [(4040, "http2", "TCP")]
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] in ("Deployment", "StatefulSet")}
+    distributor = deployments["pyroscope-distributor"]["spec"]["template"]
+    assert write["spec"]["selector"].items() <= distributor["metadata"]["labels"].items()
+    assert {p["name"]: p["containerPort"] for p in distributor["spec"]["containers"][0]["ports"]}["http2"] == 4040
+    for other, d in deployments.items():  # no other component's pods
+        if other != "pyroscope-distributor":
+            assert not write["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items(), other
+
+    # The PLS follows the read path: the ServicePatch, the wait's owner tag.
+    patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
+    assert patch["metadata"]["name"] == "pyroscope-query-frontend"
+    wait = next(r for r in plan.resources if r.name == "grafana-private-link-wait-for-pls")
+    assert wait.inputs["environment"]["OWNER_SERVICE"] == "gadget/pyroscope-query-frontend"
+    assert plan.outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
+
+    # Storage: azure backend, no key or secret; workload identity label on every pod, client id on the account.
+    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pyroscope-config")
+                            ["data"]["config.yaml"])
+    account = overrides.get("pyroscopeStorageAccount") or plan.one("azure-native:storage:StorageAccount").inputs["accountName"]
+    assert config["storage"] == {"backend": "azure", "azure": {
+        "account_name": account, "container_name": overrides.get("pyroscopeBlobContainer", "pyroscope")}}
+    identity = plan.one("azure-native:managedidentity:UserAssignedIdentity")
+    (sa,) = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert sa["metadata"]["name"] == "pyroscope"
+    assert sa["metadata"]["annotations"] == {"azure.workload.identity/client-id": identity.outputs["clientId"]}
+    assert len(deployments) == 9
+    for d in deployments.values():
+        pod = d["spec"]["template"]
+        assert pod["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+        assert pod["spec"]["serviceAccountName"] == "pyroscope"
+        assert "azure.workload.identity/use" not in d["spec"]["selector"]["matchLabels"]
+        # every pod off GPU nodes, and a claim only where one is made: the ingesters' volumeClaimTemplates
+        assert pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert not any("persistentVolumeClaim" in v for v in pod["spec"]["volumes"]), d["metadata"]["name"]
+    ingester = deployments["pyroscope-ingester"]
+    (claim,) = ingester["spec"]["volumeClaimTemplates"]
+    assert (claim["spec"]["resources"]["requests"]["storage"], claim["spec"]["storageClassName"]) == ("64Gi", "managed-csi")
+    credential = plan.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
+    assert credential["subject"] == f"system:serviceaccount:gadget:{sa['metadata']['name']}"
+
+    # The NetworkPolicy's pod selector covers every component's pods (they talk to each other on 4040 and 7946).
+    # So does the one admitting the PLS's NAT IPs, whose traffic reaches the query-frontend.
+    for name in ("pyroscope-network-policy", "grafana-private-link-nat-network-policy"):
+        policy = plan.named(name).inputs
+        for d in deployments.values():
+            assert policy["spec"]["podSelector"]["matchLabels"].items() <= d["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_single_binary_values_unchanged_by_the_mode_key(tmp_path):
+    """pyroscopeMode single-binary (the default, written out or not) renders what the stack rendered before the key
+    existed: the release's values equal the ones of a plan without the key, and nothing microservices-only appears."""
+    inputs, docs = render(tmp_path, {"pyroscopeMode": "single-binary"})
+    assert inputs == mock_engine.run("dev", {}).one(RELEASE).inputs
+    assert "components" not in inputs["values"]["pyroscope"]
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "Service"} == {"pyroscope", "pyroscope-headless",
+                                                                              "pyroscope-memberlist"}

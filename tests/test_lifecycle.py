@@ -322,7 +322,8 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     key = fake_world.release_key(plan["outputs"]["clusterId"], release["namespace"], release["name"])
     assert world["releases"] == {key: {"version": release["version"], "values": release["values"]}}
     # The PLS is the one AKS made for the release's Service, and the cloud provider refused nothing on the way.
-    assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == "gadget/pyroscope"
+    owner = "gadget/pyroscope-query-frontend" if release["values"]["pyroscope"].get("components") else "gadget/pyroscope"
+    assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == owner
     assert world["events"] == []
 
 
@@ -453,7 +454,7 @@ def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
         p = plan()
     finally:
         mock_engine.RecordingMonitor.RegisterResource = original
-    assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS]
+    assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS, *pyroscope.MODE_PATHS]
     identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
     assert identity.inputs["triggers"] == ["pyroscope-pls", ""] and identity.inputs["create"] == "true"
     release = next(r for r in p.resources if r.name == "pyroscope-release")
@@ -1530,3 +1531,85 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
     assert_holds_exactly(deployment, head, dashboards)
     rerun = plan_diff.compute(head, run("dev").to_json())
     assert rerun.summary["same"] == len(rerun.steps) and rerun.order == []
+
+
+def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path):
+    """Issue 22 item 8. A deployed single-binary stack set to pyroscopeMode microservices: the storage side is created,
+    the release is reinstalled delete-first (values.pyroscope.components appears: listed in replaceOnChanges), the
+    stack's Service pyroscope for the exporter is created after it, and the PLS chain follows the read path; the diff
+    says what the switch loses. Going back: the Service pyroscope is deleted before the release (its replaceWith names
+    the release, and the engine's findResourcesReplacedWith also ranges over resources no longer in the program), so
+    the chart's own Service pyroscope can be installed; the diff warns that the blob container's profiles are left and a
+    created account is deleted with them. Each end state equals a fresh deploy; each re-run predicts nothing."""
+    dashboards = _dashboards(tmp_path)
+    micro = {"pyroscopeMode": "microservices"}
+    base = run("dev", {}).to_json()
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", micro, pending=pending), [])
+    steps = {s.name: s for s in diff.steps}
+    release = steps["pyroscope-release"]
+    assert (release.op, release.replace_order) == ("replace", "delete-first"), release.reasons
+    assert any(r.startswith("values.pyroscope.components: listed in replaceOnChanges") for r in release.reasons)
+    for name in ("pyroscope-storage-account", "pyroscope-storage-container", "pyroscope-storage-identity",
+                 "pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor", "pyroscope-write-path"):
+        assert steps[name].op == "create", name
+    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "pyroscope-local-traffic"):
+        assert (steps[name].op, steps[name].replace_order) == ("replace", "delete-first"), (name, steps[name].reasons)
+    order = [(a.kind, _short(a.urn)) for a in diff.order]
+    assert order.index(("create", "pyroscope-storage-blob-data-contributor")) < order.index(("create-replacement", "pyroscope-release"))
+    assert order.index(("delete", "pyroscope-release")) < order.index(("create-replacement", "pyroscope-release")) \
+        < order.index(("create", "pyroscope-write-path"))
+    assert [w for w in diff.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[True]]
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, dashboards)
+    assert plan_diff.compute(head, run("dev", micro).to_json()).order == []
+
+    # Going back, from a microservices stack deployed as such.
+    deployment = Deployment(tmp_path / "micro", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(head)
+    back, known_back = plan_diff.preview(head, lambda pending: run("dev", {}, pending=pending), [])
+    steps = {s.name: s for s in back.steps}
+    assert (steps["pyroscope-release"].op, steps["pyroscope-release"].replace_order) == ("replace", "delete-first")
+    order = [(a.kind, _short(a.urn)) for a in back.order]
+    assert order.index(("delete", "pyroscope-write-path")) < order.index(("delete", "pyroscope-release")) \
+        < order.index(("create-replacement", "pyroscope-release"))
+    assert steps["pyroscope-storage-account"].op == "delete"
+    assert [w for w in back.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[False]]
+    final = known_back.to_json()
+    deployment.apply(back, final)
+    assert_holds_exactly(deployment, final, dashboards)
+    assert plan_diff.compute(final, run("dev").to_json()).order == []
+
+
+def _short(urn: str) -> str:
+    return urn.split("::")[-1]
+
+
+def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
+    """The upgrade path from the current release (issue 22): tests/data/plan-dev-before-microservices.json is
+    `python -m tools.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
+    planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
+    the first NetworkPolicy updated in place (its PLS-subnet range gone) and the second, admitting the PLS's NAT IPs,
+    created; nothing else created, replaced, updated or deleted, and the release's inputs (the Helm values) byte for
+    byte equal."""
+    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
+    for overrides in ({}, {"pyroscopeMode": "single-binary"}):
+        head = run("dev", overrides).to_json()
+        # The stored fingerprints were keyed on the machine that planned the base (tools/offline/replacement.py
+        # fingerprint_key); its secrets are the canned ones this run holds (the kubeconfig, the nonce), at the same
+        # paths, so this session's fingerprints stand in for them.
+        assert {u: sorted(v) for u, v in base["secretFingerprints"].items()} == \
+            {u: sorted(v) for u, v in head["secretFingerprints"].items()}
+        base = {**base, "secretFingerprints": head["secretFingerprints"],
+                "secretFingerprintKey": head.get("secretFingerprintKey")}
+        diff = plan_diff.compute(base, head)
+        changed = {s.name: s.op for s in diff.steps if s.op != "same"}
+        assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create"}, overrides
+        policy = diff.step("pyroscope-network-policy")
+        assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
+            all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs
+        old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"] for plan in (base, head))
+        assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)

@@ -171,6 +171,25 @@ def test_pyroscope_persistent_in_production():
     assert check(policy, rules.EXTENSION, EXT, production=True) == []
 
 
+def test_microservices_on_blob_storage_is_persistent():
+    """Issue 22 item 6: microservices mode on Azure Blob counts as persistent; components on the filesystem backend
+    (a pod's disk) do not."""
+    policy = rules.pyroscope_persistent_in_production
+    blob = persistent_release({"enabled": False})
+    blob["values"]["pyroscope"]["components"] = {"distributor": {"kind": "Deployment"}}
+    blob["values"]["pyroscope"]["structuredConfig"] = {"storage": {"backend": "azure", "azure": {"account_name": "a"}}}
+    assert check(policy, rules.RELEASE, blob, production=True) == []
+    blob["values"]["pyroscope"]["structuredConfig"]["storage"] = {"backend": "filesystem"}
+    assert len(check(policy, rules.RELEASE, blob, production=True)) == 1
+
+
+def test_microservices_plan_passes_the_persistence_and_role_rules():
+    from tools.offline.mock_engine import run
+
+    found = {v.policy for v in policy_check.evaluate(run("dev", {"production": "true", "pyroscopeMode": "microservices"}))}
+    assert not found & {"pyroscope-persistent-in-production", "role-assignment-least-privilege"}, found
+
+
 def test_pyroscope_persistent_in_production_on_the_plan():
     from tools.offline.mock_engine import run
 

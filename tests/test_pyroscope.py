@@ -361,10 +361,12 @@ def test_the_release_is_replaced_when_its_volume_changes(plan):
     """A StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes pkg/apis/apps/validation/
     validation.go ValidateStatefulSetUpdate), so Helm cannot upgrade a release whose volume changes: the release lists
     its persistence values in replace_on_changes, and the plan records the option for the offline diff."""
-    from components.pyroscope import PLS_IDENTITY_PATHS, STORAGE_PATHS
+    from components.pyroscope import MODE_PATHS, PLS_IDENTITY_PATHS, STORAGE_PATHS
 
     options = plan().one(RELEASE).options
-    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS]
+    # MODE_PATHS: a switch to or from microservices reinstalls it (an option: the release's inputs are unchanged).
+    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS, *MODE_PATHS]
+    assert MODE_PATHS == ("values.pyroscope.components",)
     assert STORAGE_PATHS == ("values.pyroscope.persistence",) and options["deleteBeforeReplace"] is True
 
 
@@ -504,3 +506,93 @@ def test_default_ranges_admit_no_subnet_only_hosts(plan):
              for name in (POLICY, PRIVATE_LINK_POLICY) for rule in plan().named(name).inputs["spec"]["ingress"]
              for peer in rule["from"] if "ipBlock" in peer]
     assert cidrs and all(c.num_addresses == 1 for c in cidrs), cidrs
+
+
+# --- Microservices mode (engine-level inputs, dependencies, options) -----------------------------------------------------
+STORAGE_TYPES = ("azure-native:storage:StorageAccount", "azure-native:storage:BlobContainer",
+                 "azure-native:managedidentity:UserAssignedIdentity",
+                 "azure-native:managedidentity:FederatedIdentityCredential")
+
+
+def _name(urn: str) -> str:
+    return urn.split("::")[-1]
+
+
+def test_single_binary_registers_nothing_of_the_microservices_mode(plan):
+    p = plan()
+    assert not [r for r in p.resources if r.type in STORAGE_TYPES or r.type == "kubernetes:core/v1:Service"]
+    assert "components" not in p.one(RELEASE).inputs["values"]["pyroscope"]
+
+
+def test_microservices_storage_without_shared_keys(plan):
+    """The account as the issue asks: shared keys off, TLS 1.2, no public blob access, HTTPS only; the container
+    private; Storage Blob Data Contributor for the identity's principal on the container only."""
+    from components.pyroscope_storage import derived_account_name
+
+    p = plan(pyroscopeMode="microservices")
+    account = p.one("azure-native:storage:StorageAccount").inputs
+    cluster_id = p.outputs["clusterId"]
+    assert account["accountName"] == derived_account_name(cluster_id) and len(account["accountName"]) == 24
+    assert (account["allowSharedKeyAccess"], account["allowBlobPublicAccess"], account["minimumTlsVersion"],
+            account["enableHttpsTrafficOnly"], account["resourceGroupName"]) == (False, False, "TLS1_2", True, "rg-aks-gpu-dev")
+    assert account["tags"]["managed-by"] == "aks-gpu-observability"
+    container = p.one("azure-native:storage:BlobContainer").inputs
+    assert (container["containerName"], container["publicAccess"]) == ("pyroscope", "None")
+    role = next(r for r in p.resources if r.name == "pyroscope-storage-blob-data-contributor")
+    assert role.inputs["scope"].endswith(
+        f"/resourceGroups/rg-aks-gpu-dev/providers/Microsoft.Storage/storageAccounts/{account['accountName']}"
+        "/blobServices/default/containers/pyroscope")
+    assert role.inputs["roleDefinitionId"].endswith("/roleDefinitions/ba92f5b4-2d11-453d-a403-e96b0029c9fe")
+    assert role.inputs["principalType"] == "ServicePrincipal"
+    assert {_name(d) for d in role.dependencies} >= {"pyroscope-storage-container", "pyroscope-storage-identity"}
+    credential = p.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
+    assert credential["subject"] == "system:serviceaccount:gadget:pyroscope"
+
+
+def test_microservices_with_a_brought_account(plan):
+    p = plan(pyroscopeMode="microservices", pyroscopeStorageAccount="stprofiles01",
+             pyroscopeStorageAccountResourceGroup="rg-data", pyroscopeBlobContainer="gpu-profiles")
+    assert not [r for r in p.resources if r.type.startswith("azure-native:storage:")]
+    role = next(r for r in p.resources if r.name == "pyroscope-storage-blob-data-contributor")
+    assert role.inputs["scope"].endswith("/resourceGroups/rg-data/providers/Microsoft.Storage/storageAccounts/stprofiles01"
+                                         "/blobServices/default/containers/gpu-profiles")
+    identity = p.one("azure-native:managedidentity:UserAssignedIdentity").inputs
+    assert (identity["resourceName"], identity["resourceGroupName"]) == ("id-pyroscope-aks-gpu-dev", "rg-data")
+
+
+def test_microservices_release_waits_for_the_credential_and_the_role(plan):
+    """The pods authenticate at start: the release depends on the federated credential and the role assignment; the
+    write path's Service on the release (a switch from single-binary uninstalls the chart's Service pyroscope first),
+    replaced with it delete-first (so going back frees the name); the PLS identity paths are the read path's."""
+    from components.pyroscope import MICRO_PLS_IDENTITY_PATHS, MODE_PATHS
+
+    p = plan(pyroscopeMode="microservices")
+    release = p.one(RELEASE)
+    assert {"pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor"} <= \
+        {_name(d) for d in release.dependencies}
+    assert release.options["replaceOnChanges"] == [*MICRO_PLS_IDENTITY_PATHS,
+                                                   "values.pyroscope.components.ingester.persistence", *MODE_PATHS]
+    assert MICRO_PLS_IDENTITY_PATHS[0] == ('values.pyroscope.components["query-frontend"].service.annotations'
+                                           '["service.beta.kubernetes.io/azure-pls-name"]')
+    write = p.one("kubernetes:core/v1:Service")
+    assert release.urn in write.dependencies
+    assert write.options["replaceWith"] == [release.urn] and write.options["deleteBeforeReplace"] is True
+    pyroscope = release.inputs["values"]["pyroscope"]
+    assert pyroscope["service"] == {"port": 4040, "type": "ClusterIP"}
+    assert pyroscope["components"]["query-frontend"]["service"]["type"] == "LoadBalancer"
+    assert pyroscope["persistence"] == {"enabled": False}
+    assert pyroscope["components"]["ingester"]["persistence"]["enabled"] is True
+    assert "compactor.data-dir" not in pyroscope["extraArgs"]
+    assert pyroscope["extraArgs"]["compactor.blocks-retention-period"] == "14d"
+
+
+def test_microservices_components_are_the_charts_own(plan):
+    """The stack's component layout is chart 1.15.0's values-micro-services.yaml, as shipped in the chart archive."""
+    import tarfile
+
+    from components.pyroscope import CHART_COMPONENTS, CHART_MICRO_EXTRA_ARGS
+
+    with tarfile.open(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")) as archive:
+        shipped = yaml.safe_load(archive.extractfile("pyroscope/values-micro-services.yaml"))
+    assert CHART_COMPONENTS == shipped["pyroscope"]["components"]
+    assert CHART_MICRO_EXTRA_ARGS == shipped["pyroscope"]["extraArgs"]

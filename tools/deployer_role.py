@@ -48,6 +48,8 @@ SOURCES = {
     "Microsoft.Network": "learn.microsoft.com/azure/private-link/rbac-permissions#private-link-service; "
                          "learn.microsoft.com/azure/role-based-access-control/permissions/networking#microsoftnetwork",
     "Microsoft.Authorization": "learn.microsoft.com/azure/role-based-access-control/permissions/management-and-governance#microsoftauthorization",
+    "Microsoft.Storage": "learn.microsoft.com/azure/role-based-access-control/permissions/storage#microsoftstorage",
+    "Microsoft.ManagedIdentity": "learn.microsoft.com/azure/role-based-access-control/permissions/identity#microsoftmanagedidentity",
 }
 
 
@@ -84,6 +86,22 @@ RESOURCES = {
     "azure-native:monitor:AzureMonitorWorkspace": Need(
         _rw("Microsoft.Monitor/accounts", _MONITOR_OPERATIONS),
         "components/monitor_workspace.py (createMonitorWorkspace); " + SOURCES["Microsoft.Monitor"]),
+    # pyroscopeMode microservices (components/pyroscope_storage.py); a brought account registers only the identity, its
+    # credential and the role assignment. Not verified here: whether polling the account's long-running create needs an
+    # operation-status action of Microsoft.Storage, as Dashboard's and Monitor's do (docs/deployer-role.md, open).
+    "azure-native:storage:StorageAccount": Need(
+        _rw("Microsoft.Storage/storageAccounts"),
+        "components/pyroscope_storage.py (pyroscopeMode microservices, account created); " + SOURCES["Microsoft.Storage"]),
+    "azure-native:storage:BlobContainer": Need(
+        _rw("Microsoft.Storage/storageAccounts/blobServices/containers"),
+        "components/pyroscope_storage.py (the profiles' container, created with the account); " + SOURCES["Microsoft.Storage"]),
+    "azure-native:managedidentity:UserAssignedIdentity": Need(
+        _rw("Microsoft.ManagedIdentity/userAssignedIdentities"),
+        "components/pyroscope_storage.py (Pyroscope's workload identity); " + SOURCES["Microsoft.ManagedIdentity"]),
+    "azure-native:managedidentity:FederatedIdentityCredential": Need(
+        _rw("Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials"),
+        "components/pyroscope_storage.py (the cluster's OIDC issuer trusted for service account gadget/pyroscope); "
+        + SOURCES["Microsoft.ManagedIdentity"]),
     "azure-native:authorization:RoleAssignment": Need(
         _rw("Microsoft.Authorization/roleAssignments"),
         "components/grafana_datasources.py (Monitoring Data Reader), components/managed_grafana.py (Grafana Admin); "
@@ -340,12 +358,14 @@ def role_condition(role_ids: Sequence[str]) -> str:
 
 def assigned_roles() -> tuple:
     """The built-in role definition GUIDs the stack assigns: Monitoring Data Reader (components/grafana_datasources.py,
-    Grafana's identity on the workspace) and Grafana Admin (components/managed_grafana.py, the deployer on a Grafana the
-    stack creates)."""
+    Grafana's identity on the workspace), Grafana Admin (components/managed_grafana.py, the deployer on a Grafana the
+    stack creates) and Storage Blob Data Contributor (components/pyroscope_storage.py, Pyroscope's identity on its
+    container, microservices mode)."""
     from components.grafana_datasources import MONITORING_DATA_READER
     from components.managed_grafana import GRAFANA_ADMIN
+    from components.pyroscope_storage import STORAGE_BLOB_DATA_CONTRIBUTOR
 
-    return (MONITORING_DATA_READER, GRAFANA_ADMIN)
+    return (MONITORING_DATA_READER, GRAFANA_ADMIN, STORAGE_BLOB_DATA_CONTRIBUTOR)
 
 
 class PlanError(Exception):

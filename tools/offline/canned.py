@@ -75,6 +75,12 @@ def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
              "vnetSubnetID": node_subnet_id(rg)},
         ],
         "identity": {"type": "SystemAssigned", "principalId": guid("cluster-identity", rg, name), "tenantId": TENANT_ID},
+        # OIDC issuer and workload identity on (`az aks update --enable-oidc-issuer --enable-workload-identity`); the
+        # issuer URL's form: https://<region>.oic.prod-aks.azure.com/<tenant id>/<guid>/ (MicrosoftDocs/azure-aks-docs
+        # articles/aks/use-oidc-issuer.md).
+        "oidcIssuerProfile": {"enabled": True,
+                              "issuerURL": f"https://{location}.oic.prod-aks.azure.com/{TENANT_ID}/{guid('oidc', rg, name)}/"},
+        "securityProfile": {"workloadIdentity": {"enabled": True}},
     }
 
 
@@ -420,6 +426,30 @@ def _created(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dic
         return rid, {**_arm(rid, assignment, "Microsoft.Authorization/roleAssignments", "2022-04-01"),
                      "createdBy": by, "createdOn": "2026-11-30T12:00:00.0000000Z", "updatedBy": by,
                      "updatedOn": "2026-11-30T12:00:00.0000000Z"}
+    if type_ == "azure-native:managedidentity:UserAssignedIdentity":
+        rg, identity = inputs["resourceGroupName"], inputs.get("resourceName", name)
+        rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.ManagedIdentity"
+               f"/userAssignedIdentities/{identity}")
+        return rid, {**_arm(rid, identity, "Microsoft.ManagedIdentity/userAssignedIdentities", "2023-01-31"),
+                     "clientId": guid("identity-client", rg, identity), "principalId": guid("identity-principal", rg, identity),
+                     "tenantId": TENANT_ID}
+    if type_ == "azure-native:storage:StorageAccount":
+        rg, account = inputs["resourceGroupName"], inputs.get("accountName", name)
+        rid = f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts/{account}"
+        return rid, {**_arm(rid, account, "Microsoft.Storage/storageAccounts", "2024-01-01"), "provisioningState": "Succeeded",
+                     "primaryEndpoints": {"blob": f"https://{account}.blob.core.windows.net/"}}
+    if type_ == "azure-native:storage:BlobContainer":
+        rg, account, container = inputs["resourceGroupName"], inputs["accountName"], inputs.get("containerName", name)
+        rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts/{account}"
+               f"/blobServices/default/containers/{container}")
+        return rid, _arm(rid, container, "Microsoft.Storage/storageAccounts/blobServices/containers", "2024-01-01")
+    if type_ == "azure-native:managedidentity:FederatedIdentityCredential":
+        rg, identity = inputs["resourceGroupName"], inputs["resourceName"]
+        credential = inputs.get("federatedIdentityCredentialResourceName", name)
+        rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.ManagedIdentity"
+               f"/userAssignedIdentities/{identity}/federatedIdentityCredentials/{credential}")
+        return rid, _arm(rid, credential, "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials",
+                         "2023-01-31")
     if type_ == "command:local:Command":
         if "/dev/urandom" in str(inputs.get("create") or ""):  # the approval nonce (components/grafana_private_link.py)
             return guid("command", name), {"stdout": approval_nonce(name), "stderr": ""}

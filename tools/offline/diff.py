@@ -526,6 +526,22 @@ CONSEQUENCES = {
 }
 
 
+#: What a change of pyroscopeMode does (components/pyroscope.py, "Switching modes"), keyed by "to microservices".
+MODE_SWITCH = {
+    True: ("pyroscope-release: pyroscopeMode changes to microservices, so the release is reinstalled delete-first: the single "
+           "binary's StatefulSet and Service pyroscope go, the chart's components come up on the blob container, the "
+           "stack's Service pyroscope (the distributors) takes the exporter's address, and the private link service moves "
+           "to pyroscope-query-frontend (Grafana's endpoint re-created and approved again); the profiles on claim "
+           "data-pyroscope-0 are not moved to the container: they are not shown any more, and the kept claim still bills "
+           "until you delete it (docs/sizing.md, \"Microservices mode\")"),
+    False: ("pyroscope-release: pyroscopeMode goes back to single-binary, so the release is reinstalled delete-first (the "
+            "stack's Service pyroscope deleted before it) and the single binary starts from its own volume: every profile "
+            "in the blob container is left behind, and a storage account the stack created is deleted with its "
+            "container and all the profiles in it (a brought account is kept); export what you need first "
+            "(docs/sizing.md, \"Microservices mode\")"),
+}
+
+
 def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
     names = {r["name"] for r in head["resources"]}
     found = []
@@ -534,7 +550,13 @@ def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
             also = (", the same assignment grafana-datasources-shared-monitoring-data-reader ensures"
                     if "grafana-datasources-shared-monitoring-data-reader" in names else "")
             found.append(f"{step.name}: " + CONSEQUENCES[step.name].format(also=also))
-        if step.op == "replace" and step.name == "pyroscope-release" and any(
+        mode_switch = step.op == "replace" and step.name == "pyroscope-release" and any(
+            d["path"] == "values.pyroscope.components" and (d["old"] is None or d["new"] is None) for d in step.diffs)
+        if mode_switch:
+            to_micro = any(r["name"] == "pyroscope-release" and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
+                "components") for r in head["resources"])
+            found.append(MODE_SWITCH[to_micro])
+        elif step.op == "replace" and step.name == "pyroscope-release" and any(
                 d["path"].startswith("values.pyroscope.persistence") for d in step.diffs):
             found.append("pyroscope-release: its volume changes, so Helm cannot upgrade the StatefulSet (volumeClaimTemplates "
                          "are immutable) and the release is reinstalled: the Service, its private link service and Grafana's "

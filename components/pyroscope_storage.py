@@ -1,0 +1,157 @@
+"""Component PyroscopeStorage: the Azure side of Pyroscope's microservices mode (``pyroscopeMode: microservices``).
+
+Profiles live in an Azure Blob container, reached without shared keys through Azure Workload Identity:
+
+- A storage account (created, or brought with ``pyroscopeStorageAccount``): ``allowSharedKeyAccess`` false, minimum TLS
+  1.2, no public blob access, HTTPS only; Standard_ZRS, StorageV2, as the AKS GPU-profiling FAQ creates it
+  (MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling-faq.yml``@fb3a6ff6, "How do I use Azure Blob Storage as the
+  Pyroscope backend?"). Its blob container, created with it; a brought account must hold the container already.
+- A user-assigned identity and a federated identity credential on it: issuer the cluster's
+  ``oidcIssuerProfile.issuerURL``, subject ``system:serviceaccount:gadget:pyroscope`` (chart 1.15.0's service account:
+  ``pyroscope.serviceAccountName`` = the release's full name when ``serviceAccount.create``, ``templates/_helpers.tpl``),
+  audience ``api://AzureADTokenExchange`` (the FAQ's ``az identity federated-credential create``).
+- ``Storage Blob Data Contributor`` (role ``ba92f5b4-2d11-453d-a403-e96b0029c9fe``, Azure built-in roles reference) for the
+  identity on the container only (the FAQ assigns it on the account; the container is all Pyroscope touches).
+
+Which credential Pyroscope's Azure bucket client takes, at v1.15.0 (grafana/pyroscope tag v1.15.0, commit 38a40a93):
+``pkg/objstore/providers/azure/config.go`` has ``account_name``, ``container_name``, ``account_key``,
+``connection_string``, ``az_tenant_id``/``client_id``/``client_secret`` and ``user_assigned_id``;
+``bucket_client.go`` hands them to thanos-io/objstore (``go.mod``: ``v0.0.0-20250813080715-4e5fd4289b50``), whose
+``providers/azure/helpers.go`` ``getTokenCredential`` uses a client secret when all three are set, else
+``azidentity.NewDefaultAzureCredential(nil)`` when ``user_assigned_id`` is empty, else a ``ManagedIdentityCredential``
+for that client id (IMDS: the node's identities, not the pod's). DefaultAzureCredential (azidentity v1.10.1,
+``sdk/azidentity/default_azure_credential.go``) tries EnvironmentCredential, then WorkloadIdentityCredential, which
+reads ``AZURE_CLIENT_ID``, ``AZURE_TENANT_ID``, ``AZURE_FEDERATED_TOKEN_FILE`` and ``AZURE_AUTHORITY_HOST``: what the
+workload identity webhook injects into a pod labelled ``azure.workload.identity/use: "true"`` whose service account
+carries ``azure.workload.identity/client-id`` (Azure/azure-workload-identity v1.6.0 ``pkg/webhook/consts.go``; the
+webhook's ``objectSelector`` matches that pod label, ``deploy/azure-wi-webhook.yaml``). So the stack sets exactly
+``storage.backend: azure``, ``storage.azure.account_name`` and ``storage.azure.container_name``, and no key, secret or
+``user_assigned_id``. thanos' ``NewBucketWithConfig`` reads the container's properties at start
+(``StorageCreateContainer`` defaults to true), which the role on the container allows.
+
+The release waits for the role and the federated credential (its pods authenticate at start); everything here waits
+for nothing in the cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+from pulumi_azure_native import authorization, managedidentity, storage
+
+from components.gadget_namespace import NAMESPACE
+from components.grafana_datasources import role_assignment_name, role_definition_id
+
+TYPE = "aks-gpu-observability:index:PyroscopeStorage"
+#: Storage Blob Data Contributor (Azure built-in roles reference, "Storage Blob Data Contributor", Id).
+STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+#: The audience of a federated credential for Kubernetes service account tokens (the FAQ's, and the webhook's
+#: ``DefaultAudience``, Azure/azure-workload-identity v1.6.0 ``pkg/webhook/consts.go``).
+AUDIENCE = "api://AzureADTokenExchange"
+#: Chart 1.15.0's service account for release ``pyroscope`` (module docstring).
+SERVICE_ACCOUNT = "pyroscope"
+
+
+def derived_account_name(cluster_id: str) -> str:
+    """The storage account a stack creates when ``pyroscopeStorageAccount`` is empty: ``pyro`` and 20 hex digits of the
+    cluster id's sha256 (24 characters, lowercase letters and digits; global names, so per cluster)."""
+    return "pyro" + hashlib.sha256(cluster_id.lower().encode()).hexdigest()[:20]
+
+
+def subject(namespace: str = NAMESPACE, service_account: str = SERVICE_ACCOUNT) -> str:
+    return f"system:serviceaccount:{namespace}:{service_account}"
+
+
+@dataclass(frozen=True)
+class PyroscopeStorageArgs:
+    """Inputs of :class:`PyroscopeStorage`. ``create_account``: create the account and container (else they exist).
+    ``oidc_issuer_url``: the cluster's. ``identity_name``: the user-assigned identity, in ``resource_group``."""
+
+    account_name: str
+    resource_group: str
+    container_name: str
+    location: str
+    subscription_id: str
+    oidc_issuer_url: str
+    identity_name: str
+    create_account: bool = True
+    tags: Optional[dict] = None
+
+
+class PyroscopeStorage(pulumi.ComponentResource):
+    """Outputs: ``account_name``, ``container_name`` (plain), ``client_id`` (the identity's, for the service account
+    annotation), ``ready`` (what the release waits for: the federated credential and the role assignment)."""
+
+    def __init__(self, name: str, args: PyroscopeStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        account_id = (f"/subscriptions/{args.subscription_id}/resourceGroups/{args.resource_group}"
+                      f"/providers/Microsoft.Storage/storageAccounts/{args.account_name}")
+        container_scope = f"{account_id}/blobServices/default/containers/{args.container_name}"
+        self.account: Optional[storage.StorageAccount] = None
+        self.container: Optional[storage.BlobContainer] = None
+        scope_ready: list = []
+        if args.create_account:
+            self.account = storage.StorageAccount(
+                f"{name}-account",
+                account_name=args.account_name,
+                resource_group_name=args.resource_group,
+                location=args.location,
+                kind="StorageV2",
+                sku=storage.SkuArgs(name="Standard_ZRS"),
+                allow_shared_key_access=False,
+                allow_blob_public_access=False,
+                minimum_tls_version="TLS1_2",
+                enable_https_traffic_only=True,
+                default_to_o_auth_authentication=True,
+                tags=args.tags,
+                # Named: a replacement must delete the old account first (azure-native refuses to create one that
+                # exists). The profiles go with it: docs/sizing.md.
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            )
+            self.container = storage.BlobContainer(
+                f"{name}-container",
+                account_name=self.account.name,  # waits for the account
+                resource_group_name=args.resource_group,
+                container_name=args.container_name,
+                public_access="None",
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            )
+            scope_ready = [self.container]
+        self.identity = managedidentity.UserAssignedIdentity(
+            f"{name}-identity",
+            resource_name_=args.identity_name,
+            resource_group_name=args.resource_group,
+            location=args.location,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )
+        self.federated_credential = managedidentity.FederatedIdentityCredential(
+            f"{name}-federated-credential",
+            resource_name_=self.identity.name,  # waits for the identity
+            resource_group_name=args.resource_group,
+            federated_identity_credential_resource_name="pyroscope",
+            issuer=args.oidc_issuer_url,
+            subject=subject(),
+            audiences=[AUDIENCE],
+            opts=child,
+        )
+        self.role_assignment = authorization.RoleAssignment(
+            f"{name}-blob-data-contributor",
+            role_assignment_name=self.identity.principal_id.apply(
+                lambda principal: role_assignment_name(container_scope, STORAGE_BLOB_DATA_CONTRIBUTOR, principal)),
+            scope=container_scope,
+            role_definition_id=role_definition_id(args.subscription_id, STORAGE_BLOB_DATA_CONTRIBUTOR),
+            principal_id=self.identity.principal_id,
+            principal_type="ServicePrincipal",
+            # The scope is a plain string: the container must exist before ARM accepts an assignment on it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=scope_ready or None, delete_before_replace=True),
+        )
+        self.account_name = args.account_name
+        self.container_name = args.container_name
+        self.client_id = self.identity.client_id
+        self.ready = [self.federated_credential, self.role_assignment]
+        self.register_outputs({"client_id": self.client_id})
