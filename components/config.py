@@ -756,7 +756,7 @@ def provider_keys() -> frozenset:
     Found without importing the package."""
     spec = importlib.util.find_spec("pulumi_azure_native")
     if spec is None or not spec.origin:  # pragma: no cover - the SDK is a requirement of the program
-        raise RuntimeError("pulumi_azure_native is not installed; run `pip install -r requirements.txt`")
+        raise RuntimeError("pulumi_azure_native is not installed; run `pip install --require-hashes -r requirements.lock`")
     text = (Path(spec.origin).parent / "config" / "vars.py").read_text(encoding="utf-8")
     return frozenset(re.findall(r"__config__\.get\w*\('(\w+)'\)", text))
 

@@ -20,8 +20,9 @@ os.environ.setdefault("AKS_GPU_OBS_FINGERPRINT_DIR", tempfile.mkdtemp(prefix="ak
 
 from tools.offline import mock_engine  # noqa: E402
 
-#: Upstream artefacts (chart values, dashboard, Pulumi's project schema); beside the clone in CI.
-REFERENCE = Path(os.environ.get("AKS_GPU_OBS_REFERENCE", ROOT.parent / "shared" / "reference"))
+#: Upstream artefacts (chart, dashboard, Pulumi's project schema), kept with the project: vendored, or fetched by
+#: .ci/fetch-reference (URL and pinned digest, tests/reference/fetch.json). tests/reference/README.md lists them.
+REFERENCE = ROOT / "tests" / "reference"
 
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -29,10 +30,10 @@ K8S_PROVIDER = "pulumi:providers:kubernetes"
 
 
 def reference(relative: str) -> Path:
-    """Path of a reference artefact, or skip the test with a reason naming the missing path."""
+    """Path of a reference artefact. A missing one fails the test (never a skip): run the set-up step."""
     path = REFERENCE / relative
     if not path.exists():
-        pytest.skip(f"reference artefact missing: {path} (set AKS_GPU_OBS_REFERENCE to shared/reference)")
+        pytest.fail(f"reference artefact missing: {path}; run .ci/fetch-reference (the README's set-up step)")
     return path
 
 

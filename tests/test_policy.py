@@ -718,7 +718,7 @@ def test_policy_pack_files():
 
 #: The pack's venv setup the docs give (PulumiPolicy.yaml: virtualenv venv; the CLI does not create it for a
 #: local --policy-pack folder, docs/policy.md has the sources).
-VENV_SETUP = re.compile(r"python3 -m venv policy/(\w+) && policy/\1/bin/pip install -r policy/requirements\.txt")
+VENV_SETUP = re.compile(r"python3 -m venv policy/(\w+) && policy/\1/bin/pip install --require-hashes -r policy/requirements\.lock")
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/policy.md"])

@@ -37,11 +37,28 @@ def test_config_table_mirrors_pulumi_yaml():
             assert shown == (expected if expected else '""'), key
 
 
+def setup_command() -> str:
+    """The README's set-up command: the one line of the code block under "The two commands"."""
+    section = README.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    (line,) = section.split("```sh\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    return line
+
+
 def test_ci_runs_the_readme_commands():
+    """.ci/run runs the README's set-up command as written (the lock with hashes, the reference artefacts, the offline
+    plan) and its test command; so does pr.yml's set-up step."""
+    import yaml
+
     ci = (ROOT / ".ci" / "run").read_text()
+    setup = setup_command()
+    assert "pip install --require-hashes -r requirements.lock" in setup and ".ci/fetch-reference" in setup
+    assert ".venv/bin/python -m tools.plan --stack dev" in setup
+    assert setup in ci.splitlines()
     assert ".venv/bin/python -m pytest -q" in README and ".venv/bin/python -m pytest -q" in ci
-    assert ".venv/bin/python -m tools.plan --stack dev" in README and ".venv/bin/python -m tools.plan --stack dev" in ci
-    assert "pip install -r requirements.txt" in README and "-r requirements.txt" in ci
+    offline = yaml.safe_load((ROOT / ".github" / "workflows" / "pr.yml").read_text())["jobs"]["offline"]
+    assert [s["run"] for s in offline["steps"] if s.get("name", "").startswith("Set up")] == [setup]
+    assert "policy/venv/bin/pip install --require-hashes -r policy/requirements.lock" in README
+    assert "policy/venv/bin/pip install --require-hashes -r policy/requirements.lock" in ci
 
 
 def test_outputs_table_lists_every_stack_output():
@@ -59,7 +76,8 @@ def test_readme_is_short_and_its_docs_links_resolve():
     assert len(README.splitlines()) <= 250
     linked = set(re.findall(r"\]\((docs/[\w./-]+\.md)\)", README))
     assert {"docs/how-it-works.md", "docs/reviewing.md", "docs/teardown.md", "docs/flamegraphs.md", "docs/platform.md",
-            "docs/performance.md", "docs/troubleshooting.md", "docs/policy.md", "docs/adopting.md"} <= linked
+            "docs/performance.md", "docs/troubleshooting.md", "docs/policy.md", "docs/adopting.md",
+            "docs/dependencies.md"} <= linked
     for doc in sorted(linked):
         assert (ROOT / doc).is_file(), doc
         for target in re.findall(r"\]\(([\w./-]+\.(?:md|svg))\)", (ROOT / doc).read_text(encoding="utf-8")):

@@ -108,7 +108,7 @@ def test_pull_request_workflow():
     assert pr["on"] == {"pull_request": {"branches": ["main"]}}
     offline, preview = pr["jobs"]["offline"], pr["jobs"]["preview"]
     commands = runs(offline)
-    assert ".venv/bin/pip install -r requirements.txt" in commands
+    assert ".venv/bin/pip install --require-hashes -r requirements.lock" in commands
     assert ".venv/bin/python -m pytest -q" in commands and "REQUIRE_AZURE_CLI=1" in commands
     assert "-m tools.plan --stack \"$STACK\" --policy" in commands
     diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
@@ -199,14 +199,15 @@ def runs_pulumi(job: dict) -> bool:
 @pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
 def test_policy_pack_virtualenv_is_created_before_pulumi(name, job_name):
     """policy/PulumiPolicy.yaml names a virtualenv that the CLI does not create for a local --policy-pack
-    path: the job creates exactly that one, from the pack's requirements, before the pulumi step."""
+    path: the job creates exactly that one, from the pack's lock (hashes required), before the pulumi step."""
     job = load(name)["jobs"][job_name]
     pulumi = uses(job, "pulumi/actions")
     pack = pulumi["with"]["policyPacks"]
     venv = yaml.safe_load((ROOT / pack / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"]
-    assert (ROOT / pack / "requirements.txt").is_file()
+    assert (ROOT / pack / "requirements.lock").is_file()
     step = run_step(job, f"python3 -m venv {pack}/{venv}")
-    assert step["run"] == f"python3 -m venv {pack}/{venv} && {pack}/{venv}/bin/pip install -r {pack}/requirements.txt"
+    assert step["run"] == (f"python3 -m venv {pack}/{venv} && "
+                           f"{pack}/{venv}/bin/pip install --require-hashes -r {pack}/requirements.lock")
     assert index(job, step) < index(job, pulumi)
 
 
@@ -1291,3 +1292,119 @@ def test_id_token_write_only_where_a_job_signs_in():
             assert environment_name(job) in {"preview", "production"}, (name, job_name)
             assert any(s.get("uses", "").startswith(("azure/login@", "pulumi/auth-actions@")) for s in steps(job)), (
                 name, job_name)
+
+
+# --- Deploy exactly what was tested: the locks, the reference artefacts, Helm, the bot (docs/dependencies.md) --------
+
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
+def test_every_python_environment_is_installed_from_a_lock_with_hashes(name):
+    """Every `pip install` in a workflow installs a lock with --require-hashes: never the ranges of a requirements.txt
+    (what CI tested is what deploys), except the azure-cli parser check's own venv."""
+    for job in load(name)["jobs"].values():
+        for line in runs(job).splitlines():
+            if "pip install" not in line or ".azcli/bin/pip" in line:
+                continue
+            assert re.search(r"pip install --require-hashes -r (policy/)?requirements\.lock\b", line), line
+            assert "requirements.txt" not in line, line
+
+
+def test_the_pull_request_tests_run_with_real_helm_and_every_reference_artefact():
+    """pr.yml installs Helm as .ci/run does (.ci/install-helm, both versions) and requires it, and restores the fetched
+    artefacts' cache (the directory .ci/fetch-reference uses, keyed by the manifest) before the set-up fetches them."""
+    offline = load("pr.yml")["jobs"]["offline"]
+    helm = next(s for s in steps(offline) if s.get("name") == "Helm")
+    assert ".ci/install-helm .tools)" in helm["run"] and ".ci/install-helm .tools 3.18.0)" in helm["run"]
+    assert "HELM_BIN=" in helm["run"] and "HELM_318_BIN=" in helm["run"] and "GITHUB_ENV" in helm["run"]
+    tests = next(s for s in steps(offline) if ".venv/bin/python -m pytest -q" in s.get("run", ""))
+    assert "REQUIRE_HELM=1" in tests["run"] and index(offline, helm) < index(offline, tests)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".ci/install-helm .tools)" in ci and ".ci/install-helm .tools 3.18.0)" in ci and "REQUIRE_HELM=1" in ci
+    cache = uses(offline, "actions/cache")
+    assert cache["with"]["path"] == "~/.cache/aks-gpu-observability/reference"
+    assert cache["with"]["key"] == "reference-${{ hashFiles('tests/reference/fetch.json') }}"
+    setup = next(s for s in steps(offline) if s.get("name", "").startswith("Set up"))
+    assert ".ci/fetch-reference" in setup["run"] and index(offline, cache) < index(offline, setup)
+    script = (ROOT / ".ci" / "fetch-reference").read_text()
+    assert '"aks-gpu-observability" / "reference"' in script and '".cache"' in script
+
+
+RENOVATE = ROOT / "renovate.json"
+
+
+def renovate() -> dict:
+    return json.loads(RENOVATE.read_text())
+
+
+def js_pattern(pattern: str) -> "re.Pattern":
+    """A Renovate managerFilePatterns entry (/regex/) as a Python regex."""
+    assert pattern.startswith("/") and pattern.endswith("/"), pattern
+    return re.compile(pattern[1:-1])
+
+
+def js_regex(pattern: str) -> str:
+    """A Renovate matchStrings regex (JavaScript named groups) in Python's syntax."""
+    return re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", pattern)
+
+
+def tracked_files() -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+                  if p.is_file() and not {".git", ".venv", ".tools", ".azcli", "venv", "__pycache__"} & set(p.parts))
+
+
+def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
+    """The bot proposes bumps of: both Python locks (pip-compile manager on the lock files), every pinned action
+    (github-actions, digests), kubelogin's release and digest, the Pyroscope chart. Keys checked against Renovate's
+    published schema (renovate 44.121.2 renovate-schema.json, validated when this file was written); here: the
+    structure, and each pattern against the files it must find."""
+    config = renovate()
+    assert set(config) <= {"$schema", "description", "enabledManagers", "baseBranchPatterns", "labels",
+                           "prConcurrentLimit", "minimumReleaseAge", "pip-compile", "rangeStrategy",
+                           "lockFileMaintenance", "github-actions", "customManagers", "packageRules"}, set(config)
+    assert config["$schema"] == "https://docs.renovatebot.com/renovate-schema.json"
+    assert set(config["enabledManagers"]) == {"pip-compile", "github-actions", "custom.regex"}
+    assert config["baseBranchPatterns"] == ["main"], "bumps are pull requests to main, where pr.yml runs"
+    files = tracked_files()
+
+    locks = [f for f in files if any(js_pattern(p).search(f) for p in config["pip-compile"]["managerFilePatterns"])]
+    assert locks == ["policy/requirements.lock", "requirements.lock"], locks
+    assert config["rangeStrategy"] == "update-lockfile" and config["lockFileMaintenance"]["enabled"] is True
+
+    workflows = [f for f in files if any(js_pattern(p).search(f) for p in config["github-actions"]["managerFilePatterns"])]
+    assert sorted(workflows) == sorted(f".github/workflows/{n}" for n in WORKFLOW_FILES)
+    assert config["github-actions"]["pinDigests"] is True
+
+    managers = {m["depNameTemplate"]: m for m in config["customManagers"]}
+    assert set(managers) == {"Azure/kubelogin", "pyroscope"}
+    kubelogin = managers["Azure/kubelogin"]
+    assert kubelogin["datasourceTemplate"] == "github-release-attachments"
+    found = []
+    for name in WORKFLOW_FILES:
+        text = (WORKFLOWS / name).read_text()
+        for pattern in kubelogin["matchStrings"]:
+            found += [(name, m.group("currentValue"), m.group("currentDigest")) for m in re.finditer(js_regex(pattern), text)]
+    expected = []
+    for name in WORKFLOW_FILES:
+        for job in load(name)["jobs"].values():
+            for step in steps(job):
+                if step.get("name") == "Install kubelogin":
+                    expected.append((name, step["env"]["KUBELOGIN_VERSION"], step["env"]["KUBELOGIN_SHA256"]))
+    assert len(expected) == 3 and sorted(found) == sorted(expected), (found, expected)
+
+    chart = managers["pyroscope"]
+    assert chart["datasourceTemplate"] == "helm" and chart["registryUrlTemplate"] == "https://grafana.github.io/helm-charts"
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    matched = [m.group("currentValue") for p in chart["matchStrings"]
+               for m in re.finditer(js_regex(p), (ROOT / "Pulumi.yaml").read_text())]
+    assert matched == [project["config"]["pyroscopeChartVersion"]["default"]] == ["1.15.0"]
+    assert [f for f in files if any(js_pattern(p).search(f) for p in chart["managerFilePatterns"])] == ["Pulumi.yaml"]
+
+
+def test_the_bot_can_rerun_the_locks_commands():
+    """Renovate's pip-compile manager re-runs the command in a lock's header and accepts only some options
+    (renovatebot/renovate lib/modules/manager/pip-compile/common.ts, allowedPipOptions: --allow-unsafe,
+    --generate-hashes, --no-emit-index-url, --strip-extras, --output-file, ...): the headers use no others."""
+    allowed = {"--allow-unsafe", "--generate-hashes", "--strip-extras", "--no-emit-index-url"}
+    for lock in ("requirements.lock", "policy/requirements.lock"):
+        header = re.search(r"^#    pip-compile (.*)$", (ROOT / lock).read_text(), re.M).group(1).split()
+        options = {o for o in header if o.startswith("--") and not o.startswith("--output-file=")}
+        assert options <= allowed, (lock, options - allowed)

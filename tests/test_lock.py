@@ -1,0 +1,113 @@
+"""The Python locks (docs/dependencies.md): made by pip-compile with hashes, every range of requirements.txt locked at
+a version inside it, the two locks agreeing, the tests running the locked set; and the plugin versions the locked SDKs
+imply, as docs/dependencies.md states them."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tests.conftest import ROOT
+
+LOCKS = {"requirements.lock": "requirements.txt", "policy/requirements.lock": "policy/requirements.txt"}
+
+
+def ranges(path: Path) -> dict[str, Requirement]:
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            requirement = Requirement(line)
+            found[canonicalize_name(requirement.name)] = requirement
+    return found
+
+
+def locked(path: Path) -> dict[str, dict]:
+    """name -> {"version", "hashes", "via"} of a pip-compile output."""
+    entries, current = {}, None
+    for line in path.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)(?: \\)?$", line)
+        if match:
+            current = entries.setdefault(canonicalize_name(match.group(1)),
+                                         {"version": match.group(2), "hashes": [], "via": []})
+        elif current and (found := re.match(r"^\s+--hash=sha256:([0-9a-f]{64})", line)):
+            current["hashes"].append(found.group(1))
+        elif current and (found := re.match(r"^\s+#\s+(?:via\s+)?(-r \S+|[A-Za-z0-9._-]+)$", line)):
+            current["via"].append(found.group(1))
+        elif line and not line.startswith((" ", "#")):
+            raise AssertionError(f"{path.name}: unexpected line {line!r}")
+    return entries
+
+
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_the_lock_is_pip_compiles_with_hashes_of_its_requirements(lock):
+    text = (ROOT / lock).read_text()
+    header = re.search(r"^#    (pip-compile .*)$", text, re.M)
+    assert header, "the header with the command that made the lock (the bot re-runs it)"
+    command = header.group(1).split()
+    assert "--generate-hashes" in command and "--allow-unsafe" in command
+    assert f"--output-file={Path(lock).name}" in command and command[-1] == "requirements.txt"
+    entries = locked(ROOT / lock)
+    assert entries
+    for name, entry in entries.items():
+        assert entry["hashes"], f"{lock}: {name} has no --hash (pip install --require-hashes would refuse the set)"
+
+
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_every_range_is_locked_inside_it_and_nothing_else_is_top_level(lock):
+    contract, entries = ranges(ROOT / LOCKS[lock]), locked(ROOT / lock)
+    for name, requirement in contract.items():
+        assert name in entries, f"{lock}: {requirement} is not locked"
+        version = entries[name]["version"]
+        assert requirement.specifier.contains(Version(version), prereleases=True), (
+            f"{lock}: {name}=={version} is outside {LOCKS[lock]}'s {requirement.specifier}")
+    top_level = {name for name, entry in entries.items() if f"-r {LOCKS[lock].split('/')[-1]}" in entry["via"]}
+    assert top_level == set(contract), (top_level ^ set(contract))
+
+
+def test_the_two_locks_agree_on_what_they_share():
+    """The policy pack runs the SDK the program's lock holds (one pulumi, one pulumi-policy, one protobuf...)."""
+    program, pack = locked(ROOT / "requirements.lock"), locked(ROOT / "policy/requirements.lock")
+    differ = {name: (program[name]["version"], pack[name]["version"]) for name in set(program) & set(pack)
+              if program[name]["version"] != pack[name]["version"]}
+    assert not differ, differ
+    assert {"pulumi", "pulumi-policy"} <= set(pack)
+
+
+def test_the_tests_run_the_locked_set():
+    """What CI tests is what deploys: every top-level requirement is installed at its locked version (reinstall with
+    the README's set-up command when this fails)."""
+    entries = locked(ROOT / "requirements.lock")
+    installed = {name: metadata.version(name) for name in ranges(ROOT / "requirements.txt")}
+    assert {name: entries[name]["version"] for name in installed} == installed
+
+
+def documented_plugins() -> dict[str, tuple[str, str]]:
+    """docs/dependencies.md's table: SDK -> (locked version, 'resource <name> <version>' or 'none')."""
+    text = (ROOT / "docs" / "dependencies.md").read_text(encoding="utf-8")
+    section = text.split("## The provider plugins a locked set implies", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (pulumi-[\w-]+) (\S+) \| (resource [\w-]+ \S+|none)[^|]*\|$", section, re.M)
+    return {canonicalize_name(sdk): (version, plugin) for sdk, version, plugin in rows}
+
+
+def test_the_plugin_table_matches_the_lock_and_the_installed_sdks():
+    """The plugin each locked SDK makes the engine install: the `name` and `version` of its pulumi-plugin.json, none
+    when `resource` is false (pulumi/pulumi v3.230.0 sdk/python/cmd/pulumi-language-python/main.go,
+    packageDependencyFromPluginJSON)."""
+    table, entries = documented_plugins(), locked(ROOT / "requirements.lock")
+    sdks = {name for name in ranges(ROOT / "requirements.txt") if name.startswith("pulumi-")}
+    assert set(table) == sdks, set(table) ^ sdks
+    for sdk, (version, plugin) in table.items():
+        assert version == entries[sdk]["version"], (sdk, version, entries[sdk]["version"])
+        files = [f for f in metadata.files(sdk) if f.name == "pulumi-plugin.json"]
+        assert len(files) == 1, sdk
+        declared = json.loads(files[0].read_text())
+        expected = f"resource {declared['name']} {declared['version']}" if declared.get("resource") else "none"
+        assert plugin == expected, (sdk, plugin, expected)
