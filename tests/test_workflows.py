@@ -33,7 +33,11 @@ def steps(job: dict) -> list[dict]:
 
 
 def uses(job: dict, action: str) -> dict:
+    """The job's one step using ``action``; for pulumi/actions, the one that runs a command when the job also has an
+    install-only one (no command: pulumi/actions v7.0.0 src/main.ts)."""
     found = [s for s in steps(job) if s.get("uses", "").startswith(action + "@")]
+    if action == "pulumi/actions" and len(found) > 1:
+        found = [s for s in found if "command" in (s.get("with") or {})]
     assert len(found) == 1, (action, [s.get("uses") for s in steps(job)])
     return found[0]
 
@@ -43,6 +47,8 @@ def runs(job: dict) -> str:
 
 
 WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml", "drift.yml"]
+# The run steps that may get the Pulumi token: they run pulumi (or tools.verify, which reads stack outputs).
+PULUMI_RUNS = ("-m tools.verify", "pulumi preview --json", "scripts/ci/fleet.py endpoints")
 
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
@@ -93,9 +99,11 @@ def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
                 assert step["env"]["HAS_PULUMI_ACCESS_TOKEN"] in (
                     "${{ secrets.PULUMI_ACCESS_TOKEN != '' }}", "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN != '' }}")
             else:
-                assert set(step["env"]) == {"PULUMI_ACCESS_TOKEN"} and "secrets." not in yaml.safe_dump(
+                assert "secrets." not in yaml.safe_dump({k: v for k, v in step["env"].items() if k != "PULUMI_ACCESS_TOKEN"})
+                assert "PULUMI_ACCESS_TOKEN" in step["env"] and "secrets." not in yaml.safe_dump(
                     {k: v for k, v in step.items() if k != "env"}), step
-                assert "tools.verify" in step.get("run", "") or step["uses"].startswith("pulumi/actions@"), step
+                assert any(command in step.get("run", "") for command in PULUMI_RUNS) or step.get(
+                    "uses", "").startswith("pulumi/actions@"), step
     assert document["permissions"] == {"contents": "read"}
     for job in document["jobs"].values():
         if any(s.get("uses", "").startswith("azure/login@") for s in steps(job)):
@@ -133,36 +141,62 @@ def test_main_branch_deploy_workflow():
     assert deploy["on"]["push"] == {"branches": ["main"]}
     rollout = deploy["jobs"]["rollout"]
     assert rollout["uses"] == "./.github/workflows/deploy-stacks.yml"
-    assert rollout["concurrency"]["cancel-in-progress"] is False
+    assert deploy["concurrency"] == {"group": "deploy-production", "cancel-in-progress": False}
     called = load("deploy-stacks.yml")
-    up = called["jobs"]["up"]
+    up = called["jobs"]["cluster"]
     pulumi = uses(up, "pulumi/actions")["with"]
     assert pulumi["command"] == "up" and pulumi["policyPacks"] == "policy" and pulumi["stack-name"] == "${{ env.STACK }}"
     assert up["environment"] == "production"
     assert "-m tools.verify --stack" in runs(up)
 
 
-def test_stacks_sharing_a_grafana_roll_out_one_at_a_time_and_grafanas_in_parallel():
-    """Serial by construction within a Grafana: the setup job groups the stacks file by Grafana; the rollout is a
-    matrix over Grafanas (parallel) with a concurrency group keyed by the Grafana (across runs), each calling
-    deploy-stacks.yml, whose matrix over that Grafana's stacks runs one at a time. No job ever waits as *pending* in a
-    group next to another pending one from the same run (GitHub would cancel the older)."""
+def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_runs_in_parallel():
+    """docs/fleet.md: the setup job groups the stacks file by Grafana; the rollout is a matrix over Grafanas (parallel,
+    fail-fast off), each calling deploy-stacks.yml. There, job `cluster` is a matrix over that Grafana's stacks with no
+    max-parallel and fail-fast off: each stack previews, classifies (scripts/ci/fleet.py classify) and runs `pulumi up`
+    at once, excluding the conflicting resources and their dependents only when it has such a change. Job `plan` needs
+    it (and runs when some stacks failed), job `grafana` (one job: no concurrency group per stack, whose single
+    pending slot would drop stacks) runs the serialized phase for the stacks the plan lists. One run at a time: a
+    workflow-level group that never cancels a running rollout."""
     deploy = load("deploy.yml")
     setup, rollout = deploy["jobs"]["setup"], deploy["jobs"]["rollout"]
     assert run_step(setup, "scripts/ci/stack_matrix.py")["run"] == "python3 scripts/ci/stack_matrix.py deploy/stacks.json"
     assert setup["outputs"]["grafanas"] == "${{ steps.matrix.outputs.grafanas }}"
     assert rollout["needs"] == "setup" and rollout["strategy"]["fail-fast"] is False
     assert rollout["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.setup.outputs.grafanas) }}"}
-    assert rollout["concurrency"] == {"group": "deploy-grafana-${{ matrix.grafana }}", "cancel-in-progress": False}
-    assert rollout["with"] == {"stacks": "${{ toJSON(matrix.stacks) }}"}
+    assert "concurrency" not in rollout and deploy["concurrency"]["cancel-in-progress"] is False
+    assert rollout["with"] == {"grafana": "${{ matrix.grafana }}", "stacks": "${{ toJSON(matrix.stacks) }}"}
     assert rollout["secrets"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
     assert rollout["permissions"] == {"contents": "read", "id-token": "write"}
-    assert "concurrency" not in deploy, "Grafanas roll out independently; no run-wide lock"
     called = load("deploy-stacks.yml")
     assert called["on"]["workflow_call"]["inputs"]["stacks"]["type"] == "string"
-    up = called["jobs"]["up"]
-    assert up["strategy"]["max-parallel"] == 1 and up["strategy"]["matrix"] == {"stack": "${{ fromJSON(inputs.stacks) }}"}
-    assert up["env"]["STACK"] == "${{ matrix.stack }}"
+    assert list(called["jobs"]) == ["cluster", "plan", "grafana"]
+    cluster, plan, grafana = (called["jobs"][n] for n in ("cluster", "plan", "grafana"))
+    assert "max-parallel" not in cluster["strategy"] and cluster["strategy"]["fail-fast"] is False
+    assert cluster["strategy"]["matrix"] == {"stack": "${{ fromJSON(inputs.stacks) }}"}
+    assert cluster["env"]["STACK"] == "${{ matrix.stack }}" and "concurrency" not in cluster
+    preview = run_step(cluster, "pulumi preview --json")
+    classify = run_step(cluster, "scripts/ci/fleet.py classify \"$RUNNER_TEMP/preview.json\"")
+    up = uses(cluster, "pulumi/actions")
+    assert preview["continue-on-error"] is True and up["continue-on-error"] is True
+    assert classify["env"] == {"OUTCOME": "${{ steps.preview.outcome }}"}
+    assert up["if"] == "steps.classify.outputs.class == 'parallel' || steps.classify.outputs.class == 'grafana'"
+    assert up["with"]["exclude"] == "${{ steps.classify.outputs.class == 'grafana' && steps.classify.outputs.exclude || '' }}"
+    assert up["with"]["exclude-dependents"] == "${{ steps.classify.outputs.class == 'grafana' }}"
+    upload = uses(cluster, "actions/upload-artifact")
+    order = [index(cluster, x) for x in (preview, classify, up, run_step(cluster, "--outcome failure"), upload,
+                                         run_step(cluster, "-m tools.verify"), run_step(cluster, "::error title=Stack $STACK failed"))]
+    assert order == sorted(order)
+    assert plan["needs"] == "cluster" and plan["if"] == "${{ !cancelled() }}" and "environment" not in plan
+    assert uses(plan, "actions/download-artifact")["with"]["pattern"] == "fleet-*"
+    assert run_step(plan, "scripts/ci/fleet.py plan")["env"] == {"STACKS": "${{ inputs.stacks }}"}
+    assert grafana["needs"] == "plan" and "strategy" not in grafana and "concurrency" not in grafana
+    assert "needs.plan.outputs.endpoints != '[]'" in grafana["if"]
+    endpoints = run_step(grafana, "scripts/ci/fleet.py endpoints")
+    assert endpoints["env"]["STACKS"] == "${{ needs.plan.outputs.endpoints }}"
+    assert endpoints["env"]["FLEET_RELOGIN"] == "bash scripts/ci/azure_relogin.sh"
+    install = [s for s in steps(grafana) if s.get("uses", "").startswith("pulumi/actions@")]
+    assert len(install) == 1 and "command" not in install[0]["with"] and index(grafana, install[0]) < index(grafana, endpoints)
     # The repository's stacks file yields one entry per Grafana, so one run puts at most one job in each group.
     done = subprocess.run([sys.executable, "scripts/ci/stack_matrix.py", "deploy/stacks.json"], cwd=ROOT,
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
@@ -173,7 +207,7 @@ def test_stacks_sharing_a_grafana_roll_out_one_at_a_time_and_grafanas_in_paralle
 
 
 # --- The jobs that run pulumi: backend, policy-pack virtualenv, kubelogin, token warm-up -------------------
-PULUMI_JOBS = [("pr.yml", "preview"), ("deploy-stacks.yml", "up")]
+PULUMI_JOBS = [("pr.yml", "preview"), ("deploy-stacks.yml", "cluster")]
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
 AKS_AUDIENCE = "6dae42f8-4368-4678-94ff-3960e28e3630"
 ARM_AUDIENCE = "https://management.core.windows.net/"  # az's own ARM scope (azure/cli/core/util.py)
@@ -192,8 +226,8 @@ def run_step(job: dict, command: str) -> dict:
 def runs_pulumi(job: dict) -> bool:
     """A job that runs pulumi preview/up/destroy/refresh (through pulumi/actions) or tools.verify."""
     actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@")]
-    return any(s["with"].get("command") in {"preview", "up", "update", "destroy", "refresh"} for s in actions) or (
-        "-m tools.verify" in runs(job))
+    return any(s["with"].get("command") in {"preview", "up", "update", "destroy", "refresh"} for s in actions) or any(
+        command in runs(job) for command in PULUMI_RUNS)
 
 
 @pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
@@ -250,13 +284,13 @@ def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after
         warm = run_step(job, "scripts/ci/warm_tokens.sh")
         assert warm["run"] == "bash scripts/ci/warm_tokens.sh"
         users = [i for i, s in enumerate(steps(job))
-                 if s.get("uses", "").startswith("pulumi/actions@") or "-m tools.verify" in s.get("run", "")]
+                 if s.get("uses", "").startswith("pulumi/actions@") or any(c in s.get("run", "") for c in PULUMI_RUNS)]
         assert index(job, login) < index(job, kubelogin) < min(users)
         assert index(job, login) < index(job, warm) < min(users)
         # nothing slow between the login and the warm-up: the federated assertion lives for minutes
         between = steps(job)[index(job, login) + 1:index(job, warm)]
         assert between == [kubelogin], [s.get("name") or s.get("uses") for s in between]
-    assert checked == 1
+    assert checked == (2 if name == "deploy-stacks.yml" else 1)
 
 
 KUBELOGIN_URL = "https://github.com/Azure/kubelogin/releases/download/$KUBELOGIN_VERSION/kubelogin-linux-amd64.zip"
@@ -271,7 +305,7 @@ def test_kubelogin_checksum_is_pinned_in_the_workflow():
     """azure/use-kubelogin takes no expected checksum and reads the .sha256 of the same release as the zip
     (Azure/use-kubelogin action.yml, src/release.ts): the workflows pin the zip's sha256 themselves."""
     found = kubelogin_steps()
-    assert len(found) == 3
+    assert len(found) == 4
     for step in found:
         assert "uses" not in step
         assert re.fullmatch(r"v\d+\.\d+\.\d+", step["env"]["KUBELOGIN_VERSION"]), "pin the kubelogin release"
@@ -1179,7 +1213,7 @@ def test_every_production_job_is_guarded_to_main_and_never_runs_for_a_pull_reque
                     assert "run" not in step and not step["uses"].startswith(("azure/login@", "pulumi/")), (where, step)
             assert events(workflows, name) <= set(PRODUCTION_EVENTS), (where, events(workflows, name))
             assert not events(workflows, name) & PR_TRIGGERS, where
-    assert guarded == 2  # deploy-stacks.yml up, drift.yml check
+    assert guarded == 3  # deploy-stacks.yml cluster and grafana, drift.yml check
 
 
 @pytest.mark.parametrize("job,passes", [

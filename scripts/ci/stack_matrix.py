@@ -18,14 +18,11 @@ Warnings: "production" means two things. The deploy workflow runs every listed s
 no such file in the checkout) gets one ``::warning::`` line (a GitHub workflow command: stdout when ``$GITHUB_OUTPUT``
 is set, as in CI; stderr otherwise, so stdout stays the output); the run goes on.
 
-Why grouped (docs/teardown.md, "Deploying a fleet"): the managed private endpoint's PUT and DELETE run in azure-native, which
-retries a 409 only for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go``
-``shouldRetryConflict``), not Grafana's ``ConflictInProcessing``, so two stacks must never update one Grafana at
-once. The workflow runs one job per Grafana (in parallel, with a concurrency group keyed by the Grafana across runs)
-and, inside it, that Grafana's stacks one at a time (``max-parallel: 1``). One job per stack in a single concurrency
-group would not do: GitHub keeps at most one running and one pending job per group and cancels the older pending one
-(docs.github.com, "Control the concurrency of workflows and jobs"), so a third stack on one Grafana would cancel the
-second.
+Why grouped (docs/fleet.md): the managed private endpoint's PUT and DELETE run in azure-native, which retries a 409 only
+for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go`` ``shouldRetryConflict``),
+not Grafana's ``ConflictInProcessing``, so two stacks must never write one Grafana's endpoints at once. The workflow
+calls deploy-stacks.yml once per Grafana (in parallel); there every stack's other steps run at once and only those
+writes go one stack at a time (scripts/ci/fleet.py).
 """
 
 from __future__ import annotations

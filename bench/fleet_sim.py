@@ -1,0 +1,178 @@
+"""Fleet rollout simulation: N stacks over G Grafanas, our scheme (docs/fleet.md) against today's serialized one.
+
+    python -m bench.fleet_sim [--sizes 1,10,50,100] [--grafanas 1,5] [--json]
+
+SIMULATED: no GitHub, no Azure. One stack's steps come from ``bench.deploy_sim`` on the dev stack's offline plan (its
+dependency graph, ``bench/latencies.yaml``, the scripts' polling); the CI overheads (a job's setup, pulumi's start,
+verify) from the same table's ``ci`` section. Stacks are spread over the Grafanas in turn; Grafanas run in parallel;
+enough runners are assumed for every stack at once (GitHub's concurrent-job limit of the plan is not modelled).
+
+- **today**: per Grafana, one job per stack one after another (``max-parallel: 1``): setup, ``pulumi up``, verify.
+- **ours**: phase 1, every stack at once: setup, ``pulumi preview``, then ``pulumi up`` (all of it when nothing
+  conflicts; else without the managed private endpoint, the refresh and their dependents), verify; the plan job; then
+  per Grafana one job: the endpoint PUTs one stack after another (pulumi's start, the lookups, the PUT), then the
+  rest of each stack, FLEET_PARALLEL at once, each refresh holding the Grafana for its long-running action while
+  the others retry its 409 on the scripts' schedule (``scripts/lib.sh`` backoff), then verify.
+- **floor** (issue 20): the cluster side in parallel (namespace, Helm release, the PLS appearing) plus the
+  conflicting Grafana operations of all stacks one after another (each endpoint PUT and each refresh).
+
+Three runs: a first rollout, a chart-version bump on every stack (the Helm release updates), a run with nothing to
+do. Targets, ratios in one run: first rollout of 50 on one Grafana <= 1.2 x the floor; chart bump and nothing-to-do
+of 50 <= 1.5 x one stack's time (one stack alone, today's scheme).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import yaml
+
+from bench import deploy_sim
+from tools.offline.mock_engine import run
+
+FLEET_PARALLEL = 8  # scripts/ci/fleet.py's default
+TARGET_FLOOR, TARGET_SINGLE = 1.2, 1.5
+
+
+@dataclass
+class Stack:
+    """One stack's figures (seconds), from deploy_sim's schedule of the dev plan."""
+
+    full: float          # pulumi up of a first rollout, lookups included
+    cluster: float       # the same without the excluded resources (phase 1 of a first rollout)
+    prologue: float      # the program's lookups
+    mpe: float           # the endpoint's PUT
+    approval: float      # the approval step (its wait for the connection, the PUT)
+    refresh_busy: float  # refreshManagedPrivateEndpoints' long-running action
+    datasource: float    # the Pyroscope datasource step
+    release: float       # the Helm release's update (chart bump)
+    physical_cluster: float  # namespace + release + the PLS appearing, nothing polled
+
+
+def stack_figures(table: deploy_sim.Table) -> Stack:
+    plan = run("dev")
+    ours = deploy_sim.schedule(plan, table, "ours")
+    links = deploy_sim.chain(plan)  # release, PLS wait, MPE, approval, refresh, Pyroscope datasource
+    excluded = {links[2].urn, links[3].urn, links[4].urn, links[5].urn}
+    e = table.events
+    prologue = e["invoke"] * len([i for i in plan.invokes if not i.dependencies])
+    step = lambda r: ours.steps[r.urn].finish - ours.steps[r.urn].start  # noqa: E731
+    namespace = table.resource(deploy_sim.NAMESPACE)
+    return Stack(full=ours.total, cluster=max(t.finish for u, t in ours.steps.items() if u not in excluded),
+                 prologue=prologue, mpe=table.resource(deploy_sim.MPE), approval=step(links[3]),
+                 refresh_busy=e["ip_after_refresh"], datasource=step(links[5]),
+                 release=table.resource(deploy_sim.RELEASE),
+                 physical_cluster=namespace + table.resource(deploy_sim.RELEASE) + e["pls_after_release"])
+
+
+def ci_table() -> dict[str, float]:
+    data = yaml.safe_load(deploy_sim.TABLE.read_text())
+    return {k: float(v["seconds"]) for k, v in data["ci"].items()}
+
+
+def simulate(n: int, grafanas: int, kind: str, s: Stack, ci: dict[str, float], check: float,
+             parallel: int = FLEET_PARALLEL) -> dict[str, float]:
+    """Total seconds of one run of ``kind`` (first, bump, none) for ``n`` stacks over ``grafanas``: ours, today's,
+    the floor, and one stack alone under today's scheme."""
+    setup, light, start, verify = ci["job_setup"], ci["light_job"], ci["pulumi_startup"], ci["verify"]
+    up = {"first": s.full, "bump": s.prologue + s.release, "none": s.prologue}[kind]
+    single = setup + start + up + verify
+    groups = [len(range(g, n, grafanas)) for g in range(grafanas) if g < n]
+    today = light + max(k * single for k in groups)
+    preview = start + s.prologue
+    if kind == "first":
+        phase1 = setup + preview + start + s.cluster + ci["artifact"]
+        totals, phase = [], 0.0
+        for k in groups:
+            t = light + phase1 + light + setup
+            t += k * (start + s.prologue + s.mpe)          # pass 1: one endpoint PUT at a time
+            slots, free, ends = [t] * min(parallel, k), 0.0, []   # pass 2: FLEET_PARALLEL stacks at once
+            for _ in range(k):  # each stack takes the earliest free slot; the refreshes hold the Grafana in turn
+                slot = min(range(len(slots)), key=lambda j: slots[j])
+                ready = slots[slot] + start + s.prologue + s.approval
+                began, noticed = refresh(ready, free, s.refresh_busy, check)
+                free = began + s.refresh_busy
+                slots[slot] = noticed + s.datasource + verify
+                ends.append(slots[slot])
+            totals.append(max(ends))
+            phase = max(phase, max(ends) - (light + phase1 + light))
+        ours = max(totals)
+        floor = s.physical_cluster + max(groups) * (s.mpe + s.refresh_busy)
+        return {"ours": ours, "today": today, "floor": floor, "single": single, "grafanaJob": phase}
+    else:
+        ours = light + setup + preview + (start + up if kind == "bump" else 0.0) + verify + ci["artifact"] + light
+        floor = s.release if kind == "bump" else 0.0
+    return {"ours": ours, "today": today, "floor": floor, "single": single}
+
+
+def refresh(ready: float, free: float, busy: float, check: float) -> tuple[float, float]:
+    """One refresh step ready to POST at ``ready`` on a Grafana busy until ``free``: the POST gets 409 and is retried on
+    the scripts' backoff (scripts/lib.sh: first, then ceiling seconds after the previous try started) until a try finds
+    it free; it then holds the Grafana ``busy`` seconds and the step notices the IP on its poll schedule. Returns
+    (when the POST was accepted, when the IP was noticed)."""
+    first, ceiling = deploy_sim.poll_defaults()
+    at, delay = ready, first
+    while at < free:
+        at += max(delay, check)
+        delay = min(delay * 2, ceiling)
+    return at, deploy_sim.poll("IP", at, at + busy, check, deploy_sim.delays(first, ceiling), first_offset=check).noticed
+
+
+def table_rows(sizes: Sequence[int], grafanas: Sequence[int]) -> dict:
+    table = deploy_sim.Table()
+    s, ci, check = stack_figures(table), ci_table(), table.events["poll_check"]
+    rows = [{"run": kind, "stacks": n, "grafanas": g, **simulate(n, g, kind, s, ci, check)}
+            for kind in ("first", "bump", "none") for g in grafanas for n in sizes]
+    pick = {(r["run"], r["stacks"], r["grafanas"]): r for r in rows}
+    first, bump, none = (pick.get((k, 50, 1)) or simulate(50, 1, k, s, ci, check) for k in ("first", "bump", "none"))
+    ratios = {"first rollout (50, 1 Grafana): ours/floor": first["ours"] / first["floor"],
+              "chart bump (50): ours/one stack": bump["ours"] / bump["single"],
+              "nothing to do (50): ours/one stack": none["ours"] / none["single"]}
+    limits = dict(zip(ratios, (TARGET_FLOOR, TARGET_SINGLE, TARGET_SINGLE)))
+    return {"stack": s.__dict__, "ci": ci, "fleetParallel": FLEET_PARALLEL, "rows": rows, "ratios": ratios,
+            "targets": {k: {"target": f"<= {limits[k]}", "met": ratios[k] <= limits[k]} for k in ratios},
+            "todayFirst50": first["today"], "grafanaJob50": first["grafanaJob"]}
+
+
+def render(result: dict) -> str:
+    def m(x: float) -> str:
+        return f"{x / 60:7.1f} min"
+
+    names = {"first": "first rollout", "bump": "chart bump", "none": "nothing to do"}
+    lines = ["Fleet rollout, simulated with bench/latencies.yaml (no GitHub, no Azure)", "",
+             f"{'run':<14} {'stacks':>6} {'Grafanas':>8} {'ours':>11} {'today':>11} {'floor':>11} {'ours/floor':>10} "
+             f"{'today/ours':>10}"]
+    for r in result["rows"]:
+        ratio = f"{r['ours'] / r['floor']:10.2f}" if r["floor"] else f"{'-':>10}"
+        lines.append(f"{names[r['run']]:<14} {r['stacks']:>6} {r['grafanas']:>8} {m(r['ours'])} {m(r['today'])} "
+                     f"{m(r['floor'])} {ratio} {r['today'] / r['ours']:10.2f}")
+    lines += ["", "  one stack alone (today's scheme): " + ", ".join(
+        f"{names[k]} {m(next(r['single'] for r in result['rows'] if r['run'] == k)).strip()}" for k in names),
+              "", "  ratios: " + ", ".join(f"{k} = {v:.2f}" for k, v in result["ratios"].items()),
+              "  targets: " + ", ".join(f"{k} {t['target']} {'met' if t['met'] else 'NOT MET'}"
+                                        for k, t in result["targets"].items()),
+              f"  (pass 2 runs {result['fleetParallel']} stacks at once; runners for every stack at once assumed)",
+              f"  the Grafana job of a first rollout of 50 on one Grafana runs {m(result['grafanaJob50']).strip()}: "
+              + ("within" if result["grafanaJob50"] <= 7200 else "LONGER THAN")
+              + " its 120-minute timeout and the 2-hour Pulumi token (docs/fleet.md, \"Limits\")"]
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.fleet_sim", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1,10,50,100")
+    parser.add_argument("--grafanas", default="1,5")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    result = table_rows([int(x) for x in args.sizes.split(",")], [int(x) for x in args.grafanas.split(",")])
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

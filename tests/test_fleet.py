@@ -1,0 +1,215 @@
+"""scripts/ci/fleet.py, the deploy workflow's fleet scripts, run here as the workflow runs them: the classification of
+`pulumi preview --json` outputs (made up in pulumi's PreviewDigest shape), the plan from the per-stack records, and
+the Grafana phase against a stand-in `pulumi` that logs when each call runs, one stack failing in each pass.
+SIMULATED: GitHub Actions, Pulumi and Azure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts" / "ci"))
+import fleet  # noqa: E402
+
+SCRIPT = ROOT / "scripts" / "ci" / "fleet.py"
+P = "urn:pulumi:{s}::aks-gpu-observability::"
+URNS = {
+    "release": "aks-gpu-observability:index:Pyroscope$kubernetes:helm.sh/v3:Release::pyroscope-release",
+    "wait": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-wait-for-pls",
+    "mpe": "aks-gpu-observability:index:GrafanaPrivateLink$azure-native:dashboard:ManagedPrivateEndpoint::grafana-private-link-mpe",
+    "approve": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-approve-connection",
+    "refresh": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-refresh",
+    "pyroscope": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
+    "prometheus": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
+    "dashboard": "aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload",
+    "grafana": "aks-gpu-observability:index:ManagedGrafana$azure-native:dashboard:Grafana::managed-grafana-grafana",
+}
+
+
+def preview(stack: str = "a", **ops: str) -> dict:
+    """A PreviewDigest (pulumi/pulumi v3.230.0 pkg/display/json.go): every resource of URNS, `same` unless named."""
+    return {"steps": [{"op": ops.get(key, "same"), "urn": P.format(s=stack) + urn} for key, urn in URNS.items()],
+            "changeSummary": {}}
+
+
+@pytest.mark.parametrize("ops,kind", [
+    ({key: "create" for key in URNS}, "grafana"),                    # first rollout
+    ({"release": "update"}, "parallel"),                             # chart bump
+    ({}, "none"),                                                    # nothing to do
+    ({"mpe": "replace"}, "grafana"),
+    ({"mpe": "delete"}, "grafana"),
+    ({"refresh": "replace"}, "grafana"),                             # the refresh POST holds the workspace
+    ({"grafana": "update"}, "grafana"),
+    ({"pyroscope": "update", "prometheus": "update", "dashboard": "replace", "approve": "update"}, "parallel"),
+    ({"release": "read", "mpe": "read"}, "none"),
+])
+def test_a_preview_is_classified_by_whether_it_writes_to_grafanas_resource_provider(ops, kind):
+    assert fleet.classify_preview(preview(**ops))[0] == kind
+
+
+def test_the_exclude_globs_match_what_pulumi_would_and_only_the_conflicting_resources():
+    """pulumi's glob: ** any text, * no colon (pkg/resource/deploy/deployment.go UrnTargets.getMatcher), on the URNs of
+    the offline plan of the dev stack (which has no Grafana resource) and of one that creates its Grafana."""
+    from tools.offline.mock_engine import run
+
+    for sets, expected in (({}, {"grafana-private-link-mpe", "grafana-private-link-refresh"}),
+                           ({"createGrafana": "true"}, {"grafana-private-link-mpe", "grafana-private-link-refresh"})):
+        plan = run("dev", sets)
+        hit = {r.urn.rsplit("::", 1)[1] for r in plan.resources if fleet.conflicting(r.urn)}
+        grafanas = {r.urn.rsplit("::", 1)[1] for r in plan.resources if r.type == "azure-native:dashboard:Grafana"}
+        assert hit == expected | grafanas
+        assert bool(grafanas) == bool(sets)
+    assert not fleet.glob_match("**azure-native:dashboard:Grafana::*", P.format(s="a") + URNS["mpe"])
+    assert fleet.glob_match("**azure-native:dashboard:Grafana::*", P.format(s="a") + URNS["grafana"])
+
+
+def sh(*args, env=None, cwd=ROOT):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], **(env or {})}, timeout=120)
+
+
+def outputs(path) -> dict:
+    text, found = path.read_text(), {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line:
+            key, marker = line.split("<<")
+            found[key] = "\n".join(iter(lambda: next(lines), marker))
+        else:
+            key, value = line.split("=", 1)
+            found[key] = value
+    return found
+
+
+def classify(tmp_path, stack, digest, attempt="1", outcome="success"):
+    safe = stack.replace("/", "_")
+    (tmp_path / f"{safe}.preview.json").write_text(json.dumps(digest) if digest is not None else "")
+    out = tmp_path / f"out-{safe}-{attempt}"
+    done = sh("classify", str(tmp_path / f"{safe}.preview.json"), "--stack", stack, "--grafana", "rg/amg",
+              "--out", str(tmp_path / "records"), "--outcome", outcome,
+              env={"GITHUB_OUTPUT": str(out), "GITHUB_RUN_ATTEMPT": attempt})
+    assert done.returncode == 0, done.stderr
+    return outputs(out)
+
+
+def test_classify_writes_the_record_and_the_outputs_the_workflow_reads(tmp_path):
+    got = classify(tmp_path, "acme/gpu/east-1", preview("east-1", **{k: "create" for k in URNS}))
+    assert got["class"] == "grafana" and got["artifact"] == "fleet-acme_gpu_east-1-attempt-1"
+    assert got["exclude"].splitlines() == list(fleet.CONFLICTING)
+    record = json.loads((tmp_path / "records" / f"{got['artifact']}.json").read_text())
+    assert record["stack"] == "acme/gpu/east-1" and record["class"] == "grafana" and record["attempt"] == 1
+    assert "create grafana-private-link-mpe" in record["reasons"]
+    assert classify(tmp_path, "b", None)["class"] == "failed"                       # unreadable preview
+    assert classify(tmp_path, "c", preview("c"), outcome="failure")["class"] == "failed"
+
+
+def test_the_plan_lists_the_stacks_that_need_the_grafana_phase_newest_attempt_first(tmp_path):
+    classify(tmp_path, "a", preview("a", mpe="create"))
+    classify(tmp_path, "b", preview("b", release="update"))
+    classify(tmp_path, "c", preview("c", mpe="create"), outcome="failure")          # its first up failed
+    classify(tmp_path, "c", preview("c", mpe="create"), attempt="2")                # the re-run got through
+    classify(tmp_path, "d", preview("d"))
+    classify(tmp_path, "other-grafana", preview("x", mpe="create"))
+    out, summary = tmp_path / "plan-out", tmp_path / "summary.md"
+    done = sh("plan", "--stacks", json.dumps(["a", "b", "c", "d", "e"]), str(tmp_path / "records"),
+              env={"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 0, done.stderr
+    got = outputs(out)
+    assert json.loads(got["endpoints"]) == ["a", "c"] and json.loads(got["failed"]) == ["e"]
+    assert "| e | failed | no record" in summary.read_text() and "| b | parallel | update pyroscope-release |" in summary.read_text()
+
+
+STAND_IN = r'''#!/usr/bin/env python3
+"""Stand-in pulumi / python: logs each call's start and end (seconds) to $FLEET_LOG; fails as $FAIL says."""
+import json, os, sys, time
+args = sys.argv[1:]
+stack = args[args.index("--stack") + 1]
+kind = "verify" if "tools.verify" in args else ("target" if "--target" in args else "up")
+start = time.monotonic()
+time.sleep(float(os.environ.get("SLEEP_" + kind.upper(), "0.05")))
+with open(os.environ["FLEET_LOG"], "a") as fh:
+    fh.write(json.dumps({"stack": stack, "kind": kind, "start": start, "end": time.monotonic(), "args": args}) + "\n")
+sys.exit(1 if f"{stack}:{kind}" in os.environ.get("FAIL", "").split(",") else 0)
+'''
+
+
+def grafana_phase(tmp_path, stacks, fail="", parallel="3"):
+    stand_in = tmp_path / "stand-in"
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    log, out, summary = tmp_path / "calls.jsonl", tmp_path / "phase-out", tmp_path / "phase.md"
+    for path in (log, out, summary):
+        path.unlink(missing_ok=True)
+    done = sh("endpoints", "--stacks", json.dumps(stacks),
+              env={"PULUMI": str(stand_in), "PYTHON": str(stand_in), "FLEET_LOG": str(log), "FAIL": fail,
+                   "FLEET_PARALLEL": parallel, "SLEEP_TARGET": "0.1", "SLEEP_UP": "0.3",
+                   "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return done, calls, outputs(out), summary.read_text()
+
+
+def overlaps(calls):
+    return [(a["stack"], b["stack"]) for i, a in enumerate(calls) for b in calls[i + 1:]
+            if a["start"] < b["end"] and b["start"] < a["end"]]
+
+
+def test_the_grafana_phase_serializes_the_endpoint_writes_and_isolates_a_failing_stack(tmp_path):
+    stacks = [f"s{i}" for i in range(6)]
+    done, calls, got, summary = grafana_phase(tmp_path, stacks, fail="s1:target,s3:up")
+    assert done.returncode == 1, "a failed stack fails the job"
+    targets = [c for c in calls if c["kind"] == "target"]
+    assert [c["stack"] for c in targets] == stacks and overlaps(targets) == [], "pass 1: one stack at a time"
+    for call in targets:
+        assert call["args"][call["args"].index("--target") + 1] == fleet.AZURE_NATIVE_GLOBS[0]
+        assert "--policy-pack" in call["args"] and "--skip-preview" in call["args"]
+    ups = [c for c in calls if c["kind"] == "up"]
+    assert min(c["start"] for c in ups) >= max(c["end"] for c in targets), "no refresh while an endpoint is written"
+    assert sorted(c["stack"] for c in ups) == ["s0", "s2", "s3", "s4", "s5"], "s1 (pass 1 failed) is skipped"
+    assert max(len([d for d in ups if d["start"] < c["end"] and c["start"] < d["end"]]) for c in ups) <= 3
+    assert len(overlaps(ups)) > 0, "pass 2 runs several stacks at once"
+    assert sorted(c["stack"] for c in calls if c["kind"] == "verify") == ["s0", "s2", "s4", "s5"]
+    assert json.loads(got["ok"]) == ["s0", "s2", "s4", "s5"] and json.loads(got["failed"]) == ["s1", "s3"]
+    assert "| s1 | failed: managed private endpoint" in summary and "| s3 | failed: approval, refresh" in summary
+    assert "::error title=Stack s1 failed::" in done.stdout and "::error title=Stack s3 failed::" in done.stdout
+
+
+def test_a_rerun_redoes_only_what_failed(tmp_path):
+    """Run 1: four stacks of one Grafana, first rollout; b fails its endpoint write, c its refresh. Run 2 (re-run):
+    the previews of a and d show no change (they converged), b and c still their Grafana steps: only b and c go
+    through the Grafana phase again, and both converge."""
+    first = {k: "create" for k in URNS}
+    for stack in "abcd":
+        classify(tmp_path, stack, preview(stack, **first))
+    done = sh("plan", "--stacks", json.dumps(list("abcd")), str(tmp_path / "records"),
+              env={"GITHUB_OUTPUT": str(tmp_path / "p1")})
+    assert done.returncode == 0
+    done, calls, got, _ = grafana_phase(tmp_path, json.loads(outputs(tmp_path / "p1")["endpoints"]), fail="b:target,c:up")
+    assert done.returncode == 1 and json.loads(got["ok"]) == ["a", "d"]
+    # the re-run: previews now
+    classify(tmp_path, "a", preview("a"), attempt="2")
+    classify(tmp_path, "b", preview("b", mpe="create", approve="create", refresh="create", pyroscope="create"), attempt="2")
+    classify(tmp_path, "c", preview("c", refresh="create", pyroscope="create"), attempt="2")
+    classify(tmp_path, "d", preview("d"), attempt="2")
+    sh("plan", "--stacks", json.dumps(list("abcd")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p2")})
+    again = json.loads(outputs(tmp_path / "p2")["endpoints"])
+    assert again == ["b", "c"]
+    done, calls, got, _ = grafana_phase(tmp_path, again)
+    assert done.returncode == 0 and json.loads(got["ok"]) == ["b", "c"]
+    assert {c["stack"] for c in calls} == {"b", "c"}
+
+
+def test_no_stack_waits_for_another_when_none_touches_grafanas_provider(tmp_path):
+    """A chart bump or a run with nothing to do: the plan lists no stack for the Grafana phase, so the workflow's
+    `grafana` job (if: ... != '[]') does not run and nothing is serialized."""
+    for stack in "ab":
+        classify(tmp_path, stack, preview(stack, release="update"))
+    classify(tmp_path, "c", preview("c"))
+    sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p")})
+    assert outputs(tmp_path / "p")["endpoints"] == "[]"
