@@ -169,6 +169,10 @@ class GrafanaPrivateLinkArgs:
     #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
     load_balancer_scope: str = ""
     owner_service: str = ""
+    #: The Service's ``azure-pls-ip-configuration-ip-address-count`` and ``azure-pls-ip-configuration-subnet`` (empty: the
+    #: cloud provider's subnet): what the wait checks the PLS's NAT IP configurations against.
+    private_link_ip_address_count: int = 1
+    private_link_subnet: str = ""
     #: Pyroscope's NetworkPolicy is on (``pyroscopeNetworkPolicy``): register ``pyroscope-private-link`` admitting the PLS's
     #: NAT IPs (``components.pyroscope``, "Who can reach Pyroscope"), in ``pyroscope_namespace`` (the stack's Namespace
     #: resource; None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
@@ -199,8 +203,11 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         wait = script_command(
             f"{name}-wait-for-pls",
             "wait_private_link_service.sh",
+            # The NAT IP configurations the Service's annotations ask for: a change runs the wait again, which returns
+            # once the cloud provider has rebuilt them (scripts/wait_private_link_service.sh), before their lookup.
             {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds),
-             "LOAD_BALANCER_SCOPE": args.load_balancer_scope, "OWNER_SERVICE": args.owner_service},
+             "LOAD_BALANCER_SCOPE": args.load_balancer_scope, "OWNER_SERVICE": args.owner_service,
+             "IP_CONFIGURATION_COUNT": str(args.private_link_ip_address_count), "PLS_SUBNET": args.private_link_subnet},
             triggers=[args.private_link_service_name, args.private_link_service_resource_group],
             # Waits for the release: AKS makes the PLS from the release's Service annotations.
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
@@ -302,7 +309,12 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         self.private_ip = pulumi.Output.all(state.private_link_service_private_ip, self.connection_state).apply(
             lambda pair: require_private_ip(args.managed_private_endpoint_name, pair[0], pair[1])
         )
-        self.pyroscope_url = pulumi.Output.concat("http://", self.private_ip, f":{PYROSCOPE_PORT}")
+        # Grafana is sent to Pyroscope only once the NetworkPolicy admitting the NAT IPs is in place: Pyroscope's first
+        # policy selects its pods from the start and admits no Grafana traffic. The policy's URN resolves when its
+        # registration returns, after its step (the engine's RegisterResource answers once the resource is created).
+        admitted = self.private_link_policy.urn if self.private_link_policy else ""
+        self.pyroscope_url = pulumi.Output.all(self.private_ip, admitted).apply(
+            lambda values: f"http://{values[0]}:{PYROSCOPE_PORT}")
         self.register_outputs(
             {
                 "private_link_service_id": self.private_link_service_id,

@@ -571,25 +571,56 @@ no_plaintext_secrets = ResourceValidationPolicy(
 )
 
 
+#: Pyroscope's object storage backends (grafana/pyroscope v1.15.0 ``pkg/objstore/client/config.go``); ``filesystem`` is a
+#: pod's own disk.
+OBJECT_BACKENDS = ("azure", "s3", "gcs", "swift", "cos")
+
+
+def _storage_backend(single: Mapping) -> str:
+    """The storage backend Pyroscope runs with: ``-storage.backend`` from ``extraArgs`` beats the config file's
+    ``storage.backend`` (grafana/pyroscope v1.15.0 ``pkg/cfg/dynamic.go`` ``DynamicUnmarshal`` loads the flags last, "this
+    will supersede anything set from config file"; ``pkg/cfg/cfg_test.go`` ``TestParse``; chart 1.15.0 turns ``extraArgs``
+    into ``-key=value`` args); the default is ``filesystem`` (``pkg/objstore/client/config.go``)."""
+    flags = single.get("extraArgs") if isinstance(single.get("extraArgs"), Mapping) else {}
+    config = (single.get("structuredConfig") or {}).get("storage") if isinstance(single.get("structuredConfig"), Mapping) else None
+    from_config = config.get("backend") if isinstance(config, Mapping) else None
+    return str(flags.get("storage.backend") or from_config or "filesystem")
+
+
+def _volume_enabled(persistence: Any) -> bool:
+    return isinstance(persistence, Mapping) and (persistence.get("enabled") is True or bool(persistence.get("existingClaim")))
+
+
 def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
-    """Why the Pyroscope release keeps its profiles in an emptyDir (None when a persistent volume holds them): chart
-    1.15.0 mounts volume ``data`` at /data as an emptyDir unless ``pyroscope.persistence.enabled`` (or an
-    ``existingClaim``) is set (``templates/deployments-statefulsets.yaml``). Only a Release of chart ``pyroscope``."""
+    """Why the Pyroscope release loses profiles when a pod restarts (None when it does not). Chart 1.15.0 mounts volume
+    ``data`` at /data as an emptyDir unless ``persistence.enabled`` (or an ``existingClaim``) is set, each component's
+    values merged over ``pyroscope``'s (``templates/deployments-statefulsets.yaml``, ``mustMergeOverwrite``). Single
+    binary: the volume holds everything. Microservices (non-empty ``pyroscope.components``): blocks go to the bucket, so
+    the backend must be object storage, and the ingesters keep their head in /data until a block is cut
+    (``-pyroscopedb.max-block-duration``, 1h: grafana/pyroscope v1.15.0 ``pkg/phlaredb/phlaredb.go``), so they need the
+    volume too. Only a Release of chart ``pyroscope``."""
     if args.resource_type != RELEASE:
         return None
     if not _is_pyroscope_chart(args.props):
         return None
     single = (args.props.get("values") or {}).get("pyroscope") or {}
-    persistence = single.get("persistence") if isinstance(single, Mapping) else None
-    if isinstance(persistence, Mapping) and (persistence.get("enabled") is True or persistence.get("existingClaim")):
-        return None
-    # Microservices mode (non-empty pyroscope.components) on object storage: the blocks live in the bucket, which no
-    # pod restart empties (components/pyroscope.py, "Microservices mode"); the filesystem backend there is a pod's.
-    if isinstance(single, Mapping) and single.get("components"):
-        storage = (single.get("structuredConfig") or {}).get("storage") or {}
-        if isinstance(storage, Mapping) and storage.get("backend") in ("azure", "s3", "gcs", "swift", "cos"):
+    if not isinstance(single, Mapping):
+        single = {}
+    components = single.get("components") if isinstance(single.get("components"), Mapping) else {}
+    if not components:
+        if _volume_enabled(single.get("persistence")):
             return None
-    return "keeps profiles in an emptyDir (pyroscope.persistence.enabled is not true), so every pod restart loses them"
+        return "keeps profiles in an emptyDir (pyroscope.persistence.enabled is not true), so every pod restart loses them"
+    backend = _storage_backend(single)
+    if backend not in OBJECT_BACKENDS:
+        return (f"runs the microservices with storage backend {backend!r}, each pod's own disk, so the profiles are "
+                "neither shared nor kept")
+    ingester = components.get("ingester") if isinstance(components.get("ingester"), Mapping) else {}
+    persistence = ingester["persistence"] if isinstance(ingester.get("persistence"), Mapping) else single.get("persistence")
+    if not _volume_enabled(persistence):
+        return ("keeps the ingesters' head blocks (up to an hour of profiles before a block reaches the bucket) in an "
+                "emptyDir (persistence.enabled is not true for the ingester), so an ingester restart loses them")
+    return None
 
 
 def _pyroscope_persistent_production(args: ResourceValidationArgs, report: ReportViolation) -> None:

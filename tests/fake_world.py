@@ -159,6 +159,12 @@ def pls_body(pls: dict) -> dict:
         "visibility": {"subscriptions": pls["visibility"]},
         "loadBalancerFrontendIpConfigurations": [{"id": pls["frontend"]}],
         "tags": dict(pls.get("tags") or {}),
+        "ipConfigurations": [
+            {"name": c["name"], "primary": c["primary"], "privateIPAddress": c["address"],
+             "privateIPAllocationMethod": "Dynamic", "privateIPAddressVersion": "IPv4",
+             "subnet": {"id": pls["id"].split("/resourceGroups/")[0] + "/resourceGroups/rg-aks-gpu-dev/providers/"
+                              f"Microsoft.Network/virtualNetworks/vnet-aks/subnets/{c['subnet']}"}}
+            for c in pls.get("ip_configurations") or []],
         "privateEndpointConnections": [connection_body(pls, c) for c in pls["connections"]],
     }
 
@@ -198,8 +204,26 @@ def new_frontend(cluster_id: str, node_resource_group: str) -> str:
     return f"{load_balancer_scope(cluster_id, node_resource_group)}kubernetes-internal/frontendIPConfigurations/a{uuid.uuid4().hex}"
 
 
+def reconcile_ip_configurations(world: dict, pls: dict, count: int, subnet: str) -> None:
+    """``reconcilePLSIpConfigs`` (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
+    @7b31c76c) for dynamic configurations: when their number differs from ``count`` or one's subnet from ``subnet``
+    (``""``: the cloud provider's own, here ``snet-aks``), every configuration is rebuilt, ``<subnet>-<pls>-dynamic-<i>``,
+    and ARM allocates each a new address (stand-in: the next free host of a counter)."""
+    subnet = subnet or "snet-aks"
+    current = pls.get("ip_configurations") or []
+    if len(current) == count and all(c["subnet"] == subnet for c in current):
+        return
+    name = pls["id"].rsplit("/", 1)[1]
+    configs = []
+    for i in range(count):
+        world["next_nat_host"] = world.get("next_nat_host", 9) + 1
+        configs.append({"name": f"{subnet}-{name}-dynamic-{i}", "subnet": subnet, "primary": i == 0,
+                        "address": f"10.{225 if subnet != 'snet-aks' else 224}.0.{world['next_nat_host']}"})
+    pls["ip_configurations"] = configs
+
+
 def ensure_service_pls(world: dict, service: str, frontend: str, group: str, name: str, visibility: list,
-                       subscription: str) -> Optional[str]:
+                       subscription: str, ip_count: int = 1, subnet: str = "") -> Optional[str]:
     """``reconcilePrivateLinkService`` for a Service that wants a PLS (``azure-pls-create``), whose load balancer frontend
     is ``frontend``; ``service``: ``<namespace>/<name>``; ``group``: the annotated PLS resource group (else the node
     resource group, ``getPLSResourceGroup``). The PLS already attached to the frontend is looked up by the frontend, not
@@ -225,12 +249,14 @@ def ensure_service_pls(world: dict, service: str, frontend: str, group: str, nam
                      f"({old_name}) to ({name})")
         else:
             existing["visibility"] = list(visibility)
+            reconcile_ip_configurations(world, existing, ip_count, subnet)
     elif wanted.lower() in world["pls"]:
         error = f"stand-in: private link service {wanted} exists for load balancer frontend {world['pls'][wanted.lower()]['frontend']}"
     else:
         world["pls"][wanted.lower()] = {
             "id": wanted, "frontend": frontend, "visibility": list(visibility), "connections": [],
             "tags": {CLUSTER_NAME_TAG: CLOUD_PROVIDER_CLUSTER_NAME, OWNER_SERVICE_TAG: service}}
+        reconcile_ip_configurations(world, world["pls"][wanted.lower()], ip_count, subnet)
     if error:
         world.setdefault("events", []).append(error)
     return error

@@ -314,7 +314,9 @@ class Deployment:
             fake_world.ensure_service_pls(
                 world, service, frontend, group,
                 annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
-                canned.SUBSCRIPTION_ID)
+                canned.SUBSCRIPTION_ID,
+                int(annotations.get(ANNOTATION + "azure-pls-ip-configuration-ip-address-count") or 1),
+                annotations.get(ANNOTATION + "azure-pls-ip-configuration-subnet") or "")
         self._save(world)
 
     # --- things deleted behind the stack's back, and the teardown that follows ---

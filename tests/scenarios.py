@@ -49,16 +49,29 @@ OTHER_FRONTEND = (f"/subscriptions/{SUB}/resourceGroups/MC_rg-aks-gpu-b_aks-gpu-
                   "loadBalancers/kubernetes-internal/frontendIPConfigurations/a9d8c7b6a5f4e3d2c1b0a99887766554")
 
 
+def ip_configuration(address: Optional[str] = "10.224.0.9", subnet: str = "snet-aks", index: int = 0) -> dict:
+    """One NAT IP configuration as the AKS cloud provider makes it (``reconcilePLSIpConfigs``: dynamic,
+    ``<subnet>-<pls>-dynamic-<i>``), as az prints it (properties flattened: ``privateIPAddress``, the AAZ schema's
+    serialized name in azure-cli ``network/aaz/latest/network/private_link_service/_show.py``); ``address`` None: not
+    yet allocated."""
+    return {"name": f"{subnet}-pyroscope-pls-dynamic-{index}", "primary": index == 0, "privateIPAllocationMethod": "Dynamic",
+            "privateIPAddressVersion": "IPv4", **({"privateIPAddress": address} if address else {}),
+            "subnet": {"id": f"/subscriptions/{SUB}/resourceGroups/rg-aks-gpu-dev/providers/Microsoft.Network"
+                             f"/virtualNetworks/vnet-aks/subnets/{subnet}"}}
+
+
 def pls(state: str = "Succeeded", connections: Optional[list] = None, frontend: str = FRONTEND,
-        owner: Optional[str] = "gadget/pyroscope") -> dict:
+        owner: Optional[str] = "gadget/pyroscope", ip_configurations: Optional[list] = None) -> dict:
     """A private link service body as ``az network private-link-service show`` returns it, made by the AKS cloud
-    provider for the Service ``owner`` on load balancer frontend ``frontend`` (tags as ``reconcilePLSTags`` writes them)."""
+    provider for the Service ``owner`` on load balancer frontend ``frontend`` (tags as ``reconcilePLSTags`` writes them),
+    with ``ip_configurations`` (default: one, addressed)."""
     tags = {"k8s-azure-cluster-name": "kubernetes", **({"k8s-azure-owner-service": owner} if owner else {})}
     return {"json": {
         "id": PLS_ID, "name": "pyroscope-pls", "type": "Microsoft.Network/privateLinkServices",
         "location": "eastus2", "provisioningState": state,
         "alias": "pyroscope-pls.4c1e2f3a-aaaa-bbbb-cccc-1234567890ab.eastus2.azure.privatelinkservice",
         "loadBalancerFrontendIpConfigurations": [{"id": frontend}], "tags": tags,
+        "ipConfigurations": [ip_configuration()] if ip_configurations is None else ip_configurations,
         "privateEndpointConnections": connections,
     }}
 
@@ -115,7 +128,7 @@ REFRESH = ["rest", "--method", "post", "refreshManagedPrivateEndpoints"]
 GET_MPE = ["rest", "--method", "get", "managedPrivateEndpoints/pyroscope-mpe"]
 
 WAIT_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "TIMEOUT_SECONDS": "60",
-            "LOAD_BALANCER_SCOPE": LB_SCOPE, "OWNER_SERVICE": "gadget/pyroscope", **FAST}
+            "LOAD_BALANCER_SCOPE": LB_SCOPE, "OWNER_SERVICE": "gadget/pyroscope", "IP_CONFIGURATION_COUNT": "1", **FAST}
 APPROVE_ENV = {"PLS_RESOURCE_GROUP": NODE_RG, "PLS_NAME": "pyroscope-pls", "PRIVATE_ENDPOINT_NAME": OURS,
                "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
                "APPROVAL_NONCE": NONCE, "APPROVAL_MARKER": MARKER, "TIMEOUT_SECONDS": "60", **FAST}
@@ -177,6 +190,27 @@ SCENARIOS = [
              {**WAIT_ENV, "TIMEOUT_SECONDS": "6", "POLL_INITIAL_SECONDS": "1", "POLL_MAX_SECONDS": "1"},
              [{"match": SHOW, "responses": [NOT_FOUND, pls("Updating")]}], exit=1,
              stderr_has=["error: private link service pyroscope-pls exists but stayed in provisioningState Updating for 6s"], max_seconds=20),
+    # privateLinkIpAddressCount 1 -> 2: the cloud provider rebuilds the configurations after the Service's update, the new
+    # ones without an address at first (reconcilePLSIpConfigs); the wait returns only once both have one.
+    Scenario("pls-waits-for-its-nat-ip-configurations", "wait_private_link_service.sh",
+             {**WAIT_ENV, "IP_CONFIGURATION_COUNT": "2"},
+             [{"match": SHOW, "responses": [pls(), pls(ip_configurations=[ip_configuration(None), ip_configuration(None, index=1)]),
+                                             pls(ip_configurations=[ip_configuration("10.224.0.11"),
+                                                                    ip_configuration("10.224.0.12", index=1)])]}],
+             stdout=PLS_ID + "\n", calls={0: 3},
+             stderr_has=["not yet as the Service's annotations ask: with 1 of 1 NAT IP configurations addressed (2 wanted)",
+                         "with 0 of 2 NAT IP configurations addressed", "2 NAT IP configuration(s)"]),
+    # privateLinkSubnet set on a deployed stack: the configurations move to the new subnet; the old ones do not count.
+    Scenario("pls-waits-for-its-nat-ips-in-the-annotated-subnet", "wait_private_link_service.sh",
+             {**WAIT_ENV, "PLS_SUBNET": "snet-pls"},
+             [{"match": SHOW, "responses": [pls(), pls(ip_configurations=[ip_configuration("10.225.8.4", "snet-pls")])]}],
+             stdout=PLS_ID + "\n", calls={0: 2}, stderr_has=["in subnet snet-pls"]),
+    Scenario("pls-nat-ips-never-as-annotated-says-so", "wait_private_link_service.sh",
+             {**WAIT_ENV, "IP_CONFIGURATION_COUNT": "2", "TIMEOUT_SECONDS": "4", "POLL_INITIAL_SECONDS": "1",
+              "POLL_MAX_SECONDS": "1"},
+             [{"match": SHOW, "responses": [pls()]}], exit=1, max_seconds=20,
+             stderr_has=["error: private link service pyroscope-pls exists but stayed with 1 of 1 NAT IP configurations "
+                         "addressed (2 wanted) for 4s"]),
     Scenario("pls-missing-env", "wait_private_link_service.sh", {k: v for k, v in WAIT_ENV.items() if k != "PLS_NAME"},
              [], exit=1, stderr_has=["error: environment variable PLS_NAME is required"]),
     # Two clusters, one PLS resource group: the name is taken by the other cluster's PLS (its frontend is on a load

@@ -29,6 +29,8 @@ EDGES = {
     ("grafana-private-link-nat-network-policy", "grafana-private-link-wait-for-pls"):
         "the PLS's NAT IPs (read once the wait has seen it)",
     ("grafana-private-link-nat-network-policy", "gadget-namespace"): "the policy's namespace, metadata.name of the Namespace",
+    ("grafana-datasources-pyroscope", "grafana-private-link-nat-network-policy"):
+        "the URL is handed on once the policy admitting the PLS's NAT IPs exists (Grafana's reads are refused before)",
     ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
     ("grafana-private-link-mpe", "grafana-private-link-approval-nonce"): "the approval nonce in its requestMessage",
     ("grafana-private-link-approve-connection", "grafana-private-link-approval-nonce"): "the nonce (and its marker) it looks for",
@@ -124,4 +126,5 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
     assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection", "grafana-private-link-mpe",
                     "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace",
                     "pyroscope-private-link-identity", "grafana-private-link-approval-nonce", "pyroscope-network-policy",
+                    "grafana-private-link-nat-network-policy",
                     "pyroscope-local-traffic"}

@@ -57,7 +57,12 @@ def test_wait_for_pls_command(plan):
         "PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900",
         # Only this cluster's PLS is accepted: a frontend on its node resource group's load balancers, for its Service.
         "LOAD_BALANCER_SCOPE": f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/loadBalancers/",
-        "OWNER_SERVICE": "gadget/pyroscope"}
+        "OWNER_SERVICE": "gadget/pyroscope",
+        # The NAT IP configurations the annotations ask for: a change of either runs the wait again (an update).
+        "IP_CONFIGURATION_COUNT": "1", "PLS_SUBNET": ""}
+    changed = command(plan(privateLinkIpAddressCount="2", privateLinkSubnet="snet-pls"), "wait-for-pls")
+    assert (changed.inputs["environment"]["IP_CONFIGURATION_COUNT"], changed.inputs["environment"]["PLS_SUBNET"]) == (
+        "2", "snet-pls")
     # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
     # instead of querying a PLS that does not exist yet (the engine's invoke gate; tools/offline/mock_engine.py).
     assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]

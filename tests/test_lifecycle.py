@@ -36,7 +36,7 @@ SUBSCRIPTION = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
 ENGINE = "step_generator.go"
 REPLACE_WITH_MPE = "replaceWith: grafana-private-link-mpe is replaced"
 REPLACE_WITH_APPROVAL = "replaceWith: grafana-private-link-approve-connection is replaced"
-UNKNOWN_DATASOURCE = "environment.DATASOURCE is unknown during preview (it comes from grafana-private-link-refresh)"
+UNKNOWN_DATASOURCE = "environment.DATASOURCE is unknown during preview (it comes from grafana-private-link-"
 
 
 @dataclass
@@ -1592,8 +1592,8 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     """The upgrade path from the current release (issue 22): tests/data/plan-dev-before-microservices.json is
     `python -m tools.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
     planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
-    the first NetworkPolicy updated in place (its PLS-subnet range gone) and the second, admitting the PLS's NAT IPs,
-    created; nothing else created, replaced, updated or deleted, and the release's inputs (the Helm values) byte for
+    the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,
+    created, and the wait for the PLS run again (its script changed); nothing else created, replaced, updated or deleted, and the release's inputs (the Helm values) byte for
     byte equal."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
@@ -1607,7 +1607,10 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
                 "secretFingerprintKey": head.get("secretFingerprintKey")}
         diff = plan_diff.compute(base, head)
         changed = {s.name: s.op for s in diff.steps if s.op != "same"}
-        assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create"}, overrides
+        # The wait for the PLS is a new step: its script now also waits for the NAT IP configurations (its hash is
+        # among the triggers, components/scripts.py), so it runs once more and finds the PLS as it is.
+        assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create",
+                           "grafana-private-link-wait-for-pls": "replace"}, overrides
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs

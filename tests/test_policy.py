@@ -176,9 +176,14 @@ def test_microservices_on_blob_storage_is_persistent():
     (a pod's disk) do not."""
     policy = rules.pyroscope_persistent_in_production
     blob = persistent_release({"enabled": False})
-    blob["values"]["pyroscope"]["components"] = {"distributor": {"kind": "Deployment"}}
+    blob["values"]["pyroscope"]["components"] = {"distributor": {"kind": "Deployment"},
+                                                 "ingester": {"kind": "StatefulSet", "persistence": {"enabled": True}}}
     blob["values"]["pyroscope"]["structuredConfig"] = {"storage": {"backend": "azure", "azure": {"account_name": "a"}}}
     assert check(policy, rules.RELEASE, blob, production=True) == []
+    # The ingesters' head (up to an hour before a block reaches the bucket) on an emptyDir is not persistent.
+    blob["values"]["pyroscope"]["components"]["ingester"]["persistence"] = {"enabled": False}
+    assert "an ingester restart loses them" in check(policy, rules.RELEASE, blob, production=True)[0]
+    blob["values"]["pyroscope"]["components"]["ingester"]["persistence"] = {"enabled": True}
     blob["values"]["pyroscope"]["structuredConfig"]["storage"] = {"backend": "filesystem"}
     assert len(check(policy, rules.RELEASE, blob, production=True)) == 1
 
