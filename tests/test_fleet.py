@@ -43,15 +43,82 @@ def preview(stack: str = "a", **ops: str) -> dict:
     ({key: "create" for key in URNS}, "grafana"),                    # first rollout
     ({"release": "update"}, "parallel"),                             # chart bump
     ({}, "none"),                                                    # nothing to do
-    ({"mpe": "replace"}, "grafana"),
-    ({"mpe": "delete"}, "grafana"),
-    ({"refresh": "replace"}, "grafana"),                             # the refresh POST holds the workspace
+    ({"mpe": "update"}, "grafana"),                                  # excluded: a SameStep under --exclude
+    ({"refresh": "create", "pyroscope": "create"}, "grafana"),       # the refresh POST holds the workspace
     ({"grafana": "update"}, "grafana"),
+    # Anything but a create or an update of a conflicting resource: the whole `pulumi up` is serialized (a
+    # delete-first replacement upstream deletes and re-creates it despite --exclude; fleet.SERIAL_WHY).
+    ({"mpe": "replace"}, "serial"),
+    ({"mpe": "delete"}, "serial"),
+    ({"mpe": "discard"}, "serial"),
+    ({"refresh": "replace"}, "serial"),
+    ({"grafana": "delete"}, "serial"),
+    ({"release": "replace", "mpe": "replace", "approve": "replace", "refresh": "replace"}, "serial"),
     ({"pyroscope": "update", "prometheus": "update", "dashboard": "replace", "approve": "update"}, "parallel"),
     ({"release": "read", "mpe": "read"}, "none"),
 ])
 def test_a_preview_is_classified_by_whether_it_writes_to_grafanas_resource_provider(ops, kind):
     assert fleet.classify_preview(preview(**ops))[0] == kind
+
+
+def replacement_preview(show_steps: bool) -> dict:
+    """`pulumi preview --json` of a chart change that replaces the release delete-first, shaped as pulumi/pulumi
+    v3.230.0 emits it: pkg/backend/display/json.go appends one PreviewStep (pkg/display/json.go: op, urn, provider,
+    oldState, newState, diffReasons, replaceReasons, detailedDiff) per ResourcePreEvent that ``shouldShow``
+    (pkg/backend/display/display.go): no ``same`` steps without --show-sames; only the logical ``replace`` step of a
+    replacement unless --show-replacement-steps, which adds ``delete-replaced``/``create-replacement``. The MPE is
+    replaced because its replaceWith names the release (step_generator.go findResourcesReplacedWith)."""
+    def step(op, key, **extra):
+        urn = P.format(s="a") + URNS[key]
+        state = {"urn": urn, "custom": True, "type": urn.split("::")[2].rsplit("$", 1)[-1]}
+        return {"op": op, "urn": urn, "provider": "urn:pulumi:a::aks-gpu-observability::pulumi:providers:x::default",
+                "oldState": state, "newState": state, "detailedDiff": None, **extra}
+    ops = [("release", ["chart"]), ("mpe", []), ("approve", []), ("refresh", []), ("pyroscope", [])]
+    steps = []
+    for key, reasons in ops:
+        if show_steps:
+            steps.append(step("delete-replaced", key))
+        steps.append(step("replace", key, replaceReasons=reasons, diffReasons=reasons))
+        if show_steps:
+            steps.append(step("create-replacement", key, replaceReasons=reasons))
+    return {"config": {"aks-gpu-observability:pyroscopeChartVersion": "1.14.0"}, "steps": steps,
+            "duration": 4200000000, "changeSummary": {"replace": 5, "same": 9}}
+
+
+@pytest.mark.parametrize("show_steps", [False, True])
+def test_a_delete_first_release_replacement_sends_the_whole_stack_to_the_serialized_phase(tmp_path, show_steps):
+    """Such a stack runs no `pulumi up` in phase 1 (the workflow's up step runs for parallel and grafana only); the
+    plan puts it in a chunk's `whole` list and the Grafana phase runs its whole `pulumi up` in pass 1, one stack at a
+    time, between the other stacks' endpoint writes, and no second `pulumi up` in pass 2 (only verify)."""
+    kind, reasons = fleet.classify_preview(replacement_preview(show_steps))
+    assert kind == "serial" and any(r.startswith("replace grafana-private-link-mpe") for r in reasons), reasons
+    classify(tmp_path, "a", preview("a", mpe="create"))
+    classify(tmp_path, "b", json.loads(json.dumps(replacement_preview(show_steps)).replace("urn:pulumi:a::", "urn:pulumi:b::")))
+    classify(tmp_path, "c", preview("c", mpe="create"))
+    sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p")})
+    got = outputs(tmp_path / "p")
+    assert json.loads(got["endpoints"]) == list("abc")
+    assert json.loads(got["chunks"]) == [{"chunk": 1, "stacks": list("abc"), "whole": ["b"]}]
+    done, calls, got, summary = grafana_phase(tmp_path, list("abc"), whole=["b"])
+    assert done.returncode == 0 and json.loads(got["ok"]) == list("abc"), summary
+    pass1 = [c for c in calls if c["kind"] == "target" or (c["kind"] == "up" and c["stack"] == "b")]
+    assert [(c["stack"], c["kind"]) for c in pass1] == [("a", "target"), ("b", "up"), ("c", "target")]
+    assert overlaps(pass1) == [], "pass 1, the whole up included: one stack at a time"
+    assert "--target" not in pass1[1]["args"]
+    later = [c for c in calls if c not in pass1]
+    assert min(c["start"] for c in later) >= max(c["end"] for c in pass1)
+    assert sorted((c["stack"], c["kind"]) for c in later) == [("a", "up"), ("a", "verify"), ("b", "verify"),
+                                                               ("c", "up"), ("c", "verify")]
+
+
+def test_the_chunks_keep_the_order_and_weigh_a_whole_up_more():
+    stacks = [f"s{i}" for i in range(60)]
+    got = fleet.chunks(stacks, set())
+    assert [len(c["stacks"]) for c in got] == [25, 25, 10] and [s for c in got for s in c["stacks"]] == stacks
+    assert [c["chunk"] for c in got] == [1, 2, 3] and all(c["whole"] == [] for c in got)
+    got = fleet.chunks(stacks[:30], {"s0", "s1", "s29"})
+    assert [len(c["stacks"]) for c in got] == [21, 9] and got[0]["whole"] == ["s0", "s1"] and got[1]["whole"] == ["s29"]
+    assert fleet.chunks([], set()) == []
 
 
 def test_the_exclude_globs_match_what_pulumi_would_and_only_the_conflicting_resources():
@@ -127,29 +194,45 @@ def test_the_plan_lists_the_stacks_that_need_the_grafana_phase_newest_attempt_fi
 
 
 STAND_IN = r'''#!/usr/bin/env python3
-"""Stand-in pulumi / python: logs each call's start and end (seconds) to $FLEET_LOG; fails as $FAIL says."""
+"""Stand-in pulumi / python: logs each call's start and end (seconds) to $FLEET_LOG; fails as $FAIL says. A stack
+whose plain `pulumi up` succeeded has converged ($FLEET_STATE): its `pulumi preview --json` shows nothing to do;
+another's shows its endpoint created (or replaced, for the stacks in $SERIAL)."""
 import json, os, sys, time
 args = sys.argv[1:]
 stack = args[args.index("--stack") + 1]
-kind = "verify" if "tools.verify" in args else ("target" if "--target" in args else "up")
+kind = ("preview" if args[0] == "preview" else "verify" if "tools.verify" in args
+        else ("target" if "--target" in args else "up"))
 start = time.monotonic()
 time.sleep(float(os.environ.get("SLEEP_" + kind.upper(), "0.05")))
 with open(os.environ["FLEET_LOG"], "a") as fh:
     fh.write(json.dumps({"stack": stack, "kind": kind, "start": start, "end": time.monotonic(), "args": args}) + "\n")
-sys.exit(1 if f"{stack}:{kind}" in os.environ.get("FAIL", "").split(",") else 0)
+failed = f"{stack}:{kind}" in os.environ.get("FAIL", "").split(",")
+state = os.environ["FLEET_STATE"]
+if kind == "up" and not failed:
+    with open(state, "a") as fh:
+        fh.write(stack + "\n")
+if kind == "preview":
+    done = os.path.exists(state) and stack in open(state).read().split()
+    op = "same" if done else ("replace" if stack in os.environ.get("SERIAL", "").split(",") else "create")
+    urn = f"urn:pulumi:{stack}::aks-gpu-observability::aks-gpu-observability:index:GrafanaPrivateLink$azure-native:dashboard:ManagedPrivateEndpoint::grafana-private-link-mpe"
+    print(json.dumps({"steps": [] if done else [{"op": op, "urn": urn}], "changeSummary": {"same": 14} if done else {op: 1}}))
+sys.exit(1 if failed else 0)
 '''
 
 
-def grafana_phase(tmp_path, stacks, fail="", parallel="3"):
+def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=None, serial=""):
+    """`fleet.py endpoints` in run attempt `attempt` against the stand-in, whose converged stacks persist between
+    calls in one tmp_path (as the stacks' state does between a run's attempts)."""
     stand_in = tmp_path / "stand-in"
     stand_in.write_text(STAND_IN)
     stand_in.chmod(0o755)
     log, out, summary = tmp_path / "calls.jsonl", tmp_path / "phase-out", tmp_path / "phase.md"
     for path in (log, out, summary):
         path.unlink(missing_ok=True)
-    done = sh("endpoints", "--stacks", json.dumps(stacks),
+    done = sh("endpoints", "--stacks", json.dumps(stacks), *(("--whole", json.dumps(whole)) if whole else ()),
               env={"PULUMI": str(stand_in), "PYTHON": str(stand_in), "FLEET_LOG": str(log), "FAIL": fail,
                    "FLEET_PARALLEL": parallel, "SLEEP_TARGET": "0.1", "SLEEP_UP": "0.3",
+                   "FLEET_STATE": str(tmp_path / "converged"), "SERIAL": serial, "GITHUB_RUN_ATTEMPT": attempt,
                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return done, calls, outputs(out), summary.read_text()

@@ -155,8 +155,8 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     fail-fast off), each calling deploy-stacks.yml. There, job `cluster` is a matrix over that Grafana's stacks with no
     max-parallel and fail-fast off: each stack previews, classifies (scripts/ci/fleet.py classify) and runs `pulumi up`
     at once, excluding the conflicting resources and their dependents only when it has such a change. Job `plan` needs
-    it (and runs when some stacks failed), job `grafana` (one job: no concurrency group per stack, whose single
-    pending slot would drop stacks) runs the serialized phase for the stacks the plan lists. One run at a time: a
+    it (and runs when some stacks failed), job `grafana` (a matrix over the plan's chunks, one at a time: no
+    concurrency group, whose single pending slot would drop stacks) runs the serialized phase for the stacks listed. One run at a time: a
     workflow-level group that never cancels a running rollout."""
     deploy = load("deploy.yml")
     setup, rollout = deploy["jobs"]["setup"], deploy["jobs"]["rollout"]
@@ -167,7 +167,8 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert "concurrency" not in rollout and deploy["concurrency"]["cancel-in-progress"] is False
     assert rollout["with"] == {"grafana": "${{ matrix.grafana }}", "stacks": "${{ toJSON(matrix.stacks) }}"}
     assert rollout["secrets"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
-    assert rollout["permissions"] == {"contents": "read", "id-token": "write"}
+    # actions: read for the called plan job's download-artifact (a called workflow's jobs get at most the caller's)
+    assert rollout["permissions"] == {"contents": "read", "id-token": "write", "actions": "read"}
     called = load("deploy-stacks.yml")
     assert called["on"]["workflow_call"]["inputs"]["stacks"]["type"] == "string"
     assert list(called["jobs"]) == ["cluster", "plan", "grafana"]
@@ -189,11 +190,20 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert order == sorted(order)
     assert plan["needs"] == "cluster" and plan["if"] == "${{ !cancelled() }}" and "environment" not in plan
     assert uses(plan, "actions/download-artifact")["with"]["pattern"] == "fleet-*"
+    assert plan["permissions"] == {"contents": "read", "actions": "read"}, "no id-token, no environment: no credential"
     assert run_step(plan, "scripts/ci/fleet.py plan")["env"] == {"STACKS": "${{ inputs.stacks }}"}
-    assert grafana["needs"] == "plan" and "strategy" not in grafana and "concurrency" not in grafana
+    assert plan["outputs"]["chunks"] == "${{ steps.plan.outputs.chunks }}"
+    # The serialized phase: one job per chunk, one chunk at a time (max-parallel: 1), a failed chunk not cancelling
+    # the next; no concurrency group (its single pending slot would drop chunks).
+    assert grafana["needs"] == "plan" and "concurrency" not in grafana
+    assert grafana["strategy"] == {"fail-fast": False, "max-parallel": 1,
+                                   "matrix": {"chunk": "${{ fromJSON(needs.plan.outputs.chunks) }}"}}
+    assert grafana["env"]["STACK"] == "${{ matrix.chunk.stacks[0] }}"
     assert "needs.plan.outputs.endpoints != '[]'" in grafana["if"]
     endpoints = run_step(grafana, "scripts/ci/fleet.py endpoints")
-    assert endpoints["env"]["STACKS"] == "${{ needs.plan.outputs.endpoints }}"
+    assert endpoints["run"] == 'python3 scripts/ci/fleet.py endpoints --stacks "$STACKS" --whole "$WHOLE"'
+    assert endpoints["env"]["STACKS"] == "${{ toJSON(matrix.chunk.stacks) }}"
+    assert endpoints["env"]["WHOLE"] == "${{ toJSON(matrix.chunk.whole) }}"
     assert endpoints["env"]["FLEET_RELOGIN"] == "bash scripts/ci/azure_relogin.sh"
     install = [s for s in steps(grafana) if s.get("uses", "").startswith("pulumi/actions@")]
     assert len(install) == 1 and "command" not in install[0]["with"] and index(grafana, install[0]) < index(grafana, endpoints)
@@ -1422,7 +1432,8 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
             for step in steps(job):
                 if step.get("name") == "Install kubelogin":
                     expected.append((name, step["env"]["KUBELOGIN_VERSION"], step["env"]["KUBELOGIN_SHA256"]))
-    assert len(expected) == 3 and sorted(found) == sorted(expected), (found, expected)
+    # 4: pr.yml, drift.yml, and deploy-stacks.yml twice (cluster and grafana jobs, 649ccb4)
+    assert len(expected) == 4 and sorted(found) == sorted(expected), (found, expected)
 
     chart = managers["pyroscope"]
     assert chart["datasourceTemplate"] == "helm" and chart["registryUrlTemplate"] == "https://grafana.github.io/helm-charts"
