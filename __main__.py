@@ -102,6 +102,7 @@ if cfg.pyroscope_mode == "microservices":
             oidc_issuer_url=cluster.oidc_issuer_url,
             identity_name=f"id-pyroscope-{cfg.cluster_name}",
             create_account=not cfg.pyroscope_storage_account,
+            sku=cfg.pyroscope_storage_sku,
             tags=cfg.tag_map,
         ),
     )

@@ -101,6 +101,7 @@ class StackConfig:
     pyroscope_storage_account: str
     pyroscope_storage_account_resource_group: str
     pyroscope_blob_container: str
+    pyroscope_storage_sku: str
     private_link_service_name: str
     private_link_service_resource_group: str
     private_link_visibility: str
@@ -482,8 +483,9 @@ def _cidrs(key: str, value: object) -> None:
         if network is None or "/" not in str(item) or str(network) != str(item):
             raise ConfigError(key, f"expected address ranges in CIDR notation with no host bits, such as 10.224.0.0/16 (got {item!r})")
         if network.prefixlen == 0:
-            raise ConfigError(key, f"{item!r} admits every address, which no NetworkPolicy should; name the private link "
-                                   "service's subnet, or set pyroscopeNetworkPolicy to false")
+            raise ConfigError(key, f"{item!r} admits every address, which no NetworkPolicy should; name only the readers "
+                                   "you add (the private link service's NAT IPs are admitted already), or set "
+                                   "pyroscopeNetworkPolicy to false")
 
 
 def tolerations(items) -> list[dict]:
@@ -553,6 +555,10 @@ RULES: dict[str, Rule] = {
         r"(?=.{3,63}$)[a-z0-9](?:-?[a-z0-9])*",
         "expected a blob container name: 3-63 lowercase letters, digits and single '-', starting and ending with a "
         "letter or digit"),
+    # Storage account SKUs for blob data (azure-native storage.SkuName; learn.microsoft.com/azure/storage/common/
+    # storage-redundancy): ZRS and GZRS need a region with availability zones.
+    "pyroscopeStorageSku": _one_of("Standard_LRS", "Standard_ZRS", "Standard_GRS", "Standard_RAGRS", "Standard_GZRS",
+                                   "Standard_RAGZRS"),
     "privateLinkServiceName": _optional(_regex(
         r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?",
         "expected a private link service name: 1-80 letters, digits, '_', '.' or '-', starting with a "
@@ -661,6 +667,7 @@ def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> 
         raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
     config = StackConfig(**{name: values[name] for name in known}, secret_keys=frozenset(secret_keys))
     check_dashboard_file(config)
+    check_mode_keys(config)
     return config if (config.cluster_stack or config.grafana_stack) else check_required(config)
 
 
@@ -669,6 +676,16 @@ def hide(message: str, value: str) -> str:
     for shown in sorted({repr(value), json.dumps(value), value} - {""}, key=len, reverse=True):
         message = message.replace(shown, "[secret]")
     return message
+
+
+def check_mode_keys(config: StackConfig) -> None:
+    """Refuse a key the chosen ``pyroscopeMode`` would silently ignore: ``pyroscopeResources`` sizes the single binary's
+    pod; in microservices mode each component keeps the requests and limits of the chart's ``values-micro-services.yaml``
+    (``components.pyroscope.CHART_COMPONENTS``). ConfigError on ``pyroscopeResources``."""
+    if config.pyroscope_mode == "microservices" and config.pyroscope_resources:
+        raise ConfigError("pyroscopeResources", "applies to the single binary only; in microservices mode each component "
+                                                "takes the chart's values-micro-services.yaml requests and limits "
+                                                "(docs/sizing.md); remove it or set pyroscopeMode to single-binary")
 
 
 def check_dashboard_file(config: StackConfig) -> None:

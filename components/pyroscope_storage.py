@@ -79,6 +79,8 @@ class PyroscopeStorageArgs:
     identity_name: str
     create_account: bool = True
     tags: Optional[dict] = None
+    #: The created account's SKU (``pyroscopeStorageSku``); Standard_ZRS needs a region with availability zones.
+    sku: str = "Standard_ZRS"
 
 
 class PyroscopeStorage(pulumi.ComponentResource):
@@ -101,7 +103,7 @@ class PyroscopeStorage(pulumi.ComponentResource):
                 resource_group_name=args.resource_group,
                 location=args.location,
                 kind="StorageV2",
-                sku=storage.SkuArgs(name="Standard_ZRS"),
+                sku=storage.SkuArgs(name=args.sku),
                 allow_shared_key_access=False,
                 allow_blob_public_access=False,
                 minimum_tls_version="TLS1_2",

@@ -596,3 +596,30 @@ def test_microservices_components_are_the_charts_own(plan):
         shipped = yaml.safe_load(archive.extractfile("pyroscope/values-micro-services.yaml"))
     assert CHART_COMPONENTS == shipped["pyroscope"]["components"]
     assert CHART_MICRO_EXTRA_ARGS == shipped["pyroscope"]["extraArgs"]
+
+
+def test_microservices_refuses_single_binary_resources(plan):
+    """pyroscopeResources sizes the single binary's pod only; in microservices mode it was silently ignored (the failing
+    input of a README review): now one line naming the key, before any resource."""
+    from components.config import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        plan(pyroscopeMode="microservices", paths={"pyroscopeResources[0]": "requests.cpu=2"})
+    assert caught.value.key == "pyroscopeResources" and "\n" not in str(caught.value)
+    assert "applies to the single binary only" in str(caught.value)
+    assert plan(paths={"pyroscopeResources[0]": "requests.cpu=2"})  # single binary: taken
+
+
+@pytest.mark.parametrize("sku", ["Standard_ZRS", "Standard_LRS", "Standard_RAGZRS"])
+def test_storage_account_sku_is_configurable(plan, sku):
+    """Standard_ZRS (the FAQ's) needs a region with availability zones; pyroscopeStorageSku picks another."""
+    overrides = {"pyroscopeMode": "microservices"} | ({} if sku == "Standard_ZRS" else {"pyroscopeStorageSku": sku})
+    account = plan(**overrides).one("azure-native:storage:StorageAccount").inputs
+    assert account["sku"] == {"name": sku}
+
+
+def test_storage_account_sku_refuses_premium_or_typos(plan):
+    from components.config import ConfigError
+
+    with pytest.raises(ConfigError, match="^pyroscopeStorageSku: "):
+        plan(pyroscopeMode="microservices", pyroscopeStorageSku="Standard_ZRSS")
