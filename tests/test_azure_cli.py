@@ -141,6 +141,8 @@ def advice_commands() -> list[str]:
                 found += re.findall(r"\((az [^)]+)\)", line)
     commands = []
     for text in found:
+        # A command split over two literals of an implicit concatenation: `"... -g {rg} "` then `f"-n {name} ..."`.
+        text = re.sub(r'"\s*\n\s*[rRfFbB]{0,2}"', "", text)
         text = re.sub(r"<[^>]+>|\$\{[^}]+\}|\{[^}]*\bid\}", SAMPLE_ID, text)
         text = re.sub(r"\{[^}]+\}", "sample", text.replace('" "', " ").replace('"', ""))
         commands.append(" ".join(text.split()))
