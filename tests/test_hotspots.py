@@ -143,7 +143,8 @@ def test_enum_labels_and_extra_fields():
 def test_empty_profile():
     empty = frame(T("total", 0))
     result = hotspots.report(hotspots.parse_frame(empty))
-    assert result == {"unit": "bytes", "total": 0, "topSelf": [], "topTotal": [], "orchestrators": []}
+    assert result == {"unit": "bytes", "total": 0, "truncated": {"total": 0, "percent": 0.0, "nodes": 0},
+                      "topSelf": [], "topTotal": [], "orchestrators": []}
     nothing = {"schema": frame(T("total", 0))["schema"], "data": {"values": [[], [], [], []]}}
     assert hotspots.report(hotspots.parse_frame(nothing))["total"] == 0
     assert "No allocations" in hotspots.render(result)
@@ -198,7 +199,7 @@ def test_from_file_text_and_json(tmp_path):
     assert "EngineCore.__init__ -> EngineCore._initialize_kv_caches" in text.stdout
     assert "<interpreter trampoline>       CPython's own frames" in text.stdout
     as_json = json.loads(cli("--from-file", str(path), "--json").stdout)
-    assert set(as_json) == {"unit", "total", "topSelf", "topTotal", "orchestrators"}
+    assert set(as_json) == {"unit", "total", "truncated", "topSelf", "topTotal", "orchestrators"}
     assert set(as_json["topSelf"][0]) == {"function", "self", "total", "selfPercent", "stack"}
     assert set(as_json["topTotal"][0]) == {"function", "total", "self"}
     assert isinstance(as_json["topSelf"][0]["selfPercent"], float)
