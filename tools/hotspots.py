@@ -509,7 +509,7 @@ def diff_fill(ticks_left: int, ticks_right: int, total_left: int, total_right: i
 
     def channel(a: int, b: int) -> int:
         value = a + (b - a) * t if b != a else a
-        return int(max(0, min(255, round(value))))
+        return round(max(0.0, min(255.0, value)))
 
     return "#" + "".join(f"{channel(a, b):02x}" for a, b in zip(low, high))
 

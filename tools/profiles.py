@@ -17,7 +17,8 @@ the OTLP profile's sample type), else the only one the profile declares.
 ``pkg/og/structs/flamebearer/flamebearer.go``): ``flamebearer.names``, ``flamebearer.levels`` (one list per depth,
 4 integers per node in the "single" format: x offset delta-encoded against the previous node's end on the level,
 total, self, index into names), ``numTicks``, ``maxSelf``; ``metadata.format`` (``single``; ``double`` is a diff and
-refused) and ``metadata.units``. A node's parent is the node one level up whose span holds it, as Grafana's
+refused), ``metadata.name`` (the sample type, ``ExportToFlamebearer`` in ``pkg/model/flamegraph.go``) and
+``metadata.units``. A node's parent is the node one level up whose span holds it, as Grafana's
 Pyroscope datasource rebuilds the tree (grafana/grafana ``pkg/tsdb/grafana-pyroscope-datasource/query.go``,
 ``levelsToTree``); written as Pyroscope's ``model.NewFlameGraph`` lays it out (v1.15.0 ``pkg/model/flamegraph.go``:
 a node's callees start after its self).
@@ -218,7 +219,7 @@ def from_render(document: dict) -> Profile:
         raise FrameError("flamebearer.names and flamebearer.levels must be lists")
     unit = metadata.get("units") or "bytes"
     if not levels or not levels[0]:
-        return Profile(unit, None, [], metadata.get("name") or None)
+        return Profile(unit, None, [], f"{metadata['name']}:{unit}" if metadata.get("name") else None)
     parents: list[tuple[int, Node]] = []  # (absolute start, node) of the previous level, in x order
     root: Optional[Node] = None
     for depth, values in enumerate(levels):
@@ -255,14 +256,15 @@ def from_render(document: dict) -> Profile:
         node = pending.pop()
         order.append(node)
         pending.extend(reversed(node.children))
-    return Profile(unit, root, order, metadata.get("name") or None)
+    return Profile(unit, root, order, f"{metadata['name']}:{unit}" if metadata.get("name") else None)
 
 
 # --- writing (the examples, the round-trip tests, the benchmark) ------------------------------------------
 
 
-def to_render(profile: Profile, name: str = "process_cuda:malloc:bytes") -> dict:
-    """The profile as Pyroscope's render answer lays it out (``model.NewFlameGraph``, then ``ExportToFlamebearer``)."""
+def to_render(profile: Profile, name: str = GPU_MEMORY_SAMPLE_TYPE[0]) -> dict:
+    """The profile as Pyroscope's render answer lays it out (``model.NewFlameGraph``, then ``ExportToFlamebearer``:
+    ``metadata.name`` is the profile type's sample type, ``units`` its unit, ``sampleRate`` 100)."""
     names: list[str] = []
     index: dict[str, int] = {}
     levels: list[list[int]] = []
@@ -289,7 +291,7 @@ def to_render(profile: Profile, name: str = "process_cuda:malloc:bytes") -> dict
         max_self = max(max_self, node.self)
     return {"version": 1,
             "flamebearer": {"names": names, "levels": levels, "numTicks": profile.total, "maxSelf": max_self},
-            "metadata": {"format": "single", "spyName": "", "sampleRate": 0, "units": profile.unit, "name": name},
+            "metadata": {"format": "single", "spyName": "", "sampleRate": 100, "units": profile.unit, "name": name},
             "timeline": None, "groups": None, "heatmap": None}
 
 
