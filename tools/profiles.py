@@ -148,31 +148,29 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
             stack = tuple(sample.location_id)
             by_stack[stack] = get(stack, 0) + value
     del message
-    return _tree(by_stack, names, unit, f"{kind}:{unit}")
+    return _tree(by_stack, names, unit, f"{kind}:{unit}")  # stacks in first-seen order: callees in sample order
 
 
 def _tree(by_stack: dict, names: dict, unit: str, sample_type: str) -> Profile:
-    """The Profile of {leaf-first location-id stack: value}: nodes merged by function name from the root down."""
+    """The Profile of {leaf-first location-id stack: value}: nodes merged by function name from the root down.
+    Each stack's node is found from its callers' stack (``stack[1:]``, remembered), so a stack costs one new node
+    and a few lookups rather than a walk from the root."""
     root = Node("total", 0, 0, 0)
     child_of: dict[tuple[int, str], Node] = {}  # (id of the parent, name) -> node
-    last: tuple = ()
-    last_nodes: list[Node] = []  # the nodes of the previous stack's locations, root side first
-    for stack in sorted(by_stack, key=lambda s: s[::-1]):  # root first: consecutive stacks share their callers
-        value = by_stack[stack]
+    memo: dict[tuple, Node] = {(): root}
+    for stack, value in by_stack.items():
         if value < 0:
             raise FrameError("a sample value is negative (a diff profile? read each side and use --baseline)")
-        ordered = stack[::-1]
-        shared = 0
-        limit = min(len(ordered), len(last))
-        while shared < limit and ordered[shared] == last[shared]:
-            shared += 1
-        del last_nodes[shared:]
-        node = last_nodes[-1] if last_nodes else root
-        for location in ordered[shared:]:
+        missing = []
+        while stack not in memo:
+            missing.append(stack)
+            stack = stack[1:]
+        node = memo[stack]
+        for stack in reversed(missing):
             try:
-                frames = names[location]
+                frames = names[stack[0]]
             except KeyError:
-                raise FrameError(f"not a pprof profile: a sample points at no location {location}") from None
+                raise FrameError(f"not a pprof profile: a sample points at no location {stack[0]}") from None
             for name in frames:
                 key = (id(node), name)
                 child = child_of.get(key)
@@ -180,9 +178,9 @@ def _tree(by_stack: dict, names: dict, unit: str, sample_type: str) -> Profile:
                     child = child_of[key] = Node(name, node.level + 1, 0, 0, node)
                     node.children.append(child)
                 node = child
-            last_nodes.append(node)
-        last = ordered
+            memo[stack] = node
         node.self += value
+    del memo, child_of
     return _finish(root, unit, sample_type)
 
 
