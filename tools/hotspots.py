@@ -2,7 +2,12 @@
 
     python -m tools.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
                              [--hide-trampolines] [--json] [--svg FILE]
-    python -m tools.hotspots --from-file RESPONSE.json [...]
+    python -m tools.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
+                             [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
+
+FILE: a saved /api/ds/query response or frame, a Pyroscope render JSON, or a pprof profile (tools.profiles).
+``other`` frames (Pyroscope's fold of what the node limit cut, :data:`TRUNCATED`) are never ranked; their share is
+reported. ``--baseline`` compares two profiles (:func:`diff_report`, :func:`diff_svg`).
 
 Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``az rest`` with the Azure
 Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
