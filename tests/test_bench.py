@@ -184,3 +184,13 @@ def test_fleet_sim_prints_the_three_runs_ours_today_and_the_floor_and_each_targe
     targets = next(line for line in done.stdout.splitlines() if line.strip().startswith("targets: "))
     assert targets.count(" met") + targets.count("NOT MET") == 3, targets
     assert "ours/floor <= 1.2" in targets and targets.count("<= 1.5") == 2
+
+
+def test_hotspots_scale_runs_small():
+    """Issue 21 item 4's benchmark, on a small profile: it prints the ratios (the 200 000-node figures are in
+    docs/performance.md; no timing is asserted)."""
+    done = bench("bench.hotspots_scale", "--nodes", "2000", "--repeat", "1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("profile: 2000 nodes, ")
+    assert "ratio: time(read and report)/time(parser alone) = " in done.stdout
+    assert "peak memory/decoded size = " in done.stdout

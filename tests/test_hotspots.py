@@ -143,7 +143,8 @@ def test_enum_labels_and_extra_fields():
 def test_empty_profile():
     empty = frame(T("total", 0))
     result = hotspots.report(hotspots.parse_frame(empty))
-    assert result == {"unit": "bytes", "total": 0, "topSelf": [], "topTotal": [], "orchestrators": []}
+    assert result == {"unit": "bytes", "total": 0, "truncated": {"total": 0, "percent": 0.0, "nodes": 0},
+                      "topSelf": [], "topTotal": [], "orchestrators": []}
     nothing = {"schema": frame(T("total", 0))["schema"], "data": {"values": [[], [], [], []]}}
     assert hotspots.report(hotspots.parse_frame(nothing))["total"] == 0
     assert "No allocations" in hotspots.render(result)
@@ -198,7 +199,7 @@ def test_from_file_text_and_json(tmp_path):
     assert "EngineCore.__init__ -> EngineCore._initialize_kv_caches" in text.stdout
     assert "<interpreter trampoline>       CPython's own frames" in text.stdout
     as_json = json.loads(cli("--from-file", str(path), "--json").stdout)
-    assert set(as_json) == {"unit", "total", "topSelf", "topTotal", "orchestrators"}
+    assert set(as_json) == {"unit", "total", "truncated", "topSelf", "topTotal", "orchestrators"}
     assert set(as_json["topSelf"][0]) == {"function", "self", "total", "selfPercent", "stack"}
     assert set(as_json["topTotal"][0]) == {"function", "total", "self"}
     assert isinstance(as_json["topSelf"][0]["selfPercent"], float)
@@ -458,3 +459,276 @@ def test_readme_example_is_the_tool_output_on_the_example_file():
             continue
         assert line in output[position:], line
         position = output.index(line, position) + 1
+
+
+# --- truncated stacks: Pyroscope's 'other' nodes (issue 21) ---------------------------------------------------
+
+# Three stacks the node limit cut (16, 17 and 15 GiB, under three different callers) beside real allocators (30, 14).
+TRUNCATED_TREE = T("total", 0,
+    T("main", 0,
+      T("Engine.load", 0, T("load_weights", 30 * GB), T("other", 16 * GB)),
+      T("Engine.warm_up", 0, T("capture", 14 * GB), T("other", 17 * GB)),
+      T("other", 15 * GB)))
+
+
+def test_other_is_never_ranked_nor_merged():
+    result = result_of(TRUNCATED_TREE)
+    assert [e["function"] for e in result["topSelf"]] == ["load_weights", "capture"]
+    assert "other" not in [e["function"] for e in result["topTotal"]] + result["orchestrators"]
+    assert all("other" not in e["stack"] for e in result["topSelf"])
+    assert result["truncated"] == {"total": 48 * GB, "percent": round(100 * 48 / 92, 2), "nodes": 3}
+    assert result["topSelf"][0]["selfPercent"] == round(100 * 30 / 92, 2)  # of everything, the cut stacks included
+
+
+def test_truncated_share_and_the_hint_to_raise_the_limit(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(response(TRUNCATED_TREE)))
+    done = cli("--from-file", str(path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == ("Truncated stacks: 48.0 GiB (52.2 %) in 3 'other' nodes, what the node limit (8192) folded; "
+                        "not a function, not ranked.")
+    assert lines[2].startswith("  Raise the limit to see who allocates it: --max-nodes 32768 with --stack")
+    assert "1. load_weights  self 30.0 GiB (32.6 %)" in done.stdout and "1. other" not in done.stdout
+    small = T("total", 0, T("main", 0, T("alloc", 99), T("other", 1)))
+    assert hotspots.truncation_lines(result_of(small)["truncated"], "bytes") == [
+        "Truncated stacks: 1 B (1.0 %) in 1 'other' node, what the node limit (8192) folded; not a function, not ranked."]
+    assert hotspots.truncation_lines(result_of(VLLM)["truncated"], "bytes") == []
+
+
+def test_max_nodes_is_sent_only_when_given():
+    assert "maxNodes" not in hotspots.query_body("uid", None, None, "1h")["queries"][0]  # as Grafana: Pyroscope's default
+    body = hotspots.query_body("uid", None, None, "3h", until="2h", max_nodes=65536)
+    assert body["queries"][0]["maxNodes"] == 65536 and (body["from"], body["to"]) == ("now-3h", "now-2h")
+    assert hotspots.MAX_NODES_DEFAULT == 8192 and hotspots.MAX_NODES_MAX == 1048576
+
+
+def test_other_frames_are_grey_in_the_svg():
+    frames = drawn(hotspots.flame_svg(hotspots.parse_frame(frame(TRUNCATED_TREE))))
+    assert {f["fill"] for f in frames if f["title"].startswith("other\n")} == {hotspots.QUIET_FILL}
+
+
+# --- Pyroscope's own formats: the seed-000 frame as pprof and as render JSON --------------------------------------
+
+from tools import profiles  # noqa: E402
+
+EXAMPLE_PPROF = ROOT / "examples" / "flamegraph-profile.pb.gz"
+EXAMPLE_RENDER = ROOT / "examples" / "flamegraph-render.json"
+EXAMPLE_AFTER = ROOT / "examples" / "flamegraph-kv-halved.pb.gz"
+EXAMPLE_DIFF_SVG = ROOT / "docs" / "flamegraph-diff.svg"
+KV = "GPUModelRunner._allocate_kv_cache_tensors"
+
+
+def kv_halved(profile):
+    """The example with the KV-cache allocation halved (``--gpu-memory-utilization`` lowered): its self halves and
+    every caller's total drops by as much."""
+    for node in profile.nodes:
+        if node.label == KV and node.self:
+            cut = node.self - node.self // 2
+            node.self -= cut
+            while node is not None:
+                node.value -= cut
+                node = node.parent
+    return profile
+
+
+def test_committed_examples_are_the_frame_in_the_other_formats():
+    """examples/: the same profile as pprof and as render JSON, written with the real protobuf library; and the
+    KV-halved 'after' profile. Regenerate with the expressions below when this fails."""
+    assert gzip_payload(EXAMPLE_PPROF) == profiles.decode(profiles.to_pprof(example_profile()))
+    assert json.loads(EXAMPLE_RENDER.read_text()) == profiles.to_render(example_profile())
+    assert gzip_payload(EXAMPLE_AFTER) == profiles.decode(profiles.to_pprof(kv_halved(example_profile())))
+
+
+def gzip_payload(path):
+    return profiles.decode(path.read_bytes())
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, EXAMPLE_PPROF, EXAMPLE_RENDER], ids=["frame", "pprof", "render"])
+def test_the_same_report_from_each_format(path):
+    expected = hotspots.report(example_profile(), 5)
+    profile, kind = profiles.load(path.read_bytes())
+    assert kind == {EXAMPLE: "frame", EXAMPLE_PPROF: "pprof", EXAMPLE_RENDER: "render"}[path]
+    assert hotspots.report(profile, 5) == expected
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
+        (n.label, n.level, n.value, n.self) for n in example_profile().nodes]
+    done = cli("--from-file", str(path), "--top", "2", "--hide-trampolines")
+    assert done.returncode == 0 and done.stdout == cli("--from-file", str(EXAMPLE), "--top", "2", "--hide-trampolines").stdout
+
+
+def test_pprof_read_as_the_library_writes_it():
+    """Built here with the protobuf classes directly: shared stacks add up, inlined lines expand caller first, a
+    location without lines is its address, sample types and units as declared, the GPU-memory type by default."""
+    pb = profiles._pb2()
+    message = pb.Profile(string_table=["", "alloc_objects", "count", "malloc", "bytes", "main", "alloc", "inlined"])
+    message.sample_type.add(type=1, unit=2)
+    message.sample_type.add(type=3, unit=4)
+    message.function.add(id=1, name=5)
+    message.function.add(id=2, name=6)
+    message.function.add(id=3, name=7)
+    message.location.add(id=10).line.add(function_id=1)
+    loc = message.location.add(id=20)
+    loc.line.add(function_id=3)  # inlined into alloc: listed first
+    loc.line.add(function_id=2)
+    message.location.add(id=30, address=0x7F3A9C2D1E40)
+    message.sample.add(location_id=[20, 10], value=[1, 100])
+    message.sample.add(location_id=[20, 10], value=[2, 50])
+    message.sample.add(location_id=[30, 20, 10], value=[1, 7])
+    data = message.SerializeToString()
+    profile, _ = profiles.load(data)
+    assert profile.unit == "bytes" and profile.sample_type == "malloc:bytes"
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
+        ("total", 0, 157, 0), ("main", 1, 157, 0), ("alloc", 2, 157, 0), ("inlined", 3, 157, 150),
+        ("0x7f3a9c2d1e40", 4, 7, 7)]
+    counts, _ = profiles.load(data, "alloc_objects")
+    assert counts.unit == "count" and counts.total == 4 and counts.sample_type == "alloc_objects:count"
+    assert profiles.load(data, "alloc_objects:count")[0].total == 4
+    with pytest.raises(hotspots.FrameError, match="--sample-type inuse_space: the profile declares alloc_objects:count, malloc:bytes"):
+        profiles.load(data, "inuse_space")
+    message.sample_type[1].type = 1  # two count types, neither the GPU-memory one: the reader asks
+    message.sample_type[1].unit = 2
+    with pytest.raises(hotspots.FrameError, match="pick one of alloc_objects:count, alloc_objects:count with --sample-type"):
+        profiles.load(message.SerializeToString())
+
+
+def test_render_json_as_pyroscope_lays_it_out():
+    """Offsets delta-encoded per level, a node's callees after its self (pkg/model/flamegraph.go)."""
+    tree = T("total", 0, T("main", 2, T("a", 3), T("b", 5)))
+    document = profiles.to_render(hotspots.parse_frame(frame(tree)))
+    assert document["flamebearer"] == {"names": ["total", "main", "a", "b"], "numTicks": 10, "maxSelf": 5,
+                                       "levels": [[0, 10, 0, 0], [0, 10, 2, 1], [2, 3, 3, 2, 0, 5, 5, 3]]}
+    assert document["metadata"]["format"] == "single" and document["metadata"]["units"] == "bytes"
+    back = profiles.from_render(document)
+    assert [(n.label, n.level, n.value, n.self) for n in back.nodes] == [
+        ("total", 0, 10, 0), ("main", 1, 10, 2), ("a", 2, 3, 3), ("b", 2, 5, 5)]
+
+
+# --- before and after -------------------------------------------------------------------------------------------
+
+
+def test_halving_the_kv_cache_is_the_top_shrink():
+    result = hotspots.diff_report(example_profile(), kv_halved(example_profile()), 3)
+    top = result["shrank"][0]
+    assert top["function"] == KV
+    before = int(55.1 * GB)
+    assert top["self"]["baseline"] == pytest.approx(before, rel=1e-3)
+    assert top["self"]["change"] == -(top["self"]["baseline"] - top["self"]["baseline"] // 2)
+    assert top["total"]["change"] == top["self"]["change"] and len(result["shrank"]) == 1 and result["grew"] == []
+    assert result["total"]["change"] == top["self"]["change"]
+    assert set(top) == {"function", "self", "total"} and set(top["self"]) == {"baseline", "current", "change"}
+
+
+def test_diff_lists_growth_first_then_shrinkage():
+    before = hotspots.parse_frame(frame(T("total", 0, T("main", 0, T("a", 10), T("b", 10), T("c", 10)))))
+    after = hotspots.parse_frame(frame(T("total", 0, T("main", 0, T("a", 40), T("b", 5), T("d", 20)))))
+    result = hotspots.diff_report(before, after)
+    assert [(e["function"], e["self"]["change"]) for e in result["grew"]] == [("a", 30), ("d", 20)]
+    assert [(e["function"], e["self"]["change"]) for e in result["shrank"]] == [("c", -10), ("b", -5)]
+    assert result["total"] == {"baseline": 30, "current": 65, "change": 35}
+    text = hotspots.render_diff(result)
+    assert text.splitlines()[0] == "GPU memory allocations, before -> after: 30 B -> 65 B (+35 B)"
+    assert "   1. a  self 10 B -> 40 B (+30 B), total 10 B -> 40 B (+30 B)" in text
+    assert "   1. c  self 10 B -> 0 B (-10 B), total 10 B -> 0 B (-10 B)" in text
+
+
+def test_diff_colours_follow_grafanas_rule():
+    grey, green, red = "#948e8e", "#00aa00", "#c80000"
+    assert hotspots.diff_fill(10, 10, 100, 100) == grey  # the same share
+    assert hotspots.diff_fill(10, 20, 100, 200) == grey  # twice as much of twice the total: the same share
+    assert hotspots.diff_fill(10, 0, 100, 100) == green  # gone: -100 %
+    assert hotspots.diff_fill(10, 20, 100, 100) == red  # doubled: +100 %
+    assert hotspots.diff_fill(0, 20, 100, 100) == "#ff0000"  # new: d3 extrapolates, channels clamp
+    assert hotspots.diff_fill(10, 15, 100, 100) == "#ae4747"  # +50 %: half way from grey to red
+    assert hotspots.diff_fill(10, 5, 100, 100) == "#4a9c47"  # -50 %
+    assert hotspots.diff_fill(10, 10, 0, 100) == grey  # one side empty: neutral
+
+
+def test_diff_svg_colours_and_widths():
+    document = hotspots.diff_svg(example_profile(), kv_halved(example_profile()))
+    frames = drawn(document)
+    kv = next(f for f in frames if f["title"].startswith(KV + "\n"))
+    r, g, b = (int(kv["fill"][i:i + 2], 16) for i in (1, 3, 5))
+    assert g > r and g > b  # green: its share shrank
+    load = next(f for f in frames if f["title"].startswith("LlamaMLP.__init__\n"))
+    r, g, b = (int(load["fill"][i:i + 2], 16) for i in (1, 3, 5))
+    assert r > g  # unchanged amount, larger share of a smaller total: red, as Pyroscope shows it
+    assert frames[0]["width"] == hotspots.SVG_WIDTH - 2 * hotspots.SVG_MARGIN
+    assert "change: total -27.5 GiB, self -27.5 GiB" in kv["title"]
+
+
+def test_baseline_from_the_command_line_and_the_committed_picture(tmp_path):
+    out = tmp_path / "diff.svg"
+    done = cli("--from-file", str(EXAMPLE_AFTER), "--baseline", str(EXAMPLE), "--top", "3", "--svg", str(out))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "GPU memory allocations, before -> after: 73.6 GiB -> 46.0 GiB (-27.5 GiB)"
+    shrank = lines.index("Shrank (self, the largest shrink first):")
+    assert lines[shrank + 1].startswith(f"   1. {KV}  self 55.1 GiB -> 27.5 GiB (-27.5 GiB)")
+    assert out.read_bytes() == EXAMPLE_DIFF_SVG.read_bytes()  # docs/flamegraphs.md's command; re-run it when this fails
+    as_json = json.loads(cli("--from-file", str(EXAMPLE_AFTER), "--baseline", str(EXAMPLE_RENDER), "--json").stdout)
+    assert as_json["shrank"][0]["function"] == KV and set(as_json) == {"unit", "total", "truncated", "grew", "shrank"}
+
+
+def test_baseline_time_range_queries_twice(tmp_path):
+    outputs = run("dev").outputs
+    (tmp_path / "outputs.json").write_text(json.dumps(outputs))
+    rules = [{"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [{"json": response(VLLM)}]}]
+    done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), "--since", "1h", "--baseline",
+               "3h..2h", "--max-nodes", "65536", "--json", env=fake_az_env(tmp_path, rules))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["grew"] == [] and json.loads(done.stdout)["shrank"] == []
+    bodies = [call["body"] for call in calls_in(tmp_path)]
+    assert [(b["from"], b["to"], b["queries"][0]["maxNodes"]) for b in bodies] == [
+        ("now-1h", "now", 65536), ("now-3h", "now-2h", 65536)]
+
+
+# --- bad files: one line, exit 2 ---------------------------------------------------------------------------------
+
+
+def _pprof_with(sample_type):
+    pb = profiles._pb2()
+    message = pb.Profile(string_table=["", *sample_type, "f"])
+    message.sample_type.add(type=1, unit=2)
+    message.function.add(id=1, name=3)
+    message.location.add(id=1).line.add(function_id=1)
+    message.sample.add(location_id=[1], value=[5])
+    return message.SerializeToString()
+
+
+@pytest.mark.parametrize("content,message", [
+    (lambda: profiles.to_pprof(example_profile())[:200], "the gzip stream ends early (a truncated download?)"),
+    (lambda: b"\x1f\x8b" + b"\x00" * 40, "not a valid gzip stream"),
+    (lambda: b"\xff\xff\xff\xff garbage", "not a pprof profile (protobuf: Error parsing message"),
+    (lambda: b"\x0a\x03abc", "not a pprof profile (protobuf:"),
+    (lambda: b"", "empty file: expected a Grafana frame, a Pyroscope render JSON or a pprof profile"),
+    (lambda: profiles.gzip.compress(b""), "empty profile: no sample types and no samples"),
+    (lambda: profiles._pb2().Profile(string_table=["x"], sample_type=[{"type": 0, "unit": 0}]).SerializeToString(),
+     "string_table must start with the empty string"),
+    (lambda: json.dumps({"flamebearer": {"names": ["total"], "levels": [[0, 1, 1, 0]]},
+                         "metadata": {"format": "double"}}).encode(), "render format 'double'"),
+    (lambda: json.dumps({"flamebearer": {"names": ["total", "a"], "levels": [[0, 5, 0, 0], [3, 5, 5, 1]]},
+                         "metadata": {"format": "single"}}).encode(), "under no node of level 0"),
+])
+def test_bad_files_are_one_line(tmp_path, content, message):
+    path = tmp_path / "profile.pb.gz"
+    path.write_bytes(content())
+    done = cli("--from-file", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {path}: ")
+    assert message in done.stderr, done.stderr
+
+
+def test_mismatched_sample_types_are_one_line(tmp_path):
+    (tmp_path / "now.pb").write_bytes(_pprof_with(["malloc", "bytes"]))
+    (tmp_path / "then.pb").write_bytes(_pprof_with(["malloc", "count"]))
+    done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"), "--sample-type", "malloc")
+    assert done.returncode == 2 and done.stderr == (
+        "error: --baseline: its unit 'count' differs from the current profile's 'bytes'\n")
+    (tmp_path / "then.pb").write_bytes(_pprof_with(["free", "bytes"]))
+    done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"))
+    assert done.returncode == 2 and done.stderr == (
+        "error: --baseline: its sample type free:bytes differs from the current profile's malloc:bytes\n")
+    done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", "2h..1h")
+    assert done.returncode == 2 and done.stderr == "error: --baseline: expected a profile file (got '2h..1h': no such file)\n"
+    done = cli("--from-file", str(tmp_path / "now.pb"), "--max-nodes", "100")
+    assert done.returncode == 2 and done.stderr.startswith("error: --max-nodes: narrows the query --stack sends")

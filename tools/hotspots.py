@@ -2,7 +2,12 @@
 
     python -m tools.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
                              [--hide-trampolines] [--json] [--svg FILE]
-    python -m tools.hotspots --from-file RESPONSE.json [...]
+    python -m tools.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
+                             [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
+
+FILE: a saved /api/ds/query response or frame, a Pyroscope render JSON, or a pprof profile (tools.profiles).
+``other`` frames (Pyroscope's fold of what the node limit cut, :data:`TRUNCATED`) are never ranked; their share is
+reported. ``--baseline`` compares two profiles (:func:`diff_report`, :func:`diff_svg`).
 
 Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``az rest`` with the Azure
 Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
@@ -36,6 +41,18 @@ from tools.cli import OneLineParser, exit_code
 
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 TRAMPOLINE = "<interpreter trampoline>"
+#: Pyroscope's name for the nodes a query's node limit folds away: grafana/pyroscope v1.15.0 pkg/model/tree.go
+#: (``truncatedNodeName = "other"``; ``MarshalTruncate`` sums a node's callees whose total is under the limit's
+#: ``minValue`` into one ``other`` callee) and pkg/model/flamegraph.go (``NewFlameGraph``, the same rule for the
+#: flame graph Grafana reads). A real function named ``other`` cannot be told from it.
+TRUNCATED = "other"
+#: The node limit when none is sent: Grafana's Pyroscope datasource sends the query's ``maxNodes`` only when the
+#: panel sets one (grafana/grafana pkg/tsdb/grafana-pyroscope-datasource/query.go passes ``qm.MaxNodes``, nil
+#: by default), and Pyroscope v1.15.0 then applies ``-querier.max-flamegraph-nodes-default`` = 8<<10, allowing up to
+#: ``-querier.max-flamegraph-nodes-max`` = 1<<20 (pkg/validation/limits.go).
+MAX_NODES_DEFAULT = 8 << 10
+MAX_NODES_MAX = 1 << 20
+TRUNCATED_HINT_SHARE = 0.05  # from this share of the total in ``other`` nodes on, the report says to raise the limit
 ORCHESTRATOR_SHARE = 0.10
 TITLE = "GPU memory allocations"
 LEGEND = """Legend: self = memory the function allocated itself; total = with everything it called.
@@ -49,7 +66,7 @@ class FrameError(ValueError):
     """A response that is not a well-formed flame-graph frame (one line saying what is wrong)."""
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class Node:
     label: str
     level: int
@@ -72,6 +89,7 @@ class Profile:
     unit: str
     root: Optional[Node]
     nodes: list[Node]
+    sample_type: Optional[str] = None  # "type:unit" as a pprof profile declares it; None for a frame (its unit only)
 
     @property
     def total(self) -> int:
@@ -160,7 +178,8 @@ def parse_frame(frame: dict) -> Profile:
 
 def function_totals(profile: Profile) -> dict[str, dict]:
     """label -> {"self", "total", "nodes"}: self summed over its nodes; total summed over its nodes that
-    have no ancestor with the same label (a recursive call is inside its caller's total already)."""
+    have no ancestor with the same label (a recursive call is inside its caller's total already). Pyroscope's
+    ``other`` nodes (:data:`TRUNCATED`) are not functions and are left out: see :func:`truncated`."""
     stats: dict[str, dict] = {}
     on_path: dict[str, int] = {}
     # Depth-first without recursion (stacks run thousands of frames deep): (node, entering?)
@@ -170,15 +189,29 @@ def function_totals(profile: Profile) -> dict[str, dict]:
         if not entering:
             on_path[node.label] -= 1
             continue
-        entry = stats.setdefault(node.label, {"self": 0, "total": 0, "nodes": []})
+        if node.label == TRUNCATED:
+            continue
+        entry = stats.get(node.label)
+        if entry is None:
+            entry = stats[node.label] = {"self": 0, "total": 0, "nodes": []}
         entry["self"] += node.self
         entry["nodes"].append(node)
-        if on_path.get(node.label, 0) == 0:
+        depth = on_path.get(node.label, 0)
+        if depth == 0:
             entry["total"] += node.value
-        on_path[node.label] = on_path.get(node.label, 0) + 1
+        on_path[node.label] = depth + 1
         pending.append((node, False))
         pending.extend((child, True) for child in reversed(node.children))
     return stats
+
+
+def truncated(profile: Profile) -> dict:
+    """What the node limit folded away: the ``other`` nodes' count, their summed total and its share of the root.
+    Each is a separate cut (under a different caller), so they are counted, never merged into one function."""
+    cut = [node for node in profile.nodes if node.label == TRUNCATED and node.level > 0]
+    amount = sum(node.value for node in cut)
+    total = profile.total
+    return {"total": amount, "percent": round(100.0 * amount / total, 2) if total else 0.0, "nodes": len(cut)}
 
 
 def human(amount: int, unit: str) -> str:
@@ -197,8 +230,8 @@ def human(amount: int, unit: str) -> str:
 
 
 def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
-    """The report as the --json shape: unit, total, topSelf, topTotal, orchestrators; each list holds at most
-    ``top`` entries (the widest first)."""
+    """The report as the --json shape: unit, total, truncated (:func:`truncated`), topSelf, topTotal,
+    orchestrators; each list holds at most ``top`` entries (the widest first). ``other`` nodes are in none."""
     stats = function_totals(profile)
     total = profile.total
 
@@ -216,6 +249,7 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
     return {
         "unit": profile.unit,
         "total": total,
+        "truncated": truncated(profile),
         "topSelf": [{"function": l, "self": stats[l]["self"], "total": stats[l]["total"],
                      "selfPercent": round(100.0 * stats[l]["self"] / total, 2) if total else 0.0,
                      "stack": chain(l)} for l in by_self],
@@ -224,12 +258,27 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
     }
 
 
-def render(result: dict, title: str = TITLE) -> str:
+def truncation_lines(cut: dict, unit: str, max_nodes: Optional[int] = None) -> list[str]:
+    """The report's lines on ``other`` nodes: none without any; their share, and from TRUNCATED_HINT_SHARE on the
+    hint to raise the node limit."""
+    if not cut["nodes"]:
+        return []
+    limit = max_nodes or MAX_NODES_DEFAULT
+    lines = [f"Truncated stacks: {human(cut['total'], unit)} ({cut['percent']:.1f} %) in {cut['nodes']} '{TRUNCATED}' "
+             f"node{'s' if cut['nodes'] > 1 else ''}, what the node limit ({limit}) folded; not a function, not ranked."]
+    if cut["percent"] >= 100 * TRUNCATED_HINT_SHARE:
+        lines.append(f"  Raise the limit to see who allocates it: --max-nodes {min(4 * limit, MAX_NODES_MAX)} with --stack "
+                     "(in Grafana, the query's Max Nodes), then save or export again.")
+    return lines
+
+
+def render(result: dict, title: str = TITLE, max_nodes: Optional[int] = None) -> str:
     unit, total = result["unit"], result["total"]
     lines = [f"{title}: {human(total, unit)} in all"]
     if not total:
         lines.append("No allocations in this profile (is a GPU workload running, and the time range right?).")
         return "\n".join(lines)
+    lines += truncation_lines(result["truncated"], unit, max_nodes)
     lines += ["", "Top self allocators (start here):"]
     for i, entry in enumerate(result["topSelf"], 1):
         lines.append(f"  {i:>2}. {entry['function']}  self {human(entry['self'], unit)} ({entry['selfPercent']:.1f} %)"
@@ -242,6 +291,65 @@ def render(result: dict, title: str = TITLE) -> str:
     lines += ["", "Orchestrators (wide, zero self: the path, not the cause):"]
     lines += [f"  - {name}" for name in result["orchestrators"]] or ["  (none)"]
     lines += ["", LEGEND]
+    return "\n".join(lines)
+
+
+# --- before and after ----------------------------------------------------------------------------------
+
+
+def _signed(amount: int, unit: str) -> str:
+    return ("+" if amount > 0 else "-" if amount < 0 else "±") + human(abs(amount), unit)
+
+
+def check_comparable(baseline: Profile, current: Profile) -> None:
+    """FrameError unless the two profiles measure the same thing: the same unit, and the same sample type where
+    both declare one (pprof)."""
+    if baseline.unit != current.unit:
+        raise FrameError(f"--baseline: its unit {baseline.unit!r} differs from the current profile's {current.unit!r}")
+    if baseline.sample_type and current.sample_type and baseline.sample_type != current.sample_type:
+        raise FrameError(f"--baseline: its sample type {baseline.sample_type} differs from the current profile's "
+                         f"{current.sample_type}")
+
+
+def diff_report(baseline: Profile, current: Profile, top: int = 10) -> dict:
+    """Per function, self and total before (``baseline``) and after (``current``) and the change (after - before),
+    in absolute amounts: ``grew`` (self grew, the largest growth first), ``shrank`` (self shrank, the largest shrink
+    first), each at most ``top``; functions whose self did not change (callers) are left out. Ties: the total's
+    change, then the name. ``other`` nodes are in neither list; each side's :func:`truncated` is reported."""
+    check_comparable(baseline, current)
+    before, after = function_totals(baseline), function_totals(current)
+    zero = {"self": 0, "total": 0}
+    entries = []
+    for label in sorted(set(before) | set(after)):
+        b, a = before.get(label, zero), after.get(label, zero)
+        entries.append({"function": label,
+                        "self": {"baseline": b["self"], "current": a["self"], "change": a["self"] - b["self"]},
+                        "total": {"baseline": b["total"], "current": a["total"], "change": a["total"] - b["total"]}})
+    grew = sorted((e for e in entries if e["self"]["change"] > 0),
+                  key=lambda e: (-e["self"]["change"], -e["total"]["change"], e["function"]))[:top]
+    shrank = sorted((e for e in entries if e["self"]["change"] < 0),
+                    key=lambda e: (e["self"]["change"], e["total"]["change"], e["function"]))[:top]
+    return {"unit": current.unit,
+            "total": {"baseline": baseline.total, "current": current.total, "change": current.total - baseline.total},
+            "truncated": {"baseline": truncated(baseline), "current": truncated(current)},
+            "grew": grew, "shrank": shrank}
+
+
+def render_diff(result: dict, title: str = TITLE, max_nodes: Optional[int] = None) -> str:
+    unit, total = result["unit"], result["total"]
+    lines = [f"{title}, before -> after: {human(total['baseline'], unit)} -> {human(total['current'], unit)} "
+             f"({_signed(total['change'], unit)})"]
+    for side in ("baseline", "current"):
+        lines += [f"{side.capitalize()}: {line}" for line in truncation_lines(result["truncated"][side], unit, max_nodes)]
+    for key, heading in (("grew", "Grew (self, the largest growth first):"), ("shrank", "Shrank (self, the largest shrink first):")):
+        lines += ["", heading]
+        for i, e in enumerate(result[key], 1):
+            lines.append(f"  {i:>2}. {e['function']}  self {human(e['self']['baseline'], unit)} -> "
+                         f"{human(e['self']['current'], unit)} ({_signed(e['self']['change'], unit)}), total "
+                         f"{human(e['total']['baseline'], unit)} -> {human(e['total']['current'], unit)} "
+                         f"({_signed(e['total']['change'], unit)})")
+        if not result[key]:
+            lines.append("  (none)")
     return "\n".join(lines)
 
 
@@ -285,6 +393,31 @@ def _share(amount: int, total: int) -> str:
     return f"{100.0 * amount / total:.1f} %"
 
 
+def _layout(nodes: Sequence, total: int, graph_width: float) -> list[tuple[Any, float, float]]:
+    """(node, x, width) in nested-set order: callees left-aligned under their caller one after the other, a width
+    proportional to the node's ``value`` of ``total``; frames under MIN_FRAME_WIDTH px left out with their callees.
+    FrameError when a frame's callees add up to more than its own total."""
+    frames: list[tuple[Any, float, float]] = []
+    offsets: dict[int, int] = {}  # id(node) -> its left edge, in the profile's unit from the root's left edge
+    used: dict[int, int] = {}  # id(node) -> what its callees laid out so far take of it
+    for node in nodes:
+        if node.parent is None:
+            offset = 0
+        elif id(node.parent) not in offsets:
+            continue  # the parent was too narrow to draw
+        else:
+            offset = offsets[id(node.parent)] + used[id(node.parent)]
+            used[id(node.parent)] += node.value
+            if used[id(node.parent)] > node.parent.value:
+                raise FrameError(f"{node.parent.label!r}: its callees' totals add up to more than its own total")
+        width = graph_width * node.value / total
+        if width < MIN_FRAME_WIDTH:
+            continue
+        offsets[id(node)], used[id(node)] = offset, 0
+        frames.append((node, SVG_MARGIN + graph_width * offset / total, width))
+    return frames
+
+
 def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     """The profile as a self-contained SVG flame graph: UTF-8 bytes, the same for the same profile.
 
@@ -304,24 +437,7 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     heading = f"{title}: {human(total, unit)} in all"
     graph_width = SVG_WIDTH - 2 * SVG_MARGIN
     graph_top = 56
-    frames: list[tuple[Node, float, float]] = []  # (node, x, width) in nested-set order
-    offsets: dict[int, int] = {}  # id(node) -> its left edge, in the profile's unit from the root's left edge
-    used: dict[int, int] = {}  # id(node) -> what its callees laid out so far take of it
-    for node in profile.nodes if total else []:
-        if node.parent is None:
-            offset = 0
-        elif id(node.parent) not in offsets:
-            continue  # the parent was too narrow to draw
-        else:
-            offset = offsets[id(node.parent)] + used[id(node.parent)]
-            used[id(node.parent)] += node.value
-            if used[id(node.parent)] > node.parent.value:
-                raise FrameError(f"{node.parent.label!r}: its callees' totals add up to more than its own total")
-        width = graph_width * node.value / total
-        if width < MIN_FRAME_WIDTH:
-            continue
-        offsets[id(node)], used[id(node)] = offset, 0
-        frames.append((node, SVG_MARGIN + graph_width * offset / total, width))
+    frames = _layout(profile.nodes, total, graph_width) if total else []
     depth = max((node.level for node, _, _ in frames), default=-1) + 1
     ranked = report(profile, top)["topSelf"] if total else []
     highlighted = {entry["function"] for entry in ranked}
@@ -343,7 +459,8 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     graph = ET.SubElement(svg, "g", {"font-family": MONOSPACE, "font-size": str(FONT_SIZE)})
     for node, x, width in frames:
         top_self = node.label in highlighted and node.self > 0
-        fill = HIGHLIGHT_FILL if top_self else QUIET_FILL if node.level == 0 or node.label == TRAMPOLINE else _warm_fill(node.label)
+        fill = (HIGHLIGHT_FILL if top_self else QUIET_FILL if node.level == 0 or node.label in (TRAMPOLINE, TRUNCATED)
+                else _warm_fill(node.label))
         group = ET.SubElement(graph, "g", {"class": "frame"})
         ET.SubElement(group, "title").text = (f"{node.label}\nself {human(node.self, unit)} ({_share(node.self, total)})"
                                               f"\ntotal {human(node.value, unit)} ({_share(node.value, total)})")
@@ -357,7 +474,8 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     if ranked:
         legend = ET.SubElement(svg, "g", {"font-size": "12", "fill": "#111111"})
         ET.SubElement(legend, "text", {"x": str(SVG_MARGIN), "y": str(legend_top)}).text = (
-            f"Top {len(ranked)} self allocators, highlighted: start here. Grey: the root and CPython's trampolines.")
+            f"Top {len(ranked)} self allocators, highlighted: start here. Grey: the root and CPython's trampolines"
+            + (f"; '{TRUNCATED}': stacks the node limit cut." if any(n.label == TRUNCATED for n, _, _ in frames) else "."))
         for rank, entry in enumerate(ranked, 1):
             y = legend_top + rank * 18
             ET.SubElement(legend, "rect", {"x": str(SVG_MARGIN), "y": str(y - 11), "width": "12", "height": "12",
@@ -366,6 +484,135 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
                     f" total {human(entry['total'], unit)}")
             ET.SubElement(legend, "text", {"x": str(SVG_MARGIN + 18), "y": str(y), "font-family": MONOSPACE}).text = (
                 fit_label(line, graph_width - 18))
+    ET.indent(svg)
+    return ET.tostring(svg, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+# --- the before-and-after picture -----------------------------------------------------------------------
+
+#: Pyroscope's diff colours as Grafana's flame graph draws them (grafana/grafana
+#: packages/grafana-flamegraph/src/FlameGraph/colors.ts at 0f89bfb93c93557ace179f5729e9f09214279c3c,
+#: ``getBarColorByDiff``, default scheme): a linear scale from -100 % (shrank: green) through 0 (grey) to +100 % (grew:
+#: red) of the change in the node's *share* of its side's total.
+DIFF_COLOURS = ((0, 170, 0), (148, 142, 142), (200, 0, 0))
+
+
+def diff_fill(ticks_left: int, ticks_right: int, total_left: int, total_right: int) -> str:
+    """``getBarColorByDiff`` in Python: each side's share in percent rounded to 0.01, diff = (right - left) / left
+    * 100, through d3's ``scaleLinear().domain([-100, 0, 100])`` over DIFF_COLOURS (not clamped: d3 extrapolates,
+    the RGB channels are then clamped to 0..255 and rounded, as d3's colour output does); a side with no total at
+    all gives the neutral colour."""
+    if not total_left or not total_right:
+        r, g, b = DIFF_COLOURS[1]
+        return f"#{r:02x}{g:02x}{b:02x}"
+    left = round(10000 * ticks_left / total_left) / 100
+    right = round(10000 * ticks_right / total_right) / 100
+    diff = (right - left) / left * 100 if left else math.inf if right else math.nan
+    if math.isnan(diff):
+        diff = 0.0
+    low, high, t = (DIFF_COLOURS[0], DIFF_COLOURS[1], (diff + 100) / 100) if diff < 0 else (DIFF_COLOURS[1], DIFF_COLOURS[2], diff / 100)
+
+    def channel(a: int, b: int) -> int:
+        value = a + (b - a) * t if b != a else a
+        return round(max(0.0, min(255.0, value)))
+
+    return "#" + "".join(f"{channel(a, b):02x}" for a, b in zip(low, high))
+
+
+@dataclass(slots=True, eq=False)
+class DiffNode:
+    """A node of the merged tree: the same call path in both profiles. ``value`` (the drawn width) is the two
+    totals added, as Grafana's diff flame graph sizes a bar (left + right ticks)."""
+    label: str
+    level: int
+    parent: Optional["DiffNode"] = None
+    children: list["DiffNode"] = field(default_factory=list)
+    total: tuple = (0, 0)  # (baseline, current)
+    self: tuple = (0, 0)
+
+    @property
+    def value(self) -> int:
+        return self.total[0] + self.total[1]
+
+
+def merge(baseline: Profile, current: Profile) -> list[DiffNode]:
+    """The merged tree in nested-set order: the baseline's callees first, then the ones only the current has."""
+    root = DiffNode("total", 0)
+    by_path: dict[tuple[int, str], DiffNode] = {}
+    for side, profile in enumerate((baseline, current)):
+        where: dict[int, DiffNode] = {}
+        for node in profile.nodes:
+            if node.parent is None:
+                merged = root
+            else:
+                parent = where[id(node.parent)]
+                merged = by_path.get((id(parent), node.label))
+                if merged is None:
+                    merged = by_path[(id(parent), node.label)] = DiffNode(node.label, parent.level + 1, parent)
+                    parent.children.append(merged)
+            where[id(node)] = merged
+            total, own = list(merged.total), list(merged.self)
+            total[side] += node.value
+            own[side] += node.self
+            merged.total, merged.self = tuple(total), tuple(own)
+    order, pending = [], [root]
+    while pending:
+        node = pending.pop()
+        order.append(node)
+        pending.extend(reversed(node.children))
+    return order
+
+
+def diff_svg(baseline: Profile, current: Profile, title: str = TITLE) -> bytes:
+    """Both profiles as one SVG flame graph, as Pyroscope's diff view draws them: the merged call tree, a frame's
+    width the baseline's and the current total added, its colour :func:`diff_fill` of the change in its share
+    (red grew, green shrank, grey the same; a path only the current has is full red, one only the baseline has full
+    green). Hover: both totals and selfs and the change. Otherwise laid out as :func:`flame_svg`."""
+    check_comparable(baseline, current)
+    unit = current.unit
+    nodes = merge(baseline, current)
+    left_total, right_total = baseline.total, current.total
+    heading = (f"{title}, before -> after: {human(left_total, unit)} -> {human(right_total, unit)} "
+               f"({_signed(right_total - left_total, unit)})")
+    graph_width = SVG_WIDTH - 2 * SVG_MARGIN
+    graph_top = 56
+    everything = left_total + right_total
+    frames = _layout(nodes, everything, graph_width) if everything else []
+    depth = max((node.level for node, _, _ in frames), default=-1) + 1
+    legend_top = graph_top + depth * ROW + 24
+    height = legend_top + 3 * 18 + 6
+    svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(SVG_WIDTH), "height": str(height),
+                             "viewBox": f"0 0 {SVG_WIDTH} {height}", "font-family": SANS})
+    ET.SubElement(svg, "title").text = heading
+    ET.SubElement(svg, "style").text = (".frame rect { stroke: #ffffff; stroke-width: 1; }"
+                                        " .frame:hover rect { stroke: #111111; }"
+                                        " .frame text { pointer-events: none; }")
+    ET.SubElement(svg, "rect", {"width": "100%", "height": "100%", "fill": "#ffffff"})
+    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "24", "font-size": "17", "font-weight": "bold",
+                                "fill": "#111111"}).text = heading
+    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "44", "font-size": "12", "fill": "#555555"}).text = (
+        "Width: before + after. Colour: the change in a frame's share of its side's total, as Pyroscope's diff view.")
+    graph = ET.SubElement(svg, "g", {"font-family": MONOSPACE, "font-size": str(FONT_SIZE)})
+    for node, x, width in frames:
+        (b_total, a_total), (b_self, a_self) = node.total, node.self
+        group = ET.SubElement(graph, "g", {"class": "frame"})
+        ET.SubElement(group, "title").text = (
+            f"{node.label}\nbefore: total {human(b_total, unit)}, self {human(b_self, unit)}"
+            f"\nafter: total {human(a_total, unit)}, self {human(a_self, unit)}"
+            f"\nchange: total {_signed(a_total - b_total, unit)}, self {_signed(a_self - b_self, unit)}")
+        y = graph_top + node.level * ROW
+        ET.SubElement(group, "rect", {"x": _px(x), "y": str(y), "width": _px(width), "height": str(ROW - 1), "rx": "2",
+                                      "fill": diff_fill(b_total, a_total, left_total, right_total)})
+        label = fit_label(node.label, float(_px(width)))
+        if label:
+            ET.SubElement(group, "text", {"x": _px(x + TEXT_PAD), "y": str(y + 12), "fill": "#ffffff"}).text = label
+    legend = ET.SubElement(svg, "g", {"font-size": "12", "fill": "#111111"})
+    for row, (rgb, text) in enumerate(zip(DIFF_COLOURS, ("shrank (-100 % of its share or more: green)",
+                                                         "unchanged share", "grew (+100 % or more, or new: red)"))):
+        y = legend_top + row * 18
+        ET.SubElement(legend, "rect", {"x": str(SVG_MARGIN), "y": str(y - 11), "width": "12", "height": "12", "rx": "2",
+                                       "fill": "#" + "".join(f"{c:02x}" for c in rgb)})
+        ET.SubElement(legend, "text", {"x": str(SVG_MARGIN + 18), "y": str(y)}).text = text
     ET.indent(svg)
     return ET.tostring(svg, encoding="utf-8", xml_declaration=True) + b"\n"
 
@@ -405,12 +652,14 @@ def _regex_value(text: Optional[str]) -> str:
     return (text or ".*").replace("\\", "\\\\").replace('"', '\\"')
 
 
-def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: str) -> dict:
-    """The /api/ds/query body: the dashboard panel's target with its variables filled in."""
+def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: str, until: Optional[str] = None,
+               max_nodes: Optional[int] = None) -> dict:
+    """The /api/ds/query body: the dashboard panel's target with its variables filled in; from now-``since`` to
+    now-``until`` (or now); ``maxNodes`` only when given (as Grafana sends it only when the panel sets it)."""
     selector = f'{{k8s_namespace=~"{_regex_value(namespace)}",k8s_podName=~"{_regex_value(pod)}"}}'
-    return {
+    body = {
         "from": f"now-{since}",
-        "to": "now",
+        "to": f"now-{until}" if until else "now",
         "queries": [{
             "refId": "A",
             "datasource": {"type": "grafana-pyroscope-datasource", "uid": uid},
@@ -421,6 +670,9 @@ def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: st
             "spanSelector": [],
         }],
     }
+    if max_nodes is not None:
+        body["queries"][0]["maxNodes"] = max_nodes
+    return body
 
 
 def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
@@ -440,68 +692,121 @@ def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
         raise FrameError(outputs.mask(f"querying Grafana failed: {error.last_line}")) from None
 
 
+DURATION = re.compile(r"[1-9]\d*[smhdw]")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def _seconds(duration: str) -> int:
+    return int(duration[:-1]) * _UNITS[duration[-1]]
+
+
+def read_file(path: str, sample_type: Optional[str], flag: str = "--from-file") -> Profile:
+    """A saved profile in any of the three formats (:func:`tools.profiles.load`); FrameError names the file."""
+    from tools import profiles
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FrameError(f"{flag}: cannot read {path}: {error.strerror or error}") from None
+    try:
+        return profiles.load(data, sample_type)[0]
+    except FrameError as error:
+        raise FrameError(f"{path}: {error}") from None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m tools.hotspots", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="query the deployed stack's Grafana (outputs from `pulumi stack output`)")
-    source.add_argument("--from-file", metavar="FILE", help="read a saved /api/ds/query response (or a bare frame)")
+    source.add_argument("--from-file", metavar="FILE", help="read a saved profile: a Grafana /api/ds/query response "
+                        "(or a bare frame), a Pyroscope render JSON, or a pprof profile (.pb.gz or .pb)")
     parser.add_argument("--outputs-file", metavar="FILE", help="with --stack: outputs saved with `pulumi stack output --json`")
     parser.add_argument("--namespace", help="with --stack: a namespace, or a regex over namespaces such as 'ml-.*' "
                         "(default: all)")
     parser.add_argument("--pod", help="with --stack: a pod name, or a regex over pod names such as 'vllm-.*' (default: all)")
     parser.add_argument("--since", help="with --stack: time range back from now: 30m, 1h, 2d ... (default 1h)")
+    parser.add_argument("--max-nodes", type=int, help=f"with --stack: the query's node limit (default: Grafana's, none "
+                        f"sent, so Pyroscope's {MAX_NODES_DEFAULT}; at most {MAX_NODES_MAX}); the rest folds into '{TRUNCATED}'")
+    parser.add_argument("--sample-type", metavar="TYPE[:UNIT]", help="of a pprof profile: the sample type to read "
+                        f"(default {':'.join(('malloc', 'bytes'))}, Inspektor Gadget's GPU memory, or the only one)")
+    parser.add_argument("--baseline", metavar="FILE|FROM..TO", help="compare with a baseline: a second file (any format), "
+                        "or with --stack a second time range back from now such as 2h..1h; lists who grew and shrank")
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
     parser.add_argument("--hide-trampolines", action="store_true", help=f"fold {TRAMPOLINE} frames out of the chains and lists")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--svg", metavar="FILE", help="also write the flame graph as a self-contained SVG (the --top "
-                        "self allocators highlighted; hover a frame for self and total)")
+                        "self allocators highlighted; with --baseline, coloured by growth and shrinkage)")
     args = parser.parse_or_report(argv)
     if args is None:
         return 2
-    if args.since is not None and not re.fullmatch(r"[1-9]\d*[smhdw]", args.since):
-        print(f"error: --since: expected a duration such as 30m, 1h or 2d (got {args.since!r})", file=sys.stderr)
+
+    def bad(message: str) -> int:
+        print(f"error: {message}", file=sys.stderr)
         return 2
+
+    if args.since is not None and not DURATION.fullmatch(args.since):
+        return bad(f"--since: expected a duration such as 30m, 1h or 2d (got {args.since!r})")
     for flag, value, what in (("--namespace", args.namespace, NAMESPACE), ("--pod", args.pod, POD)):
         problem = selector_problem(value, what) if value is not None else ""
         if problem:
-            print(f"error: {flag}: {problem}", file=sys.stderr)
-            return 2
-    ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since))
-               if value is not None]
+            return bad(f"{flag}: {problem}")
+    ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since),
+                                        ("--max-nodes", args.max_nodes)) if value is not None]
     if args.from_file and ignored:
-        print(f"error: {ignored[0]}: narrows the query --stack sends to Grafana; a --from-file response is read as it "
-              "was saved (save it with that filter instead)", file=sys.stderr)
-        return 2
+        return bad(f"{ignored[0]}: narrows the query --stack sends to Grafana; a --from-file response is read as it "
+                   "was saved (save it with that filter instead)")
     if args.top < 1:
-        print(f"error: --top: expected a positive number (got {args.top})", file=sys.stderr)
-        return 2
+        return bad(f"--top: expected a positive number (got {args.top})")
+    if args.max_nodes is not None and not 1 <= args.max_nodes <= MAX_NODES_MAX:
+        return bad(f"--max-nodes: expected 1 to {MAX_NODES_MAX}, Pyroscope's -querier.max-flamegraph-nodes-max (got {args.max_nodes})")
+    if args.stack and args.sample_type:
+        return bad("--sample-type: picks among a pprof file's sample types; --stack queries the GPU-memory profile type")
+    window = re.fullmatch(r"([1-9]\d*[smhdw])\.\.([1-9]\d*[smhdw])", args.baseline or "")
+    if args.baseline is not None and not Path(args.baseline).exists():
+        if not (args.stack and window):
+            return bad(f"--baseline: expected a profile file{' or a time range such as 2h..1h' if args.stack else ''} "
+                       f"(got {args.baseline!r}: no such file)")
+        if _seconds(window.group(1)) <= _seconds(window.group(2)):
+            return bad(f"--baseline: FROM..TO counts back from now, so FROM must be further back (got {args.baseline!r})")
     try:
         if args.from_file:
-            try:
-                response = json.loads(Path(args.from_file).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as error:
-                raise FrameError(f"--from-file: cannot read {args.from_file}: {error}") from None
+            profile = read_file(args.from_file, args.sample_type)
         else:
-            response = fetch(args.stack, args.outputs_file,
-                             {"namespace": args.namespace, "pod": args.pod, "since": args.since or "1h"})
+            query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes}
+            profile = parse_frame(find_frame(fetch(args.stack, args.outputs_file, {**query, "since": args.since or "1h"})))
+        baseline = None
+        if args.baseline is not None:
+            if Path(args.baseline).exists():
+                baseline = read_file(args.baseline, args.sample_type, "--baseline")
+            else:
+                baseline = parse_frame(find_frame(fetch(args.stack, args.outputs_file, {
+                    **query, "since": window.group(1), "until": window.group(2)})))
         try:
-            profile = parse_frame(find_frame(response))
-            result = report(profile, args.top, args.hide_trampolines)
-            picture = flame_svg(profile, args.top) if args.svg else None
+            if baseline is None:
+                result = report(profile, args.top, args.hide_trampolines)
+                picture = flame_svg(profile, args.top) if args.svg else None
+            else:
+                result = diff_report(baseline, profile, args.top)
+                picture = diff_svg(baseline, profile) if args.svg else None
         except FrameError as error:  # name the file it is in
-            raise FrameError(f"{args.from_file}: {error}" if args.from_file else str(error)) from None
+            raise FrameError(f"{args.from_file}: {error}" if args.from_file and not str(error).startswith("--")
+                             else str(error)) from None
     except ValueError as error:  # FrameError, OutputsError: one line
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return bad(str(error))
     if picture is not None:
         try:
             Path(args.svg).write_bytes(picture)
         except OSError as error:
-            print(f"error: --svg: cannot write {args.svg}: {error.strerror or error}", file=sys.stderr)
-            return 2
-    print(json.dumps(result, indent=2) if args.json else render(result))
+            return bad(f"--svg: cannot write {args.svg}: {error.strerror or error}")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result, max_nodes=args.max_nodes) if baseline is None else render_diff(result, max_nodes=args.max_nodes))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(exit_code(main))
+    # Run the module as tools.hotspots, not as __main__: tools.profiles raises tools.hotspots.FrameError.
+    from tools import hotspots
+
+    sys.exit(exit_code(hotspots.main))

@@ -1,0 +1,152 @@
+"""How ``tools.hotspots`` scales with a large pprof profile (issue 21 item 4).
+
+    python -m bench.hotspots_scale [--nodes 200000] [--repeat 3]
+
+Writes a synthetic GPU-memory pprof profile (``malloc``/``bytes``, gzip) whose merged call tree has ``--nodes`` nodes
+(a random recursive tree, seed 21: each new frame calls from a random earlier one, every leaf and one in four inner
+frames allocates; 4 096 function names, unique among a caller's callees), then times, each in a fresh process and
+the best of ``--repeat``:
+
+- **parser alone**: ``gzip.decompress`` and ``Profile.FromString`` (the protobuf runtime with the vendored
+  google/pprof schema), the least any reader must do;
+- **parser + one pass**: the same and every sample's stack and value read into Python once (the floor of any
+  reader written in Python);
+- **read and report**: what ``python -m tools.hotspots --from-file FILE`` does before printing:
+  ``tools.profiles.load`` (parse, merge the stacks into the tree) and ``tools.hotspots.report``.
+
+It prints both times and their ratio, and each run's peak memory over the process's resident size before reading
+(VmHWM after resetting it, against VmRSS, from ``/proc/self/status``) divided by the profile's decoded size (the gunzipped protobuf bytes).
+No figure is asserted: tests/test_bench.py runs it small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+NAMES = 4096
+
+
+def synthetic(nodes: int, seed: int = 21) -> bytes:
+    """A gzip pprof profile whose call tree has ``nodes`` nodes (the root included)."""
+    from tools.pprof import profile_pb2
+
+    rng = random.Random(seed)
+    parent = [-1]
+    name = [0]
+    taken: list[set[int]] = [set()]
+    for i in range(1, nodes):
+        p = rng.randrange(i)
+        n = rng.randrange(1, NAMES + 1)
+        while n in taken[p]:
+            n = n % NAMES + 1
+        taken[p].add(n)
+        taken.append(set())
+        parent.append(p)
+        name.append(n)
+    message = profile_pb2.Profile()
+    message.string_table.extend(["", "malloc", "bytes", "process_cuda"] + [f"module{n % 97}.Class{n % 13}.fn_{n}" for n in range(1, NAMES + 1)])
+    message.sample_type.add(type=1, unit=2)
+    message.period_type.type, message.period_type.unit, message.period = 3, 2, 1
+    for n in range(1, NAMES + 1):
+        message.function.add(id=n, name=3 + n)
+        message.location.add(id=n).line.add(function_id=n)
+    stacks: list[list[int]] = [[]]
+    for i in range(1, nodes):
+        stacks.append([name[i], *stacks[parent[i]]])
+    for i in range(1, nodes):
+        if not taken[i] or i % 4 == 0:
+            message.sample.add(location_id=stacks[i], value=[rng.randrange(1, 1 << 30)])
+    return gzip.compress(message.SerializeToString(), compresslevel=6, mtime=0)
+
+
+def _status(field: str) -> int:
+    """A /proc/self/status memory figure (VmRSS, VmHWM) in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak() -> None:
+    """Start the peak resident size (VmHWM) afresh: Linux's /proc/PID/clear_refs, value 5 (proc(5))."""
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+
+
+def child(kind: str, path: str) -> dict:
+    """One timed run in this process: its seconds and its peak memory over the resident size before reading."""
+    import gc
+
+    from tools import hotspots, profiles
+    from tools.pprof import profile_pb2
+
+    data = Path(path).read_bytes()
+    gc.collect()
+    _reset_peak()
+    before = _status("VmRSS")
+    start = time.perf_counter()
+    if kind in ("parser", "touch"):
+        message = profile_pb2.Profile.FromString(gzip.decompress(data))
+        nodes = len(message.sample)
+        if kind == "touch":  # every sample's stack and value read once into Python, nothing more
+            for sample in message.sample:
+                tuple(sample.location_id), sample.value[0]
+    else:
+        profile, _ = profiles.load(data)
+        hotspots.report(profile)
+        nodes = len(profile.nodes)
+    seconds = time.perf_counter() - start
+    peak = _status("VmHWM")
+    return {"seconds": seconds, "peak": max(0, peak - before), "count": nodes}
+
+
+def run(kind: str, path: str, repeat: int) -> dict:
+    best = None
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-m", "bench.hotspots_scale", "--child", kind, path],
+                              capture_output=True, text=True, check=True)
+        result = json.loads(done.stdout)
+        if best is None or result["seconds"] < best["seconds"]:
+            best = result
+    return best
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.hotspots_scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "FILE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return 0
+    data = synthetic(args.nodes)
+    decoded = len(gzip.decompress(data))
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "profile.pb.gz")
+        Path(path).write_bytes(data)
+        parser_only = run("parser", path, args.repeat)
+        touch = run("touch", path, args.repeat)
+        full = run("full", path, args.repeat)
+    print(f"profile: {full['count']} nodes, {parser_only['count']} samples, {len(data) / 1e6:.1f} MB gzip, "
+          f"{decoded / 1e6:.1f} MB decoded")
+    print(f"parser alone (gunzip + protobuf): {parser_only['seconds']:.3f} s, peak +{parser_only['peak'] / 1e6:.1f} MB")
+    print(f"parser + one Python pass over the samples: {touch['seconds']:.3f} s, peak +{touch['peak'] / 1e6:.1f} MB")
+    print(f"read and report (tools.profiles.load + report): {full['seconds']:.3f} s, peak +{full['peak'] / 1e6:.1f} MB")
+    print(f"ratio: time(read and report)/time(parser alone) = {full['seconds'] / parser_only['seconds']:.2f} "
+          f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); peak memory/decoded size = {full['peak'] / decoded:.2f} (parser alone: {parser_only['peak'] / decoded:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
