@@ -576,19 +576,32 @@ no_plaintext_secrets = ResourceValidationPolicy(
 OBJECT_BACKENDS = ("azure", "s3", "gcs", "swift", "cos")
 
 
-def _storage_backend(single: Mapping) -> str:
-    """The storage backend Pyroscope runs with: ``-storage.backend`` from ``extraArgs`` beats the config file's
-    ``storage.backend`` (grafana/pyroscope v1.15.0 ``pkg/cfg/dynamic.go`` ``DynamicUnmarshal`` loads the flags last, "this
-    will supersede anything set from config file"; ``pkg/cfg/cfg_test.go`` ``TestParse``; chart 1.15.0 turns ``extraArgs``
-    into ``-key=value`` args); the default is ``filesystem`` (``pkg/objstore/client/config.go``)."""
-    flags = single.get("extraArgs") if isinstance(single.get("extraArgs"), Mapping) else {}
+def _merged(base: Any, over: Any) -> Any:
+    """``over`` deep-merged over ``base``, as sprig's ``mustMergeOverwrite`` merges a component's values over
+    ``pyroscope``'s in chart 1.15.0 (``templates/deployments-statefulsets.yaml``)."""
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        return {**base, **{k: _merged(base.get(k), v) for k, v in over.items()}}
+    return over if over is not None else base
+
+
+def _storage_backend(single: Mapping, component: Optional[Mapping] = None) -> str:
+    """The storage backend a pod runs with: ``-storage.backend`` from its ``extraArgs`` (the component's merged over the
+    global ones, chart 1.15.0 ``deployments-statefulsets.yaml``) beats the config file's ``storage.backend``
+    (grafana/pyroscope v1.15.0 ``pkg/cfg/dynamic.go`` ``DynamicUnmarshal`` loads the flags last, "this will supersede
+    anything set from config file"; ``pkg/cfg/cfg_test.go`` ``TestParse``); the config file is the global
+    ``structuredConfig`` only (``templates/configmap.yaml``); the default is ``filesystem``
+    (``pkg/objstore/client/config.go``)."""
+    flags = _merged(single.get("extraArgs"), (component or {}).get("extraArgs"))
+    flags = flags if isinstance(flags, Mapping) else {}
     config = (single.get("structuredConfig") or {}).get("storage") if isinstance(single.get("structuredConfig"), Mapping) else None
     from_config = config.get("backend") if isinstance(config, Mapping) else None
     return str(flags.get("storage.backend") or from_config or "filesystem")
 
 
 def _volume_enabled(persistence: Any) -> bool:
-    return isinstance(persistence, Mapping) and (persistence.get("enabled") is True or bool(persistence.get("existingClaim")))
+    """Chart 1.15.0 mounts ``data`` as an emptyDir whenever ``persistence.enabled`` is not true, whatever
+    ``existingClaim`` says (``deployments-statefulsets.yaml`` tests ``not $persistence.enabled`` first)."""
+    return isinstance(persistence, Mapping) and persistence.get("enabled") is True
 
 
 def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
@@ -611,13 +624,13 @@ def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
         if _volume_enabled(single.get("persistence")):
             return None
         return "keeps profiles in an emptyDir (pyroscope.persistence.enabled is not true), so every pod restart loses them"
-    backend = _storage_backend(single)
-    if backend not in OBJECT_BACKENDS:
-        return (f"runs the microservices with storage backend {backend!r}, each pod's own disk, so the profiles are "
-                "neither shared nor kept")
+    for name, component in sorted(components.items()):
+        backend = _storage_backend(single, component if isinstance(component, Mapping) else None)
+        if backend not in OBJECT_BACKENDS:
+            return (f"runs the microservices' {name} with storage backend {backend!r}, its pod's own disk, so the "
+                    "profiles are neither shared nor kept")
     ingester = components.get("ingester") if isinstance(components.get("ingester"), Mapping) else {}
-    persistence = ingester["persistence"] if isinstance(ingester.get("persistence"), Mapping) else single.get("persistence")
-    if not _volume_enabled(persistence):
+    if not _volume_enabled(_merged(single.get("persistence"), ingester.get("persistence"))):
         return ("keeps the ingesters' head blocks (up to an hour of profiles before a block reaches the bucket) in an "
                 "emptyDir (persistence.enabled is not true for the ingester), so an ingester restart loses them")
     return None

@@ -11,8 +11,11 @@
 # Pyroscope") from the lookup that follows this step. A changed count or subnet makes the cloud provider rebuild every
 # IP configuration, dynamic ones with new addresses, after the Service's update and in its own time
 # (kubernetes-sigs/cloud-provider-azure pkg/provider/azure_privatelinkservice.go reconcilePLSIpConfigs at 7b31c76c). So
-# the PLS is ready only with IP_CONFIGURATION_COUNT configurations, each with its privateIPAddress, and, with
-# PLS_SUBNET, each in that subnet; the two are in this step's environment, so a change of either runs it again.
+# the PLS is ready only with IP_CONFIGURATION_COUNT configurations, each with its privateIPAddress, and each in the
+# subnet the cloud provider uses: PLS_SUBNET, else (getPLSSubnetName falls back to the cloud config's subnet, the one the
+# internal load balancer's frontend is in) the subnet of the PLS's load balancer frontend (az network lb frontend-ip
+# show, GET .../loadBalancers/{lb}/frontendIPConfigurations/{name}). The two are in this step's environment, so a
+# change of either runs it again.
 # Mirrors: GET .../Microsoft.Network/privateLinkServices/{name} (az network private-link-service show).
 #
 # Whose PLS: a name can be taken in a resource group several clusters share (privateLinkServiceResourceGroup). The AKS
@@ -28,13 +31,27 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_env PLS_RESOURCE_GROUP PLS_NAME TIMEOUT_SECONDS LOAD_BALANCER_SCOPE OWNER_SERVICE IP_CONFIGURATION_COUNT
 
 # Whether the IP configurations are as the Service's annotations ask (the header): count, addresses, subnet.
+frontend_subnet=""
 as_annotated() {
-  [ "$configs" = "$IP_CONFIGURATION_COUNT" ] && [ "$addressed" = "$IP_CONFIGURATION_COUNT" ] || return 1
-  [ -n "${PLS_SUBNET:-}" ] || return 0
   local id
+  if [ -z "${PLS_SUBNET:-}" ] && [ -z "$frontend_subnet" ]; then  # looked up once: the frontend stays
+    # /subscriptions/<s>/resourceGroups/<g>/providers/Microsoft.Network/loadBalancers/<lb>/frontendIPConfigurations/<n>:
+    # the command takes no --ids for a frontend (the real azure-cli parser asks for --lb-name, -g and -n).
+    local parts
+    IFS=/ read -r -a parts <<<"$frontend"
+    frontend_subnet=$(az network lb frontend-ip show --subscription "${parts[2]}" -g "${parts[4]}" --lb-name "${parts[8]}" \
+        -n "${parts[10]}" --query "subnet.id" --output tsv 2>"$ERRFILE") \
+      || die "az network lb frontend-ip show failed for ${frontend}: $(last_error "$ERRFILE")"
+    [ -n "$frontend_subnet" ] || die "load balancer frontend ${frontend} has no subnet; is the Service's load balancer internal?"
+  fi
+  [ "$configs" = "$IP_CONFIGURATION_COUNT" ] && [ "$addressed" = "$IP_CONFIGURATION_COUNT" ] || return 1
   shopt -s nocasematch
   for id in $subnets; do
-    [[ "$id" == */subnets/"$PLS_SUBNET" ]] || { shopt -u nocasematch; return 1; }
+    if [ -n "${PLS_SUBNET:-}" ]; then
+      [[ "$id" == */subnets/"$PLS_SUBNET" ]] || { shopt -u nocasematch; return 1; }
+    else
+      [[ "$id" == "$frontend_subnet" ]] || { shopt -u nocasematch; return 1; }
+    fi
   done
   shopt -u nocasematch
 }
@@ -59,7 +76,7 @@ while :; do
         printf '%s\n' "$pls_id"
         exit 0
       fi
-      found_state="with ${addressed} of ${configs} NAT IP configurations addressed (${IP_CONFIGURATION_COUNT} wanted${PLS_SUBNET:+, in subnet ${PLS_SUBNET}})"
+      found_state="with ${addressed} of ${configs} NAT IP configurations addressed (${IP_CONFIGURATION_COUNT} wanted, in subnet ${PLS_SUBNET:-${frontend_subnet##*/}})"
       log "found, but its NAT IP configurations are not yet as the Service's annotations ask: ${found_state}; waiting"
     else
       [ "$state" != "Failed" ] || die "private link service ${PLS_NAME} exists but its provisioningState is Failed; see its activity log (az monitor activity-log list --resource-id ${pls_id}) and the Service's events (kubectl -n gadget get events)"

@@ -704,11 +704,26 @@ def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Op
 # --- dispatch ------------------------------------------------------------------------------------------------------
 
 
+def _frontend_show(argv: list[str], world: dict) -> dict:
+    """``az network lb frontend-ip show --subscription S -g G --lb-name LB -n NAME``: a frontend of the cluster's internal load balancer, in the
+    node subnet ``snet-aks`` (the cloud config's subnet, where :func:`reconcile_ip_configurations` puts the NAT IPs
+    without an ``azure-pls-ip-configuration-subnet``)."""
+    frontend = (f"/subscriptions/{_option(argv, '--subscription')}/resourceGroups/{_option(argv, '-g')}/providers/"
+                f"Microsoft.Network/loadBalancers/{_option(argv, '--lb-name')}/frontendIPConfigurations/{_option(argv, '-n')}")
+    if not any(p["frontend"].lower() == frontend.lower() for p in world["pls"].values()):
+        return _arm_not_found("Microsoft.Network/loadBalancers/frontendIPConfigurations/" + frontend.rsplit("/", 1)[-1])
+    return {"json": {"id": frontend, "name": frontend.rsplit("/", 1)[-1], "privateIPAllocationMethod": "Dynamic",
+                     "subnet": {"id": frontend.split("/resourceGroups/")[0] + "/resourceGroups/rg-aks-gpu-dev/providers/"
+                                      "Microsoft.Network/virtualNetworks/vnet-aks/subnets/snet-aks"}}}
+
+
 def answer(argv: list[str], world: dict) -> dict:
     """The response to one az command line (same shape as a rule response of tests/fake_az.py); mutates
     ``world``. A command line this world does not know exits 2, so an unexpected call fails the test."""
     if argv[:3] == ["network", "private-link-service", "show"]:
         return _pls_show(argv, world)
+    if argv[:4] == ["network", "lb", "frontend-ip", "show"]:
+        return _frontend_show(argv, world)
     if argv[:4] == ["network", "private-link-service", "connection", "update"]:
         return _connection_update(argv, world)
     if argv[:3] == ["role", "assignment", "create"]:

@@ -198,7 +198,7 @@ SCENARIOS = [
                                              pls(ip_configurations=[ip_configuration("10.224.0.11"),
                                                                     ip_configuration("10.224.0.12", index=1)])]}],
              stdout=PLS_ID + "\n", calls={0: 3},
-             stderr_has=["not yet as the Service's annotations ask: with 1 of 1 NAT IP configurations addressed (2 wanted)",
+             stderr_has=["not yet as the Service's annotations ask: with 1 of 1 NAT IP configurations addressed (2 wanted, in subnet snet-aks)",
                          "with 0 of 2 NAT IP configurations addressed", "2 NAT IP configuration(s)"]),
     # privateLinkSubnet set on a deployed stack: the configurations move to the new subnet; the old ones do not count.
     Scenario("pls-waits-for-its-nat-ips-in-the-annotated-subnet", "wait_private_link_service.sh",
@@ -210,7 +210,7 @@ SCENARIOS = [
               "POLL_MAX_SECONDS": "1"},
              [{"match": SHOW, "responses": [pls()]}], exit=1, max_seconds=20,
              stderr_has=["error: private link service pyroscope-pls exists but stayed with 1 of 1 NAT IP configurations "
-                         "addressed (2 wanted) for 4s"]),
+                         "addressed (2 wanted, in subnet snet-aks) for 4s"]),
     Scenario("pls-missing-env", "wait_private_link_service.sh", {k: v for k, v in WAIT_ENV.items() if k != "PLS_NAME"},
              [], exit=1, stderr_has=["error: environment variable PLS_NAME is required"]),
     # Two clusters, one PLS resource group: the name is taken by the other cluster's PLS (its frontend is on a load
@@ -914,10 +914,21 @@ def grafana_server_rules(version: str, plugins: tuple = ()) -> list:
              "responses": [fake_world._plugins("type=datasource", g)]}]
 
 
+def load_balancer_rules() -> list:
+    """The internal load balancer's frontend as ``az network lb frontend-ip show`` prints it (properties
+    flattened): in the node subnet ``snet-aks``, where :func:`ip_configuration` puts the NAT IPs by default."""
+    subnet = f"/subscriptions/{SUB}/resourceGroups/rg-aks-gpu-dev/providers/Microsoft.Network/virtualNetworks/vnet-aks/subnets/snet-aks"
+    return [{"match": ["network", "lb", "frontend-ip", "show"],
+             "responses": [{"json": {"id": FRONTEND, "name": FRONTEND.rsplit("/", 1)[-1], "privateIPAddress": "10.224.0.40",
+                                     "privateIPAllocationMethod": "Dynamic", "subnet": {"id": subnet}}}]}]
+
+
 def run(scenario: Scenario, workdir: Path) -> Result:
     """Run ``scripts/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does); the Grafana
     steps also get :func:`grafana_server_rules` after the scenario's own rules."""
     rules = scenario.rules
+    if scenario.script == "wait_private_link_service.sh":
+        rules = rules + load_balancer_rules()
     if scenario.script.startswith("grafana_"):
         rules = rules + grafana_server_rules(scenario.grafana_version, scenario.grafana_plugins)
     env = {**fake_az_env(workdir, rules), **scenario.env}

@@ -161,9 +161,11 @@ def persistent_release(persistence):
 def test_pyroscope_persistent_in_production():
     policy = rules.pyroscope_persistent_in_production
     assert policy.enforcement_level.value == "mandatory"
-    for props in (persistent_release({"enabled": True, "size": "64Gi"}), persistent_release({"existingClaim": "pv"})):
+    for props in (persistent_release({"enabled": True, "size": "64Gi"}),
+                  persistent_release({"enabled": True, "existingClaim": "pv"})):
         assert check(policy, rules.RELEASE, props, production=True) == []
-    for props in (release(), persistent_release({"enabled": False})):
+    # existingClaim alone is an emptyDir: the chart tests `not $persistence.enabled` first (a review's failing input).
+    for props in (release(), persistent_release({"enabled": False}), persistent_release({"existingClaim": "pv"})):
         assert check(policy, rules.RELEASE, props, production=False) == []
         assert check(policy, rules.RELEASE, props, production=True, stack="prod-eu") == [
             "production stack 'prod-eu': Pyroscope release keeps profiles in an emptyDir (pyroscope.persistence.enabled is "

@@ -156,6 +156,10 @@ AZ_COMMANDS = {
         ("Microsoft.Network/privateLinkServices/read",),
         "GET .../privateLinkServices/{name} (scripts/wait_private_link_service.sh, "
         "scripts/approve_private_endpoint_connection.sh); " + SOURCES["Microsoft.Network"]),
+    ("network", "lb", "frontend-ip", "show"): Need(
+        ("Microsoft.Network/loadBalancers/read",),
+        "GET .../loadBalancers/{lb}/frontendIPConfigurations/{name}: the subnet the PLS's NAT IPs belong in without "
+        "privateLinkSubnet (scripts/wait_private_link_service.sh); " + SOURCES["Microsoft.Network"]),
     ("network", "private-link-service", "connection", "update"): Need(
         ("Microsoft.Network/privateLinkServices/privateEndpointConnections/read",
          "Microsoft.Network/privateLinkServices/privateEndpointConnections/write"),
