@@ -418,6 +418,22 @@ def _layout(nodes: Sequence, total: int, graph_width: float) -> list[tuple[Any, 
     return frames
 
 
+def _svg_page(height: int, heading: str, subtitle: str) -> ET.Element:
+    """A white SVG page of :data:`SVG_WIDTH` x ``height`` with ``heading`` (also its title) and ``subtitle``; frames get
+    a line between boxes and a darker one on hover."""
+    svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(SVG_WIDTH), "height": str(height),
+                             "viewBox": f"0 0 {SVG_WIDTH} {height}", "font-family": SANS})
+    ET.SubElement(svg, "title").text = heading
+    ET.SubElement(svg, "style").text = (".frame rect { stroke: #ffffff; stroke-width: 1; }"  # a line between boxes
+                                        " .frame:hover rect { stroke: #111111; }"
+                                        " .frame text { pointer-events: none; }")
+    ET.SubElement(svg, "rect", {"width": "100%", "height": "100%", "fill": "#ffffff"})
+    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "24", "font-size": "17", "font-weight": "bold",
+                                "fill": "#111111"}).text = heading
+    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "44", "font-size": "12", "fill": "#555555"}).text = subtitle
+    return svg
+
+
 def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     """The profile as a self-contained SVG flame graph: UTF-8 bytes, the same for the same profile.
 
@@ -444,18 +460,9 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     legend_top = graph_top + depth * ROW + 24
     height = legend_top + (len(ranked) + 1) * 18 + 6 if ranked else graph_top + depth * ROW + 10
 
-    svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(SVG_WIDTH), "height": str(height),
-                             "viewBox": f"0 0 {SVG_WIDTH} {height}", "font-family": SANS})
-    ET.SubElement(svg, "title").text = heading
-    ET.SubElement(svg, "style").text = (".frame rect { stroke: #ffffff; stroke-width: 1; }"  # a line between boxes
-                                        " .frame:hover rect { stroke: #111111; }"
-                                        " .frame text { pointer-events: none; }")
-    ET.SubElement(svg, "rect", {"width": "100%", "height": "100%", "fill": "#ffffff"})
-    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "24", "font-size": "17", "font-weight": "bold",
-                                "fill": "#111111"}).text = heading
-    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "44", "font-size": "12", "fill": "#555555"}).text = (
+    svg = _svg_page(height, heading, (
         "Callers above callees; a frame's width is its total (self + callees). Hover a frame for its self and total."
-        if frames else "No allocations in this profile (is a GPU workload running, and the time range right?).")
+        if frames else "No allocations in this profile (is a GPU workload running, and the time range right?)."))
     graph = ET.SubElement(svg, "g", {"font-family": MONOSPACE, "font-size": str(FONT_SIZE)})
     for node, x, width in frames:
         top_self = node.label in highlighted and node.self > 0
@@ -581,17 +588,8 @@ def diff_svg(baseline: Profile, current: Profile, title: str = TITLE) -> bytes:
     depth = max((node.level for node, _, _ in frames), default=-1) + 1
     legend_top = graph_top + depth * ROW + 24
     height = legend_top + 3 * 18 + 6
-    svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(SVG_WIDTH), "height": str(height),
-                             "viewBox": f"0 0 {SVG_WIDTH} {height}", "font-family": SANS})
-    ET.SubElement(svg, "title").text = heading
-    ET.SubElement(svg, "style").text = (".frame rect { stroke: #ffffff; stroke-width: 1; }"
-                                        " .frame:hover rect { stroke: #111111; }"
-                                        " .frame text { pointer-events: none; }")
-    ET.SubElement(svg, "rect", {"width": "100%", "height": "100%", "fill": "#ffffff"})
-    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "24", "font-size": "17", "font-weight": "bold",
-                                "fill": "#111111"}).text = heading
-    ET.SubElement(svg, "text", {"x": str(SVG_MARGIN), "y": "44", "font-size": "12", "fill": "#555555"}).text = (
-        "Width: before + after. Colour: the change in a frame's share of its side's total, as Pyroscope's diff view.")
+    svg = _svg_page(height, heading,
+                    "Width: before + after. Colour: the change in a frame's share of its side's total, as Pyroscope's diff view.")
     graph = ET.SubElement(svg, "g", {"font-family": MONOSPACE, "font-size": str(FONT_SIZE)})
     for node, x, width in frames:
         (b_total, a_total), (b_self, a_self) = node.total, node.self
