@@ -184,14 +184,21 @@ def _tree(by_stack: dict, names: dict, unit: str, sample_type: str) -> Profile:
     return _finish(root, unit, sample_type)
 
 
-def _finish(root: Node, unit: str, sample_type: Optional[str]) -> Profile:
-    """Totals summed up from the leaves, the nodes listed in nested-set order (depth first, callees in order)."""
+def nested_set_order(root: Node) -> list[Node]:
+    """``root`` and its descendants depth first, each node's children right after it in their order (nested-set
+    order, the order of Grafana's flame-graph frame)."""
     order: list[Node] = []
     pending = [root]
     while pending:
         node = pending.pop()
         order.append(node)
         pending.extend(reversed(node.children))
+    return order
+
+
+def _finish(root: Node, unit: str, sample_type: Optional[str]) -> Profile:
+    """Totals summed up from the leaves, the nodes listed in nested-set order (depth first, callees in order)."""
+    order = nested_set_order(root)
     for node in reversed(order):  # callees before callers
         node.value += node.self
         if node.parent is not None:
@@ -248,13 +255,7 @@ def from_render(document: dict) -> Profile:
                 parent.children.append(node)
             current.append((start, node))
         parents = current
-    order: list[Node] = []
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        order.append(node)
-        pending.extend(reversed(node.children))
-    return Profile(unit, root, order, f"{metadata['name']}:{unit}" if metadata.get("name") else None)
+    return Profile(unit, root, nested_set_order(root), f"{metadata['name']}:{unit}" if metadata.get("name") else None)
 
 
 # --- writing (the examples, the round-trip tests, the benchmark) ------------------------------------------
