@@ -213,16 +213,39 @@ def test_bad_input_is_one_line(tmp_path):
     assert cli("--from-file", str(path), "--since", "yesterday").stderr.startswith("error: --since:")
 
 
-def test_query_sent_through_az_rest(tmp_path):
+#: Grafana's answer to GET /api/datasources/uid/{uid}/resources/profileTypes: [{"id", "label"}], the label
+#: "name - sample type" (grafana/grafana pkg/tsdb/grafana-pyroscope-datasource/pyroscopeClient.go ProfileType).
+CPU_TYPE = {"id": "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "label": "process_cpu - cpu"}
+DASHBOARD_TYPE = {"id": "process_cpu:malloc:bytes::", "label": "process_cpu - malloc"}
+GADGET_054_TYPE = {"id": "process_cpu:malloc:bytes:process_cuda:bytes", "label": "process_cpu - malloc"}
+
+
+def stack_rules(types=(DASHBOARD_TYPE,), tree=None):
+    return [{"match": ["rest", "--method", "get", "/resources/profileTypes?start="], "responses": [{"json": list(types)}]},
+            {"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [{"json": response(tree or VLLM)}]}]
+
+
+def stack_cli(tmp_path, *args, types=(DASHBOARD_TYPE,)):
     outputs = run("dev").outputs
     (tmp_path / "outputs.json").write_text(json.dumps(outputs))
-    rules = [{"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [{"json": response(VLLM)}]}]
-    env = fake_az_env(tmp_path, rules)
-    done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), "--namespace", "ml-inference",
-               "--pod", "vllm-.*", "--since", "30m", "--json", env=env)
+    done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *args,
+               env=fake_az_env(tmp_path, stack_rules(types)))
+    return done, outputs
+
+
+def test_query_sent_through_az_rest(tmp_path):
+    done, outputs = stack_cli(tmp_path, "--namespace", "ml-inference", "--pod", "vllm-.*", "--since", "30m", "--json",
+                              types=(CPU_TYPE, DASHBOARD_TYPE))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["topSelf"][0]["function"] == "GPUModelRunner._allocate_kv_cache_tensors"
-    (call,) = calls_in(tmp_path)
+    assert json.loads(done.stdout)["profileType"] == "process_cpu:malloc:bytes::"
+    types, call = calls_in(tmp_path)
+    # First the profile types Pyroscope holds over the query's range (start and end in milliseconds) ...
+    url = types["argv"][types["argv"].index("--url") + 1]
+    assert url.startswith(f"{outputs['grafanaEndpoint']}/api/datasources/uid/local-pyroscope/resources/profileTypes?start=")
+    start, end = (int(part.split("=")[1]) for part in url.split("?")[1].split("&"))
+    assert end - start == 30 * 60 * 1000
+    # ... then the dashboard panel's query.
     argv = call["argv"]
     assert argv[argv.index("--url") + 1] == f"{outputs['grafanaEndpoint']}/api/ds/query"
     assert argv[argv.index("--resource") + 1] == "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
@@ -232,6 +255,64 @@ def test_query_sent_through_az_rest(tmp_path):
                      "queryType": "profile", "profileTypeId": "process_cpu:malloc:bytes::",
                      "labelSelector": '{k8s_namespace=~"ml-inference",k8s_podName=~"vllm-.*"}',
                      "groupBy": [], "spanSelector": []}]}
+
+
+def test_gadget_054_profile_type_is_found_and_the_dashboard_mismatch_said(tmp_path):
+    """Inspektor Gadget v0.54.0 on sends the period type process_cuda, so Pyroscope v1.15.0 stores the GPU memory as
+    process_cpu:malloc:bytes:process_cuda:bytes; the dashboard's process_cpu:malloc:bytes:: would answer nothing."""
+    done, _ = stack_cli(tmp_path, types=(CPU_TYPE, GADGET_054_TYPE))
+    assert done.returncode == 0, done.stderr
+    assert calls_in(tmp_path)[1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:malloc:bytes:process_cuda:bytes"
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("Profile type process_cpu:malloc:bytes:process_cuda:bytes: Pyroscope holds the GPU memory")
+    assert "asks for process_cpu:malloc:bytes::" in first
+
+
+def test_no_gpu_memory_profile_is_one_line(tmp_path):
+    done, _ = stack_cli(tmp_path, "--since", "2h", types=(CPU_TYPE,))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith("error: Pyroscope holds no malloc:bytes profile in this time range (it holds: "
+                                  "process_cpu:cpu:nanoseconds:cpu:nanoseconds); is a GPU workload running")
+    assert len(calls_in(tmp_path)) == 1  # no flame-graph query
+
+
+def test_several_candidates_need_profile_type_and_it_skips_the_lookup(tmp_path):
+    other = {"id": "process_cuda:malloc:bytes:process_cuda:bytes", "label": "process_cuda - malloc"}
+    done, _ = stack_cli(tmp_path, types=(GADGET_054_TYPE, other))
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("error: several malloc:bytes profile types (process_cpu:malloc:bytes:process_cuda:bytes, "
+                                   "process_cuda:malloc:bytes:process_cuda:bytes): pick one with --profile-type")
+    given = tmp_path / "given"
+    given.mkdir()
+    done, _ = stack_cli(given, "--profile-type", "process_cuda:malloc:bytes:process_cuda:bytes", "--json", types=())
+    assert done.returncode == 0, done.stderr
+    (call,) = calls_in(given)
+    assert call["body"]["queries"][0]["profileTypeId"] == "process_cuda:malloc:bytes:process_cuda:bytes"
+
+
+def test_dashboard_type_wins_when_both_are_held_and_sample_type_picks_another():
+    held = ["process_cpu:malloc:bytes:process_cuda:bytes", "process_cpu:malloc:bytes::",
+            "memory:alloc_space:bytes:space:bytes", "not-an-id"]
+    assert hotspots.pick_profile_type(held) == "process_cpu:malloc:bytes::"
+    assert hotspots.pick_profile_type(held, "alloc_space") == "memory:alloc_space:bytes:space:bytes"
+    assert hotspots.pick_profile_type(held, "alloc_space:bytes") == "memory:alloc_space:bytes:space:bytes"
+    with pytest.raises(hotspots.FrameError, match="no alloc_space:count profile"):
+        hotspots.pick_profile_type(held, "alloc_space:count")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--profile-type", "process_cpu:malloc"], "--profile-type: expected a Pyroscope profile type ID"),
+    (["--profile-type", "process_cpu:malloc:bytes::", "--sample-type", "malloc"], "--sample-type: --profile-type already"),
+])
+def test_bad_profile_type_is_one_line(tmp_path, args, message):
+    done, _ = stack_cli(tmp_path, *args)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {message}") and len(done.stderr.splitlines()) == 1
+    assert not calls_in(tmp_path)
+
+
+def test_profile_type_is_for_stack_only(tmp_path):
+    done = cli("--from-file", str(ROOT / "examples" / "flamegraph-frame.json"), "--profile-type", "process_cpu:malloc:bytes::")
+    assert done.returncode == 2 and done.stderr.startswith("error: --profile-type: narrows the query --stack sends")
 
 
 def test_query_matches_the_dashboard_panel():
@@ -670,16 +751,15 @@ def test_baseline_from_the_command_line_and_the_committed_picture(tmp_path):
 
 
 def test_baseline_time_range_queries_twice(tmp_path):
-    outputs = run("dev").outputs
-    (tmp_path / "outputs.json").write_text(json.dumps(outputs))
-    rules = [{"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [{"json": response(VLLM)}]}]
-    done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), "--since", "1h", "--baseline",
-               "3h..2h", "--max-nodes", "65536", "--json", env=fake_az_env(tmp_path, rules))
+    done, _ = stack_cli(tmp_path, "--since", "1h", "--baseline", "3h..2h", "--max-nodes", "65536", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["grew"] == [] and json.loads(done.stdout)["shrank"] == []
-    bodies = [call["body"] for call in calls_in(tmp_path)]
-    assert [(b["from"], b["to"], b["queries"][0]["maxNodes"]) for b in bodies] == [
-        ("now-1h", "now", 65536), ("now-3h", "now-2h", 65536)]
+    types, *queries = calls_in(tmp_path)
+    start, end = (int(part.split("=")[1]) for part in types["argv"][types["argv"].index("--url") + 1].split("?")[1].split("&"))
+    assert end - start == 3 * 3600 * 1000  # the profile types over both ranges: the baseline's reaches further back
+    bodies = [call["body"] for call in queries]
+    assert [(b["from"], b["to"], b["queries"][0]["maxNodes"], b["queries"][0]["profileTypeId"]) for b in bodies] == [
+        ("now-1h", "now", 65536, "process_cpu:malloc:bytes::"), ("now-3h", "now-2h", 65536, "process_cpu:malloc:bytes::")]
 
 
 # --- bad files: one line, exit 2 ---------------------------------------------------------------------------------

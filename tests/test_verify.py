@@ -74,6 +74,21 @@ def test_failures_each_get_a_next_step(tmp_path):
     assert out.splitlines()[-1] == "3 passed, 3 failed"
 
 
+@pytest.mark.parametrize("held,line,hint", [
+    (["process_cpu:cpu:nanoseconds:cpu:nanoseconds"], "no GPU memory (malloc:bytes)", "no GPU-memory profiles yet"),
+    (["process_cpu:malloc:bytes:process_cuda:bytes"],
+     "GPU memory as process_cpu:malloc:bytes:process_cuda:bytes, the dashboard asks process_cpu:malloc:bytes::",
+     "pick process_cpu:malloc:bytes:process_cuda:bytes in its profile type menu"),
+])
+def test_profile_types_the_dashboard_cannot_show_fail(tmp_path, held, line, hint):
+    """Inspektor Gadget v0.54.0 on sends the period type process_cuda, which Pyroscope v1.15.0 keeps in the ID: the
+    dashboard panel's process_cpu:malloc:bytes:: then finds nothing (docs/offline.md G12)."""
+    done, _ = verify(tmp_path, rules(profiles={"json": [{"id": i, "label": "x"} for i in held]}))
+    assert done.returncode == 1
+    assert f"❌ Pyroscope profile types: 1 profile type(s): {held[0]}; {line}" in done.stdout
+    assert hint in done.stdout and done.stdout.splitlines()[-1] == "5 passed, 1 failed"
+
+
 def test_az_errors_become_failed_checks(tmp_path):
     done, _ = verify(tmp_path, rules(ext={"exit": 3, "stderr": "ERROR: (ResourceNotFound) The Resource was not found."},
                                      dash=grafana_error("Not Found", "Dashboard not found")))

@@ -1,6 +1,7 @@
 """Who allocates the GPU memory: the flame-graph reading recipe as a command.
 
     python -m tools.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
+                             [--sample-type TYPE[:UNIT] | --profile-type ID]
                              [--hide-trampolines] [--json] [--svg FILE]
     python -m tools.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
                              [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
@@ -11,8 +12,9 @@ reported. ``--baseline`` compares two profiles (:func:`diff_report`, :func:`diff
 
 Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``az rest`` with the Azure
 Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
-query (``queryType`` profile, ``profileTypeId`` ``process_cpu:malloc:bytes::``, label selector on
-``k8s_namespace`` and ``k8s_podName``), or reads a saved response. Then reads the flame graph the way the
+query (``queryType`` profile, label selector on ``k8s_namespace`` and ``k8s_podName``), its ``profileTypeId``
+the GPU-memory profile type Pyroscope holds (:func:`pick_profile_type`: the panel's :data:`PROFILE_TYPE`, or the
+one newer Inspektor Gadgets write), or reads a saved response. Then reads the flame graph the way the
 guide in docs/flamegraphs.md does: per function, *self* (what it allocated itself) and *total* (with everything it
 called; a recursive function is counted once per stack), the widest self allocators with their heaviest
 call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of the root,
@@ -31,6 +33,7 @@ import json
 import math
 import re
 import sys
+import time
 import xml.etree.ElementTree as ET
 import zlib
 from dataclasses import dataclass, field
@@ -39,7 +42,16 @@ from typing import Any, Optional, Sequence
 
 from tools.cli import OneLineParser, exit_code
 
+#: The dashboard flame-graph panel's profile type (inspektor-gadget/grafana-dashboards 494542d8,
+#: AdvancedGPUObservability.json). A Pyroscope profile type ID is ``name:sample type:sample unit:period type:period
+#: unit`` (grafana/pyroscope v1.15.0 38a40a93 pkg/phlaredb/labels/labels.go ``CreateProfileLabels``). Pyroscope
+#: v1.15.0 names an OTLP profile that is not a CPU one ``process_cpu`` ("guess", pkg/ingester/otlp/convert.go), and the
+#: period type is what the exporter sends: none from Inspektor Gadget before v0.54.0, then the gadget's
+#: ``profiles.name``, ``process_cuda`` for profile_cuda (inspektor-gadget 7eeb981e "otel-profiles: Add support for
+#: profile name", pkg/operators/otel-profiles/otel-profiles.go). So the same GPU memory is stored as this ID or as
+#: ``process_cpu:malloc:bytes:process_cuda:bytes``: ``--stack`` asks Pyroscope which (:func:`pick_profile_type`).
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
+PROFILE_TYPE_ID = re.compile(r"[^:\s]+:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*")
 TRAMPOLINE = "<interpreter trampoline>"
 #: Pyroscope's name for the nodes a query's node limit folds away: grafana/pyroscope v1.15.0 pkg/model/tree.go
 #: (``truncatedNodeName = "other"``; ``MarshalTruncate`` sums a node's callees whose total is under the limit's
@@ -651,9 +663,10 @@ def _regex_value(text: Optional[str]) -> str:
 
 
 def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: str, until: Optional[str] = None,
-               max_nodes: Optional[int] = None) -> dict:
+               max_nodes: Optional[int] = None, profile_type: str = PROFILE_TYPE) -> dict:
     """The /api/ds/query body: the dashboard panel's target with its variables filled in; from now-``since`` to
-    now-``until`` (or now); ``maxNodes`` only when given (as Grafana sends it only when the panel sets it)."""
+    now-``until`` (or now); ``maxNodes`` only when given (as Grafana sends it only when the panel sets it);
+    ``profile_type`` the panel's unless Pyroscope holds the GPU memory under another ID."""
     selector = f'{{k8s_namespace=~"{_regex_value(namespace)}",k8s_podName=~"{_regex_value(pod)}"}}'
     body = {
         "from": f"now-{since}",
@@ -662,7 +675,7 @@ def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: st
             "refId": "A",
             "datasource": {"type": "grafana-pyroscope-datasource", "uid": uid},
             "queryType": "profile",
-            "profileTypeId": PROFILE_TYPE,
+            "profileTypeId": profile_type,
             "labelSelector": selector,
             "groupBy": [],
             "spanSelector": [],
@@ -673,21 +686,63 @@ def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: st
     return body
 
 
-def fetch(stack: str, outputs_file: Optional[str], body_args: dict) -> Any:
-    from tools.verify import read_outputs
+def pick_profile_type(available: Sequence[str], sample_type: Optional[str] = None) -> str:
+    """The profile type ID ``--stack`` queries, among the IDs Pyroscope holds (``available``, the datasource's
+    ``profileTypes`` resource). ``sample_type``: ``TYPE[:UNIT]`` (``--sample-type``), default Inspektor Gadget's GPU
+    memory ``malloc:bytes``. Of the IDs with that sample type (and unit): the dashboard panel's :data:`PROFILE_TYPE`
+    when held, else the only one. FrameError, one line, when none or several match (naming them and
+    ``--profile-type``)."""
+    kind, _, unit = (sample_type or "malloc:bytes").partition(":")
+    matches = [i for i in available if PROFILE_TYPE_ID.fullmatch(i) and i.split(":")[1] == kind
+               and (not unit or i.split(":")[2] == unit)]
+    held = ", ".join(available) or "none"
+    if PROFILE_TYPE in matches:
+        return PROFILE_TYPE
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise FrameError(f"Pyroscope holds no {kind}{':' + unit if unit else ''} profile in this time range (it holds: "
+                         f"{held}); is a GPU workload running, or pick one with --sample-type or --profile-type")
+    raise FrameError(f"several {kind}{':' + unit if unit else ''} profile types ({', '.join(matches)}): "
+                     "pick one with --profile-type")
 
-    outputs = read_outputs(stack, outputs_file, needed=("grafanaEndpoint", "pyroscopeDatasourceUid"))
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    from azcli import AzError, rest
 
-    body = query_body(outputs["pyroscopeDatasourceUid"], **body_args)
-    try:
-        return rest("post", f"{outputs['grafanaEndpoint'].rstrip('/')}/api/ds/query", body)
-    except AzError as error:
-        if error.kind == "missing":  # no az on PATH: say what to install
-            raise ValueError(error.last_line) from None
-        # A secret Grafana name is in the endpoint: the error line says it masked (tools.verify.StackOutputs).
-        raise FrameError(outputs.mask(f"querying Grafana failed: {error.last_line}")) from None
+class StackQuery:
+    """Grafana's API for the stack's Pyroscope datasource, through ``az rest`` (outputs read once)."""
+
+    def __init__(self, stack: str, outputs_file: Optional[str]):
+        from tools.verify import read_outputs
+
+        self.outputs = read_outputs(stack, outputs_file, needed=("grafanaEndpoint", "pyroscopeDatasourceUid"))
+        self.grafana = self.outputs["grafanaEndpoint"].rstrip("/")
+        self.uid = self.outputs["pyroscopeDatasourceUid"]
+
+    def _rest(self, method: str, url: str, body: Optional[dict] = None) -> Any:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        from azcli import AzError, rest
+
+        try:
+            return rest(method, url, body)
+        except AzError as error:
+            if error.kind == "missing":  # no az on PATH: say what to install
+                raise ValueError(error.last_line) from None
+            # A secret Grafana name is in the endpoint: the error line says it masked (tools.verify.StackOutputs).
+            raise FrameError(self.outputs.mask(f"querying Grafana failed: {error.last_line}")) from None
+
+    def profile_types(self, since: str) -> list[str]:
+        """The profile type IDs Pyroscope holds from now-``since`` to now: ``GET /api/datasources/uid/{uid}/resources/
+        profileTypes?start=&end=`` (milliseconds; grafana/grafana 3e9248b7 pkg/tsdb/grafana-pyroscope-datasource/
+        instance.go ``profileTypes``, which asks the last hour when they are absent, as older Grafanas always do;
+        the answer is ``[{"id", "label"}]``, pyroscopeClient.go ``ProfileType``)."""
+        end = int(time.time() * 1000)
+        answer = self._rest("get", f"{self.grafana}/api/datasources/uid/{self.uid}/resources/profileTypes"
+                                   f"?start={end - _seconds(since) * 1000}&end={end}")
+        if not isinstance(answer, list):
+            raise FrameError("Grafana's profileTypes answer is not a list")
+        return [t["id"] for t in answer if isinstance(t, dict) and isinstance(t.get("id"), str)]
+
+    def flame_graph(self, body_args: dict) -> Any:
+        return self._rest("post", f"{self.grafana}/api/ds/query", query_body(self.uid, **body_args))
 
 
 DURATION = re.compile(r"[1-9]\d*[smhdw]")
@@ -725,8 +780,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--since", help="with --stack: time range back from now: 30m, 1h, 2d ... (default 1h)")
     parser.add_argument("--max-nodes", type=int, help=f"with --stack: the query's node limit (default: Grafana's, none "
                         f"sent, so Pyroscope's {MAX_NODES_DEFAULT}; at most {MAX_NODES_MAX}); the rest folds into '{TRUNCATED}'")
-    parser.add_argument("--sample-type", metavar="TYPE[:UNIT]", help="of a pprof profile: the sample type to read "
-                        f"(default {':'.join(('malloc', 'bytes'))}, Inspektor Gadget's GPU memory, or the only one)")
+    parser.add_argument("--sample-type", metavar="TYPE[:UNIT]", help="the sample type to read: of a pprof profile, or "
+                        "with --stack of the profile types Pyroscope holds (default malloc:bytes, Inspektor Gadget's GPU "
+                        "memory; of a pprof profile declaring one type, that one)")
+    parser.add_argument("--profile-type", metavar="ID", help="with --stack: the Pyroscope profile type ID to query, "
+                        f"name:type:unit:periodType:periodUnit (default: the GPU-memory one Pyroscope holds, {PROFILE_TYPE} "
+                        "as the dashboard asks when held)")
     parser.add_argument("--baseline", metavar="FILE|FROM..TO", help="compare with a baseline: a second file (any format), "
                         "or with --stack a second time range back from now such as 2h..1h; lists who grew and shrank")
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
@@ -749,7 +808,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if problem:
             return bad(f"{flag}: {problem}")
     ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since),
-                                        ("--max-nodes", args.max_nodes)) if value is not None]
+                                        ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type))
+               if value is not None]
     if args.from_file and ignored:
         return bad(f"{ignored[0]}: narrows the query --stack sends to Grafana; a --from-file response is read as it "
                    "was saved (save it with that filter instead)")
@@ -757,8 +817,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return bad(f"--top: expected a positive number (got {args.top})")
     if args.max_nodes is not None and not 1 <= args.max_nodes <= MAX_NODES_MAX:
         return bad(f"--max-nodes: expected 1 to {MAX_NODES_MAX}, Pyroscope's -querier.max-flamegraph-nodes-max (got {args.max_nodes})")
-    if args.stack and args.sample_type:
-        return bad("--sample-type: picks among a pprof file's sample types; --stack queries the GPU-memory profile type")
+    if args.profile_type is not None and not PROFILE_TYPE_ID.fullmatch(args.profile_type):
+        return bad(f"--profile-type: expected a Pyroscope profile type ID name:type:unit:periodType:periodUnit such as "
+                   f"{PROFILE_TYPE} (got {args.profile_type!r})")
+    if args.profile_type and args.sample_type:
+        return bad("--sample-type: --profile-type already names the sample type; give one of them")
     window = re.fullmatch(r"([1-9]\d*[smhdw])\.\.([1-9]\d*[smhdw])", args.baseline or "")
     if args.baseline is not None and not Path(args.baseline).exists():
         if not (args.stack and window):
@@ -767,17 +830,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if _seconds(window.group(1)) <= _seconds(window.group(2)):
             return bad(f"--baseline: FROM..TO counts back from now, so FROM must be further back (got {args.baseline!r})")
     try:
+        profile_type = None
         if args.from_file:
             profile = read_file(args.from_file, args.sample_type)
         else:
-            query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes}
-            profile = parse_frame(find_frame(fetch(args.stack, args.outputs_file, {**query, "since": args.since or "1h"})))
+            grafana = StackQuery(args.stack, args.outputs_file)
+            since = args.since or "1h"
+            reach = window.group(1) if window and _seconds(window.group(1)) > _seconds(since) else since
+            profile_type = args.profile_type or pick_profile_type(grafana.profile_types(reach), args.sample_type)
+            query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes, "profile_type": profile_type}
+            profile = parse_frame(find_frame(grafana.flame_graph({**query, "since": since})))
         baseline = None
         if args.baseline is not None:
             if Path(args.baseline).exists():
                 baseline = read_file(args.baseline, args.sample_type, "--baseline")
             else:
-                baseline = parse_frame(find_frame(fetch(args.stack, args.outputs_file, {
+                baseline = parse_frame(find_frame(grafana.flame_graph({
                     **query, "since": window.group(1), "until": window.group(2)})))
         try:
             if baseline is None:
@@ -791,6 +859,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              else str(error)) from None
     except ValueError as error:  # FrameError, OutputsError: one line
         return bad(str(error))
+    if profile_type is not None:
+        result["profileType"] = profile_type
     if picture is not None:
         try:
             Path(args.svg).write_bytes(picture)
@@ -799,6 +869,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
+        if profile_type not in (None, PROFILE_TYPE):
+            print(f"Profile type {profile_type}: Pyroscope holds the GPU memory under this ID; the dashboard's flame "
+                  f"graph asks for {PROFILE_TYPE} (pick {profile_type} in its profile type menu).")
         print(render(result, max_nodes=args.max_nodes) if baseline is None else render_diff(result, max_nodes=args.max_nodes))
     return 0
 

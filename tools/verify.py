@@ -8,8 +8,9 @@ For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output
    ``GET {managedPrivateEndpointId}``, API 2024-10-01);
 3. both datasources pass Grafana's health check (``GET /api/datasources/uid/{uid}/health``);
 4. the dashboard exists (``GET /api/dashboards/uid/{uid}``);
-5. Pyroscope reports at least one profile type, through the datasource
-   (``GET /api/datasources/uid/{uid}/resources/profileTypes``).
+5. Pyroscope holds the GPU-memory profile type the dashboard's flame graph asks for, through the datasource
+   (``GET /api/datasources/uid/{uid}/resources/profileTypes``, the last hour): failed with none at all, and
+   with only another GPU-memory ID (Inspektor Gadget v0.54.0 on, ``tools.hotspots.PROFILE_TYPE``), naming it.
 
 Prints a checklist with the next step for each failure; exit status 0 when every check passes, 1 when one
 fails, 2 when the outputs cannot be read or ``az`` is not installed.
@@ -254,11 +255,29 @@ def checks(outputs: dict) -> list[Check]:
     results.append(_check(f"dashboard {dashboard_uid}", dashboard, "run `pulumi up` (the dashboard step uploads it)"))
 
     def profiles() -> Check:
+        from tools.hotspots import PROFILE_TYPE, FrameError, pick_profile_type
+
         answer = rest("get", f"{grafana}/api/datasources/uid/{outputs['pyroscopeDatasourceUid']}/resources/profileTypes")
         types = [t.get("id", t) if isinstance(t, dict) else t for t in (answer or [])]
-        return Check("Pyroscope profile types", bool(types), f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else ""),
-                     "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and that the "
-                     "extension's gpuObservability setting is true")
+        found = f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else "")
+        if not types:
+            return Check("Pyroscope profile types", False, found,
+                         "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and that "
+                         "the extension's gpuObservability setting is true")
+        try:
+            gpu = pick_profile_type([str(t) for t in types])
+        except FrameError:
+            gpu = None
+        if gpu == PROFILE_TYPE:
+            return Check("Pyroscope profile types", True, found)
+        if gpu is None and not any(str(t).split(":")[1:3] == ["malloc", "bytes"] for t in types):
+            return Check("Pyroscope profile types", False, found + "; no GPU memory (malloc:bytes)",
+                         "no GPU-memory profiles yet: run a GPU workload and check that the extension's "
+                         "gpuObservability setting is true")
+        held = gpu or ", ".join(str(t) for t in types if str(t).split(":")[1:3] == ["malloc", "bytes"])
+        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {PROFILE_TYPE}",
+                     f"the dashboard's flame graph stays empty: pick {held} in its profile type menu "
+                     "(`python -m tools.hotspots --stack` finds it by itself)")
 
     results.append(_check("Pyroscope profile types", profiles, "check the Pyroscope datasource above first"))
     return results
