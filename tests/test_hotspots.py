@@ -239,6 +239,7 @@ def test_query_sent_through_az_rest(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["topSelf"][0]["function"] == "GPUModelRunner._allocate_kv_cache_tensors"
     assert json.loads(done.stdout)["profileType"] == "process_cpu:malloc:bytes::"
+    assert json.loads(done.stdout)["alsoHeld"] == []
     types, call = calls_in(tmp_path)
     # First the profile types Pyroscope holds over the query's range (start and end in milliseconds) ...
     url = types["argv"][types["argv"].index("--url") + 1]
@@ -266,6 +267,20 @@ def test_gadget_054_profile_type_is_found_and_the_dashboard_mismatch_said(tmp_pa
     first = done.stdout.splitlines()[0]
     assert first.startswith("Profile type process_cpu:malloc:bytes:process_cuda:bytes: Pyroscope holds the GPU memory")
     assert "asks for process_cpu:malloc:bytes::" in first
+
+
+def test_both_ids_in_one_range_read_the_dashboards_and_name_the_other(tmp_path):
+    """A gadget upgrade inside the range: Pyroscope holds the GPU memory under both IDs, each with its own part."""
+    done, _ = stack_cli(tmp_path, types=(GADGET_054_TYPE, CPU_TYPE, DASHBOARD_TYPE))
+    assert done.returncode == 0, done.stderr
+    assert calls_in(tmp_path)[1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:malloc:bytes::"
+    assert done.stdout.splitlines()[0] == (
+        "Also held in this range: process_cpu:malloc:bytes:process_cuda:bytes (another Inspektor Gadget version wrote "
+        "it); this report reads process_cpu:malloc:bytes:: only, --profile-type process_cpu:malloc:bytes:process_cuda:bytes "
+        "reads that part.")
+    (tmp_path / "json").mkdir()
+    done, _ = stack_cli(tmp_path / "json", "--json", types=(GADGET_054_TYPE, DASHBOARD_TYPE))
+    assert json.loads(done.stdout)["alsoHeld"] == ["process_cpu:malloc:bytes:process_cuda:bytes"]
 
 
 def test_no_gpu_memory_profile_is_one_line(tmp_path):

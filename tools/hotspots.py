@@ -686,6 +686,14 @@ def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: st
     return body
 
 
+def matching_profile_types(available: Sequence[str], sample_type: Optional[str] = None) -> list[str]:
+    """The well-formed IDs in ``available`` whose sample type (and unit, when given) is ``sample_type``
+    (``TYPE[:UNIT]``, default ``malloc:bytes``), in their order."""
+    kind, _, unit = (sample_type or "malloc:bytes").partition(":")
+    return [i for i in available if PROFILE_TYPE_ID.fullmatch(i) and i.split(":")[1] == kind
+            and (not unit or i.split(":")[2] == unit)]
+
+
 def pick_profile_type(available: Sequence[str], sample_type: Optional[str] = None) -> str:
     """The profile type ID ``--stack`` queries, among the IDs Pyroscope holds (``available``, the datasource's
     ``profileTypes`` resource). ``sample_type``: ``TYPE[:UNIT]`` (``--sample-type``), default Inspektor Gadget's GPU
@@ -693,8 +701,7 @@ def pick_profile_type(available: Sequence[str], sample_type: Optional[str] = Non
     when held, else the only one. FrameError, one line, when none or several match (naming them and
     ``--profile-type``)."""
     kind, _, unit = (sample_type or "malloc:bytes").partition(":")
-    matches = [i for i in available if PROFILE_TYPE_ID.fullmatch(i) and i.split(":")[1] == kind
-               and (not unit or i.split(":")[2] == unit)]
+    matches = matching_profile_types(available, sample_type)
     held = ", ".join(available) or "none"
     if PROFILE_TYPE in matches:
         return PROFILE_TYPE
@@ -830,14 +837,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if _seconds(window.group(1)) <= _seconds(window.group(2)):
             return bad(f"--baseline: FROM..TO counts back from now, so FROM must be further back (got {args.baseline!r})")
     try:
-        profile_type = None
+        profile_type, also_held = None, []
         if args.from_file:
             profile = read_file(args.from_file, args.sample_type)
         else:
             grafana = StackQuery(args.stack, args.outputs_file)
             since = args.since or "1h"
             reach = window.group(1) if window and _seconds(window.group(1)) > _seconds(since) else since
-            profile_type = args.profile_type or pick_profile_type(grafana.profile_types(reach), args.sample_type)
+            if args.profile_type:
+                profile_type, also_held = args.profile_type, []
+            else:
+                held = grafana.profile_types(reach)
+                profile_type = pick_profile_type(held, args.sample_type)
+                # Both IDs in one range: the gadget changed version in it, and each ID holds its own part.
+                also_held = [i for i in matching_profile_types(held, args.sample_type) if i != profile_type]
             query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes, "profile_type": profile_type}
             profile = parse_frame(find_frame(grafana.flame_graph({**query, "since": since})))
         baseline = None
@@ -861,6 +874,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return bad(str(error))
     if profile_type is not None:
         result["profileType"] = profile_type
+        result["alsoHeld"] = also_held
     if picture is not None:
         try:
             Path(args.svg).write_bytes(picture)
@@ -872,6 +886,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if profile_type not in (None, PROFILE_TYPE):
             print(f"Profile type {profile_type}: Pyroscope holds the GPU memory under this ID; the dashboard's flame "
                   f"graph asks for {PROFILE_TYPE} (pick {profile_type} in its profile type menu).")
+        if also_held:
+            print(f"Also held in this range: {', '.join(also_held)} (another Inspektor Gadget version wrote it); this "
+                  f"report reads {profile_type} only, --profile-type {also_held[0]} reads that part.")
         print(render(result, max_nodes=args.max_nodes) if baseline is None else render_diff(result, max_nodes=args.max_nodes))
     return 0
 
