@@ -330,6 +330,61 @@ def test_profile_type_is_for_stack_only(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("error: --profile-type: narrows the query --stack sends")
 
 
+@pytest.mark.parametrize("args", [["--sample-type", "cpu"],
+                                  ["--profile-type", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"]])
+def test_review_a_type_asked_for_by_hand_is_not_called_the_gpu_memory(tmp_path, args):
+    """Review rev-21a. With --sample-type cpu (or --profile-type naming the CPU ID) the report reads CPU time, and
+    Pyroscope holds the GPU memory under the dashboard's own ID as well; yet the first line says "Pyroscope holds the
+    GPU memory under this ID" and tells the user to pick the CPU ID in the GPU panel. In grafana/pyroscope v1.15.0
+    (38a40a93) pkg/ingester/otlp/convert.go ``newProfileBuilder`` the CPU ID is the one whose OTLP type is
+    samples:count:cpu:nanoseconds (renamed cpu:nanoseconds, ``__name__`` process_cpu), a different series from the
+    gadget's malloc:bytes (pkg/phlaredb/labels/labels.go ``CreateProfileLabels``: one ``__profile_type__`` per
+    sample type); grafana/grafana 041993ff pyroscopeClient.go ``ProfileTypes`` labels it "process_cpu - cpu"."""
+    done, _ = stack_cli(tmp_path, *args, types=(CPU_TYPE, DASHBOARD_TYPE))
+    assert done.returncode == 0, done.stderr
+    assert calls_in(tmp_path)[-1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    assert "holds the GPU memory under this ID" not in done.stdout
+    assert "pick process_cpu:cpu:nanoseconds:cpu:nanoseconds in its profile type menu" not in done.stdout
+
+
+def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys):
+    """Review rev-21a. --baseline FROM..TO looks the profile type up once, over now-FROM..now, and sends that one ID
+    for both ranges. Across a gadget upgrade (inspektor-gadget 7eeb981e, first in v0.54.0: PeriodType set from
+    ``profiles.name``) the two ranges hold different IDs: grafana/pyroscope v1.15.0 (38a40a93)
+    pkg/phlaredb/labels/labels.go ``CreateProfileLabels`` puts the period type into ``__profile_type__``, so
+    process_cpu:malloc:bytes:: holds only the baseline's part and process_cpu:malloc:bytes:process_cuda:bytes only the
+    current one. The union lookup holds both, pick_profile_type takes the dashboard's, and the current range is
+    queried under an ID that holds nothing there: the diff reports everything as shrunk (and --profile-type with the
+    other ID empties the baseline instead). Each flame-graph query must ask for an ID held in its own range (or the
+    command must say it cannot compare them)."""
+    old, new = DASHBOARD_TYPE["id"], GADGET_054_TYPE["id"]
+    upgrade = 90 * 60  # the gadget was upgraded 90 minutes ago
+
+    def held_in(start_back, end_back):  # seconds back from now
+        return ([old] if start_back > upgrade else []) + ([new] if end_back < upgrade else [])
+
+    queries = []
+
+    class FakeGrafana:
+        def __init__(self, stack, outputs_file):
+            pass
+
+        def profile_types(self, since):
+            return held_in(hotspots._seconds(since), 0)
+
+        def flame_graph(self, body_args):
+            start = hotspots._seconds(body_args["since"])
+            end = hotspots._seconds(body_args["until"]) if body_args.get("until") else 0
+            queries.append((body_args["profile_type"], held_in(start, end)))
+            return response(VLLM if body_args["profile_type"] in held_in(start, end) else T("total", 0))
+
+    monkeypatch.setattr(hotspots, "StackQuery", FakeGrafana)
+    code = hotspots.main(["--stack", "dev", "--since", "1h", "--baseline", "3h..2h", "--json"])
+    capsys.readouterr()
+    asked_unheld = [(asked, held) for asked, held in queries if asked not in held]
+    assert code == 2 or not asked_unheld, f"queried an ID its range does not hold: {asked_unheld}"
+
+
 def test_query_matches_the_dashboard_panel():
     from tests.conftest import reference
 

@@ -433,3 +433,22 @@ def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
                                          "id": 42, "version": 5}
     done, _ = verify(tmp_path, drift_rules(tmp_path, held), outputs, "--drift")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_review_profile_types_are_asked_over_an_explicit_range(tmp_path):
+    """Review rev-21a. tools.verify documents its profile-type check as "the last hour" (docs/offline.md G12: "the
+    last hour without them") but sends no start/end. Only Grafanas with grafana/grafana PR 110277 (merged 2025-08-28;
+    instance.go @ 3e9248b7 ``profileTypes``: else branch "Make sure to pass a valid time range ... as v2 will not
+    work without it", now-1h..now+1h) fill them in. Older ones (PR 77523, 2023-11, up to that merge: at least the
+    matrix's 10.4.19 and 11.6.x, docs/offline.md G8, unless backported) read start/end when given but pass 0/0 when
+    absent, and grafana/pyroscope v1.15.0 (38a40a93) then answers from
+    the ingesters' head block only: proto api/querier/v1/querier.proto ProfileTypesRequest ("If missing or zero, only
+    the ingesters will be queried"), pkg/querier/querier.go ``LabelValues`` (``!hasTimeRange`` ->
+    labelValuesFromIngesters), pkg/phlaredb/phlaredb.go ``LabelValues`` (no range -> ``headQueriers``). So which IDs
+    verify sees, and whether it fails, depends on the Grafana version and on when the head block was last cut;
+    tools.hotspots --stack sends start/end for the same lookup."""
+    done, calls = verify(tmp_path, rules())
+    assert done.returncode == 0, done.stdout + done.stderr
+    (call,) = [c for c in calls if "/resources/profileTypes" in " ".join(c["argv"])]
+    url = call["argv"][call["argv"].index("--url") + 1]
+    assert "start=" in url and "end=" in url, url
