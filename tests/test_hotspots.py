@@ -283,6 +283,27 @@ def test_both_ids_in_one_range_read_the_dashboards_and_name_the_other(tmp_path):
     assert json.loads(done.stdout)["alsoHeld"] == ["process_cpu:malloc:bytes:process_cuda:bytes"]
 
 
+def test_baseline_across_a_gadget_upgrade_reads_each_range_under_its_own_id(tmp_path):
+    outputs = run("dev").outputs
+    (tmp_path / "outputs.json").write_text(json.dumps(outputs))
+    rules = [{"match": ["rest", "--method", "get", "/resources/profileTypes?start="],
+              "responses": [{"json": [GADGET_054_TYPE]}, {"json": [DASHBOARD_TYPE]}]},
+             {"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [{"json": response(VLLM)}]}]
+    done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), "--baseline", "3h..2h",
+               env=fake_az_env(tmp_path, rules))
+    assert done.returncode == 0, done.stderr
+    sent = [c["body"]["queries"][0]["profileTypeId"] for c in calls_in(tmp_path) if c.get("body")]
+    assert sent == ["process_cpu:malloc:bytes:process_cuda:bytes", "process_cpu:malloc:bytes::"]
+    assert ("The baseline range holds it as process_cpu:malloc:bytes:: (Inspektor Gadget changed version between the "
+            "ranges): each range is read under its own ID.") in done.stdout.splitlines()
+
+
+def test_a_non_gpu_sample_type_is_titled_by_its_id(tmp_path):
+    done, _ = stack_cli(tmp_path, "--sample-type", "cpu", types=(CPU_TYPE, DASHBOARD_TYPE))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("Profile process_cpu:cpu:nanoseconds:cpu:nanoseconds: ")
+
+
 def test_no_gpu_memory_profile_is_one_line(tmp_path):
     done, _ = stack_cli(tmp_path, "--since", "2h", types=(CPU_TYPE,))
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
@@ -369,8 +390,8 @@ def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys
         def __init__(self, stack, outputs_file):
             pass
 
-        def profile_types(self, since):
-            return held_in(hotspots._seconds(since), 0)
+        def profile_types(self, since, until=None):
+            return held_in(hotspots._seconds(since), hotspots._seconds(until) if until else 0)
 
         def flame_graph(self, body_args):
             start = hotspots._seconds(body_args["since"])
@@ -820,14 +841,24 @@ def test_baseline_from_the_command_line_and_the_committed_picture(tmp_path):
     assert as_json["shrank"][0]["function"] == KV and set(as_json) == {"unit", "total", "truncated", "grew", "shrank"}
 
 
+def _range(call):
+    """(start, end) in ms of a profileTypes lookup."""
+    url = call["argv"][call["argv"].index("--url") + 1]
+    assert "/resources/profileTypes?start=" in url, url
+    return tuple(int(part.split("=")[1]) for part in url.split("?")[1].split("&"))
+
+
 def test_baseline_time_range_queries_twice(tmp_path):
     done, _ = stack_cli(tmp_path, "--since", "1h", "--baseline", "3h..2h", "--max-nodes", "65536", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["grew"] == [] and json.loads(done.stdout)["shrank"] == []
-    types, *queries = calls_in(tmp_path)
-    start, end = (int(part.split("=")[1]) for part in types["argv"][types["argv"].index("--url") + 1].split("?")[1].split("&"))
-    assert end - start == 3 * 3600 * 1000  # the profile types over both ranges: the baseline's reaches further back
-    bodies = [call["body"] for call in queries]
+    result = json.loads(done.stdout)
+    assert result["grew"] == [] and result["shrank"] == []
+    assert result["profileType"] == result["baselineProfileType"] == "process_cpu:malloc:bytes::"
+    types, current, baseline_types, baseline = calls_in(tmp_path)
+    # Each range's profile types are looked up over that range (across a gadget upgrade they differ).
+    (start, end), (b_start, b_end) = _range(types), _range(baseline_types)
+    assert end - start == 3600 * 1000 and b_end - b_start == 3600 * 1000 and 2 * 3600 * 1000 - 5000 < end - b_end <= 2 * 3600 * 1000
+    bodies = [current["body"], baseline["body"]]
     assert [(b["from"], b["to"], b["queries"][0]["maxNodes"], b["queries"][0]["profileTypeId"]) for b in bodies] == [
         ("now-1h", "now", 65536, "process_cpu:malloc:bytes::"), ("now-3h", "now-2h", 65536, "process_cpu:malloc:bytes::")]
 

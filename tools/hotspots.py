@@ -49,7 +49,9 @@ from tools.cli import OneLineParser, exit_code
 #: period type is what the exporter sends: none from Inspektor Gadget before v0.54.0, then the gadget's
 #: ``profiles.name``, ``process_cuda`` for profile_cuda (inspektor-gadget 7eeb981e "otel-profiles: Add support for
 #: profile name", pkg/operators/otel-profiles/otel-profiles.go). So the same GPU memory is stored as this ID or as
-#: ``process_cpu:malloc:bytes:process_cuda:bytes``: ``--stack`` asks Pyroscope which (:func:`pick_profile_type`).
+#: ``process_cpu:malloc:bytes:process_cuda:bytes`` (a gadget without ``profiles.name`` sends its datasource's name).
+#: From Pyroscope v1.16.0 (f0368d1f8) the name is the period type: ``process_cuda:malloc:bytes:process_cuda:bytes``.
+#: ``--stack`` asks Pyroscope which it holds (:func:`pick_profile_type`).
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 PROFILE_TYPE_ID = re.compile(r"[^:\s]+:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*")
 TRAMPOLINE = "<interpreter trampoline>"
@@ -714,6 +716,18 @@ def pick_profile_type(available: Sequence[str], sample_type: Optional[str] = Non
                      "pick one with --profile-type")
 
 
+def profile_types_url(grafana: str, uid: str, since_seconds: int, until_seconds: int = 0) -> str:
+    """``GET /api/datasources/uid/{uid}/resources/profileTypes?start=&end=`` over now-``since_seconds`` to
+    now-``until_seconds``, in milliseconds. The range is always sent: Grafana reads ``start``/``end`` (grafana/grafana
+    PR 77523, 2023); without them Grafanas before PR 110277 (2025) pass 0 and 0, for which Pyroscope v1.15.0 answers
+    from the ingesters' head block only (api/querier/v1/querier.proto ``ProfileTypesRequest``: "If missing or zero,
+    only the ingesters will be queried"), and later ones ask now-1h..now+1h (instance.go @ 3e9248b7
+    ``profileTypes``)."""
+    now = int(time.time() * 1000)
+    return (f"{grafana}/api/datasources/uid/{uid}/resources/profileTypes"
+            f"?start={now - since_seconds * 1000}&end={now - until_seconds * 1000}")
+
+
 class StackQuery:
     """Grafana's API for the stack's Pyroscope datasource, through ``az rest`` (outputs read once)."""
 
@@ -736,14 +750,11 @@ class StackQuery:
             # A secret Grafana name is in the endpoint: the error line says it masked (tools.verify.StackOutputs).
             raise FrameError(self.outputs.mask(f"querying Grafana failed: {error.last_line}")) from None
 
-    def profile_types(self, since: str) -> list[str]:
-        """The profile type IDs Pyroscope holds from now-``since`` to now: ``GET /api/datasources/uid/{uid}/resources/
-        profileTypes?start=&end=`` (milliseconds; grafana/grafana 3e9248b7 pkg/tsdb/grafana-pyroscope-datasource/
-        instance.go ``profileTypes``, which asks the last hour when they are absent, as older Grafanas always do;
-        the answer is ``[{"id", "label"}]``, pyroscopeClient.go ``ProfileType``)."""
-        end = int(time.time() * 1000)
-        answer = self._rest("get", f"{self.grafana}/api/datasources/uid/{self.uid}/resources/profileTypes"
-                                   f"?start={end - _seconds(since) * 1000}&end={end}")
+    def profile_types(self, since: str, until: Optional[str] = None) -> list[str]:
+        """The profile type IDs Pyroscope holds from now-``since`` to now-``until`` (or now): :func:`profile_types_url`;
+        the answer is ``[{"id", "label"}]`` (grafana/grafana 041993ff pkg/tsdb/grafana-pyroscope-datasource/
+        pyroscopeClient.go ``ProfileType``)."""
+        answer = self._rest("get", profile_types_url(self.grafana, self.uid, _seconds(since), _seconds(until) if until else 0))
         if not isinstance(answer, list):
             raise FrameError("Grafana's profileTypes answer is not a list")
         return [t["id"] for t in answer if isinstance(t, dict) and isinstance(t.get("id"), str)]
@@ -837,36 +848,43 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if _seconds(window.group(1)) <= _seconds(window.group(2)):
             return bad(f"--baseline: FROM..TO counts back from now, so FROM must be further back (got {args.baseline!r})")
     try:
-        profile_type, also_held = None, []
+        profile_type, also_held, baseline_type = None, [], None
         if args.from_file:
             profile = read_file(args.from_file, args.sample_type)
         else:
             grafana = StackQuery(args.stack, args.outputs_file)
+
+            def choose(since: str, until: Optional[str] = None) -> tuple[str, list[str]]:
+                """The ID to query over a range, and the other IDs of the same sample type held in it (the gadget
+                changed version in it, and each ID holds its own part). Each range is looked up on its own: across
+                an upgrade the baseline's and the current range's IDs differ."""
+                if args.profile_type:
+                    return args.profile_type, []
+                held = grafana.profile_types(since, until)
+                chosen = pick_profile_type(held, args.sample_type)
+                return chosen, [i for i in matching_profile_types(held, args.sample_type) if i != chosen]
+
             since = args.since or "1h"
-            reach = window.group(1) if window and _seconds(window.group(1)) > _seconds(since) else since
-            if args.profile_type:
-                profile_type, also_held = args.profile_type, []
-            else:
-                held = grafana.profile_types(reach)
-                profile_type = pick_profile_type(held, args.sample_type)
-                # Both IDs in one range: the gadget changed version in it, and each ID holds its own part.
-                also_held = [i for i in matching_profile_types(held, args.sample_type) if i != profile_type]
-            query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes, "profile_type": profile_type}
-            profile = parse_frame(find_frame(grafana.flame_graph({**query, "since": since})))
+            profile_type, also_held = choose(since)
+            query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes}
+            profile = parse_frame(find_frame(grafana.flame_graph({**query, "since": since, "profile_type": profile_type})))
         baseline = None
         if args.baseline is not None:
             if Path(args.baseline).exists():
                 baseline = read_file(args.baseline, args.sample_type, "--baseline")
             else:
+                baseline_type, _ = choose(window.group(1), window.group(2))
                 baseline = parse_frame(find_frame(grafana.flame_graph({
-                    **query, "since": window.group(1), "until": window.group(2)})))
+                    **query, "since": window.group(1), "until": window.group(2), "profile_type": baseline_type})))
+        kind = (profile_type.split(":")[1:3] if profile_type else (profile.sample_type or "").split(":"))
+        title = TITLE if kind in (["malloc", "bytes"], [""]) else f"Profile {profile_type or profile.sample_type}"
         try:
             if baseline is None:
                 result = report(profile, args.top, args.hide_trampolines)
-                picture = flame_svg(profile, args.top) if args.svg else None
+                picture = flame_svg(profile, args.top, title) if args.svg else None
             else:
                 result = diff_report(baseline, profile, args.top)
-                picture = diff_svg(baseline, profile) if args.svg else None
+                picture = diff_svg(baseline, profile, title) if args.svg else None
         except FrameError as error:  # name the file it is in
             raise FrameError(f"{args.from_file}: {error}" if args.from_file and not str(error).startswith("--")
                              else str(error)) from None
@@ -875,6 +893,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if profile_type is not None:
         result["profileType"] = profile_type
         result["alsoHeld"] = also_held
+        if baseline_type is not None:
+            result["baselineProfileType"] = baseline_type
     if picture is not None:
         try:
             Path(args.svg).write_bytes(picture)
@@ -883,13 +903,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        if profile_type not in (None, PROFILE_TYPE):
+        if profile_type not in (None, PROFILE_TYPE) and title == TITLE and not args.profile_type:
             print(f"Profile type {profile_type}: Pyroscope holds the GPU memory under this ID; the dashboard's flame "
                   f"graph asks for {PROFILE_TYPE} (pick {profile_type} in its profile type menu).")
         if also_held:
             print(f"Also held in this range: {', '.join(also_held)} (another Inspektor Gadget version wrote it); this "
                   f"report reads {profile_type} only, --profile-type {also_held[0]} reads that part.")
-        print(render(result, max_nodes=args.max_nodes) if baseline is None else render_diff(result, max_nodes=args.max_nodes))
+        if baseline_type not in (None, profile_type):
+            print(f"The baseline range holds it as {baseline_type} (Inspektor Gadget changed version between the "
+                  "ranges): each range is read under its own ID.")
+        print(render(result, title, max_nodes=args.max_nodes) if baseline is None
+              else render_diff(result, title, max_nodes=args.max_nodes))
     return 0
 
 

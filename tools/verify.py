@@ -9,8 +9,9 @@ For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output
 3. both datasources pass Grafana's health check (``GET /api/datasources/uid/{uid}/health``);
 4. the dashboard exists (``GET /api/dashboards/uid/{uid}``);
 5. Pyroscope holds the GPU-memory profile type the dashboard's flame graph asks for, through the datasource
-   (``GET /api/datasources/uid/{uid}/resources/profileTypes``, the last hour): failed with none at all, and
-   with only another GPU-memory ID (Inspektor Gadget v0.54.0 on, ``tools.hotspots.PROFILE_TYPE``), naming it.
+   (``GET /api/datasources/uid/{uid}/resources/profileTypes`` over the last hour, ``tools.hotspots.profile_types_url``):
+   failed with none at all, and with only another GPU-memory ID (Inspektor Gadget v0.54.0 on,
+   ``tools.hotspots.PROFILE_TYPE``), naming it.
 
 Prints a checklist with the next step for each failure; exit status 0 when every check passes, 1 when one
 fails, 2 when the outputs cannot be read or ``az`` is not installed.
@@ -255,9 +256,9 @@ def checks(outputs: dict) -> list[Check]:
     results.append(_check(f"dashboard {dashboard_uid}", dashboard, "run `pulumi up` (the dashboard step uploads it)"))
 
     def profiles() -> Check:
-        from tools.hotspots import PROFILE_TYPE, FrameError, pick_profile_type
+        from tools.hotspots import PROFILE_TYPE, FrameError, pick_profile_type, profile_types_url
 
-        answer = rest("get", f"{grafana}/api/datasources/uid/{outputs['pyroscopeDatasourceUid']}/resources/profileTypes")
+        answer = rest("get", profile_types_url(grafana, outputs["pyroscopeDatasourceUid"], 3600))
         types = [t.get("id", t) if isinstance(t, dict) else t for t in (answer or [])]
         found = f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else "")
         if not types:
