@@ -155,8 +155,10 @@ def run(kind: str, path: str, repeat: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hotspots_scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--nodes", type=int, default=200_000,
+                        help="nodes in the synthetic profile's call tree, the root included (default 200000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each kind, each in a fresh process; the best "
+                        "is reported (default 3)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

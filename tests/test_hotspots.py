@@ -348,7 +348,7 @@ def test_bad_profile_type_is_one_line(tmp_path, args, message):
 
 def test_profile_type_is_for_stack_only(tmp_path):
     done = cli("--from-file", str(ROOT / "examples" / "flamegraph-frame.json"), "--profile-type", "process_cpu:malloc:bytes::")
-    assert done.returncode == 2 and done.stderr.startswith("error: --profile-type: narrows the query --stack sends")
+    assert done.returncode == 2 and done.stderr.startswith("error: --profile-type: shapes the query --stack sends")
 
 
 @pytest.mark.parametrize("args", [["--sample-type", "cpu"],
@@ -904,12 +904,51 @@ def test_mismatched_sample_types_are_one_line(tmp_path):
     (tmp_path / "then.pb").write_bytes(_pprof_with(["malloc", "count"]))
     done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"), "--sample-type", "malloc")
     assert done.returncode == 2 and done.stderr == (
-        "error: --baseline: its unit 'count' differs from the current profile's 'bytes'\n")
+        f"error: --baseline {tmp_path / 'then.pb'}: its unit 'count' differs from the current profile's 'bytes'\n")
     (tmp_path / "then.pb").write_bytes(_pprof_with(["free", "bytes"]))
     done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"))
     assert done.returncode == 2 and done.stderr == (
-        "error: --baseline: its sample type free:bytes differs from the current profile's malloc:bytes\n")
+        f"error: --baseline {tmp_path / 'then.pb'}: its sample type free:bytes differs from the current profile's malloc:bytes\n")
     done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", "2h..1h")
-    assert done.returncode == 2 and done.stderr == "error: --baseline: expected a profile file (got '2h..1h': no such file)\n"
+    assert done.returncode == 2 and done.stderr == ("error: --baseline: expected a profile file (got '2h..1h': no such file; "
+                                                  "a time range needs --stack)\n")
     done = cli("--from-file", str(tmp_path / "now.pb"), "--max-nodes", "100")
-    assert done.returncode == 2 and done.stderr.startswith("error: --max-nodes: narrows the query --stack sends")
+    assert done.returncode == 2 and done.stderr.startswith("error: --max-nodes: shapes the query --stack sends")
+
+
+def test_outputs_file_is_for_stack_only(tmp_path):
+    done = cli("--from-file", str(EXAMPLE), "--outputs-file", str(tmp_path / "nope.json"))
+    assert done.returncode == 2 and done.stderr == (
+        "error: --outputs-file: gives --stack the stack's outputs; --from-file reads a saved profile and needs none\n")
+
+
+def test_an_empty_side_of_a_comparison_is_one_line(tmp_path):
+    """A profile with sample types and no samples reads as empty; as either side of --baseline it would make every
+    function grow from 0 (or shrink to 0), so the comparison stops with one line naming that side."""
+    empty = profiles._pb2().Profile(string_table=["", "malloc", "bytes"])
+    empty.sample_type.add(type=1, unit=2)
+    (tmp_path / "empty.pb").write_bytes(empty.SerializeToString())
+    alone = cli("--from-file", str(tmp_path / "empty.pb"))
+    assert alone.returncode == 0 and "No allocations in this profile" in alone.stdout
+    done = cli("--from-file", str(EXAMPLE_PPROF), "--baseline", str(tmp_path / "empty.pb"))
+    assert done.returncode == 2 and done.stderr == (
+        f"error: --baseline {tmp_path / 'empty.pb'}: no samples (an empty time range, or an empty export?); nothing to compare\n")
+    done = cli("--from-file", str(tmp_path / "empty.pb"), "--baseline", str(EXAMPLE_PPROF))
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {tmp_path / 'empty.pb'}: no samples")
+
+
+def test_pprof_outside_the_venv_is_one_line(monkeypatch):
+    """Without the protobuf package (the system python, not the project's venv) a pprof file is one line."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_protobuf(name, *args, **kwargs):
+        if name.startswith("google.protobuf") or name == "tools.pprof" or name.startswith("tools.pprof."):
+            raise ImportError(f"No module named {name.split('.')[0]!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_protobuf)
+    monkeypatch.delitem(sys.modules, "tools.pprof.profile_pb2", raising=False)
+    with pytest.raises(hotspots.FrameError, match=r"^reading pprof needs the protobuf package .*: run in the project's venv"):
+        profiles._pb2()

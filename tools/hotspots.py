@@ -828,9 +828,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since),
                                         ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type))
                if value is not None]
+    if args.from_file and args.outputs_file:
+        return bad("--outputs-file: gives --stack the stack's outputs; --from-file reads a saved profile and needs none")
     if args.from_file and ignored:
-        return bad(f"{ignored[0]}: narrows the query --stack sends to Grafana; a --from-file response is read as it "
-                   "was saved (save it with that filter instead)")
+        return bad(f"{ignored[0]}: shapes the query --stack sends to Grafana; a --from-file profile is read as it "
+                   "was saved (save it with that setting instead)")
     if args.top < 1:
         return bad(f"--top: expected a positive number (got {args.top})")
     if args.max_nodes is not None and not 1 <= args.max_nodes <= MAX_NODES_MAX:
@@ -844,7 +846,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.baseline is not None and not Path(args.baseline).exists():
         if not (args.stack and window):
             return bad(f"--baseline: expected a profile file{' or a time range such as 2h..1h' if args.stack else ''} "
-                       f"(got {args.baseline!r}: no such file)")
+                       f"(got {args.baseline!r}: no such file{'; a time range needs --stack' if window else ''})")
         if _seconds(window.group(1)) <= _seconds(window.group(2)):
             return bad(f"--baseline: FROM..TO counts back from now, so FROM must be further back (got {args.baseline!r})")
     try:
@@ -883,11 +885,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 result = report(profile, args.top, args.hide_trampolines)
                 picture = flame_svg(profile, args.top, title) if args.svg else None
             else:
-                result = diff_report(baseline, profile, args.top)
+                # An empty side compares with nothing: every function would read as grown from, or shrunk to, 0.
+                for side, name in ((baseline, f"--baseline {args.baseline}"), (profile, args.from_file or f"--since {since}")):
+                    if not side.total:
+                        raise FrameError(f"{name}: no samples (an empty time range, or an empty export?); nothing to compare")
+                try:
+                    result = diff_report(baseline, profile, args.top)
+                except FrameError as error:  # name the baseline file it is about
+                    if Path(args.baseline).exists() and str(error).startswith("--baseline: "):
+                        raise FrameError(f"--baseline {args.baseline}: {str(error)[len('--baseline: '):]}") from None
+                    raise
                 picture = diff_svg(baseline, profile, title) if args.svg else None
         except FrameError as error:  # name the file it is in
             raise FrameError(f"{args.from_file}: {error}" if args.from_file and not str(error).startswith("--")
-                             else str(error)) from None
+                             and not str(error).startswith(args.from_file) else str(error)) from None
     except ValueError as error:  # FrameError, OutputsError: one line
         return bad(str(error))
     if profile_type is not None:

@@ -39,8 +39,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _pb2():
-    from tools.pprof import profile_pb2  # the protobuf runtime loads on first use: the frame path does not need it
-
+    try:
+        from tools.pprof import profile_pb2  # the protobuf runtime loads on first use: the frame path does not need it
+    except ImportError as missing:  # outside the project's venv: say so in one line
+        raise FrameError(f"reading pprof needs the protobuf package ({missing}): run in the project's venv, "
+                         ".venv/bin/python -m tools.hotspots ... (README, set-up)") from None
     return profile_pb2
 
 
