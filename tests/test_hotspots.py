@@ -952,3 +952,10 @@ def test_pprof_outside_the_venv_is_one_line(monkeypatch):
     monkeypatch.delitem(sys.modules, "tools.pprof.profile_pb2", raising=False)
     with pytest.raises(hotspots.FrameError, match=r"^reading pprof needs the protobuf package .*: run in the project's venv"):
         profiles._pb2()
+
+
+def test_a_file_of_another_sample_type_is_not_called_gpu_memory(tmp_path):
+    (tmp_path / "cpu.pb").write_bytes(_pprof_with(["cpu", "nanoseconds"]))
+    done = cli("--from-file", str(tmp_path / "cpu.pb"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "Profile cpu:nanoseconds: 5 nanoseconds in all"
