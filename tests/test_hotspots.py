@@ -267,6 +267,7 @@ def test_gadget_054_profile_type_is_found_and_the_dashboard_mismatch_said(tmp_pa
     first = done.stdout.splitlines()[0]
     assert first.startswith("Profile type process_cpu:malloc:bytes:process_cuda:bytes: Pyroscope holds the GPU memory")
     assert "asks for process_cpu:malloc:bytes::" in first
+    assert "`pulumi config set dashboardProfileType process_cpu:malloc:bytes:process_cuda:bytes && pulumi up`" in first
 
 
 def test_both_ids_in_one_range_read_the_dashboards_and_name_the_other(tmp_path):
@@ -365,7 +366,7 @@ def test_review_a_type_asked_for_by_hand_is_not_called_the_gpu_memory(tmp_path, 
     assert done.returncode == 0, done.stderr
     assert calls_in(tmp_path)[-1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
     assert "holds the GPU memory under this ID" not in done.stdout
-    assert "pick process_cpu:cpu:nanoseconds:cpu:nanoseconds in its profile type menu" not in done.stdout
+    assert "dashboardProfileType" not in done.stdout
 
 
 def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys):
@@ -387,6 +388,8 @@ def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys
     queries = []
 
     class FakeGrafana:
+        dashboard_profile_type = hotspots.PROFILE_TYPE  # what StackQuery reads from the outputs
+
         def __init__(self, stack, outputs_file):
             pass
 

@@ -78,7 +78,8 @@ def test_failures_each_get_a_next_step(tmp_path):
     (["process_cpu:cpu:nanoseconds:cpu:nanoseconds"], "no GPU memory (malloc:bytes)", "no GPU-memory profiles yet"),
     (["process_cpu:malloc:bytes:process_cuda:bytes"],
      "GPU memory as process_cpu:malloc:bytes:process_cuda:bytes, the dashboard asks process_cpu:malloc:bytes::",
-     "pick process_cpu:malloc:bytes:process_cuda:bytes in its profile type menu"),
+     "next: the dashboard's flame graph stays empty: `pulumi config set dashboardProfileType "
+     "process_cpu:malloc:bytes:process_cuda:bytes && pulumi up`"),
 ])
 def test_profile_types_the_dashboard_cannot_show_fail(tmp_path, held, line, hint):
     """Inspektor Gadget v0.54.0 on sends the period type process_cuda, which Pyroscope v1.15.0 keeps in the ID: the
