@@ -126,6 +126,9 @@ CHANGES = [
                                             ("triggers[1]", "environment.DASHBOARD_UID", "environment.DASHBOARD_SOURCE"))}),
     Change("dashboard-source-and-sha", {"dashboardSource": OTHER_URL, "dashboardSha256": "@other"},
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE", "environment.DASHBOARD_SHA256"))}),
+    # Inspektor Gadget v0.54+ is held as another profile type ID (docs/offline.md G12): the step runs again, in place.
+    Change("dashboard-profile-type", {"dashboardProfileType": "process_cpu:malloc:bytes:process_cuda:bytes"},
+           expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_PROFILE_TYPE",))}),
     Change("extension-version-pin", {"extensionVersion": "0.46.0"},
            expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
     # multiCluster names the PLS per cluster too (components/config.py): the release is reinstalled once.
@@ -300,7 +303,7 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     dashboards = {(h, uid) for h, g in world["grafana"].items() for uid in g["dashboards"]}
     assert dashboards == {(host, upload["DASHBOARD_UID"])}
     source = json.loads(Path(dashboard_files[upload["DASHBOARD_SOURCE"]][0]).read_bytes())
-    expected = uploaded(source, json.loads(upload["DATASOURCES"]))
+    expected = uploaded(source, json.loads(upload["DATASOURCES"]), upload["DASHBOARD_PROFILE_TYPE"])
     assert comparable(world["grafana"][host]["dashboards"][upload["DASHBOARD_UID"]]) == comparable(expected)
     # One managed private endpoint, approved and refreshed, the only connection on the one PLS the release names.
     mpe = head["grafana-private-link-mpe"]["inputs"]
@@ -327,14 +330,16 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     assert world["events"] == []
 
 
-def uploaded(source: dict, datasources: dict) -> dict:
-    """The dashboard as scripts/grafana_dashboard.py uploads ``source`` (its own transformation)."""
+def uploaded(source: dict, datasources: dict, profile_type: str) -> dict:
+    """The dashboard as scripts/grafana_dashboard.py uploads ``source`` (its own transformations: the datasource
+    defaults, and ``profile_type`` in its Pyroscope GPU-memory queries)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import grafana_dashboard
     finally:
         sys.path.pop(0)
-    return grafana_dashboard.with_datasource_defaults(source, datasources)
+    dashboard = grafana_dashboard.with_datasource_defaults(source, datasources)
+    return grafana_dashboard.with_profile_type(dashboard, profile_type, grafana_dashboard.stack_pyroscope(dashboard, datasources))
 
 
 def comparable(dashboard: dict) -> dict:
