@@ -136,7 +136,8 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
 #: docs/offline.md G12, tools/hotspots.py ``PROFILE_TYPE``).
 PYROSCOPE = "grafana-pyroscope-datasource"
 GPU_MEMORY = ("malloc", "bytes")
-#: The datasource of a panel whose queries each name their own (grafana/grafana ``MIXED_DATASOURCE_NAME``).
+#: The datasource of a panel whose queries each name their own (grafana/grafana
+#: ``public/app/plugins/datasource/mixed/MixedDataSource.ts`` @ f5eef1f4 ``MIXED_DATASOURCE_NAME``).
 MIXED = "-- Mixed --"
 #: A string that is one variable reference as a whole: ``$var``, ``[[var]]``/``[[var:fmt]]``, ``${var}``/``${var:fmt}``
 #: (grafana/grafana ``public/app/features/variables/utils.ts`` @ 4a0ad964 ``variableRegex``).

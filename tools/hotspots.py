@@ -14,11 +14,11 @@ Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``a
 Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
 query (``queryType`` profile, label selector on ``k8s_namespace`` and ``k8s_podName``), its ``profileTypeId``
 the GPU-memory profile type Pyroscope holds (:func:`pick_profile_type`: the one the stack's dashboard panel asks for,
-:func:`dashboard_profile_type`, or the one another Inspektor Gadget version writes), or reads a saved response. Then reads the flame graph the way the
-guide in docs/flamegraphs.md does: per function, *self* (what it allocated itself) and *total* (with everything it
-called; a recursive function is counted once per stack), the widest self allocators with their heaviest
-call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of the root,
-no self), which are the path and not the cause. ``--svg FILE`` also writes the frame as a self-contained
+:func:`dashboard_profile_type`, or the one another Inspektor Gadget version writes), or reads a saved response. Then
+reads the flame graph the way the guide in docs/flamegraphs.md does: per function, *self* (what it allocated itself)
+and *total* (with everything it called; a recursive function is counted once per stack), the widest self allocators
+with their heaviest call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of
+the root, no self), which are the path and not the cause. ``--svg FILE`` also writes the frame as a self-contained
 SVG flame graph (``flame_svg``: width = total, self on hover, the ``--top`` self allocators highlighted).
 
 Grafana's flame-graph data frame (the Pyroscope datasource's answer): fields ``level``, ``value`` (total),
