@@ -1598,8 +1598,10 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     `python -m tools.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
     planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
     the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,
-    created, and the wait for the PLS run again (its script changed); nothing else created, replaced, updated or deleted, and the release's inputs (the Helm values) byte for
-    byte equal."""
+    created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once, with
+    dashboardProfileType's default and its changed script (it runs again and, the published ID being the default, finds
+    the dashboard up to date: tests/test_dashboard_profile_type.py); nothing else created, replaced, updated or deleted,
+    and the release's inputs (the Helm values) byte for byte equal."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
         head = run("dev", overrides).to_json()
@@ -1615,7 +1617,10 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         # The wait for the PLS is a new step: its script now also waits for the NAT IP configurations (its hash is
         # among the triggers, components/scripts.py), so it runs once more and finds the PLS as it is.
         assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create",
-                           "grafana-private-link-wait-for-pls": "replace"}, overrides
+                           "grafana-private-link-wait-for-pls": "replace", "gpu-dashboard-upload": "update"}, overrides
+        dashboard = diff.step("gpu-dashboard-upload")
+        assert [(d["path"], d.get("old"), d.get("new")) for d in dashboard.diffs if d["path"] != "environment.SCRIPT_SHA256"] == [
+            ("environment.DASHBOARD_PROFILE_TYPE", None, "process_cpu:malloc:bytes::")], dashboard.diffs
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs
