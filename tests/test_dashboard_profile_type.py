@@ -152,6 +152,22 @@ def test_the_step_checks_the_sha256_before_it_sets_the_profile_type(tmp_path):
     assert f"has sha256 {scenarios.DASHBOARD_SHA256}, expected {'0' * 64}; nothing uploaded" in result.stderr
 
 
+def test_upgrading_a_stack_to_the_key_rewrites_nothing_in_grafana(tmp_path):
+    """The first `pulumi up` after upgrading to this code updates the dashboard step (a new environment value, the
+    default; tests/test_lifecycle.py ``test_a_single_binary_stack_upgrading_to_this_code_sees_no_change``): it runs
+    again against the dashboard the older step uploaded and, the default being the published ID, writes nothing."""
+    scenario = scenarios.Scenario(
+        "profile-type-upgrade", "grafana_dashboard.py",
+        {**scenarios.DASH_ENV, **scenarios.DASH_AS_UPDATE, "DASHBOARD_PROFILE_TYPE": PUBLISHED},
+        [{"match": scenarios.DOWNLOAD, "responses": [scenarios.FETCH]},
+         {"match": scenarios.DASH_GET, "responses": [scenarios.uploaded_dashboard(scenarios.MINE)]},
+         {"match": scenarios.DASH_POST, "responses": [{"json": {}}]}], args=["apply"])
+    result = scenarios.run(scenario, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.count(2) == 0 and "up to date; nothing written" in result.stderr
+    assert "dashboardProfileType" not in result.stderr  # nothing to set: the source already asks for it
+
+
 def test_the_step_uploads_the_configured_id_and_says_so(tmp_path):
     scenario = scenarios.Scenario(
         "profile-type-upload", "grafana_dashboard.py", {**scenarios.DASH_ENV, "DASHBOARD_PROFILE_TYPE": CUDA},
