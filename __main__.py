@@ -209,6 +209,7 @@ dashboard = GpuDashboard(
         source=cfg.dashboard_source,
         sha256=cfg.dashboard_sha256.lower(),
         uid=cfg.dashboard_uid,
+        profile_type=cfg.dashboard_profile_type,
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,
         shared=cfg.multi_cluster,

@@ -31,6 +31,8 @@ from typing import Callable, Iterable, Mapping, Optional
 import pulumi
 import yaml
 
+from tools.hotspots import PROFILE_TYPE_ID
+
 PROJECT = "aks-gpu-observability"
 PROJECT_FILE = Path(__file__).resolve().parent.parent / "Pulumi.yaml"
 
@@ -125,6 +127,7 @@ class StackConfig:
     dashboard_source: str
     dashboard_sha256: str
     dashboard_uid: str
+    dashboard_profile_type: str
     grafana_timeout_seconds: int
     connection_approval_timeout_seconds: int
     managed_private_endpoint_timeout_seconds: int
@@ -381,6 +384,15 @@ def _dashboard_source(key: str, value: object) -> None:
         raise ConfigError(key, f"no file {text!r} in the project directory; expected an https:// URL or a project file")
 
 
+def _profile_type(key: str, value: object) -> None:
+    # A Pyroscope profile type ID, name:sampleType:sampleUnit:periodType:periodUnit, as tools.hotspots reads one
+    # (PROFILE_TYPE_ID; grafana/pyroscope v1.15.0 pkg/phlaredb/labels/labels.go CreateProfileLabels). The dashboard step
+    # sets it in the dashboard's Pyroscope GPU-memory queries (scripts/grafana_dashboard.py with_profile_type).
+    if not isinstance(value, str) or not PROFILE_TYPE_ID.fullmatch(value):
+        raise ConfigError(key, "expected a Pyroscope profile type ID name:type:unit:periodType:periodUnit such as "
+                               f"process_cpu:malloc:bytes:process_cuda:bytes (got {value!r})")
+
+
 def _stack_name(key: str, value: object) -> None:
     if value != "" and not re.fullmatch(r"(?:[\w.-]+/){0,2}[\w.-]+", str(value)):
         raise ConfigError(key, f"expected a stack name: stack, project/stack or org/project/stack (got {value!r})")
@@ -588,6 +600,7 @@ RULES: dict[str, Rule] = {
     "dashboardSource": _dashboard_source,
     "dashboardSha256": _regex(r"[0-9a-fA-F]{64}", "expected a sha256 digest: 64 hexadecimal digits"),
     "dashboardUid": _GRAFANA_UID,
+    "dashboardProfileType": _profile_type,
     "grafanaTimeoutSeconds": _between(30, 3600, "seconds"),
     "grafanaName": _regex(
         r"[A-Za-z][A-Za-z0-9-]{0,21}[A-Za-z0-9]",

@@ -5,7 +5,11 @@ Source (pinned in the design brief, shared/DESIGN.md): inspektor-gadget/grafana-
 9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4 (Apache-2.0). Downloaded at deploy time by
 ``scripts/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,
 deleted on destroy. Its variables ``prom_ds`` and ``pyroscope_ds`` choose datasources by type; the step
-points their defaults at this stack's datasources.
+points their defaults at this stack's datasources. Its flame-graph panel asks Pyroscope for the profile type ID
+``process_cpu:malloc:bytes::`` (``profileTypeId`` of its one Pyroscope query), under which Pyroscope v1.15.0 holds the GPU
+memory only from Inspektor Gadgets before v0.54.0 (docs/offline.md G12); the step sets that ID to ``dashboardProfileType``
+in every Pyroscope query of the dashboard that asks for GPU memory (scripts/grafana_dashboard.py ``with_profile_type``),
+so the panel follows the gadget version without an edit in Grafana, which the step would overwrite.
 
 The upload does not wait for the datasources. Grafana stores a dashboard without resolving the datasources
 it names: saving (``POST /api/dashboards/db``) runs ``BuildSaveDashboardCommand``, which checks the title, the
@@ -34,13 +38,18 @@ PINNED_URL = (
 )
 PINNED_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4"
 PINNED_UID = "AdvancedGPUObservability"
+#: The profile type ID the pinned dashboard's flame-graph panel asks for (its ``profileTypeId``), config
+#: ``dashboardProfileType``'s default (tools/hotspots.py ``PROFILE_TYPE``).
+PINNED_PROFILE_TYPE = "process_cpu:malloc:bytes::"
 
 
 @dataclass(frozen=True)
 class GpuDashboardArgs:
     """``grafana_id``: the workspace's ARM id (a delete first asks ARM whether it still exists). ``source``: https
     URL or project-relative file; ``sha256``: its pinned digest (64 hex); ``uid``: the
-    uid inside the JSON; ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``input_datasources``:
+    uid inside the JSON; ``profile_type``: the Pyroscope profile type ID its GPU-memory queries ask for
+    (``dashboardProfileType``; set also when shared: every stack sharing the dashboard must set the same, or each
+    upload rewrites it); ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``input_datasources``:
     datasource plugin id -> uid, what a dashboard exported "for sharing" (``__inputs``) is imported with
     (scripts/grafana_dashboard.py ``import_inputs``). ``shared``: several
     cluster stacks upload the same dashboard into one Grafana (``multiCluster``); then none of them owns
@@ -55,6 +64,7 @@ class GpuDashboardArgs:
     source: str = PINNED_URL
     sha256: str = PINNED_SHA256
     uid: str = PINNED_UID
+    profile_type: str = PINNED_PROFILE_TYPE
     timeout_seconds: int = 300
     retry_forbidden: bool = False
     shared: bool = False
@@ -62,7 +72,8 @@ class GpuDashboardArgs:
 
 class GpuDashboard(pulumi.ComponentResource):
     """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``), ``definition`` (how the step uploads it,
-    known once it has run: ``{"uid", "source", "sha256", "datasources", "inputs"}``: the variable defaults it
+    known once it has run: ``{"uid", "source", "sha256", "profileType", "datasources", "inputs"}``: the profile type ID
+    its GPU-memory flame graphs ask for, the variable defaults it
     sets and the datasource each ``__inputs`` plugin maps to, both ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
     Grafana the stack creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
 
@@ -75,6 +86,7 @@ class GpuDashboard(pulumi.ComponentResource):
             "grafana_dashboard.py",
             {
                 "API_VERSION": DASHBOARD_API_VERSION,
+                "DASHBOARD_PROFILE_TYPE": args.profile_type,
                 "DASHBOARD_SHA256": args.sha256,
                 "DASHBOARD_SOURCE": args.source,
                 "DASHBOARD_UID": args.uid,
@@ -94,5 +106,6 @@ class GpuDashboard(pulumi.ComponentResource):
         self.uid = upload.stdout.apply(lambda _: args.uid)
         self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)
         self.definition = upload.stdout.apply(
-            lambda _: {"datasources": defaults, "inputs": inputs, "sha256": args.sha256, "source": args.source, "uid": args.uid})
+            lambda _: {"datasources": defaults, "inputs": inputs, "profileType": args.profile_type, "sha256": args.sha256,
+                       "source": args.source, "uid": args.uid})
         self.register_outputs({"uid": self.uid, "url": self.url, "definition": self.definition})

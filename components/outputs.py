@@ -27,6 +27,8 @@ CONTRACT: dict[str, tuple[type, str]] = {
     # What the Grafana steps set, for `python -m tools.verify --drift` (commands are never refreshed).
     "pyroscopeDatasource": (dict, "the Pyroscope datasource as the stack sets it: uid, name, type, access, url, jsonData"),
     "prometheusDatasource": (dict, "the Prometheus datasource as the stack sets it: uid, name, type, access, url, jsonData"),
-    "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), datasources "
-                                  "(the variable defaults it sets), inputs (the datasource each __inputs plugin maps to); both {} when shared"),
+    "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), profileType "
+                                  "(the Pyroscope profile type ID its GPU-memory flame graphs ask for, dashboardProfileType), "
+                                  "datasources (the variable defaults it sets), inputs (the datasource each __inputs plugin "
+                                  "maps to); both {} when shared"),
 }

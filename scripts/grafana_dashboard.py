@@ -7,16 +7,18 @@ Environment: GRAFANA_ENDPOINT, DASHBOARD_SOURCE (an https URL, fetched with `az 
 the project directory), DASHBOARD_SHA256 (64 hex), DASHBOARD_UID, DATASOURCES (JSON: dashboard variable name
 -> {"uid", "name"}, the datasources its variables default to), DATASOURCE_INPUTS (JSON: datasource plugin id ->
 this stack's datasource uid, for a dashboard exported "for sharing"; ``{}`` for a dashboard shared by several
-clusters), TIMEOUT_SECONDS; optional GRAFANA_ID and API_VERSION (the workspace's ARM id, checked before a delete),
-POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command
-on updates and deletes).
+clusters), TIMEOUT_SECONDS; optional DASHBOARD_PROFILE_TYPE (the Pyroscope profile type ID its GPU-memory flame
+graphs query, config ``dashboardProfileType``: :func:`with_profile_type`), GRAFANA_ID and API_VERSION (the workspace's
+ARM id, checked before a delete), POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous
+stdout, set by pulumi-command on updates and deletes).
 
 apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), import its ``__inputs`` as Grafana's
 import does (:func:`import_inputs`; an input this stack cannot supply: one-line error), check the JSON's uid is
 DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES and, when a datasource variable selects
 ``prometheus`` datasources, at the Prometheus type this Grafana's Azure-auth datasources have (scripts/grafana_server.py:
 ``grafana-azureprometheus-datasource`` from Grafana 13.0 on, read with GET /api/health and GET /api/plugins; a
-datasource variable offers only datasources of its plugin id), stamp it with this step's owner id
+datasource variable offers only datasources of its plugin id), point its Pyroscope GPU-memory targets at
+DASHBOARD_PROFILE_TYPE (:func:`with_profile_type`), stamp it with this step's owner id
 (top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
 version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else, before
 Grafana 11.3, another dashboard with the same title in the General folder -> one-line error naming it, nothing
@@ -36,7 +38,7 @@ import re
 import sys
 import tempfile
 import urllib.parse
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 import grafana_server
 from azcli import OWNER_KEY, AzError, Owner, Step, download, mask_url_secrets, rest, shown_url
@@ -129,13 +131,112 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
     return imported
 
 
-def prepare(dashboard: dict, datasources: dict, prometheus_type: str = grafana_server.PROMETHEUS) -> dict:
+#: The Pyroscope datasource's plugin id, and the sample type and unit of the GPU memory Inspektor Gadget's profile_cuda
+#: gadget sends (``malloc``, ``bytes``: any profile type ID ``<name>:malloc:bytes:<period type>:<period unit>``;
+#: docs/offline.md G12, tools/hotspots.py ``PROFILE_TYPE``).
+PYROSCOPE = "grafana-pyroscope-datasource"
+GPU_MEMORY = ("malloc", "bytes")
+#: The datasource of a panel whose queries each name their own (grafana/grafana
+#: ``public/app/plugins/datasource/mixed/MixedDataSource.ts`` @ f5eef1f4 ``MIXED_DATASOURCE_NAME``).
+MIXED = "-- Mixed --"
+#: A string that is one variable reference as a whole: ``$var``, ``[[var]]``/``[[var:fmt]]``, ``${var}``/``${var:fmt}``
+#: (grafana/grafana ``public/app/features/variables/utils.ts`` @ 4a0ad964 ``variableRegex``).
+_VARIABLE = re.compile(r"\$(\w+)|\[\[([\s\S]+?)(?::\w+)?\]\]|\$\{(\w+)(?:\.[^:^}]+)?(?::[^}]+)?\}")
+
+
+def _panels(panels) -> Iterator[dict]:
+    """Each panel of ``panels`` and, depth first, the panels nested in it (a collapsed row keeps its own in ``panels``)."""
+    for panel in panels or []:
+        if isinstance(panel, dict):
+            yield panel
+            yield from _panels(panel.get("panels"))
+
+
+def pyroscope_queries(dashboard: dict, uids: Iterable[str] = ()) -> list[dict]:
+    """The queries (panel ``targets``, in rows' nested panels too) of ``dashboard`` that go to a Pyroscope datasource.
+
+    A query's datasource is its own ``datasource``, or its panel's when it names none (no reference, or one without a
+    ``uid``) and the panel is not ``-- Mixed --`` (grafana/grafana ``public/app/features/dashboard/state/
+    DashboardMigrator.ts`` @ ddb62093, schema 36: ``target.datasource = { ...panel.datasource }``, applied to the panels
+    of rows as well). That datasource is Pyroscope when its reference has type ``grafana-pyroscope-datasource``, or its
+    uid (or, in an old dashboard, the whole reference string) is a variable reference (:data:`_VARIABLE`) to a
+    datasource variable whose ``query`` is that plugin id (the pinned dashboard's ``${pyroscope_ds}``), or one of
+    ``uids``: the stack's Pyroscope datasource uid and name, which an imported ``__inputs`` reference has become."""
+    variables = {variable.get("name") for variable in (dashboard.get("templating") or {}).get("list") or []
+                 if variable.get("type") == "datasource" and variable.get("query") == PYROSCOPE}
+    known = {uid for uid in uids if uid}
+
+    def is_pyroscope(reference) -> bool:
+        if isinstance(reference, dict):
+            if reference.get("type") == PYROSCOPE:
+                return True
+            reference = reference.get("uid")
+        if not isinstance(reference, str):
+            return False
+        found = _VARIABLE.fullmatch(reference)
+        return next(name for name in found.groups() if name) in variables if found else reference in known
+
+    queries = []
+    for panel in _panels(dashboard.get("panels")):
+        own = panel.get("datasource")
+        mixed = (own.get("uid") if isinstance(own, dict) else own) == MIXED
+        for target in panel.get("targets") or []:
+            if not isinstance(target, dict):
+                continue
+            reference = target.get("datasource")
+            if not mixed and (reference is None or (isinstance(reference, dict) and reference.get("uid") is None)):
+                reference = own
+            if is_pyroscope(reference):
+                queries.append(target)
+    return queries
+
+
+def asks_gpu_memory(query: dict) -> bool:
+    """True when a Pyroscope query's ``profileTypeId`` (``name:sampleType:sampleUnit:periodType:periodUnit``;
+    grafana/grafana ``public/app/plugins/datasource/grafana-pyroscope-datasource/dataquery.gen.ts`` @ 041993ff
+    ``GrafanaPyroscopeDataQuery``) has the GPU memory's sample type and unit (:data:`GPU_MEMORY`)."""
+    parts = str(query.get("profileTypeId") or "").split(":")
+    return len(parts) == 5 and tuple(parts[1:3]) == GPU_MEMORY
+
+
+def with_profile_type(dashboard: dict, profile_type: Optional[str], uids: Iterable[str] = ()) -> dict:
+    """Set ``profileTypeId`` to ``profile_type`` (config ``dashboardProfileType``) in each Pyroscope query of
+    ``dashboard`` (:func:`pyroscope_queries`) that asks for GPU memory (:func:`asks_gpu_memory`): the flame graphs read
+    the ID Pyroscope holds the GPU memory under, which depends on the Inspektor Gadget version (docs/offline.md G12).
+    Queries of other profile types are left as they are. Unchanged when ``profile_type`` is None (a definition from
+    before the key: the step uploaded the source's own IDs then)."""
+    if profile_type:
+        for query in pyroscope_queries(dashboard, uids):
+            if asks_gpu_memory(query):
+                query["profileTypeId"] = profile_type
+    return dashboard
+
+
+def stack_pyroscope(dashboard: dict, datasources: dict, inputs: Optional[dict] = None) -> set:
+    """The uids and names of the stack's Pyroscope datasource, for :func:`pyroscope_queries`: the uid ``__inputs`` of
+    that plugin were imported with (``inputs``: plugin id -> uid), and the defaults (``datasources``: variable ->
+    {"uid", "name"}) of the dashboard's Pyroscope datasource variables and of any variable defaulted to that uid."""
+    uid = (inputs or {}).get(PYROSCOPE)
+    variables = {variable.get("name") for variable in (dashboard.get("templating") or {}).get("list") or []
+                 if variable.get("type") == "datasource" and variable.get("query") == PYROSCOPE}
+    found = {uid}
+    for variable, chosen in (datasources or {}).items():
+        if isinstance(chosen, dict) and (variable in variables or (uid and chosen.get("uid") == uid)):
+            found |= {chosen.get("uid"), chosen.get("name")}
+    return {item for item in found if item}
+
+
+def prepare(dashboard: dict, datasources: dict, prometheus_type: str = grafana_server.PROMETHEUS,
+            profile_type: Optional[str] = None, inputs: Optional[dict] = None) -> dict:
     """The source JSON as the upload sends it, before this step's owner id is stamped on: the datasource
     variables defaulted (:func:`with_datasource_defaults`), those that select ``prometheus`` datasources pointed at
-    ``prometheus_type`` (``grafana_server.dashboard_prometheus_type`` of the Grafana it goes to), and ``id`` null
-    (Grafana assigns it). ``tools.verify --drift`` prepares the stack's dashboard with this same function."""
+    ``prometheus_type`` (``grafana_server.dashboard_prometheus_type`` of the Grafana it goes to), its Pyroscope
+    GPU-memory queries pointed at ``profile_type`` (:func:`with_profile_type`; ``inputs``: the ``__inputs`` mapping
+    the dashboard was imported with, for :func:`stack_pyroscope`), and ``id`` null (Grafana assigns it).
+    ``tools.verify --drift`` prepares the stack's dashboard with this same function."""
     dashboard = with_datasource_defaults(dashboard, datasources)
     dashboard = grafana_server.retarget_prometheus_variables(dashboard, prometheus_type)
+    dashboard = with_profile_type(dashboard, profile_type, stack_pyroscope(dashboard, datasources, inputs))
     dashboard["id"] = None
     return dashboard
 
@@ -216,7 +317,8 @@ def main(action: str) -> int:
         dashboard = json.loads(raw)
     except ValueError as error:
         step.fail(f"dashboard {source} is not JSON: {error}")
-    dashboard = import_inputs(dashboard, json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}"), source)
+    inputs = json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}")
+    dashboard = import_inputs(dashboard, inputs, source)
     if dashboard.get("uid") != uid:
         step.fail(f"dashboard {source} has uid {dashboard.get('uid')!r}, expected {uid!r}; nothing uploaded")
     server = grafana_server.probe(step, endpoint, timeout)
@@ -225,7 +327,16 @@ def main(action: str) -> int:
         prometheus_type = grafana_server.dashboard_prometheus_type(server)
         if prometheus_type != grafana_server.PROMETHEUS:
             step.log(f"dashboard {uid}: its datasource variables that select prometheus select {prometheus_type} here")
-    dashboard = prepare(dashboard, json.loads(os.environ.get("DATASOURCES") or "{}"), prometheus_type)
+    datasources = json.loads(os.environ.get("DATASOURCES") or "{}")
+    profile_type = os.environ.get("DASHBOARD_PROFILE_TYPE") or None
+    if profile_type:
+        asking = [query for query in pyroscope_queries(dashboard, stack_pyroscope(dashboard, datasources, inputs))
+                  if asks_gpu_memory(query)]
+        moved = sorted({query.get("profileTypeId") for query in asking} - {profile_type})
+        if moved:
+            step.log(f"dashboard {uid}: profile type of its Pyroscope GPU-memory queries ({len(asking)}) set to "
+                     f"{profile_type} (dashboardProfileType), was {', '.join(moved)}")
+    dashboard = prepare(dashboard, datasources, prometheus_type, profile_type, inputs)
     dashboard[OWNER_KEY] = owner.id
 
     existing = step.read(f"dashboard {uid}", by_uid, timeout)

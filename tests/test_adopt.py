@@ -317,7 +317,8 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
     upload = resources["gpu-dashboard-upload"]
     dashboard = g["dashboards"]["AdvancedGPUObservability"]
     assert dashboard[OWNER_KEY] == deployment.states[upload["urn"]]["stdout"].split("owner=", 1)[1]
-    expected = uploaded(json.loads(pinned.read_bytes()), json.loads(upload["inputs"]["environment"]["DATASOURCES"]))
+    expected = uploaded(json.loads(pinned.read_bytes()), json.loads(upload["inputs"]["environment"]["DATASOURCES"]),
+                        upload["inputs"]["environment"]["DASHBOARD_PROFILE_TYPE"])
     assert comparable(dashboard) == comparable(expected)
     assert expected["templating"]["list"] and any(v.get("current", {}).get("value") == prometheus_uid
                                                   for v in dashboard["templating"]["list"])

@@ -195,6 +195,12 @@ CASES = [
     Bad("dashboard-file-outside-project", "plan", ["--set", "dashboardSource=../shared/x.json"], ["dashboardSource"]),
     Bad("dashboard-plain-http", "plan", ["--set", "dashboardSource=http://example.com/d.json"], ["dashboardSource"]),
     Bad("dashboard-sha256-short", "plan", ["--set", "dashboardSha256=9c87339704d1"], ["dashboardSha256"]),
+    # The flame graph's profile type (dashboardProfileType): a whole Pyroscope ID, name:type:unit:periodType:periodUnit.
+    Bad("dashboard-profile-type-three-parts", "plan", ["--set", "dashboardProfileType=process_cpu:malloc:bytes"],
+        ["dashboardProfileType", "name:type:unit:periodType:periodUnit", "'process_cpu:malloc:bytes'"]),
+    Bad("dashboard-profile-type-a-space", "plan", ["--set", "dashboardProfileType=process_cpu:malloc:bytes:process_cuda :bytes"],
+        ["dashboardProfileType", "Pyroscope profile type ID"]),
+    Bad("dashboard-profile-type-empty", "plan", ["--set", "dashboardProfileType="], ["dashboardProfileType", "(got '')"]),
     # --- flame-graph frames (tools.hotspots --from-file) ----------------------------------------------------
     Bad("frame-not-json", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json"], files={"f.json": "{"}),
     Bad("frame-no-results", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "results"], files={"f.json": "{}"}),

@@ -93,6 +93,9 @@ GOOD = [
     ("dashboardSource", "https://example.com/gpu/AdvancedGPUObservability.json"),
     ("dashboardSha256", "A" * 64),
     ("dashboardUid", "AdvancedGPUObservability"),
+    ("dashboardProfileType", "process_cpu:malloc:bytes::"),
+    ("dashboardProfileType", "process_cpu:malloc:bytes:process_cuda:bytes"),
+    ("dashboardProfileType", "process_cuda:malloc:bytes:process_cuda:bytes"),
     ("grafanaTimeoutSeconds", "30"),
     ("production", "true"),
     ("deployerPrincipalType", "ServicePrincipal"),
@@ -201,6 +204,9 @@ BAD = [
     ("deployerPrincipalType", "user", "one of auto, User, ServicePrincipal, Group"),
     ("dashboardSha256", "9c87339704d1c8b9", "sha256 digest"),
     ("dashboardSha256", "g" * 64, "sha256 digest"),
+    ("dashboardProfileType", "process_cpu:malloc", "Pyroscope profile type ID name:type:unit:periodType:periodUnit"),
+    ("dashboardProfileType", "process_cpu:malloc:bytes:process_cuda:bytes:x", "Pyroscope profile type ID"),
+    ("dashboardProfileType", "process_cpu::bytes::", "Pyroscope profile type ID"),
     ("grafanaTimeoutSeconds", "29", "from 30 to 3600 seconds"),
     ("createGrafana", "yes", "true or false"),
     ("production", "prod", "true or false"),
@@ -245,6 +251,16 @@ def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
     other step has run; its bad forms are in tests/test_bad_input.py."""
     cfg = parse(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper())
     assert cfg.dashboard_source == LOCAL_DASHBOARD and cfg.dashboard_sha256 == LOCAL_SHA256.upper()
+
+
+def test_the_dashboard_profile_type_defaults_to_the_published_panels_and_is_read_as_tools_hotspots_reads_it():
+    """dashboardProfileType: the pinned dashboard's flame-graph ID by default (so the step uploads it unchanged),
+    checked with tools.hotspots' own PROFILE_TYPE_ID, not a copy of it."""
+    from components.gpu_dashboard import PINNED_PROFILE_TYPE
+    from tools import hotspots
+
+    assert parse().dashboard_profile_type == hotspots.PROFILE_TYPE == PINNED_PROFILE_TYPE
+    assert config.PROFILE_TYPE_ID is hotspots.PROFILE_TYPE_ID
 
 
 @pytest.mark.parametrize("key,value", GOOD)

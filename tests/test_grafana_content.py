@@ -116,6 +116,8 @@ def test_dashboard_step(plan):
     assert upload.inputs["delete"] == "python3 scripts/grafana_dashboard.py delete"
     assert upload.inputs["environment"] == {
         "API_VERSION": "2024-10-01",
+        # The published dashboard's flame-graph profile type (dashboardProfileType's default): uploaded unchanged.
+        "DASHBOARD_PROFILE_TYPE": "process_cpu:malloc:bytes::",
         "DASHBOARD_SHA256": "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4",
         "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
         "DASHBOARD_UID": "AdvancedGPUObservability",

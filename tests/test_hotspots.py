@@ -267,6 +267,7 @@ def test_gadget_054_profile_type_is_found_and_the_dashboard_mismatch_said(tmp_pa
     first = done.stdout.splitlines()[0]
     assert first.startswith("Profile type process_cpu:malloc:bytes:process_cuda:bytes: Pyroscope holds the GPU memory")
     assert "asks for process_cpu:malloc:bytes::" in first
+    assert "`pulumi config set dashboardProfileType process_cpu:malloc:bytes:process_cuda:bytes && pulumi up`" in first
 
 
 def test_both_ids_in_one_range_read_the_dashboards_and_name_the_other(tmp_path):
@@ -336,6 +337,53 @@ def test_dashboard_type_wins_when_both_are_held_and_sample_type_picks_another():
         hotspots.pick_profile_type(held, "alloc_space:count")
 
 
+def test_the_stacks_configured_id_is_preferred_when_held_and_the_default_is_unchanged():
+    """pick_profile_type's ``preferred``: the ID the stack's dashboard asks for (dashboardProfileType), before the
+    published panel's; without it, as before."""
+    held = ["process_cpu:malloc:bytes::", "process_cpu:malloc:bytes:process_cuda:bytes"]
+    assert hotspots.pick_profile_type(held) == "process_cpu:malloc:bytes::"
+    assert hotspots.pick_profile_type(held, preferred="process_cpu:malloc:bytes:process_cuda:bytes") == held[1]
+    assert hotspots.pick_profile_type(held[:1], preferred=held[1]) == held[0]  # not held: the usual choice
+    # A preferred ID of another sample type does not change what --sample-type picks.
+    assert hotspots.pick_profile_type([*held, CPU_TYPE["id"]], "cpu", preferred=held[1]) == CPU_TYPE["id"]
+
+
+def test_the_dashboards_id_comes_from_the_outputs_with_the_published_one_for_older_stacks():
+    outputs = run("dev", {"dashboardProfileType": GADGET_054_TYPE["id"]}).outputs
+    assert hotspots.dashboard_profile_type(outputs) == GADGET_054_TYPE["id"]
+    assert hotspots.dashboard_profile_type(run("dev").outputs) == hotspots.PROFILE_TYPE
+    older = {**outputs, "dashboardDefinition": {k: v for k, v in outputs["dashboardDefinition"].items() if k != "profileType"}}
+    assert hotspots.dashboard_profile_type(older) == hotspots.PROFILE_TYPE
+    assert hotspots.dashboard_profile_type({}) == hotspots.PROFILE_TYPE
+    assert hotspots.dashboard_profile_type({"dashboardDefinition": {"profileType": "[secret]"}}) == hotspots.PROFILE_TYPE
+
+
+def configured_cli(tmp_path, profile_type, *args, types):
+    outputs = run("dev", {"dashboardProfileType": profile_type}).outputs
+    (tmp_path / "outputs.json").write_text(json.dumps(outputs))
+    return cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *args,
+               env=fake_az_env(tmp_path, stack_rules(types)))
+
+
+def test_a_stack_set_to_the_gadget_054_id_reads_it_and_says_nothing_of_the_dashboard(tmp_path):
+    """dashboardProfileType set to the ID Inspektor Gadget v0.54+ writes: that one is read when held (the published
+    one, from before the upgrade, is named as also held), and the note on the dashboard's ID is not printed."""
+    done = configured_cli(tmp_path, GADGET_054_TYPE["id"], types=(DASHBOARD_TYPE, GADGET_054_TYPE))
+    assert done.returncode == 0, done.stderr
+    assert calls_in(tmp_path)[1]["body"]["queries"][0]["profileTypeId"] == GADGET_054_TYPE["id"]
+    assert "the dashboard's flame graph asks for" not in done.stdout
+    assert done.stdout.splitlines()[0].startswith("Also held in this range: process_cpu:malloc:bytes:: ")
+
+
+def test_a_stack_set_to_an_id_not_held_names_its_own_and_the_config_set(tmp_path):
+    done = configured_cli(tmp_path, GADGET_054_TYPE["id"], types=(DASHBOARD_TYPE,))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "Profile type process_cpu:malloc:bytes::: Pyroscope holds the GPU memory under this ID; the dashboard's flame "
+        "graph asks for process_cpu:malloc:bytes:process_cuda:bytes (`pulumi config set dashboardProfileType "
+        "process_cpu:malloc:bytes:: && pulumi up` makes it ask for this one).")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--profile-type", "process_cpu:malloc"], "--profile-type: expected a Pyroscope profile type ID"),
     (["--profile-type", "process_cpu:malloc:bytes::", "--sample-type", "malloc"], "--sample-type: --profile-type already"),
@@ -365,7 +413,7 @@ def test_review_a_type_asked_for_by_hand_is_not_called_the_gpu_memory(tmp_path, 
     assert done.returncode == 0, done.stderr
     assert calls_in(tmp_path)[-1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
     assert "holds the GPU memory under this ID" not in done.stdout
-    assert "pick process_cpu:cpu:nanoseconds:cpu:nanoseconds in its profile type menu" not in done.stdout
+    assert "dashboardProfileType" not in done.stdout
 
 
 def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys):
@@ -387,6 +435,8 @@ def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys
     queries = []
 
     class FakeGrafana:
+        dashboard_profile_type = hotspots.PROFILE_TYPE  # what StackQuery reads from the outputs
+
         def __init__(self, stack, outputs_file):
             pass
 

@@ -126,6 +126,9 @@ CHANGES = [
                                             ("triggers[1]", "environment.DASHBOARD_UID", "environment.DASHBOARD_SOURCE"))}),
     Change("dashboard-source-and-sha", {"dashboardSource": OTHER_URL, "dashboardSha256": "@other"},
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE", "environment.DASHBOARD_SHA256"))}),
+    # Inspektor Gadget v0.54+ is held as another profile type ID (docs/offline.md G12): the step runs again, in place.
+    Change("dashboard-profile-type", {"dashboardProfileType": "process_cpu:malloc:bytes:process_cuda:bytes"},
+           expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_PROFILE_TYPE",))}),
     Change("extension-version-pin", {"extensionVersion": "0.46.0"},
            expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
     # multiCluster names the PLS per cluster too (components/config.py): the release is reinstalled once.
@@ -300,7 +303,7 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     dashboards = {(h, uid) for h, g in world["grafana"].items() for uid in g["dashboards"]}
     assert dashboards == {(host, upload["DASHBOARD_UID"])}
     source = json.loads(Path(dashboard_files[upload["DASHBOARD_SOURCE"]][0]).read_bytes())
-    expected = uploaded(source, json.loads(upload["DATASOURCES"]))
+    expected = uploaded(source, json.loads(upload["DATASOURCES"]), upload["DASHBOARD_PROFILE_TYPE"])
     assert comparable(world["grafana"][host]["dashboards"][upload["DASHBOARD_UID"]]) == comparable(expected)
     # One managed private endpoint, approved and refreshed, the only connection on the one PLS the release names.
     mpe = head["grafana-private-link-mpe"]["inputs"]
@@ -327,14 +330,16 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     assert world["events"] == []
 
 
-def uploaded(source: dict, datasources: dict) -> dict:
-    """The dashboard as scripts/grafana_dashboard.py uploads ``source`` (its own transformation)."""
+def uploaded(source: dict, datasources: dict, profile_type: str) -> dict:
+    """The dashboard as scripts/grafana_dashboard.py uploads ``source`` (its own transformations: the datasource
+    defaults, and ``profile_type`` in its Pyroscope GPU-memory queries)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import grafana_dashboard
     finally:
         sys.path.pop(0)
-    return grafana_dashboard.with_datasource_defaults(source, datasources)
+    dashboard = grafana_dashboard.with_datasource_defaults(source, datasources)
+    return grafana_dashboard.with_profile_type(dashboard, profile_type, grafana_dashboard.stack_pyroscope(dashboard, datasources))
 
 
 def comparable(dashboard: dict) -> dict:
@@ -1593,8 +1598,10 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     `python -m tools.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
     planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
     the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,
-    created, and the wait for the PLS run again (its script changed); nothing else created, replaced, updated or deleted, and the release's inputs (the Helm values) byte for
-    byte equal."""
+    created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once, with
+    dashboardProfileType's default and its changed script (it runs again and, the published ID being the default, finds
+    the dashboard up to date: tests/test_dashboard_profile_type.py); nothing else created, replaced, updated or deleted,
+    and the release's inputs (the Helm values) byte for byte equal."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
         head = run("dev", overrides).to_json()
@@ -1610,7 +1617,10 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         # The wait for the PLS is a new step: its script now also waits for the NAT IP configurations (its hash is
         # among the triggers, components/scripts.py), so it runs once more and finds the PLS as it is.
         assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create",
-                           "grafana-private-link-wait-for-pls": "replace"}, overrides
+                           "grafana-private-link-wait-for-pls": "replace", "gpu-dashboard-upload": "update"}, overrides
+        dashboard = diff.step("gpu-dashboard-upload")
+        assert [(d["path"], d.get("old"), d.get("new")) for d in dashboard.diffs if d["path"] != "environment.SCRIPT_SHA256"] == [
+            ("environment.DASHBOARD_PROFILE_TYPE", None, "process_cpu:malloc:bytes::")], dashboard.diffs
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs

@@ -30,6 +30,23 @@ def test_published_outputs_are_in_the_contract():
     assert PUBLISHED <= set(CONTRACT)
 
 
+#: The fields of ``dashboardDefinition`` consumers and ``tools.verify`` read; this set only ever grows as well.
+#: ``profileType``: the flame graph's Pyroscope profile type ID (dashboardProfileType).
+DEFINITION_FIELDS = {"uid", "source", "sha256", "datasources", "inputs", "profileType"}
+
+
+@pytest.mark.parametrize("overrides", [{}, {"multiCluster": "true"}])
+def test_the_dashboard_definition_keeps_its_fields_and_documents_them(overrides):
+    definition = run("dev", overrides).outputs["dashboardDefinition"]
+    assert DEFINITION_FIELDS <= set(definition)
+    assert definition["profileType"] == "process_cpu:malloc:bytes::"
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `dashboardDefinition` |"))
+    meaning = CONTRACT["dashboardDefinition"][1]
+    for name in DEFINITION_FIELDS:
+        assert f"`{name}`" in row and name in meaning, name
+
+
 @pytest.mark.parametrize("overrides", [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"}, {"multiCluster": "true"}])
 def test_every_contract_output_is_exported_with_its_type(overrides):
     outputs = run("dev", overrides).outputs

@@ -78,7 +78,8 @@ def test_failures_each_get_a_next_step(tmp_path):
     (["process_cpu:cpu:nanoseconds:cpu:nanoseconds"], "no GPU memory (malloc:bytes)", "no GPU-memory profiles yet"),
     (["process_cpu:malloc:bytes:process_cuda:bytes"],
      "GPU memory as process_cpu:malloc:bytes:process_cuda:bytes, the dashboard asks process_cpu:malloc:bytes::",
-     "pick process_cpu:malloc:bytes:process_cuda:bytes in its profile type menu"),
+     "next: the dashboard's flame graph stays empty: `pulumi config set dashboardProfileType "
+     "process_cpu:malloc:bytes:process_cuda:bytes && pulumi up`"),
 ])
 def test_profile_types_the_dashboard_cannot_show_fail(tmp_path, held, line, hint):
     """Inspektor Gadget v0.54.0 on sends the period type process_cuda, which Pyroscope v1.15.0 keeps in the ID: the
@@ -452,3 +453,91 @@ def test_review_profile_types_are_asked_over_an_explicit_range(tmp_path):
     (call,) = [c for c in calls if "/resources/profileTypes" in " ".join(c["argv"])]
     url = call["argv"][call["argv"].index("--url") + 1]
     assert "start=" in url and "end=" in url, url
+
+
+# --- dashboardProfileType: the flame graph's profile type ID, from dashboardDefinition.profileType ---------------
+CUDA = "process_cpu:malloc:bytes:process_cuda:bytes"
+PUBLISHED = "process_cpu:malloc:bytes::"
+
+
+def with_profile_type(profile_type, outputs=OUTPUTS):
+    """The dev outputs of a stack whose dashboardProfileType is ``profile_type`` (None: a stack from before the key,
+    whose dashboardDefinition has no profileType)."""
+    definition = {k: v for k, v in outputs["dashboardDefinition"].items() if k != "profileType"}
+    if profile_type is not None:
+        definition["profileType"] = profile_type
+    return {**outputs, "dashboardDefinition": definition}
+
+
+def held(*ids):
+    return {"json": [{"id": i, "label": "process_cpu - malloc"} for i in ids]}
+
+
+def test_profile_types_pass_when_the_configured_id_is_held(tmp_path):
+    done, _ = verify(tmp_path, rules(profiles=held(CUDA)), with_profile_type(CUDA))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"✅ Pyroscope profile types: 1 profile type(s): {CUDA}" in done.stdout
+
+
+def test_profile_types_fail_naming_the_config_set_when_only_another_id_is_held(tmp_path):
+    """The stack asks for the v0.54+ ID, but Pyroscope holds only the published one (a gadget before v0.54.0, say a
+    pinned extensionVersion): the next step names the key and the ID held."""
+    done, _ = verify(tmp_path, rules(profiles=held(PUBLISHED)), with_profile_type(CUDA))
+    assert done.returncode == 1
+    assert f"❌ Pyroscope profile types: 1 profile type(s): {PUBLISHED}; GPU memory as {PUBLISHED}, the dashboard asks {CUDA}" in done.stdout
+    assert f"next: the dashboard's flame graph stays empty: `pulumi config set dashboardProfileType {PUBLISHED} && pulumi up`" in done.stdout
+
+
+def test_profile_types_of_an_older_stack_are_checked_against_the_published_id(tmp_path):
+    """Outputs of a stack from before dashboardProfileType (no profileType; or no dashboardDefinition at all, which
+    verify does not need): its dashboard asks for the published ID."""
+    older = with_profile_type(None)
+    done, _ = verify(tmp_path, rules(profiles=held(CUDA)), older)
+    assert done.returncode == 1 and f"the dashboard asks {PUBLISHED}" in done.stdout
+    assert f"`pulumi config set dashboardProfileType {CUDA} && pulumi up`" in done.stdout
+    (tmp_path / "oldest").mkdir()
+    oldest = {k: v for k, v in OUTPUTS.items() if k != "dashboardDefinition"}
+    done, _ = verify(tmp_path / "oldest", rules(profiles=held(PUBLISHED)), oldest)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_both_ids_held_the_configured_one_passes(tmp_path):
+    """Across a gadget upgrade both IDs are held; the check passes on the one the dashboard asks for."""
+    done, _ = verify(tmp_path, rules(profiles=held(PUBLISHED, CUDA)), with_profile_type(CUDA))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+#: SOURCE_DASHBOARD with the pinned panel's Pyroscope query (its flame graph's profileTypeId).
+PROFILE_SOURCE = json.loads(json.dumps(SOURCE_DASHBOARD))
+PROFILE_SOURCE["panels"][0]["targets"] = [{"refId": "A", "queryType": "profile", "profileTypeId": PUBLISHED,
+                                           "datasource": {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}}]
+
+
+def profile_drift(tmp_path, profile_type, grafana_holds):
+    """--drift for a stack with ``profile_type`` whose dashboard in Grafana asks for ``grafana_holds``."""
+    outputs = with_profile_type(profile_type, drift_outputs(tmp_path, json.dumps(PROFILE_SOURCE).encode()))
+    definition = outputs["dashboardDefinition"]
+    uploaded = grafana_dashboard.prepare(json.loads(json.dumps(PROFILE_SOURCE)), definition["datasources"],
+                                         profile_type=grafana_holds, inputs=definition["inputs"])
+    stored = as_grafana_holds_it(outputs)
+    stored["dash"]["json"]["dashboard"] = {**uploaded, **OWNER, "id": 42, "version": 5}
+    return verify(tmp_path, drift_rules(tmp_path, stored), outputs, "--drift")
+
+
+def test_drift_none_when_grafana_holds_the_configured_id(tmp_path):
+    """--drift rebuilds the upload with the step's own prepare, profile type included."""
+    done, _ = profile_drift(tmp_path, CUDA, CUDA)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_drift_when_the_flame_graphs_id_was_changed_in_grafana(tmp_path):
+    """The panel's profile type picked by hand in Grafana (or left from before the key was set) is drift."""
+    done, _ = profile_drift(tmp_path, CUDA, PUBLISHED)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "❌ dashboard AdvancedGPUObservability: drifted" in done.stdout and "       panels: " in done.stdout
+
+
+def test_drift_of_an_older_stack_rebuilds_the_source_ids_unchanged(tmp_path):
+    """A dashboardDefinition without profileType: its step uploaded the source's own IDs, and so does the rebuild."""
+    done, _ = profile_drift(tmp_path, None, None)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -13,12 +13,12 @@ reported. ``--baseline`` compares two profiles (:func:`diff_report`, :func:`diff
 Queries Grafana's query API (``POST <grafanaEndpoint>/api/ds/query`` through ``az rest`` with the Azure
 Managed Grafana audience) with the stack's Pyroscope datasource and the dashboard flame-graph panel's own
 query (``queryType`` profile, label selector on ``k8s_namespace`` and ``k8s_podName``), its ``profileTypeId``
-the GPU-memory profile type Pyroscope holds (:func:`pick_profile_type`: the panel's :data:`PROFILE_TYPE`, or the
-one newer Inspektor Gadgets write), or reads a saved response. Then reads the flame graph the way the
-guide in docs/flamegraphs.md does: per function, *self* (what it allocated itself) and *total* (with everything it
-called; a recursive function is counted once per stack), the widest self allocators with their heaviest
-call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of the root,
-no self), which are the path and not the cause. ``--svg FILE`` also writes the frame as a self-contained
+the GPU-memory profile type Pyroscope holds (:func:`pick_profile_type`: the one the stack's dashboard panel asks for,
+:func:`dashboard_profile_type`, or the one another Inspektor Gadget version writes), or reads a saved response. Then
+reads the flame graph the way the guide in docs/flamegraphs.md does: per function, *self* (what it allocated itself)
+and *total* (with everything it called; a recursive function is counted once per stack), the widest self allocators
+with their heaviest call chain from the entry point, the widest totals, and the wide orchestrators (total >= 10 % of
+the root, no self), which are the path and not the cause. ``--svg FILE`` also writes the frame as a self-contained
 SVG flame graph (``flame_svg``: width = total, self on hover, the ``--top`` self allocators highlighted).
 
 Grafana's flame-graph data frame (the Pyroscope datasource's answer): fields ``level``, ``value`` (total),
@@ -51,7 +51,9 @@ from tools.cli import OneLineParser, exit_code
 #: profile name", pkg/operators/otel-profiles/otel-profiles.go). So the same GPU memory is stored as this ID or as
 #: ``process_cpu:malloc:bytes:process_cuda:bytes`` (a gadget without ``profiles.name`` sends its datasource's name).
 #: From Pyroscope v1.16.0 (f0368d1f8) the name is the period type: ``process_cuda:malloc:bytes:process_cuda:bytes``.
-#: ``--stack`` asks Pyroscope which it holds (:func:`pick_profile_type`).
+#: ``--stack`` asks Pyroscope which it holds (:func:`pick_profile_type`). The stack sets the ID its dashboard asks for
+#: with config ``dashboardProfileType`` (this one by default), exported as ``dashboardDefinition.profileType``
+#: (:func:`dashboard_profile_type`).
 PROFILE_TYPE = "process_cpu:malloc:bytes::"
 PROFILE_TYPE_ID = re.compile(r"[^:\s]+:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*")
 TRAMPOLINE = "<interpreter trampoline>"
@@ -696,17 +698,18 @@ def matching_profile_types(available: Sequence[str], sample_type: Optional[str] 
             and (not unit or i.split(":")[2] == unit)]
 
 
-def pick_profile_type(available: Sequence[str], sample_type: Optional[str] = None) -> str:
+def pick_profile_type(available: Sequence[str], sample_type: Optional[str] = None, preferred: Optional[str] = None) -> str:
     """The profile type ID ``--stack`` queries, among the IDs Pyroscope holds (``available``, the datasource's
     ``profileTypes`` resource). ``sample_type``: ``TYPE[:UNIT]`` (``--sample-type``), default Inspektor Gadget's GPU
-    memory ``malloc:bytes``. Of the IDs with that sample type (and unit): the dashboard panel's :data:`PROFILE_TYPE`
-    when held, else the only one. FrameError, one line, when none or several match (naming them and
-    ``--profile-type``)."""
+    memory ``malloc:bytes``. Of the IDs with that sample type (and unit): ``preferred`` when held (the ID the stack's
+    dashboard panel asks for, :func:`dashboard_profile_type`), else the published panel's :data:`PROFILE_TYPE` when
+    held, else the only one. FrameError, one line, when none or several match (naming them and ``--profile-type``)."""
     kind, _, unit = (sample_type or "malloc:bytes").partition(":")
     matches = matching_profile_types(available, sample_type)
     held = ", ".join(available) or "none"
-    if PROFILE_TYPE in matches:
-        return PROFILE_TYPE
+    for wanted in (preferred, PROFILE_TYPE):
+        if wanted and wanted in matches:
+            return wanted
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -728,8 +731,19 @@ def profile_types_url(grafana: str, uid: str, since_seconds: int, until_seconds:
             f"?start={now - since_seconds * 1000}&end={now - until_seconds * 1000}")
 
 
+def dashboard_profile_type(outputs: dict) -> str:
+    """The profile type ID the stack's dashboard flame graph asks for, from its outputs: ``dashboardDefinition.
+    profileType`` (config ``dashboardProfileType``, which the dashboard step sets in the panel), or :data:`PROFILE_TYPE`
+    for the outputs of a stack from before that key (it uploaded the published dashboard's ID unchanged) or one that
+    exports no well-formed ID there."""
+    definition = outputs.get("dashboardDefinition")
+    asked = definition.get("profileType") if isinstance(definition, dict) else None
+    return asked if isinstance(asked, str) and PROFILE_TYPE_ID.fullmatch(asked) else PROFILE_TYPE
+
+
 class StackQuery:
-    """Grafana's API for the stack's Pyroscope datasource, through ``az rest`` (outputs read once)."""
+    """Grafana's API for the stack's Pyroscope datasource, through ``az rest`` (outputs read once);
+    ``dashboard_profile_type``: the ID the stack's dashboard asks for (:func:`dashboard_profile_type`)."""
 
     def __init__(self, stack: str, outputs_file: Optional[str]):
         from tools.verify import read_outputs
@@ -737,6 +751,7 @@ class StackQuery:
         self.outputs = read_outputs(stack, outputs_file, needed=("grafanaEndpoint", "pyroscopeDatasourceUid"))
         self.grafana = self.outputs["grafanaEndpoint"].rstrip("/")
         self.uid = self.outputs["pyroscopeDatasourceUid"]
+        self.dashboard_profile_type = dashboard_profile_type(self.outputs)
 
     def _rest(self, method: str, url: str, body: Optional[dict] = None) -> Any:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
@@ -802,8 +817,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "with --stack of the profile types Pyroscope holds (default malloc:bytes, Inspektor Gadget's GPU "
                         "memory; of a pprof profile declaring one type, that one)")
     parser.add_argument("--profile-type", metavar="ID", help="with --stack: the Pyroscope profile type ID to query, "
-                        f"name:type:unit:periodType:periodUnit (default: the GPU-memory one Pyroscope holds, {PROFILE_TYPE} "
-                        "as the dashboard asks when held)")
+                        "name:type:unit:periodType:periodUnit (default: the GPU-memory one Pyroscope holds, the one the "
+                        f"stack's dashboard asks for when held: dashboardProfileType, {PROFILE_TYPE} unless set)")
     parser.add_argument("--baseline", metavar="FILE|FROM..TO", help="compare with a baseline: a second file (any format), "
                         "or with --stack a second time range back from now such as 2h..1h; lists who grew and shrank")
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
@@ -850,11 +865,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if _seconds(window.group(1)) <= _seconds(window.group(2)):
             return bad(f"--baseline: FROM..TO counts back from now, so FROM must be further back (got {args.baseline!r})")
     try:
-        profile_type, also_held, baseline_type = None, [], None
+        profile_type, also_held, baseline_type, asked = None, [], None, PROFILE_TYPE
         if args.from_file:
             profile = read_file(args.from_file, args.sample_type)
         else:
             grafana = StackQuery(args.stack, args.outputs_file)
+            asked = grafana.dashboard_profile_type
 
             def choose(since: str, until: Optional[str] = None) -> tuple[str, list[str]]:
                 """The ID to query over a range, and the other IDs of the same sample type held in it (the gadget
@@ -863,7 +879,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 if args.profile_type:
                     return args.profile_type, []
                 held = grafana.profile_types(since, until)
-                chosen = pick_profile_type(held, args.sample_type)
+                chosen = pick_profile_type(held, args.sample_type, asked)
                 return chosen, [i for i in matching_profile_types(held, args.sample_type) if i != chosen]
 
             since = args.since or "1h"
@@ -914,9 +930,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        if profile_type not in (None, PROFILE_TYPE) and title == TITLE and not args.profile_type:
+        if profile_type not in (None, asked) and title == TITLE and not args.profile_type:
             print(f"Profile type {profile_type}: Pyroscope holds the GPU memory under this ID; the dashboard's flame "
-                  f"graph asks for {PROFILE_TYPE} (pick {profile_type} in its profile type menu).")
+                  f"graph asks for {asked} (`pulumi config set dashboardProfileType {profile_type} && pulumi up` "
+                  "makes it ask for this one).")
         if also_held:
             print(f"Also held in this range: {', '.join(also_held)} (another Inspektor Gadget version wrote it); this "
                   f"report reads {profile_type} only, --profile-type {also_held[0]} reads that part.")

@@ -10,8 +10,10 @@ For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output
 4. the dashboard exists (``GET /api/dashboards/uid/{uid}``);
 5. Pyroscope holds the GPU-memory profile type the dashboard's flame graph asks for, through the datasource
    (``GET /api/datasources/uid/{uid}/resources/profileTypes`` over the last hour, ``tools.hotspots.profile_types_url``):
-   failed with none at all, and with only another GPU-memory ID (Inspektor Gadget v0.54.0 on,
-   ``tools.hotspots.PROFILE_TYPE``), naming it.
+   the stack's ``dashboardDefinition.profileType`` (config ``dashboardProfileType``; ``tools.hotspots.PROFILE_TYPE`` for
+   the outputs of a stack from before it, ``tools.hotspots.dashboard_profile_type``). Failed with none at all, and with
+   only another GPU-memory ID (Inspektor Gadget v0.54.0 on writes another than the published dashboard's), naming it
+   and the ``pulumi config set dashboardProfileType`` that points the dashboard at it.
 
 Prints a checklist with the next step for each failure; exit status 0 when every check passes, 1 when one
 fails, 2 when the outputs cannot be read or ``az`` is not installed.
@@ -32,8 +34,9 @@ so ``pulumi preview`` cannot see an edit made in Grafana's UI). The desired stat
 - the dashboard: ``GET /api/dashboards/uid/{uid}``, its content hash (``scripts/grafana_dashboard.py``
   ``content_sha256``: without ``id``, ``version`` and the owner id) against the hash of the upload rebuilt from
   ``dashboardDefinition``: the source (an https URL, downloaded as the step does, or a project file), its sha256
-  checked, then ``prepare`` (the step's own defaulting of the datasource variables, and the Prometheus type they
-  select in this Grafana); 404 is "missing". After an in-place upgrade to Grafana 13 the dashboard uploaded before it
+  checked, then ``prepare`` (the step's own defaulting of the datasource variables, the Prometheus type they
+  select in this Grafana, and the profile type ID its Pyroscope GPU-memory queries ask for, ``profileType``); 404 is
+  "missing". After an in-place upgrade to Grafana 13 the dashboard uploaded before it
   shows as drifted (its Prometheus variable selects ``prometheus``, which offers nothing there) until its step runs
   again.
 
@@ -256,8 +259,9 @@ def checks(outputs: dict) -> list[Check]:
     results.append(_check(f"dashboard {dashboard_uid}", dashboard, "run `pulumi up` (the dashboard step uploads it)"))
 
     def profiles() -> Check:
-        from tools.hotspots import PROFILE_TYPE, FrameError, pick_profile_type, profile_types_url
+        from tools.hotspots import FrameError, dashboard_profile_type, pick_profile_type, profile_types_url
 
+        asked = dashboard_profile_type(outputs)
         answer = rest("get", profile_types_url(grafana, outputs["pyroscopeDatasourceUid"], 3600))
         types = [t.get("id", t) if isinstance(t, dict) else t for t in (answer or [])]
         found = f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else "")
@@ -265,19 +269,21 @@ def checks(outputs: dict) -> list[Check]:
             return Check("Pyroscope profile types", False, found,
                          "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and that "
                          "the extension's gpuObservability setting is true")
+        if asked in map(str, types):
+            return Check("Pyroscope profile types", True, found)
         try:
-            gpu = pick_profile_type([str(t) for t in types])
+            gpu = pick_profile_type([str(t) for t in types], preferred=asked)
         except FrameError:
             gpu = None
-        if gpu == PROFILE_TYPE:
-            return Check("Pyroscope profile types", True, found)
         if gpu is None and not any(str(t).split(":")[1:3] == ["malloc", "bytes"] for t in types):
             return Check("Pyroscope profile types", False, found + "; no GPU memory (malloc:bytes)",
                          "no GPU-memory profiles yet: run a GPU workload and check that the extension's "
                          "gpuObservability setting is true")
         held = gpu or ", ".join(str(t) for t in types if str(t).split(":")[1:3] == ["malloc", "bytes"])
-        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {PROFILE_TYPE}",
-                     f"the dashboard's flame graph stays empty: pick {held} in its profile type menu "
+        command = f"pulumi config set dashboardProfileType {gpu} && pulumi up" if gpu else (
+            f"pulumi config set dashboardProfileType <one of {held}> && pulumi up")
+        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {asked}",
+                     f"the dashboard's flame graph stays empty: `{command}` points it at the ID Pyroscope holds "
                      "(`python -m tools.hotspots --stack` finds it by itself)")
 
     results.append(_check("Pyroscope profile types", profiles, "check the Pyroscope datasource above first"))
@@ -394,7 +400,10 @@ def desired_dashboard(definition: dict, prometheus_type: str = grafana_server.PR
         dashboard = grafana_dashboard.import_inputs(dashboard, definition.get("inputs") or {}, definition["source"])
     except SystemExit:  # the step's one-line failure (an input it cannot map) was already printed
         raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot map") from None
-    return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {}, prometheus_type)
+    # profileType: the ID the step set in the dashboard's Pyroscope GPU-memory queries; absent in the definition of a
+    # stack from before dashboardProfileType, whose step left the source's IDs as they were (prepare does too then).
+    return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {}, prometheus_type,
+                                     definition.get("profileType"), definition.get("inputs") or {})
 
 
 def _brief(value: Any) -> Any:
