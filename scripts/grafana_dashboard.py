@@ -135,6 +135,13 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
 #: gadget sends (``malloc``, ``bytes``: any profile type ID ``<name>:malloc:bytes:<period type>:<period unit>``;
 #: docs/offline.md G12, tools/hotspots.py ``PROFILE_TYPE``).
 PYROSCOPE = "grafana-pyroscope-datasource"
+#: The plugin's id and its aliases: a datasource variable or reference naming any of them selects Pyroscope
+#: (grafana/grafana ``public/app/plugins/datasource/grafana-pyroscope-datasource/plugin.json`` @ 0b596ec9
+#: ``"aliasIDs": ["phlare"]``; ``packages/grafana-data/src/utils/matchPluginId.ts`` @ 01296eea, as
+#: ``datasource_srv.ts`` ``getList`` filters a variable's options).
+PYROSCOPE_IDS = frozenset({PYROSCOPE, "phlare"})
+#: The datasource of expression queries, which run on Grafana's server whatever the panel's datasource is.
+EXPRESSION = "__expr__"
 GPU_MEMORY = ("malloc", "bytes")
 #: The datasource of a panel whose queries each name their own (grafana/grafana
 #: ``public/app/plugins/datasource/mixed/MixedDataSource.ts`` @ f5eef1f4 ``MIXED_DATASOURCE_NAME``).
@@ -155,20 +162,27 @@ def _panels(panels) -> Iterator[dict]:
 def pyroscope_queries(dashboard: dict, uids: Iterable[str] = ()) -> list[dict]:
     """The queries (panel ``targets``, in rows' nested panels too) of ``dashboard`` that go to a Pyroscope datasource.
 
-    A query's datasource is its own ``datasource``, or its panel's when it names none (no reference, or one without a
-    ``uid``) and the panel is not ``-- Mixed --`` (grafana/grafana ``public/app/features/dashboard/state/
-    DashboardMigrator.ts`` @ ddb62093, schema 36: ``target.datasource = { ...panel.datasource }``, applied to the panels
-    of rows as well). That datasource is Pyroscope when its reference has type ``grafana-pyroscope-datasource``, or its
-    uid (or, in an old dashboard, the whole reference string) is a variable reference (:data:`_VARIABLE`) to a
-    datasource variable whose ``query`` is that plugin id (the pinned dashboard's ``${pyroscope_ds}``), or one of
-    ``uids``: the stack's Pyroscope datasource uid and name, which an imported ``__inputs`` reference has become."""
+    Which datasource a query runs on is Grafana's rule when it runs the panel: in a panel that is not ``-- Mixed --``
+    every query but an expression runs on the panel's datasource, whatever the query names (grafana/grafana
+    ``public/app/features/query/state/PanelQueryRunner.ts`` @ 011e90db ``run``: ``if (!query.datasource ||
+    (query.datasource.uid !== ds.uid && !isMixedDS && !isExpressionQuery)) query.datasource = ds.getRef()``;
+    grafana/scenes ``packages/scenes/src/querying/SceneQueryRunner.ts`` @ ac1dec6d ``prepareRequests``, tested in
+    ``SceneQueryRunner.test.ts``); in a ``-- Mixed --`` panel, and in a panel naming no datasource, each runs on its
+    own. That datasource is Pyroscope when its reference has a type in :data:`PYROSCOPE_IDS`, or its uid (or, in an
+    old dashboard, the whole reference string) is a variable reference (:data:`_VARIABLE`) to a datasource variable
+    whose ``query`` is in :data:`PYROSCOPE_IDS` (the pinned dashboard's ``${pyroscope_ds}``), or one of ``uids``: the
+    stack's Pyroscope datasource uid and name, which an imported ``__inputs`` reference has become.
+
+    A library panel (``libraryPanel``) is left out: Grafana runs the library element's stored queries, not the copy
+    inlined in the dashboard (``public/app/features/dashboard-scene/scene/LibraryPanelBehavior.tsx`` @ 0887ac78), and
+    ``POST /api/dashboards/db`` does not write library elements."""
     variables = {variable.get("name") for variable in (dashboard.get("templating") or {}).get("list") or []
-                 if variable.get("type") == "datasource" and variable.get("query") == PYROSCOPE}
+                 if variable.get("type") == "datasource" and variable.get("query") in PYROSCOPE_IDS}
     known = {uid for uid in uids if uid}
 
     def is_pyroscope(reference) -> bool:
         if isinstance(reference, dict):
-            if reference.get("type") == PYROSCOPE:
+            if reference.get("type") in PYROSCOPE_IDS:
                 return True
             reference = reference.get("uid")
         if not isinstance(reference, str):
@@ -176,15 +190,21 @@ def pyroscope_queries(dashboard: dict, uids: Iterable[str] = ()) -> list[dict]:
         found = _VARIABLE.fullmatch(reference)
         return next(name for name in found.groups() if name) in variables if found else reference in known
 
+    def is_expression(reference) -> bool:
+        return (reference.get("uid") if isinstance(reference, dict) else reference) == EXPRESSION or (
+            isinstance(reference, dict) and reference.get("type") == EXPRESSION)
+
     queries = []
     for panel in _panels(dashboard.get("panels")):
+        if panel.get("libraryPanel"):
+            continue
         own = panel.get("datasource")
         mixed = (own.get("uid") if isinstance(own, dict) else own) == MIXED
         for target in panel.get("targets") or []:
             if not isinstance(target, dict):
                 continue
             reference = target.get("datasource")
-            if not mixed and (reference is None or (isinstance(reference, dict) and reference.get("uid") is None)):
+            if own is not None and not mixed and not is_expression(reference):
                 reference = own
             if is_pyroscope(reference):
                 queries.append(target)

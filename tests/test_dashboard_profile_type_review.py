@@ -165,3 +165,6 @@ def test_verify_of_a_multicluster_stack_is_green_while_the_shared_dashboard_asks
     assert "✅ dashboard AdvancedGPUObservability" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 1, done.stdout
     assert "❌ Pyroscope profile types" in done.stdout
+    assert ("the dashboard asks process_cpu:malloc:bytes:process_cuda:bytes (set by another stack sharing it: this one "
+            "sets process_cpu:malloc:bytes::)") in done.stdout
+    assert "pin the same extensionVersion on the clusters" in done.stdout

@@ -251,8 +251,11 @@ def checks(outputs: dict) -> list[Check]:
 
     dashboard_uid = urlparse(outputs["dashboardUrl"]).path.rstrip("/").split("/")[-1]
 
+    stored: dict = {}  # the dashboard Grafana holds, for the profile-type check
+
     def dashboard() -> Check:
         answer = rest("get", f"{grafana}/api/dashboards/uid/{dashboard_uid}") or {}
+        stored.update(answer.get("dashboard") or {})
         title = (answer.get("dashboard") or {}).get("title")
         return Check(f"dashboard {dashboard_uid}", bool(title), f"title {title!r}", "run `pulumi up` (the dashboard step uploads it)")
 
@@ -261,7 +264,13 @@ def checks(outputs: dict) -> list[Check]:
     def profiles() -> Check:
         from tools.hotspots import FrameError, dashboard_profile_type, pick_profile_type, profile_types_url
 
-        asked = dashboard_profile_type(outputs)
+        # What the flame graph Grafana holds asks for: with multiCluster another stack may have uploaded it last.
+        pyroscope = outputs.get("pyroscopeDatasource") if isinstance(outputs.get("pyroscopeDatasource"), dict) else {}
+        in_grafana = sorted({str(q.get("profileTypeId")) for q in grafana_dashboard.pyroscope_queries(
+            stored, {outputs["pyroscopeDatasourceUid"], pyroscope.get("name") or ""}) if grafana_dashboard.asks_gpu_memory(q)})
+        configured = dashboard_profile_type(outputs)
+        asked = in_grafana[0] if len(in_grafana) == 1 else configured
+        other_stack = f" (set by another stack sharing it: this one sets {configured})" if asked != configured else ""
         answer = rest("get", profile_types_url(grafana, outputs["pyroscopeDatasourceUid"], 3600))
         types = [t.get("id", t) if isinstance(t, dict) else t for t in (answer or [])]
         found = f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else "")
@@ -279,10 +288,16 @@ def checks(outputs: dict) -> list[Check]:
             return Check("Pyroscope profile types", False, found + "; no GPU memory (malloc:bytes)",
                          "no GPU-memory profiles yet: run a GPU workload and check that the extension's "
                          "gpuObservability setting is true")
+        if other_stack and gpu == configured:
+            return Check("Pyroscope profile types", False, f"{found}; GPU memory as {gpu}, the dashboard asks {asked}{other_stack}",
+                         "stacks sharing one dashboard whose clusters run Inspektor Gadget versions that store GPU "
+                         "memory under different IDs cannot share its flame-graph query: pin the same extensionVersion "
+                         f"on the clusters, or `pulumi up` this stack to point it back at {configured} (the other "
+                         "stack's cluster then loses it)")
         held = gpu or ", ".join(str(t) for t in types if str(t).split(":")[1:3] == ["malloc", "bytes"])
         command = f"pulumi config set dashboardProfileType {gpu} && pulumi up" if gpu else (
             f"pulumi config set dashboardProfileType <one of {held}> && pulumi up")
-        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {asked}",
+        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {asked}{other_stack}",
                      f"the dashboard's flame graph stays empty: `{command}` points it at the ID Pyroscope holds "
                      "(`python -m tools.hotspots --stack` finds it by itself)")
 
