@@ -391,6 +391,12 @@ def _profile_type(key: str, value: object) -> None:
     if not isinstance(value, str) or not PROFILE_TYPE_ID.fullmatch(value):
         raise ConfigError(key, "expected a Pyroscope profile type ID name:type:unit:periodType:periodUnit such as "
                                f"process_cpu:malloc:bytes:process_cuda:bytes (got {value!r})")
+    # The step sets it only in queries asking GPU memory (malloc:bytes, the profile_cuda gadget's type and unit):
+    # another sample type would point the GPU flame graph at other data.
+    if value.split(":")[1:3] != ["malloc", "bytes"]:
+        raise ConfigError(key, "expected a GPU-memory profile type ID, sample type malloc and unit bytes, such as "
+                               f"process_cpu:malloc:bytes:process_cuda:bytes; `python -m tools.verify` names the one "
+                               f"Pyroscope holds (got {value!r})")
 
 
 def _stack_name(key: str, value: object) -> None:

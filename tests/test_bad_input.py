@@ -201,6 +201,9 @@ CASES = [
     Bad("dashboard-profile-type-a-space", "plan", ["--set", "dashboardProfileType=process_cpu:malloc:bytes:process_cuda :bytes"],
         ["dashboardProfileType", "Pyroscope profile type ID"]),
     Bad("dashboard-profile-type-empty", "plan", ["--set", "dashboardProfileType="], ["dashboardProfileType", "(got '')"]),
+    # Well formed, but not GPU memory: the GPU flame graph would read CPU time.
+    Bad("dashboard-profile-type-not-gpu-memory", "plan", ["--set", "dashboardProfileType=process_cpu:cpu:nanoseconds:cpu:nanoseconds"],
+        ["dashboardProfileType", "sample type malloc and unit bytes", "tools.verify"]),
     # --- flame-graph frames (tools.hotspots --from-file) ----------------------------------------------------
     Bad("frame-not-json", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json"], files={"f.json": "{"}),
     Bad("frame-no-results", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "results"], files={"f.json": "{}"}),

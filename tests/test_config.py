@@ -205,6 +205,7 @@ BAD = [
     ("dashboardSha256", "9c87339704d1c8b9", "sha256 digest"),
     ("dashboardSha256", "g" * 64, "sha256 digest"),
     ("dashboardProfileType", "process_cpu:malloc", "Pyroscope profile type ID name:type:unit:periodType:periodUnit"),
+    ("dashboardProfileType", "foo:bar:baz::", "expected a GPU-memory profile type ID, sample type malloc and unit bytes"),
     ("dashboardProfileType", "process_cpu:malloc:bytes:process_cuda:bytes:x", "Pyroscope profile type ID"),
     ("dashboardProfileType", "process_cpu::bytes::", "Pyroscope profile type ID"),
     ("grafanaTimeoutSeconds", "29", "from 30 to 3600 seconds"),

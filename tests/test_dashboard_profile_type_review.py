@@ -168,3 +168,4 @@ def test_verify_of_a_multicluster_stack_is_green_while_the_shared_dashboard_asks
     assert ("the dashboard asks process_cpu:malloc:bytes:process_cuda:bytes (set by another stack sharing it: this one "
             "sets process_cpu:malloc:bytes::)") in done.stdout
     assert "pin the same extensionVersion on the clusters" in done.stdout
+    assert "`pulumi up --replace <URN of gpu-dashboard-upload>`" in done.stdout  # the step re-runs only when replaced

@@ -292,8 +292,9 @@ def checks(outputs: dict) -> list[Check]:
             return Check("Pyroscope profile types", False, f"{found}; GPU memory as {gpu}, the dashboard asks {asked}{other_stack}",
                          "stacks sharing one dashboard whose clusters run Inspektor Gadget versions that store GPU "
                          "memory under different IDs cannot share its flame-graph query: pin the same extensionVersion "
-                         f"on the clusters, or `pulumi up` this stack to point it back at {configured} (the other "
-                         "stack's cluster then loses it)")
+                         f"on the clusters, or re-run this stack's dashboard step to point it back at {configured} "
+                         "(the other stack's cluster then loses it): `pulumi up --replace <URN of gpu-dashboard-upload>` "
+                         "(`pulumi stack --show-urns`)")
         held = gpu or ", ".join(str(t) for t in types if str(t).split(":")[1:3] == ["malloc", "bytes"])
         command = f"pulumi config set dashboardProfileType {gpu} && pulumi up" if gpu else (
             f"pulumi config set dashboardProfileType <one of {held}> && pulumi up")
