@@ -1,7 +1,8 @@
 """Review of dashboardProfileType: where the step's stand-in for Grafana's datasource resolution
 (scripts/grafana_dashboard.py ``pyroscope_queries``) and the tools built on it part from upstream Grafana.
 
-Each test states what upstream does, citing the file and commit read; each fails against the code under review."""
+Each test states what upstream does, citing the file and commit read; each failed against the code reviewed and holds
+the fix (docs/offline.md G13)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,14 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT, reference
+from tests.conftest import ROOT
 from tests.scenarios import fake_az_env
-from tools import hotspots
+from tests.test_dashboard_profile_type import CUDA, DEFAULTS, INPUTS, PUBLISHED, grafana_dashboard, pinned
 from tools.offline.mock_engine import run
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import grafana_dashboard  # noqa: E402
-
-PUBLISHED = hotspots.PROFILE_TYPE
-CUDA = "process_cpu:malloc:bytes:process_cuda:bytes"
-DEFAULTS = {"prom_ds": {"name": "amw-gpu-dev", "uid": "azure-monitor-prometheus"},
-            "pyroscope_ds": {"name": "local-pyroscope", "uid": "local-pyroscope"}}
-INPUTS = {"grafana-pyroscope-datasource": "local-pyroscope", "prometheus": "azure-monitor-prometheus"}
 PYRO = {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}
 TEMPLATING = {"list": [{"name": "prom_ds", "type": "datasource", "query": "prometheus"},
                        {"name": "pyroscope_ds", "type": "datasource", "query": "grafana-pyroscope-datasource"}]}
-
-
-def pinned() -> dict:
-    return json.loads(reference("grafana-dashboards/AdvancedGPUObservability.json").read_bytes())
 
 
 def targets_of(dashboard: dict, panel_id: int) -> list:
