@@ -239,7 +239,7 @@ for name, value in {
     "pyroscopeDatasourceUid": datasources.pyroscope_uid,
     "prometheusDatasourceUid": datasources.prometheus_uid,
     "dashboardUrl": dashboard.url,
-    # What the Grafana steps set (commands cannot be refreshed): `python -m tools.verify --drift` compares Grafana with it.
+    # What the Grafana steps set (commands cannot be refreshed): `python -m ops.verify --drift` compares Grafana with it.
     "pyroscopeDatasource": datasources.pyroscope_definition,
     "prometheusDatasource": datasources.prometheus_definition,
     "dashboardDefinition": dashboard.definition,

@@ -9,7 +9,7 @@ differs is only the order of the steps and how each procedure waits:
 - **this stack**: the offline plan's dependency graph (resources, their recorded dependencies, parents and
   providers; invokes gated on a step add their latency after it), run with Pulumi's default unbounded
   parallelism; the program's own lookups first, one after another (they are plain invokes). The waiting steps
-  poll as ``scripts/lib.sh`` does: a check at once, the next ones POLL_INITIAL then POLL_MAX seconds after the
+  poll as ``steps/lib.sh`` does: a check at once, the next ones POLL_INITIAL then POLL_MAX seconds after the
   previous check *started*, each check taking ``poll_check``; a wait notices its event at the end of the first
   check that starts at or after it. The refresh step posts first and posts again after every 4th read; the
   approval ends on the PUT's own answer.
@@ -52,10 +52,10 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import yaml
 
-from tools.offline.mock_engine import Plan, run
+from offline.program import Plan, run
 
 TABLE = Path(__file__).resolve().parent / "latencies.yaml"
-LIB_SH = Path(__file__).resolve().parent.parent / "scripts" / "lib.sh"
+LIB_SH = Path(__file__).resolve().parent.parent / "steps" / "lib.sh"
 
 #: The published procedure's fixed waits (gpu-profiling.md, commit above): the PLS poll's ``sleep 10`` and the
 #: ``sleep 30`` after ``az grafana $MPE create``.
@@ -94,7 +94,7 @@ class Table:
 
 
 def poll_defaults() -> tuple[int, int]:
-    """(first delay, ceiling) of the scripts' polling, read from scripts/lib.sh itself."""
+    """(first delay, ceiling) of the scripts' polling, read from steps/lib.sh itself."""
     text = LIB_SH.read_text()
     first = int(re.search(r"POLL_INITIAL_SECONDS:-(\d+)", text).group(1))
     ceiling = int(re.search(r"POLL_MAX_SECONDS:-(\d+)", text).group(1))
@@ -447,7 +447,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     from components.config import ConfigError
-    from tools.plan import _parse_sets
+    from offline.plan import _parse_sets
 
     try:
         plan = run(args.stack, _parse_sets(args.sets))

@@ -10,10 +10,10 @@ enough runners are assumed for every stack at once (GitHub's concurrent-job limi
 - **today**: per Grafana, one job per stack one after another (``max-parallel: 1``): setup, ``pulumi up``, verify.
 - **ours**: phase 1, every stack at once: setup, ``pulumi preview``, then ``pulumi up`` (all of it when nothing
   conflicts; else without the managed private endpoint, the refresh and their dependents), verify; the plan job; then
-  per Grafana one job per chunk of at most ``FLEET_CHUNK`` stacks (scripts/ci/fleet.py), one after another, each
+  per Grafana one job per chunk of at most ``FLEET_CHUNK`` stacks (ops/fleet.py), one after another, each
   paying its setup: the endpoint PUTs one stack after another (pulumi's start, the lookups, the PUT), then the
   rest of each stack, FLEET_PARALLEL at once, each refresh holding the Grafana for its long-running action while
-  the others retry its 409 on the scripts' schedule (``scripts/lib.sh`` backoff), then verify.
+  the others retry its 409 on the scripts' schedule (``steps/lib.sh`` backoff), then verify.
 - **floor** (issue 20): the cluster side in parallel (namespace, Helm release, the PLS appearing) plus the
   conflicting Grafana operations of all stacks one after another (each endpoint PUT and each refresh).
 
@@ -34,12 +34,10 @@ from typing import Optional, Sequence
 import yaml
 
 from bench import deploy_sim
-from tools.offline.mock_engine import run
+from offline.program import run
+from ops import fleet
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "ci"))
-import fleet  # noqa: E402
-
-FLEET_PARALLEL = 8  # scripts/ci/fleet.py's default
+FLEET_PARALLEL = 8  # ops/fleet.py's default
 FLEET_CHUNK, SERIAL_WEIGHT = fleet.FLEET_CHUNK, fleet.SERIAL_WEIGHT
 TARGET_FLOOR, TARGET_SINGLE = 1.2, 1.5
 
@@ -84,7 +82,7 @@ def chunk_job(k: int, s: Stack, ci: dict[str, float], check: float, parallel: in
     """Seconds of one ``grafana`` job (one chunk of ``k`` stacks of class grafana): its setup; pass 1, the endpoint
     PUTs one stack after another (pulumi's start, the lookups, the PUT); pass 2, FLEET_PARALLEL stacks at once, each
     refresh holding the Grafana for its long-running action while the others retry its 409 on the scripts'
-    schedule (``scripts/lib.sh`` backoff), then verify."""
+    schedule (``steps/lib.sh`` backoff), then verify."""
     start, verify = ci["pulumi_startup"], ci["verify"]
     t = ci["job_setup"] + k * (start + s.prologue + s.mpe)       # pass 1: one endpoint PUT at a time
     slots, free, end = [t] * min(parallel, k), 0.0, t            # pass 2: FLEET_PARALLEL stacks at once
@@ -137,7 +135,7 @@ def simulate(n: int, grafanas: int, kind: str, s: Stack, ci: dict[str, float], c
 
 def refresh(ready: float, free: float, busy: float, check: float) -> tuple[float, float]:
     """One refresh step ready to POST at ``ready`` on a Grafana busy until ``free``: the POST gets 409 and is retried on
-    the scripts' backoff (scripts/lib.sh: first, then ceiling seconds after the previous try started) until a try finds
+    the scripts' backoff (steps/lib.sh: first, then ceiling seconds after the previous try started) until a try finds
     it free; it then holds the Grafana ``busy`` seconds and the step notices the IP on its poll schedule. Returns
     (when the POST was accepted, when the IP was noticed)."""
     first, ceiling = deploy_sim.poll_defaults()

@@ -1,4 +1,4 @@
-"""How ``tools.hotspots`` scales with a large pprof profile (issue 21 item 4).
+"""How ``flamegraph.hotspots`` scales with a large pprof profile (issue 21 item 4).
 
     python -m bench.hotspots_scale [--nodes 200000] [--repeat 3]
 
@@ -15,8 +15,8 @@ the best of ``--repeat``:
   (:func:`columns_view`), which hands every sample's location ids and values over as two flat Python lists with no
   per-sample Python step: the least any Python reader can do to get the stacks out of the parser at all (it also
   loses where one stack ends and the next starts, so it is a floor, not a reader);
-- **read and report**: what ``python -m tools.hotspots --from-file FILE`` does before printing:
-  ``tools.profiles.load`` (parse, merge the stacks into the tree) and ``tools.hotspots.report``.
+- **read and report**: what ``python -m flamegraph.hotspots --from-file FILE`` does before printing:
+  ``flamegraph.formats.load`` (parse, merge the stacks into the tree) and ``flamegraph.hotspots.report``.
 
 It prints the times and their ratios to the parser alone, and each run's peak memory over the process's resident size before reading
 (VmHWM after resetting it, against VmRSS, from ``/proc/self/status``) divided by the profile's decoded size (the gunzipped protobuf bytes).
@@ -41,7 +41,7 @@ NAMES = 4096
 
 def synthetic(nodes: int, seed: int = 21) -> bytes:
     """A gzip pprof profile whose call tree has ``nodes`` nodes (the root included)."""
-    from tools.pprof import profile_pb2
+    from flamegraph.pprof import profile_pb2
 
     rng = random.Random(seed)
     parent = [-1]
@@ -113,8 +113,8 @@ def child(kind: str, path: str) -> dict:
     """One timed run in this process: its seconds and its peak memory over the resident size before reading."""
     import gc
 
-    from tools import hotspots, profiles
-    from tools.pprof import profile_pb2
+    from flamegraph import formats as profiles, hotspots
+    from flamegraph.pprof import profile_pb2
 
     view = columns_view() if kind == "columns" else None
     data = Path(path).read_bytes()
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
     print(f"parser + one Python pass over the samples: {touch['seconds']:.3f} s, peak +{touch['peak'] / 1e6:.1f} MB")
     print(f"columns, no pass ({columns['count']} location ids and the values as two lists, no per-sample step): "
           f"{columns['seconds']:.3f} s, peak +{columns['peak'] / 1e6:.1f} MB")
-    print(f"read and report (tools.profiles.load + report): {full['seconds']:.3f} s, peak +{full['peak'] / 1e6:.1f} MB")
+    print(f"read and report (flamegraph.formats.load + report): {full['seconds']:.3f} s, peak +{full['peak'] / 1e6:.1f} MB")
     print(f"ratio: time(read and report)/time(parser alone) = {full['seconds'] / parser_only['seconds']:.2f} "
           f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); peak memory/decoded size = {full['peak'] / decoded:.2f} (parser alone: {parser_only['peak'] / decoded:.2f})")
     print(f"floors: time(parser and one pass)/time(parser alone) = {touch['seconds'] / parser_only['seconds']:.2f}; "

@@ -2,7 +2,7 @@
 
     python -m bench.plan_scaling [--sizes 1,10,50] [--jobs 1]
 
-One process per stack, as Pulumi runs one program per stack: each is ``python -m tools.plan --json`` for the
+One process per stack, as Pulumi runs one program per stack: each is ``python -m offline.plan --json`` for the
 dev stack as cluster ``aks-gpu-NN`` with ``multiCluster=true`` (all sharing one Grafana). Prints, per fleet
 size, the wall time for the whole fleet, the mean and worst time per stack, the peak RSS of any one stack
 (from ``wait4``'s rusage), and the growth ratio time(50)/time(1). Targets here: one stack <= 3 s and
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def plan_once(index: int) -> tuple[float, int]:
     """(seconds, peak RSS in MB) of one stack's offline plan in its own process."""
-    command = [sys.executable, "-m", "tools.plan", "--json", "--set", f"clusterName=aks-gpu-{index:02d}",
+    command = [sys.executable, "-m", "offline.plan", "--json", "--set", f"clusterName=aks-gpu-{index:02d}",
                "--set", f"clusterResourceGroup=rg-aks-gpu-{index:02d}", "--set", "multiCluster=true"]
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty child cannot block on it
         started = time.perf_counter()

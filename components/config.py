@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Mapping, Optional
 import pulumi
 import yaml
 
-from tools.hotspots import PROFILE_TYPE_ID
+from flamegraph.hotspots import PROFILE_TYPE_ID
 
 PROJECT = "aks-gpu-observability"
 PROJECT_FILE = Path(__file__).resolve().parent.parent / "Pulumi.yaml"
@@ -385,9 +385,9 @@ def _dashboard_source(key: str, value: object) -> None:
 
 
 def _profile_type(key: str, value: object) -> None:
-    # A Pyroscope profile type ID, name:sampleType:sampleUnit:periodType:periodUnit, as tools.hotspots reads one
+    # A Pyroscope profile type ID, name:sampleType:sampleUnit:periodType:periodUnit, as flamegraph.hotspots reads one
     # (PROFILE_TYPE_ID; grafana/pyroscope v1.15.0 pkg/phlaredb/labels/labels.go CreateProfileLabels). The dashboard step
-    # sets it in the dashboard's Pyroscope GPU-memory queries (scripts/grafana_dashboard.py with_profile_type).
+    # sets it in the dashboard's Pyroscope GPU-memory queries (steps/grafana_dashboard.py with_profile_type).
     if not isinstance(value, str) or not PROFILE_TYPE_ID.fullmatch(value):
         raise ConfigError(key, "expected a Pyroscope profile type ID name:type:unit:periodType:periodUnit such as "
                                f"process_cpu:malloc:bytes:process_cuda:bytes (got {value!r})")
@@ -395,7 +395,7 @@ def _profile_type(key: str, value: object) -> None:
     # another sample type would point the GPU flame graph at other data.
     if value.split(":")[1:3] != ["malloc", "bytes"]:
         raise ConfigError(key, "expected a GPU-memory profile type ID, sample type malloc and unit bytes, such as "
-                               f"process_cpu:malloc:bytes:process_cuda:bytes; `python -m tools.verify` names the one "
+                               f"process_cpu:malloc:bytes:process_cuda:bytes; `python -m ops.verify` names the one "
                                f"Pyroscope holds (got {value!r})")
 
 
@@ -710,7 +710,7 @@ def check_mode_keys(config: StackConfig) -> None:
 def check_dashboard_file(config: StackConfig) -> None:
     """For a ``dashboardSource`` that is a project file (an https source is checked by the step when it downloads
     it), refuse before anything is deployed what the dashboard step would refuse after every other step ran
-    (scripts/grafana_dashboard.py): a sha256 other than ``dashboardSha256`` (ConfigError on ``dashboardSha256``),
+    (steps/grafana_dashboard.py): a sha256 other than ``dashboardSha256`` (ConfigError on ``dashboardSha256``),
     content that is not a JSON object (on ``dashboardSource``, with line and column), a ``uid`` other than
     ``dashboardUid`` (on ``dashboardUid``)."""
     source = config.dashboard_source

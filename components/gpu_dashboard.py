@@ -3,12 +3,12 @@
 Source (pinned in the design brief, shared/DESIGN.md): inspektor-gadget/grafana-dashboards at commit 494542d8a0439fe4b1a60577e70677cec5c96070,
 ``dashboards/gpu-observability/AdvancedGPUObservability.json``, sha256
 9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4 (Apache-2.0). Downloaded at deploy time by
-``scripts/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,
+``steps/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,
 deleted on destroy. Its variables ``prom_ds`` and ``pyroscope_ds`` choose datasources by type; the step
 points their defaults at this stack's datasources. Its flame-graph panel asks Pyroscope for the profile type ID
 ``process_cpu:malloc:bytes::`` (``profileTypeId`` of its one Pyroscope query), under which Pyroscope v1.15.0 holds the GPU
 memory only from Inspektor Gadgets before v0.54.0 (docs/offline.md G12); the step sets that ID to ``dashboardProfileType``
-in every Pyroscope query of the dashboard that asks for GPU memory (scripts/grafana_dashboard.py ``with_profile_type``),
+in every Pyroscope query of the dashboard that asks for GPU memory (steps/grafana_dashboard.py ``with_profile_type``),
 so the panel follows the gadget version without an edit in Grafana, which the step would overwrite.
 
 The upload does not wait for the datasources. Grafana stores a dashboard without resolving the datasources
@@ -39,7 +39,7 @@ PINNED_URL = (
 PINNED_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4"
 PINNED_UID = "AdvancedGPUObservability"
 #: The profile type ID the pinned dashboard's flame-graph panel asks for (its ``profileTypeId``), config
-#: ``dashboardProfileType``'s default (tools/hotspots.py ``PROFILE_TYPE``).
+#: ``dashboardProfileType``'s default (flamegraph/hotspots.py ``PROFILE_TYPE``).
 PINNED_PROFILE_TYPE = "process_cpu:malloc:bytes::"
 
 
@@ -51,7 +51,7 @@ class GpuDashboardArgs:
     (``dashboardProfileType``; set also when shared: every stack sharing the dashboard must set the same, or each
     upload rewrites it); ``datasources``: dashboard variable -> {"uid", "name"} defaults. ``input_datasources``:
     datasource plugin id -> uid, what a dashboard exported "for sharing" (``__inputs``) is imported with
-    (scripts/grafana_dashboard.py ``import_inputs``). ``shared``: several
+    (steps/grafana_dashboard.py ``import_inputs``). ``shared``: several
     cluster stacks upload the same dashboard into one Grafana (``multiCluster``); then none of them owns
     it: each uploads it (identical content, so only the first writes) and leaves it in place on destroy
     (Pulumi ``retain_on_delete``), and no datasource defaults or input mappings are set (each reader picks the
@@ -74,7 +74,7 @@ class GpuDashboard(pulumi.ComponentResource):
     """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``), ``definition`` (how the step uploads it,
     known once it has run: ``{"uid", "source", "sha256", "profileType", "datasources", "inputs"}``: the profile type ID
     its GPU-memory flame graphs ask for, the variable defaults it
-    sets and the datasource each ``__inputs`` plugin maps to, both ``{}`` when shared; ``tools.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
+    sets and the datasource each ``__inputs`` plugin maps to, both ``{}`` when shared; ``ops.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
     Grafana the stack creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
 
     def __init__(self, name: str, args: GpuDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:

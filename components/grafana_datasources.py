@@ -4,9 +4,9 @@ role that lets Grafana's identity read the workspace.
 - Role assignment: Monitoring Data Reader (``b0d8363b-8ddd-447d-831f-62ca05bff136``) for Grafana's system-assigned
   identity on the Azure Monitor workspace; its name is a UUID derived from scope, role and principal, so re-runs never
   duplicate it. Owned by this stack (one cluster): azure-native ``authorization.RoleAssignment``, replaced
-  delete-first (azure-native's create refuses an assignment that exists; tools/offline/replacement.py) and deleted
+  delete-first (azure-native's create refuses an assignment that exists; offline/replacement.py) and deleted
   on destroy. Shared (``multiCluster``: other clusters' Prometheus datasources rely on it): a
-  ``scripts/ensure_role_assignment.sh`` step that makes sure it exists and has no delete, so a replacement (``pulumi
+  ``steps/ensure_role_assignment.sh`` step that makes sure it exists and has no delete, so a replacement (``pulumi
   up --replace``) re-runs an idempotent ``az role assignment create`` (azure-cli 2.91.0
   ``azure/cli/command_modules/role/custom.py`` ``create_role_assignment`` answers 409 RoleAssignmentExists with the
   existing assignment) and ``pulumi destroy`` leaves the assignment in place (pulumi-command v1.2.1
@@ -14,14 +14,14 @@ role that lets Grafana's identity read the workspace.
   resource with ``retain_on_delete``: the engine skips the Delete of a retained resource inside a replacement too
   (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go`` ``DeleteStep.Apply``), so any replacement would create the
   derived name again while it exists, which azure-native refuses.
-- Datasources: ``python3 scripts/grafana_datasource.py`` commands (Grafana HTTP API through ``az rest``),
+- Datasources: ``python3 -m steps.grafana_datasource`` commands (Grafana HTTP API through ``az rest``),
   the definition as sorted JSON in the environment so ``pulumi preview --diff`` shows what changes.
   Pyroscope: type ``grafana-pyroscope-datasource``, proxy access, url ``http://<MPE private IP>:4040``.
   Prometheus: type ``prometheus``, url = the workspace's ``metrics.prometheusQueryEndpoint``,
   ``jsonData.httpMethod=POST``, ``jsonData.azureCredentials.authType=msi`` (Grafana's managed identity). The step
-  writes the type the Grafana it meets needs (scripts/grafana_server.py): ``grafana-azureprometheus-datasource``
+  writes the type the Grafana it meets needs (steps/grafana_server.py): ``grafana-azureprometheus-datasource``
   from Grafana 13.0 on, where core Prometheus has no Azure authentication; the definition here (and the
-  ``prometheusDatasource`` output) keeps the published procedure's ``prometheus``, which ``tools.verify --drift``
+  ``prometheusDatasource`` output) keeps the published procedure's ``prometheus``, which ``ops.verify --drift``
   counts as the same.
 """
 
@@ -109,7 +109,7 @@ class GrafanaDatasourcesArgs:
 class GrafanaDatasources(pulumi.ComponentResource):
     """Outputs: ``pyroscope_uid``, ``prometheus_uid``; ``pyroscope_definition``, ``prometheus_definition`` (the
     datasource as its step sets it: a dict of uid, name, type, access, url, jsonData, known once the step has
-    run; ``tools.verify --drift`` compares Grafana's copy with it); ``datasources`` (the two command resources,
+    run; ``ops.verify --drift`` compares Grafana's copy with it); ``datasources`` (the two command resources,
     for ``depends_on``), ``role_assignment`` (the RoleAssignment, the step that ensures a shared one, or None)."""
 
     def __init__(self, name: str, args: GrafanaDatasourcesArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:

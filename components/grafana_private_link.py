@@ -16,7 +16,7 @@ empty until then.
 Teardown: everything here depends on the Pyroscope release (through ``depends_on``), so ``pulumi destroy``
 removes the MPE, and with it the connection, before the release and its load balancer and PLS.
 
-Replacements (tools/offline/replacement.py has the rules and their sources): the MPE's name is fixed by config and
+Replacements (offline/replacement.py has the rules and their sources): the MPE's name is fixed by config and
 azure-native's create refuses an MPE that exists, while ``pulumi up --replace`` and the ``replace_with`` cascade
 from the release take the order from the ``deleteBeforeReplace`` option alone (pulumi/pulumi v3.230.0
 ``step_generator.go``): so the MPE is delete-before-replace. The wait, approval and refresh own nothing (no
@@ -165,7 +165,7 @@ class GrafanaPrivateLinkArgs:
     approval_timeout_seconds: int = 600
     refresh_timeout_seconds: int = 900
     release: Optional[pulumi.Resource] = None
-    #: Whose PLS the wait accepts (scripts/wait_private_link_service.sh): its frontend on a load balancer under this
+    #: Whose PLS the wait accepts (steps/wait_private_link_service.sh): its frontend on a load balancer under this
     #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
     load_balancer_scope: str = ""
     owner_service: str = ""
@@ -204,7 +204,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             f"{name}-wait-for-pls",
             "wait_private_link_service.sh",
             # The NAT IP configurations the Service's annotations ask for: a change runs the wait again, which returns
-            # once the cloud provider has rebuilt them (scripts/wait_private_link_service.sh), before their lookup.
+            # once the cloud provider has rebuilt them (steps/wait_private_link_service.sh), before their lookup.
             {**pls_env, "TIMEOUT_SECONDS": str(args.private_link_service_timeout_seconds),
              "LOAD_BALANCER_SCOPE": args.load_balancer_scope, "OWNER_SERVICE": args.owner_service,
              "IP_CONFIGURATION_COUNT": str(args.private_link_ip_address_count), "PLS_SUBNET": args.private_link_subnet},

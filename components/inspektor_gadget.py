@@ -7,7 +7,7 @@ runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/
 ``azureMonitor.enabled=true`` it also creates a PodMonitor, which needs the cluster's Azure Monitor metrics
 add-on (checked by ``components.cluster.lookup_cluster`` before this component is built). The extension's name is
 fixed by config and azure-native's create refuses one that exists, so it is delete-before-replace (a replacement by
-``pulumi up --replace`` takes its order from the option alone; tools/offline/replacement.py).
+``pulumi up --replace`` takes its order from the option alone; offline/replacement.py).
 
 The namespace ``gadget`` is not the extension's: the stack owns it (``components.gadget_namespace``, where the
 sources are). The extension installs into it when it exists (ARM ``ScopeCluster.releaseNamespace``: "If this

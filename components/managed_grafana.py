@@ -5,7 +5,7 @@ Mirrors ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API
 with it), integrated with the Azure Monitor workspace. The deployer (``getClientConfig().objectId``) gets
 Grafana Admin (``22926164-76b3-42b3-bc55-97df8dab3e41``) on it, which the datasource and dashboard steps
 need for Grafana's HTTP API. Both have names fixed by config (the role's derived from scope, role and principal),
-which azure-native refuses to create twice: both are delete-before-replace (tools/offline/replacement.py).
+which azure-native refuses to create twice: both are delete-before-replace (offline/replacement.py).
 """
 
 from __future__ import annotations

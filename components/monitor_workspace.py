@@ -4,7 +4,7 @@ Mirrors ``Microsoft.Monitor/accounts`` (azure-native ``monitor.AzureMonitorWorks
 ``metrics.prometheusQueryEndpoint`` is the Prometheus datasource URL. The cluster's metrics add-on must send
 to it (``az aks update --enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <id>``); the
 stack does not change the cluster. Its name is fixed by config, which azure-native refuses to create twice:
-delete-before-replace (tools/offline/replacement.py).
+delete-before-replace (offline/replacement.py).
 """
 
 from __future__ import annotations

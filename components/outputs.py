@@ -24,7 +24,7 @@ CONTRACT: dict[str, tuple[type, str]] = {
     "pyroscopeInClusterUrl": (str, "Pyroscope inside the cluster: http://pyroscope.gadget.svc.cluster.local:4040"),
     "privateLinkServiceName": (str, "name of the private link service"),
     "privateLinkServiceResourceGroup": (str, "its resource group"),
-    # What the Grafana steps set, for `python -m tools.verify --drift` (commands are never refreshed).
+    # What the Grafana steps set, for `python -m ops.verify --drift` (commands are never refreshed).
     "pyroscopeDatasource": (dict, "the Pyroscope datasource as the stack sets it: uid, name, type, access, url, jsonData"),
     "prometheusDatasource": (dict, "the Prometheus datasource as the stack sets it: uid, name, type, access, url, jsonData"),
     "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), profileType "

@@ -16,7 +16,7 @@ The release is ``pyroscope`` in namespace ``gadget``: the Inspektor Gadget exten
 expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable. Because the name is fixed,
 the release is delete-before-replace: Helm refuses to install a release name still in use, and
 pulumi-kubernetes' Release diff never asks delete-first (``helm_release.go`` at 94977969d), while a replacement by
-``pulumi up --replace`` or by a replaced provider takes its order from the option alone (tools/offline/replacement.py).
+``pulumi up --replace`` or by a replaced provider takes its order from the option alone (offline/replacement.py).
 
 The namespace is the stack's (``components.gadget_namespace``, with the sources): the release reads its name
 from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
@@ -441,7 +441,7 @@ HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
 
 def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: str = RELEASE_NAME) -> Optional[str]:
     """The one-line way out of an error of the release's operation (``errors``, the provider's messages), or None when
-    it is not one a hard-killed run leaves behind. Tested against the stand-in Helm (tests/fake_cluster.py)."""
+    it is not one a hard-killed run leaves behind. Tested against the stand-in Helm (tests/support/fake_cluster.py)."""
     text = "\n".join(errors)
     history = f"`helm history {release} -n {namespace}`"
     if HELM_PENDING in text:

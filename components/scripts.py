@@ -1,6 +1,6 @@
-"""Steps with no ARM resource, run as ``pulumi-command`` local commands over the repo's ``scripts/``.
+"""Steps with no ARM resource, run as ``pulumi-command`` local commands over the repo's ``steps/``.
 
-Each step is ``bash scripts/<name>.sh`` or ``python3 scripts/<name>.py apply`` (run from the project
+Each step is ``bash steps/<name>.sh`` or ``python3 -m steps.<name> apply`` (run from the project
 directory, where Pulumi starts its providers), parameters in ``environment`` (keys sorted), stdout and
 stderr in the engine's log (the scripts never print credentials). An edited script runs again: the sha256 of the script and its shared helpers (``lib.sh``, or
 ``azcli.py`` and ``grafana_server.py``) is part of the inputs.
@@ -11,7 +11,7 @@ Two kinds of step:
   an edit replaces the command, which re-runs the (idempotent) script; no previous output is fed back.
 - *Owners* (Python: a datasource, the dashboard) own an object in Grafana and delete it on destroy. Ownership is
   per step instance: a create writes the object and stamps it with a fresh owner id (``aksGpuObservabilityOwner``
-  in a datasource's ``jsonData``, at the top of the dashboard JSON; ``scripts/azcli.py``) and prints ``<uid> owner=<id>``; pulumi-command
+  in a datasource's ``jsonData``, at the top of the dashboard JSON; ``steps/azcli.py``) and prints ``<uid> owner=<id>``; pulumi-command
   keeps stdout in the state and hands it to the next update and to the delete as ``PULUMI_COMMAND_STDOUT``
   (``addPreviousOutputInEnv``; pulumi-command v1.2.1 ``local/commandOutputs.go``). An update keeps the id and
   writes only what differs. A delete removes the object unless it carries another step's owner id, which only a
@@ -33,7 +33,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 from pulumi_command import local
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parent.parent / "steps"
 #: API version of Microsoft.Dashboard the scripts use (the one azure-native 3.x uses for Grafana).
 DASHBOARD_API_VERSION = "2024-10-01"
 
@@ -44,7 +44,7 @@ HELPERS = {".sh": ("lib.sh",), ".py": ("azcli.py", "grafana_server.py")}
 
 
 def script_hash(script: str) -> str:
-    """sha256 (hex) of the shared helpers (:data:`HELPERS`) followed by ``scripts/<script>``; raises
+    """sha256 (hex) of the shared helpers (:data:`HELPERS`) followed by ``steps/<script>``; raises
     FileNotFoundError."""
     digest = hashlib.sha256()
     for path in [SCRIPTS / helper for helper in HELPERS[Path(script).suffix]] + [SCRIPTS / script]:
@@ -60,7 +60,7 @@ def script_command(
     opts: Optional[pulumi.ResourceOptions] = None,
     delete_first: bool = True,
 ) -> local.Command:
-    """A ``command:local:Command`` for ``scripts/<script>``: an action (``.sh``) or an owner (``.py``, with
+    """A ``command:local:Command`` for ``steps/<script>``: an action (``.sh``) or an owner (``.py``, with
     ``apply``/``delete``), as the module docstring describes. ``triggers``: for an action, extra values
     that re-run it (after the script hash); for an owner, the identity of what it owns. ``delete_first``:
     an owner's replacement deletes the old object before creating the new one (either order is safe, see the
@@ -71,8 +71,8 @@ def script_command(
         env["SCRIPT_SHA256"] = script_hash(script)
     return local.Command(
         name,
-        create=f"python3 scripts/{script} apply" if owner else f"bash scripts/{script}",
-        delete=f"python3 scripts/{script} delete" if owner else None,
+        create=f"python3 -m steps.{Path(script).stem} apply" if owner else f"bash steps/{script}",
+        delete=f"python3 -m steps.{Path(script).stem} delete" if owner else None,
         environment={key: env[key] for key in sorted(env)},
         triggers=list(triggers) if owner else [script_hash(script), *triggers],
         logging=local.Logging.STDOUT_AND_STDERR,
@@ -81,15 +81,15 @@ def script_command(
     )
 
 
-#: The environment variable with the values a step must never print (scripts/lib.sh ``mask``, scripts/azcli.py ``mask``).
+#: The environment variable with the values a step must never print (steps/lib.sh ``mask``, steps/azcli.py ``mask``).
 #: Its name says nothing of secrets: the policy pack's mandatory no-plaintext-secrets rule refuses an environment key
 #: that looks like a credential's (policy/rules.py ``_SECRET_KEY``).
 MASK_VALUES = "MASK_VALUES"
 
 
 def is_step(props: Mapping[str, object]) -> bool:
-    """True for the properties of a :func:`script_command` (``create`` runs ``scripts/<name>``)."""
-    return str(props.get("create") or "").startswith(("bash scripts/", "python3 scripts/"))
+    """True for the properties of a :func:`script_command` (``create`` runs ``steps/<name>``)."""
+    return str(props.get("create") or "").startswith(("bash steps/", "python3 -m steps."))
 
 
 def with_secret_mask(props: Mapping[str, object], opts: pulumi.ResourceOptions,
@@ -100,7 +100,7 @@ def with_secret_mask(props: Mapping[str, object], opts: pulumi.ResourceOptions,
     resource group or an ARM id carries the cluster's or Grafana's name, and so does what the script prints). So:
 
     - ``environment`` gains ``MASK_VALUES``, the values one per line, longest first, as a Pulumi secret; the
-      scripts' logging (scripts/lib.sh ``log``, scripts/azcli.py ``Step.log``) prints each as ``[secret]``;
+      scripts' logging (steps/lib.sh ``log``, steps/azcli.py ``Step.log``) prints each as ``[secret]``;
     - ``logging`` becomes ``stderr``: the engine logs the (masked) stderr, not stdout, which carries the step's result
       whole (the PLS id, the connection's name) because the next resource reads it;
     - ``stdout`` and ``stderr`` are additional secret outputs, so the state and any display of the result keep them

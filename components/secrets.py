@@ -20,7 +20,7 @@ contains a secret value. Over-marking (a plain value that happens to contain a s
 
 What cannot be covered, by Pulumi's design: resource IDs and URNs are never secret, and azure-native IDs are ARM ids
 (the extension's contains the cluster's name); invoke arguments are not secrets either (the SDK unwraps them; the
-engine neither stores nor shows them; the offline plan masks them, tools/offline/mock_engine.py ``mask``). Names that Grafana
+engine neither stores nor shows them; the offline plan masks them, offline/program.py ``mask``). Names that Grafana
 shows to every viewer are refused instead (components/stack_inputs.py ``refuse_secret_names_in_grafana``).
 """
 

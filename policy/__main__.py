@@ -1,6 +1,6 @@
 """The aks-gpu-observability policy pack: `pulumi preview --policy-pack policy`.
 
-The rules live in rules.py so tests and `python -m tools.plan --policy` import them without starting the
+The rules live in rules.py so tests and `python -m offline.plan --policy` import them without starting the
 analyzer server (the PolicyPack constructor serves and blocks).
 """
 

@@ -13,7 +13,7 @@ known yet (preview) raises UnknownValueError when read: rules skip such values, 
 Stack facts a rule needs come from the stack's own config, which the analyzer receives like the program
 does: ``aks-gpu-observability:production`` (boolean, default false) through ``pulumi.Config``.
 
-Imported by ``policy/__main__.py`` (the pack), by the tests and by ``python -m tools.plan --policy``.
+Imported by ``policy/__main__.py`` (the pack), by the tests and by ``python -m offline.plan --policy``.
 """
 
 from __future__ import annotations
@@ -440,7 +440,7 @@ approval_targets_one_connection = StackValidationPolicy(
                 "(checked on outputs: the endpoint's id, the approval command's environment).",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_approvals,
-    remediation_steps="Approve with scripts/approve_private_endpoint_connection.sh and PRIVATE_ENDPOINT_NAME=grafana-<grafanaName>-<mpeName>, once per endpoint.",
+    remediation_steps="Approve with steps/approve_private_endpoint_connection.sh and PRIVATE_ENDPOINT_NAME=grafana-<grafanaName>-<mpeName>, once per endpoint.",
 )
 
 
@@ -480,7 +480,7 @@ grafana_public_network_access_disabled = ResourceValidationPolicy(
 
 def _role_fields(args: ResourceValidationArgs) -> Optional[tuple[Any, Callable[[], Any]]]:
     """(role definition id, a reader of the scope) of a role assignment the stack makes: an azure-native
-    RoleAssignment, or a step that ensures one (``scripts/ensure_role_assignment.sh``: ``ROLE_DEFINITION_ID`` and
+    RoleAssignment, or a step that ensures one (``steps/ensure_role_assignment.sh``: ``ROLE_DEFINITION_ID`` and
     ``SCOPE`` in its environment); None for anything else."""
     if args.resource_type == ROLE_ASSIGNMENT:
         return args.props.get("roleDefinitionId"), lambda: args.props.get("scope")

@@ -1,4 +1,4 @@
-"""Shared test helpers. Every plan is evaluated by tools.offline.mock_engine.run, which sets the mocks for that
+"""Shared test helpers. Every plan is evaluated by offline.program.run, which sets the mocks for that
 run only, on a fresh event loop and a fresh contextvars context."""
 
 from __future__ import annotations
@@ -14,27 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# The offline plan's fingerprint key (tools/offline/replacement.py) in a temporary directory for this test session,
-# not the user's cache; subprocesses (tools.plan, scripts/ci/plan_diff.sh) inherit it, as on one CI runner.
+# The offline plan's fingerprint key (offline/replacement.py) in a temporary directory for this test session,
+# not the user's cache; subprocesses (offline.plan, .ci/plan_diff.sh) inherit it, as on one CI runner.
 os.environ.setdefault("AKS_GPU_OBS_FINGERPRINT_DIR", tempfile.mkdtemp(prefix="aks-gpu-obs-fingerprint-"))
 
-from tools.offline import mock_engine  # noqa: E402
-
-#: Upstream artefacts (chart, dashboard, Pulumi's project schema), kept with the project: vendored, or fetched by
-#: .ci/fetch-reference (URL and pinned digest, tests/reference/fetch.json). tests/reference/README.md lists them.
-REFERENCE = ROOT / "tests" / "reference"
-
-EXTENSION = "azure-native:kubernetesconfiguration:Extension"
-RELEASE = "kubernetes:helm.sh/v3:Release"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
-
-
-def reference(relative: str) -> Path:
-    """Path of a reference artefact. A missing one fails the test (never a skip): run the set-up step."""
-    path = REFERENCE / relative
-    if not path.exists():
-        pytest.fail(f"reference artefact missing: {path}; run .ci/fetch-reference (the README's set-up step)")
-    return path
+from offline import program  # noqa: E402  (after the fingerprint directory is set)
 
 
 @pytest.fixture
@@ -43,7 +27,7 @@ def plan():
     them); ``paths={PATH: VALUE}``: then --set-path ones (`pulumi config set --path`, for list keys), in order."""
 
     def make(invoke_overrides=None, stack="dev", stack_outputs=None, secret_outputs=None, paths=None, **overrides):
-        return mock_engine.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides,
+        return program.run(stack, {k: str(v) for k, v in overrides.items()}, invoke_overrides,
                                stack_outputs=stack_outputs, secret_outputs=secret_outputs,
                                config_sets=[(k, str(v), True) for k, v in (paths or {}).items()])
 
@@ -52,11 +36,11 @@ def plan():
 
 @pytest.fixture(scope="session")
 def scenario_results(tmp_path_factory):
-    """Every scenario of tests/scenarios.py run once per session (concurrently: the scripts mostly wait),
+    """Every scenario of tests/support/scenarios.py run once per session (concurrently: the scripts mostly wait),
     shared by the scenario tests and the azure-cli parser check. name -> scenarios.Result."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests import scenarios
+    from tests.support import scenarios
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {s.name: pool.submit(scenarios.run, s, tmp_path_factory.mktemp(s.name)) for s in scenarios.SCENARIOS}

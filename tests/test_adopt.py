@@ -1,6 +1,6 @@
-"""Adopting a setup made by hand (docs/adopting.md): Pulumi's bulk import file from ``tools.plan --import-file``, and
+"""Adopting a setup made by hand (docs/adopting.md): Pulumi's bulk import file from ``offline.plan --import-file``, and
 the first ``pulumi up`` after ``pulumi import`` against the procedure's objects. SIMULATED: Azure, Grafana and the
-engine's executor (tests/lifecycle.py, tests/fake_world.py); the plan, the import file and the step scripts are real.
+engine's executor (tests/support/lifecycle.py, tests/support/fake_world.py); the plan, the import file and the step scripts are real.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from importlib import metadata
 import pytest
 
 from components.grafana_datasources import MONITORING_DATA_READER, role_assignment_name
-from tests import fake_world
-from tests.conftest import ROOT, reference
-from tests.lifecycle import OWNER_KEY, Deployment, EngineError
-from tests.scenarios import HAND_MADE_UID
+from tests.support import fake_world
+from tests.support import ROOT, reference
+from tests.support.lifecycle import OWNER_KEY, Deployment, EngineError
+from tests.support.scenarios import HAND_MADE_UID
 from tests.test_lifecycle import DASHBOARD_URL, comparable, uploaded
-from tools import adopt
-from tools.offline import canned
-from tools.offline import diff as plan_diff
-from tools.offline.mock_engine import run
+from offline import adopt
+from offline import canned
+from offline import diff as plan_diff
+from offline.program import run
 
 #: pulumi/pulumi v3.230.0 pkg/cmd/pulumi/operations/import.go: the JSON tags of ``importFile``
 #: (``nameTable,omitempty``, ``resources,omitempty``) and of ``importSpec`` (``type``, ``name``, ``id,omitempty``,
@@ -56,7 +56,7 @@ def implied_urn(entry: dict, document: dict, stack: str, project: str = "aks-gpu
 
 def write(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     path = tmp_path / "import.json"
-    done = subprocess.run([sys.executable, "-m", "tools.plan", "--import-file", str(path), *args], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "offline.plan", "--import-file", str(path), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done, json.loads(path.read_text())
@@ -161,7 +161,7 @@ def test_ids_follow_config_and_skip_leaves_out(tmp_path):
     (["--import-file", "x.json", "--set", "clusterName="], "error: clusterName: required and must not be empty"),
 ])
 def test_bad_input_is_one_line(args, line, capsys, tmp_path, monkeypatch):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     monkeypatch.chdir(tmp_path)
     assert plan_tool.main(args) == 2
@@ -336,22 +336,22 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
 
 def test_adoption_by_name_never_sends_a_uid_change(scenario_results):
     """A datasource found by name under another uid gets no PUT at all (Grafana answers one that changes the uid with
-    400, or 500 in some releases: tests/fake_world.py uid_change_answer); no write of any kind."""
+    400, or 500 in some releases: tests/support/fake_world.py uid_change_answer); no write of any kind."""
     result = scenario_results["datasource-made-by-hand-under-another-uid-names-the-uid-to-set"]
     assert [c["argv"][2] for c in result.calls if c["argv"][0] == "rest"] == ["get", "get"]
 
 
 def test_docs_commands_are_the_tools():
-    """docs/adopting.md's tools.plan flags are the tool's, its --skip names a resource the file holds, and its
+    """docs/adopting.md's offline.plan flags are the tool's, its --skip names a resource the file holds, and its
     provider URN is the one the tool prints."""
     import re
 
     text = (ROOT / "docs" / "adopting.md").read_text(encoding="utf-8")
-    command = re.sub(r"\$\([^)]*\)", "", text.split("python -m tools.plan", 1)[1].split("```", 1)[0])  # not az's
+    command = re.sub(r"\$\([^)]*\)", "", text.split("python -m offline.plan", 1)[1].split("```", 1)[0])  # not az's
     flags = set(re.findall(r"(?<![\w-])(--[a-z-]+)", command))
     parser_flags = {"--stack", "--import-file", "--subscription-id", "--grafana-principal-id", "--skip"}
     assert flags == parser_flags
-    source = (ROOT / "tools" / "plan.py").read_text(encoding="utf-8")
+    source = (ROOT / "offline" / "plan.py").read_text(encoding="utf-8")
     assert all(f'"{flag}"' in source for flag in parser_flags)
     skipped = re.findall(r"--skip ([\w-]+)", text)
     assert skipped and set(skipped) == {ROLE_NAME}
@@ -372,7 +372,7 @@ IMPORT_BOOLEANS = {"debug", "diff", "generate-code", "json", "preview-only", "pr
 
 
 def test_the_import_hint_and_the_guide_give_one_command_pulumi_import_takes():
-    """What `tools.plan --import-file` prints next and what docs/adopting.md says are the same `pulumi import` line, and
+    """What `offline.plan --import-file` prints next and what docs/adopting.md says are the same `pulumi import` line, and
     every flag in it is one `pulumi import --file` accepts in v3.230.0 (a boolean where it is given `=false`)."""
     text = (ROOT / "docs" / "adopting.md").read_text(encoding="utf-8")
     hint = adopt.render(adopt.import_file(run("dev")), "import.json")

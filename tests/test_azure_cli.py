@@ -1,6 +1,6 @@
 """Every az command line the step scripts emit, checked against the real azure-cli parser.
 
-The scenarios (tests/scenarios.py) run under the stand-in az and log each command line; here each
+The scenarios (tests/support/scenarios.py) run under the stand-in az and log each command line; here each
 distinct line runs through the real Azure CLI with an empty config directory and no login. A well-formed
 line gets as far as "Please run 'az login'"; a misspelt subcommand, flag or enum value fails earlier with a
 parse error. So a typo fails here, not on a user's subscription. No Azure call is made.
@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from tests.scenarios import ROOT, calls_in
+from tests.support.scenarios import ROOT, calls_in
 
 LOGIN = "Please run 'az login' to setup account."
 
@@ -36,7 +36,7 @@ def real_az():
 
 @pytest.fixture(scope="module")
 def emitted(scenario_results, tmp_path_factory) -> list[list[str]]:
-    """Distinct az command lines from all scenarios and from tools.verify, one per shape (subcommand words,
+    """Distinct az command lines from all scenarios and from ops.verify, one per shape (subcommand words,
     method, flag names)."""
     from tests.test_verify import rules, verify
 
@@ -80,7 +80,7 @@ def reached_the_service(argv: list[str], done: subprocess.CompletedProcess) -> b
 
 
 def test_every_python_call_shape_is_exercised(emitted):
-    """The Python steps call az only through scripts/azcli.py: rest with each method and the Grafana
+    """The Python steps call az only through steps/azcli.py: rest with each method and the Grafana
     audience, and the token-less download. Each shape appears among the emitted lines."""
     rest = [a for a in emitted if a[0] == "rest"]
     for method in ("get", "post", "put", "delete"):
@@ -90,10 +90,10 @@ def test_every_python_call_shape_is_exercised(emitted):
 
 
 def test_every_call_site_is_exercised(emitted):
-    """Each `az <words>` call site in scripts/*.sh (an az the script runs: after `$(`, `! ` or at the start
+    """Each `az <words>` call site in steps/*.sh (an az the script runs: after `$(`, `! ` or at the start
     of a command, not advice inside a message) appears among the lines the scenarios emitted."""
     sites = set()
-    for path in ROOT.glob("scripts/*.sh"):  # the Python steps: test_every_python_call_shape_is_exercised
+    for path in ROOT.glob("steps/*.sh"):  # the Python steps: test_every_python_call_shape_is_exercised
         code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
         for match in re.finditer(r"(?:\$\(|! |^\s*)az ((?:[a-z][\w-]* )+)(?:--method (\w+))?", code, re.M):
             words = match.group(1).split()
@@ -135,7 +135,7 @@ def advice_commands() -> list[str]:
     found = []
     for path in sorted(ROOT.glob("components/*.py")):
         found += re.findall(r"(?<!`)`(az [^`]+)`(?!`)", path.read_text())  # messages, not ``docstrings``
-    for path in sorted(ROOT.glob("scripts/*.sh")):
+    for path in sorted(ROOT.glob("steps/*.sh")):
         for line in path.read_text().splitlines():
             if "die " in line or "log " in line:
                 found += re.findall(r"\((az [^)]+)\)", line)

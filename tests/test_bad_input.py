@@ -17,9 +17,11 @@ from typing import Callable, Union
 
 import pytest
 
-from tests.conftest import ROOT
-from tools import hotspots, plan, verify
-from tools.offline import mock_engine
+from tests.support import ROOT
+from flamegraph import hotspots
+from offline import plan
+from ops import verify
+from offline import program
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
 NS = "aks-gpu-observability"
@@ -68,7 +70,11 @@ class Bad:
     files: dict = field(default_factory=dict)
     no_az: bool = False
     absent: list = field(default_factory=list)  # what the line must not say (an offline placeholder, a secret)
-    python_flags: list = None  # run as `python <flags> -m tools.<tool>` in a subprocess (e.g. -S: no virtualenv)
+    python_flags: list = None  # run as `python <flags> -m <module>` in a subprocess (e.g. -S: no virtualenv)
+
+    @property
+    def module(self) -> str:
+        return {"plan": "offline.plan", "verify": "ops.verify", "hotspots": "flamegraph.hotspots"}[self.tool]
 
 
 GOOD_FRAME = frame([(0, 10, 0, "total"), (1, 10, 10, "main")])
@@ -180,7 +186,7 @@ CASES = [
     Bad("set-path-tag-managed-by", "plan", ["--set-path", "tags[0]=Managed-By=me"], ["tags", "managed-by=aks-gpu-observability"]),
     Bad("plan-outside-the-virtualenv", "plan", ["--stack", "dev"],
         ["'pulumi' is not installed", "python3 -m venv .venv && .venv/bin/pip install --require-hashes -r requirements.lock",
-         ".venv/bin/python -m tools.plan --stack dev"], python_flags=["-S"]),
+         ".venv/bin/python -m offline.plan --stack dev"], python_flags=["-S"]),
     # --- dashboard files (dashboardSource in the project) ---------------------------------------------------
     Bad("dashboard-file-other-sha256", "plan", ["--set", f"dashboardSource={LOCAL}"], ["dashboardSha256", LOCAL]),
     Bad("dashboard-file-not-json", "plan", ["--set", "dashboardSource=README.md", "--set", f"dashboardSha256={sha('README.md')}"],
@@ -203,8 +209,8 @@ CASES = [
     Bad("dashboard-profile-type-empty", "plan", ["--set", "dashboardProfileType="], ["dashboardProfileType", "(got '')"]),
     # Well formed, but not GPU memory: the GPU flame graph would read CPU time.
     Bad("dashboard-profile-type-not-gpu-memory", "plan", ["--set", "dashboardProfileType=process_cpu:cpu:nanoseconds:cpu:nanoseconds"],
-        ["dashboardProfileType", "sample type malloc and unit bytes", "tools.verify"]),
-    # --- flame-graph frames (tools.hotspots --from-file) ----------------------------------------------------
+        ["dashboardProfileType", "sample type malloc and unit bytes", "ops.verify"]),
+    # --- flame-graph frames (flamegraph.hotspots --from-file) ----------------------------------------------------
     Bad("frame-not-json", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json"], files={"f.json": "{"}),
     Bad("frame-no-results", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "results"], files={"f.json": "{}"}),
     Bad("frame-result-not-an-object", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json")], ["f.json", "results.A"],
@@ -232,7 +238,7 @@ CASES = [
         files={"f.json": json.dumps(GOOD_FRAME)}),
     Bad("hotspots-svg-unwritable", "hotspots", lambda tmp: ["--from-file", str(tmp / "f.json"), "--svg", str(tmp / "no" / "f.svg")],
         ["--svg", "f.svg"], files={"f.json": json.dumps(GOOD_FRAME)}),
-    # --- policy pack config (tools.plan --policy-config) ----------------------------------------------------
+    # --- policy pack config (offline.plan --policy-config) ----------------------------------------------------
     Bad("policy-all-bogus", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["all:", '"bogus"'],
         files={"p.json": '{"all": "bogus"}'}),
     Bad("policy-all-level-not-a-string", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["all:"],
@@ -250,7 +256,7 @@ CASES = [
     Bad("policy-config-a-list", "plan", lambda tmp: ["--policy-config", str(tmp / "p.json")], ["p.json", "JSON object"],
         files={"p.json": "[]"}),
     Bad("policy-mode", "plan", ["--policy", "--policy-mode", "apply"], ["--policy-mode"]),
-    # --- tools.verify / tools.hotspots inputs -----------------------------------------------------------------
+    # --- ops.verify / flamegraph.hotspots inputs -----------------------------------------------------------------
     Bad("verify-without-az", "verify", lambda tmp: ["--stack", "dev", "--outputs-file", str(tmp / "o.json")], [NO_AZ],
         files={"o.json": "@outputs"}, no_az=True),
     Bad("verify-drift-without-az", "verify", lambda tmp: ["--stack", "dev", "--drift", "--outputs-file", str(tmp / "o.json")],
@@ -286,7 +292,7 @@ def test_there_are_at_least_40_bad_inputs_and_each_is_named_once():
 
 @pytest.fixture(scope="module")
 def outputs_text():
-    return json.dumps(mock_engine.run("dev").outputs)
+    return json.dumps(program.run("dev").outputs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -295,7 +301,7 @@ def test_bad_input_exits_2_with_one_line_naming_it_and_registers_nothing(case, t
         (tmp_path / name).write_text(outputs_text if text == "@outputs" else text)
     args = case.args(tmp_path) if callable(case.args) else list(case.args)
     if case.python_flags is not None:  # as a shell runs it: a new interpreter, nothing registered before it stops
-        done = subprocess.run([sys.executable, *case.python_flags, "-m", f"tools.{case.tool}", *args], cwd=ROOT,
+        done = subprocess.run([sys.executable, *case.python_flags, "-m", case.module, *args], cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
         lines = done.stderr.splitlines()
         assert done.returncode == 2, done.stderr
@@ -305,19 +311,19 @@ def test_bad_input_exits_2_with_one_line_naming_it_and_registers_nothing(case, t
         return
     if case.stack_file is not None:
         (tmp_path / "Pulumi.t.yaml").write_text(case.stack_file)
-        real = mock_engine.stack_file
-        monkeypatch.setattr(mock_engine, "stack_file", lambda name: tmp_path / "Pulumi.t.yaml" if name == "t" else real(name))
+        real = program.stack_file
+        monkeypatch.setattr(program, "stack_file", lambda name: tmp_path / "Pulumi.t.yaml" if name == "t" else real(name))
     if case.no_az:
         (tmp_path / "empty-bin").mkdir()
         monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     registered = []
-    record = mock_engine.RecordingMonitor.RegisterResource
+    record = program.RecordingMonitor.RegisterResource
 
     def counting(self, request):
         registered.append(request.type)
         return record(self, request)
 
-    monkeypatch.setattr(mock_engine.RecordingMonitor, "RegisterResource", counting)
+    monkeypatch.setattr(program.RecordingMonitor, "RegisterResource", counting)
     tool = {"plan": plan, "verify": verify, "hotspots": hotspots}[case.tool]
     monkeypatch.chdir(ROOT)
     try:
@@ -335,10 +341,10 @@ def test_bad_input_exits_2_with_one_line_naming_it_and_registers_nothing(case, t
     assert set(registered) <= {"pulumi:pulumi:Stack"}, registered
 
 
-@pytest.mark.parametrize("argv", [["tools.hotspots", "--from-file", "examples/flamegraph-frame.json", "--json"],
-                                  ["tools.plan", "--stack", "dev", "--json"]])
+@pytest.mark.parametrize("argv", [["flamegraph.hotspots", "--from-file", "examples/flamegraph-frame.json", "--json"],
+                                  ["offline.plan", "--stack", "dev", "--json"]])
 def test_a_reader_that_goes_away_ends_the_tool_quietly(argv):
-    """`python -m tools.hotspots ... --json | head`: when the reader closes the pipe, the tool stops as a Unix tool
+    """`python -m flamegraph.hotspots ... --json | head`: when the reader closes the pipe, the tool stops as a Unix tool
     killed by SIGPIPE does (status 141, nothing on stderr), not with a BrokenPipeError traceback."""
     import os
 

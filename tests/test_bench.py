@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from bench import deploy_sim
-from tests.conftest import ROOT, EXTENSION, RELEASE
-from tools.offline.mock_engine import orders, run
+from tests.support import ROOT, EXTENSION, RELEASE
+from offline.program import orders, run
 
 
 def bench(*args):
@@ -59,7 +59,7 @@ def test_deploy_sim_prints_the_comparison_targets_path_slack_and_rates():
 
 
 def test_poll_schedule_follows_the_scripts():
-    assert deploy_sim.poll_defaults() == (3, 6)  # scripts/lib.sh
+    assert deploy_sim.poll_defaults() == (3, 6)  # steps/lib.sh
     # checks start at 0, 3, 9, 15 (each 1 s): an event at 10 s is seen by the check at 15 s, done at 16 s
     wait = deploy_sim.poll("x", 0, 10, 1, deploy_sim.delays(3, 6))
     assert (wait.checks, wait.noticed, wait.interval) == ([0, 3, 9, 15], 16, 6)
@@ -207,7 +207,7 @@ def test_columns_view_concatenates_every_sample():
     import gzip
 
     from bench.hotspots_scale import columns_view, synthetic
-    from tools.pprof import profile_pb2
+    from flamegraph.pprof import profile_pb2
 
     raw = gzip.decompress(synthetic(500))
     message = profile_pb2.Profile.FromString(raw)

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from components import config
-from tests.conftest import ROOT
+from tests.support import ROOT
 from tests.test_stack_inputs import CLUSTERS, grafana_names
-from tools.offline import mock_engine
+from offline import program
 
 ROLE = "azure-native:authorization:RoleAssignment"
 
@@ -44,8 +44,8 @@ def written_out(tmp_path, monkeypatch):
 
     def run(overrides):
         with monkeypatch.context() as patch:
-            patch.setattr(mock_engine, "stack_file", lambda stack: path)
-            return mock_engine.run("dev", overrides)
+            patch.setattr(program, "stack_file", lambda stack: path)
+            return program.run("dev", overrides)
 
     return run
 
@@ -59,7 +59,7 @@ def test_cli_value_formats_defaults_like_create_config_value():
 
 
 def test_the_offline_plan_writes_every_default_into_the_config_as_the_cli_does():
-    plan = mock_engine.run("dev", {})
+    plan = program.run("dev", {})
     stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     for key, decl in config.declared().items():
         full = f"{config.PROJECT}:{key}"
@@ -68,7 +68,7 @@ def test_the_offline_plan_writes_every_default_into_the_config_as_the_cli_does()
 
 def test_a_default_means_the_same_whether_or_not_it_is_written_out(written_out):
     for overrides in ({}, {"multiCluster": "true"}, {"createGrafana": "true"}):
-        left_out = mock_engine.run("dev", overrides).to_json()
+        left_out = program.run("dev", overrides).to_json()
         written = written_out(overrides).to_json()
         assert left_out["resources"] == written["resources"], overrides
         assert left_out["outputs"] == written["outputs"], overrides
@@ -125,7 +125,7 @@ def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
 ])
 def test_set_values_of_the_wrong_type_are_refused_as_the_cli_refuses_them(key, value, kind):
     with pytest.raises(config.ConfigError) as caught:
-        mock_engine.run("dev", {key: value})
+        program.run("dev", {key: value})
     assert str(caught.value).startswith(f"{key}: must be of type '{kind}'")
 
 
@@ -133,7 +133,7 @@ def stack_file_with(tmp_path, monkeypatch, lines: str) -> None:
     base = (ROOT / "Pulumi.dev.yaml").read_text()
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(base + lines)
-    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
 
 
 @pytest.mark.parametrize("line,kind", [
@@ -146,14 +146,14 @@ def stack_file_with(tmp_path, monkeypatch, lines: str) -> None:
 def test_stack_file_values_of_the_wrong_type_are_refused(tmp_path, monkeypatch, line, kind):
     stack_file_with(tmp_path, monkeypatch, line)
     with pytest.raises(config.ConfigError, match=f"must be of type '{kind}'"):
-        mock_engine.run("t", {})
+        program.run("t", {})
 
 
 def test_stack_file_scalars_reach_the_program_as_the_cli_hands_them(tmp_path, monkeypatch):
     stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:multiCluster: TRUE\n"
                                            "  aks-gpu-observability:extensionTimeoutSeconds: 900\n"
                                            "  aks-gpu-observability:tags: [team=ml]\n")
-    plan = mock_engine.run("t", {})
+    plan = program.run("t", {})
     assert plan.config["aks-gpu-observability:multiCluster"] == "true"
     assert plan.config["aks-gpu-observability:extensionTimeoutSeconds"] == "900"
     assert json.loads(plan.config["aks-gpu-observability:tags"]) == ["team=ml"]
@@ -166,21 +166,21 @@ def test_stack_file_numbers_reach_the_program_as_yaml_v3_and_go_json_make_them(t
                                            "  aks-gpu-observability:pyroscopeReleaseTimeoutSeconds: 1_200\n"
                                            "  aks-gpu-observability:grafanaTimeoutSeconds: 6e2\n"
                                            "  aks-gpu-observability:pyroscopeDatasourceName: 1:20\n")
-    config = mock_engine.run("t", {}).config
+    config = program.run("t", {}).config
     assert config["aks-gpu-observability:extensionTimeoutSeconds"] == "900"
     assert config["aks-gpu-observability:pyroscopeReleaseTimeoutSeconds"] == "1200"
     assert config["aks-gpu-observability:grafanaTimeoutSeconds"] == "600"  # PyYAML: the string "6e2"
     assert config["aks-gpu-observability:pyroscopeDatasourceName"] == "1:20"  # PyYAML: 80 (base 60); yaml.v3: a string
 
 
-# --- stack files as the CLI reads them (tools/offline/stack_file.py; issue 12 item 7) --------------------------------
+# --- stack files as the CLI reads them (offline/stack_file.py; issue 12 item 7) --------------------------------
 def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_path, monkeypatch):
     """loaders.go stackConfigNamespacedWithProject: a bare key is the project's; key.go ParseKey: ns:config:name."""
     base = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(base + "  clusterName: aks-gpu-bare\n  aks-gpu-observability:config:extensionVersion: 0.46.0\n")
-    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
-    plan = mock_engine.run("t", {})
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
+    plan = program.run("t", {})
     assert plan.config["aks-gpu-observability:clusterName"] == "aks-gpu-bare"
     assert plan.config["aks-gpu-observability:extensionVersion"] == "0.46.0"
     assert not [key for key in plan.config if key.count(":") != 1]
@@ -190,7 +190,7 @@ def test_a_key_without_value_is_an_empty_string_as_the_cli_passes_it(tmp_path, m
     """loaders.go checkForEmptyConfig: the CLI warns and passes "" (the program accepts it where "" is valid and
     refuses it where a value is required: tests/test_bad_input.py)."""
     stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:extensionVersion:\n  aks-gpu-observability:privateLinkSubnet: ~\n")
-    plan = mock_engine.run("t", {})
+    plan = program.run("t", {})
     assert plan.config["aks-gpu-observability:extensionVersion"] == ""
     assert plan.config["aks-gpu-observability:privateLinkSubnet"] == ""
 
@@ -201,7 +201,7 @@ TAGS = "aks-gpu-observability:tags"
 
 def test_a_list_set_as_text_is_refused_with_the_path_form_to_use(capsys):
     """`pulumi config set tags '["a=b"]'` stores a string; the CLI's type check then refuses it for an array key."""
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     assert plan_tool.main(["--set", 'tags=["costCenter=1234"]']) == 2
     out, err = capsys.readouterr()
@@ -214,11 +214,11 @@ def test_set_path_gives_the_program_what_config_set_path_stores(tmp_path, monkey
     """`pulumi config set --path 'tags[0]' costCenter=1234` then `'tags[1]' owner=ml-platform` store the list that a
     stack file holding it gives: the program receives the same config and registers the same resources."""
     sets = [("tags[0]", "costCenter=1234", True), ("tags[1]", "owner=ml-platform", True)]
-    by_path = mock_engine.run("dev", config_sets=sets)
+    by_path = program.run("dev", config_sets=sets)
     assert json.loads(by_path.config[TAGS]) == ["costCenter=1234", "owner=ml-platform"]
     stack_file_with(tmp_path, monkeypatch, f"  {TAGS}:\n  - costCenter=1234\n  - owner=ml-platform\n")
-    monkeypatch.setattr(mock_engine, "stack_file", lambda stack, path=tmp_path / "Pulumi.t.yaml": path)
-    in_file = mock_engine.run("dev", {})
+    monkeypatch.setattr(program, "stack_file", lambda stack, path=tmp_path / "Pulumi.t.yaml": path)
+    in_file = program.run("dev", {})
     assert by_path.config == in_file.config
     assert by_path.to_json() == in_file.to_json()
     mpe = by_path.one("azure-native:dashboard:ManagedPrivateEndpoint")
@@ -226,13 +226,13 @@ def test_set_path_gives_the_program_what_config_set_path_stores(tmp_path, monkey
 
 
 def test_set_path_on_the_command_line(capsys):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     assert plan_tool.main(["--json", "--set-path", "tags[0]=costCenter=1234", "--set", "multiCluster=true",
                            "--set-path", "tags[1]=owner=ml-platform"]) == 0
     document = json.loads(capsys.readouterr().out)
     sets = [("tags[0]", "costCenter=1234", True), ("multiCluster", "true", False), ("tags[1]", "owner=ml-platform", True)]
-    assert document["resources"] == mock_engine.run("dev", config_sets=sets).to_json()["resources"]
+    assert document["resources"] == program.run("dev", config_sets=sets).to_json()["resources"]
     mpe = next(r for r in document["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
     assert mpe["inputs"]["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
 
@@ -241,8 +241,8 @@ def test_config_set_in_command_line_order_as_the_cli_runs_them():
     """Each --set and --set-path is one `pulumi config set` on the stack's config, in the order given: a plain set
     after a path set replaces the list with a string, a path set after a plain set replaces the string."""
     with pytest.raises(config.ConfigError, match="^tags: must be of type 'array<string>'"):
-        mock_engine.run("dev", config_sets=[("tags[0]", "a=b", True), ("tags", "a=b", False)])
-    plan = mock_engine.run("dev", config_sets=[("tags", "a=b", False), ("tags[0]", "c=d", True)])
+        program.run("dev", config_sets=[("tags[0]", "a=b", True), ("tags", "a=b", False)])
+    plan = program.run("dev", config_sets=[("tags", "a=b", False), ("tags[0]", "c=d", True)])
     assert json.loads(plan.config[TAGS]) == ["c=d"]
 
 
@@ -256,7 +256,7 @@ def test_config_set_in_command_line_order_as_the_cli_runs_them():
 ])
 def test_set_path_values_the_cli_would_refuse_are_refused(sets, refused):
     with pytest.raises(config.ConfigError, match=re.escape(refused)):
-        mock_engine.run("dev", config_sets=sets)
+        program.run("dev", config_sets=sets)
 
 
 # Ported from pulumi/pulumi v3.230.0 sdk/go/common/resource/config/map_test.go (TestSetSuccess, TestSetFail): the cases
@@ -325,7 +325,7 @@ def held(config_map: dict) -> dict:
 
 @pytest.mark.parametrize("key,value,path,before,after", SET_SUCCESS)
 def test_config_set_stores_what_the_cli_stores(key, value, path, before, after):
-    from tools.offline import stack_file
+    from offline import stack_file
 
     values = held(before)
     stack_file.map_set(values, key, value, path)
@@ -334,7 +334,7 @@ def test_config_set_stores_what_the_cli_stores(key, value, path, before, after):
 
 @pytest.mark.parametrize("key,before,message", SET_FAIL)
 def test_config_set_refuses_what_the_cli_refuses(key, before, message):
-    from tools.offline import stack_file
+    from offline import stack_file
 
     with pytest.raises(stack_file.ConfigSetError) as caught:
         stack_file.map_set(held(before), key, "value", True)
@@ -349,7 +349,7 @@ def test_config_set_refuses_what_the_cli_refuses(key, before, message):
     ("tags[0]", False, "aks-gpu-observability:tags[0]"),         # without --path: a key named tags[0]
 ])
 def test_config_keys_are_parsed_as_the_cli_parses_them(key, path, expected):
-    from tools.offline import stack_file
+    from offline import stack_file
 
     assert stack_file.config_key(key, path, config.PROJECT) == expected
 
@@ -360,7 +360,7 @@ def test_list_keys_are_set_with_the_path_form_everywhere():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "pulumi config set --path 'tags[0]'" in readme
     files = [ROOT / "README.md", ROOT / ".ci" / "run", *(ROOT / "docs").glob("*.md"), *(ROOT / ".github" / "workflows").glob("*.yml"),
-             *(ROOT / "scripts").rglob("*.sh"), *(ROOT / "scripts" / "ci").glob("*"), *(ROOT / "bench").glob("*.py")]
+             *(ROOT / "steps").glob("*.sh"), *(ROOT / ".ci").glob("*.sh"), *(ROOT / "bench").glob("*.py")]
     as_text = re.compile(r"""--set[ =]['"]?tags=['"]?\[|config set (?:--plaintext )?['"]?tags['"]? +['"]?\[""")
     offenders = [f"{path.relative_to(ROOT)}: {line.strip()}" for path in files if path.is_file()
                  for line in path.read_text(encoding="utf-8").splitlines()

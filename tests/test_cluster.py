@@ -10,9 +10,9 @@ import yaml
 from components import cluster
 from components.cluster import kubelogin_kubeconfig
 from components.config import ConfigError
-from tools.offline import canned
-from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE
-from tools.offline import mock_engine
+from offline import canned
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE
+from offline import program
 
 
 def cluster_without(**changes):
@@ -39,15 +39,15 @@ def test_missing_monitor_profile_altogether_is_the_same_error(plan):
 
 
 def test_no_resource_registered_on_prerequisite_failure():
-    mocks = mock_engine.CannedMocks("eastus2", cluster_without(azureMonitorProfile=None))
-    monitor = mock_engine.RecordingMonitor(mocks)
-    original = mock_engine.RecordingMonitor
+    mocks = program.CannedMocks("eastus2", cluster_without(azureMonitorProfile=None))
+    monitor = program.RecordingMonitor(mocks)
+    original = program.RecordingMonitor
     try:
-        mock_engine.RecordingMonitor = lambda _mocks: monitor  # capture the run's monitor
+        program.RecordingMonitor = lambda _mocks: monitor  # capture the run's monitor
         with pytest.raises(ConfigError):
-            mock_engine.run("dev", {}, cluster_without(azureMonitorProfile=None))
+            program.run("dev", {}, cluster_without(azureMonitorProfile=None))
     finally:
-        mock_engine.RecordingMonitor = original
+        program.RecordingMonitor = original
     assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
 
 
@@ -76,7 +76,7 @@ def test_admin_credentials_when_configured(plan):
     assert "azure-native:containerservice:listManagedClusterUserCredentials" not in tokens
 
 
-class KubeconfigSpy(mock_engine.CannedMocks):
+class KubeconfigSpy(program.CannedMocks):
     """Keeps the provider's deserialised kubeconfig (the mock layer unwraps secrets)."""
 
     seen: dict = {}
@@ -89,10 +89,10 @@ class KubeconfigSpy(mock_engine.CannedMocks):
 
 def run_with_spy(monkeypatch, **overrides):
     """(plan, kubeconfig text) where the text was sent to the engine wrapped as a secret."""
-    monkeypatch.setattr(mock_engine, "CannedMocks", KubeconfigSpy)
-    plan = mock_engine.run("dev", overrides)
+    monkeypatch.setattr(program, "CannedMocks", KubeconfigSpy)
+    plan = program.run("dev", overrides)
     wire = KubeconfigSpy.seen["kubeconfig"]
-    assert isinstance(wire, dict) and wire.get(mock_engine._SIG) == mock_engine._SECRET_SIG, wire
+    assert isinstance(wire, dict) and wire.get(program._SIG) == program._SECRET_SIG, wire
     assert isinstance(wire["value"], str), "kubeconfig must be known during preview"
     return plan, wire["value"]
 
@@ -255,15 +255,15 @@ def test_a_locked_node_resource_group_needs_a_pls_resource_group_before_anything
     assignment on the node resource group would refuse the approval of Grafana's connection after the release, the PLS
     and the endpoint exist. Refused before any resource is registered, in one line naming the way out."""
     locked = cluster_without(nodeResourceGroupProfile={"restrictionLevel": level})
-    mocks = mock_engine.CannedMocks("eastus2", locked)
-    monitor = mock_engine.RecordingMonitor(mocks)
-    original = mock_engine.RecordingMonitor
+    mocks = program.CannedMocks("eastus2", locked)
+    monitor = program.RecordingMonitor(mocks)
+    original = program.RecordingMonitor
     try:
-        mock_engine.RecordingMonitor = lambda _mocks: monitor
+        program.RecordingMonitor = lambda _mocks: monitor
         with pytest.raises(ConfigError) as caught:
-            mock_engine.run("dev", {}, locked)
+            program.run("dev", {}, locked)
     finally:
-        mock_engine.RecordingMonitor = original
+        program.RecordingMonitor = original
     message = str(caught.value)
     assert message.startswith("privateLinkServiceResourceGroup: cluster 'aks-gpu-dev' has its node resource group "
                               "'MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2' locked (nodeResourceGroupProfile.restrictionLevel "
@@ -300,15 +300,15 @@ def without_engine(policy):
 
 @pytest.mark.parametrize("policy", [None, "none"])
 def test_cluster_without_policy_engine_fails_before_any_resource(policy):
-    mocks = mock_engine.CannedMocks("eastus2", without_engine(policy))
-    monitor = mock_engine.RecordingMonitor(mocks)
-    original = mock_engine.RecordingMonitor
+    mocks = program.CannedMocks("eastus2", without_engine(policy))
+    monitor = program.RecordingMonitor(mocks)
+    original = program.RecordingMonitor
     try:
-        mock_engine.RecordingMonitor = lambda _mocks: monitor
+        program.RecordingMonitor = lambda _mocks: monitor
         with pytest.raises(ConfigError) as caught:
-            mock_engine.run("dev", {}, without_engine(policy))
+            program.run("dev", {}, without_engine(policy))
     finally:
-        mock_engine.RecordingMonitor = original
+        program.RecordingMonitor = original
     assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
     message = str(caught.value)
     assert caught.value.key == "pyroscopeNetworkPolicy" and "\n" not in message
@@ -341,7 +341,7 @@ def managed_network():
 def test_managed_virtual_network_needs_no_ranges(plan):
     """An AKS-managed virtual network (agent pools without vnetSubnetID) used to need pyroscopeAllowedCidrs, since the
     PLS's subnet could not be named; the NAT IPs are now read from the PLS itself, so it gets the same two policies."""
-    from tools.offline import canned as canned_answers
+    from offline import canned as canned_answers
 
     p = plan(invoke_overrides=managed_network())
     assert p.named("pyroscope-network-policy").inputs["spec"]["ingress"][1]["from"] == [
@@ -379,15 +379,15 @@ def without_workload_identity(oidc: bool, workload_identity: bool):
 @pytest.mark.parametrize("oidc,workload_identity", [(False, True), (True, False), (False, False)])
 def test_microservices_needs_oidc_issuer_and_workload_identity_before_any_resource(oidc, workload_identity):
     overrides = without_workload_identity(oidc, workload_identity)
-    mocks = mock_engine.CannedMocks("eastus2", overrides)
-    monitor = mock_engine.RecordingMonitor(mocks)
-    original = mock_engine.RecordingMonitor
+    mocks = program.CannedMocks("eastus2", overrides)
+    monitor = program.RecordingMonitor(mocks)
+    original = program.RecordingMonitor
     try:
-        mock_engine.RecordingMonitor = lambda _mocks: monitor
+        program.RecordingMonitor = lambda _mocks: monitor
         with pytest.raises(ConfigError) as caught:
-            mock_engine.run("dev", {"pyroscopeMode": "microservices"}, overrides)
+            program.run("dev", {"pyroscopeMode": "microservices"}, overrides)
     finally:
-        mock_engine.RecordingMonitor = original
+        program.RecordingMonitor = original
     assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
     message = str(caught.value)
     assert caught.value.key == "pyroscopeMode" and "\n" not in message

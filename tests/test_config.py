@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components import config
-from tests.conftest import ROOT, reference
+from tests.support import ROOT, reference
 
 VALID = {
     "clusterName": "aks-gpu-dev",
@@ -256,9 +256,9 @@ def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
 
 def test_the_dashboard_profile_type_defaults_to_the_published_panels_and_is_read_as_tools_hotspots_reads_it():
     """dashboardProfileType: the pinned dashboard's flame-graph ID by default (so the step uploads it unchanged),
-    checked with tools.hotspots' own PROFILE_TYPE_ID, not a copy of it."""
+    checked with flamegraph.hotspots' own PROFILE_TYPE_ID, not a copy of it."""
     from components.gpu_dashboard import PINNED_PROFILE_TYPE
-    from tools import hotspots
+    from flamegraph import hotspots
 
     assert parse().dashboard_profile_type == hotspots.PROFILE_TYPE == PINNED_PROFILE_TYPE
     assert config.PROFILE_TYPE_ID is hotspots.PROFILE_TYPE_ID

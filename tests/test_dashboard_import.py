@@ -9,10 +9,10 @@ import hashlib
 import json
 import re
 
-from tests import scenarios
-from tests.conftest import ROOT, reference
-from tests.lifecycle import Deployment
-from tools.offline.mock_engine import run
+from tests.support import scenarios
+from tests.support import ROOT, reference
+from tests.support.lifecycle import Deployment
+from offline.program import run
 
 EXPORT = ROOT / scenarios.SHARED_EXPORT
 

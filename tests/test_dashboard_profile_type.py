@@ -2,8 +2,8 @@
 (inspektor-gadget/grafana-dashboards 494542d8, AdvancedGPUObservability.json) asks for ``process_cpu:malloc:bytes::``;
 from Inspektor Gadget v0.54.0 on, Pyroscope v1.15.0 holds the GPU memory as
 ``process_cpu:malloc:bytes:process_cuda:bytes`` (docs/offline.md G12), and the panel stays empty. The dashboard step sets
-the configured ID in the dashboard's Pyroscope GPU-memory queries (scripts/grafana_dashboard.py ``with_profile_type``)
-inside ``prepare``, so what it uploads, its content hash and ``tools.verify --drift`` agree. SIMULATED: Grafana (the
+the configured ID in the dashboard's Pyroscope GPU-memory queries (steps/grafana_dashboard.py ``with_profile_type``)
+inside ``prepare``, so what it uploads, its content hash and ``ops.verify --drift`` agree. SIMULATED: Grafana (the
 stand-in az and its world), the engine; the step script and the program are real."""
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ import sys
 
 import pytest
 
-from tests import scenarios
-from tests.conftest import ROOT, reference
-from tests.lifecycle import Deployment
-from tools import hotspots
-from tools.offline import diff as plan_diff
-from tools.offline.mock_engine import run
+from tests.support import scenarios
+from tests.support import ROOT, reference
+from tests.support.lifecycle import Deployment
+from flamegraph import hotspots
+from offline import diff as plan_diff
+from offline.program import run
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import grafana_dashboard  # noqa: E402  (the step's own transformation)
+from steps import grafana_dashboard  # the step's own transformation
 
 PUBLISHED = hotspots.PROFILE_TYPE
 CUDA = "process_cpu:malloc:bytes:process_cuda:bytes"
@@ -253,12 +252,12 @@ def test_changing_the_key_updates_the_dashboard_step_and_grafana_holds_the_new_i
 
 
 def test_the_offline_plan_shows_the_change(tmp_path):
-    """`python -m tools.plan --set dashboardProfileType=... --diff-against <base>` (docs/reviewing.md): one update, of
+    """`python -m offline.plan --set dashboardProfileType=... --diff-against <base>` (docs/reviewing.md): one update, of
     the dashboard step, with the old and new ID."""
     import subprocess
 
     def plan(*args):
-        done = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", *args], cwd=ROOT,
+        done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", *args], cwd=ROOT,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return done.stdout

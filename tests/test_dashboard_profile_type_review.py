@@ -1,5 +1,5 @@
 """Review of dashboardProfileType: where the step's stand-in for Grafana's datasource resolution
-(scripts/grafana_dashboard.py ``pyroscope_queries``) and the tools built on it part from upstream Grafana.
+(steps/grafana_dashboard.py ``pyroscope_queries``) and the tools built on it part from upstream Grafana.
 
 Each test states what upstream does, citing the file and commit read; each failed against the code reviewed and holds
 the fix (docs/offline.md G13)."""
@@ -11,10 +11,10 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT
-from tests.scenarios import fake_az_env
+from tests.support import ROOT
+from tests.support.scenarios import fake_az_env
 from tests.test_dashboard_profile_type import CUDA, DEFAULTS, INPUTS, PUBLISHED, grafana_dashboard, pinned
-from tools.offline.mock_engine import run
+from offline.program import run
 
 PYRO = {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}
 TEMPLATING = {"list": [{"name": "prom_ds", "type": "datasource", "query": "prometheus"},
@@ -100,7 +100,7 @@ def test_a_library_panels_inline_queries_are_not_what_grafana_runs():
     does not write library elements.
 
     ``pyroscope_queries`` counts (and ``with_profile_type`` rewrites) the inlined copy, so the step logs "profile type
-    of its Pyroscope GPU-memory queries (1) set to ..." and ``tools.verify`` checks the configured ID, while the panel
+    of its Pyroscope GPU-memory queries (1) set to ..." and ``ops.verify`` checks the configured ID, while the panel
     Grafana renders still asks the library element's ``process_cpu:malloc:bytes::``. The step should not count what it
     cannot change."""
     dashboard = {
@@ -137,7 +137,7 @@ def test_verify_of_a_multicluster_stack_is_green_while_the_shared_dashboard_asks
     upgrades per cluster, so two clusters can need different IDs. Here cluster A's stack set
     ``process_cpu:malloc:bytes:process_cuda:bytes`` and uploaded; this stack (cluster B, gadget before v0.54) keeps the
     default, and its Pyroscope holds ``process_cpu:malloc:bytes::``. The shared flame graph Grafana holds asks A's ID, so
-    it is empty for cluster B, yet ``python -m tools.verify`` (whose check 5 is documented as "Pyroscope holds the
+    it is empty for cluster B, yet ``python -m ops.verify`` (whose check 5 is documented as "Pyroscope holds the
     GPU-memory profile type the dashboard asks for") passes: it compares with the stack's own
     ``dashboardDefinition.profileType``, never with the dashboard it has just read in check 4 (grafana/pyroscope v1.15.0
     ``pkg/model/profile.go`` ``SelectorFromProfileType``: a query selects the exact five-part ID, so A's ID selects
@@ -149,7 +149,7 @@ def test_verify_of_a_multicluster_stack_is_green_while_the_shared_dashboard_asks
     env = fake_az_env(tmp_path, _multi_rules(outputs, stored, [PUBLISHED]))
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(outputs))
-    done = subprocess.run([sys.executable, "-m", "tools.verify", "--stack", "dev", "--outputs-file", str(path)],
+    done = subprocess.run([sys.executable, "-m", "ops.verify", "--stack", "dev", "--outputs-file", str(path)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert "✅ dashboard AdvancedGPUObservability" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 1, done.stdout

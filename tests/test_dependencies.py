@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.offline.mock_engine import run
+from offline.program import run
 
 #: (resource, dependency) -> what the resource reads from the dependency (or why the edge exists otherwise).
 EDGES = {

@@ -1,9 +1,9 @@
 """The deployer's custom role (docs/deployer-role.json) holds exactly what the stack and its scripts call.
 
-The az side comes from the stand-in az's call log (tests/fake_az.py ``FAKE_AZ_LOG``) of every script scenario
-(tests/scenarios.py), tools.verify and tools.hotspots; the ARM side from the offline plan (``python -m tools.plan
+The az side comes from the stand-in az's call log (tests/support/fake_az.py ``FAKE_AZ_LOG``) of every script scenario
+(tests/support/scenarios.py), ops.verify and flamegraph.hotspots; the ARM side from the offline plan (``python -m offline.plan
 --json``) of the configurations that register different resources. The tables that map both to actions, with their
-sources, are in tools/deployer_role.py. SIMULATED: no Azure.
+sources, are in ops/deployer_role.py. SIMULATED: no Azure.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.scenarios import ROOT, calls_in
-from tools import deployer_role as dr
+from tests.support.scenarios import ROOT, calls_in
+from ops import deployer_role as dr
 
 #: Configurations that between them register every resource type and invoke the program has.
 PLAN_VARIANTS = {
@@ -35,7 +35,7 @@ def role() -> dict:
 
 @pytest.fixture(scope="module")
 def az_calls(scenario_results, tmp_path_factory) -> list:
-    """argv of every az call the step scripts made in every scenario, then tools.verify's and tools.hotspots'."""
+    """argv of every az call the step scripts made in every scenario, then ops.verify's and flamegraph.hotspots'."""
     from tests import test_hotspots
     from tests.test_verify import rules, verify
 
@@ -220,7 +220,7 @@ def test_a_stack_that_needs_an_action_left_out_on_purpose_is_not_covered(capsys)
 
 def test_the_idempotent_role_assignment_path_can_read_role_definitions(role):
     """Review finding: ``az role assignment create --assignee-object-id ... --role <guid>`` answers ARM's 409
-    RoleAssignmentExists (the path L8 and scripts/ensure_role_assignment.sh rely on) with
+    RoleAssignmentExists (the path L8 and steps/ensure_role_assignment.sh rely on) with
     ``list_role_assignments(cmd, assignee, role, resource_group_name, scope)[0]``, and list_role_assignments lists the
     role definitions at the scope to fill in role names: ``definitions_client.list(scope=...)``, a GET of
     {scope}/providers/Microsoft.Authorization/roleDefinitions (Azure/azure-cli

@@ -1,4 +1,4 @@
-"""scripts/ci/fleet.py, the deploy workflow's fleet scripts, run here as the workflow runs them: the classification of
+"""ops/fleet.py, the deploy workflow's fleet scripts, run here as the workflow runs them: the classification of
 `pulumi preview --json` outputs (made up in pulumi's PreviewDigest shape), the plan from the per-stack records, and
 the Grafana phase against a stand-in `pulumi` that logs when each call runs, one stack failing in each pass.
 SIMULATED: GitHub Actions, Pulumi and Azure."""
@@ -13,12 +13,11 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts" / "ci"))
-import fleet  # noqa: E402
+from ops import fleet
 
-SCRIPT = ROOT / "scripts" / "ci" / "fleet.py"
+SCRIPT = ROOT / "ops" / "fleet.py"
 P = "urn:pulumi:{s}::aks-gpu-observability::"
 URNS = {
     "release": "aks-gpu-observability:index:Pyroscope$kubernetes:helm.sh/v3:Release::pyroscope-release",
@@ -124,7 +123,7 @@ def test_the_chunks_keep_the_order_and_weigh_a_whole_up_more():
 def test_the_exclude_globs_match_what_pulumi_would_and_only_the_conflicting_resources():
     """pulumi's glob: ** any text, * no colon (pkg/resource/deploy/deployment.go UrnTargets.getMatcher), on the URNs of
     the offline plan of the dev stack (which has no Grafana resource) and of one that creates its Grafana."""
-    from tools.offline.mock_engine import run
+    from offline.program import run
 
     for sets, expected in (({}, {"grafana-private-link-mpe", "grafana-private-link-refresh"}),
                            ({"createGrafana": "true"}, {"grafana-private-link-mpe", "grafana-private-link-refresh"})):
@@ -200,7 +199,7 @@ another's shows its endpoint created (or replaced, for the stacks in $SERIAL).""
 import json, os, sys, time
 args = sys.argv[1:]
 stack = args[args.index("--stack") + 1]
-kind = ("preview" if args[0] == "preview" else "verify" if "tools.verify" in args
+kind = ("preview" if args[0] == "preview" else "verify" if "ops.verify" in args
         else ("target" if "--target" in args else "up"))
 start = time.monotonic()
 time.sleep(float(os.environ.get("SLEEP_" + kind.upper(), "0.05")))

@@ -1,5 +1,5 @@
 """The namespace gadget, owned by the stack: plan-level options, dependencies, create/destroy orders and
-replacements, and the cluster stand-in (tests/fake_cluster.py, SIMULATED) run in every order of arrival the
+replacements, and the cluster stand-in (tests/support/fake_cluster.py, SIMULATED) run in every order of arrival the
 plan allows, including a cluster where the extension made the namespace first."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import dataclasses
 
 import pytest
 
-from tests import fake_cluster
-from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE
-from tools.offline.mock_engine import Plan, orders
+from tests.support import fake_cluster
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE
+from offline.program import Plan, orders
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 
 
 @pytest.fixture(scope="module")
 def dev():
-    from tools.offline.mock_engine import run
+    from offline.program import run
 
     return run("dev")
 
@@ -223,9 +223,9 @@ def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyrosc
 
 @pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release"])
 def test_replacement_sets_agree_with_the_preview_diff(dev, target):
-    """The helper above and tools/offline/diff.py's preview (the lifecycle model) replace the same resources."""
-    from tools.offline import diff as plan_diff
-    from tools.offline.mock_engine import run
+    """The helper above and offline/diff.py's preview (the lifecycle model) replace the same resources."""
+    from offline import diff as plan_diff
+    from offline.program import run
 
     urn = next(r.urn for r in dev.resources if r.name == target)
     diff, _ = plan_diff.preview(dev.to_json(), lambda pending: run("dev", pending=pending), [urn])
@@ -236,8 +236,8 @@ def test_replacement_sets_agree_with_the_preview_diff(dev, target):
 def test_upgrading_a_stack_of_the_old_design_only_creates_the_namespace(dev):
     """A stack deployed before the namespace was its own: the preview diff creates the namespace (which adopts the
     extension's, test_extension_first_...) and leaves the extension and the release as they are."""
-    from tools.offline import diff as plan_diff
-    from tools.offline.mock_engine import run
+    from offline import diff as plan_diff
+    from offline.program import run
 
     diff, _ = plan_diff.preview(old_design(dev).to_json(), lambda pending: run("dev", pending=pending))
     changed = {s.name: s.op for s in diff.steps if s.op != "same"}

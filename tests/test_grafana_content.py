@@ -11,8 +11,8 @@ import pytest
 from components.config import ConfigError
 from components.grafana_datasources import role_assignment_name
 from components.scripts import script_hash
-from tests.conftest import RELEASE
-from tools.offline import canned
+from tests.support import RELEASE
+from offline import canned
 
 COMMAND = "command:local:Command"
 ROLE = "azure-native:authorization:RoleAssignment"
@@ -42,10 +42,10 @@ def test_monitoring_data_reader_role_assignment(plan):
 
 def test_shared_monitoring_data_reader_is_an_ensure_step(plan):
     """multiCluster with assignMonitoringDataReader true: the same assignment (name, role, principal, scope), made by
-    scripts/ensure_role_assignment.sh, an action step (its hash in triggers) with no delete; another workspace or
+    steps/ensure_role_assignment.sh, an action step (its hash in triggers) with no delete; another workspace or
     identity is another assignment (triggers)."""
     step = named(plan(multiCluster="true", assignMonitoringDataReader="true"), "grafana-datasources-shared-monitoring-data-reader")
-    assert step.type == "command:local:Command" and step.inputs["create"] == "bash scripts/ensure_role_assignment.sh"
+    assert step.type == "command:local:Command" and step.inputs["create"] == "bash steps/ensure_role_assignment.sh"
     assert "delete" not in step.inputs and step.options["retainOnDelete"] is False and step.options["deleteBeforeReplace"] is False
     reader = "b0d8363b-8ddd-447d-831f-62ca05bff136"
     assert step.inputs["environment"] == {
@@ -72,8 +72,8 @@ def test_role_assignment_can_be_left_out(plan):
 
 def test_pyroscope_datasource_definition(plan):
     ds = named(plan(), "grafana-datasources-pyroscope")
-    assert ds.inputs["create"] == "python3 scripts/grafana_datasource.py apply"
-    assert ds.inputs["delete"] == "python3 scripts/grafana_datasource.py delete"
+    assert ds.inputs["create"] == "python3 -m steps.grafana_datasource apply"
+    assert ds.inputs["delete"] == "python3 -m steps.grafana_datasource delete"
     env = ds.inputs["environment"]
     assert env["GRAFANA_ENDPOINT"] == ENDPOINT and env["RETRY_FORBIDDEN"] == "false" and env["TIMEOUT_SECONDS"] == "300"
     # A delete asks ARM whether the workspace still exists; a refusal names the key that sets the uid.
@@ -112,8 +112,8 @@ def test_datasource_uids_and_names_configurable(plan):
 
 def test_dashboard_step(plan):
     upload = named(plan(), "gpu-dashboard-upload")
-    assert upload.inputs["create"] == "python3 scripts/grafana_dashboard.py apply"
-    assert upload.inputs["delete"] == "python3 scripts/grafana_dashboard.py delete"
+    assert upload.inputs["create"] == "python3 -m steps.grafana_dashboard apply"
+    assert upload.inputs["delete"] == "python3 -m steps.grafana_dashboard delete"
     assert upload.inputs["environment"] == {
         "API_VERSION": "2024-10-01",
         # The published dashboard's flame-graph profile type (dashboardProfileType's default): uploaded unchanged.

@@ -11,8 +11,8 @@ from components.config import ConfigError
 from components.grafana_private_link import (NONCE_COMMAND, REQUEST_MESSAGE_LIMIT, EmptyPrivateIpError, approval_marker,
                                              request_message)
 from components.scripts import SCRIPTS, script_hash
-from tests.conftest import RELEASE
-from tools.offline import canned
+from tests.support import RELEASE
+from offline import canned
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 COMMAND = "command:local:Command"
@@ -52,7 +52,7 @@ def test_tags_config_reaches_the_endpoint(plan):
 
 def test_wait_for_pls_command(plan):
     wait = command(plan(), "wait-for-pls")
-    assert wait.inputs["create"] == "bash scripts/wait_private_link_service.sh"
+    assert wait.inputs["create"] == "bash steps/wait_private_link_service.sh"
     assert wait.inputs["environment"] == {
         "PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900",
         # Only this cluster's PLS is accepted: a frontend on its node resource group's load balancers, for its Service.
@@ -64,7 +64,7 @@ def test_wait_for_pls_command(plan):
     assert (changed.inputs["environment"]["IP_CONFIGURATION_COUNT"], changed.inputs["environment"]["PLS_SUBNET"]) == (
         "2", "snet-pls")
     # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
-    # instead of querying a PLS that does not exist yet (the engine's invoke gate; tools/offline/mock_engine.py).
+    # instead of querying a PLS that does not exist yet (the engine's invoke gate; offline/program.py).
     assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
     assert wait.inputs["logging"] == "stdoutAndStderr"
     assert wait.inputs["addPreviousOutputInEnv"] is False
@@ -76,7 +76,7 @@ def test_wait_for_pls_command(plan):
 def test_approval_command_targets_exactly_our_endpoint(plan):
     p = plan()
     approval, mpe = command(p, "approve-connection"), p.one(MPE)
-    assert approval.inputs["create"] == "bash scripts/approve_private_endpoint_connection.sh"
+    assert approval.inputs["create"] == "bash steps/approve_private_endpoint_connection.sh"
     assert approval.inputs["environment"] == {
         "APPROVAL_MARKER": approval_marker(canned.approval_nonce("grafana-private-link-approval-nonce")),
         "APPROVAL_NONCE": "[secret]",
@@ -95,7 +95,7 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
 def test_the_request_message_carries_the_nonce_the_approval_expects(plan):
     """One nonce per stack, made once (a command with no triggers: a re-run changes nothing), kept secret: in the MPE's
     requestMessage (the PLS owner sees it) and in the approval's environment; the marker, an HMAC of it, is plain."""
-    from tools.offline.mock_engine import _reveal
+    from offline.program import _reveal
 
     p = plan()
     nonce_step, approval, mpe = command(p, "approval-nonce"), command(p, "approve-connection"), p.one(MPE)
@@ -118,7 +118,7 @@ def test_the_request_message_stays_within_the_private_endpoint_limit():
 def test_refresh_command(plan):
     p = plan(managedPrivateEndpointTimeoutSeconds=1200)
     refresh = command(p, "refresh")
-    assert refresh.inputs["create"] == "bash scripts/refresh_managed_private_endpoints.sh"
+    assert refresh.inputs["create"] == "bash steps/refresh_managed_private_endpoints.sh"
     assert refresh.inputs["environment"] == {
         "API_VERSION": "2024-10-01", "GRAFANA_ID": GRAFANA_ID, "MPE_NAME": "pyroscope-mpe", "TIMEOUT_SECONDS": "1200"}
     assert command(p, "approve-connection").urn in refresh.dependencies

@@ -1,5 +1,5 @@
-"""The Grafana steps and ``tools.verify --drift`` against every Grafana release of the version matrix
-(tests/fake_world.py ``GRAFANA_VERSIONS``; docs/offline.md G3, G8-G10). SIMULATED: Grafana's answers, per version.
+"""The Grafana steps and ``ops.verify --drift`` against every Grafana release of the version matrix
+(tests/support/fake_world.py ``GRAFANA_VERSIONS``; docs/offline.md G3, G8-G10). SIMULATED: Grafana's answers, per version.
 
 Azure Managed Grafana runs Grafana 11 and 12 and upgrades workspaces in place, so one stack meets several versions:
 what each version does differently (a uid change refused with 400 or 500, Azure authentication gone from core
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests import fake_world
-from tests.conftest import ROOT
-from tests.scenarios import HAND_MADE_UID
-from tools.offline.mock_engine import run
+from tests.support import fake_world
+from tests.support import ROOT
+from tests.support.scenarios import HAND_MADE_UID
+from offline.program import run
 
 VERSIONS = fake_world.GRAFANA_VERSIONS
 BEFORE_13 = tuple(v for v in VERSIONS if fake_world.release(v) < (13, 0, 0))
@@ -41,7 +41,7 @@ DASHBOARD = {
     "templating": {"list": [{"name": "prom_ds", "type": "datasource", "query": "prometheus"},
                             {"name": "pyroscope_ds", "type": "datasource", "query": "grafana-pyroscope-datasource"}]},
 }
-#: What the uid-change check answers in each release (tests/fake_world.py ``uid_change_answer``).
+#: What the uid-change check answers in each release (tests/support/fake_world.py ``uid_change_answer``).
 UID_CHANGE = {"10.4.19": "moves", "11.6.14": "moves", "11.6.15": "400", "12.2.8": "500", "12.4.4": "400",
               "13.0.1": "500", "13.0.2": "400"}
 
@@ -51,7 +51,7 @@ def environment(step: str) -> dict:
 
 
 class World:
-    """A world file (tests/fake_world.py) with one Grafana at ``version``, and the steps run against it with the
+    """A world file (tests/support/fake_world.py) with one Grafana at ``version``, and the steps run against it with the
     environment the plan gives them (the dashboard served from SOURCE)."""
 
     def __init__(self, tmp_path: Path, version: str, plugins: tuple = ()) -> None:
@@ -68,7 +68,7 @@ class World:
         self.save(world)
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir(exist_ok=True)
-        (bin_dir / "az").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "fake_az.py"}" "$@"\n')
+        (bin_dir / "az").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "support" / "fake_az.py"}" "$@"\n')
         (bin_dir / "az").chmod(0o755)
         self.env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
                     "FAKE_AZ_WORLD": str(self.path), "FAKE_AZ_LOG": str(tmp_path / "calls.jsonl"),
@@ -102,7 +102,7 @@ class World:
         if update and step in self.stdout:
             full["PULUMI_COMMAND_STDOUT"] = self.stdout[step]
         (self.dir / "calls.jsonl").unlink(missing_ok=True)
-        done = subprocess.run(["python3", f"scripts/{SCRIPTS[step]}", action], cwd=ROOT, env=full, capture_output=True,
+        done = subprocess.run(["python3", "-m", f"steps.{SCRIPTS[step][:-3]}", action], cwd=ROOT, env=full, capture_output=True,
                               text=True, timeout=120)
         if done.returncode == 0 and action == "apply":
             self.stdout[step] = done.stdout
@@ -112,7 +112,7 @@ class World:
         definition = {**OUTPUTS["dashboardDefinition"], "source": SOURCE,
                       "sha256": hashlib.sha256(self.source.read_bytes()).hexdigest()}
         (self.dir / "outputs.json").write_text(json.dumps({**OUTPUTS, "dashboardDefinition": definition}))
-        return subprocess.run([sys.executable, "-m", "tools.verify", "--stack", "dev", "--outputs-file",
+        return subprocess.run([sys.executable, "-m", "ops.verify", "--stack", "dev", "--outputs-file",
                                str(self.dir / "outputs.json"), "--drift", "--json"], cwd=ROOT, env=self.env,
                               capture_output=True, text=True, timeout=120)
 
@@ -315,7 +315,7 @@ def test_drift_reports_a_prometheus_type_in_grafana_13(version, tmp_path):
     assert "grafana-datasources-prometheus" in prometheus["next_step"]
 
 
-# --- what the scenarios of tests/scenarios.py sent (their command lines also go to the azure-cli parser check) ------
+# --- what the scenarios of tests/support/scenarios.py sent (their command lines also go to the azure-cli parser check) ------
 
 
 def test_the_plugin_type_is_what_grafana_13_is_sent(scenario_results):

@@ -10,7 +10,7 @@ Helm comes from ``HELM_BIN``, else ``.tools/helm``, else ``helm`` on PATH; witho
 reason naming what is missing, unless ``REQUIRE_HELM=1`` (CI), where a missing Helm fails.
 
 Pins by digest (docs/how-it-works.md, "Pins that cannot move"): the image digest is rendered by the chart into the
-StatefulSet; the chart digest is pulled by real Helm from a stand-in OCI registry on 127.0.0.1 (tests/oci_registry.py)
+StatefulSet; the chart digest is pulled by real Helm from a stand-in OCI registry on 127.0.0.1 (tests/support/oci_registry.py)
 whose tag ``1.15.0`` has been re-pushed with other content.
 """
 
@@ -23,9 +23,9 @@ import subprocess
 import pytest
 import yaml
 
-from tests.conftest import RELEASE, ROOT, reference
-from tests.oci_registry import Registry, with_extra_template
-from tools.offline import mock_engine
+from tests.support import RELEASE, ROOT, reference
+from tests.support.oci_registry import Registry, with_extra_template
+from offline import program
 
 P = "service.beta.kubernetes.io/"
 #: A well-formed sha256 digest for the image (the chart render does not pull images).
@@ -72,7 +72,7 @@ def render(tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str
     reference over plain HTTP: the stand-in registry), as the provider hands them to Helm's chart downloader."""
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
     binary = binary or helm()
-    inputs = mock_engine.run("dev", overrides).one(RELEASE).inputs
+    inputs = program.run("dev", overrides).one(RELEASE).inputs
     tmp_path.mkdir(parents=True, exist_ok=True)
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
@@ -185,7 +185,7 @@ def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
         steady = registry.push_chart("steady/pyroscope", original, tag="1.15.0")
         chart = f"oci://{registry.host}/charts/pyroscope"
         image = {"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}
-        inputs = mock_engine.run("dev", {"pyroscopeChart": f"{chart}@{pinned}", **image}).one(RELEASE).inputs
+        inputs = program.run("dev", {"pyroscopeChart": f"{chart}@{pinned}", **image}).one(RELEASE).inputs
         assert (inputs["chart"], inputs["version"]) == (f"{chart}@{pinned}", "1.15.0")
         values = tmp_path / "values.yaml"
         values.write_text(yaml.safe_dump(inputs["values"]))
@@ -234,7 +234,7 @@ def render_paths(tmp_path, sets: dict) -> list[dict]:
     """The rendered manifests for the dev stack with ``sets`` (``KEY[i]`` entries as `pulumi config set --path`)."""
     plain = {k: v for k, v in sets.items() if "[" not in k}
     paths = [(k, v, True) for k, v in sets.items() if "[" in k]
-    inputs = mock_engine.run("dev", plain, config_sets=paths).one(RELEASE).inputs
+    inputs = program.run("dev", plain, config_sets=paths).one(RELEASE).inputs
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
@@ -304,7 +304,7 @@ def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_p
     by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     service = by_kind_name[("Service", "pyroscope")]
     assert "externalTrafficPolicy" not in service["spec"]
-    plan = mock_engine.run("dev", overrides)
+    plan = program.run("dev", overrides)
     patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
     assert (patch["metadata"]["name"], patch["metadata"]["namespace"]) == (service["metadata"]["name"], "gadget")
     patched = server_side_apply(service, {"spec": patch["spec"]})
@@ -335,10 +335,10 @@ def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_p
 MICRO = {"pyroscopeMode": "microservices"}
 
 
-def render_micro(tmp_path, overrides: dict) -> tuple[mock_engine.Plan, dict, list[dict]]:
+def render_micro(tmp_path, overrides: dict) -> tuple[program.Plan, dict, list[dict]]:
     """(the plan as after `pulumi up`, the release's inputs, the manifests real Helm renders from them): the identity's
     client id is known only once it exists, so the values come from the plan with every output known."""
-    plan = mock_engine.run("dev", overrides, preview=False)
+    plan = program.run("dev", overrides, preview=False)
     inputs = plan.one(RELEASE).inputs
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
@@ -437,7 +437,7 @@ def test_single_binary_values_unchanged_by_the_mode_key(tmp_path):
     """pyroscopeMode single-binary (the default, written out or not) renders what the stack rendered before the key
     existed: the release's values equal the ones of a plan without the key, and nothing microservices-only appears."""
     inputs, docs = render(tmp_path, {"pyroscopeMode": "single-binary"})
-    assert inputs == mock_engine.run("dev", {}).one(RELEASE).inputs
+    assert inputs == program.run("dev", {}).one(RELEASE).inputs
     assert "components" not in inputs["values"]["pyroscope"]
     assert {d["metadata"]["name"] for d in docs if d["kind"] == "Service"} == {"pyroscope", "pyroscope-headless",
                                                                               "pyroscope-memberlist"}

@@ -1,4 +1,4 @@
-"""tools.hotspots: flame-graph frames built from small trees, the report, and the query it sends."""
+"""flamegraph.hotspots: flame-graph frames built from small trees, the report, and the query it sends."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.scenarios import calls_in, fake_az_env
-from tools import hotspots
-from tools.offline.mock_engine import run
+from tests.support import ROOT
+from tests.support.scenarios import calls_in, fake_az_env
+from flamegraph import hotspots
+from offline.program import run
 
 GB = 1024 ** 3  # Grafana's 'bytes' unit is binary: the panel and the report say GiB
 
@@ -186,7 +186,7 @@ def test_grafana_error_in_the_response():
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "tools.hotspots", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "flamegraph.hotspots", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=env)
 
 
@@ -457,7 +457,7 @@ def test_review_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys
 
 
 def test_query_matches_the_dashboard_panel():
-    from tests.conftest import reference
+    from tests.support import reference
 
     dashboard = json.loads(reference("grafana-dashboards/AdvancedGPUObservability.json").read_text())
     target = next(p for p in dashboard["panels"] if p["type"] == "flamegraph")["targets"][0]
@@ -664,7 +664,7 @@ def test_svg_unwritable_path_is_one_line(tmp_path):
 def test_readme_example_is_the_tool_output_on_the_example_file():
     """The guide (docs/flamegraphs.md) shows the tool's output on the sample frame; the README points at both."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = "python -m tools.hotspots --from-file examples/flamegraph-frame.json --top 2 --hide-trampolines"
+    command = "python -m flamegraph.hotspots --from-file examples/flamegraph-frame.json --top 2 --hide-trampolines"
     assert command in " ".join(readme.split())
     assert "](docs/flamegraph-example.svg)" in readme and "](docs/flamegraphs.md)" in readme
     guide = (ROOT / "docs" / "flamegraphs.md").read_text(encoding="utf-8")
@@ -732,7 +732,7 @@ def test_other_frames_are_grey_in_the_svg():
 
 # --- Pyroscope's own formats: the seed-000 frame as pprof and as render JSON --------------------------------------
 
-from tools import profiles  # noqa: E402
+from flamegraph import formats as profiles  # noqa: E402
 
 EXAMPLE_PPROF = ROOT / "examples" / "flamegraph-profile.pb.gz"
 EXAMPLE_RENDER = ROOT / "examples" / "flamegraph-render.json"
@@ -994,12 +994,12 @@ def test_pprof_outside_the_venv_is_one_line(monkeypatch):
     real_import = builtins.__import__
 
     def no_protobuf(name, *args, **kwargs):
-        if name.startswith("google.protobuf") or name == "tools.pprof" or name.startswith("tools.pprof."):
+        if name.startswith("google.protobuf") or name == "flamegraph.pprof" or name.startswith("flamegraph.pprof."):
             raise ImportError(f"No module named {name.split('.')[0]!r}")
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_protobuf)
-    monkeypatch.delitem(sys.modules, "tools.pprof.profile_pb2", raising=False)
+    monkeypatch.delitem(sys.modules, "flamegraph.pprof.profile_pb2", raising=False)
     with pytest.raises(hotspots.FrameError, match=r"^reading pprof needs the protobuf package .*: run in the project's venv"):
         profiles._pb2()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.inspektor_gadget import extension_settings
-from tests.conftest import EXTENSION
+from tests.support import EXTENSION
 
 
 def test_extension_inputs_default(plan):

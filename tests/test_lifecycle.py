@@ -1,6 +1,6 @@
 """Day-two changes: for each change a user makes (and `pulumi up --replace` of each step), the offline preview
 diff predicts op, order and reasons; then the steps run in the engine's order for that diff against the stateful
-stand-in az (tests/lifecycle.py, tests/fake_world.py) from a deployed base, and the end state must equal a fresh
+stand-in az (tests/support/lifecycle.py, tests/support/fake_world.py) from a deployed base, and the end state must equal a fresh
 deploy of the new configuration and hold exactly the stack's objects: one datasource per uid with the new
 definition, the dashboard, one managed private endpoint, approved and refreshed, on the PLS the release names.
 SIMULATED: Azure, Grafana and the engine's executor; the scripts are real.
@@ -20,13 +20,13 @@ from typing import Optional
 
 import pytest
 
-from tests import fake_world
-from tests.conftest import ROOT, reference
-from tests import fake_world
-from tests.lifecycle import OWNER_KEY, Deployment, EngineError
-from tools.offline import diff as plan_diff
-from tools.offline import canned, engine, mock_engine, replacement
-from tools.offline.mock_engine import run
+from tests.support import fake_world
+from tests.support import ROOT, reference
+from tests.support import fake_world
+from tests.support.lifecycle import OWNER_KEY, Deployment, EngineError
+from offline import diff as plan_diff
+from offline import canned, engine, program, replacement
+from offline.program import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
                  "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
@@ -90,7 +90,7 @@ CHANGES = [
            expect={"pyroscope-release": ("update", None, [], ("version",))}),
     Change("image-tag", {"pyroscopeImageTag": "1.16.0"},
            expect={"pyroscope-release": ("update", None, [], ("values.pyroscope.image.tag",))}),
-    # The AKS cloud provider cannot rename the PLS of a live Service (tests/fake_world.py ensure_service_pls): a new PLS
+    # The AKS cloud provider cannot rename the PLS of a live Service (tests/support/fake_world.py ensure_service_pls): a new PLS
     # identity replaces the release, and with it (replaceWith) the wait and the endpoint, deleted before it.
     Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
            expect=pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),))),
@@ -318,7 +318,7 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     ensured = {fake_world.arm_key(ROLE_TYPE, {"roleAssignmentName": r["inputs"]["environment"]["ASSIGNMENT_NAME"],
                                               "scope": r["inputs"]["environment"]["SCOPE"]})
                for r in plan["resources"] if r["type"] == "command:local:Command"
-               and r["inputs"]["create"] == "bash scripts/ensure_role_assignment.sh"}
+               and r["inputs"]["create"] == "bash steps/ensure_role_assignment.sh"}
     assert set(world["arm"]) == ensured | {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
                                            if r["type"].startswith("azure-native:") and r["custom"]}
     (release,) = [r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
@@ -331,13 +331,9 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
 
 
 def uploaded(source: dict, datasources: dict, profile_type: str) -> dict:
-    """The dashboard as scripts/grafana_dashboard.py uploads ``source`` (its own transformations: the datasource
+    """The dashboard as steps/grafana_dashboard.py uploads ``source`` (its own transformations: the datasource
     defaults, and ``profile_type`` in its Pyroscope GPU-memory queries)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import grafana_dashboard
-    finally:
-        sys.path.pop(0)
+    from steps import grafana_dashboard
     dashboard = grafana_dashboard.with_datasource_defaults(source, datasources)
     return grafana_dashboard.with_profile_type(dashboard, profile_type, grafana_dashboard.stack_pyroscope(dashboard, datasources))
 
@@ -352,7 +348,7 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     base = tmp_path / "base.json"
 
     def plan(*args):
-        done = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", *args], cwd=ROOT,
+        done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", *args], cwd=ROOT,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return done.stdout
@@ -448,17 +444,17 @@ def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
         'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]',
         'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-resource-group"]')
     seen = {}
-    original = mock_engine.RecordingMonitor.RegisterResource
+    original = program.RecordingMonitor.RegisterResource
 
     def record(self, request):
         seen[request.name] = list(request.replaceOnChanges)
         return original(self, request)
 
-    mock_engine.RecordingMonitor.RegisterResource = record
+    program.RecordingMonitor.RegisterResource = record
     try:
         p = plan()
     finally:
-        mock_engine.RecordingMonitor.RegisterResource = original
+        program.RecordingMonitor.RegisterResource = original
     assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS, *pyroscope.MODE_PATHS]
     identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
     assert identity.inputs["triggers"] == ["pyroscope-pls", ""] and identity.inputs["create"] == "true"
@@ -610,7 +606,7 @@ def test_removed_resources_and_bad_input():
     (["--diff-against", "/nonexistent.json", "--policy"], "error: --policy: run it on the plan itself"),
 ])
 def test_diff_usage_errors(args, line, capsys):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     assert plan_tool.main(args) == 2
     err = capsys.readouterr().err
@@ -618,7 +614,7 @@ def test_diff_usage_errors(args, line, capsys):
 
 
 def test_diff_refuses_an_unknown_replace_target_and_a_non_plan(tmp_path):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     base = tmp_path / "base.json"
     base.write_text(json.dumps(run("dev").to_json()))
@@ -628,7 +624,7 @@ def test_diff_refuses_an_unknown_replace_target_and_a_non_plan(tmp_path):
 
 
 def test_mermaid_marks_changed_nodes(tmp_path, capsys):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     base = tmp_path / "base.json"
     base.write_text(json.dumps(run("dev").to_json()))
@@ -640,7 +636,7 @@ def test_mermaid_marks_changed_nodes(tmp_path, capsys):
     assert f"class {node} replace" in graph and "classDef replace " in graph
 
 
-# --- the offline engine's step generation (tools/offline/engine.py), on plans built here ---------------------------
+# --- the offline engine's step generation (offline/engine.py), on plans built here ---------------------------
 
 def _plan(resources: list[dict]) -> dict:
     """A plan JSON of ``resources`` (name, type, inputs, and optional deps/options), in the given order."""
@@ -718,7 +714,7 @@ def test_nested_outputs_of_a_resource_being_replaced_are_unknown_at_preview():
     assert (step.op, step.replace_order) == ("replace", "delete-first")
 
 
-# --- what a reviewer reads (tools/offline/diff.py render_text, --json) ---------------------------------------------
+# --- what a reviewer reads (offline/diff.py render_text, --json) ---------------------------------------------
 
 def _edited_wait_script(base: dict) -> dict:
     """The base as deployed with an older wait_private_link_service.sh: only the script's sha256 in triggers differs."""
@@ -1047,7 +1043,7 @@ def test_replacing_a_retained_named_resource_is_refused_in_the_diff():
 def test_a_replace_with_target_never_registered_is_refused():
     """pulumi/pulumi v3.230.0 snapshot.go VerifyIntegrity: the state an update writes may not name a replaceWith
     target that is missing. The offline engine fails the update with the engine's words, and the offline plan refuses
-    such a program before anything else (tools/offline/mock_engine.py)."""
+    such a program before anything else (offline/program.py)."""
     offline = engine.Engine({})
 
     def program(monitor):
@@ -1056,11 +1052,11 @@ def test_a_replace_with_target_never_registered_is_refused():
     result = offline.update(program)
     assert result.error == ("snapshot integrity failure: resource urn:pulumi:test::test::pkgA:m:typA::resA is specified "
                             "as being replaced with urn:pulumi:test::test::pkgA:m:typA::ghost, which is missing")
-    from tools.offline import mock_engine
-    resource = mock_engine.Resource("urn:pulumi:dev::p::t::a", "t", "a", True, None, None, {}, [], {},
+    from offline import program
+    resource = program.Resource("urn:pulumi:dev::p::t::a", "t", "a", True, None, None, {}, [], {},
                                     replace_with=["urn:pulumi:dev::p::t::ghost"])
-    with pytest.raises(mock_engine.IntegrityError, match="is specified as being replaced with urn:pulumi:dev::p::t::ghost, which is missing"):
-        mock_engine._check_integrity([resource], set())
+    with pytest.raises(program.IntegrityError, match="is specified as being replaced with urn:pulumi:dev::p::t::ghost, which is missing"):
+        program._check_integrity([resource], set())
 
 
 # --- found by a review against pulumi v3.230.0's source (each the reviewer's input) ---------------------------------
@@ -1272,7 +1268,7 @@ def test_detailed_diff_paths_are_bracketed_as_pulumi_kubernetes_writes_them(key,
     """pulumi-kubernetes provider/pkg/provider/provider.go @ 94977969 addPatchValueToDiff: a key is written
     ``["..."]`` (only ``"`` escaped) exactly when ``strings.ContainsAny(v, `."[]`)``, otherwise ``.key``; the result
     parses back to the same keys."""
-    path = mock_engine.join_path("values", key)
+    path = program.join_path("values", key)
     assert path == "values" + written
     assert engine.parse_property_path(path) == ("values", key)
 
@@ -1357,7 +1353,7 @@ def test_a_base_of_another_stack_blames_no_setting_and_an_old_base_is_flagged():
     assert all(s.reasons == ["not in the new program"] for s in diff.steps if s.op == "delete")
     old = {k: v for k, v in base.items() if k not in ("config", "secretFingerprints")}
     warnings = plan_diff.compute(old, base).warnings
-    assert any("older tools.plan (no secretFingerprints, config)" in w for w in warnings), warnings
+    assert any("older offline.plan (no secretFingerprints, config)" in w for w in warnings), warnings
 
 
 def test_removing_the_role_assignment_warns_what_grafana_loses():
@@ -1376,7 +1372,7 @@ def test_removing_the_role_assignment_warns_what_grafana_loses():
     ("pyroscope-mpe", "names no resource in this plan (resource names with it: "),
 ])
 def test_replace_names_what_to_give(target, message, tmp_path, capsys):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
     base = tmp_path / "base.json"
     base.write_text(json.dumps(run("dev").to_json()))
     assert plan_tool.main(["--stack", "dev", "--diff-against", str(base), "--replace", target]) == 2
@@ -1595,7 +1591,7 @@ def _short(urn: str) -> str:
 
 def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     """The upgrade path from the current release (issue 22): tests/data/plan-dev-before-microservices.json is
-    `python -m tools.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
+    `python -m offline.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
     planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
     the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,
     created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once, with
@@ -1605,7 +1601,7 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
         head = run("dev", overrides).to_json()
-        # The stored fingerprints were keyed on the machine that planned the base (tools/offline/replacement.py
+        # The stored fingerprints were keyed on the machine that planned the base (offline/replacement.py
         # fingerprint_key); its secrets are the canned ones this run holds (the kubeconfig, the nonce), at the same
         # paths, so this session's fingerprints stand in for them.
         assert {u: sorted(v) for u, v in base["secretFingerprints"].items()} == \
@@ -1615,12 +1611,24 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         diff = plan_diff.compute(base, head)
         changed = {s.name: s.op for s in diff.steps if s.op != "same"}
         # The wait for the PLS is a new step: its script now also waits for the NAT IP configurations (its hash is
-        # among the triggers, components/scripts.py), so it runs once more and finds the PLS as it is.
+        # among the triggers), so it runs once more and finds the PLS as it is. The step scripts moved from scripts/
+        # to the steps package: the approval's and the refresh's hashes changed (each re-runs, idempotent), and the
+        # owner steps run `python3 -m steps.<name>` (an update: apply finds Grafana up to date and writes nothing).
         assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create",
-                           "grafana-private-link-wait-for-pls": "replace", "gpu-dashboard-upload": "update"}, overrides
+                           "grafana-private-link-wait-for-pls": "replace", "gpu-dashboard-upload": "update",
+                           "grafana-private-link-approve-connection": "replace", "grafana-private-link-refresh": "replace",
+                           "grafana-datasources-pyroscope": "update", "grafana-datasources-prometheus": "update"}, overrides
+        moved = {"create": "python3 -m steps.{} apply", "delete": "python3 -m steps.{} delete"}
+        for name, script in [("gpu-dashboard-upload", "grafana_dashboard"), ("grafana-datasources-pyroscope", "grafana_datasource"),
+                             ("grafana-datasources-prometheus", "grafana_datasource")]:
+            paths = {d["path"]: d.get("new") for d in diff.step(name).diffs}
+            assert {key: paths[key] for key in moved} == {key: line.format(script) for key, line in moved.items()}
         dashboard = diff.step("gpu-dashboard-upload")
-        assert [(d["path"], d.get("old"), d.get("new")) for d in dashboard.diffs if d["path"] != "environment.SCRIPT_SHA256"] == [
+        assert [(d["path"], d.get("old"), d.get("new")) for d in dashboard.diffs
+                if d["path"] not in ("environment.SCRIPT_SHA256", "create", "delete")] == [
             ("environment.DASHBOARD_PROFILE_TYPE", None, "process_cpu:malloc:bytes::")], dashboard.diffs
+        for name in ("grafana-datasources-pyroscope", "grafana-datasources-prometheus"):
+            assert {d["path"] for d in diff.step(name).diffs} == {"create", "delete", "environment.SCRIPT_SHA256"}
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs

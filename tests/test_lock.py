@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 LOCKS = {"requirements.lock": "requirements.txt", "policy/requirements.lock": "policy/requirements.txt"}
 

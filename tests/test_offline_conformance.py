@@ -12,16 +12,16 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.scenarios import fake_az_env
-from tools.offline import mock_engine
+from tests.support import ROOT
+from tests.support.scenarios import fake_az_env
+from offline import program
 
 DOC = ROOT / "docs" / "offline.md"
 ROW = re.compile(r"^\| ([A-Z]\d+) \| (.+?) \| (same|divergence|real)[^|]* \| (.+?) \| (.+?) \|$")
 #: The modules that simulate something; each must be covered by the table.
-SIMULATORS = ("tools/offline/mock_engine.py", "tools/offline/stack_file.py", "tools/offline/canned.py", "tools/offline/policy_check.py", "tests/fake_az.py",
-              "tools/offline/diff.py", "tools/offline/replacement.py", "tests/fake_world.py", "tests/lifecycle.py", "tools/adopt.py",
-              "tests/fake_cluster.py", "tools/offline/engine.py")
+SIMULATORS = ("offline/program.py", "offline/stack_file.py", "offline/canned.py", "offline/policy_check.py", "tests/support/fake_az.py",
+              "offline/diff.py", "offline/replacement.py", "tests/support/fake_world.py", "tests/support/lifecycle.py", "offline/adopt.py",
+              "tests/support/fake_cluster.py", "offline/engine.py")
 
 
 def rows() -> list[tuple[str, str, str, str, str]]:
@@ -104,15 +104,15 @@ def test_upstream_lifecycle_rows_name_the_ported_tests():
 def test_secure_stack_values_stay_secret(tmp_path, monkeypatch):
     path = tmp_path / "Pulumi.s.yaml"
     path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  other:token:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
-    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
-    values, secrets = mock_engine.read_stack_config("s")
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
+    values, secrets = program.read_stack_config("s")
     assert secrets == ["other:token"] and values["other:token"] != "v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA=="
-    plan = mock_engine.run("s", {})
+    plan = program.run("s", {})
     assert plan.secret_keys == ["other:token"]
 
 
 def test_urns_carry_the_parent_type_chain():
-    plan = mock_engine.run("dev", {})
+    plan = program.run("dev", {})
     release = plan.one("kubernetes:helm.sh/v3:Release")
     assert release.urn == ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:Pyroscope"
                            "$kubernetes:helm.sh/v3:Release::pyroscope-release")
@@ -121,7 +121,7 @@ def test_urns_carry_the_parent_type_chain():
 
 
 def test_default_providers_are_named_as_the_engine_names_them():
-    plan = mock_engine.run("dev", {})
+    plan = program.run("dev", {})
     providers = [r for r in plan.resources if r.type == "pulumi:providers:azure-native"]
     assert providers and all(re.fullmatch(r"default(_\d+_\d+_\d+)?", p.name) for p in providers)
     extension = plan.one("azure-native:kubernetesconfiguration:Extension")
@@ -129,7 +129,7 @@ def test_default_providers_are_named_as_the_engine_names_them():
 
 
 def test_top_level_resources_are_parented_to_the_stack():
-    plan = mock_engine.run("dev", {})
+    plan = program.run("dev", {})
     stack = plan.one("pulumi:pulumi:Stack")
     for resource in plan.resources:
         if resource is stack:
@@ -141,11 +141,11 @@ def test_top_level_resources_are_parented_to_the_stack():
 
 
 def test_invokes_at_preview_are_labelled_as_after_up():
-    out = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert "shown as after `pulumi up`" in out.splitlines()[1]
     assert "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown)" in out
-    gated = [i for i in mock_engine.run("dev", {}).invokes if i.dependencies]
+    gated = [i for i in program.run("dev", {}).invokes if i.dependencies]
     assert {i.token for i in gated} >= {"azure-native:network:getPrivateLinkService",
                                         "azure-native:dashboard:getManagedPrivateEndpoint"}
 
@@ -179,9 +179,9 @@ def output_names(token: str) -> set[str]:
     return {p.fget._pulumi_name for p in vars(result).values() if isinstance(p, property)}
 
 
-@pytest.mark.parametrize("token", sorted(__import__("tools.offline.canned", fromlist=["INVOKES"]).INVOKES))
+@pytest.mark.parametrize("token", sorted(__import__("offline.canned", fromlist=["INVOKES"]).INVOKES))
 def test_canned_invoke_answers_have_the_sdk_result_shape(token):
-    from tools.offline import canned
+    from offline import canned
 
     args = {"resourceName": "aks-gpu-dev", "resourceGroupName": "rg-aks-gpu-dev", "workspaceName": "amg-gpu-dev",
             "azureMonitorWorkspaceName": "amw-gpu-dev", "privateLinkServiceName": "pyroscope-pls",
@@ -214,15 +214,15 @@ def program(tmp_path, monkeypatch, body: str) -> None:
     """A project directory holding ``body`` as its whole ``__main__.py`` (the stack file of stack ``t``: no config)."""
     (tmp_path / "__main__.py").write_text("import pulumi\n\n" + body)
     (tmp_path / "Pulumi.t.yaml").write_text("config: {}\n")
-    monkeypatch.setattr(mock_engine, "ROOT", tmp_path)
+    monkeypatch.setattr(program, "ROOT", tmp_path)
 
 
 @pytest.mark.parametrize("case", sorted(DUPLICATES))
 def test_the_engine_refuses_a_second_resource_with_one_urn(tmp_path, monkeypatch, case):
     """step_generator.go generateURN: registrations and reads share one set of URNs; the second gets error 2001."""
     program(tmp_path, monkeypatch, DUPLICATES[case])
-    with pytest.raises(mock_engine.DuplicateURNError) as caught:
-        mock_engine.run("t", {})
+    with pytest.raises(program.DuplicateURNError) as caught:
+        program.run("t", {})
     assert str(caught.value) == f"Duplicate resource URN '{DUPLICATE_URNS[case]}'; try giving it a unique name"
 
 
@@ -230,12 +230,12 @@ def test_distinct_urns_are_taken(tmp_path, monkeypatch):
     program(tmp_path, monkeypatch, 'pulumi.ComponentResource("test:index:Thing", "one")\n'
                                    'pulumi.ComponentResource("test:index:Thing", "two")\n'
                                    'pulumi.ComponentResource("test:index:Other", "one")\n')
-    names = sorted(r.urn.rsplit("::", 2)[1:] for r in mock_engine.run("t", {}).resources if r.type.startswith("test:"))
+    names = sorted(r.urn.rsplit("::", 2)[1:] for r in program.run("t", {}).resources if r.type.startswith("test:"))
     assert names == [["test:index:Other", "one"], ["test:index:Thing", "one"], ["test:index:Thing", "two"]]
 
 
 def test_the_plan_stops_at_a_duplicate_urn_with_one_line(tmp_path, monkeypatch, capsys):
-    from tools import plan as plan_tool
+    from offline import plan as plan_tool
 
     program(tmp_path, monkeypatch, DUPLICATES["two-reads"])
     assert plan_tool.main(["--stack", "t"]) == 2

@@ -14,8 +14,8 @@ import pytest
 from pulumi.runtime.config import set_all_config
 
 from components.outputs import CONTRACT
-from tests.conftest import ROOT
-from tools.offline.mock_engine import run
+from tests.support import ROOT
+from offline.program import run
 
 #: The contract as first published. Renaming or removing any of these breaks consumers' stack references:
 #: this list only ever grows (add new outputs to CONTRACT and here together).
@@ -30,7 +30,7 @@ def test_published_outputs_are_in_the_contract():
     assert PUBLISHED <= set(CONTRACT)
 
 
-#: The fields of ``dashboardDefinition`` consumers and ``tools.verify`` read; this set only ever grows as well.
+#: The fields of ``dashboardDefinition`` consumers and ``ops.verify`` read; this set only ever grows as well.
 #: ``profileType``: the flame graph's Pyroscope profile type ID (dashboardProfileType).
 DEFINITION_FIELDS = {"uid", "source", "sha256", "datasources", "inputs", "profileType"}
 

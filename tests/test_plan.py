@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
-from tools import plan as plan_tool
-from tools.offline.mock_engine import run
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
+from offline import plan as plan_tool
+from offline.program import run
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "offline.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,9 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from policy import rules
 from policy.rules import known
-from tests.conftest import ROOT
-from tools.offline import canned, policy_check
-from tools.offline.mock_engine import run
+from tests.support import ROOT
+from offline import canned, policy_check
+from offline.program import run
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
@@ -191,14 +191,14 @@ def test_microservices_on_blob_storage_is_persistent():
 
 
 def test_microservices_plan_passes_the_persistence_and_role_rules():
-    from tools.offline.mock_engine import run
+    from offline.program import run
 
     found = {v.policy for v in policy_check.evaluate(run("dev", {"production": "true", "pyroscopeMode": "microservices"}))}
     assert not found & {"pyroscope-persistent-in-production", "role-assignment-least-privilege"}, found
 
 
 def test_pyroscope_persistent_in_production_on_the_plan():
-    from tools.offline.mock_engine import run
+    from offline.program import run
 
     on = policy_check.evaluate(run("dev", {"production": "true"}))
     off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopePersistence": "false"}))
@@ -300,7 +300,7 @@ def test_request_message():
 
 # --- approval-targets-one-connection (stack policy): it sees outputs ------------------------------------------
 def outputs(type_, name, inputs, mode):
-    """A created resource's outputs as the engine records them (tools.offline.canned): after ``up`` or in a first preview."""
+    """A created resource's outputs as the engine records them (offline.canned): after ``up`` or in a first preview."""
     return canned.resource_state(type_, name, inputs)[1] if mode == "up" else canned.preview_outputs(type_, inputs)
 
 
@@ -314,7 +314,7 @@ def stack_check(policy, resources, mode="up"):
 
 
 def approval(name, target):
-    return (rules.COMMAND, name, {"create": "bash scripts/approve_private_endpoint_connection.sh",
+    return (rules.COMMAND, name, {"create": "bash steps/approve_private_endpoint_connection.sh",
                                   "environment": {"PRIVATE_ENDPOINT_NAME": target}})
 
 
@@ -365,7 +365,7 @@ def test_approvals_unknown_at_preview_are_not_violations():
     wrong = [endpoint(), approval("a", "grafana-other-pyro")]
     assert stack_check(rules.approval_targets_one_connection, wrong, "preview") == []
     assert stack_check(rules.approval_targets_one_connection, wrong, "up")
-    pending = (rules.COMMAND, "a", {"create": "bash scripts/approve_private_endpoint_connection.sh",
+    pending = (rules.COMMAND, "a", {"create": "bash steps/approve_private_endpoint_connection.sh",
                                     "environment": {"PRIVATE_ENDPOINT_NAME": UNKNOWN_STRING_VALUE}})
     assert stack_check(rules.approval_targets_one_connection, [endpoint(), pending], "up") == []
 
@@ -542,7 +542,7 @@ def test_roles_fail():
 
 def ensure_step(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
     """The step a multi-cluster stack ensures its shared assignment with (components/grafana_datasources.py)."""
-    return {"create": "bash scripts/ensure_role_assignment.sh", "environment": {
+    return {"create": "bash steps/ensure_role_assignment.sh", "environment": {
         "ROLE_DEFINITION_ID": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}",
         "SCOPE": scope, "PRINCIPAL_ID": "p", "PRINCIPAL_TYPE": "ServicePrincipal"}}
 
@@ -557,7 +557,7 @@ def test_a_step_that_ensures_a_role_assignment_is_held_to_the_same_rule():
         f"Owner at subscription scope /subscriptions/{SUB} is never granted by this stack."]
     assert check(rule, rules.COMMAND, ensure_step("acdd72a7-3385-48ef-bd42-f606fba81ae7")) == [
         "role acdd72a7-3385-48ef-bd42-f606fba81ae7 is not an allowed built-in role (allowedRoleDefinitionIds)."]
-    assert check(rule, rules.COMMAND, {"create": "bash scripts/refresh_managed_private_endpoints.sh", "environment": {"MPE_NAME": "x"}}) == []
+    assert check(rule, rules.COMMAND, {"create": "bash steps/refresh_managed_private_endpoints.sh", "environment": {"MPE_NAME": "x"}}) == []
     plan = run("dev", {"multiCluster": "true", "assignMonitoringDataReader": "true"})
     assert not [v for v in policy_check.evaluate(plan) if v.policy == rule.name]
     allowed_elsewhere = {rule.name: {"allowedRoleDefinitionIds": ["43d0d8ad-25c7-4714-9337-8ba259a9fe05"]}}
@@ -675,7 +675,7 @@ def test_pack_config_raises_and_disables():
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "offline.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_cli_policy_exit_codes(tmp_path):

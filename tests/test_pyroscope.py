@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.pyroscope import PyroscopeArgs, chart_values
-from tests.conftest import EXTENSION, K8S_PROVIDER, RELEASE, reference
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, reference
 
 P = "service.beta.kubernetes.io/"
 SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
@@ -182,13 +182,13 @@ def test_default_chart_version_and_image_match_the_reference_chart():
     assert config.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
 
 
-# --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/fake_cluster.py) ------
+# --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/support/fake_cluster.py) ------
 TROUBLESHOOTING = "docs/troubleshooting.md"
 
 
 def _pending_entry() -> str:
     """The troubleshooting entry for Helm's pending release: the list item that names Helm's refusal."""
-    from tests.conftest import ROOT
+    from tests.support import ROOT
 
     text = (ROOT / TROUBLESHOOTING).read_text(encoding="utf-8")
     (entry,) = [item for item in text.split("\n- ") if "another operation (install/upgrade/rollback) is in progress" in item]
@@ -196,7 +196,7 @@ def _pending_entry() -> str:
 
 
 def _run_documented(cluster, command: str) -> None:
-    """A `helm ...` command line of the docs, on the stand-in cluster (tests/fake_cluster.py)."""
+    """A `helm ...` command line of the docs, on the stand-in cluster (tests/support/fake_cluster.py)."""
     words = command.split()
     assert words[0] == "helm" and words[3:5] == ["-n", "gadget"], command
     {"rollback": cluster.helm_rollback, "uninstall": cluster.helm_uninstall,
@@ -206,7 +206,7 @@ def _run_documented(cluster, command: str) -> None:
 @pytest.fixture
 def deployed_release(plan):
     """The dev plan's namespace and release, created on an empty stand-in cluster."""
-    from tests import fake_cluster
+    from tests.support import fake_cluster
 
     p = plan()
     cluster = fake_cluster.Cluster()
@@ -220,7 +220,7 @@ def test_an_interrupted_upgrade_is_not_resumed_and_the_documented_rollback_recov
     update) is refused with Helm's text; the stack's one line and the troubleshooting entry say `helm rollback`, which
     on the stand-in Helm clears it, and `pulumi up` then upgrades."""
     from components.pyroscope import helm_recovery
-    from tests import fake_cluster
+    from tests.support import fake_cluster
 
     cluster, _, release = deployed_release
     fake_cluster.apply(cluster, release, "create")
@@ -245,7 +245,7 @@ def test_an_interrupted_first_install_needs_the_documented_uninstall(deployed_re
     installs again and Helm refuses the name; a rollback finds no revision before it; the documented uninstall clears
     it and `pulumi up` installs."""
     from components.pyroscope import helm_recovery
-    from tests import fake_cluster
+    from tests.support import fake_cluster
 
     cluster, _, release = deployed_release
     fake_cluster.apply(cluster, release, "create", interrupted=True)
@@ -280,23 +280,23 @@ def test_the_release_error_hook_names_the_way_out_and_never_retries(capsys):
 
 
 def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
-    from tools.offline import mock_engine
+    from offline import program
 
     seen = {}
-    original = mock_engine.RecordingMonitor.RegisterResource
+    original = program.RecordingMonitor.RegisterResource
 
     def record(self, request):
         seen[request.name] = list(request.hooks.on_error)
         return original(self, request)
 
-    mock_engine.RecordingMonitor.RegisterResource = record
+    program.RecordingMonitor.RegisterResource = record
     try:
-        mock_engine.run("dev", {})
+        program.run("dev", {})
         assert seen["pyroscope-release"] == []  # a preview runs no Helm operation
-        mock_engine.run("dev", {}, preview=False)
+        program.run("dev", {}, preview=False)
         assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
     finally:
-        mock_engine.RecordingMonitor.RegisterResource = original
+        program.RecordingMonitor.RegisterResource = original
 
 
 def test_storage_scheduling_and_resources_follow_config(plan):
@@ -414,7 +414,7 @@ def test_private_link_policy_admits_exactly_the_nat_addresses(plan):
     /32s on 4040 only, after the wait for the PLS; it is a child of the GrafanaPrivateLink component (a child of
     Pyroscope's would be a cycle: the wait depends on that component, so on all its children), replaced with the
     namespace, on the Kubernetes provider."""
-    from tools.offline import canned
+    from offline import canned
 
     p = plan()
     policy = p.named(PRIVATE_LINK_POLICY)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from components import config
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -52,7 +52,7 @@ def test_ci_runs_the_readme_commands():
     ci = (ROOT / ".ci" / "run").read_text()
     setup = setup_command()
     assert "pip install --require-hashes -r requirements.lock" in setup and ".ci/fetch-reference" in setup
-    assert ".venv/bin/python -m tools.plan --stack dev" in setup
+    assert ".venv/bin/python -m offline.plan --stack dev" in setup
     assert setup in ci.splitlines()
     assert ".venv/bin/python -m pytest -q" in README and ".venv/bin/python -m pytest -q" in ci
     offline = yaml.safe_load((ROOT / ".github" / "workflows" / "pr.yml").read_text())["jobs"]["offline"]
@@ -62,7 +62,7 @@ def test_ci_runs_the_readme_commands():
 
 
 def test_outputs_table_lists_every_stack_output():
-    from tools.offline.mock_engine import run
+    from offline.program import run
 
     outputs = set(run("dev").outputs)
     section = README.split("## Outputs", 1)[1].split("##", 1)[0]
@@ -99,7 +99,7 @@ def documented_tool_commands() -> list[tuple[str, str, list]]:
         prose = re.sub(fence, "", text, flags=re.M | re.S)
         snippets += [span.replace("\n", " ") for span in re.findall(r"`([^`]+)`", prose)]
         for snippet in snippets:
-            for command in re.findall(r"-m (tools\.\w+)((?:(?!\s#)[^\n])*)", snippet):
+            for command in re.findall(r"-m ((?:offline|ops|flamegraph)\.\w+)((?:(?!\s#)[^\n])*)", snippet):
                 module, rest = command
                 rest = re.sub(r"\$\([^)]*\)", "x", rest)
                 rest = re.sub(r"\[[^\]]*\]", "", rest).replace("...", "")
@@ -114,10 +114,10 @@ def documented_tool_commands() -> list[tuple[str, str, list]]:
 
 def test_every_documented_tool_command_parses(monkeypatch):
     """A tool's command line as README.md and docs/ show it is one the tool takes (its argparse parser accepts it;
-    the tool then stops before doing anything): `python -m tools.verify --drift` without --stack would not be."""
+    the tool then stops before doing anything): `python -m ops.verify --drift` without --stack would not be."""
     import importlib
 
-    from tools import cli
+    import cli
 
     class Parsed(Exception):
         pass
@@ -130,7 +130,7 @@ def test_every_documented_tool_command_parses(monkeypatch):
 
     monkeypatch.setattr(cli.OneLineParser, "parse_args", parse_only)
     commands = documented_tool_commands()
-    assert {module for _, module, _ in commands} == {"tools.plan", "tools.verify", "tools.hotspots", "tools.deployer_role"}
+    assert {module for _, module, _ in commands} == {"offline.plan", "ops.verify", "flamegraph.hotspots", "ops.deployer_role"}
     for name, module, argv in commands:
         try:
             importlib.import_module(module).main(argv)

@@ -16,8 +16,8 @@ import threading
 
 import pytest
 
-from tests.conftest import REFERENCE, ROOT
-from tests.scenarios import DASHBOARD_SHA256
+from tests.support import REFERENCE, ROOT
+from tests.support.scenarios import DASHBOARD_SHA256
 
 SCRIPT = ROOT / ".ci" / "fetch-reference"
 MANIFEST = json.loads((REFERENCE / "fetch.json").read_text())

@@ -1,4 +1,4 @@
-"""Review 20: the fleet rollout (scripts/ci/fleet.py, deploy-stacks.yml, docs/fleet.md) against upstream.
+"""Review 20: the fleet rollout (ops/fleet.py, deploy-stacks.yml, docs/fleet.md) against upstream.
 
 Every test here FAILS on the code as merged (31d6d84 'fleet', 649ccb4): each docstring says what upstream says (file
 and tag/commit, or the GitHub page) and what our code does. No fix is made here."""
@@ -11,10 +11,9 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts" / "ci"))
-import fleet  # noqa: E402
+from ops import fleet
 
 from tests.test_fleet import P, URNS, classify, grafana_phase, outputs, preview, sh  # noqa: E402
 
@@ -22,7 +21,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "deploy-stacks.yml"
 
 
 def _dev_plan():
-    from tools.offline.mock_engine import run
+    from offline.program import run
 
     return {r.urn.rsplit("::", 1)[1]: r for r in run("dev").resources}
 

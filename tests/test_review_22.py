@@ -18,16 +18,16 @@ from components.pyroscope import (
 )
 from components.pyroscope_storage import subject
 from policy import rules
-from tests.conftest import RELEASE, reference
+from tests.support import RELEASE, reference
 from tests.test_helm_render import helm, helm_env
 from tests.test_policy import check, persistent_release
-from tools.offline import mock_engine
+from offline import program
 
 MICRO = {"pyroscopeMode": "microservices"}
 
 
 def _render(tmp_path, overrides: dict, extra_values: dict | None = None) -> tuple[dict, list[dict]]:
-    inputs = mock_engine.run("dev", overrides).one(RELEASE).inputs
+    inputs = program.run("dev", overrides).one(RELEASE).inputs
     tmp_path.mkdir(parents=True, exist_ok=True)
     files = [tmp_path / "values.yaml"]
     files[0].write_text(yaml.safe_dump(inputs["values"]))
@@ -96,8 +96,8 @@ def test_review22_nat_addresses_are_read_again_when_the_pls_ip_configurations_ch
     provider's reconcile) and the lookup reads the PLS's *old* configurations (or a half-reconciled one): the policy
     keeps the old /32s, Grafana's connections from the new NAT IPs are dropped, and ``pulumi up`` reports success.
     The wait (the step the lookup follows) must be a new step when the PLS's IP configurations are asked to change."""
-    base = mock_engine.run("dev", {}).named("grafana-private-link-wait-for-pls").inputs
-    changed = mock_engine.run("dev", overrides).named("grafana-private-link-wait-for-pls").inputs
+    base = program.run("dev", {}).named("grafana-private-link-wait-for-pls").inputs
+    changed = program.run("dev", overrides).named("grafana-private-link-wait-for-pls").inputs
     assert changed != base, "the PLS's IP configurations change, but the step the NAT-address lookup follows does not"
 
 
@@ -134,9 +134,9 @@ def test_review22_microservices_without_ingester_volume_is_not_persistent_in_pro
 
 
 def mock_engine_policy(overrides):
-    from tools.offline import policy_check
+    from offline import policy_check
 
-    return policy_check.evaluate(mock_engine.run("dev", overrides))
+    return policy_check.evaluate(program.run("dev", overrides))
 
 
 def test_review22_grafana_datasource_waits_for_the_nat_network_policy():
@@ -149,7 +149,7 @@ def test_review22_grafana_datasource_waits_for_the_nat_network_policy():
     depends on the refresh of the MPE only; nothing orders it (or the stack's ``pyroscope_url`` output) after the NAT
     policy, so Grafana can be pointed at Pyroscope while every connection through the PLS is still refused, and a
     failed NAT policy does not hold the datasource back."""
-    p = mock_engine.run("dev", {})
+    p = program.run("dev", {})
     by_urn = {r.urn: r for r in p.resources}
 
     def closure(urn, seen=None):
@@ -175,7 +175,7 @@ def test_review22_holds_azure_bucket_gets_workload_identity_from_account_and_con
     ``getTokenCredential`` @4e5fd428 uses ``azidentity.NewDefaultAzureCredential(nil)`` when no client secret and no
     ``user_assigned_id``; ``validate`` needs only the account and container names. So the values must hold exactly
     those two and no key, connection string, secret, ``user_assigned_id`` or endpoint."""
-    values = mock_engine.run("dev", MICRO).one(RELEASE).inputs["values"]["pyroscope"]
+    values = program.run("dev", MICRO).one(RELEASE).inputs["values"]["pyroscope"]
     storage = values["structuredConfig"]["storage"]
     assert storage["backend"] == "azure"
     assert set(storage["azure"]) == {"account_name", "container_name"}
@@ -216,7 +216,7 @@ def test_review22_holds_network_policy_admits_every_container_port_between_compo
 def test_review22_holds_write_path_service_selects_the_distributors_http_port(tmp_path):
     """HOLDS. Chart 1.15.0: the distributor's pods carry ``app.kubernetes.io/component: distributor`` and a container
     port named ``http2`` (4040); ``pkg/api/api.go`` ``RegisterDistributor`` serves ``/ingest`` and push there."""
-    p = mock_engine.run("dev", MICRO)
+    p = program.run("dev", MICRO)
     svc = p.named("pyroscope-write-path").inputs["spec"]
     _, docs = _render(tmp_path, MICRO)
     dist = next(w for w in _workloads(docs) if w["metadata"]["name"] == "pyroscope-distributor")
@@ -233,6 +233,6 @@ def test_review22_holds_mode_path_contains_the_providers_diff_path():
     (or any key under it) is reported under that path. ``findResourcesReplacedWith`` ranges over ``olds`` too, so the
     write-path Service, gone from the program on the way back, is deleted before the release."""
     for mode in ("single-binary", "microservices"):
-        opts = mock_engine.run("dev", {"pyroscopeMode": mode}).one(RELEASE).options
+        opts = program.run("dev", {"pyroscopeMode": mode}).one(RELEASE).options
         assert set(MODE_PATHS) <= set(opts["replaceOnChanges"])
     assert PRIVATE_LINK_POLICY == "pyroscope-private-link"

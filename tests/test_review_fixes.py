@@ -10,9 +10,9 @@ import subprocess
 import yaml
 
 from policy import rules
-from tests import scenarios
-from tests.conftest import reference
-from tests.scenarios import PLS_ID, SHOW, WAIT_ENV, Scenario, ip_configuration, pls
+from tests.support import scenarios
+from tests.support import reference
+from tests.support.scenarios import PLS_ID, SHOW, WAIT_ENV, Scenario, ip_configuration, pls
 from tests.test_helm_render import helm, helm_env
 from tests.test_policy import check, persistent_release
 

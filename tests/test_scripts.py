@@ -1,4 +1,4 @@
-"""The step scripts against the stand-in az: every scenario in tests/scenarios.py. SIMULATED: Azure."""
+"""The step scripts against the stand-in az: every scenario in tests/support/scenarios.py. SIMULATED: Azure."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from tests import scenarios
-from tests.scenarios import SCENARIOS
+from tests.support import scenarios
+from tests.support.scenarios import SCENARIOS
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
@@ -73,16 +73,16 @@ def test_a_re_run_after_approval_writes_nothing(scenario_results):
 
 def test_scripts_print_no_tokens_and_use_only_az():
     """The scripts call az and shell built-ins/coreutils only: no curl, kubectl or token handling."""
-    for path in sorted(scenarios.ROOT.glob("scripts/*.sh")):
+    for path in sorted(scenarios.ROOT.glob("steps/*.sh")):
         text = path.read_text()
         for forbidden in ("curl ", "wget ", "kubectl ", "get-access-token", "Authorization:"):
             code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
             assert forbidden not in code.replace("kubectl -n gadget", ""), (path.name, forbidden)
 
 
-#: scripts/lib.sh's schedule on a fake clock: each check takes CHECK_TAKES_MS, ``sleep`` advances the clock.
+#: steps/lib.sh's schedule on a fake clock: each check takes CHECK_TAKES_MS, ``sleep`` advances the clock.
 SCHEDULE = r"""
-source scripts/lib.sh
+source steps/lib.sh
 CLOCK=0
 now_ms() { printf '%s\n' "$CLOCK"; }
 sleep() { local ms=${1/./}; CLOCK=$((CLOCK + 10#$ms)); }
@@ -123,9 +123,8 @@ def test_poll_schedule_stops_at_the_deadline_and_follows_the_environment():
 
 
 def test_python_retries_count_from_each_attempt_start(monkeypatch):
-    """scripts/azcli.py Step.retry keeps the same schedule for what it waits out (a role propagating)."""
-    monkeypatch.syspath_prepend(str(scenarios.ROOT / "scripts"))
-    import azcli
+    """steps/azcli.py Step.retry keeps the same schedule for what it waits out (a role propagating)."""
+    from steps import azcli
 
     clock = {"now": 0.0}
     starts = []
@@ -147,15 +146,11 @@ def test_python_retries_count_from_each_attempt_start(monkeypatch):
 
 
 def test_the_workspace_check_uses_the_stacks_api_version():
-    """scripts/azcli.py falls back to its own copy of the Microsoft.Dashboard API version (the scripts import
+    """steps/azcli.py falls back to its own copy of the Microsoft.Dashboard API version (the scripts import
     nothing from components/); it must be the one the stack passes as API_VERSION."""
     import sys
 
     from components.scripts import DASHBOARD_API_VERSION
 
-    sys.path.insert(0, str(scenarios.ROOT / "scripts"))
-    try:
-        import azcli
-    finally:
-        sys.path.pop(0)
+    from steps import azcli
     assert azcli.DASHBOARD_API_VERSION == DASHBOARD_API_VERSION

@@ -1,10 +1,10 @@
-"""Secrets that reach the step scripts are never printed. SIMULATED: Azure (the stand-in az, tests/fake_az.py).
+"""Secrets that reach the step scripts are never printed. SIMULATED: Azure (the stand-in az, tests/support/fake_az.py).
 
 A cluster or Grafana name that came in secret (``pulumi config set --secret``, or a secret output of a referenced
 stack) is inside what the steps log: the node resource group, ARM ids, the Grafana endpoint and the private endpoint's
 name carry it. The engine masks only values it knows are secret in its own events, so the steps mask them
 themselves: components/scripts.py ``with_secret_mask`` hands them ``MASK_VALUES`` and logs only their stderr, which
-scripts/lib.sh ``log`` and scripts/azcli.py ``Step.log`` print with each value as ``[secret]``.
+steps/lib.sh ``log`` and steps/azcli.py ``Step.log`` print with each value as ``[secret]``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import pytest
 
 from components import scripts as step_scripts
 from components.grafana_private_link import NONCE_COMMAND
-from tests import scenarios
-from tests.conftest import ROOT
+from tests.support import scenarios
+from tests.support import ROOT
 from tests.test_stack_inputs import PLATFORM, SECRET_CLUSTER
-from tools.offline import canned, mock_engine
+from offline import canned, program
 
 COMMAND = "command:local:Command"
-#: The names the scenarios' resources carry (tests/scenarios.py: NODE_RG, GRAFANA_ID, the endpoint, OURS), as if secret.
+#: The names the scenarios' resources carry (tests/support/scenarios.py: NODE_RG, GRAFANA_ID, the endpoint, OURS), as if secret.
 SECRETS = ("aks-gpu-dev", "amg-gpu-dev")
 
 
@@ -30,13 +30,13 @@ def secret_plan(plan, monkeypatch):
     """The dev plan with the cluster name secret (from clusterStack) and the Grafana name secret (from grafanaStack),
     and each registration's additionalSecretOutputs by URN."""
     extra: dict = {}
-    record = mock_engine.RecordingMonitor.RegisterResource
+    record = program.RecordingMonitor.RegisterResource
 
     def recording(self, request):
         extra[request.name] = list(request.additionalSecretOutputs)
         return record(self, request)
 
-    monkeypatch.setattr(mock_engine.RecordingMonitor, "RegisterResource", recording)
+    monkeypatch.setattr(program.RecordingMonitor, "RegisterResource", recording)
     outputs = {**SECRET_CLUSTER, "obs": {**canned.stack_outputs("obs"), "grafanaName": "amg-secret-9"}}
     p = plan(clusterStack=PLATFORM, clusterName="", clusterResourceGroup="", grafanaStack="obs", grafanaName="",
              stack_outputs=outputs, secret_outputs={PLATFORM: ["clusterName"], "obs": ["grafanaName"]})
@@ -56,7 +56,7 @@ def test_with_secret_config_every_step_masks_it_and_logs_only_stderr(plan, monke
     for step in steps:
         assert step.inputs["environment"][step_scripts.MASK_VALUES] == "[secret]", step.name
         wire = step.wire["environment"][step_scripts.MASK_VALUES]
-        assert wire.get(mock_engine._SIG) == mock_engine._SECRET_SIG, step.name
+        assert wire.get(program._SIG) == program._SECRET_SIG, step.name
         assert wire["value"].splitlines() == ["amg-secret-9", "gpu-secret-7"], step.name  # longest, then by name
         assert step.inputs["logging"] == "stderr", step.name  # stdout holds the result whole: not logged
         assert {"stdout", "stderr"} <= set(extra[step.name]), step.name
@@ -66,7 +66,7 @@ def test_the_mask_is_no_credential_to_the_policy_pack(plan, monkeypatch):
     """The mandatory no-plaintext-secrets rule refuses an environment key that looks like a credential (``secret``,
     ``token``, ...): the mask's name must not, or every stack with secret config would fail its policy check."""
     from policy import rules
-    from tools.offline import policy_check
+    from offline import policy_check
 
     p, _ = secret_plan(plan, monkeypatch)
     for mode in policy_check.MODES:
@@ -85,7 +85,7 @@ def run_masked(scenario, workdir):
 
 
 def test_no_script_prints_a_secret_value(tmp_path):
-    """Every scenario of tests/scenarios.py again, with the names in it secret: the step still does what it did (same
+    """Every scenario of tests/support/scenarios.py again, with the names in it secret: the step still does what it did (same
     exit status), its stderr (what the engine logs) never holds a secret, and its stdout is at most its one result line
     (the step's output, kept secret and not logged)."""
     chosen = list(scenarios.SCENARIOS)
@@ -112,12 +112,11 @@ def test_bash_and_python_mask_alike(values, text, expected):
     """One pass, longest value first: a mask is never masked again, a value inside a longer one goes with it."""
     import sys
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import azcli
+    from steps import azcli
 
     ordered = "\n".join(sorted(values, key=len, reverse=True))
     assert azcli.mask(text, {"MASK_VALUES": ordered}) == expected
-    done = subprocess.run(["bash", "-c", 'source scripts/lib.sh; STEP=s; log "$1"', "bash", text], cwd=ROOT,
+    done = subprocess.run(["bash", "-c", 'source steps/lib.sh; STEP=s; log "$1"', "bash", text], cwd=ROOT,
                           env={"PATH": "/usr/bin:/bin", "MASK_VALUES": ordered}, capture_output=True, text=True)
     assert done.stderr == f"s: {expected}\n"
 
@@ -134,12 +133,10 @@ def test_a_sas_url_source_is_logged_without_its_query_string_or_userinfo(scenari
 
 def test_a_secret_is_masked_before_a_log_line_is_shortened(monkeypatch, capsys):
     """A secret cut in half by a shortened error line would no longer match MASK_VALUES: mask first, then shorten
-    (scripts/azcli.py Step.retry's "retrying after" line, scripts/lib.sh last_error | cut -c1-120)."""
+    (steps/azcli.py Step.retry's "retrying after" line, steps/lib.sh last_error | cut -c1-120)."""
     import sys
 
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    sys.modules.pop("azcli", None)
-    import azcli
+    from steps import azcli
 
     secret = "s3cr3t-value-that-is-long"
     monkeypatch.setenv(azcli.MASK_VALUES, secret)
@@ -154,7 +151,7 @@ def test_a_secret_is_masked_before_a_log_line_is_shortened(monkeypatch, capsys):
     monkeypatch.setenv("POLL_INITIAL_SECONDS", "0")
     azcli.Step("t").retry("reading", call, 5)
     assert "s3cr3t" not in capsys.readouterr().err
-    done = subprocess.run(["bash", "-c", f'source scripts/lib.sh; f=$(mktemp); echo "{"x" * 110}{secret}" > "$f"; '
+    done = subprocess.run(["bash", "-c", f'source steps/lib.sh; f=$(mktemp); echo "{"x" * 110}{secret}" > "$f"; '
                                          'log "retrying after: $(last_error "$f" | cut -c1-120)"'],
                           cwd=ROOT, env={"PATH": "/usr/bin:/bin", "MASK_VALUES": secret}, capture_output=True, text=True)
     assert done.returncode == 0 and "retrying after: " in done.stderr, done.stderr

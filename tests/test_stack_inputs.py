@@ -6,7 +6,7 @@ import pytest
 
 from components import config
 from components.config import ConfigError
-from tools.offline import canned
+from offline import canned
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
@@ -60,21 +60,21 @@ def test_non_string_output_and_invalid_value_are_refused(plan):
 
 
 def test_nothing_is_registered_but_the_reference_when_an_output_is_missing():
-    from tools.offline import mock_engine
+    from offline import program
 
     monitor_holder = {}
-    original = mock_engine.RecordingMonitor
+    original = program.RecordingMonitor
 
     def capture(mocks):
         monitor_holder["m"] = original(mocks)
         return monitor_holder["m"]
 
-    mock_engine.RecordingMonitor = capture
+    program.RecordingMonitor = capture
     try:
         with pytest.raises(ConfigError):
-            mock_engine.run("dev", {"clusterStack": "x", "clusterName": "", "clusterResourceGroup": ""}, None, True, {"x": {}})
+            program.run("dev", {"clusterStack": "x", "clusterName": "", "clusterResourceGroup": ""}, None, True, {"x": {}})
     finally:
-        mock_engine.RecordingMonitor = original
+        program.RecordingMonitor = original
     assert sorted(r.type for r in monitor_holder["m"].recorded) == ["pulumi:pulumi:Stack", REF]
 
 
@@ -136,7 +136,7 @@ def test_multi_cluster_stacks_leave_the_workspace_role_alone(plan):
     told = plan(multiCluster="true", assignMonitoringDataReader="true")
     assert not told.by_type(roles)
     step = named(told, "grafana-datasources-shared-monitoring-data-reader")
-    assert step.inputs["create"] == "bash scripts/ensure_role_assignment.sh" and "delete" not in step.inputs
+    assert step.inputs["create"] == "bash steps/ensure_role_assignment.sh" and "delete" not in step.inputs
     assert step.inputs["environment"]["ASSIGNMENT_NAME"] == plan().one(roles).inputs["roleAssignmentName"]
     assert plan().one(roles).options["retainOnDelete"] is False
 
@@ -212,14 +212,14 @@ def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch)
     holds a secure value as a placeholder, which is then the secret value)."""
     import json
 
-    from tests.conftest import ROOT
-    from tools.offline import mock_engine
+    from tests.support import ROOT
+    from offline import program
 
     text = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
     path = tmp_path / "Pulumi.s.yaml"
     path.write_text(text + "  aks-gpu-observability:clusterName:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
-    monkeypatch.setattr(mock_engine, "stack_file", lambda stack: path)
-    p = mock_engine.run("s", {})
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
+    p = program.run("s", {})
     assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.outputs["clusterName"] == "[secret]"
     assert "offline-placeholder-for-secret" not in json.dumps(p.to_json())
 
@@ -250,10 +250,10 @@ def test_one_stack_named_by_both_keys_plans_clean_from_the_command_line():
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.support import ROOT
 
     sets = [f"--set={key}=" for key in NO_NAMES] + [f"--set=clusterStack={PLATFORM}", f"--set=grafanaStack={PLATFORM}"]
-    done = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", *sets], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", *sets], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stdout.splitlines() if line.startswith(" >")] == \
         [line for line in done.stdout.splitlines() if REF in line and line.startswith(" >")]

@@ -1,7 +1,7 @@
 """Tearing down what is already gone (docs/teardown.md, "Tearing down what is already gone"): the dev stack is deployed into the
 stateful stand-in world, then the AKS cluster, the Grafana workspace or the managed private endpoint is deleted
 behind the stack's back, and ``pulumi refresh`` / ``pulumi destroy`` are played in the plan's destroy order with the
-providers' rules (tests/lifecycle.py) and the real step scripts against the stand-in ``az``. Each must end with an
+providers' rules (tests/support/lifecycle.py) and the real step scripts against the stand-in ``az``. Each must end with an
 empty state and nothing of the stack's left in the world. SIMULATED: Azure, Grafana, the engine and the providers.
 """
 
@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from tests import fake_world
-from tests.conftest import ROOT, reference
-from tests.lifecycle import Deployment, EngineError
-from tools.offline import canned
-from tools.offline.mock_engine import run
+from tests.support import fake_world
+from tests.support import ROOT, reference
+from tests.support.lifecycle import Deployment, EngineError
+from offline import canned
+from offline.program import run
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
                  "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")

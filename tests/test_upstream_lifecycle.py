@@ -1,5 +1,5 @@
 """Cases ported from pulumi/pulumi v3.230.0 (commit ae2e269861eabd2b692984e7286bec78777ba352)
-``pkg/engine/lifecycletest`` onto the offline engine (:mod:`tools.offline.engine`): the same program, the same
+``pkg/engine/lifecycletest`` onto the offline engine (:mod:`offline.engine`): the same program, the same
 provider fakes, the same sequence of operations and the same assertions on steps, provider calls and the state
 written. docs/offline.md, "Upstream lifecycle cases", lists them with what each proves for this stack and the cases
 not modelled. The cases of HEAD's ``deleted_with_replace_test.go`` (behaviour added in v3.251.0) run HEAD's programs
@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Optional
 
 import pytest
 
-from tools.offline.engine import (UNKNOWN, DiffResult, Engine, Provider, ProviderError, Result, State,
+from offline.engine import (UNKNOWN, DiffResult, Engine, Provider, ProviderError, Result, State,
                                   verify_integrity)
 
 COMMIT = "ae2e269861eabd2b692984e7286bec78777ba352"

@@ -1,4 +1,4 @@
-"""tools.verify against the stand-in az (SIMULATED: ARM and Grafana answers) and a stand-in pulumi."""
+"""ops.verify against the stand-in az (SIMULATED: ARM and Grafana answers) and a stand-in pulumi."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.scenarios import calls_in, fake_az_env, grafana_error, grafana_server_rules
-from tools.offline.mock_engine import run
+from tests.support import ROOT
+from tests.support.scenarios import calls_in, fake_az_env, grafana_error, grafana_server_rules
+from offline.program import run
 
 OUTPUTS = run("dev").outputs
 GRAFANA = OUTPUTS["grafanaEndpoint"]
@@ -46,7 +46,7 @@ def verify(tmp_path, rule_list, outputs=OUTPUTS, *extra, pulumi_outputs=None):
         stand_in = tmp_path / "bin" / "pulumi"
         stand_in.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = \"stack output --json\" ] || exit 9\ncat <<'EOF'\n{json.dumps(pulumi_outputs)}\nEOF\n")
         stand_in.chmod(0o755)
-    done = subprocess.run([sys.executable, "-m", "tools.verify", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "ops.verify", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     return done, calls_in(tmp_path)
 
 
@@ -132,7 +132,7 @@ echo "$*" >> {tmp_path}/pulumi-calls.txt
 case " $* " in *" --show-secrets "*) cat {tmp_path}/shown.json ;; *) cat {tmp_path}/masked.json ;; esac
 """)
     stand_in.chmod(0o755)
-    done = subprocess.run([sys.executable, "-m", "tools.verify", "--stack", "dev", *extra], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "ops.verify", "--stack", "dev", *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     return done, calls_in(tmp_path), (tmp_path / "pulumi-calls.txt").read_text().splitlines()
 
@@ -194,8 +194,7 @@ def test_json_output(tmp_path):
 
 
 # --- --drift: Grafana against what the stack set (issue 12 item 6) -----------------------------------------
-sys.path.insert(0, str(ROOT / "scripts"))
-import grafana_dashboard  # noqa: E402  (the step's own preparation: what Grafana holds after an upload)
+from steps import grafana_dashboard  # the step's own preparation: what Grafana holds after an upload
 
 SOURCE = "https://dashboards.example.test/gpu.json"
 #: A small dashboard of the pinned one's shape: the two datasource variables the step defaults.
@@ -361,7 +360,7 @@ def test_drift_reads_the_outputs_from_pulumi(tmp_path):
 def test_drift_with_the_pinned_dashboard(tmp_path):
     """The real pinned dashboard (tests/reference, vendored), prepared as the step prepares it: no drift; its panels
     edited: drift."""
-    from tests.scenarios import DASHBOARD_FILE, DASHBOARD_URL
+    from tests.support.scenarios import DASHBOARD_FILE, DASHBOARD_URL
 
     raw = DASHBOARD_FILE.read_bytes()
     outputs = {**OUTPUTS, "dashboardDefinition": {**OUTPUTS["dashboardDefinition"], "source": DASHBOARD_URL}}
@@ -398,8 +397,8 @@ def test_drift_source_changed_since_the_upload_is_exit_2(tmp_path):
 
 
 def test_the_restore_hint_names_resources_of_the_plan():
-    """tools.verify names the step commands by URN; they must be the ones the program registers."""
-    from tools import verify as tool
+    """ops.verify names the step commands by URN; they must be the ones the program registers."""
+    from ops import verify as tool
 
     urns = {r.urn for r in run("dev").resources}
     for output in tool.STEPS:
@@ -412,7 +411,7 @@ def test_no_az_on_path_is_one_line(tmp_path):
     bin_dir.mkdir()
     (tmp_path / "outputs.json").write_text(json.dumps(drift_outputs(tmp_path)))
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    for tool, extra in (("tools.verify", []), ("tools.verify", ["--drift"]), ("tools.hotspots", [])):
+    for tool, extra in (("ops.verify", []), ("ops.verify", ["--drift"]), ("flamegraph.hotspots", [])):
         done = subprocess.run([sys.executable, "-m", tool, "--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *extra],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and done.stdout == "", (tool, done.stderr)
@@ -437,7 +436,7 @@ def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
 
 
 def test_review_profile_types_are_asked_over_an_explicit_range(tmp_path):
-    """Review rev-21a. tools.verify documents its profile-type check as "the last hour" (docs/offline.md G12: "the
+    """Review rev-21a. ops.verify documents its profile-type check as "the last hour" (docs/offline.md G12: "the
     last hour without them") but sends no start/end. Only Grafanas with grafana/grafana PR 110277 (merged 2025-08-28;
     instance.go @ 3e9248b7 ``profileTypes``: else branch "Make sure to pass a valid time range ... as v2 will not
     work without it", now-1h..now+1h) fill them in. Older ones (PR 77523, 2023-11, up to that merge: at least the
@@ -447,7 +446,7 @@ def test_review_profile_types_are_asked_over_an_explicit_range(tmp_path):
     the ingesters will be queried"), pkg/querier/querier.go ``LabelValues`` (``!hasTimeRange`` ->
     labelValuesFromIngesters), pkg/phlaredb/phlaredb.go ``LabelValues`` (no range -> ``headQueriers``). So which IDs
     verify sees, and whether it fails, depends on the Grafana version and on when the head block was last cut;
-    tools.hotspots --stack sends start/end for the same lookup."""
+    flamegraph.hotspots --stack sends start/end for the same lookup."""
     done, calls = verify(tmp_path, rules())
     assert done.returncode == 0, done.stdout + done.stderr
     (call,) = [c for c in calls if "/resources/profileTypes" in " ".join(c["argv"])]

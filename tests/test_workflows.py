@@ -1,6 +1,6 @@
 """The GitHub Actions workflows: parsed, their job structure checked, every action pinned by commit SHA; and
-the scripts they call (scripts/ci/), run here: the backend choice with each combination of variables, the
-token warm-up against the stand-in az (tests/fake_az.py). SIMULATED: GitHub Actions and Azure."""
+the scripts they call (.ci/), run here: the backend choice with each combination of variables, the
+token warm-up against the stand-in az (tests/support/fake_az.py). SIMULATED: GitHub Actions and Azure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 from tests.test_azure_cli import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -47,8 +47,8 @@ def runs(job: dict) -> str:
 
 
 WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml", "drift.yml"]
-# The run steps that may get the Pulumi token: they run pulumi (or tools.verify, which reads stack outputs).
-PULUMI_RUNS = ("-m tools.verify", "pulumi preview --json", "scripts/ci/fleet.py endpoints")
+# The run steps that may get the Pulumi token: they run pulumi (or ops.verify, which reads stack outputs).
+PULUMI_RUNS = ("-m ops.verify", "pulumi preview --json", "-m ops.fleet endpoints")
 
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
@@ -118,9 +118,9 @@ def test_pull_request_workflow():
     commands = runs(offline)
     assert ".venv/bin/pip install --require-hashes -r requirements.lock" in commands
     assert ".venv/bin/python -m pytest -q" in commands and "REQUIRE_AZURE_CLI=1" in commands
-    assert "-m tools.plan --stack \"$STACK\" --policy" in commands
+    assert "-m offline.plan --stack \"$STACK\" --policy" in commands
     diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
-    assert diff["run"] == 'bash scripts/ci/plan_diff.sh "$BASE_SHA" plan-diff'
+    assert diff["run"] == 'bash .ci/plan_diff.sh "$BASE_SHA" plan-diff'
     assert diff["env"] == {"BASE_SHA": "${{ github.event.pull_request.base.sha }}"}  # not spliced into the script
     assert uses(offline, "actions/checkout")["with"]["fetch-depth"] == 0, "the base commit must be in the clone"
     comment = uses(offline, "actions/github-script")
@@ -147,20 +147,20 @@ def test_main_branch_deploy_workflow():
     pulumi = uses(up, "pulumi/actions")["with"]
     assert pulumi["command"] == "up" and pulumi["policyPacks"] == "policy" and pulumi["stack-name"] == "${{ env.STACK }}"
     assert up["environment"] == "production"
-    assert "-m tools.verify --stack" in runs(up)
+    assert "-m ops.verify --stack" in runs(up)
 
 
 def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_runs_in_parallel():
     """docs/fleet.md: the setup job groups the stacks file by Grafana; the rollout is a matrix over Grafanas (parallel,
     fail-fast off), each calling deploy-stacks.yml. There, job `cluster` is a matrix over that Grafana's stacks with no
-    max-parallel and fail-fast off: each stack previews, classifies (scripts/ci/fleet.py classify) and runs `pulumi up`
+    max-parallel and fail-fast off: each stack previews, classifies (ops/fleet.py classify) and runs `pulumi up`
     at once, excluding the conflicting resources and their dependents only when it has such a change. Job `plan` needs
     it (and runs when some stacks failed), job `grafana` (a matrix over the plan's chunks, one at a time: no
     concurrency group, whose single pending slot would drop stacks) runs the serialized phase for the stacks listed. One run at a time: a
     workflow-level group that never cancels a running rollout."""
     deploy = load("deploy.yml")
     setup, rollout = deploy["jobs"]["setup"], deploy["jobs"]["rollout"]
-    assert run_step(setup, "scripts/ci/stack_matrix.py")["run"] == "python3 scripts/ci/stack_matrix.py deploy/stacks.json"
+    assert run_step(setup, "-m ops.stack_matrix")["run"] == "python3 -m ops.stack_matrix deploy/stacks.json"
     assert setup["outputs"]["grafanas"] == "${{ steps.matrix.outputs.grafanas }}"
     assert rollout["needs"] == "setup" and rollout["strategy"]["fail-fast"] is False
     assert rollout["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.setup.outputs.grafanas) }}"}
@@ -177,7 +177,7 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert cluster["strategy"]["matrix"] == {"stack": "${{ fromJSON(inputs.stacks) }}"}
     assert cluster["env"]["STACK"] == "${{ matrix.stack }}" and "concurrency" not in cluster
     preview = run_step(cluster, "pulumi preview --json")
-    classify = run_step(cluster, "scripts/ci/fleet.py classify \"$RUNNER_TEMP/preview.json\"")
+    classify = run_step(cluster, "-m ops.fleet classify \"$RUNNER_TEMP/preview.json\"")
     up = uses(cluster, "pulumi/actions")
     assert preview["continue-on-error"] is True and up["continue-on-error"] is True
     assert classify["env"] == {"OUTCOME": "${{ steps.preview.outcome }}"}
@@ -186,12 +186,12 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert up["with"]["exclude-dependents"] == "${{ steps.classify.outputs.class == 'grafana' }}"
     upload = uses(cluster, "actions/upload-artifact")
     order = [index(cluster, x) for x in (preview, classify, up, run_step(cluster, "--outcome failure"), upload,
-                                         run_step(cluster, "-m tools.verify"), run_step(cluster, "::error title=Stack $STACK failed"))]
+                                         run_step(cluster, "-m ops.verify"), run_step(cluster, "::error title=Stack $STACK failed"))]
     assert order == sorted(order)
     assert plan["needs"] == "cluster" and plan["if"] == "${{ !cancelled() }}" and "environment" not in plan
     assert uses(plan, "actions/download-artifact")["with"]["pattern"] == "fleet-*"
     assert plan["permissions"] == {"contents": "read", "actions": "read"}, "no id-token, no environment: no credential"
-    assert run_step(plan, "scripts/ci/fleet.py plan")["env"] == {"STACKS": "${{ inputs.stacks }}"}
+    assert run_step(plan, "-m ops.fleet plan")["env"] == {"STACKS": "${{ inputs.stacks }}"}
     assert plan["outputs"]["chunks"] == "${{ steps.plan.outputs.chunks }}"
     # The serialized phase: one job per chunk, one chunk at a time (max-parallel: 1), a failed chunk not cancelling
     # the next; no concurrency group (its single pending slot would drop chunks).
@@ -200,15 +200,15 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
                                    "matrix": {"chunk": "${{ fromJSON(needs.plan.outputs.chunks) }}"}}
     assert grafana["env"]["STACK"] == "${{ matrix.chunk.stacks[0] }}"
     assert "needs.plan.outputs.endpoints != '[]'" in grafana["if"]
-    endpoints = run_step(grafana, "scripts/ci/fleet.py endpoints")
-    assert endpoints["run"] == 'python3 scripts/ci/fleet.py endpoints --stacks "$STACKS" --whole "$WHOLE"'
+    endpoints = run_step(grafana, "-m ops.fleet endpoints")
+    assert endpoints["run"] == 'python3 -m ops.fleet endpoints --stacks "$STACKS" --whole "$WHOLE"'
     assert endpoints["env"]["STACKS"] == "${{ toJSON(matrix.chunk.stacks) }}"
     assert endpoints["env"]["WHOLE"] == "${{ toJSON(matrix.chunk.whole) }}"
-    assert endpoints["env"]["FLEET_RELOGIN"] == "bash scripts/ci/azure_relogin.sh"
+    assert endpoints["env"]["FLEET_RELOGIN"] == "bash .ci/azure_relogin.sh"
     install = [s for s in steps(grafana) if s.get("uses", "").startswith("pulumi/actions@")]
     assert len(install) == 1 and "command" not in install[0]["with"] and index(grafana, install[0]) < index(grafana, endpoints)
     # The repository's stacks file yields one entry per Grafana, so one run puts at most one job in each group.
-    done = subprocess.run([sys.executable, "scripts/ci/stack_matrix.py", "deploy/stacks.json"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "ops/stack_matrix.py", "deploy/stacks.json"], cwd=ROOT,
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert done.returncode == 0, done.stderr
     grafanas = json.loads(done.stdout.split("=", 1)[1])
@@ -234,7 +234,7 @@ def run_step(job: dict, command: str) -> dict:
 
 
 def runs_pulumi(job: dict) -> bool:
-    """A job that runs pulumi preview/up/destroy/refresh (through pulumi/actions) or tools.verify."""
+    """A job that runs pulumi preview/up/destroy/refresh (through pulumi/actions) or ops.verify."""
     actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@")]
     return any(s["with"].get("command") in {"preview", "up", "update", "destroy", "refresh"} for s in actions) or any(
         command in runs(job) for command in PULUMI_RUNS)
@@ -258,8 +258,8 @@ def test_policy_pack_virtualenv_is_created_before_pulumi(name, job_name):
 @pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
 def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_name):
     job = load(name)["jobs"][job_name]
-    backend = run_step(job, "scripts/ci/pulumi_backend.sh")
-    assert backend["id"] == "backend" and backend["run"] == "bash scripts/ci/pulumi_backend.sh"
+    backend = run_step(job, ".ci/pulumi_backend.sh")
+    assert backend["id"] == "backend" and backend["run"] == "bash .ci/pulumi_backend.sh"
     for variable in ("PULUMI_ORGANIZATION", "PULUMI_BACKEND_URL", "PULUMI_SECRETS_PROVIDER", "AZURE_STORAGE_ACCOUNT"):
         assert backend["env"][variable] == "${{ vars.%s }}" % variable
     cloud = uses(job, "pulumi/auth-actions")
@@ -291,8 +291,8 @@ def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after
             continue
         checked += 1
         login, kubelogin = uses(job, "azure/login"), run_step(job, "kubelogin-linux-amd64.zip")
-        warm = run_step(job, "scripts/ci/warm_tokens.sh")
-        assert warm["run"] == "bash scripts/ci/warm_tokens.sh"
+        warm = run_step(job, ".ci/warm_tokens.sh")
+        assert warm["run"] == "bash .ci/warm_tokens.sh"
         users = [i for i, s in enumerate(steps(job))
                  if s.get("uses", "").startswith("pulumi/actions@") or any(c in s.get("run", "") for c in PULUMI_RUNS)]
         assert index(job, login) < index(job, kubelogin) < min(users)
@@ -415,7 +415,7 @@ def test_the_condition_evaluator_reads_what_it_is_given():
     assert evaluate("github.repository == 'acme/aks-gpu-observability'", FORK) is True
 
 
-# --- scripts/ci/pulumi_backend.sh, run here with each combination of variables ------------------------------
+# --- .ci/pulumi_backend.sh, run here with each combination of variables ------------------------------
 KEY_VAULT = "azurekeyvault://kv-platform.vault.azure.net/keys/pulumi"
 AZBLOB = "azblob://pulumi-state?storage_account=stplatformstate"
 
@@ -428,7 +428,7 @@ def run_backend(tmp_path, stack_file: str | None = None, **variables):
         (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8", "STACK": "dev",
            "GITHUB_OUTPUT": str(outputs), "GITHUB_ENV": str(environment), **variables}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "ci" / "pulumi_backend.sh")], cwd=tmp_path, env=env,
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "pulumi_backend.sh")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=30)
 
     def pairs(path):
@@ -505,7 +505,7 @@ def test_backend_misconfiguration_is_one_line_naming_what_to_set(tmp_path, stack
     assert outputs == {} and environment == {}, "nothing handed on after an error"
 
 
-# --- scripts/ci/warm_tokens.sh, against the stand-in az (tests/fake_az.py) ----------------------------------
+# --- .ci/warm_tokens.sh, against the stand-in az (tests/support/fake_az.py) ----------------------------------
 TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.SIMULATED-ACCESS-TOKEN.c2lnbmF0dXJl"
 
 
@@ -518,10 +518,10 @@ def token_answer() -> dict:
 
 
 def run_warm(tmp_path, rules: list, **variables):
-    from tests.scenarios import calls_in, fake_az_env
+    from tests.support.scenarios import calls_in, fake_az_env
 
     env = {**fake_az_env(tmp_path, rules), **variables}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "ci" / "warm_tokens.sh")], cwd=ROOT, env=env,
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "warm_tokens.sh")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     return done, [call["argv"] for call in calls_in(tmp_path)]
 
@@ -579,7 +579,7 @@ def test_warm_token_command_lines_parse_in_the_real_cli(real_az, tmp_path):
         assert reached_the_service(argv, done), f"az {' '.join(argv)}\n{done.stderr}"
 
 
-# --- scripts/ci/plan_diff.sh, run here on two commits of a throwaway repository ------------------------------
+# --- .ci/plan_diff.sh, run here on two commits of a throwaway repository ------------------------------
 GIT = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.test", "-c", "commit.gpgsign=false"]
 
 
@@ -681,8 +681,8 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert drift["on"]["schedule"] and all(re.fullmatch(r"[\d*/,-]+( [\d*/,-]+){4}", c["cron"]) for c in drift["on"]["schedule"])
     assert "workflow_dispatch" in drift["on"] and drift["permissions"] == {"contents": "read"}
     stacks, check, issues = drift["jobs"]["stacks"], drift["jobs"]["check"], drift["jobs"]["issues"]
-    listing = run_step(stacks, "scripts/ci/stack_matrix.py")
-    assert listing["run"] == "python3 scripts/ci/stack_matrix.py --list deploy/stacks.json", "the deploy workflow's list"
+    listing = run_step(stacks, "-m ops.stack_matrix")
+    assert listing["run"] == "python3 -m ops.stack_matrix --list deploy/stacks.json", "the deploy workflow's list"
     assert "env" not in listing
     assert stacks["outputs"]["stacks"] == "${{ steps.%s.outputs.stacks }}" % listing["id"]
     assert "permissions" not in stacks  # the workflow's contents: read
@@ -692,14 +692,14 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert check["env"]["STACK"] == "${{ matrix.stack }}" and check["environment"] == "production"
     assert check["permissions"] == {"contents": "read", "id-token": "write"}
     assert "vars.AZURE_CLIENT_ID != ''" in check["if"]
-    backend = run_step(check, "scripts/ci/pulumi_backend.sh")
+    backend = run_step(check, ".ci/pulumi_backend.sh")
     assert backend["id"] == "backend" and backend["env"]["HAS_PULUMI_ACCESS_TOKEN"] == "false", "no stored secret"
     cloud = uses(check, "pulumi/auth-actions")
     assert cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
     installer = uses(check, "pulumi/actions")
     assert "command" not in installer["with"], "install-only: the CLI for `pulumi stack output`"
-    verify = run_step(check, "-m tools.verify")
-    assert '.venv/bin/python -m tools.verify --stack "$STACK" --drift --json > drift-result/report.json' in verify["run"]
+    verify = run_step(check, "-m ops.verify")
+    assert '.venv/bin/python -m ops.verify --stack "$STACK" --drift --json > drift-result/report.json' in verify["run"]
     assert verify["env"] == {"PULUMI_ACCESS_TOKEN": "${{ steps.pulumi-cloud.outputs.pulumi-access-token }}"}
     assert 'test "$code" -le 1' in verify["run"], "exit 2 (not checked) fails the job; drift (1) is for the issue job"
     upload = uses(check, "actions/upload-artifact")
@@ -712,7 +712,7 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     download = uses(issues, "actions/download-artifact")
     assert download["with"] == {"pattern": "drift-*", "path": "drift"}
     script = uses(issues, "actions/github-script")
-    assert "require('./scripts/ci/drift_issues.js')" in script["with"]["script"]
+    assert "require('./.ci/drift_issues.js')" in script["with"]["script"]
     assert script["env"] == {"STACKS": "${{ needs.stacks.outputs.stacks }}"}
     for name, job in drift["jobs"].items():
         assert ("issues" in job.get("permissions", {})) == (name == "issues"), name
@@ -726,19 +726,19 @@ def test_drift_checks_the_stacks_the_deploy_workflow_deploys(tmp_path):
         {"stack": "aks-c", "grafana": "rg-o/amg-one"}]}))
     out = tmp_path / "github_output"
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(out)}
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
+    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert out.read_text() == 'stacks=["aks-a","aks-c","aks-b"]\n'
     (tmp_path / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "aks-a", "grafana": "rg-o/amg-one"}] * 2}))
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
+    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "listed twice" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
 @pytest.fixture(scope="module")
 def drift_reports(tmp_path_factory):
-    """Real `tools.verify --drift --json` answers (against the stand-in az): one with a drifted datasource URL and
+    """Real `ops.verify --drift --json` answers (against the stand-in az): one with a drifted datasource URL and
     a deleted dashboard, one clean."""
     from tests.test_verify import check_drift, edit, grafana_error
 
@@ -855,7 +855,7 @@ def test_a_stack_that_could_not_be_checked_keeps_its_issue_and_fails_the_step(tm
     assert failed == [f"drift could not be checked for: dev ({error}); prod (no result)"]
 
 
-# --- scripts/ci/stack_matrix.py: the stacks file grouped by Grafana ---------------------------------------------
+# --- ops/stack_matrix.py: the stacks file grouped by Grafana ---------------------------------------------
 def stack_matrix(tmp_path, document, stack_files=None):
     """Run the matrix script on ``document`` (written as the stacks file) from ``tmp_path`` (the checkout, holding
     ``stack_files``: stack -> Pulumi.<stack>.yaml text). Returns the process and the parsed matrix (or None)."""
@@ -863,7 +863,7 @@ def stack_matrix(tmp_path, document, stack_files=None):
     (tmp_path / "deploy" / "stacks.json").write_text(document if isinstance(document, str) else json.dumps(document))
     for stack, text in (stack_files or {}).items():
         (tmp_path / f"Pulumi.{stack}.yaml").write_text(text)
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "deploy/stacks.json"],
+    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"],
                           cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     return done, (json.loads(done.stdout.split("=", 1)[1]) if done.returncode == 0 else None)
 
@@ -881,7 +881,7 @@ def test_the_matrix_goes_to_github_output(tmp_path):
     (tmp_path / "deploy").mkdir()
     (tmp_path / "deploy" / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}]}))
     output = tmp_path / "github_output"
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
     assert done.returncode == 0 and done.stdout.startswith("::warning title=Not a production stack::stack dev ")
     assert len(done.stdout.splitlines()) == 1, done.stdout  # the only line: the warning (no Pulumi.dev.yaml here)
@@ -910,7 +910,7 @@ def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_pr
     if warns:
         assert "stack eu is deployed through the production environment but" in warnings[0]
         assert "*-in-production" in warnings[0]
-    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "stack_matrix.py"), "--list", "deploy/stacks.json"],
+    listed = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", "deploy/stacks.json"],
                             cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr
 
@@ -944,7 +944,7 @@ def test_a_stack_file_that_agrees_or_names_no_grafana_passes(tmp_path):
 
 
 # --- Branch code must not hold production's keys (security review) ---------------------------------------------
-# A pull request's own code (requirements.txt, scripts/ci/*.sh, __main__.py) runs in every job a pull request event
+# A pull request's own code (requirements.txt, .ci/*.sh, __main__.py) runs in every job a pull request event
 # starts, and in every job of a reusable workflow such a job calls. None of them may reach a production credential.
 # These checks are a lint of this repository's files; the boundary itself is GitHub's and Entra's: the repository's
 # OIDC subject names the event (`repo:<org>/<repo>:environment:production:event_name:push`), the production app

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 MARKER = "AKS_GPU_OBS_INTEGRATION"
 
@@ -44,7 +44,7 @@ def test_up_verify_rerun_destroy(tmp_path):
         up = stack.up(on_output=print, policy_packs=[str(ROOT / "policy")])
         outputs = tmp_path / "outputs.json"
         outputs.write_text(json.dumps({k: v.value for k, v in up.outputs.items()}))
-        verify = subprocess.run([sys.executable, "-m", "tools.verify", "--stack", stack.name, "--outputs-file", str(outputs)],
+        verify = subprocess.run([sys.executable, "-m", "ops.verify", "--stack", stack.name, "--outputs-file", str(outputs)],
                                 cwd=ROOT, capture_output=True, text=True)
         print(verify.stdout)
         assert verify.returncode == 0, verify.stdout + verify.stderr

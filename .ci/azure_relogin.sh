@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# CI (the Grafana phase of deploy-stacks.yml, between stacks): sign az in again with a fresh GitHub OIDC token and
+# warm the token cache, since az cannot renew the federated assertion azure/login used (.ci/warm_tokens.sh).
+# The exchange: the job's GitHub ID token for audience api://AzureADTokenExchange (Entra's federated-credential
+# audience, docs/platform.md), then `az login --service-principal --federated-token` (not yet run against the real parser: open).
+# Environment: ARM_CLIENT_ID, ARM_TENANT_ID, ARM_SUBSCRIPTION_ID, ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN (id-token: write).
+set -euo pipefail
+: "${ACTIONS_ID_TOKEN_REQUEST_URL:?needs id-token: write}" "${ACTIONS_ID_TOKEN_REQUEST_TOKEN:?needs id-token: write}"
+token=$(curl -fsS --retry 3 -H "Authorization: bearer ${ACTIONS_ID_TOKEN_REQUEST_TOKEN}" \
+  "${ACTIONS_ID_TOKEN_REQUEST_URL}&audience=api://AzureADTokenExchange" | python3 -c 'import json,sys; print(json.load(sys.stdin)["value"])')
+az login --service-principal --username "$ARM_CLIENT_ID" --tenant "$ARM_TENANT_ID" --federated-token "$token" --output none
+az account set --subscription "$ARM_SUBSCRIPTION_ID"
+bash "$(dirname "${BASH_SOURCE[0]}")/warm_tokens.sh"

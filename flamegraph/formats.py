@@ -1,0 +1,330 @@
+"""Pyroscope's own profile formats for ``flamegraph.hotspots``: pprof (``.pb.gz``) and the render JSON (flamebearer), read
+into the same :class:`flamegraph.hotspots.Profile` a Grafana flame-graph frame gives; and written, for the examples and the
+round-trip tests.
+
+**pprof** (``.pb.gz`` or ``.pb``: what Pyroscope's and Grafana's "export pprof" and ``profilecli query merge`` give):
+parsed with the ``protobuf`` runtime and the schema vendored from google/pprof (:mod:`flamegraph.pprof`). A sample's
+``location_id`` lists the leaf first; a location's ``line`` lists inlined callees first, "the last entry represents
+the caller into which the preceding entries were inlined" (profile.proto); a location without lines is named by its
+address (``0x7f3a9c2d1e40``), as ``pprof`` names it. Stacks are merged by function name from the root down, as
+Pyroscope merges them into a tree. Of the declared ``sample_type`` values one is read: ``--sample-type TYPE[:UNIT]``,
+else the Inspektor Gadget ``profile_cuda`` gadget's GPU-memory type ``malloc`` in ``bytes``
+(inspektor-gadget ``gadgets/profile_cuda/gadget.yaml`` at 7eeb981e27fed7d952fa41968503ac34f35d7e7d: annotations
+``profiles.type: malloc``, ``profiles.unit: bytes``, which ``pkg/operators/otel-profiles/otel-profiles.go`` writes as
+the OTLP profile's sample type), else the only one the profile declares.
+
+**Render JSON** (Pyroscope's ``/pyroscope/render`` answer, grafana/pyroscope v1.15.0
+``pkg/og/structs/flamebearer/flamebearer.go``): ``flamebearer.names``, ``flamebearer.levels`` (one list per depth,
+4 integers per node in the "single" format: x offset delta-encoded against the previous node's end on the level,
+total, self, index into names), ``numTicks``, ``maxSelf``; ``metadata.format`` (``single``; ``double`` is a diff and
+refused), ``metadata.name`` (the sample type, ``ExportToFlamebearer`` in ``pkg/model/flamegraph.go``) and
+``metadata.units``. A node's parent is the node one level up whose span holds it, as Grafana's
+Pyroscope datasource rebuilds the tree (grafana/grafana ``pkg/tsdb/grafana-pyroscope-datasource/query.go``,
+``levelsToTree``); written as Pyroscope's ``model.NewFlameGraph`` lays it out (v1.15.0 ``pkg/model/flamegraph.go``:
+a node's callees start after its self).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from typing import Any, Optional
+
+from flamegraph.hotspots import FrameError, Node, Profile
+
+#: The Inspektor Gadget profile_cuda gadget's sample type (type, unit): the default of --sample-type.
+GPU_MEMORY_SAMPLE_TYPE = ("malloc", "bytes")
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _pb2():
+    try:
+        from flamegraph.pprof import profile_pb2  # the protobuf runtime loads on first use: the frame path does not need it
+    except ImportError as missing:  # outside the project's venv: say so in one line
+        raise FrameError(f"reading pprof needs the protobuf package ({missing}): run in the project's venv, "
+                         ".venv/bin/python -m flamegraph.hotspots ... (README, set-up)") from None
+    return profile_pb2
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+def decode(data: bytes) -> bytes:
+    """The bytes of a file, gunzipped when gzip-compressed. FrameError for a truncated or corrupt gzip stream."""
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except EOFError:
+        raise FrameError("the gzip stream ends early (a truncated download?)") from None
+    except (OSError, zlib.error) as error:
+        raise FrameError(f"not a valid gzip stream ({error})") from None
+
+
+def load(data: bytes, sample_type: Optional[str] = None) -> tuple[Profile, str]:
+    """A profile file's content, any of the three formats: (profile, format) with format ``frame``, ``render`` or
+    ``pprof``. JSON (a Grafana /api/ds/query response or bare frame, or a render answer) is told from pprof by its
+    first non-blank byte. FrameError says what is wrong, in one line."""
+    from flamegraph.hotspots import find_frame, parse_frame
+
+    if not data:
+        raise FrameError("empty file: expected a Grafana frame, a Pyroscope render JSON or a pprof profile")
+    raw = decode(data)
+    if raw.lstrip()[:1] in (b"{", b"["):
+        if sample_type is not None:
+            raise FrameError("--sample-type picks among a pprof profile's sample types; a JSON flame graph holds one")
+        try:
+            document = json.loads(raw)
+        except ValueError as error:
+            raise FrameError(f"not valid JSON ({error})") from None
+        if isinstance(document, dict) and "flamebearer" in document:
+            return from_render(document), "render"
+        return parse_frame(find_frame(document)), "frame"
+    return from_pprof(raw, sample_type), "pprof"
+
+
+def _sample_index(types: list[tuple[str, str]], wanted: Optional[str]) -> int:
+    declared = ", ".join(f"{t}:{u}" for t, u in types)
+    if wanted is not None:
+        kind, _, unit = wanted.partition(":")
+        matches = [i for i, (t, u) in enumerate(types) if t == kind and (not unit or u == unit)]
+        if not matches:
+            raise FrameError(f"--sample-type {wanted}: the profile declares {declared}")
+        return matches[0]
+    if GPU_MEMORY_SAMPLE_TYPE in types:
+        return types.index(GPU_MEMORY_SAMPLE_TYPE)
+    if len(types) == 1:
+        return 0
+    raise FrameError(f"no {':'.join(GPU_MEMORY_SAMPLE_TYPE)} sample type (Inspektor Gadget's GPU memory); "
+                     f"pick one of {declared} with --sample-type")
+
+
+def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
+    """A decoded (gunzipped) pprof profile as a flame-graph Profile of one sample type."""
+    from google.protobuf.message import DecodeError
+
+    message = _pb2().Profile()
+    try:
+        message.ParseFromString(raw)
+    except DecodeError as error:
+        raise FrameError(f"not a pprof profile (protobuf: {error})") from None
+    if not message.sample_type and not message.sample:
+        raise FrameError("empty profile: no sample types and no samples")
+    strings = message.string_table
+    size = len(strings)
+    if not size or strings[0] != "":
+        raise FrameError("not a pprof profile: string_table must start with the empty string")
+
+    def string(index: int, what: str) -> str:
+        if not 0 <= index < size:
+            raise FrameError(f"not a pprof profile: {what} points outside string_table ({index})")
+        return strings[index]
+
+    types = [(string(t.type, "a sample type"), string(t.unit, "a sample unit")) for t in message.sample_type]
+    if not types:
+        raise FrameError("not a pprof profile: samples without sample types")
+    index = _sample_index(types, sample_type)
+    kind, unit = types[index]
+    width = len(types)
+    functions = {f.id: string(f.name, f"function {f.id}'s name") for f in message.function}
+    names: dict[int, tuple[str, ...]] = {}  # location id -> function names, caller first
+    for location in message.location:
+        lines = location.line
+        if lines:
+            try:
+                names[location.id] = tuple(functions[line.function_id] for line in reversed(lines))
+            except KeyError as missing:
+                raise FrameError(f"not a pprof profile: location {location.id} names no function {missing}") from None
+        else:
+            names[location.id] = (f"0x{location.address:x}",)
+
+    # Samples with the same stack add up first (a profile repeats stacks), then the tree is built once per stack.
+    by_stack: dict[tuple[int, ...], int] = {}
+    get = by_stack.get
+    for sample in message.sample:
+        values = sample.value
+        if len(values) != width:
+            raise FrameError(f"not a pprof profile: a sample has {len(values)} values for {width} sample types")
+        value = values[index]
+        if value:
+            stack = tuple(sample.location_id)
+            by_stack[stack] = get(stack, 0) + value
+    del message
+    return _tree(by_stack, names, unit, f"{kind}:{unit}")  # stacks in first-seen order: callees in sample order
+
+
+def _tree(by_stack: dict, names: dict, unit: str, sample_type: str) -> Profile:
+    """The Profile of {leaf-first location-id stack: value}: nodes merged by function name from the root down.
+    Each stack's node is found from its callers' stack (``stack[1:]``, remembered), so a stack costs one new node
+    and a few lookups rather than a walk from the root."""
+    root = Node("total", 0, 0, 0)
+    child_of: dict[tuple[int, str], Node] = {}  # (id of the parent, name) -> node
+    memo: dict[tuple, Node] = {(): root}
+    for stack, value in by_stack.items():
+        if value < 0:
+            raise FrameError("a sample value is negative (a diff profile? read each side and use --baseline)")
+        missing = []
+        while stack not in memo:
+            missing.append(stack)
+            stack = stack[1:]
+        node = memo[stack]
+        for stack in reversed(missing):
+            try:
+                frames = names[stack[0]]
+            except KeyError:
+                raise FrameError(f"not a pprof profile: a sample points at no location {stack[0]}") from None
+            for name in frames:
+                key = (id(node), name)
+                child = child_of.get(key)
+                if child is None:
+                    child = child_of[key] = Node(name, node.level + 1, 0, 0, node)
+                    node.children.append(child)
+                node = child
+            memo[stack] = node
+        node.self += value
+    del memo, child_of
+    return _finish(root, unit, sample_type)
+
+
+def nested_set_order(root: Node) -> list[Node]:
+    """``root`` and its descendants depth first, each node's children right after it in their order (nested-set
+    order, the order of Grafana's flame-graph frame)."""
+    order: list[Node] = []
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        order.append(node)
+        pending.extend(reversed(node.children))
+    return order
+
+
+def _finish(root: Node, unit: str, sample_type: Optional[str]) -> Profile:
+    """Totals summed up from the leaves, the nodes listed in nested-set order (depth first, callees in order)."""
+    order = nested_set_order(root)
+    for node in reversed(order):  # callees before callers
+        node.value += node.self
+        if node.parent is not None:
+            node.parent.value += node.value
+    return Profile(unit, root, order, sample_type)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def from_render(document: dict) -> Profile:
+    """A Pyroscope render answer (format ``single``) as a Profile."""
+    flamebearer = document.get("flamebearer")
+    metadata = document.get("metadata") or {}
+    if not isinstance(flamebearer, dict) or not isinstance(metadata, dict):
+        raise FrameError("a render answer needs the objects flamebearer and metadata")
+    if metadata.get("format", "single") != "single":
+        raise FrameError(f"render format {metadata.get('format')!r}: only 'single' (one profile); "
+                         "for a comparison give each side and --baseline")
+    names, levels = flamebearer.get("names"), flamebearer.get("levels")
+    if not isinstance(names, list) or not isinstance(levels, list) or not all(isinstance(l, list) for l in levels):
+        raise FrameError("flamebearer.names and flamebearer.levels must be lists")
+    unit = metadata.get("units") or "bytes"
+    if not levels or not levels[0]:
+        return Profile(unit, None, [], f"{metadata['name']}:{unit}" if metadata.get("name") else None)
+    parents: list[tuple[int, Node]] = []  # (absolute start, node) of the previous level, in x order
+    root: Optional[Node] = None
+    for depth, values in enumerate(levels):
+        if len(values) % 4 or not all(_whole(v) for v in values):
+            raise FrameError(f"level {depth}: expected whole numbers in groups of 4 (x offset, total, self, name)")
+        current: list[tuple[int, Node]] = []
+        end = 0
+        cursor = 0  # index into parents
+        for i in range(0, len(values), 4):
+            delta, total, own, name = values[i:i + 4]
+            if total < 0 or own < 0 or delta < 0 or own > total:
+                raise FrameError(f"level {depth}, node {i // 4}: negative offset, total or self, or self above total")
+            if not 0 <= name < len(names):
+                raise FrameError(f"level {depth}, node {i // 4}: name index {name} outside flamebearer.names")
+            start = end + delta
+            end = start + total
+            if depth == 0:
+                if i or root is not None:
+                    raise FrameError("level 0 must hold the root alone")
+                root = node = Node("total", 0, total, own)
+            else:
+                while cursor < len(parents) and start + total > parents[cursor][0] + parents[cursor][1].value:
+                    cursor += 1
+                if cursor == len(parents) or start < parents[cursor][0]:
+                    raise FrameError(f"level {depth}, node {i // 4} ({names[name]!r}): under no node of level {depth - 1}")
+                parent = parents[cursor][1]
+                node = Node(str(names[name]), depth, total, own, parent)
+                parent.children.append(node)
+            current.append((start, node))
+        parents = current
+    return Profile(unit, root, nested_set_order(root), f"{metadata['name']}:{unit}" if metadata.get("name") else None)
+
+
+# --- writing (the examples, the round-trip tests, the benchmark) ------------------------------------------
+
+
+def to_render(profile: Profile, name: str = GPU_MEMORY_SAMPLE_TYPE[0]) -> dict:
+    """The profile as Pyroscope's render answer lays it out (``model.NewFlameGraph``, then ``ExportToFlamebearer``:
+    ``metadata.name`` is the profile type's sample type, ``units`` its unit, ``sampleRate`` 100)."""
+    names: list[str] = []
+    index: dict[str, int] = {}
+    levels: list[list[int]] = []
+    ends: list[int] = []  # per level, where the last node written ends
+    max_self = 0
+    x: dict[int, int] = {}  # id(node) -> absolute x
+    used: dict[int, int] = {}  # id(node) -> where its next callee starts
+    for node in profile.nodes:
+        label = "total" if node.parent is None else node.label
+        if label not in index:
+            index[label] = len(names)
+            names.append(label)
+        if node.parent is None:
+            start = 0
+        else:
+            start = used[id(node.parent)]
+            used[id(node.parent)] += node.value
+        x[id(node)], used[id(node)] = start, start + node.self
+        while len(levels) <= node.level:
+            levels.append([])
+            ends.append(0)
+        levels[node.level] += [start - ends[node.level], node.value, node.self, index[label]]
+        ends[node.level] = start + node.value
+        max_self = max(max_self, node.self)
+    return {"version": 1,
+            "flamebearer": {"names": names, "levels": levels, "numTicks": profile.total, "maxSelf": max_self},
+            "metadata": {"format": "single", "spyName": "", "sampleRate": 100, "units": profile.unit, "name": name},
+            "timeline": None, "groups": None, "heatmap": None}
+
+
+def to_pprof(profile: Profile, sample_type: tuple[str, str] = GPU_MEMORY_SAMPLE_TYPE,
+             period_type: tuple[str, str] = ("process_cuda", "bytes"), compress: bool = True) -> bytes:
+    """The profile as pprof: one function and one location per name, one sample per node with self (its stack,
+    leaf first), as the Inspektor Gadget exporter writes one sample per stack."""
+    message = _pb2().Profile()
+    strings: dict[str, int] = {"": 0}
+
+    def string(text: str) -> int:
+        if text not in strings:
+            strings[text] = len(strings)
+        return strings[text]
+
+    message.sample_type.add(type=string(sample_type[0]), unit=string(sample_type[1]))
+    message.period_type.type, message.period_type.unit = string(period_type[0]), string(period_type[1])
+    message.period = 1
+    locations: dict[str, int] = {}
+    stacks: dict[int, list[int]] = {}  # id(node) -> location ids, leaf first
+    for node in profile.nodes:
+        if node.parent is None:
+            stacks[id(node)] = []
+            continue
+        if node.label not in locations:
+            locations[node.label] = len(locations) + 1
+            message.function.add(id=locations[node.label], name=string(node.label))
+            message.location.add(id=locations[node.label]).line.add(function_id=locations[node.label])
+        stack = stacks[id(node)] = [locations[node.label], *stacks[id(node.parent)]]
+        if node.self:
+            message.sample.add(location_id=stack, value=[node.self])
+    message.string_table.extend(strings)
+    data = message.SerializeToString()
+    return gzip.compress(data, mtime=0) if compress else data

@@ -1,0 +1,685 @@
+"""Offline preview diff: what ``pulumi preview --diff`` would say about going from one plan to another.
+
+AN OFFLINE ESTIMATE from the engine's and the providers' rules (:mod:`offline.replacement`), not the cloud's answer:
+the base is an earlier ``python -m offline.plan --json`` (another commit or config), the head is evaluated here.
+Per resource (matched by URN): ``create``, ``update`` (each changed input path, old -> new; secrets as
+``[secret]``, compared by fingerprint), ``replace`` with its order and reasons, ``delete`` or ``same``.
+
+The head is evaluated as a preview sees it (:func:`preview`): resources being created or replaced have no ID and
+unknown outputs, so inputs derived from them, and invokes that depend on them, are ``[unknown]``; that can turn
+more steps into replacements (a create-only input that is unknown), so the evaluation repeats until the set of
+created and replaced resources is stable. Values known in preview are the canned answers (offline/canned.py).
+
+:func:`compute` -> :class:`Diff`: ``steps`` (head create order, then deleted resources in the base's destroy
+order) and ``order``, the actions the engine would run for ``pulumi up`` (:func:`engine_order`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from offline import engine, replacement
+from offline.program import SECRET, UNKNOWN, AtUp, join_path
+
+OPS = ("create", "update", "replace", "delete", "same", "read")
+#: types the engine reads (``ReadResource``) rather than creates
+READS = ("pulumi:pulumi:StackReference",)
+LABEL = ("OFFLINE ESTIMATE from the engine's and providers' rules (offline/replacement.py), with canned Azure "
+         "answers; not the cloud's answer. A real `pulumi preview --diff` reads the live state.")
+_ABSENT = object()
+
+
+@dataclass
+class Step:
+    """One resource's predicted operation. ``replace_order``: ``delete-first``/``create-first`` for a replacement,
+    else None. ``diffs``: ``{"path", "old", "new"}`` (``old``/``new`` None when absent)."""
+
+    urn: str
+    type: str
+    op: str
+    replace_order: Optional[str] = None
+    reasons: list[str] = field(default_factory=list)
+    diffs: list[dict] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.urn.rsplit("::", 1)[-1]
+
+    def to_json(self) -> dict:
+        return {"urn": self.urn, "type": self.type, "op": self.op, "replaceOrder": self.replace_order,
+                "reasons": self.reasons, "diffs": self.diffs}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing the engine does: ``kind`` is ``create``, ``update``, ``delete`` (a removed resource, or the old
+    one of a replacement) or ``create-replacement``; ``note`` says why it comes there."""
+
+    kind: str
+    urn: str
+    note: str = ""
+
+
+@dataclass
+class Diff:
+    """``steps``: one per resource (head create order, then the base's deleted resources in its destroy order);
+    ``order``: the :class:`Action` list ``pulumi up`` would run. ``summary``: op -> count over ``steps``;
+    ``to_json()``: ``{"summary", "steps"}`` as ``offline.plan --diff-against --json`` prints it."""
+
+    steps: list[Step]
+    order: list[Action]
+    errors: list[str] = field(default_factory=list)
+    #: what a reviewer must know before reading the counts (a base plan of another stack, ...)
+    warnings: list[str] = field(default_factory=list)
+    #: URNs replaced in this preview only because a value is unknown in it; with the canned answers the engine,
+    #: rerun with every value known (as ``pulumi up`` diffs each resource again once its inputs are known), keeps them
+    preview_only: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return {op: sum(1 for s in self.steps if s.op == op) for op in OPS}
+
+    def step(self, urn_or_name: str) -> Step:
+        """The step for a URN or a resource name (KeyError if none, ValueError if the name is ambiguous)."""
+        found = [s for s in self.steps if urn_or_name in (s.urn, s.name)]
+        if not found:
+            raise KeyError(urn_or_name)
+        if len(found) > 1:
+            raise ValueError(f"{urn_or_name} names {len(found)} resources; give the URN")
+        return found[0]
+
+    def to_json(self) -> dict:
+        return {"summary": self.summary, "steps": [s.to_json() for s in self.steps],
+                "order": [{"kind": a.kind, "urn": a.urn, "note": a.note} for a in self.order],
+                "previewOnly": self.preview_only, "warnings": self.warnings, "errors": self.errors}
+
+
+# --- input diffs ----------------------------------------------------------------------------------------------
+
+
+def input_diffs(old: Any, new: Any, path: str, old_fp: Mapping[str, str], new_fp: Mapping[str, str]) -> list[dict]:
+    """Changed paths between two input values. A ``[secret]`` on either side is compared by fingerprint (changed
+    when either fingerprint is missing); ``[unknown]`` differs from any known value."""
+    if old is _ABSENT or new is _ABSENT:
+        return [{"path": path, "old": None if old is _ABSENT else old, "new": None if new is _ABSENT else new}]
+    if SECRET in (old, new):
+        same = old == new == SECRET and old_fp.get(path) is not None and old_fp.get(path) == new_fp.get(path)
+        return [] if same else [{"path": path, "old": old, "new": new}]
+    if isinstance(old, dict) and isinstance(new, dict):
+        found: list[dict] = []
+        for key in sorted(set(old) | set(new)):
+            found += input_diffs(old.get(key, _ABSENT), new.get(key, _ABSENT), join_path(path, key), old_fp, new_fp)
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        found = []
+        for index, (a, b) in enumerate(zip(old, new)):
+            found += input_diffs(a, b, join_path(path, index), old_fp, new_fp)
+        return found
+    return [] if old == new else [{"path": path, "old": old, "new": new}]
+
+
+def _top(path: str) -> str:
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+# --- the engine run ---------------------------------------------------------------------------------------------
+
+
+def _option(value: Any) -> Optional[bool]:
+    """The plan JSON keeps ``deleteBeforeReplace`` as a bool, so ``false`` is read as "not set" (docs/offline.md D2)."""
+    return True if value else None
+
+
+class _Model:
+    """The base as a state, the head as a program, and a :class:`engine.Provider` per package that diffs as
+    :mod:`offline.replacement` says. ``forced``: URN -> ``delete-first``/``create-first`` to impose an order
+    (:func:`engine_order`)."""
+
+    def __init__(self, base: Mapping, head: Mapping, property_dependencies: Optional[Mapping] = None,
+                 forced: Optional[Mapping[str, str]] = None) -> None:
+        self.base, self.head = base, head
+        self.base_by = {r["urn"]: r for r in base["resources"]}
+        self.head_by = {r["urn"]: r for r in head["resources"]}
+        self.base_fp, self.head_fp = base.get("secretFingerprints", {}), head.get("secretFingerprints", {})
+        #: Fingerprints are keyed per machine (offline/replacement.py fingerprint): a base plan keyed otherwise
+        #: (another machine, or an older unkeyed plan) is read as one without fingerprints.
+        self.other_key = bool(self.base_fp) and base.get("secretFingerprintKey") != head.get("secretFingerprintKey")
+        if self.other_key:
+            self.base_fp = {}
+        self.head_deps = dict(property_dependencies or {})
+        for r in head["resources"]:
+            self.head_deps.setdefault(r["urn"], r.get("propertyDependencies") or {})
+        self.forced = dict(forced or {})
+
+    def base_property_dependencies(self, resource: Mapping) -> dict:
+        """A base plan from before ``propertyDependencies`` was written: the head's, for the same URN."""
+        if "propertyDependencies" in resource:
+            return resource["propertyDependencies"]
+        return self.head_deps.get(resource["urn"], {})
+
+    def snapshot(self) -> list[engine.State]:
+        """The base plan as ``pulumi up`` left it: every resource in create order, ids stand-ins."""
+        states = []
+        for urn in self.base["createOrder"]:
+            r = self.base_by[urn]
+            states.append(engine.State(
+                urn=urn, type=r["type"], custom=r["custom"], id=f"base:{r['name']}" if r["custom"] else "",
+                inputs=r["inputs"], outputs=r["inputs"], parent=r["parent"],
+                provider=f"{r['provider']}::base:{r['provider'].rsplit('::', 1)[-1]}" if r.get("provider") else None,
+                dependencies=list(r["dependencies"]), property_dependencies=self.base_property_dependencies(r),
+                protect=bool(r["options"].get("protect")), retain_on_delete=bool(r["options"].get("retainOnDelete")),
+                replace_with=list(r["options"].get("replaceWith") or []),
+                ignore_changes=list(r["options"].get("ignoreChanges") or [])))
+        return states
+
+    def program(self, monitor: engine.Monitor) -> None:
+        for urn in self.head["createOrder"]:
+            r = self.head_by[urn]
+            dbr = _option(r["options"].get("deleteBeforeReplace"))
+            if urn in self.forced:
+                dbr = self.forced[urn] == "delete-first"
+            monitor.register(r["type"], r["name"], r["custom"], urn=urn, inputs=r["inputs"], parent=r["parent"],
+                             provider=r.get("provider"), dependencies=r["dependencies"],
+                             property_dependencies=self.head_deps.get(urn, {}),
+                             protect=r["options"].get("protect"), retain_on_delete=r["options"].get("retainOnDelete"),
+                             delete_before_replace=dbr, replace_with=r["options"].get("replaceWith") or [],
+                             ignore_changes=r["options"].get("ignoreChanges") or [],
+                             replace_on_changes=r["options"].get("replaceOnChanges") or [])
+
+    def diffs(self, urn: str, old_inputs: Mapping, new_inputs: Mapping, ignore: Iterable[str] = ()) -> list[dict]:
+        ignored = set(ignore)
+        return [d for d in input_diffs(old_inputs, new_inputs, "", self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
+                if _top(d["path"]) not in ignored]
+
+    def providers(self) -> dict[str, engine.Provider]:
+        """One provider per package; its ``Diff`` asks for a replacement on the paths its rule names (delete-first
+        when the rule says the provider asks it), its ``DiffConfig`` is the rule's ``config_diff``."""
+        def diff(urn, old, new_inputs, preview):
+            rule = replacement.rule_for(old.type)
+            changed = [d for d in self.diffs(urn, old.inputs, new_inputs) if not _same_location(old.type, d)]
+            keys = sorted({_top(d["path"]) for d in changed if rule is not None and rule.forces(d["path"])})
+            # The changed keys as the provider's detailed diff names them too (pulumi-kubernetes writes full property
+            # paths), which the engine matches against replaceOnChanges (applyReplaceOnChanges).
+            return engine.DiffResult(bool(changed), keys, bool(keys) and rule is not None and rule.delete_first,
+                                     sorted({_top(d["path"]) for d in changed} | {d["path"] for d in changed}))
+
+        def diff_config(urn, old_inputs, new_inputs):
+            rule = replacement.rule_for(urn.split("::")[2])
+            if rule is None or rule.config_diff is None:
+                return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)))
+            verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
+            return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)) or bool(verdict.replace_keys),
+                                     sorted(verdict.replace_keys))
+
+        packages = {engine._package(r["type"]) for plan in (self.base, self.head) for r in plan["resources"]}
+        return {package: engine.Provider(diff=diff, diff_config=diff_config) for package in packages}
+
+    def run(self, replace_targets: Iterable[str] = ()) -> engine.Result:
+        project, stack = self.head.get("project", "project"), self.head.get("stack", "stack")
+        offline = engine.Engine(self.providers(), stack=stack, project=project)
+        return offline.update(self.program, self.snapshot(), preview=True, replace=replace_targets)
+
+
+def _same_location(type_: str, diff: dict) -> bool:
+    """azure-native drops a top-level ``location`` change between spellings of one region ("East US", "eastus"):
+    ``applyAzureSpecificDiff`` compares them lowercased without spaces (provider/pkg/provider/diff.go @ 03707ff7)."""
+    if not type_.startswith("azure-native:") or diff["path"] != "location":
+        return False
+    norm = lambda v: v.lower().replace(" ", "") if isinstance(v, str) else v
+    return diff["old"] is not None and diff["new"] is not None and norm(diff["old"]) == norm(diff["new"])
+
+
+# --- from the engine's steps to the reviewer's -------------------------------------------------------------------
+
+
+def _ops(result: engine.Result) -> dict[str, tuple[str, Optional[str], tuple]]:
+    """URN -> (op, replace order, replace keys) from the engine's steps."""
+    found: dict[str, tuple[str, Optional[str], tuple]] = {}
+    deleted_first: set[str] = set()
+    for step in result.steps:
+        if step.op == "delete-replaced" and step.urn not in found:
+            deleted_first.add(step.urn)
+        elif step.op == "replace":
+            found[step.urn] = ("replace", "delete-first" if step.urn in deleted_first else "create-first", step.keys)
+        elif step.op in ("create", "update", "delete") and step.urn not in found:
+            found[step.urn] = (step.op, None, ())
+        elif step.op == "same" and step.urn not in found:
+            found[step.urn] = ("same", None, ())
+    return found
+
+
+def _chain_note(result: engine.Result, urn: str) -> str:
+    return next((s.note for s in result.steps if s.op == "delete-replaced" and s.urn == urn and s.note), "")
+
+
+def _chain_reason(note: str) -> str:
+    """A resource the engine deleted before a delete-first replacement and re-creates when the program registers it
+    (the engine's note: ``<why>; deleted before <root>``)."""
+    why, _, root = note.partition("; deleted before ")
+    if why.startswith("its replaceWith names "):
+        cause, source = f"replaceWith: {why[len('its replaceWith names '):]} is replaced", "findResourcesReplacedWith"
+    elif why.startswith("its provider "):
+        cause, source = why[len("its "):], "calculateDependentReplacements"
+    else:
+        cause, source = why.replace("its inputs ", "inputs ", 1), "calculateDependentReplacements"
+    return (f"{cause}; the engine deletes it before {root or 'a delete-first replacement'} is deleted and re-creates it "
+            f"when the program registers it ({source}, {replacement.ENGINE})")
+
+
+def decide(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
+           property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None,
+           known_head: Optional[Mapping] = None) -> list[Step]:
+    """The step of every resource, head create order first, then the base's removed resources, as the offline
+    engine (:mod:`offline.engine`) runs the head over the base.
+
+    ``base``/``head``: plan JSON (``offline.plan --json``). ``replace_targets``: URNs given to ``--replace``.
+    ``property_dependencies``: head URN -> input key -> URNs (default: the plan JSON's ``propertyDependencies``).
+    ``known_head``: the head with every value known (canned), to say when an unknown is unchanged after all.
+    """
+    return compute(base, head, replace_targets, property_dependencies, known_head).steps
+
+
+def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Optional[str], keys: tuple,
+             diffs: list[dict], steps: Mapping[str, "Step"], known_by: Mapping) -> list[str]:
+    new, old = model.head_by[urn], model.base_by.get(urn)
+    rule = replacement.rule_for(new["type"])
+    reasons: list[str] = []
+    by_provider = False
+    if op == "replace":
+        if "dependent" in keys:
+            reasons.append(_chain_reason(_chain_note(result, urn)))
+            return reasons + [f"delete-first: it goes in the delete-first chain of "
+                              f"{_chain_note(result, urn).partition('; deleted before ')[2] or 'another resource'}, "
+                              "whatever its own options"] + _unknown_notes(urn, diffs, steps, model.head_deps, old,
+                                                                           known_by.get(urn))
+        elif "id" in keys:
+            reasons.append(f"--replace: replacement requested on the command line (ReplaceKeys [id], {replacement.ENGINE})")
+        elif "replaceWith" in keys:
+            targets = [t for t in new["options"].get("replaceWith") or [] if steps.get(t) and steps[t].op == "replace"]
+            reasons += [f"replaceWith: {_name(t)} is replaced ({replacement.ENGINE})" for t in targets]
+        elif "provider" in keys:
+            reasons += _provider_reasons(model, new, old)
+        elif rule is not None and rule.config_diff is not None and old is not None:  # a provider: its DiffConfig
+            by_provider = True
+            verdict = rule.config_diff(old["inputs"], new["inputs"], model.base_fp.get(urn, {}), model.head_fp.get(urn, {}))
+            reasons += [f"{key}: {why} ({rule.source})" for key, why in verdict.replace_keys.items()]
+        else:
+            by_provider = any("." not in key and "[" not in key for key in keys)
+            reasons += [f"{d['path']}: {rule.forces(d['path'])} ({rule.source})" for d in diffs
+                        if rule is not None and rule.forces(d["path"]) and _top(d["path"]) in keys]
+            reasons += [f"{d['path']}: listed in replaceOnChanges ({replacement.ENGINE} applyReplaceOnChanges)"
+                        for d in diffs if d["path"] in keys]
+        reasons += _order_reason(order, by_provider, rule, new)
+    if op in ("replace", "update"):
+        reasons += _unknown_notes(urn, diffs, steps, model.head_deps, old, known_by.get(urn))
+        why = ("its fingerprints are keyed on another machine or by an older offline.plan; plan base and head on one machine"
+               if model.other_key else "a plan from before secretFingerprints")
+        reasons += [f"{d['path']}: the base plan has no fingerprint for this secret ({why}), "
+                    "so it is shown as changed" for d in diffs
+                    if d["old"] == SECRET and d["path"] not in model.base_fp.get(urn, {})]
+    return reasons
+
+
+def _provider_reasons(model: _Model, new: Mapping, old: Optional[Mapping]) -> list[str]:
+    """Why a changed provider reference replaces: the new provider's ``DiffConfig`` (``providerChanged``)."""
+    urn = new.get("provider")
+    before, after = model.base_by.get((old or {}).get("provider") or ""), model.head_by.get(urn or "")
+    rule = replacement.rule_for(after["type"]) if after else None
+    if before is None or after is None or rule is None or rule.config_diff is None:
+        return [f"provider reference changed to {_name(urn or '')} ({replacement.ENGINE})"]
+    verdict = rule.config_diff(before["inputs"], after["inputs"], model.base_fp.get(before["urn"], {}), model.head_fp.get(urn, {}))
+    return [f"provider {_name(urn)} is replaced and its DiffConfig asks for it: {why} ({replacement.ENGINE})"
+            for why in verdict.replace_keys.values()] or [f"provider {_name(urn)} is replaced ({replacement.ENGINE})"]
+
+
+def _order_reason(order: str, by_provider: bool, rule, new) -> list[str]:
+    if new["options"].get("deleteBeforeReplace"):
+        also = " (the provider's diff asks delete-first too)" if by_provider and rule is not None and rule.delete_first else ""
+        return [f"{order}: deleteBeforeReplace option is set{also}"]
+    if by_provider and rule is not None and rule.delete_first:
+        return [f"{order}: the provider's diff asks delete-before-replace for a named resource ({rule.source})"]
+    if by_provider:
+        return [f"{order}: the provider's diff does not ask delete-before-replace ({rule.source if rule else 'no rule'})"]
+    return [f"{order}: the engine takes the order from the deleteBeforeReplace option alone, which is not set ({replacement.ENGINE})"]
+
+
+_SETTLED = "; with the canned answers it is unchanged, so `pulumi up` may find nothing to do here"
+
+
+def _unknown_notes(urn, diffs, steps, property_dependencies, old, known) -> list[str]:
+    notes = []
+    for diff in diffs:
+        if diff["new"] != UNKNOWN and not (isinstance(diff["new"], list) and UNKNOWN in diff["new"]):
+            continue
+        key = _top(diff["path"])
+        causes = sorted({d.rsplit("::", 1)[-1] for d in property_dependencies.get(urn, {}).get(key, [])
+                         if steps.get(d) and steps[d].op in ("create", "replace")})
+        settled = known is not None and old is not None and known["inputs"].get(key) == old["inputs"].get(key)
+        tail = _SETTLED if settled else ""
+        notes.append(f"{diff['path']} is unknown during preview (it comes from {', '.join(causes) or 'a step run in this update'}){tail}")
+    return notes
+
+
+_ACTION = {"create": "create", "update": "update", "create-replacement": "create-replacement", "delete": "delete",
+           "delete-replaced": "delete"}
+
+
+def _actions(result: engine.Result) -> list[Action]:
+    """The engine's steps that do something, in the order it runs them, each with why it sits there."""
+    actions = []
+    for step in result.steps:
+        kind = _ACTION.get(step.op)
+        if kind is None:
+            continue
+        note = step.note
+        if step.op == "delete" and note in ("removed from the program", "destroy"):
+            note = "removed from the program"
+        actions.append(Action(kind, step.urn, note))
+    return actions
+
+
+# --- the engine's order -----------------------------------------------------------------------------------------
+
+
+def engine_order(steps: Sequence[Step], base: Mapping, head: Mapping,
+                 property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None) -> list[Action]:
+    """The actions ``pulumi up`` runs for these steps, each replacement in the order its step says (used to play a
+    replacement in the order the program does not choose): the offline engine run with every replaced resource
+    given to ``--replace`` and its ``deleteBeforeReplace`` option set to that order."""
+    forced = {s.urn: s.replace_order for s in steps if s.op == "replace" and s.replace_order}
+    model = _Model(base, head, property_dependencies, forced)
+    return _actions(model.run(forced))
+
+
+def _name(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+# --- putting it together ----------------------------------------------------------------------------------------
+
+
+def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
+            property_dependencies: Optional[Mapping[str, Mapping[str, list]]] = None,
+            known_head: Optional[Mapping] = None) -> Diff:
+    """The Diff from ``base`` to ``head`` (plan JSON): the offline engine (:mod:`offline.engine`) previews the
+    head over the base; ``steps`` per resource with reasons and field diffs, ``order`` the engine's actions,
+    ``errors`` what the engine refused. Arguments as for :func:`decide`."""
+    model = _Model(base, head, property_dependencies)
+    result = model.run(replace_targets)
+    ops = _ops(result)
+    known_by = {r["urn"]: r for r in (known_head or head)["resources"]}
+    steps: dict[str, Step] = {}
+    for urn in head["createOrder"]:
+        new, old = model.head_by[urn], model.base_by.get(urn)
+        op, order, keys = ops.get(urn, ("same", None, ()))
+        if old is None:
+            if new["type"] in READS:  # a read (ReadResource), shown as such and counted apart by a real preview
+                steps[urn] = Step(urn, new["type"], "read", reasons=["a read of another stack's outputs; creates nothing"])
+            else:
+                steps[urn] = Step(urn, new["type"], "create", reasons=["not in the base plan"])
+            continue
+        diffs = model.diffs(urn, old["inputs"], new["inputs"], new["options"].get("ignoreChanges") or [])
+        step = Step(urn, new["type"], op, order, [], diffs if op in ("update", "replace") else [])
+        steps[urn] = step
+        step.reasons = _reasons(model, result, urn, op, order, keys, diffs, steps, known_by)
+        if op == "same" and diffs:  # the provider found nothing to change where the inputs differ
+            step.diffs = []
+    warnings = _warnings(base, head)
+    same_stack = not any("no URN is shared" in w for w in warnings)
+    for urn in base["destroyOrder"]:
+        if urn not in model.head_by:
+            steps[urn] = Step(urn, model.base_by[urn]["type"], "delete",
+                              reasons=["not in the new program" + (_removed_because(urn, base, head) if same_stack else "")])
+    errors = list(result.diagnostics) or ([result.error] if result.error else [])
+    errors += _retained_collisions(steps.values(), model)
+    return Diff(list(steps.values()), _actions(result), errors, warnings + _consequences(steps.values(), head))
+
+
+def _retained_collisions(steps: Iterable[Step], model: _Model) -> list[str]:
+    """A replaced resource that keeps its name and was recorded ``retainOnDelete``: the engine skips the provider's
+    Delete even inside a replacement (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go`` ``DeleteStep.Apply``), so
+    the old one is still there when azure-native creates the new one under the same name, and its create refuses
+    ("cannot create already existing resource"; docs/offline.md D4)."""
+    found = []
+    for step in steps:
+        old, new = model.base_by.get(step.urn), model.head_by.get(step.urn)
+        rule = replacement.rule_for(step.type)
+        if step.op != "replace" or old is None or new is None or not old["options"].get("retainOnDelete"):
+            continue
+        if rule is None or not rule.delete_first:  # only named resources (azure-native) collide on their name
+            continue
+        renamed = [k for k, why in rule.replace_on.items() if why.startswith("a path parameter")
+                   and old["inputs"].get(k) != new["inputs"].get(k)]
+        if not renamed:
+            found.append(f"{step.name}: replacing it will fail: it is retainOnDelete, so its old copy is not deleted "
+                         "and azure-native refuses to create one with the same name (cannot create already existing "
+                         "resource)")
+    return found
+
+
+#: resource name (prefix) -> the settings that decide whether the program registers it
+EXISTENCE = {
+    "grafana-datasources-monitoring-data-reader": ("assignMonitoringDataReader", "multiCluster"),
+    "managed-grafana": ("createGrafana",),
+    "monitor-workspace": ("createMonitorWorkspace",),
+}
+
+
+def _removed_because(urn: str, base: Mapping, head: Mapping) -> str:
+    """The settings behind a removal: those that decide whether the resource exists (:data:`EXISTENCE`) with their
+    values before and after and what Pulumi.yaml says of them, else every setting that changed."""
+    old, new = base.get("config"), head.get("config")
+    if old is None or new is None:
+        return ""
+    project = head.get("project", "")
+    name = _name(urn)
+    keys = next((keys for prefix, keys in EXISTENCE.items() if name.startswith(prefix)), None)
+    changed = sorted(k.split(":", 1)[1] for k in set(old) | set(new)
+                     if k.startswith(project + ":") and old.get(k) != new.get(k))
+    shown = list(keys) if keys else changed
+    if not shown:
+        return ""
+    parts = []
+    for key in shown:
+        before, after = old.get(f"{project}:{key}"), new.get(f"{project}:{key}")
+        value = f"{before} -> {after}" if before != after else f"{after} (unchanged)"
+        parts.append(f"{key}: {value}" + (f" ({_describe(key)})" if keys else ""))
+    return "; settings: " + "; ".join(parts)
+
+
+def _describe(key: str) -> str:
+    """The first sentences of the key's description in Pulumi.yaml."""
+    import yaml  # local: only the diff's text needs it
+    project = yaml.safe_load((Path(__file__).resolve().parents[1] / "Pulumi.yaml").read_text())
+    text = str(((project.get("config") or {}).get(key) or {}).get("description", ""))
+    return text if len(text) <= 240 else text[:240].rsplit(" ", 1)[0] + " ..."
+
+
+def _warnings(base: Mapping, head: Mapping) -> list[str]:
+    found = []
+    for field_, fix in (("project", "plan the base from the same project"), ("stack", "plan the base with the same --stack")):
+        if base.get(field_) and head.get(field_) and base[field_] != head[field_]:
+            found.append(f"the base plan is of {field_} '{base[field_]}' and the head of '{head[field_]}': no URN is "
+                         f"shared, so every resource shows as deleted and created; {fix}")
+    missing = [key for key in ("secretFingerprints", "config") if key not in base]
+    missing += ["propertyDependencies"] if base.get("resources") and "propertyDependencies" not in base["resources"][0] else []
+    if base.get("secretFingerprints") and base.get("secretFingerprintKey") != head.get("secretFingerprintKey"):
+        found.append("the base plan's secret fingerprints were keyed on another machine (or by an older, unkeyed "
+                     "offline.plan): secrets show as changed; plan base and head on the same machine for an exact diff")
+    if missing:
+        found.append(f"the base plan comes from an older offline.plan (no {', '.join(missing)}): secrets show as changed, "
+                     "removals name no setting, and delete-first chains use the head's dependencies; re-plan the base "
+                     "with this version for an exact diff")
+    return found
+
+
+#: removed resource name -> what its removal does that a reviewer must know (said as a warning)
+CONSEQUENCES = {
+    "grafana-datasources-monitoring-data-reader": (
+        "deleting it removes Grafana's Monitoring Data Reader role on the workspace{also}: the Prometheus datasource "
+        "(and every stack's on this Grafana) loses access; with multiCluster, set assignMonitoringDataReader=true in "
+        "one stack and run `pulumi state delete` on this resource before `pulumi up` (docs/platform.md, "
+        "\"Several clusters, one Grafana\")"),
+}
+
+
+#: What a change of pyroscopeMode does (components/pyroscope.py, "Switching modes"), keyed by "to microservices".
+MODE_SWITCH = {
+    True: ("pyroscope-release: pyroscopeMode changes to microservices, so the release is reinstalled delete-first: the single "
+           "binary's StatefulSet and Service pyroscope go, the chart's components come up on the blob container, the "
+           "stack's Service pyroscope (the distributors) takes the exporter's address, and the private link service moves "
+           "to pyroscope-query-frontend (Grafana's endpoint re-created and approved again); the profiles on claim "
+           "data-pyroscope-0 are not moved to the container: they are not shown any more, and the kept claim still bills "
+           "until you delete it (docs/sizing.md, \"Microservices mode\")"),
+    False: ("pyroscope-release: pyroscopeMode goes back to single-binary, so the release is reinstalled delete-first (the "
+            "stack's Service pyroscope deleted before it) and the single binary starts from its own volume: every profile "
+            "in the blob container is left behind, and a storage account the stack created is deleted with its "
+            "container and all the profiles in it (a brought account is kept); export what you need first "
+            "(docs/sizing.md, \"Microservices mode\")"),
+}
+
+
+def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
+    names = {r["name"] for r in head["resources"]}
+    found = []
+    for step in steps:
+        if step.op == "delete" and step.name in CONSEQUENCES:
+            also = (", the same assignment grafana-datasources-shared-monitoring-data-reader ensures"
+                    if "grafana-datasources-shared-monitoring-data-reader" in names else "")
+            found.append(f"{step.name}: " + CONSEQUENCES[step.name].format(also=also))
+        mode_switch = step.op == "replace" and step.name == "pyroscope-release" and any(
+            d["path"] == "values.pyroscope.components" and (d["old"] is None or d["new"] is None) for d in step.diffs)
+        if mode_switch:
+            to_micro = any(r["name"] == "pyroscope-release" and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
+                "components") for r in head["resources"])
+            found.append(MODE_SWITCH[to_micro])
+        elif step.op == "replace" and step.name == "pyroscope-release" and any(
+                d["path"].startswith("values.pyroscope.persistence") for d in step.diffs):
+            found.append("pyroscope-release: its volume changes, so Helm cannot upgrade the StatefulSet (volumeClaimTemplates "
+                         "are immutable) and the release is reinstalled: the Service, its private link service and Grafana's "
+                         "endpoint are re-created, and profiles held in an emptyDir (persistence off so far) are lost; a "
+                         "retained claim data-pyroscope-0 is reused as it is (docs/sizing.md)")
+    return found
+
+
+def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds: int = 6) -> tuple[Diff, Any]:
+    """Evaluate the head as a preview sees it and diff it against ``base``.
+
+    ``evaluate(pending)`` runs the program with the URNs in ``pending`` treated as being created or replaced and
+    returns its :class:`offline.program.Plan`. Inputs come from that run; the dependency graph and order from
+    the run with every value known (an unknown invoke result carries no dependencies in the SDK, but the engine
+    runs ``up`` with the full graph). Repeats until the created/replaced set is stable (at most ``rounds`` times;
+    RuntimeError past that).
+
+    Then the same for ``pulumi up`` (docs/offline.md D12), which diffs each resource again once what it reads is
+    known: ``pending`` as :class:`offline.program.AtUp`, so the outputs of what ``up`` creates or replaces
+    are new (unknown here), but invokes are answered (a lookup finds what exists). Its order is the Diff's ``order``;
+    replacements of the preview that it does not make are ``preview_only``.
+    Returns (Diff, the head Plan with every value known)."""
+    targets = list(replace_targets)
+    known = evaluate(frozenset())
+    known_json, dependencies = known.to_json(), known.property_dependencies()
+    diff = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, frozenset)
+    at_up = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, AtUp)
+    ops = {s.urn: s.op for s in at_up.steps}
+    diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
+    diff.order = at_up.order
+    for step in diff.steps:  # "may find nothing to do" only where the up estimate indeed does nothing
+        if ops.get(step.urn, step.op) == step.op and step.urn not in diff.preview_only:
+            step.reasons = [r.split(_SETTLED, 1)[0] for r in step.reasons]
+    return diff, known
+
+
+def _settle(base, evaluate, known, known_json, dependencies, targets, rounds, wrap) -> Diff:
+    head, pending = known_json, wrap()
+    for _ in range(rounds):
+        diff = compute(base, head, targets, dependencies, known_json)
+        now = wrap(s.urn for s in diff.steps if s.op in ("create", "replace") and _custom(known, s.urn))
+        if now == pending:
+            return diff
+        pending = now
+        previewed = evaluate(pending).to_json()
+        inputs = {r["urn"]: r["inputs"] for r in previewed["resources"]}
+        head = {**known_json, "secretFingerprints": previewed["secretFingerprints"],
+                "resources": [{**r, "inputs": inputs.get(r["urn"], r["inputs"])} for r in known_json["resources"]]}
+    raise RuntimeError(f"the preview did not settle after {rounds} rounds")
+
+
+def _custom(plan, urn: str) -> bool:
+    try:
+        return plan.get(urn).custom
+    except KeyError:
+        return False
+
+
+# --- text --------------------------------------------------------------------------------------------------------
+
+_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": " ", "read": ">"}
+
+
+def summary_line(diff: Diff) -> str:
+    """Pulumi's words: ``+ 1 to create, ~ 2 to update, +-1 to replace, - 0 to delete, 14 unchanged``, then how many of
+    the replacements are there only while a value is unknown in preview."""
+    n = diff.summary
+    line = (f"+ {n['create']} to create, ~ {n['update']} to update, +-{n['replace']} to replace, "
+            f"- {n['delete']} to delete, {n['same']} unchanged") + (f", {n['read']} to read" if n["read"] else "")
+    if diff.preview_only:
+        names = ", ".join(_name(u) for u in diff.preview_only)
+        line += (f" ({len(diff.preview_only)} of the {n['replace']} replacements only while a value is unknown in "
+                 f"preview; with the canned answers `pulumi up` keeps {names})")
+    return line
+
+
+def _values(old: Any, new: Any, width: int = 120) -> tuple[str, str]:
+    """Both sides as JSON text; long ones cut to a window around where they first differ."""
+    texts = ["(absent)" if v is None else json.dumps(v, sort_keys=True) for v in (old, new)]
+    if max(len(t) for t in texts) <= width:
+        return texts[0], texts[1]
+    first = next((i for i, (a, b) in enumerate(zip(*texts)) if a != b), min(len(t) for t in texts))
+    start = max(0, first - width // 3)
+    return tuple(("..." if start else "") + t[start:start + width] + ("..." if len(t) > start + width else "") for t in texts)
+
+
+def _expanded(diff: dict) -> list[tuple[str, Any, Any]]:
+    """A changed string that holds JSON on both sides (a step's environment value) as the changed paths inside it,
+    ``environment.DATASOURCE{jsonData.url}``, so a long value is not cut where it differs."""
+    old, new = diff["old"], diff["new"]
+    try:
+        parsed = json.loads(old), json.loads(new)
+    except (TypeError, ValueError):
+        return [(diff["path"], old, new)]
+    if not all(isinstance(v, (dict, list)) for v in parsed):
+        return [(diff["path"], old, new)]
+    inner = input_diffs(parsed[0], parsed[1], "", {}, {})
+    return [(f"{diff['path']}{{{d['path']}}}", d["old"], d["new"]) for d in inner] or [(diff["path"], old, new)]
+
+
+def render_text(diff: Diff, title: str) -> str:
+    """The PR-comment text: label, summary, replacements first (order and reasons), then updates, creates and
+    deletes with their field diffs, then the engine's order."""
+    lines = [title, LABEL, ""] + [f"WARNING: {w}" for w in diff.warnings] + [f"ERROR: {e}" for e in diff.errors]
+    lines += ["Resources: " + summary_line(diff)]
+    groups = (("Replacements", "replace"), ("Updates", "update"), ("Creates", "create"), ("Deletes", "delete"),
+              ("Reads", "read"))
+    for heading, op in groups:
+        chosen = [s for s in diff.steps if s.op == op]
+        if not chosen:
+            continue
+        lines += ["", f"{heading}:"]
+        for step in chosen:
+            order = f" ({step.replace_order})" if step.replace_order else ""
+            lines.append(f" {_SYMBOL[op]:<2} {step.type}  {step.name}  {op}{order}")
+            lines += [f"       because {reason}" for reason in step.reasons if op in ("replace", "update", "delete")]
+            lines += ["       ~ {}: {} => {}".format(path, *_values(old, new)) for d in step.diffs
+                      for path, old, new in _expanded(d)]
+    lines += ["", "Engine order (pulumi up" + (", with the canned answers: the replacements that exist only in "
+                                               "preview are not made)" if diff.preview_only else ")") + ":"]
+    if not diff.order:
+        lines.append("    (nothing to do)")
+    for i, action in enumerate(diff.order, 1):
+        note = f"  ({action.note})" if action.note else ""
+        lines.append(f"  {i:>3}. {action.kind:<18} {_name(action.urn)}{note}")
+    return "\n".join(lines)

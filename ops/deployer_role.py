@@ -1,0 +1,414 @@
+"""The deployer's custom Azure role (docs/deployer-role.json) and what each of its actions is for.
+
+Three tables say which Azure RBAC action each thing the stack does needs, each entry with its source:
+
+- :data:`RESOURCES`: the azure-native resource types the program registers (create = ``write``, refresh and the
+  existence check before a create = ``read``, destroy = ``delete``, plus the provider's async-operation status where it
+  has one);
+- :data:`INVOKES`: the azure-native invokes (lookups) it calls;
+- :data:`AZ_COMMANDS` and :data:`ARM_REST`: every ``az`` command line the step scripts (and ``ops.verify``) run,
+  taken from the stand-in az's call log (tests/support/fake_az.py ``FAKE_AZ_LOG``).
+
+Grafana's own HTTP API (``az rest --resource ce34e7e5-...``) is not Azure RBAC: :data:`GRAFANA_API` says which Grafana
+role each call needs (docs/deployer-role.md, "What the role does not cover").
+
+Action names are the resource providers' own (learn.microsoft.com "Azure permissions for ..." pages, cited per
+provider in :data:`SOURCES`). ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]...`` checks one offline
+plan (offline.plan) against the role and prints what is missing; exit 1 if anything is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from cli import OneLineParser, UsageError, exit_code
+
+ROOT = Path(__file__).resolve().parent.parent
+ROLE_FILE = ROOT / "docs" / "deployer-role.json"
+#: The fields ``az role definition create --role-definition @file`` reads (azure-cli's role module accepts this
+#: PascalCase form; learn.microsoft.com/azure/role-based-access-control/custom-roles-cli, "Create a custom role").
+ROLE_FIELDS = ("Name", "IsCustom", "Description", "Actions", "NotActions", "DataActions", "NotDataActions",
+               "AssignableScopes")
+ASSIGNABLE_SCOPE_PLACEHOLDER = "/subscriptions/<subscription-id>"
+GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"  # steps/azcli.py GRAFANA_AUDIENCE
+
+#: Where each provider's action names come from.
+SOURCES = {
+    "Microsoft.ContainerService": "learn.microsoft.com/azure/role-based-access-control/permissions/containers#microsoftcontainerservice",
+    "Microsoft.KubernetesConfiguration": "learn.microsoft.com/azure/role-based-access-control/permissions/hybrid-multicloud#microsoftkubernetesconfiguration; "
+                                         "built-in role Kubernetes Extension Contributor (85cb6faf-e071-4c9b-8136-154b5a04f717)",
+    "Microsoft.Dashboard": "learn.microsoft.com/azure/role-based-access-control/permissions/monitor#microsoftdashboard",
+    "Microsoft.Monitor": "learn.microsoft.com/azure/role-based-access-control/permissions/monitor#microsoftmonitor",
+    "Microsoft.Network": "learn.microsoft.com/azure/private-link/rbac-permissions#private-link-service; "
+                         "learn.microsoft.com/azure/role-based-access-control/permissions/networking#microsoftnetwork",
+    "Microsoft.Authorization": "learn.microsoft.com/azure/role-based-access-control/permissions/management-and-governance#microsoftauthorization",
+    "Microsoft.Storage": "learn.microsoft.com/azure/role-based-access-control/permissions/storage#microsoftstorage",
+    "Microsoft.ManagedIdentity": "learn.microsoft.com/azure/role-based-access-control/permissions/identity#microsoftmanagedidentity",
+}
+
+
+@dataclass(frozen=True)
+class Need:
+    """What one thing the stack does needs: Azure RBAC ``actions``, and why (``source``)."""
+
+    actions: tuple
+    source: str
+
+
+def _rw(prefix: str, *extra: str) -> tuple:
+    return (f"{prefix}/read", f"{prefix}/write", f"{prefix}/delete", *extra)
+
+
+# --- Resources: azure-native type token -> actions ---------------------------------------------------------------------
+#: Async operations: azure-native waits for a long-running create or delete by polling the operation URL the provider
+#: returns; each provider lists reading that status as its own action.
+_EXT_OPERATIONS = "Microsoft.KubernetesConfiguration/extensions/operations/read"  # "Gets Async Operation status"
+_DASHBOARD_OPERATIONS = "Microsoft.Dashboard/locations/operationStatuses/read"  # "Get operation statuses"
+_MONITOR_OPERATIONS = "Microsoft.Monitor/locations/operationStatuses/read"  # "Read any Operation Status"
+
+RESOURCES = {
+    "azure-native:kubernetesconfiguration:Extension": Need(
+        _rw("Microsoft.KubernetesConfiguration/extensions", _EXT_OPERATIONS),
+        "components/inspektor_gadget.py (ARM Microsoft.KubernetesConfiguration/extensions under the managed cluster); "
+        + SOURCES["Microsoft.KubernetesConfiguration"]),
+    "azure-native:dashboard:ManagedPrivateEndpoint": Need(
+        _rw("Microsoft.Dashboard/grafana/managedPrivateEndpoints", _DASHBOARD_OPERATIONS),
+        "components/grafana_private_link.py; " + SOURCES["Microsoft.Dashboard"]),
+    "azure-native:dashboard:Grafana": Need(
+        _rw("Microsoft.Dashboard/grafana", _DASHBOARD_OPERATIONS),
+        "components/managed_grafana.py (createGrafana); " + SOURCES["Microsoft.Dashboard"]),
+    "azure-native:monitor:AzureMonitorWorkspace": Need(
+        _rw("Microsoft.Monitor/accounts", _MONITOR_OPERATIONS),
+        "components/monitor_workspace.py (createMonitorWorkspace); " + SOURCES["Microsoft.Monitor"]),
+    # pyroscopeMode microservices (components/pyroscope_storage.py); a brought account registers only the identity, its
+    # credential and the role assignment. Not verified here: whether polling the account's long-running create needs an
+    # operation-status action of Microsoft.Storage, as Dashboard's and Monitor's do (docs/deployer-role.md, open).
+    "azure-native:storage:StorageAccount": Need(
+        _rw("Microsoft.Storage/storageAccounts"),
+        "components/pyroscope_storage.py (pyroscopeMode microservices, account created); " + SOURCES["Microsoft.Storage"]),
+    "azure-native:storage:BlobContainer": Need(
+        _rw("Microsoft.Storage/storageAccounts/blobServices/containers"),
+        "components/pyroscope_storage.py (the profiles' container, created with the account); " + SOURCES["Microsoft.Storage"]),
+    "azure-native:managedidentity:UserAssignedIdentity": Need(
+        _rw("Microsoft.ManagedIdentity/userAssignedIdentities"),
+        "components/pyroscope_storage.py (Pyroscope's workload identity); " + SOURCES["Microsoft.ManagedIdentity"]),
+    "azure-native:managedidentity:FederatedIdentityCredential": Need(
+        _rw("Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials"),
+        "components/pyroscope_storage.py (the cluster's OIDC issuer trusted for service account gadget/pyroscope); "
+        + SOURCES["Microsoft.ManagedIdentity"]),
+    "azure-native:authorization:RoleAssignment": Need(
+        _rw("Microsoft.Authorization/roleAssignments"),
+        "components/grafana_datasources.py (Monitoring Data Reader), components/managed_grafana.py (Grafana Admin); "
+        + SOURCES["Microsoft.Authorization"]),
+}
+
+#: Registered types that are not ARM resources: nothing in Azure RBAC to grant.
+NOT_ARM = {
+    "pulumi:": "Pulumi's own stack, providers and stack references (no ARM call)",
+    "aks-gpu-observability:index:": "this project's components (grouping only)",
+    "command:local:Command": "a step script run on the deployer's machine; its az calls are checked from the call log",
+    "kubernetes:": "Kubernetes API objects (namespace, Helm release): Kubernetes RBAC, docs/deployer-role.md",
+}
+
+# --- Invokes: azure-native function token -> actions -------------------------------------------------------------------
+INVOKES = {
+    "azure-native:authorization:getClientConfig": Need(
+        (), "answered by the azure-native provider from its own credentials (no ARM request)"),
+    "azure-native:containerservice:getManagedCluster": Need(
+        ("Microsoft.ContainerService/managedClusters/read",),
+        "components/cluster.py lookup_cluster; " + SOURCES["Microsoft.ContainerService"]),
+    "azure-native:containerservice:listManagedClusterUserCredentials": Need(
+        ("Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",),
+        "components/cluster.py kubeconfig_for (kubeconfigCredentials=user); " + SOURCES["Microsoft.ContainerService"]),
+    "azure-native:containerservice:listManagedClusterAdminCredentials": Need(
+        ("Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action",),
+        "components/cluster.py kubeconfig_for (kubeconfigCredentials=admin); " + SOURCES["Microsoft.ContainerService"]),
+    "azure-native:dashboard:getGrafana": Need(
+        ("Microsoft.Dashboard/grafana/read",), "components/grafana.py lookup_grafana; " + SOURCES["Microsoft.Dashboard"]),
+    "azure-native:dashboard:getManagedPrivateEndpoint": Need(
+        ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/read",),
+        "components/grafana_private_link.py (private IP read-back); " + SOURCES["Microsoft.Dashboard"]),
+    "azure-native:monitor:getAzureMonitorWorkspace": Need(
+        ("Microsoft.Monitor/accounts/read",), "components/grafana.py lookup_monitor_workspace; " + SOURCES["Microsoft.Monitor"]),
+    "azure-native:network:getPrivateLinkService": Need(
+        ("Microsoft.Network/privateLinkServices/read",),
+        "components/grafana_private_link.py (PLS id for the MPE, NAT IPs for Pyroscope's NetworkPolicy); " + SOURCES["Microsoft.Network"]),
+}
+
+#: Actions a configuration can need that the role leaves out on purpose, and why.
+EXCLUDED = {
+    "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action":
+        "kubeconfigCredentials=admin only: the admin kubeconfig is cluster-admin on the cluster, bypassing Microsoft Entra "
+        "ID; a deployer who needs it gets the built-in Azure Kubernetes Service Cluster Admin Role on that one "
+        "cluster instead",
+}
+
+# --- az command lines --------------------------------------------------------------------------------------------------
+#: ``az <words>`` (the leading non-option words of argv) -> actions. azure-cli sources at 2.91.0.
+AZ_COMMANDS = {
+    ("network", "private-link-service", "show"): Need(
+        ("Microsoft.Network/privateLinkServices/read",),
+        "GET .../privateLinkServices/{name} (steps/wait_private_link_service.sh, "
+        "steps/approve_private_endpoint_connection.sh); " + SOURCES["Microsoft.Network"]),
+    ("network", "lb", "frontend-ip", "show"): Need(
+        ("Microsoft.Network/loadBalancers/read",),
+        "GET .../loadBalancers/{lb}/frontendIPConfigurations/{name}: the subnet the PLS's NAT IPs belong in without "
+        "privateLinkSubnet (steps/wait_private_link_service.sh); " + SOURCES["Microsoft.Network"]),
+    ("network", "private-link-service", "connection", "update"): Need(
+        ("Microsoft.Network/privateLinkServices/privateEndpointConnections/read",
+         "Microsoft.Network/privateLinkServices/privateEndpointConnections/write"),
+        "a GET then a PUT of .../privateEndpointConnections/{name} (Azure/azure-cli src/azure-cli/azure/cli/"
+        "command_modules/network/aaz/latest/network/private_link_service/connection/_update.py, _execute_operations: "
+        "PrivateLinkServicesGetPrivateEndpointConnection, PrivateLinkServicesUpdatePrivateEndpointConnection); "
+        + SOURCES["Microsoft.Network"]),
+    ("role", "assignment", "create"): Need(
+        ("Microsoft.Authorization/roleAssignments/write", "Microsoft.Authorization/roleAssignments/read",
+         "Microsoft.Authorization/roleDefinitions/read"),
+        "PUT {scope}/providers/Microsoft.Authorization/roleAssignments/{name} (steps/ensure_role_assignment.sh); a 409 "
+        "RoleAssignmentExists is answered with the existing assignment: list_role_assignments lists the assignments at "
+        "the scope and, to fill in role names, the role definitions at the scope (definitions_client.list, a GET of "
+        "{scope}/providers/Microsoft.Authorization/roleDefinitions) (Azure/azure-cli src/azure-cli/azure/cli/"
+        "command_modules/role/custom.py @ 01ce0346, create_role_assignment and list_role_assignments; the same in "
+        "azure-cli 2.91.0); " + SOURCES["Microsoft.Authorization"]),
+    ("role", "assignment", "list"): Need(
+        ("Microsoft.Authorization/roleAssignments/read",),
+        "GET {scope}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope() (steps/ensure_role_assignment.sh,"
+        " when the create answered with another principal's assignment; --role is a full id and --fill-role-definition-name"
+        " false, so no role definition is listed: azure-cli 2.91.0 azure/cli/command_modules/role/custom.py "
+        "list_role_assignments, _search_role_assignments, _resolve_role_id); " + SOURCES["Microsoft.Authorization"]),
+}
+
+_ARM_ID = r"(?:https://management\.azure\.com)?/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
+_GRAFANA = _ARM_ID + r"Microsoft\.Dashboard/grafana/[^/?]+"
+#: ``az rest`` against ARM (no Grafana audience): (method, URL pattern without the query string) -> actions.
+ARM_REST = [
+    ("get", re.compile(_GRAFANA + r"$", re.I), Need(
+        ("Microsoft.Dashboard/grafana/read",),
+        "steps/azcli.py Step.grafana_gone (does the workspace still exist?); " + SOURCES["Microsoft.Dashboard"])),
+    ("get", re.compile(_GRAFANA + r"/managedPrivateEndpoints/[^/]+$", re.I), Need(
+        ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/read",),
+        "steps/refresh_managed_private_endpoints.sh, ops/verify.py; " + SOURCES["Microsoft.Dashboard"])),
+    ("post", re.compile(_GRAFANA + r"/refreshManagedPrivateEndpoints$", re.I), Need(
+        ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/action",),
+        "POST .../refreshManagedPrivateEndpoints (steps/refresh_managed_private_endpoints.sh): the provider's one "
+        "action on managed private endpoints, \"Operations on Private Endpoints\"; " + SOURCES["Microsoft.Dashboard"])),
+    ("get", re.compile(_ARM_ID + r"Microsoft\.ContainerService/managedClusters/[^/]+/providers/"
+                       r"Microsoft\.KubernetesConfiguration/extensions/[^/]+$", re.I), Need(
+        ("Microsoft.KubernetesConfiguration/extensions/read",),
+        "ops/verify.py (extension state); " + SOURCES["Microsoft.KubernetesConfiguration"])),
+]
+
+# --- Grafana's HTTP API (not Azure RBAC) -------------------------------------------------------------------------------
+#: Azure Managed Grafana's roles, least to most (MicrosoftDocs/azure-docs articles/managed-grafana/
+#: how-to-share-grafana-workspace.md: Admin "viewing, editing, and configuring data sources", Editor "read-write access
+#: to the dashboards", Viewer read-only). "none": Grafana answers without a signed-in user.
+GRAFANA_ROLES = ("none", "Viewer", "Editor", "Admin")
+#: Built-in Azure role that makes a principal Grafana Admin on a workspace.
+GRAFANA_ADMIN_ROLE_ID = "22926164-76b3-42b3-bc55-97df8dab3e41"
+GRAFANA_API = [
+    ("get", re.compile(r"/api/health$"), "none", "GET /api/health answers anonymously (steps/grafana_server.py probe)"),
+    ("get", re.compile(r"/api/plugins$"), "Viewer", "plugin list (steps/grafana_server.py probe)"),
+    ("get", re.compile(r"/api/datasources/uid/[^/]+/(?:health|resources/.+)$"), "Viewer",
+     "a datasource's health check and resources are queries (ops/verify.py)"),
+    ("get", re.compile(r"/api/datasources/(?:uid|name)/[^/]+$"), "Admin",
+     "reading a datasource's settings is data source configuration (steps/grafana_datasource.py)"),
+    ("post", re.compile(r"/api/datasources$"), "Admin", "creating a datasource (steps/grafana_datasource.py)"),
+    ("put", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin", "updating a datasource (steps/grafana_datasource.py)"),
+    ("delete", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin", "deleting a datasource (steps/grafana_datasource.py)"),
+    ("get", re.compile(r"/api/dashboards/uid/[^/]+$"), "Viewer", "reading a dashboard (steps/grafana_dashboard.py, ops/verify.py)"),
+    ("get", re.compile(r"/api/search$"), "Viewer", "dashboard search (steps/grafana_dashboard.py title check)"),
+    ("post", re.compile(r"/api/dashboards/db$"), "Editor", "saving a dashboard (steps/grafana_dashboard.py)"),
+    ("delete", re.compile(r"/api/dashboards/uid/[^/]+$"), "Editor", "deleting a dashboard (steps/grafana_dashboard.py)"),
+    ("post", re.compile(r"/api/ds/query$"), "Viewer", "a datasource query (flamegraph/hotspots.py)"),
+]
+
+
+class Unmapped(Exception):
+    """Something the stack does that no table maps to a permission; the message names it in one line."""
+
+
+@dataclass(frozen=True)
+class Permission:
+    """What one az call needs: ``kind`` ``arm`` (``actions``), ``grafana`` (``grafana_role``) or ``none`` (a public
+    download without a token)."""
+
+    kind: str
+    actions: tuple = ()
+    grafana_role: str = ""
+    source: str = ""
+
+
+def _option(argv: Sequence[str], name: str) -> Optional[str]:
+    return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else None
+
+
+def _words(argv: Sequence[str]) -> tuple:
+    """The command's leading words (``network private-link-service show``), before the first option."""
+    words = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        words.append(arg)
+    return tuple(words)
+
+
+def az_permission(argv: Sequence[str]) -> Permission:
+    """What ``az <argv>`` needs; raises :class:`Unmapped` naming the command when no table maps it."""
+    words = _words(argv)
+    if words in AZ_COMMANDS:
+        need = AZ_COMMANDS[words]
+        return Permission("arm", need.actions, source=need.source)
+    if words == ("rest",):
+        method = (_option(argv, "--method") or "get").lower()
+        url = (_option(argv, "--url") or "").split("?", 1)[0]
+        if "--skip-authorization-header" in argv:
+            return Permission("none", source="a public download: az sends no token (steps/azcli.py download)")
+        audience = _option(argv, "--resource")
+        if audience == GRAFANA_AUDIENCE:
+            path = re.sub(r"^https://[^/]+", "", url)
+            for want, pattern, role, source in GRAFANA_API:
+                if want == method and pattern.search(path):
+                    return Permission("grafana", grafana_role=role, source=source)
+            raise Unmapped(f"unmapped Grafana API call: {method.upper()} {path}")
+        if audience is None:
+            for want, pattern, need in ARM_REST:
+                if want == method and pattern.match(url):
+                    return Permission("arm", need.actions, source=need.source)
+        raise Unmapped(f"unmapped az rest call: {method.upper()} {url}" + (f" (--resource {audience})" if audience else ""))
+    raise Unmapped(f"unmapped az command: az {' '.join(words)}")
+
+
+def load_role(path: Path = ROLE_FILE) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def granted(role: dict) -> set:
+    """The role's Actions and DataActions, lower-cased (Azure compares action strings case-insensitively)."""
+    return {a.lower() for a in [*role.get("Actions", []), *role.get("DataActions", [])]}
+
+
+def missing_for_calls(calls: Iterable[Sequence[str]], role: dict) -> list:
+    """One line per az call (argv) needing an action the role lacks: ``az <words>: <action>``. Raises Unmapped."""
+    have, lines = granted(role), []
+    for argv in calls:
+        permission = az_permission(argv)
+        for action in permission.actions:
+            if action.lower() not in have:
+                line = f"az {' '.join(_words(argv))}: {action} is not in the role"
+                if line not in lines:
+                    lines.append(line)
+    return lines
+
+
+def plan_needs(plan: dict) -> list:
+    """(what, Need) for every ARM resource type and invoke of an offline plan (offline.plan --json); raises Unmapped for
+    a type or invoke no table knows."""
+    needs = []
+    for resource in plan["resources"]:
+        kind = resource["type"]
+        if kind in RESOURCES:
+            needs.append((kind, RESOURCES[kind]))
+        elif not any(kind.startswith(prefix) for prefix in NOT_ARM):
+            raise Unmapped(f"unmapped resource type: {kind}")
+    for invoke in plan["invokes"]:
+        token = invoke["token"]
+        if token not in INVOKES:
+            raise Unmapped(f"unmapped invoke: {token}")
+        needs.append((token, INVOKES[token]))
+    return needs
+
+
+def missing_for_plan(plan: dict, role: dict) -> tuple:
+    """(missing, excluded): lines ``<type or invoke>: <action>`` for actions the role lacks, split into those it lacks
+    by mistake and those :data:`EXCLUDED` on purpose. Raises Unmapped."""
+    have, missing, excluded = granted(role), [], []
+    for what, need in plan_needs(plan):
+        for action in need.actions:
+            if action.lower() not in have:
+                line = f"{what}: {action} is not in the role"
+                target = excluded if action in EXCLUDED else missing
+                if line not in target:
+                    target.append(line)
+    return missing, excluded
+
+
+def all_needs() -> list:
+    """Every Need in the tables (for the "nothing unused" check)."""
+    return [*RESOURCES.values(), *INVOKES.values(), *AZ_COMMANDS.values(), *(need for _, _, need in ARM_REST)]
+
+
+def unused(role: dict) -> list:
+    """Actions in the role that no table entry needs."""
+    needed = {a.lower() for need in all_needs() for a in need.actions}
+    return [a for a in [*role.get("Actions", []), *role.get("DataActions", [])] if a.lower() not in needed]
+
+
+def role_condition(role_ids: Sequence[str]) -> str:
+    """The ABAC condition for the deployer's assignment: role assignments it writes or deletes must be of one of
+    ``role_ids``. The "Constrain roles" example (MicrosoftDocs/azure-docs articles/role-based-access-control/
+    delegate-role-assignments-examples.md), on one line."""
+    ids = ", ".join(role_ids)
+    return ("((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'})) OR "
+            f"(@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{ids}}})) AND "
+            "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})) OR "
+            f"(@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{ids}}}))")
+
+
+def assigned_roles() -> tuple:
+    """The built-in role definition GUIDs the stack assigns: Monitoring Data Reader (components/grafana_datasources.py,
+    Grafana's identity on the workspace), Grafana Admin (components/managed_grafana.py, the deployer on a Grafana the
+    stack creates) and Storage Blob Data Contributor (components/pyroscope_storage.py, Pyroscope's identity on its
+    container, microservices mode)."""
+    from components.grafana_datasources import MONITORING_DATA_READER
+    from components.managed_grafana import GRAFANA_ADMIN
+    from components.pyroscope_storage import STORAGE_BLOB_DATA_CONTRIBUTOR
+
+    return (MONITORING_DATA_READER, GRAFANA_ADMIN, STORAGE_BLOB_DATA_CONTRIBUTOR)
+
+
+class PlanError(Exception):
+    """offline.plan refused the configuration; the message is its one line."""
+
+
+def plan_json(stack: str = "dev", sets: Sequence[str] = ()) -> dict:
+    """The offline plan (``python -m offline.plan --json``) of ``stack`` with ``--set`` overrides."""
+    args = [sys.executable, "-m", "offline.plan", "--stack", stack, "--json"]
+    for item in sets:
+        args += ["--set", item]
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise PlanError(done.stderr.strip().removeprefix("error: ") or f"offline.plan exited {done.returncode}")
+    return json.loads(done.stdout)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Check one offline plan against the role: 0 when it covers everything, 1 when an action is missing or the stack
+    needs one the role leaves out on purpose (the cluster-admin kubeconfig), 2 on bad
+    input (a usage error, an unmapped type or invoke, a configuration offline.plan refuses)."""
+    parser = OneLineParser(prog="python -m ops.deployer_role", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to plan (default dev)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
+    parser.add_argument("--role", default=str(ROLE_FILE), help="the role definition JSON (default docs/deployer-role.json)")
+    try:
+        args = parser.parse_args(argv)
+        missing, excluded = missing_for_plan(plan_json(args.stack, args.set), load_role(Path(args.role)))
+    except (UsageError, Unmapped, PlanError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for line in excluded:
+        # Left out on purpose, but this stack needs it: the role alone cannot deploy it, so the check fails.
+        print(f"needs a grant outside the role (docs/deployer-role.md, left out on purpose): {line}")
+    for line in missing:
+        print(f"missing: {line}")
+    if not missing and not excluded:
+        print(f"the role covers every Azure resource and lookup of stack {args.stack}")
+    return 1 if missing or excluded else 0
+
+if __name__ == "__main__":
+    sys.exit(exit_code(main))

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""CI: the deploy workflow's matrix from the stacks file, grouped by the Grafana each stack writes to.
+
+Usage: python3 -m ops.stack_matrix [--list] [deploy/stacks.json]
+Input: a JSON object ``{"stacks": [{"stack": <Pulumi stack name>, "grafana": "<resource group>/<Grafana name>"},
+...]}``; a stack may appear once. When the checkout holds ``Pulumi.<stack>.yaml`` and it sets ``grafanaName`` or
+``grafanaResourceGroup``, the entry's ``grafana`` must name the same workspace (the stack files are read from the
+current directory, the checkout) (a wrong key would let two stacks
+write to one Grafana at once).
+Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, one entry per Grafana, ``{"grafana": <key,
+lower-cased>, "stacks": [<stack>, ...]}`` in file order; with ``--list`` (the drift workflow: the same stacks, checked
+one job each, since a read never conflicts) ``stacks=<JSON list of stack names>``, the groups in turn. Errors: one line
+``stack-matrix: error: ...``, exit 1.
+
+Warnings: "production" means two things. The deploy workflow runs every listed stack through the GitHub environment
+``production``; the policy pack's mandatory pin rules (``*-in-production``) apply only to a stack whose config sets
+``aks-gpu-observability:production: "true"``. Each listed stack whose ``Pulumi.<stack>.yaml`` does not (or that has
+no such file in the checkout) gets one ``::warning::`` line (a GitHub workflow command: stdout when ``$GITHUB_OUTPUT``
+is set, as in CI; stderr otherwise, so stdout stays the output); the run goes on.
+
+Why grouped (docs/fleet.md): the managed private endpoint's PUT and DELETE run in azure-native, which retries a 409 only
+for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go`` ``shouldRetryConflict``),
+not Grafana's ``ConflictInProcessing``, so two stacks must never write one Grafana's endpoints at once. The workflow
+calls deploy-stacks.yml once per Grafana (in parallel); there every stack's other steps run at once and only those
+writes go one stack at a time (ops/fleet.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+PROJECT = "aks-gpu-observability"
+STACK = re.compile(r"(?:[\w.-]+/){0,2}[\w.-]+")
+GRAFANA = re.compile(r"[\w\-.()]{1,90}/[A-Za-z][A-Za-z0-9-]{0,21}[A-Za-z0-9]")
+
+
+def fail(message: str) -> "NoReturn":  # noqa: F821
+    print(f"stack-matrix: error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def stack_file_grafana(root: Path, stack: str) -> dict[str, str]:
+    """``grafanaResourceGroup``/``grafanaName`` as ``Pulumi.<stack>.yaml`` sets them (plain scalars under
+    ``config:``; read without a YAML library, which a runner may lack). Empty when the file or the keys are absent."""
+    path = root / f"Pulumi.{stack.rsplit('/', 1)[-1]}.yaml"
+    if not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = re.fullmatch(rf"\s+{PROJECT}:(grafanaName|grafanaResourceGroup):\s*['\"]?([^'\"#\s]*)['\"]?\s*(?:#.*)?", line)
+        if match and match.group(2):
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def stack_file_production(root: Path, stack: str) -> bool | None:
+    """Whether ``Pulumi.<stack>.yaml`` sets ``aks-gpu-observability:production`` to true, as ``pulumi.Config.get_bool``
+    reads it ("true" or "True", quoted or not); None when the checkout has no such file."""
+    path = root / f"Pulumi.{stack.rsplit('/', 1)[-1]}.yaml"
+    if not path.is_file():
+        return None
+    return any(re.fullmatch(rf"\s+{PROJECT}:production:\s*(['\"]?)(true|True)\1\s*(?:#.*)?", line)
+               for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def production_warnings(stacks: list[str]) -> list[str]:
+    """One ``::warning::`` line per stack that the production environment deploys but the policy pack does not treat as
+    production (module docstring)."""
+    lines = []
+    for stack in stacks:
+        production = stack_file_production(Path.cwd(), stack)
+        if production:
+            continue
+        why = ("has no Pulumi.<stack>.yaml in the checkout" if production is None
+               else f'its Pulumi.<stack>.yaml does not set {PROJECT}:production: "true"')
+        lines.append(f"::warning title=Not a production stack::stack {stack} is deployed through the production "
+                     f"environment but {why}, so the mandatory *-in-production pin rules do not apply to it "
+                     "(docs/platform.md, \"Two meanings of production\")")
+    return lines
+
+
+def matrix(path: Path) -> list[dict]:
+    """The grouped matrix for the stacks file at ``path`` (module docstring); exits with one line on bad input."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        fail(f"{path}: cannot read it as JSON ({error})")
+    entries = document.get("stacks") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not entries:
+        fail(f'{path}: expected {{"stacks": [{{"stack": "...", "grafana": "<resource group>/<name>"}}, ...]}} with at least one stack')
+    groups: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        stack, grafana = (entry.get("stack"), entry.get("grafana")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(stack, str) or not STACK.fullmatch(stack):
+            fail(f"{path}: stacks[{index}].stack: expected a stack name (stack, project/stack or org/project/stack), got {stack!r}")
+        if not isinstance(grafana, str) or not GRAFANA.fullmatch(grafana):
+            fail(f"{path}: stacks[{index}].grafana ({stack}): expected '<resource group>/<Grafana name>', got {grafana!r}")
+        if stack in seen:
+            fail(f"{path}: stack {stack} is listed twice; list each stack once")
+        seen.add(stack)
+        group, name = grafana.split("/")
+        declared = stack_file_grafana(Path.cwd(), stack)
+        for key, value in (("grafanaResourceGroup", group), ("grafanaName", name)):
+            if key in declared and declared[key].lower() != value.lower():
+                fail(f"{path}: stack {stack} writes to Grafana {declared.get('grafanaResourceGroup', group)}/"
+                     f"{declared.get('grafanaName', name)} (its Pulumi.<stack>.yaml), not {grafana}; fix its grafana entry")
+        groups.setdefault(grafana.lower(), []).append(stack)
+    return [{"grafana": key, "stacks": stacks} for key, stacks in groups.items()]
+
+
+def main(argv: list[str]) -> int:
+    flat = "--list" in argv
+    argv = [arg for arg in argv if arg != "--list"]
+    path = Path(argv[0] if argv else "deploy/stacks.json")
+    groups = matrix(path)
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not flat:  # the deploy's setup job; the drift workflow (--list) only reads
+        for warning in production_warnings([stack for group in groups for stack in group["stacks"]]):
+            print(warning, file=sys.stdout if target else sys.stderr)
+    if flat:
+        line = "stacks=" + json.dumps([stack for group in groups for stack in group["stacks"]], separators=(",", ":"))
+    else:
+        line = "grafanas=" + json.dumps(groups, separators=(",", ":"))
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    else:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

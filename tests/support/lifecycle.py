@@ -1,0 +1,405 @@
+"""Lifecycle harness: deploy a plan into the fake world, then apply a diff in the engine's order, and read the end
+state. SIMULATED: the engine's executor and the providers; the step scripts are the real ones, run as
+pulumi-command runs them (``/bin/sh -c`` in the project directory, ``environment`` on top of the process
+environment, ``PULUMI_COMMAND_STDOUT`` = the state's stdout for updates and deletes when
+``addPreviousOutputInEnv``), against the stand-in ``az`` answering from tests/support/fake_world.py.
+
+Providers played here, with the rules of offline/replacement.py:
+
+- azure-native: a resource is identified by its PUT path parameters; ``create`` of one that exists fails ("cannot
+  create already existing resource"). A managed private endpoint puts a Pending connection on its PLS; deleting
+  it removes the connection.
+- pulumi-kubernetes Helm release: ``create`` of a release name in use fails ("cannot re-use a name that is still in
+  use"). The release's LoadBalancer Service gets a load balancer frontend in the cluster's node resource group; AKS's
+  cloud provider makes the PLS named in the Service annotations for it (in the node resource group unless annotated),
+  refuses to rename it on an update (the Service keeps the old PLS), and when the Service goes deletes the PLS's
+  private endpoint connections, then the PLS (tests/support/fake_world.py ``ensure_service_pls``, ``delete_service_pls``).
+- Providers, components and the stack: state only.
+
+Degraded states (docs/teardown.md, "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
+:meth:`Deployment.lose_grafana` and :meth:`Deployment.lose_mpe` delete things behind the stack's back;
+:meth:`Deployment.refresh` and :meth:`Deployment.destroy` (a destroy resumes: it deletes what is left in the state)
+then play ``pulumi refresh`` and ``pulumi destroy`` as the
+providers answer them:
+
+- azure-native: ``Read`` of a resource ARM no longer has answers "deleted" (the engine drops it from the state);
+  ``Delete`` of one treats ARM's 404 as done (pulumi-azure-native ``provider/pkg/provider/provider.go`` ``Read``:
+  ``azure.IsNotFound`` -> empty id; ``provider/pkg/azure/client_azcore.go`` ``Delete``: "If the resource is already
+  deleted, we don't want to return an error"; read at 006a62af).
+- pulumi-kubernetes, cluster gone (its API server unreachable): ``Read`` answers "deleted" when the provider has
+  ``deleteUnreachable`` (its input, else ``PULUMI_K8S_DELETE_UNREACHABLE``) and fails otherwise; ``Delete`` of another
+  resource (the namespace) succeeds with the option and fails without it; ``Delete`` of a Helm release fails either way
+  ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
+- pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
+
+Outputs known only at ``pulumi up``: the plan carries canned ones (offline/canned.py). The MPE's
+``systemData.createdAt`` is the one the approval's triggers hold, and ARM sets a new one at each creation; the harness
+hands a step the world's value (:meth:`Deployment.actual_inputs`) and, after each ``up``, checks that no step whose
+actual triggers changed was left alone (:meth:`Deployment.check_triggers`): the engine would have replaced it.
+
+The engine, for every delete it plays (``pulumi destroy``, a resource removed from the program, and the old resource of
+a replacement, delete-first or create-first): a resource whose *recorded* state has ``retainOnDelete`` is only dropped
+from the state, and its provider's Delete is not called (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go``
+``DeleteStep.Apply``: ``else if s.old.RetainOnDelete { // no-op }``, reading the old state's option, so a program that
+stops registering the resource cannot change it; ``pkg/engine/lifecycletest/retain_on_delete_test.go``
+``TestRetainOnDelete``: neither the replacement nor the removal calls Delete). The state keeps each resource's
+options as the plan records them.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from tests.support import fake_world
+from offline import canned, replacement
+from offline.diff import Diff
+
+ROOT = Path(__file__).resolve().parents[2]
+OWNER_KEY = "aksGpuObservabilityOwner"
+_PATH = "a path parameter of the ARM PUT"
+ANNOTATION = "service.beta.kubernetes.io/"
+#: Every step's TIMEOUT_SECONDS is capped at this: the world answers at once, so a wait that would only end by timing
+#: out (a PLS the cloud provider refused to rename) fails in seconds instead of the configured minutes.
+STEP_TIMEOUT_CAP_SECONDS = 5
+
+
+class EngineError(Exception):
+    """A step failed as it would fail under ``pulumi up`` (the message says which and why)."""
+
+
+class Deployment:
+    """One stack's deployed state (``states``: URN -> {"type", "inputs", "stdout"}) and its world file."""
+
+    def __init__(self, workdir: Path, downloads: dict[str, str]) -> None:
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.world_path = workdir / "world.json"
+        world = fake_world.empty()
+        world["downloads"] = dict(downloads)
+        self._save(world)
+        self.states: dict[str, dict] = {}
+        self.actions: list[str] = []  # what ran, for failure messages
+        self.cluster: Optional[tuple[str, str]] = None  # (cluster id, node resource group), from the plan's outputs
+        bin_dir = workdir / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        wrapper = bin_dir / "az"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "support" / "fake_az.py"}" "$@"\n')
+        wrapper.chmod(0o755)
+        self.env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(workdir), "LANG": "C.UTF-8",
+                    "FAKE_AZ_WORLD": str(self.world_path), "FAKE_AZ_LOG": str(workdir / "calls.jsonl"),
+                    "POLL_INITIAL_SECONDS": "0", "POLL_MAX_SECONDS": "0"}
+
+    def copy(self, workdir: Path) -> "Deployment":
+        """An independent copy (its own world file) in ``workdir``."""
+        other = Deployment(workdir, {})
+        shutil.copyfile(self.world_path, other.world_path)
+        other.states = copy.deepcopy(self.states)
+        other.cluster = self.cluster
+        return other
+
+    # --- the world file ---
+    def world(self) -> dict:
+        return json.loads(self.world_path.read_text())
+
+    def _save(self, world: dict) -> None:
+        self.world_path.write_text(json.dumps(world, indent=1, sort_keys=True))
+
+    # --- running plans ---
+    def deploy(self, plan: dict) -> None:
+        """``pulumi up`` of ``plan`` (plan JSON) on an empty stack: every resource created in create order."""
+        self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        by_urn = {r["urn"]: r for r in plan["resources"]}
+        for urn in plan["createOrder"]:
+            self._create(by_urn[urn], plan)
+        self.check_triggers(plan)
+
+    def apply(self, diff: Diff, head: dict) -> None:
+        """Run ``diff.order`` (offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
+        state as it was before (the old resource's inputs, stdout and options). Raises EngineError on a failing step."""
+        self.cluster = (head["outputs"]["clusterId"], head["outputs"]["nodeResourceGroup"])
+        old = copy.deepcopy(self.states)
+        by_urn = {r["urn"]: r for r in head["resources"]}
+        for action in diff.order:
+            if action.kind in ("create", "create-replacement"):
+                self._create(by_urn[action.urn], head)
+            elif action.kind == "update":
+                self._update(by_urn[action.urn], head)
+            else:
+                self._delete(action.urn, old[action.urn])
+        for urn, state in self.states.items():  # a same step records the program's options (its new state)
+            if urn in by_urn:
+                state["options"] = by_urn[urn].get("options", {})
+        self.check_triggers(head)
+
+    def destroy(self, plan: dict) -> None:
+        """``pulumi destroy``: every resource in the state deleted in ``plan``'s destroy order (a resource whose state
+        has ``retainOnDelete`` only leaves the state: :meth:`_delete`)."""
+        for urn in plan["destroyOrder"]:
+            state = self.states.get(urn)
+            if state is not None:
+                self._delete(urn, state)
+
+    # --- one resource ---
+    def actual_inputs(self, resource: dict, plan: dict) -> dict:
+        """``resource``'s inputs as the engine hands them to the provider at ``pulumi up``: a step's triggers with the
+        world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one (module docstring)."""
+        inputs = resource["inputs"]
+        if resource["type"] != "command:local:Command" or canned.CREATED_AT not in (inputs.get("triggers") or []):
+            return inputs
+        mpes = [r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint"]
+        world = self.world()
+        found = [world["mpes"].get(f"{canned.grafana_id(m['resourceGroupName'], m['workspaceName'])}/{m['managedPrivateEndpointName']}".lower())
+                 for m in mpes]
+        created = [m.get("createdAt") for m in found if m]
+        if not created or not created[0]:
+            return inputs
+        return {**inputs, "triggers": [created[0] if t == canned.CREATED_AT else t for t in inputs["triggers"]]}
+
+    def check_triggers(self, plan: dict) -> None:
+        """After an ``up``: every step whose triggers, with the actual outputs, differ from those it ran with would have
+        been replaced by the engine (pulumi-command ``triggers`` are replaceOnChanges); EngineError if the played diff
+        left such a step alone."""
+        for resource in plan["resources"]:
+            state = self.states.get(resource["urn"])
+            if resource["type"] != "command:local:Command" or state is None:
+                continue
+            actual = self.actual_inputs(resource, plan).get("triggers")
+            if actual != state["inputs"].get("triggers"):
+                raise EngineError(f"{resource['name']}: at `pulumi up` its triggers are {actual}, it ran with "
+                                  f"{state['inputs'].get('triggers')}: the engine replaces it, the diff played did not")
+
+    def _create(self, resource: dict, plan: dict) -> None:
+        urn, type_ = resource["urn"], resource["type"]
+        inputs = self.actual_inputs(resource, plan)
+        self.actions.append(f"create {urn}")
+        stdout = ""
+        if type_ == "command:local:Command":
+            stdout = self._run(urn, inputs["create"], inputs, None)
+        elif type_ == "kubernetes:helm.sh/v3:Release":
+            self._release(None, inputs, plan)
+        elif type_.startswith("azure-native:"):
+            self._arm_create(urn, type_, inputs)
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
+
+    def _update(self, resource: dict, plan: dict) -> None:
+        urn, type_ = resource["urn"], resource["type"]
+        inputs = self.actual_inputs(resource, plan)
+        self.actions.append(f"update {urn}")
+        state = self.states[urn]
+        stdout = state["stdout"]
+        if type_ == "command:local:Command":
+            stdout = self._run(urn, inputs.get("update") or inputs["create"], inputs, state)
+        elif type_ == "kubernetes:helm.sh/v3:Release":
+            self._release(state["inputs"], inputs, plan)
+        elif type_.startswith("azure-native:"):
+            world = self.world()
+            world["arm"][self.arm_key(type_, inputs)] = inputs
+            self._save(world)
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
+
+    def _delete(self, urn: str, state: dict) -> None:
+        """The engine's DeleteStep for ``state`` (the old resource): retained -> only forgotten (module docstring)."""
+        type_, inputs = state["type"], state["inputs"]
+        if (state.get("options") or {}).get("retainOnDelete"):
+            self.actions.append(f"forget {urn} (retainOnDelete)")
+            if self.states.get(urn) is state or self.states.get(urn) == state:
+                del self.states[urn]
+            return
+        self.actions.append(f"delete {urn}")
+        if type_ == "kubernetes:helm.sh/v3:Release" and self.cluster_gone():
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: can't delete Helm Release with unreachable cluster "
+                              "(pulumi-kubernetes Delete; run `pulumi refresh` first, with deleteUnreachable)")
+        if type_.startswith("kubernetes:") and self.cluster_gone():
+            if not self._delete_unreachable(state, {}):
+                raise EngineError(f"{urn.rsplit('::', 1)[-1]}: configured Kubernetes cluster is unreachable. If the "
+                                  "cluster was deleted, you can remove this resource from Pulumi state by rerunning "
+                                  "the operation with the PULUMI_K8S_DELETE_UNREACHABLE environment variable set to "
+                                  "\"true\" (pulumi-kubernetes Delete)")
+            del self.states[urn]  # deleteUnreachable: dropped from the state, nothing to call
+            return
+        if type_ == "command:local:Command" and inputs.get("delete"):
+            self._run(urn, inputs["delete"], inputs, state)
+        elif type_ == "kubernetes:helm.sh/v3:Release":
+            self._release(inputs, None, None)
+        elif type_.startswith("azure-native:"):
+            self._arm_delete(type_, inputs)
+        if self.states.get(urn) is state or self.states.get(urn) == state:
+            del self.states[urn]
+
+    def _run(self, urn: str, command: str, inputs: dict, state: Optional[dict]) -> str:
+        """Run a command step as pulumi-command v1.2.1 does; its stdout (trailing newline trimmed)."""
+        env = {**self.env, **(inputs.get("environment") or {})}
+        if "TIMEOUT_SECONDS" in env:  # the stand-in answers at once: what has not happened within seconds never will
+            env["TIMEOUT_SECONDS"] = str(min(int(env["TIMEOUT_SECONDS"]), STEP_TIMEOUT_CAP_SECONDS))
+        if state and inputs.get("addPreviousOutputInEnv", True) and state["stdout"]:
+            env["PULUMI_COMMAND_STDOUT"] = state["stdout"]
+        done = subprocess.run(["/bin/sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{done.stderr}")
+        return done.stdout.rstrip("\n")
+
+    # --- azure-native ---
+    @staticmethod
+    def arm_key(type_: str, inputs: dict) -> str:
+        rule = replacement.rule_for(type_)
+        identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == _PATH}
+        return fake_world.arm_key(type_, identity)
+
+    def _arm_create(self, urn: str, type_: str, inputs: dict) -> None:
+        world = self.world()
+        key = self.arm_key(type_, inputs)
+        if key in world["arm"]:
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: cannot create already existing resource {key} "
+                              "(azure-native Create)")
+        world["arm"][key] = inputs
+        if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
+            endpoint = f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}"
+            grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
+            try:
+                fake_world.connect(world, inputs["privateLinkResourceId"], endpoint, inputs.get("requestMessage") or "")
+            except KeyError:
+                raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
+            world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {
+                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": "",
+                "createdAt": fake_world.next_created_at(world)}
+        self._save(world)
+
+    def _arm_delete(self, type_: str, inputs: dict) -> None:
+        """azure-native Delete: ARM's 404 for a resource already gone counts as deleted (module docstring)."""
+        world = self.world()
+        world["arm"].pop(self.arm_key(type_, inputs), None)
+        if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
+            grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
+            world["mpes"].pop(f"{grafana}/{inputs['managedPrivateEndpointName']}".lower(), None)
+            fake_world.disconnect(world, f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}")
+        self._save(world)
+
+    # --- the Helm release and the PLS AKS makes from it ---
+    def _release(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
+        """Helm install, upgrade or uninstall of the release, and what AKS's cloud provider does with its Service's PLS
+        (tests/support/fake_world.py). An upgrade that renames the PLS goes through (Helm updates the Service) while the cloud
+        provider refuses the rename: the old PLS stays, and a wait for the new name never ends."""
+        if plan is not None:
+            self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        cluster_id, node_rg = self.cluster
+        world = self.world()
+        inputs = new or old
+        key = fake_world.release_key(cluster_id, inputs["namespace"], inputs["name"])
+        service = f"{inputs['namespace']}/{inputs['name']}"  # Service pyroscope is named after the release
+        services = world.setdefault("services", {})
+        if old is None and key in world["releases"]:
+            raise EngineError(f"helm install {service}: cannot re-use a name that is still in use")
+        values = inputs["values"]["pyroscope"]
+        annotations = values["service"].get("annotations") or {}
+        if values.get("components"):  # microservices: the read path's Service has the PLS (components/pyroscope.py)
+            service = f"{inputs['namespace']}/{inputs['name']}-query-frontend"
+            annotations = values["components"]["query-frontend"]["service"]["annotations"]
+        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg  # getPLSResourceGroup
+        if new is None:
+            world["releases"].pop(key, None)
+            frontend = services.pop(key, None)
+            if frontend:  # the Service goes with the annotations it has (the old release's)
+                fake_world.delete_service_pls(world, frontend, group, canned.SUBSCRIPTION_ID)
+        else:
+            world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
+            frontend = services.setdefault(key, fake_world.new_frontend(cluster_id, node_rg))
+            fake_world.ensure_service_pls(
+                world, service, frontend, group,
+                annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
+                canned.SUBSCRIPTION_ID,
+                int(annotations.get(ANNOTATION + "azure-pls-ip-configuration-ip-address-count") or 1),
+                annotations.get(ANNOTATION + "azure-pls-ip-configuration-subnet") or "")
+        self._save(world)
+
+    # --- things deleted behind the stack's back, and the teardown that follows ---
+    def cluster_gone(self) -> bool:
+        return bool(self.world().get("gone", {}).get("clusters"))
+
+    def _lose_arm(self, world: dict, type_: str, keep=lambda inputs: False) -> None:
+        world["arm"] = {k: v for k, v in world["arm"].items() if not k.startswith(type_ + " ") or keep(v)}
+
+    def lose_cluster(self, resource_group: str, name: str) -> None:
+        """The AKS cluster is deleted: its extension, the Helm release and its node resource group go with it, and the PLS
+        if it lives there (a PLS in ``privateLinkServiceResourceGroup`` stays, orphaned: tests/support/fake_world.py
+        ``delete_cluster``)."""
+        world = self.world()
+        cluster_id = canned.cluster_id(resource_group, name)
+        fake_world.delete_cluster(world, cluster_id, (self.cluster or (cluster_id, f"MC_{resource_group}_{name}_eastus2"))[1])
+        self._lose_arm(world, "azure-native:kubernetesconfiguration:Extension")
+        self._save(world)
+
+    def lose_grafana(self, resource_group: str, name: str, host: str) -> None:
+        """The Grafana workspace is deleted: its managed private endpoints and its content go with it."""
+        world = self.world()
+        fake_world.delete_grafana(world, canned.grafana_id(resource_group, name), host)
+        self._lose_arm(world, "azure-native:dashboard:ManagedPrivateEndpoint", keep=lambda i: i["workspaceName"] != name)
+        self._save(world)
+
+    def lose_mpe(self, resource_group: str, grafana_name: str, name: str) -> None:
+        """The managed private endpoint is deleted by hand (with its connection on the PLS)."""
+        world = self.world()
+        fake_world.delete_mpe(world, canned.grafana_id(resource_group, grafana_name), name)
+        self._lose_arm(world, "azure-native:dashboard:ManagedPrivateEndpoint",
+                       keep=lambda i: i["managedPrivateEndpointName"] != name)
+        self._save(world)
+
+    def refresh(self, environ: Optional[dict] = None) -> list[str]:
+        """``pulumi refresh``: drop from the state what the providers' Read answers "deleted" for (module docstring);
+        ``environ``: the CLI's environment (``PULUMI_K8S_DELETE_UNREACHABLE``). Returns the URNs dropped; raises
+        EngineError as pulumi-kubernetes fails a Read on an unreachable cluster without deleteUnreachable."""
+        world, dropped = self.world(), []
+        for urn, state in list(self.states.items()):
+            type_ = state["type"]
+            if type_.startswith("kubernetes:") and self.cluster_gone():
+                if not self._delete_unreachable(state, environ or {}):
+                    raise EngineError(f"{urn.rsplit('::', 1)[-1]}: failed to read resource state due to unreachable "
+                                      "cluster. If the cluster was deleted, you can remove this resource from Pulumi "
+                                      "state by rerunning the operation with the PULUMI_K8S_DELETE_UNREACHABLE "
+                                      "environment variable set to \"true\" (pulumi-kubernetes Read)")
+                dropped.append(urn)
+            elif type_.startswith("azure-native:") and state["inputs"] and self.arm_key(type_, state["inputs"]) not in world["arm"]:
+                dropped.append(urn)
+        for urn in dropped:
+            del self.states[urn]
+        return dropped
+
+    def _delete_unreachable(self, state: dict, environ: dict) -> bool:
+        provider = next((s for s in self.states.values() if s["type"] == "pulumi:providers:kubernetes"), {"inputs": {}})
+        option = provider["inputs"].get("deleteUnreachable")
+        return str(option if option is not None else environ.get("PULUMI_K8S_DELETE_UNREACHABLE")) == "true"
+
+    # --- reading the end state ---
+    def snapshot(self) -> dict:
+        """The world without what differs between equal deployments (connection guids, owner ids, ids,
+        versions, approval texts): what two runs that should end the same must agree on."""
+        world = self.world()
+        datasources = {host: {uid: _without_owner(ds, ("id", "version", "orgId")) for uid, ds in g["datasources"].items()}
+                       for host, g in world["grafana"].items() if g["datasources"]}
+        dashboards = {host: {uid: _digest(_without_owner(d, ("id", "version"))) for uid, d in g["dashboards"].items()}
+                      for host, g in world["grafana"].items() if g["dashboards"]}
+        return {
+            "pls": {k: {"visibility": p["visibility"], "tags": p.get("tags"),
+                        "connections": sorted((c["endpoint"].rsplit("/", 1)[1], c["status"]) for c in p["connections"])}
+                    for k, p in world["pls"].items()},
+            "mpes": world["mpes"], "arm": sorted(world["arm"]), "releases": world["releases"],
+            "datasources": datasources, "dashboards": dashboards,
+        }
+
+
+def _without_owner(value: dict, volatile: tuple) -> dict:
+    cleaned = {k: v for k, v in value.items() if k not in volatile and k != OWNER_KEY}
+    if isinstance(cleaned.get("jsonData"), dict):
+        cleaned["jsonData"] = {k: v for k, v in cleaned["jsonData"].items() if k != OWNER_KEY}
+    return cleaned
+
+
+def _digest(value: dict) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
