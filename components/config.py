@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Mapping, Optional
 import pulumi
 import yaml
 
-from flamegraph.hotspots import PROFILE_TYPE_ID
+from stack.profile_types import ID as PROFILE_TYPE_ID
 
 PROJECT = "aks-gpu-observability"
 PROJECT_FILE = Path(__file__).resolve().parent.parent / "Pulumi.yaml"

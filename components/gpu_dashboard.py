@@ -28,7 +28,8 @@ from typing import Optional
 
 import pulumi
 
-from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
+from stack import profile_types
+from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GpuDashboard"
 PINNED_COMMIT = "494542d8a0439fe4b1a60577e70677cec5c96070"
@@ -40,7 +41,7 @@ PINNED_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea
 PINNED_UID = "AdvancedGPUObservability"
 #: The profile type ID the pinned dashboard's flame-graph panel asks for (its ``profileTypeId``), config
 #: ``dashboardProfileType``'s default (flamegraph/hotspots.py ``PROFILE_TYPE``).
-PINNED_PROFILE_TYPE = "process_cpu:malloc:bytes::"
+PINNED_PROFILE_TYPE = profile_types.PUBLISHED
 
 
 @dataclass(frozen=True)

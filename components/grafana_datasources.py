@@ -35,7 +35,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization
 
-from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
+from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaDatasources"
 #: The config key that sets each datasource's uid, named by the step when it must refuse a uid (a provisioned one).

@@ -48,7 +48,7 @@ from pulumi_command import local
 
 from components.gadget_namespace import NAMESPACE
 from components.pyroscope import PRIVATE_LINK_POLICY, private_link_policy_spec
-from components.scripts import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
+from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
 PYROSCOPE_PORT = 4040

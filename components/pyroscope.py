@@ -140,7 +140,7 @@ import pulumi_kubernetes as k8s
 from pulumi_command import local
 
 from components.gadget_namespace import NAMESPACE
-from components.scripts import forwarded_depends_on
+from steps.command import forwarded_depends_on
 
 TYPE = "aks-gpu-observability:index:Pyroscope"
 RELEASE_NAME = "pyroscope"

@@ -12,7 +12,7 @@ string that *contains* a secret value, wherever it ends up,
 - in the outputs each component registers (``register_outputs``), which the engine keeps in the state;
 - in the stack's exports (:meth:`Secrecy.export`);
 - in what the step scripts print: each step command gets the values to mask in its environment, logs only its masked
-  stderr, and keeps its stdout secret (components/scripts.py ``with_secret_mask``).
+  stderr, and keeps its stdout secret (steps/command.py ``with_secret_mask``).
 
 "Contains" covers what is derived from a value: the cluster's ARM id and node resource group carry its name, the
 Grafana endpoint carries the workspace's. An Output is secret if it already was or if its value, once known,
@@ -33,7 +33,7 @@ from typing import Any, Optional
 import pulumi
 from pulumi import _types
 
-from components import scripts
+from steps import command as scripts
 from components.config import StackConfig
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from cli import OneLineParser, exit_code
+from stack import profile_types
 
 #: The dashboard flame-graph panel's profile type (inspektor-gadget/grafana-dashboards 494542d8,
 #: AdvancedGPUObservability.json). A Pyroscope profile type ID is ``name:sample type:sample unit:period type:period
@@ -54,8 +55,8 @@ from cli import OneLineParser, exit_code
 #: ``--stack`` asks Pyroscope which it holds (:func:`pick_profile_type`). The stack sets the ID its dashboard asks for
 #: with config ``dashboardProfileType`` (this one by default), exported as ``dashboardDefinition.profileType``
 #: (:func:`dashboard_profile_type`).
-PROFILE_TYPE = "process_cpu:malloc:bytes::"
-PROFILE_TYPE_ID = re.compile(r"[^:\s]+:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*")
+PROFILE_TYPE = profile_types.PUBLISHED
+PROFILE_TYPE_ID = profile_types.ID
 TRAMPOLINE = "<interpreter trampoline>"
 #: Pyroscope's name for the nodes a query's node limit folds away: grafana/pyroscope v1.15.0 pkg/model/tree.go
 #: (``truncatedNodeName = "other"``; ``MarshalTruncate`` sums a node's callees whose total is under the limit's

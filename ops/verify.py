@@ -20,7 +20,7 @@ fails, 2 when the outputs cannot be read or ``az`` is not installed.
 
 ``--drift`` instead compares what is in Grafana with what the stack set (the step commands are never refreshed,
 so ``pulumi preview`` cannot see an edit made in Grafana's UI). The desired state is the stack's outputs
-``pyroscopeDatasource``, ``prometheusDatasource`` and ``dashboardDefinition`` (components/outputs.py):
+``pyroscopeDatasource``, ``prometheusDatasource`` and ``dashboardDefinition`` (stack/outputs.py):
 
 - which Grafana it is: ``GET /api/health`` and ``GET /api/plugins?type=datasource`` (steps/grafana_server.py
   ``probe``), since what the steps write depends on its version;

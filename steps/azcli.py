@@ -6,7 +6,7 @@ Grafana's HTTP API on Azure Managed Grafana takes a Microsoft Entra token for th
 ``ce34e7e5-485f-4d76-964f-b3d2b16d1e4f`` (``az rest --resource``); the caller needs the Grafana Admin role.
 ``az rest`` reports an HTTP failure on stderr as ``ERROR: <reason>(<body>)``, e.g. ``ERROR: Not Found({...})``.
 
-Ownership (components/scripts.py): :class:`Owner` is this step instance's owner id, stamped into the Grafana
+Ownership (steps/command.py): :class:`Owner` is this step instance's owner id, stamped into the Grafana
 object under :data:`OWNER_KEY`; a delete leaves an object that carries another step's owner id.
 
 Degraded states (README "Tearing down what is already gone"): a delete first asks ARM whether the Grafana
@@ -30,7 +30,7 @@ import urllib.parse
 from typing import Any, Callable, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
-#: Microsoft.Dashboard API version for the workspace check when API_VERSION is unset (components/scripts.py
+#: Microsoft.Dashboard API version for the workspace check when API_VERSION is unset (steps/command.py
 #: DASHBOARD_API_VERSION; tests/test_scripts.py holds them equal).
 DASHBOARD_API_VERSION = "2024-10-01"
 #: Where a step stamps its owner id: a key of a datasource's jsonData, a top-level key of the dashboard JSON.
@@ -102,7 +102,7 @@ class AzNotInstalled(AzError):
 
 
 #: The environment variable with the values a step must never print, one per line, longest first
-#: (components/scripts.py ``with_secret_mask``; steps/lib.sh ``mask`` reads the same).
+#: (steps/command.py ``with_secret_mask``; steps/lib.sh ``mask`` reads the same).
 MASK_VALUES = "MASK_VALUES"
 
 
@@ -264,7 +264,7 @@ class Step:
 
 
 class Owner:
-    """This step instance's owner id (components/scripts.py).
+    """This step instance's owner id (steps/command.py).
 
     ``previous``: the owner id in ``PULUMI_COMMAND_STDOUT`` (``owner=<16 hex>``, printed by this step's last create
     or update; pulumi-command passes it to updates and deletes), None on a create. ``id``: ``previous`` or a

@@ -1,9 +1,9 @@
 # Shared helpers for the step scripts. Sourced, not run. Bash 4+, the Azure CLI (az >= 2.72) on PATH.
 # Every step logs to stderr with its name, prints its result (one line) on stdout, and never prints tokens.
-# Nor secrets: MASK_VALUES (set by components/scripts.py when config came in secret) holds the secret values, one
+# Nor secrets: MASK_VALUES (set by steps/command.py when config came in secret) holds the secret values, one
 # per line, longest first; log masks each as [secret], wherever it appears (a node resource group or an ARM id carries the
 # cluster's or Grafana's name). The result on stdout stays whole: it is the step's output, which the engine then
-# keeps secret and does not log (components/scripts.py with_secret_mask).
+# keeps secret and does not log (steps/command.py with_secret_mask).
 
 # mask TEXT...: TEXT with every line of MASK_VALUES replaced by [secret]. A first pass marks each occurrence
 # with \x01 (never in a value), so a value found inside an earlier mask is not masked again.

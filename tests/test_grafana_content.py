@@ -10,7 +10,7 @@ import pytest
 
 from components.config import ConfigError
 from components.grafana_datasources import role_assignment_name
-from components.scripts import script_hash
+from steps.command import script_hash
 from tests.support import RELEASE
 from offline import canned
 

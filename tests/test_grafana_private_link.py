@@ -10,7 +10,7 @@ import pytest
 from components.config import ConfigError
 from components.grafana_private_link import (NONCE_COMMAND, REQUEST_MESSAGE_LIMIT, EmptyPrivateIpError, approval_marker,
                                              request_message)
-from components.scripts import SCRIPTS, script_hash
+from steps.command import SCRIPTS, script_hash
 from tests.support import RELEASE
 from offline import canned
 

@@ -1,4 +1,4 @@
-"""The outputs contract (components/outputs.py), its documentation, and an example consumer of it."""
+"""The outputs contract (stack/outputs.py), its documentation, and an example consumer of it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pulumi
 import pytest
 from pulumi.runtime.config import set_all_config
 
-from components.outputs import CONTRACT
+from stack.outputs import CONTRACT
 from tests.support import ROOT
 from offline.program import run
 

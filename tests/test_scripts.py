@@ -150,7 +150,7 @@ def test_the_workspace_check_uses_the_stacks_api_version():
     nothing from components/); it must be the one the stack passes as API_VERSION."""
     import sys
 
-    from components.scripts import DASHBOARD_API_VERSION
+    from steps.command import DASHBOARD_API_VERSION
 
     from steps import azcli
     assert azcli.DASHBOARD_API_VERSION == DASHBOARD_API_VERSION

@@ -3,7 +3,7 @@
 A cluster or Grafana name that came in secret (``pulumi config set --secret``, or a secret output of a referenced
 stack) is inside what the steps log: the node resource group, ARM ids, the Grafana endpoint and the private endpoint's
 name carry it. The engine masks only values it knows are secret in its own events, so the steps mask them
-themselves: components/scripts.py ``with_secret_mask`` hands them ``MASK_VALUES`` and logs only their stderr, which
+themselves: steps/command.py ``with_secret_mask`` hands them ``MASK_VALUES`` and logs only their stderr, which
 steps/lib.sh ``log`` and steps/azcli.py ``Step.log`` print with each value as ``[secret]``.
 """
 
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from components import scripts as step_scripts
+from steps import command as scripts as step_scripts
 from components.grafana_private_link import NONCE_COMMAND
 from tests.support import scenarios
 from tests.support import ROOT

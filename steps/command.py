@@ -33,7 +33,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 from pulumi_command import local
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "steps"
+SCRIPTS = Path(__file__).resolve().parent
 #: API version of Microsoft.Dashboard the scripts use (the one azure-native 3.x uses for Grafana).
 DASHBOARD_API_VERSION = "2024-10-01"
 
