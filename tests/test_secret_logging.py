@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from steps import command as scripts as step_scripts
+from steps import command as step_scripts
 from components.grafana_private_link import NONCE_COMMAND
 from tests.support import scenarios
 from tests.support import ROOT
