@@ -63,10 +63,9 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stack.specs import NAMESPACE
+
 TYPE = "aks-gpu-observability:index:GadgetNamespace"
-#: The extension's release namespace and Pyroscope's: the extension's profile exporter expects Service
-#: ``pyroscope`` in ``gadget`` (design brief, shared/DESIGN.md section 2), so it is not configurable.
-NAMESPACE = "gadget"
 
 
 @dataclass(frozen=True)

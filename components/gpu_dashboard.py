@@ -60,15 +60,15 @@ class GpuDashboardArgs:
 
     grafana_endpoint: pulumi.Input[str]
     grafana_id: pulumi.Input[str]
+    source: str
+    sha256: str
+    uid: str
+    profile_type: str
+    timeout_seconds: int
+    retry_forbidden: bool
+    shared: bool
     datasources: dict = field(default_factory=dict)
     input_datasources: dict = field(default_factory=dict)
-    source: str = PINNED_URL
-    sha256: str = PINNED_SHA256
-    uid: str = PINNED_UID
-    profile_type: str = PINNED_PROFILE_TYPE
-    timeout_seconds: int = 300
-    retry_forbidden: bool = False
-    shared: bool = False
 
 
 class GpuDashboard(pulumi.ComponentResource):

@@ -28,30 +28,19 @@ role that lets Grafana's identity read the workspace.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 from pulumi_azure_native import authorization
 
+from stack.specs import MONITORING_DATA_READER, role_assignment_name, role_definition_id
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaDatasources"
 #: The config key that sets each datasource's uid, named by the step when it must refuse a uid (a provisioned one).
 UID_CONFIG_KEYS = {"pyroscope": "pyroscopeDatasourceUid", "prometheus": "prometheusDatasourceUid"}
-MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
 ROLE_DESCRIPTION = "Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)"
-
-
-def role_definition_id(subscription_id: str, role: str) -> str:
-    """ARM id of a built-in role definition in a subscription."""
-    return f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{role}"
-
-
-def role_assignment_name(scope: str, role: str, principal_id: str) -> str:
-    """A deterministic role assignment name (UUID v5 of scope, role and principal, lower-cased scope)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope.lower()}|{role}|{principal_id}"))
 
 
 def pyroscope_datasource(uid: str, name: str, url: str) -> dict:
@@ -96,14 +85,14 @@ class GrafanaDatasourcesArgs:
     workspace_id: pulumi.Input[str]
     workspace_query_endpoint: pulumi.Input[str]
     pyroscope_url: pulumi.Input[str]
-    pyroscope_uid: str = "local-pyroscope"
-    pyroscope_name: str = "Pyroscope"
-    prometheus_uid: str = "azure-monitor-prometheus"
-    prometheus_name: str = "Azure Monitor Prometheus"
-    assign_role: bool = True
-    timeout_seconds: int = 300
-    retry_forbidden: bool = False
-    shared_role: bool = False
+    pyroscope_uid: str
+    pyroscope_name: str
+    prometheus_uid: str
+    prometheus_name: str
+    assign_role: bool
+    timeout_seconds: int
+    retry_forbidden: bool
+    shared_role: bool
 
 
 class GrafanaDatasources(pulumi.ComponentResource):

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
@@ -46,8 +46,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import dashboard, network
 from pulumi_command import local
 
-from components.gadget_namespace import NAMESPACE
-from components.pyroscope import PRIVATE_LINK_POLICY, private_link_policy_spec
+from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
@@ -161,29 +160,29 @@ class GrafanaPrivateLinkArgs:
     private_link_service_region: pulumi.Input[str]
     managed_private_endpoint_name: str
     request_message: str
-    private_link_service_timeout_seconds: int = 900
-    approval_timeout_seconds: int = 600
-    refresh_timeout_seconds: int = 900
+    private_link_service_timeout_seconds: int
+    approval_timeout_seconds: int
+    refresh_timeout_seconds: int
+    #: The Service's ``azure-pls-ip-configuration-ip-address-count`` and ``azure-pls-ip-configuration-subnet`` (empty:
+    #: the cloud provider's subnet): what the wait checks the PLS's NAT IP configurations against.
+    private_link_ip_address_count: int
+    private_link_subnet: str
+    #: Pyroscope's NetworkPolicy is on (``pyroscopeNetworkPolicy``): register ``pyroscope-private-link`` admitting the
+    #: PLS's NAT IPs (docs/decisions/private-link.md), in ``pyroscope_namespace`` (the stack's Namespace resource;
+    #: None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
+    admit_nat_addresses: bool
+    tags: dict
     release: Optional[pulumi.Resource] = None
     #: Whose PLS the wait accepts (steps/wait_private_link_service.sh): its frontend on a load balancer under this
     #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
     load_balancer_scope: str = ""
     owner_service: str = ""
-    #: The Service's ``azure-pls-ip-configuration-ip-address-count`` and ``azure-pls-ip-configuration-subnet`` (empty: the
-    #: cloud provider's subnet): what the wait checks the PLS's NAT IP configurations against.
-    private_link_ip_address_count: int = 1
-    private_link_subnet: str = ""
-    #: Pyroscope's NetworkPolicy is on (``pyroscopeNetworkPolicy``): register ``pyroscope-private-link`` admitting the PLS's
-    #: NAT IPs (``components.pyroscope``, "Who can reach Pyroscope"), in ``pyroscope_namespace`` (the stack's Namespace
-    #: resource; None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
-    admit_nat_addresses: bool = False
     pyroscope_namespace: Optional[k8s.core.v1.Namespace] = None
 
     @property
     def private_endpoint_name(self) -> str:
         """The name Grafana gives the private endpoint behind the MPE: ``grafana-<grafanaName>-<mpeName>``."""
         return f"grafana-{self.grafana_name}-{self.managed_private_endpoint_name}"
-    tags: dict = field(default_factory=dict)
 
 
 class GrafanaPrivateLink(pulumi.ComponentResource):

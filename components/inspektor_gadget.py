@@ -24,7 +24,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration
 
-from components.gadget_namespace import NAMESPACE  # the extension's release namespace; Pyroscope's too
+from stack.specs import NAMESPACE  # the extension's release namespace; Pyroscope's too
 
 TYPE = "aks-gpu-observability:index:InspektorGadget"
 EXTENSION_TYPE = "microsoft.inspektorgadget"
@@ -54,12 +54,12 @@ class InspektorGadgetArgs:
 
     cluster_name: pulumi.Input[str]
     cluster_resource_group: pulumi.Input[str]
-    extension_name: str = "inspektor-gadget"
-    release_train: str = "preview"
-    version: str = ""
-    gpu_observability: bool = True
-    azure_monitor: bool = True
-    timeout_seconds: int = 1800
+    extension_name: str
+    release_train: str
+    version: str
+    gpu_observability: bool
+    azure_monitor: bool
+    timeout_seconds: int
     namespace: Optional[pulumi.Resource] = None
 
 

@@ -11,13 +11,13 @@ which azure-native refuses to create twice: both are delete-before-replace (offl
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 from pulumi_azure_native import authorization, dashboard
 
-from components.grafana_datasources import role_assignment_name, role_definition_id
+from stack.specs import GRAFANA_ADMIN, role_assignment_name, role_definition_id
 
 TYPE = "aks-gpu-observability:index:ManagedGrafana"
 
@@ -29,7 +29,6 @@ def deployer_principal_type(cfg) -> str:
     if cfg.deployer_principal_type != "auto":
         return cfg.deployer_principal_type
     return "ServicePrincipal" if (os.environ.get("ARM_CLIENT_ID") or os.environ.get("AZURE_CLIENT_ID")) else "User"
-GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 
 
 @dataclass(frozen=True)
@@ -43,9 +42,9 @@ class ManagedGrafanaArgs:
     workspace_id: pulumi.Input[str]
     subscription_id: str
     deployer_object_id: str
-    public_network_access: str = "Enabled"
-    deployer_principal_type: str = "User"
-    tags: dict = field(default_factory=dict)
+    public_network_access: str
+    deployer_principal_type: str
+    tags: dict
 
 
 class ManagedGrafana(pulumi.ComponentResource):

@@ -133,18 +133,19 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components.gadget_namespace import NAMESPACE
+from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec  # noqa: F401 (re-exported)
+from stack.specs import PYROSCOPE_PORT as PORT
+from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
+from stack.specs import PYROSCOPE_SELECTOR_LABELS as SELECTOR_LABELS
 from steps.command import forwarded_depends_on
 
 TYPE = "aks-gpu-observability:index:Pyroscope"
-RELEASE_NAME = "pyroscope"
-PORT = 4040
 _ANNOTATION = "service.beta.kubernetes.io/"
 #: The release's inputs that name its PLS, as the engine's property paths (module docstring).
 PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}{key}"]'
@@ -182,27 +183,27 @@ class PyroscopeArgs:
     ``storage_ready`` what the release waits for (the federated credential and the role assignment).
     """
 
+    chart: str
     chart_version: str
+    image_repository: str
     image_tag: str
     private_link_service_name: str
-    private_link_visibility: list[str]
-    chart: str = "oci://ghcr.io/grafana/helm-charts/pyroscope"
-    private_link_resource_group: str = ""
-    private_link_subnet: str = ""
-    private_link_ip_address_count: int = 1
-    timeout_seconds: int = 600
-    image_repository: str = "grafana/pyroscope"
+    private_link_resource_group: str
+    private_link_visibility: Sequence[str]
+    private_link_subnet: str
+    private_link_ip_address_count: int
+    timeout_seconds: int
+    persistence: bool
+    storage_class: str
+    storage_size: str
+    retention: str
+    resources: Mapping[str, Mapping[str, str]]
+    node_selector: Mapping[str, str]
+    tolerations: Sequence[Mapping[str, str]]
+    network_policy: bool
+    allowed_cidrs: Sequence[str]
+    mode: str
     namespace: Optional[k8s.core.v1.Namespace] = None
-    persistence: bool = True
-    storage_class: str = "managed-csi"
-    storage_size: str = "64Gi"
-    retention: str = "14d"
-    resources: Optional[dict] = None
-    node_selector: Optional[dict] = None
-    tolerations: Optional[list] = None
-    network_policy: bool = True
-    allowed_cidrs: tuple = ()
-    mode: str = SINGLE_BINARY
     storage_account: str = ""
     blob_container: str = ""
     workload_identity_client_id: Optional[pulumi.Input[str]] = None
@@ -280,8 +281,6 @@ def chart_values(args: PyroscopeArgs) -> dict:
     """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
     filesystem storage on a persistent volume (or an emptyDir), retention, requests and limits, off GPU nodes, no
     self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
-    from components.config import DEFAULT_RESOURCES
-
     persistence: dict = {"enabled": args.persistence}
     if args.persistence:
         persistence.update({"accessModes": ["ReadWriteOnce"], "size": args.storage_size,
@@ -292,7 +291,7 @@ def chart_values(args: PyroscopeArgs) -> dict:
         "image": {"repository": args.image_repository, "tag": args.image_tag},
         "persistence": persistence,
         "replicaCount": 1,
-        "resources": args.resources if args.resources is not None else DEFAULT_RESOURCES,
+        "resources": args.resources,
         "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
         "structuredConfig": {
             "self_profiling": {"disable_push": True},
@@ -395,8 +394,7 @@ def write_path_service_spec() -> dict:
             "selector": {**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}}
 
 
-#: Chart 1.15.0's selector labels of the release's pods (``pyroscope.selectorLabels``), and the Inspektor Gadget pods'.
-SELECTOR_LABELS = {"app.kubernetes.io/instance": RELEASE_NAME, "app.kubernetes.io/name": "pyroscope"}
+#: The Inspektor Gadget pods' labels (chart 1.15.0's selector labels of the release's pods: stack.specs).
 GADGET_POD_LABELS = {"k8s-app": "gadget"}
 MEMBERLIST_PORT = 7946
 
@@ -415,22 +413,6 @@ def network_policy_spec(allowed_cidrs: Sequence[str], namespace: str = NAMESPACE
             {"from": [{"podSelector": {"matchLabels": dict(SELECTOR_LABELS)}}],
              "ports": [*http, {"port": MEMBERLIST_PORT, "protocol": "TCP"}]},
         ],
-    }
-
-
-#: The NetworkPolicy that admits Grafana's connections through the private link service (module docstring).
-PRIVATE_LINK_POLICY = f"{RELEASE_NAME}-private-link"
-
-
-def private_link_policy_spec(nat_addresses: Sequence[str]) -> dict:
-    """The spec of :data:`PRIVATE_LINK_POLICY` (engine names): ingress to Pyroscope's pods on 4040 from each of the
-    private link service's NAT addresses (``10.224.0.5`` -> ``10.224.0.5/32``; IPv6 -> ``/128``), nothing else.
-    ValueError for an address that is not one (an ARM answer out of shape)."""
-    blocks = [{"ipBlock": {"cidr": str(ipaddress.ip_network(address))}} for address in nat_addresses]
-    return {
-        "podSelector": {"matchLabels": dict(SELECTOR_LABELS)},
-        "policyTypes": ["Ingress"],
-        "ingress": [{"from": blocks, "ports": [{"port": PORT, "protocol": "TCP"}]}],
     }
 
 

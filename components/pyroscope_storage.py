@@ -42,12 +42,9 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization, managedidentity, storage
 
-from components.gadget_namespace import NAMESPACE
-from components.grafana_datasources import role_assignment_name, role_definition_id
+from stack.specs import NAMESPACE, STORAGE_BLOB_DATA_CONTRIBUTOR, role_assignment_name, role_definition_id
 
 TYPE = "aks-gpu-observability:index:PyroscopeStorage"
-#: Storage Blob Data Contributor (Azure built-in roles reference, "Storage Blob Data Contributor", Id).
-STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 #: The audience of a federated credential for Kubernetes service account tokens (the FAQ's, and the webhook's
 #: ``DefaultAudience``, Azure/azure-workload-identity v1.6.0 ``pkg/webhook/consts.go``).
 AUDIENCE = "api://AzureADTokenExchange"
@@ -77,10 +74,10 @@ class PyroscopeStorageArgs:
     subscription_id: str
     oidc_issuer_url: str
     identity_name: str
-    create_account: bool = True
-    tags: Optional[dict] = None
+    create_account: bool
+    tags: dict
     #: The created account's SKU (``pyroscopeStorageSku``); Standard_ZRS needs a region with availability zones.
-    sku: str = "Standard_ZRS"
+    sku: str
 
 
 class PyroscopeStorage(pulumi.ComponentResource):
