@@ -5,7 +5,7 @@ managedClusters`` (azure-native ``kubernetesconfiguration.Extension``), the reso
 create --cluster-type managedClusters --extension-type microsoft.inspektorgadget`` creates. The extension
 runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/metrics``); with
 ``azureMonitor.enabled=true`` it also creates a PodMonitor, which needs the cluster's Azure Monitor metrics
-add-on (checked by ``components.cluster.lookup_cluster`` before this component is built). The extension's name is
+add-on (checked by ``existing.cluster.lookup_cluster`` before this component is built). The extension's name is
 fixed by config and azure-native's create refuses one that exists, so it is delete-before-replace (a replacement by
 ``pulumi up --replace`` takes its order from the option alone; offline/replacement.py).
 

@@ -139,7 +139,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec  # noqa: F401 (re-exported)
+from stack.specs import NAMESPACE
 from stack.specs import PYROSCOPE_PORT as PORT
 from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
 from stack.specs import PYROSCOPE_SELECTOR_LABELS as SELECTOR_LABELS
