@@ -35,7 +35,8 @@ from stack_config.references import for_cluster, resolve
 cfg = resolve(load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
 cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
-secrecy = keep_secret(cfg.secret_values)  # from here on, every input and export that carries a secret config value is secret
+# From here on, every input and export that carries a secret config value is secret.
+secrecy = keep_secret(cfg.secret_values)
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
@@ -46,7 +47,8 @@ grafana_ready: list = []
 if workspace is None:
     created_workspace = MonitorWorkspace(
         "monitor-workspace",
-        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location, cfg.tags),
+        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location,
+                             cfg.tags),
     )
     workspace = MonitorWorkspaceFacts(created_workspace.id, created_workspace.query_endpoint)
 if grafana is None:
@@ -240,7 +242,8 @@ for name, value in {
     "pyroscopeDatasourceUid": datasources.pyroscope_uid,
     "prometheusDatasourceUid": datasources.prometheus_uid,
     "dashboardUrl": dashboard.url,
-    # What the Grafana steps set (commands cannot be refreshed): `python -m ops.verify --drift` compares Grafana with it.
+    # What the Grafana steps set (commands cannot be refreshed): `python -m ops.verify --drift` compares Grafana with
+    # it.
     "pyroscopeDatasource": datasources.pyroscope_definition,
     "prometheusDatasource": datasources.prometheus_definition,
     "dashboardDefinition": dashboard.definition,

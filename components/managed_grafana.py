@@ -1,11 +1,10 @@
 """Component ManagedGrafana: an Azure Managed Grafana workspace created by the stack (``createGrafana``).
 
-Mirrors ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API 2024-10-01): Standard tier
-(managed private endpoints need it), system-assigned identity (the Prometheus datasource authenticates
-with it), integrated with the Azure Monitor workspace. The deployer (``getClientConfig().objectId``) gets
-Grafana Admin (``22926164-76b3-42b3-bc55-97df8dab3e41``) on it, which the datasource and dashboard steps
-need for Grafana's HTTP API. Both have names fixed by config (the role's derived from scope, role and principal),
-which azure-native refuses to create twice: both are delete-before-replace (offline/replacement.py).
+Owns: ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API 2024-10-01; Standard tier,
+system-assigned identity, integrated with the workspace) and Grafana Admin for the deployer on it
+(``stack.specs.GRAFANA_ADMIN``), both delete-before-replace. Inputs: :class:`ManagedGrafanaArgs`. Outputs: ``id``,
+``endpoint``, ``location``, ``principal_id``, ``ready``. Upstream: Azure/azure-rest-api-specs
+``specification/dashboard``; docs/decisions/datasource-ownership.md ("Created workspaces").
 """
 
 from __future__ import annotations

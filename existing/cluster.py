@@ -114,9 +114,11 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         raise ConfigError(
             "pyroscopeNetworkPolicy",
             f"cluster '{cfg.cluster_name}' has no network policy engine (networkProfile.networkPolicy is "
-            f"{facts.network_policy or 'not set'}), so the NetworkPolicy that restricts who reaches Pyroscope would not be "
+            f"{facts.network_policy or 'not set'}), so the NetworkPolicy that restricts who reaches Pyroscope would "
+            f"not be "
             f"enforced; enable one with `az aks update -g {cfg.cluster_resource_group} -n {cfg.cluster_name} "
-            "--network-policy azure` (or calico; cilium needs --network-dataplane cilium) or set pyroscopeNetworkPolicy "
+            "--network-policy azure` (or calico; cilium needs --network-dataplane cilium) or set "
+            "pyroscopeNetworkPolicy "
             "to false to leave Pyroscope open to everything that routes to its internal load balancer",
         )
     if cfg.pyroscope_mode == "microservices" and not (facts.oidc_issuer_url and facts.workload_identity):
@@ -127,7 +129,8 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             "pyroscopeMode",
             f"microservices keeps profiles in Azure Blob Storage through Azure Workload Identity, but cluster "
             f"'{cfg.cluster_name}' has {missing} off; enable them with `az aks update -g {cfg.cluster_resource_group} "
-            f"-n {cfg.cluster_name} --enable-oidc-issuer --enable-workload-identity` or set pyroscopeMode to single-binary",
+            f"-n {cfg.cluster_name} --enable-oidc-issuer --enable-workload-identity` or set pyroscopeMode to "
+            f"single-binary",
         )
     if cfg.kubeconfig_credentials == "admin" and facts.local_accounts_disabled:
         raise ConfigError(
@@ -139,6 +142,7 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
 
 
 #: ``networkProfile.networkPolicy`` values that enforce Kubernetes NetworkPolicy: the ``--network-policy`` choices of
-#: ``az aks update`` other than ``none`` (Azure/azure-cli ``src/azure-cli/azure/cli/command_modules/acs/_params.py``@0088c878,
+#: ``az aks update`` other than ``none`` (Azure/azure-cli
+#: ``src/azure-cli/azure/cli/command_modules/acs/_params.py``@0088c878,
 #: ``network_policies``; ``aks update`` takes ``network_policy`` from it).
 POLICY_ENGINES = ("azure", "calico", "cilium")

@@ -77,7 +77,8 @@ def lookup_monitor_workspace(cfg: StackConfig) -> MonitorWorkspaceFacts:
     """Look the Azure Monitor workspace up. Raises ConfigError (key ``monitorWorkspaceName``) when it has no
     Prometheus query endpoint."""
     result = monitor.get_azure_monitor_workspace(
-        resource_group_name=cfg.monitor_workspace_resource_group, azure_monitor_workspace_name=cfg.monitor_workspace_name
+        resource_group_name=cfg.monitor_workspace_resource_group,
+        azure_monitor_workspace_name=cfg.monitor_workspace_name,
     )
     endpoint = (result.metrics.prometheus_query_endpoint if result.metrics else "") or ""
     if not endpoint:

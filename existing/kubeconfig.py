@@ -25,12 +25,14 @@ _DROP_CLIENT_ID_MODES = {"workloadidentity", "msi", "azd"}
 
 def azurecli_args(args: list) -> list:
     """The ``kubelogin get-token`` arguments ``kubelogin convert-kubeconfig -l azurecli`` writes for an exec plugin with
-    ``args``, as Azure/kubelogin v0.2.19 (``a9b10fbf``) ``pkg/internal/converter/convert.go`` ``Convert`` builds them when
+    ``args``, as Azure/kubelogin v0.2.19 (``a9b10fbf``) ``pkg/internal/converter/convert.go`` ``Convert`` builds them
+    when
     no override flag is given: ``get-token --login azurecli --server-id <id>``, then ``--cache-dir <dir>`` when the
     input has ``--cache-dir`` (or else ``--token-cache-dir``). Everything else is dropped: ``--client-id``,
     ``--environment`` and ``--tenant-id`` too ("tenantID from the input kubeconfig will be disregarded": ``az`` signed
     in with a managed identity refuses ``--tenant``, as in Cloud Shell or on a VM runner). The cases of that file's
-    ``convert_test.go`` ("convert from devicecode to azurecli", ``tests/existing/test_kubeconfig.py``) hold it. ValueError without
+    ``convert_test.go`` ("convert from devicecode to azurecli", ``tests/existing/test_kubeconfig.py``) hold it.
+    ValueError without
     ``--server-id`` (the converter's "--server-id is required")."""
 
     def value(flag: str) -> str:  # getExecArg: the item right after the first occurrence of flag
@@ -73,7 +75,8 @@ def azurecli_exec(user: dict) -> dict:
     user with it, as Azure/kubelogin v0.2.19 ``Convert`` does: a new ``ExecConfig`` with ``command: kubelogin``,
     ``apiVersion: client.authentication.k8s.io/v1beta1``, the arguments of :func:`azurecli_args` and the install hint
     (the existing one kept, "Preserve any existing install hint", else kubelogin's); nothing else of the old plugin
-    (``env`` dropped: only ``--azure-config-dir`` would set one); the legacy ``auth-provider`` removed. The server id of a
+    (``env`` dropped: only ``--azure-config-dir`` would set one); the legacy ``auth-provider`` removed. The server id of
+    a
     legacy ``azure`` auth provider is its ``apiserver-id``."""
     plugin = user.get("exec") if is_exec_using_kubelogin(user) else None
     if plugin is not None:
@@ -95,7 +98,8 @@ def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
     ``azurecli`` gets exactly the arguments ``kubelogin convert-kubeconfig -l azurecli`` writes
     (:func:`azurecli_args`: no ``--tenant-id``, no ``--client-id``, no ``--environment``). For the other
     non-interactive modes the ``--login`` value is replaced and ``--client-id`` (the AKS CLI public client) dropped;
-    ``--server-id``, ``--tenant-id`` and ``--environment`` are kept. A kubelogin exec plugin is one whose command contains
+    ``--server-id``, ``--tenant-id`` and ``--environment`` are kept. A kubelogin exec plugin is one whose command
+    contains
     "kubelogin" (:func:`is_exec_using_kubelogin`); ``azurecli`` rewrites the whole plugin as the converter does
     (:func:`azurecli_exec`), also from a legacy ``azure`` auth provider. Mode ``devicecode`` and kubeconfigs without
     either (local accounts, admin credentials) are returned unchanged.
@@ -161,7 +165,8 @@ def kubernetes_provider(name: str, cfg: StackConfig) -> k8s.Provider:
     "deleted" for every resource, the Helm release included, when ``deleteUnreachable`` is on (the provider input
     wins over ``PULUMI_K8S_DELETE_UNREACHABLE``), and fails otherwise; ``Delete`` of a Helm release fails on an
     unreachable cluster whatever the option ("can't delete Helm Release with unreachable cluster"), so a destroy
-    after the cluster is gone needs the refresh first (docs/teardown.md, "Tearing down what is already gone"). False sends
+    after the cluster is gone needs the refresh first (docs/teardown.md, "Tearing down what is already gone"). False
+    sends
     no value at all: an explicit ``false`` would override the environment variable, the way out for a stack that
     never recorded the option (the SDK reads that variable only while the program runs,
     ``pulumi_kubernetes/provider.py``).

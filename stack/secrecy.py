@@ -73,7 +73,8 @@ class Secrecy:
         outputs."""
         if isinstance(args.resource, pulumi.ComponentResource):
             register = args.resource.register_outputs
-            args.resource.register_outputs = lambda outputs: register(self.taint(outputs))  # type: ignore[method-assign]
+            args.resource.register_outputs = (  # type: ignore[method-assign]
+                lambda outputs: register(self.taint(outputs)))
         props, opts = dict(args.props), args.opts
         if args.type_ == "command:local:Command":  # a step script: mask the values in what it logs
             props, opts = scripts.with_secret_mask(props, opts, self.values)

@@ -96,7 +96,8 @@ def provider_keys() -> frozenset:
     Found without importing the package."""
     spec = importlib.util.find_spec("pulumi_azure_native")
     if spec is None or not spec.origin:  # pragma: no cover - the SDK is a requirement of the program
-        raise RuntimeError("pulumi_azure_native is not installed; run `pip install --require-hashes -r requirements.lock`")
+        raise RuntimeError("pulumi_azure_native is not installed; run `pip install --require-hashes -r "
+                           "requirements.lock`")
     text = (Path(spec.origin).parent / "config" / "vars.py").read_text(encoding="utf-8")
     return frozenset(re.findall(r"__config__\.get\w*\('(\w+)'\)", text))
 
@@ -198,8 +199,10 @@ def yaml_v3_number(text: str) -> Optional[object]:
 
 
 def unquoted_number(key: str, written: str, passed: str) -> str:
-    """The one-line reason to refuse a YAML number ``written`` for string key ``key``, which the CLI passes as ``passed``."""
-    return (f"{key}: {written} is a YAML number, which the Pulumi CLI passes on as \"{passed}\"; quote it to keep it as "
+    """The one-line reason to refuse a YAML number ``written`` for string key ``key``, which the CLI passes as
+    ``passed``."""
+    return (f"{key}: {written} is a YAML number, which the Pulumi CLI passes on as \"{passed}\"; quote it to keep it "
+            f"as "
             f"written: {key}: \"{written}\"")
 
 

@@ -119,7 +119,8 @@ def with_values(config: StackConfig, values: Mapping[str, str], source: str, sec
                 RULES[key](key, value)
         except ConfigError as error:
             if key in secret:
-                raise SecretValueError(key, f"{hide(error.message, value)} (from {source}; the value is secret)") from None
+                message = f"{hide(error.message, value)} (from {source}; the value is secret)"
+                raise SecretValueError(key, message) from None
             raise ConfigError(key, f"{error.message} (from {source})") from None
         changes[snake(key)] = value
         if key in secret:

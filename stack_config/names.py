@@ -44,7 +44,8 @@ SINGLE_CLUSTER_PLS_NAME = "pyroscope-pls"
 def derived_private_link_service_name(config: StackConfig, cluster_id: str) -> str:
     """The PLS name an empty ``privateLinkServiceName`` derives. In the cluster's node resource group, which no other
     cluster uses, the procedure's ``pyroscope-pls``. Where PLS of several clusters can meet, with ``multiCluster`` or in
-    a ``privateLinkServiceResourceGroup``, ``pyroscope-pls-<12 hex digits>``: a sha256 of the cluster's ARM id (lower-cased),
+    a ``privateLinkServiceResourceGroup``, ``pyroscope-pls-<12 hex digits>``: a sha256 of the cluster's ARM id
+    (lower-cased),
     distinct per cluster; the cluster's name is left out, so a secret cluster name stays out of an ARM resource name
     and the plain ``privateLinkServiceName`` output (a PLS name is 1-80 characters, so it fits)."""
     if not (config.multi_cluster or config.private_link_service_resource_group):

@@ -93,9 +93,12 @@ def refuse_secret_names_in_grafana(cfg: StackConfig, derived: dict[str, str]) ->
     for key in sorted(cfg.secret_keys):
         value = str(getattr(cfg, snake(key)))
         from_it = [name for name in empty
-                   if (key == "clusterName" and cfg.multi_cluster) or (value and value.lower() in derived[name].lower())]
+                   if (key == "clusterName" and cfg.multi_cluster)
+                   or (value and value.lower() in derived[name].lower())]
         if from_it:
-            naming = "multiCluster would derive names in Grafana from it" if key == "clusterName" and cfg.multi_cluster \
+            from_cluster_name = key == "clusterName" and cfg.multi_cluster
+            naming = "multiCluster would derive names in Grafana from it" if from_cluster_name \
                 else f"{', '.join(from_it)} would be derived from it"
             raise ConfigError(key, f"the value is secret, but {naming}, and Grafana shows datasource names and uids to "
-                                   f"every viewer in plain text; set {', '.join(from_it)} yourself, or make {key} plain")
+                                   f"every viewer in plain text; set {', '.join(from_it)} yourself, or make {key} "
+                                   f"plain")

@@ -105,7 +105,8 @@ def _chart(key: str, value: object) -> None:
     text = value if isinstance(value, str) else ""
     base, at, digest = text.partition("@")
     if at and re.fullmatch(https, base):
-        raise ConfigError(key, "only an oci:// chart reference takes a digest (oci://<registry>/<path>/pyroscope@sha256:"
+        raise ConfigError(key, "only an oci:// chart reference takes a digest "
+                               "(oci://<registry>/<path>/pyroscope@sha256:"
                                f"<64 hex>); an https:// chart repository cannot pin one (got {value!r})")
     if at and re.fullmatch(oci, base) and not re.fullmatch(_DIGEST, digest):
         raise _digest_error(key, value, "an oci:// chart reference")
@@ -163,7 +164,8 @@ def tag_map(items) -> dict[str, str]:
 _GRAFANA_UID = _regex(r"[A-Za-z0-9_-]{1,40}", "expected a Grafana uid: 1-40 letters, digits, '-' or '_'")
 
 
-_DATASOURCE_NAME = _regex(r"\S(?:[^\x00-\x1f]{0,188}\S)?", "expected a datasource name: 1-190 printable characters, no surrounding spaces")
+_DATASOURCE_NAME = _regex(r"\S(?:[^\x00-\x1f]{0,188}\S)?",
+                          "expected a datasource name: 1-190 printable characters, no surrounding spaces")
 
 
 def _dashboard_source(key: str, value: object) -> None:
@@ -172,7 +174,8 @@ def _dashboard_source(key: str, value: object) -> None:
         return
     relative = text and "://" not in text and not text.startswith(("/", "-", "~")) and ".." not in Path(text).parts
     if not relative:
-        raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got {value!r})")
+        raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got "
+                               f"{value!r})")
     if not (PROJECT_FILE.parent / text).is_file():
         raise ConfigError(key, f"no file {text!r} in the project directory; expected an https:// URL or a project file")
 
@@ -206,19 +209,23 @@ _GI = {"Gi": 1, "Ti": 1024}
 
 
 def _storage_size(key: str, value: object) -> None:
-    # Azure Disk sizes are whole GiB (4 GiB to 32 TiB for Standard SSD); the chart's own default is 10Gi, and Pyroscope's
-    # high-disk clean-up frees local blocks only below 10 GiB free (pkg/phlaredb/phlaredb.go@v1.15.0 DefaultMinFreeDisk).
+    # Azure Disk sizes are whole GiB (4 GiB to 32 TiB for Standard SSD); the chart's own default is 10Gi, and
+    # Pyroscope's
+    # high-disk clean-up frees local blocks only below 10 GiB free (pkg/phlaredb/phlaredb.go@v1.15.0
+    # DefaultMinFreeDisk).
     match = re.fullmatch(r"([1-9]\d*)(Gi|Ti)", str(value))
     size = int(match.group(1)) * _GI[match.group(2)] if match else 0
     if not 10 <= size <= 32 * 1024:
-        raise ConfigError(key, f"expected a Kubernetes quantity in whole Gi or Ti from 10Gi to 32Ti, e.g. 64Gi (got {value!r})")
+        raise ConfigError(key, f"expected a Kubernetes quantity in whole Gi or Ti from 10Gi to 32Ti, e.g. 64Gi (got "
+                               f"{value!r})")
 
 
 def _retention(key: str, value: object) -> None:
     # Prometheus model.Duration, as -compactor.blocks-retention-period parses it (pkg/validation/limits.go@v1.15.0);
     # 0 disables the retention.
     if not re.fullmatch(r"0|[1-9]\d*[hdw]", str(value)):
-        raise ConfigError(key, f"expected a duration <n>h, <n>d or <n>w such as 14d, or 0 to keep profiles (got {value!r})")
+        raise ConfigError(key, f"expected a duration <n>h, <n>d or <n>w such as 14d, or 0 to keep profiles (got "
+                               f"{value!r})")
 
 
 RESOURCE_KEYS = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
@@ -265,7 +272,8 @@ def resources(items) -> dict:
 
 #: A label key (k8s.io/apimachinery ``pkg/util/validation/validation.go`` ``IsQualifiedName``: an optional DNS-subdomain
 #: prefix and '/', then 1-63 alphanumerics, '-', '_', '.', alphanumeric at both ends) and value (``IsValidLabelValue``).
-_LABEL_KEY = r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = (r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+              r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 
 _LABEL_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?"
@@ -293,17 +301,17 @@ def _tolerations(key: str, value: object) -> None:
 
 
 def _cidrs(key: str, value: object) -> None:
-    import ipaddress
-
     for item in value:  # type: ignore[union-attr]
         try:
             network = ipaddress.ip_network(str(item), strict=True)
         except ValueError:
             network = None
         if network is None or "/" not in str(item) or str(network) != str(item):
-            raise ConfigError(key, f"expected address ranges in CIDR notation with no host bits, such as 10.224.0.0/16 (got {item!r})")
+            raise ConfigError(key, f"expected address ranges in CIDR notation with no host bits, such as "
+                                   f"10.224.0.0/16 (got {item!r})")
         if network.prefixlen == 0:
-            raise ConfigError(key, f"{item!r} admits every address, which no NetworkPolicy should; name only the readers "
+            raise ConfigError(key, f"{item!r} admits every address, which no NetworkPolicy should; name only the "
+                                   f"readers "
                                    "you add (the private link service's NAT IPs are admitted already), or set "
                                    "pyroscopeNetworkPolicy to false")
 
@@ -324,8 +332,10 @@ def tolerations(items) -> list[dict]:
 
 def _storage_class(key: str, value: object) -> None:
     # A StorageClass name is a DNS subdomain (k8s.io/apimachinery IsDNS1123Subdomain): 1-253 characters.
-    if len(str(value)) > 253 or not re.fullmatch(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", str(value)):
-        raise ConfigError(key, f"expected a storage class name: lowercase letters, digits, '-' and '.', such as managed-csi (got {value!r})")
+    dns_subdomain = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
+    if len(str(value)) > 253 or not re.fullmatch(dns_subdomain, str(value)):
+        raise ConfigError(key, f"expected a storage class name: lowercase letters, digits, '-' and '.', such as "
+                               f"managed-csi (got {value!r})")
 
 
 RULES: dict[str, Rule] = {
@@ -351,7 +361,8 @@ RULES: dict[str, Rule] = {
     "pyroscopeChart": _chart,
     "pyroscopeChartVersion": _semver,
     "pyroscopeImageRepository": _regex(
-        r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)+|[a-z0-9]+(?:[._-][a-z0-9]+)*",
+        r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)+"
+        r"|[a-z0-9]+(?:[._-][a-z0-9]+)*",
         "expected an image repository such as grafana/pyroscope or myregistry.azurecr.io/grafana/pyroscope "
         "(lowercase, no tag)",
     ),

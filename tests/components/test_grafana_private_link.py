@@ -218,7 +218,7 @@ def test_replacements_cascade_from_the_release(plan):
 
 
 def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
-    """Keyed on the PLS id (a fault found in review: keyed on the MPE id, the refresh did not re-run when
+    """Keyed on the PLS id (keyed on the MPE id once, the refresh did not re-run when
     privateLinkServiceName changed, leaving Grafana unsynced)."""
     before, after = plan(), plan(privateLinkServiceName="other-pls")
     for step in ("approve-connection", "refresh"):
@@ -227,7 +227,7 @@ def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
 
 
 def test_an_update_of_the_nonce_step_keeps_the_nonce(plan):
-    """Review finding (L12): with no ``update``, pulumi-command runs ``create`` again on any change of the step's inputs
+    """L12: with no ``update``, pulumi-command runs ``create`` again on any change of the step's inputs
     (pulumi/pulumi-command v1.2.1 provider/pkg/provider/local/commandController.go ``Update``: "Use Create command if
     Update is unspecified"; schema.json ``update``: "If empty, the create command will be executed instead"), e.g. an
     edit of NONCE_COMMAND or ``logging``, or a provider upgrade that adds an input (pulumi/pulumi-command#912:

@@ -484,7 +484,7 @@ def test_network_policy_spec_without_ranges_admits_only_pods():
 
 
 def test_default_ranges_admit_no_subnet_only_hosts(plan):
-    """The failing input of a review: with no privateLinkSubnet the stack admitted the PLS subnet, which is then the
+    """A failing input found once: with no privateLinkSubnet the stack admitted the PLS subnet, which is then the
     node subnet (10.224.0.0/16 here): every node, host-network pod and VM in it, and on Azure CNI Node Subnet (pods
     addressed from the node subnet) every pod of the cluster. Now, by default, only host addresses (the NAT IPs) are."""
     import ipaddress

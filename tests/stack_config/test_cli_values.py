@@ -192,7 +192,7 @@ def test_stack_file_numbers_reach_the_program_as_yaml_v3_and_go_json_make_them(t
     assert config["aks-gpu-observability:pyroscopeDatasourceName"] == "1:20"  # PyYAML: 80 (base 60); yaml.v3: a string
 
 
-# --- stack files as the CLI reads them (offline/stack_file.py; issue 12 item 7) --------------------------------
+# --- stack files as the CLI reads them (offline/stack_file.py) -----------------------------------------------
 def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_path, monkeypatch):
     """loaders.go stackConfigNamespacedWithProject: a bare key is the project's; key.go ParseKey: ns:config:name."""
     base = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")

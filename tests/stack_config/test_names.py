@@ -12,11 +12,11 @@ from tests.support.config_values import parse
 def test_fixed_defaults_from_design():
     declared = schema.declared()
     assert declared["pyroscopeChartVersion"]["default"] == "1.15.0"
-    # DESIGN §3 fixes pyroscope-pls; derived like the endpoint's name, since two clusters' PLS can meet in a shared group.
+    # The design fixes pyroscope-pls; derived like the endpoint's name, since two clusters' PLS can meet in a shared group.
     assert declared["privateLinkServiceName"]["default"] == ""
     assert names.derived_private_link_service_name(parse(), "id") == "pyroscope-pls"
     assert declared["privateLinkVisibility"]["default"] == "*"
-    # DESIGN §3 fixes pyroscope-mpe; issue 15 moves it behind "" (derive), since the CLI writes defaults out.
+    # The design fixes pyroscope-mpe; it sits behind "" (derive), since the CLI writes defaults out.
     assert declared["managedPrivateEndpointName"]["default"] == ""
     assert names.derived_names(parse(), "id")["managedPrivateEndpointName"] == "pyroscope-mpe"
     assert names.derived_names(parse(multiCluster="true"), "id")["managedPrivateEndpointName"] != "pyroscope-mpe"

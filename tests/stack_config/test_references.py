@@ -98,7 +98,7 @@ def test_three_clusters_against_one_grafana_never_collide(plan):
 
 
 def test_multi_cluster_stacks_leave_the_workspace_role_alone(plan):
-    """A fault found in review: every cluster stack derived the same role assignment name for the shared
+    """Once, every cluster stack derived the same role assignment name for the shared
     workspace, so the second collided and any destroy removed the role for all. One per workspace: off by
     default with multiCluster; a stack told to make it only ensures it (a step with no delete, so nothing a
     replacement or a destroy deletes), never owns it as an azure-native resource."""

@@ -266,7 +266,7 @@ def test_allowed_cidrs_must_be_networks(plan, bad):
 
 @pytest.mark.parametrize("everything", ["0.0.0.0/0", "::/0"])
 def test_allowed_cidrs_refuse_a_range_that_admits_every_address(plan, everything):
-    """0.0.0.0/0 passed the CIDR check and made the NetworkPolicy admit every source (the failing input of a review)."""
+    """0.0.0.0/0 passed the CIDR check and made the NetworkPolicy admit every source (a failing input found once)."""
     with pytest.raises(ConfigError, match="^pyroscopeAllowedCidrs: '.*' admits every address"):
         plan(paths={"pyroscopeAllowedCidrs[0]": everything})
 
