@@ -446,7 +446,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from components.config import ConfigError
+    from stack_config.schema import ConfigError
     from offline.plan import _parse_sets
 
     try:

@@ -59,7 +59,7 @@ from typing import Optional, Sequence
 from cli import OneLineParser, exit_code, require_virtualenv
 
 with require_virtualenv("offline.plan"):  # the plan runs the program: it needs requirements.txt installed
-    from components.config import ConfigError
+    from stack_config.schema import ConfigError
     from offline import adopt
     from offline import diff as plan_diff
     from offline.program import ConfigSet, Plan, Resource, run

@@ -36,7 +36,8 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
-from components import config as stack_config
+from stack_config import cli_values
+from stack_config import schema as stack_schema
 from offline import canned, replacement
 from offline import stack_file as stack_files
 
@@ -534,20 +535,20 @@ def read_stack_config(stack: str, config_sets: Sequence[tuple[str, str, bool]] =
     ``pulumi config set [--path]`` would store it (:func:`offline.stack_file.config_set`; a key it sets is plain,
     no longer secret), then checked as the CLI checks it before the program runs.
     Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file, a set the CLI
-    refuses, or a value of the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
+    refuses, or a value of the wrong declared type, as the CLI refuses them (stack_config.cli_values.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
-        raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
-    string_keys = frozenset(key for key, decl in stack_config.declared().items() if decl.get("type", "string") == "string")
-    held, secrets = stack_files.read(path, stack_config.PROJECT, string_keys)
+        raise stack_schema.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
+    string_keys = frozenset(key for key, decl in stack_schema.declared().items() if decl.get("type", "string") == "string")
+    held, secrets = stack_files.read(path, stack_schema.PROJECT, string_keys)
     for key, value, by_path in config_sets:
         try:
-            top = stack_files.config_set(held, key, value, by_path, stack_config.PROJECT)
+            top = stack_files.config_set(held, key, value, by_path, stack_schema.PROJECT)
         except stack_files.ConfigSetError as error:
             command = "pulumi config set --path" if by_path else "pulumi config set"
-            raise stack_config.ConfigError(key, f"{error.message} (`{command}` refuses it too)") from None
+            raise stack_schema.ConfigError(key, f"{error.message} (`{command}` refuses it too)") from None
         secrets = [name for name in secrets if name != top]
-    stack_config.check_cli_types({key: value for key, value in held.items() if key not in secrets})
+    cli_values.check_cli_types({key: value for key, value in held.items() if key not in secrets})
     values = {key: json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value for key, value in held.items()}
     return values, secrets
 
@@ -575,7 +576,7 @@ def run(
     sets = [ConfigSet(key, value) for key, value in (overrides or {}).items()] + [ConfigSet(*item) for item in config_sets]
     values, secrets = read_stack_config(stack, sets)
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
-    values = stack_config.cli_defaults(values)
+    values = cli_values.cli_defaults(values)
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
@@ -593,7 +594,7 @@ def run(
             # otherwise be awaited on this run's (new) loop.
             pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
-            pulumi.runtime.set_mocks(mocks, project=stack_config.PROJECT, stack=stack, preview=preview, monitor=monitor)
+            pulumi.runtime.set_mocks(mocks, project=stack_schema.PROJECT, stack=stack, preview=preview, monitor=monitor)
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:
@@ -617,7 +618,7 @@ def run(
                 os.environ["PULUMI_CONFIG"] = saved_env
             asyncio.set_event_loop(None)
             loop.close()
-        stack_urn = f"urn:pulumi:{stack}::{stack_config.PROJECT}::pulumi:pulumi:Stack::{stack_config.PROJECT}-{stack}"
+        stack_urn = f"urn:pulumi:{stack}::{stack_schema.PROJECT}::pulumi:pulumi:Stack::{stack_schema.PROJECT}-{stack}"
         resources = list(monitor.recorded)
         for resource in resources:  # the engine parents top-level resources (not default providers) to the stack
             if not resource.parent and resource.urn != stack_urn and resource.urn not in monitor.default_providers:
@@ -627,15 +628,15 @@ def run(
         create, destroy = orders(resources)
         position = {urn: i for i, urn in enumerate(create)}
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
-        return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
+        return Plan(stack_schema.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
     try:
         return contextvars.Context().run(evaluate)
-    except stack_config.SecretValueError as error:
+    except stack_schema.SecretValueError as error:
         # A `secure:` value of the stack file is a placeholder here: what its rule refused is the placeholder, not the
         # user's value (offline.stack_file.read). Say so, and how to check a value offline.
-        if values.get(f"{stack_config.PROJECT}:{error.key}") == stack_files.SECRET_PLACEHOLDER:
-            raise stack_config.ConfigError(
+        if values.get(f"{stack_schema.PROJECT}:{error.key}") == stack_files.SECRET_PLACEHOLDER:
+            raise stack_schema.ConfigError(
                 error.key, "a `secure:` value, which the offline plan cannot decrypt (it has no secrets provider), so it "
                 f"cannot check it or plan with it; give a plain value for the plan with --set {error.key}=<value>") from None
         raise

@@ -1,6 +1,6 @@
 """Read a stack file (``Pulumi.<stack>.yaml``) as the Pulumi CLI reads it, and refuse in one line what would go
 wrong: the offline plan's half of the CLI's config loading (the other half, what the program itself checks, is
-``components/config.py``).
+``stack_config/cli_values.py``).
 
 Sources, pulumi/pulumi v3.230.0: ``sdk/go/common/workspace/loaders.go`` (``LoadProjectStackBytes``: yaml.v3 into
 an untyped value, bare config keys put in the project's namespace by ``stackConfigNamespacedWithProject``, a
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from components import config as stack_config
+from stack_config import cli_values
 
 #: The keys of ``ProjectStack`` (pulumi v3.230.0 ``sdk/go/common/workspace/project.go``); yaml.v3 drops any
 #: other top-level key without a word, so a config key there would be ignored.
@@ -70,7 +70,7 @@ _Yaml12Loader.add_implicit_resolver(
 
 def cli_text(value) -> object:
     """A stack file value as the CLI holds it (pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
-    ``MarshalString``): booleans and numbers as their JSON text (components/config.py ``go_json_number``), strings as they are,
+    ``MarshalString``): booleans and numbers as their JSON text (stack_config/cli_values.py ``go_json_number``), strings as they are,
     lists and maps kept as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an empty
     string")."""
     if isinstance(value, bool):
@@ -80,7 +80,7 @@ def cli_text(value) -> object:
     if isinstance(value, (dict, list)):
         return value
     if isinstance(value, (int, float)):
-        return stack_config.go_json_number(value)
+        return cli_values.go_json_number(value)
     return str(value)
 
 
@@ -221,8 +221,8 @@ def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tupl
         values[full] = cli_text(value)
         if isinstance(value_node, yaml.ScalarNode) and value_node.style is None and not isinstance(value, bool) \
                 and value is not None:  # a number as yaml.v3 reads it (PyYAML reads YAML 1.1 numbers)
-            number = stack_config.yaml_v3_number(value_node.value)
-            values[full] = stack_config.go_json_number(number) if number is not None else value_node.value
+            number = cli_values.yaml_v3_number(value_node.value)
+            values[full] = cli_values.go_json_number(number) if number is not None else value_node.value
             if full.startswith(f"{project}:"):
                 _check_number(path, full.split(":", 1)[1], value_node, values[full], string_keys)
     return values, secrets
@@ -235,7 +235,7 @@ def _check_number(path: Path, name: str, node, text: str, string_keys: frozenset
     pulumi/pulumi v3.230.0 ``sdk/go/common/workspace/project.go`` ``ValidateConfigValue``), so it is refused here,
     naming the key and the quoted form to write. A number written as the CLI would pass it (``2``) is left alone."""
     if name in string_keys and node.style is None and node.value != text:
-        raise StackFileError(f"{_at(path, node.start_mark)}: {stack_config.unquoted_number(name, node.value, text)}")
+        raise StackFileError(f"{_at(path, node.start_mark)}: {cli_values.unquoted_number(name, node.value, text)}")
 
 
 # --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config ---------------------------------

@@ -283,7 +283,7 @@ def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
         reasons.append(f"chart {chart!r} is pinned by tag (version {args.props.get('version')}), not by digest")
     elif chart.count("@") != 1 or ":" in chart.split("@", 1)[0].rsplit("/", 1)[-1]:
         # <repository>:<tag>@sha256:<d>: Helm 3.17.3 pulls this by its tag, not the digest (helm/helm
-        # pkg/registry/reference.go@v3.17.3 String); components/config.py _chart refuses it too.
+        # pkg/registry/reference.go@v3.17.3 String); stack_config/rules.py _chart refuses it too.
         reasons.append(f"chart {chart!r} is not a digest-only reference (oci://.../pyroscope@sha256:<digest>); "
                        "Helm 3.17 pulls a reference that also names a tag by the tag")
     images = [(path, m["image"]) for path, m in mappings(args.props.get("values")) if isinstance(m.get("image"), Mapping)]

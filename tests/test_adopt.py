@@ -14,7 +14,7 @@ from importlib import metadata
 
 import pytest
 
-from components.grafana_datasources import MONITORING_DATA_READER, role_assignment_name
+from stack.specs import MONITORING_DATA_READER, role_assignment_name
 from tests.support import fake_world
 from tests.support import ROOT, reference
 from tests.support.lifecycle import OWNER_KEY, Deployment, EngineError

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from components.config import ConfigError
-from components.grafana_datasources import role_assignment_name
+from stack_config.schema import ConfigError
+from stack.specs import role_assignment_name
 from steps.command import script_hash
 from tests.support import RELEASE
 from offline import canned
@@ -138,7 +138,7 @@ def test_dashboard_step(plan):
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):
-    from tests.test_config import LOCAL_DASHBOARD, LOCAL_SHA256
+    from tests.support.config_values import LOCAL_DASHBOARD, LOCAL_SHA256
 
     env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()), "gpu-dashboard-upload").inputs["environment"]
     assert env["DASHBOARD_SOURCE"] == LOCAL_DASHBOARD and env["DASHBOARD_SHA256"] == LOCAL_SHA256

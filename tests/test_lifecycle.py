@@ -131,7 +131,7 @@ CHANGES = [
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_PROFILE_TYPE",))}),
     Change("extension-version-pin", {"extensionVersion": "0.46.0"},
            expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
-    # multiCluster names the PLS per cluster too (components/config.py): the release is reinstalled once.
+    # multiCluster names the PLS per cluster too (stack_config/names.py): the release is reinstalled once.
     Change("multi-cluster-on", {"multiCluster": "true"},
            expect={**pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),)),
                    "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),

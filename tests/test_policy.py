@@ -255,7 +255,7 @@ def test_pyroscope_pinned_by_digest_fail():
 def test_production_refuses_a_chart_reference_with_a_tag_and_a_digest():
     """``oci://.../pyroscope:1.15.0@sha256:<d>`` is not a digest pin: Helm 3.17.3 pulls it by its tag (helm/helm
     pkg/registry/reference.go@v3.17.3 ``String``); the production gate wants the digest-only form that
-    components/config.py ``_chart`` accepts, as does a second ``@``."""
+    stack_config/rules.py ``_chart`` accepts, as does a second ``@``."""
     for chart in (f"{OCI}:1.15.0@{DIGEST}", f"{OCI}@{DIGEST}@{DIGEST}"):
         found = check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(chart=chart),
                       production=True)

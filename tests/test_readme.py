@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from components import config
+from stack_config import rules, schema
 from tests.support import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -22,12 +22,12 @@ def config_table() -> dict[str, tuple[str, str]]:
 
 def test_config_table_mirrors_pulumi_yaml():
     table = config_table()
-    declared = config.declared()
+    declared = schema.declared()
     assert set(table) == set(declared)
     for key, decl in declared.items():
         kind, default = table[key]
         assert kind == decl["type"], key
-        if key in config.REQUIRED_UNLESS:
+        if key in rules.REQUIRED_UNLESS:
             assert default == "required*", key
         elif "default" not in decl:
             assert default == "required", key

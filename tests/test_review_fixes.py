@@ -1,7 +1,7 @@
 """Review 2 of the review-22 fixes (5f3fd7f) and the fleet fixes (76ffc2a): failing tests, one per finding.
 
 Each test names its upstream evidence; the Helm ones also render chart 1.15.0 (tests/reference, .ci/fetch-reference)
-with the real Helm (skipped without it, tests/test_helm_render.helm)."""
+with the real Helm (skipped without it, tests/support/helm.py helm)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from policy import rules
 from tests.support import scenarios
 from tests.support import reference
 from tests.support.scenarios import PLS_ID, SHOW, WAIT_ENV, Scenario, ip_configuration, pls
-from tests.test_helm_render import helm, helm_env
+from tests.support.helm import helm, helm_env
 from tests.test_policy import check, persistent_release
 
 PRODUCTION = {"production": True, "stack": "prod-eu"}

@@ -18,7 +18,7 @@ from steps import command as step_scripts
 from components.grafana_private_link import NONCE_COMMAND
 from tests.support import scenarios
 from tests.support import ROOT
-from tests.test_stack_inputs import PLATFORM, SECRET_CLUSTER
+from tests.support.config_values import PLATFORM, SECRET_CLUSTER
 from offline import canned, program
 
 COMMAND = "command:local:Command"

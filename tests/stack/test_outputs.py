@@ -22,7 +22,7 @@ from offline.program import run
 PUBLISHED = {
     "dashboardUrl", "grafanaEndpoint", "pyroscopeDatasourceUid", "prometheusDatasourceUid",
     "pyroscopePrivateUrl", "privateLinkServiceId", "managedPrivateEndpointId", "extensionId",
-    "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition",  # issue 12 item 6: drift
+    "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition",  # drift: what the steps set
 }
 
 

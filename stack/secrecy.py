@@ -1,27 +1,12 @@
 """What came in secret goes out secret: inputs and exports that carry a secret config value are Pulumi secrets.
 
-A value is secret config when it is set with ``pulumi config set --secret`` or comes from a secret output of
-``clusterStack``/``grafanaStack`` (``StackConfig.secret_keys``, components/stack_inputs.py). The program handles
-the values themselves as plain strings, since the lookups that decide what it registers need them (the cluster and
-Grafana invokes). So secrecy is restored where values leave the program: :class:`Secrecy` marks as secret every
-string that *contains* a secret value, wherever it ends up,
-
-- in the inputs of every resource registered after :meth:`Secrecy.install` (a stack transformation, Python SDK
-  ``pulumi.runtime.register_stack_transformation``; it sees each resource's properties before they are sent,
-  ``pulumi/resource.py`` ``Resource.__init__``), including input-type objects and lists/maps at any depth;
-- in the outputs each component registers (``register_outputs``), which the engine keeps in the state;
-- in the stack's exports (:meth:`Secrecy.export`);
-- in what the step scripts print: each step command gets the values to mask in its environment, logs only its masked
-  stderr, and keeps its stdout secret (steps/command.py ``with_secret_mask``).
-
-"Contains" covers what is derived from a value: the cluster's ARM id and node resource group carry its name, the
-Grafana endpoint carries the workspace's. An Output is secret if it already was or if its value, once known,
-contains a secret value. Over-marking (a plain value that happens to contain a secret one) is the safe side.
-
-What cannot be covered, by Pulumi's design: resource IDs and URNs are never secret, and azure-native IDs are ARM ids
-(the extension's contains the cluster's name); invoke arguments are not secrets either (the SDK unwraps them; the
-engine neither stores nor shows them; the offline plan masks them, offline/program.py ``mask``). Names that Grafana
-shows to every viewer are refused instead (components/stack_inputs.py ``refuse_secret_names_in_grafana``).
+Owns: :class:`Secrecy` (marks as secret every string that *contains* a secret value: the inputs of every resource
+registered after :meth:`Secrecy.install`, what components register as outputs, the stack's exports, and what the
+step scripts print, via steps/command.py ``with_secret_mask``) and :func:`keep_secret`. Input: the secret values
+(``StackConfig.secret_values``: ``pulumi config set --secret`` or a secret output of a referenced stack). Output: a
+stack transformation and :meth:`Secrecy.export`. Over-marking is the safe side; resource IDs, URNs and invoke
+arguments cannot be secret. Upstream: pulumi/pulumi ``sdk/python/lib/pulumi/resource.py`` (stack transformations);
+the research: docs/decisions/secrecy.md.
 """
 
 from __future__ import annotations
@@ -34,7 +19,6 @@ import pulumi
 from pulumi import _types
 
 from steps import command as scripts
-from components.config import StackConfig
 
 
 class Secrecy:
@@ -89,7 +73,8 @@ class Secrecy:
         outputs."""
         if isinstance(args.resource, pulumi.ComponentResource):
             register = args.resource.register_outputs
-            args.resource.register_outputs = lambda outputs: register(self.taint(outputs))  # type: ignore[method-assign]
+            args.resource.register_outputs = (  # type: ignore[method-assign]
+                lambda outputs: register(self.taint(outputs)))
         props, opts = dict(args.props), args.opts
         if args.type_ == "command:local:Command":  # a step script: mask the values in what it logs
             props, opts = scripts.with_secret_mask(props, opts, self.values)
@@ -107,6 +92,6 @@ class Secrecy:
         pulumi.export(name, self.taint(value))
 
 
-def keep_secret(cfg: StackConfig) -> Secrecy:
-    """The installed :class:`Secrecy` for ``cfg``'s secret values (``StackConfig.secret_values``)."""
-    return Secrecy(cfg.secret_values).install()
+def keep_secret(values: tuple[str, ...]) -> Secrecy:
+    """The installed :class:`Secrecy` for the stack's secret values (``StackConfig.secret_values``)."""
+    return Secrecy(values).install()

@@ -1,4 +1,4 @@
-"""Pyroscope: the Helm release's engine-level inputs, values against the real chart, dependencies."""
+"""components/pyroscope.py: the Helm release's engine-level inputs, values against the real chart, dependencies."""
 
 from __future__ import annotations
 
@@ -7,9 +7,15 @@ import yaml
 
 from components.pyroscope import PyroscopeArgs, chart_values
 from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, reference
+from tests.support.config_values import pyroscope_args
+
 
 P = "service.beta.kubernetes.io/"
+
+
 SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
+
+
 SUB_B = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
 
 
@@ -166,20 +172,20 @@ def test_key_path_check_catches_a_wrong_path(upstream_values):
 
 
 def test_optional_annotations_also_fit_the_chart(upstream_values):
-    args = PyroscopeArgs("1.15.0", "1.14.1", "pls", ["*"], private_link_subnet="s", private_link_resource_group="rg")
+    args = pyroscope_args()
     assert sorted(missing_paths(key_paths(chart_values(args)), upstream_values)) == sorted(TEMPLATE_ONLY)
 
 
 def test_default_chart_version_and_image_match_the_reference_chart():
     chart = yaml.safe_load(reference("pyroscope-chart-1.15.0/Chart.yaml").read_text())
-    from components import config
+    from stack_config import schema
 
-    assert config.declared()["pyroscopeChartVersion"]["default"] == chart["version"]
+    assert schema.declared()["pyroscopeChartVersion"]["default"] == chart["version"]
     # The published procedure (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md) sets image tag 1.15.0
     # and repository grafana/pyroscope, the chart's own repository; its appVersion (1.14.1) is older.
-    assert config.declared()["pyroscopeImageTag"]["default"] == "1.15.0" != chart["appVersion"]
+    assert schema.declared()["pyroscopeImageTag"]["default"] == "1.15.0" != chart["appVersion"]
     values = yaml.safe_load(reference("pyroscope-chart-1.15.0/values.yaml").read_text())
-    assert config.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
+    assert schema.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
 
 
 # --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/support/fake_cluster.py) ------
@@ -323,8 +329,7 @@ def test_persistence_off_is_the_charts_emptydir(plan):
 
 
 def _args(**kw) -> PyroscopeArgs:
-    return PyroscopeArgs("1.15.0", "1.14.1", "pls", ["*"], private_link_subnet="s", private_link_resource_group="rg",
-                         **kw)
+    return pyroscope_args(**kw)
 
 
 _DAYS = {"h": 1 / 24, "d": 1, "w": 7}
@@ -372,12 +377,20 @@ def test_the_release_is_replaced_when_its_volume_changes(plan):
 
 # --- Who can reach Pyroscope: the NetworkPolicy and the Service's externalTrafficPolicy -------------------------------
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
 SERVICE_PATCH = "kubernetes:core/v1:ServicePatch"
+
+
 SELECTOR = {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}
+
+
 HTTP = [{"port": 4040, "protocol": "TCP"}]
 
 
 POLICY = "pyroscope-network-policy"
+
+
 PRIVATE_LINK_POLICY = "grafana-private-link-nat-network-policy"
 
 
@@ -439,32 +452,6 @@ def test_explicit_ranges_are_admitted_besides_the_nat_addresses(plan):
     assert explicit.named(PRIVATE_LINK_POLICY)
 
 
-def test_private_link_policy_spec_takes_each_address_as_one_host():
-    from components.pyroscope import private_link_policy_spec
-
-    spec = private_link_policy_spec(["10.1.2.3", "10.1.2.4", "fd00::5"])
-    assert [peer["ipBlock"]["cidr"] for peer in spec["ingress"][0]["from"]] == ["10.1.2.3/32", "10.1.2.4/32", "fd00::5/128"]
-    with pytest.raises(ValueError):
-        private_link_policy_spec(["10.1.2.0/24x"])
-
-
-def test_a_pls_without_nat_address_stops_the_run_in_one_line():
-    """An empty ipConfigurations (an ARM answer without addresses) would make a policy admitting nothing from the PLS:
-    Grafana shut out without a word. The lookup's read raises a one-line error instead."""
-    from types import SimpleNamespace
-
-    from components.grafana_private_link import MissingNatAddressError, require_nat_addresses
-
-    configs = [SimpleNamespace(private_ip_address="10.224.0.9"), SimpleNamespace(private_ip_address="10.224.0.7"),
-               SimpleNamespace(private_ip_address="10.224.0.9")]
-    assert require_nat_addresses("pls", configs) == ["10.224.0.7", "10.224.0.9"]
-    for empty in (None, [], [SimpleNamespace(private_ip_address=None)]):
-        with pytest.raises(MissingNatAddressError) as caught:
-            require_nat_addresses("pyroscope-pls", empty)
-        assert "\n" not in str(caught.value) and str(caught.value).startswith(
-            "privateLinkServiceName: private link service 'pyroscope-pls' has no NAT IP address")
-
-
 def test_service_patch_keeps_client_addresses(plan):
     """externalTrafficPolicy Local on the release's Service, by a forced server-side apply of that field alone; it
     reads the Service's name from the release and is replaced with it."""
@@ -497,7 +484,7 @@ def test_network_policy_spec_without_ranges_admits_only_pods():
 
 
 def test_default_ranges_admit_no_subnet_only_hosts(plan):
-    """The failing input of a review: with no privateLinkSubnet the stack admitted the PLS subnet, which is then the
+    """A failing input found once: with no privateLinkSubnet the stack admitted the PLS subnet, which is then the
     node subnet (10.224.0.0/16 here): every node, host-network pod and VM in it, and on Azure CNI Node Subnet (pods
     addressed from the node subnet) every pod of the cluster. Now, by default, only host addresses (the NAT IPs) are."""
     import ipaddress
@@ -506,84 +493,6 @@ def test_default_ranges_admit_no_subnet_only_hosts(plan):
              for name in (POLICY, PRIVATE_LINK_POLICY) for rule in plan().named(name).inputs["spec"]["ingress"]
              for peer in rule["from"] if "ipBlock" in peer]
     assert cidrs and all(c.num_addresses == 1 for c in cidrs), cidrs
-
-
-# --- Microservices mode (engine-level inputs, dependencies, options) -----------------------------------------------------
-STORAGE_TYPES = ("azure-native:storage:StorageAccount", "azure-native:storage:BlobContainer",
-                 "azure-native:managedidentity:UserAssignedIdentity",
-                 "azure-native:managedidentity:FederatedIdentityCredential")
-
-
-def _name(urn: str) -> str:
-    return urn.split("::")[-1]
-
-
-def test_single_binary_registers_nothing_of_the_microservices_mode(plan):
-    p = plan()
-    assert not [r for r in p.resources if r.type in STORAGE_TYPES or r.type == "kubernetes:core/v1:Service"]
-    assert "components" not in p.one(RELEASE).inputs["values"]["pyroscope"]
-
-
-def test_microservices_storage_without_shared_keys(plan):
-    """The account as the issue asks: shared keys off, TLS 1.2, no public blob access, HTTPS only; the container
-    private; Storage Blob Data Contributor for the identity's principal on the container only."""
-    from components.pyroscope_storage import derived_account_name
-
-    p = plan(pyroscopeMode="microservices")
-    account = p.one("azure-native:storage:StorageAccount").inputs
-    cluster_id = p.outputs["clusterId"]
-    assert account["accountName"] == derived_account_name(cluster_id) and len(account["accountName"]) == 24
-    assert (account["allowSharedKeyAccess"], account["allowBlobPublicAccess"], account["minimumTlsVersion"],
-            account["enableHttpsTrafficOnly"], account["resourceGroupName"]) == (False, False, "TLS1_2", True, "rg-aks-gpu-dev")
-    assert account["tags"]["managed-by"] == "aks-gpu-observability"
-    container = p.one("azure-native:storage:BlobContainer").inputs
-    assert (container["containerName"], container["publicAccess"]) == ("pyroscope", "None")
-    role = next(r for r in p.resources if r.name == "pyroscope-storage-blob-data-contributor")
-    assert role.inputs["scope"].endswith(
-        f"/resourceGroups/rg-aks-gpu-dev/providers/Microsoft.Storage/storageAccounts/{account['accountName']}"
-        "/blobServices/default/containers/pyroscope")
-    assert role.inputs["roleDefinitionId"].endswith("/roleDefinitions/ba92f5b4-2d11-453d-a403-e96b0029c9fe")
-    assert role.inputs["principalType"] == "ServicePrincipal"
-    assert {_name(d) for d in role.dependencies} >= {"pyroscope-storage-container", "pyroscope-storage-identity"}
-    credential = p.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
-    assert credential["subject"] == "system:serviceaccount:gadget:pyroscope"
-
-
-def test_microservices_with_a_brought_account(plan):
-    p = plan(pyroscopeMode="microservices", pyroscopeStorageAccount="stprofiles01",
-             pyroscopeStorageAccountResourceGroup="rg-data", pyroscopeBlobContainer="gpu-profiles")
-    assert not [r for r in p.resources if r.type.startswith("azure-native:storage:")]
-    role = next(r for r in p.resources if r.name == "pyroscope-storage-blob-data-contributor")
-    assert role.inputs["scope"].endswith("/resourceGroups/rg-data/providers/Microsoft.Storage/storageAccounts/stprofiles01"
-                                         "/blobServices/default/containers/gpu-profiles")
-    identity = p.one("azure-native:managedidentity:UserAssignedIdentity").inputs
-    assert (identity["resourceName"], identity["resourceGroupName"]) == ("id-pyroscope-aks-gpu-dev", "rg-data")
-
-
-def test_microservices_release_waits_for_the_credential_and_the_role(plan):
-    """The pods authenticate at start: the release depends on the federated credential and the role assignment; the
-    write path's Service on the release (a switch from single-binary uninstalls the chart's Service pyroscope first),
-    replaced with it delete-first (so going back frees the name); the PLS identity paths are the read path's."""
-    from components.pyroscope import MICRO_PLS_IDENTITY_PATHS, MODE_PATHS
-
-    p = plan(pyroscopeMode="microservices")
-    release = p.one(RELEASE)
-    assert {"pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor"} <= \
-        {_name(d) for d in release.dependencies}
-    assert release.options["replaceOnChanges"] == [*MICRO_PLS_IDENTITY_PATHS,
-                                                   "values.pyroscope.components.ingester.persistence", *MODE_PATHS]
-    assert MICRO_PLS_IDENTITY_PATHS[0] == ('values.pyroscope.components["query-frontend"].service.annotations'
-                                           '["service.beta.kubernetes.io/azure-pls-name"]')
-    write = p.one("kubernetes:core/v1:Service")
-    assert release.urn in write.dependencies
-    assert write.options["replaceWith"] == [release.urn] and write.options["deleteBeforeReplace"] is True
-    pyroscope = release.inputs["values"]["pyroscope"]
-    assert pyroscope["service"] == {"port": 4040, "type": "ClusterIP"}
-    assert pyroscope["components"]["query-frontend"]["service"]["type"] == "LoadBalancer"
-    assert pyroscope["persistence"] == {"enabled": False}
-    assert pyroscope["components"]["ingester"]["persistence"]["enabled"] is True
-    assert "compactor.data-dir" not in pyroscope["extraArgs"]
-    assert pyroscope["extraArgs"]["compactor.blocks-retention-period"] == "14d"
 
 
 def test_microservices_components_are_the_charts_own(plan):
@@ -596,30 +505,3 @@ def test_microservices_components_are_the_charts_own(plan):
         shipped = yaml.safe_load(archive.extractfile("pyroscope/values-micro-services.yaml"))
     assert CHART_COMPONENTS == shipped["pyroscope"]["components"]
     assert CHART_MICRO_EXTRA_ARGS == shipped["pyroscope"]["extraArgs"]
-
-
-def test_microservices_refuses_single_binary_resources(plan):
-    """pyroscopeResources sizes the single binary's pod only; in microservices mode it was silently ignored (the failing
-    input of a README review): now one line naming the key, before any resource."""
-    from components.config import ConfigError
-
-    with pytest.raises(ConfigError) as caught:
-        plan(pyroscopeMode="microservices", paths={"pyroscopeResources[0]": "requests.cpu=2"})
-    assert caught.value.key == "pyroscopeResources" and "\n" not in str(caught.value)
-    assert "applies to the single binary only" in str(caught.value)
-    assert plan(paths={"pyroscopeResources[0]": "requests.cpu=2"})  # single binary: taken
-
-
-@pytest.mark.parametrize("sku", ["Standard_ZRS", "Standard_LRS", "Standard_RAGZRS"])
-def test_storage_account_sku_is_configurable(plan, sku):
-    """Standard_ZRS (the FAQ's) needs a region with availability zones; pyroscopeStorageSku picks another."""
-    overrides = {"pyroscopeMode": "microservices"} | ({} if sku == "Standard_ZRS" else {"pyroscopeStorageSku": sku})
-    account = plan(**overrides).one("azure-native:storage:StorageAccount").inputs
-    assert account["sku"] == {"name": sku}
-
-
-def test_storage_account_sku_refuses_premium_or_typos(plan):
-    from components.config import ConfigError
-
-    with pytest.raises(ConfigError, match="^pyroscopeStorageSku: "):
-        plan(pyroscopeMode="microservices", pyroscopeStorageSku="Standard_ZRSS")

@@ -1,17 +1,12 @@
-"""Inputs from other stacks (``clusterStack``, ``grafanaStack``) and the names of a multi-cluster stack.
+"""Inputs from other stacks (``clusterStack``, ``grafanaStack``) and the names derived once the cluster is known.
 
-A platform's cluster stack and observability stack export what this stack needs; naming them in config
-replaces setting the keys by hand. Expected outputs (strings):
-
-- ``clusterStack``: ``clusterName``, ``clusterResourceGroup``
-- ``grafanaStack``: ``grafanaName``, ``grafanaResourceGroup``, ``monitorWorkspaceName``,
-  ``monitorWorkspaceResourceGroup``
-
-Read with Pulumi's ``StackReference`` before anything else is registered, so the cluster and Grafana
-checks run on the final names. Keys set in this stack's config win over referenced outputs. An output the other
-stack holds as a secret (``get_output_details`` answers it as ``secret_value``, pulumi/pulumi v3.230.0
-``sdk/python/lib/pulumi/stack_reference.py``) stays secret here: its key joins ``StackConfig.secret_keys``, and
-components/secrets.py keeps every input and export that carries it secret.
+Owns: :func:`resolve` (the keys completed from the referenced stacks' outputs, then the required-key check),
+:func:`for_cluster` (empty names in Grafana and the PLS name derived), :func:`refuse_secret_names_in_grafana`.
+Inputs: a StackConfig; the outputs (strings) ``clusterStack``: ``clusterName``, ``clusterResourceGroup``;
+``grafanaStack``: ``grafanaName``, ``grafanaResourceGroup``, ``monitorWorkspaceName``,
+``monitorWorkspaceResourceGroup``. Keys set in this stack win; a secret output stays secret (``secret_keys``).
+Errors: ConfigError naming the key. Upstream: pulumi/pulumi v3.230.0 ``sdk/python/lib/pulumi/stack_reference.py``;
+the research: docs/decisions/stack-references.md.
 """
 
 from __future__ import annotations
@@ -19,8 +14,10 @@ from __future__ import annotations
 import pulumi
 from pulumi.runtime.sync_await import _sync_await
 
-from components import config as stack_config
-from components.config import ConfigError, StackConfig
+from stack_config import names
+from stack_config.load import with_values
+from stack_config.rules import check_required
+from stack_config.schema import ConfigError, StackConfig, snake
 
 CLUSTER_OUTPUTS = ("clusterName", "clusterResourceGroup")
 GRAFANA_OUTPUTS = ("grafanaName", "grafanaResourceGroup", "monitorWorkspaceName", "monitorWorkspaceResourceGroup")
@@ -64,26 +61,26 @@ def resolve(cfg: StackConfig) -> StackConfig:
     if cfg.cluster_stack:
         stack = cfg.cluster_stack
         outputs, secret = read_outputs("clusterStack", reference(stack), stack, CLUSTER_OUTPUTS)
-        cfg = stack_config.with_values(cfg, outputs, f"stack {stack}", secret)
+        cfg = with_values(cfg, outputs, f"stack {stack}", secret)
     if cfg.grafana_stack:
         stack = cfg.grafana_stack
         outputs, secret = read_outputs("grafanaStack", reference(stack), stack, GRAFANA_OUTPUTS)
-        cfg = stack_config.with_values(cfg, outputs, f"stack {stack}", secret)
-    return stack_config.check_required(cfg)
+        cfg = with_values(cfg, outputs, f"stack {stack}", secret)
+    return check_required(cfg)
 
 
 def for_cluster(cfg: StackConfig, cluster_id: str) -> StackConfig:
-    """``cfg`` with the names in Grafana that are left empty derived (config.derived_names): the published
+    """``cfg`` with the names in Grafana that are left empty derived (``names.derived_names``): the published
     procedure's names for a single-cluster stack, per-cluster names from the cluster's ARM id with
-    ``multiCluster`` (config.cluster_names); and the PLS name, per cluster wherever two clusters' PLS can meet
-    (config.derived_private_link_service_name). A name the stack sets wins. Empty is the keys' default, so a
+    ``multiCluster`` (``names.cluster_names``); and the PLS name, per cluster wherever two clusters' PLS can meet
+    (``names.derived_private_link_service_name``). A name the stack sets wins. Empty is the keys' default, so a
     stack behaves the same whether or not the CLI wrote the defaults out (it always does)."""
     source = "the multi-cluster naming" if cfg.multi_cluster else "the single-cluster naming"
-    derived = stack_config.derived_names(cfg, cluster_id)
+    derived = names.derived_names(cfg, cluster_id)
     refuse_secret_names_in_grafana(cfg, derived)
-    cfg = stack_config.with_values(cfg, derived, source)
-    return stack_config.with_values(
-        cfg, {"privateLinkServiceName": stack_config.derived_private_link_service_name(cfg, cluster_id)},
+    cfg = with_values(cfg, derived, source)
+    return with_values(
+        cfg, {"privateLinkServiceName": names.derived_private_link_service_name(cfg, cluster_id)},
         "the private link service naming")
 
 
@@ -92,13 +89,16 @@ def refuse_secret_names_in_grafana(cfg: StackConfig, derived: dict[str, str]) ->
     with ``multiCluster`` every such name comes from the cluster name (a slug of it, or the name itself), and a
     single-cluster stack names the Prometheus datasource after the workspace. Grafana shows datasource names and
     uids to every viewer in plain text, so a secret cannot stay secret there; the message names the keys to set."""
-    empty = [key for key in derived if not getattr(cfg, stack_config.snake(key))]
+    empty = [key for key in derived if not getattr(cfg, snake(key))]
     for key in sorted(cfg.secret_keys):
-        value = str(getattr(cfg, stack_config.snake(key)))
+        value = str(getattr(cfg, snake(key)))
         from_it = [name for name in empty
-                   if (key == "clusterName" and cfg.multi_cluster) or (value and value.lower() in derived[name].lower())]
+                   if (key == "clusterName" and cfg.multi_cluster)
+                   or (value and value.lower() in derived[name].lower())]
         if from_it:
-            naming = "multiCluster would derive names in Grafana from it" if key == "clusterName" and cfg.multi_cluster \
+            from_cluster_name = key == "clusterName" and cfg.multi_cluster
+            naming = "multiCluster would derive names in Grafana from it" if from_cluster_name \
                 else f"{', '.join(from_it)} would be derived from it"
             raise ConfigError(key, f"the value is secret, but {naming}, and Grafana shows datasource names and uids to "
-                                   f"every viewer in plain text; set {', '.join(from_it)} yourself, or make {key} plain")
+                                   f"every viewer in plain text; set {', '.join(from_it)} yourself, or make {key} "
+                                   f"plain")

@@ -1,9 +1,12 @@
-"""Existing Azure Managed Grafana and Azure Monitor workspaces: their facts and the up-front checks.
+"""The existing Azure Managed Grafana and Azure Monitor workspace: their facts and the up-front checks.
 
-Not components: looked up with azure-native invokes, ``dashboard.getGrafana`` (ARM ``GET
-.../Microsoft.Dashboard/grafana/{name}``, API 2024-10-01) and ``monitor.getAzureMonitorWorkspace`` (ARM ``GET
-.../Microsoft.Monitor/accounts/{name}``). When the stack creates them instead, see
-``components.managed_grafana`` and ``components.monitor_workspace``.
+Owns: :class:`GrafanaFacts`, :class:`MonitorWorkspaceFacts`, :func:`lookup_grafana`,
+:func:`lookup_monitor_workspace`. Input: a StackConfig. Outputs: the facts, from the azure-native invokes
+``dashboard.getGrafana`` (ARM ``GET .../Microsoft.Dashboard/grafana/{name}``, API 2024-10-01) and
+``monitor.getAzureMonitorWorkspace`` (ARM ``GET .../Microsoft.Monitor/accounts/{name}``). Errors: ConfigError on
+``grafanaName`` (not Standard tier, no system-assigned identity) or ``monitorWorkspaceName`` (no Prometheus query
+endpoint). When the stack creates them instead: ``components.managed_grafana``, ``components.monitor_workspace``.
+Upstream: Azure/azure-rest-api-specs ``specification/dashboard``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import dashboard, monitor
 
-from components.config import ConfigError, StackConfig
+from stack_config.schema import ConfigError, StackConfig
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ def lookup_monitor_workspace(cfg: StackConfig) -> MonitorWorkspaceFacts:
     """Look the Azure Monitor workspace up. Raises ConfigError (key ``monitorWorkspaceName``) when it has no
     Prometheus query endpoint."""
     result = monitor.get_azure_monitor_workspace(
-        resource_group_name=cfg.monitor_workspace_resource_group, azure_monitor_workspace_name=cfg.monitor_workspace_name
+        resource_group_name=cfg.monitor_workspace_resource_group,
+        azure_monitor_workspace_name=cfg.monitor_workspace_name,
     )
     endpoint = (result.metrics.prometheus_query_endpoint if result.metrics else "") or ""
     if not endpoint:

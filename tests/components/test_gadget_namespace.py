@@ -40,7 +40,7 @@ def replacement_set(plan: Plan, root: str) -> set[str]:
 
 
 def old_design(plan: Plan) -> Plan:
-    """The same plan as the stack built it before issue 13: no Namespace resource, the release waiting for the
+    """The same plan as the stack built it before it owned the namespace: no Namespace resource, the release waiting for the
     extension (whose agent makes the namespace), as the published procedure orders it."""
     extension = plan.one(EXTENSION)
     resources = []

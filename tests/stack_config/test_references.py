@@ -1,21 +1,22 @@
-"""Stack references in (clusterStack, grafanaStack) and many clusters sharing one Grafana (multiCluster)."""
+"""stack_config/references.py: stack references in (clusterStack, grafanaStack) and many clusters sharing one Grafana (multiCluster)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components import config
-from components.config import ConfigError
 from offline import canned
+from stack_config import names, rules
+from stack_config.schema import ConfigError
+from tests.support.config_values import CLUSTERS, MPE, PLATFORM, SECRET_CLUSTER, grafana_names, named
 
-MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
+
+
 REF = "pulumi:pulumi:StackReference"
-NO_NAMES = {k: "" for k in config.REQUIRED_UNLESS}
 
 
-def named(plan, name):
-    return next(r for r in plan.resources if r.name == name)
+NO_NAMES = {k: "" for k in rules.REQUIRED_UNLESS}
 
 
 def test_cluster_from_a_stack_reference(plan):
@@ -78,20 +79,6 @@ def test_nothing_is_registered_but_the_reference_when_an_output_is_missing():
     assert sorted(r.type for r in monitor_holder["m"].recorded) == ["pulumi:pulumi:Stack", REF]
 
 
-# --- many clusters, one Grafana --------------------------------------------------------------------------
-CLUSTERS = [("aks-gpu-eastus", "rg-gpu-eastus"), ("aks-gpu-westeu", "rg-gpu-westeu"), ("aks-gpu-eastus", "rg-gpu-eastus-2")]
-
-
-def grafana_names(plan):
-    """Every name the stack claims inside the shared Grafana."""
-    import json
-
-    mpe = plan.one(MPE).inputs["managedPrivateEndpointName"]
-    pyro = json.loads(named(plan, "grafana-datasources-pyroscope").inputs["environment"]["DATASOURCE"])
-    prom = json.loads(named(plan, "grafana-datasources-prometheus").inputs["environment"]["DATASOURCE"])
-    return {"mpe": mpe, "endpoint": f"grafana-amg-gpu-dev-{mpe}", "uids": {pyro["uid"], prom["uid"]}, "names": {pyro["name"], prom["name"]}}
-
-
 def test_three_clusters_against_one_grafana_never_collide(plan):
     plans = [plan(multiCluster="true", clusterName=name, clusterResourceGroup=rg) for name, rg in CLUSTERS]
     claimed = [grafana_names(p) for p in plans]
@@ -110,23 +97,8 @@ def test_three_clusters_against_one_grafana_never_collide(plan):
     assert all(u.options["retainOnDelete"] for u in uploads)
 
 
-def test_multi_cluster_names_are_deterministic_and_valid():
-    cluster_id = canned.cluster_id("rg-gpu-eastus", "aks-gpu-eastus")
-    first = config.cluster_names("aks-gpu-eastus", cluster_id)
-    assert first == config.cluster_names("aks-gpu-eastus", cluster_id)
-    upper = config.cluster_names("AKS-GPU-EASTUS", cluster_id.upper())  # Azure ids are case-insensitive
-    assert all(upper[k] == first[k] for k in ("managedPrivateEndpointName", "pyroscopeDatasourceUid", "prometheusDatasourceUid"))
-    for key, value in first.items():
-        config.RULES[key](key, value)
-    assert first["managedPrivateEndpointName"].startswith("pyro-aks-gpu-")
-    other_subscription = cluster_id.replace(canned.SUBSCRIPTION_ID, "0b9d3c1e-2222-4a4a-8b8b-123456789abc")
-    assert config.cluster_names("aks-gpu-eastus", other_subscription)["managedPrivateEndpointName"] != first["managedPrivateEndpointName"]
-    weird = config.cluster_names("1" * 63, "r")
-    config.RULES["managedPrivateEndpointName"]("managedPrivateEndpointName", weird["managedPrivateEndpointName"])
-
-
 def test_multi_cluster_stacks_leave_the_workspace_role_alone(plan):
-    """A fault found in review: every cluster stack derived the same role assignment name for the shared
+    """Once, every cluster stack derived the same role assignment name for the shared
     workspace, so the second collided and any destroy removed the role for all. One per workspace: off by
     default with multiCluster; a stack told to make it only ensures it (a step with no delete, so nothing a
     replacement or a destroy deletes), never owns it as an azure-native resource."""
@@ -153,12 +125,6 @@ def test_explicit_names_win_in_multi_cluster(plan):
     claimed = grafana_names(plan(multiCluster="true", managedPrivateEndpointName="mine"))
     assert claimed["mpe"] == "mine"
     assert claimed["uids"] != {"local-pyroscope", "azure-monitor-prometheus"}
-
-
-# --- secret outputs through a stack reference ----------------------------------------------------------------
-PLATFORM = "acme/platform-aks/prod"
-#: A platform stack whose cluster name is secret; the names are distinct so a leak cannot hide in another value.
-SECRET_CLUSTER = {PLATFORM: {"clusterName": "gpu-secret-7", "clusterResourceGroup": "rg-platform"}}
 
 
 def secret_cluster_plan(plan, **overrides):

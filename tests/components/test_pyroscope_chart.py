@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from tests.support import RELEASE, ROOT, reference
+from tests.support.helm import helm, helm_318, helm_env, helm_version
 from tests.support.oci_registry import Registry, with_extra_template
 from offline import program
 
@@ -32,38 +33,6 @@ P = "service.beta.kubernetes.io/"
 IMAGE_DIGEST = "sha256:" + "0123456789abcdef" * 4
 SUB_A = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
 SUB_B = "5e6f7a8b-3333-4c4c-9d9d-abcdefabcdef"
-
-
-def helm() -> str:
-    found = os.environ.get("HELM_BIN") or (str(ROOT / ".tools" / "helm") if (ROOT / ".tools" / "helm").exists() else shutil.which("helm"))
-    if not found:
-        message = "no Helm: run .ci/install-helm (or set HELM_BIN)"
-        if os.environ.get("REQUIRE_HELM") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
-def helm_318() -> str:
-    """Helm 3.18.0 (``.ci/install-helm .tools 3.18.0``): the first Helm with helm/helm ``c18844175`` (ORAS v2), whose
-    ``pkg/registry/client.go`` ``ValidateReference`` is the same as v3.20.2's, the Helm current pulumi-kubernetes links."""
-    found = os.environ.get("HELM_318_BIN") or (
-        str(ROOT / ".tools" / "helm-3.18.0") if (ROOT / ".tools" / "helm-3.18.0").exists() else None)
-    if not found:
-        message = "no Helm 3.18.0: run .ci/install-helm .tools 3.18.0 (or set HELM_318_BIN)"
-        if os.environ.get("REQUIRE_HELM") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
-def helm_version(binary: str) -> str:
-    return subprocess.run([binary, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30).stdout
-
-
-def helm_env(tmp_path) -> dict:
-    return {**os.environ, "HELM_CACHE_HOME": str(tmp_path / "cache"), "HELM_CONFIG_HOME": str(tmp_path / "config"),
-            "HELM_DATA_HOME": str(tmp_path / "data")}
 
 
 def render(tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str | None = None) -> tuple[dict, list[dict]]:

@@ -1,4 +1,4 @@
-"""GrafanaPrivateLink: MPE inputs, the command steps, the dependency chain and the teardown order."""
+"""components/grafana_private_link.py: MPE inputs, the command steps, the dependency chain and the teardown order."""
 
 from __future__ import annotations
 
@@ -7,17 +7,31 @@ import json
 
 import pytest
 
-from components.config import ConfigError
-from components.grafana_private_link import (NONCE_COMMAND, REQUEST_MESSAGE_LIMIT, EmptyPrivateIpError, approval_marker,
-                                             request_message)
+from components.grafana_private_link import (
+    NONCE_COMMAND,
+    REQUEST_MESSAGE_LIMIT,
+    EmptyPrivateIpError,
+    approval_marker,
+    request_message,
+)
+from offline import canned
 from steps.command import SCRIPTS, script_hash
 from tests.support import RELEASE
-from offline import canned
+from tests.support import RELEASE
+
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+
+
 COMMAND = "command:local:Command"
+
+
 NODE_RG = "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
+
+
 PLS_ID = f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/privateLinkServices/pyroscope-pls"
+
+
 GRAFANA_ID = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
 
 
@@ -160,7 +174,7 @@ def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
     p = plan(privateLinkServiceResourceGroup="rg-network")
     assert command(p, "wait-for-pls").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
     assert command(p, "approve-connection").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
-    # A group other clusters may share: the PLS name is derived per cluster (components/config.py).
+    # A group other clusters may share: the PLS name is derived per cluster (stack_config/names.py).
     name = p.outputs["privateLinkServiceName"]
     assert name.startswith("pyroscope-pls-") and command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == name
     assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network", "serviceName": name}
@@ -185,16 +199,6 @@ def test_empty_private_ip_is_an_error_not_a_datasource(plan):
         plan(invoke_overrides={"azure-native:dashboard:getManagedPrivateEndpoint": no_ip})
 
 
-def test_grafana_must_be_standard_tier(plan):
-    def essential(args, location):
-        answer = canned.grafana(args, location)
-        answer["sku"] = {"name": "Essential"}
-        return answer
-
-    with pytest.raises(ConfigError, match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' is on the Essential tier; managed private endpoints need Standard"):
-        plan(invoke_overrides={"azure-native:dashboard:getGrafana": essential})
-
-
 def test_script_hash_covers_the_script_and_the_shared_library():
     expected = hashlib.sha256((SCRIPTS / "lib.sh").read_bytes() + (SCRIPTS / "refresh_managed_private_endpoints.sh").read_bytes()).hexdigest()
     assert script_hash("refresh_managed_private_endpoints.sh") == expected
@@ -214,7 +218,7 @@ def test_replacements_cascade_from_the_release(plan):
 
 
 def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
-    """Keyed on the PLS id (a fault found in review: keyed on the MPE id, the refresh did not re-run when
+    """Keyed on the PLS id (keyed on the MPE id once, the refresh did not re-run when
     privateLinkServiceName changed, leaving Grafana unsynced)."""
     before, after = plan(), plan(privateLinkServiceName="other-pls")
     for step in ("approve-connection", "refresh"):
@@ -223,7 +227,7 @@ def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
 
 
 def test_an_update_of_the_nonce_step_keeps_the_nonce(plan):
-    """Review finding (L12): with no ``update``, pulumi-command runs ``create`` again on any change of the step's inputs
+    """L12: with no ``update``, pulumi-command runs ``create`` again on any change of the step's inputs
     (pulumi/pulumi-command v1.2.1 provider/pkg/provider/local/commandController.go ``Update``: "Use Create command if
     Update is unspecified"; schema.json ``update``: "If empty, the create command will be executed instead"), e.g. an
     edit of NONCE_COMMAND or ``logging``, or a provider upgrade that adds an input (pulumi/pulumi-command#912:
@@ -239,3 +243,20 @@ def test_an_update_of_the_nonce_step_keeps_the_nonce(plan):
     done = subprocess.run(["/bin/sh", "-c", update], capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PULUMI_COMMAND_STDOUT": old}, timeout=10)
     assert done.returncode == 0 and done.stdout == old
+
+
+def test_a_pls_without_nat_address_stops_the_run_in_one_line():
+    """An empty ipConfigurations (an ARM answer without addresses) would make a policy admitting nothing from the PLS:
+    Grafana shut out without a word. The lookup's read raises a one-line error instead."""
+    from types import SimpleNamespace
+
+    from components.grafana_private_link import MissingNatAddressError, require_nat_addresses
+
+    configs = [SimpleNamespace(private_ip_address="10.224.0.9"), SimpleNamespace(private_ip_address="10.224.0.7"),
+               SimpleNamespace(private_ip_address="10.224.0.9")]
+    assert require_nat_addresses("pls", configs) == ["10.224.0.7", "10.224.0.9"]
+    for empty in (None, [], [SimpleNamespace(private_ip_address=None)]):
+        with pytest.raises(MissingNatAddressError) as caught:
+            require_nat_addresses("pyroscope-pls", empty)
+        assert "\n" not in str(caught.value) and str(caught.value).startswith(
+            "privateLinkServiceName: private link service 'pyroscope-pls' has no NAT IP address")

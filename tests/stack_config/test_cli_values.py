@@ -1,11 +1,11 @@
-"""Config as the real Pulumi CLI hands it to the program: every Pulumi.yaml default written into the stack's
-config before the program runs (pulumi v3.230.0 ``sdk/go/common/workspace/config.go``, ``mergeConfig`` and
-``createConfigValue``), so the program cannot tell a default from a value the user wrote.
+"""stack_config/cli_values.py: config as the real Pulumi CLI hands it to the program.
 
-Issue 15, fault 1: with ``multiCluster: true`` and the defaults written out, the stack kept ``pyroscope-mpe``,
-``local-pyroscope``, ``azure-monitor-prometheus`` and created the workspace's Monitoring Data Reader
-assignment, so a second cluster stack collided with the first in the shared Grafana.
-"""
+Every Pulumi.yaml default is written into the stack's config before the program runs (pulumi v3.230.0
+``sdk/go/common/workspace/config.go``, ``mergeConfig`` and ``createConfigValue``), so the program cannot tell a default
+from a value the user wrote. Once, with ``multiCluster: true`` and the defaults written out, the stack kept
+``pyroscope-mpe``, ``local-pyroscope``, ``azure-monitor-prometheus`` and created the workspace's Monitoring Data Reader
+assignment, so a second cluster stack collided with the first in the shared Grafana: these tests hold that shut.
+Also: the CLI's type checks, stack file scalars and numbers as yaml.v3 and Go's JSON make them, unknown keys."""
 
 from __future__ import annotations
 
@@ -15,10 +15,37 @@ import re
 import pytest
 import yaml
 
-from components import config
-from tests.support import ROOT
-from tests.test_stack_inputs import CLUSTERS, grafana_names
 from offline import program
+from stack_config import cli_values, names, schema
+from tests.support import ROOT
+from tests.support import ROOT
+from tests.support.config_values import CLUSTERS, grafana_names
+
+
+@pytest.mark.parametrize("written, passed", [("1.20", "1.2"), ("1.0", "1"), ("1e3", "1000"), ("2.50", "2.5")])
+def test_the_program_refuses_a_yaml_number_the_cli_would_change_for_a_string_key(tmp_path, written, passed):
+    """Under the real CLI too: the program reads its stack file (Pulumi.<stack>.yaml) for a number given for a string
+    key, which the CLI passes on as Go's JSON text of it (cli_values.go_json_number)."""
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(f"config:\n  aks-gpu-observability:extensionTimeoutSeconds: 900\n  pyroscopeImageTag: {written}\n")
+    with pytest.raises(schema.ConfigError) as caught:
+        cli_values.check_stack_file_numbers(path)
+    assert str(caught.value) == (f'pyroscopeImageTag: Pulumi.t.yaml:3:22: {written} is a YAML number, which the Pulumi CLI '
+                                 f'passes on as "{passed}"; quote it to keep it as written: pyroscopeImageTag: "{written}"')
+    for fine in ('"1.20"', "2", "1.2"):  # quoted, or a number the CLI passes on as written
+        path.write_text(f"config:\n  pyroscopeImageTag: {fine}\n")
+        cli_values.check_stack_file_numbers(path)
+    cli_values.check_stack_file_numbers(tmp_path / "Pulumi.missing.yaml")
+
+
+def test_unknown_project_keys_are_rejected_with_a_suggestion():
+    cli_values.check_known(["aks-gpu-observability:clusterName", "azure-native:location", "other:anything"])
+    with pytest.raises(schema.ConfigError) as caught:
+        cli_values.check_known(["aks-gpu-observability:extensionVerison"])
+    assert str(caught.value) == (
+        "extensionVerison: unknown config key (did you mean extensionVersion?); the keys are declared in Pulumi.yaml"
+    )
+
 
 ROLE = "azure-native:authorization:RoleAssignment"
 
@@ -28,9 +55,9 @@ def every_default_written_out() -> dict[str, object]:
     a primitive as its ``%v`` text, an array as an object value (a list; `pulumi config set` could only store a string)."""
     stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     return {
-        key: decl["default"] if isinstance(decl["default"], (list, dict)) else config.cli_value(decl["default"])
-        for key, decl in config.declared().items()
-        if f"{config.PROJECT}:{key}" not in stack and "default" in decl
+        key: decl["default"] if isinstance(decl["default"], (list, dict)) else cli_values.cli_value(decl["default"])
+        for key, decl in schema.declared().items()
+        if f"{schema.PROJECT}:{key}" not in stack and "default" in decl
     }
 
 
@@ -38,7 +65,7 @@ def every_default_written_out() -> dict[str, object]:
 def written_out(tmp_path, monkeypatch):
     """run(overrides) for the dev stack with every default its file leaves out written in (:func:`every_default_written_out`)."""
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    document["config"].update({f"{config.PROJECT}:{key}": value for key, value in every_default_written_out().items()})
+    document["config"].update({f"{schema.PROJECT}:{key}": value for key, value in every_default_written_out().items()})
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
 
@@ -52,18 +79,18 @@ def written_out(tmp_path, monkeypatch):
 
 def test_cli_value_formats_defaults_like_create_config_value():
     # Go's %v for primitives; json.Marshal (compact) for arrays and maps, as an object value.
-    assert config.cli_value(True) == "true" and config.cli_value(False) == "false"
-    assert config.cli_value(1800) == "1800"
-    assert config.cli_value("") == "" and config.cli_value("pyroscope-pls") == "pyroscope-pls"
-    assert config.cli_value([]) == "[]" and config.cli_value(["a=b", "c=d"]) == '["a=b","c=d"]'
+    assert cli_values.cli_value(True) == "true" and cli_values.cli_value(False) == "false"
+    assert cli_values.cli_value(1800) == "1800"
+    assert cli_values.cli_value("") == "" and cli_values.cli_value("pyroscope-pls") == "pyroscope-pls"
+    assert cli_values.cli_value([]) == "[]" and cli_values.cli_value(["a=b", "c=d"]) == '["a=b","c=d"]'
 
 
 def test_the_offline_plan_writes_every_default_into_the_config_as_the_cli_does():
     plan = program.run("dev", {})
     stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
-    for key, decl in config.declared().items():
-        full = f"{config.PROJECT}:{key}"
-        assert plan.config[full] == (str(stack[full]) if full in stack else config.cli_value(decl["default"])), key
+    for key, decl in schema.declared().items():
+        full = f"{schema.PROJECT}:{key}"
+        assert plan.config[full] == (str(stack[full]) if full in stack else cli_values.cli_value(decl["default"])), key
 
 
 def test_a_default_means_the_same_whether_or_not_it_is_written_out(written_out):
@@ -105,14 +132,6 @@ def test_three_clusters_never_claim_one_private_link_service(written_out, shared
     assert len(set(names)) == 3 and "pyroscope-pls" not in names
 
 
-def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
-    assert plan().one(ROLE)  # auto, single cluster: assigned
-    assert not plan(multiCluster="true", assignMonitoringDataReader="auto").by_type(ROLE)
-    shared = plan(multiCluster="true", assignMonitoringDataReader="true")  # ensured by a step, kept on destroy
-    assert not shared.by_type(ROLE) and any(r.name == "grafana-datasources-shared-monitoring-data-reader" for r in shared.resources)
-    assert not plan(assignMonitoringDataReader="false").by_type(ROLE)
-
-
 # --- types: what the CLI refuses before the program runs (project.go ValidateConfigValue) ----------------
 @pytest.mark.parametrize("key,value,kind", [
     ("multiCluster", "True", "boolean"),      # pulumi.Config.get_bool would take it; the CLI does not
@@ -124,7 +143,7 @@ def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
     ("tags", "[]", "array<string>"),
 ])
 def test_set_values_of_the_wrong_type_are_refused_as_the_cli_refuses_them(key, value, kind):
-    with pytest.raises(config.ConfigError) as caught:
+    with pytest.raises(schema.ConfigError) as caught:
         program.run("dev", {key: value})
     assert str(caught.value).startswith(f"{key}: must be of type '{kind}'")
 
@@ -145,7 +164,7 @@ def stack_file_with(tmp_path, monkeypatch, lines: str) -> None:
 ])
 def test_stack_file_values_of_the_wrong_type_are_refused(tmp_path, monkeypatch, line, kind):
     stack_file_with(tmp_path, monkeypatch, line)
-    with pytest.raises(config.ConfigError, match=f"must be of type '{kind}'"):
+    with pytest.raises(schema.ConfigError, match=f"must be of type '{kind}'"):
         program.run("t", {})
 
 
@@ -161,7 +180,7 @@ def test_stack_file_scalars_reach_the_program_as_the_cli_hands_them(tmp_path, mo
 
 def test_stack_file_numbers_reach_the_program_as_yaml_v3_and_go_json_make_them(tmp_path, monkeypatch):
     """go-yaml v3 ``resolve.go`` reads a plain scalar as a number where YAML 1.1 (PyYAML) may not, or the other way
-    round, and the CLI passes the number on as Go's JSON text of it (config.go_json_number)."""
+    round, and the CLI passes the number on as Go's JSON text of it (cli_values.go_json_number)."""
     stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:extensionTimeoutSeconds: 0x384\n"
                                            "  aks-gpu-observability:pyroscopeReleaseTimeoutSeconds: 1_200\n"
                                            "  aks-gpu-observability:grafanaTimeoutSeconds: 6e2\n"
@@ -173,7 +192,7 @@ def test_stack_file_numbers_reach_the_program_as_yaml_v3_and_go_json_make_them(t
     assert config["aks-gpu-observability:pyroscopeDatasourceName"] == "1:20"  # PyYAML: 80 (base 60); yaml.v3: a string
 
 
-# --- stack files as the CLI reads them (offline/stack_file.py; issue 12 item 7) --------------------------------
+# --- stack files as the CLI reads them (offline/stack_file.py) -----------------------------------------------
 def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_path, monkeypatch):
     """loaders.go stackConfigNamespacedWithProject: a bare key is the project's; key.go ParseKey: ns:config:name."""
     base = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
@@ -240,7 +259,7 @@ def test_set_path_on_the_command_line(capsys):
 def test_config_set_in_command_line_order_as_the_cli_runs_them():
     """Each --set and --set-path is one `pulumi config set` on the stack's config, in the order given: a plain set
     after a path set replaces the list with a string, a path set after a plain set replaces the string."""
-    with pytest.raises(config.ConfigError, match="^tags: must be of type 'array<string>'"):
+    with pytest.raises(schema.ConfigError, match="^tags: must be of type 'array<string>'"):
         program.run("dev", config_sets=[("tags[0]", "a=b", True), ("tags", "a=b", False)])
     plan = program.run("dev", config_sets=[("tags", "a=b", False), ("tags[0]", "c=d", True)])
     assert json.loads(plan.config[TAGS]) == ["c=d"]
@@ -255,103 +274,8 @@ def test_config_set_in_command_line_order_as_the_cli_runs_them():
     ([("tags[x]", "ml", True)], "invalid config key path: invalid array index"),
 ])
 def test_set_path_values_the_cli_would_refuse_are_refused(sets, refused):
-    with pytest.raises(config.ConfigError, match=re.escape(refused)):
+    with pytest.raises(schema.ConfigError, match=re.escape(refused)):
         program.run("dev", config_sets=sets)
-
-
-# Ported from pulumi/pulumi v3.230.0 sdk/go/common/resource/config/map_test.go (TestSetSuccess, TestSetFail): the cases
-# with a plaintext value (`pulumi config set --path` without --secret), on keys already parsed (config.ParseKey).
-# Expected: a string, or an object value's JSON.
-SET_SUCCESS = [
-    ("my:testKey", "testValue", False, {}, {"my:testKey": "testValue"}),
-    ("my:test.Key", "testValue", False, {}, {"my:test.Key": "testValue"}),
-    ("my:testKey", "testValue", True, {}, {"my:testKey": "testValue"}),
-    ("my:0", "testValue", True, {}, {"my:0": "testValue"}),
-    ("my:true", "testValue", True, {}, {"my:true": "testValue"}),
-    ('my:["0"]', "testValue", True, {}, {"my:0": "testValue"}),
-    ('my:["test.Key"]', "testValue", True, {}, {"my:test.Key": "testValue"}),
-    ('my:nested["test.Key"]', "value", True, {}, {"my:nested": '{"test.Key":"value"}'}),
-    ("my:outer.inner", "value", True, {}, {"my:outer": '{"inner":"value"}'}),
-    ("my:outer.inner", "value", True, {"my:outer": "value"}, {"my:outer": '{"inner":"value"}'}),
-    ("my:outer.inner", "true", True, {}, {"my:outer": '{"inner":true}'}),
-    ("my:outer.inner", "false", True, {}, {"my:outer": '{"inner":false}'}),
-    ("my:outer.inner", "10", True, {}, {"my:outer": '{"inner":10}'}),
-    ("my:outer.inner", "0", True, {}, {"my:outer": '{"inner":0}'}),
-    ("my:outer.inner", "-1", True, {}, {"my:outer": '{"inner":-1}'}),
-    ("my:outer.inner", "00", True, {}, {"my:outer": '{"inner":"00"}'}),
-    ("my:outer.inner", "0123456", True, {}, {"my:outer": '{"inner":"0123456"}'}),
-    ("my:array[0]", "value", True, {"my:array": "value"}, {"my:array": '["value"]'}),
-    ("my:outer.inner", "value", True, {"my:outer": '{"existing":"existingValue"}'},
-     {"my:outer": '{"existing":"existingValue","inner":"value"}'}),
-    ("my:outer.inner.nested", "value", True, {}, {"my:outer": '{"inner":{"nested":"value"}}'}),
-    ("my:name[0]", "value", True, {}, {"my:name": '["value"]'}),
-    ("my:name[0][0]", "value", True, {}, {"my:name": '[["value"]]'}),
-    ("my:name[1]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","value","c"]'}),
-    ("my:name[3]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c","value"]'}),
-    ("my:name[3][0]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",["value"]]'}),
-    ("my:name[3][0]nested", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",[{"nested":"value"}]]'}),
-    ("my:name[3].foo.bar", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",{"foo":{"bar":"value"}}]'}),
-    ("my:servers[0].name", "foo", True, {}, {"my:servers": '[{"name":"foo"}]'}),
-    ("my:servers[0].host", "example", True, {"my:servers": '[{"name":"foo"}]'}, {"my:servers": '[{"host":"example","name":"foo"}]'}),
-    ("my:testKey", "true", False, {}, {"my:testKey": "true"}),
-    ("my:testKey", "-1", False, {}, {"my:testKey": "-1"}),
-    ("my:testKey[0]", "false", True, {}, {"my:testKey": "[false]"}),
-    ("my:testKey[0]", "-1", True, {}, {"my:testKey": "[-1]"}),
-    ("my:testKey[0]", "01", True, {}, {"my:testKey": '["01"]'}),
-    ("my:key.secure", "value", True, {"my:key": '{"bar":"baz"}'}, {"my:key": '{"bar":"baz","secure":"value"}'}),
-]
-SET_FAIL = [
-    ("my:root[", {}, "invalid config key path: missing closing bracket in array index"),
-    ('my:root["nested]', {}, "invalid config key path: missing closing quote in property name"),
-    ("my:root.array[abc]", {}, 'invalid config key path: invalid array index: strconv.ParseInt: parsing "abc": invalid syntax'),
-    ('my:[""]', {}, "config key is empty"),
-    ("my:[0]", {}, "first path segement of config key must be a string"),
-    ("my:name[-1]", {}, "name[-1]: array index out of range"),
-    ("my:name[4]", {"my:name": '["a","b","c"]'}, "name[4]: array index out of range"),
-    ("my:key.secure", {}, 'maps with the single key "secure" are reserved'),
-    ("my:super.nested.map.secure", {}, 'maps with the single key "secure" are reserved'),
-    ("my:outer.inner", {"my:outer": "[1,2,3]"}, "outer.inner: key for an array must be an int"),
-    ("my:array[0]", {"my:array": '{"inner":"value"}'}, "array[0]: key for a map must be a string"),
-    ("my:outer.inner.nested", {"my:outer": '{"inner":"value"}'}, "outer.inner: expected a map"),
-    ("my:outer.inner[0]", {"my:outer": '{"inner":"value"}'}, "outer.inner: expected an array"),
-    ('my:root.[1]"', {}, "invalid config key path: expected property name after '.'"),
-]
-
-
-def held(config_map: dict) -> dict:
-    """A map of the Go tests (object values as JSON) as the offline plan holds config: lists and maps as objects."""
-    return {key: json.loads(value) if value[:1] in "[{" else value for key, value in config_map.items()}
-
-
-@pytest.mark.parametrize("key,value,path,before,after", SET_SUCCESS)
-def test_config_set_stores_what_the_cli_stores(key, value, path, before, after):
-    from offline import stack_file
-
-    values = held(before)
-    stack_file.map_set(values, key, value, path)
-    assert values == held(after)
-
-
-@pytest.mark.parametrize("key,before,message", SET_FAIL)
-def test_config_set_refuses_what_the_cli_refuses(key, before, message):
-    from offline import stack_file
-
-    with pytest.raises(stack_file.ConfigSetError) as caught:
-        stack_file.map_set(held(before), key, "value", True)
-    assert caught.value.message == message
-
-
-@pytest.mark.parametrize("key,path,expected", [
-    ("tags[0]", True, "aks-gpu-observability:tags[0]"),          # io.go ParseConfigKey: the top segment is namespaced
-    ("tags", False, "aks-gpu-observability:tags"),
-    ("azure-native:tags[0]", True, "azure-native:tags[0]"),
-    ("aks-gpu-observability:config:tags", False, "aks-gpu-observability:tags"),
-    ("tags[0]", False, "aks-gpu-observability:tags[0]"),         # without --path: a key named tags[0]
-])
-def test_config_keys_are_parsed_as_the_cli_parses_them(key, path, expected):
-    from offline import stack_file
-
-    assert stack_file.config_key(key, path, config.PROJECT) == expected
 
 
 def test_list_keys_are_set_with_the_path_form_everywhere():
