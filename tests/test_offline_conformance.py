@@ -1,4 +1,4 @@
-"""docs/offline.md, the conformance table: each behaviour the offline engine, the policy runner and the
+"""docs/offline-rules.yaml, the conformance table: each behaviour the offline engine, the policy runner and the
 stand-in az simulate has an upstream source and a test; plus the tests for rows no other file holds."""
 
 from __future__ import annotations
@@ -11,22 +11,33 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from tests.support import ROOT
 from tests.support.scenarios import fake_az_env
-from offline import program
+from offline import program, rules_index
 
 DOC = ROOT / "docs" / "offline.md"
-ROW = re.compile(r"^\| ([A-Z]\d+) \| (.+?) \| (same|divergence|real)[^|]* \| (.+?) \| (.+?) \|$")
-#: The modules that simulate something; each must be covered by the table.
-SIMULATORS = ("offline/program.py", "offline/stack_file.py", "offline/canned.py", "offline/policy_check.py", "tests/support/fake_az.py",
-              "offline/diff.py", "offline/replacement.py", "tests/support/fake_world.py", "tests/support/lifecycle.py", "offline/adopt.py",
-              "tests/support/fake_cluster.py", "offline/engine.py")
+RULES = ROOT / "docs" / "offline-rules.yaml"
+FIDELITIES = {"same", "divergence", "real", "not modelled"}
+#: The modules that simulate something; each must be covered by a rule or a section title.
+SIMULATORS = ("offline/program.py", "offline/stack_file.py", "offline/canned.py", "offline/policy_check.py",
+              "tests/support/fake_az.py", "offline/diff.py", "offline/replacement.py", "tests/support/fake_world.py",
+              "tests/support/lifecycle.py", "offline/adopt.py", "tests/support/fake_cluster.py", "offline/engine.py")
+#: The source of an upstream lifecycle case: the file and test at v3.230.0's commit or at HEAD's.
+UPSTREAM = re.compile(r"^pulumi/pulumi (?:v3\.230\.0|HEAD) \(commit `([0-9a-f]{8})`\) "
+                      r"`pkg/engine/lifecycletest/([\w.]+_test\.go)` \(`(Test\w+)`\)$")
+PORTED = "tests/test_upstream_lifecycle.py"
 
 
-def rows() -> list[tuple[str, str, str, str, str]]:
-    found = [m.groups() for m in map(ROW.match, DOC.read_text(encoding="utf-8").splitlines()) if m]
-    assert len(found) >= 20, "docs/offline.md lost rows"
+def document() -> dict:
+    with open(RULES, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def rules(kind: str | None = None) -> list[dict]:
+    found = [r for r in document()["rules"] if kind is None or r["kind"] == kind]
+    assert len(found) >= 20, "docs/offline-rules.yaml lost rules"
     return found
 
 
@@ -41,63 +52,75 @@ def parse(path):
         gc.enable()
 
 
-def test_every_row_names_an_upstream_source_and_existing_tests():
-    ids = [r[0] for r in rows()]
-    assert len(ids) == len(set(ids)), "row ids are unique"
-    for row_id, behaviour, kind, source, tests in rows():
+def test_every_rule_names_an_upstream_source_and_existing_tests():
+    ids = [r["id"] for r in rules()]
+    assert len(ids) == len(set(ids)), "rule ids are unique"
+    kinds = [k["kind"] for k in document()["kinds"]]
+    for rule in rules():
+        row_id, source = rule["id"], "; ".join(rule["sources"])
+        assert rule["kind"] in kinds, f"{row_id}: kind {rule['kind']!r} has no section"
+        assert rule["fidelity"] in FIDELITIES, f"{row_id}: fidelity {rule['fidelity']!r}"
+        assert rule["summary"] and rule["detail"], f"{row_id}: a summary and a detail"
+        assert len(rule["summary"]) <= 120, f"{row_id}: summary longer than 120 characters"
         # A source: a repository or package and a file, at a version.
-        if kind != "real":  # real code runs: the package and its version are the source
+        assert rule["sources"], f"{row_id}: no source"
+        if rule["fidelity"] != "real":  # real code runs: the package and its version are the source
             assert re.search(r"`[\w./-]+\.(go|py|ts|proto|md)`|README", source), f"{row_id}: no upstream file in {source!r}"
-        assert re.search(r"v\d+\.\d+|\d+\.\d+\.\d+|@ `[0-9a-f]{8}|Python SDK|grafana/grafana", source), f"{row_id}: no version in {source!r}"
-        cited = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", tests)
-        assert cited, f"{row_id}: no test named"
-        for path, name in cited:
+        assert re.search(r"v\d+\.\d+|\d+\.\d+\.\d+|@ `[0-9a-f]{8}|Python SDK|grafana/grafana|commit `[0-9a-f]{8}`",
+                         source), f"{row_id}: no version in {source!r}"
+        if rule["kind"] == "upstream case":
+            continue  # held below, against the ported file
+        assert rule["tests"], f"{row_id}: no test named"
+        for node in rule["tests"]:
+            path, name = re.fullmatch(r"(tests/[\w/]+\.py)::(\w+)(?:\[.+\])?", node).groups()
             tree = parse(path)
             defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
             assert name in defined, f"{row_id}: {path}::{name} does not exist"
 
 
 def test_every_simulating_module_is_covered():
-    text = DOC.read_text(encoding="utf-8")
+    text = RULES.read_text(encoding="utf-8")
     for module in SIMULATORS:
-        assert module in text, f"{module} simulates something but docs/offline.md does not cover it"
+        assert module in text, f"{module} simulates something but docs/offline-rules.yaml does not cover it"
 
 
-#: A row of "Upstream lifecycle cases": upstream file (at HEAD for a later file), test, what it proves, kind, test.
-UPSTREAM = re.compile(r"^\| `([\w.]+_test\.go)`(?: @ HEAD `([0-9a-f]{8})`)? \| (Test\w+) \| (.+?) \| "
-                      r"(same|not modelled)([^|]*) \| (.+?) \|$")
-PORTED = "tests/test_upstream_lifecycle.py"
+def test_the_index_page_is_generated_from_the_rules():
+    assert DOC.read_text(encoding="utf-8") == rules_index.render(document()), \
+        f"docs/offline.md is not the index of docs/offline-rules.yaml; regenerate it: {rules_index.COMMAND}"
 
 
 def test_upstream_lifecycle_rows_name_the_ported_tests():
-    """docs/offline.md, "Upstream lifecycle cases": every row parses; a row with a test names
-    ``tests/test_upstream_lifecycle.py::test_<upstream test>``, which exists and whose docstring cites the upstream file,
-    test and commit; a ``same`` row has a test, a ``not modelled`` row a reason; every test of the file has its row;
-    at least 30 cases are the same."""
-    text = DOC.read_text(encoding="utf-8")
-    section = text.split("## Upstream lifecycle cases (tests/test_upstream_lifecycle.py)", 1)[1].split("\n## ", 1)[0]
-    assert "`ae2e269861eabd2b692984e7286bec78777ba352`" in section.split("\n|", 1)[0], "the commit at the top"
-    lines = [line for line in section.splitlines() if line.startswith("| `")]
-    found = [m.groups() for m in map(UPSTREAM.match, lines) if m]
-    assert len(found) == len(lines), "a row does not parse"
+    """docs/offline-rules.yaml, kind "upstream case": every source names the upstream file, test and commit; a rule
+    with a test names ``tests/test_upstream_lifecycle.py::test_<upstream test>``, which exists and whose docstring
+    cites the upstream file, test and commit; a ``same`` rule has a test, a ``not modelled`` one a reason; every test
+    of the file has its rule; at least 30 cases are the same."""
+    section = next(k for k in document()["kinds"] if k["kind"] == "upstream case")
+    assert "`ae2e269861eabd2b692984e7286bec78777ba352`" in section["intro"], "the commit at the top"
     docs = {n.name: ast.get_docstring(n) or "" for n in ast.walk(parse(PORTED))
             if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
     same, listed = 0, set()
-    for file, head, name, _proves, kind, why, test in found:
-        if kind == "same":
+    for rule in rules("upstream case"):
+        name = rule["id"]
+        assert len(rule["sources"]) == 1, f"{name}: one upstream case"
+        found = UPSTREAM.match(rule["sources"][0])
+        assert found, f"{name}: the source does not parse"
+        commit, file, test_name = found.groups()
+        assert test_name == name, f"{name}: the id is the upstream test"
+        if rule["fidelity"] == "same":
             same += 1
         else:
-            assert why.strip(" :(") and len(why) > 5, f"{name}: not modelled without a reason"
-        if test == "—":
-            assert kind != "same", f"{name}: a same row without its test"
+            assert rule["fidelity"] == "not modelled", f"{name}: same or not modelled"
+            assert len(rule.get("note", "").strip()) > 3, f"{name}: not modelled without a reason"
+        if not rule["tests"]:
+            assert rule["fidelity"] != "same", f"{name}: a same rule without its test"
             continue
-        assert test == f"`{PORTED}::test_{name}`", f"{name}: the test is not named after the upstream case"
+        assert rule["tests"] == [f"{PORTED}::test_{name}"], f"{name}: the test is not named after the upstream case"
         doc = docs.get(f"test_{name}")
         assert doc is not None, f"{PORTED}::test_{name} does not exist"
-        assert file in doc and name in doc and (head or "ae2e2698") in doc, f"test_{name}: its docstring cites {file}"
+        assert file in doc and name in doc and commit in doc, f"test_{name}: its docstring cites {file}"
         listed.add(f"test_{name}")
     assert same >= 30
-    assert set(docs) == listed, f"tests without a row: {sorted(set(docs) - listed)}"
+    assert set(docs) == listed, f"tests without a rule: {sorted(set(docs) - listed)}"
 
 
 # --- rows held here -----------------------------------------------------------------------------------------
@@ -210,7 +233,7 @@ DUPLICATE_URNS = {
 }
 
 
-def program(tmp_path, monkeypatch, body: str) -> None:
+def write_program(tmp_path, monkeypatch, body: str) -> None:
     """A project directory holding ``body`` as its whole ``__main__.py`` (the stack file of stack ``t``: no config)."""
     (tmp_path / "__main__.py").write_text("import pulumi\n\n" + body)
     (tmp_path / "Pulumi.t.yaml").write_text("config: {}\n")
@@ -220,14 +243,14 @@ def program(tmp_path, monkeypatch, body: str) -> None:
 @pytest.mark.parametrize("case", sorted(DUPLICATES))
 def test_the_engine_refuses_a_second_resource_with_one_urn(tmp_path, monkeypatch, case):
     """step_generator.go generateURN: registrations and reads share one set of URNs; the second gets error 2001."""
-    program(tmp_path, monkeypatch, DUPLICATES[case])
+    write_program(tmp_path, monkeypatch, DUPLICATES[case])
     with pytest.raises(program.DuplicateURNError) as caught:
         program.run("t", {})
     assert str(caught.value) == f"Duplicate resource URN '{DUPLICATE_URNS[case]}'; try giving it a unique name"
 
 
 def test_distinct_urns_are_taken(tmp_path, monkeypatch):
-    program(tmp_path, monkeypatch, 'pulumi.ComponentResource("test:index:Thing", "one")\n'
+    write_program(tmp_path, monkeypatch, 'pulumi.ComponentResource("test:index:Thing", "one")\n'
                                    'pulumi.ComponentResource("test:index:Thing", "two")\n'
                                    'pulumi.ComponentResource("test:index:Other", "one")\n')
     names = sorted(r.urn.rsplit("::", 2)[1:] for r in program.run("t", {}).resources if r.type.startswith("test:"))
@@ -237,7 +260,7 @@ def test_distinct_urns_are_taken(tmp_path, monkeypatch):
 def test_the_plan_stops_at_a_duplicate_urn_with_one_line(tmp_path, monkeypatch, capsys):
     from offline import plan as plan_tool
 
-    program(tmp_path, monkeypatch, DUPLICATES["two-reads"])
+    write_program(tmp_path, monkeypatch, DUPLICATES["two-reads"])
     assert plan_tool.main(["--stack", "t"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
