@@ -214,7 +214,7 @@ class _Model:
             return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)) or bool(verdict.replace_keys),
                                      sorted(verdict.replace_keys))
 
-        packages = {engine._package(r["type"]) for plan in (self.base, self.head) for r in plan["resources"]}
+        packages = {engine.package_of(r["type"]) for plan in (self.base, self.head) for r in plan["resources"]}
         return {package: engine.Provider(diff=diff, diff_config=diff_config) for package in packages}
 
     def run(self, replace_targets: Iterable[str] = ()) -> engine.Result:
