@@ -5,7 +5,7 @@ Shapes follow the ARM responses the azure-native invokes mirror (``GET managedCl
 ``POST .../listClusterUserCredential``, ``POST .../listClusterAdminCredential``), in the camelCase property
 names the Pulumi engine uses. Identifiers are deterministic so plans are diffable. Created resources' outputs
 (:func:`resource_state`, and :func:`preview_outputs` for a preview) have the shapes of the SDKs' output types
-(:data:`OUTPUTS`).
+(:data:`OUTPUTS`). Upstream: https://github.com/Azure/azure-rest-api-specs (``specification/containerservice``)
 """
 
 from __future__ import annotations

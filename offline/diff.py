@@ -1,17 +1,13 @@
 """Offline preview diff: what ``pulumi preview --diff`` would say about going from one plan to another.
 
-AN OFFLINE ESTIMATE from the engine's and the providers' rules (:mod:`offline.replacement`), not the cloud's answer:
-the base is an earlier ``python -m offline.plan --json`` (another commit or config), the head is evaluated here.
-Per resource (matched by URN): ``create``, ``update`` (each changed input path, old -> new; secrets as
-``[secret]``, compared by fingerprint), ``replace`` with its order and reasons, ``delete`` or ``same``.
-
-The head is evaluated as a preview sees it (:func:`preview`): resources being created or replaced have no ID and
-unknown outputs, so inputs derived from them, and invokes that depend on them, are ``[unknown]``; that can turn
-more steps into replacements (a create-only input that is unknown), so the evaluation repeats until the set of
-created and replaced resources is stable. Values known in preview are the canned answers (offline/canned.py).
-
-:func:`compute` -> :class:`Diff`: ``steps`` (head create order, then deleted resources in the base's destroy
-order) and ``order``, the actions the engine would run for ``pulumi up`` (:func:`engine_order`).
+Owns: :func:`preview` (the head evaluated as a preview sees it, repeated until the set of created and replaced
+resources is stable), :func:`compute` -> :class:`Diff` (per resource by URN: ``create``, ``update`` with each changed
+input path, ``replace`` with its order and reasons, ``delete``, ``same``; ``order``, the engine's actions for
+``pulumi up``, :func:`engine_order`, run on :mod:`offline.engine`), :func:`render_text`. AN OFFLINE ESTIMATE from
+the engine's and providers' rules (:mod:`offline.replacement`). Input: a base plan JSON and the head. Output: a
+:class:`Diff`. Errors: ``KeyError``/``ValueError`` for a step asked by a name that names none or several.
+Research: docs/decisions/offline-diff.md.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
 """
 
 from __future__ import annotations

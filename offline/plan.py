@@ -1,52 +1,13 @@
 """Offline plan: ``python -m offline.plan [--stack NAME] [--set KEY=VALUE]... [--set-path PATH=VALUE]... [--json]
 [--graph mermaid] [--diff-against BASE.json [--replace URN]...]``.
 
-Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
-stack ``dev``), ``--set`` overriding single keys. ``--set KEY=VALUE`` is ``pulumi config set KEY VALUE``: VALUE is
-stored as a string, so a list key (``tags``) set this way is refused by the CLI's type check, as the real CLI
-refuses it. ``--set-path PATH=VALUE`` is ``pulumi config set --path PATH VALUE`` (``--set-path 'tags[0]=a=b'``
-makes ``tags`` a list and sets its first item; ``true``, ``false`` and integers are stored as booleans and numbers).
-Both apply, in command-line order, on top of the stack file. No network, no credentials: the engine and Azure are
-SIMULATED (see :mod:`offline.program` and :mod:`offline.canned`). Output reads like ``pulumi preview``;
-``--json`` prints one object::
-
-    {"project": str, "stack": str,
-     "resources": [{"urn", "type", "name", "custom": bool, "parent": urn|null, "provider": urn|null,
-                    "inputs": {...engine (camelCase) names...}, "dependencies": [urn, ...],
-                    "options": {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges",
-                                "customTimeouts", "replaceWith": [urn, ...]}}],
-     "invokes": [{"token": str, "args": {...}}],
-     "createOrder": [urn, ...], "destroyOrder": [urn, ...], "outputs": {...},
-     "secretFingerprints": {urn: {property path: str}}, "secretFingerprintKey": str}
-
-``secretFingerprints``: a 16-hex HMAC-SHA256, under this machine's key (``secretFingerprintKey`` is its id; the key
-stays in ``$XDG_CACHE_HOME/aks-gpu-observability/fingerprint.key``), of each secret input (which prints as ``[secret]``) and of the parts a
-provider diffs on their own (the kubeconfig's active cluster), so that two plans tell a changed secret from an
-unchanged one. Offline secrets are canned answers and placeholders, never real credentials.
-
-``--diff-against BASE.json`` (an earlier ``--json`` plan) prints what ``pulumi preview --diff`` would say about
-going from BASE to this plan, an offline estimate (:mod:`offline.diff`); ``--replace URN`` (repeatable, a URN or
-a unique resource name) adds a replacement as ``pulumi up --replace`` does. With ``--json`` it prints
-``{"summary": {"create", "update", "replace", "delete", "same": n}, "steps": [{"urn", "type", "op",
-"replaceOrder", "reasons", "diffs": [{"path", "old", "new"}]}]}``; with ``--graph mermaid`` the head's graph with
-changed nodes marked.
-
-``--import-file FILE [--skip NAME]... [--subscription-id GUID] [--grafana-principal-id GUID]`` writes Pulumi's bulk
-import file for the resources made by hand that ``pulumi import`` brings into the state (extension, Helm release,
-managed private endpoint, role assignment; :mod:`offline.adopt`, docs/adopting.md) and prints their import ids. The
-ids come from the plan's config and lookups; the two GUIDs replace the canned subscription and Grafana principal id
-(without them the ids name the offline plan's canned subscription, and a note on stderr says so).
-
-``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
-``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
-refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`offline.stack_file`) and for a bad
-``--diff-against`` file or pack config, which are read before the program runs. A program that registers or reads
-two resources with one URN stops as the engine stops it: exit status 2 and ``error: Duplicate resource URN '<urn>';
-try giving it a unique name`` (:class:`offline.program.DuplicateURNError`).
-``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
-prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
-status 1. The mode says which outputs the stack policy sees (:mod:`offline.policy_check`): ``preview`` (default,
-as ``pulumi preview --policy-pack`` on a first preview: computed outputs unknown) or ``up`` (after ``pulumi up``).
+Owns: the command line (its flags, the text, JSON and Mermaid renderings, exit codes). Input: the stack's
+``Pulumi.<stack>.yaml`` with ``--set``/``--set-path`` on top; ``--diff-against`` a base plan; ``--import-file``,
+``--policy`` options. Output: the plan as ``pulumi preview`` prints it, or one JSON object (docs/how-it-works.md);
+the offline diff (:mod:`offline.diff`), the import file (:mod:`offline.adopt`), policy violations
+(:mod:`offline.policy_check`). Errors: invalid input exits 2 with one line ``error: <key>: <what is wrong>`` and
+registers nothing; a mandatory policy violation exits 1. Flags and JSON in full: docs/decisions/offline-plan.md.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/cmd/pulumi/operations/preview.go
 """
 
 from __future__ import annotations

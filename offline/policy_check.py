@@ -1,34 +1,12 @@
-"""Run the policy pack's rules (policy/rules.py) over an offline plan, as `pulumi preview --policy-pack`
-would over a real preview. SIMULATED: the analyzer host. Real: the rules, pulumi-policy's own argument
-types, and what its analyzer does to properties before a rule sees them (``deserialize_properties`` without
-the secret marker, then ``unknown_checking_proxy``).
+"""Run the policy pack's rules (policy/rules.py) over an offline plan, as `pulumi preview --policy-pack` would.
 
-What each kind of policy sees, as in the engine (pulumi/pulumi v3.230.0
-``pkg/resource/deploy/step_generator.go``): resource policies (``Analyze``) each resource's checked
-*inputs*; stack policies (``AnalyzeStack``, run once the deployment's steps are done) each resource's
-*outputs* as recorded in the deployment. :data:`MODES` picks which outputs (:func:`stack_properties`):
-
-- ``"preview"`` (the default; what ``pulumi preview --policy-pack`` sees on a stack's first preview): for a
-  resource being created, what the provider's Create returned with ``preview=true``, which the engine keeps
-  as the outputs (v3.230.0 ``pkg/resource/deploy/step.go`` CreateStep.Apply): the inputs an output mirrors,
-  and unknown computed outputs (:func:`offline.canned.preview_outputs`). For azure-native that means no
-  ``workspaceName``, and ``id``/``name`` unknown.
-- ``"up"`` (what ``pulumi up --policy-pack`` sees at the end of a first ``up``): the outputs the mocked
-  providers returned (:func:`offline.canned.resource_state`).
-
-Both modes show the plan's inputs as after ``pulumi up`` (an input a real first preview does not know yet,
-because it derives from another resource's computed output, is known here). Component resources' properties
-are empty (the engine has their registered outputs; no rule reads them); the stack resource is left out.
-
-A rule that reads a value not known yet stops there, and the analyzer reports an advisory "can't run policy
-... during preview" instead of that rule's verdict, for resource and stack policies alike (pulumi-policy 1.21.0
-``pulumi_policy/policy.py``, ``Analyze``/``AnalyzeStack``: ``except UnknownValueError``); so do we.
-
-Pack config follows CrossGuard's format: ``{"<policy>": "advisory"|"mandatory"|"remediate"|"disabled"}``
-or ``{"<policy>": {"enforcementLevel": ..., <the policy's config properties>}}``, and ``"all"`` sets the
-level of every policy not named; missing properties take the defaults of the policy's config schema, and
-the result is validated against it (jsonschema). ``remediate`` on a rule that only validates counts as
-mandatory, as in the analyzer.
+Owns: the analyzer host (SIMULATED; the rules and pulumi-policy's argument types and property handling are real):
+:func:`configure` and :func:`load_pack_config` (CrossGuard pack config, validated against each policy's schema),
+:func:`evaluate` (resource policies see inputs, the stack policy outputs, per :data:`MODES` ``preview`` or ``up``),
+:func:`render`. Input: a :class:`~offline.program.Plan`, the pack config, the mode. Output: :class:`Violation` s.
+Errors: ``ValueError`` for a bad pack config file. Research (what each policy sees, unknowns, enforcement levels):
+docs/decisions/offline-policy-check.md. Upstream:
+https://github.com/pulumi/pulumi-policy/blob/v1.21.0/sdk/python/lib/pulumi_policy/policy.py
 """
 
 from __future__ import annotations

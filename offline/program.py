@@ -1,18 +1,12 @@
-"""Run the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` and record what the engine would see.
+"""The program runner: run the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` and record what the engine sees.
 
-SIMULATED: the engine and the providers. The Pulumi Python SDK, the program and its components are real;
-every RegisterResource request they send is captured by :class:`RecordingMonitor` (inputs in the engine's
-camelCase names, dependencies, parent, provider, options), invokes get canned answers
-(:mod:`offline.canned`), and nothing leaves the machine.
-
-Used by ``python -m offline.plan`` and by the tests; each :func:`run` uses a fresh event loop and a fresh
-``contextvars`` context, so runs do not leak into one another.
-
-``run(..., pending=URNS)`` evaluates the program as a real preview sees it when those resources are being created
-or replaced: they get no ID and their outputs that are not inputs are unknown (a provider's preview ``Create``), and
-an invoke that depends on one of them answers "unknown" (the engine's invoke gate, pulumi/pulumi v3.259.0
-``proto/pulumi/resource.proto`` ``INVOKE_DEPENDS_ON``; older engines: the SDK's own check that each dependency's
-ID is known, ``pulumi/runtime/invoke.py``).
+Owns: :func:`run` (a :class:`Plan` of every RegisterResource request: engine (camelCase) inputs, dependencies,
+parent, provider, options; the invokes with canned answers from :mod:`offline.canned`), :class:`RecordingMonitor`,
+the stack's config as the CLI hands it over. Not the engine: :mod:`offline.engine` turns plans and states into steps.
+Input: a stack name, config sets, ``pending`` URNs (evaluated as a preview sees resources being created). Output: a
+:class:`Plan`. Errors: ``ConfigError``, :class:`DuplicateURNError`, ``StackFileError``. Each run uses a fresh event
+loop and ``contextvars`` context. Research: docs/decisions/offline-program.md. Upstream:
+https://github.com/pulumi/pulumi/blob/v3.230.0/proto/pulumi/resource.proto
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Read a stack file (``Pulumi.<stack>.yaml``) as the Pulumi CLI reads it, and refuse in one line what would go
-wrong: the offline plan's half of the CLI's config loading (the other half, what the program itself checks, is
-``components/config.py``).
+"""Read a stack file (``Pulumi.<stack>.yaml``) as the Pulumi CLI reads it, and refuse in one line what would go wrong.
 
-Sources, pulumi/pulumi v3.230.0: ``sdk/go/common/workspace/loaders.go`` (``LoadProjectStackBytes``: yaml.v3 into
-an untyped value, bare config keys put in the project's namespace by ``stackConfigNamespacedWithProject``, a
-null value warned about by ``checkForEmptyConfig`` and "treated as an empty string"), ``project.go``
-(``ProjectStack``: the top-level keys a stack file may have), ``sdk/go/common/encoding/marshal.go`` (a YAML
-syntax error is "invalid YAML file: yaml: line N: ..."), ``sdk/go/common/resource/config/key.go`` (``ParseKey``:
-``namespace:name`` or the old ``namespace:config:name``), ``pkg/cmd/pulumi/operations/up.go`` (either error
-stops ``pulumi up`` as "getting stack configuration: ..."); gopkg.in/yaml.v3 v3.0.1 ``decode.go``
-(``decoder.mapping``: a repeated key is "mapping key ... already defined at line N").
-
-Every error is a :class:`StackFileError` whose text is one line, ``<file>:<line>:<column>: <what is wrong and
-what is expected>``, and says whether the real CLI refuses the same file itself or silently reads it otherwise.
+Owns: the offline plan's half of the CLI's config loading (yaml.v3 parsing, bare keys put in the project's
+namespace, null values, top-level keys, key syntax); the other half, what the program checks, is
+``stack_config/``. Input: the file's path. Output: its config values and secret keys. Errors:
+:class:`StackFileError`, one line ``<file>:<line>:<column>: <what is wrong and what is expected>``, saying whether
+the real CLI refuses the file or silently reads it otherwise. Research: docs/decisions/offline-stack-file.md.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/sdk/go/common/workspace/loaders.go
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The rules of the aks-gpu-observability policy pack (Pulumi CrossGuard, pulumi-policy for Python).
 
-Each rule has a kebab-case name, a description, an enforcement level (overridable in the pack's config, as
-for any CrossGuard policy) and remediation steps. Rules see resources as the engine does: type tokens and
-camelCase property names; resource policies get each resource's checked inputs, the stack policy
-(``approval-targets-one-connection``) each resource's outputs (pulumi/pulumi v3.230.0
-``pkg/resource/deploy/step_generator.go`` ``AnalyzeResources``: "AnalyzeStack is called on the final outputs
-of each resource"), which for azure-native are the ARM response (``id``, ``name``, ``type``, response
-properties; no input-only ``workspaceName``). As in pulumi-policy's analyzer, a value marked secret reaches a rule as its plain
-value (validation does not keep the secret marker), lists and maps arrive as proxies, and a value not
-known yet (preview) raises UnknownValueError when read: rules skip such values, not the whole resource.
-
-Stack facts a rule needs come from the stack's own config, which the analyzer receives like the program
-does: ``aks-gpu-observability:production`` (boolean, default false) through ``pulumi.Config``.
-
-Imported by ``policy/__main__.py`` (the pack), by the tests and by ``python -m offline.plan --policy``.
+Owns: each rule (kebab-case name, description, enforcement level overridable in the pack's config, remediation)
+and the pack's config schema. Input: resources as the engine sends them (type tokens, camelCase properties; inputs
+for resource policies, outputs for the stack policy ``approval-targets-one-connection``) and the stack's config
+(``aks-gpu-observability:production``). Output: violations reported through pulumi-policy. Errors: none raised; a
+value not known yet (preview) raises ``UnknownValueError`` and the rule skips that value. Imported by
+``policy/__main__.py`` (the pack), the tests and ``python -m offline.plan --policy``. Research (what rules see):
+docs/decisions/offline-policy-rules.md. Upstream:
+https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
 """
 
 from __future__ import annotations
