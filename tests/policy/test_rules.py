@@ -4,8 +4,8 @@ the wire format the analyzer deserialises), then the pack over the dev stack's o
 from __future__ import annotations
 
 import contextvars
-import inspect
 import importlib
+import inspect
 import json
 import pathlib
 import re
@@ -16,58 +16,22 @@ import typing
 import pulumi
 import pytest
 from pulumi.runtime.config import set_all_config
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
-from pulumi_policy.deserialize import deserialize_properties
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationPolicy, StackValidationArgs, StackValidationPolicy
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
+from offline import canned, policy_check
+from offline.program import run
 from policy import rules
 from policy.rules import known
 from tests.support import ROOT
-from offline import canned, policy_check
-from offline.program import run
+from tests.support.policy import INTERNAL, SUB, VIS, analyzer_props, check, persistent_release, release
+
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
-INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
-VIS = "service.beta.kubernetes.io/azure-pls-visibility"
-SUB = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
 
 
 def secret(value):
     return {**SECRET_SIG, "value": value}
-
-
-def analyzer_props(props):
-    """Properties as pulumi-policy's analyzer hands them to a rule: secrets unwrapped, unknown-checking."""
-    return unknown_checking_proxy(deserialize_properties(props))
-
-
-def check(policy, type_, props, config=None, production=False, stack="dev"):
-    """Messages the policy reports for one resource (props in wire format); [] also when the rule is
-    skipped because it read a value not known yet, as in the analyzer."""
-    messages: list[str] = []
-
-    def go():
-        set_all_config({"aks-gpu-observability:production": str(production).lower()})
-        pulumi.runtime.configure(pulumi.runtime.Settings(project="aks-gpu-observability", stack=stack, dry_run=True))
-        _, cfg = policy_check.policy_settings(policy, {policy.name: config or {}})
-        args = ResourceValidationArgs(type_, analyzer_props(props), f"urn:pulumi:{stack}::p::{type_}::r", "r",
-                                      None, None, cfg, {})
-        policy_check._skipping_unknowns(policy, args, lambda message, urn=None: messages.append(message))
-
-    contextvars.Context().run(go)
-    return messages
-
-
-def release(annotations=None, service_type="LoadBalancer", version="1.15.0", chart="oci://ghcr.io/grafana/helm-charts/pyroscope", **extra):
-    service = {"type": service_type, "port": 4040, "annotations": annotations if annotations is not None else {INTERNAL: "true", VIS: SUB}}
-    return {"chart": chart, "version": version, "values": {"pyroscope": {"service": service}}, **extra}
 
 
 # --- pyroscope-service-internal ---------------------------------------------------------------------------
@@ -151,20 +115,13 @@ def test_extension_pinned_fail():
     assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
 
 
-# --- pyroscope-persistent-in-production (mandatory) --------------------------------------------------------
-def persistent_release(persistence):
-    props = release()
-    props["values"]["pyroscope"]["persistence"] = persistence
-    return props
-
-
 def test_pyroscope_persistent_in_production():
     policy = rules.pyroscope_persistent_in_production
     assert policy.enforcement_level.value == "mandatory"
     for props in (persistent_release({"enabled": True, "size": "64Gi"}),
                   persistent_release({"enabled": True, "existingClaim": "pv"})):
         assert check(policy, rules.RELEASE, props, production=True) == []
-    # existingClaim alone is an emptyDir: the chart tests `not $persistence.enabled` first (a review's failing input).
+    # existingClaim alone is an emptyDir: the chart tests `not $persistence.enabled` first (an input the rule once accepted).
     for props in (release(), persistent_release({"enabled": False}), persistent_release({"existingClaim": "pv"})):
         assert check(policy, rules.RELEASE, props, production=False) == []
         assert check(policy, rules.RELEASE, props, production=True, stack="prod-eu") == [
@@ -174,7 +131,7 @@ def test_pyroscope_persistent_in_production():
 
 
 def test_microservices_on_blob_storage_is_persistent():
-    """Issue 22 item 6: microservices mode on Azure Blob counts as persistent; components on the filesystem backend
+    """Microservices mode on Azure Blob counts as persistent; components on the filesystem backend
     (a pod's disk) do not."""
     policy = rules.pyroscope_persistent_in_production
     blob = persistent_release({"enabled": False})
@@ -371,7 +328,7 @@ def test_approvals_unknown_at_preview_are_not_violations():
 
 
 def _approvals_keyed_on_inputs(args, report):
-    """The rule before issue 15 (policy/rules.py at af0a365), kept to show what outputs do to it: it keyed
+    """The rule before it was keyed on outputs (policy/rules.py at af0a365), kept to show what outputs do to it: it keyed
     endpoints on ``workspaceName`` and ``managedPrivateEndpointName``, which are inputs only."""
     endpoints = {f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
                  for r in args.resources if r.resource_type == rules.MPE}
@@ -389,7 +346,7 @@ def _approvals_keyed_on_inputs(args, report):
 
 @pytest.mark.parametrize("mode", policy_check.MODES)
 def test_approval_rule_passes_on_the_outputs_of_the_dev_plan(mode):
-    """Issue 15: the engine runs stack policies on outputs. Keyed on inputs, the rule reported two mandatory
+    """The engine runs stack policies on outputs. Keyed on inputs, the rule reported two mandatory
     violations on every real preview and up; the output-shaped runner shows it, and the fixed rule passes."""
     plan = run("dev")
     old = StackValidationPolicy(name=rules.approval_targets_one_connection.name, description="keyed on inputs",
@@ -539,7 +496,6 @@ def test_roles_fail():
     assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, {"roleDefinitionId": "Monitoring Data Reader", "scope": "x"})
 
 
-
 def ensure_step(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
     """The step a multi-cluster stack ensures its shared assignment with (components/grafana_datasources.py)."""
     return {"create": "bash steps/ensure_role_assignment.sh", "environment": {
@@ -603,7 +559,7 @@ def test_secrets_pass():
     (rules.RELEASE, {"values": {"x": {"conn": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc=="}}}, "values.x.conn"),
     # The analyzer hands a rule the plain value of a Pulumi secret: a credential is caught either way.
     (rules.COMMAND, {"environment": {"API_TOKEN": secret("t0ken")}}, "environment.API_TOKEN"),
-    # Lists reach rules as proxies, not list: they are walked too (a fault found in review).
+    # Lists reach rules as proxies, not list: they are walked too (once they were not).
     (rules.RELEASE, {"values": {"pyroscope": {"extraArgs": ["--x", {"client_secret": "s3cr3t"}]}}}, "values.pyroscope.extraArgs[1].client_secret"),
 ])
 def test_secrets_fail(type_, props, where):
@@ -611,8 +567,8 @@ def test_secrets_fail(type_, props, where):
 
 
 def test_unknown_values_skip_only_themselves():
-    """At preview a datasource step's DATASOURCE is not known; the rule still checks the other values (a
-    fault found in review: one unknown value skipped the whole resource)."""
+    """At preview a datasource step's DATASOURCE is not known; the rule still checks the other values (once
+    one unknown value skipped the whole resource)."""
     env = {"DATASOURCE": UNKNOWN_STRING_VALUE, "GRAFANA_TOKEN": "abc123"}
     assert check(rules.no_plaintext_secrets, rules.COMMAND, {"environment": env}) == [
         "environment.GRAFANA_TOKEN holds a credential-looking value."]
@@ -742,7 +698,6 @@ def test_docs_create_the_pack_venv_before_any_policy_pack_command(doc):
     assert (ROOT / "policy" / "requirements.txt").exists()
 
 
-
 def test_the_readme_counts_the_pack_s_rules():
     """The README's Policy pack paragraph says how many rules the pack has; it counts POLICIES (it said 12 while the
     pack had 16)."""
@@ -812,7 +767,7 @@ def test_pyroscope_network_policy_in_production_on_the_plan():
 
 def test_the_production_network_policy_rule_refuses_a_policy_open_to_everyone():
     """A 'restriction' whose peer admits 0.0.0.0/0, ::/0 or every namespace admits every source, like a rule without
-    ``from``; the rule accepted it (the failing input of a review)."""
+    ``from``; the rule once accepted it."""
     policy = rules.pyroscope_network_policy_in_production
     for peer in ({"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}, {"namespaceSelector": {}},
                  {"namespaceSelector": {}, "podSelector": {}}):
