@@ -38,13 +38,14 @@ def import_id(resource: Resource, subscription_id: str) -> str:
     i = resource.inputs
     if resource.type == EXTENSION:
         return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}/providers/{i['clusterRp']}"
-                f"/{i['clusterResourceName']}/{i['clusterName']}/providers/Microsoft.KubernetesConfiguration/extensions/"
-                f"{i['extensionName']}")
+                f"/{i['clusterResourceName']}/{i['clusterName']}"
+                f"/providers/Microsoft.KubernetesConfiguration/extensions/{i['extensionName']}")
     if resource.type == RELEASE:
         return f"{i['namespace']}/{i['name']}"
     if resource.type == MPE:
-        return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}/providers/Microsoft.Dashboard"
-                f"/grafana/{i['workspaceName']}/managedPrivateEndpoints/{i['managedPrivateEndpointName']}")
+        return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}"
+                f"/providers/Microsoft.Dashboard/grafana/{i['workspaceName']}"
+                f"/managedPrivateEndpoints/{i['managedPrivateEndpointName']}")
     if resource.type == ROLE:
         return f"{i['scope']}/providers/Microsoft.Authorization/roleAssignments/{i['roleAssignmentName']}"
     raise ValueError(f"{resource.type} is not imported by this stack")
@@ -131,13 +132,15 @@ def import_command(path: str) -> str:
     """The ``pulumi import`` to run with the file at ``path``, as docs/adopting.md gives it: unprotected (the program
     declares no ``protect``) and without generated code (the program already declares the resources; ``--generate-code``
     defaults to true and prints a Python declaration of each). Flags of pulumi/pulumi v3.230.0
-    ``pkg/cmd/pulumi/operations/import.go``: ``--file``, ``--protect``, ``--generate-code`` (booleans, so ``=false``)."""
+    ``pkg/cmd/pulumi/operations/import.go``: ``--file``, ``--protect``, ``--generate-code`` (booleans, so
+    ``=false``)."""
     return f"pulumi import --file {path} --protect=false --generate-code=false"
 
 
 def render(document: Mapping, path: str) -> str:
     """What ``offline.plan --import-file`` prints: each imported resource and its id, then the commands to run."""
-    lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from this plan's config and lookups:"]
+    lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from "
+             "this plan's config and lookups:"]
     width = max(len(e["name"]) for e in document["resources"])
     for entry in document["resources"]:
         if "id" in entry:

@@ -23,6 +23,7 @@ with require_virtualenv("offline.plan"):  # the plan runs the program: it needs 
     from components.config import ConfigError
     from offline import adopt
     from offline import diff as plan_diff
+    from offline import diff_text
     from offline.program import ConfigSet, Plan, Resource, run
 
 
@@ -95,7 +96,8 @@ def render_text(plan: Plan) -> str:
     name_width = max(len(n) for _, n, _ in rows) + 2
     lines = [
         f"Previewing update ({plan.stack}) [offline plan: mocked engine and canned Azure answers; nothing is deployed]",
-        "(values that depend on steps not yet run, such as the PLS id and the private IP, are shown as after `pulumi up`)",
+        "(values that depend on steps not yet run, such as the PLS id and the private IP, "
+        "are shown as after `pulumi up`)",
         "",
         f"     {'Type':<{width}}{'Name':<{name_width}}Plan",
     ]
@@ -107,7 +109,8 @@ def render_text(plan: Plan) -> str:
         if resource.custom and resource.inputs:
             lines.append(f"  {'>' if resource.type in READS else '+'} {resource.type} {resource.name}")
             lines += _input_lines(resource.inputs, "      ")
-            options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect") if resource.options.get(name)]
+            options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect")
+                       if resource.options.get(name)]
             if options:
                 lines.append(f"      (options: {', '.join(options)})")
     lines += ["", "Dependencies (as the engine records them):"]
@@ -117,9 +120,11 @@ def render_text(plan: Plan) -> str:
         if deps or provider:
             extra = f"  [provider: {provider}]" if provider else ""
             if resource.replace_with:
-                extra += f"  [replaced whenever {', '.join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)} is replaced]"
+                names = ", ".join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)
+                extra += f"  [replaced whenever {names} is replaced]"
             lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
-    lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown):"]
+    lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview "
+                  "shows computed ones as unknown):"]
     lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
     reads = sum(1 for r in plan.resources if r.type in READS)
     lines += ["", "Resources:", f"    + {len(plan.resources) - reads} to create"]
@@ -130,7 +135,8 @@ def render_text(plan: Plan) -> str:
     lines += ["", "Destroy order (pulumi destroy):"]
     for i, urn in enumerate(plan.destroy_order, 1):
         resource = by_urn[urn]
-        note = "  (retainOnDelete: left in place, removed from the state only)" if resource.options.get("retainOnDelete") else ""
+        retained = resource.options.get("retainOnDelete")
+        note = "  (retainOnDelete: left in place, removed from the state only)" if retained else ""
         note = "  (read only: nothing to delete)" if resource.type in READS else note
         lines.append(f"  {i:>3}. {_label(resource)}{note}")
     lines += ["", "Invokes (answered offline from canned data):"]
@@ -157,7 +163,8 @@ def render_mermaid(plan: Plan, changes: Optional[plan_diff.Diff] = None) -> str:
     by_parent: dict[Optional[str], list[Resource]] = {}
     for resource in plan.resources:
         by_parent.setdefault(resource.parent, []).append(resource)
-    lines = ["graph TD", '  legend["solid arrow: created after (dependency)<br/>dotted arrow: provider<br/>box in a box: component children"]']
+    lines = ["graph TD", '  legend["solid arrow: created after (dependency)<br/>dotted arrow: provider<br/>box '
+                         'in a box: component children"]']
 
     def node(resource: Resource, indent: str) -> None:
         kids = by_parent.get(resource.urn, [])
@@ -203,8 +210,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m offline.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--policy", action="store_true",
-                        help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory violation")
-    parser.add_argument("--policy-config", metavar="FILE", help="policy pack config (JSON), as for --policy-pack-config")
+                        help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory "
+                             "violation")
+    parser.add_argument("--policy-config", metavar="FILE",
+                        help="policy pack config (JSON), as for --policy-pack-config")
     parser.add_argument("--policy-mode", choices=["preview", "up"], default="preview",
                         help="outputs the stack policy sees: a first preview's (default) or those after pulumi up")
     parser.add_argument("--set", dest="config_sets", action="append", default=[], metavar="KEY=VALUE",
@@ -218,7 +227,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--diff-against", metavar="BASE.json",
                         help="an earlier --json plan: print what `pulumi preview --diff` would say (offline estimate)")
     parser.add_argument("--replace", dest="replace", action="append", default=[], metavar="URN",
-                        help="with --diff-against: replace this resource (URN or unique name), as `pulumi up --replace`; repeatable")
+                        help="with --diff-against: replace this resource (URN or unique name), as "
+                             "`pulumi up --replace`; repeatable")
     parser.add_argument("--import-file", metavar="FILE",
                         help="write Pulumi's bulk import file for a setup made by hand (docs/adopting.md)")
     parser.add_argument("--skip", action="append", default=[], metavar="NAME",
@@ -264,7 +274,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         plan = run(args.stack, config_sets=sets)
         if base is not None:
             targets = _resolve_targets(plan, args.replace)
-            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, pending=pending, config_sets=sets), targets)
+            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, pending=pending, config_sets=sets),
+                                              targets)
         violations = None
         if pack_config is not None:
             violations = policy_check.evaluate(plan, pack_config, args.policy_mode)
@@ -275,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.json:
             print(json.dumps(changes.to_json(), indent=2, sort_keys=True))
         else:
-            print(plan_diff.render_text(changes, f"Offline preview diff ({args.stack}) against {args.diff_against}"))
+            print(diff_text.render_text(changes, f"Offline preview diff ({args.stack}) against {args.diff_against}"))
         return 0
     if args.json:
         document = plan.to_json()
@@ -323,7 +334,8 @@ def _read_base(path: str) -> dict:
     except json.JSONDecodeError as error:
         raise ValueError(f"--diff-against: {path} is not JSON: {error}") from None
     if not isinstance(base, dict) or not {"resources", "createOrder", "destroyOrder"} <= set(base):
-        raise ValueError(f"--diff-against: {path} is not a plan (expected the output of `python -m offline.plan --json`)")
+        raise ValueError(f"--diff-against: {path} is not a plan (expected the output of "
+                         "`python -m offline.plan --json`)")
     return base
 
 

@@ -59,7 +59,8 @@ class PolicyConfigError(ValueError):
 
 def _level(value: Any, where: str) -> str:
     if value not in ("advisory", "mandatory", "remediate", "disabled"):
-        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {json.dumps(value)})")
+        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or "
+                                f"disabled (got {json.dumps(value)})")
     return "mandatory" if value == "remediate" else value  # our rules only validate
 
 
@@ -75,7 +76,8 @@ def check_pack_config(pack_config: Mapping[str, Any]) -> None:
             if "enforcementLevel" in entry:
                 _level(entry["enforcementLevel"], name)
         else:
-            raise PolicyConfigError(f"{name}: expected an enforcement level string or an object (got {json.dumps(entry)})")
+            raise PolicyConfigError(f"{name}: expected an enforcement level string or an "
+                                    f"object (got {json.dumps(entry)})")
 
 
 def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
@@ -135,7 +137,8 @@ def _policy_resources(subjects: list[Resource], props_of) -> dict[str, PolicyRes
     return by_urn
 
 
-def configure(pack_config: Optional[Mapping[str, Any]] = None, policies: Optional[list] = None) -> dict[str, tuple[str, dict]]:
+def configure(pack_config: Optional[Mapping[str, Any]] = None,
+              policies: Optional[list] = None) -> dict[str, tuple[str, dict]]:
     """policy name -> (enforcement level, config) under ``pack_config``, for ``policies`` (default
     :data:`policy.rules.POLICIES`); needs no plan, so a bad pack config is refused before anything is planned.
     Raises PolicyConfigError naming the entry: a malformed one (:func:`check_pack_config`), one that names no
@@ -146,7 +149,8 @@ def configure(pack_config: Optional[Mapping[str, Any]] = None, policies: Optiona
     names = {p.name for p in policies}
     unknown = [name for name in pack_config if name not in names and name != "all"]
     if unknown:
-        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
+        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; "
+                                f"policies: {', '.join(sorted(names))}")
     return {p.name: policy_settings(p, pack_config) for p in policies}
 
 
@@ -162,7 +166,8 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
 
     def run() -> list[Violation]:
         set_all_config(plan.config, plan.secret_keys)
-        pulumi.runtime.configure(pulumi.runtime.Settings(project=plan.project, stack=plan.stack, dry_run=mode == "preview"))
+        pulumi.runtime.configure(pulumi.runtime.Settings(project=plan.project, stack=plan.stack,
+                                                         dry_run=mode == "preview"))
         found: list[Violation] = []
         subjects = [r for r in plan.resources if r.type != "pulumi:pulumi:Stack"]
         checked = _policy_resources(subjects, lambda r: r.wire)
@@ -175,7 +180,8 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
             def report(message: str, urn: Optional[str] = None, *, subject: Optional[Resource] = None) -> None:
                 target = subject or next((r for r in subjects if r.urn == urn), None)
                 found.append(Violation(policy.name, level, policy.description, message,
-                                       target.urn if target else urn, f"{target.type}: {target.name}" if target else ""))
+                                       target.urn if target else urn,
+                                       f"{target.type}: {target.name}" if target else ""))
 
             def cannot_run(message: str) -> None:
                 found.append(Violation(policy.name, "advisory", policy.description, message, None, ""))
@@ -185,7 +191,8 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
                     subject = checked[resource.urn]
                     args = ResourceValidationArgs(resource.type, subject.props, resource.urn, resource.name,
                                                   subject.opts, None, config, {})
-                    _skipping_unknowns(policy, args, lambda message, urn=None, s=resource: report(message, urn, subject=s),
+                    _skipping_unknowns(policy, args,
+                                       lambda message, urn=None, s=resource: report(message, urn, subject=s),
                                        cannot_run)
             else:
                 _skipping_unknowns(policy, StackValidationArgs(list(final.values()), config, {}), report, cannot_run)

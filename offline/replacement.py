@@ -168,7 +168,8 @@ def _kubernetes_config_diff(old: dict, new: dict, old_fp: dict, new_fp: dict) ->
 
 
 def _never_replaced(old: dict, new: dict, old_fp: dict, new_fp: dict) -> ConfigDiff:
-    """azure-native ``DiffConfig`` returns no changes at all; pulumi-command's (go-provider default) none that replace."""
+    """azure-native ``DiffConfig`` returns no changes at all; pulumi-command's (go-provider default) none that
+    replace."""
     return ConfigDiff()
 
 

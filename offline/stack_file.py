@@ -63,9 +63,9 @@ _Yaml12Loader.add_implicit_resolver(
 
 def cli_text(value) -> object:
     """A stack file value as the CLI holds it (pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
-    ``MarshalString``): booleans and numbers as their JSON text (components/config.py ``go_json_number``), strings as they are,
-    lists and maps kept as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an empty
-    string")."""
+    ``MarshalString``): booleans and numbers as their JSON text (components/config.py ``go_json_number``), strings as
+    they are, lists and maps kept as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an
+    empty string")."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -130,12 +130,16 @@ def _load(path: Path) -> tuple[object, object]:
 
 def _values(node) -> dict:
     """Mapping node -> {key: value node} of its scalar keys; {} for anything else."""
-    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)} if isinstance(node, yaml.MappingNode) else {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def _keys(node) -> dict:
     """Mapping node -> {key: start mark} of its scalar keys."""
-    return {k.value: k.start_mark for k, _ in node.value if isinstance(k, yaml.ScalarNode)} if isinstance(node, yaml.MappingNode) else {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: k.start_mark for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def namespaced(key: str, project: str) -> str:
@@ -165,7 +169,8 @@ def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tupl
     if document is None:
         return {}, []
     if not isinstance(document, dict):
-        raise StackFileError(f"{path.name}: expected a mapping with a `config:` section (got a YAML {type(document).__name__}); "
+        raise StackFileError(f"{path.name}: expected a mapping with a `config:` section (got a "
+                             f"YAML {type(document).__name__}); "
                              "the Pulumi CLI refuses it too (\"expected project to be an object\")")
     for key, mark in _keys(node).items():
         if key in TOP_LEVEL:
@@ -203,10 +208,12 @@ def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tupl
         first[full] = key
         value_node = nodes.get(key)
         if isinstance(value, dict) and "secure" in value:  # ciphertext: not decryptable here
-            problem = ciphertext_problem(value["secure"], bool(document.get("encryptionsalt") or document.get("encryptedkey")))
+            problem = ciphertext_problem(value["secure"],
+                                         bool(document.get("encryptionsalt") or document.get("encryptedkey")))
             if problem:
                 secure_node = _values(value_node).get("secure", value_node)
-                raise StackFileError(f"{_at(path, secure_node.start_mark) if secure_node else where}: {key}: the `secure:` value cannot be decrypted: "
+                raise StackFileError(f"{_at(path, secure_node.start_mark) if secure_node else where}: {key}: the "
+                                     "`secure:` value cannot be decrypted: "
                                      f"{problem}; the Pulumi CLI cannot decrypt it either: set it with `pulumi config "
                                      f"set --secret {key.split(':')[-1]} <value>`")
             values[full], secrets = SECRET_PLACEHOLDER, secrets + [full]
@@ -231,7 +238,7 @@ def _check_number(path: Path, name: str, node, text: str, string_keys: frozenset
         raise StackFileError(f"{_at(path, node.start_mark)}: {stack_config.unquoted_number(name, node.value, text)}")
 
 
-# --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config ---------------------------------
+# --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config -------------------------
 # pulumi/pulumi v3.230.0: pkg/cmd/pulumi/config/config.go (configSetCmd.Run: a value given without --secret or --type is
 # config.NewTypedValue(value, TypeUnknown), stored with ps.Config.Set(key, v, --path)), io.go (ParseConfigKey: with
 # --path only the segment before the first '[' or '.' is namespaced), sdk/go/common/resource/config/map.go (Map.Set,
@@ -289,7 +296,8 @@ def parse_property_path(text: str) -> list:
                 elif re.fullmatch(r"[+-]?[0-9]+", segment):
                     element = int(segment)
                     if not -2**63 <= element < 2**63:
-                        raise ConfigSetError(f'invalid array index: strconv.ParseInt: parsing "{segment}": value out of range')
+                        raise ConfigSetError('invalid array index: strconv.ParseInt: parsing '
+                                             f'"{segment}": value out of range')
                 else:
                     raise ConfigSetError(f'invalid array index: strconv.ParseInt: parsing "{segment}": invalid syntax')
                 text = text[close:]

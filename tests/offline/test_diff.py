@@ -20,7 +20,7 @@ from typing import Optional
 
 import pytest
 
-from offline import canned, engine, program, replacement
+from offline import canned, diff_text, engine, program, replacement
 from offline import diff as plan_diff
 from offline.program import run
 from tests.support import ROOT, reference
@@ -683,64 +683,6 @@ def test_nested_outputs_of_a_resource_being_replaced_are_unknown_at_preview():
     assert (step.op, step.replace_order) == ("replace", "delete-first")
 
 
-def _edited_wait_script(base: dict) -> dict:
-    """The base as deployed with an older wait_private_link_service.sh: only the script's sha256 in triggers differs."""
-    edited = json.loads(json.dumps(base))
-    wait = next(r for r in edited["resources"] if r["name"] == "grafana-private-link-wait-for-pls")
-    wait["inputs"]["triggers"][0] = "0" * 64
-    return edited
-
-
-def test_a_script_edit_does_not_headline_replacements_that_exist_only_in_preview():
-    """An edited wait script replaces the wait step; the PLS lookup behind it is then unknown in preview, so the
-    preview (the real one too) shows the MPE, approval and refresh replaced. With every value known the engine keeps
-    them, as `pulumi up` does once the lookup answers the same PLS: the headline says so, on the Resources line."""
-    base = _edited_wait_script(run("dev").to_json())
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", pending=pending))
-    assert diff.step("grafana-private-link-wait-for-pls").op == "replace"
-    only = {u.rsplit("::", 1)[-1] for u in diff.preview_only}
-    assert only == {"grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
-    assert "grafana-private-link-wait-for-pls" not in only
-    text = plan_diff.render_text(diff, "t")
-    headline = next(l for l in text.splitlines() if l.startswith("Resources: "))
-    assert "3 of the 4 replacements only while a value is unknown in preview" in headline
-    assert "keeps grafana-private-link-mpe" in headline
-    # The order is what `pulumi up` runs: the wait alone is replaced (its old copy deleted last).
-    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
-        ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
-    assert "Engine order (pulumi up, with the canned answers: the replacements that exist only in preview are not made):" in text
-
-
-def test_a_base_plan_of_another_stack_is_flagged_before_the_counts():
-    base = run("dev").to_json()
-    other = {**base, "stack": "prod"}
-    diff = plan_diff.compute(other, base)
-    assert diff.warnings and "base plan is of stack 'prod'" in diff.warnings[0]
-    text = plan_diff.render_text(diff, "t")
-    assert text.index("WARNING: the base plan is of stack 'prod'") < text.index("Resources: ")
-    assert plan_diff.compute(base, base).warnings == []
-
-
-def test_a_removal_names_the_settings_that_decide_it():
-    """multiCluster on: the Monitoring Data Reader assignment leaves the program because assignMonitoringDataReader
-    is `auto`, which means no assignment with multiCluster; the reason says that, not only "not in the new program"."""
-    base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"multiCluster": "true"}, pending=pending))
-    (reason,) = diff.step("grafana-datasources-monitoring-data-reader").reasons
-    assert reason.startswith("not in the new program; settings: ")
-    assert "assignMonitoringDataReader: auto (unchanged) (Give Grafana's identity Monitoring Data Reader" in reason
-    assert "multiCluster: false -> true" in reason
-
-
-def test_a_long_json_value_is_shown_by_the_paths_that_changed():
-    """A step's environment holds its definition as one JSON string; a change inside it is shown path by path
-    (environment.DATASOURCE{name}) with whole values, not a window cut in the middle of a value."""
-    base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"pyroscopeDatasourceName": "Pyroscope B"}, pending=pending))
-    text = plan_diff.render_text(diff, "t")
-    assert '~ environment.DATASOURCE{name}: "local-pyroscope" => "Pyroscope B"' in text
-    assert not any("environment.DATASOURCE:" in line and "..." in line for line in text.splitlines())
-
 # --- the Monitoring Data Reader assignment a multi-cluster stack is told to make -------------------------------------
 MULTI_ROLE = {"multiCluster": "true", "assignMonitoringDataReader": "true"}
 ROLE_TYPE = "azure-native:authorization:RoleAssignment"
@@ -986,7 +928,7 @@ def test_replacing_a_retained_named_resource_is_refused_in_the_diff():
     assert diff.step("role").op == "replace"
     assert diff.errors and "role: replacing it will fail: it is retainOnDelete" in diff.errors[0]
     assert plan_diff.compute(plan(False), plan(False), [plan(False)["resources"][-1]["urn"]]).errors == []
-    assert "ERROR: role: replacing it will fail" in plan_diff.render_text(diff, "t")
+    assert "ERROR: role: replacing it will fail" in diff_text.render_text(diff, "t")
 
 
 def test_a_replace_with_target_never_registered_is_refused():
@@ -1036,7 +978,7 @@ def test_a_stack_reference_is_a_read_not_a_create():
     diff = plan_diff.compute(base, head)
     (read,) = [s for s in diff.steps if s.type == "pulumi:pulumi:StackReference"]
     assert read.op == "read" and diff.summary["create"] == 0 and diff.summary["read"] == 1
-    assert "1 to read" in plan_diff.summary_line(diff)
+    assert "1 to read" in diff_text.summary_line(diff)
 
 
 def test_a_base_of_another_stack_blames_no_setting_and_an_old_base_is_flagged():
@@ -1059,7 +1001,7 @@ def test_removing_the_role_assignment_warns_what_grafana_loses():
     (warning,) = [w for w in diff.warnings if w.startswith("grafana-datasources-monitoring-data-reader:")]
     assert "the same assignment grafana-datasources-shared-monitoring-data-reader ensures" in warning
     assert "pulumi state delete" in warning
-    assert "WARNING: grafana-datasources-monitoring-data-reader" in plan_diff.render_text(diff, "t")
+    assert "WARNING: grafana-datasources-monitoring-data-reader" in diff_text.render_text(diff, "t")
 
 
 @pytest.mark.parametrize("target, message", [

@@ -3,7 +3,6 @@ the wire format the analyzer deserialises), then the pack over the dev stack's o
 
 from __future__ import annotations
 
-import contextvars
 import importlib
 import inspect
 import json
@@ -13,10 +12,9 @@ import subprocess
 import sys
 import typing
 
-import pulumi
 import pytest
-from pulumi.runtime.config import set_all_config
-from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationPolicy, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import (EnforcementLevel, PolicyResource, ResourceValidationPolicy, StackValidationArgs,
+                           StackValidationPolicy)
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from offline import canned, policy_check
@@ -24,7 +22,7 @@ from offline.program import run
 from policy import rules
 from policy.rules import known
 from tests.support import ROOT
-from tests.support.policy import INTERNAL, SUB, VIS, analyzer_props, check, persistent_release, release
+from tests.support.policy import EXT, INTERNAL, SUB, VIS, analyzer_props, check, outputs, release
 
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
@@ -66,11 +64,6 @@ def test_chart_pinned_fail_source():
     assert any("neither from an oci:// registry" in m for m in check(
         rules.helm_chart_pinned, rules.RELEASE, release(chart="pyroscope", repositoryOpts={"repo": "http://charts.example.com"})))
     assert check(rules.helm_chart_pinned, rules.RELEASE, release(chart="./charts/pyroscope"))
-
-
-# --- inspektor-gadget-gpu-observability ------------------------------------------------------------------
-EXT = {"extensionType": "microsoft.inspektorgadget", "autoUpgradeMinorVersion": True, "releaseTrain": "preview",
-       "configurationSettings": {"azureMonitor.enabled": "true", "gpuObservability.enabled": "true"}}
 
 
 def test_gpu_observability_pass():
@@ -115,53 +108,11 @@ def test_extension_pinned_fail():
     assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
 
 
-def test_pyroscope_persistent_in_production():
-    policy = rules.pyroscope_persistent_in_production
-    assert policy.enforcement_level.value == "mandatory"
-    for props in (persistent_release({"enabled": True, "size": "64Gi"}),
-                  persistent_release({"enabled": True, "existingClaim": "pv"})):
-        assert check(policy, rules.RELEASE, props, production=True) == []
-    # existingClaim alone is an emptyDir: the chart tests `not $persistence.enabled` first (an input the rule once accepted).
-    for props in (release(), persistent_release({"enabled": False}), persistent_release({"existingClaim": "pv"})):
-        assert check(policy, rules.RELEASE, props, production=False) == []
-        assert check(policy, rules.RELEASE, props, production=True, stack="prod-eu") == [
-            "production stack 'prod-eu': Pyroscope release keeps profiles in an emptyDir (pyroscope.persistence.enabled is "
-            "not true), so every pod restart loses them; set pyroscopePersistence to true."]
-    assert check(policy, rules.EXTENSION, EXT, production=True) == []
-
-
-def test_microservices_on_blob_storage_is_persistent():
-    """Microservices mode on Azure Blob counts as persistent; components on the filesystem backend
-    (a pod's disk) do not."""
-    policy = rules.pyroscope_persistent_in_production
-    blob = persistent_release({"enabled": False})
-    blob["values"]["pyroscope"]["components"] = {"distributor": {"kind": "Deployment"},
-                                                 "ingester": {"kind": "StatefulSet", "persistence": {"enabled": True}}}
-    blob["values"]["pyroscope"]["structuredConfig"] = {"storage": {"backend": "azure", "azure": {"account_name": "a"}}}
-    assert check(policy, rules.RELEASE, blob, production=True) == []
-    # The ingesters' head (up to an hour before a block reaches the bucket) on an emptyDir is not persistent.
-    blob["values"]["pyroscope"]["components"]["ingester"]["persistence"] = {"enabled": False}
-    assert "an ingester restart loses them" in check(policy, rules.RELEASE, blob, production=True)[0]
-    blob["values"]["pyroscope"]["components"]["ingester"]["persistence"] = {"enabled": True}
-    blob["values"]["pyroscope"]["structuredConfig"]["storage"] = {"backend": "filesystem"}
-    assert len(check(policy, rules.RELEASE, blob, production=True)) == 1
-
-
 def test_microservices_plan_passes_the_persistence_and_role_rules():
     from offline.program import run
 
     found = {v.policy for v in policy_check.evaluate(run("dev", {"production": "true", "pyroscopeMode": "microservices"}))}
     assert not found & {"pyroscope-persistent-in-production", "role-assignment-least-privilege"}, found
-
-
-def test_pyroscope_persistent_in_production_on_the_plan():
-    from offline.program import run
-
-    on = policy_check.evaluate(run("dev", {"production": "true"}))
-    off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopePersistence": "false"}))
-    assert "pyroscope-persistent-in-production" not in {v.policy for v in on}
-    assert [(v.policy, v.level) for v in off if v.policy == "pyroscope-persistent-in-production"] == [
-        ("pyroscope-persistent-in-production", "mandatory")]
 
 
 # --- pyroscope-pinned-by-digest (advisory) and -in-production (mandatory) ---------------------------------
@@ -253,12 +204,6 @@ def test_request_message():
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {"requestMessage": "Grafana amg to Pyroscope"}) == []
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {"requestMessage": "  "})
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {})
-
-
-# --- approval-targets-one-connection (stack policy): it sees outputs ------------------------------------------
-def outputs(type_, name, inputs, mode):
-    """A created resource's outputs as the engine records them (offline.canned): after ``up`` or in a first preview."""
-    return canned.resource_state(type_, name, inputs)[1] if mode == "up" else canned.preview_outputs(type_, inputs)
 
 
 def stack_check(policy, resources, mode="up"):
@@ -704,75 +649,3 @@ def test_the_readme_counts_the_pack_s_rules():
     readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     said = re.search(r"\((\d+) rules:", readme)
     assert said and int(said.group(1)) == len(rules.POLICIES), (said and said.group(1), len(rules.POLICIES))
-
-
-# --- pyroscope-network-policy-in-production (stack policy, mandatory) -----------------------------------------------
-def production_stack_check(policy, resources, production=True, mode="up"):
-    messages: list[str] = []
-
-    def go():
-        set_all_config({"aks-gpu-observability:production": str(production).lower()})
-        pulumi.runtime.configure(pulumi.runtime.Settings(project="aks-gpu-observability", stack="prod-eu", dry_run=True))
-        # A preview keeps the provider's answer, or the inputs for a type it previews without one (canned.preview_outputs).
-        subjects = [PolicyResource(t, analyzer_props(outputs(t, n, p, mode) or p), f"urn::{n}", n, None, None, None, [], {})
-                    for t, n, p in resources]
-        policy.validate(StackValidationArgs(subjects, {}, {}), lambda message, urn=None: messages.append(message))
-
-    contextvars.Context().run(go)
-    return messages
-
-
-def network_policy(spec=None, namespace="gadget"):
-    from components.pyroscope import network_policy_spec
-
-    return (rules.NETWORK_POLICY, "pyroscope-network-policy",
-            {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-             "metadata": {"name": "pyroscope", "namespace": namespace},
-             "spec": spec if spec is not None else network_policy_spec(["10.224.0.0/16"])})
-
-
-PYRO_RELEASE = (rules.RELEASE, "pyroscope-release", release(name="pyroscope", namespace="gadget"))
-OPEN = ("production stack 'prod-eu': no NetworkPolicy restricts ingress to Pyroscope's pods (gadget/pyroscope), so its "
-        "unauthenticated HTTP API is open to everything that routes to its internal load balancer; set "
-        "pyroscopeNetworkPolicy to true.")
-
-
-@pytest.mark.parametrize("mode", ["preview", "up"])
-def test_pyroscope_network_policy_in_production(mode):
-    policy = rules.pyroscope_network_policy_in_production
-    assert policy.enforcement_level.value == "mandatory"
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy()], mode=mode) == []
-    assert production_stack_check(policy, [PYRO_RELEASE], mode=mode) == [OPEN]
-    assert production_stack_check(policy, [PYRO_RELEASE], production=False, mode=mode) == []
-    assert production_stack_check(policy, [network_policy()], mode=mode) == []  # no Pyroscope release: nothing to guard
-    select_all = {"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}  # a namespace-wide policy counts
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(select_all)], mode=mode) == []
-    for spec in ({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "grafana"}}},  # other pods
-                 {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "pyroscope"}}, "policyTypes": ["Egress"]},
-                 {"podSelector": {}, "ingress": [{"ports": [{"port": 4040}]}]},  # a rule without from admits everyone
-                 {"podSelector": {"matchExpressions": [{"key": "x", "operator": "Exists"}]}}):
-        assert production_stack_check(policy, [PYRO_RELEASE, network_policy(spec)], mode=mode) == [OPEN], spec
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(namespace="default")], mode=mode) == [OPEN]
-
-
-def test_pyroscope_network_policy_in_production_on_the_plan():
-    on = policy_check.evaluate(run("dev", {"production": "true"}))
-    off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopeNetworkPolicy": "false"}))
-    assert "pyroscope-network-policy-in-production" not in {v.policy for v in on}
-    assert {(v.policy, v.level) for v in off if v.policy == "pyroscope-network-policy-in-production"} == {
-        ("pyroscope-network-policy-in-production", "mandatory")}
-    advisory = policy_check.evaluate(run("dev", {"pyroscopeNetworkPolicy": "false"}))
-    assert "pyroscope-network-policy-in-production" not in {v.policy for v in advisory}
-
-
-def test_the_production_network_policy_rule_refuses_a_policy_open_to_everyone():
-    """A 'restriction' whose peer admits 0.0.0.0/0, ::/0 or every namespace admits every source, like a rule without
-    ``from``; the rule once accepted it."""
-    policy = rules.pyroscope_network_policy_in_production
-    for peer in ({"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}, {"namespaceSelector": {}},
-                 {"namespaceSelector": {}, "podSelector": {}}):
-        spec = {"podSelector": {}, "ingress": [{"from": [peer]}]}
-        assert production_stack_check(policy, [PYRO_RELEASE, network_policy(spec)]) == [OPEN], peer
-    narrow = {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.224.0.0/24"}},
-                                                      {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}]}]}
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(narrow)]) == []

@@ -12,8 +12,7 @@ from pulumi_policy import ResourceValidationArgs
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from offline import policy_check
-
+from offline import canned, policy_check
 
 INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
 VIS = "service.beta.kubernetes.io/azure-pls-visibility"
@@ -52,3 +51,13 @@ def persistent_release(persistence):
     props = release()
     props["values"]["pyroscope"]["persistence"] = persistence
     return props
+
+
+#: The Inspektor Gadget extension as the stack declares it.
+EXT = {"extensionType": "microsoft.inspektorgadget", "autoUpgradeMinorVersion": True, "releaseTrain": "preview",
+       "configurationSettings": {"azureMonitor.enabled": "true", "gpuObservability.enabled": "true"}}
+
+
+def outputs(type_, name, inputs, mode):
+    """A created resource's outputs as the engine records them (offline.canned): after ``up`` or in a first preview."""
+    return canned.resource_state(type_, name, inputs)[1] if mode == "up" else canned.preview_outputs(type_, inputs)
