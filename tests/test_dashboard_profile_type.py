@@ -153,7 +153,7 @@ def test_the_step_checks_the_sha256_before_it_sets_the_profile_type(tmp_path):
 
 def test_upgrading_a_stack_to_the_key_rewrites_nothing_in_grafana(tmp_path):
     """The first `pulumi up` after upgrading to this code updates the dashboard step (a new environment value, the
-    default; tests/test_lifecycle.py ``test_a_single_binary_stack_upgrading_to_this_code_sees_no_change``): it runs
+    default; tests/offline/test_diff.py ``test_a_single_binary_stack_upgrading_to_this_code_sees_no_change``): it runs
     again against the dashboard the older step uploaded and, the default being the published ID, writes nothing."""
     scenario = scenarios.Scenario(
         "profile-type-upgrade", "grafana_dashboard.py",

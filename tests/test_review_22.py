@@ -21,7 +21,7 @@ from components.pyroscope_storage import subject
 from policy import rules
 from tests.support import RELEASE, reference
 from tests.support.helm import helm, helm_env
-from tests.test_policy import check, persistent_release
+from tests.support.policy import check, persistent_release
 from offline import program
 
 MICRO = {"pyroscopeMode": "microservices"}

@@ -20,16 +20,14 @@ from typing import Optional
 
 import pytest
 
-from tests.support import fake_world
+from offline import canned, diff_text, engine, program, replacement
+from offline import diff as plan_diff
+from offline.program import run
 from tests.support import ROOT, reference
 from tests.support import fake_world
-from tests.support.lifecycle import OWNER_KEY, Deployment, EngineError
-from offline import diff as plan_diff
-from offline import canned, engine, program, replacement
-from offline.program import run
+from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
 
-DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
-                 "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
+
 OTHER_URL = "https://dashboards.example.test/gpu/AdvancedGPUObservability-v2.json"
 RENAMED_URL = "https://dashboards.example.test/gpu/GpuObservabilityB.json"
 SUBSCRIPTION = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
@@ -330,20 +328,8 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     assert world["events"] == []
 
 
-def uploaded(source: dict, datasources: dict, profile_type: str) -> dict:
-    """The dashboard as steps/grafana_dashboard.py uploads ``source`` (its own transformations: the datasource
-    defaults, and ``profile_type`` in its Pyroscope GPU-memory queries)."""
-    from steps import grafana_dashboard
-    dashboard = grafana_dashboard.with_datasource_defaults(source, datasources)
-    return grafana_dashboard.with_profile_type(dashboard, profile_type, grafana_dashboard.stack_pyroscope(dashboard, datasources))
-
-
-def comparable(dashboard: dict) -> dict:
-    return {k: v for k, v in dashboard.items() if k not in ("id", "version", OWNER_KEY)}
-
-
 def test_the_mpe_rename_done_criterion(tmp_path):
-    """The issue's command line: MPE replace/delete-first with a reason, approval and refresh replaced after it;
+    """`--replace` of the MPE: replace/delete-first with a reason, approval and refresh replaced after it;
     the dev plan's MPE is deleteBeforeReplace with a replaceWith option."""
     base = tmp_path / "base.json"
 
@@ -463,8 +449,8 @@ def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
 
 
 def test_a_create_first_mpe_replacement_is_refused_by_the_provider(lifecycle, tmp_path):
-    """The fault this issue fixes, as the harness sees it: the same --replace with the MPE create-first (the
-    program before the fix) fails on azure-native's 'cannot create already existing resource'."""
+    """Why the MPE is delete-first, as the harness sees it: the same --replace with the MPE create-first (the
+    program without the option) fails on azure-native's 'cannot create already existing resource'."""
     outcome = lifecycle["outcomes"]["replace-mpe"]
     steps = [plan_diff.Step(s.urn, s.type, s.op, "create-first" if s.name == "grafana-private-link-mpe" else s.replace_order,
                             s.reasons, s.diffs) for s in outcome.diff.steps]
@@ -576,21 +562,6 @@ def test_outputs_of_updated_resources_are_taken_as_known():
     assert {s.name for s in diff.steps if s.op != "same"} == {"managed-grafana-workspace"}
 
 
-def test_every_type_has_a_rule_and_fixed_names_delete_first():
-    """The replacement model covers every type the stack registers (createGrafana/createMonitorWorkspace
-    included), and no resource whose provider asks delete-first is left create-first by its option (the plan
-    JSON cannot tell an unset option from false)."""
-    plan = run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"})
-    for resource in plan.resources:
-        if resource.custom and resource.type != "pulumi:pulumi:StackReference":
-            rule = replacement.rule_for(resource.type)
-            assert rule is not None, resource.type
-            if rule.delete_first:
-                assert resource.options["deleteBeforeReplace"] is True, resource.name
-    for name in ("pyroscope-release", "gpu-dashboard-upload", "grafana-datasources-pyroscope"):
-        assert next(r for r in plan.resources if r.name == name).options["deleteBeforeReplace"] is (name != "gpu-dashboard-upload")
-
-
 def test_removed_resources_and_bad_input():
     base = run("dev").to_json()
     diff = plan_diff.compute(base, run("dev", {"assignMonitoringDataReader": "false"}).to_json())
@@ -635,8 +606,6 @@ def test_mermaid_marks_changed_nodes(tmp_path, capsys):
     node = next(line.split("[")[0].strip() for line in graph.splitlines() if "+- grafana-private-link-mpe" in line)
     assert f"class {node} replace" in graph and "classDef replace " in graph
 
-
-# --- the offline engine's step generation (offline/engine.py), on plans built here ---------------------------
 
 def _plan(resources: list[dict]) -> dict:
     """A plan JSON of ``resources`` (name, type, inputs, and optional deps/options), in the given order."""
@@ -713,66 +682,6 @@ def test_nested_outputs_of_a_resource_being_replaced_are_unknown_at_preview():
     step = diff.step("grafana-datasources-monitoring-data-reader")
     assert (step.op, step.replace_order) == ("replace", "delete-first")
 
-
-# --- what a reviewer reads (offline/diff.py render_text, --json) ---------------------------------------------
-
-def _edited_wait_script(base: dict) -> dict:
-    """The base as deployed with an older wait_private_link_service.sh: only the script's sha256 in triggers differs."""
-    edited = json.loads(json.dumps(base))
-    wait = next(r for r in edited["resources"] if r["name"] == "grafana-private-link-wait-for-pls")
-    wait["inputs"]["triggers"][0] = "0" * 64
-    return edited
-
-
-def test_a_script_edit_does_not_headline_replacements_that_exist_only_in_preview():
-    """An edited wait script replaces the wait step; the PLS lookup behind it is then unknown in preview, so the
-    preview (the real one too) shows the MPE, approval and refresh replaced. With every value known the engine keeps
-    them, as `pulumi up` does once the lookup answers the same PLS: the headline says so, on the Resources line."""
-    base = _edited_wait_script(run("dev").to_json())
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", pending=pending))
-    assert diff.step("grafana-private-link-wait-for-pls").op == "replace"
-    only = {u.rsplit("::", 1)[-1] for u in diff.preview_only}
-    assert only == {"grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
-    assert "grafana-private-link-wait-for-pls" not in only
-    text = plan_diff.render_text(diff, "t")
-    headline = next(l for l in text.splitlines() if l.startswith("Resources: "))
-    assert "3 of the 4 replacements only while a value is unknown in preview" in headline
-    assert "keeps grafana-private-link-mpe" in headline
-    # The order is what `pulumi up` runs: the wait alone is replaced (its old copy deleted last).
-    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
-        ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
-    assert "Engine order (pulumi up, with the canned answers: the replacements that exist only in preview are not made):" in text
-
-
-def test_a_base_plan_of_another_stack_is_flagged_before_the_counts():
-    base = run("dev").to_json()
-    other = {**base, "stack": "prod"}
-    diff = plan_diff.compute(other, base)
-    assert diff.warnings and "base plan is of stack 'prod'" in diff.warnings[0]
-    text = plan_diff.render_text(diff, "t")
-    assert text.index("WARNING: the base plan is of stack 'prod'") < text.index("Resources: ")
-    assert plan_diff.compute(base, base).warnings == []
-
-
-def test_a_removal_names_the_settings_that_decide_it():
-    """multiCluster on: the Monitoring Data Reader assignment leaves the program because assignMonitoringDataReader
-    is `auto`, which means no assignment with multiCluster; the reason says that, not only "not in the new program"."""
-    base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"multiCluster": "true"}, pending=pending))
-    (reason,) = diff.step("grafana-datasources-monitoring-data-reader").reasons
-    assert reason.startswith("not in the new program; settings: ")
-    assert "assignMonitoringDataReader: auto (unchanged) (Give Grafana's identity Monitoring Data Reader" in reason
-    assert "multiCluster: false -> true" in reason
-
-
-def test_a_long_json_value_is_shown_by_the_paths_that_changed():
-    """A step's environment holds its definition as one JSON string; a change inside it is shown path by path
-    (environment.DATASOURCE{name}) with whole values, not a window cut in the middle of a value."""
-    base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"pyroscopeDatasourceName": "Pyroscope B"}, pending=pending))
-    text = plan_diff.render_text(diff, "t")
-    assert '~ environment.DATASOURCE{name}: "local-pyroscope" => "Pyroscope B"' in text
-    assert not any("environment.DATASOURCE:" in line and "..." in line for line in text.splitlines())
 
 # --- the Monitoring Data Reader assignment a multi-cluster stack is told to make -------------------------------------
 MULTI_ROLE = {"multiCluster": "true", "assignMonitoringDataReader": "true"}
@@ -856,7 +765,7 @@ def test_the_first_up_after_upgrading_keeps_the_shared_assignment(lifecycle, tmp
 
 
 def test_the_shared_step_prints_its_principals_assignment_when_another_principal_holds_the_role_first(lifecycle, tmp_path):
-    """Review finding (offline.md L8): az's answer to RoleAssignmentExists is the first assignment of the role on the
+    """offline.md L8: az's answer to RoleAssignmentExists is the first assignment of the role on the
     scope, whoever's (Azure/azure-cli role/custom.py @ 01ce0346, ``list_role_assignments`` with assignee None under
     ``--assignee-object-id``). Another principal holding the role on the workspace first, the step still ends with
     Grafana's own assignment (read with ``az role assignment list --assignee-object-id``), and creates nothing."""
@@ -1003,24 +912,6 @@ def test_the_first_up_after_keying_the_approval_on_the_endpoint_runs_it_once_mor
     assert plan_diff.compute(known.to_json(), run("dev").to_json()).order == []
 
 
-def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():
-    """pulumi/pulumi v3.230.0 ``pkg/resource/deploy/providers/registry.go`` (``Registry.Update``): a changed provider
-    resource is updated by the engine's registry, which returns the new inputs; the plugin's Update is never called
-    for it."""
-    calls = []
-    offline = engine.Engine({"pkgA": engine.Provider(update=lambda urn, old, new, preview: calls.append(urn) or dict(new))})
-    config = {"region": "a"}
-
-    def program(monitor):
-        monitor.register("pulumi:providers:pkgA", "prov", inputs=dict(config))
-
-    first = offline.update(program)
-    config["region"] = "b"
-    second = offline.update(program, first.snapshot)
-    assert second.error is None and ("update", "prov") in second.ops()
-    assert calls == [] and second.state("prov")[0].outputs == {"region": "b"}
-
-
 def test_replacing_a_retained_named_resource_is_refused_in_the_diff():
     """A retainOnDelete azure-native resource replaced under the same name (here by --replace): the engine skips its
     Delete (step.go DeleteStep.Apply), so azure-native's create of the new one meets the old one and refuses. The diff
@@ -1037,7 +928,7 @@ def test_replacing_a_retained_named_resource_is_refused_in_the_diff():
     assert diff.step("role").op == "replace"
     assert diff.errors and "role: replacing it will fail: it is retainOnDelete" in diff.errors[0]
     assert plan_diff.compute(plan(False), plan(False), [plan(False)["resources"][-1]["urn"]]).errors == []
-    assert "ERROR: role: replacing it will fail" in plan_diff.render_text(diff, "t")
+    assert "ERROR: role: replacing it will fail" in diff_text.render_text(diff, "t")
 
 
 def test_a_replace_with_target_never_registered_is_refused():
@@ -1059,258 +950,6 @@ def test_a_replace_with_target_never_registered_is_refused():
         program._check_integrity([resource], set())
 
 
-# --- found by a review against pulumi v3.230.0's source (each the reviewer's input) ---------------------------------
-
-T_A = "pkgA:m:typA"
-
-
-def _replace_on_k(urn, old, new_inputs, preview):
-    changed = sorted(k for k in set(old.inputs) | set(new_inputs) if old.inputs.get(k) != new_inputs.get(k))
-    return engine.DiffResult(bool(changed), [k for k in changed if k == "k"], False, changed)
-
-
-def test_a_chain_member_the_program_dropped_leaves_the_state_in_the_same_run():
-    """step.go DeleteStep.Apply marks a delete-first chain member pendingReplacement (in a preview too); when the
-    program no longer registers it, GenerateDeletes gives it a RemovePendingReplaceStep (isOperatedOn ignores
-    sg.deletes), so it leaves the state in this run and the next run has nothing to do."""
-    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k)})
-    value = {"k": "1"}
-
-    def before(monitor):
-        a = monitor.register(T_A, "a", inputs=dict(value))
-        monitor.register(T_A, "b", inputs={"k": a.outputs["k"]}, property_dependencies={"k": [a.urn]})
-
-    def after(monitor):
-        monitor.register(T_A, "a", inputs=dict(value), delete_before_replace=True)
-
-    first = offline.update(before)
-    value["k"] = "2"
-    for preview in (True, False):
-        result = offline.update(after, first.snapshot, preview=preview)
-        assert ("remove-pending-replace", "b") in result.ops(), result.ops()
-    assert [s.name for s in result.snapshot] == ["default", "a"]
-    assert offline.update(after, result.snapshot).ops() == [("same", "default"), ("same", "a")]
-
-
-def test_a_pending_delete_copy_in_a_chain_is_deleted_once():
-    """continueStepsFromDiff: a dependent already pending deletion gets a plain DeleteStep, which takes it out of the
-    state (deleteSnapshotMutation.End); the next run does not delete it again."""
-    deleted = []
-    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k, delete=lambda old: deleted.append((old.name, old.id)))})
-    p = "urn:pulumi:test::test::pulumi:providers:pkgA::default"
-    a, b = "urn:pulumi:test::test::pkgA:m:typA::a", "urn:pulumi:test::test::pkgA:m:typA::b"
-    state = [engine.State(p, "pulumi:providers:pkgA", id="p0"),
-             engine.State(a, T_A, id="a1", inputs={"k": "1"}, outputs={"k": "1"}, provider=f"{p}::p0"),
-             engine.State(b, T_A, id="b1", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]}, delete=True),
-             engine.State(b, T_A, id="b2", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]})]
-
-    def program(monitor):
-        first = monitor.register(T_A, "a", inputs={"k": "2"}, delete_before_replace=True)
-        monitor.register(T_A, "b", inputs={"k": first.outputs["k"]}, property_dependencies={"k": [first.urn]})
-
-    result = offline.update(program, state)
-    assert result.error is None and ("b", "b1") in deleted
-    assert [(s.name, s.delete) for s in result.snapshot if s.name == "b"] == [("b", False)]
-    deleted.clear()
-    offline.update(program, result.snapshot)
-    assert ("b", "b1") not in deleted
-
-
-def test_ignore_changes_keep_the_old_value_before_the_diff():
-    """continueStepsFromImport: processIgnoreChanges puts the old value back before Check and Diff, so an ignored
-    input that changed is a same, and the state keeps the old value."""
-    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k)})
-    value = {"k": "1"}
-
-    def program(monitor):
-        monitor.register(T_A, "a", inputs=dict(value), ignore_changes=["k"])
-
-    first = offline.update(program)
-    value["k"] = "2"
-    second = offline.update(program, first.snapshot)
-    assert second.ops() == [("same", "default"), ("same", "a")]
-    assert second.state("a")[0].inputs == {"k": "1"}
-
-
-def _replaced_for_a_changed_path(listed: str, detailed_key: str) -> bool:
-    """Run the offline engine: a resource whose provider reports ``detailed_key`` changed (with its top-level key
-    ``values``), with ``listed`` in replaceOnChanges; True when the preview replaces it."""
-    inputs = {"values": {"v": 1}}
-
-    def diff(_urn, old, new_inputs, _preview):
-        changed = old.inputs != new_inputs
-        return engine.DiffResult(changed, [], False, ["values", detailed_key] if changed else [])
-
-    offline = engine.Engine({"pkgA": engine.Provider(diff=diff, create=lambda _u, i, _p: ("id", dict(i)))})
-
-    def program(monitor):
-        monitor.register("pkgA:index:typ", "res", True, inputs=dict(inputs), replace_on_changes=[listed])
-
-    first = offline.update(program, [])
-    assert first.error is None
-    inputs["values"] = {"v": 2}
-    second = offline.update(program, first.snapshot, preview=True)
-    assert second.error is None
-    return any(s.op == "replace" for s in second.steps)
-
-
-@pytest.mark.parametrize("listed, detailed_key", [
-    # resource.PropertyPath.Contains (pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path.go): the listed
-    # path's segments are a prefix of the changed path's, whatever the spelling.
-    ("values.pyroscope.tolerations", "values.pyroscope.tolerations[0]"),  # an index below the listed path
-    ('values.pyroscope.service.annotations', 'values.pyroscope.service.annotations["a.b/c"]'),  # a quoted key below
-    ('values["pyroscope"].persistence', "values.pyroscope.persistence.size"),  # the same path, bracket spelling
-    ("values.*.persistence", "values.pyroscope.persistence.size"),  # "*" matches one segment at its level
-    ("values.pyroscope.tolerations[*].key", "values.pyroscope.tolerations[1].key"),  # "*" matches an index too
-])
-def test_replace_on_changes_matches_as_property_path_contains(listed, detailed_key):
-    """pulumi/pulumi v3.230.0 pkg/resource/deploy/step_generator.go applyReplaceOnChanges parses both sides with
-    resource.ParsePropertyPath and replaces when ``replaceOnChangePath.Contains(diffPath)``: an index or quoted key
-    directly below the listed path, a bracket spelling of the same path, and a ``*`` at any level all match (a
-    string-prefix match missed each)."""
-    assert _replaced_for_a_changed_path(listed, detailed_key)
-
-
-@pytest.mark.parametrize("listed, detailed_key", [
-    ("values.pyroscope.persistence", "values.pyroscope.service.port"),  # a sibling
-    ("values.pyroscope.persistence", "values.pyroscope.persistenceX"),  # a longer name is another key
-    ("values.pyroscope.persistence.size", "values.pyroscope.persistence"),  # the changed path is above the listed one
-    ("values.pyroscope.tolerations[0]", "values.pyroscope.tolerations[1]"),  # another index
-    ("values.*.persistence", "values.pyroscope.service.port"),
-])
-def test_replace_on_changes_leaves_paths_it_does_not_contain(listed, detailed_key):
-    """The other half of PropertyPath.Contains: a path outside the listed one is an update, and the harness above
-    sees a replacement only when there is one. A dotted path below the listed one matched before the port too."""
-    assert _replaced_for_a_changed_path("values.pyroscope.persistence", "values.pyroscope.persistence.size")
-    assert not _replaced_for_a_changed_path(listed, detailed_key)
-
-
-def test_replace_on_changes_without_a_detailed_diff_sees_top_level_keys_only():
-    """applyReplaceOnChanges without detailed-diff paths has only the changed keys, which are top-level: ``values``
-    is contained by ``values`` and ``*`` but not by ``values.pyroscope.persistence`` (Contains needs the changed path
-    at least as long), so a nested listed path replaces nothing there (pulumi/pulumi v3.230.0 step_generator.go,
-    properties_path.go; step_generator_test.go TestApplyReplaceOnChangesEmptyDetailedDiff for the top-level case)."""
-    assert engine.replace_on_changes_keys(["values"], ["values"]) == ["values"]
-    assert engine.replace_on_changes_keys(["values"], ["*"]) == ["values"]
-    assert engine.replace_on_changes_keys(["values"], ["values.pyroscope.persistence"]) == []
-
-
-#: pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path_test.go TestPropertyPath: the parse of each path, the
-#: "Simple" cases (wildcards) and the loose forms old providers emit (``.`` before ``[``).
-PARSED = {
-    "root": ("root",), "root.nested": ("root", "nested"), 'root["nested"]': ("root", "nested"),
-    "root.double.nest": ("root", "double", "nest"), 'root["double"].nest': ("root", "double", "nest"),
-    'root["double"]["nest"]': ("root", "double", "nest"), "root.array[0]": ("root", "array", 0),
-    "root.array[0].nested": ("root", "array", 0, "nested"), "root.array2[0][1].nested": ("root", "array2", 0, 1, "nested"),
-    "root.nested.array[0].double[1]": ("root", "nested", "array", 0, "double", 1),
-    'root["key with \\"escaped\\" quotes"]': ("root", 'key with "escaped" quotes'),
-    'root["key with a ."]': ("root", "key with a ."),
-    '["root key with \\"escaped\\" quotes"].nested': ('root key with "escaped" quotes', "nested"),
-    '["root key with a ."][1]': ("root key with a .", 1),
-    "root.array.[1]": ("root", "array", 1), 'root.["key with a ."]': ("root", "key with a ."),
-    'root["*"].field[1]': ("root", "*", "field", 1), "root[*].field[2]": ("root", "*", "field", 2),
-    "root[3].*[3]": ("root", 3, "*", 3), "*.bar": ("*", "bar"),
-}
-
-
-@pytest.mark.parametrize("path", sorted(PARSED))
-def test_property_paths_parse_as_upstream(path):
-    assert engine.parse_property_path(path) == PARSED[path]
-
-
-@pytest.mark.parametrize("path", ["root[", 'root["nested]', "root.array[abc]", "root.", ".root"])
-def test_malformed_property_paths_are_refused(path):
-    """TestPropertyPath's syntax errors (properties_path_test.go @ v3.230.0), and a leading ``.``."""
-    with pytest.raises(engine.PropertyPathError):
-        engine.parse_property_path(path)
-
-
-#: TestPropertyPathContains (properties_path_test.go @ v3.230.0): (listed, changed, contains).
-CONTAINS = [
-    (("root", "nested"), ("root",), False), (("root",), ("root", "nested"), True), (("root", 1), ("root",), False),
-    (("root",), ("root", 1), True), (("root", "double", "nest1"), ("root", "double", "nest2"), False),
-    (("root", "nest1", "double"), ("root", "nest2", "double"), False),
-    (("root", "nest", "double"), ("root", "nest", "double"), True), (("root", 1, "double"), ("root", 1, "double"), True),
-    ((), (), True), (("root",), (), False), ((), ("root",), True),
-    (("foo", "bar", 1), ("foo", "bar", 1, "baz"), True), (("foo", "*", "baz"), ("foo", "bar", "baz", "bam"), True),
-    (("*", "bar", "baz"), ("foo", "bar", "baz", "bam"), True), (("foo", "*", "baz"), ("foo", 1, "baz", "bam"), True),
-    (("foo", 1, "*", "bam"), ("foo", 1, "baz", "bam"), True), (("*",), ("a", "b"), True), (("*",), ("a", 1), True),
-    (("*",), ("a", 1, "b"), True),
-]
-
-
-@pytest.mark.parametrize("listed, changed, contains", CONTAINS)
-def test_property_path_contains_as_upstream(listed, changed, contains):
-    assert engine.path_contains(listed, changed) is contains
-
-
-def test_a_replace_on_changes_path_that_does_not_parse_fails_the_operation():
-    """applyReplaceOnChanges returns ParsePropertyPath's error for a listed path, and the step generator fails the
-    operation with it (step_generator.go @ v3.230.0)."""
-    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k)})
-    value = {"k": "1"}
-
-    def program(monitor):
-        monitor.register(T_A, "a", inputs=dict(value), replace_on_changes=["k["])
-
-    first = offline.update(program)
-    value["k"] = "2"
-    second = offline.update(program, first.snapshot)
-    assert second.error is not None and "missing closing bracket in array index" in " ".join(second.diagnostics)
-
-
-@pytest.mark.parametrize("key, written", [
-    ("service.beta.kubernetes.io/azure-pls-name", '["service.beta.kubernetes.io/azure-pls-name"]'),
-    ('a"b', '["a\\"b"]'), ("a[0]", '["a[0]"]'),
-    ("a/b", ".a/b"), ("a b", ".a b"), ("0x", ".0x"), ("x-y", ".x-y"),  # no ."[] : written plain
-])
-def test_detailed_diff_paths_are_bracketed_as_pulumi_kubernetes_writes_them(key, written):
-    """pulumi-kubernetes provider/pkg/provider/provider.go @ 94977969 addPatchValueToDiff: a key is written
-    ``["..."]`` (only ``"`` escaped) exactly when ``strings.ContainsAny(v, `."[]`)``, otherwise ``.key``; the result
-    parses back to the same keys."""
-    path = program.join_path("values", key)
-    assert path == "values" + written
-    assert engine.parse_property_path(path) == ("values", key)
-
-
-def test_preview_with_refresh_hands_the_program_what_was_read():
-    """RefreshStep.Apply reads in a preview too, and rebuildBaseState hands the refreshed outputs on: the program of
-    `pulumi preview --refresh` sees the same outputs as that of `pulumi up --refresh`."""
-    offline = engine.Engine({"pkgA": engine.Provider(read=lambda old: {**old.outputs, "ip": "10.0.0.5"})})
-    seen = []
-
-    def program(monitor):
-        seen.append(monitor.register(T_A, "a", inputs={"k": "1"}).outputs.get("ip"))
-
-    first = offline.update(program)
-    seen.clear()
-    offline.update(program, first.snapshot, preview=True, refresh=True)
-    offline.update(program, first.snapshot, refresh=True)
-    assert seen == ["10.0.0.5", "10.0.0.5"]
-
-
-def test_a_targeted_update_refuses_to_delete_an_untargeted_dependent():
-    """GenerateDeletes: the resources a targeted update may delete are the targets and what depends on them
-    (getTargetDependents); deleting one the --target list does not name is diagnostic 2014, which stops an update
-    before any delete and fails a preview."""
-    offline = engine.Engine({})
-
-    def before(monitor):
-        a = monitor.register(T_A, "a")
-        monitor.register(T_A, "b", dependencies=[a.urn])
-
-    def after(monitor):
-        monitor.register(T_A, "a")
-
-    first = offline.update(before)
-    a_urn = first.state("a")[0].urn
-    for preview in (True, False):
-        result = offline.update(after, first.snapshot, preview=preview, targets=[a_urn])
-        assert result.error and any("will be destroyed but was not specified in --target list" in d for d in result.diagnostics)
-    assert [s.name for s in result.snapshot] == ["default", "a", "b"]
-    assert ("delete", "b") in offline.update(after, first.snapshot, targets=[a_urn], target_dependents=True).ops()
-
-
 def test_a_location_spelled_another_way_is_no_change():
     """azure-native applyAzureSpecificDiff (provider/pkg/provider/diff.go @ 03707ff7): a top-level location that
     differs only in case and spaces is not a change, so it replaces nothing."""
@@ -1320,8 +959,6 @@ def test_a_location_spelled_another_way_is_no_change():
     assert plan_diff.compute(plan("eastus"), plan("East US")).step("mpe").op == "same"
     assert plan_diff.compute(plan("eastus"), plan("westus")).step("mpe").op == "replace"
 
-
-# --- found by a new user reading the diff (each the input they tried) ----------------------------------------------
 
 def test_a_chain_member_says_why_it_goes_delete_first():
     """The approval goes delete-first because it is in the MPE's chain, not by its own option: its reasons say that
@@ -1341,7 +978,7 @@ def test_a_stack_reference_is_a_read_not_a_create():
     diff = plan_diff.compute(base, head)
     (read,) = [s for s in diff.steps if s.type == "pulumi:pulumi:StackReference"]
     assert read.op == "read" and diff.summary["create"] == 0 and diff.summary["read"] == 1
-    assert "1 to read" in plan_diff.summary_line(diff)
+    assert "1 to read" in diff_text.summary_line(diff)
 
 
 def test_a_base_of_another_stack_blames_no_setting_and_an_old_base_is_flagged():
@@ -1364,7 +1001,7 @@ def test_removing_the_role_assignment_warns_what_grafana_loses():
     (warning,) = [w for w in diff.warnings if w.startswith("grafana-datasources-monitoring-data-reader:")]
     assert "the same assignment grafana-datasources-shared-monitoring-data-reader ensures" in warning
     assert "pulumi state delete" in warning
-    assert "WARNING: grafana-datasources-monitoring-data-reader" in plan_diff.render_text(diff, "t")
+    assert "WARNING: grafana-datasources-monitoring-data-reader" in diff_text.render_text(diff, "t")
 
 
 @pytest.mark.parametrize("target, message", [
@@ -1535,7 +1172,7 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
 
 
 def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path):
-    """Issue 22 item 8. A deployed single-binary stack set to pyroscopeMode microservices: the storage side is created,
+    """A deployed single-binary stack set to pyroscopeMode microservices: the storage side is created,
     the release is reinstalled delete-first (values.pyroscope.components appears: listed in replaceOnChanges), the
     stack's Service pyroscope for the exporter is created after it, and the PLS chain follows the read path; the diff
     says what the switch loses. Going back: the Service pyroscope is deleted before the release (its replaceWith names
@@ -1590,7 +1227,7 @@ def _short(urn: str) -> str:
 
 
 def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
-    """The upgrade path from the current release (issue 22): tests/data/plan-dev-before-microservices.json is
+    """The upgrade path from the release before microservices mode: tests/data/plan-dev-before-microservices.json is
     `python -m offline.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
     planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
     the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,

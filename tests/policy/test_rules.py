@@ -3,9 +3,8 @@ the wire format the analyzer deserialises), then the pack over the dev stack's o
 
 from __future__ import annotations
 
-import contextvars
-import inspect
 import importlib
+import inspect
 import json
 import pathlib
 import re
@@ -13,61 +12,24 @@ import subprocess
 import sys
 import typing
 
-import pulumi
 import pytest
-from pulumi.runtime.config import set_all_config
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
-from pulumi_policy.deserialize import deserialize_properties
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+from pulumi_policy import (EnforcementLevel, PolicyResource, ResourceValidationPolicy, StackValidationArgs,
+                           StackValidationPolicy)
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
+from offline import canned, policy_check
+from offline.program import run
 from policy import rules
 from policy.rules import known
 from tests.support import ROOT
-from offline import canned, policy_check
-from offline.program import run
+from tests.support.policy import EXT, INTERNAL, SUB, VIS, analyzer_props, check, outputs, release
+
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
-INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
-VIS = "service.beta.kubernetes.io/azure-pls-visibility"
-SUB = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
 
 
 def secret(value):
     return {**SECRET_SIG, "value": value}
-
-
-def analyzer_props(props):
-    """Properties as pulumi-policy's analyzer hands them to a rule: secrets unwrapped, unknown-checking."""
-    return unknown_checking_proxy(deserialize_properties(props))
-
-
-def check(policy, type_, props, config=None, production=False, stack="dev"):
-    """Messages the policy reports for one resource (props in wire format); [] also when the rule is
-    skipped because it read a value not known yet, as in the analyzer."""
-    messages: list[str] = []
-
-    def go():
-        set_all_config({"aks-gpu-observability:production": str(production).lower()})
-        pulumi.runtime.configure(pulumi.runtime.Settings(project="aks-gpu-observability", stack=stack, dry_run=True))
-        _, cfg = policy_check.policy_settings(policy, {policy.name: config or {}})
-        args = ResourceValidationArgs(type_, analyzer_props(props), f"urn:pulumi:{stack}::p::{type_}::r", "r",
-                                      None, None, cfg, {})
-        policy_check._skipping_unknowns(policy, args, lambda message, urn=None: messages.append(message))
-
-    contextvars.Context().run(go)
-    return messages
-
-
-def release(annotations=None, service_type="LoadBalancer", version="1.15.0", chart="oci://ghcr.io/grafana/helm-charts/pyroscope", **extra):
-    service = {"type": service_type, "port": 4040, "annotations": annotations if annotations is not None else {INTERNAL: "true", VIS: SUB}}
-    return {"chart": chart, "version": version, "values": {"pyroscope": {"service": service}}, **extra}
 
 
 # --- pyroscope-service-internal ---------------------------------------------------------------------------
@@ -102,11 +64,6 @@ def test_chart_pinned_fail_source():
     assert any("neither from an oci:// registry" in m for m in check(
         rules.helm_chart_pinned, rules.RELEASE, release(chart="pyroscope", repositoryOpts={"repo": "http://charts.example.com"})))
     assert check(rules.helm_chart_pinned, rules.RELEASE, release(chart="./charts/pyroscope"))
-
-
-# --- inspektor-gadget-gpu-observability ------------------------------------------------------------------
-EXT = {"extensionType": "microsoft.inspektorgadget", "autoUpgradeMinorVersion": True, "releaseTrain": "preview",
-       "configurationSettings": {"azureMonitor.enabled": "true", "gpuObservability.enabled": "true"}}
 
 
 def test_gpu_observability_pass():
@@ -151,60 +108,11 @@ def test_extension_pinned_fail():
     assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
 
 
-# --- pyroscope-persistent-in-production (mandatory) --------------------------------------------------------
-def persistent_release(persistence):
-    props = release()
-    props["values"]["pyroscope"]["persistence"] = persistence
-    return props
-
-
-def test_pyroscope_persistent_in_production():
-    policy = rules.pyroscope_persistent_in_production
-    assert policy.enforcement_level.value == "mandatory"
-    for props in (persistent_release({"enabled": True, "size": "64Gi"}),
-                  persistent_release({"enabled": True, "existingClaim": "pv"})):
-        assert check(policy, rules.RELEASE, props, production=True) == []
-    # existingClaim alone is an emptyDir: the chart tests `not $persistence.enabled` first (a review's failing input).
-    for props in (release(), persistent_release({"enabled": False}), persistent_release({"existingClaim": "pv"})):
-        assert check(policy, rules.RELEASE, props, production=False) == []
-        assert check(policy, rules.RELEASE, props, production=True, stack="prod-eu") == [
-            "production stack 'prod-eu': Pyroscope release keeps profiles in an emptyDir (pyroscope.persistence.enabled is "
-            "not true), so every pod restart loses them; set pyroscopePersistence to true."]
-    assert check(policy, rules.EXTENSION, EXT, production=True) == []
-
-
-def test_microservices_on_blob_storage_is_persistent():
-    """Issue 22 item 6: microservices mode on Azure Blob counts as persistent; components on the filesystem backend
-    (a pod's disk) do not."""
-    policy = rules.pyroscope_persistent_in_production
-    blob = persistent_release({"enabled": False})
-    blob["values"]["pyroscope"]["components"] = {"distributor": {"kind": "Deployment"},
-                                                 "ingester": {"kind": "StatefulSet", "persistence": {"enabled": True}}}
-    blob["values"]["pyroscope"]["structuredConfig"] = {"storage": {"backend": "azure", "azure": {"account_name": "a"}}}
-    assert check(policy, rules.RELEASE, blob, production=True) == []
-    # The ingesters' head (up to an hour before a block reaches the bucket) on an emptyDir is not persistent.
-    blob["values"]["pyroscope"]["components"]["ingester"]["persistence"] = {"enabled": False}
-    assert "an ingester restart loses them" in check(policy, rules.RELEASE, blob, production=True)[0]
-    blob["values"]["pyroscope"]["components"]["ingester"]["persistence"] = {"enabled": True}
-    blob["values"]["pyroscope"]["structuredConfig"]["storage"] = {"backend": "filesystem"}
-    assert len(check(policy, rules.RELEASE, blob, production=True)) == 1
-
-
 def test_microservices_plan_passes_the_persistence_and_role_rules():
     from offline.program import run
 
     found = {v.policy for v in policy_check.evaluate(run("dev", {"production": "true", "pyroscopeMode": "microservices"}))}
     assert not found & {"pyroscope-persistent-in-production", "role-assignment-least-privilege"}, found
-
-
-def test_pyroscope_persistent_in_production_on_the_plan():
-    from offline.program import run
-
-    on = policy_check.evaluate(run("dev", {"production": "true"}))
-    off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopePersistence": "false"}))
-    assert "pyroscope-persistent-in-production" not in {v.policy for v in on}
-    assert [(v.policy, v.level) for v in off if v.policy == "pyroscope-persistent-in-production"] == [
-        ("pyroscope-persistent-in-production", "mandatory")]
 
 
 # --- pyroscope-pinned-by-digest (advisory) and -in-production (mandatory) ---------------------------------
@@ -298,12 +206,6 @@ def test_request_message():
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {})
 
 
-# --- approval-targets-one-connection (stack policy): it sees outputs ------------------------------------------
-def outputs(type_, name, inputs, mode):
-    """A created resource's outputs as the engine records them (offline.canned): after ``up`` or in a first preview."""
-    return canned.resource_state(type_, name, inputs)[1] if mode == "up" else canned.preview_outputs(type_, inputs)
-
-
 def stack_check(policy, resources, mode="up"):
     """Messages a stack policy reports for (type, name, inputs) resources, each seen as its outputs in ``mode``."""
     messages: list[str] = []
@@ -371,7 +273,7 @@ def test_approvals_unknown_at_preview_are_not_violations():
 
 
 def _approvals_keyed_on_inputs(args, report):
-    """The rule before issue 15 (policy/rules.py at af0a365), kept to show what outputs do to it: it keyed
+    """The rule before it was keyed on outputs (policy/rules.py at af0a365), kept to show what outputs do to it: it keyed
     endpoints on ``workspaceName`` and ``managedPrivateEndpointName``, which are inputs only."""
     endpoints = {f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
                  for r in args.resources if r.resource_type == rules.MPE}
@@ -389,7 +291,7 @@ def _approvals_keyed_on_inputs(args, report):
 
 @pytest.mark.parametrize("mode", policy_check.MODES)
 def test_approval_rule_passes_on_the_outputs_of_the_dev_plan(mode):
-    """Issue 15: the engine runs stack policies on outputs. Keyed on inputs, the rule reported two mandatory
+    """The engine runs stack policies on outputs. Keyed on inputs, the rule reported two mandatory
     violations on every real preview and up; the output-shaped runner shows it, and the fixed rule passes."""
     plan = run("dev")
     old = StackValidationPolicy(name=rules.approval_targets_one_connection.name, description="keyed on inputs",
@@ -539,7 +441,6 @@ def test_roles_fail():
     assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, {"roleDefinitionId": "Monitoring Data Reader", "scope": "x"})
 
 
-
 def ensure_step(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
     """The step a multi-cluster stack ensures its shared assignment with (components/grafana_datasources.py)."""
     return {"create": "bash steps/ensure_role_assignment.sh", "environment": {
@@ -603,7 +504,7 @@ def test_secrets_pass():
     (rules.RELEASE, {"values": {"x": {"conn": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc=="}}}, "values.x.conn"),
     # The analyzer hands a rule the plain value of a Pulumi secret: a credential is caught either way.
     (rules.COMMAND, {"environment": {"API_TOKEN": secret("t0ken")}}, "environment.API_TOKEN"),
-    # Lists reach rules as proxies, not list: they are walked too (a fault found in review).
+    # Lists reach rules as proxies, not list: they are walked too (once they were not).
     (rules.RELEASE, {"values": {"pyroscope": {"extraArgs": ["--x", {"client_secret": "s3cr3t"}]}}}, "values.pyroscope.extraArgs[1].client_secret"),
 ])
 def test_secrets_fail(type_, props, where):
@@ -611,8 +512,8 @@ def test_secrets_fail(type_, props, where):
 
 
 def test_unknown_values_skip_only_themselves():
-    """At preview a datasource step's DATASOURCE is not known; the rule still checks the other values (a
-    fault found in review: one unknown value skipped the whole resource)."""
+    """At preview a datasource step's DATASOURCE is not known; the rule still checks the other values (once
+    one unknown value skipped the whole resource)."""
     env = {"DATASOURCE": UNKNOWN_STRING_VALUE, "GRAFANA_TOKEN": "abc123"}
     assert check(rules.no_plaintext_secrets, rules.COMMAND, {"environment": env}) == [
         "environment.GRAFANA_TOKEN holds a credential-looking value."]
@@ -742,82 +643,9 @@ def test_docs_create_the_pack_venv_before_any_policy_pack_command(doc):
     assert (ROOT / "policy" / "requirements.txt").exists()
 
 
-
 def test_the_readme_counts_the_pack_s_rules():
     """The README's Policy pack paragraph says how many rules the pack has; it counts POLICIES (it said 12 while the
     pack had 16)."""
     readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     said = re.search(r"\((\d+) rules:", readme)
     assert said and int(said.group(1)) == len(rules.POLICIES), (said and said.group(1), len(rules.POLICIES))
-
-
-# --- pyroscope-network-policy-in-production (stack policy, mandatory) -----------------------------------------------
-def production_stack_check(policy, resources, production=True, mode="up"):
-    messages: list[str] = []
-
-    def go():
-        set_all_config({"aks-gpu-observability:production": str(production).lower()})
-        pulumi.runtime.configure(pulumi.runtime.Settings(project="aks-gpu-observability", stack="prod-eu", dry_run=True))
-        # A preview keeps the provider's answer, or the inputs for a type it previews without one (canned.preview_outputs).
-        subjects = [PolicyResource(t, analyzer_props(outputs(t, n, p, mode) or p), f"urn::{n}", n, None, None, None, [], {})
-                    for t, n, p in resources]
-        policy.validate(StackValidationArgs(subjects, {}, {}), lambda message, urn=None: messages.append(message))
-
-    contextvars.Context().run(go)
-    return messages
-
-
-def network_policy(spec=None, namespace="gadget"):
-    from components.pyroscope import network_policy_spec
-
-    return (rules.NETWORK_POLICY, "pyroscope-network-policy",
-            {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-             "metadata": {"name": "pyroscope", "namespace": namespace},
-             "spec": spec if spec is not None else network_policy_spec(["10.224.0.0/16"])})
-
-
-PYRO_RELEASE = (rules.RELEASE, "pyroscope-release", release(name="pyroscope", namespace="gadget"))
-OPEN = ("production stack 'prod-eu': no NetworkPolicy restricts ingress to Pyroscope's pods (gadget/pyroscope), so its "
-        "unauthenticated HTTP API is open to everything that routes to its internal load balancer; set "
-        "pyroscopeNetworkPolicy to true.")
-
-
-@pytest.mark.parametrize("mode", ["preview", "up"])
-def test_pyroscope_network_policy_in_production(mode):
-    policy = rules.pyroscope_network_policy_in_production
-    assert policy.enforcement_level.value == "mandatory"
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy()], mode=mode) == []
-    assert production_stack_check(policy, [PYRO_RELEASE], mode=mode) == [OPEN]
-    assert production_stack_check(policy, [PYRO_RELEASE], production=False, mode=mode) == []
-    assert production_stack_check(policy, [network_policy()], mode=mode) == []  # no Pyroscope release: nothing to guard
-    select_all = {"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}  # a namespace-wide policy counts
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(select_all)], mode=mode) == []
-    for spec in ({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "grafana"}}},  # other pods
-                 {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "pyroscope"}}, "policyTypes": ["Egress"]},
-                 {"podSelector": {}, "ingress": [{"ports": [{"port": 4040}]}]},  # a rule without from admits everyone
-                 {"podSelector": {"matchExpressions": [{"key": "x", "operator": "Exists"}]}}):
-        assert production_stack_check(policy, [PYRO_RELEASE, network_policy(spec)], mode=mode) == [OPEN], spec
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(namespace="default")], mode=mode) == [OPEN]
-
-
-def test_pyroscope_network_policy_in_production_on_the_plan():
-    on = policy_check.evaluate(run("dev", {"production": "true"}))
-    off = policy_check.evaluate(run("dev", {"production": "true", "pyroscopeNetworkPolicy": "false"}))
-    assert "pyroscope-network-policy-in-production" not in {v.policy for v in on}
-    assert {(v.policy, v.level) for v in off if v.policy == "pyroscope-network-policy-in-production"} == {
-        ("pyroscope-network-policy-in-production", "mandatory")}
-    advisory = policy_check.evaluate(run("dev", {"pyroscopeNetworkPolicy": "false"}))
-    assert "pyroscope-network-policy-in-production" not in {v.policy for v in advisory}
-
-
-def test_the_production_network_policy_rule_refuses_a_policy_open_to_everyone():
-    """A 'restriction' whose peer admits 0.0.0.0/0, ::/0 or every namespace admits every source, like a rule without
-    ``from``; the rule accepted it (the failing input of a review)."""
-    policy = rules.pyroscope_network_policy_in_production
-    for peer in ({"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}, {"namespaceSelector": {}},
-                 {"namespaceSelector": {}, "podSelector": {}}):
-        spec = {"podSelector": {}, "ingress": [{"from": [peer]}]}
-        assert production_stack_check(policy, [PYRO_RELEASE, network_policy(spec)]) == [OPEN], peer
-    narrow = {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.224.0.0/24"}},
-                                                      {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}]}]}
-    assert production_stack_check(policy, [PYRO_RELEASE, network_policy(narrow)]) == []

@@ -17,9 +17,8 @@ import pytest
 from stack.specs import MONITORING_DATA_READER, role_assignment_name
 from tests.support import fake_world
 from tests.support import ROOT, reference
-from tests.support.lifecycle import OWNER_KEY, Deployment, EngineError
+from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
 from tests.support.scenarios import HAND_MADE_UID
-from tests.test_lifecycle import DASHBOARD_URL, comparable, uploaded
 from offline import adopt
 from offline import canned
 from offline import diff as plan_diff
