@@ -40,7 +40,7 @@ def test_the_dashboard_definition_keeps_its_fields_and_documents_them(overrides)
     definition = run("dev", overrides).outputs["dashboardDefinition"]
     assert DEFINITION_FIELDS <= set(definition)
     assert definition["profileType"] == "process_cpu:malloc:bytes::"
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "outputs.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `dashboardDefinition` |"))
     meaning = CONTRACT["dashboardDefinition"][1]
     for name in DEFINITION_FIELDS:
@@ -56,8 +56,8 @@ def test_every_contract_output_is_exported_with_its_type(overrides):
 
 
 def test_contract_is_documented_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Outputs", 1)[1].split("\n## ", 1)[0]
+    readme = (ROOT / "docs" / "outputs.md").read_text()
+    section = readme.split("# Outputs", 1)[1].split("\n## ", 1)[0]
     documented = dict(re.findall(r"^\| `(\w+)` \| (\w+) \|", section, re.M))
     for name, (kind, _meaning) in CONTRACT.items():
         assert documented.get(name) == {"str": "string", "dict": "object"}[kind.__name__], name
