@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import pathlib
 import re
 import subprocess
 import sys
@@ -646,6 +645,6 @@ def test_docs_create_the_pack_venv_before_any_policy_pack_command(doc):
 def test_the_readme_counts_the_pack_s_rules():
     """The README's Policy pack paragraph says how many rules the pack has; it counts POLICIES (it said 12 while the
     pack had 16)."""
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     said = re.search(r"\((\d+) rules:", readme)
     assert said and int(said.group(1)) == len(rules.POLICIES), (said and said.group(1), len(rules.POLICIES))

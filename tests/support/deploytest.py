@@ -1,9 +1,11 @@
-"""Cases ported from pulumi/pulumi v3.230.0 (commit ae2e269861eabd2b692984e7286bec78777ba352)
-``pkg/engine/lifecycletest`` onto the offline engine (:mod:`offline.engine`): the same program, the same
+"""The Go test framework of pulumi/pulumi v3.230.0 (commit ae2e269861eabd2b692984e7286bec78777ba352)
+``pkg/engine/lifecycletest`` on the offline engine (:mod:`offline.engine`), and the fakes its ported cases share.
+The cases are in tests/offline/engine/lifecycletest/, one file per upstream test file: the same program, the same
 provider fakes, the same sequence of operations and the same assertions on steps, provider calls and the state
-written. docs/offline.md, "Upstream lifecycle cases", lists them with what each proves for this stack and the cases
-not modelled. The cases of HEAD's ``deleted_with_replace_test.go`` (behaviour added in v3.251.0) run HEAD's programs
-and assert what v3.230.0 does instead.
+written. docs/offline-rules.yaml (kind ``upstream case``; index docs/offline.md, "Upstream lifecycle cases") lists
+them with what each proves for this stack and the cases not modelled. The cases of HEAD's
+``deleted_with_replace_test.go`` (behaviour added in v3.251.0) run HEAD's programs and assert what v3.230.0 does
+instead.
 
 How the Go test framework is translated:
 
