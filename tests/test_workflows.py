@@ -740,7 +740,8 @@ def test_drift_checks_the_stacks_the_deploy_workflow_deploys(tmp_path):
 def drift_reports(tmp_path_factory):
     """Real `ops.verify --drift --json` answers (against the stand-in az): one with a drifted datasource URL and
     a deleted dashboard, one clean."""
-    from tests.test_verify import check_drift, edit, grafana_error
+    from tests.support.scenarios import grafana_error
+    from tests.support.verify_runs import check_drift, edit
 
     reports = {}
     for name, changes in (("drifted", {"pyro": edit("url", "http://10.0.9.9:4040"),
