@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support import ROOT
-from tests.test_azure_cli import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
+from tests.support.real_az import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 

@@ -29,8 +29,6 @@ from tests.support.verify_runs import (
     verify,
 )
 
-"""ops.verify against the stand-in az (SIMULATED: ARM and Grafana answers) and a stand-in pulumi."""
-
 
 def test_all_green(tmp_path):
     done, calls = verify(tmp_path, rules())
