@@ -12,6 +12,7 @@ import yaml
 
 from components import config
 from tests.support import ROOT, reference
+from tests.support.plans import LOCAL_DASHBOARD, LOCAL_SHA256
 
 VALID = {
     "clusterName": "aks-gpu-dev",
@@ -243,8 +244,6 @@ def test_config_is_frozen():
         cfg.cluster_name = "other"  # type: ignore[misc]
 
 
-#: A dashboard file in the project (tests/data), and its sha256.
-LOCAL_DASHBOARD, LOCAL_SHA256 = "tests/data/local-dashboard.json", "8b3f52176383b242a873e0ecdd6d0d68eb99a7ae44d3ae3d68b1d2f1c173a220"
 
 
 def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
@@ -256,12 +255,12 @@ def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
 
 def test_the_dashboard_profile_type_defaults_to_the_published_panels_and_is_read_as_tools_hotspots_reads_it():
     """dashboardProfileType: the pinned dashboard's flame-graph ID by default (so the step uploads it unchanged),
-    checked with flamegraph.hotspots' own PROFILE_TYPE_ID, not a copy of it."""
+    checked with stack.profile_types' own ID, not a copy of it."""
     from components.gpu_dashboard import PINNED_PROFILE_TYPE
-    from flamegraph import hotspots
+    from stack import profile_types
 
-    assert parse().dashboard_profile_type == hotspots.PROFILE_TYPE == PINNED_PROFILE_TYPE
-    assert config.PROFILE_TYPE_ID is hotspots.PROFILE_TYPE_ID
+    assert parse().dashboard_profile_type == profile_types.PUBLISHED == PINNED_PROFILE_TYPE
+    assert config.PROFILE_TYPE_ID is profile_types.ID
 
 
 @pytest.mark.parametrize("key,value", GOOD)

@@ -7,6 +7,7 @@ import pytest
 from components import config
 from components.config import ConfigError
 from offline import canned
+from tests.support.plans import PLATFORM, SECRET_CLUSTER
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
@@ -156,9 +157,6 @@ def test_explicit_names_win_in_multi_cluster(plan):
 
 
 # --- secret outputs through a stack reference ----------------------------------------------------------------
-PLATFORM = "acme/platform-aks/prod"
-#: A platform stack whose cluster name is secret; the names are distinct so a leak cannot hide in another value.
-SECRET_CLUSTER = {PLATFORM: {"clusterName": "gpu-secret-7", "clusterResourceGroup": "rg-platform"}}
 
 
 def secret_cluster_plan(plan, **overrides):
