@@ -165,9 +165,8 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
 
 # --- the before-and-after picture -----------------------------------------------------------------------
 
-#: Pyroscope's diff colours as Grafana's flame graph draws them (grafana/grafana
-#: packages/grafana-flamegraph/src/FlameGraph/colors.ts at 0f89bfb93c93557ace179f5729e9f09214279c3c,
-#: ``getBarColorByDiff``, default scheme): a linear scale from -100 % (shrank: green) through 0 (grey) to +100 % (grew:
+#: Pyroscope's diff colours as Grafana's flame graph draws them (``getBarColorByDiff``, default scheme; the source in
+#: docs/decisions/flamegraph-reading.md): a linear scale from -100 % (shrank: green) through 0 (grey) to +100 % (grew:
 #: red) of the change in the node's *share* of its side's total.
 DIFF_COLOURS = ((0, 170, 0), (148, 142, 142), (200, 0, 0))
 

@@ -1,51 +1,14 @@
 """Verify a deployed stack: ``python -m ops.verify --stack NAME [--outputs-file FILE] [--drift] [--json]``.
 
-For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output --json --stack NAME``, with
-``--show-secrets`` when some are secret, whose values it then never prints; or a file saved from it) and checks, through ``az`` only (``az rest``, as the step scripts do):
-
-1. the Inspektor Gadget extension is Succeeded (ARM ``GET {extensionId}``, API 2023-05-01);
-2. Grafana's managed private endpoint is Approved and has the private IP the Pyroscope URL uses (ARM
-   ``GET {managedPrivateEndpointId}``, API 2024-10-01);
-3. both datasources pass Grafana's health check (``GET /api/datasources/uid/{uid}/health``);
-4. the dashboard exists (``GET /api/dashboards/uid/{uid}``);
-5. Pyroscope holds the GPU-memory profile type the dashboard's flame graph asks for, through the datasource
-   (``GET /api/datasources/uid/{uid}/resources/profileTypes`` over the last hour, ``flamegraph.hotspots.profile_types_url``):
-   the stack's ``dashboardDefinition.profileType`` (config ``dashboardProfileType``; ``flamegraph.hotspots.PROFILE_TYPE`` for
-   the outputs of a stack from before it, ``flamegraph.hotspots.dashboard_profile_type``). Failed with none at all, and with
-   only another GPU-memory ID (Inspektor Gadget v0.54.0 on writes another than the published dashboard's), naming it
-   and the ``pulumi config set dashboardProfileType`` that points the dashboard at it.
-
-Prints a checklist with the next step for each failure; exit status 0 when every check passes, 1 when one
-fails, 2 when the outputs cannot be read or ``az`` is not installed.
-
-``--drift`` instead compares what is in Grafana with what the stack set (the step commands are never refreshed,
-so ``pulumi preview`` cannot see an edit made in Grafana's UI). The desired state is the stack's outputs
-``pyroscopeDatasource``, ``prometheusDatasource`` and ``dashboardDefinition`` (stack/outputs.py):
-
-- which Grafana it is: ``GET /api/health`` and ``GET /api/plugins?type=datasource`` (steps/grafana_server.py
-  ``probe``), since what the steps write depends on its version;
-- each datasource: ``GET /api/datasources/uid/{uid}`` (grafana/grafana ``pkg/api/datasources.go``
-  ``GetDataSourceByUID``, answering ``dtos.DataSource``); only the fields the stack sets are compared, into
-  ``jsonData`` key by key, so what Grafana adds (``id``, ``version``, ``readOnly``, ...) and the steps' owner id
-  (``jsonData.aksGpuObservabilityOwner``) are ignored; the Prometheus datasource's type as the step would write it in
-  this Grafana (``grafana_server.for_grafana``): Grafana's own migration of an Azure-auth Prometheus datasource to
-  ``grafana-azureprometheus-datasource`` (Grafana 13) is not drift, ``prometheus`` in a Grafana 13 is; 404 is
-  "missing";
-- the dashboard: ``GET /api/dashboards/uid/{uid}``, its content hash (``steps/grafana_dashboard.py``
-  ``content_sha256``: without ``id``, ``version`` and the owner id) against the hash of the upload rebuilt from
-  ``dashboardDefinition``: the source (an https URL, downloaded as the step does, or a project file), its sha256
-  checked, then ``prepare`` (the step's own defaulting of the datasource variables, the Prometheus type they
-  select in this Grafana, and the profile type ID its Pyroscope GPU-memory queries ask for, ``profileType``); 404 is
-  "missing". After an in-place upgrade to Grafana 13 the dashboard uploaded before it
-  shows as drifted (its Prometheus variable selects ``prometheus``, which offers nothing there) until its step runs
-  again.
-
-Exit status 0 when nothing drifted, 1 when something did (each drifted field is printed), 2 when the check
-cannot be made (outputs, ``az``, Grafana answering other than 200/404, a source whose sha256 changed). With
-``--json`` it prints ``{"stack": str, "drifted": bool, "objects": [{"kind": "datasource"|"dashboard", "uid": str,
-"state": "ok"|"drifted"|"missing", "fields": [{"field": str, "grafana": any, "stack": any}], "next_step": str}]}``;
-a datasource field is a dotted path (``jsonData.httpMethod``) with both values, a dashboard's are ``content
-sha256`` (both hashes) and each differing top-level key with a short summary of both values (``null``: absent).
+Owns the post-``pulumi up`` checklist (extension Succeeded, managed private endpoint Approved with the IP the
+Pyroscope URL uses, both datasources healthy, the dashboard present, Pyroscope holding the GPU-memory profile type the
+dashboard asks for) and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs: the
+stack's outputs (:func:`stack.outputs.read_outputs`), answers of ``az rest`` (ARM and Grafana's HTTP API). Outputs: a
+checklist with the next step for each failure, or ``--json``. Exit status 0 when every check passes (nothing
+drifted), 1 when one fails (something drifted), 2 when the check cannot be made (outputs, ``az``, Grafana answering
+other than 200/404, a dashboard source whose sha256 changed), one line on stderr. Secret outputs are never printed.
+Upstream: grafana/grafana ``pkg/api/datasources.go``; the checks, the drift rules and why:
+docs/decisions/stack-verification.md.
 """
 
 from __future__ import annotations
