@@ -43,8 +43,10 @@ NEEDED = ("extensionId", "managedPrivateEndpointId", "pyroscopePrivateUrl", "gra
 DRIFT_NEEDED = ("grafanaEndpoint", "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition")
 #: The step commands, by output (resource names as __main__.py registers them; a test checks them in the plan).
 STEPS = {
-    "pyroscopeDatasource": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
-    "prometheusDatasource": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
+    "pyroscopeDatasource":
+        "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
+    "prometheusDatasource":
+        "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
     "dashboardDefinition": "aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload",
 }
 
@@ -78,7 +80,8 @@ def checks(outputs: dict) -> list[Check]:
                      "see statuses[] in `az rest --method get --url <extensionId>?api-version=2023-05-01`; "
                      "README troubleshooting: the extension fails to install")
 
-    results.append(_check("Inspektor Gadget extension", extension, "check you can read the cluster's extensions (az login)"))
+    results.append(_check("Inspektor Gadget extension", extension,
+                          "check you can read the cluster's extensions (az login)"))
 
     def endpoint() -> Check:
         state = rest("get", f"{outputs['managedPrivateEndpointId']}?api-version={DASHBOARD_API}", audience=None) or {}
@@ -87,13 +90,16 @@ def checks(outputs: dict) -> list[Check]:
         ip = props.get("privateLinkServicePrivateIP") or ""
         expected = urlparse(outputs["pyroscopePrivateUrl"]).hostname
         ok = status == "Approved" and ip and ip == expected
-        detail = f"connection {status}, private IP {ip or 'none'}" + ("" if ip == expected else f" (datasource uses {expected})")
+        detail = (f"connection {status}, private IP {ip or 'none'}"
+                  + ("" if ip == expected else f" (datasource uses {expected})"))
         return Check("managed private endpoint", bool(ok), detail,
-                     "run `pulumi up` again (approval and refresh re-run); README troubleshooting: connection stuck Pending")
+                     "run `pulumi up` again (approval and refresh re-run); README troubleshooting: connection stuck "
+                     "Pending")
 
     results.append(_check("managed private endpoint", endpoint, "check the endpoint still exists: `pulumi refresh`"))
 
-    for label, uid_key in (("Pyroscope datasource", "pyroscopeDatasourceUid"), ("Prometheus datasource", "prometheusDatasourceUid")):
+    for label, uid_key in (("Pyroscope datasource", "pyroscopeDatasourceUid"),
+                           ("Prometheus datasource", "prometheusDatasourceUid")):
         uid = outputs[uid_key]
 
         def health(uid: str = uid, label: str = label) -> Check:
@@ -102,9 +108,11 @@ def checks(outputs: dict) -> list[Check]:
             hint = ("Grafana cannot reach Pyroscope: check the managed private endpoint above and the Pyroscope pod "
                     "(kubectl -n gadget get pods)") if "Pyroscope" in label else (
                     "Grafana's identity needs Monitoring Data Reader on the workspace (assignMonitoringDataReader)")
-            return Check(f"{label} {uid}", ok, f"health {answer.get('status')}: {answer.get('message', '')}".strip(), hint)
+            detail = f"health {answer.get('status')}: {answer.get('message', '')}".strip()
+            return Check(f"{label} {uid}", ok, detail, hint)
 
-        results.append(_check(f"{label} {uid}", health, "run `pulumi up` (the datasource step recreates it); you need Grafana Admin"))
+        results.append(_check(f"{label} {uid}", health,
+                              "run `pulumi up` (the datasource step recreates it); you need Grafana Admin"))
 
     dashboard_uid = urlparse(outputs["dashboardUrl"]).path.rstrip("/").split("/")[-1]
 
@@ -114,15 +122,17 @@ def checks(outputs: dict) -> list[Check]:
         answer = rest("get", f"{grafana}/api/dashboards/uid/{dashboard_uid}") or {}
         stored.update(answer.get("dashboard") or {})
         title = (answer.get("dashboard") or {}).get("title")
-        return Check(f"dashboard {dashboard_uid}", bool(title), f"title {title!r}", "run `pulumi up` (the dashboard step uploads it)")
+        return Check(f"dashboard {dashboard_uid}", bool(title), f"title {title!r}",
+                     "run `pulumi up` (the dashboard step uploads it)")
 
     results.append(_check(f"dashboard {dashboard_uid}", dashboard, "run `pulumi up` (the dashboard step uploads it)"))
 
     def profiles() -> Check:
         # What the flame graph Grafana holds asks for: with multiCluster another stack may have uploaded it last.
         pyroscope = outputs.get("pyroscopeDatasource") if isinstance(outputs.get("pyroscopeDatasource"), dict) else {}
-        in_grafana = sorted({str(q.get("profileTypeId")) for q in grafana_dashboard.pyroscope_queries(
-            stored, {outputs["pyroscopeDatasourceUid"], pyroscope.get("name") or ""}) if grafana_dashboard.asks_gpu_memory(q)})
+        queries = grafana_dashboard.pyroscope_queries(stored, {outputs["pyroscopeDatasourceUid"],
+                                                                pyroscope.get("name") or ""})
+        in_grafana = sorted({str(q.get("profileTypeId")) for q in queries if grafana_dashboard.asks_gpu_memory(q)})
         configured = dashboard_profile_type(outputs)
         asked = in_grafana[0] if len(in_grafana) == 1 else configured
         other_stack = f" (set by another stack sharing it: this one sets {configured})" if asked != configured else ""
@@ -131,8 +141,8 @@ def checks(outputs: dict) -> list[Check]:
         found = f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else "")
         if not types:
             return Check("Pyroscope profile types", False, found,
-                         "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and that "
-                         "the extension's gpuObservability setting is true")
+                         "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and "
+                         "that the extension's gpuObservability setting is true")
         if asked in map(str, types):
             return Check("Pyroscope profile types", True, found)
         try:
@@ -144,16 +154,18 @@ def checks(outputs: dict) -> list[Check]:
                          "no GPU-memory profiles yet: run a GPU workload and check that the extension's "
                          "gpuObservability setting is true")
         if other_stack and gpu == configured:
-            return Check("Pyroscope profile types", False, f"{found}; GPU memory as {gpu}, the dashboard asks {asked}{other_stack}",
+            return Check("Pyroscope profile types", False,
+                         f"{found}; GPU memory as {gpu}, the dashboard asks {asked}{other_stack}",
                          "stacks sharing one dashboard whose clusters run Inspektor Gadget versions that store GPU "
                          "memory under different IDs cannot share its flame-graph query: pin the same extensionVersion "
                          f"on the clusters, or re-run this stack's dashboard step to point it back at {configured} "
-                         "(the other stack's cluster then loses it): `pulumi up --replace <URN of gpu-dashboard-upload>` "
-                         "(`pulumi stack --show-urns`)")
+                         "(the other stack's cluster then loses it): `pulumi up --replace <URN of "
+                         "gpu-dashboard-upload>` (`pulumi stack --show-urns`)")
         held = gpu or ", ".join(str(t) for t in types if str(t).split(":")[1:3] == ["malloc", "bytes"])
         command = f"pulumi config set dashboardProfileType {gpu} && pulumi up" if gpu else (
             f"pulumi config set dashboardProfileType <one of {held}> && pulumi up")
-        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {asked}{other_stack}",
+        return Check("Pyroscope profile types", False,
+                     f"{found}; GPU memory as {held}, the dashboard asks {asked}{other_stack}",
                      f"the dashboard's flame graph stays empty: `{command}` points it at the ID Pyroscope holds "
                      "(`python -m flamegraph.hotspots --stack` finds it by itself)")
 
@@ -261,8 +273,8 @@ def desired_dashboard(definition: dict, prometheus_type: str = grafana_server.PR
     raw = _source_bytes(definition["source"])
     actual = hashlib.sha256(raw).hexdigest()
     if actual != definition["sha256"]:
-        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has sha256 {actual}, the stack uploaded "
-                         f"{definition['sha256']}; cannot rebuild what the stack wants")
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has sha256 {actual}, the stack "
+                         f"uploaded {definition['sha256']}; cannot rebuild what the stack wants")
     try:
         dashboard = json.loads(raw)
     except ValueError as error:
@@ -270,7 +282,8 @@ def desired_dashboard(definition: dict, prometheus_type: str = grafana_server.PR
     try:  # an export "for sharing": its __inputs imported as the upload step imports them
         dashboard = grafana_dashboard.import_inputs(dashboard, definition.get("inputs") or {}, definition["source"])
     except SystemExit:  # the step's one-line failure (an input it cannot map) was already printed
-        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot map") from None
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot "
+                         "map") from None
     # profileType: the ID the step set in the dashboard's Pyroscope GPU-memory queries; absent in the definition of a
     # stack from before dashboardProfileType, whose step left the source's IDs as they were (prepare does too then).
     return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {}, prometheus_type,
@@ -331,7 +344,8 @@ def grafana_server_of(grafana: str) -> grafana_server.Server:
 def render_drift(stack: str, found: list[Drift]) -> str:
     lines = [f"Drift check aks-gpu-observability (stack {stack}): Grafana against what the stack set"]
     for item in found:
-        state = {"ok": "as the stack set it", "drifted": "drifted", "missing": "missing (deleted in Grafana?)"}[item.state]
+        state = {"ok": "as the stack set it", "drifted": "drifted",
+                 "missing": "missing (deleted in Grafana?)"}[item.state]
         lines.append(f"  {'✅' if item.state == 'ok' else '❌'} {item.kind} {item.uid}: {state}")
         for change in item.fields:
             lines.append(f"       {change['field']}: {json.dumps(change['grafana'])} in Grafana, "
@@ -347,7 +361,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m ops.verify", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the deployed stack")
     parser.add_argument("--outputs-file", metavar="FILE",
-                        help="outputs saved with `pulumi stack output --json --show-secrets` (which were secret is not known then)")
+                        help="outputs saved with `pulumi stack output --json --show-secrets` (which were secret is "
+                             "not known then)")
     parser.add_argument("--drift", action="store_true",
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
