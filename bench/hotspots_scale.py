@@ -20,7 +20,7 @@ the best of ``--repeat``:
 
 It prints the times and their ratios to the parser alone, and each run's peak memory over the process's resident size before reading
 (VmHWM after resetting it, against VmRSS, from ``/proc/self/status``) divided by the profile's decoded size (the gunzipped protobuf bytes).
-No figure is asserted: tests/test_bench.py runs it small.
+No figure is asserted: tests/bench/test_hotspots_scale.py runs it small.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
 #: Microsoft.Dashboard API version for the workspace check when API_VERSION is unset (steps/command.py
-#: DASHBOARD_API_VERSION; tests/test_scripts.py holds them equal).
+#: DASHBOARD_API_VERSION; tests/steps/test_azcli.py holds them equal).
 DASHBOARD_API_VERSION = "2024-10-01"
 #: Where a step stamps its owner id: a key of a datasource's jsonData, a top-level key of the dashboard JSON.
 OWNER_KEY = "aksGpuObservabilityOwner"

@@ -571,7 +571,7 @@ def test_warm_tokens_fails_in_one_line_naming_the_audience(tmp_path):
 
 def test_warm_token_command_lines_parse_in_the_real_cli(real_az, tmp_path):
     """Each warm-up command line, run through the real azure-cli without a login, gets as far as the login
-    check (a misspelt flag would fail earlier). Skips without the real CLI, as tests/test_azure_cli.py does."""
+    check (a misspelt flag would fail earlier). Skips without the real CLI, as tests/steps/test_azcli.py does."""
     _, calls = run_warm(tmp_path / "fake", any_token(), PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
     assert len(calls) == 5
     for argv in calls:

@@ -87,7 +87,7 @@ def as_grafana_holds_it(outputs, **changes):
 
 def drift_rules(tmp_path, held, grafana_version="12.4.4"):
     """The stand-in's answers for --drift: the source, the three objects, and which Grafana this is (a version before
-    13.0, where the Prometheus datasource is ``prometheus``; the version matrix: tests/test_grafana_versions.py)."""
+    13.0, where the Prometheus datasource is ``prometheus``; the version matrix: tests/steps/test_grafana_server.py)."""
     return [
         {"match": ["rest", "--method", "get", SOURCE, "--skip-authorization-header"],
          "responses": [{"stdout": "", "output_file": str(tmp_path / "source.json")}]},
