@@ -7,19 +7,16 @@
       │                                             └─► NetworkPolicy admitting the PLS's NAT IPs
       └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
 
-Dependency audit (tests/test_dependencies.py): an edge is kept only where the later step reads what the earlier one makes; each
-edge's reason is in a comment where it is made (``tests/test_dependencies.py`` pins the whole set). The
-unavoidable chain is release ─► PLS ─► MPE ─► approval ─► refresh ─► Pyroscope datasource.
+An edge is kept only where the later step reads what the earlier one makes; each edge's reason is in a comment
+where it is made (tests/test_main.py pins the whole set). The unavoidable chain is release ─► PLS ─► MPE ─►
+approval ─► refresh ─► Pyroscope datasource.
 """
 
 import pulumi
 from pulumi_azure_native import authorization
 
-from components import config
-from components.cluster import kubernetes_provider, lookup_cluster
 from components.gadget_namespace import GadgetNamespace, GadgetNamespaceArgs
 from components.gpu_dashboard import GpuDashboard, GpuDashboardArgs
-from components.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from components.grafana_datasources import GrafanaDatasources, GrafanaDatasourcesArgs
 from components.grafana_private_link import GrafanaPrivateLink, GrafanaPrivateLinkArgs
 from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
@@ -27,14 +24,19 @@ from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deplo
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
 from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs, derived_account_name
-from components.secrets import keep_secret
-from components.stack_inputs import for_cluster, resolve
+from existing.cluster import lookup_cluster
+from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
+from existing.kubeconfig import kubernetes_provider
+from stack.secrecy import keep_secret
+from stack_config.load import load
+from stack_config.references import for_cluster, resolve
 
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
-cfg = resolve(config.load())  # + outputs of clusterStack/grafanaStack
+cfg = resolve(load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
 cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
-secrecy = keep_secret(cfg)  # from here on, every input and export that carries a secret config value is secret
+# From here on, every input and export that carries a secret config value is secret.
+secrecy = keep_secret(cfg.secret_values)
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
@@ -45,7 +47,8 @@ grafana_ready: list = []
 if workspace is None:
     created_workspace = MonitorWorkspace(
         "monitor-workspace",
-        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location, cfg.tag_map),
+        MonitorWorkspaceArgs(cfg.monitor_workspace_name, cfg.monitor_workspace_resource_group, cluster.location,
+                             cfg.tags),
     )
     workspace = MonitorWorkspaceFacts(created_workspace.id, created_workspace.query_endpoint)
 if grafana is None:
@@ -60,7 +63,7 @@ if grafana is None:
             deployer_object_id=client.object_id,
             deployer_principal_type=deployer_principal_type(cfg),
             public_network_access=cfg.grafana_public_network_access,
-            tags=cfg.tag_map,
+            tags=cfg.tags,
         ),
     )
     grafana = GrafanaFacts(created_grafana.id, cfg.grafana_name, cfg.grafana_resource_group, created_grafana.location,
@@ -68,7 +71,7 @@ if grafana is None:
     grafana_ready = created_grafana.ready
 
 # --- Cluster side ------------------------------------------------------------------------------------------
-# The stack owns namespace gadget (sources in components/gadget_namespace.py), so Pyroscope needs it and not the
+# The stack owns namespace gadget (docs/decisions/gadget-namespace.md), so Pyroscope needs it and not the
 # extension's rollout; the extension installs into it beside the release.
 namespace = GadgetNamespace("gadget", GadgetNamespaceArgs(), opts=pulumi.ResourceOptions(providers=[kubernetes]))
 
@@ -103,7 +106,7 @@ if cfg.pyroscope_mode == "microservices":
             identity_name=f"id-pyroscope-{cfg.cluster_name}",
             create_account=not cfg.pyroscope_storage_account,
             sku=cfg.pyroscope_storage_sku,
-            tags=cfg.tag_map,
+            tags=cfg.tags,
         ),
     )
 
@@ -116,7 +119,7 @@ pyroscope = Pyroscope(
         image_repository=cfg.pyroscope_image_repository,
         private_link_service_name=cfg.private_link_service_name,
         private_link_resource_group=cfg.private_link_service_resource_group,
-        private_link_visibility=cfg.private_link_visibility_list,
+        private_link_visibility=cfg.private_link_visibility,
         private_link_subnet=cfg.private_link_subnet,
         private_link_ip_address_count=cfg.private_link_ip_address_count,
         timeout_seconds=cfg.pyroscope_release_timeout_seconds,
@@ -124,9 +127,9 @@ pyroscope = Pyroscope(
         storage_class=cfg.pyroscope_storage_class,
         storage_size=cfg.pyroscope_storage_size,
         retention=cfg.pyroscope_retention,
-        resources=config.resources(cfg.pyroscope_resources),
-        node_selector=dict(item.split("=", 1) for item in cfg.pyroscope_node_selector),
-        tolerations=config.tolerations(cfg.pyroscope_tolerations),
+        resources=cfg.pyroscope_resources,
+        node_selector=cfg.pyroscope_node_selector,
+        tolerations=cfg.pyroscope_tolerations,
         network_policy=cfg.pyroscope_network_policy,
         allowed_cidrs=tuple(cfg.pyroscope_allowed_cidrs) if cfg.pyroscope_network_policy else (),
         namespace=namespace.namespace,  # the release's namespace is read from it
@@ -162,7 +165,7 @@ private_link = GrafanaPrivateLink(
         owner_service=pyroscope.owner_service,
         private_link_ip_address_count=cfg.private_link_ip_address_count,  # the NAT IPs the wait waits for
         private_link_subnet=cfg.private_link_subnet,
-        tags=cfg.tag_map,
+        tags=cfg.tags,
         admit_nat_addresses=cfg.pyroscope_network_policy,  # Pyroscope's NetworkPolicy admits the PLS's NAT IPs
         pyroscope_namespace=namespace.namespace,
     ),
@@ -239,7 +242,8 @@ for name, value in {
     "pyroscopeDatasourceUid": datasources.pyroscope_uid,
     "prometheusDatasourceUid": datasources.prometheus_uid,
     "dashboardUrl": dashboard.url,
-    # What the Grafana steps set (commands cannot be refreshed): `python -m ops.verify --drift` compares Grafana with it.
+    # What the Grafana steps set (commands cannot be refreshed): `python -m ops.verify --drift` compares Grafana with
+    # it.
     "pyroscopeDatasource": datasources.pyroscope_definition,
     "prometheusDatasource": datasources.prometheus_definition,
     "dashboardDefinition": dashboard.definition,

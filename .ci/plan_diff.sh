@@ -18,7 +18,9 @@ STEP=plan-diff
 # shellcheck source=steps/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../steps/lib.sh"
 
-[ $# -ge 1 ] && [ -n "$1" ] || die "usage: .ci/plan_diff.sh BASE_REF [OUT_DIR]"
+if [ $# -lt 1 ] || [ -z "$1" ]; then
+  die "usage: .ci/plan_diff.sh BASE_REF [OUT_DIR]"
+fi
 base_ref=$1
 out=${2:-plan-diff}
 stack=${STACK:-dev}

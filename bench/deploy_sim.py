@@ -29,7 +29,7 @@ differs is only the order of the steps and how each procedure waits:
   everything else beside it at no cost; a workspace the stack creates (``createGrafana``,
   ``createMonitorWorkspace``) counts too, since the chain reads it.
 
-Targets (issue 13): ``seed/ours >= 1.3``, ``terraform/ours >= 1.6``, ``ours/physical <= 1.05``, and each wait
+Targets: ``seed/ours >= 1.3``, ``terraform/ours >= 1.6``, ``ours/physical <= 1.05``, and each wait
 on the critical path notices its event within one poll interval (plus one check, <= 10 s).
 
 Also the request rate against Azure Resource Manager's documented limits for 50 stacks in one subscription:
@@ -64,7 +64,7 @@ SEED_SLEEP_AFTER_MPE = 30.0
 #: The Terraform port's ``time_sleep`` (after the Helm release, after the approval).
 TERRAFORM_SLEEP = 180.0
 TARGETS = {"seed/ours": (">=", 1.3), "terraform/ours": (">=", 1.6), "ours/physical": ("<=", 1.05)}
-#: Issue 13, part 3: a wait notices its event within this many seconds.
+#: A wait notices its event within this many seconds.
 NOTICE_BOUND = 10.0
 #: ARM's documented limits (module docstring): subscription reads per principal, and the Network RP's reads.
 READ_BUCKET, READ_REFILL_PER_SECOND, GLOBAL_FACTOR = 250, 25.0, 15
@@ -446,7 +446,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from components.config import ConfigError
+    from stack_config.schema import ConfigError
     from offline.plan import _parse_sets
 
     try:

@@ -14,7 +14,7 @@ enough runners are assumed for every stack at once (GitHub's concurrent-job limi
   paying its setup: the endpoint PUTs one stack after another (pulumi's start, the lookups, the PUT), then the
   rest of each stack, FLEET_PARALLEL at once, each refresh holding the Grafana for its long-running action while
   the others retry its 409 on the scripts' schedule (``steps/lib.sh`` backoff), then verify.
-- **floor** (issue 20): the cluster side in parallel (namespace, Helm release, the PLS appearing) plus the
+- **floor**: the cluster side in parallel (namespace, Helm release, the PLS appearing) plus the
   conflicting Grafana operations of all stacks one after another (each endpoint PUT and each refresh).
 
 Three runs: a first rollout, a chart-version bump on every stack (the Helm release updates), a run with nothing to

@@ -1,4 +1,4 @@
-"""How ``flamegraph.hotspots`` scales with a large pprof profile (issue 21 item 4).
+"""How ``flamegraph.hotspots`` scales with a large pprof profile.
 
     python -m bench.hotspots_scale [--nodes 200000] [--repeat 3]
 

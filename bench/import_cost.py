@@ -27,9 +27,10 @@ import json, sys, time
 started = time.perf_counter()
 import pulumi
 from pulumi_azure_native import authorization
-import components.cluster, components.config, components.gpu_dashboard, components.grafana
-import components.grafana_datasources, components.grafana_private_link, components.inspektor_gadget
-import components.managed_grafana, components.monitor_workspace, components.pyroscope, components.stack_inputs
+import components.gpu_dashboard, components.grafana_datasources, components.grafana_private_link
+import components.inspektor_gadget, components.managed_grafana, components.monitor_workspace, components.pyroscope
+import existing.cluster, existing.grafana, existing.kubeconfig, stack.secrecy, stack.specs
+import stack_config.load, stack_config.references
 import pulumi_azure_native
 for name in USED:  # what the program touches when it runs: load those submodules for real
     getattr(getattr(pulumi_azure_native, name), "__all__", None)  # any attribute access loads a lazy module
@@ -47,7 +48,7 @@ print(json.dumps({"seconds": elapsed, "native": native, "modules": len(sys.modul
 def used_submodules() -> list[str]:
     """azure-native submodules the program imports (from pulumi_azure_native import a, b)."""
     names = set()
-    for path in [ROOT / "__main__.py", *sorted((ROOT / "components").glob("*.py"))]:
+    for path in [ROOT / "__main__.py", *sorted(p for d in ("components", "existing", "stack") for p in (ROOT / d).glob("*.py"))]:
         for match in re.finditer(r"from pulumi_azure_native import ([\w, ]+)", path.read_text()):
             names.update(n.strip() for n in match.group(1).split(","))
     return sorted(names)

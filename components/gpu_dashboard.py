@@ -1,23 +1,11 @@
 """Component GpuDashboard: the "Advanced GPU Observability" dashboard in Grafana.
 
-Source (pinned in the design brief, shared/DESIGN.md): inspektor-gadget/grafana-dashboards at commit 494542d8a0439fe4b1a60577e70677cec5c96070,
-``dashboards/gpu-observability/AdvancedGPUObservability.json``, sha256
-9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4 (Apache-2.0). Downloaded at deploy time by
-``steps/grafana_dashboard.py`` and verified against the sha256 before upload; uploaded with overwrite,
-deleted on destroy. Its variables ``prom_ds`` and ``pyroscope_ds`` choose datasources by type; the step
-points their defaults at this stack's datasources. Its flame-graph panel asks Pyroscope for the profile type ID
-``process_cpu:malloc:bytes::`` (``profileTypeId`` of its one Pyroscope query), under which Pyroscope v1.15.0 holds the GPU
-memory only from Inspektor Gadgets before v0.54.0 (docs/offline.md G12); the step sets that ID to ``dashboardProfileType``
-in every Pyroscope query of the dashboard that asks for GPU memory (steps/grafana_dashboard.py ``with_profile_type``),
-so the panel follows the gadget version without an edit in Grafana, which the step would overwrite.
-
-The upload does not wait for the datasources. Grafana stores a dashboard without resolving the datasources
-it names: saving (``POST /api/dashboards/db``) runs ``BuildSaveDashboardCommand``, which checks the title, the
-uid, folder rules, the refresh interval, legacy alerts, the version (overwrite) and the caller's permissions,
-and nothing about datasources (grafana/grafana ``pkg/services/dashboards/service/dashboard_service.go`` at
-00b487a6cee7f974d413547d5601ef9d8ee90fcb); a datasource variable is resolved when the dashboard is viewed. So the
-upload needs Grafana and the deployer's Grafana Admin role (``opts.depends_on``), and runs beside the private
-link chain instead of after it.
+Owns: one ``python3 -m steps.grafana_dashboard`` step that downloads the dashboard (pinned:
+inspektor-gadget/grafana-dashboards at :data:`PINNED_COMMIT`, verified against its sha256), points its datasource
+variables at this stack's datasources, sets ``dashboardProfileType`` in its GPU-memory queries and uploads it;
+deleted on destroy unless ``shared``. Inputs: :class:`GpuDashboardArgs`. Outputs: ``url``, ``definition``. The upload
+needs Grafana and the Admin role, not the datasources (Grafana stores a dashboard without resolving them). Upstream:
+grafana/grafana ``pkg/services/dashboards/service/dashboard_service.go``; docs/decisions/datasource-ownership.md.
 """
 
 from __future__ import annotations
@@ -60,22 +48,23 @@ class GpuDashboardArgs:
 
     grafana_endpoint: pulumi.Input[str]
     grafana_id: pulumi.Input[str]
+    source: str
+    sha256: str
+    uid: str
+    profile_type: str
+    timeout_seconds: int
+    retry_forbidden: bool
+    shared: bool
     datasources: dict = field(default_factory=dict)
     input_datasources: dict = field(default_factory=dict)
-    source: str = PINNED_URL
-    sha256: str = PINNED_SHA256
-    uid: str = PINNED_UID
-    profile_type: str = PINNED_PROFILE_TYPE
-    timeout_seconds: int = 300
-    retry_forbidden: bool = False
-    shared: bool = False
 
 
 class GpuDashboard(pulumi.ComponentResource):
     """Outputs: ``uid``, ``url`` (``<grafana endpoint>/d/<uid>``), ``definition`` (how the step uploads it,
     known once it has run: ``{"uid", "source", "sha256", "profileType", "datasources", "inputs"}``: the profile type ID
     its GPU-memory flame graphs ask for, the variable defaults it
-    sets and the datasource each ``__inputs`` plugin maps to, both ``{}`` when shared; ``ops.verify --drift`` rebuilds the upload from it). ``opts.depends_on`` (a
+    sets and the datasource each ``__inputs`` plugin maps to, both ``{}`` when shared; ``ops.verify --drift`` rebuilds
+    the upload from it). ``opts.depends_on`` (a
     Grafana the stack creates and the Admin role on it; not the datasources) is forwarded to the upload step."""
 
     def __init__(self, name: str, args: GpuDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:

@@ -1,57 +1,30 @@
 """Component GrafanaDatasources: Grafana's Pyroscope and Azure Monitor Prometheus datasources, and the
 role that lets Grafana's identity read the workspace.
 
-- Role assignment: Monitoring Data Reader (``b0d8363b-8ddd-447d-831f-62ca05bff136``) for Grafana's system-assigned
-  identity on the Azure Monitor workspace; its name is a UUID derived from scope, role and principal, so re-runs never
-  duplicate it. Owned by this stack (one cluster): azure-native ``authorization.RoleAssignment``, replaced
-  delete-first (azure-native's create refuses an assignment that exists; offline/replacement.py) and deleted
-  on destroy. Shared (``multiCluster``: other clusters' Prometheus datasources rely on it): a
-  ``steps/ensure_role_assignment.sh`` step that makes sure it exists and has no delete, so a replacement (``pulumi
-  up --replace``) re-runs an idempotent ``az role assignment create`` (azure-cli 2.91.0
-  ``azure/cli/command_modules/role/custom.py`` ``create_role_assignment`` answers 409 RoleAssignmentExists with the
-  existing assignment) and ``pulumi destroy`` leaves the assignment in place (pulumi-command v1.2.1
-  ``provider/pkg/provider/local/commandController.go`` ``Delete``: no ``delete``, nothing runs). Not an azure-native
-  resource with ``retain_on_delete``: the engine skips the Delete of a retained resource inside a replacement too
-  (pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step.go`` ``DeleteStep.Apply``), so any replacement would create the
-  derived name again while it exists, which azure-native refuses.
-- Datasources: ``python3 -m steps.grafana_datasource`` commands (Grafana HTTP API through ``az rest``),
-  the definition as sorted JSON in the environment so ``pulumi preview --diff`` shows what changes.
-  Pyroscope: type ``grafana-pyroscope-datasource``, proxy access, url ``http://<MPE private IP>:4040``.
-  Prometheus: type ``prometheus``, url = the workspace's ``metrics.prometheusQueryEndpoint``,
-  ``jsonData.httpMethod=POST``, ``jsonData.azureCredentials.authType=msi`` (Grafana's managed identity). The step
-  writes the type the Grafana it meets needs (steps/grafana_server.py): ``grafana-azureprometheus-datasource``
-  from Grafana 13.0 on, where core Prometheus has no Azure authentication; the definition here (and the
-  ``prometheusDatasource`` output) keeps the published procedure's ``prometheus``, which ``ops.verify --drift``
-  counts as the same.
+Owns: Monitoring Data Reader for Grafana's identity on the workspace (an azure-native ``RoleAssignment``, or with
+``shared_role`` a ``steps/ensure_role_assignment.sh`` step that never deletes it), and one
+``python3 -m steps.grafana_datasource`` step per datasource (definition as sorted JSON in the environment).
+Inputs: :class:`GrafanaDatasourcesArgs`. Outputs: ``pyroscope_uid``, ``prometheus_uid``, ``pyroscope_definition``,
+``prometheus_definition``. Role ids and names: ``stack.specs``. Upstream: Grafana HTTP API
+(``/api/datasources``); why each choice: docs/decisions/datasource-ownership.md.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 from pulumi_azure_native import authorization
 
+from stack.specs import MONITORING_DATA_READER, role_assignment_name, role_definition_id
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaDatasources"
 #: The config key that sets each datasource's uid, named by the step when it must refuse a uid (a provisioned one).
 UID_CONFIG_KEYS = {"pyroscope": "pyroscopeDatasourceUid", "prometheus": "prometheusDatasourceUid"}
-MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
 ROLE_DESCRIPTION = "Azure Managed Grafana reads Inspektor Gadget metrics (aks-gpu-observability)"
-
-
-def role_definition_id(subscription_id: str, role: str) -> str:
-    """ARM id of a built-in role definition in a subscription."""
-    return f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{role}"
-
-
-def role_assignment_name(scope: str, role: str, principal_id: str) -> str:
-    """A deterministic role assignment name (UUID v5 of scope, role and principal, lower-cased scope)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope.lower()}|{role}|{principal_id}"))
 
 
 def pyroscope_datasource(uid: str, name: str, url: str) -> dict:
@@ -81,7 +54,8 @@ class GrafanaDatasourcesArgs:
     """Inputs of :class:`GrafanaDatasources`.
 
     ``grafana_id``: the workspace's ARM id; a delete asks ARM whether it still exists (a deleted workspace holds
-    nothing to delete, and its endpoint no longer resolves). ``pyroscope_url``: never empty (GrafanaPrivateLink raises before that). ``assign_role``: false when
+    nothing to delete, and its endpoint no longer resolves). ``pyroscope_url``: never empty (GrafanaPrivateLink raises
+    before that). ``assign_role``: false when
     Grafana's identity already holds Monitoring Data Reader on the workspace under another assignment
     (ARM answers 409 RoleAssignmentExists to a second one). ``timeout_seconds``: retries of Grafana 429/5xx.
     ``retry_forbidden``: also retry 401/403, while the deployer's just-made Grafana Admin role propagates.
@@ -96,14 +70,14 @@ class GrafanaDatasourcesArgs:
     workspace_id: pulumi.Input[str]
     workspace_query_endpoint: pulumi.Input[str]
     pyroscope_url: pulumi.Input[str]
-    pyroscope_uid: str = "local-pyroscope"
-    pyroscope_name: str = "Pyroscope"
-    prometheus_uid: str = "azure-monitor-prometheus"
-    prometheus_name: str = "Azure Monitor Prometheus"
-    assign_role: bool = True
-    timeout_seconds: int = 300
-    retry_forbidden: bool = False
-    shared_role: bool = False
+    pyroscope_uid: str
+    pyroscope_name: str
+    prometheus_uid: str
+    prometheus_name: str
+    assign_role: bool
+    timeout_seconds: int
+    retry_forbidden: bool
+    shared_role: bool
 
 
 class GrafanaDatasources(pulumi.ComponentResource):

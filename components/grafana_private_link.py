@@ -5,40 +5,17 @@
       -> approval of exactly its connection on the PLS (command) -> refresh of Grafana's MPEs (command)
       -> read-back of the MPE's private IP and connection state (invoke)
 
-Facts (the design brief, shared/DESIGN.md section 2, checked against Azure's docs): AKS creates the PLS from the Service annotations some minutes after the load
-balancer, no SLA; the MPE (``Microsoft.Dashboard/grafana/managedPrivateEndpoints``, azure-native
-``dashboard.ManagedPrivateEndpoint``) creates a Pending connection on the PLS whose ``privateEndpoint.id``
-ends with ``grafana-<grafanaName>-<mpeName>``; only the PLS owner can approve it (``PUT
-.../privateEndpointConnections/{name}``, which azure-native cannot adopt, hence a command); Grafana picks the
-approval up only after ``POST .../refreshManagedPrivateEndpoints``; ``privateLinkServicePrivateIP`` stays
-empty until then.
-
-Teardown: everything here depends on the Pyroscope release (through ``depends_on``), so ``pulumi destroy``
-removes the MPE, and with it the connection, before the release and its load balancer and PLS.
-
-Replacements (offline/replacement.py has the rules and their sources): the MPE's name is fixed by config and
-azure-native's create refuses an MPE that exists, while ``pulumi up --replace`` and the ``replace_with`` cascade
-from the release take the order from the ``deleteBeforeReplace`` option alone (pulumi/pulumi v3.230.0
-``step_generator.go``): so the MPE is delete-before-replace. The wait, approval and refresh own nothing (no
-delete), so a create-first replacement just runs them again. The PLS's name and resource group are among the wait's
-triggers: a changed PLS makes the wait a new step, so in a preview its PLS lookup (and what follows from it) is
-unknown instead of querying a PLS that does not exist yet.
-
-Each creation of the MPE makes a new Pending connection, also when the MPE is created anew rather than replaced (deleted
-by hand, dropped by ``pulumi refresh``, created again by the next ``up`` under the same name, so with the same ARM id):
-the approval's triggers hold the MPE's ``systemData.createdAt``, which ARM sets at each creation (the REST spec's
-``ManagedPrivateEndpointModel`` is a ``TrackedResource``, whose ``Resource`` carries the read-only ``systemData``:
-Azure/azure-rest-api-specs ``specification/dashboard/resource-manager/Microsoft.Dashboard/stable/2024-10-01/grafana.json``
-@ 91e3bcdb and ``specification/common-types/resource-management/v3/types.json`` @ c5cfc105; pulumi-azure-native 3.29.0
-``dashboard/managed_private_endpoint.py``, API 2024-10-01, output ``system_data``). A new MPE is a new trigger (unknown
-in a preview while the MPE is being created), so the approval is replaced, and the refresh with it (``replace_with``).
+Inputs: :class:`GrafanaPrivateLinkArgs` (the Grafana, the PLS, the release it is replaced with). Outputs:
+``private_link_service_id``, ``managed_private_endpoint_id``, ``connection_state``, ``pyroscope_url``. Errors:
+:class:`MissingNatAddressError`, :class:`EmptyPrivateIpError`. Upstream: ``Microsoft.Dashboard/grafana/
+managedPrivateEndpoints`` (API 2024-10-01); facts, teardown and replacements: docs/decisions/private-link.md.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
@@ -46,8 +23,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import dashboard, network
 from pulumi_command import local
 
-from components.gadget_namespace import NAMESPACE
-from components.pyroscope import PRIVATE_LINK_POLICY, private_link_policy_spec
+from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
@@ -101,7 +77,8 @@ def require_nat_addresses(pls_name: str, ip_configurations) -> list[str]:
     ``azure-pls-ip-configuration-ip-address`` names static ones (kubernetes-sigs/cloud-provider-azure
     ``pkg/provider/azure_privatelinkservice.go``@7b31c76c ``reconcilePLSIpConfigs``), and whose GET carries each
     configuration's ``privateIPAddress`` (Azure/azure-rest-api-specs ``specification/network/resource-manager/
-    Microsoft.Network/stable/2024-05-01/privateLinkService.json`` ``PrivateLinkServiceIpConfigurationProperties``; example
+    Microsoft.Network/stable/2024-05-01/privateLinkService.json`` ``PrivateLinkServiceIpConfigurationProperties``;
+    example
     ``PrivateLinkServiceGet.json``@132b90d1). Raises :class:`MissingNatAddressError` when none has an address: a
     NetworkPolicy admitting nothing would shut Grafana out without a word."""
     addresses = sorted({config.private_ip_address for config in (ip_configurations or []) if config.private_ip_address})
@@ -135,7 +112,8 @@ def require_private_ip(mpe_name: str, ip: Optional[str], status: Optional[str]) 
 
 
 def created_at(system_data) -> str:
-    """``systemData.createdAt`` of an ARM resource (azure-native ``SystemDataResponse``), or ``""`` when ARM sent none."""
+    """``systemData.createdAt`` of an ARM resource (azure-native ``SystemDataResponse``), or ``""`` when ARM sent
+    none."""
     return (getattr(system_data, "created_at", None) if system_data is not None else None) or ""
 
 
@@ -161,35 +139,36 @@ class GrafanaPrivateLinkArgs:
     private_link_service_region: pulumi.Input[str]
     managed_private_endpoint_name: str
     request_message: str
-    private_link_service_timeout_seconds: int = 900
-    approval_timeout_seconds: int = 600
-    refresh_timeout_seconds: int = 900
+    private_link_service_timeout_seconds: int
+    approval_timeout_seconds: int
+    refresh_timeout_seconds: int
+    #: The Service's ``azure-pls-ip-configuration-ip-address-count`` and ``azure-pls-ip-configuration-subnet`` (empty:
+    #: the cloud provider's subnet): what the wait checks the PLS's NAT IP configurations against.
+    private_link_ip_address_count: int
+    private_link_subnet: str
+    #: Pyroscope's NetworkPolicy is on (``pyroscopeNetworkPolicy``): register ``pyroscope-private-link`` admitting the
+    #: PLS's NAT IPs (docs/decisions/private-link.md), in ``pyroscope_namespace`` (the stack's Namespace resource;
+    #: None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
+    admit_nat_addresses: bool
+    tags: dict
     release: Optional[pulumi.Resource] = None
     #: Whose PLS the wait accepts (steps/wait_private_link_service.sh): its frontend on a load balancer under this
     #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
     load_balancer_scope: str = ""
     owner_service: str = ""
-    #: The Service's ``azure-pls-ip-configuration-ip-address-count`` and ``azure-pls-ip-configuration-subnet`` (empty: the
-    #: cloud provider's subnet): what the wait checks the PLS's NAT IP configurations against.
-    private_link_ip_address_count: int = 1
-    private_link_subnet: str = ""
-    #: Pyroscope's NetworkPolicy is on (``pyroscopeNetworkPolicy``): register ``pyroscope-private-link`` admitting the PLS's
-    #: NAT IPs (``components.pyroscope``, "Who can reach Pyroscope"), in ``pyroscope_namespace`` (the stack's Namespace
-    #: resource; None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
-    admit_nat_addresses: bool = False
     pyroscope_namespace: Optional[k8s.core.v1.Namespace] = None
 
     @property
     def private_endpoint_name(self) -> str:
         """The name Grafana gives the private endpoint behind the MPE: ``grafana-<grafanaName>-<mpeName>``."""
         return f"grafana-{self.grafana_name}-{self.managed_private_endpoint_name}"
-    tags: dict = field(default_factory=dict)
 
 
 class GrafanaPrivateLink(pulumi.ComponentResource):
     """The MPE from Grafana to the Pyroscope PLS, approved and refreshed.
 
-    Outputs: ``private_link_service_id``, ``nat_addresses`` (the PLS's NAT IPs, sorted), ``managed_private_endpoint_id``, ``private_ip`` (never empty:
+    Outputs: ``private_link_service_id``, ``nat_addresses`` (the PLS's NAT IPs, sorted),
+    ``managed_private_endpoint_id``, ``private_ip`` (never empty:
     EmptyPrivateIpError otherwise), ``connection_state`` (``Approved`` once done), ``pyroscope_url``
     (``http://<private ip>:4040``). ``opts.depends_on`` (the Pyroscope release) is forwarded to the first step.
     """
@@ -220,13 +199,15 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
-        # The PLS's NAT addresses: what Grafana's connections come from at Pyroscope's pod (Pyroscope.admit_private_link).
+        # The PLS's NAT addresses: what Grafana's connections come from at Pyroscope's pod
+        # (Pyroscope.admit_private_link).
         self.nat_addresses = pls.ip_configurations.apply(
             lambda configs: require_nat_addresses(args.private_link_service_name, configs))
         self.private_link_policy: Optional[k8s.networking.v1.NetworkPolicy] = None
         if args.admit_nat_addresses:
             namespace = args.pyroscope_namespace
-            # Reads the NAT IPs, so it follows the PLS lookup; gone with a replaced namespace, like Pyroscope's first policy.
+            # Reads the NAT IPs, so it follows the PLS lookup; gone with a replaced namespace, like Pyroscope's first
+            # policy.
             self.private_link_policy = k8s.networking.v1.NetworkPolicy(
                 f"{name}-nat-network-policy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -236,7 +217,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
                                             replace_with=[namespace] if namespace else None),
             )
-        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"), in the MPE's requestMessage. Who sees
+        # The approval nonce (docs/how-it-works.md, "Whose connection is approved"), in the MPE's requestMessage. Who
+        # sees
         # it: this stack, the PLS owner (the Pending connection's description), and anyone with
         # Microsoft.Dashboard/grafana/managedPrivateEndpoints/read on the Grafana workspace: the MPE's GET answers with
         # its requestMessage (Azure/azure-rest-api-specs specification/dashboard/resource-manager/Microsoft.Dashboard/
@@ -279,7 +261,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "TIMEOUT_SECONDS": str(args.approval_timeout_seconds),
             },
             # The MPE's creation time: a new MPE, replaced or created anew under the same name (the same id), is a new
-            # approval (module docstring).
+            # approval (docs/decisions/private-link.md).
             triggers=[pls.id, mpe.system_data.apply(created_at)],
             # After the MPE: its creation makes the Pending connection this step approves. The MPE's id is its
             # name, the same after a replacement; its new connection needs a new approval.

@@ -1,19 +1,11 @@
 """Component InspektorGadget: the AKS cluster extension ``microsoft.inspektorgadget``.
 
-Mirrors ARM ``Microsoft.KubernetesConfiguration/extensions`` under ``Microsoft.ContainerService/
-managedClusters`` (azure-native ``kubernetesconfiguration.Extension``), the resource ``az k8s-extension
-create --cluster-type managedClusters --extension-type microsoft.inspektorgadget`` creates. The extension
-runs the DaemonSet ``gadget`` in namespace ``gadget`` (metrics on port 2224, ``/metrics``); with
-``azureMonitor.enabled=true`` it also creates a PodMonitor, which needs the cluster's Azure Monitor metrics
-add-on (checked by ``components.cluster.lookup_cluster`` before this component is built). The extension's name is
-fixed by config and azure-native's create refuses one that exists, so it is delete-before-replace (a replacement by
-``pulumi up --replace`` takes its order from the option alone; offline/replacement.py).
-
-The namespace ``gadget`` is not the extension's: the stack owns it (``components.gadget_namespace``, where the
-sources are). The extension installs into it when it exists (ARM ``ScopeCluster.releaseNamespace``: "If this
-namespace does not exist, it will be created"), waits for it only so that ``pulumi destroy`` deletes the
-extension (and lets its agent uninstall) before the namespace, and is replaced with it (``replace_with``): a
-namespace replacement deletes the extension's pods with everything else in it.
+Owns: one azure-native ``kubernetesconfiguration.Extension`` under the managed cluster (what ``az k8s-extension
+create --extension-type microsoft.inspektorgadget`` creates), delete-before-replace (its name is fixed by config).
+Inputs: :class:`InspektorGadgetArgs` (every value from config; ``namespace``: the stack's Namespace resource, waited
+for only to order ``pulumi destroy``, and a ``replace_with``). Outputs: ``extension_id``, ``namespace``. The cluster's
+Azure Monitor add-on is checked before (``existing.cluster.lookup_cluster``). Upstream: ARM
+``Microsoft.KubernetesConfiguration/extensions``; the namespace's sources: docs/decisions/gadget-namespace.md.
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration
 
-from components.gadget_namespace import NAMESPACE  # the extension's release namespace; Pyroscope's too
+from stack.specs import NAMESPACE  # the extension's release namespace; Pyroscope's too
 
 TYPE = "aks-gpu-observability:index:InspektorGadget"
 EXTENSION_TYPE = "microsoft.inspektorgadget"
@@ -54,12 +46,12 @@ class InspektorGadgetArgs:
 
     cluster_name: pulumi.Input[str]
     cluster_resource_group: pulumi.Input[str]
-    extension_name: str = "inspektor-gadget"
-    release_train: str = "preview"
-    version: str = ""
-    gpu_observability: bool = True
-    azure_monitor: bool = True
-    timeout_seconds: int = 1800
+    extension_name: str
+    release_train: str
+    version: str
+    gpu_observability: bool
+    azure_monitor: bool
+    timeout_seconds: int
     namespace: Optional[pulumi.Resource] = None
 
 

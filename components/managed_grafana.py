@@ -1,23 +1,22 @@
 """Component ManagedGrafana: an Azure Managed Grafana workspace created by the stack (``createGrafana``).
 
-Mirrors ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API 2024-10-01): Standard tier
-(managed private endpoints need it), system-assigned identity (the Prometheus datasource authenticates
-with it), integrated with the Azure Monitor workspace. The deployer (``getClientConfig().objectId``) gets
-Grafana Admin (``22926164-76b3-42b3-bc55-97df8dab3e41``) on it, which the datasource and dashboard steps
-need for Grafana's HTTP API. Both have names fixed by config (the role's derived from scope, role and principal),
-which azure-native refuses to create twice: both are delete-before-replace (offline/replacement.py).
+Owns: ``Microsoft.Dashboard/grafana`` (azure-native ``dashboard.Grafana``, API 2024-10-01; Standard tier,
+system-assigned identity, integrated with the workspace) and Grafana Admin for the deployer on it
+(``stack.specs.GRAFANA_ADMIN``), both delete-before-replace. Inputs: :class:`ManagedGrafanaArgs`. Outputs: ``id``,
+``endpoint``, ``location``, ``principal_id``, ``ready``. Upstream: Azure/azure-rest-api-specs
+``specification/dashboard``; docs/decisions/datasource-ownership.md ("Created workspaces").
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 from pulumi_azure_native import authorization, dashboard
 
-from components.grafana_datasources import role_assignment_name, role_definition_id
+from stack.specs import GRAFANA_ADMIN, role_assignment_name, role_definition_id
 
 TYPE = "aks-gpu-observability:index:ManagedGrafana"
 
@@ -29,7 +28,6 @@ def deployer_principal_type(cfg) -> str:
     if cfg.deployer_principal_type != "auto":
         return cfg.deployer_principal_type
     return "ServicePrincipal" if (os.environ.get("ARM_CLIENT_ID") or os.environ.get("AZURE_CLIENT_ID")) else "User"
-GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 
 
 @dataclass(frozen=True)
@@ -43,9 +41,9 @@ class ManagedGrafanaArgs:
     workspace_id: pulumi.Input[str]
     subscription_id: str
     deployer_object_id: str
-    public_network_access: str = "Enabled"
-    deployer_principal_type: str = "User"
-    tags: dict = field(default_factory=dict)
+    public_network_access: str
+    deployer_principal_type: str
+    tags: dict
 
 
 class ManagedGrafana(pulumi.ComponentResource):

@@ -1,10 +1,10 @@
 """Component MonitorWorkspace: an Azure Monitor workspace created by the stack (``createMonitorWorkspace``).
 
-Mirrors ``Microsoft.Monitor/accounts`` (azure-native ``monitor.AzureMonitorWorkspace``). Its
-``metrics.prometheusQueryEndpoint`` is the Prometheus datasource URL. The cluster's metrics add-on must send
-to it (``az aks update --enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <id>``); the
-stack does not change the cluster. Its name is fixed by config, which azure-native refuses to create twice:
-delete-before-replace (offline/replacement.py).
+Owns: ``Microsoft.Monitor/accounts`` (azure-native ``monitor.AzureMonitorWorkspace``), delete-before-replace (its
+name is fixed by config). Inputs: :class:`MonitorWorkspaceArgs`. Outputs: ``id``, ``query_endpoint``
+(``metrics.prometheusQueryEndpoint``, the Prometheus datasource URL). The cluster's metrics add-on must send to it;
+the stack does not change the cluster. Upstream: Azure/azure-rest-api-specs ``specification/monitor``;
+docs/decisions/datasource-ownership.md ("Created workspaces").
 """
 
 from __future__ import annotations

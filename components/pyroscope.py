@@ -1,131 +1,14 @@
-"""Component Pyroscope: the Grafana Pyroscope Helm release, single binary, behind an internal load balancer
-whose Service annotations make AKS create a private link service (PLS) for it.
+"""Component Pyroscope: the Grafana Pyroscope Helm release behind an internal load balancer whose Service
+annotations make AKS create a private link service (PLS) for it.
 
-Chart: ``oci://ghcr.io/grafana/helm-charts/pyroscope`` (version from config, default 1.15.0), or pinned by digest,
-``oci://.../pyroscope@sha256:<64 hex>``, passed unchanged as the Release's ``chart`` with ``version`` beside it:
-pulumi-kubernetes hands both to Helm's ``ChartDownloader.DownloadTo`` (``helm_release.go`` ``locateChart`` at 94977969d),
-and Helm >= 3.17.0 pulls such a reference by its digest (helm/helm ``pkg/registry/client.go`` ``ValidateReference`` at
-v3.17.3; at v3.20.2 it also refuses a ``version`` tag that resolves to another digest). The image may be pinned the
-same way, ``image_tag`` ``<tag>@sha256:<64 hex>`` (docs/how-it-works.md, "Pins that cannot move"). Values use the
-chart's real key paths (single-binary settings under the top-level key ``pyroscope``; ``alloy.enabled`` and
-``minio.enabled`` top level), checked in the tests against the chart's own values.yaml. Annotations are the
-AKS cloud provider's ``service.beta.kubernetes.io/azure-load-balancer-internal`` and ``azure-pls-*`` ones
-("Azure Private Link Service integration" in the AKS docs).
-
-The release is ``pyroscope`` in namespace ``gadget``: the Inspektor Gadget extension's profile exporter
-expects Service ``pyroscope`` in ``gadget`` on port 4040, so neither is configurable. Because the name is fixed,
-the release is delete-before-replace: Helm refuses to install a release name still in use, and
-pulumi-kubernetes' Release diff never asks delete-first (``helm_release.go`` at 94977969d), while a replacement by
-``pulumi up --replace`` or by a replaced provider takes its order from the option alone (offline/replacement.py).
-
-The namespace is the stack's (``components.gadget_namespace``, with the sources): the release reads its name
-from the Namespace resource (so it waits for the namespace, and for nothing else: not for the extension's
-rollout), keeps ``createNamespace`` off (one owner) and is replaced with the namespace (``replace_with``), whose
-deletion would take the release's objects with it.
-
-The PLS cannot be renamed in place. The AKS cloud provider finds the PLS of a Service by the Service's load balancer
-frontend, and refuses a changed ``azure-pls-name``: "cannot change existing private link service name (old) to (new)"
-(kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` ``getPrivateLinkServiceName`` at
-7b31c76c; ``azure_privatelinkservice_test.go`` ``TestGetPrivateLinkServiceName``). A Helm upgrade would change the
-annotation, the Service would keep the old PLS, and the wait for the new one would time out. A changed
-``azure-pls-resource-group`` is not refused but is no better: the cloud provider looks the PLS up in the annotated
-group only (``reconcilePrivateLinkService``: ``plsRepo.Get`` with ``getPLSResourceGroup``; ``pkg/provider/
-privatelinkservice/cache.go`` lists that group), so it would create a second PLS there, and the old one, found by no
-later lookup, would be orphaned when the Service goes. So the PLS's identity
-(name and resource group) is a resource of its own, ``<name>-private-link-identity``: a pulumi-command ``Command`` that
-runs nothing and whose ``triggers`` are that identity (triggers are replaceOnChanges, pulumi-command v1.2.1), and the
-release is replaced with it (``replace_with``). A new identity thus deletes the release (its Service, and with it the
-old PLS: the cloud provider deletes a PLS with its Service, ``safeDeletePLS``) and installs it again, and the new
-Service gets the new PLS. The engine deletes what is replaced with the release first (the wait and the managed
-private endpoint, ``components.grafana_private_link``), so no connection is left on the old PLS. The release also lists
-the two annotations in ``replace_on_changes``, for the one case the identity cannot cover: a stack deployed before the
-identity existed, whose first update with it also changes the PLS (the identity is then created, not replaced). The
-engine compares the release's own old and new inputs there (pulumi/pulumi v3.230.0 ``step_generator.go``
-``applyReplaceOnChanges`` on the provider's detailed diff, whose paths pulumi-kubernetes writes as
-``values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]``, ``provider.go``
-``convertPatchToDiff`` at 94977969); the offline plan records ``replaceOnChanges`` (docs/offline.md D14).
-
-Profiles that survive (docs/sizing.md): by default the chart's volume ``data`` (mounted at /data) is a
-PersistentVolumeClaim from the StatefulSet's ``volumeClaimTemplates``. Those cannot be updated: the API server refuses
-"updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy',
-'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden" (kubernetes/kubernetes
-``pkg/apis/apps/validation/validation.go`` ``ValidateStatefulSetUpdate``), so a Helm upgrade that turns persistence on
-or changes the claim fails. The release lists ``values.pyroscope.persistence`` in ``replace_on_changes`` too: such a
-change reinstalls it delete-first (the same chain as a new PLS identity), in one ``pulumi up``, also on a stack
-deployed before this default (the engine compares the release's own old and new inputs).
-
-Who can reach Pyroscope (docs/how-it-works.md): open-source Pyroscope serves reads and writes on 4040 without
-authentication, and the internal load balancer takes connections from everything that routes into the virtual network.
-A NetworkPolicy ``pyroscope`` (networking.k8s.io/v1, :func:`network_policy_spec`) selects the chart's pods by its selector
-labels (``app.kubernetes.io/name: pyroscope``, ``app.kubernetes.io/instance: <release>``, chart 1.15.0
-``templates/_helpers.tpl`` ``pyroscope.selectorLabels``; tests/test_helm_render.py checks them on the real render) and
-admits: the Inspektor Gadget pods (namespace ``gadget``, ``k8s-app: gadget``: inspektor-gadget/inspektor-gadget
-``charts/gadget/templates/daemonset.yaml``@66236b70, pod network, not host network), whose exporter pushes profiles to
-``pyroscope.gadget:4040``; ``pyroscopeAllowedCidrs`` on 4040, when set; and Pyroscope's own pods on 4040 and memberlist
-7946 (the chart's only container ports; chart 1.15.0 exposes no gRPC port). Grafana's reads come through the PLS, which
-source-NATs them to its NAT IP addresses (``components.grafana_private_link.require_nat_addresses``). Those exist only
-once the cloud provider has made the PLS, after the release's Service, so a second NetworkPolicy ``pyroscope-private-link``
-(:func:`private_link_policy_spec`, registered by ``components.grafana_private_link`` once it has read the PLS: a child
-of this component would be a cycle, since the PLS wait depends on this component) admits exactly them, each as a /32, on 4040; NetworkPolicies add up, so until it
-exists Pyroscope is closed to everything but the exporter (the Kubernetes API reference, NetworkPolicy: "If any
-NetworkPolicy selects a pod, that pod is restricted to traffic allowed by the union of ingress rules"). Not the PLS
-subnet: without a dedicated ``privateLinkSubnet`` that is the node subnet, which holds the nodes, host-network pods and,
-with Azure CNI Node Subnet, every pod of the cluster. kube-proxy keeps the NAT address only with
-``externalTrafficPolicy: Local``: with ``Cluster`` it masquerades external traffic to the node's
-address ("without masquerading the client source IP" is what ``Local`` means, Kubernetes API reference
-``ServiceSpec.externalTrafficPolicy``), so the policy would have to admit the node subnet, and with it everything the
-load balancer forwards. Chart 1.15.0's Service template (``templates/services.yaml``) has no ``externalTrafficPolicy``,
-so a ``ServicePatch`` (server-side apply of that one field, forced past the field owner Helm recorded at create) sets
-it; Helm 3's upgrade is a three-way merge of its old and new manifests with the live object (helm/helm v3.20.2
-``pkg/kube/client.go`` ``createPatch``), and neither manifest holds the field, so upgrades leave it. The patch reads
-the Service's name and namespace from the release and is replaced with it (a reinstalled release has a new Service).
-Changing the field on a deployed Service is an in-place update; the AKS cloud provider then reconciles the load
-balancer's rule, whose probe becomes an HTTP probe of the Service's ``healthCheckNodePort`` (kube-proxy answers it where
-a Pyroscope pod runs; kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_loadbalancer.go``@7b31c76c
-``getExpectedLBRules``: ``NeedsHealthCheck``, unless the PLS uses proxy protocol), and keeps the frontend IP
-configuration the PLS is attached to. The policy reads only the namespace: it is in place before Pyroscope's pod starts.
-
-Microservices mode (``pyroscopeMode: microservices``, opt-in; docs/how-it-works.md, docs/sizing.md): a non-empty
-``pyroscope.components`` makes chart 1.15.0 render one workload and one Service ``pyroscope-<component>`` per component
-and no Service ``pyroscope`` (``templates/_helpers.tpl`` ``pyroscope.components``, ``templates/services.yaml``), each
-component's values merged over ``pyroscope.*`` (``mustMergeOverwrite``). The components are the chart's own
-``values-micro-services.yaml`` (:data:`CHART_COMPONENTS`). The read path, ``query-frontend`` (QuerierService, the
-Pyroscope handlers and VCSService: grafana/pyroscope v1.15.0 ``pkg/pyroscope/modules_experimental.go``
-``initQueryFrontendV1``), gets the LoadBalancer and the PLS annotations in ``components.query-frontend.service``; the
-global service is ClusterIP without annotations. The write path, ``distributor`` (``/ingest``, push, OTLP export:
-``pkg/api/api.go`` ``RegisterDistributor``), is what the exporter's ``pyroscope.gadget:4040`` must reach, so the stack
-adds its own Service ``pyroscope`` selecting the distributor pods (:func:`write_path_service_spec`). The PLS identity
-paths (:data:`MICRO_PLS_IDENTITY_PATHS`), the ServicePatch and :attr:`Pyroscope.owner_service` follow the read path;
-the NetworkPolicy's selector already covers every component. Only the ingesters get the volume (a Deployment with
-``persistence.enabled`` would mount a claim ``<name>-data`` that nothing creates, ``deployments-statefulsets.yaml``).
-Storage and identity: ``components.pyroscope_storage``.
-
-Switching modes: a Helm upgrade between the modes would delete StatefulSet ``pyroscope`` and its Service in the same
-operation that creates the components, the PLS would move to another Service, and on the way back the chart's Service
-``pyroscope`` would meet the stack's own of that name. So the release lists :data:`MODE_PATHS`
-(``values.pyroscope.components``, which appears or goes) in ``replace_on_changes`` in both modes and is reinstalled
-delete-first with the PLS chain behind it. The stack's Service ``pyroscope`` depends on the release (created after the
-single binary's is uninstalled) and names it in ``replace_with`` with ``delete_before_replace``: the engine deletes,
-before a delete-first replacement, every resource whose ``replaceWith`` names it, also those no longer in the program
-(pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step_generator.go`` ``findResourcesReplacedWith`` ranges over ``olds``),
-so going back frees the name before the chart installs its own. A single-binary stack's inputs are unchanged by all
-this (only the option gains :data:`MODE_PATHS`), so upgrading to this code shows no diff.
-
-A *cancelled* run (``pulumi cancel``, Ctrl-C, a CI cancellation that lets ``pulumi`` stop) leaves the release failed:
-Helm ends the operation whose context is cancelled by marking the revision ``failed`` (helm/helm v3.20.2
-``pkg/action/install.go`` ``RunWithContext`` -> ``failRelease``, likewise ``upgrade.go``; ``upgrade_test.go``
-``TestUpgradeRelease_Interrupted_Wait`` asserts ``StatusFailed``; v3.20.2 is the Helm that pulumi-kubernetes 94977969
-links), and the next ``pulumi up`` upgrades it. Only a run stopped before Helm can record that, a hard kill (SIGKILL, a
-runner that vanishes, a CI job killed after its grace period) or a connection to the cluster lost (Helm keeps its
-release records in the cluster), leaves the last revision pending (``pending-install``, ``pending-upgrade``;
-``pkg/release/status.go``). A re-run does not resume that: Helm refuses
-an upgrade whose last revision is pending ("another operation (install/upgrade/rollback) is in progress", errPending in
-``pkg/action/action.go``, ``upgrade.go`` ``prepareUpgrade``; ``upgrade_test.go`` ``TestUpgradeRelease_Pending``) and an
-install of a name that has any revision ("cannot re-use a name that is still in use", ``install.go`` ``availableName``).
-``helm rollback`` (no pending check; a new deployed revision from the one before, ``rollback.go``) clears a pending
-upgrade, ``helm uninstall`` (any state, ``uninstall.go``) a pending install. The release has an error hook
-(``on_error``, pulumi/pulumi v3.217+ engine, Python SDK ``pulumi.ErrorHook``) that recognises both texts and logs the
-way out in one line (:func:`helm_recovery`); it never retries. A CLI without error hooks runs the program without it.
+Owns: the ``helm.v3.Release`` ``pyroscope`` in ``gadget`` (chart 1.15.0, delete-before-replace, replaced with the
+namespace and with ``<name>-private-link-identity``, a no-op command whose triggers are the PLS name and group), the
+NetworkPolicy and ``ServicePatch`` (``externalTrafficPolicy: Local``) when ``network_policy``, and in microservices
+mode the Service ``pyroscope`` on the distributors. Inputs: :class:`PyroscopeArgs` (all from config). Outputs:
+``release_name``, ``namespace``, ``service_name``, ``in_cluster_url``, ``owner_service``. Errors: none raised; the
+release's error hook logs the way out of a release left pending (:func:`helm_recovery`). Upstream: grafana/pyroscope
+``operations/pyroscope/helm/pyroscope`` at ``pyroscope-1.15.0``; the research: docs/decisions/pyroscope-chart.md and
+docs/decisions/private-link.md ("Who can reach Pyroscope").
 """
 
 from __future__ import annotations
@@ -133,33 +16,35 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components.gadget_namespace import NAMESPACE
+from stack.specs import NAMESPACE
+from stack.specs import PYROSCOPE_PORT as PORT
+from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
+from stack.specs import PYROSCOPE_SELECTOR_LABELS as SELECTOR_LABELS
 from steps.command import forwarded_depends_on
 
 TYPE = "aks-gpu-observability:index:Pyroscope"
-RELEASE_NAME = "pyroscope"
-PORT = 4040
 _ANNOTATION = "service.beta.kubernetes.io/"
-#: The release's inputs that name its PLS, as the engine's property paths (module docstring).
+#: The release's inputs that name its PLS, as the engine's property paths (docs/decisions/pyroscope-chart.md).
 PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}{key}"]'
                            for key in ("azure-pls-name", "azure-pls-resource-group"))
 SINGLE_BINARY = "single-binary"
 MICROSERVICES = "microservices"
-#: Microservices mode (module docstring, "Microservices mode"): the read path, whose Service has the PLS, and the write
+#: Microservices mode (docs/decisions/pyroscope-chart.md, "Microservices mode"): the read path, whose Service has the
+#: PLS, and the write
 #: path, which the stack's own Service ``pyroscope`` selects for the Inspektor Gadget exporter.
 READ_PATH = "query-frontend"
 WRITE_PATH = "distributor"
 #: The same paths in microservices mode, where the annotations live on the read path's component.
 MICRO_PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.components["{READ_PATH}"].service.annotations["{_ANNOTATION}{key}"]'
                                  for key in ("azure-pls-name", "azure-pls-resource-group"))
-#: A change of mode (``components`` appears or goes) reinstalls the release delete-first, in both directions (module
-#: docstring, "Switching modes").
+#: A change of mode (``components`` appears or goes) reinstalls the release delete-first, in both directions
+#: (docs/decisions/pyroscope-chart.md, "Switching modes").
 MODE_PATHS = ("values.pyroscope.components",)
 
 
@@ -167,14 +52,16 @@ MODE_PATHS = ("values.pyroscope.components",)
 class PyroscopeArgs:
     """Inputs of :class:`Pyroscope`.
 
-    ``chart``: ``oci://...`` chart reference (``...@sha256:<64 hex>`` pins it), or an ``https://`` repository URL holding
+    ``chart``: ``oci://...`` chart reference (``...@sha256:<64 hex>`` pins it), or an ``https://`` repository URL
+    holding
     chart ``pyroscope``. ``image_tag``: ``<tag>`` or ``<tag>@sha256:<64 hex>``.
     ``private_link_visibility``: ``["*"]`` or subscription ids. ``private_link_resource_group`` and
     ``private_link_subnet``: empty leaves the annotation out (AKS then uses the node resource group and the
     load balancer's frontend subnet). ``timeout_seconds``: Helm's wait for the release to be ready.
     ``namespace``: the stack's ``gadget`` Namespace resource; its ``metadata.name`` is the release's namespace
     (None: the plain name ``gadget``, the namespace then made by someone else).
-    ``network_policy``: register the NetworkPolicy and the Service's ``externalTrafficPolicy: Local`` (module docstring,
+    ``network_policy``: register the NetworkPolicy and the Service's ``externalTrafficPolicy: Local``
+    (docs/decisions/private-link.md,
     "Who can reach Pyroscope"); ``allowed_cidrs``: ranges it admits to port 4040 besides the Inspektor Gadget pods and
     the PLS's NAT addresses (``pyroscopeAllowedCidrs``, default none).
     ``mode``: ``single-binary`` or ``microservices``; with the latter, ``storage_account``/``blob_container`` hold the
@@ -182,27 +69,27 @@ class PyroscopeArgs:
     ``storage_ready`` what the release waits for (the federated credential and the role assignment).
     """
 
+    chart: str
     chart_version: str
+    image_repository: str
     image_tag: str
     private_link_service_name: str
-    private_link_visibility: list[str]
-    chart: str = "oci://ghcr.io/grafana/helm-charts/pyroscope"
-    private_link_resource_group: str = ""
-    private_link_subnet: str = ""
-    private_link_ip_address_count: int = 1
-    timeout_seconds: int = 600
-    image_repository: str = "grafana/pyroscope"
+    private_link_resource_group: str
+    private_link_visibility: Sequence[str]
+    private_link_subnet: str
+    private_link_ip_address_count: int
+    timeout_seconds: int
+    persistence: bool
+    storage_class: str
+    storage_size: str
+    retention: str
+    resources: Mapping[str, Mapping[str, str]]
+    node_selector: Mapping[str, str]
+    tolerations: Sequence[Mapping[str, str]]
+    network_policy: bool
+    allowed_cidrs: Sequence[str]
+    mode: str
     namespace: Optional[k8s.core.v1.Namespace] = None
-    persistence: bool = True
-    storage_class: str = "managed-csi"
-    storage_size: str = "64Gi"
-    retention: str = "14d"
-    resources: Optional[dict] = None
-    node_selector: Optional[dict] = None
-    tolerations: Optional[list] = None
-    network_policy: bool = True
-    allowed_cidrs: tuple = ()
-    mode: str = SINGLE_BINARY
     storage_account: str = ""
     blob_container: str = ""
     workload_identity_client_id: Optional[pulumi.Input[str]] = None
@@ -247,7 +134,7 @@ GPU_NODE_AFFINITY = {
 #: outside the volume. A sibling of the ingester's ``/data/<tenant>/local`` blocks, never taken for a tenant (the disk
 #: cleaner only counts a directory holding ``local``, ``pkg/ingester/retention.go``@v1.15.0 ``isTenantDir``).
 BUCKET_DIR = "/data/shared"
-#: The Release inputs whose change needs a new StatefulSet (module docstring, "Profiles that survive").
+#: The Release inputs whose change needs a new StatefulSet (docs/decisions/pyroscope-chart.md).
 STORAGE_PATHS = ("values.pyroscope.persistence",)
 
 
@@ -280,8 +167,6 @@ def chart_values(args: PyroscopeArgs) -> dict:
     """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
     filesystem storage on a persistent volume (or an emptyDir), retention, requests and limits, off GPU nodes, no
     self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
-    from components.config import DEFAULT_RESOURCES
-
     persistence: dict = {"enabled": args.persistence}
     if args.persistence:
         persistence.update({"accessModes": ["ReadWriteOnce"], "size": args.storage_size,
@@ -292,7 +177,7 @@ def chart_values(args: PyroscopeArgs) -> dict:
         "image": {"repository": args.image_repository, "tag": args.image_tag},
         "persistence": persistence,
         "replicaCount": 1,
-        "resources": args.resources if args.resources is not None else DEFAULT_RESOURCES,
+        "resources": args.resources,
         "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
         "structuredConfig": {
             "self_profiling": {"disable_push": True},
@@ -309,7 +194,8 @@ def chart_values(args: PyroscopeArgs) -> dict:
 
 
 #: Chart 1.15.0's own microservices layout, ``values-micro-services.yaml`` (grafana/pyroscope tag pyroscope-1.15.0,
-#: commit 661762ea, ``operations/pyroscope/helm/pyroscope/values-micro-services.yaml``): each component's kind, replicas,
+#: commit 661762ea, ``operations/pyroscope/helm/pyroscope/values-micro-services.yaml``): each component's kind,
+#: replicas,
 #: requests and limits, and the store-gateway's readiness delay, as the chart ships them. The compactor and the
 #: store-gateway run without a volume there (``persistence.enabled: false``); the ingesters get the stack's claim.
 CHART_COMPONENTS: dict = {
@@ -343,7 +229,8 @@ WORKLOAD_IDENTITY_CLIENT_ID = "azure.workload.identity/client-id"
 
 
 def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
-    """Turn the single binary's values into chart 1.15.0's microservices mode (module docstring, "Microservices
+    """Turn the single binary's values into chart 1.15.0's microservices mode (docs/decisions/pyroscope-chart.md,
+    "Microservices
     mode"), in place. Per-component values merge over ``pyroscope.*`` (``templates/services.yaml`` and
     ``deployments-statefulsets.yaml``: ``mustMergeOverwrite (deepCopy .Values.pyroscope) $cfg``), so what stays global
     applies to every component: image, affinity, node selector, tolerations, retention flags, service account."""
@@ -365,7 +252,8 @@ def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
         "storage": {"azure": {"account_name": args.storage_account, "container_name": args.blob_container},
                     "backend": "azure"},
     }
-    # pyroscope.extraLabels go on every pod's labels (templates/_helpers.tpl pyroscope.templateLabels), not on selectors.
+    # pyroscope.extraLabels go on every pod's labels (templates/_helpers.tpl pyroscope.templateLabels), not on
+    # selectors.
     pyroscope["extraLabels"] = {WORKLOAD_IDENTITY_LABEL: "true"}
     pyroscope["serviceAccount"] = {"annotations": {WORKLOAD_IDENTITY_CLIENT_ID: args.workload_identity_client_id},
                                    "create": True}
@@ -395,15 +283,14 @@ def write_path_service_spec() -> dict:
             "selector": {**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}}
 
 
-#: Chart 1.15.0's selector labels of the release's pods (``pyroscope.selectorLabels``), and the Inspektor Gadget pods'.
-SELECTOR_LABELS = {"app.kubernetes.io/instance": RELEASE_NAME, "app.kubernetes.io/name": "pyroscope"}
+#: The Inspektor Gadget pods' labels (chart 1.15.0's selector labels of the release's pods: stack.specs).
 GADGET_POD_LABELS = {"k8s-app": "gadget"}
 MEMBERLIST_PORT = 7946
 
 
 def network_policy_spec(allowed_cidrs: Sequence[str], namespace: str = NAMESPACE) -> dict:
     """The NetworkPolicy's spec (engine names): ingress to Pyroscope's pods only from the Inspektor Gadget pods and
-    ``allowed_cidrs`` on 4040, and from Pyroscope's own pods on 4040 and 7946 (module docstring)."""
+    ``allowed_cidrs`` on 4040, and from Pyroscope's own pods on 4040 and 7946 (docs/decisions/private-link.md)."""
     http = [{"port": PORT, "protocol": "TCP"}]
     return {
         "podSelector": {"matchLabels": dict(SELECTOR_LABELS)},
@@ -418,23 +305,8 @@ def network_policy_spec(allowed_cidrs: Sequence[str], namespace: str = NAMESPACE
     }
 
 
-#: The NetworkPolicy that admits Grafana's connections through the private link service (module docstring).
-PRIVATE_LINK_POLICY = f"{RELEASE_NAME}-private-link"
-
-
-def private_link_policy_spec(nat_addresses: Sequence[str]) -> dict:
-    """The spec of :data:`PRIVATE_LINK_POLICY` (engine names): ingress to Pyroscope's pods on 4040 from each of the
-    private link service's NAT addresses (``10.224.0.5`` -> ``10.224.0.5/32``; IPv6 -> ``/128``), nothing else.
-    ValueError for an address that is not one (an ARM answer out of shape)."""
-    blocks = [{"ipBlock": {"cidr": str(ipaddress.ip_network(address))}} for address in nat_addresses]
-    return {
-        "podSelector": {"matchLabels": dict(SELECTOR_LABELS)},
-        "policyTypes": ["Ingress"],
-        "ingress": [{"from": blocks, "ports": [{"port": PORT, "protocol": "TCP"}]}],
-    }
-
-
-#: Helm's refusals that a hard-killed run leaves behind (module docstring; a cancelled run leaves none).
+#: Helm's refusals that a hard-killed run leaves behind (docs/decisions/pyroscope-chart.md; a cancelled run leaves
+#: none).
 HELM_PENDING = "another operation (install/upgrade/rollback) is in progress"
 HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
 
@@ -499,7 +371,7 @@ class Pyroscope(pulumi.ComponentResource):
         micro = args.mode == MICROSERVICES
         pls_service = pls_service_name(args.mode)
         self.owner_service = f"{NAMESPACE}/{pls_service}"
-        # The PLS's identity: replaced when it changes, and the release with it (module docstring).
+        # The PLS's identity: replaced when it changes, and the release with it (docs/decisions/pyroscope-chart.md).
         self.private_link_identity = local.Command(
             f"{name}-private-link-identity",
             create="true",  # runs nothing; it exists for its triggers
@@ -535,7 +407,8 @@ class Pyroscope(pulumi.ComponentResource):
         )
         self.write_path: Optional[k8s.core.v1.Service] = None
         if micro:
-            # Service pyroscope for the Inspektor Gadget exporter: the distributors (module docstring). Created after
+            # Service pyroscope for the Inspektor Gadget exporter: the distributors (docs/decisions/pyroscope-chart.md).
+            # Created after
             # the release (a switch from single-binary first uninstalls the chart's Service of that name), and deleted
             # before it is replaced: the engine deletes first what names the release in replaceWith, also when this
             # Service is no longer in the program (step_generator.go findResourcesReplacedWith ranges over the olds),
@@ -552,7 +425,7 @@ class Pyroscope(pulumi.ComponentResource):
         self.local_traffic: Optional[k8s.core.v1.ServicePatch] = None
         if args.network_policy:
             namespace = args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE
-            # Reads the namespace only: in force before Pyroscope's pod exists (module docstring).
+            # Reads the namespace only: in force before Pyroscope's pod exists (docs/decisions/pyroscope-chart.md).
             self.network_policy = k8s.networking.v1.NetworkPolicy(
                 f"{name}-network-policy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=RELEASE_NAME, namespace=namespace),
@@ -561,7 +434,8 @@ class Pyroscope(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, replace_with=[args.namespace] if args.namespace else None,
                                             delete_before_replace=True),
             )
-            # The Service keeps client addresses (the PLS's NAT IP): externalTrafficPolicy Local, which the chart cannot set.
+            # The Service keeps client addresses (the PLS's NAT IP): externalTrafficPolicy Local, which the chart cannot
+            # set.
             self.local_traffic = k8s.core.v1.ServicePatch(
                 f"{name}-local-traffic",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(

@@ -1,36 +1,11 @@
 """Component PyroscopeStorage: the Azure side of Pyroscope's microservices mode (``pyroscopeMode: microservices``).
 
-Profiles live in an Azure Blob container, reached without shared keys through Azure Workload Identity:
-
-- A storage account (created, or brought with ``pyroscopeStorageAccount``): ``allowSharedKeyAccess`` false, minimum TLS
-  1.2, no public blob access, HTTPS only; Standard_ZRS, StorageV2, as the AKS GPU-profiling FAQ creates it
-  (MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling-faq.yml``@fb3a6ff6, "How do I use Azure Blob Storage as the
-  Pyroscope backend?"). Its blob container, created with it; a brought account must hold the container already.
-- A user-assigned identity and a federated identity credential on it: issuer the cluster's
-  ``oidcIssuerProfile.issuerURL``, subject ``system:serviceaccount:gadget:pyroscope`` (chart 1.15.0's service account:
-  ``pyroscope.serviceAccountName`` = the release's full name when ``serviceAccount.create``, ``templates/_helpers.tpl``),
-  audience ``api://AzureADTokenExchange`` (the FAQ's ``az identity federated-credential create``).
-- ``Storage Blob Data Contributor`` (role ``ba92f5b4-2d11-453d-a403-e96b0029c9fe``, Azure built-in roles reference) for the
-  identity on the container only (the FAQ assigns it on the account; the container is all Pyroscope touches).
-
-Which credential Pyroscope's Azure bucket client takes, at v1.15.0 (grafana/pyroscope tag v1.15.0, commit 38a40a93):
-``pkg/objstore/providers/azure/config.go`` has ``account_name``, ``container_name``, ``account_key``,
-``connection_string``, ``az_tenant_id``/``client_id``/``client_secret`` and ``user_assigned_id``;
-``bucket_client.go`` hands them to thanos-io/objstore (``go.mod``: ``v0.0.0-20250813080715-4e5fd4289b50``), whose
-``providers/azure/helpers.go`` ``getTokenCredential`` uses a client secret when all three are set, else
-``azidentity.NewDefaultAzureCredential(nil)`` when ``user_assigned_id`` is empty, else a ``ManagedIdentityCredential``
-for that client id (IMDS: the node's identities, not the pod's). DefaultAzureCredential (azidentity v1.10.1,
-``sdk/azidentity/default_azure_credential.go``) tries EnvironmentCredential, then WorkloadIdentityCredential, which
-reads ``AZURE_CLIENT_ID``, ``AZURE_TENANT_ID``, ``AZURE_FEDERATED_TOKEN_FILE`` and ``AZURE_AUTHORITY_HOST``: what the
-workload identity webhook injects into a pod labelled ``azure.workload.identity/use: "true"`` whose service account
-carries ``azure.workload.identity/client-id`` (Azure/azure-workload-identity v1.6.0 ``pkg/webhook/consts.go``; the
-webhook's ``objectSelector`` matches that pod label, ``deploy/azure-wi-webhook.yaml``). So the stack sets exactly
-``storage.backend: azure``, ``storage.azure.account_name`` and ``storage.azure.container_name``, and no key, secret or
-``user_assigned_id``. thanos' ``NewBucketWithConfig`` reads the container's properties at start
-(``StorageCreateContainer`` defaults to true), which the role on the container allows.
-
-The release waits for the role and the federated credential (its pods authenticate at start); everything here waits
-for nothing in the cluster.
+Owns: a storage account (or a brought one) and its blob container, a user-assigned identity with a federated
+credential for ``system:serviceaccount:gadget:pyroscope``, and Storage Blob Data Contributor on the container
+(``stack.specs.STORAGE_BLOB_DATA_CONTRIBUTOR``). Inputs: :class:`PyroscopeStorageArgs`. Outputs: ``account_name``,
+``container_name``, ``client_id``, ``ready`` (what the release waits for). Waits for nothing in the cluster.
+Upstream: MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling-faq.yml``; which credential Pyroscope's Azure
+client takes: docs/decisions/pyroscope-storage.md.
 """
 
 from __future__ import annotations
@@ -42,16 +17,13 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization, managedidentity, storage
 
-from components.gadget_namespace import NAMESPACE
-from components.grafana_datasources import role_assignment_name, role_definition_id
+from stack.specs import NAMESPACE, STORAGE_BLOB_DATA_CONTRIBUTOR, role_assignment_name, role_definition_id
 
 TYPE = "aks-gpu-observability:index:PyroscopeStorage"
-#: Storage Blob Data Contributor (Azure built-in roles reference, "Storage Blob Data Contributor", Id).
-STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 #: The audience of a federated credential for Kubernetes service account tokens (the FAQ's, and the webhook's
 #: ``DefaultAudience``, Azure/azure-workload-identity v1.6.0 ``pkg/webhook/consts.go``).
 AUDIENCE = "api://AzureADTokenExchange"
-#: Chart 1.15.0's service account for release ``pyroscope`` (module docstring).
+#: Chart 1.15.0's service account for release ``pyroscope`` (docs/decisions/pyroscope-storage.md).
 SERVICE_ACCOUNT = "pyroscope"
 
 
@@ -77,10 +49,10 @@ class PyroscopeStorageArgs:
     subscription_id: str
     oidc_issuer_url: str
     identity_name: str
-    create_account: bool = True
-    tags: Optional[dict] = None
+    create_account: bool
+    tags: dict
     #: The created account's SKU (``pyroscopeStorageSku``); Standard_ZRS needs a region with availability zones.
-    sku: str = "Standard_ZRS"
+    sku: str
 
 
 class PyroscopeStorage(pulumi.ComponentResource):

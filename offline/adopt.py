@@ -1,41 +1,12 @@
 """Pulumi's bulk import file for a setup made by hand: ``python -m offline.plan --import-file FILE`` (docs/adopting.md).
 
-The published procedure (MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling.md``) creates, by hand, what the
-stack would create: the extension, the Helm release, Grafana's managed private endpoint (MPE) and, where Grafana's
-identity was given Monitoring Data Reader under the stack's derived name, that role assignment. azure-native and Helm
-refuse to create what exists, so these are brought into the stack's state with ``pulumi import --file`` before the
-first ``pulumi up`` (the Grafana content needs no import: its steps adopt it, steps/grafana_datasource.py and
-steps/grafana_dashboard.py; nor does the namespace ``gadget`` the extension made: the stack's Namespace resource
-is a server-side apply, which adopts it, components/gadget_namespace.py).
-
-File format: pulumi/pulumi v3.230.0 ``pkg/cmd/pulumi/operations/import.go``, ``importFile`` (JSON tags
-``nameTable`` name -> URN, ``resources``) of ``importSpec`` (``type``, ``name``, ``id``, ``parent``, ``provider``,
-``version``, ``pluginDownloadUrl``, ``properties``, ``component``, ``remote``, ``logicalName``; all but ``type``
-and ``name`` omitempty). What ``parseImportFile`` (same file) requires and this file does:
-
-- ``parent`` and ``provider`` are names, not URNs. A parent names another entry of the file or a ``nameTable``
-  entry; the URN of an entry is the stack's, the project's, the parent's qualified type ``$`` the entry's type, and
-  its name (``resource.NewURN``), so the entries' names are the program's resource names and each component parent
-  is an entry (``component: true``, no id), as ``pulumi preview --import-file`` writes them (``buildImportFile`` in
-  ``preview.go``, same version). A planned import refuses a parent that is neither imported nor in the state
-  (``pkg/resource/deploy/step.go`` ``ImportStep.Apply``: "unknown parent"); a component already in the state is
-  skipped (``pkg/resource/deploy/import.go``: an entry whose URN and id are in the state is not imported again).
-- A ``provider`` names a ``nameTable`` entry: the Helm release uses the stack's explicit Kubernetes provider
-  ``aks``, which the import does not create (``import.go`` ``registerProviders`` only makes default providers), so it
-  must be in the state first (``pulumi up --target <its URN>``, docs/adopting.md). ``version`` picks the default
-  provider (``default_<version>``, the one the program registers with); it is left out for an explicit provider,
-  whose reference ``registerProviders`` takes as it is.
-
-Import ids (what each provider's Read takes): azure-native resources by their ARM id, the path its Read GETs
-(pulumi/pulumi-azure-native ``provider/pkg/provider/provider.go`` ``Read``, stored version 006a62afe453): the
-extension ``<cluster id>/providers/Microsoft.KubernetesConfiguration/extensions/<extensionName>``, the MPE
-``<grafana id>/managedPrivateEndpoints/<managedPrivateEndpointName>``, the role assignment ``<workspace
-id>/providers/Microsoft.Authorization/roleAssignments/<derived name>``; the Helm release by ``<namespace>/<name>``
-(pulumi-kubernetes ``provider/pkg/provider/helm_release.go`` ``Read`` -> ``parseFqName`` in ``util.go``, at
-94977969d; the SDK 4.34.2 ``helm/v3/Release.py`` documents ``pulumi import kubernetes:helm.sh/v3:Release myRelease
-<namespace>/<releaseName>``). They are built from the plan's inputs, whose lookups (subscription, workspace id,
-Grafana's principal id) are canned offline (offline/canned.py): :func:`real_lookups` replaces the subscription and
-Grafana's principal id with the real ones.
+Owns: :func:`import_file` (the ``pulumi import --file`` document for the extension, the Helm release, Grafana's
+managed private endpoint and the role assignment, with their import ids and component parents), :func:`serialize`,
+:func:`render`, :func:`real_lookups` (the real subscription and Grafana principal id in place of the canned ones).
+Input: a :class:`~offline.program.Plan` and the names to ``--skip``. Output: the file's JSON and a summary.
+Errors: ``ValueError`` naming the flag (an unknown ``--skip`` name, a bad GUID). Research (file format, import
+ids): docs/decisions/offline-adopt.md. Upstream:
+https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/cmd/pulumi/operations/import.go
 """
 
 from __future__ import annotations
@@ -67,13 +38,14 @@ def import_id(resource: Resource, subscription_id: str) -> str:
     i = resource.inputs
     if resource.type == EXTENSION:
         return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}/providers/{i['clusterRp']}"
-                f"/{i['clusterResourceName']}/{i['clusterName']}/providers/Microsoft.KubernetesConfiguration/extensions/"
-                f"{i['extensionName']}")
+                f"/{i['clusterResourceName']}/{i['clusterName']}"
+                f"/providers/Microsoft.KubernetesConfiguration/extensions/{i['extensionName']}")
     if resource.type == RELEASE:
         return f"{i['namespace']}/{i['name']}"
     if resource.type == MPE:
-        return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}/providers/Microsoft.Dashboard"
-                f"/grafana/{i['workspaceName']}/managedPrivateEndpoints/{i['managedPrivateEndpointName']}")
+        return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}"
+                f"/providers/Microsoft.Dashboard/grafana/{i['workspaceName']}"
+                f"/managedPrivateEndpoints/{i['managedPrivateEndpointName']}")
     if resource.type == ROLE:
         return f"{i['scope']}/providers/Microsoft.Authorization/roleAssignments/{i['roleAssignmentName']}"
     raise ValueError(f"{resource.type} is not imported by this stack")
@@ -160,13 +132,15 @@ def import_command(path: str) -> str:
     """The ``pulumi import`` to run with the file at ``path``, as docs/adopting.md gives it: unprotected (the program
     declares no ``protect``) and without generated code (the program already declares the resources; ``--generate-code``
     defaults to true and prints a Python declaration of each). Flags of pulumi/pulumi v3.230.0
-    ``pkg/cmd/pulumi/operations/import.go``: ``--file``, ``--protect``, ``--generate-code`` (booleans, so ``=false``)."""
+    ``pkg/cmd/pulumi/operations/import.go``: ``--file``, ``--protect``, ``--generate-code`` (booleans, so
+    ``=false``)."""
     return f"pulumi import --file {path} --protect=false --generate-code=false"
 
 
 def render(document: Mapping, path: str) -> str:
     """What ``offline.plan --import-file`` prints: each imported resource and its id, then the commands to run."""
-    lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from this plan's config and lookups:"]
+    lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from "
+             "this plan's config and lookups:"]
     width = max(len(e["name"]) for e in document["resources"])
     for entry in document["resources"]:
         if "id" in entry:

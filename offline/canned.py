@@ -5,7 +5,7 @@ Shapes follow the ARM responses the azure-native invokes mirror (``GET managedCl
 ``POST .../listClusterUserCredential``, ``POST .../listClusterAdminCredential``), in the camelCase property
 names the Pulumi engine uses. Identifiers are deterministic so plans are diffable. Created resources' outputs
 (:func:`resource_state`, and :func:`preview_outputs` for a preview) have the shapes of the SDKs' output types
-(:data:`OUTPUTS`).
+(:data:`OUTPUTS`). Upstream: https://github.com/Azure/azure-rest-api-specs (``specification/containerservice``)
 """
 
 from __future__ import annotations
@@ -74,18 +74,21 @@ def managed_cluster(args: Mapping[str, Any], location: str) -> dict:
             {"name": "gpu", "count": 1, "vmSize": "Standard_NC24ads_A100_v4", "mode": "User", "osType": "Linux",
              "vnetSubnetID": node_subnet_id(rg)},
         ],
-        "identity": {"type": "SystemAssigned", "principalId": guid("cluster-identity", rg, name), "tenantId": TENANT_ID},
+        "identity": {"type": "SystemAssigned", "principalId": guid("cluster-identity", rg, name),
+                     "tenantId": TENANT_ID},
         # OIDC issuer and workload identity on (`az aks update --enable-oidc-issuer --enable-workload-identity`); the
         # issuer URL's form: https://<region>.oic.prod-aks.azure.com/<tenant id>/<guid>/ (MicrosoftDocs/azure-aks-docs
         # articles/aks/use-oidc-issuer.md).
         "oidcIssuerProfile": {"enabled": True,
-                              "issuerURL": f"https://{location}.oic.prod-aks.azure.com/{TENANT_ID}/{guid('oidc', rg, name)}/"},
+                              "issuerURL": (f"https://{location}.oic.prod-aks.azure.com/{TENANT_ID}"
+                                            f"/{guid('oidc', rg, name)}/")},
         "securityProfile": {"workloadIdentity": {"enabled": True}},
     }
 
 
 def _server(args: Mapping[str, Any], location: str) -> str:
-    return f"https://{args['resourceName']}-dns-{guid(args['resourceGroupName'], args['resourceName'])[:8]}.hcp.{location}.azmk8s.io:443"
+    suffix = guid(args["resourceGroupName"], args["resourceName"])[:8]
+    return f"https://{args['resourceName']}-dns-{suffix}.hcp.{location}.azmk8s.io:443"
 
 
 def _encoded(text: str) -> str:
@@ -146,7 +149,8 @@ def client_config(_args: Mapping[str, Any], _location: str) -> dict:
 
 
 def grafana_id(resource_group: str, name: str) -> str:
-    return f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Dashboard/grafana/{name}"
+    return (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Dashboard/grafana"
+            f"/{name}")
 
 
 #: The private IP Grafana's managed private endpoint gets once approved and refreshed.
@@ -162,7 +166,8 @@ def grafana(args: Mapping[str, Any], location: str) -> dict:
         "type": "Microsoft.Dashboard/grafana",
         "location": location,
         "sku": {"name": "Standard"},
-        "identity": {"type": "SystemAssigned", "principalId": guid("grafana-identity", rg, name), "tenantId": TENANT_ID},
+        "identity": {"type": "SystemAssigned", "principalId": guid("grafana-identity", rg, name),
+                     "tenantId": TENANT_ID},
         "properties": {
             "provisioningState": "Succeeded",
             "grafanaVersion": "11.6.4",
@@ -184,7 +189,8 @@ def private_link_service(args: Mapping[str, Any], location: str) -> dict:
     """getPrivateLinkService: the PLS AKS created for the Pyroscope Service."""
     rg, name = args["resourceGroupName"], args["serviceName"]
     return {
-        "id": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Network/privateLinkServices/{name}",
+        "id": (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Network/privateLinkServices"
+               f"/{name}"),
         "name": name,
         "type": "Microsoft.Network/privateLinkServices",
         "location": location,
@@ -192,7 +198,8 @@ def private_link_service(args: Mapping[str, Any], location: str) -> dict:
         "provisioningState": "Succeeded",
         "visibility": {"subscriptions": ["*"]},
         "privateEndpointConnections": [],
-        # One dynamic NAT IP configuration as the AKS cloud provider makes it (reconcilePLSIpConfigs: "<subnet>-<pls>-dynamic-0").
+        # One dynamic NAT IP configuration as the AKS cloud provider makes it (reconcilePLSIpConfigs:
+        # "<subnet>-<pls>-dynamic-0").
         "ipConfigurations": [{
             "name": f"snet-aks-{name}-dynamic-0",
             "privateIPAddress": PLS_NAT_ADDRESS,
@@ -220,7 +227,8 @@ def managed_private_endpoint(args: Mapping[str, Any], location: str) -> dict:
 
 
 def monitor_workspace_id(resource_group: str, name: str) -> str:
-    return f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Monitor/accounts/{name}"
+    return (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{resource_group}/providers/Microsoft.Monitor/accounts"
+            f"/{name}")
 
 
 def query_endpoint(name: str, location: str) -> str:
@@ -238,10 +246,15 @@ def monitor_workspace(args: Mapping[str, Any], location: str) -> dict:
         "provisioningState": "Succeeded",
         "publicNetworkAccess": "Enabled",
         "accountId": guid("amw-account", rg, name),
-        "metrics": {"internalId": f"mac_{guid('amw-internal', rg, name)}", "prometheusQueryEndpoint": query_endpoint(name, location)},
+        "metrics": {"internalId": f"mac_{guid('amw-internal', rg, name)}",
+                    "prometheusQueryEndpoint": query_endpoint(name, location)},
         "defaultIngestionSettings": {
-            "dataCollectionEndpointResourceId": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/MA_{name}_{location}_managed/providers/Microsoft.Insights/dataCollectionEndpoints/{name}",
-            "dataCollectionRuleResourceId": f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/MA_{name}_{location}_managed/providers/Microsoft.Insights/dataCollectionRules/{name}",
+            "dataCollectionEndpointResourceId": (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups"
+                                                 f"/MA_{name}_{location}_managed/providers/Microsoft.Insights"
+                                                 f"/dataCollectionEndpoints/{name}"),
+            "dataCollectionRuleResourceId": (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups"
+                                             f"/MA_{name}_{location}_managed/providers/Microsoft.Insights"
+                                             f"/dataCollectionRules/{name}"),
         },
     }
 
@@ -297,7 +310,7 @@ _ARM = ("id", "azureApiVersion", "name", "systemData", "type")
 #: pulumi-kubernetes 4.34.2): ``pulumi_azure_native/dashboard/managed_private_endpoint.py`` (API 2024-10-01),
 #: ``dashboard/grafana.py`` (2024-10-01), ``monitor/azure_monitor_workspace.py`` (2023-04-03),
 #: ``authorization/role_assignment.py`` (2022-04-01), ``kubernetesconfiguration/extension.py`` (2023-05-01),
-#: ``pulumi_command/local/command.py``, ``pulumi_kubernetes/helm/v3/release.py``. tests/test_policy.py checks
+#: ``pulumi_command/local/command.py``, ``pulumi_kubernetes/helm/v3/release.py``. tests/policy/test_rules.py checks
 #: each list against those classes. Not listed: the secret ``__inputs`` pulumi-kubernetes adds to a Release's
 #: state (``checkpointRelease``); no SDK declares it and no rule reads it.
 OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -431,16 +444,20 @@ def _created(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dic
         rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.ManagedIdentity"
                f"/userAssignedIdentities/{identity}")
         return rid, {**_arm(rid, identity, "Microsoft.ManagedIdentity/userAssignedIdentities", "2023-01-31"),
-                     "clientId": guid("identity-client", rg, identity), "principalId": guid("identity-principal", rg, identity),
+                     "clientId": guid("identity-client", rg, identity),
+                     "principalId": guid("identity-principal", rg, identity),
                      "tenantId": TENANT_ID}
     if type_ == "azure-native:storage:StorageAccount":
         rg, account = inputs["resourceGroupName"], inputs.get("accountName", name)
-        rid = f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts/{account}"
-        return rid, {**_arm(rid, account, "Microsoft.Storage/storageAccounts", "2024-01-01"), "provisioningState": "Succeeded",
+        rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts"
+               f"/{account}")
+        return rid, {**_arm(rid, account, "Microsoft.Storage/storageAccounts", "2024-01-01"),
+                     "provisioningState": "Succeeded",
                      "primaryEndpoints": {"blob": f"https://{account}.blob.core.windows.net/"}}
     if type_ == "azure-native:storage:BlobContainer":
         rg, account, container = inputs["resourceGroupName"], inputs["accountName"], inputs.get("containerName", name)
-        rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts/{account}"
+        rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts"
+               f"/{account}"
                f"/blobServices/default/containers/{container}")
         return rid, _arm(rid, container, "Microsoft.Storage/storageAccounts/blobServices/containers", "2024-01-01")
     if type_ == "azure-native:managedidentity:FederatedIdentityCredential":
@@ -448,7 +465,8 @@ def _created(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dic
         credential = inputs.get("federatedIdentityCredentialResourceName", name)
         rid = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.ManagedIdentity"
                f"/userAssignedIdentities/{identity}/federatedIdentityCredentials/{credential}")
-        return rid, _arm(rid, credential, "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials",
+        return rid, _arm(rid, credential,
+                         "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials",
                          "2023-01-31")
     if type_ == "command:local:Command":
         if "/dev/urandom" in str(inputs.get("create") or ""):  # the approval nonce (components/grafana_private_link.py)

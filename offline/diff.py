@@ -1,22 +1,17 @@
 """Offline preview diff: what ``pulumi preview --diff`` would say about going from one plan to another.
 
-AN OFFLINE ESTIMATE from the engine's and the providers' rules (:mod:`offline.replacement`), not the cloud's answer:
-the base is an earlier ``python -m offline.plan --json`` (another commit or config), the head is evaluated here.
-Per resource (matched by URN): ``create``, ``update`` (each changed input path, old -> new; secrets as
-``[secret]``, compared by fingerprint), ``replace`` with its order and reasons, ``delete`` or ``same``.
-
-The head is evaluated as a preview sees it (:func:`preview`): resources being created or replaced have no ID and
-unknown outputs, so inputs derived from them, and invokes that depend on them, are ``[unknown]``; that can turn
-more steps into replacements (a create-only input that is unknown), so the evaluation repeats until the set of
-created and replaced resources is stable. Values known in preview are the canned answers (offline/canned.py).
-
-:func:`compute` -> :class:`Diff`: ``steps`` (head create order, then deleted resources in the base's destroy
-order) and ``order``, the actions the engine would run for ``pulumi up`` (:func:`engine_order`).
+Owns: :func:`preview` (the head evaluated as a preview sees it, repeated until the set of created and replaced
+resources is stable), :func:`compute` -> :class:`Diff` (per resource by URN: ``create``, ``update`` with each changed
+input path, ``replace`` with its order and reasons, ``delete``, ``same``; ``order``, the engine's actions for
+``pulumi up``, :func:`engine_order`, run on :mod:`offline.engine`; its text is :mod:`offline.diff_text`). AN OFFLINE
+ESTIMATE from the engine's and providers' rules (:mod:`offline.replacement`). Input: a base plan JSON and the head.
+Output: a :class:`Diff`. Errors: ``KeyError``/``ValueError`` for a step asked by a name that names none or several.
+Research: docs/decisions/offline-diff.md.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -214,7 +209,7 @@ class _Model:
             return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)) or bool(verdict.replace_keys),
                                      sorted(verdict.replace_keys))
 
-        packages = {engine._package(r["type"]) for plan in (self.base, self.head) for r in plan["resources"]}
+        packages = {engine.package_of(r["type"]) for plan in (self.base, self.head) for r in plan["resources"]}
         return {package: engine.Provider(diff=diff, diff_config=diff_config) for package in packages}
 
     def run(self, replace_targets: Iterable[str] = ()) -> engine.Result:
@@ -265,7 +260,8 @@ def _chain_reason(note: str) -> str:
         cause, source = why[len("its "):], "calculateDependentReplacements"
     else:
         cause, source = why.replace("its inputs ", "inputs ", 1), "calculateDependentReplacements"
-    return (f"{cause}; the engine deletes it before {root or 'a delete-first replacement'} is deleted and re-creates it "
+    return (f"{cause}; the engine deletes it before "
+            f"{root or 'a delete-first replacement'} is deleted and re-creates it "
             f"when the program registers it ({source}, {replacement.ENGINE})")
 
 
@@ -296,7 +292,8 @@ def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Opt
                               "whatever its own options"] + _unknown_notes(urn, diffs, steps, model.head_deps, old,
                                                                            known_by.get(urn))
         elif "id" in keys:
-            reasons.append(f"--replace: replacement requested on the command line (ReplaceKeys [id], {replacement.ENGINE})")
+            reasons.append("--replace: replacement requested on the command line "
+                           f"(ReplaceKeys [id], {replacement.ENGINE})")
         elif "replaceWith" in keys:
             targets = [t for t in new["options"].get("replaceWith") or [] if steps.get(t) and steps[t].op == "replace"]
             reasons += [f"replaceWith: {_name(t)} is replaced ({replacement.ENGINE})" for t in targets]
@@ -304,7 +301,8 @@ def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Opt
             reasons += _provider_reasons(model, new, old)
         elif rule is not None and rule.config_diff is not None and old is not None:  # a provider: its DiffConfig
             by_provider = True
-            verdict = rule.config_diff(old["inputs"], new["inputs"], model.base_fp.get(urn, {}), model.head_fp.get(urn, {}))
+            verdict = rule.config_diff(old["inputs"], new["inputs"], model.base_fp.get(urn, {}),
+                                       model.head_fp.get(urn, {}))
             reasons += [f"{key}: {why} ({rule.source})" for key, why in verdict.replace_keys.items()]
         else:
             by_provider = any("." not in key and "[" not in key for key in keys)
@@ -315,7 +313,8 @@ def _reasons(model: _Model, result: engine.Result, urn: str, op: str, order: Opt
         reasons += _order_reason(order, by_provider, rule, new)
     if op in ("replace", "update"):
         reasons += _unknown_notes(urn, diffs, steps, model.head_deps, old, known_by.get(urn))
-        why = ("its fingerprints are keyed on another machine or by an older offline.plan; plan base and head on one machine"
+        why = ("its fingerprints are keyed on another machine or by an older offline.plan; "
+               "plan base and head on one machine"
                if model.other_key else "a plan from before secretFingerprints")
         reasons += [f"{d['path']}: the base plan has no fingerprint for this secret ({why}), "
                     "so it is shown as changed" for d in diffs
@@ -330,20 +329,24 @@ def _provider_reasons(model: _Model, new: Mapping, old: Optional[Mapping]) -> li
     rule = replacement.rule_for(after["type"]) if after else None
     if before is None or after is None or rule is None or rule.config_diff is None:
         return [f"provider reference changed to {_name(urn or '')} ({replacement.ENGINE})"]
-    verdict = rule.config_diff(before["inputs"], after["inputs"], model.base_fp.get(before["urn"], {}), model.head_fp.get(urn, {}))
+    verdict = rule.config_diff(before["inputs"], after["inputs"], model.base_fp.get(before["urn"], {}),
+                               model.head_fp.get(urn, {}))
     return [f"provider {_name(urn)} is replaced and its DiffConfig asks for it: {why} ({replacement.ENGINE})"
             for why in verdict.replace_keys.values()] or [f"provider {_name(urn)} is replaced ({replacement.ENGINE})"]
 
 
 def _order_reason(order: str, by_provider: bool, rule, new) -> list[str]:
     if new["options"].get("deleteBeforeReplace"):
-        also = " (the provider's diff asks delete-first too)" if by_provider and rule is not None and rule.delete_first else ""
+        asks = by_provider and rule is not None and rule.delete_first
+        also = " (the provider's diff asks delete-first too)" if asks else ""
         return [f"{order}: deleteBeforeReplace option is set{also}"]
     if by_provider and rule is not None and rule.delete_first:
         return [f"{order}: the provider's diff asks delete-before-replace for a named resource ({rule.source})"]
     if by_provider:
-        return [f"{order}: the provider's diff does not ask delete-before-replace ({rule.source if rule else 'no rule'})"]
-    return [f"{order}: the engine takes the order from the deleteBeforeReplace option alone, which is not set ({replacement.ENGINE})"]
+        return [f"{order}: the provider's diff does not ask delete-before-replace "
+                f"({rule.source if rule else 'no rule'})"]
+    return [f"{order}: the engine takes the order from the deleteBeforeReplace option alone, which is "
+            f"not set ({replacement.ENGINE})"]
 
 
 _SETTLED = "; with the canned answers it is unchanged, so `pulumi up` may find nothing to do here"
@@ -359,7 +362,8 @@ def _unknown_notes(urn, diffs, steps, property_dependencies, old, known) -> list
                          if steps.get(d) and steps[d].op in ("create", "replace")})
         settled = known is not None and old is not None and known["inputs"].get(key) == old["inputs"].get(key)
         tail = _SETTLED if settled else ""
-        notes.append(f"{diff['path']} is unknown during preview (it comes from {', '.join(causes) or 'a step run in this update'}){tail}")
+        notes.append(f"{diff['path']} is unknown during preview (it comes from "
+                     f"{', '.join(causes) or 'a step run in this update'}){tail}")
     return notes
 
 
@@ -417,7 +421,8 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
         op, order, keys = ops.get(urn, ("same", None, ()))
         if old is None:
             if new["type"] in READS:  # a read (ReadResource), shown as such and counted apart by a real preview
-                steps[urn] = Step(urn, new["type"], "read", reasons=["a read of another stack's outputs; creates nothing"])
+                steps[urn] = Step(urn, new["type"], "read",
+                                  reasons=["a read of another stack's outputs; creates nothing"])
             else:
                 steps[urn] = Step(urn, new["type"], "create", reasons=["not in the base plan"])
             continue
@@ -432,7 +437,8 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
     for urn in base["destroyOrder"]:
         if urn not in model.head_by:
             steps[urn] = Step(urn, model.base_by[urn]["type"], "delete",
-                              reasons=["not in the new program" + (_removed_because(urn, base, head) if same_stack else "")])
+                              reasons=["not in the new program"
+                                       + (_removed_because(urn, base, head) if same_stack else "")])
     errors = list(result.diagnostics) or ([result.error] if result.error else [])
     errors += _retained_collisions(steps.values(), model)
     return Diff(list(steps.values()), _actions(result), errors, warnings + _consequences(steps.values(), head))
@@ -500,17 +506,20 @@ def _describe(key: str) -> str:
 
 def _warnings(base: Mapping, head: Mapping) -> list[str]:
     found = []
-    for field_, fix in (("project", "plan the base from the same project"), ("stack", "plan the base with the same --stack")):
+    for field_, fix in (("project", "plan the base from the same project"),
+                        ("stack", "plan the base with the same --stack")):
         if base.get(field_) and head.get(field_) and base[field_] != head[field_]:
             found.append(f"the base plan is of {field_} '{base[field_]}' and the head of '{head[field_]}': no URN is "
                          f"shared, so every resource shows as deleted and created; {fix}")
     missing = [key for key in ("secretFingerprints", "config") if key not in base]
-    missing += ["propertyDependencies"] if base.get("resources") and "propertyDependencies" not in base["resources"][0] else []
+    if base.get("resources") and "propertyDependencies" not in base["resources"][0]:
+        missing += ["propertyDependencies"]
     if base.get("secretFingerprints") and base.get("secretFingerprintKey") != head.get("secretFingerprintKey"):
         found.append("the base plan's secret fingerprints were keyed on another machine (or by an older, unkeyed "
                      "offline.plan): secrets show as changed; plan base and head on the same machine for an exact diff")
     if missing:
-        found.append(f"the base plan comes from an older offline.plan (no {', '.join(missing)}): secrets show as changed, "
+        found.append("the base plan comes from an older offline.plan (no "
+                     f"{', '.join(missing)}): secrets show as changed, "
                      "removals name no setting, and delete-first chains use the head's dependencies; re-plan the base "
                      "with this version for an exact diff")
     return found
@@ -528,14 +537,19 @@ CONSEQUENCES = {
 
 #: What a change of pyroscopeMode does (components/pyroscope.py, "Switching modes"), keyed by "to microservices".
 MODE_SWITCH = {
-    True: ("pyroscope-release: pyroscopeMode changes to microservices, so the release is reinstalled delete-first: the single "
+    True: ("pyroscope-release: pyroscopeMode changes to microservices, so the release is "
+           "reinstalled delete-first: the single "
            "binary's StatefulSet and Service pyroscope go, the chart's components come up on the blob container, the "
-           "stack's Service pyroscope (the distributors) takes the exporter's address, and the private link service moves "
+           "stack's Service pyroscope (the distributors) takes the exporter's address, and "
+           "the private link service moves "
            "to pyroscope-query-frontend (Grafana's endpoint re-created and approved again); the profiles on claim "
-           "data-pyroscope-0 are not moved to the container: they are not shown any more, and the kept claim still bills "
+           "data-pyroscope-0 are not moved to the container: they are not shown any more, "
+           "and the kept claim still bills "
            "until you delete it (docs/sizing.md, \"Microservices mode\")"),
-    False: ("pyroscope-release: pyroscopeMode goes back to single-binary, so the release is reinstalled delete-first (the "
-            "stack's Service pyroscope deleted before it) and the single binary starts from its own volume: every profile "
+    False: ("pyroscope-release: pyroscopeMode goes back to single-binary, so the release is "
+            "reinstalled delete-first (the "
+            "stack's Service pyroscope deleted before it) and the single binary starts from "
+            "its own volume: every profile "
             "in the blob container is left behind, and a storage account the stack created is deleted with its "
             "container and all the profiles in it (a brought account is kept); export what you need first "
             "(docs/sizing.md, \"Microservices mode\")"),
@@ -553,14 +567,18 @@ def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
         mode_switch = step.op == "replace" and step.name == "pyroscope-release" and any(
             d["path"] == "values.pyroscope.components" and (d["old"] is None or d["new"] is None) for d in step.diffs)
         if mode_switch:
-            to_micro = any(r["name"] == "pyroscope-release" and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
+            to_micro = any(r["name"] == "pyroscope-release"
+                           and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
                 "components") for r in head["resources"])
             found.append(MODE_SWITCH[to_micro])
         elif step.op == "replace" and step.name == "pyroscope-release" and any(
                 d["path"].startswith("values.pyroscope.persistence") for d in step.diffs):
-            found.append("pyroscope-release: its volume changes, so Helm cannot upgrade the StatefulSet (volumeClaimTemplates "
-                         "are immutable) and the release is reinstalled: the Service, its private link service and Grafana's "
-                         "endpoint are re-created, and profiles held in an emptyDir (persistence off so far) are lost; a "
+            found.append("pyroscope-release: its volume changes, so Helm cannot upgrade the "
+                         "StatefulSet (volumeClaimTemplates "
+                         "are immutable) and the release is reinstalled: the Service, its "
+                         "private link service and Grafana's "
+                         "endpoint are re-created, and profiles held in an emptyDir "
+                         "(persistence off so far) are lost; a "
                          "retained claim data-pyroscope-0 is reused as it is (docs/sizing.md)")
     return found
 
@@ -613,73 +631,3 @@ def _custom(plan, urn: str) -> bool:
         return plan.get(urn).custom
     except KeyError:
         return False
-
-
-# --- text --------------------------------------------------------------------------------------------------------
-
-_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": " ", "read": ">"}
-
-
-def summary_line(diff: Diff) -> str:
-    """Pulumi's words: ``+ 1 to create, ~ 2 to update, +-1 to replace, - 0 to delete, 14 unchanged``, then how many of
-    the replacements are there only while a value is unknown in preview."""
-    n = diff.summary
-    line = (f"+ {n['create']} to create, ~ {n['update']} to update, +-{n['replace']} to replace, "
-            f"- {n['delete']} to delete, {n['same']} unchanged") + (f", {n['read']} to read" if n["read"] else "")
-    if diff.preview_only:
-        names = ", ".join(_name(u) for u in diff.preview_only)
-        line += (f" ({len(diff.preview_only)} of the {n['replace']} replacements only while a value is unknown in "
-                 f"preview; with the canned answers `pulumi up` keeps {names})")
-    return line
-
-
-def _values(old: Any, new: Any, width: int = 120) -> tuple[str, str]:
-    """Both sides as JSON text; long ones cut to a window around where they first differ."""
-    texts = ["(absent)" if v is None else json.dumps(v, sort_keys=True) for v in (old, new)]
-    if max(len(t) for t in texts) <= width:
-        return texts[0], texts[1]
-    first = next((i for i, (a, b) in enumerate(zip(*texts)) if a != b), min(len(t) for t in texts))
-    start = max(0, first - width // 3)
-    return tuple(("..." if start else "") + t[start:start + width] + ("..." if len(t) > start + width else "") for t in texts)
-
-
-def _expanded(diff: dict) -> list[tuple[str, Any, Any]]:
-    """A changed string that holds JSON on both sides (a step's environment value) as the changed paths inside it,
-    ``environment.DATASOURCE{jsonData.url}``, so a long value is not cut where it differs."""
-    old, new = diff["old"], diff["new"]
-    try:
-        parsed = json.loads(old), json.loads(new)
-    except (TypeError, ValueError):
-        return [(diff["path"], old, new)]
-    if not all(isinstance(v, (dict, list)) for v in parsed):
-        return [(diff["path"], old, new)]
-    inner = input_diffs(parsed[0], parsed[1], "", {}, {})
-    return [(f"{diff['path']}{{{d['path']}}}", d["old"], d["new"]) for d in inner] or [(diff["path"], old, new)]
-
-
-def render_text(diff: Diff, title: str) -> str:
-    """The PR-comment text: label, summary, replacements first (order and reasons), then updates, creates and
-    deletes with their field diffs, then the engine's order."""
-    lines = [title, LABEL, ""] + [f"WARNING: {w}" for w in diff.warnings] + [f"ERROR: {e}" for e in diff.errors]
-    lines += ["Resources: " + summary_line(diff)]
-    groups = (("Replacements", "replace"), ("Updates", "update"), ("Creates", "create"), ("Deletes", "delete"),
-              ("Reads", "read"))
-    for heading, op in groups:
-        chosen = [s for s in diff.steps if s.op == op]
-        if not chosen:
-            continue
-        lines += ["", f"{heading}:"]
-        for step in chosen:
-            order = f" ({step.replace_order})" if step.replace_order else ""
-            lines.append(f" {_SYMBOL[op]:<2} {step.type}  {step.name}  {op}{order}")
-            lines += [f"       because {reason}" for reason in step.reasons if op in ("replace", "update", "delete")]
-            lines += ["       ~ {}: {} => {}".format(path, *_values(old, new)) for d in step.diffs
-                      for path, old, new in _expanded(d)]
-    lines += ["", "Engine order (pulumi up" + (", with the canned answers: the replacements that exist only in "
-                                               "preview are not made)" if diff.preview_only else ")") + ":"]
-    if not diff.order:
-        lines.append("    (nothing to do)")
-    for i, action in enumerate(diff.order, 1):
-        note = f"  ({action.note})" if action.note else ""
-        lines.append(f"  {i:>3}. {action.kind:<18} {_name(action.urn)}{note}")
-    return "\n".join(lines)

@@ -1,52 +1,13 @@
 """Offline plan: ``python -m offline.plan [--stack NAME] [--set KEY=VALUE]... [--set-path PATH=VALUE]... [--json]
 [--graph mermaid] [--diff-against BASE.json [--replace URN]...]``.
 
-Evaluates the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` with ``Pulumi.<stack>.yaml`` (default
-stack ``dev``), ``--set`` overriding single keys. ``--set KEY=VALUE`` is ``pulumi config set KEY VALUE``: VALUE is
-stored as a string, so a list key (``tags``) set this way is refused by the CLI's type check, as the real CLI
-refuses it. ``--set-path PATH=VALUE`` is ``pulumi config set --path PATH VALUE`` (``--set-path 'tags[0]=a=b'``
-makes ``tags`` a list and sets its first item; ``true``, ``false`` and integers are stored as booleans and numbers).
-Both apply, in command-line order, on top of the stack file. No network, no credentials: the engine and Azure are
-SIMULATED (see :mod:`offline.program` and :mod:`offline.canned`). Output reads like ``pulumi preview``;
-``--json`` prints one object::
-
-    {"project": str, "stack": str,
-     "resources": [{"urn", "type", "name", "custom": bool, "parent": urn|null, "provider": urn|null,
-                    "inputs": {...engine (camelCase) names...}, "dependencies": [urn, ...],
-                    "options": {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges",
-                                "customTimeouts", "replaceWith": [urn, ...]}}],
-     "invokes": [{"token": str, "args": {...}}],
-     "createOrder": [urn, ...], "destroyOrder": [urn, ...], "outputs": {...},
-     "secretFingerprints": {urn: {property path: str}}, "secretFingerprintKey": str}
-
-``secretFingerprints``: a 16-hex HMAC-SHA256, under this machine's key (``secretFingerprintKey`` is its id; the key
-stays in ``$XDG_CACHE_HOME/aks-gpu-observability/fingerprint.key``), of each secret input (which prints as ``[secret]``) and of the parts a
-provider diffs on their own (the kubeconfig's active cluster), so that two plans tell a changed secret from an
-unchanged one. Offline secrets are canned answers and placeholders, never real credentials.
-
-``--diff-against BASE.json`` (an earlier ``--json`` plan) prints what ``pulumi preview --diff`` would say about
-going from BASE to this plan, an offline estimate (:mod:`offline.diff`); ``--replace URN`` (repeatable, a URN or
-a unique resource name) adds a replacement as ``pulumi up --replace`` does. With ``--json`` it prints
-``{"summary": {"create", "update", "replace", "delete", "same": n}, "steps": [{"urn", "type", "op",
-"replaceOrder", "reasons", "diffs": [{"path", "old", "new"}]}]}``; with ``--graph mermaid`` the head's graph with
-changed nodes marked.
-
-``--import-file FILE [--skip NAME]... [--subscription-id GUID] [--grafana-principal-id GUID]`` writes Pulumi's bulk
-import file for the resources made by hand that ``pulumi import`` brings into the state (extension, Helm release,
-managed private endpoint, role assignment; :mod:`offline.adopt`, docs/adopting.md) and prints their import ids. The
-ids come from the plan's config and lookups; the two GUIDs replace the canned subscription and Grafana principal id
-(without them the ids name the offline plan's canned subscription, and a note on stderr says so).
-
-``--graph mermaid`` prints the dependency graph. Secrets print as ``[secret]``. Invalid configuration: exit status 2 and one line on stderr,
-``error: <key>: <what is wrong and what is expected>``; no resource is registered. So for a stack file the CLI would
-refuse or misread (``error: Pulumi.<stack>.yaml:<line>:<column>: ...``, :mod:`offline.stack_file`) and for a bad
-``--diff-against`` file or pack config, which are read before the program runs. A program that registers or reads
-two resources with one URN stops as the engine stops it: exit status 2 and ``error: Duplicate resource URN '<urn>';
-try giving it a unique name`` (:class:`offline.program.DuplicateURNError`).
-``--policy [--policy-config FILE] [--policy-mode preview|up]`` also runs the policy pack over the plan and
-prints its violations like the CLI (``--json`` adds ``policyViolations``); a mandatory violation makes the exit
-status 1. The mode says which outputs the stack policy sees (:mod:`offline.policy_check`): ``preview`` (default,
-as ``pulumi preview --policy-pack`` on a first preview: computed outputs unknown) or ``up`` (after ``pulumi up``).
+Owns: the command line (its flags, the text, JSON and Mermaid renderings, exit codes). Input: the stack's
+``Pulumi.<stack>.yaml`` with ``--set``/``--set-path`` on top; ``--diff-against`` a base plan; ``--import-file``,
+``--policy`` options. Output: the plan as ``pulumi preview`` prints it, or one JSON object (docs/how-it-works.md);
+the offline diff (:mod:`offline.diff`), the import file (:mod:`offline.adopt`), policy violations
+(:mod:`offline.policy_check`). Errors: invalid input exits 2 with one line ``error: <key>: <what is wrong>`` and
+registers nothing; a mandatory policy violation exits 1. Flags and JSON in full: docs/decisions/offline-plan.md.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/cmd/pulumi/operations/preview.go
 """
 
 from __future__ import annotations
@@ -59,9 +20,10 @@ from typing import Optional, Sequence
 from cli import OneLineParser, exit_code, require_virtualenv
 
 with require_virtualenv("offline.plan"):  # the plan runs the program: it needs requirements.txt installed
-    from components.config import ConfigError
+    from stack_config.schema import ConfigError
     from offline import adopt
     from offline import diff as plan_diff
+    from offline import diff_text
     from offline.program import ConfigSet, Plan, Resource, run
 
 
@@ -134,7 +96,8 @@ def render_text(plan: Plan) -> str:
     name_width = max(len(n) for _, n, _ in rows) + 2
     lines = [
         f"Previewing update ({plan.stack}) [offline plan: mocked engine and canned Azure answers; nothing is deployed]",
-        "(values that depend on steps not yet run, such as the PLS id and the private IP, are shown as after `pulumi up`)",
+        "(values that depend on steps not yet run, such as the PLS id and the private IP, "
+        "are shown as after `pulumi up`)",
         "",
         f"     {'Type':<{width}}{'Name':<{name_width}}Plan",
     ]
@@ -146,7 +109,8 @@ def render_text(plan: Plan) -> str:
         if resource.custom and resource.inputs:
             lines.append(f"  {'>' if resource.type in READS else '+'} {resource.type} {resource.name}")
             lines += _input_lines(resource.inputs, "      ")
-            options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect") if resource.options.get(name)]
+            options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect")
+                       if resource.options.get(name)]
             if options:
                 lines.append(f"      (options: {', '.join(options)})")
     lines += ["", "Dependencies (as the engine records them):"]
@@ -156,9 +120,11 @@ def render_text(plan: Plan) -> str:
         if deps or provider:
             extra = f"  [provider: {provider}]" if provider else ""
             if resource.replace_with:
-                extra += f"  [replaced whenever {', '.join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)} is replaced]"
+                names = ", ".join(by_urn[u].name if u in by_urn else u for u in resource.replace_with)
+                extra += f"  [replaced whenever {names} is replaced]"
             lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
-    lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown):"]
+    lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview "
+                  "shows computed ones as unknown):"]
     lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
     reads = sum(1 for r in plan.resources if r.type in READS)
     lines += ["", "Resources:", f"    + {len(plan.resources) - reads} to create"]
@@ -169,7 +135,8 @@ def render_text(plan: Plan) -> str:
     lines += ["", "Destroy order (pulumi destroy):"]
     for i, urn in enumerate(plan.destroy_order, 1):
         resource = by_urn[urn]
-        note = "  (retainOnDelete: left in place, removed from the state only)" if resource.options.get("retainOnDelete") else ""
+        retained = resource.options.get("retainOnDelete")
+        note = "  (retainOnDelete: left in place, removed from the state only)" if retained else ""
         note = "  (read only: nothing to delete)" if resource.type in READS else note
         lines.append(f"  {i:>3}. {_label(resource)}{note}")
     lines += ["", "Invokes (answered offline from canned data):"]
@@ -196,7 +163,8 @@ def render_mermaid(plan: Plan, changes: Optional[plan_diff.Diff] = None) -> str:
     by_parent: dict[Optional[str], list[Resource]] = {}
     for resource in plan.resources:
         by_parent.setdefault(resource.parent, []).append(resource)
-    lines = ["graph TD", '  legend["solid arrow: created after (dependency)<br/>dotted arrow: provider<br/>box in a box: component children"]']
+    lines = ["graph TD", '  legend["solid arrow: created after (dependency)<br/>dotted arrow: provider<br/>box '
+                         'in a box: component children"]']
 
     def node(resource: Resource, indent: str) -> None:
         kids = by_parent.get(resource.urn, [])
@@ -242,8 +210,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m offline.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name; reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--policy", action="store_true",
-                        help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory violation")
-    parser.add_argument("--policy-config", metavar="FILE", help="policy pack config (JSON), as for --policy-pack-config")
+                        help="also run the policy pack (policy/rules.py) over the plan; exit 1 on a mandatory "
+                             "violation")
+    parser.add_argument("--policy-config", metavar="FILE",
+                        help="policy pack config (JSON), as for --policy-pack-config")
     parser.add_argument("--policy-mode", choices=["preview", "up"], default="preview",
                         help="outputs the stack policy sees: a first preview's (default) or those after pulumi up")
     parser.add_argument("--set", dest="config_sets", action="append", default=[], metavar="KEY=VALUE",
@@ -257,7 +227,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--diff-against", metavar="BASE.json",
                         help="an earlier --json plan: print what `pulumi preview --diff` would say (offline estimate)")
     parser.add_argument("--replace", dest="replace", action="append", default=[], metavar="URN",
-                        help="with --diff-against: replace this resource (URN or unique name), as `pulumi up --replace`; repeatable")
+                        help="with --diff-against: replace this resource (URN or unique name), as "
+                             "`pulumi up --replace`; repeatable")
     parser.add_argument("--import-file", metavar="FILE",
                         help="write Pulumi's bulk import file for a setup made by hand (docs/adopting.md)")
     parser.add_argument("--skip", action="append", default=[], metavar="NAME",
@@ -303,7 +274,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         plan = run(args.stack, config_sets=sets)
         if base is not None:
             targets = _resolve_targets(plan, args.replace)
-            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, pending=pending, config_sets=sets), targets)
+            changes, plan = plan_diff.preview(base, lambda pending: run(args.stack, pending=pending, config_sets=sets),
+                                              targets)
         violations = None
         if pack_config is not None:
             violations = policy_check.evaluate(plan, pack_config, args.policy_mode)
@@ -314,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.json:
             print(json.dumps(changes.to_json(), indent=2, sort_keys=True))
         else:
-            print(plan_diff.render_text(changes, f"Offline preview diff ({args.stack}) against {args.diff_against}"))
+            print(diff_text.render_text(changes, f"Offline preview diff ({args.stack}) against {args.diff_against}"))
         return 0
     if args.json:
         document = plan.to_json()
@@ -362,7 +334,8 @@ def _read_base(path: str) -> dict:
     except json.JSONDecodeError as error:
         raise ValueError(f"--diff-against: {path} is not JSON: {error}") from None
     if not isinstance(base, dict) or not {"resources", "createOrder", "destroyOrder"} <= set(base):
-        raise ValueError(f"--diff-against: {path} is not a plan (expected the output of `python -m offline.plan --json`)")
+        raise ValueError(f"--diff-against: {path} is not a plan (expected the output of "
+                         "`python -m offline.plan --json`)")
     return base
 
 

@@ -1,34 +1,12 @@
-"""Run the policy pack's rules (policy/rules.py) over an offline plan, as `pulumi preview --policy-pack`
-would over a real preview. SIMULATED: the analyzer host. Real: the rules, pulumi-policy's own argument
-types, and what its analyzer does to properties before a rule sees them (``deserialize_properties`` without
-the secret marker, then ``unknown_checking_proxy``).
+"""Run the policy pack's rules (policy/rules.py) over an offline plan, as `pulumi preview --policy-pack` would.
 
-What each kind of policy sees, as in the engine (pulumi/pulumi v3.230.0
-``pkg/resource/deploy/step_generator.go``): resource policies (``Analyze``) each resource's checked
-*inputs*; stack policies (``AnalyzeStack``, run once the deployment's steps are done) each resource's
-*outputs* as recorded in the deployment. :data:`MODES` picks which outputs (:func:`stack_properties`):
-
-- ``"preview"`` (the default; what ``pulumi preview --policy-pack`` sees on a stack's first preview): for a
-  resource being created, what the provider's Create returned with ``preview=true``, which the engine keeps
-  as the outputs (v3.230.0 ``pkg/resource/deploy/step.go`` CreateStep.Apply): the inputs an output mirrors,
-  and unknown computed outputs (:func:`offline.canned.preview_outputs`). For azure-native that means no
-  ``workspaceName``, and ``id``/``name`` unknown.
-- ``"up"`` (what ``pulumi up --policy-pack`` sees at the end of a first ``up``): the outputs the mocked
-  providers returned (:func:`offline.canned.resource_state`).
-
-Both modes show the plan's inputs as after ``pulumi up`` (an input a real first preview does not know yet,
-because it derives from another resource's computed output, is known here). Component resources' properties
-are empty (the engine has their registered outputs; no rule reads them); the stack resource is left out.
-
-A rule that reads a value not known yet stops there, and the analyzer reports an advisory "can't run policy
-... during preview" instead of that rule's verdict, for resource and stack policies alike (pulumi-policy 1.21.0
-``pulumi_policy/policy.py``, ``Analyze``/``AnalyzeStack``: ``except UnknownValueError``); so do we.
-
-Pack config follows CrossGuard's format: ``{"<policy>": "advisory"|"mandatory"|"remediate"|"disabled"}``
-or ``{"<policy>": {"enforcementLevel": ..., <the policy's config properties>}}``, and ``"all"`` sets the
-level of every policy not named; missing properties take the defaults of the policy's config schema, and
-the result is validated against it (jsonschema). ``remediate`` on a rule that only validates counts as
-mandatory, as in the analyzer.
+Owns: the analyzer host (SIMULATED; the rules and pulumi-policy's argument types and property handling are real):
+:func:`configure` and :func:`load_pack_config` (CrossGuard pack config, validated against each policy's schema),
+:func:`evaluate` (resource policies see inputs, the stack policy outputs, per :data:`MODES` ``preview`` or ``up``),
+:func:`render`. Input: a :class:`~offline.program.Plan`, the pack config, the mode. Output: :class:`Violation` s.
+Errors: ``ValueError`` for a bad pack config file. Research (what each policy sees, unknowns, enforcement levels):
+docs/decisions/offline-policy-check.md. Upstream:
+https://github.com/pulumi/pulumi-policy/blob/v1.21.0/sdk/python/lib/pulumi_policy/policy.py
 """
 
 from __future__ import annotations
@@ -81,7 +59,8 @@ class PolicyConfigError(ValueError):
 
 def _level(value: Any, where: str) -> str:
     if value not in ("advisory", "mandatory", "remediate", "disabled"):
-        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or disabled (got {json.dumps(value)})")
+        raise PolicyConfigError(f"{where}: enforcementLevel must be advisory, mandatory, remediate or "
+                                f"disabled (got {json.dumps(value)})")
     return "mandatory" if value == "remediate" else value  # our rules only validate
 
 
@@ -97,7 +76,8 @@ def check_pack_config(pack_config: Mapping[str, Any]) -> None:
             if "enforcementLevel" in entry:
                 _level(entry["enforcementLevel"], name)
         else:
-            raise PolicyConfigError(f"{name}: expected an enforcement level string or an object (got {json.dumps(entry)})")
+            raise PolicyConfigError(f"{name}: expected an enforcement level string or an "
+                                    f"object (got {json.dumps(entry)})")
 
 
 def policy_settings(policy, pack_config: Mapping[str, Any]) -> tuple[str, dict]:
@@ -157,7 +137,8 @@ def _policy_resources(subjects: list[Resource], props_of) -> dict[str, PolicyRes
     return by_urn
 
 
-def configure(pack_config: Optional[Mapping[str, Any]] = None, policies: Optional[list] = None) -> dict[str, tuple[str, dict]]:
+def configure(pack_config: Optional[Mapping[str, Any]] = None,
+              policies: Optional[list] = None) -> dict[str, tuple[str, dict]]:
     """policy name -> (enforcement level, config) under ``pack_config``, for ``policies`` (default
     :data:`policy.rules.POLICIES`); needs no plan, so a bad pack config is refused before anything is planned.
     Raises PolicyConfigError naming the entry: a malformed one (:func:`check_pack_config`), one that names no
@@ -168,7 +149,8 @@ def configure(pack_config: Optional[Mapping[str, Any]] = None, policies: Optiona
     names = {p.name for p in policies}
     unknown = [name for name in pack_config if name not in names and name != "all"]
     if unknown:
-        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; policies: {', '.join(sorted(names))}")
+        raise PolicyConfigError(f"{unknown[0]}: no such policy in {rules.PACK_NAME}; "
+                                f"policies: {', '.join(sorted(names))}")
     return {p.name: policy_settings(p, pack_config) for p in policies}
 
 
@@ -184,7 +166,8 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
 
     def run() -> list[Violation]:
         set_all_config(plan.config, plan.secret_keys)
-        pulumi.runtime.configure(pulumi.runtime.Settings(project=plan.project, stack=plan.stack, dry_run=mode == "preview"))
+        pulumi.runtime.configure(pulumi.runtime.Settings(project=plan.project, stack=plan.stack,
+                                                         dry_run=mode == "preview"))
         found: list[Violation] = []
         subjects = [r for r in plan.resources if r.type != "pulumi:pulumi:Stack"]
         checked = _policy_resources(subjects, lambda r: r.wire)
@@ -197,7 +180,8 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
             def report(message: str, urn: Optional[str] = None, *, subject: Optional[Resource] = None) -> None:
                 target = subject or next((r for r in subjects if r.urn == urn), None)
                 found.append(Violation(policy.name, level, policy.description, message,
-                                       target.urn if target else urn, f"{target.type}: {target.name}" if target else ""))
+                                       target.urn if target else urn,
+                                       f"{target.type}: {target.name}" if target else ""))
 
             def cannot_run(message: str) -> None:
                 found.append(Violation(policy.name, "advisory", policy.description, message, None, ""))
@@ -207,7 +191,8 @@ def evaluate(plan: Plan, pack_config: Optional[Mapping[str, Any]] = None, mode: 
                     subject = checked[resource.urn]
                     args = ResourceValidationArgs(resource.type, subject.props, resource.urn, resource.name,
                                                   subject.opts, None, config, {})
-                    _skipping_unknowns(policy, args, lambda message, urn=None, s=resource: report(message, urn, subject=s),
+                    _skipping_unknowns(policy, args,
+                                       lambda message, urn=None, s=resource: report(message, urn, subject=s),
                                        cannot_run)
             else:
                 _skipping_unknowns(policy, StackValidationArgs(list(final.values()), config, {}), report, cannot_run)

@@ -1,18 +1,12 @@
-"""Run the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` and record what the engine would see.
+"""The program runner: run the real ``__main__.py`` under ``pulumi.runtime.set_mocks`` and record what the engine sees.
 
-SIMULATED: the engine and the providers. The Pulumi Python SDK, the program and its components are real;
-every RegisterResource request they send is captured by :class:`RecordingMonitor` (inputs in the engine's
-camelCase names, dependencies, parent, provider, options), invokes get canned answers
-(:mod:`offline.canned`), and nothing leaves the machine.
-
-Used by ``python -m offline.plan`` and by the tests; each :func:`run` uses a fresh event loop and a fresh
-``contextvars`` context, so runs do not leak into one another.
-
-``run(..., pending=URNS)`` evaluates the program as a real preview sees it when those resources are being created
-or replaced: they get no ID and their outputs that are not inputs are unknown (a provider's preview ``Create``), and
-an invoke that depends on one of them answers "unknown" (the engine's invoke gate, pulumi/pulumi v3.259.0
-``proto/pulumi/resource.proto`` ``INVOKE_DEPENDS_ON``; older engines: the SDK's own check that each dependency's
-ID is known, ``pulumi/runtime/invoke.py``).
+Owns: :func:`run` (a :class:`Plan` of every RegisterResource request: engine (camelCase) inputs, dependencies,
+parent, provider, options; the invokes with canned answers from :mod:`offline.canned`), :class:`RecordingMonitor`,
+the stack's config as the CLI hands it over. Not the engine: :mod:`offline.engine` turns plans and states into steps.
+Input: a stack name, config sets, ``pending`` URNs (evaluated as a preview sees resources being created). Output: a
+:class:`Plan`. Errors: ``ConfigError``, :class:`DuplicateURNError`, ``StackFileError``. Each run uses a fresh event
+loop and ``contextvars`` context. Research: docs/decisions/offline-program.md. Upstream:
+https://github.com/pulumi/pulumi/blob/v3.230.0/proto/pulumi/resource.proto
 """
 
 from __future__ import annotations
@@ -36,7 +30,8 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
-from components import config as stack_config
+from stack_config import cli_values
+from stack_config import schema as stack_schema
 from offline import canned, replacement
 from offline import stack_file as stack_files
 
@@ -312,7 +307,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
-        self.pending: frozenset = frozenset()  # URNs being created or replaced: no ID, unknown outputs (module docstring)
+        # URNs being created or replaced: no ID, unknown outputs (module docstring).
+        self.pending: frozenset = frozenset()
         self.recorded: list[Resource] = []
         self.default_providers: dict[str, Resource] = {}
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
@@ -447,7 +443,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             nested = request.type.startswith("azure-native:")
             unknown = {key: (_preview_output(raw[key], value) if nested else raw[key]) if key in raw else _UNKNOWN
                        for key, value in state.items()}
-            response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=json_format.ParseDict(unknown, response.object.__class__()))
+            outputs = json_format.ParseDict(unknown, response.object.__class__())
+            response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=outputs)
         resource.outputs = json_format.MessageToDict(response.object, preserving_proto_field_name=True)
         return response
 
@@ -527,28 +524,32 @@ class ConfigSet(NamedTuple):
     path: bool = False
 
 
-def read_stack_config(stack: str, config_sets: Sequence[tuple[str, str, bool]] = ()) -> tuple[dict[str, str], list[str]]:
-    """The stack's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus the secret
-    keys (:func:`offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret). The stack
+def read_stack_config(stack: str,
+                      config_sets: Sequence[tuple[str, str, bool]] = ()) -> tuple[dict[str, str], list[str]]:
+    """The stack's config as the CLI passes it: namespaced keys -> strings (an object value as its JSON), plus the
+    secret keys (:func:`offline.stack_file.read`: a ``secure:`` value becomes a placeholder and stays secret). The stack
     file's config, then each of ``config_sets`` (``ConfigSet`` or ``(key, value, path)``) applied in order as
     ``pulumi config set [--path]`` would store it (:func:`offline.stack_file.config_set`; a key it sets is plain,
     no longer secret), then checked as the CLI checks it before the program runs.
     Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file, a set the CLI
-    refuses, or a value of the wrong declared type, as the CLI refuses them (config.check_cli_types)."""
+    refuses, or a value of the wrong declared type, as the CLI refuses them (stack_config.cli_values.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
-        raise stack_config.ConfigError("stack", f"no stack file {path.name}; expected Pulumi.<stack>.yaml next to Pulumi.yaml")
-    string_keys = frozenset(key for key, decl in stack_config.declared().items() if decl.get("type", "string") == "string")
-    held, secrets = stack_files.read(path, stack_config.PROJECT, string_keys)
+        raise stack_schema.ConfigError("stack", f"no stack file {path.name}; expected "
+                                                "Pulumi.<stack>.yaml next to Pulumi.yaml")
+    string_keys = frozenset(key for key, decl in stack_schema.declared().items()
+                            if decl.get("type", "string") == "string")
+    held, secrets = stack_files.read(path, stack_schema.PROJECT, string_keys)
     for key, value, by_path in config_sets:
         try:
-            top = stack_files.config_set(held, key, value, by_path, stack_config.PROJECT)
+            top = stack_files.config_set(held, key, value, by_path, stack_schema.PROJECT)
         except stack_files.ConfigSetError as error:
             command = "pulumi config set --path" if by_path else "pulumi config set"
-            raise stack_config.ConfigError(key, f"{error.message} (`{command}` refuses it too)") from None
+            raise stack_schema.ConfigError(key, f"{error.message} (`{command}` refuses it too)") from None
         secrets = [name for name in secrets if name != top]
-    stack_config.check_cli_types({key: value for key, value in held.items() if key not in secrets})
-    values = {key: json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value for key, value in held.items()}
+    cli_values.check_cli_types({key: value for key, value in held.items() if key not in secrets})
+    values = {key: json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+              for key, value in held.items()}
     return values, secrets
 
 
@@ -564,18 +565,20 @@ def run(
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
-    ``overrides``: ``--set`` pairs, each stored as ``pulumi config set KEY VALUE`` stores it (a string). ``config_sets``:
-    then each ``ConfigSet`` (``--set`` and ``--set-path`` in command-line order; :func:`read_stack_config`). ``invoke_overrides``: token -> canned answer (dict) or handler
+    ``overrides``: ``--set`` pairs, each stored as ``pulumi config set KEY VALUE`` stores it (a string).
+    ``config_sets``: then each ``ConfigSet`` (``--set`` and ``--set-path`` in command-line order;
+    :func:`read_stack_config`). ``invoke_overrides``: token -> canned answer (dict) or handler
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
     outputs of a platform stack). ``secret_outputs``: referenced stack name -> the names of its outputs that are
-    secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created or replaced (module
-    docstring). Raises ConfigError (before any resource is registered) for invalid
+    secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created
+    or replaced (docs/decisions/offline-program.md). Raises ConfigError (before any resource is registered) for invalid
     configuration, and whatever else the program raises.
     """
-    sets = [ConfigSet(key, value) for key, value in (overrides or {}).items()] + [ConfigSet(*item) for item in config_sets]
+    sets = ([ConfigSet(key, value) for key, value in (overrides or {}).items()]
+            + [ConfigSet(*item) for item in config_sets])
     values, secrets = read_stack_config(stack, sets)
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
-    values = stack_config.cli_defaults(values)
+    values = cli_values.cli_defaults(values)
     location = values.get("azure-native:location") or "eastus2"
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
@@ -593,7 +596,7 @@ def run(
             # otherwise be awaited on this run's (new) loop.
             pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
-            pulumi.runtime.set_mocks(mocks, project=stack_config.PROJECT, stack=stack, preview=preview, monitor=monitor)
+            pulumi.runtime.set_mocks(mocks, project=stack_schema.PROJECT, stack=stack, preview=preview, monitor=monitor)
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:
@@ -617,7 +620,7 @@ def run(
                 os.environ["PULUMI_CONFIG"] = saved_env
             asyncio.set_event_loop(None)
             loop.close()
-        stack_urn = f"urn:pulumi:{stack}::{stack_config.PROJECT}::pulumi:pulumi:Stack::{stack_config.PROJECT}-{stack}"
+        stack_urn = f"urn:pulumi:{stack}::{stack_schema.PROJECT}::pulumi:pulumi:Stack::{stack_schema.PROJECT}-{stack}"
         resources = list(monitor.recorded)
         for resource in resources:  # the engine parents top-level resources (not default providers) to the stack
             if not resource.parent and resource.urn != stack_urn and resource.urn not in monitor.default_providers:
@@ -627,17 +630,18 @@ def run(
         create, destroy = orders(resources)
         position = {urn: i for i, urn in enumerate(create)}
         resources.sort(key=lambda r: position[r.urn])  # stable listing, whatever the registration order
-        return Plan(stack_config.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
+        return Plan(stack_schema.PROJECT, stack, resources, invokes, outputs, create, destroy, values, secrets)
 
     try:
         return contextvars.Context().run(evaluate)
-    except stack_config.SecretValueError as error:
+    except stack_schema.SecretValueError as error:
         # A `secure:` value of the stack file is a placeholder here: what its rule refused is the placeholder, not the
         # user's value (offline.stack_file.read). Say so, and how to check a value offline.
-        if values.get(f"{stack_config.PROJECT}:{error.key}") == stack_files.SECRET_PLACEHOLDER:
-            raise stack_config.ConfigError(
-                error.key, "a `secure:` value, which the offline plan cannot decrypt (it has no secrets provider), so it "
-                f"cannot check it or plan with it; give a plain value for the plan with --set {error.key}=<value>") from None
+        if values.get(f"{stack_schema.PROJECT}:{error.key}") == stack_files.SECRET_PLACEHOLDER:
+            raise stack_schema.ConfigError(
+                error.key, "a `secure:` value, which the offline plan cannot decrypt (it has no secrets provider), "
+                "so it cannot check it or plan with it; give a plain value for the plan with "
+                f"--set {error.key}=<value>") from None
         raise
 
 
@@ -664,7 +668,8 @@ def _check_integrity(resources: list[Resource], default_providers: set[str]) -> 
 
 def _quiet_duplicates(loop: asyncio.AbstractEventLoop, context: dict) -> None:
     """The run loop's exception handler: the SDK leaves the futures of a refused registration's outputs unread, and
-    asyncio would log each when it is collected; :func:`run` reports the DuplicateURNError once. Others as asyncio does."""
+    asyncio would log each when it is collected; :func:`run` reports the DuplicateURNError once. Others as asyncio
+    does."""
     if isinstance(context.get("exception"), DuplicateURNError):
         return
     loop.default_exception_handler(context)

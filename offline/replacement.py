@@ -1,50 +1,12 @@
 """The replacement model: which input changes replace a resource, and in which order the engine runs it.
 
-SIMULATED from the engine's and the providers' source, read at pinned versions (no provider runs here):
-
-Engine, pulumi/pulumi v3.230.0 ``pkg/resource/deploy/step_generator.go``:
-
-- ``diff()``: ``pulumi up --replace URN`` returns ``ReplaceKeys ["id"]``; a resource whose ``replaceWith`` option
-  names a resource being replaced returns ``ReplaceKeys ["replaceWith"]``; a changed provider reference whose new
-  provider's ``DiffConfig`` asks for a replacement returns ``ReplaceKeys ["provider"]``. All three return before the
-  provider's ``Diff`` is called, so their ``DeleteBeforeReplace`` is false.
-- ``continueStepsFromDiff``: the order is the ``deleteBeforeReplace`` option when set, else the provider's
-  ``DiffResult.DeleteBeforeReplace``. So for ``--replace``, ``replaceWith`` and a replaced provider only the option
-  decides; the provider's wish counts only when its own diff asked for the replacement.
-- Delete-first of X first deletes, in reverse dependency order, the resources whose ``replaceWith`` names X
-  (``findResourcesReplacedWith``) and the dependents whose inputs depend on X and would then be replaced
-  (``calculateDependentReplacements``); each is re-created when the program registers it again. Create-first
-  replacements delete the old resource after every create and update of the run, in reverse dependency order.
-
-The Python SDK sends ``deleteBeforeReplaceDefined``; the plan JSON keeps only ``deleteBeforeReplace`` (a bool), so
-``false`` is read as "not set". This program never sets it false on a resource whose provider asks delete-first
-(tests/test_lifecycle.py checks that).
-
-Providers (one :class:`Rule` per resource type the stack uses; :data:`RULES`):
-
-- azure-native (``provider/pkg/provider/diff.go`` at 03707ff7, ``provider/pkg/gen/properties.go`` at 000c5318,
-  ``provider/pkg/gen/replacement.go`` at 1b7112af, ``provider/pkg/provider/provider.go`` v3.x read through the code
-  index; SDK 3.29.0 installed): every path parameter of the PUT forces a replacement, and so does a body property
-  that is create-only in the REST spec (``x-ms-mutability`` without ``update``) or listed in ``forceNewMap``. Its
-  ``Diff`` asks delete-before-replace whenever it asks for a replacement, unless the name was generated
-  (``deleteBeforeReplace := len(replaces) > 0``); its ``Create`` refuses a resource that already exists ("cannot
-  create already existing resource"). So a create-first replacement of a named resource fails.
-- pulumi-kubernetes (``provider/pkg/provider/helm_release.go`` and ``provider.go`` at 94977969d, after v4.32.0;
-  SDK 4.34.2 installed): a Release is replaced when ``name`` or ``namespace`` changes (``forceNewFields``), its diff
-  never asks delete-first; Helm's install refuses a release name still in use. The provider resource's
-  ``DiffConfig`` replaces it when the kubeconfig's active cluster (current context -> cluster entry) changes, when
-  the kubeconfig is unknown, or when ``renderYamlToDirectory`` changes; other kubeconfig changes update it.
-- pulumi-command v1.2.1 (``provider/pkg/provider/common/inputs.go``, ``local/commandController.go``; diff from
-  pulumi-go-provider v1.3.0 ``infer/resource.go``): ``triggers`` is ``replaceOnChanges``; any other change updates
-  (``update``, else ``create``, runs again); the diff never sets ``DeleteBeforeReplace``; ``delete`` runs with the
-  inputs and stdout of the last create or update.
-
-REST specs (Azure/azure-rest-api-specs): dashboard 2024-10-01 ``grafana.json`` (managed private endpoint
-``privateLinkResourceId``, ``privateLinkResourceRegion``, ``groupIds``, ``requestMessage``,
-``privateLinkServiceUrl`` are read+create only), ``common-types/resource-management/v3/types.json``
-(``TrackedResource.location`` read+create only), kubernetesconfiguration 2023-05-01 ``extensions.json`` (no
-create-only body property), authorization 2022-04-01 role assignments (none; ``forceNewMap`` adds ``principalId``
-and ``scope``).
+Owns: :class:`Rule` per resource type the stack uses (:data:`RULES`: azure-native's path parameters and create-only
+properties, pulumi-kubernetes' ``forceNewFields`` and provider ``DiffConfig``, pulumi-command's ``triggers``) and
+the engine's ordering rules (``--replace``, ``replaceWith``, a replaced provider; the ``deleteBeforeReplace``
+option over the provider's wish). SIMULATED from the engine's and providers' source; no provider runs here. Input:
+old and new inputs of one resource. Output: the replace keys and whether delete-first. Research (files, commits,
+REST specs): docs/decisions/offline-replacement.md. Upstream:
+https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
 """
 
 from __future__ import annotations
@@ -206,7 +168,8 @@ def _kubernetes_config_diff(old: dict, new: dict, old_fp: dict, new_fp: dict) ->
 
 
 def _never_replaced(old: dict, new: dict, old_fp: dict, new_fp: dict) -> ConfigDiff:
-    """azure-native ``DiffConfig`` returns no changes at all; pulumi-command's (go-provider default) none that replace."""
+    """azure-native ``DiffConfig`` returns no changes at all; pulumi-command's (go-provider default) none that
+    replace."""
     return ConfigDiff()
 
 

@@ -1,18 +1,11 @@
-"""Read a stack file (``Pulumi.<stack>.yaml``) as the Pulumi CLI reads it, and refuse in one line what would go
-wrong: the offline plan's half of the CLI's config loading (the other half, what the program itself checks, is
-``components/config.py``).
+"""Read a stack file (``Pulumi.<stack>.yaml``) as the Pulumi CLI reads it, and refuse in one line what would go wrong.
 
-Sources, pulumi/pulumi v3.230.0: ``sdk/go/common/workspace/loaders.go`` (``LoadProjectStackBytes``: yaml.v3 into
-an untyped value, bare config keys put in the project's namespace by ``stackConfigNamespacedWithProject``, a
-null value warned about by ``checkForEmptyConfig`` and "treated as an empty string"), ``project.go``
-(``ProjectStack``: the top-level keys a stack file may have), ``sdk/go/common/encoding/marshal.go`` (a YAML
-syntax error is "invalid YAML file: yaml: line N: ..."), ``sdk/go/common/resource/config/key.go`` (``ParseKey``:
-``namespace:name`` or the old ``namespace:config:name``), ``pkg/cmd/pulumi/operations/up.go`` (either error
-stops ``pulumi up`` as "getting stack configuration: ..."); gopkg.in/yaml.v3 v3.0.1 ``decode.go``
-(``decoder.mapping``: a repeated key is "mapping key ... already defined at line N").
-
-Every error is a :class:`StackFileError` whose text is one line, ``<file>:<line>:<column>: <what is wrong and
-what is expected>``, and says whether the real CLI refuses the same file itself or silently reads it otherwise.
+Owns: the offline plan's half of the CLI's config loading (yaml.v3 parsing, bare keys put in the project's
+namespace, null values, top-level keys, key syntax); the other half, what the program checks, is
+``stack_config/``. Input: the file's path. Output: its config values and secret keys. Errors:
+:class:`StackFileError`, one line ``<file>:<line>:<column>: <what is wrong and what is expected>``, saying whether
+the real CLI refuses the file or silently reads it otherwise. Research: docs/decisions/offline-stack-file.md.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/sdk/go/common/workspace/loaders.go
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from components import config as stack_config
+from stack_config import cli_values
 
 #: The keys of ``ProjectStack`` (pulumi v3.230.0 ``sdk/go/common/workspace/project.go``); yaml.v3 drops any
 #: other top-level key without a word, so a config key there would be ignored.
@@ -70,9 +63,10 @@ _Yaml12Loader.add_implicit_resolver(
 
 def cli_text(value) -> object:
     """A stack file value as the CLI holds it (pulumi v3.230.0 ``sdk/go/common/resource/config/object.go``
-    ``MarshalString``): booleans and numbers as their JSON text (components/config.py ``go_json_number``), strings as they are,
-    lists and maps kept as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an empty
-    string")."""
+    ``MarshalString``): booleans and numbers as their JSON text (stack_config/cli_values.py
+    ``go_json_number``), strings as
+    they are, lists and maps kept as objects, a null as ``""`` (``loaders.go`` ``checkForEmptyConfig``: "treated as an
+    empty string")."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -80,7 +74,7 @@ def cli_text(value) -> object:
     if isinstance(value, (dict, list)):
         return value
     if isinstance(value, (int, float)):
-        return stack_config.go_json_number(value)
+        return cli_values.go_json_number(value)
     return str(value)
 
 
@@ -137,12 +131,16 @@ def _load(path: Path) -> tuple[object, object]:
 
 def _values(node) -> dict:
     """Mapping node -> {key: value node} of its scalar keys; {} for anything else."""
-    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)} if isinstance(node, yaml.MappingNode) else {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def _keys(node) -> dict:
     """Mapping node -> {key: start mark} of its scalar keys."""
-    return {k.value: k.start_mark for k, _ in node.value if isinstance(k, yaml.ScalarNode)} if isinstance(node, yaml.MappingNode) else {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: k.start_mark for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def namespaced(key: str, project: str) -> str:
@@ -172,7 +170,8 @@ def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tupl
     if document is None:
         return {}, []
     if not isinstance(document, dict):
-        raise StackFileError(f"{path.name}: expected a mapping with a `config:` section (got a YAML {type(document).__name__}); "
+        raise StackFileError(f"{path.name}: expected a mapping with a `config:` section (got a "
+                             f"YAML {type(document).__name__}); "
                              "the Pulumi CLI refuses it too (\"expected project to be an object\")")
     for key, mark in _keys(node).items():
         if key in TOP_LEVEL:
@@ -210,10 +209,12 @@ def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tupl
         first[full] = key
         value_node = nodes.get(key)
         if isinstance(value, dict) and "secure" in value:  # ciphertext: not decryptable here
-            problem = ciphertext_problem(value["secure"], bool(document.get("encryptionsalt") or document.get("encryptedkey")))
+            problem = ciphertext_problem(value["secure"],
+                                         bool(document.get("encryptionsalt") or document.get("encryptedkey")))
             if problem:
                 secure_node = _values(value_node).get("secure", value_node)
-                raise StackFileError(f"{_at(path, secure_node.start_mark) if secure_node else where}: {key}: the `secure:` value cannot be decrypted: "
+                raise StackFileError(f"{_at(path, secure_node.start_mark) if secure_node else where}: {key}: the "
+                                     "`secure:` value cannot be decrypted: "
                                      f"{problem}; the Pulumi CLI cannot decrypt it either: set it with `pulumi config "
                                      f"set --secret {key.split(':')[-1]} <value>`")
             values[full], secrets = SECRET_PLACEHOLDER, secrets + [full]
@@ -221,8 +222,8 @@ def read(path: Path, project: str, string_keys: frozenset = frozenset()) -> tupl
         values[full] = cli_text(value)
         if isinstance(value_node, yaml.ScalarNode) and value_node.style is None and not isinstance(value, bool) \
                 and value is not None:  # a number as yaml.v3 reads it (PyYAML reads YAML 1.1 numbers)
-            number = stack_config.yaml_v3_number(value_node.value)
-            values[full] = stack_config.go_json_number(number) if number is not None else value_node.value
+            number = cli_values.yaml_v3_number(value_node.value)
+            values[full] = cli_values.go_json_number(number) if number is not None else value_node.value
             if full.startswith(f"{project}:"):
                 _check_number(path, full.split(":", 1)[1], value_node, values[full], string_keys)
     return values, secrets
@@ -235,10 +236,10 @@ def _check_number(path: Path, name: str, node, text: str, string_keys: frozenset
     pulumi/pulumi v3.230.0 ``sdk/go/common/workspace/project.go`` ``ValidateConfigValue``), so it is refused here,
     naming the key and the quoted form to write. A number written as the CLI would pass it (``2``) is left alone."""
     if name in string_keys and node.style is None and node.value != text:
-        raise StackFileError(f"{_at(path, node.start_mark)}: {stack_config.unquoted_number(name, node.value, text)}")
+        raise StackFileError(f"{_at(path, node.start_mark)}: {cli_values.unquoted_number(name, node.value, text)}")
 
 
-# --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config ---------------------------------
+# --- `pulumi config set [--path] KEY VALUE`: what the CLI stores in the stack's config -------------------------
 # pulumi/pulumi v3.230.0: pkg/cmd/pulumi/config/config.go (configSetCmd.Run: a value given without --secret or --type is
 # config.NewTypedValue(value, TypeUnknown), stored with ps.Config.Set(key, v, --path)), io.go (ParseConfigKey: with
 # --path only the segment before the first '[' or '.' is namespaced), sdk/go/common/resource/config/map.go (Map.Set,
@@ -296,7 +297,8 @@ def parse_property_path(text: str) -> list:
                 elif re.fullmatch(r"[+-]?[0-9]+", segment):
                     element = int(segment)
                     if not -2**63 <= element < 2**63:
-                        raise ConfigSetError(f'invalid array index: strconv.ParseInt: parsing "{segment}": value out of range')
+                        raise ConfigSetError('invalid array index: strconv.ParseInt: parsing '
+                                             f'"{segment}": value out of range')
                 else:
                     raise ConfigSetError(f'invalid array index: strconv.ParseInt: parsing "{segment}": invalid syntax')
                 text = text[close:]

@@ -115,20 +115,20 @@ INVOKES = {
         (), "answered by the azure-native provider from its own credentials (no ARM request)"),
     "azure-native:containerservice:getManagedCluster": Need(
         ("Microsoft.ContainerService/managedClusters/read",),
-        "components/cluster.py lookup_cluster; " + SOURCES["Microsoft.ContainerService"]),
+        "existing/cluster.py lookup_cluster; " + SOURCES["Microsoft.ContainerService"]),
     "azure-native:containerservice:listManagedClusterUserCredentials": Need(
         ("Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",),
-        "components/cluster.py kubeconfig_for (kubeconfigCredentials=user); " + SOURCES["Microsoft.ContainerService"]),
+        "existing/kubeconfig.py kubeconfig_for (kubeconfigCredentials=user); " + SOURCES["Microsoft.ContainerService"]),
     "azure-native:containerservice:listManagedClusterAdminCredentials": Need(
         ("Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action",),
-        "components/cluster.py kubeconfig_for (kubeconfigCredentials=admin); " + SOURCES["Microsoft.ContainerService"]),
+        "existing/kubeconfig.py kubeconfig_for (kubeconfigCredentials=admin); " + SOURCES["Microsoft.ContainerService"]),
     "azure-native:dashboard:getGrafana": Need(
-        ("Microsoft.Dashboard/grafana/read",), "components/grafana.py lookup_grafana; " + SOURCES["Microsoft.Dashboard"]),
+        ("Microsoft.Dashboard/grafana/read",), "existing/grafana.py lookup_grafana; " + SOURCES["Microsoft.Dashboard"]),
     "azure-native:dashboard:getManagedPrivateEndpoint": Need(
         ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/read",),
         "components/grafana_private_link.py (private IP read-back); " + SOURCES["Microsoft.Dashboard"]),
     "azure-native:monitor:getAzureMonitorWorkspace": Need(
-        ("Microsoft.Monitor/accounts/read",), "components/grafana.py lookup_monitor_workspace; " + SOURCES["Microsoft.Monitor"]),
+        ("Microsoft.Monitor/accounts/read",), "existing/grafana.py lookup_monitor_workspace; " + SOURCES["Microsoft.Monitor"]),
     "azure-native:network:getPrivateLinkService": Need(
         ("Microsoft.Network/privateLinkServices/read",),
         "components/grafana_private_link.py (PLS id for the MPE, NAT IPs for Pyroscope's NetworkPolicy); " + SOURCES["Microsoft.Network"]),
@@ -358,9 +358,7 @@ def assigned_roles() -> tuple:
     Grafana's identity on the workspace), Grafana Admin (components/managed_grafana.py, the deployer on a Grafana the
     stack creates) and Storage Blob Data Contributor (components/pyroscope_storage.py, Pyroscope's identity on its
     container, microservices mode)."""
-    from components.grafana_datasources import MONITORING_DATA_READER
-    from components.managed_grafana import GRAFANA_ADMIN
-    from components.pyroscope_storage import STORAGE_BLOB_DATA_CONTRIBUTOR
+    from stack.specs import GRAFANA_ADMIN, MONITORING_DATA_READER, STORAGE_BLOB_DATA_CONTRIBUTOR
 
     return (MONITORING_DATA_READER, GRAFANA_ADMIN, STORAGE_BLOB_DATA_CONTRIBUTOR)
 

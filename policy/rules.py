@@ -1,53 +1,40 @@
 """The rules of the aks-gpu-observability policy pack (Pulumi CrossGuard, pulumi-policy for Python).
 
-Each rule has a kebab-case name, a description, an enforcement level (overridable in the pack's config, as
-for any CrossGuard policy) and remediation steps. Rules see resources as the engine does: type tokens and
-camelCase property names; resource policies get each resource's checked inputs, the stack policy
-(``approval-targets-one-connection``) each resource's outputs (pulumi/pulumi v3.230.0
-``pkg/resource/deploy/step_generator.go`` ``AnalyzeResources``: "AnalyzeStack is called on the final outputs
-of each resource"), which for azure-native are the ARM response (``id``, ``name``, ``type``, response
-properties; no input-only ``workspaceName``). As in pulumi-policy's analyzer, a value marked secret reaches a rule as its plain
-value (validation does not keep the secret marker), lists and maps arrive as proxies, and a value not
-known yet (preview) raises UnknownValueError when read: rules skip such values, not the whole resource.
-
-Stack facts a rule needs come from the stack's own config, which the analyzer receives like the program
-does: ``aks-gpu-observability:production`` (boolean, default false) through ``pulumi.Config``.
-
-Imported by ``policy/__main__.py`` (the pack), by the tests and by ``python -m offline.plan --policy``.
+Owns: each rule (kebab-case name, description, enforcement level overridable in the pack's config, remediation)
+and :data:`POLICIES`, the pack; the Pyroscope production rules are in :mod:`pyroscope_production`, what rules read
+in :mod:`values` (both re-exported here). Input: resources as the engine sends them (type tokens, camelCase
+properties; inputs for resource policies, outputs for the stack policy ``approval-targets-one-connection``) and the
+stack's config (``aks-gpu-observability:production``). Output: violations reported through pulumi-policy.
+Errors: none raised; a value not known yet (preview) raises ``UnknownValueError`` and the rule skips that value.
+Imported by ``policy/__main__.py`` (the pack), the tests and ``python -m offline.plan --policy``. Research:
+docs/decisions/offline-policy-rules.md. Upstream:
+https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
 
 import pulumi
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs,
+                           ResourceValidationPolicy, StackValidationArgs, StackValidationPolicy)
 from pulumi_policy.proxy import UnknownValueError
 
-PACK_NAME = "aks-gpu-observability"
-PROJECT = "aks-gpu-observability"
+# The pack runs rules.py as a top-level module (policy/__main__.py, started by pulumi in policy/); the tests and
+# `python -m offline.plan --policy` import the package policy.
+try:
+    from policy.values import (COMMAND, EXTENSION, GRAFANA, INTERNAL_LB, MPE, NETWORK_POLICY, NOT_KNOWN, PACK_NAME,
+                               PLS_VISIBILITY, RELEASE, ROLE_ASSIGNMENT, SERVICE, annotations_in, is_pyroscope_chart,
+                               known, leaves, load_balancer_services, mappings, stack_is_production)
+    from policy.pyroscope_production import pyroscope_network_policy_in_production, pyroscope_persistent_in_production
+except ModuleNotFoundError:
+    from values import (COMMAND, EXTENSION, GRAFANA, INTERNAL_LB, MPE, NETWORK_POLICY, NOT_KNOWN, PACK_NAME,
+                        PLS_VISIBILITY, RELEASE, ROLE_ASSIGNMENT, SERVICE, annotations_in, is_pyroscope_chart, known,
+                        leaves, load_balancer_services, mappings, stack_is_production)
+    from pyroscope_production import pyroscope_network_policy_in_production, pyroscope_persistent_in_production
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
-SERVICE = "kubernetes:core/v1:Service"
-EXTENSION = "azure-native:kubernetesconfiguration:Extension"
-MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
-GRAFANA = "azure-native:dashboard:Grafana"
-ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
-COMMAND = "command:local:Command"
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-
-INTERNAL_LB = "service.beta.kubernetes.io/azure-load-balancer-internal"
-PLS_VISIBILITY = "service.beta.kubernetes.io/azure-pls-visibility"
 
 #: azure-native resource types the stack uses that take ``tags`` (checked against the SDK in the tests).
 TAGGABLE_TYPES = frozenset({MPE, GRAFANA, "azure-native:monitor:AzureMonitorWorkspace"})
@@ -82,68 +69,9 @@ _SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----|\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|AccountKey=|SharedAccessKey=|[?&]sig=[\w%]{20,}"
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----|"
+    r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|AccountKey=|SharedAccessKey=|[?&]sig=[\w%]{20,}"
 )
-
-
-# --- helpers -----------------------------------------------------------------------------------------
-
-
-def stack_is_production() -> bool:
-    """The stack's ``aks-gpu-observability:production`` config (false when unset)."""
-    return bool(pulumi.Config(PROJECT).get_bool("production"))
-
-
-def is_list(value: Any) -> bool:
-    """Lists reach rules as pulumi-policy proxies (Sequence, not list)."""
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
-
-
-def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """(path, value) for every leaf; a value not known yet (preview) is skipped, not the whole walk."""
-    if isinstance(value, Mapping):
-        for key in value:
-            try:
-                item = value[key]
-            except UnknownValueError:
-                continue
-            yield from leaves(item, f"{path}.{key}" if path else str(key))
-    elif is_list(value):
-        for index in range(len(value)):
-            try:
-                item = value[index]
-            except UnknownValueError:
-                continue
-            yield from leaves(item, f"{path}[{index}]")
-    else:
-        yield path, value
-
-
-def mappings(values: Any, path: str = "values") -> Iterator[tuple[str, Mapping]]:
-    """(path, mapping) of every mapping nested in Helm values (lists included)."""
-    if isinstance(values, Mapping):
-        yield path, values
-        for key in values:
-            try:
-                yield from mappings(values[key], f"{path}.{key}")
-            except UnknownValueError:
-                continue
-    elif is_list(values):
-        for index in range(len(values)):
-            yield from mappings(values[index], f"{path}[{index}]")
-
-
-def load_balancer_services(values: Any) -> Iterator[tuple[str, Mapping]]:
-    """(path, mapping) of every mapping in Helm values that declares ``type: LoadBalancer``."""
-    return ((p, m) for p, m in mappings(values) if m.get("type") == "LoadBalancer")
-
-
-def annotations_in(values: Any) -> Iterator[Mapping]:
-    """Every ``annotations`` mapping in Helm values."""
-    return (m["annotations"] for _, m in mappings(values) if isinstance(m.get("annotations"), Mapping))
-
-
-# --- rules -------------------------------------------------------------------------------------------
 
 
 def _service_internal(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -161,10 +89,12 @@ def _service_internal(args: ResourceValidationArgs, report: ReportViolation) -> 
 
 pyroscope_service_internal = ResourceValidationPolicy(
     name="pyroscope-service-internal",
-    description="Services of type LoadBalancer (Pyroscope's included) use Azure's internal load balancer, never a public IP.",
+    description="Services of type LoadBalancer (Pyroscope's included) use Azure's internal "
+                "load balancer, never a public IP.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_service_internal,
-    remediation_steps=f"Set the annotation {INTERNAL_LB}: \"true\" on the Service (Helm: pyroscope.service.annotations), or use type ClusterIP.",
+    remediation_steps=f"Set the annotation {INTERNAL_LB}: \"true\" on the Service (Helm: "
+                      "pyroscope.service.annotations), or use type ClusterIP.",
 )
 
 
@@ -177,7 +107,8 @@ def _chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None
     chart = str(args.props.get("chart") or "")
     repo = str(((args.props.get("repositoryOpts") or {}).get("repo")) or "")
     if not chart.startswith("oci://") and not repo.startswith("https://"):
-        report(f"chart {chart!r} comes neither from an oci:// registry nor from an https:// repository ({repo or 'none'}).")
+        report(f"chart {chart!r} comes neither from an oci:// registry nor from an https:// "
+               f"repository ({repo or 'none'}).")
 
 
 helm_chart_pinned = ResourceValidationPolicy(
@@ -185,12 +116,15 @@ helm_chart_pinned = ResourceValidationPolicy(
     description="Helm releases pin an exact chart version and come from an oci:// registry or an https:// repository.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_chart_pinned,
-    remediation_steps="Set version to an exact chart version such as 1.15.0, and chart to oci://... or repositoryOpts.repo to https://...",
+    remediation_steps="Set version to an exact chart version such as 1.15.0, and chart to oci://... or "
+                      "repositoryOpts.repo to https://...",
 )
 
 
 def _gpu_observability(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != EXTENSION or str(args.props.get("extensionType", "")).lower() != "microsoft.inspektorgadget":
+    if args.resource_type != EXTENSION:
+        return
+    if str(args.props.get("extensionType", "")).lower() != "microsoft.inspektorgadget":
         return
     settings = args.props.get("configurationSettings") or {}
     if str(settings.get("gpuObservability.enabled", "")).lower() != "true":
@@ -201,10 +135,12 @@ def _gpu_observability(args: ResourceValidationArgs, report: ReportViolation) ->
 
 inspektor_gadget_gpu_observability = ResourceValidationPolicy(
     name="inspektor-gadget-gpu-observability",
-    description="The Inspektor Gadget extension keeps GPU observability on; a pinned version turns minor-version auto-upgrade off.",
+    description="The Inspektor Gadget extension keeps GPU observability on; a pinned version turns "
+                "minor-version auto-upgrade off.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_gpu_observability,
-    remediation_steps="Keep extensionGpuObservability true; with extensionVersion set, the stack sets autoUpgradeMinorVersion false.",
+    remediation_steps="Keep extensionGpuObservability true; with extensionVersion set, the stack sets "
+                      "autoUpgradeMinorVersion false.",
 )
 
 
@@ -253,8 +189,10 @@ extension_version_pinned, extension_version_pinned_in_production = _trial_and_pr
     "extension-version-pinned", _extension_unpinned,
     lambda args: f"cluster extension {args.props.get('extensionType') or args.name!r}",
     "set extensionVersion to the version to run.",
-    trial="In a non-production stack, a cluster extension without a pinned version (autoUpgradeMinorVersion false) is reported.",
-    production="In a production stack (config production=true), a cluster extension has version set and autoUpgradeMinorVersion false.",
+    trial="In a non-production stack, a cluster extension without a pinned version "
+          "(autoUpgradeMinorVersion false) is reported.",
+    production="In a production stack (config production=true), a cluster extension has version set and "
+               "autoUpgradeMinorVersion false.",
     remediation_steps="Set extensionVersion to an exact version (the stack then sets autoUpgradeMinorVersion false).",
 )
 
@@ -272,7 +210,7 @@ def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
     Only a Release of chart ``pyroscope``."""
     if args.resource_type != RELEASE:
         return None
-    if not _is_pyroscope_chart(args.props):
+    if not is_pyroscope_chart(args.props):
         return None
     chart = str(args.props.get("chart") or "")
     reasons = []
@@ -283,10 +221,11 @@ def _pyroscope_unpinned(args: ResourceValidationArgs) -> Optional[str]:
         reasons.append(f"chart {chart!r} is pinned by tag (version {args.props.get('version')}), not by digest")
     elif chart.count("@") != 1 or ":" in chart.split("@", 1)[0].rsplit("/", 1)[-1]:
         # <repository>:<tag>@sha256:<d>: Helm 3.17.3 pulls this by its tag, not the digest (helm/helm
-        # pkg/registry/reference.go@v3.17.3 String); components/config.py _chart refuses it too.
+        # pkg/registry/reference.go@v3.17.3 String); stack_config/rules.py _chart refuses it too.
         reasons.append(f"chart {chart!r} is not a digest-only reference (oci://.../pyroscope@sha256:<digest>); "
                        "Helm 3.17 pulls a reference that also names a tag by the tag")
-    images = [(path, m["image"]) for path, m in mappings(args.props.get("values")) if isinstance(m.get("image"), Mapping)]
+    images = [(path, m["image"]) for path,
+              m in mappings(args.props.get("values")) if isinstance(m.get("image"), Mapping)]
     if not images:
         reasons.append("values set no image, so the chart's default image goes by tag")
     for path, image in images:
@@ -300,10 +239,14 @@ pyroscope_pinned_by_digest, pyroscope_pinned_by_digest_in_production = _trial_an
     "pyroscope-pinned-by-digest", _pyroscope_unpinned, lambda args: "Pyroscope release:",
     "set pyroscopeChart to oci://.../pyroscope@sha256:<digest> and pyroscopeImageTag to <tag>@sha256:<digest> "
     "(docs/how-it-works.md, \"Pins that cannot move\").",
-    trial="In a non-production stack, a Pyroscope release whose chart or image goes by tag (not by sha256 digest) is reported.",
-    production="In a production stack (config production=true), the Pyroscope release pins its oci:// chart and its image by sha256 digest.",
-    remediation_steps="Set pyroscopeChart to oci://<registry>/<path>/pyroscope@sha256:<chart manifest digest> and pyroscopeImageTag "
-                      "to <tag>@sha256:<image index digest>; docs/how-it-works.md gives the commands that print both digests.",
+    trial="In a non-production stack, a Pyroscope release whose chart or image goes by tag (not "
+          "by sha256 digest) is reported.",
+    production="In a production stack (config production=true), the Pyroscope release pins its oci:// chart "
+               "and its image by sha256 digest.",
+    remediation_steps="Set pyroscopeChart to oci://<registry>/<path>/pyroscope@sha256:<chart manifest "
+                      "digest> and pyroscopeImageTag "
+                      "to <tag>@sha256:<image index digest>; docs/how-it-works.md gives the "
+                      "commands that print both digests.",
 )
 
 
@@ -315,7 +258,8 @@ def _wildcard_visibility(args: ResourceValidationArgs) -> bool:
 
 def _visibility_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if _wildcard_visibility(args) and not stack_is_production():
-        report("the private link service is visible to every subscription (azure-pls-visibility '*'); fine for a trial, not for production.")
+        report("the private link service is visible to every subscription (azure-pls-visibility '*'); fine "
+               "for a trial, not for production.")
 
 
 def _visibility_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -326,7 +270,8 @@ def _visibility_production(args: ResourceValidationArgs, report: ReportViolation
     report(f"production stack {pulumi.get_stack()!r} exposes the private link service to every subscription "
            "(azure-pls-visibility '*'); Azure does not document the subscription Grafana's managed private endpoints "
            "come from, so narrowing may shut Grafana out: allow-list the stack in allowedWildcardStacks (the approval "
-           "step approves only the connection carrying the stack's nonce, docs/security.md), or set privateLinkVisibility "
+           "step approves only the connection carrying the stack's nonce, "
+           "docs/security.md), or set privateLinkVisibility "
            "to subscription ids you have seen Grafana's connection come from.")
 
 
@@ -335,24 +280,30 @@ private_link_visibility = ResourceValidationPolicy(
     description="In a non-production stack, a private link service visible to every subscription ('*') is reported.",
     enforcement_level=EnforcementLevel.ADVISORY,
     validate=_visibility_advisory,
-    remediation_steps="For production, allow-list the stack in private-link-visibility-production's allowedWildcardStacks, or set privateLinkVisibility to subscription ids Grafana's connection is known to come from (docs/security.md).",
+    remediation_steps="For production, allow-list the stack in private-link-visibility-production's "
+                      "allowedWildcardStacks, or set privateLinkVisibility to subscription ids Grafana's connection is "
+                      "known to come from (docs/security.md).",
 )
 
 private_link_visibility_production = ResourceValidationPolicy(
     name="private-link-visibility-production",
-    description="In a production stack (config production=true), the private link service is not visible to every subscription ('*'), unless the stack is allow-listed.",
+    description="In a production stack (config production=true), the private link service is not visible to every "
+                "subscription ('*'), unless the stack is allow-listed.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_visibility_production,
     config_schema=PolicyConfigSchema(
         properties={"allowedWildcardStacks": {"type": "array", "items": {"type": "string"}, "default": []}}
     ),
-    remediation_steps="Add the stack to this policy's allowedWildcardStacks (the approval nonce guards a '*' PLS: docs/security.md), or set privateLinkVisibility to subscription ids Grafana's connection is known to come from (not documented by Azure).",
+    remediation_steps="Add the stack to this policy's allowedWildcardStacks (the approval nonce guards a '*' PLS: "
+                      "docs/security.md), or set privateLinkVisibility to subscription ids Grafana's connection is "
+                      "known to come from (not documented by Azure).",
 )
 
 
 def _request_message(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type == MPE and not str(args.props.get("requestMessage") or "").strip():
-        report("the managed private endpoint has no requestMessage; the PLS owner cannot tell who asks for the connection.")
+        report("the managed private endpoint has no requestMessage; the PLS owner cannot "
+               "tell who asks for the connection.")
 
 
 managed_private_endpoint_request_message = ResourceValidationPolicy(
@@ -365,17 +316,8 @@ managed_private_endpoint_request_message = ResourceValidationPolicy(
 
 
 #: A managed private endpoint's ARM id (case-insensitive, as ARM ids are).
-_MPE_ID = re.compile(r"/providers/Microsoft\.Dashboard/grafana/([^/]+)/managedPrivateEndpoints/([^/]+)/?$", re.IGNORECASE)
-NOT_KNOWN = object()  # what :func:`known` returns for a value not known yet
-
-
-def known(read: Callable[[], Any]) -> Any:
-    """``read()``, or :data:`NOT_KNOWN` when it touches a value not known yet (preview): a stack policy
-    that lets UnknownValueError escape is not run at all (the analyzer reports an advisory instead)."""
-    try:
-        return read()
-    except UnknownValueError:
-        return NOT_KNOWN
+_MPE_ID = re.compile(r"/providers/Microsoft\.Dashboard/grafana/([^/]+)/managedPrivateEndpoints/([^/]+)/?$",
+                     re.IGNORECASE)
 
 
 def connection_name(endpoint: Any) -> Optional[str]:
@@ -412,35 +354,43 @@ def _approvals(args: StackValidationArgs, report: ReportViolation) -> None:
         if create is NOT_KNOWN or target is NOT_KNOWN:
             open_approvals += 1
         elif not target or any(ch in target for ch in "*?[]"):
-            report(f"approval {step.name} does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME={target!r}).", step.urn)
+            report(f"approval {step.name} does not name exactly one private endpoint "
+                   f"(PRIVATE_ENDPOINT_NAME={target!r}).", step.urn)
         else:
             targeted.setdefault(target.lower(), []).append(step)
     for name, endpoint in endpoints.items():
         count = len(targeted.get(name, []))
         if count > 1 or (count == 0 and not open_approvals):
-            report(f"managed private endpoint {endpoint.name} has {count} approvals of its connection {name!r}; expected exactly one.", endpoint.urn)
+            report(f"managed private endpoint {endpoint.name} has {count} approvals of its connection "
+                   f"{name!r}; expected exactly one.", endpoint.urn)
     strays = {name: steps for name, steps in targeted.items() if name not in endpoints}
     for name, steps in strays.items():
         if len(steps) > 1:
-            report(f"{len(steps)} approvals ({', '.join(s.name for s in steps)}) target {name!r}; expected exactly one.", steps[1].urn)
+            report(f"{len(steps)} approvals ({', '.join(s.name for s in steps)}) target {name!r}; expected exactly "
+                   "one.", steps[1].urn)
         if not unidentified:
             for step in steps:
-                report(f"approval {step.name} targets {name!r}, which is no managed private endpoint of this stack.", step.urn)
+                report(f"approval {step.name} targets {name!r}, which is no managed private endpoint of this stack.",
+                       step.urn)
     if unidentified and len(strays) > len(unidentified):
-        report(f"approvals target {len(strays)} endpoints ({', '.join(sorted(strays))}) that are not among this stack's "
+        report(f"approvals target {len(strays)} endpoints ({', '.join(sorted(strays))}) "
+               "that are not among this stack's "
                f"identified ones, but only {len(unidentified)} endpoint(s) are not identified yet.")
     for endpoint in unidentified[len(strays) + open_approvals:]:
-        report(f"managed private endpoint {endpoint.name} has no approval: {len(unidentified)} endpoint(s) not identified "
+        report(f"managed private endpoint {endpoint.name} has no approval: "
+               f"{len(unidentified)} endpoint(s) not identified "
                f"yet, {len(strays) + open_approvals} approval(s) left for them.", endpoint.urn)
 
 
 approval_targets_one_connection = StackValidationPolicy(
     name="approval-targets-one-connection",
-    description="Every managed private endpoint's connection is approved by exactly one step, which names exactly that endpoint "
+    description="Every managed private endpoint's connection is approved by exactly one step, "
+                "which names exactly that endpoint "
                 "(checked on outputs: the endpoint's id, the approval command's environment).",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_approvals,
-    remediation_steps="Approve with steps/approve_private_endpoint_connection.sh and PRIVATE_ENDPOINT_NAME=grafana-<grafanaName>-<mpeName>, once per endpoint.",
+    remediation_steps="Approve with steps/approve_private_endpoint_connection.sh and "
+                      "PRIVATE_ENDPOINT_NAME=grafana-<grafanaName>-<mpeName>, once per endpoint.",
 )
 
 
@@ -452,7 +402,8 @@ def _grafana_tier(args: ResourceValidationArgs, report: ReportViolation) -> None
         report(f"Azure Managed Grafana is {sku or 'without a'} tier; managed private endpoints need Standard.")
     identity = str(((args.props.get("identity") or {}).get("type")) or "")
     if "SystemAssigned" not in identity:
-        report("Azure Managed Grafana has no system-assigned identity; the Prometheus datasource authenticates with it.")
+        report("Azure Managed Grafana has no system-assigned identity; the Prometheus datasource authenticates "
+               "with it.")
 
 
 grafana_standard_with_identity = ResourceValidationPolicy(
@@ -465,13 +416,15 @@ grafana_standard_with_identity = ResourceValidationPolicy(
 
 
 def _grafana_private(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type == GRAFANA and ((args.props.get("properties") or {}).get("publicNetworkAccess") or "Enabled") != "Disabled":
+    if args.resource_type == GRAFANA and ((args.props.get("properties") or {}).get("publicNetworkAccess")
+                                          or "Enabled") != "Disabled":
         report("Azure Managed Grafana allows public network access.")
 
 
 grafana_public_network_access_disabled = ResourceValidationPolicy(
     name="grafana-public-network-access-disabled",
-    description="An Azure Managed Grafana the stack creates has public network access disabled (advisory by default; raise it to mandatory in the pack config).",
+    description="An Azure Managed Grafana the stack creates has public network access disabled (advisory by default; "
+                "raise it to mandatory in the pack config).",
     enforcement_level=EnforcementLevel.ADVISORY,
     validate=_grafana_private,
     remediation_steps="Set grafanaPublicNetworkAccess to Disabled and reach Grafana through a private endpoint.",
@@ -498,7 +451,8 @@ def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
     role_id = str(fields[0] or "")
     match = _ROLE_ID.fullmatch(role_id)
     if not match:
-        report(f"roleDefinitionId {role_id!r} is not a role definition id (…/providers/Microsoft.Authorization/roleDefinitions/<guid>).")
+        report(f"roleDefinitionId {role_id!r} is not a role definition id "
+               "(…/providers/Microsoft.Authorization/roleDefinitions/<guid>).")
         return
     role = match.group(1).lower()
     allowed = [r.lower() for r in (args.get_config().get("allowedRoleDefinitionIds") or DEFAULT_ALLOWED_ROLES)]
@@ -516,13 +470,16 @@ def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
 
 role_assignment_least_privilege = ResourceValidationPolicy(
     name="role-assignment-least-privilege",
-    description="Role assignments (and steps that ensure one) use an allowed built-in role id, and never Owner, Contributor or User Access Administrator at subscription scope.",
+    description="Role assignments (and steps that ensure one) use an allowed built-in role id, and never Owner, "
+                "Contributor or User Access Administrator at subscription scope.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_roles,
     config_schema=PolicyConfigSchema(
-        properties={"allowedRoleDefinitionIds": {"type": "array", "items": {"type": "string"}, "default": DEFAULT_ALLOWED_ROLES}}
+        properties={"allowedRoleDefinitionIds": {"type": "array", "items": {"type": "string"},
+                                                 "default": DEFAULT_ALLOWED_ROLES}}
     ),
-    remediation_steps="Use Monitoring Data Reader (b0d8363b-…) on the workspace and Grafana roles on the Grafana workspace; add other built-in roles to allowedRoleDefinitionIds.",
+    remediation_steps="Use Monitoring Data Reader (b0d8363b-…) on the workspace and Grafana roles on the Grafana "
+                      "workspace; add other built-in roles to allowedRoleDefinitionIds.",
 )
 
 
@@ -543,7 +500,8 @@ required_tags = ResourceValidationPolicy(
     config_schema=PolicyConfigSchema(
         properties={"requiredTags": {"type": "array", "items": {"type": "string"}, "default": ["managed-by"]}}
     ),
-    remediation_steps="Add the tags with the stack's tags config (pulumi config set --path 'tags[0]' key=value); the stack always sets managed-by.",
+    remediation_steps="Add the tags with the stack's tags config (pulumi config set --path 'tags[0]' key=value); "
+                      "the stack always sets managed-by.",
 )
 
 
@@ -567,174 +525,8 @@ no_plaintext_secrets = ResourceValidationPolicy(
                 "either way the value lands in a process environment or a Helm release, so none are allowed.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_secrets,
-    remediation_steps="Let the step get a token at run time (the scripts use az and your sign-in); for Helm, reference a Kubernetes Secret (existingSecret) instead of a value.",
-)
-
-
-#: Pyroscope's object storage backends (grafana/pyroscope v1.15.0 ``pkg/objstore/client/config.go``); ``filesystem`` is a
-#: pod's own disk.
-OBJECT_BACKENDS = ("azure", "s3", "gcs", "swift", "cos")
-
-
-def _merged(base: Any, over: Any) -> Any:
-    """``over`` deep-merged over ``base``, as sprig's ``mustMergeOverwrite`` merges a component's values over
-    ``pyroscope``'s in chart 1.15.0 (``templates/deployments-statefulsets.yaml``)."""
-    if isinstance(base, Mapping) and isinstance(over, Mapping):
-        return {**base, **{k: _merged(base.get(k), v) for k, v in over.items()}}
-    return over if over is not None else base
-
-
-def _storage_backend(single: Mapping, component: Optional[Mapping] = None) -> str:
-    """The storage backend a pod runs with: ``-storage.backend`` from its ``extraArgs`` (the component's merged over the
-    global ones, chart 1.15.0 ``deployments-statefulsets.yaml``) beats the config file's ``storage.backend``
-    (grafana/pyroscope v1.15.0 ``pkg/cfg/dynamic.go`` ``DynamicUnmarshal`` loads the flags last, "this will supersede
-    anything set from config file"; ``pkg/cfg/cfg_test.go`` ``TestParse``); the config file is the global
-    ``structuredConfig`` only (``templates/configmap.yaml``); the default is ``filesystem``
-    (``pkg/objstore/client/config.go``)."""
-    flags = _merged(single.get("extraArgs"), (component or {}).get("extraArgs"))
-    flags = flags if isinstance(flags, Mapping) else {}
-    config = (single.get("structuredConfig") or {}).get("storage") if isinstance(single.get("structuredConfig"), Mapping) else None
-    from_config = config.get("backend") if isinstance(config, Mapping) else None
-    return str(flags.get("storage.backend") or from_config or "filesystem")
-
-
-def _volume_enabled(persistence: Any) -> bool:
-    """Chart 1.15.0 mounts ``data`` as an emptyDir whenever ``persistence.enabled`` is not true, whatever
-    ``existingClaim`` says (``deployments-statefulsets.yaml`` tests ``not $persistence.enabled`` first)."""
-    return isinstance(persistence, Mapping) and persistence.get("enabled") is True
-
-
-def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
-    """Why the Pyroscope release loses profiles when a pod restarts (None when it does not). Chart 1.15.0 mounts volume
-    ``data`` at /data as an emptyDir unless ``persistence.enabled`` (or an ``existingClaim``) is set, each component's
-    values merged over ``pyroscope``'s (``templates/deployments-statefulsets.yaml``, ``mustMergeOverwrite``). Single
-    binary: the volume holds everything. Microservices (non-empty ``pyroscope.components``): blocks go to the bucket, so
-    the backend must be object storage, and the ingesters keep their head in /data until a block is cut
-    (``-pyroscopedb.max-block-duration``, 1h: grafana/pyroscope v1.15.0 ``pkg/phlaredb/phlaredb.go``), so they need the
-    volume too. Only a Release of chart ``pyroscope``."""
-    if args.resource_type != RELEASE:
-        return None
-    if not _is_pyroscope_chart(args.props):
-        return None
-    single = (args.props.get("values") or {}).get("pyroscope") or {}
-    if not isinstance(single, Mapping):
-        single = {}
-    components = single.get("components") if isinstance(single.get("components"), Mapping) else {}
-    if not components:
-        if _volume_enabled(single.get("persistence")):
-            return None
-        return "keeps profiles in an emptyDir (pyroscope.persistence.enabled is not true), so every pod restart loses them"
-    for name, component in sorted(components.items()):
-        backend = _storage_backend(single, component if isinstance(component, Mapping) else None)
-        if backend not in OBJECT_BACKENDS:
-            return (f"runs the microservices' {name} with storage backend {backend!r}, its pod's own disk, so the "
-                    "profiles are neither shared nor kept")
-    ingester = components.get("ingester") if isinstance(components.get("ingester"), Mapping) else {}
-    if not _volume_enabled(_merged(single.get("persistence"), ingester.get("persistence"))):
-        return ("keeps the ingesters' head blocks (up to an hour of profiles before a block reaches the bucket) in an "
-                "emptyDir (persistence.enabled is not true for the ingester), so an ingester restart loses them")
-    return None
-
-
-def _pyroscope_persistent_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    reason = _pyroscope_not_persistent(args)
-    if reason and stack_is_production():
-        report(f"production stack {pulumi.get_stack()!r}: Pyroscope release {reason}; set pyroscopePersistence to true.")
-
-
-pyroscope_persistent_in_production = ResourceValidationPolicy(
-    name="pyroscope-persistent-in-production",
-    description="In a production stack (config production=true), the Pyroscope release keeps its profiles on a persistent volume.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_pyroscope_persistent_production,
-    remediation_steps="Set pyroscopePersistence to true (the default); docs/sizing.md says what the switch reinstalls.",
-)
-
-
-def _is_pyroscope_chart(props: Any) -> bool:
-    chart = str(props.get("chart") or "")
-    return chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] == "pyroscope"
-
-
-#: The Pyroscope pods' labels, chart 1.15.0 (``pyroscope.labels`` of ``templates/_helpers.tpl`` on the StatefulSet's pod
-#: template, single binary: component ``all``); ``<release>`` is the release's name.
-def pyroscope_pod_labels(release: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "pyroscope", "app.kubernetes.io/instance": release,
-            "app.kubernetes.io/component": "all", "name": "pyroscope"}
-
-
-
-def _restricts(policy: Any, namespace: str, labels: Mapping[str, str]) -> Any:
-    """Whether a NetworkPolicy (its outputs) restricts ingress to pods with ``labels`` in ``namespace``: same namespace,
-    a ``podSelector`` whose ``matchLabels`` the labels satisfy (no ``matchExpressions``, which this check does not
-    evaluate), ``Ingress`` among its ``policyTypes`` (the API's default when absent) and no ingress rule without
-    ``from`` (that one admits every source). :data:`NOT_KNOWN` while a value is not known (a preview)."""
-    try:
-        metadata = policy.props.get("metadata") or {}
-        if str(metadata.get("namespace") or "default") != namespace:
-            return False
-        spec = policy.props.get("spec") or {}
-        selector = spec.get("podSelector") or {}
-        if selector.get("matchExpressions"):
-            return False
-        if any(labels.get(str(k)) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
-            return False
-        types = spec.get("policyTypes")
-        if is_list(types) and types and "Ingress" not in [str(x) for x in types]:
-            return False
-        return all(rule.get("from") and not any(_admits_everyone(peer) for peer in rule["from"])
-                   for rule in (spec.get("ingress") or []))
-    except UnknownValueError:
-        return NOT_KNOWN
-
-
-def _admits_everyone(peer: Any) -> bool:
-    """Whether one ``from`` peer admits every source, which a rule without ``from`` does too: an ``ipBlock`` of prefix
-    length 0 (``0.0.0.0/0``, ``::/0``), or a ``namespaceSelector`` selecting every namespace (``{}``) with no
-    ``podSelector`` or one selecting every pod (the NetworkPolicy API: an empty selector selects all;
-    kubernetes.io/docs/concepts/services-networking/network-policies, "Behavior of to and from selectors")."""
-    import ipaddress
-
-    block = peer.get("ipBlock")
-    if block:
-        try:
-            return ipaddress.ip_network(str(block.get("cidr")), strict=False).prefixlen == 0
-        except ValueError:
-            return False
-    namespaces, pods = peer.get("namespaceSelector"), peer.get("podSelector")
-    return namespaces is not None and not namespaces and not pods
-
-
-def _network_policy_production(args: StackValidationArgs, report: ReportViolation) -> None:
-    """A production stack whose Pyroscope release has no NetworkPolicy restricting ingress to its pods: Pyroscope's
-    HTTP API (reads and writes, no authentication) is then open to everything that routes to its internal load balancer
-    (docs/how-it-works.md, "Who can reach Pyroscope"). Checked on outputs; a value not known yet holds nothing against
-    the stack."""
-    if not stack_is_production():
-        return
-    policies = [r for r in args.resources if r.resource_type == NETWORK_POLICY]
-    for release in args.resources:
-        if release.resource_type != RELEASE or not known(lambda: _is_pyroscope_chart(release.props)):
-            continue
-        name = known(lambda: str(release.props.get("name") or ""))
-        namespace = known(lambda: str(release.props.get("namespace") or "default"))
-        if name is NOT_KNOWN or namespace is NOT_KNOWN or not name:
-            continue
-        verdicts = [_restricts(policy, namespace, pyroscope_pod_labels(name)) for policy in policies]
-        if not any(v is True or v is NOT_KNOWN for v in verdicts):
-            report(f"production stack {pulumi.get_stack()!r}: no NetworkPolicy restricts ingress to Pyroscope's pods "
-                   f"({namespace}/{name}), so its unauthenticated HTTP API is open to everything that routes to its "
-                   "internal load balancer; set pyroscopeNetworkPolicy to true.", release.urn)
-
-
-pyroscope_network_policy_in_production = StackValidationPolicy(
-    name="pyroscope-network-policy-in-production",
-    description="In a production stack (config production=true), a NetworkPolicy of the stack restricts ingress to the "
-                "Pyroscope release's pods (checked on outputs).",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_network_policy_production,
-    remediation_steps="Set pyroscopeNetworkPolicy to true (the default); the cluster needs a network policy engine "
-                      "(docs/how-it-works.md, \"Who can reach Pyroscope\").",
+    remediation_steps="Let the step get a token at run time (the scripts use az and your sign-in); for Helm, reference "
+                      "a Kubernetes Secret (existingSecret) instead of a value.",
 )
 
 
@@ -758,3 +550,16 @@ POLICIES = [
     required_tags,
     no_plaintext_secrets,
 ]
+
+
+#: What the pack, the tests and ``python -m offline.plan --policy`` read as ``rules.<name>``.
+__all__ = ["BROAD_ROLES", "COMMAND", "DEFAULT_ALLOWED_ROLES", "EXTENSION", "GRAFANA", "MPE", "NETWORK_POLICY",
+           "NOT_KNOWN", "PACK_NAME", "POLICIES", "RELEASE", "ROLE_ASSIGNMENT", "SERVICE", "TAGGABLE_TYPES",
+           "approval_targets_one_connection", "connection_name", "extension_version_pinned",
+           "extension_version_pinned_in_production", "grafana_public_network_access_disabled",
+           "grafana_standard_with_identity", "helm_chart_pinned", "inspektor_gadget_gpu_observability", "known",
+           "managed_private_endpoint_request_message", "no_plaintext_secrets", "private_link_visibility",
+           "private_link_visibility_production", "pyroscope_network_policy_in_production",
+           "pyroscope_persistent_in_production", "pyroscope_pinned_by_digest",
+           "pyroscope_pinned_by_digest_in_production", "pyroscope_service_internal", "required_tags",
+           "role_assignment_least_privilege"]

@@ -40,9 +40,11 @@
 # own answer ends the step when it says Approved.
 set -euo pipefail
 STEP=approve-private-endpoint-connection
+# shellcheck source=steps/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_env PLS_RESOURCE_GROUP PLS_NAME PRIVATE_ENDPOINT_NAME DESCRIPTION APPROVAL_NONCE APPROVAL_MARKER TIMEOUT_SECONDS
 MASK_VALUES="${APPROVAL_NONCE}"$'\n'"${MASK_VALUES:-}"
+# shellcheck disable=SC2153 # DESCRIPTION is the environment's (require_env above), not a misspelt local
 APPROVED_DESCRIPTION="${DESCRIPTION} (approval ${APPROVAL_MARKER})"
 REJECTED_BY="Rejected by aks-gpu-observability"
 REJECTED_DESCRIPTION="${REJECTED_BY}: not from the managed private endpoint ${PRIVATE_ENDPOINT_NAME} of this stack"

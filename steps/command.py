@@ -95,7 +95,7 @@ def is_step(props: Mapping[str, object]) -> bool:
 def with_secret_mask(props: Mapping[str, object], opts: pulumi.ResourceOptions,
                      values: Sequence[str]) -> tuple[dict, pulumi.ResourceOptions]:
     """A step's properties and options (a ``command:local:Command`` of :func:`script_command`, as a stack
-    transformation sees them: components/secrets.py) for a stack whose config has secret ``values``. The engine masks
+    transformation sees them: stack/secrecy.py) for a stack whose config has secret ``values``. The engine masks
     only what it knows is secret in its own events, not a secret that reached a script as a plain substring (a node
     resource group or an ARM id carries the cluster's or Grafana's name, and so does what the script prints). So:
 

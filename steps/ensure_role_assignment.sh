@@ -18,6 +18,7 @@
 # --assignee-object-id and --assignee-principal-type, so no Microsoft Graph lookup).
 set -euo pipefail
 STEP=ensure-role-assignment
+# shellcheck source=steps/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_env SCOPE ROLE_DEFINITION_ID PRINCIPAL_ID PRINCIPAL_TYPE ASSIGNMENT_NAME DESCRIPTION TIMEOUT_SECONDS
 

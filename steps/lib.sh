@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the step scripts. Sourced, not run. Bash 4+, the Azure CLI (az >= 2.72) on PATH.
 # Every step logs to stderr with its name, prints its result (one line) on stdout, and never prints tokens.
 # Nor secrets: MASK_VALUES (set by steps/command.py when config came in secret) holds the secret values, one

@@ -9,6 +9,7 @@
 # Queries map null to '' because az's tsv output prints a null as the word None.
 set -euo pipefail
 STEP=refresh-managed-private-endpoints
+# shellcheck source=steps/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_env GRAFANA_ID MPE_NAME API_VERSION TIMEOUT_SECONDS
 

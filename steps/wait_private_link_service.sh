@@ -27,6 +27,7 @@
 # before anything connects to it.
 set -euo pipefail
 STEP=wait-for-private-link-service
+# shellcheck source=steps/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_env PLS_RESOURCE_GROUP PLS_NAME TIMEOUT_SECONDS LOAD_BALANCER_SCOPE OWNER_SERVICE IP_CONFIGURATION_COUNT
 

@@ -106,7 +106,7 @@ CASES = [
     Bad("set-bad-visibility", "plan", ["--set", "privateLinkVisibility=everyone"], ["privateLinkVisibility"]),
     Bad("set-version-range", "plan", ["--set", "pyroscopeChartVersion=^1.15"], ["pyroscopeChartVersion"]),
     Bad("set-without-equals", "plan", ["--set", "clusterName"], ["--set", "KEY=VALUE"]),
-    # Pyroscope's volume, retention, sizing and placement (components/config.py)
+    # Pyroscope's volume, retention, sizing and placement (stack_config/rules.py)
     Bad("set-persistence-yes", "plan", ["--set", "pyroscopePersistence=yes"], ["pyroscopePersistence", "boolean"]),
     Bad("set-storage-class-upper", "plan", ["--set", "pyroscopeStorageClass=Managed_CSI"], ["pyroscopeStorageClass", "storage class"]),
     Bad("set-storage-size-no-unit", "plan", ["--set", "pyroscopeStorageSize=64"], ["pyroscopeStorageSize", "10Gi to 32Ti"]),

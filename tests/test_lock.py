@@ -1,6 +1,6 @@
-"""The Python locks (docs/dependencies.md): made by pip-compile with hashes, every range of requirements.txt locked at
-a version inside it, the two locks agreeing, the tests running the locked set; and the plugin versions the locked SDKs
-imply, as docs/dependencies.md states them."""
+"""The Python locks (docs/dependencies.md): made by pip-compile with hashes, every range of its requirements file locked
+at a version inside it, the runtime, development and policy locks agreeing, the tests running the locked set; and the
+plugin versions the locked SDKs imply, as docs/dependencies.md states them."""
 
 from __future__ import annotations
 
@@ -16,14 +16,21 @@ from packaging.version import Version
 
 from tests.support import ROOT
 
-LOCKS = {"requirements.lock": "requirements.txt", "policy/requirements.lock": "policy/requirements.txt"}
+#: lock -> the requirements file it is compiled from. requirements-dev.txt includes requirements.txt (`-r`), so the
+#: development lock holds the runtime set at the runtime lock's versions plus the tools.
+LOCKS = {"requirements.lock": "requirements.txt", "requirements-dev.lock": "requirements-dev.txt",
+         "policy/requirements.lock": "policy/requirements.txt"}
 
 
-def ranges(path: Path) -> dict[str, Requirement]:
+def ranges(path: Path, include: bool = True) -> dict[str, Requirement]:
+    """name -> requirement of a requirements file; with ``include``, those of the files it includes (``-r``) too."""
     found = {}
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
-        if line:
+        if line.startswith("-r "):
+            if include:
+                found.update(ranges(path.parent / line[3:].strip()))
+        elif line:
             requirement = Requirement(line)
             found[canonicalize_name(requirement.name)] = requirement
     return found
@@ -53,7 +60,7 @@ def test_the_lock_is_pip_compiles_with_hashes_of_its_requirements(lock):
     assert header, "the header with the command that made the lock (the bot re-runs it)"
     command = header.group(1).split()
     assert "--generate-hashes" in command and "--allow-unsafe" in command
-    assert f"--output-file={Path(lock).name}" in command and command[-1] == "requirements.txt"
+    assert f"--output-file={Path(lock).name}" in command and command[-1] == Path(LOCKS[lock]).name
     entries = locked(ROOT / lock)
     assert entries
     for name, entry in entries.items():
@@ -68,24 +75,45 @@ def test_every_range_is_locked_inside_it_and_nothing_else_is_top_level(lock):
         version = entries[name]["version"]
         assert requirement.specifier.contains(Version(version), prereleases=True), (
             f"{lock}: {name}=={version} is outside {LOCKS[lock]}'s {requirement.specifier}")
-    top_level = {name for name, entry in entries.items() if f"-r {LOCKS[lock].split('/')[-1]}" in entry["via"]}
+    source = ROOT / LOCKS[lock]
+    files = {f"-r {source.name}"} | {line.strip() for line in source.read_text().splitlines() if line.startswith("-r ")}
+    top_level = {name for name, entry in entries.items() if files & set(entry["via"])}
     assert top_level == set(contract), (top_level ^ set(contract))
 
 
-def test_the_two_locks_agree_on_what_they_share():
-    """The policy pack runs the SDK the program's lock holds (one pulumi, one pulumi-policy, one protobuf...)."""
-    program, pack = locked(ROOT / "requirements.lock"), locked(ROOT / "policy/requirements.lock")
-    differ = {name: (program[name]["version"], pack[name]["version"]) for name in set(program) & set(pack)
-              if program[name]["version"] != pack[name]["version"]}
-    assert not differ, differ
-    assert {"pulumi", "pulumi-policy"} <= set(pack)
+def test_the_development_set_is_the_runtime_set_plus_the_tools():
+    """requirements-dev.txt includes requirements.txt and adds only tools: nothing `pulumi up` needs is only there."""
+    runtime, development = ranges(ROOT / "requirements.txt"), ranges(ROOT / "requirements-dev.txt", include=False)
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert not set(runtime) & set(development), set(runtime) & set(development)
+    assert {"pytest", "ruff", "pulumi-policy"} <= set(development)
+    assert str(development["ruff"].specifier).startswith("=="), "ruff pinned exactly: a new release adds findings"
+
+
+def test_the_locks_agree_on_what_they_share():
+    """The policy pack and the tests run the SDK the program's lock holds (one pulumi, one pulumi-policy, one
+    protobuf...): every package two locks share is at one version."""
+    locks = {lock: locked(ROOT / lock) for lock in LOCKS}
+    for first in locks:
+        for second in locks:
+            differ = {name: (locks[first][name]["version"], locks[second][name]["version"])
+                      for name in set(locks[first]) & set(locks[second])
+                      if locks[first][name]["version"] != locks[second][name]["version"]}
+            assert not differ, (first, second, differ)
+    assert set(locks["requirements.lock"]) <= set(locks["requirements-dev.lock"])
+    assert {"pulumi", "pulumi-policy"} <= set(locks["policy/requirements.lock"])
 
 
 def test_the_tests_run_the_locked_set():
     """What CI tests is what deploys: every top-level requirement is installed at its locked version (reinstall with
     the README's set-up command when this fails)."""
-    entries = locked(ROOT / "requirements.lock")
-    installed = {name: metadata.version(name) for name in ranges(ROOT / "requirements.txt")}
+    entries = locked(ROOT / "requirements-dev.lock")
+    installed = {}
+    for name in ranges(ROOT / "requirements-dev.txt"):
+        try:
+            installed[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            installed[name] = "(not installed)"
     assert {name: entries[name]["version"] for name in installed} == installed
 
 
@@ -101,8 +129,8 @@ def test_the_plugin_table_matches_the_lock_and_the_installed_sdks():
     """The plugin each locked SDK makes the engine install: the `name` and `version` of its pulumi-plugin.json, none
     when `resource` is false (pulumi/pulumi v3.230.0 sdk/python/cmd/pulumi-language-python/main.go,
     packageDependencyFromPluginJSON)."""
-    table, entries = documented_plugins(), locked(ROOT / "requirements.lock")
-    sdks = {name for name in ranges(ROOT / "requirements.txt") if name.startswith("pulumi-")}
+    table, entries = documented_plugins(), locked(ROOT / "requirements-dev.lock")
+    sdks = {name for name in ranges(ROOT / "requirements-dev.txt") if name.startswith("pulumi-")}
     assert set(table) == sdks, set(table) ^ sdks
     for sdk, (version, plugin) in table.items():
         assert version == entries[sdk]["version"], (sdk, version, entries[sdk]["version"])

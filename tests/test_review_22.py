@@ -1,7 +1,7 @@
 """Review 22 (adversarial): the Pyroscope NetworkPolicies / PLS NAT addresses and microservices mode, against upstream.
 
 Failing tests are findings (the code is not fixed here); the tests marked "holds" confirm an assumption against the
-upstream source. Real Helm from ``HELM_BIN`` (tests/test_helm_render.py ``helm``); the chart is the reference archive.
+upstream source. Real Helm from ``HELM_BIN`` (tests/support/helm.py ``helm``); the chart is the reference archive.
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ import pytest
 import yaml
 
 from components.pyroscope import (
-    MEMBERLIST_PORT, MODE_PATHS, PORT, PRIVATE_LINK_POLICY, SELECTOR_LABELS, WORKLOAD_IDENTITY_CLIENT_ID,
+    MEMBERLIST_PORT, MODE_PATHS, PORT, SELECTOR_LABELS, WORKLOAD_IDENTITY_CLIENT_ID,
     WORKLOAD_IDENTITY_LABEL, network_policy_spec, pls_service_name,
 )
+from stack.specs import PRIVATE_LINK_POLICY
 from components.pyroscope_storage import subject
 from policy import rules
 from tests.support import RELEASE, reference
-from tests.test_helm_render import helm, helm_env
-from tests.test_policy import check, persistent_release
+from tests.support.helm import helm, helm_env
+from tests.support.policy import check, persistent_release
 from offline import program
 
 MICRO = {"pyroscopeMode": "microservices"}

@@ -1,7 +1,7 @@
 """Review 2 of the review-22 fixes (5f3fd7f) and the fleet fixes (76ffc2a): failing tests, one per finding.
 
 Each test names its upstream evidence; the Helm ones also render chart 1.15.0 (tests/reference, .ci/fetch-reference)
-with the real Helm (skipped without it, tests/test_helm_render.helm)."""
+with the real Helm (skipped without it, tests/support/helm.py helm)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from policy import rules
 from tests.support import scenarios
 from tests.support import reference
 from tests.support.scenarios import PLS_ID, SHOW, WAIT_ENV, Scenario, ip_configuration, pls
-from tests.test_helm_render import helm, helm_env
-from tests.test_policy import check, persistent_release
+from tests.support.helm import helm, helm_env
+from tests.support.policy import check, persistent_release
 
 PRODUCTION = {"production": True, "stack": "prod-eu"}
 
@@ -98,8 +98,8 @@ def test_rev2_existing_claim_without_enabled_is_an_emptydir_yet_passes_the_produ
     $persistence.existingClaim``: an ``existingClaim`` is mounted only when ``enabled`` is true (values.yaml's
     default is ``enabled: false``). Rendered below with Helm.
 
-    Ours: ``policy/rules.py`` ``_volume_enabled`` takes ``bool(persistence.get("existingClaim"))`` alone as a volume
-    (its docstring: "unless persistence.enabled (or an existingClaim) is set"), and tests/test_policy.py
+    Ours: ``policy/pyroscope_production.py`` ``_volume_enabled`` takes ``bool(persistence.get("existingClaim"))`` alone as a volume
+    (its docstring: "unless persistence.enabled (or an existingClaim) is set"), and tests/policy/test_rules.py
     ``test_pyroscope_persistent_in_production`` asserts ``{"existingClaim": "pv"}`` passes."""
     persistence = {"enabled": False, "existingClaim": "pyroscope-data"}
     docs = _render_chart(tmp_path / "render", {"pyroscope": {"persistence": persistence}})

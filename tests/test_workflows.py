@@ -116,8 +116,8 @@ def test_pull_request_workflow():
     assert pr["on"] == {"pull_request": {"branches": ["main"]}}
     offline, preview = pr["jobs"]["offline"], pr["jobs"]["preview"]
     commands = runs(offline)
-    assert ".venv/bin/pip install --require-hashes -r requirements.lock" in commands
-    assert ".venv/bin/python -m pytest -q" in commands and "REQUIRE_AZURE_CLI=1" in commands
+    assert ".venv/bin/pip install --require-hashes -r requirements-dev.lock" in commands
+    assert ".ci/fetch-reference" in commands and ".venv/bin/python -m pytest -q" in commands and "REQUIRE_AZURE_CLI=1" in commands
     assert "-m offline.plan --stack \"$STACK\" --policy" in commands
     diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
     assert diff["run"] == 'bash .ci/plan_diff.sh "$BASE_SHA" plan-diff'
@@ -1261,13 +1261,14 @@ def test_every_python_environment_is_installed_from_a_lock_with_hashes(name):
         for line in runs(job).splitlines():
             if "pip install" not in line or ".azcli/bin/pip" in line:
                 continue
-            assert re.search(r"pip install --require-hashes -r (policy/)?requirements\.lock\b", line), line
+            assert re.search(r"pip install --require-hashes -r (policy/)?requirements(-dev)?\.lock\b", line), line
             assert "requirements.txt" not in line, line
 
 
 def test_the_pull_request_tests_run_with_real_helm_and_every_reference_artefact():
     """pr.yml installs Helm as .ci/run does (.ci/install-helm, both versions) and requires it, and restores the fetched
-    artefacts' cache (the directory .ci/fetch-reference uses, keyed by the manifest) before the set-up fetches them."""
+    artefacts' cache (the directory .ci/fetch-reference uses, keyed by the manifest) before the tests' set-up fetches
+    them (a step of its own after the README's set-up, which needs none of them)."""
     offline = load("pr.yml")["jobs"]["offline"]
     helm = next(s for s in steps(offline) if s.get("name") == "Helm")
     assert ".ci/install-helm .tools)" in helm["run"] and ".ci/install-helm .tools 3.18.0)" in helm["run"]
@@ -1280,7 +1281,9 @@ def test_the_pull_request_tests_run_with_real_helm_and_every_reference_artefact(
     assert cache["with"]["path"] == "~/.cache/aks-gpu-observability/reference"
     assert cache["with"]["key"] == "reference-${{ hashFiles('tests/reference/fetch.json') }}"
     setup = next(s for s in steps(offline) if s.get("name", "").startswith("Set up"))
-    assert ".ci/fetch-reference" in setup["run"] and index(offline, cache) < index(offline, setup)
+    fetch = next(s for s in steps(offline) if s.get("name", "").startswith("Reference artefacts"))
+    assert fetch["run"] == ".ci/fetch-reference" and ".ci/fetch-reference" not in setup["run"]
+    assert index(offline, cache) < index(offline, setup) < index(offline, fetch) < index(offline, tests)
     script = (ROOT / ".ci" / "fetch-reference").read_text()
     assert '"aks-gpu-observability" / "reference"' in script and '".cache"' in script
 
@@ -1309,7 +1312,7 @@ def tracked_files() -> list[str]:
 
 
 def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
-    """The bot proposes bumps of: both Python locks (pip-compile manager on the lock files), every pinned action
+    """The bot proposes bumps of: the three Python locks (pip-compile manager on the lock files), every pinned action
     (github-actions, digests), kubelogin's release and digest, the Pyroscope chart. Keys checked against Renovate's
     published schema (renovate 44.121.2 renovate-schema.json, validated when this file was written); here: the
     structure, and each pattern against the files it must find."""
@@ -1323,7 +1326,7 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     files = tracked_files()
 
     locks = [f for f in files if any(js_pattern(p).search(f) for p in config["pip-compile"]["managerFilePatterns"])]
-    assert locks == ["policy/requirements.lock", "requirements.lock"], locks
+    assert locks == ["policy/requirements.lock", "requirements-dev.lock", "requirements.lock"], locks
     assert config["rangeStrategy"] == "update-lockfile" and config["lockFileMaintenance"]["enabled"] is True
 
     workflows = [f for f in files if any(js_pattern(p).search(f) for p in config["github-actions"]["managerFilePatterns"])]

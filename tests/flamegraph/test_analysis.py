@@ -42,7 +42,7 @@ def test_orchestrators_are_wide_with_zero_self():
 
 
 def test_top_bounds_every_list_orchestrators_too():
-    """Issue 12 item 8: --top N bounds each list, the widest first (the orchestrators used to be unbounded)."""
+    """--top N bounds each list, the orchestrators too, the widest first."""
     unbounded = result_of(VLLM, top=100)
     assert len(unbounded["orchestrators"]) > 2
     bounded = result_of(VLLM, top=2)

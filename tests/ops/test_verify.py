@@ -85,7 +85,7 @@ def test_outputs_from_pulumi_stack_output(tmp_path):
 
 
 #: A cluster and a Grafana whose names came in secret: every output that carries one is a Pulumi secret
-#: (components/secrets.py), which `pulumi stack output --json` prints as "[secret]" unless given --show-secrets.
+#: (stack/secrecy.py), which `pulumi stack output --json` prints as "[secret]" unless given --show-secrets.
 SECRET_NAMES = ("aks-gpu-dev", "amg-gpu-dev")
 
 

@@ -92,10 +92,10 @@ SAMPLE_ID = "/subscriptions/3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73/resourceGroups/
 
 
 def advice_commands() -> list[str]:
-    """The az commands the stack's error messages tell users to run: `az ...` in components/*.py, and
+    """The az commands the stack's error messages tell users to run: `az ...` in components/*.py and existing/*.py, and
     (az ...) in the scripts' messages. Placeholders (<...>, {...}, ${...}) get sample values."""
     found = []
-    for path in sorted(ROOT.glob("components/*.py")):
+    for path in sorted([*ROOT.glob("components/*.py"), *ROOT.glob("existing/*.py")]):
         found += re.findall(r"(?<!`)`(az [^`]+)`(?!`)", path.read_text())  # messages, not ``docstrings``
     for path in sorted(ROOT.glob("steps/*.sh")):
         for line in path.read_text().splitlines():

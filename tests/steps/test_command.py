@@ -18,7 +18,7 @@ from components.grafana_private_link import NONCE_COMMAND
 from offline import canned, program
 from steps import command as step_scripts
 from tests.support import ROOT, scenarios
-from tests.support.plans import PLATFORM, SECRET_CLUSTER
+from tests.support.config_values import PLATFORM, SECRET_CLUSTER
 
 COMMAND = "command:local:Command"
 #: The names the scenarios' resources carry (tests/support/scenarios.py: NODE_RG, GRAFANA_ID, the endpoint, OURS), as if secret.

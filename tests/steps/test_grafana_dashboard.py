@@ -26,8 +26,9 @@ from stack import profile_types
 from steps import grafana_dashboard
 from steps.command import script_hash
 from tests.support import ROOT, reference, scenarios
+from tests.support.config_values import LOCAL_DASHBOARD, LOCAL_SHA256, named
 from tests.support.lifecycle import Deployment
-from tests.support.plans import ENDPOINT, named
+from tests.support.plans import ENDPOINT
 from tests.support.scenarios import fake_az_env
 
 EXPORT = ROOT / scenarios.SHARED_EXPORT
@@ -239,7 +240,7 @@ def test_the_step_checks_the_sha256_before_it_sets_the_profile_type(tmp_path):
 
 def test_upgrading_a_stack_to_the_key_rewrites_nothing_in_grafana(tmp_path):
     """The first `pulumi up` after upgrading to this code updates the dashboard step (a new environment value, the
-    default; tests/test_lifecycle.py ``test_a_single_binary_stack_upgrading_to_this_code_sees_no_change``): it runs
+    default; tests/offline/test_diff.py ``test_a_single_binary_stack_upgrading_to_this_code_sees_no_change``): it runs
     again against the dashboard the older step uploaded and, the default being the published ID, writes nothing."""
     scenario = scenarios.Scenario(
         "profile-type-upgrade", "grafana_dashboard.py",
@@ -521,7 +522,5 @@ def test_dashboard_step(plan):
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):
-    from tests.test_config import LOCAL_DASHBOARD, LOCAL_SHA256
-
     env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()), "gpu-dashboard-upload").inputs["environment"]
     assert env["DASHBOARD_SOURCE"] == LOCAL_DASHBOARD and env["DASHBOARD_SHA256"] == LOCAL_SHA256

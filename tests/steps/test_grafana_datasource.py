@@ -9,12 +9,13 @@ import uuid
 
 import pytest
 
-from components.config import ConfigError
-from components.grafana_datasources import role_assignment_name
 from offline import canned
+from stack.specs import role_assignment_name
+from stack_config.schema import ConfigError
 from steps.command import script_hash
 from tests.support import RELEASE
-from tests.support.plans import ENDPOINT, named
+from tests.support.config_values import named
+from tests.support.plans import ENDPOINT
 
 COMMAND = "command:local:Command"
 ROLE = "azure-native:authorization:RoleAssignment"

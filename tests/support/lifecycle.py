@@ -403,3 +403,20 @@ def _without_owner(value: dict, volatile: tuple) -> dict:
 
 def _digest(value: dict) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+#: The dashboard the stack uploads by default (the pinned Inspektor Gadget GPU dashboard).
+DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
+                 "494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json")
+
+
+def uploaded(source: dict, datasources: dict, profile_type: str) -> dict:
+    """The dashboard as steps/grafana_dashboard.py uploads ``source`` (its own transformations: the datasource
+    defaults, and ``profile_type`` in its Pyroscope GPU-memory queries)."""
+    from steps import grafana_dashboard
+    dashboard = grafana_dashboard.with_datasource_defaults(source, datasources)
+    return grafana_dashboard.with_profile_type(dashboard, profile_type, grafana_dashboard.stack_pyroscope(dashboard, datasources))
+
+
+def comparable(dashboard: dict) -> dict:
+    return {k: v for k, v in dashboard.items() if k not in ("id", "version", OWNER_KEY)}

@@ -919,9 +919,10 @@ def load_balancer_rules() -> list:
                                      "privateIPAllocationMethod": "Dynamic", "subnet": {"id": subnet}}}]}]
 
 
-def run(scenario: Scenario, workdir: Path) -> Result:
+def run(scenario: Scenario, workdir: Path, command: str | None = None) -> Result:
     """Run ``steps/<script>`` with the stand-in az first on PATH, from the project root (as Pulumi does); the Grafana
-    steps also get :func:`grafana_server_rules` after the scenario's own rules."""
+    steps also get :func:`grafana_server_rules` after the scenario's own rules. ``command``: a shell command line to
+    run instead (as pulumi-command runs a stored one), with the scenario's arguments left to it."""
     rules = scenario.rules
     if scenario.script == "wait_private_link_service.sh":
         rules = rules + load_balancer_rules()
@@ -930,6 +931,7 @@ def run(scenario: Scenario, workdir: Path) -> Result:
     env = {**fake_az_env(workdir, rules), **scenario.env}
     started = time.monotonic()
     runner = ["python3", "-m", f"steps.{scenario.script[:-3]}"] if scenario.script.endswith(".py") else ["bash", f"steps/{scenario.script}"]
-    done = subprocess.run([*runner, *scenario.args], cwd=ROOT, env=env, capture_output=True, text=True,
+    argv = ["/bin/sh", "-c", command] if command is not None else [*runner, *scenario.args]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=scenario.max_seconds + 30)
     return Result(done.returncode, done.stdout, done.stderr, time.monotonic() - started, calls_in(workdir))

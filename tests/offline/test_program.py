@@ -1,0 +1,130 @@
+"""offline/program.py: the program runner records what the engine would (URNs, default providers, parents, secret
+config, invokes), refuses a duplicate URN as the engine does, and writes detailed-diff paths as providers do.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from offline import engine, program
+from tests.support import ROOT
+
+
+def test_secure_stack_values_stay_secret(tmp_path, monkeypatch):
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  other:token:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
+    values, secrets = program.read_stack_config("s")
+    assert secrets == ["other:token"] and values["other:token"] != "v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA=="
+    plan = program.run("s", {})
+    assert plan.secret_keys == ["other:token"]
+
+
+def test_urns_carry_the_parent_type_chain():
+    plan = program.run("dev", {})
+    release = plan.one("kubernetes:helm.sh/v3:Release")
+    assert release.urn == ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:Pyroscope"
+                           "$kubernetes:helm.sh/v3:Release::pyroscope-release")
+    gadget = next(r for r in plan.resources if r.type == "aks-gpu-observability:index:InspektorGadget")
+    assert gadget.urn == "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:InspektorGadget::inspektor-gadget"
+
+
+def test_default_providers_are_named_as_the_engine_names_them():
+    plan = program.run("dev", {})
+    providers = [r for r in plan.resources if r.type == "pulumi:providers:azure-native"]
+    assert providers and all(re.fullmatch(r"default(_\d+_\d+_\d+)?", p.name) for p in providers)
+    extension = plan.one("azure-native:kubernetesconfiguration:Extension")
+    assert extension.provider in {p.urn for p in providers}
+
+
+def test_top_level_resources_are_parented_to_the_stack():
+    plan = program.run("dev", {})
+    stack = plan.one("pulumi:pulumi:Stack")
+    for resource in plan.resources:
+        if resource is stack:
+            assert resource.parent is None
+        elif resource.type.startswith("pulumi:providers:") and resource.name.startswith("default"):
+            assert resource.parent is None  # the engine's default providers have no parent
+        else:
+            assert resource.parent is not None
+
+
+def test_invokes_at_preview_are_labelled_as_after_up():
+    out = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "shown as after `pulumi up`" in out.splitlines()[1]
+    assert "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown)" in out
+    gated = [i for i in program.run("dev", {}).invokes if i.dependencies]
+    assert {i.token for i in gated} >= {"azure-native:network:getPrivateLinkService",
+                                        "azure-native:dashboard:getManagedPrivateEndpoint"}
+
+
+# --- E12: one URN per deployment ----------------------------------------------------------------------------
+DUPLICATES = {
+    "two-registrations": 'pulumi.ComponentResource("test:index:Thing", "same")\n'
+                         'pulumi.ComponentResource("test:index:Thing", "same")\n',
+    "two-custom-registrations": 'pulumi.CustomResource("test:index:Thing", "same", {})\n'
+                                'pulumi.CustomResource("test:index:Thing", "same", {})\n',
+    "two-reads": 'pulumi.StackReference("acme/platform/prod")\npulumi.StackReference("acme/platform/prod")\n',
+    "a-read-and-a-registration": 'pulumi.StackReference("acme/platform/prod")\n'
+                                 'pulumi.ComponentResource("pulumi:pulumi:StackReference", "acme/platform/prod")\n',
+}
+DUPLICATE_URNS = {
+    "two-registrations": "urn:pulumi:t::aks-gpu-observability::test:index:Thing::same",
+    "two-custom-registrations": "urn:pulumi:t::aks-gpu-observability::test:index:Thing::same",
+    "two-reads": "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
+    "a-read-and-a-registration": "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
+}
+
+
+def write_program(tmp_path, monkeypatch, body: str) -> None:
+    """A project directory holding ``body`` as its whole ``__main__.py`` (the stack file of stack ``t``: no config)."""
+    (tmp_path / "__main__.py").write_text("import pulumi\n\n" + body)
+    (tmp_path / "Pulumi.t.yaml").write_text("config: {}\n")
+    monkeypatch.setattr(program, "ROOT", tmp_path)
+
+
+@pytest.mark.parametrize("case", sorted(DUPLICATES))
+def test_the_engine_refuses_a_second_resource_with_one_urn(tmp_path, monkeypatch, case):
+    """step_generator.go generateURN: registrations and reads share one set of URNs; the second gets error 2001."""
+    write_program(tmp_path, monkeypatch, DUPLICATES[case])
+    with pytest.raises(program.DuplicateURNError) as caught:
+        program.run("t", {})
+    assert str(caught.value) == f"Duplicate resource URN '{DUPLICATE_URNS[case]}'; try giving it a unique name"
+
+
+def test_distinct_urns_are_taken(tmp_path, monkeypatch):
+    write_program(tmp_path, monkeypatch, 'pulumi.ComponentResource("test:index:Thing", "one")\n'
+                                   'pulumi.ComponentResource("test:index:Thing", "two")\n'
+                                   'pulumi.ComponentResource("test:index:Other", "one")\n')
+    names = sorted(r.urn.rsplit("::", 2)[1:] for r in program.run("t", {}).resources if r.type.startswith("test:"))
+    assert names == [["test:index:Other", "one"], ["test:index:Thing", "one"], ["test:index:Thing", "two"]]
+
+
+def test_the_plan_stops_at_a_duplicate_urn_with_one_line(tmp_path, monkeypatch, capsys):
+    from offline import plan as plan_tool
+
+    write_program(tmp_path, monkeypatch, DUPLICATES["two-reads"])
+    assert plan_tool.main(["--stack", "t"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: Duplicate resource URN '{DUPLICATE_URNS['two-reads']}'; try giving it a unique name\n"
+
+
+
+@pytest.mark.parametrize("key, written", [
+    ("service.beta.kubernetes.io/azure-pls-name", '["service.beta.kubernetes.io/azure-pls-name"]'),
+    ('a"b', '["a\\"b"]'), ("a[0]", '["a[0]"]'),
+    ("a/b", ".a/b"), ("a b", ".a b"), ("0x", ".0x"), ("x-y", ".x-y"),  # no ."[] : written plain
+])
+def test_detailed_diff_paths_are_bracketed_as_pulumi_kubernetes_writes_them(key, written):
+    """pulumi-kubernetes provider/pkg/provider/provider.go @ 94977969 addPatchValueToDiff: a key is written
+    ``["..."]`` (only ``"`` escaped) exactly when ``strings.ContainsAny(v, `."[]`)``, otherwise ``.key``; the result
+    parses back to the same keys."""
+    path = program.join_path("values", key)
+    assert path == "values" + written
+    assert engine.parse_property_path(path) == ("values", key)

@@ -1,0 +1,22 @@
+"""offline/replacement.py: every resource type the stack uses has a replacement rule.
+"""
+
+from __future__ import annotations
+
+from offline import replacement
+from offline.program import run
+
+
+def test_every_type_has_a_rule_and_fixed_names_delete_first():
+    """The replacement model covers every type the stack registers (createGrafana/createMonitorWorkspace
+    included), and no resource whose provider asks delete-first is left create-first by its option (the plan
+    JSON cannot tell an unset option from false)."""
+    plan = run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"})
+    for resource in plan.resources:
+        if resource.custom and resource.type != "pulumi:pulumi:StackReference":
+            rule = replacement.rule_for(resource.type)
+            assert rule is not None, resource.type
+            if rule.delete_first:
+                assert resource.options["deleteBeforeReplace"] is True, resource.name
+    for name in ("pyroscope-release", "gpu-dashboard-upload", "grafana-datasources-pyroscope"):
+        assert next(r for r in plan.resources if r.name == name).options["deleteBeforeReplace"] is (name != "gpu-dashboard-upload")
