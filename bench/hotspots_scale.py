@@ -16,11 +16,11 @@ the best of ``--repeat``:
   per-sample Python step: the least any Python reader can do to get the stacks out of the parser at all (it also
   loses where one stack ends and the next starts, so it is a floor, not a reader);
 - **read and report**: what ``python -m flamegraph.hotspots --from-file FILE`` does before printing:
-  ``flamegraph.formats.load`` (parse, merge the stacks into the tree) and ``flamegraph.hotspots.report``.
+  ``flamegraph.formats.load`` (parse, merge the stacks into the tree) and ``flamegraph.analysis.report``.
 
 It prints the times and their ratios to the parser alone, and each run's peak memory over the process's resident size before reading
 (VmHWM after resetting it, against VmRSS, from ``/proc/self/status``) divided by the profile's decoded size (the gunzipped protobuf bytes).
-No figure is asserted: tests/test_bench.py runs it small.
+No figure is asserted: tests/bench/test_hotspots_scale.py runs it small.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def child(kind: str, path: str) -> dict:
     """One timed run in this process: its seconds and its peak memory over the resident size before reading."""
     import gc
 
-    from flamegraph import formats as profiles, hotspots
+    from flamegraph import analysis, formats
     from flamegraph.pprof import profile_pb2
 
     view = columns_view() if kind == "columns" else None
@@ -134,8 +134,8 @@ def child(kind: str, path: str) -> dict:
         nodes = len(ids)
         del ids, values
     else:
-        profile, _ = profiles.load(data)
-        hotspots.report(profile)
+        profile, _ = formats.load(data)
+        analysis.report(profile)
         nodes = len(profile.nodes)
     seconds = time.perf_counter() - start
     peak = _status("VmHWM")

@@ -1,37 +1,25 @@
-"""Pyroscope's own profile formats for ``flamegraph.hotspots``: pprof (``.pb.gz``) and the render JSON (flamebearer), read
-into the same :class:`flamegraph.hotspots.Profile` a Grafana flame-graph frame gives; and written, for the examples and the
-round-trip tests.
+"""Loading saved flame graphs: Grafana's flame-graph frame, Pyroscope's render JSON and pprof, into one model.
 
-**pprof** (``.pb.gz`` or ``.pb``: what Pyroscope's and Grafana's "export pprof" and ``profilecli query merge`` give):
-parsed with the ``protobuf`` runtime and the schema vendored from google/pprof (:mod:`flamegraph.pprof`). A sample's
-``location_id`` lists the leaf first; a location's ``line`` lists inlined callees first, "the last entry represents
-the caller into which the preceding entries were inlined" (profile.proto); a location without lines is named by its
-address (``0x7f3a9c2d1e40``), as ``pprof`` names it. Stacks are merged by function name from the root down, as
-Pyroscope merges them into a tree. Of the declared ``sample_type`` values one is read: ``--sample-type TYPE[:UNIT]``,
-else the Inspektor Gadget ``profile_cuda`` gadget's GPU-memory type ``malloc`` in ``bytes``
-(inspektor-gadget ``gadgets/profile_cuda/gadget.yaml`` at 7eeb981e27fed7d952fa41968503ac34f35d7e7d: annotations
-``profiles.type: malloc``, ``profiles.unit: bytes``, which ``pkg/operators/otel-profiles/otel-profiles.go`` writes as
-the OTLP profile's sample type), else the only one the profile declares.
-
-**Render JSON** (Pyroscope's ``/pyroscope/render`` answer, grafana/pyroscope v1.15.0
-``pkg/og/structs/flamebearer/flamebearer.go``): ``flamebearer.names``, ``flamebearer.levels`` (one list per depth,
-4 integers per node in the "single" format: x offset delta-encoded against the previous node's end on the level,
-total, self, index into names), ``numTicks``, ``maxSelf``; ``metadata.format`` (``single``; ``double`` is a diff and
-refused), ``metadata.name`` (the sample type, ``ExportToFlamebearer`` in ``pkg/model/flamegraph.go``) and
-``metadata.units``. A node's parent is the node one level up whose span holds it, as Grafana's
-Pyroscope datasource rebuilds the tree (grafana/grafana ``pkg/tsdb/grafana-pyroscope-datasource/query.go``,
-``levelsToTree``); written as Pyroscope's ``model.NewFlameGraph`` lays it out (v1.15.0 ``pkg/model/flamegraph.go``:
-a node's callees start after its self).
+Owns: :func:`find_frame` and :func:`parse_frame` (a ``/api/ds/query`` response or bare frame), :func:`from_render`
+(``/pyroscope/render``, format ``single``), :func:`from_pprof` (``.pb.gz`` or ``.pb``, one sample type:
+``--sample-type``, else ``malloc:bytes``, else the only one), :func:`load` and :func:`read_file` (any of the three,
+told apart by content), and the writers :func:`to_render` and :func:`to_pprof` (the examples, the round-trip
+tests, the benchmark).
+Inputs: bytes or parsed JSON. Outputs: :class:`flamegraph.model.Profile`. Errors: ``FrameError``, one line.
+Upstream: google/pprof ``proto/profile.proto`` (vendored in :mod:`flamegraph.pprof`); the formats' sources and
+how each is read: docs/decisions/flamegraph-reading.md.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import zlib
+from pathlib import Path
 from typing import Any, Optional
 
-from flamegraph.hotspots import FrameError, Node, Profile
+from flamegraph.model import FrameError, Node, Profile
 
 #: The Inspektor Gadget profile_cuda gadget's sample type (type, unit): the default of --sample-type.
 GPU_MEMORY_SAMPLE_TYPE = ("malloc", "bytes")
@@ -40,11 +28,92 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def _pb2():
     try:
-        from flamegraph.pprof import profile_pb2  # the protobuf runtime loads on first use: the frame path does not need it
+        # The protobuf runtime loads on first use: the frame path does not need it.
+        from flamegraph.pprof import profile_pb2
     except ImportError as missing:  # outside the project's venv: say so in one line
         raise FrameError(f"reading pprof needs the protobuf package ({missing}): run in the project's venv, "
                          ".venv/bin/python -m flamegraph.hotspots ... (README, set-up)") from None
     return profile_pb2
+
+
+# --- Grafana's flame-graph frame ----------------------------------------------------------------------
+
+
+def _field_values(frame: dict, name: str) -> Optional[tuple[dict, list]]:
+    """(field spec, its values) of the field ``name`` in a data frame, None if it has no such field; FrameError
+    when the frame is not shaped as one (``schema.fields`` objects, ``data.values`` lists)."""
+    fields = (frame.get("schema") or {}).get("fields") or [] if isinstance(frame, dict) else None
+    values = (frame.get("data") or {}).get("values") or [] if isinstance(frame, dict) else None
+    if (not isinstance(fields, list) or not all(isinstance(spec, dict) for spec in fields)
+            or not isinstance(values, list)):
+        raise FrameError("a frame must be an object with schema.fields (objects) and data.values (lists)")
+    for index, spec in enumerate(fields):
+        if spec.get("name") == name:
+            if index >= len(values) or not isinstance(values[index], list):
+                raise FrameError(f"field {name!r} has no values")
+            return spec, values[index]
+    return None
+
+
+def find_frame(response: Any) -> dict:
+    """The flame-graph frame in a /api/ds/query response (or a bare frame)."""
+    if isinstance(response, dict) and "schema" in response:
+        return response
+    results = (response or {}).get("results") if isinstance(response, dict) else None
+    if not isinstance(results, dict):
+        raise FrameError("not a Grafana query response: no 'results'")
+    for ref, result in results.items():
+        if not isinstance(result, dict) or not isinstance(result.get("frames") or [], list):
+            raise FrameError(f"results.{ref}: expected an object with a list of frames")
+        if result.get("error"):
+            raise FrameError(f"Grafana answered with an error: {result['error']}")
+        for frame in result.get("frames") or []:
+            if _field_values(frame, "level") is not None:
+                return frame
+    raise FrameError("the response holds no flame-graph frame (fields level, value, self, label)")
+
+
+def parse_frame(frame: dict) -> Profile:
+    """Nodes of a flame-graph frame, parent-linked. Raises FrameError for a malformed frame."""
+    columns = {}
+    for name in ("level", "value", "self", "label"):
+        found = _field_values(frame, name)
+        if found is None:
+            raise FrameError(f"the frame has no field {name!r}")
+        columns[name] = found
+    lengths = {name: len(values) for name, (_, values) in columns.items()}
+    if len(set(lengths.values())) != 1:
+        raise FrameError(f"field lengths differ: {lengths}")
+    label_spec, labels = columns["label"]
+    enum = (((label_spec.get("config") or {}).get("type") or {}).get("enum") or {}).get("text")
+    if enum is not None:
+        try:
+            labels = [enum[int(i)] for i in labels]
+        except (IndexError, ValueError, TypeError):
+            raise FrameError("an enum label points outside config.type.enum.text") from None
+    unit = ((columns["value"][0].get("config") or {}).get("unit")) or "bytes"
+    nodes: list[Node] = []
+    path: list[Node] = []
+    for i, (level, value, own) in enumerate(zip(columns["level"][1], columns["value"][1], columns["self"][1])):
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x)
+                   for x in (level, value, own)):
+            raise FrameError(f"row {i}: level, value and self must be whole numbers "
+                             f"(got {level!r}, {value!r}, {own!r})")
+        level, value, own = int(level), int(value), int(own)
+        if value < 0 or own < 0:
+            raise FrameError(f"row {i} ({labels[i]!r}): negative value or self")
+        if i == 0 and level != 0:
+            raise FrameError("the first row must be the root, at level 0")
+        if i > 0 and (level < 1 or level > len(path)):
+            raise FrameError(f"row {i} ({labels[i]!r}): level {level} after level {len(path) - 1}; "
+                             "levels may only go one deeper")
+        del path[level:]
+        node = Node(str(labels[i]), level, value, own, path[-1] if path else None)
+        if node.parent:
+            node.parent.children.append(node)
+        nodes.append(node)
+        path.append(node)
+    return Profile(unit, nodes[0] if nodes else None, nodes)
 
 
 # --- reading -----------------------------------------------------------------------------------------
@@ -66,8 +135,6 @@ def load(data: bytes, sample_type: Optional[str] = None) -> tuple[Profile, str]:
     """A profile file's content, any of the three formats: (profile, format) with format ``frame``, ``render`` or
     ``pprof``. JSON (a Grafana /api/ds/query response or bare frame, or a render answer) is told from pprof by its
     first non-blank byte. FrameError says what is wrong, in one line."""
-    from flamegraph.hotspots import find_frame, parse_frame
-
     if not data:
         raise FrameError("empty file: expected a Grafana frame, a Pyroscope render JSON or a pprof profile")
     raw = decode(data)
@@ -223,7 +290,8 @@ def from_render(document: dict) -> Profile:
         raise FrameError(f"render format {metadata.get('format')!r}: only 'single' (one profile); "
                          "for a comparison give each side and --baseline")
     names, levels = flamebearer.get("names"), flamebearer.get("levels")
-    if not isinstance(names, list) or not isinstance(levels, list) or not all(isinstance(l, list) for l in levels):
+    if (not isinstance(names, list) or not isinstance(levels, list)
+            or not all(isinstance(level, list) for level in levels)):
         raise FrameError("flamebearer.names and flamebearer.levels must be lists")
     unit = metadata.get("units") or "bytes"
     if not levels or not levels[0]:
@@ -252,13 +320,27 @@ def from_render(document: dict) -> Profile:
                 while cursor < len(parents) and start + total > parents[cursor][0] + parents[cursor][1].value:
                     cursor += 1
                 if cursor == len(parents) or start < parents[cursor][0]:
-                    raise FrameError(f"level {depth}, node {i // 4} ({names[name]!r}): under no node of level {depth - 1}")
+                    raise FrameError(f"level {depth}, node {i // 4} ({names[name]!r}): "
+                                     f"under no node of level {depth - 1}")
                 parent = parents[cursor][1]
                 node = Node(str(names[name]), depth, total, own, parent)
                 parent.children.append(node)
             current.append((start, node))
         parents = current
     return Profile(unit, root, nested_set_order(root), f"{metadata['name']}:{unit}" if metadata.get("name") else None)
+
+
+def read_file(path: str, sample_type: Optional[str], flag: str = "--from-file") -> Profile:
+    """A saved profile in any of the three formats (:func:`load`); FrameError names the file (``flag``: the option
+    that named it)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FrameError(f"{flag}: cannot read {path}: {error.strerror or error}") from None
+    try:
+        return load(data, sample_type)[0]
+    except FrameError as error:
+        raise FrameError(f"{path}: {error}") from None
 
 
 # --- writing (the examples, the round-trip tests, the benchmark) ------------------------------------------

@@ -1,20 +1,13 @@
 """The deployer's custom Azure role (docs/deployer-role.json) and what each of its actions is for.
 
-Three tables say which Azure RBAC action each thing the stack does needs, each entry with its source:
-
-- :data:`RESOURCES`: the azure-native resource types the program registers (create = ``write``, refresh and the
-  existence check before a create = ``read``, destroy = ``delete``, plus the provider's async-operation status where it
-  has one);
-- :data:`INVOKES`: the azure-native invokes (lookups) it calls;
-- :data:`AZ_COMMANDS` and :data:`ARM_REST`: every ``az`` command line the step scripts (and ``ops.verify``) run,
-  taken from the stand-in az's call log (tests/support/fake_az.py ``FAKE_AZ_LOG``).
-
-Grafana's own HTTP API (``az rest --resource ce34e7e5-...``) is not Azure RBAC: :data:`GRAFANA_API` says which Grafana
-role each call needs (docs/deployer-role.md, "What the role does not cover").
-
-Action names are the resource providers' own (learn.microsoft.com "Azure permissions for ..." pages, cited per
-provider in :data:`SOURCES`). ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]...`` checks one offline
-plan (offline.plan) against the role and prints what is missing; exit 1 if anything is.
+Owns the tables that map what the stack does to Azure RBAC actions, each entry with its source: :data:`RESOURCES`
+(the azure-native resource types), :data:`INVOKES` (the lookups), :data:`AZ_COMMANDS` and :data:`ARM_REST` (every
+``az`` command line the step scripts and ``ops.verify`` run), :data:`GRAFANA_API` (the Grafana role each Grafana API
+call needs; not Azure RBAC) and :data:`SOURCES`. ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]...``
+checks one offline plan (offline.plan) against the role and prints what is missing. Exit status 0 when it covers
+everything, 1 when an action is missing or left out on purpose, 2 on bad input (one line). Upstream:
+learn.microsoft.com "Azure permissions for ..." pages (per provider in :data:`SOURCES`); how the tables are derived:
+docs/decisions/deployer-role-derivation.md.
 """
 
 from __future__ import annotations

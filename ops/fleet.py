@@ -5,46 +5,13 @@
     python3 -m ops.fleet plan --stacks JSON DIR
     python3 -m ops.fleet endpoints --stacks JSON
 
-What conflicts on one Grafana (docs/fleet.md, "What conflicts"): writes through Grafana's resource provider
-(Microsoft.Dashboard): the managed private endpoint's PUT/DELETE and the Grafana workspace's own PUT/DELETE, which
-azure-native sends without retrying Grafana's 409 ``ConflictInProcessing`` (pulumi-azure-native
-``provider/pkg/azure/client_azcore.go`` ``shouldRetryConflict`` retries only ``AnotherOperationInProgress``), and the
-``refreshManagedPrivateEndpoints`` POST of the refresh step, which retries that 409 itself but holds the workspace
-while it runs. Nothing else a stack does touches that provider: the Helm release, the PLS wait, the approval (on the
-stack's own PLS, Microsoft.Network), the role assignment, and the datasources and dashboard (Grafana's HTTP API, not
-ARM).
-
-``classify``: one stack's ``pulumi preview --json`` (pulumi/pulumi v3.230.0 ``pkg/display/json.go`` ``PreviewDigest``:
-``steps[].op``, ``steps[].urn``; ops from ``pkg/resource/deploy/step.go``) gives one class:
-``none`` (every step ``same``/``read``), ``parallel`` (changes, none of them to a conflicting resource: run
-``pulumi up`` at once, beside every other stack), ``grafana`` (a conflicting resource is only created or updated in
-place: ``pulumi up`` with ``--exclude`` of the conflicting resources and ``--exclude-dependents`` now, the rest in
-the Grafana's serialized phase) or ``serial`` (a conflicting resource is replaced, deleted or anything but created
-or updated: the stack's whole ``pulumi up`` runs in the Grafana's serialized phase, none of it in phase 1; see
-``SERIAL_WHY``). ``--outcome failure`` (the preview or the first ``pulumi up`` failed) or an unreadable preview gives
-``failed``. Writes ``DIR/<artifact>.json`` (the record) and, to ``$GITHUB_OUTPUT`` (stdout when unset), ``class=``,
-``artifact=`` (unique per stack and run attempt) and the ``exclude=`` globs (one per line, the pulumi/actions
-``exclude`` input's format).
-
-``plan``: the records in DIR of the stacks in JSON (one Grafana's), the newest run attempt of each: ``endpoints=``
-the stacks of class ``grafana`` or ``serial`` (in the stacks' order), ``chunks=`` the same split into the
-``grafana`` job's matrix (``[{"chunk": 1, "stacks": [...], "whole": [...]}, ...]``, at most ``FLEET_CHUNK`` (25)
-weight each, a ``serial`` stack weighing ``SERIAL_WEIGHT``; docs/fleet.md, "Chunks"), ``failed=`` those whose
-first phase failed; a table per stack to ``$GITHUB_STEP_SUMMARY``.
-
-``endpoints``: the Grafana's serialized phase, for the stacks in ``--stacks JSON`` (``--whole JSON``: those of them
-whose whole ``pulumi up`` runs here). On a re-run (``GITHUB_RUN_ATTEMPT`` > 1) each stack is previewed first,
-``FLEET_PARALLEL`` at once, and re-classified: one with nothing to do (class none: it converged in an earlier
-attempt) is skipped and reported so. Pass 1, one stack after another: ``pulumi up --target`` the conflicting
-resources azure-native writes (no retry there, so never two at once), or a ``serial`` stack's whole ``pulumi up``.
-Pass 2, at most ``FLEET_PARALLEL`` stacks at once (default 8): ``pulumi up`` of everything left (the approval, the
-refresh, which retries Grafana's 409 itself, the Pyroscope datasource; not for a ``serial`` stack, done in pass 1)
-then ``python -m ops.verify``. The bound keeps each refresh's wait for the workspace (at most FLEET_PARALLEL - 1
-other refreshes) inside its ``managedPrivateEndpointTimeoutSeconds`` (default 900 s). A stack that fails is reported
-and skipped; the others go on. Writes ``ok=``/``failed=``/``skipped=`` and a per-stack table; exit 1 if any stack
-failed. ``PULUMI`` and ``PYTHON`` name the commands (tests put stand-ins there); ``FLEET_RELOGIN``, a shell command
-run before each stack's ``pulumi up`` (the workflow: a new federated sign-in and token warm-up, since az cannot
-renew the one azure/login made).
+Owns: ``classify`` (one stack's ``pulumi preview --json`` -> ``none``, ``parallel``, ``grafana``, ``serial`` or
+``failed``; writes ``DIR/<artifact>.json`` and ``class=``, ``artifact=``, ``exclude=`` to ``$GITHUB_OUTPUT``), ``plan``
+(one Grafana's records -> ``endpoints=``, ``chunks=``, ``failed=`` and a summary table) and ``endpoints`` (the
+serialized phase: pass 1 one stack at a time, pass 2 ``FLEET_PARALLEL`` at once with ``python -m ops.verify``; on a
+re-run each stack is previewed first; ``ok=``/``failed=``/``skipped=``). Inputs: previews, records, ``GITHUB_*``,
+``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN``. Errors: a failing stack is reported and skipped, exit 1 when any
+failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why: docs/decisions/fleet-rollout.md.
 """
 
 from __future__ import annotations

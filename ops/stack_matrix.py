@@ -2,27 +2,13 @@
 """CI: the deploy workflow's matrix from the stacks file, grouped by the Grafana each stack writes to.
 
 Usage: python3 -m ops.stack_matrix [--list] [deploy/stacks.json]
-Input: a JSON object ``{"stacks": [{"stack": <Pulumi stack name>, "grafana": "<resource group>/<Grafana name>"},
-...]}``; a stack may appear once. When the checkout holds ``Pulumi.<stack>.yaml`` and it sets ``grafanaName`` or
-``grafanaResourceGroup``, the entry's ``grafana`` must name the same workspace (the stack files are read from the
-current directory, the checkout) (a wrong key would let two stacks
-write to one Grafana at once).
-Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, one entry per Grafana, ``{"grafana": <key,
-lower-cased>, "stacks": [<stack>, ...]}`` in file order; with ``--list`` (the drift workflow: the same stacks, checked
-one job each, since a read never conflicts) ``stacks=<JSON list of stack names>``, the groups in turn. Errors: one line
-``stack-matrix: error: ...``, exit 1.
-
-Warnings: "production" means two things. The deploy workflow runs every listed stack through the GitHub environment
-``production``; the policy pack's mandatory pin rules (``*-in-production``) apply only to a stack whose config sets
-``aks-gpu-observability:production: "true"``. Each listed stack whose ``Pulumi.<stack>.yaml`` does not (or that has
-no such file in the checkout) gets one ``::warning::`` line (a GitHub workflow command: stdout when ``$GITHUB_OUTPUT``
-is set, as in CI; stderr otherwise, so stdout stays the output); the run goes on.
-
-Why grouped (docs/fleet.md): the managed private endpoint's PUT and DELETE run in azure-native, which retries a 409 only
-for ``AnotherOperationInProgress`` (pulumi-azure-native ``provider/pkg/azure/client_azcore.go`` ``shouldRetryConflict``),
-not Grafana's ``ConflictInProcessing``, so two stacks must never write one Grafana's endpoints at once. The workflow
-calls deploy-stacks.yml once per Grafana (in parallel); there every stack's other steps run at once and only those
-writes go one stack at a time (ops/fleet.py).
+Input: ``{"stacks": [{"stack": <Pulumi stack name>, "grafana": "<resource group>/<Grafana name>"}, ...]}``, each stack
+once; a ``Pulumi.<stack>.yaml`` in the checkout that sets ``grafanaName``/``grafanaResourceGroup`` must name the same
+workspace. Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, one ``{"grafana": <key, lower-cased>,
+"stacks": [...]}`` per Grafana in file order; with ``--list`` (the drift workflow) ``stacks=<JSON list>``, the groups
+in turn. A ``::warning::`` line for each stack whose file does not set ``aks-gpu-observability:production: "true"``
+(stdout when ``$GITHUB_OUTPUT`` is set, else stderr). Errors: one line ``stack-matrix: error: ...``, exit 1.
+Upstream: pulumi-azure-native ``provider/pkg/azure/client_azcore.go``; why grouped: docs/decisions/fleet-rollout.md.
 """
 
 from __future__ import annotations

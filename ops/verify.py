@@ -1,51 +1,14 @@
 """Verify a deployed stack: ``python -m ops.verify --stack NAME [--outputs-file FILE] [--drift] [--json]``.
 
-For after a real ``pulumi up``. Reads the stack's outputs (``pulumi stack output --json --stack NAME``, with
-``--show-secrets`` when some are secret, whose values it then never prints; or a file saved from it) and checks, through ``az`` only (``az rest``, as the step scripts do):
-
-1. the Inspektor Gadget extension is Succeeded (ARM ``GET {extensionId}``, API 2023-05-01);
-2. Grafana's managed private endpoint is Approved and has the private IP the Pyroscope URL uses (ARM
-   ``GET {managedPrivateEndpointId}``, API 2024-10-01);
-3. both datasources pass Grafana's health check (``GET /api/datasources/uid/{uid}/health``);
-4. the dashboard exists (``GET /api/dashboards/uid/{uid}``);
-5. Pyroscope holds the GPU-memory profile type the dashboard's flame graph asks for, through the datasource
-   (``GET /api/datasources/uid/{uid}/resources/profileTypes`` over the last hour, ``flamegraph.hotspots.profile_types_url``):
-   the stack's ``dashboardDefinition.profileType`` (config ``dashboardProfileType``; ``flamegraph.hotspots.PROFILE_TYPE`` for
-   the outputs of a stack from before it, ``flamegraph.hotspots.dashboard_profile_type``). Failed with none at all, and with
-   only another GPU-memory ID (Inspektor Gadget v0.54.0 on writes another than the published dashboard's), naming it
-   and the ``pulumi config set dashboardProfileType`` that points the dashboard at it.
-
-Prints a checklist with the next step for each failure; exit status 0 when every check passes, 1 when one
-fails, 2 when the outputs cannot be read or ``az`` is not installed.
-
-``--drift`` instead compares what is in Grafana with what the stack set (the step commands are never refreshed,
-so ``pulumi preview`` cannot see an edit made in Grafana's UI). The desired state is the stack's outputs
-``pyroscopeDatasource``, ``prometheusDatasource`` and ``dashboardDefinition`` (stack/outputs.py):
-
-- which Grafana it is: ``GET /api/health`` and ``GET /api/plugins?type=datasource`` (steps/grafana_server.py
-  ``probe``), since what the steps write depends on its version;
-- each datasource: ``GET /api/datasources/uid/{uid}`` (grafana/grafana ``pkg/api/datasources.go``
-  ``GetDataSourceByUID``, answering ``dtos.DataSource``); only the fields the stack sets are compared, into
-  ``jsonData`` key by key, so what Grafana adds (``id``, ``version``, ``readOnly``, ...) and the steps' owner id
-  (``jsonData.aksGpuObservabilityOwner``) are ignored; the Prometheus datasource's type as the step would write it in
-  this Grafana (``grafana_server.for_grafana``): Grafana's own migration of an Azure-auth Prometheus datasource to
-  ``grafana-azureprometheus-datasource`` (Grafana 13) is not drift, ``prometheus`` in a Grafana 13 is; 404 is
-  "missing";
-- the dashboard: ``GET /api/dashboards/uid/{uid}``, its content hash (``steps/grafana_dashboard.py``
-  ``content_sha256``: without ``id``, ``version`` and the owner id) against the hash of the upload rebuilt from
-  ``dashboardDefinition``: the source (an https URL, downloaded as the step does, or a project file), its sha256
-  checked, then ``prepare`` (the step's own defaulting of the datasource variables, the Prometheus type they
-  select in this Grafana, and the profile type ID its Pyroscope GPU-memory queries ask for, ``profileType``); 404 is
-  "missing". After an in-place upgrade to Grafana 13 the dashboard uploaded before it
-  shows as drifted (its Prometheus variable selects ``prometheus``, which offers nothing there) until its step runs
-  again.
-
-Exit status 0 when nothing drifted, 1 when something did (each drifted field is printed), 2 when the check
-cannot be made (outputs, ``az``, Grafana answering other than 200/404, a source whose sha256 changed). With
-``--json`` it prints ``{"stack": str, "drifted": bool, "objects": [{"kind": "datasource"|"dashboard", "uid": str,
-"state": "ok"|"drifted"|"missing", "fields": [{"field": str, "grafana": any, "stack": any}], "next_step": str}]}``;
-a datasource field is a dotted path (``jsonData.httpMethod``) with both values, a dashboard's are ``content
-sha256`` (both hashes) and each differing top-level key with a short summary of both values (``null``: absent).
+Owns the post-``pulumi up`` checklist (extension Succeeded, managed private endpoint Approved with the IP the
+Pyroscope URL uses, both datasources healthy, the dashboard present, Pyroscope holding the GPU-memory profile type the
+dashboard asks for) and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs: the
+stack's outputs (:func:`stack.outputs.read_outputs`), answers of ``az rest`` (ARM and Grafana's HTTP API). Outputs: a
+checklist with the next step for each failure, or ``--json``. Exit status 0 when every check passes (nothing
+drifted), 1 when one fails (something drifted), 2 when the check cannot be made (outputs, ``az``, Grafana answering
+other than 200/404, a dashboard source whose sha256 changed), one line on stderr. Secret outputs are never printed.
+Upstream: grafana/grafana ``pkg/api/datasources.go``; the checks, the drift rules and why:
+docs/decisions/stack-verification.md.
 """
 
 from __future__ import annotations
@@ -53,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -63,8 +24,13 @@ from typing import Any, Callable, Optional, Sequence
 from urllib.parse import quote, urlparse
 
 from cli import OneLineParser, UsageError, exit_code
-from steps import grafana_dashboard  # the dashboard step's own preparation and content hash
-from steps import grafana_server  # the steps' own reading of which Grafana this is
+from flamegraph.model import FrameError
+from flamegraph.query import dashboard_profile_type, pick_profile_type, profile_types_url
+from stack.outputs import OutputsError, StackOutputs, read_outputs
+from steps import (
+    grafana_dashboard,  # the dashboard step's own preparation and content hash
+    grafana_server,  # the steps' own reading of which Grafana this is
+)
 from steps.azcli import AzError, AzNotInstalled, download, rest  # the step scripts' own az helpers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,8 +43,10 @@ NEEDED = ("extensionId", "managedPrivateEndpointId", "pyroscopePrivateUrl", "gra
 DRIFT_NEEDED = ("grafanaEndpoint", "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition")
 #: The step commands, by output (resource names as __main__.py registers them; a test checks them in the plan).
 STEPS = {
-    "pyroscopeDatasource": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
-    "prometheusDatasource": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
+    "pyroscopeDatasource":
+        "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
+    "prometheusDatasource":
+        "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
     "dashboardDefinition": "aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload",
 }
 
@@ -89,114 +57,6 @@ class Check:
     ok: bool
     detail: str
     next_step: str = ""
-
-
-class OutputsError(ValueError):
-    """The stack's outputs could not be read or lack what verify needs (one line)."""
-
-
-SECRET = "[secret]"
-
-
-class StackOutputs(dict):
-    """A stack's outputs, in plaintext, and ``secrets``: the strings among them that are Pulumi secrets (longest
-    first). :meth:`mask` replaces each in text verify prints, as the CLI prints a secret: ``[secret]``."""
-
-    def __init__(self, outputs: dict, secrets: Sequence[str] = ()) -> None:
-        super().__init__(outputs)
-        self.secrets = tuple(sorted({s for s in secrets if s}, key=lambda s: (-len(s), s)))
-        self._pattern = re.compile("|".join(map(re.escape, self.secrets))) if self.secrets else None
-
-    def mask(self, text: str) -> str:
-        """``text`` with every occurrence of a secret replaced by ``[secret]`` (one pass: a mask is never masked)."""
-        return self._pattern.sub(SECRET, text) if self._pattern else text
-
-    def mask_json(self, value: Any) -> Any:
-        """``value`` (JSON-like) with :meth:`mask` applied to every string, keys included, before it is serialised
-        (a secret JSON escapes would no longer be found in the text)."""
-        if isinstance(value, str):
-            return self.mask(value)
-        if isinstance(value, dict):
-            return {self.mask(str(key)): self.mask_json(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self.mask_json(item) for item in value]
-        return value
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string in ``value`` (JSON), at any depth; numbers and booleans as their JSON text."""
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return [] if value is None else [value if isinstance(value, str) else json.dumps(value)]
-
-
-def secret_strings(masked: Any, shown: Any) -> list[str]:
-    """The plaintext strings of ``shown`` (``pulumi stack output --json --show-secrets``) where ``masked`` (the same
-    without ``--show-secrets``) holds ``"[secret]"``: the CLI prints a secret at any depth as that string (pulumi/pulumi
-    v3.230.0 ``pkg/cmd/pulumi/stack/stack_output.go``, ``display.MassageSecrets`` in ``pkg/backend/display/json.go``)."""
-    if masked == SECRET and shown != SECRET:
-        return _strings(shown)
-    if isinstance(masked, dict) and isinstance(shown, dict):
-        return [s for key in masked if key in shown for s in secret_strings(masked[key], shown[key])]
-    if isinstance(masked, list) and isinstance(shown, list):
-        return [s for pair in zip(masked, shown) for s in secret_strings(*pair)]
-    return []
-
-
-def _has_secret(value: Any) -> bool:
-    return value == SECRET or (isinstance(value, (dict, list)) and any(
-        _has_secret(item) for item in (value.values() if isinstance(value, dict) else value)))
-
-
-def _stack_output(stack: str, *flags: str) -> Any:
-    """``pulumi stack output --json [flags] --stack <stack>``, parsed; OutputsError when it fails."""
-    try:
-        done = subprocess.run(["pulumi", "stack", "output", "--json", *flags, "--stack", stack],
-                              capture_output=True, text=True)
-    except FileNotFoundError:
-        raise OutputsError("the Pulumi CLI is not on PATH; install it, or pass --outputs-file") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise OutputsError(f"pulumi stack output --stack {stack} failed: {last}")
-    try:
-        return json.loads(done.stdout)
-    except ValueError:
-        raise OutputsError(f"pulumi stack output --stack {stack} printed no JSON") from None
-
-
-def read_outputs(stack: str, outputs_file: Optional[str], needed: Sequence[str] = NEEDED) -> StackOutputs:
-    """The stack's outputs (``pulumi stack output --json --stack``, or the file); OutputsError if they cannot
-    be read or lack one of ``needed``.
-
-    From the CLI, secrets are read in plaintext (``--show-secrets``: a secret cluster or Grafana name makes the ids
-    verify calls secret) and remembered as secrets (:class:`StackOutputs`): the CLI is asked once without
-    ``--show-secrets``, whose JSON holds ``"[secret]"`` where an output (or part of one) is secret, and, only when
-    one is, once more with it; the strings found there are masked in everything verify prints. A file is taken as
-    it is; one saved without ``--show-secrets`` that holds ``"[secret]"`` where verify needs a value is refused."""
-    if outputs_file:
-        try:
-            outputs = json.loads(Path(outputs_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise OutputsError(f"--outputs-file: cannot read {outputs_file}: {error}") from None
-        secrets: list[str] = []
-    else:
-        outputs = _stack_output(stack)
-        secrets = []
-        if _has_secret(outputs):
-            shown = _stack_output(stack, "--show-secrets")
-            secrets, outputs = secret_strings(outputs, shown), shown
-    if not isinstance(outputs, dict):
-        raise OutputsError(f"{outputs_file or 'pulumi stack output'}: expected a JSON object of outputs")
-    missing = [name for name in needed if not outputs.get(name)]
-    if missing:
-        raise OutputsError(f"stack {stack} has no output {missing[0]}; was `pulumi up` completed with this version?")
-    masked = [name for name in needed if _has_secret(outputs[name])] if outputs_file else []
-    if masked:
-        raise OutputsError(f"--outputs-file: output {masked[0]} is {SECRET} in {outputs_file}; save the outputs with "
-                           "`pulumi stack output --json --show-secrets`")
-    return StackOutputs(outputs, secrets)
 
 
 def _check(name: str, probe: Callable[[], Check], failed_next: str) -> Check:
@@ -220,7 +80,8 @@ def checks(outputs: dict) -> list[Check]:
                      "see statuses[] in `az rest --method get --url <extensionId>?api-version=2023-05-01`; "
                      "README troubleshooting: the extension fails to install")
 
-    results.append(_check("Inspektor Gadget extension", extension, "check you can read the cluster's extensions (az login)"))
+    results.append(_check("Inspektor Gadget extension", extension,
+                          "check you can read the cluster's extensions (az login)"))
 
     def endpoint() -> Check:
         state = rest("get", f"{outputs['managedPrivateEndpointId']}?api-version={DASHBOARD_API}", audience=None) or {}
@@ -229,13 +90,16 @@ def checks(outputs: dict) -> list[Check]:
         ip = props.get("privateLinkServicePrivateIP") or ""
         expected = urlparse(outputs["pyroscopePrivateUrl"]).hostname
         ok = status == "Approved" and ip and ip == expected
-        detail = f"connection {status}, private IP {ip or 'none'}" + ("" if ip == expected else f" (datasource uses {expected})")
+        detail = (f"connection {status}, private IP {ip or 'none'}"
+                  + ("" if ip == expected else f" (datasource uses {expected})"))
         return Check("managed private endpoint", bool(ok), detail,
-                     "run `pulumi up` again (approval and refresh re-run); README troubleshooting: connection stuck Pending")
+                     "run `pulumi up` again (approval and refresh re-run); README troubleshooting: connection stuck "
+                     "Pending")
 
     results.append(_check("managed private endpoint", endpoint, "check the endpoint still exists: `pulumi refresh`"))
 
-    for label, uid_key in (("Pyroscope datasource", "pyroscopeDatasourceUid"), ("Prometheus datasource", "prometheusDatasourceUid")):
+    for label, uid_key in (("Pyroscope datasource", "pyroscopeDatasourceUid"),
+                           ("Prometheus datasource", "prometheusDatasourceUid")):
         uid = outputs[uid_key]
 
         def health(uid: str = uid, label: str = label) -> Check:
@@ -244,9 +108,11 @@ def checks(outputs: dict) -> list[Check]:
             hint = ("Grafana cannot reach Pyroscope: check the managed private endpoint above and the Pyroscope pod "
                     "(kubectl -n gadget get pods)") if "Pyroscope" in label else (
                     "Grafana's identity needs Monitoring Data Reader on the workspace (assignMonitoringDataReader)")
-            return Check(f"{label} {uid}", ok, f"health {answer.get('status')}: {answer.get('message', '')}".strip(), hint)
+            detail = f"health {answer.get('status')}: {answer.get('message', '')}".strip()
+            return Check(f"{label} {uid}", ok, detail, hint)
 
-        results.append(_check(f"{label} {uid}", health, "run `pulumi up` (the datasource step recreates it); you need Grafana Admin"))
+        results.append(_check(f"{label} {uid}", health,
+                              "run `pulumi up` (the datasource step recreates it); you need Grafana Admin"))
 
     dashboard_uid = urlparse(outputs["dashboardUrl"]).path.rstrip("/").split("/")[-1]
 
@@ -256,17 +122,17 @@ def checks(outputs: dict) -> list[Check]:
         answer = rest("get", f"{grafana}/api/dashboards/uid/{dashboard_uid}") or {}
         stored.update(answer.get("dashboard") or {})
         title = (answer.get("dashboard") or {}).get("title")
-        return Check(f"dashboard {dashboard_uid}", bool(title), f"title {title!r}", "run `pulumi up` (the dashboard step uploads it)")
+        return Check(f"dashboard {dashboard_uid}", bool(title), f"title {title!r}",
+                     "run `pulumi up` (the dashboard step uploads it)")
 
     results.append(_check(f"dashboard {dashboard_uid}", dashboard, "run `pulumi up` (the dashboard step uploads it)"))
 
     def profiles() -> Check:
-        from flamegraph.hotspots import FrameError, dashboard_profile_type, pick_profile_type, profile_types_url
-
         # What the flame graph Grafana holds asks for: with multiCluster another stack may have uploaded it last.
         pyroscope = outputs.get("pyroscopeDatasource") if isinstance(outputs.get("pyroscopeDatasource"), dict) else {}
-        in_grafana = sorted({str(q.get("profileTypeId")) for q in grafana_dashboard.pyroscope_queries(
-            stored, {outputs["pyroscopeDatasourceUid"], pyroscope.get("name") or ""}) if grafana_dashboard.asks_gpu_memory(q)})
+        queries = grafana_dashboard.pyroscope_queries(stored, {outputs["pyroscopeDatasourceUid"],
+                                                                pyroscope.get("name") or ""})
+        in_grafana = sorted({str(q.get("profileTypeId")) for q in queries if grafana_dashboard.asks_gpu_memory(q)})
         configured = dashboard_profile_type(outputs)
         asked = in_grafana[0] if len(in_grafana) == 1 else configured
         other_stack = f" (set by another stack sharing it: this one sets {configured})" if asked != configured else ""
@@ -275,8 +141,8 @@ def checks(outputs: dict) -> list[Check]:
         found = f"{len(types)} profile type(s)" + (f": {', '.join(map(str, types[:4]))}" if types else "")
         if not types:
             return Check("Pyroscope profile types", False, found,
-                         "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and that "
-                         "the extension's gpuObservability setting is true")
+                         "no profiles yet: run a GPU workload, check the gadget pods (kubectl -n gadget get pods) and "
+                         "that the extension's gpuObservability setting is true")
         if asked in map(str, types):
             return Check("Pyroscope profile types", True, found)
         try:
@@ -288,16 +154,18 @@ def checks(outputs: dict) -> list[Check]:
                          "no GPU-memory profiles yet: run a GPU workload and check that the extension's "
                          "gpuObservability setting is true")
         if other_stack and gpu == configured:
-            return Check("Pyroscope profile types", False, f"{found}; GPU memory as {gpu}, the dashboard asks {asked}{other_stack}",
+            return Check("Pyroscope profile types", False,
+                         f"{found}; GPU memory as {gpu}, the dashboard asks {asked}{other_stack}",
                          "stacks sharing one dashboard whose clusters run Inspektor Gadget versions that store GPU "
                          "memory under different IDs cannot share its flame-graph query: pin the same extensionVersion "
                          f"on the clusters, or re-run this stack's dashboard step to point it back at {configured} "
-                         "(the other stack's cluster then loses it): `pulumi up --replace <URN of gpu-dashboard-upload>` "
-                         "(`pulumi stack --show-urns`)")
+                         "(the other stack's cluster then loses it): `pulumi up --replace <URN of "
+                         "gpu-dashboard-upload>` (`pulumi stack --show-urns`)")
         held = gpu or ", ".join(str(t) for t in types if str(t).split(":")[1:3] == ["malloc", "bytes"])
         command = f"pulumi config set dashboardProfileType {gpu} && pulumi up" if gpu else (
             f"pulumi config set dashboardProfileType <one of {held}> && pulumi up")
-        return Check("Pyroscope profile types", False, f"{found}; GPU memory as {held}, the dashboard asks {asked}{other_stack}",
+        return Check("Pyroscope profile types", False,
+                     f"{found}; GPU memory as {held}, the dashboard asks {asked}{other_stack}",
                      f"the dashboard's flame graph stays empty: `{command}` points it at the ID Pyroscope holds "
                      "(`python -m flamegraph.hotspots --stack` finds it by itself)")
 
@@ -405,8 +273,8 @@ def desired_dashboard(definition: dict, prometheus_type: str = grafana_server.PR
     raw = _source_bytes(definition["source"])
     actual = hashlib.sha256(raw).hexdigest()
     if actual != definition["sha256"]:
-        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has sha256 {actual}, the stack uploaded "
-                         f"{definition['sha256']}; cannot rebuild what the stack wants")
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has sha256 {actual}, the stack "
+                         f"uploaded {definition['sha256']}; cannot rebuild what the stack wants")
     try:
         dashboard = json.loads(raw)
     except ValueError as error:
@@ -414,7 +282,8 @@ def desired_dashboard(definition: dict, prometheus_type: str = grafana_server.PR
     try:  # an export "for sharing": its __inputs imported as the upload step imports them
         dashboard = grafana_dashboard.import_inputs(dashboard, definition.get("inputs") or {}, definition["source"])
     except SystemExit:  # the step's one-line failure (an input it cannot map) was already printed
-        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot map") from None
+        raise DriftError(f"dashboard {definition['uid']}: {definition['source']} has __inputs the stack cannot "
+                         "map") from None
     # profileType: the ID the step set in the dashboard's Pyroscope GPU-memory queries; absent in the definition of a
     # stack from before dashboardProfileType, whose step left the source's IDs as they were (prepare does too then).
     return grafana_dashboard.prepare(dashboard, definition.get("datasources") or {}, prometheus_type,
@@ -475,7 +344,8 @@ def grafana_server_of(grafana: str) -> grafana_server.Server:
 def render_drift(stack: str, found: list[Drift]) -> str:
     lines = [f"Drift check aks-gpu-observability (stack {stack}): Grafana against what the stack set"]
     for item in found:
-        state = {"ok": "as the stack set it", "drifted": "drifted", "missing": "missing (deleted in Grafana?)"}[item.state]
+        state = {"ok": "as the stack set it", "drifted": "drifted",
+                 "missing": "missing (deleted in Grafana?)"}[item.state]
         lines.append(f"  {'✅' if item.state == 'ok' else '❌'} {item.kind} {item.uid}: {state}")
         for change in item.fields:
             lines.append(f"       {change['field']}: {json.dumps(change['grafana'])} in Grafana, "
@@ -491,7 +361,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m ops.verify", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the deployed stack")
     parser.add_argument("--outputs-file", metavar="FILE",
-                        help="outputs saved with `pulumi stack output --json --show-secrets` (which were secret is not known then)")
+                        help="outputs saved with `pulumi stack output --json --show-secrets` (which were secret is "
+                             "not known then)")
     parser.add_argument("--drift", action="store_true",
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")

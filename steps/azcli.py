@@ -1,19 +1,12 @@
 """Helpers for the Python step scripts (Grafana datasources and dashboard): run ``az``, classify its
-errors, retry transient ones with bounded exponential backoff. Standard library only, so the scripts run
-with any ``python3`` (3.9+) on PATH; every HTTP call goes through ``az rest`` (no HTTP client here).
+errors, retry transient ones with bounded exponential backoff.
 
-Grafana's HTTP API on Azure Managed Grafana takes a Microsoft Entra token for the audience
-``ce34e7e5-485f-4d76-964f-b3d2b16d1e4f`` (``az rest --resource``); the caller needs the Grafana Admin role.
-``az rest`` reports an HTTP failure on stderr as ``ERROR: <reason>(<body>)``, e.g. ``ERROR: Not Found({...})``.
-
-Ownership (steps/command.py): :class:`Owner` is this step instance's owner id, stamped into the Grafana
-object under :data:`OWNER_KEY`; a delete leaves an object that carries another step's owner id.
-
-Degraded states (README "Tearing down what is already gone"): a delete first asks ARM whether the Grafana
-workspace (``GRAFANA_ID``) still exists; when it does not, there is nothing to delete. That check comes first
-because a deleted workspace's endpoint no longer resolves: ``az rest`` then fails with a connection error, not
-a 404 (azure-cli 2.91.0, observed: ``ERROR: The command failed with an unexpected error. Here is the
-traceback:`` then ``ERROR: HTTPSConnectionPool(...): Max retries exceeded ... NameResolutionError``).
+Owns: :func:`az` and :func:`rest` (every HTTP call, ARM or Grafana's API with the Azure Managed Grafana audience),
+:func:`download`, :class:`AzError` (``kind``: not_found, conflict, transient, ...) and :class:`AzNotInstalled`,
+:class:`Step` (one-line failures, retries, the "workspace already gone" check before a delete), :class:`Owner` (the
+owner id stamped under :data:`OWNER_KEY`) and the URL masking of log lines. Inputs: the step's environment. Outputs:
+az's parsed JSON. Errors: :class:`AzError`; a step's failure is one ``error:`` line and exit 1. Standard library only
+(any ``python3`` 3.9+). Upstream: Azure/azure-cli ``az rest``; why az only: docs/decisions/az-cli-steps.md.
 """
 
 from __future__ import annotations
@@ -31,7 +24,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
 #: Microsoft.Dashboard API version for the workspace check when API_VERSION is unset (steps/command.py
-#: DASHBOARD_API_VERSION; tests/test_scripts.py holds them equal).
+#: DASHBOARD_API_VERSION; tests/steps/test_azcli.py holds them equal).
 DASHBOARD_API_VERSION = "2024-10-01"
 #: Where a step stamps its owner id: a key of a datasource's jsonData, a top-level key of the dashboard JSON.
 OWNER_KEY = "aksGpuObservabilityOwner"

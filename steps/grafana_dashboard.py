@@ -2,31 +2,17 @@
 """Upload (or delete) the GPU dashboard, verified against a pinned sha256 before anything is uploaded.
 
 Usage: python3 -m steps.grafana_dashboard apply|delete
-Environment: GRAFANA_ENDPOINT, DASHBOARD_SOURCE (an https URL, fetched with `az rest
---skip-authorization-header --output-file` so the bytes are hashed as served, or a file path relative to
-the project directory), DASHBOARD_SHA256 (64 hex), DASHBOARD_UID, DATASOURCES (JSON: dashboard variable name
--> {"uid", "name"}, the datasources its variables default to), DATASOURCE_INPUTS (JSON: datasource plugin id ->
-this stack's datasource uid, for a dashboard exported "for sharing"; ``{}`` for a dashboard shared by several
-clusters), TIMEOUT_SECONDS; optional DASHBOARD_PROFILE_TYPE (the Pyroscope profile type ID its GPU-memory flame
-graphs query, config ``dashboardProfileType``: :func:`with_profile_type`), GRAFANA_ID and API_VERSION (the workspace's
-ARM id, checked before a delete), POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous
-stdout, set by pulumi-command on updates and deletes).
-
-apply: fetch, verify sha256 (mismatch: one-line error, nothing uploaded), import its ``__inputs`` as Grafana's
-import does (:func:`import_inputs`; an input this stack cannot supply: one-line error), check the JSON's uid is
-DASHBOARD_UID, point the datasource variables' defaults at DATASOURCES and, when a datasource variable selects
-``prometheus`` datasources, at the Prometheus type this Grafana's Azure-auth datasources have (steps/grafana_server.py:
-``grafana-azureprometheus-datasource`` from Grafana 13.0 on, read with GET /api/health and GET /api/plugins; a
-datasource variable offers only datasources of its plugin id), point its Pyroscope GPU-memory targets at
-DASHBOARD_PROFILE_TYPE (:func:`with_profile_type`), stamp it with this step's owner id
-(top-level aksGpuObservabilityOwner, azcli.Owner), then GET /api/dashboards/uid/{uid}: same content (ignoring id,
-version and the owner id; on a create only if it also carries this step's owner id) -> nothing written; else, before
-Grafana 11.3, another dashboard with the same title in the General folder -> one-line error naming it, nothing
-written (:func:`title_taken`); else POST /api/dashboards/db with overwrite true (without it a re-upload answers 412). delete: DELETE
-/api/dashboards/uid/{uid} unless the dashboard carries another step's owner id; already gone, or a Grafana workspace
-that no longer exists (ARM 404 for GRAFANA_ID), is success.
-Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's dashboard HTTP API (Azure Managed
-Grafana, Grafana Admin role).
+Environment: GRAFANA_ENDPOINT, DASHBOARD_SOURCE (an https URL or a project file), DASHBOARD_SHA256 (64 hex),
+DASHBOARD_UID, DATASOURCES (JSON: variable name -> {"uid", "name"}, the variables' defaults), DATASOURCE_INPUTS (JSON:
+plugin id -> this stack's datasource uid, for an export "for sharing"; ``{}`` when shared), TIMEOUT_SECONDS; optional
+DASHBOARD_PROFILE_TYPE (config ``dashboardProfileType``), GRAFANA_ID and API_VERSION (checked before a delete),
+POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (set by pulumi-command on updates and deletes).
+Owns: :func:`prepare` (import ``__inputs``, default the datasource variables, the Prometheus type this Grafana needs,
+the GPU flame graphs' profile type), :func:`content_sha256`, the upload (nothing written when Grafana holds the same
+content) and the delete (only this step's; already gone is success). Prints ``<uid> owner=<id>`` (apply) or the uid
+(delete). Errors: one ``error:`` line, exit 1. Mirrors Grafana's dashboard HTTP API (grafana/grafana
+``pkg/api/dashboard.go``; Grafana Admin role); the steps and the upstream rules:
+docs/decisions/dashboard-preparation.md.
 """
 
 from __future__ import annotations
@@ -133,7 +119,7 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
 
 #: The Pyroscope datasource's plugin id, and the sample type and unit of the GPU memory Inspektor Gadget's profile_cuda
 #: gadget sends (``malloc``, ``bytes``: any profile type ID ``<name>:malloc:bytes:<period type>:<period unit>``;
-#: docs/offline.md G12, flamegraph/hotspots.py ``PROFILE_TYPE``).
+#: docs/offline.md G12, stack/profile_types.py ``PUBLISHED``).
 PYROSCOPE = "grafana-pyroscope-datasource"
 #: The plugin's id and its aliases: a datasource variable or reference naming any of them selects Pyroscope
 #: (grafana/grafana ``public/app/plugins/datasource/grafana-pyroscope-datasource/plugin.json`` @ 0b596ec9

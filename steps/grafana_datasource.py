@@ -7,39 +7,11 @@ jsonData), TIMEOUT_SECONDS (retries of 429/5xx); optional GRAFANA_ID and API_VER
 checked before a delete), UID_CONFIG_KEY (the config key that sets this uid, named in errors),
 POLL_INITIAL_SECONDS, POLL_MAX_SECONDS, PULUMI_COMMAND_STDOUT (this step's previous stdout, set by pulumi-command
 on updates and deletes).
-
-apply: GET /api/datasources/uid/{uid}; missing -> GET /api/datasources/name/{name}: a datasource of that name under
-another uid stops the step (below), none -> POST /api/datasources. Present and already holding every field of DATASOURCE
--> nothing written (on a create only if it also carries this step's owner id); otherwise PUT /api/datasources/uid/{uid}
-with a body of that same uid. What is written carries jsonData.aksGpuObservabilityOwner = this step's owner id
-(azcli.Owner). A datasource created by hand with the same uid is adopted.
-
-A Prometheus datasource with Azure authentication (``jsonData.azureCredentials``) first asks which Grafana this is
-(steps/grafana_server.py ``probe``: GET /api/health, GET /api/plugins?type=datasource) and gets the type that Grafana
-needs: ``grafana-azureprometheus-datasource`` from Grafana 13.0 on (core Prometheus lost Azure authentication there;
-the plugin not installed stops the step with one line), ``prometheus`` before it; a datasource Grafana's own migration
-(or an admin) already moved to the plugin stays on it (``grafana_server.datasource_type``).
-
-A datasource's uid is never changed: Grafana refuses a PUT whose body uid differs from the path's (400 since
-grafana/grafana commit e99df4816b6fba47a08f904fb19c9841e019c5fc, in 11.6.15, 12.2.9, 12.3.7, 12.4.4 and 13.0.2; 500
-between PR 107486 and that fix; see tests/support/fake_world.py ``uid_change_answer``), and renaming a uid would break every
-dashboard panel and alert rule that names it. So a datasource found by name under another uid (e.g. the published
-procedure's Prometheus datasource, whose uid Grafana picked at random) is not written at all: the step stops with one
-line naming the config key and the value that adopts it under its own uid (``pulumi config set <UID_CONFIG_KEY>
-<its uid>``), after which the next run finds it by uid and adopts it in place (id, secrets, permissions and everything
-that references it kept). One that cannot be adopted at all (read-only, another type, another step's owner id) stops
-the step with one line saying why. A different datasource with the same name appearing between the checks makes POST
-answer 409: the step then names its uid the same way.
-
-A provisioned datasource under the stack's uid (GET shows ``readOnly: true``; Grafana answers its PUT and DELETE
-with 403 "Cannot update/delete read-only data source", grafana/grafana pkg/api/datasources.go @ 001e0d76) is never
-written, retried or adopted: apply stops at once with one line naming the uid and the config key to change.
-
-delete: DELETE /api/datasources/uid/{uid} unless the datasource carries another step's owner id or is read-only (not
-this stack's: left in place); already gone, or a Grafana workspace that no longer exists (ARM 404 for GRAFANA_ID), is
-success.
-Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Mirrors Grafana's datasource HTTP API (Azure Managed
-Grafana, Grafana Admin role).
+Owns: apply (create, or update in place under the same uid, stamped with this step's owner id; never a uid change,
+never a read-only datasource; the Prometheus type this Grafana needs) and delete (only this step's; already gone is
+success). Prints ``<uid> owner=<id>`` (apply) or the uid (delete). Errors: one ``error:`` line naming the config key to
+change, exit 1. Mirrors Grafana's datasource HTTP API (grafana/grafana ``pkg/api/datasources.go``; Azure Managed
+Grafana, Grafana Admin role); the adoption rules and why: docs/decisions/datasource-adoption.md.
 """
 
 from __future__ import annotations

@@ -1,40 +1,12 @@
 """Which Grafana a step talks to, and what its version changes for the datasources and the dashboard.
 
-Standard library only (through steps/azcli.py's ``rest``, so ``az rest`` is still the only client). Used by
-steps/grafana_datasource.py, steps/grafana_dashboard.py and ``ops.verify --drift``.
-
-:func:`probe` reads the version (``GET /api/health``: grafana/grafana ``pkg/api/http_server.go``
-@ ab59f3cb ``apiHealthHandler``: ``database``, and ``version`` and ``commit`` unless ``AnonymousHideVersion``) and
-the datasource plugins Grafana has (``GET /api/plugins?type=datasource``: ``pkg/api/plugins.go`` @ 54ec4964
-``GetPluginList``, a list of items with an ``id``). Azure Managed Grafana runs Grafana 11 and 12 and upgrades
-workspaces in place, so the same stack meets several versions.
-
-Azure authentication in Prometheus datasources (the stack's Prometheus datasource uses Grafana's managed identity,
-``jsonData.azureCredentials.authType = msi``):
-
-- Grafana 13.0 removed Azure authentication from the core ``prometheus`` datasource (grafana/grafana PR 123089,
-  "Remove azure and sigv4 auth from core prometheus", merged 2026-04-20; deprecated before it). The plugin
-  ``grafana-azureprometheus-datasource`` (grafana/azure-prometheus-datasource) takes it over with the same
-  ``jsonData``: ``azureCredentials`` read by grafana-azure-sdk-go ``azcredentials.FromDatasourceData``
-  (``pkg/azureauth/azure.go`` @ 5db87c45), ``{"authType": "msi"}`` for a managed identity and ``httpMethod: POST``
-  (``pkg/schema/settings.examples.gen.json`` @ 98652e65, example ``managedIdentity``). So from 13.0 on the step writes
-  the plugin's type, and stops with one line when the plugin is not installed.
-- Grafana migrates such datasources itself when it starts: type set to the plugin, ``jsonData`` kept plus
-  ``"prometheus-type-migration": true``, uid, name and url kept (``pkg/services/promtypemigration/azure_prom_mig.go``
-  @ c55de7f8, ``prom_mig.go`` ``applyMigration``/``updateDataSourceType``). Behind the ``prometheusTypeMigration``
-  feature toggle until PR 121862 made it unconditional; Grafana's docs for 13 say the toggle is on by default there.
-  A datasource Grafana (or an admin) moved to the plugin is left on it (:func:`datasource_type`), and is not drift.
-- Before 13.0 the step writes ``prometheus``, as the published procedure does.
-
-A dashboard's datasource variable offers only the datasources whose plugin id is its ``query`` (grafana/scenes
-``DataSourceVariable.getValueOptions``: ``getList({pluginId})``; its test "Should generate correctly the options
-including only datasources with the queried type" in ``packages/scenes/src/variables/variants/DataSourceVariable.test.ts``
-@ 58f5e9ed). So the GPU dashboard's ``prom_ds`` variable (``"query": "prometheus"``) would offer nothing once the
-datasource is the plugin's: :func:`dashboard_prometheus_type` is what the dashboard step sets it to.
-
-A datasource's uid is fixed: Grafana answers a ``PUT /api/datasources/uid/{uid}`` whose body uid differs with 400
-(grafana/grafana commit e99df4816b6fba47a08f904fb19c9841e019c5fc, PR 125398, in 11.6.15, 12.2.9, 12.3.7, 12.4.4,
-13.0.2) or, between PR 107486 and that fix, with 500. The steps never send one (steps/grafana_datasource.py).
+Owns: :func:`probe` (``GET /api/health`` and ``GET /api/plugins?type=datasource`` read into a :class:`Server`),
+:func:`datasource_type` and :func:`for_grafana` (the Prometheus datasource's type in that Grafana:
+``grafana-azureprometheus-datasource`` from 13.0 on, ``prometheus`` before), :func:`dashboard_prometheus_type` (what
+the dashboard's Prometheus variable selects). Inputs: Grafana's answers through steps/azcli.py ``rest``. Outputs:
+:class:`Server` and types. Errors: ``AzError``; the plugin missing in a Grafana 13 stops the step with one line. Used
+by steps/grafana_datasource.py, steps/grafana_dashboard.py and ``ops.verify --drift``. Upstream: grafana/grafana
+``pkg/api/http_server.go``; the version rules and their sources: docs/decisions/grafana-versions.md.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support import ROOT
-from tests.test_azure_cli import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
+from tests.support.real_az import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -571,7 +571,7 @@ def test_warm_tokens_fails_in_one_line_naming_the_audience(tmp_path):
 
 def test_warm_token_command_lines_parse_in_the_real_cli(real_az, tmp_path):
     """Each warm-up command line, run through the real azure-cli without a login, gets as far as the login
-    check (a misspelt flag would fail earlier). Skips without the real CLI, as tests/test_azure_cli.py does."""
+    check (a misspelt flag would fail earlier). Skips without the real CLI, as tests/steps/test_azcli.py does."""
     _, calls = run_warm(tmp_path / "fake", any_token(), PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
     assert len(calls) == 5
     for argv in calls:
@@ -740,7 +740,8 @@ def test_drift_checks_the_stacks_the_deploy_workflow_deploys(tmp_path):
 def drift_reports(tmp_path_factory):
     """Real `ops.verify --drift --json` answers (against the stand-in az): one with a drifted datasource URL and
     a deleted dashboard, one clean."""
-    from tests.test_verify import check_drift, edit, grafana_error
+    from tests.support.scenarios import grafana_error
+    from tests.support.verify_runs import check_drift, edit
 
     reports = {}
     for name, changes in (("drifted", {"pyro": edit("url", "http://10.0.9.9:4040"),
@@ -853,94 +854,6 @@ def test_a_stack_that_could_not_be_checked_keeps_its_issue_and_fails_the_step(tm
     calls, failed = file_issues(tmp_path, {"dev": (2, "", error)}, [{"number": 5, "title": TITLE.format("dev")}], ["dev", "prod"])
     assert [c[0] for c in calls] == ["list"]
     assert failed == [f"drift could not be checked for: dev ({error}); prod (no result)"]
-
-
-# --- ops/stack_matrix.py: the stacks file grouped by Grafana ---------------------------------------------
-def stack_matrix(tmp_path, document, stack_files=None):
-    """Run the matrix script on ``document`` (written as the stacks file) from ``tmp_path`` (the checkout, holding
-    ``stack_files``: stack -> Pulumi.<stack>.yaml text). Returns the process and the parsed matrix (or None)."""
-    (tmp_path / "deploy").mkdir(exist_ok=True)
-    (tmp_path / "deploy" / "stacks.json").write_text(document if isinstance(document, str) else json.dumps(document))
-    for stack, text in (stack_files or {}).items():
-        (tmp_path / f"Pulumi.{stack}.yaml").write_text(text)
-    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"],
-                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
-    return done, (json.loads(done.stdout.split("=", 1)[1]) if done.returncode == 0 else None)
-
-
-def test_a_fleet_is_grouped_by_grafana_in_file_order(tmp_path):
-    fleet = {"stacks": [{"stack": "eastus-a", "grafana": "rg-obs/amg-shared"}, {"stack": "westeu", "grafana": "rg-eu/amg-eu"},
-                        {"stack": "eastus-b", "grafana": "RG-OBS/amg-shared"}, {"stack": "acme/gpu/eastus-c", "grafana": "rg-obs/amg-shared"}]}
-    done, grafanas = stack_matrix(tmp_path, fleet)
-    assert done.returncode == 0, done.stderr
-    assert grafanas == [{"grafana": "rg-obs/amg-shared", "stacks": ["eastus-a", "eastus-b", "acme/gpu/eastus-c"]},
-                        {"grafana": "rg-eu/amg-eu", "stacks": ["westeu"]}]
-
-
-def test_the_matrix_goes_to_github_output(tmp_path):
-    (tmp_path / "deploy").mkdir()
-    (tmp_path / "deploy" / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}]}))
-    output = tmp_path / "github_output"
-    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
-                          capture_output=True, text=True, env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
-    assert done.returncode == 0 and done.stdout.startswith("::warning title=Not a production stack::stack dev ")
-    assert len(done.stdout.splitlines()) == 1, done.stdout  # the only line: the warning (no Pulumi.dev.yaml here)
-    assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"]}]\n'
-
-
-@pytest.mark.parametrize("text,warns", [
-    ('config:\n  aks-gpu-observability:production: "true"\n', False),
-    ("config:\n  aks-gpu-observability:production: true   # mandatory pins\n", False),
-    ("config:\n  aks-gpu-observability:production: 'True'\n", False),
-    ('config:\n  aks-gpu-observability:production: "false"\n', True),
-    ("config:\n  aks-gpu-observability:production: yes\n", True),   # pulumi.Config.get_bool refuses it
-    ("config:\n  other-project:production: \"true\"\n", True),
-    ("config:\n  azure-native:location: eastus2\n", True),
-    (None, True),  # no Pulumi.<stack>.yaml in the checkout
-])
-def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_production(tmp_path, text, warns):
-    """deploy.yml deploys every listed stack through environment `production`; the mandatory *-in-production rules
-    key on the stack config production: "true". A listed stack without it: one ::warning:: line (stderr here, where
-    stdout is the output; stdout in CI), and the matrix is unchanged. --list (drift) does not warn."""
-    done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "eu", "grafana": "rg-obs/amg-real"}]},
-                                  {"eu": text} if text else None)
-    assert done.returncode == 0 and grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["eu"]}], done.stderr
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning")]
-    assert len(warnings) == (1 if warns else 0), done.stderr
-    if warns:
-        assert "stack eu is deployed through the production environment but" in warnings[0]
-        assert "*-in-production" in warnings[0]
-    listed = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", "deploy/stacks.json"],
-                            cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
-    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
-
-
-STACK_FILE = "config:\n  azure-native:location: eastus2\n  aks-gpu-observability:grafanaName: amg-real\n  aks-gpu-observability:grafanaResourceGroup: rg-obs\n"
-
-
-@pytest.mark.parametrize("document,stack_files,message", [
-    ("not json", None, "deploy/stacks.json: cannot read it as JSON"),
-    ({"stacks": []}, None, "with at least one stack"),
-    ({"stacks": [{"stack": "dev"}]}, None, "stacks[0].grafana (dev): expected '<resource group>/<Grafana name>', got None"),
-    ({"stacks": [{"stack": "a b", "grafana": "rg/amg-a"}]}, None, "stacks[0].stack: expected a stack name"),
-    ({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}, {"stack": "dev", "grafana": "rg/amg-a"}]}, None,
-     "stack dev is listed twice; list each stack once"),
-    ({"stacks": [{"stack": "dev", "grafana": "rg-obs/amg-other"}]}, {"dev": STACK_FILE},
-     "stack dev writes to Grafana rg-obs/amg-real (its Pulumi.<stack>.yaml), not rg-obs/amg-other; fix its grafana entry"),
-])
-def test_a_bad_stacks_file_is_one_line_naming_what_to_fix(tmp_path, document, stack_files, message):
-    done, _ = stack_matrix(tmp_path, document, stack_files)
-    assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.startswith("stack-matrix: error: ") and len(done.stderr.splitlines()) == 1, done.stderr
-    assert message in done.stderr, done.stderr
-
-
-def test_a_stack_file_that_agrees_or_names_no_grafana_passes(tmp_path):
-    files = {"dev": STACK_FILE, "other": "config:\n  aks-gpu-observability:grafanaStack: acme/obs/prod\n"}
-    done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "dev", "grafana": "rg-obs/amg-real"},
-                                                        {"stack": "other", "grafana": "rg-obs/AMG-real"}]}, files)
-    assert done.returncode == 0, done.stderr
-    assert grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["dev", "other"]}]
 
 
 # --- Branch code must not hold production's keys (security review) ---------------------------------------------

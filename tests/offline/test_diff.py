@@ -1233,7 +1233,7 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,
     created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once, with
     dashboardProfileType's default and its changed script (it runs again and, the published ID being the default, finds
-    the dashboard up to date: tests/test_dashboard_profile_type.py); nothing else created, replaced, updated or deleted,
+    the dashboard up to date: tests/steps/test_grafana_dashboard.py); nothing else created, replaced, updated or deleted,
     and the release's inputs (the Helm values) byte for byte equal."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):

@@ -235,12 +235,12 @@ def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
 
 def test_the_dashboard_profile_type_defaults_to_the_published_panels_and_is_read_as_tools_hotspots_reads_it():
     """dashboardProfileType: the pinned dashboard's flame-graph ID by default (so the step uploads it unchanged),
-    checked with flamegraph.hotspots' own PROFILE_TYPE_ID, not a copy of it."""
+    checked with stack.profile_types' own ID, not a copy of it."""
     from components.gpu_dashboard import PINNED_PROFILE_TYPE
-    from flamegraph import hotspots
+    from stack import profile_types
 
-    assert parse().dashboard_profile_type == hotspots.PROFILE_TYPE == PINNED_PROFILE_TYPE
-    assert rules.PROFILE_TYPE_ID is hotspots.PROFILE_TYPE_ID
+    assert parse().dashboard_profile_type == profile_types.PUBLISHED == PINNED_PROFILE_TYPE
+    assert rules.PROFILE_TYPE_ID is profile_types.ID
 
 
 def test_required_keys_are_exactly_the_fixed_ones():

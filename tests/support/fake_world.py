@@ -24,7 +24,7 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists at another version; before 11.3 titles unique
   per folder (:func:`same_title_in_folder`); ``GET|DELETE /api/dashboards/uid/{uid}``, ``GET /api/search``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Which Grafana it is (docs/offline.md G3, G8-G10): each workspace has a ``version`` (default
-  :data:`DEFAULT_GRAFANA_VERSION`; tests/test_grafana_versions.py runs the steps against every one of
+  :data:`DEFAULT_GRAFANA_VERSION`; tests/steps/test_grafana_server.py runs the steps against every one of
   :data:`GRAFANA_VERSIONS`) answered by ``GET /api/health``, and datasource plugins answered by ``GET
   /api/plugins?type=datasource``. What depends on the version: a PUT whose body uid differs from the path's
   (:func:`uid_change_answer`), and Grafana 13's start-up migration of Azure-auth Prometheus datasources to the
@@ -405,7 +405,7 @@ def _role_assignment_create(argv: list[str], world: dict) -> dict:
 # --- Grafana's HTTP API ----------------------------------------------------------------------------------------------
 
 
-#: The Grafana releases the version matrix runs against (tests/test_grafana_versions.py): the long-term 10.4 and 11.6
+#: The Grafana releases the version matrix runs against (tests/steps/test_grafana_server.py): the long-term 10.4 and 11.6
 #: lines (11.6 before and after the uid-mismatch backport), 12.2 before it, 12.4 after it, 13.0 before and after it.
 GRAFANA_VERSIONS = ("10.4.19", "11.6.14", "11.6.15", "12.2.8", "12.4.4", "13.0.1", "13.0.2")
 DEFAULT_GRAFANA_VERSION = "12.4.4"

@@ -1,7 +1,7 @@
 """Scenarios for the step scripts under the stand-in ``az`` (tests/support/fake_az.py). SIMULATED: Azure's answers.
 
 Each scenario: the script, its environment, the rules the stand-in answers with, and what must happen.
-tests/test_scripts.py runs them all; tests/test_azure_cli.py runs them again to collect every ``az``
+tests/steps/test_scenarios.py runs them all; tests/steps/test_azcli.py runs them again to collect every ``az``
 command line the scripts emit and checks each against the real azure-cli parser.
 """
 
@@ -780,7 +780,7 @@ SCENARIOS += [
 
 
 # --- Which Grafana: the Prometheus datasource's type and the dashboard's Prometheus variable follow the version -----
-#: (steps/grafana_server.py; the whole version matrix against the stateful stand-in: tests/test_grafana_versions.py)
+#: (steps/grafana_server.py; the whole version matrix against the stateful stand-in: tests/steps/test_grafana_server.py)
 AZURE_PROMETHEUS = "grafana-azureprometheus-datasource"
 PROMETHEUS_DS = {"access": "proxy", "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
                  "name": "amw-gpu-dev", "type": "prometheus", "uid": "azure-monitor-prometheus",

@@ -11,40 +11,24 @@ unless REQUIRE_AZURE_CLI=1 (CI), where it fails.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
+from tests.support.flamegraphs import query_through_az_rest
+from tests.support.real_az import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
 from tests.support.scenarios import ROOT, calls_in
-
-LOGIN = "Please run 'az login' to setup account."
-
-
-@pytest.fixture(scope="module")
-def real_az():
-    path = os.environ.get("AZURE_CLI_BIN") or shutil.which("az")
-    if not path or not os.path.exists(path):
-        message = "the real Azure CLI is not installed (set AZURE_CLI_BIN, or put azure-cli's az on PATH)"
-        if os.environ.get("REQUIRE_AZURE_CLI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture(scope="module")
 def emitted(scenario_results, tmp_path_factory) -> list[list[str]]:
     """Distinct az command lines from all scenarios and from ops.verify, one per shape (subcommand words,
     method, flag names)."""
-    from tests.test_verify import rules, verify
+    from tests.support.verify_runs import rules, verify  # runs the dev plan: only when the fixture is used
 
     _, verify_calls = verify(tmp_path_factory.mktemp("verify"), rules())
     hotspots_dir = tmp_path_factory.mktemp("hotspots")
-    from tests import test_hotspots
-
-    test_hotspots.test_query_sent_through_az_rest(hotspots_dir)
+    query_through_az_rest(hotspots_dir)
     verify_calls += calls_in(hotspots_dir)
     by_shape: dict[tuple, list[str]] = {}
     for calls in [r.calls for r in scenario_results.values()] + [verify_calls]:
@@ -55,28 +39,6 @@ def emitted(scenario_results, tmp_path_factory) -> list[list[str]]:
             shape = words + method + tuple(a for a in argv if a.startswith("--"))
             by_shape.setdefault(shape, argv)
     return list(by_shape.values())
-
-
-#: `az rest --skip-authorization-header` needs no login: it would fetch the URL. Such lines are pointed at a
-#: closed loopback port instead, so the check sends nothing off this machine, and must fail connecting.
-LOOPBACK = "https://127.0.0.1:9/dashboard.json"
-
-
-def parse_check(az: str, argv: list[str], tmp_path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "AZURE_CONFIG_DIR": str(tmp_path), "AZURE_CORE_COLLECT_TELEMETRY": "false",
-           "AZURE_CORE_NO_COLOR": "true"}
-    if "--skip-authorization-header" in argv:
-        argv = [LOOPBACK if i and argv[i - 1] == "--url" else
-                str(tmp_path / "out.json") if i and argv[i - 1] == "--output-file" else arg
-                for i, arg in enumerate(argv)]
-    return subprocess.run([az, *argv], env=env, capture_output=True, text=True, timeout=120)
-
-
-def reached_the_service(argv: list[str], done: subprocess.CompletedProcess) -> bool:
-    """Parsed: got as far as the login check, or (no-login lines) as far as connecting to loopback."""
-    if "--skip-authorization-header" in argv:
-        return "127.0.0.1" in done.stderr and "Connection refused" in done.stderr
-    return LOGIN in done.stderr
 
 
 def test_every_python_call_shape_is_exercised(emitted):
@@ -173,3 +135,35 @@ def test_commands_in_the_teardown_docs_are_valid_az(real_az, tmp_path):
         argv = command.split()[1:]
         done = parse_check(real_az, argv, tmp_path)
         assert reached_the_service(argv, done), f"{command}\n{done.stderr}"
+
+
+def test_python_retries_count_from_each_attempt_start(monkeypatch):
+    """steps/azcli.py Step.retry keeps the same schedule for what it waits out (a role propagating)."""
+    from steps import azcli
+
+    clock = {"now": 0.0}
+    starts = []
+    monkeypatch.setattr(azcli.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(azcli.time, "sleep", lambda s: clock.__setitem__("now", clock["now"] + s))
+    monkeypatch.delenv("POLL_INITIAL_SECONDS", raising=False)
+    monkeypatch.delenv("POLL_MAX_SECONDS", raising=False)
+    monkeypatch.setenv("RETRY_FORBIDDEN", "true")
+
+    def call():
+        starts.append(clock["now"])
+        clock["now"] += 1.5  # the call itself
+        if len(starts) < 5:
+            raise azcli.AzError(["az"], "ERROR: Forbidden({})")
+        return "ok"
+
+    assert azcli.Step("t").retry("reading", call, timeout=60) == "ok"
+    assert starts == [0.0, 3.0, 9.0, 15.0, 21.0]
+
+
+def test_the_workspace_check_uses_the_stacks_api_version():
+    """steps/azcli.py falls back to its own copy of the Microsoft.Dashboard API version (the scripts import
+    nothing from components/); it must be the one the stack passes as API_VERSION."""
+
+    from steps import azcli
+    from steps.command import DASHBOARD_API_VERSION
+    assert azcli.DASHBOARD_API_VERSION == DASHBOARD_API_VERSION

@@ -10,44 +10,24 @@ import sys
 
 import pytest
 
-from tests.support import ROOT
-from tests.support.scenarios import calls_in, fake_az_env, grafana_error, grafana_server_rules
 from offline.program import run
-
-OUTPUTS = run("dev").outputs
-GRAFANA = OUTPUTS["grafanaEndpoint"]
-
-EXT_OK = {"json": {"id": OUTPUTS["extensionId"], "properties": {"provisioningState": "Succeeded", "extensionType": "microsoft.inspektorgadget"}}}
-MPE_OK = {"json": {"properties": {"connectionState": {"status": "Approved"}, "privateLinkServicePrivateIP": "10.0.4.36"}}}
-HEALTH_OK = {"json": {"status": "OK", "message": "Data source is working"}}
-DASH_OK = {"json": {"dashboard": {"title": "Advanced GPU Observability", "uid": "AdvancedGPUObservability"}}}
-PROFILES = {"json": [{"id": "process_cpu:malloc:bytes::", "label": "GPU memory allocations"}]}
-
-
-def rules(ext=EXT_OK, mpe=MPE_OK, pyro=HEALTH_OK, prom=HEALTH_OK, dash=DASH_OK, profiles=PROFILES):
-    return [
-        {"match": ["rest", "--method", "get", "/extensions/inspektor-gadget?api-version=2023-05-01"], "responses": [ext]},
-        {"match": ["rest", "--method", "get", "/managedPrivateEndpoints/pyroscope-mpe?api-version=2024-10-01"], "responses": [mpe]},
-        {"match": ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope/health"], "responses": [pyro]},
-        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus/health"], "responses": [prom]},
-        {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [dash]},
-        {"match": ["rest", "--method", "get", "/resources/profileTypes"], "responses": [profiles]},
-    ]
-
-
-def verify(tmp_path, rule_list, outputs=OUTPUTS, *extra, pulumi_outputs=None):
-    env = fake_az_env(tmp_path, rule_list)
-    args = ["--stack", "dev", *extra]
-    if pulumi_outputs is None:
-        path = tmp_path / "outputs.json"
-        path.write_text(json.dumps(outputs))
-        args += ["--outputs-file", str(path)]
-    else:  # a stand-in `pulumi` that prints the outputs, as `pulumi stack output --json` does
-        stand_in = tmp_path / "bin" / "pulumi"
-        stand_in.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = \"stack output --json\" ] || exit 9\ncat <<'EOF'\n{json.dumps(pulumi_outputs)}\nEOF\n")
-        stand_in.chmod(0o755)
-    done = subprocess.run([sys.executable, "-m", "ops.verify", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    return done, calls_in(tmp_path)
+from steps import grafana_dashboard
+from tests.support import ROOT
+from tests.support.scenarios import calls_in, fake_az_env, grafana_error
+from tests.support.verify_runs import (
+    GRAFANA,
+    OUTPUTS,
+    OWNER,
+    SOURCE,
+    SOURCE_DASHBOARD,
+    as_grafana_holds_it,
+    check_drift,
+    drift_outputs,
+    drift_rules,
+    edit,
+    rules,
+    verify,
+)
 
 
 def test_all_green(tmp_path):
@@ -191,77 +171,6 @@ def test_json_output(tmp_path):
     checks = json.loads(done.stdout)
     assert [c["ok"] for c in checks] == [True] * 6
     assert {"name", "ok", "detail", "next_step"} == set(checks[0])
-
-
-# --- --drift: Grafana against what the stack set (issue 12 item 6) -----------------------------------------
-from steps import grafana_dashboard  # the step's own preparation: what Grafana holds after an upload
-
-SOURCE = "https://dashboards.example.test/gpu.json"
-#: A small dashboard of the pinned one's shape: the two datasource variables the step defaults.
-SOURCE_DASHBOARD = {
-    "uid": "AdvancedGPUObservability", "title": "Advanced GPU Observability", "schemaVersion": 39,
-    "panels": [{"id": 1, "type": "flamegraph", "title": "GPU Memory Profiles",
-                "datasource": {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}}],
-    "templating": {"list": [{"name": "prom_ds", "type": "datasource", "query": "prometheus"},
-                            {"name": "pyroscope_ds", "type": "datasource", "query": "grafana-pyroscope-datasource"}]},
-}
-OWNER = {"aksGpuObservabilityOwner": "0123456789abcdef"}
-
-
-def drift_outputs(tmp_path, source_bytes: bytes = json.dumps(SOURCE_DASHBOARD).encode()):
-    """The dev plan's outputs with the dashboard pointed at a stand-in source (its bytes in tmp_path)."""
-    (tmp_path / "source.json").write_bytes(source_bytes)
-    definition = {**OUTPUTS["dashboardDefinition"], "source": SOURCE, "sha256": hashlib.sha256(source_bytes).hexdigest()}
-    return {**OUTPUTS, "dashboardDefinition": definition}
-
-
-def as_grafana_holds_it(outputs, **changes):
-    """Grafana's GET answers after the steps ran: each datasource with Grafana's own fields and the owner id
-    added, the dashboard prepared by the step with id, version and owner id; ``changes`` edit them."""
-    def stored(definition):
-        return {"id": 7, "orgId": 1, "version": 3, "readOnly": False, "basicAuth": False, "secureJsonFields": {},
-                "typeLogoUrl": "public/plugins/x.svg", **definition,
-                "jsonData": {**definition["jsonData"], **OWNER, "timeInterval": "15s"}}
-
-    dashboard = grafana_dashboard.prepare(json.loads(json.dumps(SOURCE_DASHBOARD)), outputs["dashboardDefinition"]["datasources"])
-    held = {"pyro": {"json": stored(outputs["pyroscopeDatasource"])},
-            "prom": {"json": stored(outputs["prometheusDatasource"])},
-            "dash": {"json": {"dashboard": {**dashboard, **OWNER, "id": 42, "version": 5},
-                              "meta": {"slug": "advanced-gpu-observability", "version": 5}}}}
-    for name, change in changes.items():
-        held[name] = change(held[name])
-    return held
-
-
-def drift_rules(tmp_path, held, grafana_version="12.4.4"):
-    """The stand-in's answers for --drift: the source, the three objects, and which Grafana this is (a version before
-    13.0, where the Prometheus datasource is ``prometheus``; the version matrix: tests/test_grafana_versions.py)."""
-    return [
-        {"match": ["rest", "--method", "get", SOURCE, "--skip-authorization-header"],
-         "responses": [{"stdout": "", "output_file": str(tmp_path / "source.json")}]},
-        {"match": ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope"], "responses": [held["pyro"]]},
-        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus"], "responses": [held["prom"]]},
-        {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [held["dash"]]},
-        *grafana_server_rules(grafana_version),
-    ]
-
-
-def check_drift(tmp_path, outputs=None, *extra, **changes):
-    outputs = outputs or drift_outputs(tmp_path)
-    return verify(tmp_path, drift_rules(tmp_path, as_grafana_holds_it(outputs, **changes)), outputs, "--drift", *extra)
-
-
-def edit(path, value):
-    """A change to one field of Grafana's answer (``path`` dotted, under json)."""
-    def change(answer):
-        answer = json.loads(json.dumps(answer))
-        *parents, last = ["json", *path.split(".")]
-        target = answer
-        for key in parents:
-            target = target[key]
-        target[last] = value
-        return answer
-    return change
 
 
 def test_drift_none_when_grafana_holds_what_the_stack_set(tmp_path):
@@ -420,9 +329,8 @@ def test_no_az_on_path_is_one_line(tmp_path):
 
 
 def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
-    """A fault found in review: --drift rebuilt the upload without importing ``__inputs`` as the upload step
-    does, so a dashboard exported for sharing always showed as drift. The definition output now carries the
-    input mapping, and verify imports with the step's own function."""
+    """--drift rebuilds the upload importing ``__inputs`` as the upload step does (with the step's own function and
+    the input mapping the definition output carries), so a dashboard exported for sharing is not drift."""
     export = (ROOT / "tests" / "data" / "gpu-dashboard-shared-export.json").read_bytes()
     outputs = drift_outputs(tmp_path, export)
     definition = outputs["dashboardDefinition"]
@@ -435,18 +343,17 @@ def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_review_profile_types_are_asked_over_an_explicit_range(tmp_path):
-    """Review rev-21a. ops.verify documents its profile-type check as "the last hour" (docs/offline.md G12: "the
-    last hour without them") but sends no start/end. Only Grafanas with grafana/grafana PR 110277 (merged 2025-08-28;
-    instance.go @ 3e9248b7 ``profileTypes``: else branch "Make sure to pass a valid time range ... as v2 will not
-    work without it", now-1h..now+1h) fill them in. Older ones (PR 77523, 2023-11, up to that merge: at least the
-    matrix's 10.4.19 and 11.6.x, docs/offline.md G8, unless backported) read start/end when given but pass 0/0 when
-    absent, and grafana/pyroscope v1.15.0 (38a40a93) then answers from
-    the ingesters' head block only: proto api/querier/v1/querier.proto ProfileTypesRequest ("If missing or zero, only
-    the ingesters will be queried"), pkg/querier/querier.go ``LabelValues`` (``!hasTimeRange`` ->
-    labelValuesFromIngesters), pkg/phlaredb/phlaredb.go ``LabelValues`` (no range -> ``headQueriers``). So which IDs
-    verify sees, and whether it fails, depends on the Grafana version and on when the head block was last cut;
-    flamegraph.hotspots --stack sends start/end for the same lookup."""
+def test_profile_types_are_asked_over_an_explicit_range(tmp_path):
+    """The profile-type check asks over "the last hour" with an explicit start and end (docs/offline.md G12), as
+    flamegraph.hotspots --stack does. Only Grafanas with grafana/grafana PR 110277 (merged 2025-08-28; instance.go @
+    3e9248b7 ``profileTypes``: else branch "Make sure to pass a valid time range ... as v2 will not work without it",
+    now-1h..now+1h) fill them in when absent. Older ones (PR 77523, 2023-11, up to that merge: at least the matrix's
+    10.4.19 and 11.6.x, docs/offline.md G8, unless backported) read start/end when given but pass 0/0 when absent, and
+    grafana/pyroscope v1.15.0 (38a40a93) then answers from the ingesters' head block only: proto
+    api/querier/v1/querier.proto ProfileTypesRequest ("If missing or zero, only the ingesters will be queried"),
+    pkg/querier/querier.go ``LabelValues`` (``!hasTimeRange`` -> labelValuesFromIngesters), pkg/phlaredb/phlaredb.go
+    ``LabelValues`` (no range -> ``headQueriers``): without the range, which IDs verify sees would depend on the
+    Grafana version and on when the head block was last cut."""
     done, calls = verify(tmp_path, rules())
     assert done.returncode == 0, done.stdout + done.stderr
     (call,) = [c for c in calls if "/resources/profileTypes" in " ".join(c["argv"])]
@@ -508,6 +415,8 @@ def test_both_ids_held_the_configured_one_passes(tmp_path):
 
 #: SOURCE_DASHBOARD with the pinned panel's Pyroscope query (its flame graph's profileTypeId).
 PROFILE_SOURCE = json.loads(json.dumps(SOURCE_DASHBOARD))
+
+
 PROFILE_SOURCE["panels"][0]["targets"] = [{"refId": "A", "queryType": "profile", "profileTypeId": PUBLISHED,
                                            "datasource": {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}}]
 

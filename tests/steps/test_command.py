@@ -14,12 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from steps import command as step_scripts
 from components.grafana_private_link import NONCE_COMMAND
-from tests.support import scenarios
-from tests.support import ROOT
-from tests.support.config_values import PLATFORM, SECRET_CLUSTER
 from offline import canned, program
+from steps import command as step_scripts
+from tests.support import ROOT, scenarios
+from tests.support.config_values import PLATFORM, SECRET_CLUSTER
 
 COMMAND = "command:local:Command"
 #: The names the scenarios' resources carry (tests/support/scenarios.py: NODE_RG, GRAFANA_ID, the endpoint, OURS), as if secret.
@@ -65,8 +64,8 @@ def test_with_secret_config_every_step_masks_it_and_logs_only_stderr(plan, monke
 def test_the_mask_is_no_credential_to_the_policy_pack(plan, monkeypatch):
     """The mandatory no-plaintext-secrets rule refuses an environment key that looks like a credential (``secret``,
     ``token``, ...): the mask's name must not, or every stack with secret config would fail its policy check."""
-    from policy import rules
     from offline import policy_check
+    from policy import rules
 
     p, _ = secret_plan(plan, monkeypatch)
     for mode in policy_check.MODES:
@@ -110,7 +109,6 @@ def test_no_script_prints_a_secret_value(tmp_path):
 ])
 def test_bash_and_python_mask_alike(values, text, expected):
     """One pass, longest value first: a mask is never masked again, a value inside a longer one goes with it."""
-    import sys
 
     from steps import azcli
 
@@ -134,7 +132,6 @@ def test_a_sas_url_source_is_logged_without_its_query_string_or_userinfo(scenari
 def test_a_secret_is_masked_before_a_log_line_is_shortened(monkeypatch, capsys):
     """A secret cut in half by a shortened error line would no longer match MASK_VALUES: mask first, then shorten
     (steps/azcli.py Step.retry's "retrying after" line, steps/lib.sh last_error | cut -c1-120)."""
-    import sys
 
     from steps import azcli
 

@@ -9,13 +9,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
-
-from tests.support import ROOT
+import yaml
 
 from ops import fleet
+from tests.support import ROOT
 
 SCRIPT = ROOT / "ops" / "fleet.py"
 P = "urn:pulumi:{s}::aks-gpu-observability::"
@@ -295,3 +294,116 @@ def test_no_stack_waits_for_another_when_none_touches_grafanas_provider(tmp_path
     classify(tmp_path, "c", preview("c"))
     sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p")})
     assert outputs(tmp_path / "p")["endpoints"] == "[]"
+
+
+WORKFLOW = ROOT / ".github" / "workflows" / "deploy-stacks.yml"
+
+
+def _dev_plan():
+    from offline.program import run
+
+    return {r.urn.rsplit("::", 1)[1]: r for r in run("dev").resources}
+
+
+@pytest.mark.parametrize("cause", ["release", "namespace"])
+def test_a_delete_first_replacement_upstream_of_the_endpoint_is_not_run_in_the_parallel_phase(cause):
+    """Upstream (pulumi/pulumi v3.230.0, commit ae2e2698, pkg/resource/deploy/step_generator.go):
+
+    - L1888-1975, ``continueStepsFromDiff``, ``if deleteBeforeReplace {``: before a delete-first replacement of X the
+      engine calls ``findResourcesReplacedWith(X)`` (L1915, L3114: every new *and old* state whose ``ReplaceWith``
+      names X) and emits a ``NewDeleteReplacementStep`` for each (L1965). There is no ``isExcludedFromUpdate`` /
+      ``isIncludedInOperation`` check anywhere in that loop.
+    - L962 ``_, recreating := sg.deletes[urn]`` and L1364 ``if recreating {``: a resource so deleted is re-created
+      (``NewReplaceStep`` + ``NewCreateReplacementStep``) when the program registers it, and that branch comes *before*
+      the exclude bookkeeping (L1399) and before the ``if !isTargeted`` SameStep of case 3; for an untargeted
+      resource the check is stubbed to the OLD inputs (L1186-1191), so it is re-created from the old inputs.
+    - The engine's own tests cover the cascade (pkg/engine/lifecycletest/replace_with_test.go
+      ``TestReplaceWithDeleteBeforeReplace``: replacing A delete-first deletes and re-creates B, whose ReplaceWith
+      names A) but no test combines it with ``Excludes`` (target_test.go ``TestExcludeTarget``/``TestExcludeChildren``
+      use plain updates).
+
+    Ours: the Pyroscope release is ``delete_before_replace=True`` with ``replace_with=[namespace, identity]``
+    (components/pyroscope.py), and the MPE has ``replace_with=[release]`` (components/grafana_private_link.py). A
+    preview that replaces the release (or the namespace, which replaces the release) shows the MPE replaced too. Run
+    in the ``cluster`` job's ``pulumi up --exclude <MPE, Grafana, refresh> --exclude-dependents``, *in parallel with
+    every other stack*, the release's delete-first replacement would delete the MPE (ARM DELETE on
+    Microsoft.Dashboard) and re-create it (PUT) anyway: the very writes docs/fleet.md says must never overlap on one
+    Grafana (409 ConflictInProcessing, not retried). So fleet.py sends such a stack wholly to the serialized phase
+    (or keeps the cause out of the parallel one)."""
+    plan = _dev_plan()
+    mpe, release = plan["grafana-private-link-mpe"], plan["pyroscope-release"]
+    assert release.urn in mpe.replace_with, "precondition: the MPE is replaced with the release"
+    assert release.options.get("deleteBeforeReplace"), "precondition: the release is delete-before-replace"
+    ops = {"release": "replace", "mpe": "replace", "wait": "replace", "approve": "replace", "refresh": "replace",
+           "pyroscope": "replace"}
+    digest = preview(**ops)
+    if cause == "namespace":
+        digest["steps"].insert(0, {"op": "replace", "urn": P.format(s="a") + (
+            "aks-gpu-observability:index:GadgetNamespace$kubernetes:core/v1:Namespace::gadget-namespace")})
+    kind, _ = fleet.classify_preview(digest)
+    release_urn = P.format(s="a") + URNS["release"]
+    phase1_runs_up = kind in ("parallel", "grafana")
+    cause_kept_out_of_phase1 = any(fleet.glob_match(glob, release_urn) for glob in fleet.CONFLICTING)
+    assert not phase1_runs_up or cause_kept_out_of_phase1, (
+        f"class {kind!r}: phase 1 runs `pulumi up --exclude {' --exclude '.join(fleet.CONFLICTING)} "
+        "--exclude-dependents` in parallel, and the release's delete-first replacement deletes and re-creates the "
+        "excluded MPE anyway (step_generator.go findResourcesReplacedWith + recreating)")
+
+
+def test_the_plan_job_can_download_an_earlier_attempts_records_on_a_partial_rerun():
+    """Upstream: GitHub Docs, "Re-running workflows and jobs": "When you re-run failed jobs or a specific job, GitHub
+    also re-runs the jobs that depend on them. Jobs that aren't included keep their outputs from the previous attempt".
+    So after one ``cluster`` job fails, "Re-run failed jobs" re-runs it and ``plan``, but not the other ``cluster``
+    jobs: their ``fleet-<stack>-attempt-1`` artifacts are from attempt 1. actions/download-artifact without
+    ``github-token`` uses the runner's internal artifact service, which resolves downloads against the *current* run
+    attempt: folo-rs/folo#423 (``actions/download-artifact@v4``, "(404) Not Found: workflow run not found" whenever a
+    subset of jobs was re-run), actions/download-artifact#486 (ListArtifacts lists what GetSignedArtifactURL then
+    refuses), and MeshInspector/MeshLib#6474 (the fix: pass ``github-token`` and ``run-id`` so the action uses the
+    REST API, where artifacts are scoped to the run; needs ``actions: read``). Also orgs/community discussion #52505:
+    with a reusable workflow called from a matrix (deploy.yml -> deploy-stacks.yml) "Re-run failed jobs" has been
+    seen to re-run only the failed jobs, not their dependents.
+
+    Ours: deploy-stacks.yml's ``plan`` job downloads ``fleet-*`` with actions/download-artifact, passing
+    ``github-token`` and ``run-id``, with ``actions: read``: docs/fleet.md ("Failures and re-runs") and
+    tests/ops/test_fleet.py::test_a_rerun_redoes_only_what_failed rely on that download succeeding on a re-run
+    (without it the plan job fails, and ``grafana`` is skipped: ``endpoints`` empty)."""
+    plan = yaml.safe_load(WORKFLOW.read_text())["jobs"]["plan"]
+    download = [s for s in plan["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    assert download, "the plan job downloads the records"
+    inputs = download[0].get("with", {})
+    assert "github-token" in inputs and "run-id" in inputs, (
+        "download-artifact without github-token/run-id cannot read an earlier attempt's artifacts on a partial re-run")
+    assert plan.get("permissions", {}).get("actions") in ("read", "write")
+
+
+def test_rerunning_the_failed_grafana_job_redoes_only_the_stacks_that_failed(tmp_path):
+    """Upstream: GitHub Docs, "Re-running workflows and jobs": a re-run of failed jobs re-runs them and their
+    dependents; "Jobs that aren't included keep their outputs from the previous attempt, which the newly run jobs can
+    use". When every ``cluster`` job passed and only ``grafana`` failed, the re-run re-runs ``grafana`` alone, and it
+    reads ``needs.plan.outputs.endpoints`` of attempt 1: no preview runs again.
+
+    Ours: docs/fleet.md ("Failures and re-runs") says "a stack that already converged previews as **none** and is
+    skipped, so only what failed is redone". In this path ``fleet.py endpoints`` gets attempt 1's whole list; on a
+    re-run it previews each listed stack first, so only the failed one is written and verified again, not every
+    stack that had already converged (``pulumi up --target``, one stack after another, each with a re-login, then the
+    full ``pulumi up`` + verify), which would not fit the 120-minute job budget docs/fleet.md's Limits find too small
+    for ~35+ stacks."""
+    first = {k: "create" for k in URNS}
+    for stack in "abcd":
+        classify(tmp_path, stack, preview(stack, **first))
+    sh("plan", "--stacks", json.dumps(list("abcd")), str(tmp_path / "records"),
+       env={"GITHUB_OUTPUT": str(tmp_path / "p1")})
+    stale = json.loads(outputs(tmp_path / "p1")["endpoints"])
+    done, calls, got, _ = grafana_phase(tmp_path, stale, fail="b:target")
+    assert done.returncode == 1 and json.loads(got["ok"]) == ["a", "c", "d"]
+    # "Re-run failed jobs": only `grafana` re-runs, with plan's outputs from attempt 1 (GitHub Docs above), in run
+    # attempt 2 (GitHub Docs, "Variables reference": GITHUB_RUN_ATTEMPT "increments with each re-run").
+    # The re-run runs as GitHub runs it, with GITHUB_RUN_ATTEMPT=2 (attempt 1 twice could not be told apart from the
+    # first run); each listed stack is previewed again on a re-run, so previews of a, c, d are expected: what must
+    # not happen is their writes and verify.
+    done, calls, got, _ = grafana_phase(tmp_path, stale, attempt="2")
+    writes = [c for c in calls if c["kind"] != "preview"]
+    assert {c["stack"] for c in writes} == {"b"}, (
+        f"the re-run redid {sorted({c['stack'] for c in writes})}, not only the failed stack b")
+    assert sorted(c["stack"] for c in calls if c["kind"] == "preview") == list("abcd")
+    assert done.returncode == 0 and json.loads(got["ok"]) == ["b"] and json.loads(got["skipped"]) == ["a", "c", "d"]

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import fake_world
-from tests.support import ROOT
-from tests.support.scenarios import HAND_MADE_UID
 from offline.program import run
+from tests.support import ROOT, fake_world
+from tests.support.scenarios import HAND_MADE_UID
 
 VERSIONS = fake_world.GRAFANA_VERSIONS
 BEFORE_13 = tuple(v for v in VERSIONS if fake_world.release(v) < (13, 0, 0))

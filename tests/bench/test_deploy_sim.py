@@ -1,24 +1,18 @@
-"""The benchmarks run and print their figures. No wall-clock timing is asserted (figures vary by machine); the
-deploy simulation's arithmetic is checked against its own table, and shown to follow the table and the plan
-graph rather than fixed numbers."""
+"""bench.deploy_sim: the deploy simulation's arithmetic checked against its own table, and shown to follow the
+table and the plan graph rather than fixed numbers. No wall-clock timing is asserted."""
 
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from bench import deploy_sim
-from tests.support import ROOT, EXTENSION, RELEASE
 from offline.program import orders, run
-
-
-def bench(*args):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+from tests.support import EXTENSION, RELEASE, ROOT
+from tests.support.benchmarks import bench
 
 
 @pytest.fixture(scope="module")
@@ -29,19 +23,6 @@ def dev():
 @pytest.fixture(scope="module")
 def result(dev):
     return deploy_sim.simulate(dev)
-
-
-def test_plan_scaling_runs():
-    done = bench("bench.plan_scaling", "--sizes", "1,2")
-    assert done.returncode == 0, done.stderr
-    assert "growth: time(2)/time(1)" in done.stdout and "peak RSS" in done.stdout
-
-
-def test_import_cost_runs():
-    done = bench("bench.import_cost", "--repeat", "1")
-    assert done.returncode == 0, done.stderr
-    assert "the whole SDK is not imported: yes" in done.stdout
-    assert "azure-native submodules loaded: " in done.stdout and "pulumi-azure-native" in done.stdout
 
 
 def test_deploy_sim_prints_the_comparison_targets_path_slack_and_rates():
@@ -113,7 +94,7 @@ def test_critical_path_is_the_chain_after_the_namespace(result):
 
 
 def test_the_physical_limit_does_not_count_the_extension(dev):
-    """Put the release back behind the extension (the graph before issue 13): the physical limit is the same
+    """Put the release back behind the extension (the graph of an earlier version): the physical limit is the same
     chain, while this stack's time grows by the extension's rollout."""
     extension = dev.one(EXTENSION)
     resources = [dataclasses.replace(r, dependencies=sorted(set(r.dependencies) | {extension.urn})) if r.type == RELEASE else r
@@ -169,49 +150,3 @@ def test_the_readme_quotes_the_simulation(result):
         ratios = deploy_sim.simulate(run("dev", settings))["ratios"]
         expected = ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items())
         assert variant + expected in " ".join(section.split()), expected
-
-
-def test_fleet_sim_prints_the_three_runs_ours_today_and_the_floor_and_each_target_met_or_not():
-    """A smoke test (issue 20 item 3): it runs and states every target in its output; no timing is asserted."""
-    done = bench("bench.fleet_sim", "--sizes", "1,50", "--grafanas", "1,5")
-    assert done.returncode == 0, done.stderr
-    for text in ("first rollout", "chart bump", "nothing to do", "ours", "today", "floor", "one stack alone"):
-        assert text in done.stdout, text
-    ratios = next(line for line in done.stdout.splitlines() if line.strip().startswith("ratios: "))
-    for name in ("first rollout (50, 1 Grafana): ours/floor = ", "chart bump (50): ours/one stack = ",
-                 "nothing to do (50): ours/one stack = "):
-        assert name in ratios, ratios
-    targets = next(line for line in done.stdout.splitlines() if line.strip().startswith("targets: "))
-    assert targets.count(" met") + targets.count("NOT MET") == 3, targets
-    assert "ours/floor <= 1.2" in targets and targets.count("<= 1.5") == 2
-
-
-def test_hotspots_scale_runs_small():
-    """Issue 21 item 4's benchmark, on a small profile: it prints the ratios (the 200 000-node figures are in
-    docs/performance.md; no timing is asserted)."""
-    done = bench("bench.hotspots_scale", "--nodes", "2000", "--repeat", "1")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("profile: 2000 nodes, ")
-    assert "ratio: time(read and report)/time(parser alone) = " in done.stdout
-    assert "peak memory/decoded size = " in done.stdout
-    # The columnar floor moves every sample's location ids out of the parser: as many as the samples hold.
-    columns = next(line for line in done.stdout.splitlines() if line.startswith("columns, no pass ("))
-    assert " location ids and the values as two lists" in columns
-    assert "floors: time(parser and one pass)/time(parser alone) = " in done.stdout
-
-
-def test_columns_view_concatenates_every_sample():
-    """The benchmark's columnar view relies on protobuf's merge rule for a non-repeated embedded message met more
-    than once (repeated fields concatenated): the upb runtime must hand over exactly the ids and values the real
-    schema reads sample by sample, in order."""
-    import gzip
-
-    from bench.hotspots_scale import columns_view, synthetic
-    from flamegraph.pprof import profile_pb2
-
-    raw = gzip.decompress(synthetic(500))
-    message = profile_pb2.Profile.FromString(raw)
-    merged = columns_view().FromString(raw).sample
-    assert list(merged.location_id) == [i for sample in message.sample for i in sample.location_id]
-    assert list(merged.value) == [v for sample in message.sample for v in sample.value]
-    assert len(message.sample) > 100 and len(merged.location_id) > len(message.sample)

@@ -14,8 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.support.scenarios import ROOT, calls_in
 from ops import deployer_role as dr
+from tests.support.flamegraphs import query_through_az_rest
+from tests.support.scenarios import ROOT, calls_in
 
 #: Configurations that between them register every resource type and invoke the program has.
 PLAN_VARIANTS = {
@@ -36,13 +37,12 @@ def role() -> dict:
 @pytest.fixture(scope="module")
 def az_calls(scenario_results, tmp_path_factory) -> list:
     """argv of every az call the step scripts made in every scenario, then ops.verify's and flamegraph.hotspots'."""
-    from tests import test_hotspots
-    from tests.test_verify import rules, verify
+    from tests.support.verify_runs import rules, verify  # runs the dev plan: only when the fixture is used
 
     calls = [call["argv"] for result in scenario_results.values() for call in result.calls]
     _, verify_calls = verify(tmp_path_factory.mktemp("verify"), rules())
     hotspots_dir = tmp_path_factory.mktemp("hotspots")
-    test_hotspots.test_query_sent_through_az_rest(hotspots_dir)
+    query_through_az_rest(hotspots_dir)
     return calls + [c["argv"] for c in verify_calls + calls_in(hotspots_dir)]
 
 
@@ -219,7 +219,7 @@ def test_a_stack_that_needs_an_action_left_out_on_purpose_is_not_covered(capsys)
 
 
 def test_the_idempotent_role_assignment_path_can_read_role_definitions(role):
-    """Review finding: ``az role assignment create --assignee-object-id ... --role <guid>`` answers ARM's 409
+    """``az role assignment create --assignee-object-id ... --role <guid>`` answers ARM's 409
     RoleAssignmentExists (the path L8 and steps/ensure_role_assignment.sh rely on) with
     ``list_role_assignments(cmd, assignee, role, resource_group_name, scope)[0]``, and list_role_assignments lists the
     role definitions at the scope to fill in role names: ``definitions_client.list(scope=...)``, a GET of

@@ -1,5 +1,6 @@
-"""Grafana side under mocks: role assignment, datasources (engine-level JSON), dashboard, chain, teardown,
-and the optional Grafana and Azure Monitor workspace created by the stack."""
+"""The Grafana side of the plan, under mocks: the Monitoring Data Reader role assignment, the datasource steps'
+definitions (engine-level JSON), the order of the chain and of teardown, and the optional Grafana and Azure Monitor
+workspace the stack creates."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import uuid
 
 import pytest
 
-from stack_config.schema import ConfigError
+from offline import canned
 from stack.specs import role_assignment_name
+from stack_config.schema import ConfigError
 from steps.command import script_hash
 from tests.support import RELEASE
-from offline import canned
+from tests.support.config_values import named
+from tests.support.plans import ENDPOINT
 
 COMMAND = "command:local:Command"
 ROLE = "azure-native:authorization:RoleAssignment"
@@ -20,11 +23,6 @@ MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 SUB = canned.SUBSCRIPTION_ID
 WORKSPACE_ID = canned.monitor_workspace_id("rg-observability-dev", "amw-gpu-dev")
 GRAFANA_PRINCIPAL = canned.guid("grafana-identity", "rg-observability-dev", "amg-gpu-dev")
-ENDPOINT = canned.grafana({"resourceGroupName": "rg-observability-dev", "workspaceName": "amg-gpu-dev"}, "eastus2")["properties"]["endpoint"]
-
-
-def named(plan, name):
-    return next(r for r in plan.resources if r.name == name)
 
 
 def test_monitoring_data_reader_role_assignment(plan):
@@ -37,7 +35,6 @@ def test_monitoring_data_reader_role_assignment(plan):
     assert role.options["deleteBeforeReplace"] is True  # a derived, fixed name azure-native will not create twice
     name = role.inputs["roleAssignmentName"]
     assert uuid.UUID(name) and name == role_assignment_name(WORKSPACE_ID, "b0d8363b-8ddd-447d-831f-62ca05bff136", GRAFANA_PRINCIPAL)
-
 
 
 def test_shared_monitoring_data_reader_is_an_ensure_step(plan):
@@ -108,40 +105,6 @@ def test_datasource_uids_and_names_configurable(plan):
     assert p.outputs["pyroscopeDatasourceUid"] == "pyro-a" and p.outputs["prometheusDatasourceUid"] == "prom-a"
     defaults = json.loads(named(p, "gpu-dashboard-upload").inputs["environment"]["DATASOURCES"])
     assert defaults["pyroscope_ds"] == {"name": "Pyroscope A", "uid": "pyro-a"}
-
-
-def test_dashboard_step(plan):
-    upload = named(plan(), "gpu-dashboard-upload")
-    assert upload.inputs["create"] == "python3 -m steps.grafana_dashboard apply"
-    assert upload.inputs["delete"] == "python3 -m steps.grafana_dashboard delete"
-    assert upload.inputs["environment"] == {
-        "API_VERSION": "2024-10-01",
-        # The published dashboard's flame-graph profile type (dashboardProfileType's default): uploaded unchanged.
-        "DASHBOARD_PROFILE_TYPE": "process_cpu:malloc:bytes::",
-        "DASHBOARD_SHA256": "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4",
-        "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
-        "DASHBOARD_UID": "AdvancedGPUObservability",
-        "DATASOURCES": '{"prom_ds":{"name":"amw-gpu-dev","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"local-pyroscope","uid":"local-pyroscope"}}',
-        # What an export made "for sharing" (__inputs) is imported with: plugin id -> this stack's datasource uid.
-        "DATASOURCE_INPUTS": '{"grafana-pyroscope-datasource":"local-pyroscope","prometheus":"azure-monitor-prometheus"}',
-        "GRAFANA_ENDPOINT": ENDPOINT,
-        "GRAFANA_ID": canned.grafana_id("rg-observability-dev", "amg-gpu-dev"),  # checked before a delete
-        "RETRY_FORBIDDEN": "false",
-        "SCRIPT_SHA256": script_hash("grafana_dashboard.py"),
-        "TIMEOUT_SECONDS": "300",
-    }
-    assert upload.inputs["triggers"] == [ENDPOINT, "AdvancedGPUObservability"]
-    # Create-first: a changed dashboardUid that the JSON does not carry fails before the old one is deleted; the old
-    # step's delete then leaves the dashboard the new step stamped (its owner token arrives through stdout).
-    assert upload.options["deleteBeforeReplace"] is False
-    assert upload.inputs["addPreviousOutputInEnv"] is True
-
-
-def test_dashboard_from_a_local_file_with_its_own_hash(plan):
-    from tests.support.config_values import LOCAL_DASHBOARD, LOCAL_SHA256
-
-    env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()), "gpu-dashboard-upload").inputs["environment"]
-    assert env["DASHBOARD_SOURCE"] == LOCAL_DASHBOARD and env["DASHBOARD_SHA256"] == LOCAL_SHA256
 
 
 def test_outputs(plan):
@@ -233,8 +196,8 @@ def test_created_grafana_and_workspace(plan):
 
 
 def test_deployer_principal_type(plan, monkeypatch):
-    """A fault found in review: azure-native sends principalType "User" when none is given, which ARM
-    rejects for a service principal (CI with OIDC). auto picks ServicePrincipal when signed in as one."""
+    """azure-native sends principalType "User" when none is given, which ARM rejects for a service principal (CI
+    with OIDC): auto picks ServicePrincipal when signed in as one."""
     for variable in ("ARM_CLIENT_ID", "AZURE_CLIENT_ID"):
         monkeypatch.delenv(variable, raising=False)
     assert named(plan(createGrafana="true"), "managed-grafana-grafana-admin").inputs["principalType"] == "User"

@@ -1,0 +1,172 @@
+"""Reading a flame graph: per function *self* and *total*, the leaf-first ranking, truncation, and comparison.
+
+Owns: :func:`function_totals` (a recursive function counted once per stack), :func:`truncated` (what the node limit
+folded into ``other``), :func:`report` (the ``--json`` shape: topSelf with each one's heaviest chain from the entry
+point, topTotal, orchestrators), :func:`diff_report` and :func:`merge` (two profiles compared per function and per
+call path). Inputs: :class:`flamegraph.model.Profile`. Outputs: plain dicts (JSON-ready) and merged trees. Errors:
+``FrameError`` when two profiles measure different things. The reading recipe is docs/flamegraphs.md; why it reads
+this way: docs/decisions/flamegraph-reading.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from flamegraph.model import TRAMPOLINE, TRUNCATED, FrameError, Profile
+
+#: From this share of the root's total on, a function with no self is an orchestrator: the path, not the cause.
+ORCHESTRATOR_SHARE = 0.10
+
+
+def function_totals(profile: Profile) -> dict[str, dict]:
+    """label -> {"self", "total", "nodes"}: self summed over its nodes; total summed over its nodes that
+    have no ancestor with the same label (a recursive call is inside its caller's total already). Pyroscope's
+    ``other`` nodes (:data:`TRUNCATED`) are not functions and are left out: see :func:`truncated`."""
+    stats: dict[str, dict] = {}
+    on_path: dict[str, int] = {}
+    # Depth-first without recursion (stacks run thousands of frames deep): (node, entering?)
+    pending = [(child, True) for child in reversed(profile.root.children)] if profile.root else []
+    while pending:
+        node, entering = pending.pop()
+        if not entering:
+            on_path[node.label] -= 1
+            continue
+        if node.label == TRUNCATED:
+            continue
+        entry = stats.get(node.label)
+        if entry is None:
+            entry = stats[node.label] = {"self": 0, "total": 0, "nodes": []}
+        entry["self"] += node.self
+        entry["nodes"].append(node)
+        depth = on_path.get(node.label, 0)
+        if depth == 0:
+            entry["total"] += node.value
+        on_path[node.label] = depth + 1
+        pending.append((node, False))
+        pending.extend((child, True) for child in reversed(node.children))
+    return stats
+
+
+def truncated(profile: Profile) -> dict:
+    """What the node limit folded away: the ``other`` nodes' count, their summed total and its share of the root.
+    Each is a separate cut (under a different caller), so they are counted, never merged into one function."""
+    cut = [node for node in profile.nodes if node.label == TRUNCATED and node.level > 0]
+    amount = sum(node.value for node in cut)
+    total = profile.total
+    return {"total": amount, "percent": round(100.0 * amount / total, 2) if total else 0.0, "nodes": len(cut)}
+
+
+def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
+    """The report as the --json shape: unit, total, truncated (:func:`truncated`), topSelf, topTotal,
+    orchestrators; each list holds at most ``top`` entries (the widest first). ``other`` nodes are in none."""
+    stats = function_totals(profile)
+    total = profile.total
+
+    def chain(label: str) -> list[str]:
+        heaviest = max(stats[label]["nodes"], key=lambda n: n.self)  # first of equals: nested-set order
+        frames = heaviest.chain()
+        return [f for f in frames if f != TRAMPOLINE] if hide_trampolines else frames
+
+    shown = [name for name in stats if not (hide_trampolines and name == TRAMPOLINE)]
+    by_self = sorted((name for name in shown if stats[name]["self"] > 0),
+                     key=lambda name: (-stats[name]["self"], name))[:top]
+    by_total = sorted(shown, key=lambda name: (-stats[name]["total"], name))[:top]
+    orchestrators = sorted(
+        (name for name in shown
+         if stats[name]["self"] == 0 and total and stats[name]["total"] >= ORCHESTRATOR_SHARE * total),
+        key=lambda name: (-stats[name]["total"], name))[:top]
+    return {
+        "unit": profile.unit,
+        "total": total,
+        "truncated": truncated(profile),
+        "topSelf": [{"function": name, "self": stats[name]["self"], "total": stats[name]["total"],
+                     "selfPercent": round(100.0 * stats[name]["self"] / total, 2) if total else 0.0,
+                     "stack": chain(name)} for name in by_self],
+        "topTotal": [{"function": name, "total": stats[name]["total"], "self": stats[name]["self"]}
+                     for name in by_total],
+        "orchestrators": orchestrators,
+    }
+
+
+# --- before and after ----------------------------------------------------------------------------------
+
+
+def check_comparable(baseline: Profile, current: Profile) -> None:
+    """FrameError unless the two profiles measure the same thing: the same unit, and the same sample type where
+    both declare one (pprof)."""
+    if baseline.unit != current.unit:
+        raise FrameError(f"--baseline: its unit {baseline.unit!r} differs from the current profile's {current.unit!r}")
+    if baseline.sample_type and current.sample_type and baseline.sample_type != current.sample_type:
+        raise FrameError(f"--baseline: its sample type {baseline.sample_type} differs from the current profile's "
+                         f"{current.sample_type}")
+
+
+def diff_report(baseline: Profile, current: Profile, top: int = 10) -> dict:
+    """Per function, self and total before (``baseline``) and after (``current``) and the change (after - before),
+    in absolute amounts: ``grew`` (self grew, the largest growth first), ``shrank`` (self shrank, the largest shrink
+    first), each at most ``top``; functions whose self did not change (callers) are left out. Ties: the total's
+    change, then the name. ``other`` nodes are in neither list; each side's :func:`truncated` is reported."""
+    check_comparable(baseline, current)
+    before, after = function_totals(baseline), function_totals(current)
+    zero = {"self": 0, "total": 0}
+    entries = []
+    for label in sorted(set(before) | set(after)):
+        b, a = before.get(label, zero), after.get(label, zero)
+        entries.append({"function": label,
+                        "self": {"baseline": b["self"], "current": a["self"], "change": a["self"] - b["self"]},
+                        "total": {"baseline": b["total"], "current": a["total"], "change": a["total"] - b["total"]}})
+    grew = sorted((e for e in entries if e["self"]["change"] > 0),
+                  key=lambda e: (-e["self"]["change"], -e["total"]["change"], e["function"]))[:top]
+    shrank = sorted((e for e in entries if e["self"]["change"] < 0),
+                    key=lambda e: (e["self"]["change"], e["total"]["change"], e["function"]))[:top]
+    return {"unit": current.unit,
+            "total": {"baseline": baseline.total, "current": current.total, "change": current.total - baseline.total},
+            "truncated": {"baseline": truncated(baseline), "current": truncated(current)},
+            "grew": grew, "shrank": shrank}
+
+
+@dataclass(slots=True, eq=False)
+class DiffNode:
+    """A node of the merged tree: the same call path in both profiles. ``value`` (the drawn width) is the two
+    totals added, as Grafana's diff flame graph sizes a bar (left + right ticks)."""
+    label: str
+    level: int
+    parent: Optional["DiffNode"] = None
+    children: list["DiffNode"] = field(default_factory=list)
+    total: tuple = (0, 0)  # (baseline, current)
+    self: tuple = (0, 0)
+
+    @property
+    def value(self) -> int:
+        return self.total[0] + self.total[1]
+
+
+def merge(baseline: Profile, current: Profile) -> list[DiffNode]:
+    """The merged tree in nested-set order: the baseline's callees first, then the ones only the current has."""
+    root = DiffNode("total", 0)
+    by_path: dict[tuple[int, str], DiffNode] = {}
+    for side, profile in enumerate((baseline, current)):
+        where: dict[int, DiffNode] = {}
+        for node in profile.nodes:
+            if node.parent is None:
+                merged = root
+            else:
+                parent = where[id(node.parent)]
+                merged = by_path.get((id(parent), node.label))
+                if merged is None:
+                    merged = by_path[(id(parent), node.label)] = DiffNode(node.label, parent.level + 1, parent)
+                    parent.children.append(merged)
+            where[id(node)] = merged
+            total, own = list(merged.total), list(merged.self)
+            total[side] += node.value
+            own[side] += node.self
+            merged.total, merged.self = tuple(total), tuple(own)
+    order, pending = [], [root]
+    while pending:
+        node = pending.pop()
+        order.append(node)
+        pending.extend(reversed(node.children))
+    return order
+
+

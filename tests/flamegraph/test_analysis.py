@@ -1,0 +1,147 @@
+"""flamegraph.analysis: self and total per function, the leaf-first ranking, truncation and comparison."""
+
+from __future__ import annotations
+
+import pytest
+
+from flamegraph.analysis import diff_report, report
+from flamegraph.formats import parse_frame
+from flamegraph.text import human, render, render_diff
+from tests.support.flamegraphs import (
+    GB,
+    KV,
+    SEED_CHAIN,
+    TRUNCATED_TREE,
+    VLLM,
+    T,
+    example_profile,
+    frame,
+    kv_halved,
+    result_of,
+)
+
+
+def test_vllm_kv_cache_is_the_top_self_allocator():
+    result = result_of(VLLM)
+    top = result["topSelf"][0]
+    assert top["function"] == "GPUModelRunner._allocate_kv_cache_tensors"
+    assert top["self"] == int(55.1 * GB) and human(top["self"], "bytes") == "55.1 GiB"
+    assert top["stack"] == SEED_CHAIN
+    assert top["total"] == int(55.1 * GB) + 300_000_000
+    assert result["total"] == int(55.1 * GB) + int(14.2 * GB) + int(1.3 * GB) + 300_000_000
+    assert top["selfPercent"] == round(100 * int(55.1 * GB) / result["total"], 2)
+    assert [e["function"] for e in result["topSelf"][:3]] == [
+        "GPUModelRunner._allocate_kv_cache_tensors", "DefaultModelLoader.load_weights", "CUDAGraphRunner.capture"]
+
+
+def test_orchestrators_are_wide_with_zero_self():
+    orchestrators = result_of(VLLM)["orchestrators"]
+    assert "EngineCore.__init__" in orchestrators and "main" in orchestrators
+    assert "GPUModelRunner._allocate_kv_cache_tensors" not in orchestrators
+    assert "Worker.compile_or_warm_up_model" not in orchestrators  # 1.3 GB of 70.9: under 10 %
+
+
+def test_top_bounds_every_list_orchestrators_too():
+    """--top N bounds each list, the orchestrators too, the widest first."""
+    unbounded = result_of(VLLM, top=100)
+    assert len(unbounded["orchestrators"]) > 2
+    bounded = result_of(VLLM, top=2)
+    assert bounded["orchestrators"] == unbounded["orchestrators"][:2]
+    assert len(bounded["topSelf"]) == len(bounded["topTotal"]) == 2
+
+
+def test_hide_trampolines_folds_them_out_of_the_chain():
+    result = result_of(VLLM, hide_trampolines=True)
+    assert result["topSelf"][0]["stack"] == [f for f in SEED_CHAIN if f != "<interpreter trampoline>"]
+    assert "<interpreter trampoline>" not in result["orchestrators"]
+    assert "<interpreter trampoline>" not in [e["function"] for e in result["topTotal"]]
+    assert "<interpreter trampoline>" in result_of(VLLM)["orchestrators"]
+
+
+def test_recursion_is_not_double_counted():
+    tree = T("total", 0, T("main", 0, T("walk", 1, T("walk", 2, T("walk", 4, T("leaf", 8))))))
+    result = result_of(tree)
+    walk = next(e for e in result["topTotal"] if e["function"] == "walk")
+    assert walk == {"function": "walk", "total": 15, "self": 7}
+    assert next(e for e in result["topSelf"] if e["function"] == "walk")["self"] == 7
+
+
+def test_same_function_in_two_places_adds_up_and_reports_the_heaviest_chain():
+    tree = T("total", 0, T("a", 0, T("alloc", 3)), T("b", 0, T("alloc", 5)))
+    entry = result_of(tree)["topSelf"][0]
+    assert entry["function"] == "alloc" and entry["self"] == 8 and entry["total"] == 8
+    assert entry["stack"] == ["b", "alloc"]
+
+
+def test_empty_profile():
+    empty = frame(T("total", 0))
+    result = report(parse_frame(empty))
+    assert result == {"unit": "bytes", "total": 0, "truncated": {"total": 0, "percent": 0.0, "nodes": 0},
+                      "topSelf": [], "topTotal": [], "orchestrators": []}
+    nothing = {"schema": frame(T("total", 0))["schema"], "data": {"values": [[], [], [], []]}}
+    assert report(parse_frame(nothing))["total"] == 0
+    assert "No allocations" in render(result)
+
+
+def test_ties_are_broken_by_name():
+    tree = T("total", 0, T("main", 0, T("b_alloc", 5), T("a_alloc", 5), T("c_alloc", 5)))
+    assert [e["function"] for e in result_of(tree)["topSelf"]] == ["a_alloc", "b_alloc", "c_alloc"]
+    assert [e["function"] for e in result_of(tree, top=2)["topSelf"]] == ["a_alloc", "b_alloc"]
+
+
+def test_very_deep_stacks():
+    """Thousands of frames deep: the walk is iterative, so Python's recursion limit is never reached."""
+    depth = 3000  # total, then f0 f1 f2 f0 f1 f2 ... (recursion through three functions), then the leaf
+    labels = ["total"] + [f"f{i % 3}" for i in range(depth)] + ["leaf"]
+    deep = frame(T("total", 0))
+    deep["data"]["values"] = [list(range(depth + 2)), [7] * (depth + 2), [0] * (depth + 1) + [7], labels]
+    result = report(parse_frame(deep))
+    assert result["topSelf"][0]["function"] == "leaf" and len(result["topSelf"][0]["stack"]) == depth + 1
+    assert {e["function"]: e["total"] for e in result["topTotal"]}["f0"] == 7  # counted once, not 1000 times
+
+
+def test_example_frame_is_the_vllm_story():
+    profile = example_profile()
+    assert 30 <= len(profile.nodes) <= 80 and profile.unit == "bytes"
+    top = report(profile, 3)["topSelf"]
+    assert [e["function"] for e in top] == [
+        "GPUModelRunner._allocate_kv_cache_tensors", "LlamaMLP.__init__", "LlamaAttention.__init__"]
+    assert human(top[0]["self"], "bytes") == "55.1 GiB"
+    assert top[0]["stack"] == ["<unknown>", "<interpreter trampoline>", "<module>", "EngineCoreProc.run_engine_core",
+                               "EngineCore.__init__", "EngineCore._initialize_kv_caches", "Worker.initialize_from_config",
+                               "GPUModelRunner.initialize_kv_cache", "GPUModelRunner._allocate_kv_cache_tensors"]
+    assert {"_compile_fx_inner", "CUDAGraphWrapper.__call__", "0x7f3a9c2d1e40"} <= {n.label for n in profile.nodes}
+
+
+def test_other_is_never_ranked_nor_merged():
+    result = result_of(TRUNCATED_TREE)
+    assert [e["function"] for e in result["topSelf"]] == ["load_weights", "capture"]
+    assert "other" not in [e["function"] for e in result["topTotal"]] + result["orchestrators"]
+    assert all("other" not in e["stack"] for e in result["topSelf"])
+    assert result["truncated"] == {"total": 48 * GB, "percent": round(100 * 48 / 92, 2), "nodes": 3}
+    assert result["topSelf"][0]["selfPercent"] == round(100 * 30 / 92, 2)  # of everything, the cut stacks included
+
+
+def test_halving_the_kv_cache_is_the_top_shrink():
+    result = diff_report(example_profile(), kv_halved(example_profile()), 3)
+    top = result["shrank"][0]
+    assert top["function"] == KV
+    before = int(55.1 * GB)
+    assert top["self"]["baseline"] == pytest.approx(before, rel=1e-3)
+    assert top["self"]["change"] == -(top["self"]["baseline"] - top["self"]["baseline"] // 2)
+    assert top["total"]["change"] == top["self"]["change"] and len(result["shrank"]) == 1 and result["grew"] == []
+    assert result["total"]["change"] == top["self"]["change"]
+    assert set(top) == {"function", "self", "total"} and set(top["self"]) == {"baseline", "current", "change"}
+
+
+def test_diff_lists_growth_first_then_shrinkage():
+    before = parse_frame(frame(T("total", 0, T("main", 0, T("a", 10), T("b", 10), T("c", 10)))))
+    after = parse_frame(frame(T("total", 0, T("main", 0, T("a", 40), T("b", 5), T("d", 20)))))
+    result = diff_report(before, after)
+    assert [(e["function"], e["self"]["change"]) for e in result["grew"]] == [("a", 30), ("d", 20)]
+    assert [(e["function"], e["self"]["change"]) for e in result["shrank"]] == [("c", -10), ("b", -5)]
+    assert result["total"] == {"baseline": 30, "current": 65, "change": 35}
+    text = render_diff(result)
+    assert text.splitlines()[0] == "GPU memory allocations, before -> after: 30 B -> 65 B (+35 B)"
+    assert "   1. a  self 10 B -> 40 B (+30 B), total 10 B -> 40 B (+30 B)" in text
+    assert "   1. c  self 10 B -> 0 B (-10 B), total 10 B -> 0 B (-10 B)" in text

@@ -1,0 +1,168 @@
+"""flamegraph.formats: Grafana's frame, Pyroscope's render JSON and pprof read into one model, and written."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from flamegraph import formats
+from flamegraph.analysis import report
+from flamegraph.formats import find_frame, parse_frame
+from flamegraph.model import FrameError
+from tests.support.flamegraphs import (
+    EXAMPLE,
+    EXAMPLE_AFTER,
+    EXAMPLE_PPROF,
+    EXAMPLE_RENDER,
+    VLLM,
+    T,
+    cli,
+    example_profile,
+    frame,
+    gzip_payload,
+    kv_halved,
+    result_of,
+)
+
+
+def test_enum_labels_and_extra_fields():
+    parsed = parse_frame(frame(VLLM, enum=True, extra=True))
+    assert report(parsed) == result_of(VLLM)
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda f: f["data"]["values"][0].__setitem__(2, 3), "levels may only go one deeper"),
+    (lambda f: f["data"]["values"][1].pop(), "field lengths differ"),
+    (lambda f: f["data"]["values"][2].__setitem__(1, -1), "negative value or self"),
+    (lambda f: f["data"]["values"][0].__setitem__(0, 1), "the first row must be the root"),
+    (lambda f: f["schema"]["fields"].pop(2), "the frame has no field 'self'"),
+    (lambda f: f["data"]["values"][1].__setitem__(1, float("inf")), "must be whole numbers"),
+    (lambda f: f["data"]["values"][2].__setitem__(2, 2.5), "must be whole numbers"),
+    (lambda f: f["data"]["values"][2].__setitem__(2, True), "must be whole numbers"),
+])
+def test_malformed_frames_are_rejected(mutate, message):
+    bad = frame(T("total", 0, T("main", 0, T("alloc", 5))))
+    mutate(bad)
+    with pytest.raises(FrameError, match=message):
+        parse_frame(bad)
+
+
+def test_enum_out_of_range_is_rejected():
+    bad = frame(T("total", 0, T("main", 1)), enum=True)
+    bad["data"]["values"][3][1] = 9
+    with pytest.raises(FrameError, match="outside config.type.enum.text"):
+        parse_frame(bad)
+
+
+def test_grafana_error_in_the_response():
+    with pytest.raises(FrameError, match="Grafana answered with an error: plugin unavailable"):
+        find_frame({"results": {"A": {"error": "plugin unavailable", "status": 500}}})
+
+
+def test_committed_examples_are_the_frame_in_the_other_formats():
+    """examples/: the same profile as pprof and as render JSON, written with the real protobuf library; and the
+    KV-halved 'after' profile. Regenerate with the expressions below when this fails."""
+    assert gzip_payload(EXAMPLE_PPROF) == formats.decode(formats.to_pprof(example_profile()))
+    assert json.loads(EXAMPLE_RENDER.read_text()) == formats.to_render(example_profile())
+    assert gzip_payload(EXAMPLE_AFTER) == formats.decode(formats.to_pprof(kv_halved(example_profile())))
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, EXAMPLE_PPROF, EXAMPLE_RENDER], ids=["frame", "pprof", "render"])
+def test_the_same_report_from_each_format(path):
+    expected = report(example_profile(), 5)
+    profile, kind = formats.load(path.read_bytes())
+    assert kind == {EXAMPLE: "frame", EXAMPLE_PPROF: "pprof", EXAMPLE_RENDER: "render"}[path]
+    assert report(profile, 5) == expected
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
+        (n.label, n.level, n.value, n.self) for n in example_profile().nodes]
+    done = cli("--from-file", str(path), "--top", "2", "--hide-trampolines")
+    assert done.returncode == 0 and done.stdout == cli("--from-file", str(EXAMPLE), "--top", "2", "--hide-trampolines").stdout
+
+
+def test_pprof_read_as_the_library_writes_it():
+    """Built here with the protobuf classes directly: shared stacks add up, inlined lines expand caller first, a
+    location without lines is its address, sample types and units as declared, the GPU-memory type by default."""
+    pb = formats._pb2()
+    message = pb.Profile(string_table=["", "alloc_objects", "count", "malloc", "bytes", "main", "alloc", "inlined"])
+    message.sample_type.add(type=1, unit=2)
+    message.sample_type.add(type=3, unit=4)
+    message.function.add(id=1, name=5)
+    message.function.add(id=2, name=6)
+    message.function.add(id=3, name=7)
+    message.location.add(id=10).line.add(function_id=1)
+    loc = message.location.add(id=20)
+    loc.line.add(function_id=3)  # inlined into alloc: listed first
+    loc.line.add(function_id=2)
+    message.location.add(id=30, address=0x7F3A9C2D1E40)
+    message.sample.add(location_id=[20, 10], value=[1, 100])
+    message.sample.add(location_id=[20, 10], value=[2, 50])
+    message.sample.add(location_id=[30, 20, 10], value=[1, 7])
+    data = message.SerializeToString()
+    profile, _ = formats.load(data)
+    assert profile.unit == "bytes" and profile.sample_type == "malloc:bytes"
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
+        ("total", 0, 157, 0), ("main", 1, 157, 0), ("alloc", 2, 157, 0), ("inlined", 3, 157, 150),
+        ("0x7f3a9c2d1e40", 4, 7, 7)]
+    counts, _ = formats.load(data, "alloc_objects")
+    assert counts.unit == "count" and counts.total == 4 and counts.sample_type == "alloc_objects:count"
+    assert formats.load(data, "alloc_objects:count")[0].total == 4
+    with pytest.raises(FrameError, match="--sample-type inuse_space: the profile declares alloc_objects:count, malloc:bytes"):
+        formats.load(data, "inuse_space")
+    message.sample_type[1].type = 1  # two count types, neither the GPU-memory one: the reader asks
+    message.sample_type[1].unit = 2
+    with pytest.raises(FrameError, match="pick one of alloc_objects:count, alloc_objects:count with --sample-type"):
+        formats.load(message.SerializeToString())
+
+
+def test_render_json_as_pyroscope_lays_it_out():
+    """Offsets delta-encoded per level, a node's callees after its self (pkg/model/flamegraph.go)."""
+    tree = T("total", 0, T("main", 2, T("a", 3), T("b", 5)))
+    document = formats.to_render(parse_frame(frame(tree)))
+    assert document["flamebearer"] == {"names": ["total", "main", "a", "b"], "numTicks": 10, "maxSelf": 5,
+                                       "levels": [[0, 10, 0, 0], [0, 10, 2, 1], [2, 3, 3, 2, 0, 5, 5, 3]]}
+    assert document["metadata"]["format"] == "single" and document["metadata"]["units"] == "bytes"
+    back = formats.from_render(document)
+    assert [(n.label, n.level, n.value, n.self) for n in back.nodes] == [
+        ("total", 0, 10, 0), ("main", 1, 10, 2), ("a", 2, 3, 3), ("b", 2, 5, 5)]
+
+
+@pytest.mark.parametrize("content,message", [
+    (lambda: formats.to_pprof(example_profile())[:200], "the gzip stream ends early (a truncated download?)"),
+    (lambda: b"\x1f\x8b" + b"\x00" * 40, "not a valid gzip stream"),
+    (lambda: b"\xff\xff\xff\xff garbage", "not a pprof profile (protobuf: Error parsing message"),
+    (lambda: b"\x0a\x03abc", "not a pprof profile (protobuf:"),
+    (lambda: b"", "empty file: expected a Grafana frame, a Pyroscope render JSON or a pprof profile"),
+    (lambda: formats.gzip.compress(b""), "empty profile: no sample types and no samples"),
+    (lambda: formats._pb2().Profile(string_table=["x"], sample_type=[{"type": 0, "unit": 0}]).SerializeToString(),
+     "string_table must start with the empty string"),
+    (lambda: json.dumps({"flamebearer": {"names": ["total"], "levels": [[0, 1, 1, 0]]},
+                         "metadata": {"format": "double"}}).encode(), "render format 'double'"),
+    (lambda: json.dumps({"flamebearer": {"names": ["total", "a"], "levels": [[0, 5, 0, 0], [3, 5, 5, 1]]},
+                         "metadata": {"format": "single"}}).encode(), "under no node of level 0"),
+])
+def test_bad_files_are_one_line(tmp_path, content, message):
+    path = tmp_path / "profile.pb.gz"
+    path.write_bytes(content())
+    done = cli("--from-file", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {path}: ")
+    assert message in done.stderr, done.stderr
+
+
+def test_pprof_outside_the_venv_is_one_line(monkeypatch):
+    """Without the protobuf package (the system python, not the project's venv) a pprof file is one line."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_protobuf(name, *args, **kwargs):
+        if name.startswith("google.protobuf") or name == "flamegraph.pprof" or name.startswith("flamegraph.pprof."):
+            raise ImportError(f"No module named {name.split('.')[0]!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_protobuf)
+    monkeypatch.delitem(sys.modules, "flamegraph.pprof.profile_pb2", raising=False)
+    with pytest.raises(FrameError, match=r"^reading pprof needs the protobuf package .*: run in the project's venv"):
+        formats._pb2()
