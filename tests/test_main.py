@@ -345,3 +345,19 @@ def test_destroy_deletes_the_endpoint_before_the_release(deployed, tmp_path):
         if state is not None and urn not in retained:
             deployment._delete(urn, state)
     assert_nothing_left(deployment)
+
+
+def test_the_pyroscope_datasource_waits_for_the_nat_network_policy():
+    """A pod selected by any NetworkPolicy admits only the union of their ingress rules (k8s.io/api
+    ``networking/v1/types.go``): ``gadget/pyroscope`` selects Pyroscope from the start and admits no Grafana traffic,
+    ``pyroscope-private-link`` does. The datasource, the first thing that sends Grafana to Pyroscope, waits for it."""
+    plan = run("dev", {})
+    by_urn = {r.urn: r for r in plan.resources}
+    seen, todo = set(), [plan.named("grafana-datasources-pyroscope").urn]
+    while todo:
+        resource = by_urn.get(todo.pop())
+        for dependency in (resource.dependencies if resource else []):
+            if dependency not in seen:
+                seen.add(dependency)
+                todo.append(dependency)
+    assert plan.named("grafana-private-link-nat-network-policy").urn in seen

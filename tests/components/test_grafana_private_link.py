@@ -260,3 +260,17 @@ def test_a_pls_without_nat_address_stops_the_run_in_one_line():
             require_nat_addresses("pyroscope-pls", empty)
         assert "\n" not in str(caught.value) and str(caught.value).startswith(
             "privateLinkServiceName: private link service 'pyroscope-pls' has no NAT IP address")
+
+
+@pytest.mark.parametrize("overrides", [{"privateLinkIpAddressCount": "2"}, {"privateLinkSubnet": "snet-pls"}],
+                         ids=["ip-address-count", "pls-subnet"])
+def test_the_wait_runs_again_when_the_pls_ip_configurations_change(overrides):
+    """kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` @7b31c76c
+    ``reconcilePLSIpConfigs`` rebuilds every IP configuration (new dynamic addresses) when their number or subnet no
+    longer matches the Service's annotations, some time after Helm updates the Service. The NAT NetworkPolicy reads the
+    addresses after the wait, so the wait must be a new step whenever those annotations change."""
+    from offline import program
+
+    base = program.run("dev", {}).named("grafana-private-link-wait-for-pls").inputs
+    changed = program.run("dev", overrides).named("grafana-private-link-wait-for-pls").inputs
+    assert changed != base

@@ -505,3 +505,31 @@ def test_microservices_components_are_the_charts_own(plan):
         shipped = yaml.safe_load(archive.extractfile("pyroscope/values-micro-services.yaml"))
     assert CHART_COMPONENTS == shipped["pyroscope"]["components"]
     assert CHART_MICRO_EXTRA_ARGS == shipped["pyroscope"]["extraArgs"]
+
+
+def test_the_azure_bucket_names_the_account_and_container_only():
+    """grafana/pyroscope v1.15.0 ``pkg/objstore/providers/azure/bucket_client.go`` hands the config to thanos-io/objstore
+    (``providers/azure/helpers.go`` ``getTokenCredential`` @4e5fd428: ``DefaultAzureCredential`` when there is no
+    secret and no ``user_assigned_id``), which needs only the account and container names: workload identity does
+    the rest, so no key, connection string, identity id or endpoint is in the values."""
+    from offline import program
+
+    values = program.run("dev", {"pyroscopeMode": "microservices"}).one(RELEASE).inputs["values"]["pyroscope"]
+    storage = values["structuredConfig"]["storage"]
+    assert storage["backend"] == "azure"
+    assert set(storage["azure"]) == {"account_name", "container_name"}
+    assert not any(k.startswith("storage.azure") for k in values["extraArgs"])
+
+
+def test_switching_the_mode_replaces_the_release():
+    """pulumi/pulumi v3.230.0 ``step_generator.go`` ``applyReplaceOnChanges`` replaces a resource when a
+    ``replaceOnChanges`` path contains a diffed path; pulumi-kubernetes diffs the Release's inputs, so adding or
+    removing ``values.pyroscope.components`` is reported under that path, in either direction."""
+    from components.pyroscope import MODE_PATHS
+    from offline import program
+    from stack.specs import PRIVATE_LINK_POLICY
+
+    for mode in ("single-binary", "microservices"):
+        options = program.run("dev", {"pyroscopeMode": mode}).one(RELEASE).options
+        assert set(MODE_PATHS) <= set(options["replaceOnChanges"])
+    assert PRIVATE_LINK_POLICY == "pyroscope-private-link"

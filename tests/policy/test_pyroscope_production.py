@@ -14,6 +14,7 @@ from pulumi_policy import PolicyResource, StackValidationArgs
 from offline import policy_check
 from offline.program import run
 from policy import rules
+from tests.support import helm
 from tests.support.policy import EXT, analyzer_props, check, outputs, persistent_release, release
 
 
@@ -129,3 +130,72 @@ def test_the_production_network_policy_rule_refuses_a_policy_open_to_everyone():
     narrow = {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.224.0.0/24"}},
                                                       {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "gadget"}}}]}]}
     assert production_stack_check(policy, [PYRO_RELEASE, network_policy(narrow)]) == []
+
+
+# --- the persistence rule against what chart 1.15.0 renders and Pyroscope v1.15.0 reads ----------------------------
+PRODUCTION = {"production": True, "stack": "prod-eu"}
+
+
+def _micro(props: dict, ingester: dict, extra: dict | None = None) -> dict:
+    single = props["values"]["pyroscope"]
+    single["components"] = {"distributor": {"kind": "Deployment"}, "querier": {"kind": "Deployment"},
+                            "ingester": {"kind": "StatefulSet", **ingester}}
+    single["extraArgs"] = {"storage.backend": "azure", "storage.azure.account-name": "st"}
+    single.update(extra or {})
+    return props
+
+
+def test_a_storage_backend_flag_overrides_the_structured_config_for_the_persistence_rule():
+    """Pyroscope reads its flags after the config file (grafana/pyroscope v1.15.0 ``pkg/cfg/dynamic.go``
+    ``DynamicUnmarshal``; ``pkg/cfg/cfg_test.go`` ``TestParse``: a flag beats the YAML value), and chart 1.15.0
+    passes ``pyroscope.extraArgs`` as ``-key=value`` arguments: ``extraArgs: {storage.backend: filesystem}`` keeps the
+    blocks on each pod's emptyDir whatever ``structuredConfig`` says, so the rule fails the release."""
+    props = persistent_release({"enabled": False})
+    props["values"]["pyroscope"]["components"] = {"distributor": {"kind": "Deployment"},
+                                                  "ingester": {"kind": "StatefulSet"}}
+    props["values"]["pyroscope"]["structuredConfig"] = {"storage": {"backend": "azure",
+                                                                    "azure": {"account_name": "a"}}}
+    props["values"]["pyroscope"]["extraArgs"] = {"storage.backend": "filesystem"}
+    assert len(check(rules.pyroscope_persistent_in_production, rules.RELEASE, props, **PRODUCTION)) == 1
+
+
+def test_microservices_without_an_ingester_volume_is_not_persistent_in_production():
+    """The ingester keeps its head block in ``/data`` for up to ``-pyroscopedb.max-block-duration`` (1h) before it
+    ships it (grafana/pyroscope v1.15.0 ``pkg/phlaredb/phlaredb.go``); without ``persistence.enabled`` the chart makes
+    ``data`` an emptyDir, so a restart loses up to an hour of profiles: the mandatory rule fails the stack."""
+    plan = run("dev", {"production": "true", "pyroscopeMode": "microservices", "pyroscopePersistence": "false"})
+    assert "pyroscope-persistent-in-production" in {v.policy for v in policy_check.evaluate(plan)}
+
+
+def test_an_existing_claim_without_enabled_is_an_emptydir_and_fails_the_rule(tmp_path):
+    """Chart 1.15.0 ``templates/deployments-statefulsets.yaml`` renders ``data`` as an emptyDir unless
+    ``persistence.enabled`` (before it looks at ``existingClaim``; values.yaml's default is ``enabled: false``)."""
+    persistence = {"enabled": False, "existingClaim": "pyroscope-data"}
+    docs = helm.render_values(tmp_path / "render", {"pyroscope": {"persistence": persistence}})
+    assert helm.data_volume(docs, "all") == "emptyDir"
+    policy = rules.pyroscope_persistent_in_production
+    assert len(check(policy, rules.RELEASE, persistent_release(persistence), **PRODUCTION)) == 1
+    assert len(check(policy, rules.RELEASE, persistent_release({"existingClaim": "pyroscope-data"}), **PRODUCTION)) == 1
+
+
+def test_an_ingesters_own_filesystem_backend_fails_the_rule(tmp_path):
+    """Chart 1.15.0 merges a component's ``extraArgs`` over the global ones (``mustMergeOverwrite``), one
+    ``-key=value`` argument each: the ingester below runs ``-storage.backend=filesystem`` and writes its blocks to its
+    own disk, never to the bucket the queriers read."""
+    props = _micro(persistent_release({"enabled": False}),
+                   {"persistence": {"enabled": True, "size": "64Gi"}, "extraArgs": {"storage.backend": "filesystem"}})
+    docs = helm.render_values(tmp_path / "render", props["values"])
+    assert "-storage.backend=filesystem" in helm.container_args(docs, "ingester")
+    assert "-storage.backend=azure" in helm.container_args(docs, "querier")
+    assert len(check(rules.pyroscope_persistent_in_production, rules.RELEASE, props, **PRODUCTION)) == 1
+
+
+def test_an_ingester_persistence_override_is_merged_over_the_global_one(tmp_path):
+    """Chart 1.15.0 deep-merges a component's values over ``pyroscope``'s (``mustMergeOverwrite``): an ingester's
+    ``persistence: {size: 128Gi}`` keeps the global ``enabled: true``, the ingester gets its volumeClaimTemplate, and
+    the rule passes."""
+    props = _micro(persistent_release({"enabled": True, "size": "64Gi", "storageClassName": "managed-csi"}),
+                   {"persistence": {"size": "128Gi"}})
+    docs = helm.render_values(tmp_path / "render", props["values"])
+    assert helm.data_volume(docs, "ingester") == "volumeClaimTemplate"
+    assert check(rules.pyroscope_persistent_in_production, rules.RELEASE, props, **PRODUCTION) == []
