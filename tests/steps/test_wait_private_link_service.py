@@ -13,20 +13,36 @@ def test_with_no_pls_subnet_the_wait_ignores_nat_ips_left_in_the_old_subnet(tmp_
     subnet, and ``reconcilePLSIpConfigs`` rebuilds every configuration whose subnet differs, in its own time. After
     ``privateLinkSubnet`` is cleared the PLS still holds its old configuration in snet-pls for a while: the wait must
     not accept it (the NAT NetworkPolicy would admit an address about to go), only one in the frontend's subnet."""
-    frontend = {"id": scenarios.FRONTEND, "name": scenarios.FRONTEND.rsplit("/", 1)[-1],
-                "privateIPAddress": "10.224.0.40", "privateIPAllocationMethod": "Dynamic",
-                "subnet": {"id": f"/subscriptions/{scenarios.SUB}/resourceGroups/rg-aks-gpu-dev/providers/"
-                                 "Microsoft.Network/virtualNetworks/vnet-aks/subnets/snet-aks"}}
+    frontend = {
+        "id": scenarios.FRONTEND,
+        "name": scenarios.FRONTEND.rsplit("/", 1)[-1],
+        "privateIPAddress": "10.224.0.40",
+        "privateIPAllocationMethod": "Dynamic",
+        "subnet": {
+            "id": f"/subscriptions/{scenarios.SUB}/resourceGroups/rg-aks-gpu-dev/providers/"
+            "Microsoft.Network/virtualNetworks/vnet-aks/subnets/snet-aks"
+        },
+    }
     lb = {"id": scenarios.LB_SCOPE + "kubernetes-internal", "frontendIPConfigurations": [frontend]}
     scenario = Scenario(
-        "pls-subnet-cleared", "wait_private_link_service.sh", {**WAIT_ENV, "PLS_SUBNET": ""},
-        [{"match": SHOW, "responses": [pls(ip_configurations=[ip_configuration("10.225.8.4", "snet-pls")]),
-                                        pls(ip_configurations=[ip_configuration("10.224.0.9", "snet-aks")])]},
-         # Each way the wait may read the frontend's subnet is answered.
-         {"match": ["network", "lb", "frontend-ip", "show"], "responses": [{"json": frontend}]},
-         {"match": ["resource", "show"], "responses": [{"json": {**frontend, "properties": frontend}}]},
-         {"match": ["network", "lb", "show"], "responses": [{"json": lb}]}],
-        stdout=PLS_ID + "\n")
+        "pls-subnet-cleared",
+        "wait_private_link_service.sh",
+        {**WAIT_ENV, "PLS_SUBNET": ""},
+        [
+            {
+                "match": SHOW,
+                "responses": [
+                    pls(ip_configurations=[ip_configuration("10.225.8.4", "snet-pls")]),
+                    pls(ip_configurations=[ip_configuration("10.224.0.9", "snet-aks")]),
+                ],
+            },
+            # Each way the wait may read the frontend's subnet is answered.
+            {"match": ["network", "lb", "frontend-ip", "show"], "responses": [{"json": frontend}]},
+            {"match": ["resource", "show"], "responses": [{"json": {**frontend, "properties": frontend}}]},
+            {"match": ["network", "lb", "show"], "responses": [{"json": lb}]},
+        ],
+        stdout=PLS_ID + "\n",
+    )
     result = scenarios.run(scenario, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == PLS_ID + "\n"

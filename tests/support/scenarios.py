@@ -935,3 +935,11 @@ def run(scenario: Scenario, workdir: Path, command: str | None = None) -> Result
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=scenario.max_seconds + 30)
     return Result(done.returncode, done.stdout, done.stderr, time.monotonic() - started, calls_in(workdir))
+
+
+def stored_owner_commands(plan_file: Path = ROOT / "tests" / "data" / "plan-dev-before-microservices.json") -> dict:
+    """name -> the ``create``/``delete`` command lines the owner steps of an older release stored in its state (its
+    offline plan, ``plan_file``), which ran them as ``python3 scripts/<step>.py``."""
+    plan = json.loads(plan_file.read_text())
+    return {r["name"]: {k: r["inputs"][k] for k in ("create", "delete")} for r in plan["resources"]
+            if r["type"] == "command:local:Command" and str(r["inputs"].get("create", "")).startswith("python3 scripts/")}
