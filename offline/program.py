@@ -427,8 +427,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             inputs=plain(raw),
             dependencies=sorted(set(request.dependencies)),  # the SDK gathers them from a set: any order
             options=_options(request),
+            # Sorted like ``dependencies``: the SDK gathers each property's from a set, in hash order.
             property_dependencies={
-                key: list(value.urns) for key, value in request.propertyDependencies.items()
+                key: sorted(value.urns) for key, value in sorted(request.propertyDependencies.items())
             },
             wire=raw,
             replace_with=sorted(request.replace_with),
