@@ -446,8 +446,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from stack_config.schema import ConfigError
     from offline.plan import _parse_sets
+    from stack_config.schema import ConfigError
 
     try:
         plan = run(args.stack, _parse_sets(args.sets))

@@ -28,7 +28,6 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, Sequence
 
 import yaml

@@ -13,7 +13,6 @@ docs/decisions/private-link.md ("Who can reach Pyroscope").
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence

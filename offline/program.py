@@ -30,10 +30,10 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
-from stack_config import cli_values
-from stack_config import schema as stack_schema
 from offline import canned, replacement
 from offline import stack_file as stack_files
+from stack_config import cli_values
+from stack_config import schema as stack_schema
 
 ROOT = Path(__file__).resolve().parents[1]  # offline/ -> the project
 SECRET = "[secret]"
