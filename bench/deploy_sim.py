@@ -254,7 +254,8 @@ def schedule(plan: Plan, table: Table, mode: str) -> Schedule:
                 timed = Timed(start, w.noticed + e["approval_put"], "approved; the PUT's answer says Approved", w,
                               [(t, "Microsoft.Network") for t in w.checks])
             else:
-                timed = Timed(start, start + e["approval_put"] + TERRAFORM_SLEEP, f"approve, time_sleep {TERRAFORM_SLEEP:.0f}s")
+                timed = Timed(start, start + e["approval_put"] + TERRAFORM_SLEEP,
+                              f"approve, time_sleep {TERRAFORM_SLEEP:.0f}s")
         elif kind == "refresh_managed_private_endpoints":
             event = start + e["ip_after_refresh"]  # the refresh's long-running action, posted at the step's start
             if mode == "ours":
@@ -309,15 +310,17 @@ def seed_procedure(table: Table, plan: Optional[Plan] = None) -> list[tuple[str,
     [(command, seconds)]. With ``createGrafana``/``createMonitorWorkspace`` its operator creates them first."""
     r, e, check = table.resources, table.events, table.events["poll_check"]
     types = {res.type for res in plan.resources} if plan else set()
-    steps = [(f"create {what}", r[t]) for t, what in (("azure-native:monitor:AzureMonitorWorkspace", "the Azure Monitor workspace"),
-                                                      ("azure-native:dashboard:Grafana", "the Grafana workspace")) if t in types]
+    steps = [(f"create {what}", r[t])
+             for t, what in (("azure-native:monitor:AzureMonitorWorkspace", "the Azure Monitor workspace"),
+                             ("azure-native:dashboard:Grafana", "the Grafana workspace")) if t in types]
     steps += [("az k8s-extension create (waits for the extension)", r[EXTENSION]),
               ("helm install pyroscope -n gadget (no --wait: returns at once)", 0.0),
               ("az aks show (node resource group)", check)]
     # The PLS appears pls_after_release after the load balancer, which is ready Release seconds after the install.
     elapsed = sum(s for _, s in steps)
     install = elapsed - check
-    w = poll("PLS", elapsed, install + r[RELEASE] + e["pls_after_release"], check, iter(lambda: SEED_POLL_SLEEP + check, None))
+    w = poll("PLS", elapsed, install + r[RELEASE] + e["pls_after_release"], check,
+             iter(lambda: SEED_POLL_SLEEP + check, None))
     steps += [(f"until az network private-link-service show; do sleep {SEED_POLL_SLEEP:.0f}; done "
                f"(PLS at {w.event - install:.0f}s after the install)", w.noticed - elapsed),
               ("az network private-link-service show (PLS id)", check),
@@ -330,7 +333,8 @@ def seed_procedure(table: Table, plan: Optional[Plan] = None) -> list[tuple[str,
               ("az grafana data-source create (Pyroscope)", e["grafana_api_call"]),
               ("az resource show (workspace query endpoint)", check),
               ("az grafana data-source create (Prometheus)", e["grafana_api_call"]),
-              ("Monitoring Data Reader for Grafana's identity (the procedure's prerequisite)", r["azure-native:authorization:RoleAssignment"]),
+              ("Monitoring Data Reader for Grafana's identity (the procedure's prerequisite)",
+               r["azure-native:authorization:RoleAssignment"]),
               ("curl the dashboard; az grafana dashboard create", e["dashboard_download"] + e["grafana_api_call"]),
               ("az grafana show (dashboard URL)", check)]
     return steps
@@ -369,7 +373,8 @@ def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
     seed = sum(t for _, t in seed_steps)
     first, ceiling = poll_defaults()
     check = table.events["poll_check"]
-    waits = [(plan.get(u).name, ours.steps[u].wait) for u in plan.create_order if u in ours.steps and ours.steps[u].wait]
+    waits = [(plan.get(u).name, ours.steps[u].wait) for u in plan.create_order
+             if u in ours.steps and ours.steps[u].wait]
     on_path = [(plan.get(u).name, ours.steps[u].wait) for u in ours.path if ours.steps[u].wait]
     within = all(w.slack <= w.interval + check + 1e-9 and w.slack <= NOTICE_BOUND for _, w in waits)
     ratios = {"seed/ours": seed / ours.total, "terraform/ours": terraform.total / ours.total,
@@ -382,7 +387,8 @@ def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
         "excess": ours.total - limit, "pollingSlackOnPath": slack, "waitsOnPath": len(on_path),
         "withinTarget": within, "pollSchedule": {"first": first, "ceiling": ceiling, "check": check},
         "chain": [{"step": name, "seconds": seconds} for name, seconds in links],
-        "workspaces": [{"step": r.name, "seconds": table.resource(r.type)} for r in plan.resources if r.type in WORKSPACE_TYPES],
+        "workspaces": [{"step": r.name, "seconds": table.resource(r.type)} for r in plan.resources
+                       if r.type in WORKSPACE_TYPES],
         "waits": [{"step": name, "what": w.what, "event": w.event, "noticed": w.noticed, "slack": w.slack,
                    "interval": w.interval, "checks": len(w.checks)} for name, w in waits],
         "criticalPath": [{"resource": plan.get(u).name, "type": plan.get(u).type, "start": ours.steps[u].start,
@@ -410,11 +416,16 @@ def render(result: dict) -> str:
              "  ratios: " + ", ".join(f"{k} = {v:.2f}" for k, v in result["ratios"].items()),
              "  targets: " + ", ".join(f"{k} {t['target']} {'met' if t['met'] else 'NOT MET'}"
                                        for k, t in result["targets"].items()),
-             f"  this stack exceeds the physical limit by {result['excess']:.0f} s: {result['pollingSlackOnPath']:.0f} s of "
-             f"polling slack over {result['waitsOnPath']} wait(s) on the critical path, the rest lookups, the namespace "
-             f"and reads the chain needs; {'within' if result['withinTarget'] else 'NOT within'} one poll interval per wait",
-             "", "Unavoidable chain (physical limit): " + " -> ".join(f"{c['step']} {c['seconds']:.0f} s" for c in result["chain"])
-             + ("".join(f"; {w['step']} {w['seconds']:.0f} s before the steps that read it" for w in result["workspaces"])),
+             f"  this stack exceeds the physical limit by {result['excess']:.0f} s: "
+             f"{result['pollingSlackOnPath']:.0f} s of "
+             f"polling slack over {result['waitsOnPath']} wait(s) on the critical path, the rest lookups, "
+             "the namespace "
+             f"and reads the chain needs; {'within' if result['withinTarget'] else 'NOT within'} "
+             "one poll interval per wait",
+             "", "Unavoidable chain (physical limit): "
+             + " -> ".join(f"{c['step']} {c['seconds']:.0f} s" for c in result["chain"])
+             + ("".join(f"; {w['step']} {w['seconds']:.0f} s before the steps that read it"
+                        for w in result["workspaces"])),
              "", "Critical path (this stack):"]
     for step in result["criticalPath"]:
         lines.append(f"  {step['start']:6.0f} -> {step['finish']:6.0f} s  {step['resource']} ({step['type']})"
@@ -424,11 +435,14 @@ def render(result: dict) -> str:
     for w in result["waits"]:
         lines.append(f"  {w['step']}: {w['what']} at {w['event']:.0f} s, noticed at {w['noticed']:.0f} s: slack "
                      f"{w['slack']:.0f} s (last interval {w['interval']:.0f} s, {w['checks']} check(s))")
-    lines += ["", f"ARM reads ({r['fleet']} stacks in one subscription and region, one principal, all started together):",
+    lines += ["", f"ARM reads ({r['fleet']} stacks in one subscription and region, one principal, "
+                  "all started together):",
               f"  one stack: {r['readsPerStack']} reads (lookups, polls, the provider's status reads), at most "
               f"{r['peakReadsPerSecondPerStack']:.2f}/s over any {r['windowSeconds']} s",
-              f"  {r['fleet']} stacks: at most {r['fleetPeakReadsPerSecond']:.1f}/s over any {r['windowSeconds']} s against "
-              f"{r['refillPerSecond']:.0f}/s per principal ({r['globalRefillPerSecond']:.0f}/s per subscription); token "
+              f"  {r['fleet']} stacks: at most {r['fleetPeakReadsPerSecond']:.1f}/s over any "
+              f"{r['windowSeconds']} s against "
+              f"{r['refillPerSecond']:.0f}/s per principal ({r['globalRefillPerSecond']:.0f}/s per subscription); "
+              "token "
               f"bucket of {r['bucket']}: lowest {r['lowestTokens']:.0f} left, "
               f"{'THROTTLED' if r['throttled'] else 'never throttled'}",
               f"  {r['fleet']} stacks: Microsoft.Network reads {r['fleetNetworkReadsPer5Min']} in the busiest 5 min "

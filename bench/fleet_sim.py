@@ -142,7 +142,8 @@ def refresh(ready: float, free: float, busy: float, check: float) -> tuple[float
     while at < free:
         at += max(delay, check)
         delay = min(delay * 2, ceiling)
-    return at, deploy_sim.poll("IP", at, at + busy, check, deploy_sim.delays(first, ceiling), first_offset=check).noticed
+    return at, deploy_sim.poll("IP", at, at + busy, check, deploy_sim.delays(first, ceiling),
+                               first_offset=check).noticed
 
 
 def table_rows(sizes: Sequence[int], grafanas: Sequence[int]) -> dict:
@@ -187,7 +188,8 @@ def render(result: dict) -> str:
               f"of {result['fleetChunk'] // result['serialWeight']} whole-up (serial) stacks "
               f"{m(result['wholeChunkJob']).strip()}: "
               + ("within" if max(result["grafanaJob50"], result["wholeChunkJob"]) <= 6000 else "LONGER THAN")
-              + " the ~100 minutes a chunk may take (120-minute timeout, 2-hour Pulumi token; docs/fleet.md, \"Chunks\")"]
+              + " the ~100 minutes a chunk may take (120-minute timeout, 2-hour Pulumi token; "
+              "docs/fleet.md, \"Chunks\")"]
     return "\n".join(lines)
 
 

@@ -56,7 +56,8 @@ def synthetic(nodes: int, seed: int = 21) -> bytes:
         parent.append(p)
         name.append(n)
     message = profile_pb2.Profile()
-    message.string_table.extend(["", "malloc", "bytes", "process_cuda"] + [f"module{n % 97}.Class{n % 13}.fn_{n}" for n in range(1, NAMES + 1)])
+    message.string_table.extend(["", "malloc", "bytes", "process_cuda"]
+                                + [f"module{n % 97}.Class{n % 13}.fn_{n}" for n in range(1, NAMES + 1)])
     message.sample_type.add(type=1, unit=2)
     message.period_type.type, message.period_type.unit, message.period = 3, 2, 1
     for n in range(1, NAMES + 1):
@@ -178,9 +179,12 @@ def main(argv=None) -> int:
     print(f"parser + one Python pass over the samples: {touch['seconds']:.3f} s, peak +{touch['peak'] / 1e6:.1f} MB")
     print(f"columns, no pass ({columns['count']} location ids and the values as two lists, no per-sample step): "
           f"{columns['seconds']:.3f} s, peak +{columns['peak'] / 1e6:.1f} MB")
-    print(f"read and report (flamegraph.formats.load + report): {full['seconds']:.3f} s, peak +{full['peak'] / 1e6:.1f} MB")
+    print(f"read and report (flamegraph.formats.load + report): {full['seconds']:.3f} s, "
+          f"peak +{full['peak'] / 1e6:.1f} MB")
     print(f"ratio: time(read and report)/time(parser alone) = {full['seconds'] / parser_only['seconds']:.2f} "
-          f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); peak memory/decoded size = {full['peak'] / decoded:.2f} (parser alone: {parser_only['peak'] / decoded:.2f})")
+          f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); "
+          f"peak memory/decoded size = {full['peak'] / decoded:.2f} "
+          f"(parser alone: {parser_only['peak'] / decoded:.2f})")
     print(f"floors: time(parser and one pass)/time(parser alone) = {touch['seconds'] / parser_only['seconds']:.2f}; "
           f"time(columns, no pass)/time(parser alone) = {columns['seconds'] / parser_only['seconds']:.2f}, "
           f"its peak memory/decoded size = {columns['peak'] / decoded:.2f}")
