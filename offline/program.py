@@ -532,7 +532,8 @@ def read_stack_config(stack: str,
     ``pulumi config set [--path]`` would store it (:func:`offline.stack_file.config_set`; a key it sets is plain,
     no longer secret), then checked as the CLI checks it before the program runs.
     Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file, a set the CLI
-    refuses, or a value of the wrong declared type, as the CLI refuses them (stack_config.cli_values.check_cli_types)."""
+    refuses, or a value of the wrong declared type, as the CLI refuses them
+    (stack_config.cli_values.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
         raise stack_schema.ConfigError("stack", f"no stack file {path.name}; expected "

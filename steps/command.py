@@ -112,7 +112,8 @@ def with_secret_mask(props: Mapping[str, object], opts: pulumi.ResourceOptions,
         return dict(props), opts
     env = {**dict(props.get("environment") or {}), MASK_VALUES: pulumi.Output.secret("\n".join(values))}
     masked = {**props, "environment": {key: env[key] for key in sorted(env)}, "logging": local.Logging.STDERR}
-    return masked, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["stdout", "stderr"]))
+    return masked, pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(additional_secret_outputs=["stdout", "stderr"]))
 
 
 def forwarded_depends_on(opts: Optional[pulumi.ResourceOptions]) -> list:
