@@ -2,42 +2,15 @@
 
     python -m bench.deploy_sim [--stack dev] [--set KEY=VALUE]... [--json]
 
-SIMULATED throughout: no Azure here. Every operation takes the time in ``bench/latencies.yaml`` (fixed
-before comparing, the same table for all; each number names its source or says it is an assumption). What
-differs is only the order of the steps and how each procedure waits:
-
-- **this stack**: the offline plan's dependency graph (resources, their recorded dependencies, parents and
-  providers; invokes gated on a step add their latency after it), run with Pulumi's default unbounded
-  parallelism; the program's own lookups first, one after another (they are plain invokes). The waiting steps
-  poll as ``steps/lib.sh`` does: a check at once, the next ones POLL_INITIAL then POLL_MAX seconds after the
-  previous check *started*, each check taking ``poll_check``; a wait notices its event at the end of the first
-  check that starts at or after it. The refresh step posts first and posts again after every 4th read; the
-  approval ends on the PUT's own answer.
-- **the seed**: the published procedure (MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling.md``, ms.date
-  08/25/2026, commit 0382c94e99b92020559f885ada9bd36b50464eaa) command by command, one after another: the
-  extension, ``helm install`` (no ``--wait``; the load balancer is ready ``Release`` seconds later), ``until az
-  network private-link-service show ...; do sleep 10; done``, the MPE, ``sleep 30``, the Pending connection's
-  name, the approval, ``az grafana mpe refresh`` (it waits for the long-running action), the IP, the
-  datasources, the dashboard; no time for the person typing.
-- **a Terraform port**: the plan's graph as a port of that procedure has it (no namespace resource: the
-  extension makes the namespace, so ``helm_release`` depends on the extension), a fixed 180 s ``time_sleep``
-  after the Helm release instead of waiting for the PLS and 180 s after the approval, the refresh as a
-  long-running action, data sources read in parallel (Terraform's default parallelism of 10 is wider than
-  the graph).
-- **the physical limit**: the unavoidable chain, Helm release (its internal load balancer) -> PLS -> MPE ->
-  approval -> refresh -> Pyroscope datasource, each taking its physical time with nothing polled, and
-  everything else beside it at no cost; a workspace the stack creates (``createGrafana``,
-  ``createMonitorWorkspace``) counts too, since the chain reads it.
-
-Targets: ``seed/ours >= 1.3``, ``terraform/ours >= 1.6``, ``ours/physical <= 1.05``, and each wait
-on the critical path notices its event within one poll interval (plus one check, <= 10 s).
-
-Also the request rate against Azure Resource Manager's documented limits for 50 stacks in one subscription:
-"Understand how Azure Resource Manager throttles requests" (learn.microsoft.com/azure/azure-resource-manager/
-management/request-limits-and-throttling; MicrosoftDocs/azure-docs ``articles/azure-resource-manager/
-management/request-limits-and-throttling.md``), "Regional throttling and token bucket algorithm": subscription
-reads, bucket 250, refill 25 per second, "per subscription, per service principal, and per operation type"
-(a global subscription limit is 15 times that); Network resource provider: read (GET) 10,000 per 5 minutes.
+SIMULATED throughout: no Azure here. Every operation takes the time in ``bench/latencies.yaml`` (fixed before
+comparing, the same table for all); what differs is only the order of the steps and how each procedure waits: this
+stack (the offline plan's dependency graph, the waits polling as ``steps/lib.sh`` does), the seed (the published
+procedure, command by command), a Terraform port (fixed ``time_sleep``s) and the physical limit (the unavoidable
+chain Helm release -> PLS -> MPE -> approval -> refresh -> Pyroscope datasource, nothing polled). Also the request
+rate against Azure Resource Manager's documented limits for 50 stacks in one subscription.
+Targets: ``seed/ours >= 1.3``, ``terraform/ours >= 1.6``, ``ours/physical <= 1.05``, and each wait on the critical
+path notices its event within one poll interval (plus one check, <= 10 s). Output: a text report, or ``--json``.
+The model of each procedure and the sources: docs/decisions/benchmarks.md ("Deploy time").
 """
 
 from __future__ import annotations

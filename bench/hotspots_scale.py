@@ -3,24 +3,12 @@
     python -m bench.hotspots_scale [--nodes 200000] [--repeat 3]
 
 Writes a synthetic GPU-memory pprof profile (``malloc``/``bytes``, gzip) whose merged call tree has ``--nodes`` nodes
-(a random recursive tree, seed 21: each new frame calls from a random earlier one, every leaf and one in four inner
-frames allocates; 4 096 function names, unique among a caller's callees), then times, each in a fresh process and
-the best of ``--repeat``:
-
-- **parser alone**: ``gzip.decompress`` and ``Profile.FromString`` (the protobuf runtime with the vendored
-  google/pprof schema), the least any reader must do;
-- **parser + one pass**: the same and every sample's stack and value read into Python once (the floor of any
-  reader that walks the samples in Python);
-- **columns, no pass**: gunzip, then the protobuf runtime parses the bytes through a *columnar view* of the schema
-  (:func:`columns_view`), which hands every sample's location ids and values over as two flat Python lists with no
-  per-sample Python step: the least any Python reader can do to get the stacks out of the parser at all (it also
-  loses where one stack ends and the next starts, so it is a floor, not a reader);
-- **read and report**: what ``python -m flamegraph.hotspots --from-file FILE`` does before printing:
-  ``flamegraph.formats.load`` (parse, merge the stacks into the tree) and ``flamegraph.analysis.report``.
-
-It prints the times and their ratios to the parser alone, and each run's peak memory over the process's resident size before reading
-(VmHWM after resetting it, against VmRSS, from ``/proc/self/status``) divided by the profile's decoded size (the gunzipped protobuf bytes).
-No figure is asserted: tests/bench/test_hotspots_scale.py runs it small.
+(seed 21), then times, each in a fresh process and the best of ``--repeat``: the parser alone, the parser and one
+Python pass over the samples, a columnar parse with no pass (:func:`columns_view`, a floor, not a reader), and what
+``python -m flamegraph.hotspots --from-file FILE`` does before printing (``flamegraph.formats.load`` and
+``flamegraph.analysis.report``). It prints the times, their ratios to the parser alone, and each run's peak memory
+over the profile's decoded size. No figure is asserted: tests/bench/test_hotspots_scale.py runs it small. The profile
+and the measures in detail: docs/decisions/benchmarks.md ("Reading a large profile").
 """
 
 from __future__ import annotations
