@@ -2,42 +2,15 @@
 
     python -m bench.deploy_sim [--stack dev] [--set KEY=VALUE]... [--json]
 
-SIMULATED throughout: no Azure here. Every operation takes the time in ``bench/latencies.yaml`` (fixed
-before comparing, the same table for all; each number names its source or says it is an assumption). What
-differs is only the order of the steps and how each procedure waits:
-
-- **this stack**: the offline plan's dependency graph (resources, their recorded dependencies, parents and
-  providers; invokes gated on a step add their latency after it), run with Pulumi's default unbounded
-  parallelism; the program's own lookups first, one after another (they are plain invokes). The waiting steps
-  poll as ``steps/lib.sh`` does: a check at once, the next ones POLL_INITIAL then POLL_MAX seconds after the
-  previous check *started*, each check taking ``poll_check``; a wait notices its event at the end of the first
-  check that starts at or after it. The refresh step posts first and posts again after every 4th read; the
-  approval ends on the PUT's own answer.
-- **the seed**: the published procedure (MicrosoftDocs/azure-aks-docs ``articles/aks/gpu-profiling.md``, ms.date
-  08/25/2026, commit 0382c94e99b92020559f885ada9bd36b50464eaa) command by command, one after another: the
-  extension, ``helm install`` (no ``--wait``; the load balancer is ready ``Release`` seconds later), ``until az
-  network private-link-service show ...; do sleep 10; done``, the MPE, ``sleep 30``, the Pending connection's
-  name, the approval, ``az grafana mpe refresh`` (it waits for the long-running action), the IP, the
-  datasources, the dashboard; no time for the person typing.
-- **a Terraform port**: the plan's graph as a port of that procedure has it (no namespace resource: the
-  extension makes the namespace, so ``helm_release`` depends on the extension), a fixed 180 s ``time_sleep``
-  after the Helm release instead of waiting for the PLS and 180 s after the approval, the refresh as a
-  long-running action, data sources read in parallel (Terraform's default parallelism of 10 is wider than
-  the graph).
-- **the physical limit**: the unavoidable chain, Helm release (its internal load balancer) -> PLS -> MPE ->
-  approval -> refresh -> Pyroscope datasource, each taking its physical time with nothing polled, and
-  everything else beside it at no cost; a workspace the stack creates (``createGrafana``,
-  ``createMonitorWorkspace``) counts too, since the chain reads it.
-
-Targets: ``seed/ours >= 1.3``, ``terraform/ours >= 1.6``, ``ours/physical <= 1.05``, and each wait
-on the critical path notices its event within one poll interval (plus one check, <= 10 s).
-
-Also the request rate against Azure Resource Manager's documented limits for 50 stacks in one subscription:
-"Understand how Azure Resource Manager throttles requests" (learn.microsoft.com/azure/azure-resource-manager/
-management/request-limits-and-throttling; MicrosoftDocs/azure-docs ``articles/azure-resource-manager/
-management/request-limits-and-throttling.md``), "Regional throttling and token bucket algorithm": subscription
-reads, bucket 250, refill 25 per second, "per subscription, per service principal, and per operation type"
-(a global subscription limit is 15 times that); Network resource provider: read (GET) 10,000 per 5 minutes.
+SIMULATED throughout: no Azure here. Every operation takes the time in ``bench/latencies.yaml`` (fixed before
+comparing, the same table for all); what differs is only the order of the steps and how each procedure waits: this
+stack (the offline plan's dependency graph, the waits polling as ``steps/lib.sh`` does), the seed (the published
+procedure, command by command), a Terraform port (fixed ``time_sleep``s) and the physical limit (the unavoidable
+chain Helm release -> PLS -> MPE -> approval -> refresh -> Pyroscope datasource, nothing polled). Also the request
+rate against Azure Resource Manager's documented limits for 50 stacks in one subscription.
+Targets: ``seed/ours >= 1.3``, ``terraform/ours >= 1.6``, ``ours/physical <= 1.05``, and each wait on the critical
+path notices its event within one poll interval (plus one check, <= 10 s). Output: a text report, or ``--json``.
+The model of each procedure and the sources: docs/decisions/benchmarks.md ("Deploy time").
 """
 
 from __future__ import annotations
@@ -254,7 +227,8 @@ def schedule(plan: Plan, table: Table, mode: str) -> Schedule:
                 timed = Timed(start, w.noticed + e["approval_put"], "approved; the PUT's answer says Approved", w,
                               [(t, "Microsoft.Network") for t in w.checks])
             else:
-                timed = Timed(start, start + e["approval_put"] + TERRAFORM_SLEEP, f"approve, time_sleep {TERRAFORM_SLEEP:.0f}s")
+                timed = Timed(start, start + e["approval_put"] + TERRAFORM_SLEEP,
+                              f"approve, time_sleep {TERRAFORM_SLEEP:.0f}s")
         elif kind == "refresh_managed_private_endpoints":
             event = start + e["ip_after_refresh"]  # the refresh's long-running action, posted at the step's start
             if mode == "ours":
@@ -309,15 +283,17 @@ def seed_procedure(table: Table, plan: Optional[Plan] = None) -> list[tuple[str,
     [(command, seconds)]. With ``createGrafana``/``createMonitorWorkspace`` its operator creates them first."""
     r, e, check = table.resources, table.events, table.events["poll_check"]
     types = {res.type for res in plan.resources} if plan else set()
-    steps = [(f"create {what}", r[t]) for t, what in (("azure-native:monitor:AzureMonitorWorkspace", "the Azure Monitor workspace"),
-                                                      ("azure-native:dashboard:Grafana", "the Grafana workspace")) if t in types]
+    steps = [(f"create {what}", r[t])
+             for t, what in (("azure-native:monitor:AzureMonitorWorkspace", "the Azure Monitor workspace"),
+                             ("azure-native:dashboard:Grafana", "the Grafana workspace")) if t in types]
     steps += [("az k8s-extension create (waits for the extension)", r[EXTENSION]),
               ("helm install pyroscope -n gadget (no --wait: returns at once)", 0.0),
               ("az aks show (node resource group)", check)]
     # The PLS appears pls_after_release after the load balancer, which is ready Release seconds after the install.
     elapsed = sum(s for _, s in steps)
     install = elapsed - check
-    w = poll("PLS", elapsed, install + r[RELEASE] + e["pls_after_release"], check, iter(lambda: SEED_POLL_SLEEP + check, None))
+    w = poll("PLS", elapsed, install + r[RELEASE] + e["pls_after_release"], check,
+             iter(lambda: SEED_POLL_SLEEP + check, None))
     steps += [(f"until az network private-link-service show; do sleep {SEED_POLL_SLEEP:.0f}; done "
                f"(PLS at {w.event - install:.0f}s after the install)", w.noticed - elapsed),
               ("az network private-link-service show (PLS id)", check),
@@ -330,7 +306,8 @@ def seed_procedure(table: Table, plan: Optional[Plan] = None) -> list[tuple[str,
               ("az grafana data-source create (Pyroscope)", e["grafana_api_call"]),
               ("az resource show (workspace query endpoint)", check),
               ("az grafana data-source create (Prometheus)", e["grafana_api_call"]),
-              ("Monitoring Data Reader for Grafana's identity (the procedure's prerequisite)", r["azure-native:authorization:RoleAssignment"]),
+              ("Monitoring Data Reader for Grafana's identity (the procedure's prerequisite)",
+               r["azure-native:authorization:RoleAssignment"]),
               ("curl the dashboard; az grafana dashboard create", e["dashboard_download"] + e["grafana_api_call"]),
               ("az grafana show (dashboard URL)", check)]
     return steps
@@ -369,7 +346,8 @@ def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
     seed = sum(t for _, t in seed_steps)
     first, ceiling = poll_defaults()
     check = table.events["poll_check"]
-    waits = [(plan.get(u).name, ours.steps[u].wait) for u in plan.create_order if u in ours.steps and ours.steps[u].wait]
+    waits = [(plan.get(u).name, ours.steps[u].wait) for u in plan.create_order
+             if u in ours.steps and ours.steps[u].wait]
     on_path = [(plan.get(u).name, ours.steps[u].wait) for u in ours.path if ours.steps[u].wait]
     within = all(w.slack <= w.interval + check + 1e-9 and w.slack <= NOTICE_BOUND for _, w in waits)
     ratios = {"seed/ours": seed / ours.total, "terraform/ours": terraform.total / ours.total,
@@ -382,7 +360,8 @@ def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
         "excess": ours.total - limit, "pollingSlackOnPath": slack, "waitsOnPath": len(on_path),
         "withinTarget": within, "pollSchedule": {"first": first, "ceiling": ceiling, "check": check},
         "chain": [{"step": name, "seconds": seconds} for name, seconds in links],
-        "workspaces": [{"step": r.name, "seconds": table.resource(r.type)} for r in plan.resources if r.type in WORKSPACE_TYPES],
+        "workspaces": [{"step": r.name, "seconds": table.resource(r.type)} for r in plan.resources
+                       if r.type in WORKSPACE_TYPES],
         "waits": [{"step": name, "what": w.what, "event": w.event, "noticed": w.noticed, "slack": w.slack,
                    "interval": w.interval, "checks": len(w.checks)} for name, w in waits],
         "criticalPath": [{"resource": plan.get(u).name, "type": plan.get(u).type, "start": ours.steps[u].start,
@@ -410,11 +389,16 @@ def render(result: dict) -> str:
              "  ratios: " + ", ".join(f"{k} = {v:.2f}" for k, v in result["ratios"].items()),
              "  targets: " + ", ".join(f"{k} {t['target']} {'met' if t['met'] else 'NOT MET'}"
                                        for k, t in result["targets"].items()),
-             f"  this stack exceeds the physical limit by {result['excess']:.0f} s: {result['pollingSlackOnPath']:.0f} s of "
-             f"polling slack over {result['waitsOnPath']} wait(s) on the critical path, the rest lookups, the namespace "
-             f"and reads the chain needs; {'within' if result['withinTarget'] else 'NOT within'} one poll interval per wait",
-             "", "Unavoidable chain (physical limit): " + " -> ".join(f"{c['step']} {c['seconds']:.0f} s" for c in result["chain"])
-             + ("".join(f"; {w['step']} {w['seconds']:.0f} s before the steps that read it" for w in result["workspaces"])),
+             f"  this stack exceeds the physical limit by {result['excess']:.0f} s: "
+             f"{result['pollingSlackOnPath']:.0f} s of "
+             f"polling slack over {result['waitsOnPath']} wait(s) on the critical path, the rest lookups, "
+             "the namespace "
+             f"and reads the chain needs; {'within' if result['withinTarget'] else 'NOT within'} "
+             "one poll interval per wait",
+             "", "Unavoidable chain (physical limit): "
+             + " -> ".join(f"{c['step']} {c['seconds']:.0f} s" for c in result["chain"])
+             + ("".join(f"; {w['step']} {w['seconds']:.0f} s before the steps that read it"
+                        for w in result["workspaces"])),
              "", "Critical path (this stack):"]
     for step in result["criticalPath"]:
         lines.append(f"  {step['start']:6.0f} -> {step['finish']:6.0f} s  {step['resource']} ({step['type']})"
@@ -424,11 +408,14 @@ def render(result: dict) -> str:
     for w in result["waits"]:
         lines.append(f"  {w['step']}: {w['what']} at {w['event']:.0f} s, noticed at {w['noticed']:.0f} s: slack "
                      f"{w['slack']:.0f} s (last interval {w['interval']:.0f} s, {w['checks']} check(s))")
-    lines += ["", f"ARM reads ({r['fleet']} stacks in one subscription and region, one principal, all started together):",
+    lines += ["", f"ARM reads ({r['fleet']} stacks in one subscription and region, one principal, "
+                  "all started together):",
               f"  one stack: {r['readsPerStack']} reads (lookups, polls, the provider's status reads), at most "
               f"{r['peakReadsPerSecondPerStack']:.2f}/s over any {r['windowSeconds']} s",
-              f"  {r['fleet']} stacks: at most {r['fleetPeakReadsPerSecond']:.1f}/s over any {r['windowSeconds']} s against "
-              f"{r['refillPerSecond']:.0f}/s per principal ({r['globalRefillPerSecond']:.0f}/s per subscription); token "
+              f"  {r['fleet']} stacks: at most {r['fleetPeakReadsPerSecond']:.1f}/s over any "
+              f"{r['windowSeconds']} s against "
+              f"{r['refillPerSecond']:.0f}/s per principal ({r['globalRefillPerSecond']:.0f}/s per subscription); "
+              "token "
               f"bucket of {r['bucket']}: lowest {r['lowestTokens']:.0f} left, "
               f"{'THROTTLED' if r['throttled'] else 'never throttled'}",
               f"  {r['fleet']} stacks: Microsoft.Network reads {r['fleetNetworkReadsPer5Min']} in the busiest 5 min "
@@ -446,8 +433,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from stack_config.schema import ConfigError
     from offline.plan import _parse_sets
+    from stack_config.schema import ConfigError
 
     try:
         plan = run(args.stack, _parse_sets(args.sets))

@@ -2,24 +2,14 @@
 
     python -m bench.fleet_sim [--sizes 1,10,50,100] [--grafanas 1,5] [--json]
 
-SIMULATED: no GitHub, no Azure. One stack's steps come from ``bench.deploy_sim`` on the dev stack's offline plan (its
-dependency graph, ``bench/latencies.yaml``, the scripts' polling); the CI overheads (a job's setup, pulumi's start,
-verify) from the same table's ``ci`` section. Stacks are spread over the Grafanas in turn; Grafanas run in parallel;
-enough runners are assumed for every stack at once (GitHub's concurrent-job limit of the plan is not modelled).
-
-- **today**: per Grafana, one job per stack one after another (``max-parallel: 1``): setup, ``pulumi up``, verify.
-- **ours**: phase 1, every stack at once: setup, ``pulumi preview``, then ``pulumi up`` (all of it when nothing
-  conflicts; else without the managed private endpoint, the refresh and their dependents), verify; the plan job; then
-  per Grafana one job per chunk of at most ``FLEET_CHUNK`` stacks (ops/fleet.py), one after another, each
-  paying its setup: the endpoint PUTs one stack after another (pulumi's start, the lookups, the PUT), then the
-  rest of each stack, FLEET_PARALLEL at once, each refresh holding the Grafana for its long-running action while
-  the others retry its 409 on the scripts' schedule (``steps/lib.sh`` backoff), then verify.
-- **floor**: the cluster side in parallel (namespace, Helm release, the PLS appearing) plus the
-  conflicting Grafana operations of all stacks one after another (each endpoint PUT and each refresh).
-
-Three runs: a first rollout, a chart-version bump on every stack (the Helm release updates), a run with nothing to
-do. Targets, ratios in one run: first rollout of 50 on one Grafana <= 1.2 x the floor; chart bump and nothing-to-do
-of 50 <= 1.5 x one stack's time (one stack alone, today's scheme).
+SIMULATED: no GitHub, no Azure. One stack's steps come from ``bench.deploy_sim`` on the dev stack's offline plan,
+the CI overheads from ``bench/latencies.yaml``'s ``ci`` section; stacks are spread over the Grafanas in turn.
+Schemes: **today** (per Grafana one job per stack, one after another), **ours** (``ops/fleet.py``: phase 1 every
+stack at once, then per Grafana the conflicting writes in chunks) and the **floor** (the cluster side in parallel
+plus every stack's conflicting Grafana operations one after another). Three runs: a first rollout, a chart-version
+bump on every stack, a run with nothing to do. Targets: first rollout of 50 on one Grafana <= 1.2 x the floor; chart
+bump and nothing-to-do of 50 <= 1.5 x one stack's time. Output: a text report, or ``--json``. The model in detail:
+docs/decisions/benchmarks.md ("Fleet rollout").
 """
 
 from __future__ import annotations
@@ -28,7 +18,6 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, Sequence
 
 import yaml
@@ -143,7 +132,8 @@ def refresh(ready: float, free: float, busy: float, check: float) -> tuple[float
     while at < free:
         at += max(delay, check)
         delay = min(delay * 2, ceiling)
-    return at, deploy_sim.poll("IP", at, at + busy, check, deploy_sim.delays(first, ceiling), first_offset=check).noticed
+    return at, deploy_sim.poll("IP", at, at + busy, check, deploy_sim.delays(first, ceiling),
+                               first_offset=check).noticed
 
 
 def table_rows(sizes: Sequence[int], grafanas: Sequence[int]) -> dict:
@@ -188,7 +178,8 @@ def render(result: dict) -> str:
               f"of {result['fleetChunk'] // result['serialWeight']} whole-up (serial) stacks "
               f"{m(result['wholeChunkJob']).strip()}: "
               + ("within" if max(result["grafanaJob50"], result["wholeChunkJob"]) <= 6000 else "LONGER THAN")
-              + " the ~100 minutes a chunk may take (120-minute timeout, 2-hour Pulumi token; docs/fleet.md, \"Chunks\")"]
+              + " the ~100 minutes a chunk may take (120-minute timeout, 2-hour Pulumi token; "
+              "docs/fleet.md, \"Chunks\")"]
     return "\n".join(lines)
 
 

@@ -3,24 +3,12 @@
     python -m bench.hotspots_scale [--nodes 200000] [--repeat 3]
 
 Writes a synthetic GPU-memory pprof profile (``malloc``/``bytes``, gzip) whose merged call tree has ``--nodes`` nodes
-(a random recursive tree, seed 21: each new frame calls from a random earlier one, every leaf and one in four inner
-frames allocates; 4 096 function names, unique among a caller's callees), then times, each in a fresh process and
-the best of ``--repeat``:
-
-- **parser alone**: ``gzip.decompress`` and ``Profile.FromString`` (the protobuf runtime with the vendored
-  google/pprof schema), the least any reader must do;
-- **parser + one pass**: the same and every sample's stack and value read into Python once (the floor of any
-  reader that walks the samples in Python);
-- **columns, no pass**: gunzip, then the protobuf runtime parses the bytes through a *columnar view* of the schema
-  (:func:`columns_view`), which hands every sample's location ids and values over as two flat Python lists with no
-  per-sample Python step: the least any Python reader can do to get the stacks out of the parser at all (it also
-  loses where one stack ends and the next starts, so it is a floor, not a reader);
-- **read and report**: what ``python -m flamegraph.hotspots --from-file FILE`` does before printing:
-  ``flamegraph.formats.load`` (parse, merge the stacks into the tree) and ``flamegraph.analysis.report``.
-
-It prints the times and their ratios to the parser alone, and each run's peak memory over the process's resident size before reading
-(VmHWM after resetting it, against VmRSS, from ``/proc/self/status``) divided by the profile's decoded size (the gunzipped protobuf bytes).
-No figure is asserted: tests/bench/test_hotspots_scale.py runs it small.
+(seed 21), then times, each in a fresh process and the best of ``--repeat``: the parser alone, the parser and one
+Python pass over the samples, a columnar parse with no pass (:func:`columns_view`, a floor, not a reader), and what
+``python -m flamegraph.hotspots --from-file FILE`` does before printing (``flamegraph.formats.load`` and
+``flamegraph.analysis.report``). It prints the times, their ratios to the parser alone, and each run's peak memory
+over the profile's decoded size. No figure is asserted: tests/bench/test_hotspots_scale.py runs it small. The profile
+and the measures in detail: docs/decisions/benchmarks.md ("Reading a large profile").
 """
 
 from __future__ import annotations
@@ -28,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import random
 import subprocess
 import sys
@@ -57,7 +44,8 @@ def synthetic(nodes: int, seed: int = 21) -> bytes:
         parent.append(p)
         name.append(n)
     message = profile_pb2.Profile()
-    message.string_table.extend(["", "malloc", "bytes", "process_cuda"] + [f"module{n % 97}.Class{n % 13}.fn_{n}" for n in range(1, NAMES + 1)])
+    message.string_table.extend(["", "malloc", "bytes", "process_cuda"]
+                                + [f"module{n % 97}.Class{n % 13}.fn_{n}" for n in range(1, NAMES + 1)])
     message.sample_type.add(type=1, unit=2)
     message.period_type.type, message.period_type.unit, message.period = 3, 2, 1
     for n in range(1, NAMES + 1):
@@ -179,9 +167,12 @@ def main(argv=None) -> int:
     print(f"parser + one Python pass over the samples: {touch['seconds']:.3f} s, peak +{touch['peak'] / 1e6:.1f} MB")
     print(f"columns, no pass ({columns['count']} location ids and the values as two lists, no per-sample step): "
           f"{columns['seconds']:.3f} s, peak +{columns['peak'] / 1e6:.1f} MB")
-    print(f"read and report (flamegraph.formats.load + report): {full['seconds']:.3f} s, peak +{full['peak'] / 1e6:.1f} MB")
+    print(f"read and report (flamegraph.formats.load + report): {full['seconds']:.3f} s, "
+          f"peak +{full['peak'] / 1e6:.1f} MB")
     print(f"ratio: time(read and report)/time(parser alone) = {full['seconds'] / parser_only['seconds']:.2f} "
-          f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); peak memory/decoded size = {full['peak'] / decoded:.2f} (parser alone: {parser_only['peak'] / decoded:.2f})")
+          f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); "
+          f"peak memory/decoded size = {full['peak'] / decoded:.2f} "
+          f"(parser alone: {parser_only['peak'] / decoded:.2f})")
     print(f"floors: time(parser and one pass)/time(parser alone) = {touch['seconds'] / parser_only['seconds']:.2f}; "
           f"time(columns, no pass)/time(parser alone) = {columns['seconds'] / parser_only['seconds']:.2f}, "
           f"its peak memory/decoded size = {columns['peak'] / decoded:.2f}")

@@ -48,7 +48,8 @@ print(json.dumps({"seconds": elapsed, "native": native, "modules": len(sys.modul
 def used_submodules() -> list[str]:
     """azure-native submodules the program imports (from pulumi_azure_native import a, b)."""
     names = set()
-    for path in [ROOT / "__main__.py", *sorted(p for d in ("components", "existing", "stack") for p in (ROOT / d).glob("*.py"))]:
+    for path in [ROOT / "__main__.py",
+                 *sorted(p for d in ("components", "existing", "stack") for p in (ROOT / d).glob("*.py"))]:
         for match in re.finditer(r"from pulumi_azure_native import ([\w, ]+)", path.read_text()):
             names.update(n.strip() for n in match.group(1).split(","))
     return sorted(names)

@@ -65,7 +65,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for size in sizes:
         result = fleet(size, args.jobs)
         results.append(result)
-        print(f"  {size:>6}  {result['wall']:>9.1f}s  {result['mean']:>9.2f}s  {result['worst']:>6.2f}s  {result['peakMB']:>6} MB")
+        print(f"  {size:>6}  {result['wall']:>9.1f}s  {result['mean']:>9.2f}s  {result['worst']:>6.2f}s  "
+              f"{result['peakMB']:>6} MB")
     first, last = results[0], results[-1]
     growth = last["wall"] / first["wall"]
     print(f"  growth: time({last['stacks']})/time({first['stacks']}) = {growth:.1f} "

@@ -91,11 +91,13 @@ class GpuDashboard(pulumi.ComponentResource):
             # Create first: a new uid is checked against the downloaded JSON before the old dashboard is
             # deleted (delete-first could delete it and then fail that check); overwrite covers the title.
             delete_first=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts), retain_on_delete=args.shared),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
+                                        retain_on_delete=args.shared),
         )
         self.uid = upload.stdout.apply(lambda _: args.uid)
-        self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")), "/d/", self.uid)
+        self.url = pulumi.Output.concat(pulumi.Output.from_input(args.grafana_endpoint).apply(lambda e: e.rstrip("/")),
+                                        "/d/", self.uid)
         self.definition = upload.stdout.apply(
-            lambda _: {"datasources": defaults, "inputs": inputs, "profileType": args.profile_type, "sha256": args.sha256,
-                       "source": args.source, "uid": args.uid})
+            lambda _: {"datasources": defaults, "inputs": inputs, "profileType": args.profile_type,
+                       "sha256": args.sha256, "source": args.source, "uid": args.uid})
         self.register_outputs({"uid": self.uid, "url": self.url, "definition": self.definition})

@@ -147,7 +147,8 @@ class GrafanaDatasources(pulumi.ComponentResource):
         # Prometheus does not wait for the role assignment: creating a datasource stores its settings and makes
         # no query, and Grafana's identity needs the role only when a panel queries the workspace.
         self.prometheus, self.prometheus_definition = datasource(
-            "prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name, args.workspace_query_endpoint, [])
+            "prometheus", prometheus_datasource, args.prometheus_uid, args.prometheus_name,
+            args.workspace_query_endpoint, [])
         self.datasources = [self.pyroscope, self.prometheus]
         self.pyroscope_uid = self.pyroscope.stdout.apply(lambda _: args.pyroscope_uid)
         self.prometheus_uid = self.prometheus.stdout.apply(lambda _: args.prometheus_uid)

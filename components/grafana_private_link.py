@@ -84,9 +84,11 @@ def require_nat_addresses(pls_name: str, ip_configurations) -> list[str]:
     addresses = sorted({config.private_ip_address for config in (ip_configurations or []) if config.private_ip_address})
     if not addresses:
         raise MissingNatAddressError(
-            f"privateLinkServiceName: private link service '{pls_name}' has no NAT IP address (no ipConfigurations with a "
+            f"privateLinkServiceName: private link service '{pls_name}' has no NAT IP address "
+            "(no ipConfigurations with a "
             "privateIPAddress), so Pyroscope's NetworkPolicy cannot admit Grafana's connections; check "
-            f"`az network private-link-service show -n {pls_name} -g <its resource group> --query ipConfigurations`, then "
+            f"`az network private-link-service show -n {pls_name} -g <its resource group> --query ipConfigurations`, "
+            "then "
             "run `pulumi up` again"
         )
     return addresses

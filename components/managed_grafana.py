@@ -75,7 +75,8 @@ class ManagedGrafana(pulumi.ComponentResource):
         )
         admin = authorization.RoleAssignment(
             f"{name}-grafana-admin",
-            role_assignment_name=grafana.id.apply(lambda gid: role_assignment_name(gid, GRAFANA_ADMIN, args.deployer_object_id)),
+            role_assignment_name=grafana.id.apply(
+                lambda gid: role_assignment_name(gid, GRAFANA_ADMIN, args.deployer_object_id)),
             scope=grafana.id,
             role_definition_id=role_definition_id(args.subscription_id, GRAFANA_ADMIN),
             principal_id=args.deployer_object_id,

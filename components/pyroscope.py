@@ -13,7 +13,6 @@ docs/decisions/private-link.md ("Who can reach Pyroscope").
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
@@ -215,8 +214,8 @@ CHART_COMPONENTS: dict = {
                        "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "256Mi"}}},
     "query-scheduler": {"kind": "Deployment", "replicaCount": 2,
                         "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "256Mi"}}},
-    "store-gateway": {"kind": "StatefulSet", "persistence": {"enabled": False}, "readinessProbe": {"initialDelaySeconds": 60},
-                      "replicaCount": 3,
+    "store-gateway": {"kind": "StatefulSet", "persistence": {"enabled": False},
+                      "readinessProbe": {"initialDelaySeconds": 60}, "replicaCount": 3,
                       "resources": {"limits": {"memory": "16Gi"}, "requests": {"cpu": 1, "memory": "8Gi"}}},
     "tenant-settings": {"kind": "Deployment", "replicaCount": 1,
                         "resources": {"limits": {"memory": "4Gi"}, "requests": {"cpu": 0.1, "memory": "16Mi"}}},
@@ -298,7 +297,8 @@ def network_policy_spec(allowed_cidrs: Sequence[str], namespace: str = NAMESPACE
         "ingress": [
             {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
                        "podSelector": {"matchLabels": dict(GADGET_POD_LABELS)}}], "ports": http},
-            *([{"from": [{"ipBlock": {"cidr": cidr}} for cidr in allowed_cidrs], "ports": http}] if allowed_cidrs else []),
+            *([{"from": [{"ipBlock": {"cidr": cidr}} for cidr in allowed_cidrs], "ports": http}]
+              if allowed_cidrs else []),
             {"from": [{"podSelector": {"matchLabels": dict(SELECTOR_LABELS)}}],
              "ports": [*http, {"port": MEMBERLIST_PORT, "protocol": "TCP"}]},
         ],
@@ -317,13 +317,18 @@ def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: st
     text = "\n".join(errors)
     history = f"`helm history {release} -n {namespace}`"
     if HELM_PENDING in text:
-        return (f"{namespace}/{release}: Helm's last revision of the release is still pending, left by a run killed while Helm worked "
-                f"({history} shows it), and `pulumi up` does not resume it: run `helm rollback {release} -n {namespace}` "
-                f"(a pending-upgrade or pending-rollback; a pending-install: `helm uninstall {release} -n {namespace}`), "
+        return (f"{namespace}/{release}: Helm's last revision of the release is still pending, "
+                "left by a run killed while Helm worked "
+                f"({history} shows it), and `pulumi up` does not resume it: "
+                f"run `helm rollback {release} -n {namespace}` "
+                "(a pending-upgrade or pending-rollback; a pending-install: "
+                f"`helm uninstall {release} -n {namespace}`), "
                 "then `pulumi up` again")
     if HELM_NAME_IN_USE in text:
-        return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; a first install "
-                f"killed while Helm worked leaves it pending-install ({history}): run `helm uninstall {release} -n {namespace}`, then "
+        return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; "
+                "a first install "
+                f"killed while Helm worked leaves it pending-install ({history}): "
+                f"run `helm uninstall {release} -n {namespace}`, then "
                 "`pulumi up` again (a release installed by hand: adopt it instead, docs/adopting.md)")
     return None
 

@@ -223,7 +223,10 @@ def _same_location(type_: str, diff: dict) -> bool:
     ``applyAzureSpecificDiff`` compares them lowercased without spaces (provider/pkg/provider/diff.go @ 03707ff7)."""
     if not type_.startswith("azure-native:") or diff["path"] != "location":
         return False
-    norm = lambda v: v.lower().replace(" ", "") if isinstance(v, str) else v
+
+    def norm(v):
+        return v.lower().replace(" ", "") if isinstance(v, str) else v
+
     return diff["old"] is not None and diff["new"] is not None and norm(diff["old"]) == norm(diff["new"])
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from offline.diff import LABEL, Diff, input_diffs
 
-
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": " ", "read": ">"}
 
 

@@ -20,11 +20,10 @@ from typing import Optional, Sequence
 from cli import OneLineParser, exit_code, require_virtualenv
 
 with require_virtualenv("offline.plan"):  # the plan runs the program: it needs requirements.txt installed
-    from stack_config.schema import ConfigError
-    from offline import adopt
+    from offline import adopt, diff_text
     from offline import diff as plan_diff
-    from offline import diff_text
     from offline.program import ConfigSet, Plan, Resource, run
+    from stack_config.schema import ConfigError
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:

@@ -31,9 +31,9 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policy import rules
 from offline import canned
 from offline.program import Plan, Resource
+from policy import rules
 
 PACK_VERSION = "0.1.0"
 #: ``"preview"``: stack policies see a first preview's outputs; ``"up"``: the outputs after ``pulumi up``.

@@ -30,10 +30,10 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
-from stack_config import cli_values
-from stack_config import schema as stack_schema
 from offline import canned, replacement
 from offline import stack_file as stack_files
+from stack_config import cli_values
+from stack_config import schema as stack_schema
 
 ROOT = Path(__file__).resolve().parents[1]  # offline/ -> the project
 SECRET = "[secret]"
@@ -533,7 +533,8 @@ def read_stack_config(stack: str,
     ``pulumi config set [--path]`` would store it (:func:`offline.stack_file.config_set`; a key it sets is plain,
     no longer secret), then checked as the CLI checks it before the program runs.
     Raises StackFileError for a file the CLI would refuse or misread, ConfigError for a missing file, a set the CLI
-    refuses, or a value of the wrong declared type, as the CLI refuses them (stack_config.cli_values.check_cli_types)."""
+    refuses, or a value of the wrong declared type, as the CLI refuses them
+    (stack_config.cli_values.check_cli_types)."""
     path = stack_file(stack)
     if not path.exists():
         raise stack_schema.ConfigError("stack", f"no stack file {path.name}; expected "

@@ -33,16 +33,22 @@ GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"  # steps/azcli.py GRAF
 
 #: Where each provider's action names come from.
 SOURCES = {
-    "Microsoft.ContainerService": "learn.microsoft.com/azure/role-based-access-control/permissions/containers#microsoftcontainerservice",
-    "Microsoft.KubernetesConfiguration": "learn.microsoft.com/azure/role-based-access-control/permissions/hybrid-multicloud#microsoftkubernetesconfiguration; "
-                                         "built-in role Kubernetes Extension Contributor (85cb6faf-e071-4c9b-8136-154b5a04f717)",
+    "Microsoft.ContainerService":
+        "learn.microsoft.com/azure/role-based-access-control/permissions/containers#microsoftcontainerservice",
+    "Microsoft.KubernetesConfiguration":
+        "learn.microsoft.com/azure/role-based-access-control/permissions/hybrid-multicloud"
+        "#microsoftkubernetesconfiguration; "
+        "built-in role Kubernetes Extension Contributor (85cb6faf-e071-4c9b-8136-154b5a04f717)",
     "Microsoft.Dashboard": "learn.microsoft.com/azure/role-based-access-control/permissions/monitor#microsoftdashboard",
     "Microsoft.Monitor": "learn.microsoft.com/azure/role-based-access-control/permissions/monitor#microsoftmonitor",
     "Microsoft.Network": "learn.microsoft.com/azure/private-link/rbac-permissions#private-link-service; "
                          "learn.microsoft.com/azure/role-based-access-control/permissions/networking#microsoftnetwork",
-    "Microsoft.Authorization": "learn.microsoft.com/azure/role-based-access-control/permissions/management-and-governance#microsoftauthorization",
+    "Microsoft.Authorization":
+        "learn.microsoft.com/azure/role-based-access-control/permissions/management-and-governance"
+        "#microsoftauthorization",
     "Microsoft.Storage": "learn.microsoft.com/azure/role-based-access-control/permissions/storage#microsoftstorage",
-    "Microsoft.ManagedIdentity": "learn.microsoft.com/azure/role-based-access-control/permissions/identity#microsoftmanagedidentity",
+    "Microsoft.ManagedIdentity":
+        "learn.microsoft.com/azure/role-based-access-control/permissions/identity#microsoftmanagedidentity",
 }
 
 
@@ -58,7 +64,7 @@ def _rw(prefix: str, *extra: str) -> tuple:
     return (f"{prefix}/read", f"{prefix}/write", f"{prefix}/delete", *extra)
 
 
-# --- Resources: azure-native type token -> actions ---------------------------------------------------------------------
+# --- Resources: azure-native type token -> actions ---------------------------------------------------------------
 #: Async operations: azure-native waits for a long-running create or delete by polling the operation URL the provider
 #: returns; each provider lists reading that status as its own action.
 _EXT_OPERATIONS = "Microsoft.KubernetesConfiguration/extensions/operations/read"  # "Gets Async Operation status"
@@ -84,10 +90,12 @@ RESOURCES = {
     # operation-status action of Microsoft.Storage, as Dashboard's and Monitor's do (docs/deployer-role.md, open).
     "azure-native:storage:StorageAccount": Need(
         _rw("Microsoft.Storage/storageAccounts"),
-        "components/pyroscope_storage.py (pyroscopeMode microservices, account created); " + SOURCES["Microsoft.Storage"]),
+        "components/pyroscope_storage.py (pyroscopeMode microservices, account created); "
+        + SOURCES["Microsoft.Storage"]),
     "azure-native:storage:BlobContainer": Need(
         _rw("Microsoft.Storage/storageAccounts/blobServices/containers"),
-        "components/pyroscope_storage.py (the profiles' container, created with the account); " + SOURCES["Microsoft.Storage"]),
+        "components/pyroscope_storage.py (the profiles' container, created with the account); "
+        + SOURCES["Microsoft.Storage"]),
     "azure-native:managedidentity:UserAssignedIdentity": Need(
         _rw("Microsoft.ManagedIdentity/userAssignedIdentities"),
         "components/pyroscope_storage.py (Pyroscope's workload identity); " + SOURCES["Microsoft.ManagedIdentity"]),
@@ -109,7 +117,7 @@ NOT_ARM = {
     "kubernetes:": "Kubernetes API objects (namespace, Helm release): Kubernetes RBAC, docs/deployer-role.md",
 }
 
-# --- Invokes: azure-native function token -> actions -------------------------------------------------------------------
+# --- Invokes: azure-native function token -> actions -------------------------------------------------------------
 INVOKES = {
     "azure-native:authorization:getClientConfig": Need(
         (), "answered by the azure-native provider from its own credentials (no ARM request)"),
@@ -121,28 +129,31 @@ INVOKES = {
         "existing/kubeconfig.py kubeconfig_for (kubeconfigCredentials=user); " + SOURCES["Microsoft.ContainerService"]),
     "azure-native:containerservice:listManagedClusterAdminCredentials": Need(
         ("Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action",),
-        "existing/kubeconfig.py kubeconfig_for (kubeconfigCredentials=admin); " + SOURCES["Microsoft.ContainerService"]),
+        "existing/kubeconfig.py kubeconfig_for (kubeconfigCredentials=admin); "
+        + SOURCES["Microsoft.ContainerService"]),
     "azure-native:dashboard:getGrafana": Need(
         ("Microsoft.Dashboard/grafana/read",), "existing/grafana.py lookup_grafana; " + SOURCES["Microsoft.Dashboard"]),
     "azure-native:dashboard:getManagedPrivateEndpoint": Need(
         ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/read",),
         "components/grafana_private_link.py (private IP read-back); " + SOURCES["Microsoft.Dashboard"]),
     "azure-native:monitor:getAzureMonitorWorkspace": Need(
-        ("Microsoft.Monitor/accounts/read",), "existing/grafana.py lookup_monitor_workspace; " + SOURCES["Microsoft.Monitor"]),
+        ("Microsoft.Monitor/accounts/read",),
+        "existing/grafana.py lookup_monitor_workspace; " + SOURCES["Microsoft.Monitor"]),
     "azure-native:network:getPrivateLinkService": Need(
         ("Microsoft.Network/privateLinkServices/read",),
-        "components/grafana_private_link.py (PLS id for the MPE, NAT IPs for Pyroscope's NetworkPolicy); " + SOURCES["Microsoft.Network"]),
+        "components/grafana_private_link.py (PLS id for the MPE, NAT IPs for Pyroscope's NetworkPolicy); "
+        + SOURCES["Microsoft.Network"]),
 }
 
 #: Actions a configuration can need that the role leaves out on purpose, and why.
 EXCLUDED = {
     "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action":
-        "kubeconfigCredentials=admin only: the admin kubeconfig is cluster-admin on the cluster, bypassing Microsoft Entra "
-        "ID; a deployer who needs it gets the built-in Azure Kubernetes Service Cluster Admin Role on that one "
-        "cluster instead",
+        "kubeconfigCredentials=admin only: the admin kubeconfig is cluster-admin on the cluster, bypassing "
+        "Microsoft Entra ID; a deployer who needs it gets the built-in Azure Kubernetes Service Cluster Admin "
+        "Role on that one cluster instead",
 }
 
-# --- az command lines --------------------------------------------------------------------------------------------------
+# --- az command lines --------------------------------------------------------------------------------------------
 #: ``az <words>`` (the leading non-option words of argv) -> actions. azure-cli sources at 2.91.0.
 AZ_COMMANDS = {
     ("network", "private-link-service", "show"): Need(
@@ -171,8 +182,10 @@ AZ_COMMANDS = {
         "azure-cli 2.91.0); " + SOURCES["Microsoft.Authorization"]),
     ("role", "assignment", "list"): Need(
         ("Microsoft.Authorization/roleAssignments/read",),
-        "GET {scope}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope() (steps/ensure_role_assignment.sh,"
-        " when the create answered with another principal's assignment; --role is a full id and --fill-role-definition-name"
+        "GET {scope}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope() "
+        "(steps/ensure_role_assignment.sh,"
+        " when the create answered with another principal's assignment; --role is a full id and "
+        "--fill-role-definition-name"
         " false, so no role definition is listed: azure-cli 2.91.0 azure/cli/command_modules/role/custom.py "
         "list_role_assignments, _search_role_assignments, _resolve_role_id); " + SOURCES["Microsoft.Authorization"]),
 }
@@ -197,7 +210,7 @@ ARM_REST = [
         "ops/verify.py (extension state); " + SOURCES["Microsoft.KubernetesConfiguration"])),
 ]
 
-# --- Grafana's HTTP API (not Azure RBAC) -------------------------------------------------------------------------------
+# --- Grafana's HTTP API (not Azure RBAC) -------------------------------------------------------------------------
 #: Azure Managed Grafana's roles, least to most (MicrosoftDocs/azure-docs articles/managed-grafana/
 #: how-to-share-grafana-workspace.md: Admin "viewing, editing, and configuring data sources", Editor "read-write access
 #: to the dashboards", Viewer read-only). "none": Grafana answers without a signed-in user.
@@ -213,11 +226,14 @@ GRAFANA_API = [
      "reading a datasource's settings is data source configuration (steps/grafana_datasource.py)"),
     ("post", re.compile(r"/api/datasources$"), "Admin", "creating a datasource (steps/grafana_datasource.py)"),
     ("put", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin", "updating a datasource (steps/grafana_datasource.py)"),
-    ("delete", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin", "deleting a datasource (steps/grafana_datasource.py)"),
-    ("get", re.compile(r"/api/dashboards/uid/[^/]+$"), "Viewer", "reading a dashboard (steps/grafana_dashboard.py, ops/verify.py)"),
+    ("delete", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin",
+     "deleting a datasource (steps/grafana_datasource.py)"),
+    ("get", re.compile(r"/api/dashboards/uid/[^/]+$"), "Viewer",
+     "reading a dashboard (steps/grafana_dashboard.py, ops/verify.py)"),
     ("get", re.compile(r"/api/search$"), "Viewer", "dashboard search (steps/grafana_dashboard.py title check)"),
     ("post", re.compile(r"/api/dashboards/db$"), "Editor", "saving a dashboard (steps/grafana_dashboard.py)"),
-    ("delete", re.compile(r"/api/dashboards/uid/[^/]+$"), "Editor", "deleting a dashboard (steps/grafana_dashboard.py)"),
+    ("delete", re.compile(r"/api/dashboards/uid/[^/]+$"), "Editor",
+     "deleting a dashboard (steps/grafana_dashboard.py)"),
     ("post", re.compile(r"/api/ds/query$"), "Viewer", "a datasource query (flamegraph/hotspots.py)"),
 ]
 
@@ -273,7 +289,8 @@ def az_permission(argv: Sequence[str]) -> Permission:
             for want, pattern, need in ARM_REST:
                 if want == method and pattern.match(url):
                     return Permission("arm", need.actions, source=need.source)
-        raise Unmapped(f"unmapped az rest call: {method.upper()} {url}" + (f" (--resource {audience})" if audience else ""))
+        raise Unmapped(f"unmapped az rest call: {method.upper()} {url}"
+                       + (f" (--resource {audience})" if audience else ""))
     raise Unmapped(f"unmapped az command: az {' '.join(words)}")
 
 
@@ -348,9 +365,11 @@ def role_condition(role_ids: Sequence[str]) -> str:
     delegate-role-assignments-examples.md), on one line."""
     ids = ", ".join(role_ids)
     return ("((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'})) OR "
-            f"(@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{ids}}})) AND "
+            "(@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] "
+            f"ForAnyOfAnyValues:GuidEquals {{{ids}}})) AND "
             "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})) OR "
-            f"(@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{ids}}}))")
+            "(@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] "
+            f"ForAnyOfAnyValues:GuidEquals {{{ids}}}))")
 
 
 def assigned_roles() -> tuple:
@@ -385,7 +404,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m ops.deployer_role", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to plan (default dev)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
-    parser.add_argument("--role", default=str(ROLE_FILE), help="the role definition JSON (default docs/deployer-role.json)")
+    parser.add_argument("--role", default=str(ROLE_FILE),
+                        help="the role definition JSON (default docs/deployer-role.json)")
     try:
         args = parser.parse_args(argv)
         missing, excluded = missing_for_plan(plan_json(args.stack, args.set), load_role(Path(args.role)))

@@ -10,8 +10,8 @@ Owns: ``classify`` (one stack's ``pulumi preview --json`` -> ``none``, ``paralle
 (one Grafana's records -> ``endpoints=``, ``chunks=``, ``failed=`` and a summary table) and ``endpoints`` (the
 serialized phase: pass 1 one stack at a time, pass 2 ``FLEET_PARALLEL`` at once with ``python -m ops.verify``; on a
 re-run each stack is previewed first; ``ok=``/``failed=``/``skipped=``). Inputs: previews, records, ``GITHUB_*``,
-``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN``. Errors: a failing stack is reported and skipped, exit 1 when any
-failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why: docs/decisions/fleet-rollout.md.
+``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN``. Errors: a failing stack is reported and skipped, exit 1 when
+any failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why: docs/decisions/fleet-rollout.md.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ def stack_file_grafana(root: Path, stack: str) -> dict[str, str]:
         return {}
     found = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        match = re.fullmatch(rf"\s+{PROJECT}:(grafanaName|grafanaResourceGroup):\s*['\"]?([^'\"#\s]*)['\"]?\s*(?:#.*)?", line)
+        match = re.fullmatch(rf"\s+{PROJECT}:(grafanaName|grafanaResourceGroup):"
+                             r"\s*['\"]?([^'\"#\s]*)['\"]?\s*(?:#.*)?", line)
         if match and match.group(2):
             found[match.group(1)] = match.group(2)
     return found
@@ -77,15 +78,18 @@ def matrix(path: Path) -> list[dict]:
         fail(f"{path}: cannot read it as JSON ({error})")
     entries = document.get("stacks") if isinstance(document, dict) else None
     if not isinstance(entries, list) or not entries:
-        fail(f'{path}: expected {{"stacks": [{{"stack": "...", "grafana": "<resource group>/<name>"}}, ...]}} with at least one stack')
+        fail(f'{path}: expected {{"stacks": [{{"stack": "...", "grafana": "<resource group>/<name>"}}, ...]}} '
+             'with at least one stack')
     groups: dict[str, list[str]] = {}
     seen: set[str] = set()
     for index, entry in enumerate(entries):
         stack, grafana = (entry.get("stack"), entry.get("grafana")) if isinstance(entry, dict) else (None, None)
         if not isinstance(stack, str) or not STACK.fullmatch(stack):
-            fail(f"{path}: stacks[{index}].stack: expected a stack name (stack, project/stack or org/project/stack), got {stack!r}")
+            fail(f"{path}: stacks[{index}].stack: expected a stack name (stack, project/stack or org/project/stack), "
+                 f"got {stack!r}")
         if not isinstance(grafana, str) or not GRAFANA.fullmatch(grafana):
-            fail(f"{path}: stacks[{index}].grafana ({stack}): expected '<resource group>/<Grafana name>', got {grafana!r}")
+            fail(f"{path}: stacks[{index}].grafana ({stack}): expected '<resource group>/<Grafana name>', "
+                 f"got {grafana!r}")
         if stack in seen:
             fail(f"{path}: stack {stack} is listed twice; list each stack once")
         seen.add(stack)
@@ -94,7 +98,8 @@ def matrix(path: Path) -> list[dict]:
         for key, value in (("grafanaResourceGroup", group), ("grafanaName", name)):
             if key in declared and declared[key].lower() != value.lower():
                 fail(f"{path}: stack {stack} writes to Grafana {declared.get('grafanaResourceGroup', group)}/"
-                     f"{declared.get('grafanaName', name)} (its Pulumi.<stack>.yaml), not {grafana}; fix its grafana entry")
+                     f"{declared.get('grafanaName', name)} (its Pulumi.<stack>.yaml), not {grafana}; "
+                     "fix its grafana entry")
         groups.setdefault(grafana.lower(), []).append(stack)
     return [{"grafana": key, "stacks": stacks} for key, stacks in groups.items()]
 

@@ -5,7 +5,6 @@ analyzer server (the PolicyPack constructor serves and blocks).
 """
 
 from pulumi_policy import EnforcementLevel, PolicyPack
-
 from rules import PACK_NAME, POLICIES
 
 PolicyPack(name=PACK_NAME, enforcement_level=EnforcementLevel.MANDATORY, policies=POLICIES)

@@ -13,15 +13,28 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 import pulumi
-from pulumi_policy import (EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy,
-                           StackValidationArgs, StackValidationPolicy)
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.proxy import UnknownValueError
 
 # The pack runs rules.py as a top-level module (policy/__main__.py, started by pulumi in policy/); the tests and
 # `python -m offline.plan --policy` import the package policy.
 try:
-    from policy.values import (NETWORK_POLICY, NOT_KNOWN, RELEASE, is_list, is_pyroscope_chart, known,
-                               stack_is_production)
+    from policy.values import (
+        NETWORK_POLICY,
+        NOT_KNOWN,
+        RELEASE,
+        is_list,
+        is_pyroscope_chart,
+        known,
+        stack_is_production,
+    )
 except ModuleNotFoundError:
     from values import NETWORK_POLICY, NOT_KNOWN, RELEASE, is_list, is_pyroscope_chart, known, stack_is_production
 

@@ -18,22 +18,65 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
 import pulumi
-from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs,
-                           ResourceValidationPolicy, StackValidationArgs, StackValidationPolicy)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.proxy import UnknownValueError
 
 # The pack runs rules.py as a top-level module (policy/__main__.py, started by pulumi in policy/); the tests and
 # `python -m offline.plan --policy` import the package policy.
 try:
-    from policy.values import (COMMAND, EXTENSION, GRAFANA, INTERNAL_LB, MPE, NETWORK_POLICY, NOT_KNOWN, PACK_NAME,
-                               PLS_VISIBILITY, RELEASE, ROLE_ASSIGNMENT, SERVICE, annotations_in, is_pyroscope_chart,
-                               known, leaves, load_balancer_services, mappings, stack_is_production)
     from policy.pyroscope_production import pyroscope_network_policy_in_production, pyroscope_persistent_in_production
+    from policy.values import (
+        COMMAND,
+        EXTENSION,
+        GRAFANA,
+        INTERNAL_LB,
+        MPE,
+        NETWORK_POLICY,
+        NOT_KNOWN,
+        PACK_NAME,
+        PLS_VISIBILITY,
+        RELEASE,
+        ROLE_ASSIGNMENT,
+        SERVICE,
+        annotations_in,
+        is_pyroscope_chart,
+        known,
+        leaves,
+        load_balancer_services,
+        mappings,
+        stack_is_production,
+    )
 except ModuleNotFoundError:
-    from values import (COMMAND, EXTENSION, GRAFANA, INTERNAL_LB, MPE, NETWORK_POLICY, NOT_KNOWN, PACK_NAME,
-                        PLS_VISIBILITY, RELEASE, ROLE_ASSIGNMENT, SERVICE, annotations_in, is_pyroscope_chart, known,
-                        leaves, load_balancer_services, mappings, stack_is_production)
     from pyroscope_production import pyroscope_network_policy_in_production, pyroscope_persistent_in_production
+    from values import (
+        COMMAND,
+        EXTENSION,
+        GRAFANA,
+        INTERNAL_LB,
+        MPE,
+        NETWORK_POLICY,
+        NOT_KNOWN,
+        PACK_NAME,
+        PLS_VISIBILITY,
+        RELEASE,
+        ROLE_ASSIGNMENT,
+        SERVICE,
+        annotations_in,
+        is_pyroscope_chart,
+        known,
+        leaves,
+        load_balancer_services,
+        mappings,
+        stack_is_production,
+    )
 
 
 #: azure-native resource types the stack uses that take ``tags`` (checked against the SDK in the tests).

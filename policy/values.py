@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterator
 import pulumi
 from pulumi_policy.proxy import UnknownValueError
 
-
 PACK_NAME = "aks-gpu-observability"
 PROJECT = "aks-gpu-observability"
 

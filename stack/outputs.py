@@ -36,11 +36,16 @@ CONTRACT: dict[str, tuple[type, str]] = {
     "privateLinkServiceName": (str, "name of the private link service"),
     "privateLinkServiceResourceGroup": (str, "its resource group"),
     # What the Grafana steps set, for `python -m ops.verify --drift` (commands are never refreshed).
-    "pyroscopeDatasource": (dict, "the Pyroscope datasource as the stack sets it: uid, name, type, access, url, jsonData"),
-    "prometheusDatasource": (dict, "the Prometheus datasource as the stack sets it: uid, name, type, access, url, jsonData"),
-    "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), profileType "
-                                  "(the Pyroscope profile type ID its GPU-memory flame graphs ask for, dashboardProfileType), "
-                                  "datasources (the variable defaults it sets), inputs (the datasource each __inputs plugin "
+    "pyroscopeDatasource": (dict, "the Pyroscope datasource as the stack sets it: "
+                                  "uid, name, type, access, url, jsonData"),
+    "prometheusDatasource": (dict, "the Prometheus datasource as the stack sets it: "
+                                   "uid, name, type, access, url, jsonData"),
+    "dashboardDefinition": (dict, "how the stack uploads the dashboard: uid, source, sha256 (of the source), "
+                                  "profileType "
+                                  "(the Pyroscope profile type ID its GPU-memory flame graphs ask for, "
+                                  "dashboardProfileType), "
+                                  "datasources (the variable defaults it sets), inputs (the datasource each "
+                                  "__inputs plugin "
                                   "maps to); both {} when shared"),
 }
 

@@ -14,7 +14,6 @@ import re
 
 from stack_config.schema import StackConfig
 
-
 #: The names a single-cluster stack uses in Grafana when the keys are left empty: the published procedure's
 #: (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md: MPE ``pyroscope-mpe``, Pyroscope datasource
 #: name and uid ``local-pyroscope``, the Prometheus datasource named after the Azure Monitor workspace; the

@@ -22,7 +22,6 @@ from typing import Callable
 from stack.profile_types import ID as PROFILE_TYPE_ID
 from stack_config.schema import MANAGED_BY, PROJECT_FILE, ConfigError, StackConfig, snake
 
-
 Rule = Callable[[str, object], None]
 
 

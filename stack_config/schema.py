@@ -19,7 +19,6 @@ from typing import Mapping
 import pulumi
 import yaml
 
-
 PROJECT = "aks-gpu-observability"
 
 

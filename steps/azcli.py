@@ -214,9 +214,11 @@ class Step:
             self.retry(f"reading Grafana workspace {name}", lambda: rest("get", url, audience=None), timeout)
         except AzError as error:
             if error.kind == "not_found":
-                self.log(f"Grafana workspace {name} no longer exists ({brief(error.last_line, 120)}); nothing to delete")
+                self.log(f"Grafana workspace {name} no longer exists ({brief(error.last_line, 120)}); "
+                         "nothing to delete")
                 return True
-            self.log(f"could not tell whether Grafana workspace {name} exists ({brief(error.last_line, 120)}); asking Grafana")
+            self.log(f"could not tell whether Grafana workspace {name} exists ({brief(error.last_line, 120)}); "
+                     "asking Grafana")
         return False
 
     def read(self, what: str, url: str, timeout: float) -> Any:
@@ -265,7 +267,8 @@ class Owner:
     so that a create-first replacement's old delete finds it stamped by another step."""
 
     def __init__(self, environ: Optional[dict] = None) -> None:
-        found = re.search(r"\bowner=([0-9a-f]{16})\b", (environ if environ is not None else os.environ).get("PULUMI_COMMAND_STDOUT", ""))
+        found = re.search(r"\bowner=([0-9a-f]{16})\b",
+                          (environ if environ is not None else os.environ).get("PULUMI_COMMAND_STDOUT", ""))
         self.previous = found.group(1) if found else None
         self.id = self.previous or secrets.token_hex(8)
         self.claim = self.previous is None
@@ -314,11 +317,13 @@ def rest(method: str, url: str, body: Optional[Any] = None, audience: Optional[s
 
 def download(url: str, path: str) -> None:
     """Save the bytes at a public https ``url`` to ``path`` exactly as served (no token is sent)."""
-    az("rest", "--method", "get", "--url", url, "--skip-authorization-header", "--output-file", path, "--output", "none")
+    az("rest", "--method", "get", "--url", url, "--skip-authorization-header", "--output-file", path,
+       "--output", "none")
 
 
 def contains(actual: Any, desired: Any) -> bool:
     """True if every key in ``desired`` (recursively, for objects) has the same value in ``actual``."""
     if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(key in actual and contains(actual[key], value) for key, value in desired.items())
+        return isinstance(actual, dict) and all(key in actual and contains(actual[key], value)
+                                                for key, value in desired.items())
     return actual == desired

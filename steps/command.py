@@ -1,27 +1,13 @@
 """Steps with no ARM resource, run as ``pulumi-command`` local commands over the repo's ``steps/``.
 
-Each step is ``bash steps/<name>.sh`` or ``python3 -m steps.<name> apply`` (run from the project
-directory, where Pulumi starts its providers), parameters in ``environment`` (keys sorted), stdout and
-stderr in the engine's log (the scripts never print credentials). An edited script runs again: the sha256 of the script and its shared helpers (``lib.sh``, or
-``azcli.py`` and ``grafana_server.py``) is part of the inputs.
-
-Two kinds of step:
-
-- *Actions* (bash: wait, approve, refresh) own nothing and have no delete. The hash is in ``triggers``, so
-  an edit replaces the command, which re-runs the (idempotent) script; no previous output is fed back.
-- *Owners* (Python: a datasource, the dashboard) own an object in Grafana and delete it on destroy. Ownership is
-  per step instance: a create writes the object and stamps it with a fresh owner id (``aksGpuObservabilityOwner``
-  in a datasource's ``jsonData``, at the top of the dashboard JSON; ``steps/azcli.py``) and prints ``<uid> owner=<id>``; pulumi-command
-  keeps stdout in the state and hands it to the next update and to the delete as ``PULUMI_COMMAND_STDOUT``
-  (``addPreviousOutputInEnv``; pulumi-command v1.2.1 ``local/commandOutputs.go``). An update keeps the id and
-  writes only what differs. A delete removes the object unless it carries another step's owner id, which only a
-  replacement created before this delete can have put there. So both replacement orders end with the object
-  present and holding the new definition: delete-first deletes, then creates; create-first creates (always
-  writing, to claim the object), then the old step's delete leaves the claimed object alone. (Grafana's own
-  ``version`` would not do: any edit in the UI bumps it, and a destroy must still remove the object.)
-  The script hash travels in the environment (an edit is an update), the object's identity (Grafana endpoint,
-  uid) in ``triggers``. Datasources replace delete-first (a new uid under the old name would clash: Grafana keeps
-  datasource names unique); the dashboard create-first (its new JSON and uid are checked before the old one goes).
+Owns :func:`script_command` (``bash steps/<name>.sh`` or ``python3 -m steps.<name> apply``, run from the project
+directory, parameters in ``environment`` with keys sorted, stdout and stderr in the engine's log), :func:`script_hash`
+(the sha256 of the script and its shared helpers :data:`HELPERS`, part of the inputs, so an edited script runs
+again), :func:`with_secret_mask` and :func:`forwarded_depends_on`. Two kinds of step: *actions* (bash: wait, approve,
+refresh) own nothing, have no delete, and carry the hash in ``triggers``; *owners* (Python: a datasource, the
+dashboard) own an object in Grafana, stamp it with the step's owner id (``steps/azcli.py``; printed as
+``<uid> owner=<id>``) and on destroy delete it unless another step's id is on it. Why, and how both replacement
+orders end: docs/decisions/step-commands.md. Upstream: pulumi-command v1.2.1 ``local/commandOutputs.go``.
 """
 
 from __future__ import annotations
@@ -112,7 +98,8 @@ def with_secret_mask(props: Mapping[str, object], opts: pulumi.ResourceOptions,
         return dict(props), opts
     env = {**dict(props.get("environment") or {}), MASK_VALUES: pulumi.Output.secret("\n".join(values))}
     masked = {**props, "environment": {key: env[key] for key in sorted(env)}, "logging": local.Logging.STDERR}
-    return masked, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["stdout", "stderr"]))
+    return masked, pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(additional_secret_outputs=["stdout", "stderr"]))
 
 
 def forwarded_depends_on(opts: Optional[pulumi.ResourceOptions]) -> list:

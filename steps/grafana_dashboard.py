@@ -91,13 +91,16 @@ def import_inputs(dashboard: dict, by_plugin: dict, source: str) -> dict:
         value = EXPRESSIONS if plugin == EXPRESSIONS else by_plugin.get(plugin) if kind == "datasource" else (
             item.get("value") if kind == "constant" else None)
         if value is None:
-            what = f"{kind} {plugin}" if kind == "datasource" else f"{kind} without a value" if kind == "constant" else str(kind)
+            what = (f"{kind} {plugin}" if kind == "datasource" else f"{kind} without a value" if kind == "constant"
+                    else str(kind))
             if kind == "datasource" and not by_plugin:
-                why = ("a dashboard shared by several clusters (multiCluster) cannot be bound to one cluster's datasources; "
+                why = ("a dashboard shared by several clusters (multiCluster) cannot be bound to one cluster's "
+                       "datasources; "
                        "use an export with datasource variables instead of __inputs")
             else:
                 why = (f"this stack maps only datasource inputs of type {', '.join(sorted(by_plugin)) or 'none'} (and "
-                       "constants with a value); export the dashboard without 'Export for sharing externally', or remove "
+                       "constants with a value); export the dashboard without 'Export for sharing externally', "
+                       "or remove "
                        "that input")
             step.fail(f"dashboard {source} has input {name} ({what}) that nothing maps: {why}; nothing uploaded")
         values["${" + str(name) + "}"] = str(value)
@@ -138,7 +141,8 @@ _VARIABLE = re.compile(r"\$(\w+)|\[\[([\s\S]+?)(?::\w+)?\]\]|\$\{(\w+)(?:\.[^:^}
 
 
 def _panels(panels) -> Iterator[dict]:
-    """Each panel of ``panels`` and, depth first, the panels nested in it (a collapsed row keeps its own in ``panels``)."""
+    """Each panel of ``panels`` and, depth first, the panels nested in it (a collapsed row keeps its own in
+    ``panels``)."""
     for panel in panels or []:
         if isinstance(panel, dict):
             yield panel
@@ -292,7 +296,8 @@ def refuse_title_taken(server: grafana_server.Server, endpoint: str, dashboard: 
     if taken is None:
         return
     step.fail(f"dashboard {dashboard.get('uid')}: {server.describe()} already has dashboard {taken.get('title')!r} "
-              f"(uid {taken.get('uid')}) in the General folder, and before Grafana 11.3 titles are unique per folder, so "
+              f"(uid {taken.get('uid')}) in the General folder, and before Grafana 11.3 titles are unique per folder, "
+              "so "
               f"uploading would overwrite it; rename or delete that dashboard in Grafana, or adopt it by setting "
               f"dashboardUid to {taken.get('uid')} (with a dashboard source whose uid is {taken.get('uid')}), then run "
               "`pulumi up` again; nothing uploaded")
@@ -306,7 +311,8 @@ def main(action: str) -> int:
     owner = Owner()
 
     if action == "delete":
-        step.delete_owned(f"dashboard {uid}", by_uid, timeout, lambda found: (found.get("dashboard") or {}).get(OWNER_KEY), owner)
+        step.delete_owned(f"dashboard {uid}", by_uid, timeout,
+                          lambda found: (found.get("dashboard") or {}).get(OWNER_KEY), owner)
         print(uid)
         return 0
 
@@ -347,13 +353,15 @@ def main(action: str) -> int:
 
     existing = step.read(f"dashboard {uid}", by_uid, timeout)
     current = (existing or {}).get("dashboard") or {}
-    if existing and comparable(current) == comparable(dashboard) and (not owner.claim or current.get(OWNER_KEY) == owner.id):
+    if existing and comparable(current) == comparable(dashboard) and (
+            not owner.claim or current.get(OWNER_KEY) == owner.id):
         step.log(f"dashboard {uid} is up to date; nothing written")
     else:
         refuse_title_taken(server, endpoint, dashboard, timeout)
         body = {"dashboard": dashboard, "overwrite": True, "message": f"aks-gpu-observability: sha256 {actual[:12]}"}
         try:
-            step.retry(f"uploading dashboard {uid}", lambda: rest("post", f"{endpoint}/api/dashboards/db", body), timeout)
+            step.retry(f"uploading dashboard {uid}", lambda: rest("post", f"{endpoint}/api/dashboards/db", body),
+                       timeout)
         except AzError as error:
             step.fail(f"uploading dashboard {uid} failed: {error.last_line}")
         step.log(f"uploaded dashboard {uid} (sha256 {actual})")

@@ -55,7 +55,8 @@ def main(action: str) -> int:
         desired = _for_grafana(definition, server, None)
         stamped = _stamped(desired, owner)
         try:
-            step.retry(f"creating datasource {uid}", lambda: rest("post", f"{endpoint}/api/datasources", stamped), timeout)
+            step.retry(f"creating datasource {uid}", lambda: rest("post", f"{endpoint}/api/datasources", stamped),
+                       timeout)
             step.log(f"created datasource {uid} ({desired.get('type')})")
             print(owner.line(uid))
             return 0
@@ -81,7 +82,8 @@ def main(action: str) -> int:
             if error.kind == "read_only":
                 _refuse_read_only(uid)
             step.fail(f"updating datasource {uid} failed: {error.last_line}")
-        step.log(f"updated datasource {uid}: {', '.join(changed)}" if changed else f"claimed datasource {uid} for this step")
+        step.log(f"updated datasource {uid}: {', '.join(changed)}" if changed
+                 else f"claimed datasource {uid} for this step")
     print(owner.line(uid))
     return 0
 
@@ -112,7 +114,8 @@ def _marker(datasource: dict) -> str | None:
 
 def _by_name(endpoint: str, name: str, timeout: float):
     """The datasource named ``name`` (GET /api/datasources/name/{name}), or None when there is none."""
-    return step.read(f"datasource '{name}'", f"{endpoint}/api/datasources/name/{urllib.parse.quote(name, safe='')}", timeout)
+    return step.read(f"datasource '{name}'", f"{endpoint}/api/datasources/name/{urllib.parse.quote(name, safe='')}",
+                     timeout)
 
 
 def _stamped(desired: dict, owner: Owner) -> dict:

@@ -66,7 +66,8 @@ def probe(step: Step, endpoint: str, timeout: float) -> Server:
                  "Grafana's datasource plugins (GET /api/plugins)") or []
     plugins = frozenset(item.get("id") for item in listed if isinstance(item, dict) and item.get("id"))
     server = Server(health.get("version") or None, plugins)
-    step.log(f"{server.describe()}; {AZURE_PROMETHEUS} {'installed' if AZURE_PROMETHEUS in plugins else 'not installed'}")
+    step.log(f"{server.describe()}; "
+             f"{AZURE_PROMETHEUS} {'installed' if AZURE_PROMETHEUS in plugins else 'not installed'}")
     return server
 
 

@@ -13,9 +13,24 @@ model: docs/decisions/offline-engine.md. Upstream: https://github.com/pulumi/pul
 from offline.engine.deployment import Deployment, Engine, Monitor
 from offline.engine.graph import dependencies_of, depending_on, transitive_dependencies
 from offline.engine.property_path import PropertyPathError, parse_property_path, path_contains, replace_on_changes_keys
-from offline.engine.resource import (SOURCE, STACK_TYPE, UNKNOWN, Bail, DiffResult, EngineError, Provider,
-                                     ProviderError, Registered, Result, State, Step, contains_unknown, default_urn,
-                                     is_provider, package_of)
+from offline.engine.resource import (
+    SOURCE,
+    STACK_TYPE,
+    UNKNOWN,
+    Bail,
+    DiffResult,
+    EngineError,
+    Provider,
+    ProviderError,
+    Registered,
+    Result,
+    State,
+    Step,
+    contains_unknown,
+    default_urn,
+    is_provider,
+    package_of,
+)
 from offline.engine.snapshot import rebuild_base_state, verify_integrity
 from offline.engine.step_generator import process_ignore_changes, should_trigger_replace
 

@@ -12,8 +12,18 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from offline.engine.resource import (Bail, EngineError, Provider, ProviderError, Registered, Result, State, Step,
-                                     is_provider, package_of)
+from offline.engine.resource import (
+    Bail,
+    EngineError,
+    Provider,
+    ProviderError,
+    Registered,
+    Result,
+    State,
+    Step,
+    is_provider,
+    package_of,
+)
 from offline.engine.snapshot import rebuild_base_state, verify_integrity
 from offline.engine.step_executor import StepExecutor
 from offline.engine.step_generator import StepGenerator

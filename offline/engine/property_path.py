@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+
 class PropertyPathError(ValueError):
     """``ParsePropertyPath``'s error; ``str()`` is upstream's message."""
 

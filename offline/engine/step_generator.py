@@ -18,8 +18,18 @@ from typing import Any, Iterable, Optional
 
 from offline.engine.graph import dependencies_of, depending_on, transitive_dependencies
 from offline.engine.property_path import PropertyPathError, replace_on_changes_keys
-from offline.engine.resource import (STACK_TYPE, UNKNOWN, Bail, DiffResult, Registered, State, contains_unknown,
-                                     default_urn, is_provider, package_of)
+from offline.engine.resource import (
+    STACK_TYPE,
+    UNKNOWN,
+    Bail,
+    DiffResult,
+    Registered,
+    State,
+    contains_unknown,
+    default_urn,
+    is_provider,
+    package_of,
+)
 
 
 class StepGenerator:
