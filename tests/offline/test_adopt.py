@@ -14,15 +14,13 @@ from importlib import metadata
 
 import pytest
 
-from stack.specs import MONITORING_DATA_READER, role_assignment_name
-from tests.support import fake_world
-from tests.support import ROOT, reference
-from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
-from tests.support.scenarios import HAND_MADE_UID
-from offline import adopt
-from offline import canned
+from offline import adopt, canned
 from offline import diff as plan_diff
 from offline.program import run
+from stack.specs import MONITORING_DATA_READER, role_assignment_name
+from tests.support import ROOT, fake_world, reference
+from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
+from tests.support.scenarios import HAND_MADE_UID
 
 #: pulumi/pulumi v3.230.0 pkg/cmd/pulumi/operations/import.go: the JSON tags of ``importFile``
 #: (``nameTable,omitempty``, ``resources,omitempty``) and of ``importSpec`` (``type``, ``name``, ``id,omitempty``,

@@ -23,10 +23,8 @@ import pytest
 from offline import canned, diff_text, engine, program, replacement
 from offline import diff as plan_diff
 from offline.program import run
-from tests.support import ROOT, reference
-from tests.support import fake_world
+from tests.support import ROOT, fake_world, reference
 from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
-
 
 OTHER_URL = "https://dashboards.example.test/gpu/AdvancedGPUObservability-v2.json"
 RENAMED_URL = "https://dashboards.example.test/gpu/GpuObservabilityB.json"

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
 from offline import plan as plan_tool
 from offline.program import run
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,6 @@ import yaml
 from offline import rules_index
 from tests.support import ROOT
 
-
 DOC = ROOT / "docs" / "offline.md"
 RULES = ROOT / "docs" / "offline-rules.yaml"
 FIDELITIES = {"same", "divergence", "real", "not modelled"}

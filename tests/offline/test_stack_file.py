@@ -8,7 +8,6 @@ import pytest
 
 from stack_config import schema
 
-
 # Ported from pulumi/pulumi v3.230.0 sdk/go/common/resource/config/map_test.go (TestSetSuccess, TestSetFail): the cases
 # with a plaintext value (`pulumi config set --path` without --secret), on keys already parsed (config.ParseKey).
 # Expected: a string, or an object value's JSON.

@@ -58,9 +58,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from tests.support import fake_world
 from offline import canned, replacement
 from offline.diff import Diff
+from tests.support import fake_world
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER_KEY = "aksGpuObservabilityOwner"

@@ -286,8 +286,8 @@ SCENARIOS = [
     Scenario("approval-missing-nonce-refused", "approve_private_endpoint_connection.sh",
              {k: v for k, v in APPROVE_ENV.items() if k != "APPROVAL_NONCE"}, [], exit=1,
              stderr_has=["error: environment variable APPROVAL_NONCE is required"]),
-    # The security finding: a stranger who knows the PLS alias makes, in their own subscription, a private endpoint named
-    # like Grafana's. Before the fix it was approved (exit 0). Now it is rejected, never approved.
+    # A stranger who knows the PLS alias makes, in their own subscription, a private endpoint named like Grafana's:
+    # it is rejected, never approved (a name-only check would approve it).
     Scenario("stranger-same-name-is-rejected-not-approved", "approve_private_endpoint_connection.sh",
              {**APPROVE_ENV, "TIMEOUT_SECONDS": "1"},
              approval_rules([pls(connections=[stranger()]), pls(connections=[stranger("Rejected", description=REJECTED_BY_US)])]),
@@ -325,7 +325,7 @@ SCENARIOS = [
                  stranger(description=f"x\n{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\t/subscriptions/{ATTACKER_SUB}/x/{OURS}\tPending"),
                  connection(OURS, "Pending")])], [{"json": connection(OURS, "Approved")}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={1: 1, 2: 1, 3: 1}),
-    # Review finding: the stranger deletes its private endpoint between the listing and the rejection (it controls the
+    # The stranger deletes its private endpoint between the listing and the rejection (it controls the
     # timing; with visibility '*' it may keep making and deleting same-name endpoints). The rejection's GET of the
     # connection answers 404 (azure-cli aaz .../private_link_service/connection/_update.py: GET, then PUT; a status
     # other than 200 is on_error). A connection that is gone needs no rejection: ours must still be approved.
@@ -335,7 +335,7 @@ SCENARIOS = [
                             [{"exit": 3, "stderr": f"ERROR: (NotFound) Resource {PLS_ID}/privateEndpointConnections/"
                                                     f"{OURS}.0badc0de-2d82-4470-ab30-d23fcfee58d1 not found.\nCode: NotFound"}]),
              stdout=f"{OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1\n", calls={2: 1}),
-    # Review finding: a stranger's same-name connection the PLS owner rejected by hand (the owner's own description, not
+    # A stranger's same-name connection the PLS owner rejected by hand (the owner's own description, not
     # ours) while ours is not listed yet (the step waits for a late connection: connection-appears-late). The step
     # dies telling the deployer to replace the managed private endpoint, although the Rejected one is not ours (its
     # private endpoint is in another subscription) and ours comes at the next check.

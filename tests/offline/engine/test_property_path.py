@@ -8,7 +8,6 @@ import pytest
 
 from offline import engine
 
-
 #: pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path_test.go TestPropertyPath: the parse of each path, the
 #: "Simple" cases (wildcards) and the loose forms old providers emit (``.`` before ``[``).
 PARSED = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from offline import engine, program
+from offline import engine
 
 
 def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():

@@ -1,4 +1,4 @@
-"""Bad input, table-driven (issue 12 item 9): CLI config, stack files, dashboard files, flame-graph frames, policy
+"""Bad input, table-driven: CLI config, stack files, dashboard files, flame-graph frames, policy
 config and the tools' own inputs. Each case runs the tool's ``main`` in-process and must end with exit status 2,
 exactly one line on stderr that names the offending key or file, nothing on stdout and, for the offline plan, no
 resource registered but the stack itself (the SDK registers ``pulumi:pulumi:Stack`` when the program starts, as
@@ -17,11 +17,10 @@ from typing import Callable, Union
 
 import pytest
 
-from tests.support import ROOT
 from flamegraph import hotspots
-from offline import plan
+from offline import plan, program
 from ops import verify
-from offline import program
+from tests.support import ROOT
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
 NS = "aks-gpu-observability"
