@@ -57,7 +57,8 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     assert locks == ["policy/requirements.lock", "requirements-dev.lock", "requirements.lock"], locks
     assert config["rangeStrategy"] == "update-lockfile" and config["lockFileMaintenance"]["enabled"] is True
 
-    workflows = [f for f in files if any(js_pattern(p).search(f) for p in config["github-actions"]["managerFilePatterns"])]
+    workflows = [f for f in files if any(js_pattern(p).search(f)
+                                         for p in config["github-actions"]["managerFilePatterns"])]
     assert sorted(workflows) == sorted(f".github/workflows/{n}" for n in WORKFLOW_FILES)
     assert config["github-actions"]["pinDigests"] is True
 
@@ -69,7 +70,8 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     for name in WORKFLOW_FILES:
         text = (WORKFLOWS / name).read_text()
         for pattern in kubelogin["matchStrings"]:
-            found += [(name, m.group("currentValue"), m.group("currentDigest")) for m in re.finditer(js_regex(pattern), text)]
+            found += [(name, m.group("currentValue"),
+                       m.group("currentDigest")) for m in re.finditer(js_regex(pattern), text)]
     expected = []
     for name in WORKFLOW_FILES:
         for job in load(name)["jobs"].values():
@@ -80,7 +82,8 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     assert len(expected) == 4 and sorted(found) == sorted(expected), (found, expected)
 
     chart = managers["pyroscope"]
-    assert chart["datasourceTemplate"] == "helm" and chart["registryUrlTemplate"] == "https://grafana.github.io/helm-charts"
+    assert (chart["datasourceTemplate"] == "helm"
+            and chart["registryUrlTemplate"] == "https://grafana.github.io/helm-charts")
     project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
     matched = [m.group("currentValue") for p in chart["matchStrings"]
                for m in re.finditer(js_regex(p), (ROOT / "Pulumi.yaml").read_text())]

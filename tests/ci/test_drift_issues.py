@@ -60,7 +60,8 @@ def file_issues(tmp_path, results: dict, open_issues: list, stacks: list):
         "    update: async (a) => { calls.push(['update', a]); return { data: {} }; },\n"
         "    createComment: async (a) => { calls.push(['comment', a]); return { data: {} }; } } } };\n"
         "const core = { info: () => {}, warning: () => {}, setFailed: (m) => failed.push(m) };\n"
-        "const context = { repo: { owner: 'acme', repo: 'aks-gpu-observability' }, serverUrl: 'https://github.com', runId: 7 };\n"
+        "const context = { repo: { owner: 'acme', repo: 'aks-gpu-observability' }, serverUrl: 'https://github.com', "
+        "runId: 7 };\n"
         "const realRequire = require;\n"
         "(async () => {\n"
         # github-script resolves a relative require against the workspace (the checkout)
@@ -80,12 +81,15 @@ TITLE = "Drift: Grafana differs from what stack {} set"
 
 def test_drift_opens_an_issue_and_closes_the_one_of_a_stack_that_no_longer_drifts(tmp_path, drift_reports):
     prod_issue = {"number": 12, "title": TITLE.format("acme/x/prod"), "body": "old"}
-    calls, failed = file_issues(tmp_path, {"dev": (*drift_reports["drifted"], ""), "acme/x/prod": (*drift_reports["clean"], "")},
-                                [prod_issue, {"number": 13, "title": TITLE.format("dev"), "pull_request": {}}], ["dev", "acme/x/prod"])
+    calls, failed = file_issues(tmp_path, {"dev": (*drift_reports["drifted"], ""),
+                                           "acme/x/prod": (*drift_reports["clean"], "")},
+                                [prod_issue, {"number": 13, "title": TITLE.format("dev"), "pull_request": {}}],
+                                ["dev", "acme/x/prod"])
     assert failed == []
     assert calls[0] == ["list", {"owner": "acme", "repo": "aks-gpu-observability", "state": "open", "per_page": 100}]
     created = [c[1] for c in calls if c[0] == "create"]
-    assert len(created) == 1 and created[0]["title"] == TITLE.format("dev"), "a pull request with that title is not the issue"
+    assert len(created) == 1 and created[0]["title"] == TITLE.format("dev"), (
+        "a pull request with that title is not the issue")
     body = created[0]["body"]
     assert "### datasource `local-pyroscope`: drifted" in body
     assert '| `url` | `"http://10.0.9.9:4040"` | `"http://10.0.4.36:4040"` |' in body
@@ -133,6 +137,7 @@ def test_text_from_grafana_cannot_mention_link_or_restyle_in_the_issue(tmp_path)
 
 def test_a_stack_that_could_not_be_checked_keeps_its_issue_and_fails_the_step(tmp_path):
     error = "error: reading datasource local-pyroscope from Grafana failed: ERROR: Forbidden(...)"
-    calls, failed = file_issues(tmp_path, {"dev": (2, "", error)}, [{"number": 5, "title": TITLE.format("dev")}], ["dev", "prod"])
+    calls, failed = file_issues(tmp_path, {"dev": (2, "", error)}, [{"number": 5, "title": TITLE.format("dev")}],
+                                ["dev", "prod"])
     assert [c[0] for c in calls] == ["list"]
     assert failed == [f"drift could not be checked for: dev ({error}); prod (no result)"]

@@ -22,7 +22,8 @@ GIT = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.test", "-c", "c
 
 def throwaway_repository(path):
     """A git repository holding this checkout's files (tracked and new, not ignored), committed once."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True)
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                            check=True)
     for name in filter(None, listed.stdout.decode().split("\0")):
         source, target = ROOT / name, path / name
         if source.is_file():
@@ -32,7 +33,8 @@ def throwaway_repository(path):
     subprocess.run(["git", "init", "-q"], cwd=path, check=True)
     subprocess.run([*GIT, "add", "-A"], cwd=path, check=True)
     subprocess.run([*GIT, "commit", "-qm", "base"], cwd=path, check=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def run_diff_step(repo, base_sha):
@@ -68,7 +70,9 @@ def test_plan_diff_comments_the_change_between_two_commits(tmp_path):
     repo = tmp_path / "repo"
     base = throwaway_repository(repo)
     stack = repo / "Pulumi.dev.yaml"
-    stack.write_text(stack.read_text().replace("config:\n", "config:\n  aks-gpu-observability:managedPrivateEndpointName: pyro-mpe2\n", 1))
+    stack.write_text(stack.read_text().replace("config:\n",
+                                               "config:\n  aks-gpu-observability:managedPrivateEndpointName: "
+                                               "pyro-mpe2\n", 1))
     subprocess.run([*GIT, "commit", "-qam", "head: rename the managed private endpoint"], cwd=repo, check=True)
     (repo / "plan.txt").write_text("the offline plan and policy report\n")
     done = run_diff_step(repo, base)

@@ -69,7 +69,8 @@ def test_backend_azblob_with_the_account_in_a_variable(tmp_path):
 
 
 @pytest.mark.parametrize("stack_file,variables,names", [
-    pytest.param(None, {}, ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL", "PULUMI_SECRETS_PROVIDER"],
+    pytest.param(None, {}, ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL",
+                            "PULUMI_SECRETS_PROVIDER"],
                  id="nothing-configured"),
     pytest.param(None, {"HAS_PULUMI_ACCESS_TOKEN": "false", "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
                  ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN"], id="secrets-provider-alone"),

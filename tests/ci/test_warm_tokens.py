@@ -25,8 +25,10 @@ TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.SIMULATED-ACCESS-TOKEN.c2lnbmF0dXJ
 def token_answer() -> dict:
     """`az account get-access-token` as azure-cli 2.91 answers it (the token included, as az prints it),
     valid for 74.5 more minutes."""
-    return {"json": {"accessToken": TOKEN, "expiresOn": "2026-12-01 10:14:07.000000", "expires_on": int(time.time()) + 4470,
-                     "subscription": "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73", "tenant": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+    return {"json": {"accessToken": TOKEN, "expiresOn": "2026-12-01 10:14:07.000000",
+                     "expires_on": int(time.time()) + 4470,
+                     "subscription": "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73",
+                     "tenant": "72f988bf-86f1-41af-91ab-2d7cd011db47",
                      "tokenType": "Bearer"}}
 
 
@@ -52,7 +54,8 @@ def test_warm_tokens_requests_exactly_the_three_audiences_and_prints_no_token(tm
     assert done.returncode == 0, done.stderr
     assert sorted(resources(calls)) == sorted([GRAFANA_AUDIENCE, AKS_AUDIENCE, ARM_AUDIENCE])
     for argv in calls:
-        assert argv == ["account", "get-access-token", "--resource", argv[3], "--query", "expires_on", "--output", "tsv"]
+        assert argv == ["account", "get-access-token", "--resource", argv[3], "--query", "expires_on", "--output",
+                        "tsv"]
     assert TOKEN not in done.stdout + done.stderr and "SIMULATED-ACCESS-TOKEN" not in done.stdout + done.stderr
     assert done.stdout == ""
     assert len(re.findall(r"cached, valid for 7[34] more minutes", done.stderr)) == 3, done.stderr
@@ -70,7 +73,8 @@ def test_warm_tokens_adds_storage_and_key_vault_for_self_managed_state(tmp_path)
 def test_warm_tokens_fails_in_one_line_naming_the_audience(tmp_path):
     expired = {"exit": 1, "stderr": "ERROR: AADSTS700024: Client assertion is not within its valid time range. "
                                     "Current time: 2026-12-01T09:12:30Z, assertion valid from 2026-12-01T08:59:03Z, "
-                                    "expiry time of assertion 2026-12-01T09:04:03Z. Trace ID: 6c1f0a52-1b0e-4c8a-9a61-1f3e0d2a7700"}
+                                    "expiry time of assertion 2026-12-01T09:04:03Z. Trace ID: "
+                                    "6c1f0a52-1b0e-4c8a-9a61-1f3e0d2a7700"}
     rules = [{"match": ["account", "get-access-token", AKS_AUDIENCE], "responses": [expired]}, *any_token()]
     done, calls = run_warm(tmp_path, rules)
     assert done.returncode == 1

@@ -72,7 +72,8 @@ def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
                 assert step["env"]["HAS_PULUMI_ACCESS_TOKEN"] in (
                     "${{ secrets.PULUMI_ACCESS_TOKEN != '' }}", "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN != '' }}")
             else:
-                assert "secrets." not in yaml.safe_dump({k: v for k, v in step["env"].items() if k != "PULUMI_ACCESS_TOKEN"})
+                assert "secrets." not in yaml.safe_dump({k: v for k,
+                                                         v in step["env"].items() if k != "PULUMI_ACCESS_TOKEN"})
                 assert "PULUMI_ACCESS_TOKEN" in step["env"] and "secrets." not in yaml.safe_dump(
                     {k: v for k, v in step.items() if k != "env"}), step
                 assert any(command in step.get("run", "") for command in PULUMI_RUNS) or step.get(
@@ -179,7 +180,8 @@ def test_kubelogin_checksum_is_pinned_in_the_workflow():
         lines = step["run"].splitlines()
         check = next(i for i, line in enumerate(lines) if "sha256sum --check" in line)
         assert all("kubelogin.zip" not in line for line in lines[:check] if "unzip" in line or "install" in line)
-    assert len({(s["env"]["KUBELOGIN_VERSION"], s["env"]["KUBELOGIN_SHA256"]) for s in found}) == 1, "one pin everywhere"
+    assert len({(s["env"]["KUBELOGIN_VERSION"],
+                 s["env"]["KUBELOGIN_SHA256"]) for s in found}) == 1, "one pin everywhere"
     assert ("v0.2.19", "ebaeff02aa899c5cae6a2b954b64fc02738185319df2570f7dc053451efa4b2f") == (
         found[0]["env"]["KUBELOGIN_VERSION"], found[0]["env"]["KUBELOGIN_SHA256"])
 

@@ -19,6 +19,7 @@ def test_main_branch_deploy_workflow():
     called = load("deploy-stacks.yml")
     up = called["jobs"]["cluster"]
     pulumi = uses(up, "pulumi/actions")["with"]
-    assert pulumi["command"] == "up" and pulumi["policyPacks"] == "policy" and pulumi["stack-name"] == "${{ env.STACK }}"
+    assert (pulumi["command"] == "up" and pulumi["policyPacks"] == "policy"
+            and pulumi["stack-name"] == "${{ env.STACK }}")
     assert up["environment"] == "production"
     assert "-m ops.verify --stack" in runs(up)

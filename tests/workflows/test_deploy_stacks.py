@@ -24,8 +24,8 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     max-parallel and fail-fast off: each stack previews, classifies (ops/fleet.py classify) and runs `pulumi up`
     at once, excluding the conflicting resources and their dependents only when it has such a change. Job `plan` needs
     it (and runs when some stacks failed), job `grafana` (a matrix over the plan's chunks, one at a time: no
-    concurrency group, whose single pending slot would drop stacks) runs the serialized phase for the stacks listed. One run at a time: a
-    workflow-level group that never cancels a running rollout."""
+    concurrency group, whose single pending slot would drop stacks) runs the serialized phase for the stacks listed. One
+    run at a time: a workflow-level group that never cancels a running rollout."""
     deploy = load("deploy.yml")
     setup, rollout = deploy["jobs"]["setup"], deploy["jobs"]["rollout"]
     assert run_step(setup, "-m ops.stack_matrix")["run"] == "python3 -m ops.stack_matrix deploy/stacks.json"
@@ -50,11 +50,13 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert preview["continue-on-error"] is True and up["continue-on-error"] is True
     assert classify["env"] == {"OUTCOME": "${{ steps.preview.outcome }}"}
     assert up["if"] == "steps.classify.outputs.class == 'parallel' || steps.classify.outputs.class == 'grafana'"
-    assert up["with"]["exclude"] == "${{ steps.classify.outputs.class == 'grafana' && steps.classify.outputs.exclude || '' }}"
+    assert (up["with"]["exclude"]
+            == "${{ steps.classify.outputs.class == 'grafana' && steps.classify.outputs.exclude || '' }}")
     assert up["with"]["exclude-dependents"] == "${{ steps.classify.outputs.class == 'grafana' }}"
     upload = uses(cluster, "actions/upload-artifact")
     order = [index(cluster, x) for x in (preview, classify, up, run_step(cluster, "--outcome failure"), upload,
-                                         run_step(cluster, "-m ops.verify"), run_step(cluster, "::error title=Stack $STACK failed"))]
+                                         run_step(cluster, "-m ops.verify"),
+                                         run_step(cluster, "::error title=Stack $STACK failed"))]
     assert order == sorted(order)
     assert plan["needs"] == "cluster" and plan["if"] == "${{ !cancelled() }}" and "environment" not in plan
     assert uses(plan, "actions/download-artifact")["with"]["pattern"] == "fleet-*"
@@ -74,11 +76,14 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert endpoints["env"]["WHOLE"] == "${{ toJSON(matrix.chunk.whole) }}"
     assert endpoints["env"]["FLEET_RELOGIN"] == "bash .ci/azure_relogin.sh"
     install = [s for s in steps(grafana) if s.get("uses", "").startswith("pulumi/actions@")]
-    assert len(install) == 1 and "command" not in install[0]["with"] and index(grafana, install[0]) < index(grafana, endpoints)
+    assert len(install) == 1 and "command" not in install[0]["with"] and index(grafana,
+                                                                               install[0]) < index(grafana, endpoints)
     # The repository's stacks file yields one entry per Grafana, so one run puts at most one job in each group.
     done = subprocess.run([sys.executable, "ops/stack_matrix.py", "deploy/stacks.json"], cwd=ROOT,
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert done.returncode == 0, done.stderr
     grafanas = json.loads(done.stdout.split("=", 1)[1])
     assert len({g["grafana"] for g in grafanas}) == len(grafanas)
-    assert {s for g in grafanas for s in g["stacks"]} == {e["stack"] for e in json.loads((ROOT / "deploy" / "stacks.json").read_text())["stacks"]}
+    assert {s for g in grafanas for s in g["stacks"]} == {e["stack"]
+                                                          for e in json.loads((
+                                                              ROOT / "deploy" / "stacks.json").read_text())["stacks"]}

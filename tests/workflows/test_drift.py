@@ -21,7 +21,8 @@ from tests.support.workflows import (
 
 def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issues():
     drift = load("drift.yml")
-    assert drift["on"]["schedule"] and all(re.fullmatch(r"[\d*/,-]+( [\d*/,-]+){4}", c["cron"]) for c in drift["on"]["schedule"])
+    assert drift["on"]["schedule"] and all(re.fullmatch(r"[\d*/,-]+( [\d*/,-]+){4}",
+                                                        c["cron"]) for c in drift["on"]["schedule"])
     assert "workflow_dispatch" in drift["on"] and drift["permissions"] == {"contents": "read"}
     stacks, check, issues = drift["jobs"]["stacks"], drift["jobs"]["check"], drift["jobs"]["issues"]
     listing = run_step(stacks, "-m ops.stack_matrix")
@@ -47,7 +48,8 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert 'test "$code" -le 1' in verify["run"], "exit 2 (not checked) fails the job; drift (1) is for the issue job"
     upload = uses(check, "actions/upload-artifact")
     assert upload["if"] == "always()" and upload["with"]["path"] == "drift-result/"
-    assert index(check, backend) < index(check, cloud) < index(check, installer) < index(check, verify) < index(check, upload)
+    assert index(check, backend) < index(check, cloud) < index(check,
+                                                               installer) < index(check, verify) < index(check, upload)
     # issues: the only job with issues: write, and no cloud credential
     assert issues["permissions"] == {"contents": "read", "issues": "write"}
     assert issues["needs"] == ["stacks", "check"] and issues["if"].startswith("always()")
@@ -69,11 +71,13 @@ def test_drift_checks_the_stacks_the_deploy_workflow_deploys(tmp_path):
         {"stack": "aks-c", "grafana": "rg-o/amg-one"}]}))
     out = tmp_path / "github_output"
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(out)}
-    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
+    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list",
+                           str(tmp_path / "stacks.json")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert out.read_text() == 'stacks=["aks-a","aks-c","aks-b"]\n'
     (tmp_path / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "aks-a", "grafana": "rg-o/amg-one"}] * 2}))
-    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", str(tmp_path / "stacks.json")],
+    done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list",
+                           str(tmp_path / "stacks.json")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "listed twice" in done.stderr and len(done.stderr.splitlines()) == 1

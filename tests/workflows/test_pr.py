@@ -21,7 +21,8 @@ def test_pull_request_workflow():
     offline, preview = pr["jobs"]["offline"], pr["jobs"]["preview"]
     commands = runs(offline)
     assert ".venv/bin/pip install --require-hashes -r requirements-dev.lock" in commands
-    assert ".ci/fetch-reference" in commands and ".venv/bin/python -m pytest -q" in commands and "REQUIRE_AZURE_CLI=1" in commands
+    assert (".ci/fetch-reference" in commands and ".venv/bin/python -m pytest -q" in commands
+            and "REQUIRE_AZURE_CLI=1" in commands)
     assert "-m offline.plan --stack \"$STACK\" --policy" in commands
     diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
     assert diff["run"] == 'bash .ci/plan_diff.sh "$BASE_SHA" plan-diff'
@@ -74,8 +75,10 @@ def test_a_fork_pull_request_gets_the_plan_in_the_summary_and_no_comment():
     pr = load("pr.yml")
     offline = pr["jobs"]["offline"]
     names = [s.get("name") for s in steps(offline) if s.get("name")]
-    kept = ["Set up (the README's first command)", "Tests (the README's second command, with the real azure-cli parser check)",
-            "Offline plan with the policy pack", "Comment the plan on the pull request", "Fail on a mandatory policy violation"]
+    kept = ["Set up (the README's first command)",
+            "Tests (the README's second command, with the real azure-cli parser check)",
+            "Offline plan with the policy pack", "Comment the plan on the pull request",
+            "Fail on a mandatory policy violation"]
     assert [n for n in names if n in kept] == kept, "the offline job keeps its steps and their names"
     summary = next(s for s in steps(offline) if s.get("name") == "Plan in the job summary")
     comment = uses(offline, "actions/github-script")
@@ -85,7 +88,8 @@ def test_a_fork_pull_request_gets_the_plan_in_the_summary_and_no_comment():
     diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
     assert index(offline, plan) < index(offline, diff) < index(offline, summary) < index(offline, comment)
     assert evaluate(comment["if"], FORK) is False and evaluate(comment["if"], BRANCH) is True
-    assert evaluate(pr["jobs"]["preview"]["if"], FORK) is False and evaluate(pr["jobs"]["preview"]["if"], BRANCH) is True
+    assert evaluate(pr["jobs"]["preview"]["if"], FORK) is False and evaluate(pr["jobs"]["preview"]["if"],
+                                                                             BRANCH) is True
 
 
 def test_the_condition_evaluator_reads_what_it_is_given():

@@ -45,7 +45,8 @@ GUARD_STEP = {
     "name": "Only main may use production",
     "env": {"REF": "${{ github.ref }}"},
     "run": 'if [ "$REF" != refs/heads/main ]; then\n'
-           '  echo "::error::production runs only from main; this run is on \'${REF}\' (docs/platform.md, Identities)"\n'
+           '  echo "::error::production runs only from main; this run is on \'${REF}\' (docs/platform.md, '
+           'Identities)"\n'
            "  exit 1\n"
            "fi\n",
 }
@@ -170,17 +171,21 @@ def test_no_job_that_runs_pull_request_code_can_reach_a_production_credential():
 def test_the_reach_check_sees_through_reusable_workflows_and_refuses_pull_request_target():
     """The checker on made-up workflows: a pull request job calling the deploy workflow (with secrets: inherit), or
     naming the production identity, is found; a pull_request_target trigger is refused even with harmless jobs."""
-    production = {"on": {"workflow_call": {}}, "jobs": {"up": {"environment": "production", "steps": [{"run": "true"}]}}}
+    production = {"on": {"workflow_call": {}}, "jobs": {"up": {"environment": "production",
+                                                               "steps": [{"run": "true"}]}}}
     harmless = {"steps": [{"run": "true"}]}
     workflows = {"prod.yml": production,
                  "a.yml": {"on": {"pull_request": {}}, "jobs": {"call": {"uses": "./.github/workflows/prod.yml",
                                                                          "secrets": "inherit"}}},
-                 "b.yml": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ vars.AZURE_CLIENT_ID }}"}, **harmless}}},
+                 "b.yml": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ vars.AZURE_CLIENT_ID }}"},
+                                                                **harmless}}},
                  "c.yml": {"on": {"pull_request_target": {}}, "jobs": {"ok": harmless}},
-                 "d.yml": {"on": {"pull_request": {}}, "jobs": {"y": {"env": {"C": "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"},
-                                                                     **harmless}}}}
+                 "d.yml": {"on": {"pull_request": {}},
+                           "jobs": {"y": {"env": {"C": "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"},
+                                         **harmless}}}}
     found = pull_request_reach(workflows)
-    assert "a.yml job call: secrets: inherit to prod.yml" in found and "prod.yml job up: environment production" in found
+    assert ("a.yml job call: secrets: inherit to prod.yml" in found
+            and "prod.yml job up: environment production" in found)
     assert "b.yml job x: the production Azure identity vars.AZURE_CLIENT_ID" in found
     assert "c.yml: on pull_request_target is refused" in found
     assert not [f for f in found if f.startswith("d.yml")], "the preview identity is not production's"
@@ -189,30 +194,37 @@ def test_the_reach_check_sees_through_reusable_workflows_and_refuses_pull_reques
 HARMLESS = {"runs-on": "ubuntu-latest", "steps": [{"run": "true"}]}
 PRODUCTION_CALLEE = {"on": {"workflow_call": {}}, "jobs": {"up": {"environment": "production", **HARMLESS}}}
 REACHING = {  # each reaches a production credential from a pull request (each spelling an attacker could try)
-    "vars index syntax": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ vars['AZURE_CLIENT_ID'] }}"}, **HARMLESS}}},
+    "vars index syntax": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ vars['AZURE_CLIENT_ID'] }}"},
+                                                               **HARMLESS}}},
     "vars index with double quotes": {"on": "pull_request",
                                       "jobs": {"x": {"env": {"C": '${{ vars["azure_client_id"] }}'}, **HARMLESS}}},
     "vars via format()": {"on": "pull_request",
                           "jobs": {"x": {"env": {"C": "${{ vars[format('AZURE_{0}_ID', 'CLIENT')] }}"}, **HARMLESS}}},
-    "all secrets via toJSON": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ toJSON(secrets) }}"}, **HARMLESS}}},
+    "all secrets via toJSON": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ toJSON(secrets) }}"},
+                                                                    **HARMLESS}}},
     "all vars via tojson in a step": {"on": "pull_request", "jobs": {"x": {**HARMLESS, "steps": [
         {"run": "echo \"$V\"", "env": {"V": "${{ tojson( vars ) }}"}}]}}},
-    "secrets.* filter": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ join(secrets.*, ',') }}"}, **HARMLESS}}},
+    "secrets.* filter": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ join(secrets.*, ',') }}"},
+                                                              **HARMLESS}}},
     "secret name in lower case": {"on": "pull_request",
                                   "jobs": {"x": {"env": {"C": "${{ secrets.pulumi_access_token }}"}, **HARMLESS}}},
     "secret in a with: input": {"on": "pull_request", "jobs": {"x": {**HARMLESS, "steps": [
         {"uses": "some/action@" + "0" * 40, "with": {"token": "${{ SECRETS.Pulumi_Access_Token }}"}}]}}},
     "environment Production": {"on": "pull_request", "jobs": {"x": {"environment": "Production", **HARMLESS}}},
-    "environment as expression": {"on": "pull_request", "jobs": {"x": {"environment": "${{ 'produc' }}tion", **HARMLESS}}},
+    "environment as expression": {"on": "pull_request", "jobs": {"x": {"environment": "${{ 'produc' }}tion",
+                                                                       **HARMLESS}}},
     "environment mapping": {"on": "pull_request",
-                            "jobs": {"x": {"environment": {"name": "PRODUCTION", "url": "https://example.com"}, **HARMLESS}}},
+                            "jobs": {"x": {"environment": {"name": "PRODUCTION", "url": "https://example.com"},
+                                           **HARMLESS}}},
     "environment mapping with expression": {"on": "pull_request", "jobs": {"x": {
         "environment": {"name": "${{ github.event.pull_request.title }}"}, **HARMLESS}}},
-    "workflow-level env": {"on": "pull_request", "env": {"T": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}, "jobs": {"x": HARMLESS}},
+    "workflow-level env": {"on": "pull_request", "env": {"T": "${{ secrets.PULUMI_ACCESS_TOKEN }}"},
+                           "jobs": {"x": HARMLESS}},
     "workflow-level defaults": {"on": "pull_request", "defaults": {"run": {"shell": "${{ vars.AZURE_CLIENT_ID }}"}},
                                 "jobs": {"x": HARMLESS}},
     "job if": {"on": "pull_request", "jobs": {"x": {"if": "vars['azure_client_id'] != ''", **HARMLESS}}},
-    "pull_request_review trigger": {"on": "pull_request_review", "jobs": {"x": {"environment": "production", **HARMLESS}}},
+    "pull_request_review trigger": {"on": "pull_request_review", "jobs": {"x": {"environment": "production",
+                                                                                **HARMLESS}}},
     "pull_request_review_comment trigger": {"on": {"pull_request_review_comment": {}},
                                             "jobs": {"x": {"environment": "production", **HARMLESS}}},
     "trigger list": {"on": ["push", "pull_request"], "jobs": {"x": {"environment": "production", **HARMLESS}}},
@@ -227,7 +239,8 @@ NOT_REACHING = {
                                                                  **HARMLESS}}},
     "the preview token by index": {"on": "pull_request", "jobs": {"x": {
         "env": {"C": "${{ secrets['PULUMI_PREVIEW_ACCESS_TOKEN'] }}"}, **HARMLESS}}},
-    "an output named vars": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ steps.a.outputs.vars }}"}, **HARMLESS}}},
+    "an output named vars": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ steps.a.outputs.vars }}"},
+                                                                  **HARMLESS}}},
     "environment preview": {"on": "pull_request", "jobs": {"x": {"environment": {"name": "preview"}, **HARMLESS}}},
     "production job on push": {"on": "push", "jobs": {"x": {"environment": "production", **HARMLESS}}},
 }
@@ -361,8 +374,9 @@ def test_production_is_federated_only_for_the_events_of_its_workflows_never_a_pu
     assert not [event for event in production if event is None or event.startswith("pull_request")], production
     assert preview == list(PREVIEW_EVENTS), preview
     text = PLATFORM.read_text(encoding="utf-8")
-    customisation = re.findall(r"echo '(\{[^']*\})' \|\s*gh api -X PUT repos/<org>/<repo>/actions/oidc/customization/sub "
-                               r"--input -", text)
+    customisation = re.findall(
+        r"echo '(\{[^']*\})' \|\s*gh api -X PUT repos/<org>/<repo>/actions/oidc/customization/sub "
+        r"--input -", text)
     assert [json.loads(body) for body in customisation] == [
         {"use_default": False, "include_claim_keys": ["repo", "context", "event_name"]}], customisation
     policies = set(re.findall(r"`sub` `(repo:<org>/<repo>:environment:[\w-]+:event_name:\w+)`", text))
@@ -389,7 +403,8 @@ def test_the_preview_job_uses_only_the_preview_identity():
     assert uses(preview, "azure/login")["with"]["client-id"] == "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"
     cloud = uses(preview, "pulumi/auth-actions")["with"]
     assert "organization" not in cloud["requested-token-type"]
-    assert "access_token:team" in cloud["requested-token-type"] and "access_token:personal" in cloud["requested-token-type"]
+    assert ("access_token:team" in cloud["requested-token-type"]
+            and "access_token:personal" in cloud["requested-token-type"])
     assert cloud["scope"] == "${{ vars.PULUMI_PREVIEW_SCOPE }}"
     assert set(re.findall(r"secrets\.(\w+)", yaml.safe_dump(preview))) == {"PULUMI_PREVIEW_ACCESS_TOKEN"}
     assert preview["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
