@@ -1,6 +1,7 @@
 """Adopting a setup made by hand (docs/adopting.md): Pulumi's bulk import file from ``offline.plan --import-file``, and
 the first ``pulumi up`` after ``pulumi import`` against the procedure's objects. SIMULATED: Azure, Grafana and the
-engine's executor (tests/support/lifecycle.py, tests/support/fake_world.py); the plan, the import file and the step scripts are real.
+engine's executor (tests/support/lifecycle.py, tests/support/fake_world.py); the plan, the import file and the step
+scripts are real.
 """
 
 from __future__ import annotations
@@ -14,26 +15,26 @@ from importlib import metadata
 
 import pytest
 
-from stack.specs import MONITORING_DATA_READER, role_assignment_name
-from tests.support import fake_world
-from tests.support import ROOT, reference
-from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
-from tests.support.scenarios import HAND_MADE_UID
-from offline import adopt
-from offline import canned
+from offline import adopt, canned
 from offline import diff as plan_diff
 from offline.program import run
+from stack.specs import MONITORING_DATA_READER, role_assignment_name
+from tests.support import ROOT, fake_world, reference
+from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
+from tests.support.scenarios import HAND_MADE_UID
 
 #: pulumi/pulumi v3.230.0 pkg/cmd/pulumi/operations/import.go: the JSON tags of ``importFile``
 #: (``nameTable,omitempty``, ``resources,omitempty``) and of ``importSpec`` (``type``, ``name``, ``id,omitempty``,
 #: ``parent,omitempty``, ``provider,omitempty``, ``version,omitempty``, ``pluginDownloadUrl,omitempty``,
 #: ``properties,omitempty``, ``component,omitempty``, ``remote,omitempty``, ``logicalName,omitempty``).
 IMPORT_FILE_TAGS = {"nameTable", "resources"}
-IMPORT_SPEC_TAGS = {"type", "name", "id", "parent", "provider", "version", "pluginDownloadUrl", "properties", "component",
+IMPORT_SPEC_TAGS = {"type", "name", "id", "parent", "provider", "version", "pluginDownloadUrl", "properties",
+                    "component",
                     "remote", "logicalName"}
 REAL_SUBSCRIPTION = "0b1f6471-1bf0-4dda-aec3-cb9272f09590"
 REAL_PRINCIPAL = "7d3c9e41-5a2b-4c6d-8e9f-0a1b2c3d4e5f"
-EXTENSION_NAME, MPE_NAME, ROLE_NAME = "inspektor-gadget-extension", "grafana-private-link-mpe", "grafana-datasources-monitoring-data-reader"
+EXTENSION_NAME, MPE_NAME = "inspektor-gadget-extension", "grafana-private-link-mpe"
+ROLE_NAME = "grafana-datasources-monitoring-data-reader"
 
 
 def implied_urn(entry: dict, document: dict, stack: str, project: str = "aks-gpu-observability") -> str:
@@ -98,7 +99,8 @@ def test_import_ids_from_config_and_lookups(dev_file):
     ids = {e["name"]: e["id"] for e in document["resources"] if "id" in e}
     principal = canned.guid("grafana-identity", "rg-observability-dev", "amg-gpu-dev")
     assert ids == {
-        EXTENSION_NAME: f"{outputs['clusterId']}/providers/Microsoft.KubernetesConfiguration/extensions/inspektor-gadget",
+        EXTENSION_NAME: f"{outputs['clusterId']}/providers/Microsoft.KubernetesConfiguration/extensions/"
+                        "inspektor-gadget",
         "pyroscope-release": "gadget/pyroscope",
         MPE_NAME: f"{canned.grafana_id('rg-observability-dev', 'amg-gpu-dev')}/managedPrivateEndpoints/pyroscope-mpe",
         ROLE_NAME: f"{outputs['monitorWorkspaceId']}/providers/Microsoft.Authorization/roleAssignments/"
@@ -136,7 +138,8 @@ def test_real_lookups_name_the_real_resources(tmp_path):
     text = json.dumps(document)
     assert canned.SUBSCRIPTION_ID not in text
     role = next(e["id"] for e in document["resources"] if e["name"] == ROLE_NAME)
-    workspace = f"/subscriptions/{REAL_SUBSCRIPTION}/resourceGroups/rg-observability-dev/providers/Microsoft.Monitor/accounts/amw-gpu-dev"
+    workspace = (
+        f"/subscriptions/{REAL_SUBSCRIPTION}/resourceGroups/rg-observability-dev/providers/Microsoft.Monitor/accounts/amw-gpu-dev")
     assert role == (f"{workspace}/providers/Microsoft.Authorization/roleAssignments/"
                     f"{role_assignment_name(workspace, MONITORING_DATA_READER, REAL_PRINCIPAL)}")
 
@@ -146,9 +149,11 @@ def test_ids_follow_config_and_skip_leaves_out(tmp_path):
                         "--set", "assignMonitoringDataReader=false", "--skip", "pyroscope-release")
     ids = {e["name"]: e["id"] for e in document["resources"] if "id" in e}
     assert set(ids) == {EXTENSION_NAME, MPE_NAME}
-    assert ids[EXTENSION_NAME].endswith("/extensions/gadget") and ids[MPE_NAME].endswith("/managedPrivateEndpoints/mpe-hand")
+    assert (ids[EXTENSION_NAME].endswith("/extensions/gadget")
+            and ids[MPE_NAME].endswith("/managedPrivateEndpoints/mpe-hand"))
     assert "nameTable" not in document  # omitempty: no explicit provider without the release
-    assert {e["name"] for e in document["resources"] if e.get("component")} == {"inspektor-gadget", "grafana-private-link"}
+    assert {e["name"] for e in document["resources"] if e.get("component")} == {"inspektor-gadget",
+                                                                                "grafana-private-link"}
 
 
 @pytest.mark.parametrize("args,line", [
@@ -156,7 +161,8 @@ def test_ids_follow_config_and_skip_leaves_out(tmp_path):
     (["--import-file", "x.json", "--skip", "nosuch"], "error: --skip: 'nosuch' is not imported by this stack"),
     (["--import-file", "x.json", "--json"], "error: --import-file: writes the import file only"),
     (["--import-file", "x.json", "--subscription-id", "sub"], "error: --subscription-id: expected a GUID (got 'sub')"),
-    (["--import-file", "/nonexistent/dir/import.json"], "error: --import-file: cannot write /nonexistent/dir/import.json"),
+    (["--import-file", "/nonexistent/dir/import.json"],
+     "error: --import-file: cannot write /nonexistent/dir/import.json"),
     (["--import-file", "x.json", "--set", "clusterName="], "error: clusterName: required and must not be empty"),
 ])
 def test_bad_input_is_one_line(args, line, capsys, tmp_path, monkeypatch):
@@ -171,19 +177,24 @@ def test_bad_input_is_one_line(args, line, capsys, tmp_path, monkeypatch):
 
 # --- the first `pulumi up` after `pulumi import`, against the procedure's objects -----------------------------------
 
-GRAFANA_HOST = canned.grafana({"resourceGroupName": "rg-observability-dev", "workspaceName": "amg-gpu-dev"}, "eastus2")["properties"]["endpoint"].split("//", 1)[1]
+GRAFANA_HOST = canned.grafana({"resourceGroupName": "rg-observability-dev", "workspaceName": "amg-gpu-dev"},
+                              "eastus2")["properties"]["endpoint"].split("//", 1)[1]
 #: What the procedure made in Grafana (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md steps 3-5), and two
 #: objects of someone else's that must stay as they are.
-PROCEDURE_PYROSCOPE = {"access": "proxy", "jsonData": {"keepCookies": ["pyroscope_git_session"]}, "name": "local-pyroscope",
-                       "type": "grafana-pyroscope-datasource", "uid": "local-pyroscope", "url": f"http://{fake_world.PRIVATE_IP}:4040",
+PROCEDURE_PYROSCOPE = {"access": "proxy", "jsonData": {"keepCookies": ["pyroscope_git_session"]},
+                       "name": "local-pyroscope",
+                       "type": "grafana-pyroscope-datasource", "uid": "local-pyroscope",
+                       "url": f"http://{fake_world.PRIVATE_IP}:4040",
                        "id": 2, "orgId": 1, "version": 1, "readOnly": False}
 PROCEDURE_PROMETHEUS = {"access": "proxy", "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
                         "name": "amw-gpu-dev", "type": "prometheus", "uid": HAND_MADE_UID,
-                        "url": canned.query_endpoint("amw-gpu-dev", "eastus2"), "id": 3, "orgId": 1, "version": 1, "readOnly": False}
+                        "url": canned.query_endpoint("amw-gpu-dev", "eastus2"), "id": 3, "orgId": 1, "version": 1,
+                        "readOnly": False}
 OTHERS = {"loki-team": {"access": "proxy", "jsonData": {}, "name": "Loki (team)", "type": "loki", "uid": "loki-team",
                         "url": "http://loki.example.test", "id": 4, "orgId": 1, "version": 2, "readOnly": False},
           "azure-monitor-oob": {"access": "proxy", "jsonData": {"azureAuthType": "msi"}, "name": "Azure Monitor",
-                                "type": "grafana-azure-monitor-datasource", "uid": "azure-monitor-oob", "id": 1, "orgId": 1,
+                                "type": "grafana-azure-monitor-datasource", "uid": "azure-monitor-oob", "id": 1,
+                                "orgId": 1,
                                 "version": 1, "readOnly": True}}
 TEAM_DASHBOARD = {"uid": "team-overview", "title": "Team overview", "panels": [], "id": 20, "version": 5}
 
@@ -215,12 +226,15 @@ def imported_base(head: dict, skip: tuple) -> dict:
 
 def procedure_release(inputs: dict) -> dict:
     values = copy.deepcopy(inputs["values"])
-    del values["pyroscope"]["service"]["annotations"]["service.beta.kubernetes.io/azure-pls-ip-configuration-ip-address-count"]
-    return {"chart": "pyroscope", "name": "pyroscope", "namespace": "gadget", "version": inputs["version"], "values": values}
+    del values["pyroscope"]["service"]["annotations"][
+        "service.beta.kubernetes.io/azure-pls-ip-configuration-ip-address-count"]
+    return {"chart": "pyroscope", "name": "pyroscope", "namespace": "gadget", "version": inputs["version"],
+            "values": values}
 
 
 def seed(deployment: Deployment, base: dict, dashboard_file: str) -> None:
-    """The world as the procedure left it (the objects in ``base`` and Grafana's), and the state as the import left it."""
+    """The world as the procedure left it (the objects in ``base`` and Grafana's), and the state as the import left
+    it."""
     world = deployment.world()
     node_rg = "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
     pls = fake_world.pls_id(node_rg, "pyroscope-pls", canned.SUBSCRIPTION_ID)
@@ -232,19 +246,22 @@ def seed(deployment: Deployment, base: dict, dashboard_file: str) -> None:
     world["pls"][pls.lower()] = {"id": pls, "visibility": ["*"], "frontend": frontend, "tags": {
         fake_world.OWNER_SERVICE_TAG: "gadget/pyroscope", fake_world.CLUSTER_NAME_TAG: "kubernetes"}, "connections": [
         {"name": f"{endpoint}.f072a430-2d82-4470-ab30-d23fcfee58d1", "status": "Approved",
-         "endpoint": f"/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/Microsoft.Network/privateEndpoints/{endpoint}"}]}
+         "endpoint": "/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/managed-rg/providers/"
+                     f"Microsoft.Network/privateEndpoints/{endpoint}"}]}
     world["mpes"][f"{grafana}/pyroscope-mpe".lower()] = {"grafana": grafana, "endpoint": endpoint, "pls": pls,
                                                           "status": "Approved", "ip": fake_world.PRIVATE_IP}
     for resource in base["resources"]:
         if resource["type"].startswith("azure-native:"):
             world["arm"][deployment.arm_key(resource["type"], resource["inputs"])] = resource["inputs"]
         if resource["type"] == adopt.RELEASE:
-            world["releases"][release] = {"version": resource["inputs"]["version"], "values": resource["inputs"]["values"]}
+            world["releases"][release] = {"version": resource["inputs"]["version"],
+                                          "values": resource["inputs"]["values"]}
         deployment.states[resource["urn"]] = {"type": resource["type"], "inputs": resource["inputs"], "stdout": ""}
     procedure_dashboard = {**json.loads(open(dashboard_file, encoding="utf-8").read()), "id": 10, "version": 1}
     procedure_dashboard["description"] = "imported from the main branch by hand"
     g = fake_world.grafana(world, GRAFANA_HOST)
-    g["datasources"] = {ds["uid"]: copy.deepcopy(ds) for ds in (PROCEDURE_PYROSCOPE, PROCEDURE_PROMETHEUS, *OTHERS.values())}
+    g["datasources"] = {ds["uid"]: copy.deepcopy(ds) for ds in (PROCEDURE_PYROSCOPE, PROCEDURE_PROMETHEUS,
+                                                                *OTHERS.values())}
     g["dashboards"] = {"AdvancedGPUObservability": procedure_dashboard, "team-overview": dict(TEAM_DASHBOARD)}
     g["next_id"] = 30
     deployment.world_path.write_text(json.dumps(world, indent=1, sort_keys=True))
@@ -264,7 +281,8 @@ def first_up(sets: dict, tmp_path):
 
 def test_first_up_without_the_uid_stops_at_the_prometheus_datasource_and_names_it(tmp_path):
     """Without ``prometheusDatasourceUid``, the Prometheus step finds the procedure's datasource by name under the
-    uid Grafana picked; Grafana refuses to change a uid, so it writes nothing and names the config to set, in one line."""
+    uid Grafana picked; Grafana refuses to change a uid, so it writes nothing and names the config to set, in one
+    line."""
     head, diff, known, deployment = first_up({}, tmp_path)
     with pytest.raises(EngineError) as failure:
         deployment.apply(diff, known.to_json())
@@ -308,7 +326,8 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
         definition = json.loads(resources[step]["inputs"]["environment"]["DATASOURCE"])
         stored = g["datasources"][definition["uid"]]
         owner = deployment.states[resources[step]["urn"]]["stdout"].split("owner=", 1)[1]
-        assert {k: stored[k] for k in definition} == {**definition, "jsonData": {**definition["jsonData"], OWNER_KEY: owner}}
+        assert {k: stored[k] for k in definition} == {**definition,
+                                                      "jsonData": {**definition["jsonData"], OWNER_KEY: owner}}
         assert stored["id"] == grafana_id  # the procedure's object, adopted in place (not deleted and made anew)
     assert g["datasources"][prometheus_uid]["name"] == "amw-gpu-dev"
     for uid, other in OTHERS.items():
@@ -326,7 +345,8 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
     assert (mpe["status"], mpe["ip"]) == ("Approved", fake_world.PRIVATE_IP)
     (pls,) = world["pls"].values()
     assert [c["status"] for c in pls["connections"]] == ["Approved"]
-    assert world["releases"][fake_world.release_key(canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev"), "gadget", "pyroscope")]["values"] == resources["pyroscope-release"]["inputs"]["values"]
+    release = fake_world.release_key(canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev"), "gadget", "pyroscope")
+    assert world["releases"][release]["values"] == resources["pyroscope-release"]["inputs"]["values"]
 
     deployment.destroy(head)
     g = deployment.world()["grafana"][GRAFANA_HOST]
@@ -366,13 +386,14 @@ IMPORT_FLAGS = {"config-file", "debug", "diff", "event-log", "exec-agent", "exec
                 "generate-resources", "json", "message", "out", "parallel", "parent", "preview-only", "properties",
                 "protect", "provider", "skip-preview", "stack", "suppress-outputs", "suppress-permalink",
                 "suppress-progress", "urns", "yes"}
-IMPORT_BOOLEANS = {"debug", "diff", "generate-code", "json", "preview-only", "protect", "skip-preview", "suppress-outputs",
+IMPORT_BOOLEANS = {"debug", "diff", "generate-code", "json", "preview-only", "protect", "skip-preview",
+                   "suppress-outputs",
                    "suppress-progress", "urns", "yes"}
 
 
 def test_the_import_hint_and_the_guide_give_one_command_pulumi_import_takes():
-    """What `offline.plan --import-file` prints next and what docs/adopting.md says are the same `pulumi import` line, and
-    every flag in it is one `pulumi import --file` accepts in v3.230.0 (a boolean where it is given `=false`)."""
+    """What `offline.plan --import-file` prints next and what docs/adopting.md says are the same `pulumi import` line,
+    and every flag in it is one `pulumi import --file` accepts in v3.230.0 (a boolean where it is given `=false`)."""
     text = (ROOT / "docs" / "adopting.md").read_text(encoding="utf-8")
     hint = adopt.render(adopt.import_file(run("dev")), "import.json")
     commands = set(re.findall(r"pulumi import --file \S+(?: --[\w-]+(?:=\w+)?)*", hint + "\n" + text))

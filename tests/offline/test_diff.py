@@ -1,7 +1,7 @@
 """Day-two changes: for each change a user makes (and `pulumi up --replace` of each step), the offline preview
 diff predicts op, order and reasons; then the steps run in the engine's order for that diff against the stateful
-stand-in az (tests/support/lifecycle.py, tests/support/fake_world.py) from a deployed base, and the end state must equal a fresh
-deploy of the new configuration and hold exactly the stack's objects: one datasource per uid with the new
+stand-in az (tests/support/lifecycle.py, tests/support/fake_world.py) from a deployed base, and the end state must equal
+a fresh deploy of the new configuration and hold exactly the stack's objects: one datasource per uid with the new
 definition, the dashboard, one managed private endpoint, approved and refreshed, on the PLS the release names.
 SIMULATED: Azure, Grafana and the engine's executor; the scripts are real.
 """
@@ -23,10 +23,8 @@ import pytest
 from offline import canned, diff_text, engine, program, replacement
 from offline import diff as plan_diff
 from offline.program import run
-from tests.support import ROOT, reference
-from tests.support import fake_world
+from tests.support import ROOT, fake_world, reference
 from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
-
 
 OTHER_URL = "https://dashboards.example.test/gpu/AdvancedGPUObservability-v2.json"
 RENAMED_URL = "https://dashboards.example.test/gpu/GpuObservabilityB.json"
@@ -66,7 +64,8 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
 
 ANNOTATION = 'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
 #: A new wait for the PLS: its lookup, so the NAT IPs the second NetworkPolicy admits, is unknown in the preview.
-NAT_POLICY_UNKNOWN = {"grafana-private-link-nat-network-policy": ("update", None, ["spec is unknown during preview"], ("spec",))}
+NAT_POLICY_UNKNOWN = {"grafana-private-link-nat-network-policy": ("update", None, ["spec is unknown during preview"],
+                                                                  ("spec",))}
 RELEASE_FIRST = ["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"]
 
 
@@ -74,9 +73,11 @@ def pls_identity_changed(identity_paths: tuple, release_paths: tuple) -> dict:
     """A new PLS name or resource group: the identity replaced, the release replaced with it delete-first, the wait and
     the endpoint (replaceWith the release) deleted before the release and created after it; the approval, whose MPE is
     re-created without a chain of its own, create-first."""
-    return {"pyroscope-private-link-identity": ("replace", "create-first", ["triggers are replaceOnChanges"], identity_paths),
-            "pyroscope-release": ("replace", "delete-first", ["replaceWith: pyroscope-private-link-identity is replaced",
-                                                              "deleteBeforeReplace option is set"], release_paths),
+    return {"pyroscope-private-link-identity": ("replace", "create-first", ["triggers are replaceOnChanges"],
+                                                identity_paths),
+            "pyroscope-release": ("replace", "delete-first",
+                                  ["replaceWith: pyroscope-private-link-identity is replaced",
+                                   "deleteBeforeReplace option is set"], release_paths),
             "grafana-private-link-wait-for-pls": ("replace", "delete-first", RELEASE_FIRST, ("environment.PLS_NAME",)),
             # The new Service gets externalTrafficPolicy Local again (components/pyroscope.py).
             "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
@@ -88,8 +89,8 @@ CHANGES = [
            expect={"pyroscope-release": ("update", None, [], ("version",))}),
     Change("image-tag", {"pyroscopeImageTag": "1.16.0"},
            expect={"pyroscope-release": ("update", None, [], ("values.pyroscope.image.tag",))}),
-    # The AKS cloud provider cannot rename the PLS of a live Service (tests/support/fake_world.py ensure_service_pls): a new PLS
-    # identity replaces the release, and with it (replaceWith) the wait and the endpoint, deleted before it.
+    # The AKS cloud provider cannot rename the PLS of a live Service (tests/support/fake_world.py ensure_service_pls): a
+    # new PLS identity replaces the release, and with it (replaceWith) the wait and the endpoint, deleted before it.
     Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
            expect=pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),))),
     # A PLS resource group other clusters may share: the PLS moves there under a per-cluster name.
@@ -100,30 +101,36 @@ CHANGES = [
            expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
            expect=cascade_after_mpe(["managedPrivateEndpointName: a path parameter of the ARM PUT",
-                                     "delete-first: deleteBeforeReplace option is set (the provider's diff asks delete-first too)"],
+                                     "delete-first: deleteBeforeReplace option is set (the provider's diff asks "
+                                     "delete-first too)"],
                                     ("environment.PRIVATE_ENDPOINT_NAME",), ("environment.MPE_NAME",))),
     Change("grafana-name", {"grafanaName": "amg-gpu-other"},
            expect={**cascade_after_mpe(["workspaceName: a path parameter of the ARM PUT"]),
                    "grafana-private-link-mpe": ("replace", "delete-first", ["workspaceName: a path parameter"],
                                                 ("workspaceName", "requestMessage")),
-                   "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[0]: triggers are replaceOnChanges"],
+                   "grafana-datasources-pyroscope": ("replace", "delete-first",
+                                                     ["triggers[0]: triggers are replaceOnChanges"],
                                                      ("triggers[0]", "environment.GRAFANA_ENDPOINT")),
                    "grafana-datasources-prometheus": ("replace", "delete-first", ["triggers[0]"], ("triggers[0]",)),
                    "grafana-datasources-monitoring-data-reader": ("replace", "delete-first",
                                                                   ["principalId: listed in azure-native's forceNewMap"],
                                                                   ("principalId", "roleAssignmentName")),
-                   "gpu-dashboard-upload": ("replace", "create-first", ["triggers[0]", "create-first"], ("triggers[0]",))}),
+                   "gpu-dashboard-upload": ("replace", "create-first", ["triggers[0]", "create-first"],
+                                            ("triggers[0]",))}),
     Change("datasource-uid", {"pyroscopeDatasourceUid": "pyro-b"},
            expect={"grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",))}),
     Change("datasource-name", {"pyroscopeDatasourceName": "Pyroscope B"},
            expect={"grafana-datasources-pyroscope": ("update", None, [], ("environment.DATASOURCE",)),
                    "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",))}),
-    Change("dashboard-uid", {"dashboardUid": "GpuObservabilityB", "dashboardSource": RENAMED_URL, "dashboardSha256": "@renamed"},
+    Change("dashboard-uid", {"dashboardUid": "GpuObservabilityB", "dashboardSource": RENAMED_URL,
+                             "dashboardSha256": "@renamed"},
            expect={"gpu-dashboard-upload": ("replace", "create-first", ["triggers[1]", "create-first"],
-                                            ("triggers[1]", "environment.DASHBOARD_UID", "environment.DASHBOARD_SOURCE"))}),
+                                            ("triggers[1]", "environment.DASHBOARD_UID",
+                                             "environment.DASHBOARD_SOURCE"))}),
     Change("dashboard-source-and-sha", {"dashboardSource": OTHER_URL, "dashboardSha256": "@other"},
-           expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE", "environment.DASHBOARD_SHA256"))}),
+           expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_SOURCE",
+                                                                 "environment.DASHBOARD_SHA256"))}),
     # Inspektor Gadget v0.54+ is held as another profile type ID (docs/offline.md G12): the step runs again, in place.
     Change("dashboard-profile-type", {"dashboardProfileType": "process_cpu:malloc:bytes:process_cuda:bytes"},
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_PROFILE_TYPE",))}),
@@ -143,48 +150,60 @@ CHANGES = [
 REPLACED = "--replace: replacement requested on the command line"
 CHANGES += [
     Change("replace-extension", targets=["inspektor-gadget-extension"],
-           expect={"inspektor-gadget-extension": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ())}),
+           expect={"inspektor-gadget-extension": ("replace", "delete-first", [REPLACED,
+                                                                              "deleteBeforeReplace option is set"],
+                                                  ())}),
     # The namespace's replacement takes what lives in it along (replace_with), the extension and the release
     # delete-first, and the release the private link; the extension's own replacement (above) takes nothing.
     Change("replace-namespace", targets=["gadget-namespace"],
            expect={"gadget-namespace": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ()),
-                   "inspektor-gadget-extension": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "inspektor-gadget-extension": ("replace", "delete-first",
+                                                  ["replaceWith: gadget-namespace is replaced"], ()),
                    "pyroscope-release": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
                    # The release, deleted first for the namespace, is re-created without a chain of its own, so the
                    # wait (replaceWith the release) is replaced create-first.
-                   "grafana-private-link-wait-for-pls": ("replace", "create-first", ["replaceWith: pyroscope-release is replaced"], ()),
+                   "grafana-private-link-wait-for-pls": ("replace", "create-first",
+                                                         ["replaceWith: pyroscope-release is replaced"], ()),
                    # The NetworkPolicy lives in the namespace; the Service patch goes with the release.
-                   "pyroscope-network-policy": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
+                   "pyroscope-network-policy": ("replace", "delete-first",
+                                                ["replaceWith: gadget-namespace is replaced"], ()),
                    "grafana-private-link-nat-network-policy": ("replace", "delete-first",
                                                                ["replaceWith: gadget-namespace is replaced"], ()),
-                   "pyroscope-local-traffic": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced"], ()),
-                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "deleteBeforeReplace option is set"])}),
+                   "pyroscope-local-traffic": ("replace", "delete-first",
+                                               ["replaceWith: pyroscope-release is replaced"], ()),
+                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced",
+                                        "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
            expect={"aks": ("replace", "create-first", [REPLACED], ())}),
     Change("replace-release", targets=["pyroscope-release"],
            expect={"pyroscope-release": ("replace", "delete-first", [REPLACED], ()),
                    # Both name the release in replaceWith: deleted before it (findResourcesReplacedWith), re-created
                    # after it; the MPE's re-creation starts no chain, so the approval goes create-first.
-                   "grafana-private-link-wait-for-pls": ("replace", "delete-first", ["replaceWith: pyroscope-release is replaced",
-                                                                                     "the engine deletes it before pyroscope-release"], ()),
+                   "grafana-private-link-wait-for-pls": ("replace", "delete-first",
+                                                         ["replaceWith: pyroscope-release is replaced",
+                                                          "the engine deletes it before pyroscope-release"], ()),
                    "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
                    **NAT_POLICY_UNKNOWN,
-                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"],
+                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced",
+                                        "the engine deletes it before pyroscope-release"],
                                        approval_order="create-first")}),
     Change("replace-wait", targets=["grafana-private-link-wait-for-pls"],
            expect={"grafana-private-link-wait-for-pls": ("replace", "create-first", [REPLACED], ()),
                    **NAT_POLICY_UNKNOWN,
-                   **cascade_after_mpe(["privateLinkResourceId is unknown during preview", "`pulumi up` may find nothing to do here"],
+                   **cascade_after_mpe(["privateLinkResourceId is unknown during preview",
+                                        "`pulumi up` may find nothing to do here"],
                                        ("triggers[1]",), ("triggers[1]",))}),
     Change("replace-mpe", targets=["grafana-private-link-mpe"],
            expect=cascade_after_mpe([REPLACED, "delete-first: deleteBeforeReplace option is set"])),
     Change("replace-approval", targets=["grafana-private-link-approve-connection"],
            expect={"grafana-private-link-approve-connection": ("replace", "create-first", [REPLACED], ()),
                    "grafana-private-link-refresh": ("replace", "create-first", [REPLACE_WITH_APPROVAL], ()),
-                   "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",))}),
+                   "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE],
+                                                     ("environment.DATASOURCE",))}),
     Change("replace-refresh", targets=["grafana-private-link-refresh"],
            expect={"grafana-private-link-refresh": ("replace", "create-first", [REPLACED], ()),
-                   "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",))}),
+                   "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE],
+                                                     ("environment.DATASOURCE",))}),
     Change("replace-role-assignment", targets=["grafana-datasources-monitoring-data-reader"],
            expect={"grafana-datasources-monitoring-data-reader": ("replace", "delete-first", [REPLACED], ())}),
     Change("replace-pyroscope-datasource", targets=["grafana-datasources-pyroscope"],
@@ -208,7 +227,8 @@ def _dashboards(tmp: Path) -> dict[str, tuple[str, str]]:
     """URL -> (local file, sha256): the pinned dashboard and two variants (another title; another uid)."""
     pinned = reference("grafana-dashboards/AdvancedGPUObservability.json")
     files = {DASHBOARD_URL: pinned}
-    for url, change in ((OTHER_URL, {"title": "Advanced GPU Observability (v2)"}), (RENAMED_URL, {"uid": "GpuObservabilityB"})):
+    for url, change in ((OTHER_URL, {"title": "Advanced GPU Observability (v2)"}),
+                        (RENAMED_URL, {"uid": "GpuObservabilityB"})):
         variant = {**json.loads(pinned.read_bytes()), **change}
         path = tmp / url.rsplit("/", 1)[1]
         path.write_text(json.dumps(variant, indent=2))
@@ -293,7 +313,9 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     stored = {(host, uid): ds for host, g in world["grafana"].items() for uid, ds in g["datasources"].items()}
     assert set(stored) == set(wanted)
     for key, definition in wanted.items():
-        assert {k: stored[key][k] for k in definition if k != "jsonData"} == {k: v for k, v in definition.items() if k != "jsonData"}
+        assert {k: stored[key][k] for k in definition if k != "jsonData"} == {k: v for k,
+                                                                              v in definition.items()
+                                                                              if k != "jsonData"}
         assert {k: v for k, v in stored[key]["jsonData"].items() if k != OWNER_KEY} == definition["jsonData"]
     # The dashboard, under its uid, and no other, with the content the step uploads from its source.
     upload = head["gpu-dashboard-upload"]["inputs"]["environment"]
@@ -323,7 +345,8 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
     key = fake_world.release_key(plan["outputs"]["clusterId"], release["namespace"], release["name"])
     assert world["releases"] == {key: {"version": release["version"], "values": release["values"]}}
     # The PLS is the one AKS made for the release's Service, and the cloud provider refused nothing on the way.
-    owner = "gadget/pyroscope-query-frontend" if release["values"]["pyroscope"].get("components") else "gadget/pyroscope"
+    owner = ("gadget/pyroscope-query-frontend" if release["values"]["pyroscope"].get("components")
+             else "gadget/pyroscope")
     assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == owner
     assert world["events"] == []
 
@@ -340,7 +363,8 @@ def test_the_mpe_rename_done_criterion(tmp_path):
         return done.stdout
 
     base.write_text(plan("--json"))
-    mpe = next(r for r in json.loads(base.read_text())["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
+    mpe = next(r for r in json.loads(base.read_text())["resources"]
+               if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
     assert mpe["options"]["deleteBeforeReplace"] is True and mpe["options"]["replaceWith"]
     result = json.loads(plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--json"))
     assert set(result) == {"summary", "steps", "order", "previewOnly", "warnings", "errors"}
@@ -360,11 +384,14 @@ def test_the_mpe_rename_done_criterion(tmp_path):
                                  "same": len(result["steps"]) - 4}
     text = plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base))
     assert "OFFLINE ESTIMATE" in text and "not the cloud's answer" in text
-    assert f"Resources: + 0 to create, ~ 1 to update, +-3 to replace, - 0 to delete, {len(result['steps']) - 4} unchanged" in text
+    assert (f"Resources: + 0 to create, ~ 1 to update, +-3 to replace, - 0 to delete, "
+            f"{len(result['steps']) - 4} unchanged") in text
     assert text.index("Replacements:") < text.index("Updates:")
     engine = text.split("Engine order (pulumi up):", 1)[1]
-    assert engine.index("delete             grafana-private-link-mpe") < engine.index("create-replacement grafana-private-link-mpe") \
-        < engine.index("create-replacement grafana-private-link-approve-connection") < engine.index("create-replacement grafana-private-link-refresh")
+    assert (engine.index("delete             grafana-private-link-mpe")
+            < engine.index("create-replacement grafana-private-link-mpe")
+            < engine.index("create-replacement grafana-private-link-approve-connection")
+            < engine.index("create-replacement grafana-private-link-refresh"))
 
 
 def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecycle, tmp_path):
@@ -381,8 +408,9 @@ def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecyc
     world = deployment.world()
     assert world["pls"] == before  # the same PLS, name, frontend and the approved connection on it
     # getPrivateLinkServiceName's error, which reconcilePrivateLinkService returns as it is (no wrapping)
-    assert world["events"] == ["getPrivateLinkServiceName(gadget/pyroscope) failed: cannot change existing private link "
-                               "service name (pyroscope-pls) to (pyroscope-pls-2)"]
+    assert world["events"] == [
+        "getPrivateLinkServiceName(gadget/pyroscope) failed: cannot change existing private link "
+        "service name (pyroscope-pls) to (pyroscope-pls-2)"]
     with pytest.raises(EngineError, match="private link service pyroscope-pls-2 did not appear"):
         deployment._create(head["grafana-private-link-wait-for-pls"], outcome.head)
 
@@ -422,8 +450,9 @@ def test_a_pls_resource_group_change_ends_with_one_pls_in_the_new_group(lifecycl
 
 def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
     """The release lists the PLS's name and resource group annotations in replace_on_changes (the engine's path syntax,
-    as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new, and its persistence values
-    (a StatefulSet's volume cannot be updated); read from the registration here, and recorded in the plan (D14)."""
+    as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new, and its persistence
+    values (a StatefulSet's volume cannot be updated); read from the registration here, and recorded in the plan
+    (D14)."""
     from components import pyroscope
 
     assert pyroscope.PLS_IDENTITY_PATHS == (
@@ -452,7 +481,8 @@ def test_a_create_first_mpe_replacement_is_refused_by_the_provider(lifecycle, tm
     """Why the MPE is delete-first, as the harness sees it: the same --replace with the MPE create-first (the
     program without the option) fails on azure-native's 'cannot create already existing resource'."""
     outcome = lifecycle["outcomes"]["replace-mpe"]
-    steps = [plan_diff.Step(s.urn, s.type, s.op, "create-first" if s.name == "grafana-private-link-mpe" else s.replace_order,
+    steps = [plan_diff.Step(s.urn, s.type, s.op,
+                            "create-first" if s.name == "grafana-private-link-mpe" else s.replace_order,
                             s.reasons, s.diffs) for s in outcome.diff.steps]
     old_program = plan_diff.Diff(steps, plan_diff.engine_order(steps, lifecycle["base"], outcome.head))
     deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
@@ -466,7 +496,8 @@ def test_owner_steps_end_right_in_both_orders(lifecycle, tmp_path):
     for name in ("replace-pyroscope-datasource", "replace-dashboard"):
         outcome = lifecycle["outcomes"][name]
         flipped = {"delete-first": "create-first", "create-first": "delete-first"}
-        steps = [plan_diff.Step(s.urn, s.type, s.op, flipped.get(s.replace_order), s.reasons, s.diffs) for s in outcome.diff.steps]
+        steps = [plan_diff.Step(s.urn, s.type, s.op, flipped.get(s.replace_order), s.reasons,
+                                s.diffs) for s in outcome.diff.steps]
         other_order = plan_diff.Diff(steps, plan_diff.engine_order(steps, lifecycle["base"], outcome.head))
         deployment = lifecycle["deployed"].copy(tmp_path / name)
         deployment.apply(other_order, outcome.head)
@@ -548,7 +579,8 @@ def test_a_changed_cluster_replaces_the_kubernetes_provider_and_the_release():
     assert any("the engine deletes it before gadget-namespace" in r for r in release.reasons)
     kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
     assert kinds.index(("delete", "pyroscope-release")) < kinds.index(("delete", "gadget-namespace")) \
-        < kinds.index(("create-replacement", "gadget-namespace")) < kinds.index(("create-replacement", "pyroscope-release"))
+        < kinds.index(("create-replacement",
+                       "gadget-namespace")) < kinds.index(("create-replacement", "pyroscope-release"))
 
 
 def test_outputs_of_updated_resources_are_taken_as_known():
@@ -599,28 +631,36 @@ def test_mermaid_marks_changed_nodes(tmp_path, capsys):
 
     base = tmp_path / "base.json"
     base.write_text(json.dumps(run("dev").to_json()))
-    assert plan_tool.main(["--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--graph", "mermaid"]) == 0
+    assert plan_tool.main(["--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--graph",
+                           "mermaid"]) == 0
     graph = capsys.readouterr().out
     assert graph.startswith("graph TD")
-    assert "+- grafana-private-link-mpe (delete-first)<br/>" in graph and "~ grafana-datasources-pyroscope<br/>" in graph
+    assert ("+- grafana-private-link-mpe (delete-first)<br/>" in graph
+            and "~ grafana-datasources-pyroscope<br/>" in graph)
     node = next(line.split("[")[0].strip() for line in graph.splitlines() if "+- grafana-private-link-mpe" in line)
     assert f"class {node} replace" in graph and "classDef replace " in graph
 
 
 def _plan(resources: list[dict]) -> dict:
     """A plan JSON of ``resources`` (name, type, inputs, and optional deps/options), in the given order."""
-    urn = lambda name, type_: f"urn:pulumi:dev::p::{type_}::{name}"
+    def urn(name, type_):
+        return f"urn:pulumi:dev::p::{type_}::{name}"
+
     packages = sorted({r["type"].split(":")[0] for r in resources})
     out = [{"urn": urn("default", f"pulumi:providers:{p}"), "type": f"pulumi:providers:{p}", "name": "default",
-            "custom": True, "parent": None, "provider": None, "inputs": {}, "dependencies": [], "propertyDependencies": {},
+            "custom": True, "parent": None, "provider": None, "inputs": {}, "dependencies": [],
+            "propertyDependencies": {},
             "options": {"protect": False, "deleteBeforeReplace": False, "retainOnDelete": False, "ignoreChanges": [],
                         "customTimeouts": None, "replaceWith": []}} for p in packages]
     for r in resources:
         options = {"protect": False, "deleteBeforeReplace": bool(r.get("dbr")), "retainOnDelete": False,
-                   "ignoreChanges": [], "customTimeouts": None, "replaceWith": [urn(n, t) for n, t in r.get("replace_with", [])]}
+                   "ignoreChanges": [], "customTimeouts": None, "replaceWith": [urn(n, t) for n,
+                                                                                t in r.get("replace_with", [])]}
         deps = {k: [urn(n, t) for n, t in v] for k, v in r.get("property_deps", {}).items()}
-        out.append({"urn": urn(r["name"], r["type"]), "type": r["type"], "name": r["name"], "custom": True, "parent": None,
-                    "provider": urn("default", "pulumi:providers:" + r["type"].split(":")[0]), "inputs": r["inputs"], "dependencies": sorted({u for v in deps.values() for u in v}),
+        out.append({"urn": urn(r["name"], r["type"]), "type": r["type"], "name": r["name"], "custom": True,
+                    "parent": None,
+                    "provider": urn("default", "pulumi:providers:" + r["type"].split(":")[0]), "inputs": r["inputs"],
+                    "dependencies": sorted({u for v in deps.values() for u in v}),
                     "propertyDependencies": deps, "options": options})
     order = [r["urn"] for r in out]
     return {"project": "p", "stack": "dev", "resources": out, "createOrder": order, "destroyOrder": order[::-1],
@@ -643,7 +683,8 @@ def test_a_dependent_replaced_for_its_own_reasons_is_not_deleted_before_the_root
              "property_deps": {"environment": [("mpe", MPE_T)]}},
         ])
     head = plan("b", "t2")
-    diff = plan_diff.compute(plan("a", "t1"), head, property_dependencies={r["urn"]: r["propertyDependencies"] for r in head["resources"]})
+    diff = plan_diff.compute(plan("a", "t1"), head,
+                             property_dependencies={r["urn"]: r["propertyDependencies"] for r in head["resources"]})
     assert (diff.step("mpe").op, diff.step("mpe").replace_order) == ("replace", "delete-first")
     assert (diff.step("step").op, diff.step("step").replace_order) == ("replace", "create-first")
     assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
@@ -656,7 +697,8 @@ def test_a_dependent_whose_trigger_comes_from_the_root_is_deleted_first_and_says
     def plan(mpe_name):
         return _plan([
             {"name": "mpe", "type": MPE_T, "dbr": True, "inputs": {"managedPrivateEndpointName": mpe_name}},
-            {"name": "step", "type": CMD_T, "inputs": {"triggers": [mpe_name]}, "property_deps": {"triggers": [("mpe", MPE_T)]}},
+            {"name": "step", "type": CMD_T, "inputs": {"triggers": [mpe_name]},
+             "property_deps": {"triggers": [("mpe", MPE_T)]}},
         ])
     diff = plan_diff.compute(plan("a"), plan("b"))
     assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
@@ -678,7 +720,8 @@ def test_nested_outputs_of_a_resource_being_replaced_are_unknown_at_preview():
     previewed = run("dev", {**settings, "azure-native:location": "northeurope"}, pending={grafana}).to_json()
     role = next(r for r in previewed["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader")
     assert role["inputs"]["principalId"] == "[unknown]"
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {**settings, "azure-native:location": "northeurope"}, pending=pending))
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {**settings, "azure-native:location": "northeurope"},
+                                                          pending=pending))
     step = diff.step("grafana-datasources-monitoring-data-reader")
     assert (step.op, step.replace_order) == ("replace", "delete-first")
 
@@ -705,7 +748,8 @@ def test_a_retained_delete_first_role_assignment_cannot_be_replaced(lifecycle, t
     deployment.states[role["urn"]]["options"] = role["options"]
     diff = plan_diff.compute(base, base, [role["urn"]])
     assert (diff.step(role["urn"]).op, diff.step(role["urn"]).replace_order) == ("replace", "delete-first")
-    with pytest.raises(EngineError, match="grafana-datasources-monitoring-data-reader: cannot create already existing resource"):
+    with pytest.raises(EngineError,
+                       match="grafana-datasources-monitoring-data-reader: cannot create already existing resource"):
         deployment.apply(diff, base)
     assert any(a.startswith("forget ") and role["urn"] in a for a in deployment.actions), deployment.actions[-3:]
 
@@ -735,7 +779,8 @@ def _old_multi_cluster_program(head: dict, single: dict) -> dict:
     """The plan of ``head`` (multiCluster, assignMonitoringDataReader true) as the program before the shared step
     registered it: the azure-native assignment, retainOnDelete and deleteBeforeReplace, in place of the step."""
     (step,) = [r for r in head["resources"] if r["name"] == "grafana-datasources-shared-monitoring-data-reader"]
-    old = copy.deepcopy(next(r for r in single["resources"] if r["name"] == "grafana-datasources-monitoring-data-reader"))
+    old = copy.deepcopy(next(r for r in single["resources"]
+                             if r["name"] == "grafana-datasources-monitoring-data-reader"))
     old["options"]["retainOnDelete"] = True
     plan = copy.deepcopy(head)
     plan["resources"] = [old if r["urn"] == step["urn"] else r for r in plan["resources"]]
@@ -764,7 +809,8 @@ def test_the_first_up_after_upgrading_keeps_the_shared_assignment(lifecycle, tmp
     assert not any(r.endswith("::grafana-datasources-monitoring-data-reader") for r in deployment.states)
 
 
-def test_the_shared_step_prints_its_principals_assignment_when_another_principal_holds_the_role_first(lifecycle, tmp_path):
+def test_the_shared_step_prints_its_principals_assignment_when_another_principal_holds_the_role_first(lifecycle,
+                                                                                                      tmp_path):
     """offline.md L8: az's answer to RoleAssignmentExists is the first assignment of the role on the
     scope, whoever's (Azure/azure-cli role/custom.py @ 01ce0346, ``list_role_assignments`` with assignee None under
     ``--assignee-object-id``). Another principal holding the role on the workspace first, the step still ends with
@@ -777,7 +823,8 @@ def test_the_shared_step_prints_its_principals_assignment_when_another_principal
     (ours,) = role_assignments(deployment)
     other = "d1e2f3a4-b5c6-4d7e-8f90-a1b2c3d4e5f6"
     world = deployment.world()
-    fake_world.answer(["role", "assignment", "create", "--assignee-object-id", other, "--assignee-principal-type", "User",
+    fake_world.answer(["role", "assignment", "create", "--assignee-object-id", other, "--assignee-principal-type",
+                       "User",
                        "--role", ours["roleDefinitionId"], "--scope", ours["scope"],
                        "--name", "00000000-0000-4000-8000-000000000001"], world)
     deployment._save(world)
@@ -822,7 +869,8 @@ MPE_NAME = "grafana-private-link-mpe"
 
 
 def as_refreshed(plan: dict, dropped) -> dict:
-    """``plan`` (plan JSON) as the state a refresh leaves when it dropped ``dropped`` (URNs): the base of the next diff."""
+    """``plan`` (plan JSON) as the state a refresh leaves when it dropped ``dropped`` (URNs): the base of the next
+    diff."""
     gone = set(dropped)
     state = copy.deepcopy(plan)
     state["resources"] = [{**r, "dependencies": [d for d in r["dependencies"] if d not in gone]}
@@ -841,7 +889,8 @@ def test_an_mpe_deleted_by_hand_comes_back_approved_after_refresh_and_up(lifecyc
     deployment.lose_mpe("rg-observability-dev", "amg-gpu-dev", "pyroscope-mpe")
     dropped = deployment.refresh()
     assert [u.rsplit("::", 1)[-1] for u in dropped] == [MPE_NAME]
-    diff, known = plan_diff.preview(as_refreshed(lifecycle["base"], dropped), lambda pending: run("dev", pending=pending))
+    diff, known = plan_diff.preview(as_refreshed(lifecycle["base"], dropped),
+                                    lambda pending: run("dev", pending=pending))
     head = known.to_json()
     deployment.apply(diff, head)
     world = deployment.world()
@@ -855,7 +904,8 @@ def test_an_mpe_deleted_by_hand_comes_back_approved_after_refresh_and_up(lifecyc
 
 def test_the_offline_diff_predicts_the_new_approval_after_an_mpe_lost_and_refreshed(lifecycle):
     """Base: the deployed plan without the endpoint (as the refresh leaves the state). The endpoint is created, and its
-    creation time (the approval's trigger) is unknown in the preview: the approval is replaced, and the refresh with it."""
+    creation time (the approval's trigger) is unknown in the preview: the approval is replaced, and the refresh with
+    it."""
     mpe = next(r["urn"] for r in lifecycle["base"]["resources"] if r["name"] == MPE_NAME)
     diff, _ = plan_diff.preview(as_refreshed(lifecycle["base"], [mpe]), lambda pending: run("dev", pending=pending))
     changed = {s.name: (s.op, s.replace_order) for s in diff.steps if s.op != "same"}
@@ -864,11 +914,13 @@ def test_the_offline_diff_predicts_the_new_approval_after_an_mpe_lost_and_refres
                        "grafana-private-link-refresh": ("replace", "create-first"),
                        "grafana-datasources-pyroscope": ("update", None)}
     approval = diff.step("grafana-private-link-approve-connection")
-    assert any("is unknown during preview (it comes from grafana-private-link-mpe)" in r for r in approval.reasons), approval.reasons
+    assert any("is unknown during preview (it comes from grafana-private-link-mpe)" in r
+               for r in approval.reasons), approval.reasons
     assert any(REPLACE_WITH_APPROVAL in r for r in diff.step("grafana-private-link-refresh").reasons)
     kinds = [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order]
-    assert kinds.index(("create", MPE_NAME)) < kinds.index(("create-replacement", "grafana-private-link-approve-connection")) \
-        < kinds.index(("create-replacement", "grafana-private-link-refresh"))
+    assert (kinds.index(("create", MPE_NAME))
+            < kinds.index(("create-replacement", "grafana-private-link-approve-connection"))
+            < kinds.index(("create-replacement", "grafana-private-link-refresh")))
 
 
 def test_a_plain_rerun_predicts_nothing(lifecycle):
@@ -887,7 +939,8 @@ def test_a_step_left_alone_whose_actual_triggers_changed_is_caught(lifecycle, tm
     dropped = deployment.refresh()
     base = as_refreshed(lifecycle["base"], dropped)
     head = run("dev").to_json()
-    only_the_endpoint = [plan_diff.Step(s.urn, s.type, "create" if s.urn in dropped else "same") for s in plan_diff.decide(base, head)]
+    only_the_endpoint = [plan_diff.Step(s.urn, s.type,
+                                        "create" if s.urn in dropped else "same") for s in plan_diff.decide(base, head)]
     with pytest.raises(EngineError, match="grafana-private-link-approve-connection: at `pulumi up` its triggers are"):
         deployment.apply(plan_diff.Diff(only_the_endpoint, plan_diff.engine_order(only_the_endpoint, base, head)), head)
     assert next(iter(deployment.world()["mpes"].values()))["createdAt"] > first
@@ -941,12 +994,14 @@ def test_a_replace_with_target_never_registered_is_refused():
         monitor.register("pkgA:m:typA", "resA", replace_with=["urn:pulumi:test::test::pkgA:m:typA::ghost"])
 
     result = offline.update(program)
-    assert result.error == ("snapshot integrity failure: resource urn:pulumi:test::test::pkgA:m:typA::resA is specified "
-                            "as being replaced with urn:pulumi:test::test::pkgA:m:typA::ghost, which is missing")
+    assert result.error == (
+        "snapshot integrity failure: resource urn:pulumi:test::test::pkgA:m:typA::resA is specified "
+        "as being replaced with urn:pulumi:test::test::pkgA:m:typA::ghost, which is missing")
     from offline import program
     resource = program.Resource("urn:pulumi:dev::p::t::a", "t", "a", True, None, None, {}, [], {},
                                     replace_with=["urn:pulumi:dev::p::t::ghost"])
-    with pytest.raises(program.IntegrityError, match="is specified as being replaced with urn:pulumi:dev::p::t::ghost, which is missing"):
+    with pytest.raises(program.IntegrityError,
+                       match="is specified as being replaced with urn:pulumi:dev::p::t::ghost, which is missing"):
         program._check_integrity([resource], set())
 
 
@@ -964,10 +1019,12 @@ def test_a_chain_member_says_why_it_goes_delete_first():
     """The approval goes delete-first because it is in the MPE's chain, not by its own option: its reasons say that
     and never that the option alone decides (the option is not set)."""
     base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"managedPrivateEndpointName": "pyro-mpe2"}, pending=pending))
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"managedPrivateEndpointName": "pyro-mpe2"},
+                                                          pending=pending))
     approval = diff.step("grafana-private-link-approve-connection")
     assert approval.replace_order == "delete-first"
-    assert any(r.startswith("delete-first: it goes in the delete-first chain of grafana-private-link-mpe") for r in approval.reasons)
+    assert any(r.startswith("delete-first: it goes in the delete-first chain of grafana-private-link-mpe")
+               for r in approval.reasons)
     assert not any("option alone, which is not set" in r for r in approval.reasons), approval.reasons
     assert not any("may find nothing to do here" in r for s in diff.steps for r in s.reasons if s.op == "replace")
 
@@ -983,7 +1040,10 @@ def test_a_stack_reference_is_a_read_not_a_create():
 
 def test_a_base_of_another_stack_blames_no_setting_and_an_old_base_is_flagged():
     base = run("dev").to_json()
-    other = {**base, "stack": "staging", "resources": [{**r, "urn": r["urn"].replace(":dev::", ":staging::")} for r in base["resources"]]}
+    other = {**base, "stack": "staging", "resources": [{**r,
+                                                        "urn": r["urn"].replace(":dev::",
+                                                                                ":staging::")}
+                                                       for r in base["resources"]]}
     other["createOrder"] = [u.replace(":dev::", ":staging::") for u in base["createOrder"]]
     other["destroyOrder"] = [u.replace(":dev::", ":staging::") for u in base["destroyOrder"]]
     diff = plan_diff.compute(other, base)
@@ -997,7 +1057,9 @@ def test_removing_the_role_assignment_warns_what_grafana_loses():
     """multiCluster on with assignMonitoringDataReader true: the owned assignment's delete removes the very assignment
     the new shared step ensures; the diff warns and names the way out (docs/platform.md)."""
     base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"multiCluster": "true", "assignMonitoringDataReader": "true"}, pending=pending))
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"multiCluster": "true",
+                                                                  "assignMonitoringDataReader": "true"},
+                                                          pending=pending))
     (warning,) = [w for w in diff.warnings if w.startswith("grafana-datasources-monitoring-data-reader:")]
     assert "the same assignment grafana-datasources-shared-monitoring-data-reader ensures" in warning
     assert "pulumi state delete" in warning
@@ -1005,7 +1067,8 @@ def test_removing_the_role_assignment_warns_what_grafana_loses():
 
 
 @pytest.mark.parametrize("target, message", [
-    ("gadget", "is a component, and replacing one replaces nothing under it; name the resource to replace: gadget-namespace"),
+    ("gadget",
+     "is a component, and replacing one replaces nothing under it; name the resource to replace: gadget-namespace"),
     ("pyroscope-mpe", "names no resource in this plan (resource names with it: "),
 ])
 def test_replace_names_what_to_give(target, message, tmp_path, capsys):
@@ -1043,10 +1106,11 @@ def _endpoint_pls(world: dict, plan: dict) -> dict:
 
 def test_two_clusters_in_one_pls_resource_group_each_reach_their_own_pyroscope(tmp_path):
     """Two multiCluster stacks with one privateLinkServiceResourceGroup. Before, both named their PLS pyroscope-pls: the
-    second cluster's Service got no PLS (the name was taken), its wait found the first cluster's at once, and its endpoint
-    (so its Pyroscope datasource) reached the other cluster's Pyroscope. Now each cluster's endpoint is connected to the
-    PLS of its own Service, on its own load balancer."""
-    plans, first, second = _two_clusters(tmp_path, {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network"})
+    second cluster's Service got no PLS (the name was taken), its wait found the first cluster's at once, and its
+    endpoint (so its Pyroscope datasource) reached the other cluster's Pyroscope. Now each cluster's endpoint is
+    connected to the PLS of its own Service, on its own load balancer."""
+    plans, first, second = _two_clusters(tmp_path, {"multiCluster": "true",
+                                                    "privateLinkServiceResourceGroup": "rg-network"})
     second.deploy(plans["aks-gpu-b"])
     world = first.world()
     assert world["events"] == [] and len(world["pls"]) == 2
@@ -1063,11 +1127,12 @@ def test_a_pls_name_set_twice_in_one_group_stops_the_second_cluster_before_it_co
     """The same name set by hand on both stacks: the second cluster's wait finds a PLS that serves the first cluster's
     load balancer and stops in one line; no endpoint of the second cluster is created, nothing connects to the first
     cluster's PLS."""
-    shared = {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network", "privateLinkServiceName": "pyroscope-pls"}
+    shared = {"multiCluster": "true", "privateLinkServiceResourceGroup": "rg-network",
+              "privateLinkServiceName": "pyroscope-pls"}
     plans, first, second = _two_clusters(tmp_path, shared)
     with pytest.raises(EngineError) as caught:
         second.deploy(plans["aks-gpu-b"])
-    (line,) = [l for l in str(caught.value).splitlines() if "error:" in l]
+    (line,) = [row for row in str(caught.value).splitlines() if "error:" in row]
     assert "private link service pyroscope-pls in rg-network is not this cluster's" in line
     assert "give this stack its own privateLinkServiceName" in line
     assert caught.value.args[0].startswith("grafana-private-link-wait-for-pls:")
@@ -1100,8 +1165,10 @@ def test_the_approval_put_answers_the_connection_with_its_new_state():
     (connection,) = pls["connections"]
     answer = fake_world.answer(_approve("MC_rg-aks_aks_eastus2", "pyroscope-pls", connection["name"]), world)
     body = answer["json"]
-    assert body["name"] == connection["name"] and body["id"] == f"{pls['id']}/privateEndpointConnections/{connection['name']}"
-    assert body["privateLinkServiceConnectionState"] == {"status": "Approved", "description": "ok", "actionsRequired": "None"}
+    assert (body["name"] == connection["name"]
+            and body["id"] == f"{pls['id']}/privateEndpointConnections/{connection['name']}")
+    assert body["privateLinkServiceConnectionState"] == {"status": "Approved", "description": "ok",
+                                                         "actionsRequired": "None"}
     assert body["privateEndpoint"]["id"].endswith("/grafana-amg-pyro-mpe")
 
 
@@ -1129,7 +1196,8 @@ def test_the_first_up_after_the_approval_nonce_replaces_the_endpoint_delete_firs
             base[key] = [u for u in base[key] if u != nonce["urn"]]
     for r in base["resources"]:
         r["dependencies"] = [d for d in r.get("dependencies", []) if d != nonce["urn"]]
-        r["propertyDependencies"] = {k: [d for d in v if d != nonce["urn"]] for k, v in (r.get("propertyDependencies") or {}).items()}
+        r["propertyDependencies"] = {k: [d for d in v if d != nonce["urn"]] for k,
+                                     v in (r.get("propertyDependencies") or {}).items()}
         if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint":
             r["inputs"]["requestMessage"] = "Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev"
             base.get("secretFingerprints", {}).get(r["urn"], {}).pop("requestMessage", None)
@@ -1191,12 +1259,15 @@ def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path
     assert (release.op, release.replace_order) == ("replace", "delete-first"), release.reasons
     assert any(r.startswith("values.pyroscope.components: listed in replaceOnChanges") for r in release.reasons)
     for name in ("pyroscope-storage-account", "pyroscope-storage-container", "pyroscope-storage-identity",
-                 "pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor", "pyroscope-write-path"):
+                 "pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor",
+                 "pyroscope-write-path"):
         assert steps[name].op == "create", name
     for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "pyroscope-local-traffic"):
         assert (steps[name].op, steps[name].replace_order) == ("replace", "delete-first"), (name, steps[name].reasons)
     order = [(a.kind, _short(a.urn)) for a in diff.order]
-    assert order.index(("create", "pyroscope-storage-blob-data-contributor")) < order.index(("create-replacement", "pyroscope-release"))
+    assert order.index(("create",
+                        "pyroscope-storage-blob-data-contributor")) < order.index(("create-replacement",
+                                                                                   "pyroscope-release"))
     assert order.index(("delete", "pyroscope-release")) < order.index(("create-replacement", "pyroscope-release")) \
         < order.index(("create", "pyroscope-write-path"))
     assert [w for w in diff.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[True]]
@@ -1228,13 +1299,13 @@ def _short(urn: str) -> str:
 
 def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     """The upgrade path from the release before microservices mode: tests/data/plan-dev-before-microservices.json is
-    `python -m offline.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same stack
-    planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's access:
-    the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT IPs,
-    created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once, with
-    dashboardProfileType's default and its changed script (it runs again and, the published ID being the default, finds
-    the dashboard up to date: tests/steps/test_grafana_dashboard.py); nothing else created, replaced, updated or deleted,
-    and the release's inputs (the Helm values) byte for byte equal."""
+    `python -m offline.plan --stack dev --json` of commit 982d30a, the last one before pyroscopeMode existed. The same
+    stack planned with this code (pyroscopeMode single-binary, the default, written out or not) changes only Pyroscope's
+    access: the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT
+    IPs, created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once,
+    with dashboardProfileType's default and its changed script (it runs again and, the published ID being the default,
+    finds the dashboard up to date: tests/steps/test_grafana_dashboard.py); nothing else created, replaced, updated or
+    deleted, and the release's inputs (the Helm values) byte for byte equal."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
         head = run("dev", overrides).to_json()
@@ -1253,10 +1324,13 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         # owner steps run `python3 -m steps.<name>` (an update: apply finds Grafana up to date and writes nothing).
         assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create",
                            "grafana-private-link-wait-for-pls": "replace", "gpu-dashboard-upload": "update",
-                           "grafana-private-link-approve-connection": "replace", "grafana-private-link-refresh": "replace",
-                           "grafana-datasources-pyroscope": "update", "grafana-datasources-prometheus": "update"}, overrides
+                           "grafana-private-link-approve-connection": "replace",
+                           "grafana-private-link-refresh": "replace",
+                           "grafana-datasources-pyroscope": "update",
+                           "grafana-datasources-prometheus": "update"}, overrides
         moved = {"create": "python3 -m steps.{} apply", "delete": "python3 -m steps.{} delete"}
-        for name, script in [("gpu-dashboard-upload", "grafana_dashboard"), ("grafana-datasources-pyroscope", "grafana_datasource"),
+        for name, script in [("gpu-dashboard-upload", "grafana_dashboard"), ("grafana-datasources-pyroscope",
+                                                                             "grafana_datasource"),
                              ("grafana-datasources-prometheus", "grafana_datasource")]:
             paths = {d["path"]: d.get("new") for d in diff.step(name).diffs}
             assert {key: paths[key] for key in moved} == {key: line.format(script) for key, line in moved.items()}
@@ -1269,5 +1343,6 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs
-        old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"] for plan in (base, head))
+        old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"]
+                    for plan in (base, head))
         assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)

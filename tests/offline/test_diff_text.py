@@ -26,16 +26,18 @@ def test_a_script_edit_does_not_headline_replacements_that_exist_only_in_preview
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", pending=pending))
     assert diff.step("grafana-private-link-wait-for-pls").op == "replace"
     only = {u.rsplit("::", 1)[-1] for u in diff.preview_only}
-    assert only == {"grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+    assert only == {"grafana-private-link-mpe", "grafana-private-link-approve-connection",
+                    "grafana-private-link-refresh"}
     assert "grafana-private-link-wait-for-pls" not in only
     text = diff_text.render_text(diff, "t")
-    headline = next(l for l in text.splitlines() if l.startswith("Resources: "))
+    headline = next(row for row in text.splitlines() if row.startswith("Resources: "))
     assert "3 of the 4 replacements only while a value is unknown in preview" in headline
     assert "keeps grafana-private-link-mpe" in headline
     # The order is what `pulumi up` runs: the wait alone is replaced (its old copy deleted last).
     assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
         ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
-    assert "Engine order (pulumi up, with the canned answers: the replacements that exist only in preview are not made):" in text
+    assert ("Engine order (pulumi up, with the canned answers: the replacements that exist only in preview "
+            "are not made):") in text
 
 
 def test_a_base_plan_of_another_stack_is_flagged_before_the_counts():
@@ -63,7 +65,8 @@ def test_a_long_json_value_is_shown_by_the_paths_that_changed():
     """A step's environment holds its definition as one JSON string; a change inside it is shown path by path
     (environment.DATASOURCE{name}) with whole values, not a window cut in the middle of a value."""
     base = run("dev").to_json()
-    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"pyroscopeDatasourceName": "Pyroscope B"}, pending=pending))
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"pyroscopeDatasourceName": "Pyroscope B"},
+                                                          pending=pending))
     text = diff_text.render_text(diff, "t")
     assert '~ environment.DATASOURCE{name}: "local-pyroscope" => "Pyroscope B"' in text
     assert not any("environment.DATASOURCE:" in line and "..." in line for line in text.splitlines())

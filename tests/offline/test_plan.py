@@ -8,13 +8,14 @@ import sys
 
 import pytest
 
-from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
 from offline import plan as plan_tool
 from offline.program import run
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, ROOT
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "offline.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "offline.plan", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +30,19 @@ def test_json_shape(dev_json):
                              "secretFingerprints", "secretFingerprintKey", "config"}
     assert dev_json["project"] == "aks-gpu-observability" and dev_json["stack"] == "dev"
     for r in dev_json["resources"]:
-        assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies", "propertyDependencies", "options"}
+        assert set(r) == {"urn", "type", "name", "custom", "parent", "provider", "inputs", "dependencies",
+                          "propertyDependencies", "options"}
         assert isinstance(r["urn"], str) and r["urn"].startswith("urn:pulumi:dev::aks-gpu-observability::")
         assert isinstance(r["custom"], bool) and isinstance(r["inputs"], dict)
         assert r["parent"] is None or isinstance(r["parent"], str)
         assert r["provider"] is None or isinstance(r["provider"], str)
         assert all(isinstance(d, str) for d in r["dependencies"])
-        assert set(r["options"]) == {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges", "customTimeouts",
+        assert set(r["options"]) == {"protect", "deleteBeforeReplace", "retainOnDelete", "ignoreChanges",
+                                     "customTimeouts",
                                      "replaceWith", "replaceOnChanges"}
         assert isinstance(r["options"]["ignoreChanges"], list)
-        assert isinstance(r["options"]["replaceWith"], list) and set(r["options"]["replaceWith"]) <= {x["urn"] for x in dev_json["resources"]}
+        assert isinstance(r["options"]["replaceWith"],
+                          list) and set(r["options"]["replaceWith"]) <= {x["urn"] for x in dev_json["resources"]}
     for invoke in dev_json["invokes"]:
         assert set(invoke) == {"token", "args"}
     assert isinstance(dev_json["outputs"], dict)
@@ -111,10 +115,10 @@ def test_mermaid_graph():
     lines = result.stdout.splitlines()
     assert lines[0] == "graph TD"
     ids = {line.split("[")[0].strip().replace("subgraph ", ""): line for line in lines if "[" in line}
-    ns = next(i for i, l in ids.items() if "gadget-namespace<br/>" in l)
-    ext = next(i for i, l in ids.items() if "inspektor-gadget-extension<br/>" in l)
-    rel = next(i for i, l in ids.items() if "pyroscope-release<br/>" in l)
-    aks = next(i for i, l in ids.items() if l.strip().startswith(f"{i}[\"aks<br/>"))
+    ns = next(i for i, node in ids.items() if "gadget-namespace<br/>" in node)
+    ext = next(i for i, node in ids.items() if "inspektor-gadget-extension<br/>" in node)
+    rel = next(i for i, node in ids.items() if "pyroscope-release<br/>" in node)
+    aks = next(i for i, node in ids.items() if node.strip().startswith(f"{i}[\"aks<br/>"))
     assert f"  {ns} --> {rel}" in lines and f"  {ns} --> {ext}" in lines
     assert f"  {ext} --> {rel}" not in lines
     assert f"  {aks} -.-> {rel}" in lines
@@ -124,11 +128,13 @@ def test_mermaid_graph():
     "args,line",
     [
         (["--set", "clusterName="], "error: clusterName: required and must not be empty"),
-        (["--set", "managedPrivateEndpointName=x"], "error: managedPrivateEndpointName: expected a managed private endpoint name"),
+        (["--set", "managedPrivateEndpointName=x"],
+         "error: managedPrivateEndpointName: expected a managed private endpoint name"),
         (["--set", "clustername=aks"], "error: clustername: unknown config key"),
         (["--set", "clusterName"], "error: --set: expected KEY=VALUE"),
         (["--stack", "nosuch"], "error: stack: no stack file Pulumi.nosuch.yaml"),
-        (["--set", "aks-gpu-observability:extensionVerison=0.46.0"], "error: extensionVerison: unknown config key (did you mean extensionVersion?)"),
+        (["--set", "aks-gpu-observability:extensionVerison=0.46.0"],
+         "error: extensionVerison: unknown config key (did you mean extensionVersion?)"),
         (["--json", "--graph", "mermaid"], "error: argument --graph: not allowed with argument --json"),
         (["--graph", "dot"], "error: argument --graph: invalid choice"),
     ],
@@ -162,4 +168,5 @@ def test_main_in_process_returns_exit_codes(capsys):
     assert plan_tool.main(["--stack", "dev", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stack"] == "dev"
     assert plan_tool.main(["--set", "privateLinkIpAddressCount=9"]) == 2
-    assert capsys.readouterr().err.strip() == "error: privateLinkIpAddressCount: expected an integer from 1 to 8 (got 9)"
+    assert (capsys.readouterr().err.strip()
+            == "error: privateLinkIpAddressCount: expected an integer from 1 to 8 (got 9)")

@@ -16,7 +16,8 @@ from tests.support import ROOT
 
 def test_secure_stack_values_stay_secret(tmp_path, monkeypatch):
     path = tmp_path / "Pulumi.s.yaml"
-    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  other:token:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
+    path.write_text((ROOT / "Pulumi.dev.yaml").read_text()
+                    + "  other:token:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
     monkeypatch.setattr(program, "stack_file", lambda stack: path)
     values, secrets = program.read_stack_config("s")
     assert secrets == ["other:token"] and values["other:token"] != "v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA=="
@@ -30,7 +31,8 @@ def test_urns_carry_the_parent_type_chain():
     assert release.urn == ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:Pyroscope"
                            "$kubernetes:helm.sh/v3:Release::pyroscope-release")
     gadget = next(r for r in plan.resources if r.type == "aks-gpu-observability:index:InspektorGadget")
-    assert gadget.urn == "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:InspektorGadget::inspektor-gadget"
+    assert (gadget.urn
+            == "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:InspektorGadget::inspektor-gadget")
 
 
 def test_default_providers_are_named_as_the_engine_names_them():
@@ -57,7 +59,8 @@ def test_invokes_at_preview_are_labelled_as_after_up():
     out = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert "shown as after `pulumi up`" in out.splitlines()[1]
-    assert "Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones as unknown)" in out
+    assert ("Outputs (as after `pulumi up` with the canned answers; a real preview shows computed ones "
+            "as unknown)") in out
     gated = [i for i in program.run("dev", {}).invokes if i.dependencies]
     assert {i.token for i in gated} >= {"azure-native:network:getPrivateLinkService",
                                         "azure-native:dashboard:getManagedPrivateEndpoint"}
@@ -77,7 +80,8 @@ DUPLICATE_URNS = {
     "two-registrations": "urn:pulumi:t::aks-gpu-observability::test:index:Thing::same",
     "two-custom-registrations": "urn:pulumi:t::aks-gpu-observability::test:index:Thing::same",
     "two-reads": "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
-    "a-read-and-a-registration": "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
+    "a-read-and-a-registration":
+        "urn:pulumi:t::aks-gpu-observability::pulumi:pulumi:StackReference::acme/platform/prod",
 }
 
 
@@ -112,7 +116,8 @@ def test_the_plan_stops_at_a_duplicate_urn_with_one_line(tmp_path, monkeypatch, 
     assert plan_tool.main(["--stack", "t"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == f"error: Duplicate resource URN '{DUPLICATE_URNS['two-reads']}'; try giving it a unique name\n"
+    assert (captured.err
+            == f"error: Duplicate resource URN '{DUPLICATE_URNS['two-reads']}'; try giving it a unique name\n")
 
 
 

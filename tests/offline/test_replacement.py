@@ -19,4 +19,5 @@ def test_every_type_has_a_rule_and_fixed_names_delete_first():
             if rule.delete_first:
                 assert resource.options["deleteBeforeReplace"] is True, resource.name
     for name in ("pyroscope-release", "gpu-dashboard-upload", "grafana-datasources-pyroscope"):
-        assert next(r for r in plan.resources if r.name == name).options["deleteBeforeReplace"] is (name != "gpu-dashboard-upload")
+        assert next(r for r in plan.resources
+                    if r.name == name).options["deleteBeforeReplace"] is (name != "gpu-dashboard-upload")

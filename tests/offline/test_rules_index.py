@@ -13,7 +13,6 @@ import yaml
 from offline import rules_index
 from tests.support import ROOT
 
-
 DOC = ROOT / "docs" / "offline.md"
 RULES = ROOT / "docs" / "offline-rules.yaml"
 FIDELITIES = {"same", "divergence", "real", "not modelled"}
@@ -63,7 +62,8 @@ def test_every_rule_names_an_upstream_source_and_existing_tests():
         # A source: a repository or package and a file, at a version.
         assert rule["sources"], f"{row_id}: no source"
         if rule["fidelity"] != "real":  # real code runs: the package and its version are the source
-            assert re.search(r"`[\w./-]+\.(go|py|ts|proto|md)`|README", source), f"{row_id}: no upstream file in {source!r}"
+            assert re.search(r"`[\w./-]+\.(go|py|ts|proto|md)`|README",
+                             source), f"{row_id}: no upstream file in {source!r}"
         assert re.search(r"v\d+\.\d+|\d+\.\d+\.\d+|@ `[0-9a-f]{8}|Python SDK|grafana/grafana|commit `[0-9a-f]{8}`",
                          source), f"{row_id}: no version in {source!r}"
         if rule["kind"] == "upstream case":

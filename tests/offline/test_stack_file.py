@@ -8,7 +8,6 @@ import pytest
 
 from stack_config import schema
 
-
 # Ported from pulumi/pulumi v3.230.0 sdk/go/common/resource/config/map_test.go (TestSetSuccess, TestSetFail): the cases
 # with a plaintext value (`pulumi config set --path` without --secret), on keys already parsed (config.ParseKey).
 # Expected: a string, or an object value's JSON.
@@ -39,10 +38,13 @@ SET_SUCCESS = [
     ("my:name[1]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","value","c"]'}),
     ("my:name[3]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c","value"]'}),
     ("my:name[3][0]", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",["value"]]'}),
-    ("my:name[3][0]nested", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",[{"nested":"value"}]]'}),
-    ("my:name[3].foo.bar", "value", True, {"my:name": '["a","b","c"]'}, {"my:name": '["a","b","c",{"foo":{"bar":"value"}}]'}),
+    ("my:name[3][0]nested", "value", True, {"my:name": '["a","b","c"]'},
+     {"my:name": '["a","b","c",[{"nested":"value"}]]'}),
+    ("my:name[3].foo.bar", "value", True, {"my:name": '["a","b","c"]'},
+     {"my:name": '["a","b","c",{"foo":{"bar":"value"}}]'}),
     ("my:servers[0].name", "foo", True, {}, {"my:servers": '[{"name":"foo"}]'}),
-    ("my:servers[0].host", "example", True, {"my:servers": '[{"name":"foo"}]'}, {"my:servers": '[{"host":"example","name":"foo"}]'}),
+    ("my:servers[0].host", "example", True, {"my:servers": '[{"name":"foo"}]'},
+     {"my:servers": '[{"host":"example","name":"foo"}]'}),
     ("my:testKey", "true", False, {}, {"my:testKey": "true"}),
     ("my:testKey", "-1", False, {}, {"my:testKey": "-1"}),
     ("my:testKey[0]", "false", True, {}, {"my:testKey": "[false]"}),
@@ -55,7 +57,8 @@ SET_SUCCESS = [
 SET_FAIL = [
     ("my:root[", {}, "invalid config key path: missing closing bracket in array index"),
     ('my:root["nested]', {}, "invalid config key path: missing closing quote in property name"),
-    ("my:root.array[abc]", {}, 'invalid config key path: invalid array index: strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("my:root.array[abc]", {},
+     'invalid config key path: invalid array index: strconv.ParseInt: parsing "abc": invalid syntax'),
     ('my:[""]', {}, "config key is empty"),
     ("my:[0]", {}, "first path segement of config key must be a string"),
     ("my:name[-1]", {}, "name[-1]: array index out of range"),

@@ -34,7 +34,6 @@ from typing import Iterable, Optional
 
 from offline.engine import DiffResult, Engine, Provider, Result, State, verify_integrity
 
-
 COMMIT = "ae2e269861eabd2b692984e7286bec78777ba352"
 TYP = "pkgA:m:typA"
 PROV_TYPE = "pulumi:providers:pkgA"

@@ -79,7 +79,8 @@ def _from_rules(argv: list[str]) -> tuple:
     responses = rules[index]["responses"]
     response = responses[min(count, len(responses) - 1)]
     if "last_of" in response:
-        response = state.get("last", {}).get(str(response["last_of"]), {"exit": 2, "stderr": "fake az: nothing to repeat"})
+        response = state.get("last", {}).get(str(response["last_of"]), {"exit": 2,
+                                                                        "stderr": "fake az: nothing to repeat"})
     else:
         state.setdefault("last", {})[str(index)] = response
     with open(state_path, "w") as fh:

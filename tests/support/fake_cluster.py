@@ -18,7 +18,8 @@ It keeps only what decides who creates and who deletes the namespace, each rule 
 - A release's revisions and their statuses (helm/helm v3.20.2, the Helm pulumi-kubernetes 94977969 links;
   ``pkg/release/status.go``): an install writes revision 1 ``pending-install``, an upgrade a new revision
   ``pending-upgrade``, a rollback ``pending-rollback``, each made ``deployed`` (the previous deployed one
-  ``superseded``) when the operation ends. A run killed in between leaves the pending revision (``interrupted``); a cancelled one, which Helm ends with the
+  ``superseded``) when the operation ends. A run killed in between leaves the pending revision (``interrupted``); a
+cancelled one, which Helm ends with the
   revision ``failed`` (``install.go`` ``RunWithContext`` -> ``failRelease``), is not modelled.
   An upgrade refuses a release whose last revision is pending ("another operation (install/upgrade/rollback) is in
   progress", ``pkg/action/upgrade.go`` ``prepareUpgrade``; ``upgrade_test.go`` ``TestUpgradeRelease_Pending``); an

@@ -1,16 +1,17 @@
 """A stateful stand-in for the Azure and Grafana APIs the stack touches. SIMULATED: nothing here talks to Azure.
 
 The rule-based stand-in (tests/support/fake_az.py) answers from scripted responses; this one keeps a world (a JSON file,
-``FAKE_AZ_WORLD``) so that a sequence of steps can be checked for its END STATE. tests/support/fake_az.py answers from it
-when ``FAKE_AZ_WORLD`` is set; tests/support/lifecycle.py plays the providers' side (ARM resources, the Helm release and
-the private link service AKS makes from it) on the same world.
+``FAKE_AZ_WORLD``) so that a sequence of steps can be checked for its END STATE. tests/support/fake_az.py answers from
+it when ``FAKE_AZ_WORLD`` is set; tests/support/lifecycle.py plays the providers' side (ARM resources, the Helm release
+and the private link service AKS makes from it) on the same world.
 
 What it mirrors (facts as in shared/DESIGN.md section 2):
 
 - Private link services: ``az network private-link-service show`` (404 ``ResourceNotFound`` when absent) and
   ``... connection update --connection-status Approved`` on the PLS ``--resource-group``/``--service-name`` name (404
   otherwise), answered with the connection and its new state; a connection is named ``<private endpoint>.<guid>``.
-- The AKS cloud provider's side of a PLS (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
+- The AKS cloud provider's side of a PLS (kubernetes-sigs/cloud-provider-azure
+``pkg/provider/azure_privatelinkservice.go``
   at 7b31c76c, and its ``azure_privatelinkservice_test.go``): :func:`ensure_service_pls` and :func:`delete_service_pls`.
 - Grafana managed private endpoints: ``GET .../managedPrivateEndpoints/{name}`` and
   ``POST .../refreshManagedPrivateEndpoints``, after which an endpoint whose connection is Approved reports
@@ -21,8 +22,10 @@ What it mirrors (facts as in shared/DESIGN.md section 2):
   dashboard 2024-10-01 ``ManagedPrivateEndpointModel`` inherits as a ``TrackedResource``).
 - Grafana's HTTP API: datasources (``POST /api/datasources`` 409 when the name or uid is taken, ``GET|PUT|DELETE
   /api/datasources/uid/{uid}``, ``GET /api/datasources/name/{name}``, a ``version`` bumped on each write) and
-  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists at another version; before 11.3 titles unique
-  per folder (:func:`same_title_in_folder`); ``GET|DELETE /api/dashboards/uid/{uid}``, ``GET /api/search``), answered as ``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
+  dashboards (``POST /api/dashboards/db``, 412 without ``overwrite`` when the uid exists at another version; before 11.3
+titles unique
+  per folder (:func:`same_title_in_folder`); ``GET|DELETE /api/dashboards/uid/{uid}``, ``GET /api/search``), answered as
+``az rest`` reports HTTP errors (``ERROR: <reason>(<body>)``).
 - Which Grafana it is (docs/offline.md G3, G8-G10): each workspace has a ``version`` (default
   :data:`DEFAULT_GRAFANA_VERSION`; tests/steps/test_grafana_server.py runs the steps against every one of
   :data:`GRAFANA_VERSIONS`) answered by ``GET /api/health``, and datasource plugins answered by ``GET
@@ -73,8 +76,8 @@ def next_created_at(world: dict) -> str:
 def empty() -> dict:
     """A world with nothing in it. ``releases``: :func:`release_key` -> the Helm release's version and values;
     ``services``: the same key -> the load balancer frontend of the release's LoadBalancer Service; ``events``: what the
-    cloud provider refused (a Kubernetes event on the Service); ``gone``: ARM ids (lower-cased) of Grafana workspaces and
-    clusters deleted out of band, and the Grafana hosts that no longer resolve."""
+    cloud provider refused (a Kubernetes event on the Service); ``gone``: ARM ids (lower-cased) of Grafana workspaces
+    and clusters deleted out of band, and the Grafana hosts that no longer resolve."""
     return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {}, "services": {},
             "events": [], "gone": {"grafana": [], "hosts": [], "clusters": []}}
 
@@ -89,7 +92,8 @@ def unresolvable(host: str, path: str) -> dict:
               f"NameResolutionError(\"HTTPSConnection(host='{host}', port=443): Failed to resolve '{host}' ([Errno -2] "
               "Name or service not known)\"))")
     return {"exit": 1, "stderr": "ERROR: The command failed with an unexpected error. Here is the traceback:\n"
-            f"ERROR: {reason}\nTraceback (most recent call last):\n  ...\nrequests.exceptions.ConnectionError: {reason}\n"
+            f"ERROR: {reason}\nTraceback (most recent call last):\n  ...\nrequests.exceptions.ConnectionError: "
+            f"{reason}\n"
             "To check existing issues, please visit: https://github.com/Azure/azure-cli/issues"}
 
 
@@ -121,11 +125,12 @@ def delete_cluster(world: dict, cluster_id: str, node_resource_group: str) -> No
     """The AKS cluster is deleted out of band: its extensions and its Helm releases go with it, and so does its node
     resource group with everything in it, the load balancers and a PLS the cloud provider made there; its API server no
     longer answers. A PLS made in another resource group (``azure-pls-resource-group``, the stack's
-    ``privateLinkServiceResourceGroup``) is not in the node resource group and nothing deletes it: it stays, orphaned, its
-    frontend gone (the cloud provider that would delete it with its Service goes with the cluster). Other clusters'
+    ``privateLinkServiceResourceGroup``) is not in the node resource group and nothing deletes it: it stays, orphaned,
+    its frontend gone (the cloud provider that would delete it with its Service goes with the cluster). Other clusters'
     releases and PLS stay."""
     _gone(world)["clusters"].append(cluster_id.lower())
-    world["releases"] = {k: v for k, v in world["releases"].items() if not k.lower().startswith(cluster_id.lower() + "|")}
+    world["releases"] = {k: v for k,
+                         v in world["releases"].items() if not k.lower().startswith(cluster_id.lower() + "|")}
     world["services"] = {k: v for k, v in world.setdefault("services", {}).items()
                          if not k.lower().startswith(cluster_id.lower() + "|")}
     subscription = cluster_id.split("/")[2]
@@ -137,7 +142,8 @@ def _error(reason: str, message: str, exit_code: int = 1) -> dict:
 
 
 def _arm_not_found(what: str) -> dict:
-    return {"exit": 3, "stderr": f"ERROR: (ResourceNotFound) The Resource '{what}' was not found.\nCode: ResourceNotFound"}
+    return {"exit": 3,
+            "stderr": f"ERROR: (ResourceNotFound) The Resource '{what}' was not found.\nCode: ResourceNotFound"}
 
 
 def _option(argv: list[str], name: str) -> Optional[str]:
@@ -148,7 +154,8 @@ def _option(argv: list[str], name: str) -> Optional[str]:
 
 
 def pls_id(resource_group: str, name: str, subscription: str) -> str:
-    return f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/privateLinkServices/{name}"
+    return (
+        f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/privateLinkServices/{name}")
 
 
 def pls_body(pls: dict) -> dict:
@@ -172,16 +179,17 @@ def pls_body(pls: dict) -> dict:
 def connection_body(pls: dict, c: dict) -> dict:
     """A private endpoint connection as az prints it (properties flattened, as in ``private-link-service show``)."""
     return {"id": f"{pls['id']}/privateEndpointConnections/{c['name']}", "name": c["name"],
-            "type": "Microsoft.Network/privateLinkServices/privateEndpointConnections", "provisioningState": "Succeeded",
+            "type": "Microsoft.Network/privateLinkServices/privateEndpointConnections",
+            "provisioningState": "Succeeded",
             "privateEndpoint": {"id": c["endpoint"]},
             "privateLinkServiceConnectionState": {"status": c["status"], "description": c.get("description", ""),
                                                   "actionsRequired": "None"}}
 
 
 # --- the AKS cloud provider's private link service ------------------------------------------------------------------
-#: Tags the cloud provider writes on a PLS it creates (``reconcilePLSTags``; ``pkg/consts/consts.go``): the owning Service
-#: as ``<namespace>/<name>`` (``getServiceName``) and its own cluster name, the ``--cluster-name`` it runs with, which is
-#: not the AKS resource's name, so it tells two clusters apart nowhere the stack can rely on.
+#: Tags the cloud provider writes on a PLS it creates (``reconcilePLSTags``; ``pkg/consts/consts.go``): the owning
+#: Service as ``<namespace>/<name>`` (``getServiceName``) and its own cluster name, the ``--cluster-name`` it runs with,
+#: which is not the AKS resource's name, so it tells two clusters apart nowhere the stack can rely on.
 OWNER_SERVICE_TAG = "k8s-azure-owner-service"
 CLUSTER_NAME_TAG = "k8s-azure-cluster-name"
 CLOUD_PROVIDER_CLUSTER_NAME = "kubernetes"  # as in offline/canned.py private_link_service
@@ -195,20 +203,22 @@ def release_key(cluster_id: str, namespace: str, name: str) -> str:
 def load_balancer_scope(cluster_id: str, node_resource_group: str) -> str:
     """Where the cluster's load balancers live: its node resource group, in its subscription."""
     subscription = cluster_id.split("/")[2]
-    return f"/subscriptions/{subscription}/resourceGroups/{node_resource_group}/providers/Microsoft.Network/loadBalancers/"
+    return (
+        f"/subscriptions/{subscription}/resourceGroups/{node_resource_group}/providers/Microsoft.Network/loadBalancers/")
 
 
 def new_frontend(cluster_id: str, node_resource_group: str) -> str:
     """The frontend IP configuration a new internal LoadBalancer Service gets on the cluster's internal load balancer
     (``kubernetes-internal``), named after the Service's UID: a new Service, a new frontend."""
-    return f"{load_balancer_scope(cluster_id, node_resource_group)}kubernetes-internal/frontendIPConfigurations/a{uuid.uuid4().hex}"
+    return (f"{load_balancer_scope(cluster_id, node_resource_group)}kubernetes-internal/"
+            f"frontendIPConfigurations/a{uuid.uuid4().hex}")
 
 
 def reconcile_ip_configurations(world: dict, pls: dict, count: int, subnet: str) -> None:
     """``reconcilePLSIpConfigs`` (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
     @7b31c76c) for dynamic configurations: when their number differs from ``count`` or one's subnet from ``subnet``
-    (``""``: the cloud provider's own, here ``snet-aks``), every configuration is rebuilt, ``<subnet>-<pls>-dynamic-<i>``,
-    and ARM allocates each a new address (stand-in: the next free host of a counter)."""
+    (``""``: the cloud provider's own, here ``snet-aks``), every configuration is rebuilt,
+    ``<subnet>-<pls>-dynamic-<i>``, and ARM allocates each a new address (stand-in: the next free host of a counter)."""
     subnet = subnet or "snet-aks"
     current = pls.get("ip_configurations") or []
     if len(current) == count and all(c["subnet"] == subnet for c in current):
@@ -224,19 +234,19 @@ def reconcile_ip_configurations(world: dict, pls: dict, count: int, subnet: str)
 
 def ensure_service_pls(world: dict, service: str, frontend: str, group: str, name: str, visibility: list,
                        subscription: str, ip_count: int = 1, subnet: str = "") -> Optional[str]:
-    """``reconcilePrivateLinkService`` for a Service that wants a PLS (``azure-pls-create``), whose load balancer frontend
-    is ``frontend``; ``service``: ``<namespace>/<name>``; ``group``: the annotated PLS resource group (else the node
-    resource group, ``getPLSResourceGroup``). The PLS already attached to the frontend is looked up by the frontend, not
-    by its name, and in ``group`` only (``plsRepo.Get(ctx, az.getPLSResourceGroup(service), fipConfigID, ...)``, whose
-    cache lists that one group: ``pkg/provider/privatelinkservice/cache.go`` ``NewCache``). So a changed resource group
-    finds nothing and creates a new PLS there; the old one stays, attached to the same frontend, and is orphaned when the
-    Service goes (:func:`delete_service_pls` looks in the group the Service then names). The name of a PLS found cannot
-    change: ``getPrivateLinkServiceName`` fails with "cannot change existing private link service name (old) to (new)"
-    (``TestGetPrivateLinkServiceName``, "If pls name is not equal to service configuration, error should be reported"),
-    and the reconcile stops there, so the Service keeps the old PLS unchanged. Returns that error (recorded in
-    ``world["events"]``), or None once the PLS is as the annotations say. Beyond the source (stand-in rule): a PLS name
-    already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not modelled), so the
-    Service gets no PLS."""
+    """``reconcilePrivateLinkService`` for a Service that wants a PLS (``azure-pls-create``), whose load balancer
+    frontend is ``frontend``; ``service``: ``<namespace>/<name>``; ``group``: the annotated PLS resource group (else the
+    node resource group, ``getPLSResourceGroup``). The PLS already attached to the frontend is looked up by the
+    frontend, not by its name, and in ``group`` only (``plsRepo.Get(ctx, az.getPLSResourceGroup(service), fipConfigID,
+    ...)``, whose cache lists that one group: ``pkg/provider/privatelinkservice/cache.go`` ``NewCache``). So a changed
+    resource group finds nothing and creates a new PLS there; the old one stays, attached to the same frontend, and is
+    orphaned when the Service goes (:func:`delete_service_pls` looks in the group the Service then names). The name of a
+    PLS found cannot change: ``getPrivateLinkServiceName`` fails with "cannot change existing private link service name
+    (old) to (new)" (``TestGetPrivateLinkServiceName``, "If pls name is not equal to service configuration, error should
+    be reported"), and the reconcile stops there, so the Service keeps the old PLS unchanged. Returns that error
+    (recorded in ``world["events"]``), or None once the PLS is as the annotations say. Beyond the source (stand-in
+    rule): a PLS name already taken in the group by another frontend is left as it is (ARM's answer to that PUT is not
+    modelled), so the Service gets no PLS."""
     wanted = pls_id(group, name, subscription)
     existing = next((p for p in world["pls"].values()
                      if p["frontend"].lower() == frontend.lower() and in_group(p, group, subscription)), None)
@@ -251,7 +261,9 @@ def ensure_service_pls(world: dict, service: str, frontend: str, group: str, nam
             existing["visibility"] = list(visibility)
             reconcile_ip_configurations(world, existing, ip_count, subnet)
     elif wanted.lower() in world["pls"]:
-        error = f"stand-in: private link service {wanted} exists for load balancer frontend {world['pls'][wanted.lower()]['frontend']}"
+        error = (
+            f"stand-in: private link service {wanted} exists for load balancer frontend "
+            f"{world['pls'][wanted.lower()]['frontend']}")
     else:
         world["pls"][wanted.lower()] = {
             "id": wanted, "frontend": frontend, "visibility": list(visibility), "connections": [],
@@ -271,8 +283,8 @@ def delete_service_pls(world: dict, frontend: str, group: str, subscription: str
     """The Service is gone (``reconcilePrivateLinkService`` with ``wantPLS`` false): the frontend's PLS is looked up in
     the resource group the Service's annotations name at that moment (``group``, as in :func:`ensure_service_pls`; a PLS
     of the frontend elsewhere is not found, and stays), then ``safeDeletePLS`` deletes every private endpoint connection
-    on it, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all PE connections and pls itself"). A managed
-    private endpoint whose connection goes this way is left Disconnected ("removed from the service")."""
+    on it, then the PLS (``TestSafeDeletePLS``: "safeDeletePLS shall delete all PE connections and pls itself"). A
+    managed private endpoint whose connection goes this way is left Disconnected ("removed from the service")."""
     for key, pls in list(world["pls"].items()):
         if pls["frontend"].lower() != frontend.lower() or not in_group(pls, group, subscription):
             continue
@@ -295,7 +307,8 @@ def connect(world: dict, pls_arm_id: str, endpoint_name: str, request_message: s
     ``specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateLinkService.json``
     ``PrivateEndpointConnectionProperties``). Which field carries it is this stand-in's reading, not observed."""
     pls = world["pls"][pls_arm_id.lower()]
-    endpoint = f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/privateEndpoints/{endpoint_name}"
+    endpoint = (
+        f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/privateEndpoints/{endpoint_name}")
     pls["connections"].append({"name": f"{endpoint_name}.{uuid.uuid4()}", "endpoint": endpoint, "status": "Pending",
                                "description": request_message})
 
@@ -309,7 +322,8 @@ def disconnect(world: dict, endpoint_name: str) -> None:
 def _pls_show(argv: list[str], world: dict) -> dict:
     group, name = _option(argv, "--resource-group"), _option(argv, "--name")
     for pls in world["pls"].values():
-        if pls["id"].lower().endswith(f"/resourcegroups/{group}/providers/microsoft.network/privatelinkservices/{name}".lower()):
+        if pls["id"].lower().endswith(
+            f"/resourcegroups/{group}/providers/microsoft.network/privatelinkservices/{name}".lower()):
             return {"json": pls_body(pls)}
     return _arm_not_found(f"Microsoft.Network/privateLinkServices/{name}")
 
@@ -340,11 +354,13 @@ def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
     if workspace and method == "get":
         if path.lower() in _gone(world)["grafana"]:
             group = re.search(r"/resourceGroups/([^/]+)/", path, re.I)
-            return rest_not_found("ResourceNotFound", f"The Resource 'Microsoft.Dashboard/grafana/{workspace.group(1)}' "
+            return rest_not_found("ResourceNotFound",
+                                  f"The Resource 'Microsoft.Dashboard/grafana/{workspace.group(1)}' "
                                   f"under resource group '{group.group(1) if group else '?'}' was not found.")
         return {"json": {"id": path, "name": workspace.group(1), "type": "Microsoft.Dashboard/grafana",
                          "properties": {"provisioningState": "Succeeded"}}}
-    refresh = re.fullmatch(r"(.*/providers/Microsoft\.Dashboard/grafana/[^/]+)/refreshManagedPrivateEndpoints", path, re.I)
+    refresh = re.fullmatch(r"(.*/providers/Microsoft\.Dashboard/grafana/[^/]+)/refreshManagedPrivateEndpoints", path,
+                           re.I)
     if refresh and method == "post":
         grafana = refresh.group(1).lower()
         for mpe in world["mpes"].values():
@@ -359,7 +375,8 @@ def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
         mpe = world["mpes"].get(f"{one.group(1)}/{one.group(2)}".lower())
         if mpe is None:
             return _arm_not_found(f"Microsoft.Dashboard/grafana/managedPrivateEndpoints/{one.group(2)}")
-        return {"json": {"id": path, "name": one.group(2), "systemData": {"createdAt": mpe.get("createdAt")}, "properties": {
+        return {"json": {"id": path, "name": one.group(2), "systemData": {"createdAt": mpe.get("createdAt")},
+                         "properties": {
             "provisioningState": "Succeeded", "privateLinkResourceId": mpe["pls"],
             "connectionState": {"status": mpe["status"], "description": ""},
             "privateLinkServicePrivateIP": mpe["ip"] or None}}}
@@ -371,11 +388,13 @@ def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
 
 def _role_assignment_body(assignment: dict) -> dict:
     """A role assignment as ``az role assignment create`` prints it (flat, camelCase)."""
-    return {"id": f"{assignment['scope']}/providers/Microsoft.Authorization/roleAssignments/{assignment['roleAssignmentName']}",
-            "name": assignment["roleAssignmentName"], "type": "Microsoft.Authorization/roleAssignments",
-            "scope": assignment["scope"], "roleDefinitionId": assignment["roleDefinitionId"],
-            "principalId": assignment["principalId"], "principalType": assignment.get("principalType"),
-            "description": assignment.get("description")}
+    return {
+        "id": f"{assignment['scope']}/providers/Microsoft.Authorization/roleAssignments/"
+              f"{assignment['roleAssignmentName']}",
+        "name": assignment["roleAssignmentName"], "type": "Microsoft.Authorization/roleAssignments",
+        "scope": assignment["scope"], "roleDefinitionId": assignment["roleDefinitionId"],
+        "principalId": assignment["principalId"], "principalType": assignment.get("principalType"),
+        "description": assignment.get("description")}
 
 
 def _assignments(world: dict, scope: str, role: str, principal: Optional[str] = None) -> list[dict]:
@@ -397,7 +416,8 @@ def _role_assignment_create(argv: list[str], world: dict) -> dict:
         return {"json": _role_assignment_body(_assignments(world, scope, role)[0])}
     name = _option(argv, "--name") or str(uuid.uuid4())
     assignment = {"scope": scope, "roleAssignmentName": name, "roleDefinitionId": role, "principalId": principal,
-                  "principalType": _option(argv, "--assignee-principal-type"), "description": _option(argv, "--description")}
+                  "principalType": _option(argv, "--assignee-principal-type"),
+                  "description": _option(argv, "--description")}
     world["arm"][arm_key(ROLE_ASSIGNMENT, {"roleAssignmentName": name, "scope": scope})] = assignment
     return {"json": _role_assignment_body(assignment)}
 
@@ -405,8 +425,9 @@ def _role_assignment_create(argv: list[str], world: dict) -> dict:
 # --- Grafana's HTTP API ----------------------------------------------------------------------------------------------
 
 
-#: The Grafana releases the version matrix runs against (tests/steps/test_grafana_server.py): the long-term 10.4 and 11.6
-#: lines (11.6 before and after the uid-mismatch backport), 12.2 before it, 12.4 after it, 13.0 before and after it.
+#: The Grafana releases the version matrix runs against (tests/steps/test_grafana_server.py): the long-term 10.4 and
+#: 11.6 lines (11.6 before and after the uid-mismatch backport), 12.2 before it, 12.4 after it, 13.0 before and after
+#: it.
 GRAFANA_VERSIONS = ("10.4.19", "11.6.14", "11.6.15", "12.2.8", "12.4.4", "13.0.1", "13.0.2")
 DEFAULT_GRAFANA_VERSION = "12.4.4"
 PROMETHEUS = "prometheus"
@@ -414,7 +435,8 @@ AZURE_PROMETHEUS = "grafana-azureprometheus-datasource"
 #: The jsonData key Grafana's migration sets (grafana/grafana ``pkg/services/promtypemigration/prom_mig.go``
 #: ``updateDataSourceType``: ``ds.JsonData.Set("prometheus-type-migration", true)``).
 MIGRATION_MARKER = "prometheus-type-migration"
-#: Core datasource plugins a workspace always lists (the ones the stack and tests meet); ``plugins`` adds installed ones.
+#: Core datasource plugins a workspace always lists (the ones the stack and tests meet); ``plugins`` adds installed
+#: ones.
 CORE_DATASOURCE_PLUGINS = {PROMETHEUS: "Prometheus", "grafana-pyroscope-datasource": "Grafana Pyroscope",
                            "grafana-azure-monitor-datasource": "Azure Monitor", "loki": "Loki"}
 #: Installed plugins' names and the oldest Grafana they install on (grafana/azure-prometheus-datasource
@@ -525,16 +547,17 @@ def _plugins(query: str, g: dict) -> dict:
     wanted = parse_qs(query).get("type", [""])[0]
     found = [{"id": pid, "name": name, "type": "datasource", "enabled": True, "info": {"version": g["version"]}}
              for pid, name in CORE_DATASOURCE_PLUGINS.items()]
-    found += [{"id": pid, "name": INSTALLABLE[pid][0], "type": "datasource", "enabled": True, "info": {"version": "1.0.0"}}
+    found += [{"id": pid, "name": INSTALLABLE[pid][0], "type": "datasource", "enabled": True,
+               "info": {"version": "1.0.0"}}
               for pid in g["plugins"]]
     return {"json": sorted((p for p in found if not wanted or p["type"] == wanted), key=lambda p: p["name"].lower())}
 
 
 def datasource_variable_options(g: dict, variable: dict) -> list:
-    """The uids a dashboard's datasource variable offers: the datasources whose plugin id is its ``query`` (grafana/scenes
-    ``DataSourceVariable.getValueOptions``, ``getList({pluginId})``; tests "Should generate correctly the options
-    including only datasources with the queried type" and "Should default to non datasources found options for
-    invalid query" in ``packages/scenes/src/variables/variants/DataSourceVariable.test.ts`` @ 58f5e9ed)."""
+    """The uids a dashboard's datasource variable offers: the datasources whose plugin id is its ``query``
+    (grafana/scenes ``DataSourceVariable.getValueOptions``, ``getList({pluginId})``; tests "Should generate correctly
+    the options including only datasources with the queried type" and "Should default to non datasources found options
+    for invalid query" in ``packages/scenes/src/variables/variants/DataSourceVariable.test.ts`` @ 58f5e9ed)."""
     return sorted(uid for uid, ds in g["datasources"].items() if ds.get("type") == variable.get("query"))
 
 
@@ -556,9 +579,9 @@ def type_logo_url(g: dict, plugin_id: str) -> str:
 
 
 def datasource_dto(g: dict, stored: dict) -> dict:
-    """A stored datasource as ``GET /api/datasources/uid/{uid}`` (and ``/name/{name}``) answers it: a ``dtos.DataSource``
-    (:data:`DTO_DEFAULTS`), ``secureJsonFields`` naming each non-empty ``secureJsonData`` key (its values never shown),
-    ``apiVersion`` only when set (omitempty)."""
+    """A stored datasource as ``GET /api/datasources/uid/{uid}`` (and ``/name/{name}``) answers it: a
+    ``dtos.DataSource`` (:data:`DTO_DEFAULTS`), ``secureJsonFields`` naming each non-empty ``secureJsonData`` key (its
+    values never shown), ``apiVersion`` only when set (omitempty)."""
     dto = {key: stored.get(key, default) for key, default in DTO_DEFAULTS.items()}
     dto["typeLogoUrl"] = type_logo_url(g, dto["type"])
     dto["secureJsonFields"] = {**(stored.get("secureJsonFields") or {}),
@@ -603,8 +626,8 @@ def _datasources(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
         if changes_uid and (uid_change_answer(g["version"]) == "500" or new_uid in stored):
             return _error("Internal Server Error", "Failed to update datasource")
         if any(ds["name"] == body["name"] and key != uid for key, ds in stored.items()):
-            # updateDataSourceByID (pkg/api/datasources.go): ErrDataSourceNameExists -> 409 "Failed to update datasource: "
-            # + the error's text
+            # updateDataSourceByID (pkg/api/datasources.go): ErrDataSourceNameExists -> 409 "Failed to update
+            # datasource: " + the error's text
             return _error("Conflict", "Failed to update datasource: data source with the same name already exists")
         previous = stored.pop(uid)
         stored[new_uid] = {**body, "uid": new_uid, "id": previous["id"], "orgId": 1, "version": previous["version"] + 1}
@@ -625,8 +648,8 @@ def slug(title: str) -> str:
 
 
 def same_title_in_folder(g: dict, dashboard: dict, folder: Optional[str]) -> Optional[dict]:
-    """Before 11.3, the stored dashboard another save with ``dashboard``'s title into ``folder`` (None: General) collides
-    with: same org, same slug, same folder, another dashboard (grafana/grafana
+    """Before 11.3, the stored dashboard another save with ``dashboard``'s title into ``folder`` (None: General)
+    collides with: same org, same slug, same folder, another dashboard (grafana/grafana
     ``pkg/services/dashboards/database/database.go`` ``getExistingDashboardByTitleAndFolder``, before PR 90687,
     read through the code index, its commit not recorded: ``slug=? AND folder_id=?`` and ``dash.ID != existing.ID``)."""
     if release(g["version"]) >= TITLES_FREE:
@@ -651,7 +674,8 @@ def _dashboards(method: str, path: str, body: Any, g: dict) -> Optional[dict]:
         if taken is not None:
             # getExistingDashboardByTitleAndFolder: with overwrite the save takes the other dashboard's id, uid and
             # version (it is updated in place); without it ErrDashboardWithSameNameInFolderExists (pkg/services/
-            # dashboards/errors.go: StatusCode 412, Reason "A dashboard with the same name in the folder already exists").
+            # dashboards/errors.go: StatusCode 412, Reason "A dashboard with the same name in the folder already
+            # exists").
             if not body.get("overwrite"):
                 return _error("Precondition Failed", "A dashboard with the same name in the folder already exists")
             uid = taken["uid"]
@@ -680,10 +704,12 @@ def _search(query: str, g: dict) -> dict:
     for uid, found in g["dashboards"].items():
         title = found.get("title") or ""
         if text in title.lower() and wanted in ("", "dash-db"):
-            hit = {"id": found["id"], "uid": uid, "title": title, "uri": f"db/{slug(title)}", "url": f"/d/{uid}/{slug(title)}",
+            hit = {"id": found["id"], "uid": uid, "title": title, "uri": f"db/{slug(title)}",
+                   "url": f"/d/{uid}/{slug(title)}",
                    "slug": slug(title), "type": "dash-db", "tags": found.get("tags") or [], "isStarred": False}
             if found.get("folderUid"):
-                hit.update(folderUid=found["folderUid"], folderTitle=found["folderUid"], folderUrl=f"/dashboards/f/{found['folderUid']}/")
+                hit.update(folderUid=found["folderUid"], folderTitle=found["folderUid"],
+                           folderUrl=f"/dashboards/f/{found['folderUid']}/")
             hits.append(hit)
     return {"json": sorted(hits, key=lambda hit: hit["title"].lower())}
 
@@ -705,15 +731,17 @@ def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Op
 
 
 def _frontend_show(argv: list[str], world: dict) -> dict:
-    """``az network lb frontend-ip show --subscription S -g G --lb-name LB -n NAME``: a frontend of the cluster's internal load balancer, in the
-    node subnet ``snet-aks`` (the cloud config's subnet, where :func:`reconcile_ip_configurations` puts the NAT IPs
-    without an ``azure-pls-ip-configuration-subnet``)."""
+    """``az network lb frontend-ip show --subscription S -g G --lb-name LB -n NAME``: a frontend of the cluster's
+    internal load balancer, in the node subnet ``snet-aks`` (the cloud config's subnet, where
+    :func:`reconcile_ip_configurations` puts the NAT IPs without an ``azure-pls-ip-configuration-subnet``)."""
     frontend = (f"/subscriptions/{_option(argv, '--subscription')}/resourceGroups/{_option(argv, '-g')}/providers/"
-                f"Microsoft.Network/loadBalancers/{_option(argv, '--lb-name')}/frontendIPConfigurations/{_option(argv, '-n')}")
+                f"Microsoft.Network/loadBalancers/{_option(argv, '--lb-name')}/"
+                f"frontendIPConfigurations/{_option(argv, '-n')}")
     if not any(p["frontend"].lower() == frontend.lower() for p in world["pls"].values()):
         return _arm_not_found("Microsoft.Network/loadBalancers/frontendIPConfigurations/" + frontend.rsplit("/", 1)[-1])
     return {"json": {"id": frontend, "name": frontend.rsplit("/", 1)[-1], "privateIPAllocationMethod": "Dynamic",
-                     "subnet": {"id": frontend.split("/resourceGroups/")[0] + "/resourceGroups/rg-aks-gpu-dev/providers/"
+                     "subnet": {"id": frontend.split("/resourceGroups/")[0]
+                                + "/resourceGroups/rg-aks-gpu-dev/providers/"
                                       "Microsoft.Network/virtualNetworks/vnet-aks/subnets/snet-aks"}}}
 
 

@@ -39,7 +39,7 @@ def frame(tree, enum=False, extra=False):
     label_field = {"name": "label", "type": "string"}
     if enum:
         text = sorted(set(labels))
-        labels = [text.index(l) for l in labels]
+        labels = [text.index(label) for label in labels]
         label_field = {"name": "label", "type": "enum", "config": {"type": {"enum": {"text": text}}}}
     fields = [{"name": "level", "type": "number"}, {"name": "value", "type": "number", "config": {"unit": "bytes"}},
               {"name": "self", "type": "number", "config": {"unit": "bytes"}}, label_field]
@@ -78,7 +78,8 @@ VLLM = T("total", 0,
 
 SEED_CHAIN = ["<module>", "main", "<interpreter trampoline>", "EngineCoreProc.run_engine_core", "EngineCore.__init__",
               "EngineCore._initialize_kv_caches", "Executor.initialize_from_config", "<interpreter trampoline>",
-              "Worker.initialize_from_config", "GPUModelRunner.initialize_kv_cache", "GPUModelRunner._allocate_kv_cache_tensors"]
+              "Worker.initialize_from_config", "GPUModelRunner.initialize_kv_cache",
+              "GPUModelRunner._allocate_kv_cache_tensors"]
 
 
 def result_of(tree, **kw):
@@ -86,7 +87,8 @@ def result_of(tree, **kw):
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "flamegraph.hotspots", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "flamegraph.hotspots", *args], cwd=ROOT, capture_output=True,
+                          text=True,
                           timeout=120, env=env)
 
 
@@ -102,7 +104,8 @@ GADGET_054_TYPE = {"id": "process_cpu:malloc:bytes:process_cuda:bytes", "label":
 
 
 def stack_rules(types=(DASHBOARD_TYPE,), tree=None):
-    return [{"match": ["rest", "--method", "get", "/resources/profileTypes?start="], "responses": [{"json": list(types)}]},
+    return [{"match": ["rest", "--method", "get", "/resources/profileTypes?start="],
+             "responses": [{"json": list(types)}]},
             {"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [{"json": response(tree or VLLM)}]}]
 
 

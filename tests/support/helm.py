@@ -14,7 +14,8 @@ from tests.support import ROOT
 
 
 def helm() -> str:
-    found = os.environ.get("HELM_BIN") or (str(ROOT / ".tools" / "helm") if (ROOT / ".tools" / "helm").exists() else shutil.which("helm"))
+    found = os.environ.get("HELM_BIN") or (str(ROOT / ".tools" / "helm") if (ROOT / ".tools" / "helm").exists()
+                                           else shutil.which("helm"))
     if not found:
         message = "no Helm: run .ci/install-helm (or set HELM_BIN)"
         if os.environ.get("REQUIRE_HELM") == "1":
@@ -25,7 +26,8 @@ def helm() -> str:
 
 def helm_318() -> str:
     """Helm 3.18.0 (``.ci/install-helm .tools 3.18.0``): the first Helm with helm/helm ``c18844175`` (ORAS v2), whose
-    ``pkg/registry/client.go`` ``ValidateReference`` is the same as v3.20.2's, the Helm current pulumi-kubernetes links."""
+    ``pkg/registry/client.go`` ``ValidateReference`` is the same as v3.20.2's, the Helm current pulumi-kubernetes
+    links."""
     found = os.environ.get("HELM_318_BIN") or (
         str(ROOT / ".tools" / "helm-3.18.0") if (ROOT / ".tools" / "helm-3.18.0").exists() else None)
     if not found:
@@ -37,7 +39,8 @@ def helm_318() -> str:
 
 
 def helm_version(binary: str) -> str:
-    return subprocess.run([binary, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30).stdout
+    return subprocess.run([binary, "version", "--template", "{{.Version}}"], capture_output=True, text=True,
+                          timeout=30).stdout
 
 
 def helm_env(tmp_path) -> dict:

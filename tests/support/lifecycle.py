@@ -13,7 +13,8 @@ Providers played here, with the rules of offline/replacement.py:
   use"). The release's LoadBalancer Service gets a load balancer frontend in the cluster's node resource group; AKS's
   cloud provider makes the PLS named in the Service annotations for it (in the node resource group unless annotated),
   refuses to rename it on an update (the Service keeps the old PLS), and when the Service goes deletes the PLS's
-  private endpoint connections, then the PLS (tests/support/fake_world.py ``ensure_service_pls``, ``delete_service_pls``).
+  private endpoint connections, then the PLS (tests/support/fake_world.py ``ensure_service_pls``,
+``delete_service_pls``).
 - Providers, components and the stack: state only.
 
 Degraded states (docs/teardown.md, "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
@@ -29,7 +30,8 @@ providers answer them:
 - pulumi-kubernetes, cluster gone (its API server unreachable): ``Read`` answers "deleted" when the provider has
   ``deleteUnreachable`` (its input, else ``PULUMI_K8S_DELETE_UNREACHABLE``) and fails otherwise; ``Delete`` of another
   resource (the namespace) succeeds with the option and fails without it; ``Delete`` of a Helm release fails either way
-  ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh (``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
+  ("can't delete Helm Release with unreachable cluster"), so the release leaves the state only through a refresh
+(``provider/pkg/provider/provider.go`` ``Read``/``Delete`` @ 94977969).
 - pulumi-command: ``Read`` keeps the state as it is; a delete runs the step's ``delete`` (the scripts decide).
 
 Outputs known only at ``pulumi up``: the plan carries canned ones (offline/canned.py). The MPE's
@@ -58,9 +60,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from tests.support import fake_world
 from offline import canned, replacement
 from offline.diff import Diff
+from tests.support import fake_world
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER_KEY = "aksGpuObservabilityOwner"
@@ -156,7 +158,8 @@ class Deployment:
             return inputs
         mpes = [r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint"]
         world = self.world()
-        found = [world["mpes"].get(f"{canned.grafana_id(m['resourceGroupName'], m['workspaceName'])}/{m['managedPrivateEndpointName']}".lower())
+        found = [world["mpes"].get(f"{canned.grafana_id(m['resourceGroupName'], m['workspaceName'])}/"
+                                   f"{m['managedPrivateEndpointName']}".lower())
                  for m in mpes]
         created = [m.get("createdAt") for m in found if m]
         if not created or not created[0]:
@@ -241,7 +244,8 @@ class Deployment:
             env["TIMEOUT_SECONDS"] = str(min(int(env["TIMEOUT_SECONDS"]), STEP_TIMEOUT_CAP_SECONDS))
         if state and inputs.get("addPreviousOutputInEnv", True) and state["stdout"]:
             env["PULUMI_COMMAND_STDOUT"] = state["stdout"]
-        done = subprocess.run(["/bin/sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(["/bin/sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
         if done.returncode != 0:
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{done.stderr}")
         return done.stdout.rstrip("\n")
@@ -268,7 +272,8 @@ class Deployment:
             except KeyError:
                 raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
             world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {
-                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending", "ip": "",
+                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending",
+                                                                                          "ip": "",
                 "createdAt": fake_world.next_created_at(world)}
         self._save(world)
 
@@ -285,8 +290,8 @@ class Deployment:
     # --- the Helm release and the PLS AKS makes from it ---
     def _release(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
         """Helm install, upgrade or uninstall of the release, and what AKS's cloud provider does with its Service's PLS
-        (tests/support/fake_world.py). An upgrade that renames the PLS goes through (Helm updates the Service) while the cloud
-        provider refuses the rename: the old PLS stays, and a wait for the new name never ends."""
+        (tests/support/fake_world.py). An upgrade that renames the PLS goes through (Helm updates the Service) while the
+        cloud provider refuses the rename: the old PLS stays, and a wait for the new name never ends."""
         if plan is not None:
             self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
         cluster_id, node_rg = self.cluster
@@ -327,12 +332,13 @@ class Deployment:
         world["arm"] = {k: v for k, v in world["arm"].items() if not k.startswith(type_ + " ") or keep(v)}
 
     def lose_cluster(self, resource_group: str, name: str) -> None:
-        """The AKS cluster is deleted: its extension, the Helm release and its node resource group go with it, and the PLS
-        if it lives there (a PLS in ``privateLinkServiceResourceGroup`` stays, orphaned: tests/support/fake_world.py
+        """The AKS cluster is deleted: its extension, the Helm release and its node resource group go with it, and the
+        PLS if it lives there (a PLS in ``privateLinkServiceResourceGroup`` stays, orphaned: tests/support/fake_world.py
         ``delete_cluster``)."""
         world = self.world()
         cluster_id = canned.cluster_id(resource_group, name)
-        fake_world.delete_cluster(world, cluster_id, (self.cluster or (cluster_id, f"MC_{resource_group}_{name}_eastus2"))[1])
+        fake_world.delete_cluster(world, cluster_id, (self.cluster or (cluster_id,
+                                                                       f"MC_{resource_group}_{name}_eastus2"))[1])
         self._lose_arm(world, "azure-native:kubernetesconfiguration:Extension")
         self._save(world)
 
@@ -340,7 +346,8 @@ class Deployment:
         """The Grafana workspace is deleted: its managed private endpoints and its content go with it."""
         world = self.world()
         fake_world.delete_grafana(world, canned.grafana_id(resource_group, name), host)
-        self._lose_arm(world, "azure-native:dashboard:ManagedPrivateEndpoint", keep=lambda i: i["workspaceName"] != name)
+        self._lose_arm(world, "azure-native:dashboard:ManagedPrivateEndpoint",
+                       keep=lambda i: i["workspaceName"] != name)
         self._save(world)
 
     def lose_mpe(self, resource_group: str, grafana_name: str, name: str) -> None:
@@ -365,7 +372,8 @@ class Deployment:
                                       "state by rerunning the operation with the PULUMI_K8S_DELETE_UNREACHABLE "
                                       "environment variable set to \"true\" (pulumi-kubernetes Read)")
                 dropped.append(urn)
-            elif type_.startswith("azure-native:") and state["inputs"] and self.arm_key(type_, state["inputs"]) not in world["arm"]:
+            elif (type_.startswith("azure-native:") and state["inputs"]
+                  and self.arm_key(type_, state["inputs"]) not in world["arm"]):
                 dropped.append(urn)
         for urn in dropped:
             del self.states[urn]
@@ -381,7 +389,8 @@ class Deployment:
         """The world without what differs between equal deployments (connection guids, owner ids, ids,
         versions, approval texts): what two runs that should end the same must agree on."""
         world = self.world()
-        datasources = {host: {uid: _without_owner(ds, ("id", "version", "orgId")) for uid, ds in g["datasources"].items()}
+        datasources = {host: {uid: _without_owner(ds, ("id", "version", "orgId")) for uid,
+                              ds in g["datasources"].items()}
                        for host, g in world["grafana"].items() if g["datasources"]}
         dashboards = {host: {uid: _digest(_without_owner(d, ("id", "version"))) for uid, d in g["dashboards"].items()}
                       for host, g in world["grafana"].items() if g["dashboards"]}
@@ -415,7 +424,8 @@ def uploaded(source: dict, datasources: dict, profile_type: str) -> dict:
     defaults, and ``profile_type`` in its Pyroscope GPU-memory queries)."""
     from steps import grafana_dashboard
     dashboard = grafana_dashboard.with_datasource_defaults(source, datasources)
-    return grafana_dashboard.with_profile_type(dashboard, profile_type, grafana_dashboard.stack_pyroscope(dashboard, datasources))
+    return grafana_dashboard.with_profile_type(dashboard, profile_type,
+                                               grafana_dashboard.stack_pyroscope(dashboard, datasources))
 
 
 def comparable(dashboard: dict) -> dict:

@@ -27,8 +27,8 @@ def sha256(data: bytes) -> str:
 
 
 class Registry:
-    """``with Registry() as r``: ``r.host`` (``127.0.0.1:<port>``), ``r.push_chart(repository, tgz)`` -> manifest digest,
-    ``r.tags[repository][tag] = digest``."""
+    """``with Registry() as r``: ``r.host`` (``127.0.0.1:<port>``), ``r.push_chart(repository, tgz)`` -> manifest
+    digest, ``r.tags[repository][tag] = digest``."""
 
     def __init__(self) -> None:
         self.blobs: dict[str, bytes] = {}
@@ -40,7 +40,8 @@ class Registry:
             def log_message(self, *args) -> None:  # quiet
                 pass
 
-            def _send(self, code: int, body: bytes = b"", content_type: str = "application/json", digest: str = "") -> None:
+            def _send(self, code: int, body: bytes = b"", content_type: str = "application/json",
+                      digest: str = "") -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -85,14 +86,16 @@ class Registry:
     def push_chart(self, repository: str, tgz: bytes, tag: str = "") -> str:
         """Store chart archive ``tgz`` in ``repository`` (tagged ``tag`` if given); its manifest digest."""
         with tarfile.open(fileobj=io.BytesIO(tgz)) as archive:
-            chart_yaml = next(m for m in archive.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml"))
+            chart_yaml = next(m for m in archive.getmembers()
+                              if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml"))
             metadata = yaml.safe_load(archive.extractfile(chart_yaml))  # type: ignore[arg-type]
         config = json.dumps(metadata).encode()
         self.blobs[sha256(config)] = config
         self.blobs[sha256(tgz)] = tgz
         manifest = json.dumps({
             "schemaVersion": 2, "mediaType": MANIFEST,
-            "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": sha256(config), "size": len(config)},
+            "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": sha256(config),
+                       "size": len(config)},
             "layers": [{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "digest": sha256(tgz),
                         "size": len(tgz)}],
         }).encode()

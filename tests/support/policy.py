@@ -41,8 +41,10 @@ def check(policy, type_, props, config=None, production=False, stack="dev"):
     return messages
 
 
-def release(annotations=None, service_type="LoadBalancer", version="1.15.0", chart="oci://ghcr.io/grafana/helm-charts/pyroscope", **extra):
-    service = {"type": service_type, "port": 4040, "annotations": annotations if annotations is not None else {INTERNAL: "true", VIS: SUB}}
+def release(annotations=None, service_type="LoadBalancer", version="1.15.0",
+            chart="oci://ghcr.io/grafana/helm-charts/pyroscope", **extra):
+    service = {"type": service_type, "port": 4040,
+               "annotations": annotations if annotations is not None else {INTERNAL: "true", VIS: SUB}}
     return {"chart": chart, "version": version, "values": {"pyroscope": {"service": service}}, **extra}
 
 

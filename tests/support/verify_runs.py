@@ -15,8 +15,10 @@ from tests.support.scenarios import calls_in, fake_az_env, grafana_server_rules
 
 OUTPUTS = run("dev").outputs
 GRAFANA = OUTPUTS["grafanaEndpoint"]
-EXT_OK = {"json": {"id": OUTPUTS["extensionId"], "properties": {"provisioningState": "Succeeded", "extensionType": "microsoft.inspektorgadget"}}}
-MPE_OK = {"json": {"properties": {"connectionState": {"status": "Approved"}, "privateLinkServicePrivateIP": "10.0.4.36"}}}
+EXT_OK = {"json": {"id": OUTPUTS["extensionId"], "properties": {"provisioningState": "Succeeded",
+                                                                "extensionType": "microsoft.inspektorgadget"}}}
+MPE_OK = {"json": {"properties": {"connectionState": {"status": "Approved"},
+                                  "privateLinkServicePrivateIP": "10.0.4.36"}}}
 HEALTH_OK = {"json": {"status": "OK", "message": "Data source is working"}}
 DASH_OK = {"json": {"dashboard": {"title": "Advanced GPU Observability", "uid": "AdvancedGPUObservability"}}}
 PROFILES = {"json": [{"id": "process_cpu:malloc:bytes::", "label": "GPU memory allocations"}]}
@@ -24,10 +26,13 @@ PROFILES = {"json": [{"id": "process_cpu:malloc:bytes::", "label": "GPU memory a
 
 def rules(ext=EXT_OK, mpe=MPE_OK, pyro=HEALTH_OK, prom=HEALTH_OK, dash=DASH_OK, profiles=PROFILES):
     return [
-        {"match": ["rest", "--method", "get", "/extensions/inspektor-gadget?api-version=2023-05-01"], "responses": [ext]},
-        {"match": ["rest", "--method", "get", "/managedPrivateEndpoints/pyroscope-mpe?api-version=2024-10-01"], "responses": [mpe]},
+        {"match": ["rest", "--method", "get", "/extensions/inspektor-gadget?api-version=2023-05-01"],
+         "responses": [ext]},
+        {"match": ["rest", "--method", "get", "/managedPrivateEndpoints/pyroscope-mpe?api-version=2024-10-01"],
+         "responses": [mpe]},
         {"match": ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope/health"], "responses": [pyro]},
-        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus/health"], "responses": [prom]},
+        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus/health"],
+         "responses": [prom]},
         {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [dash]},
         {"match": ["rest", "--method", "get", "/resources/profileTypes"], "responses": [profiles]},
     ]
@@ -42,9 +47,12 @@ def verify(tmp_path, rule_list, outputs=OUTPUTS, *extra, pulumi_outputs=None):
         args += ["--outputs-file", str(path)]
     else:  # a stand-in `pulumi` that prints the outputs, as `pulumi stack output --json` does
         stand_in = tmp_path / "bin" / "pulumi"
-        stand_in.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = \"stack output --json\" ] || exit 9\ncat <<'EOF'\n{json.dumps(pulumi_outputs)}\nEOF\n")
+        stand_in.write_text(
+            "#!/bin/sh\n[ \"$1 $2 $3\" = \"stack output --json\" ] || exit 9\ncat "
+            f"<<'EOF'\n{json.dumps(pulumi_outputs)}\nEOF\n")
         stand_in.chmod(0o755)
-    done = subprocess.run([sys.executable, "-m", "ops.verify", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "ops.verify", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
     return done, calls_in(tmp_path)
 
 
@@ -63,7 +71,8 @@ OWNER = {"aksGpuObservabilityOwner": "0123456789abcdef"}
 def drift_outputs(tmp_path, source_bytes: bytes = json.dumps(SOURCE_DASHBOARD).encode()):
     """The dev plan's outputs with the dashboard pointed at a stand-in source (its bytes in tmp_path)."""
     (tmp_path / "source.json").write_bytes(source_bytes)
-    definition = {**OUTPUTS["dashboardDefinition"], "source": SOURCE, "sha256": hashlib.sha256(source_bytes).hexdigest()}
+    definition = {**OUTPUTS["dashboardDefinition"], "source": SOURCE,
+                  "sha256": hashlib.sha256(source_bytes).hexdigest()}
     return {**OUTPUTS, "dashboardDefinition": definition}
 
 
@@ -75,7 +84,8 @@ def as_grafana_holds_it(outputs, **changes):
                 "typeLogoUrl": "public/plugins/x.svg", **definition,
                 "jsonData": {**definition["jsonData"], **OWNER, "timeInterval": "15s"}}
 
-    dashboard = grafana_dashboard.prepare(json.loads(json.dumps(SOURCE_DASHBOARD)), outputs["dashboardDefinition"]["datasources"])
+    dashboard = grafana_dashboard.prepare(json.loads(json.dumps(SOURCE_DASHBOARD)),
+                                          outputs["dashboardDefinition"]["datasources"])
     held = {"pyro": {"json": stored(outputs["pyroscopeDatasource"])},
             "prom": {"json": stored(outputs["prometheusDatasource"])},
             "dash": {"json": {"dashboard": {**dashboard, **OWNER, "id": 42, "version": 5},
@@ -92,8 +102,10 @@ def drift_rules(tmp_path, held, grafana_version="12.4.4"):
         {"match": ["rest", "--method", "get", SOURCE, "--skip-authorization-header"],
          "responses": [{"stdout": "", "output_file": str(tmp_path / "source.json")}]},
         {"match": ["rest", "--method", "get", "/api/datasources/uid/local-pyroscope"], "responses": [held["pyro"]]},
-        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus"], "responses": [held["prom"]]},
-        {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [held["dash"]]},
+        {"match": ["rest", "--method", "get", "/api/datasources/uid/azure-monitor-prometheus"],
+         "responses": [held["prom"]]},
+        {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"],
+         "responses": [held["dash"]]},
         *grafana_server_rules(grafana_version),
     ]
 

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from offline import engine, program
-
+from offline import engine
 
 T_A = "pkgA:m:typA"
 

@@ -8,14 +8,14 @@ import pytest
 
 from offline import engine
 
-
 #: pulumi/pulumi v3.230.0 sdk/go/common/resource/properties_path_test.go TestPropertyPath: the parse of each path, the
 #: "Simple" cases (wildcards) and the loose forms old providers emit (``.`` before ``[``).
 PARSED = {
     "root": ("root",), "root.nested": ("root", "nested"), 'root["nested"]': ("root", "nested"),
     "root.double.nest": ("root", "double", "nest"), 'root["double"].nest': ("root", "double", "nest"),
     'root["double"]["nest"]': ("root", "double", "nest"), "root.array[0]": ("root", "array", 0),
-    "root.array[0].nested": ("root", "array", 0, "nested"), "root.array2[0][1].nested": ("root", "array2", 0, 1, "nested"),
+    "root.array[0].nested": ("root", "array", 0, "nested"),
+          "root.array2[0][1].nested": ("root", "array2", 0, 1, "nested"),
     "root.nested.array[0].double[1]": ("root", "nested", "array", 0, "double", 1),
     'root["key with \\"escaped\\" quotes"]': ("root", 'key with "escaped" quotes'),
     'root["key with a ."]': ("root", "key with a ."),
@@ -44,7 +44,8 @@ CONTAINS = [
     (("root", "nested"), ("root",), False), (("root",), ("root", "nested"), True), (("root", 1), ("root",), False),
     (("root",), ("root", 1), True), (("root", "double", "nest1"), ("root", "double", "nest2"), False),
     (("root", "nest1", "double"), ("root", "nest2", "double"), False),
-    (("root", "nest", "double"), ("root", "nest", "double"), True), (("root", 1, "double"), ("root", 1, "double"), True),
+    (("root", "nest", "double"), ("root", "nest", "double"), True), (("root", 1, "double"), ("root", 1, "double"),
+                                                                     True),
     ((), (), True), (("root",), (), False), ((), ("root",), True),
     (("foo", "bar", 1), ("foo", "bar", 1, "baz"), True), (("foo", "*", "baz"), ("foo", "bar", "baz", "bam"), True),
     (("*", "bar", "baz"), ("foo", "bar", "baz", "bam"), True), (("foo", "*", "baz"), ("foo", 1, "baz", "bam"), True),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from offline import engine, program
+from offline import engine
 
 
 def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():
@@ -14,7 +14,8 @@ def test_a_provider_resource_is_updated_by_the_registry_not_by_the_plugin():
     resource is updated by the engine's registry, which returns the new inputs; the plugin's Update is never called
     for it."""
     calls = []
-    offline = engine.Engine({"pkgA": engine.Provider(update=lambda urn, old, new, preview: calls.append(urn) or dict(new))})
+    offline = engine.Engine({"pkgA": engine.Provider(update=lambda urn, old, new,
+                                                     preview: calls.append(urn) or dict(new))})
     config = {"region": "a"}
 
     def program(monitor):
@@ -62,12 +63,14 @@ def test_a_pending_delete_copy_in_a_chain_is_deleted_once():
     """continueStepsFromDiff: a dependent already pending deletion gets a plain DeleteStep, which takes it out of the
     state (deleteSnapshotMutation.End); the next run does not delete it again."""
     deleted = []
-    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k, delete=lambda old: deleted.append((old.name, old.id)))})
+    offline = engine.Engine({"pkgA": engine.Provider(diff=_replace_on_k,
+                                                     delete=lambda old: deleted.append((old.name, old.id)))})
     p = "urn:pulumi:test::test::pulumi:providers:pkgA::default"
     a, b = "urn:pulumi:test::test::pkgA:m:typA::a", "urn:pulumi:test::test::pkgA:m:typA::b"
     state = [engine.State(p, "pulumi:providers:pkgA", id="p0"),
              engine.State(a, T_A, id="a1", inputs={"k": "1"}, outputs={"k": "1"}, provider=f"{p}::p0"),
-             engine.State(b, T_A, id="b1", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]}, delete=True),
+             engine.State(b, T_A, id="b1", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]},
+                          delete=True),
              engine.State(b, T_A, id="b2", inputs={"k": "1"}, provider=f"{p}::p0", property_dependencies={"k": [a]})]
 
     def program(monitor):
@@ -193,6 +196,7 @@ def test_a_targeted_update_refuses_to_delete_an_untargeted_dependent():
     a_urn = first.state("a")[0].urn
     for preview in (True, False):
         result = offline.update(after, first.snapshot, preview=preview, targets=[a_urn])
-        assert result.error and any("will be destroyed but was not specified in --target list" in d for d in result.diagnostics)
+        assert result.error and any("will be destroyed but was not specified in --target list" in d
+                                    for d in result.diagnostics)
     assert [s.name for s in result.snapshot] == ["default", "a", "b"]
     assert ("delete", "b") in offline.update(after, first.snapshot, targets=[a_urn], target_dependents=True).ops()

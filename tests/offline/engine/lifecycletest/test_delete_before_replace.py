@@ -6,8 +6,17 @@ says how the Go framework is translated).
 from __future__ import annotations
 
 from offline.engine import DiffResult, Engine
-from tests.support.deploytest import (PROV_TYPE, add_default_providers, changed_a_diff, complex_graph, created_id,
-                                      deploytest, run_plan, successful, urn)
+from tests.support.deploytest import (
+    PROV_TYPE,
+    add_default_providers,
+    changed_a_diff,
+    complex_graph,
+    created_id,
+    deploytest,
+    run_plan,
+    successful,
+    urn,
+)
 
 
 def test_TestDeleteBeforeReplace():

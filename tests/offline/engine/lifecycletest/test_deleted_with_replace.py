@@ -11,7 +11,6 @@ from __future__ import annotations
 from offline.engine import Engine
 from tests.support.deploytest import TYP, created_id, deploytest, tracking_provider
 
-
 HEAD = "1b5949891b3cefcb9974752b24a5ecef0acc86c8"
 
 

@@ -12,9 +12,20 @@ from typing import Callable
 import pytest
 
 from offline.engine import DiffResult, Engine, ProviderError, State, verify_integrity
-from tests.support.deploytest import (COMPLEX_NAMES, DEFAULT_PROVIDER, PROV_TYPE, TYP, add_default_providers,
-                                      changed_a_diff, complex_graph, created_id, deploytest, run_plan, successful,
-                                      urn)
+from tests.support.deploytest import (
+    COMPLEX_NAMES,
+    DEFAULT_PROVIDER,
+    PROV_TYPE,
+    TYP,
+    add_default_providers,
+    changed_a_diff,
+    complex_graph,
+    created_id,
+    deploytest,
+    run_plan,
+    successful,
+    urn,
+)
 
 
 def test_TestRefreshTargetChildren():

@@ -1,0 +1,102 @@
+"""renovate.json: the bot proposes bumps of the locks, the pinned actions, kubelogin and the Pyroscope chart, and
+can re-run the locks' pip-compile commands."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import yaml
+
+from tests.support import ROOT
+from tests.support.workflows import (
+    WORKFLOW_FILES,
+    WORKFLOWS,
+    load,
+    steps,
+)
+
+RENOVATE = ROOT / "renovate.json"
+
+
+def renovate() -> dict:
+    return json.loads(RENOVATE.read_text())
+
+
+def js_pattern(pattern: str) -> "re.Pattern":
+    """A Renovate managerFilePatterns entry (/regex/) as a Python regex."""
+    assert pattern.startswith("/") and pattern.endswith("/"), pattern
+    return re.compile(pattern[1:-1])
+
+
+def js_regex(pattern: str) -> str:
+    """A Renovate matchStrings regex (JavaScript named groups) in Python's syntax."""
+    return re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", pattern)
+
+
+def tracked_files() -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+                  if p.is_file() and not {".git", ".venv", ".tools", ".azcli", "venv", "__pycache__"} & set(p.parts))
+
+
+def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
+    """The bot proposes bumps of: the three Python locks (pip-compile manager on the lock files), every pinned action
+    (github-actions, digests), kubelogin's release and digest, the Pyroscope chart. Keys checked against Renovate's
+    published schema (renovate 44.121.2 renovate-schema.json, validated when this file was written); here: the
+    structure, and each pattern against the files it must find."""
+    config = renovate()
+    assert set(config) <= {"$schema", "description", "enabledManagers", "baseBranchPatterns", "labels",
+                           "prConcurrentLimit", "minimumReleaseAge", "pip-compile", "rangeStrategy",
+                           "lockFileMaintenance", "github-actions", "customManagers", "packageRules"}, set(config)
+    assert config["$schema"] == "https://docs.renovatebot.com/renovate-schema.json"
+    assert set(config["enabledManagers"]) == {"pip-compile", "github-actions", "custom.regex"}
+    assert config["baseBranchPatterns"] == ["main"], "bumps are pull requests to main, where pr.yml runs"
+    files = tracked_files()
+
+    locks = [f for f in files if any(js_pattern(p).search(f) for p in config["pip-compile"]["managerFilePatterns"])]
+    assert locks == ["policy/requirements.lock", "requirements-dev.lock", "requirements.lock"], locks
+    assert config["rangeStrategy"] == "update-lockfile" and config["lockFileMaintenance"]["enabled"] is True
+
+    workflows = [f for f in files if any(js_pattern(p).search(f)
+                                         for p in config["github-actions"]["managerFilePatterns"])]
+    assert sorted(workflows) == sorted(f".github/workflows/{n}" for n in WORKFLOW_FILES)
+    assert config["github-actions"]["pinDigests"] is True
+
+    managers = {m["depNameTemplate"]: m for m in config["customManagers"]}
+    assert set(managers) == {"Azure/kubelogin", "pyroscope"}
+    kubelogin = managers["Azure/kubelogin"]
+    assert kubelogin["datasourceTemplate"] == "github-release-attachments"
+    found = []
+    for name in WORKFLOW_FILES:
+        text = (WORKFLOWS / name).read_text()
+        for pattern in kubelogin["matchStrings"]:
+            found += [(name, m.group("currentValue"),
+                       m.group("currentDigest")) for m in re.finditer(js_regex(pattern), text)]
+    expected = []
+    for name in WORKFLOW_FILES:
+        for job in load(name)["jobs"].values():
+            for step in steps(job):
+                if step.get("name") == "Install kubelogin":
+                    expected.append((name, step["env"]["KUBELOGIN_VERSION"], step["env"]["KUBELOGIN_SHA256"]))
+    # 4: pr.yml, drift.yml, and deploy-stacks.yml twice (cluster and grafana jobs, 649ccb4)
+    assert len(expected) == 4 and sorted(found) == sorted(expected), (found, expected)
+
+    chart = managers["pyroscope"]
+    assert (chart["datasourceTemplate"] == "helm"
+            and chart["registryUrlTemplate"] == "https://grafana.github.io/helm-charts")
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    matched = [m.group("currentValue") for p in chart["matchStrings"]
+               for m in re.finditer(js_regex(p), (ROOT / "Pulumi.yaml").read_text())]
+    assert matched == [project["config"]["pyroscopeChartVersion"]["default"]] == ["1.15.0"]
+    assert [f for f in files if any(js_pattern(p).search(f) for p in chart["managerFilePatterns"])] == ["Pulumi.yaml"]
+
+
+def test_the_bot_can_rerun_the_locks_commands():
+    """Renovate's pip-compile manager re-runs the command in a lock's header and accepts only some options
+    (renovatebot/renovate lib/modules/manager/pip-compile/common.ts, allowedPipOptions: --allow-unsafe,
+    --generate-hashes, --no-emit-index-url, --strip-extras, --output-file, ...): the headers use no others."""
+    allowed = {"--allow-unsafe", "--generate-hashes", "--strip-extras", "--no-emit-index-url"}
+    for lock in ("requirements.lock", "policy/requirements.lock"):
+        header = re.search(r"^#    pip-compile (.*)$", (ROOT / lock).read_text(), re.M).group(1).split()
+        options = {o for o in header if o.startswith("--") and not o.startswith("--output-file=")}
+        assert options <= allowed, (lock, options - allowed)

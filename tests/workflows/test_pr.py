@@ -1,0 +1,121 @@
+""".github/workflows/pr.yml: the offline job (tests with real Helm and the reference artefacts, the offline plan,
+its diff against the base, the comment) and the credentialed preview, which a fork's pull request does not get."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support import ROOT
+from tests.support.workflows import (
+    index,
+    load,
+    runs,
+    steps,
+    uses,
+)
+
+
+def test_pull_request_workflow():
+    pr = load("pr.yml")
+    assert pr["on"] == {"pull_request": {"branches": ["main"]}}
+    offline, preview = pr["jobs"]["offline"], pr["jobs"]["preview"]
+    commands = runs(offline)
+    assert ".venv/bin/pip install --require-hashes -r requirements-dev.lock" in commands
+    assert (".ci/fetch-reference" in commands and ".venv/bin/python -m pytest -q" in commands
+            and "REQUIRE_AZURE_CLI=1" in commands)
+    assert "-m offline.plan --stack \"$STACK\" --policy" in commands
+    diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
+    assert diff["run"] == 'bash .ci/plan_diff.sh "$BASE_SHA" plan-diff'
+    assert diff["env"] == {"BASE_SHA": "${{ github.event.pull_request.base.sha }}"}  # not spliced into the script
+    assert uses(offline, "actions/checkout")["with"]["fetch-depth"] == 0, "the base commit must be in the clone"
+    comment = uses(offline, "actions/github-script")
+    assert "plan-diff/comment.md" in comment["with"]["script"] and offline["permissions"]["pull-requests"] == "write"
+    assert "id-token" not in offline["permissions"], "the offline job needs no cloud credentials"
+    assert preview["needs"] == "offline"
+    assert "vars.AZURE_PREVIEW_CLIENT_ID != ''" in preview["if"]
+    pulumi = uses(preview, "pulumi/actions")["with"]
+    assert pulumi["command"] == "preview" and pulumi["diff"] is True and pulumi["policyPacks"] == "policy"
+    assert pulumi["comment-on-pr"] is True
+    login = steps(preview).index(uses(preview, "azure/login"))
+    assert login < steps(preview).index(uses(preview, "pulumi/actions"))
+
+
+def evaluate(expression: str, context: dict) -> bool:
+    """A GitHub Actions `if:` made of `a == b` / `a != b` terms joined by `&&`; operands are context paths or
+    quoted strings. Enough to run the workflows' fork conditions against a fork's and a branch's event."""
+    def value(operand: str):
+        operand = operand.strip()
+        if operand.startswith("'"):
+            return operand.strip("'")
+        found = context
+        for part in operand.split("."):
+            found = found.get(part, "") if isinstance(found, dict) else ""
+        return found
+
+    results = []
+    for term in expression.split("&&"):
+        left, operator, right = re.fullmatch(r"\s*(\S+)\s*(==|!=)\s*(\S+)\s*", term).groups()
+        results.append((value(left) == value(right)) == (operator == "=="))
+    return all(results)
+
+
+def event(head_repository: str) -> dict:
+    return {"github": {"repository": "acme/aks-gpu-observability",
+                       "event": {"pull_request": {"head": {"repo": {"full_name": head_repository}}}}},
+            "vars": {"AZURE_PREVIEW_CLIENT_ID": "0b9f5c3e-8d1a-4a57-9c1e-2f6a7d4b3c21"}}
+
+
+FORK, BRANCH = event("someone/aks-gpu-observability"), event("acme/aks-gpu-observability")
+
+
+def test_a_fork_pull_request_gets_the_plan_in_the_summary_and_no_comment():
+    """A fork's pull request runs with a read-only GITHUB_TOKEN: the comment step is skipped there (it would
+    fail and turn the job red), the plan always goes to the job summary, and the credentialed preview job
+    does not run."""
+    pr = load("pr.yml")
+    offline = pr["jobs"]["offline"]
+    names = [s.get("name") for s in steps(offline) if s.get("name")]
+    kept = ["Set up (the README's first command)",
+            "Tests (the README's second command, with the real azure-cli parser check)",
+            "Offline plan with the policy pack", "Comment the plan on the pull request",
+            "Fail on a mandatory policy violation"]
+    assert [n for n in names if n in kept] == kept, "the offline job keeps its steps and their names"
+    summary = next(s for s in steps(offline) if s.get("name") == "Plan in the job summary")
+    comment = uses(offline, "actions/github-script")
+    plan = next(s for s in steps(offline) if s.get("name") == "Offline plan with the policy pack")
+    assert "if" not in summary and "$GITHUB_STEP_SUMMARY" in summary["run"]
+    assert "plan.txt" in summary["run"] and "plan-diff/comment.md" in summary["run"]
+    diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
+    assert index(offline, plan) < index(offline, diff) < index(offline, summary) < index(offline, comment)
+    assert evaluate(comment["if"], FORK) is False and evaluate(comment["if"], BRANCH) is True
+    assert evaluate(pr["jobs"]["preview"]["if"], FORK) is False and evaluate(pr["jobs"]["preview"]["if"],
+                                                                             BRANCH) is True
+
+
+def test_the_condition_evaluator_reads_what_it_is_given():
+    assert evaluate("vars.AZURE_PREVIEW_CLIENT_ID != ''", BRANCH) is True
+    assert evaluate("vars.AZURE_PREVIEW_CLIENT_ID != ''", {"vars": {}}) is False
+    assert evaluate("github.repository == 'acme/aks-gpu-observability'", FORK) is True
+
+
+def test_the_pull_request_tests_run_with_real_helm_and_every_reference_artefact():
+    """pr.yml installs Helm as .ci/run does (.ci/install-helm, both versions) and requires it, and restores the fetched
+    artefacts' cache (the directory .ci/fetch-reference uses, keyed by the manifest) before the tests' set-up fetches
+    them (a step of its own after the README's set-up, which needs none of them)."""
+    offline = load("pr.yml")["jobs"]["offline"]
+    helm = next(s for s in steps(offline) if s.get("name") == "Helm")
+    assert ".ci/install-helm .tools)" in helm["run"] and ".ci/install-helm .tools 3.18.0)" in helm["run"]
+    assert "HELM_BIN=" in helm["run"] and "HELM_318_BIN=" in helm["run"] and "GITHUB_ENV" in helm["run"]
+    tests = next(s for s in steps(offline) if ".venv/bin/python -m pytest -q" in s.get("run", ""))
+    assert "REQUIRE_HELM=1" in tests["run"] and index(offline, helm) < index(offline, tests)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".ci/install-helm .tools)" in ci and ".ci/install-helm .tools 3.18.0)" in ci and "REQUIRE_HELM=1" in ci
+    cache = uses(offline, "actions/cache")
+    assert cache["with"]["path"] == "~/.cache/aks-gpu-observability/reference"
+    assert cache["with"]["key"] == "reference-${{ hashFiles('tests/reference/fetch.json') }}"
+    setup = next(s for s in steps(offline) if s.get("name", "").startswith("Set up"))
+    fetch = next(s for s in steps(offline) if s.get("name", "").startswith("Reference artefacts"))
+    assert fetch["run"] == ".ci/fetch-reference" and ".ci/fetch-reference" not in setup["run"]
+    assert index(offline, cache) < index(offline, setup) < index(offline, fetch) < index(offline, tests)
+    script = (ROOT / ".ci" / "fetch-reference").read_text()
+    assert '"aks-gpu-observability" / "reference"' in script and '".cache"' in script
