@@ -19,10 +19,8 @@ import pytest
 
 from offline import canned
 from offline.program import run
-from tests.support import fake_world
-from tests.support import ROOT, reference
+from tests.support import ROOT, fake_world, reference
 from tests.support.lifecycle import Deployment, EngineError
-
 
 #: (resource, dependency) -> what the resource reads from the dependency (or why the edge exists otherwise).
 EDGES = {

@@ -8,9 +8,8 @@ import dataclasses
 
 import pytest
 
-from tests.support import fake_cluster
-from tests.support import EXTENSION, K8S_PROVIDER, RELEASE
 from offline.program import Plan, orders
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, fake_cluster
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 

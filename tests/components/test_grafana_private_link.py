@@ -17,8 +17,6 @@ from components.grafana_private_link import (
 from offline import canned
 from steps.command import SCRIPTS, script_hash
 from tests.support import RELEASE
-from tests.support import RELEASE
-
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 

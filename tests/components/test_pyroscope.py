@@ -9,7 +9,6 @@ from components.pyroscope import PyroscopeArgs, chart_values
 from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, reference
 from tests.support.config_values import pyroscope_args
 
-
 P = "service.beta.kubernetes.io/"
 
 

@@ -6,8 +6,6 @@ import pytest
 
 from offline import canned
 from tests.support import RELEASE
-from tests.support import RELEASE
-
 
 # --- Microservices mode (engine-level inputs, dependencies, options) -----------------------------------------------------
 STORAGE_TYPES = ("azure-native:storage:StorageAccount", "azure-native:storage:BlobContainer",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from offline import canned
-from offline import program
+from offline import canned, program
 from stack_config.schema import ConfigError
 from tests.support import EXTENSION, RELEASE
 

@@ -9,8 +9,7 @@ import yaml
 
 from existing import kubeconfig
 from existing.kubeconfig import kubelogin_kubeconfig
-from offline import canned
-from offline import program
+from offline import canned, program
 from tests.support import K8S_PROVIDER, RELEASE
 
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-import warnings
 import contextvars
+import gc
 import re
 import runpy
+import warnings
 
 import pulumi
 import pytest
 from pulumi.runtime.config import set_all_config
 
+from offline.program import run
 from stack.outputs import CONTRACT
 from tests.support import ROOT
-from offline.program import run
 
 #: The contract as first published. Renaming or removing any of these breaks consumers' stack references:
 #: this list only ever grows (add new outputs to CONTRACT and here together).

@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from offline import program
-from stack_config import cli_values, names, schema
-from tests.support import ROOT
+from stack_config import cli_values, schema
 from tests.support import ROOT
 from tests.support.config_values import CLUSTERS, grafana_names
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from offline import canned
-from stack_config import names, rules
+from stack_config import rules
 from stack_config.schema import ConfigError
 from tests.support.config_values import CLUSTERS, MPE, PLATFORM, SECRET_CLUSTER, grafana_names, named
-
 
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 
@@ -178,8 +177,8 @@ def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch)
     holds a secure value as a placeholder, which is then the secret value)."""
     import json
 
-    from tests.support import ROOT
     from offline import program
+    from tests.support import ROOT
 
     text = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
     path = tmp_path / "Pulumi.s.yaml"

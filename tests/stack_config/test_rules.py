@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from offline import program
 from stack_config import cli_values, load, rules, schema
 from stack_config.schema import ConfigError
-from tests.support import reference
-from tests.support import reference
 from tests.support.config_values import DIGEST, LOCAL_DASHBOARD, LOCAL_SHA256, SUB_A, SUB_B, VALID, parse
-
 
 GOOD = [
     ("clusterName", "a"),

@@ -11,7 +11,6 @@ import yaml
 
 from stack_config import schema
 from tests.support import ROOT, reference
-from tests.support import ROOT
 from tests.support.config_values import parse
 
 ROLE = "azure-native:authorization:RoleAssignment"
