@@ -14,5 +14,7 @@ def test_grafana_must_be_standard_tier(plan):
         answer["sku"] = {"name": "Essential"}
         return answer
 
-    with pytest.raises(ConfigError, match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' is on the Essential tier; managed private endpoints need Standard"):
+    with pytest.raises(ConfigError,
+                       match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' is on the Essential tier; managed "
+                             "private endpoints need Standard"):
         plan(invoke_overrides={"azure-native:dashboard:getGrafana": essential})

@@ -17,7 +17,8 @@ def stored_commands() -> dict[str, dict]:
     """name -> the ``create``/``delete`` command lines an owner step of the older release stored."""
     plan = json.loads(OLD_PLAN.read_text())
     return {r["name"]: {k: r["inputs"][k] for k in ("create", "delete")} for r in plan["resources"]
-            if r["type"] == "command:local:Command" and str(r["inputs"].get("create", "")).startswith("python3 scripts/")}
+            if r["type"] == "command:local:Command"
+            and str(r["inputs"].get("create", "")).startswith("python3 scripts/")}
 
 
 def test_the_older_release_stored_three_owner_steps_under_scripts():

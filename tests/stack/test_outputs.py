@@ -47,7 +47,8 @@ def test_the_dashboard_definition_keeps_its_fields_and_documents_them(overrides)
         assert f"`{name}`" in row and name in meaning, name
 
 
-@pytest.mark.parametrize("overrides", [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"}, {"multiCluster": "true"}])
+@pytest.mark.parametrize("overrides",
+                         [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"}, {"multiCluster": "true"}])
 def test_every_contract_output_is_exported_with_its_type(overrides):
     outputs = run("dev", overrides).outputs
     for name, (kind, _meaning) in CONTRACT.items():

@@ -29,21 +29,25 @@ def test_monitoring_data_reader_role_assignment(plan):
     role = named(plan(), "grafana-datasources-monitoring-data-reader")
     assert role.type == ROLE
     assert role.inputs["scope"] == WORKSPACE_ID
-    assert role.inputs["roleDefinitionId"] == f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/b0d8363b-8ddd-447d-831f-62ca05bff136"
+    assert role.inputs["roleDefinitionId"] == (f"/subscriptions/{SUB}/providers/Microsoft.Authorization"
+                                               "/roleDefinitions/b0d8363b-8ddd-447d-831f-62ca05bff136")
     assert role.inputs["principalId"] == GRAFANA_PRINCIPAL
     assert role.inputs["principalType"] == "ServicePrincipal"
     assert role.options["deleteBeforeReplace"] is True  # a derived, fixed name azure-native will not create twice
     name = role.inputs["roleAssignmentName"]
-    assert uuid.UUID(name) and name == role_assignment_name(WORKSPACE_ID, "b0d8363b-8ddd-447d-831f-62ca05bff136", GRAFANA_PRINCIPAL)
+    assert uuid.UUID(name) and name == role_assignment_name(WORKSPACE_ID, "b0d8363b-8ddd-447d-831f-62ca05bff136",
+                                                            GRAFANA_PRINCIPAL)
 
 
 def test_shared_monitoring_data_reader_is_an_ensure_step(plan):
     """multiCluster with assignMonitoringDataReader true: the same assignment (name, role, principal, scope), made by
     steps/ensure_role_assignment.sh, an action step (its hash in triggers) with no delete; another workspace or
     identity is another assignment (triggers)."""
-    step = named(plan(multiCluster="true", assignMonitoringDataReader="true"), "grafana-datasources-shared-monitoring-data-reader")
+    step = named(plan(multiCluster="true", assignMonitoringDataReader="true"),
+                 "grafana-datasources-shared-monitoring-data-reader")
     assert step.type == "command:local:Command" and step.inputs["create"] == "bash steps/ensure_role_assignment.sh"
-    assert "delete" not in step.inputs and step.options["retainOnDelete"] is False and step.options["deleteBeforeReplace"] is False
+    assert "delete" not in step.inputs
+    assert step.options["retainOnDelete"] is False and step.options["deleteBeforeReplace"] is False
     reader = "b0d8363b-8ddd-447d-831f-62ca05bff136"
     assert step.inputs["environment"] == {
         "ASSIGNMENT_NAME": role_assignment_name(WORKSPACE_ID, reader, GRAFANA_PRINCIPAL),
@@ -74,7 +78,8 @@ def test_pyroscope_datasource_definition(plan):
     env = ds.inputs["environment"]
     assert env["GRAFANA_ENDPOINT"] == ENDPOINT and env["RETRY_FORBIDDEN"] == "false" and env["TIMEOUT_SECONDS"] == "300"
     # A delete asks ARM whether the workspace still exists; a refusal names the key that sets the uid.
-    assert env["GRAFANA_ID"] == canned.grafana_id("rg-observability-dev", "amg-gpu-dev") and env["API_VERSION"] == "2024-10-01"
+    assert env["GRAFANA_ID"] == canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
+    assert env["API_VERSION"] == "2024-10-01"
     assert env["UID_CONFIG_KEY"] == "pyroscopeDatasourceUid"
     assert env["DATASOURCE"] == json.dumps(json.loads(env["DATASOURCE"]), sort_keys=True, separators=(",", ":"))
     # As the published procedure creates it (MicrosoftDocs/azure-aks-docs articles/aks/gpu-profiling.md).
@@ -120,7 +125,8 @@ def test_outputs(plan):
 def test_dependency_chain(plan):
     p = plan()
     refresh, pyro = named(p, "grafana-private-link-refresh"), named(p, "grafana-datasources-pyroscope")
-    prom, role, upload = named(p, "grafana-datasources-prometheus"), named(p, "grafana-datasources-monitoring-data-reader"), named(p, "gpu-dashboard-upload")
+    prom, role, upload = (named(p, "grafana-datasources-prometheus"),
+                          named(p, "grafana-datasources-monitoring-data-reader"), named(p, "gpu-dashboard-upload"))
     assert refresh.urn in pyro.dependencies
     # Neither reads what the role assignment or the datasources make (components/grafana_datasources.py,
     # components/gpu_dashboard.py): they run beside the private link chain.
@@ -145,7 +151,8 @@ def test_existing_grafana_needs_a_system_identity(plan):
         answer["identity"] = {"type": "None"}
         return answer
 
-    with pytest.raises(ConfigError, match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' has no system-assigned identity"):
+    with pytest.raises(ConfigError,
+                       match="^grafanaName: Azure Managed Grafana 'amg-gpu-dev' has no system-assigned identity"):
         plan(invoke_overrides={"azure-native:dashboard:getGrafana": no_identity})
 
 
@@ -162,7 +169,8 @@ def test_workspace_without_query_endpoint_is_refused(plan):
 def test_created_grafana_and_workspace(plan):
     p = plan(createGrafana="true", createMonitorWorkspace="true", grafanaPublicNetworkAccess="Disabled")
     tokens = {i.token for i in p.invokes}
-    assert "azure-native:dashboard:getGrafana" not in tokens and "azure-native:monitor:getAzureMonitorWorkspace" not in tokens
+    assert "azure-native:dashboard:getGrafana" not in tokens
+    assert "azure-native:monitor:getAzureMonitorWorkspace" not in tokens
     grafana = p.one("azure-native:dashboard:Grafana")
     workspace = p.one("azure-native:monitor:AzureMonitorWorkspace")
     assert grafana.inputs["sku"] == {"name": "Standard"}
@@ -202,5 +210,7 @@ def test_deployer_principal_type(plan, monkeypatch):
         monkeypatch.delenv(variable, raising=False)
     assert named(plan(createGrafana="true"), "managed-grafana-grafana-admin").inputs["principalType"] == "User"
     monkeypatch.setenv("ARM_CLIENT_ID", "00000000-0000-0000-0000-000000000001")
-    assert named(plan(createGrafana="true"), "managed-grafana-grafana-admin").inputs["principalType"] == "ServicePrincipal"
-    assert named(plan(createGrafana="true", deployerPrincipalType="Group"), "managed-grafana-grafana-admin").inputs["principalType"] == "Group"
+    admin = named(plan(createGrafana="true"), "managed-grafana-grafana-admin")
+    assert admin.inputs["principalType"] == "ServicePrincipal"
+    assert named(plan(createGrafana="true", deployerPrincipalType="Group"),
+                 "managed-grafana-grafana-admin").inputs["principalType"] == "Group"

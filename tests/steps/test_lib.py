@@ -25,7 +25,8 @@ done
 def check_starts(check_ms: int, timeout: int = 40, **env) -> list[int]:
     """Start times (ms) of the checks a waiting script makes, with checks taking ``check_ms`` each."""
     done = subprocess.run(["bash", "-c", SCHEDULE], cwd=scenarios.ROOT, capture_output=True, text=True, check=True,
-                          env={"PATH": os.environ["PATH"], "TIMEOUT": str(timeout), "CHECK_TAKES_MS": str(check_ms), **env})
+                          env={"PATH": os.environ["PATH"], "TIMEOUT": str(timeout), "CHECK_TAKES_MS": str(check_ms),
+                               **env})
     return [int(line) for line in done.stdout.split()]
 
 
