@@ -24,7 +24,7 @@ def test_single_binary_registers_nothing_of_the_microservices_mode(plan):
 
 
 def test_microservices_storage_without_shared_keys(plan):
-    """The account as the issue asks: shared keys off, TLS 1.2, no public blob access, HTTPS only; the container
+    """The account locked down: shared keys off, TLS 1.2, no public blob access, HTTPS only; the container
     private; Storage Blob Data Contributor for the identity's principal on the container only."""
     from components.pyroscope_storage import derived_account_name
 

@@ -3,7 +3,9 @@ and its nonce is never shown."""
 
 from __future__ import annotations
 
-from tests.support import scenarios
+import pytest
+
+from tests.support import scenario_checks, scenarios
 from tests.support.scenarios import SCENARIOS
 
 #: The az command that approves or rejects a connection on the PLS.
@@ -20,7 +22,7 @@ def test_only_our_connection_is_ever_named_in_an_approval(scenario_results):
 
 
 def test_a_strangers_same_name_connection_is_never_approved(scenario_results):
-    """The security finding: a private endpoint named like Grafana's, in another subscription (attacker-rg), which
+    """The attack: a private endpoint named like Grafana's, in another subscription (attacker-rg), which
     does not carry this stack's nonce. The approval used to match the name only and approved it."""
     result = scenario_results["stranger-same-name-is-rejected-not-approved"]
     updates = [c["argv"] for c in result.calls if c["argv"][:4] == UPDATE]
@@ -48,3 +50,9 @@ def test_a_re_run_after_approval_writes_nothing(scenario_results):
     result = scenario_results["already-approved"]
     assert result.returncode == 0
     assert [c["argv"][:4] for c in result.calls if c["argv"][:4] == UPDATE] == []
+
+
+@pytest.mark.parametrize("scenario", scenario_checks.of("approve_private_endpoint_connection.sh"), ids=lambda s: s.name)
+def test_scenario(scenario, scenario_results):
+    """Each scenario of steps/approve_private_endpoint_connection.sh under the stand-in az."""
+    scenario_checks.check(scenario, scenario_results[scenario.name])

@@ -25,7 +25,7 @@ from offline.program import run
 from stack import profile_types
 from steps import grafana_dashboard
 from steps.command import script_hash
-from tests.support import ROOT, reference, scenarios
+from tests.support import ROOT, reference, scenario_checks, scenarios
 from tests.support.config_values import LOCAL_DASHBOARD, LOCAL_SHA256, named
 from tests.support.lifecycle import Deployment
 from tests.support.plans import ENDPOINT
@@ -540,3 +540,9 @@ def test_dashboard_from_a_local_file_with_its_own_hash(plan):
     env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()),
                 "gpu-dashboard-upload").inputs["environment"]
     assert env["DASHBOARD_SOURCE"] == LOCAL_DASHBOARD and env["DASHBOARD_SHA256"] == LOCAL_SHA256
+
+
+@pytest.mark.parametrize("scenario", scenario_checks.of("grafana_dashboard.py"), ids=lambda s: s.name)
+def test_scenario(scenario, scenario_results):
+    """Each scenario of steps/grafana_dashboard.py under the stand-in az."""
+    scenario_checks.check(scenario, scenario_results[scenario.name])
