@@ -20,6 +20,9 @@ os.environ.setdefault("AKS_GPU_OBS_FINGERPRINT_DIR", tempfile.mkdtemp(prefix="ak
 
 from offline import program  # noqa: E402  (after the fingerprint directory is set)
 
+#: Fixtures shared by several test folders (the real azure-cli parser: ``real_az``).
+pytest_plugins = ["tests.support.real_az"]
+
 
 @pytest.fixture
 def plan():

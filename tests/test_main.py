@@ -19,10 +19,8 @@ import pytest
 
 from offline import canned
 from offline.program import run
-from tests.support import fake_world
-from tests.support import ROOT, reference
+from tests.support import ROOT, fake_world, reference
 from tests.support.lifecycle import Deployment, EngineError
-
 
 #: (resource, dependency) -> what the resource reads from the dependency (or why the edge exists otherwise).
 EDGES = {
@@ -44,33 +42,40 @@ EDGES = {
     ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
     ("grafana-private-link-nat-network-policy", "grafana-private-link-wait-for-pls"):
         "the PLS's NAT IPs (read once the wait has seen it)",
-    ("grafana-private-link-nat-network-policy", "gadget-namespace"): "the policy's namespace, metadata.name of the Namespace",
+    ("grafana-private-link-nat-network-policy", "gadget-namespace"): "the policy's namespace, metadata.name of the "
+                                                                     "Namespace",
     ("grafana-datasources-pyroscope", "grafana-private-link-nat-network-policy"):
         "the URL is handed on once the policy admitting the PLS's NAT IPs exists (Grafana's reads are refused before)",
     ("grafana-private-link-approve-connection", "grafana-private-link-mpe"): "the Pending connection the MPE makes",
     ("grafana-private-link-mpe", "grafana-private-link-approval-nonce"): "the approval nonce in its requestMessage",
-    ("grafana-private-link-approve-connection", "grafana-private-link-approval-nonce"): "the nonce (and its marker) it looks for",
+    ("grafana-private-link-approve-connection", "grafana-private-link-approval-nonce"): "the nonce (and its marker) it "
+                                                                                        "looks for",
     ("grafana-private-link-approve-connection", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
-    ("grafana-private-link-refresh", "grafana-private-link-approve-connection"): "Grafana sees an approval only at a later refresh",
+    ("grafana-private-link-refresh", "grafana-private-link-approve-connection"): "Grafana sees an approval only at a "
+                                                                                 "later refresh",
     ("grafana-private-link-refresh", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
     ("grafana-datasources-pyroscope", "grafana-private-link-refresh"): "the private IP the refresh waits for (its URL)",
     # Only when the stack creates the workspaces (createGrafana, createMonitorWorkspace):
     ("managed-grafana-workspace", "monitor-workspace-workspace"): "the workspace id for the Grafana integration",
     ("managed-grafana-grafana-admin", "managed-grafana-workspace"): "the Grafana id (the role's scope)",
     ("grafana-datasources-monitoring-data-reader", "managed-grafana-workspace"): "Grafana's identity (principal id)",
-    ("grafana-datasources-monitoring-data-reader", "monitor-workspace-workspace"): "the workspace id (the role's scope)",
+    ("grafana-datasources-monitoring-data-reader", "monitor-workspace-workspace"):
+        "the workspace id (the role's scope)",
     ("grafana-private-link-mpe", "managed-grafana-workspace"): "Grafana's location (the MPE lives in Grafana)",
     ("grafana-private-link-refresh", "managed-grafana-workspace"): "the Grafana id it refreshes",
     ("grafana-datasources-pyroscope", "managed-grafana-workspace"): "the Grafana endpoint it calls",
-    ("grafana-datasources-pyroscope", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
+    ("grafana-datasources-pyroscope", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API "
+                                                                        "call",
     ("grafana-datasources-prometheus", "managed-grafana-workspace"): "the Grafana endpoint it calls",
-    ("grafana-datasources-prometheus", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
+    ("grafana-datasources-prometheus", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the "
+                                                                         "API call",
     ("grafana-datasources-prometheus", "monitor-workspace-workspace"): "the workspace's query endpoint (its URL)",
     ("gpu-dashboard-upload", "managed-grafana-workspace"): "the Grafana endpoint it calls",
     ("gpu-dashboard-upload", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API call",
     # Only in microservices mode (pyroscopeMode: microservices, components/pyroscope_storage.py):
     ("pyroscope-storage-container", "pyroscope-storage-account"): "the account name (the container lives in it)",
-    ("pyroscope-storage-federated-credential", "pyroscope-storage-identity"): "the identity's name (its parent resource)",
+    ("pyroscope-storage-federated-credential", "pyroscope-storage-identity"): "the identity's name (its parent "
+                                                                              "resource)",
     ("pyroscope-storage-blob-data-contributor", "pyroscope-storage-identity"): "the identity's principal id",
     ("pyroscope-storage-blob-data-contributor", "pyroscope-storage-container"):
         "ordering: the scope is the container's id as a string, and ARM refuses an assignment on a container not there",
@@ -104,7 +109,8 @@ NOT_EDGES = {
 #: Invokes run after a resource: (token, resource) -> what the read needs.
 INVOKE_EDGES = {
     ("azure-native:network:getPrivateLinkService", "grafana-private-link-wait-for-pls"): "the PLS exists only then",
-    ("azure-native:dashboard:getManagedPrivateEndpoint", "grafana-private-link-refresh"): "the private IP exists only then",
+    ("azure-native:dashboard:getManagedPrivateEndpoint",
+     "grafana-private-link-refresh"): "the private IP exists only then",
 }
 
 
@@ -119,7 +125,8 @@ def edges(plan) -> tuple[set, set]:
 @pytest.mark.parametrize("overrides", [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"},
                                        {"pyroscopeMode": "microservices"},
                                         {"createGrafana": "true"}, {"multiCluster": "true"}],
-                         ids=["existing-workspaces", "created-workspaces", "microservices", "created-grafana", "multi-cluster"])
+                         ids=["existing-workspaces", "created-workspaces", "microservices", "created-grafana",
+                              "multi-cluster"])
 def test_every_edge_is_listed_with_what_it_reads(overrides):
     plan = run("dev", overrides)
     resources, invokes = edges(plan)
@@ -141,9 +148,11 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
             if name[dep] not in seen:
                 seen.add(name[dep])
                 todo.append(name[dep])
-    assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection", "grafana-private-link-mpe",
+    assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection",
+                    "grafana-private-link-mpe",
                     "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace",
-                    "pyroscope-private-link-identity", "grafana-private-link-approval-nonce", "pyroscope-network-policy",
+                    "pyroscope-private-link-identity", "grafana-private-link-approval-nonce",
+                    "pyroscope-network-policy",
                     "grafana-private-link-nat-network-policy",
                     "pyroscope-local-traffic"}
 
@@ -203,16 +212,16 @@ def calls_to(deployment: Deployment, host: str) -> list:
 
 def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
     """Cluster and Grafana deleted: the refresh drops the release, the namespace, the NetworkPolicies and the Service
-    patch (deleteUnreachable), the
-    extension and the endpoint (ARM 404); the destroy's datasource and dashboard deletes find the workspace gone in ARM and call no
-    Grafana; the role assignment on the workspace is deleted."""
+    patch (deleteUnreachable), the extension and the endpoint (ARM 404); the destroy's datasource and dashboard deletes
+    find the workspace gone in ARM and call no Grafana; the role assignment on the workspace is deleted."""
     plan, deployment = fresh(deployed, "opted", tmp_path)
     host = grafana_host(plan)
     deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
     deployment.lose_grafana("rg-observability-dev", "amg-gpu-dev", host)
     before = len(calls_to(deployment, host))
     dropped = {urn.rsplit("::", 1)[-1] for urn in deployment.refresh()}
-    assert dropped == {"pyroscope-release", "gadget-namespace", "inspektor-gadget-extension", "grafana-private-link-mpe",
+    assert dropped == {"pyroscope-release", "gadget-namespace", "inspektor-gadget-extension",
+                       "grafana-private-link-mpe",
                        "pyroscope-network-policy", "grafana-private-link-nat-network-policy", "pyroscope-local-traffic"}
     deployment.destroy(plan)
     assert_nothing_left(deployment)
@@ -247,7 +256,7 @@ def test_a_destroy_before_the_refresh_stops_at_the_release_and_resumes(deployed,
 def teardown_doc_command(name: str) -> list[str]:
     """The az command docs/teardown.md gives for ``name`` (e.g. "private-link-service delete"), as argv."""
     text = (ROOT / "docs" / "teardown.md").read_text()
-    (line,) = [l.strip() for l in text.splitlines() if l.strip().startswith(f"az network {name} ")]
+    (line,) = [raw.strip() for raw in text.splitlines() if raw.strip().startswith(f"az network {name} ")]
     return line.split()[1:]
 
 

@@ -48,8 +48,10 @@ def test_poll_schedule_follows_the_scripts():
     # a check longer than the delay: the next starts when it ends
     assert deploy_sim.poll("x", 0, 9, 4, deploy_sim.delays(3, 6)).checks == [0, 4, 10]
     # work after the n-th check (the refresh's re-post) delays the next slot only when it does not fit
-    assert deploy_sim.poll("x", 0, 20, 1, deploy_sim.delays(3, 6), extra=lambda n: 5 if n == 2 else 0).checks == [0, 3, 9, 15, 21]
-    assert deploy_sim.poll("x", 0, 20, 4, deploy_sim.delays(3, 6), extra=lambda n: 5 if n == 2 else 0).checks == [0, 4, 13, 19, 25]
+    assert deploy_sim.poll("x", 0, 20, 1, deploy_sim.delays(3, 6),
+                           extra=lambda n: 5 if n == 2 else 0).checks == [0, 3, 9, 15, 21]
+    assert deploy_sim.poll("x", 0, 20, 4, deploy_sim.delays(3, 6),
+                           extra=lambda n: 5 if n == 2 else 0).checks == [0, 4, 13, 19, 25]
 
 
 def test_every_wait_notices_its_event_within_one_interval_and_ten_seconds(result):
@@ -83,7 +85,8 @@ def test_physical_limit_is_the_chain_from_the_table(dev, result):
 
 def test_critical_path_is_the_chain_after_the_namespace(result):
     names = [step["resource"] for step in result["criticalPath"]]
-    assert names == ["gadget-namespace", "pyroscope-release", "grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
+    assert names == ["gadget-namespace", "pyroscope-release", "grafana-private-link-wait-for-pls",
+                     "grafana-private-link-mpe",
                      "grafana-private-link-approve-connection", "grafana-private-link-refresh",
                      "grafana-datasources-pyroscope"]
     assert "inspektor-gadget-extension" not in names and "gpu-dashboard-upload" not in names
@@ -97,7 +100,8 @@ def test_the_physical_limit_does_not_count_the_extension(dev):
     """Put the release back behind the extension (the graph of an earlier version): the physical limit is the same
     chain, while this stack's time grows by the extension's rollout."""
     extension = dev.one(EXTENSION)
-    resources = [dataclasses.replace(r, dependencies=sorted(set(r.dependencies) | {extension.urn})) if r.type == RELEASE else r
+    resources = [dataclasses.replace(r, dependencies=sorted(set(r.dependencies) | {extension.urn}))
+                 if r.type == RELEASE else r
                  for r in dev.resources]
     create, destroy = orders(resources)
     behind = dataclasses.replace(dev, resources=resources, create_order=create, destroy_order=destroy)
@@ -105,7 +109,8 @@ def test_the_physical_limit_does_not_count_the_extension(dev):
     assert before["physical"] == now["physical"]
     assert before["ours"] - now["ours"] >= deploy_sim.Table().resource(EXTENSION) - deploy_sim.Table().resource(
         "kubernetes:core/v1:Namespace") - 10
-    assert [s["resource"] for s in before["criticalPath"]][:3] == ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release"]
+    assert [s["resource"] for s in before["criticalPath"]][:3] == ["gadget-namespace", "inspektor-gadget-extension",
+                                                                   "pyroscope-release"]
 
 
 def test_results_follow_the_table(dev, result, tmp_path):
@@ -134,7 +139,8 @@ def test_created_workspaces_count_in_the_physical_limit():
     table = deploy_sim.Table()
     assert [w["step"] for w in with_grafana["workspaces"]] == ["managed-grafana-workspace"]
     # Grafana (300 s) is longer than release + PLS: the MPE starts after it.
-    assert with_grafana["physical"] == (table.resource("azure-native:dashboard:Grafana") + table.resource(deploy_sim.MPE)
+    assert with_grafana["physical"] == (table.resource("azure-native:dashboard:Grafana")
+                                        + table.resource(deploy_sim.MPE)
                                         + table.events["approval_put"] + table.events["ip_after_refresh"]
                                         + 2 * table.events["grafana_api_call"])
     assert with_grafana["ratios"]["ours/physical"] <= 1.05

@@ -8,9 +8,8 @@ import dataclasses
 
 import pytest
 
-from tests.support import fake_cluster
-from tests.support import EXTENSION, K8S_PROVIDER, RELEASE
 from offline.program import Plan, orders
+from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, fake_cluster
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 
@@ -40,8 +39,8 @@ def replacement_set(plan: Plan, root: str) -> set[str]:
 
 
 def old_design(plan: Plan) -> Plan:
-    """The same plan as the stack built it before it owned the namespace: no Namespace resource, the release waiting for the
-    extension (whose agent makes the namespace), as the published procedure orders it."""
+    """The same plan as the stack built it before it owned the namespace: no Namespace resource, the release waiting
+    for the extension (whose agent makes the namespace), as the published procedure orders it."""
     extension = plan.one(EXTENSION)
     resources = []
     for r in plan.resources:
@@ -144,7 +143,8 @@ def test_extension_first_the_stack_adopts_its_namespace_and_destroy_leaves_nothi
     cluster = deployed(before)
     assert cluster.running("pyroscope") and cluster.running("inspektor-gadget")
     already = {dev.one(EXTENSION).urn, dev.one(RELEASE).urn}
-    for create, destroy, after_create, after_destroy in fake_cluster.run_orders(dev, existing=cluster, skip_create=already):
+    for create, destroy, after_create, after_destroy in fake_cluster.run_orders(dev, existing=cluster,
+                                                                                skip_create=already):
         assert after_create.running("pyroscope") and after_create.running("inspektor-gadget")
         assert after_destroy.empty(), (destroy, after_destroy.namespaces)
 
@@ -208,7 +208,8 @@ def test_namespace_replacement_reinstalls_both_releases(dev):
     replace(dev, cluster, dev.one(NAMESPACE).urn)
     assert cluster.running("pyroscope") and cluster.running("inspektor-gadget")
     deletes = [line for line in cluster.log if line.startswith(("helm uninstall", "delete namespace"))]
-    assert deletes[-1] == "delete namespace gadget (0 object(s) with it)"  # uninstalled first, nothing deleted under them
+    # uninstalled first, nothing deleted under them
+    assert deletes[-1] == "delete namespace gadget (0 object(s) with it)"
 
 
 def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyroscope(dev):

@@ -17,8 +17,6 @@ from components.grafana_private_link import (
 from offline import canned
 from steps.command import SCRIPTS, script_hash
 from tests.support import RELEASE
-from tests.support import RELEASE
-
 
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 
@@ -29,7 +27,8 @@ COMMAND = "command:local:Command"
 NODE_RG = "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
 
 
-PLS_ID = f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/privateLinkServices/pyroscope-pls"
+PLS_ID = (f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}"
+          "/providers/Microsoft.Network/privateLinkServices/pyroscope-pls")
 
 
 GRAFANA_ID = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
@@ -54,7 +53,8 @@ def test_managed_private_endpoint_inputs(plan):
         "location": "eastus2",
         "privateLinkResourceId": PLS_ID,
         "privateLinkResourceRegion": "eastus2",
-        "requestMessage": "[secret]",  # it carries the approval nonce (test_the_request_message_carries_the_nonce_the_approval_expects)
+        # it carries the approval nonce (test_the_request_message_carries_the_nonce_the_approval_expects)
+        "requestMessage": "[secret]",
         "tags": {"managed-by": "aks-gpu-observability"},
     }
 
@@ -70,7 +70,8 @@ def test_wait_for_pls_command(plan):
     assert wait.inputs["environment"] == {
         "PLS_NAME": "pyroscope-pls", "PLS_RESOURCE_GROUP": NODE_RG, "TIMEOUT_SECONDS": "900",
         # Only this cluster's PLS is accepted: a frontend on its node resource group's load balancers, for its Service.
-        "LOAD_BALANCER_SCOPE": f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/loadBalancers/",
+        "LOAD_BALANCER_SCOPE": (f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}"
+                                "/providers/Microsoft.Network/loadBalancers/"),
         "OWNER_SERVICE": "gadget/pyroscope",
         # The NAT IP configurations the annotations ask for: a change of either runs the wait again (an update).
         "IP_CONFIGURATION_COUNT": "1", "PLS_SUBNET": ""}
@@ -101,7 +102,8 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
         "TIMEOUT_SECONDS": "600",
     }
     # The MPE's creation time: an MPE created anew under the same name (same id) is a new approval.
-    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID, canned.CREATED_AT]
+    assert approval.inputs["triggers"] == [script_hash("approve_private_endpoint_connection.sh"), PLS_ID,
+                                           canned.CREATED_AT]
     assert mpe.outputs["systemData"]["createdAt"] == canned.CREATED_AT
     assert mpe.urn in approval.dependencies
 
@@ -117,7 +119,8 @@ def test_the_request_message_carries_the_nonce_the_approval_expects(plan):
     assert nonce_step.inputs["logging"] == "none" and "delete" not in nonce_step.inputs
     nonce = canned.approval_nonce("grafana-private-link-approval-nonce")
     message = _reveal(mpe.wire["requestMessage"])
-    assert message == f"Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev (aks-gpu-observability {nonce})"
+    assert message == ("Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev "
+                       f"(aks-gpu-observability {nonce})")
     assert _reveal(approval.wire["environment"])["APPROVAL_NONCE"] == nonce
     assert "requestMessage" in mpe.secret_fingerprints and nonce not in json.dumps(p.to_json())
 
@@ -177,7 +180,8 @@ def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
     # A group other clusters may share: the PLS name is derived per cluster (stack_config/names.py).
     name = p.outputs["privateLinkServiceName"]
     assert name.startswith("pyroscope-pls-") and command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == name
-    assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network", "serviceName": name}
+    assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network",
+                                                                            "serviceName": name}
     annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
     assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
 
@@ -185,7 +189,8 @@ def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
 def test_names_follow_config(plan):
     p = plan(managedPrivateEndpointName="gpu-mpe", privateLinkServiceName="gpu-pls")
     assert p.one(MPE).inputs["managedPrivateEndpointName"] == "gpu-mpe"
-    assert command(p, "approve-connection").inputs["environment"]["PRIVATE_ENDPOINT_NAME"] == "grafana-amg-gpu-dev-gpu-mpe"
+    approval_env = command(p, "approve-connection").inputs["environment"]
+    assert approval_env["PRIVATE_ENDPOINT_NAME"] == "grafana-amg-gpu-dev-gpu-mpe"
     assert command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == "gpu-pls"
 
 
@@ -195,14 +200,18 @@ def test_empty_private_ip_is_an_error_not_a_datasource(plan):
         answer.update({"privateLinkServicePrivateIP": "", "connectionState": {"status": "Pending"}})
         return answer
 
-    with pytest.raises(EmptyPrivateIpError, match="^managedPrivateEndpointName: managed private endpoint 'pyroscope-mpe' has no privateLinkServicePrivateIP.*connection state Pending"):
+    with pytest.raises(EmptyPrivateIpError,
+                       match="^managedPrivateEndpointName: managed private endpoint 'pyroscope-mpe' has no "
+                             "privateLinkServicePrivateIP.*connection state Pending"):
         plan(invoke_overrides={"azure-native:dashboard:getManagedPrivateEndpoint": no_ip})
 
 
 def test_script_hash_covers_the_script_and_the_shared_library():
-    expected = hashlib.sha256((SCRIPTS / "lib.sh").read_bytes() + (SCRIPTS / "refresh_managed_private_endpoints.sh").read_bytes()).hexdigest()
+    expected = hashlib.sha256((SCRIPTS / "lib.sh").read_bytes()
+                              + (SCRIPTS / "refresh_managed_private_endpoints.sh").read_bytes()).hexdigest()
     assert script_hash("refresh_managed_private_endpoints.sh") == expected
-    assert len({script_hash(s) for s in ("wait_private_link_service.sh", "approve_private_endpoint_connection.sh", "refresh_managed_private_endpoints.sh")}) == 3
+    assert len({script_hash(s) for s in ("wait_private_link_service.sh", "approve_private_endpoint_connection.sh",
+                                         "refresh_managed_private_endpoints.sh")}) == 3
 
 
 def test_replacements_cascade_from_the_release(plan):

@@ -9,7 +9,6 @@ from components.pyroscope import PyroscopeArgs, chart_values
 from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, reference
 from tests.support.config_values import pyroscope_args
 
-
 P = "service.beta.kubernetes.io/"
 
 
@@ -137,11 +136,12 @@ def test_in_cluster_url_output(plan):
 
 
 #: Paths the chart's templates read that its values.yaml leaves out (or holds other keys under), each with the template
-#: text that reads it: ``persistence.storageClassName`` and ``extraArgs`` (a map whose every entry becomes ``-<key>=<value>``)
-#: in chart 1.15.0 ``templates/deployments-statefulsets.yaml``.
+#: text that reads it: ``persistence.storageClassName`` and ``extraArgs`` (a map whose every entry becomes
+#: ``-<key>=<value>``) in chart 1.15.0 ``templates/deployments-statefulsets.yaml``.
 TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{ $persistence.storageClassName }}",
                  **{f"pyroscope.extraArgs.{flag}": '- "-{{ $key }}={{ $value }}"'
-                    for flag in ("compactor.blocks-retention-period", "compactor.data-dir", "querier.max-query-lookback")}}
+                    for flag in ("compactor.blocks-retention-period", "compactor.data-dir",
+                                 "querier.max-query-lookback")}}
 
 
 def items(**lists) -> dict:
@@ -157,7 +157,8 @@ def chart_template(name: str) -> str:
 
 
 def test_every_values_key_path_exists_in_chart_1_15_0(plan, upstream_values):
-    values = plan(paths=items(pyroscopeNodeSelector=["agentpool=system"], pyroscopeTolerations=["sku=gpu:NoSchedule"])).one(RELEASE).inputs["values"]
+    values = plan(paths=items(pyroscopeNodeSelector=["agentpool=system"],
+                              pyroscopeTolerations=["sku=gpu:NoSchedule"])).one(RELEASE).inputs["values"]
     paths = key_paths(values)
     assert ("pyroscope", "service", "type") in paths
     assert sorted(missing_paths(paths, upstream_values)) == sorted(TEMPLATE_ONLY)
@@ -188,7 +189,7 @@ def test_default_chart_version_and_image_match_the_reference_chart():
     assert schema.declared()["pyroscopeImageRepository"]["default"] == values["pyroscope"]["image"]["repository"]
 
 
-# --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/support/fake_cluster.py) ------
+# --- A release left pending by a hard-killed run (components/pyroscope.py helm_recovery, tests/support/fake_cluster.py)
 TROUBLESHOOTING = "docs/troubleshooting.md"
 
 
@@ -197,7 +198,8 @@ def _pending_entry() -> str:
     from tests.support import ROOT
 
     text = (ROOT / TROUBLESHOOTING).read_text(encoding="utf-8")
-    (entry,) = [item for item in text.split("\n- ") if "another operation (install/upgrade/rollback) is in progress" in item]
+    (entry,) = [item for item in text.split("\n- ")
+                if "another operation (install/upgrade/rollback) is in progress" in item]
     return " ".join(entry.split())
 
 
@@ -307,7 +309,8 @@ def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
 
 def test_storage_scheduling_and_resources_follow_config(plan):
     single = plan(pyroscopeStorageClass="managed-csi-premium", pyroscopeStorageSize="1Ti", pyroscopeRetention="30d",
-                  paths=items(pyroscopeResources=["requests.cpu=2", "limits.cpu=4", "limits.memory=", "requests.memory=3Gi"],
+                  paths=items(pyroscopeResources=["requests.cpu=2", "limits.cpu=4", "limits.memory=",
+                                                  "requests.memory=3Gi"],
                               pyroscopeNodeSelector=["agentpool=system", "kubernetes.azure.com/mode=system"],
                               pyroscopeTolerations=["sku=gpu:NoSchedule", "CriticalAddonsOnly", "dedicated:NoExecute"]),
                   ).one(RELEASE).inputs["values"]["pyroscope"]
@@ -346,7 +349,8 @@ def test_queries_reach_back_as_far_as_retention_keeps_profiles(retention):
     will be modified to only query data within the allowed time range ... 0 to disable"), pkg/validation/validate.go
     ValidateRangeRequest (a range ending before now-lookback returns empty; an earlier start is clamped; only a
     lookback > 0 applies). With ``-compactor.blocks-retention-period`` 14d and the lookback left at its 7d default, the
-    second week the volume is sized for could never be queried; retention ``0`` (keep everything) needs lookback ``0``."""
+    second week the volume is sized for could never be queried; retention ``0`` (keep everything) needs lookback
+    ``0``."""
     extra = chart_values(_args(retention=retention))["pyroscope"]["extraArgs"]
     lookback = extra.get("querier.max-query-lookback", "7d")  # the upstream default when unset
     assert _days(lookback) == 0 or _days(lookback) >= _days(extra["compactor.blocks-retention-period"]), extra
@@ -480,7 +484,8 @@ def test_network_policy_spec_without_ranges_admits_only_pods():
     from components.pyroscope import network_policy_spec
 
     spec = network_policy_spec(())
-    assert [rule["from"][0].keys() for rule in spec["ingress"]] == [{"namespaceSelector", "podSelector"}, {"podSelector"}]
+    assert [rule["from"][0].keys() for rule in spec["ingress"]] == [{"namespaceSelector", "podSelector"},
+                                                                    {"podSelector"}]
 
 
 def test_default_ranges_admit_no_subnet_only_hosts(plan):

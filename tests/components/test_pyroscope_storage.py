@@ -6,10 +6,8 @@ import pytest
 
 from offline import canned
 from tests.support import RELEASE
-from tests.support import RELEASE
 
-
-# --- Microservices mode (engine-level inputs, dependencies, options) -----------------------------------------------------
+# --- Microservices mode (engine-level inputs, dependencies, options) --------------------------------------------------
 STORAGE_TYPES = ("azure-native:storage:StorageAccount", "azure-native:storage:BlobContainer",
                  "azure-native:managedidentity:UserAssignedIdentity",
                  "azure-native:managedidentity:FederatedIdentityCredential")
@@ -26,7 +24,7 @@ def test_single_binary_registers_nothing_of_the_microservices_mode(plan):
 
 
 def test_microservices_storage_without_shared_keys(plan):
-    """The account as the issue asks: shared keys off, TLS 1.2, no public blob access, HTTPS only; the container
+    """The account locked down: shared keys off, TLS 1.2, no public blob access, HTTPS only; the container
     private; Storage Blob Data Contributor for the identity's principal on the container only."""
     from components.pyroscope_storage import derived_account_name
 
@@ -35,7 +33,8 @@ def test_microservices_storage_without_shared_keys(plan):
     cluster_id = p.outputs["clusterId"]
     assert account["accountName"] == derived_account_name(cluster_id) and len(account["accountName"]) == 24
     assert (account["allowSharedKeyAccess"], account["allowBlobPublicAccess"], account["minimumTlsVersion"],
-            account["enableHttpsTrafficOnly"], account["resourceGroupName"]) == (False, False, "TLS1_2", True, "rg-aks-gpu-dev")
+            account["enableHttpsTrafficOnly"], account["resourceGroupName"]) == (False, False, "TLS1_2", True,
+                                                                                 "rg-aks-gpu-dev")
     assert account["tags"]["managed-by"] == "aks-gpu-observability"
     container = p.one("azure-native:storage:BlobContainer").inputs
     assert (container["containerName"], container["publicAccess"]) == ("pyroscope", "None")
@@ -55,8 +54,8 @@ def test_microservices_with_a_brought_account(plan):
              pyroscopeStorageAccountResourceGroup="rg-data", pyroscopeBlobContainer="gpu-profiles")
     assert not [r for r in p.resources if r.type.startswith("azure-native:storage:")]
     role = next(r for r in p.resources if r.name == "pyroscope-storage-blob-data-contributor")
-    assert role.inputs["scope"].endswith("/resourceGroups/rg-data/providers/Microsoft.Storage/storageAccounts/stprofiles01"
-                                         "/blobServices/default/containers/gpu-profiles")
+    assert role.inputs["scope"].endswith("/resourceGroups/rg-data/providers/Microsoft.Storage/storageAccounts/"
+                                         "stprofiles01/blobServices/default/containers/gpu-profiles")
     identity = p.one("azure-native:managedidentity:UserAssignedIdentity").inputs
     assert (identity["resourceName"], identity["resourceGroupName"]) == ("id-pyroscope-aks-gpu-dev", "rg-data")
 

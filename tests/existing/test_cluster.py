@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from offline import canned
-from offline import program
+from offline import canned, program
 from stack_config.schema import ConfigError
 from tests.support import EXTENSION, RELEASE
 
@@ -73,7 +72,8 @@ def test_a_locked_node_resource_group_needs_a_pls_resource_group_before_anything
         program.RecordingMonitor = original
     message = str(caught.value)
     assert message.startswith("privateLinkServiceResourceGroup: cluster 'aks-gpu-dev' has its node resource group "
-                              "'MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2' locked (nodeResourceGroupProfile.restrictionLevel "
+                              "'MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2' locked "
+                              "(nodeResourceGroupProfile.restrictionLevel "
                               "ReadOnly: AKS Automatic, or node resource group lockdown)")
     assert "set privateLinkServiceResourceGroup to a resource group" in message and "\n" not in message
     assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
@@ -93,7 +93,7 @@ def test_an_unrestricted_or_unset_node_resource_group_needs_nothing(plan):
         assert plan(invoke_overrides=cluster_without(nodeResourceGroupProfile=profile)).one(RELEASE)
 
 
-# --- A network policy engine for Pyroscope's NetworkPolicy ---------------------------------------------------------------
+# --- A network policy engine for Pyroscope's NetworkPolicy ------------------------------------------------------------
 def without_engine(policy):
     def handler(args, location):
         answer = canned.managed_cluster(args, location)
@@ -152,12 +152,13 @@ def test_managed_virtual_network_needs_no_ranges(plan):
 
     p = plan(invoke_overrides=managed_network())
     assert p.named("pyroscope-network-policy").inputs["spec"]["ingress"][1]["from"] == [
-        {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}}}]
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "pyroscope",
+                                         "app.kubernetes.io/name": "pyroscope"}}}]
     nat = p.named("grafana-private-link-nat-network-policy").inputs["spec"]["ingress"][0]["from"]
     assert nat == [{"ipBlock": {"cidr": f"{canned_answers.PLS_NAT_ADDRESS}/32"}}]
 
 
-# --- OIDC issuer and workload identity for the microservices mode ------------------------------------------------------
+# --- OIDC issuer and workload identity for the microservices mode -----------------------------------------------------
 def without_workload_identity(oidc: bool, workload_identity: bool):
     def handler(args, location):
         answer = canned.managed_cluster(args, location)
@@ -185,7 +186,8 @@ def test_microservices_needs_oidc_issuer_and_workload_identity_before_any_resour
     assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
     message = str(caught.value)
     assert caught.value.key == "pyroscopeMode" and "\n" not in message
-    assert ("the OIDC issuer" in message) == (not oidc) and ("workload identity (securityProfile" in message) == (not workload_identity)
+    assert ("the OIDC issuer" in message) == (not oidc)
+    assert ("workload identity (securityProfile" in message) == (not workload_identity)
     assert ("`az aks update -g rg-aks-gpu-dev -n aks-gpu-dev --enable-oidc-issuer --enable-workload-identity`"
             in message)
     assert "set pyroscopeMode to single-binary" in message

@@ -9,8 +9,7 @@ import yaml
 
 from existing import kubeconfig
 from existing.kubeconfig import kubelogin_kubeconfig
-from offline import canned
-from offline import program
+from offline import canned, program
 from tests.support import K8S_PROVIDER, RELEASE
 
 
@@ -111,7 +110,8 @@ DEVICECODE = ["get-token", "--server-id", SERVER, "--client-id", CLIENT, "--tena
 AZURECLI_CASES = {
     "convert from devicecode to azurecli": (DEVICECODE, ["get-token", "--login", "azurecli", "--server-id", SERVER]),
     "convert from devicecode to azurecli with --cache-dir": (
-        DEVICECODE + ["--cache-dir", CACHE], ["get-token", "--login", "azurecli", "--server-id", SERVER, "--cache-dir", CACHE]),
+        DEVICECODE + ["--cache-dir", CACHE],
+        ["get-token", "--login", "azurecli", "--server-id", SERVER, "--cache-dir", CACHE]),
     "already having --token-cache-dir, convert from devicecode to azurecli": (
         ["get-token", "--server-id", SERVER, "--client-id", CLIENT, "--tenant-id", TENANT, "--token-cache-dir", CACHE,
          "--environment", ENV, "--login", "devicecode"],
@@ -159,7 +159,8 @@ def test_azurecli_keeps_an_existing_install_hint():
 @pytest.mark.parametrize("command", ["kubelogin.exe", "C:\\tools\\KubeLogin.EXE", "/usr/local/bin/kubelogin"])
 def test_a_kubelogin_exec_plugin_is_one_whose_command_contains_kubelogin(command):
     """isExecUsingkubelogin: strings.Contains(strings.ToLower(cmd), "kubelogin"), not a suffix."""
-    assert _converted({"exec": {"command": command, "args": DEVICECODE}})["exec"]["args"][:3] == ["get-token", "--login", "azurecli"]
+    converted = _converted({"exec": {"command": command, "args": DEVICECODE}})
+    assert converted["exec"]["args"][:3] == ["get-token", "--login", "azurecli"]
 
 
 def test_azurecli_converts_a_legacy_azure_auth_provider():
@@ -201,6 +202,7 @@ def test_delete_unreachable_is_set_on_the_provider_only_when_asked(plan, monkeyp
     provider input wins over PULUMI_K8S_DELETE_UNREACHABLE). false sends nothing, so the variable, the way out for a
     stack that never recorded the option, still works when the engine starts the provider for a destroy."""
     monkeypatch.delenv("PULUMI_K8S_DELETE_UNREACHABLE", raising=False)
-    assert plan(kubernetesDeleteUnreachable="true").one(K8S_PROVIDER).inputs == {"deleteUnreachable": "true", "kubeconfig": "[secret]"}
+    assert plan(kubernetesDeleteUnreachable="true").one(K8S_PROVIDER).inputs == {"deleteUnreachable": "true",
+                                                                                 "kubeconfig": "[secret]"}
     assert plan().one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
     assert plan(kubernetesDeleteUnreachable="false").one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}

@@ -108,7 +108,8 @@ def test_example_frame_is_the_vllm_story():
         "GPUModelRunner._allocate_kv_cache_tensors", "LlamaMLP.__init__", "LlamaAttention.__init__"]
     assert human(top[0]["self"], "bytes") == "55.1 GiB"
     assert top[0]["stack"] == ["<unknown>", "<interpreter trampoline>", "<module>", "EngineCoreProc.run_engine_core",
-                               "EngineCore.__init__", "EngineCore._initialize_kv_caches", "Worker.initialize_from_config",
+                               "EngineCore.__init__", "EngineCore._initialize_kv_caches",
+                               "Worker.initialize_from_config",
                                "GPUModelRunner.initialize_kv_cache", "GPUModelRunner._allocate_kv_cache_tensors"]
     assert {"_compile_fx_inner", "CUDAGraphWrapper.__call__", "0x7f3a9c2d1e40"} <= {n.label for n in profile.nodes}
 

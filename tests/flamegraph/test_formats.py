@@ -78,7 +78,8 @@ def test_the_same_report_from_each_format(path):
     assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
         (n.label, n.level, n.value, n.self) for n in example_profile().nodes]
     done = cli("--from-file", str(path), "--top", "2", "--hide-trampolines")
-    assert done.returncode == 0 and done.stdout == cli("--from-file", str(EXAMPLE), "--top", "2", "--hide-trampolines").stdout
+    assert done.returncode == 0 and done.stdout == cli("--from-file", str(EXAMPLE), "--top", "2",
+                                                       "--hide-trampolines").stdout
 
 
 def test_pprof_read_as_the_library_writes_it():
@@ -108,7 +109,8 @@ def test_pprof_read_as_the_library_writes_it():
     counts, _ = formats.load(data, "alloc_objects")
     assert counts.unit == "count" and counts.total == 4 and counts.sample_type == "alloc_objects:count"
     assert formats.load(data, "alloc_objects:count")[0].total == 4
-    with pytest.raises(FrameError, match="--sample-type inuse_space: the profile declares alloc_objects:count, malloc:bytes"):
+    with pytest.raises(FrameError,
+                       match="--sample-type inuse_space: the profile declares alloc_objects:count, malloc:bytes"):
         formats.load(data, "inuse_space")
     message.sample_type[1].type = 1  # two count types, neither the GPU-memory one: the reader asks
     message.sample_type[1].unit = 2

@@ -68,7 +68,8 @@ def test_query_sent_through_az_rest(tmp_path):
     types, call = calls_in(tmp_path)
     # First the profile types Pyroscope holds over the query's range (start and end in milliseconds) ...
     url = types["argv"][types["argv"].index("--url") + 1]
-    assert url.startswith(f"{outputs['grafanaEndpoint']}/api/datasources/uid/local-pyroscope/resources/profileTypes?start=")
+    assert url.startswith(f"{outputs['grafanaEndpoint']}/api/datasources/uid/local-pyroscope"
+                          "/resources/profileTypes?start=")
     start, end = (int(part.split("=")[1]) for part in url.split("?")[1].split("&"))
     assert end - start == 30 * 60 * 1000
     # ... then the dashboard panel's query.
@@ -102,8 +103,8 @@ def test_both_ids_in_one_range_read_the_dashboards_and_name_the_other(tmp_path):
     assert calls_in(tmp_path)[1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:malloc:bytes::"
     assert done.stdout.splitlines()[0] == (
         "Also held in this range: process_cpu:malloc:bytes:process_cuda:bytes (another Inspektor Gadget version wrote "
-        "it); this report reads process_cpu:malloc:bytes:: only, --profile-type process_cpu:malloc:bytes:process_cuda:bytes "
-        "reads that part.")
+        "it); this report reads process_cpu:malloc:bytes:: only, --profile-type "
+        "process_cpu:malloc:bytes:process_cuda:bytes reads that part.")
     (tmp_path / "json").mkdir()
     done, _ = stack_cli(tmp_path / "json", "--json", types=(GADGET_054_TYPE, DASHBOARD_TYPE))
     assert json.loads(done.stdout)["alsoHeld"] == ["process_cpu:malloc:bytes:process_cuda:bytes"]
@@ -142,7 +143,8 @@ def test_several_candidates_need_profile_type_and_it_skips_the_lookup(tmp_path):
     other = {"id": "process_cuda:malloc:bytes:process_cuda:bytes", "label": "process_cuda - malloc"}
     done, _ = stack_cli(tmp_path, types=(GADGET_054_TYPE, other))
     assert done.returncode == 2
-    assert done.stderr.strip() == ("error: several malloc:bytes profile types (process_cpu:malloc:bytes:process_cuda:bytes, "
+    assert done.stderr.strip() == ("error: several malloc:bytes profile types "
+                                   "(process_cpu:malloc:bytes:process_cuda:bytes, "
                                    "process_cuda:malloc:bytes:process_cuda:bytes): pick one with --profile-type")
     given = tmp_path / "given"
     given.mkdir()
@@ -180,7 +182,8 @@ def test_a_stack_set_to_an_id_not_held_names_its_own_and_the_config_set(tmp_path
 
 @pytest.mark.parametrize("args,message", [
     (["--profile-type", "process_cpu:malloc"], "--profile-type: expected a Pyroscope profile type ID"),
-    (["--profile-type", "process_cpu:malloc:bytes::", "--sample-type", "malloc"], "--sample-type: --profile-type already"),
+    (["--profile-type", "process_cpu:malloc:bytes::", "--sample-type", "malloc"],
+     "--sample-type: --profile-type already"),
 ])
 def test_bad_profile_type_is_one_line(tmp_path, args, message):
     done, _ = stack_cli(tmp_path, *args)
@@ -189,7 +192,8 @@ def test_bad_profile_type_is_one_line(tmp_path, args, message):
 
 
 def test_profile_type_is_for_stack_only(tmp_path):
-    done = cli("--from-file", str(ROOT / "examples" / "flamegraph-frame.json"), "--profile-type", "process_cpu:malloc:bytes::")
+    done = cli("--from-file", str(ROOT / "examples" / "flamegraph-frame.json"), "--profile-type",
+               "process_cpu:malloc:bytes::")
     assert done.returncode == 2 and done.stderr.startswith("error: --profile-type: shapes the query --stack sends")
 
 
@@ -205,7 +209,8 @@ def test_a_type_asked_for_by_hand_is_not_called_the_gpu_memory(tmp_path, args):
     sample type); grafana/grafana 041993ff pyroscopeClient.go ``ProfileTypes`` labels it "process_cpu - cpu"."""
     done, _ = stack_cli(tmp_path, *args, types=(CPU_TYPE, DASHBOARD_TYPE))
     assert done.returncode == 0, done.stderr
-    assert calls_in(tmp_path)[-1]["body"]["queries"][0]["profileTypeId"] == "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    query = calls_in(tmp_path)[-1]["body"]["queries"][0]
+    assert query["profileTypeId"] == "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
     assert "holds the GPU memory under this ID" not in done.stdout
     assert "dashboardProfileType" not in done.stdout
 
@@ -318,25 +323,29 @@ def test_baseline_time_range_queries_twice(tmp_path):
     types, current, baseline_types, baseline = calls_in(tmp_path)
     # Each range's profile types are looked up over that range (across a gadget upgrade they differ).
     (start, end), (b_start, b_end) = _range(types), _range(baseline_types)
-    assert end - start == 3600 * 1000 and b_end - b_start == 3600 * 1000 and 2 * 3600 * 1000 - 5000 < end - b_end <= 2 * 3600 * 1000
+    assert end - start == 3600 * 1000 and b_end - b_start == 3600 * 1000
+    assert 2 * 3600 * 1000 - 5000 < end - b_end <= 2 * 3600 * 1000
     bodies = [current["body"], baseline["body"]]
     assert [(b["from"], b["to"], b["queries"][0]["maxNodes"], b["queries"][0]["profileTypeId"]) for b in bodies] == [
-        ("now-1h", "now", 65536, "process_cpu:malloc:bytes::"), ("now-3h", "now-2h", 65536, "process_cpu:malloc:bytes::")]
+        ("now-1h", "now", 65536, "process_cpu:malloc:bytes::"), ("now-3h", "now-2h", 65536,
+                                                                 "process_cpu:malloc:bytes::")]
 
 
 def test_mismatched_sample_types_are_one_line(tmp_path):
     (tmp_path / "now.pb").write_bytes(pprof_with(["malloc", "bytes"]))
     (tmp_path / "then.pb").write_bytes(pprof_with(["malloc", "count"]))
-    done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"), "--sample-type", "malloc")
+    done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"), "--sample-type",
+               "malloc")
     assert done.returncode == 2 and done.stderr == (
         f"error: --baseline {tmp_path / 'then.pb'}: its unit 'count' differs from the current profile's 'bytes'\n")
     (tmp_path / "then.pb").write_bytes(pprof_with(["free", "bytes"]))
     done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", str(tmp_path / "then.pb"))
     assert done.returncode == 2 and done.stderr == (
-        f"error: --baseline {tmp_path / 'then.pb'}: its sample type free:bytes differs from the current profile's malloc:bytes\n")
+        f"error: --baseline {tmp_path / 'then.pb'}: its sample type free:bytes differs from the current profile's "
+        "malloc:bytes\n")
     done = cli("--from-file", str(tmp_path / "now.pb"), "--baseline", "2h..1h")
-    assert done.returncode == 2 and done.stderr == ("error: --baseline: expected a profile file (got '2h..1h': no such file; "
-                                                  "a time range needs --stack)\n")
+    assert done.returncode == 2 and done.stderr == ("error: --baseline: expected a profile file (got '2h..1h': no such "
+                                                    "file; a time range needs --stack)\n")
     done = cli("--from-file", str(tmp_path / "now.pb"), "--max-nodes", "100")
     assert done.returncode == 2 and done.stderr.startswith("error: --max-nodes: shapes the query --stack sends")
 
@@ -357,7 +366,8 @@ def test_an_empty_side_of_a_comparison_is_one_line(tmp_path):
     assert alone.returncode == 0 and "No allocations in this profile" in alone.stdout
     done = cli("--from-file", str(EXAMPLE_PPROF), "--baseline", str(tmp_path / "empty.pb"))
     assert done.returncode == 2 and done.stderr == (
-        f"error: --baseline {tmp_path / 'empty.pb'}: no samples (an empty time range, or an empty export?); nothing to compare\n")
+        f"error: --baseline {tmp_path / 'empty.pb'}: no samples (an empty time range, or an empty export?); nothing to "
+        "compare\n")
     done = cli("--from-file", str(tmp_path / "empty.pb"), "--baseline", str(EXAMPLE_PPROF))
     assert done.returncode == 2 and done.stderr.startswith(f"error: {tmp_path / 'empty.pb'}: no samples")
 

@@ -38,7 +38,8 @@ def test_the_dashboards_id_comes_from_the_outputs_with_the_published_one_for_old
     outputs = run("dev", {"dashboardProfileType": GADGET_054_TYPE["id"]}).outputs
     assert dashboard_profile_type(outputs) == GADGET_054_TYPE["id"]
     assert dashboard_profile_type(run("dev").outputs) == profile_types.PUBLISHED
-    older = {**outputs, "dashboardDefinition": {k: v for k, v in outputs["dashboardDefinition"].items() if k != "profileType"}}
+    older = {**outputs,
+             "dashboardDefinition": {k: v for k, v in outputs["dashboardDefinition"].items() if k != "profileType"}}
     assert dashboard_profile_type(older) == profile_types.PUBLISHED
     assert dashboard_profile_type({}) == profile_types.PUBLISHED
     assert dashboard_profile_type({"dashboardDefinition": {"profileType": "[secret]"}}) == profile_types.PUBLISHED

@@ -91,7 +91,8 @@ def test_svg_highlights_the_top_self_allocators_and_only_they():
     lit = [f["title"].split("\n")[0] + ("" if "self 0 B" in f["title"] else "+self")
            for f in frames if f["fill"] == HIGHLIGHT_FILL]
     assert lit == ["alloc+self", "a_alloc+self"]
-    legend = [t.text for t in ET.fromstring(document).iter(f"{SVG}text") if t.text and t.text[:3] in ("1. ", "2. ", "3. ")]
+    legend = [t.text for t in ET.fromstring(document).iter(f"{SVG}text")
+              if t.text and t.text[:3] in ("1. ", "2. ", "3. ")]
     assert legend == ["1. alloc: self 50 B (55.6 %), total 50 B", "2. a_alloc: self 30 B (33.3 %), total 30 B"]
     example = drawn(flame_svg(example_profile(), top=EXAMPLE_TOP))
     assert {f["title"].split("\n")[0] for f in example if f["fill"] == HIGHLIGHT_FILL} == {

@@ -26,5 +26,6 @@ def test_truncated_share_and_the_hint_to_raise_the_limit(tmp_path):
     assert "1. load_weights  self 30.0 GiB (32.6 %)" in done.stdout and "1. other" not in done.stdout
     small = T("total", 0, T("main", 0, T("alloc", 99), T("other", 1)))
     assert truncation_lines(result_of(small)["truncated"], "bytes") == [
-        "Truncated stacks: 1 B (1.0 %) in 1 'other' node, what the node limit (8192) folded; not a function, not ranked."]
+        "Truncated stacks: 1 B (1.0 %) in 1 'other' node, what the node limit (8192) folded; not a function, not "
+        "ranked."]
     assert truncation_lines(result_of(VLLM)["truncated"], "bytes") == []

@@ -37,14 +37,16 @@ pytestmark = pytest.mark.skipif(bool(_why_skipped()), reason=_why_skipped() or "
 def test_up_verify_rerun_destroy(tmp_path):
     from pulumi import automation as auto
 
-    stack = auto.create_or_select_stack(stack_name=os.environ.get("AKS_GPU_OBS_STACK", "integration"), work_dir=str(ROOT))
+    stack = auto.create_or_select_stack(stack_name=os.environ.get("AKS_GPU_OBS_STACK", "integration"),
+                                        work_dir=str(ROOT))
     for key, value in json.loads(os.environ.get("AKS_GPU_OBS_CONFIG", "{}")).items():
         stack.set_config(key, auto.ConfigValue(value=str(value)))
     try:
         up = stack.up(on_output=print, policy_packs=[str(ROOT / "policy")])
         outputs = tmp_path / "outputs.json"
         outputs.write_text(json.dumps({k: v.value for k, v in up.outputs.items()}))
-        verify = subprocess.run([sys.executable, "-m", "ops.verify", "--stack", stack.name, "--outputs-file", str(outputs)],
+        verify = subprocess.run([sys.executable, "-m", "ops.verify", "--stack", stack.name, "--outputs-file",
+                                 str(outputs)],
                                 cwd=ROOT, capture_output=True, text=True)
         print(verify.stdout)
         assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -1,9 +1,9 @@
 """The deployer's custom role (docs/deployer-role.json) holds exactly what the stack and its scripts call.
 
 The az side comes from the stand-in az's call log (tests/support/fake_az.py ``FAKE_AZ_LOG``) of every script scenario
-(tests/support/scenarios.py), ops.verify and flamegraph.hotspots; the ARM side from the offline plan (``python -m offline.plan
---json``) of the configurations that register different resources. The tables that map both to actions, with their
-sources, are in ops/deployer_role.py. SIMULATED: no Azure.
+(tests/support/scenarios.py), ops.verify and flamegraph.hotspots; the ARM side from the offline plan (``python -m
+offline.plan --json``) of the configurations that register different resources. The tables that map both to actions,
+with their sources, are in ops/deployer_role.py. SIMULATED: no Azure.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def without(role: dict, action: str) -> dict:
     return trimmed
 
 
-# --- (1) the JSON --------------------------------------------------------------------------------------------------------
+# --- (1) the JSON -----------------------------------------------------------------------------------------------------
 def test_the_role_json_has_what_az_role_definition_create_reads(role):
     assert set(role) == set(dr.ROLE_FIELDS), set(role) ^ set(dr.ROLE_FIELDS)
     assert isinstance(role["Name"], str) and role["Name"] and role["IsCustom"] is True and role["Description"]
@@ -73,7 +73,7 @@ def test_the_role_json_has_what_az_role_definition_create_reads(role):
         assert re.fullmatch(r"Microsoft\.\w+(/[A-Za-z]+)+/(read|write|delete|action)", action), action
 
 
-# --- (2) every az call the scripts make ------------------------------------------------------------------------------------
+# --- (2) every az call the scripts make -------------------------------------------------------------------------------
 def test_every_az_call_the_scripts_make_maps_to_an_action_in_the_role(role, az_calls):
     assert len(az_calls) > 50
     try:
@@ -103,9 +103,11 @@ def test_the_grafana_steps_need_grafana_admin_and_the_docs_say_so(az_calls):
 
 @pytest.mark.parametrize("argv, message", [
     (["network", "vnet", "show", "--name", "x"], "unmapped az command: az network vnet show"),
-    (["rest", "--method", "delete", "--url", "/subscriptions/s/resourceGroups/g/providers/Microsoft.Dashboard/grafana/amg"],
+    (["rest", "--method", "delete", "--url",
+      "/subscriptions/s/resourceGroups/g/providers/Microsoft.Dashboard/grafana/amg"],
      "unmapped az rest call: DELETE /subscriptions/s/resourceGroups/g/providers/Microsoft.Dashboard/grafana/amg"),
-    (["rest", "--method", "post", "--url", "https://amg.grafana.azure.com/api/serviceaccounts", "--resource", dr.GRAFANA_AUDIENCE],
+    (["rest", "--method", "post", "--url", "https://amg.grafana.azure.com/api/serviceaccounts", "--resource",
+      dr.GRAFANA_AUDIENCE],
      "unmapped Grafana API call: POST /api/serviceaccounts"),
 ])
 def test_an_unmapped_az_call_fails_with_one_line_naming_it(role, argv, message):
@@ -123,7 +125,7 @@ def test_removing_an_action_the_scripts_need_is_named(role, az_calls):
         assert missing and all(line.endswith(f": {action} is not in the role") for line in missing), (action, missing)
 
 
-# --- (3) every resource type and invoke of the program ---------------------------------------------------------------------
+# --- (3) every resource type and invoke of the program ----------------------------------------------------------------
 def test_every_resource_type_and_invoke_maps_to_actions_in_the_role(role, plans):
     for name, plan in plans.items():
         try:
@@ -133,7 +135,8 @@ def test_every_resource_type_and_invoke_maps_to_actions_in_the_role(role, plans)
         assert missing == [], (name, missing)
         if name == "admin-credentials":  # left out on purpose: docs/deployer-role.md says what to grant instead
             assert excluded == ["azure-native:containerservice:listManagedClusterAdminCredentials: "
-                                "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action is not in the role"]
+                                "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action is not "
+                                "in the role"]
         else:
             assert excluded == [], (name, excluded)
 
@@ -179,7 +182,7 @@ def test_the_offline_check_exits_1_naming_what_is_missing(role, tmp_path, capsys
     assert dr.main([]) == 0
 
 
-# --- (4) nothing more than needed ------------------------------------------------------------------------------------------
+# --- (4) nothing more than needed -------------------------------------------------------------------------------------
 def test_no_wildcards_and_no_action_that_nothing_needs(role):
     every = [*role["Actions"], *role["DataActions"]]
     assert not [a for a in every if "*" in a], "a wildcard action"
@@ -189,9 +192,10 @@ def test_no_wildcards_and_no_action_that_nothing_needs(role):
     assert sorted(a for a in needed if a.lower() not in have) == sorted(dr.EXCLUDED)
 
 
-# --- The role assignment condition ----------------------------------------------------------------------------------------
+# --- The role assignment condition ------------------------------------------------------------------------------------
 def test_the_documented_condition_constrains_role_assignments_to_the_roles_the_stack_assigns():
-    """components/ assign Monitoring Data Reader, Grafana Admin and Storage Blob Data Contributor; the condition in the docs allows exactly those."""
+    """components/ assign Monitoring Data Reader, Grafana Admin and Storage Blob Data Contributor; the condition in the
+    docs allows exactly those."""
     condition = dr.role_condition(dr.assigned_roles())
     text = DOC.read_text()
     assert condition in text

@@ -21,11 +21,14 @@ P = "urn:pulumi:{s}::aks-gpu-observability::"
 URNS = {
     "release": "aks-gpu-observability:index:Pyroscope$kubernetes:helm.sh/v3:Release::pyroscope-release",
     "wait": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-wait-for-pls",
-    "mpe": "aks-gpu-observability:index:GrafanaPrivateLink$azure-native:dashboard:ManagedPrivateEndpoint::grafana-private-link-mpe",
-    "approve": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-approve-connection",
+    "mpe": ("aks-gpu-observability:index:GrafanaPrivateLink$azure-native:dashboard:ManagedPrivateEndpoint"
+            "::grafana-private-link-mpe"),
+    "approve": ("aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command"
+                "::grafana-private-link-approve-connection"),
     "refresh": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-refresh",
     "pyroscope": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
-    "prometheus": "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
+    "prometheus": ("aks-gpu-observability:index:GrafanaDatasources$command:local:Command"
+                   "::grafana-datasources-prometheus"),
     "dashboard": "aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload",
     "grafana": "aks-gpu-observability:index:ManagedGrafana$azure-native:dashboard:Grafana::managed-grafana-grafana",
 }
@@ -91,9 +94,11 @@ def test_a_delete_first_release_replacement_sends_the_whole_stack_to_the_seriali
     kind, reasons = fleet.classify_preview(replacement_preview(show_steps))
     assert kind == "serial" and any(r.startswith("replace grafana-private-link-mpe") for r in reasons), reasons
     classify(tmp_path, "a", preview("a", mpe="create"))
-    classify(tmp_path, "b", json.loads(json.dumps(replacement_preview(show_steps)).replace("urn:pulumi:a::", "urn:pulumi:b::")))
+    classify(tmp_path, "b",
+             json.loads(json.dumps(replacement_preview(show_steps)).replace("urn:pulumi:a::", "urn:pulumi:b::")))
     classify(tmp_path, "c", preview("c", mpe="create"))
-    sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p")})
+    sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"),
+       env={"GITHUB_OUTPUT": str(tmp_path / "p")})
     got = outputs(tmp_path / "p")
     assert json.loads(got["endpoints"]) == list("abc")
     assert json.loads(got["chunks"]) == [{"chunk": 1, "stacks": list("abc"), "whole": ["b"]}]
@@ -188,7 +193,8 @@ def test_the_plan_lists_the_stacks_that_need_the_grafana_phase_newest_attempt_fi
     assert done.returncode == 0, done.stderr
     got = outputs(out)
     assert json.loads(got["endpoints"]) == ["a", "c"] and json.loads(got["failed"]) == ["e"]
-    assert "| e | failed | no record" in summary.read_text() and "| b | parallel | update pyroscope-release |" in summary.read_text()
+    assert "| e | failed | no record" in summary.read_text()
+    assert "| b | parallel | update pyroscope-release |" in summary.read_text()
 
 
 STAND_IN = r'''#!/usr/bin/env python3
@@ -212,8 +218,10 @@ if kind == "up" and not failed:
 if kind == "preview":
     done = os.path.exists(state) and stack in open(state).read().split()
     op = "same" if done else ("replace" if stack in os.environ.get("SERIAL", "").split(",") else "create")
-    urn = f"urn:pulumi:{stack}::aks-gpu-observability::aks-gpu-observability:index:GrafanaPrivateLink$azure-native:dashboard:ManagedPrivateEndpoint::grafana-private-link-mpe"
-    print(json.dumps({"steps": [] if done else [{"op": op, "urn": urn}], "changeSummary": {"same": 14} if done else {op: 1}}))
+    urn = (f"urn:pulumi:{stack}::aks-gpu-observability::aks-gpu-observability:index:GrafanaPrivateLink"
+           "$azure-native:dashboard:ManagedPrivateEndpoint::grafana-private-link-mpe")
+    print(json.dumps({"steps": [] if done else [{"op": op, "urn": urn}],
+                      "changeSummary": {"same": 14} if done else {op: 1}}))
 sys.exit(1 if failed else 0)
 '''
 
@@ -271,14 +279,17 @@ def test_a_rerun_redoes_only_what_failed(tmp_path):
     done = sh("plan", "--stacks", json.dumps(list("abcd")), str(tmp_path / "records"),
               env={"GITHUB_OUTPUT": str(tmp_path / "p1")})
     assert done.returncode == 0
-    done, calls, got, _ = grafana_phase(tmp_path, json.loads(outputs(tmp_path / "p1")["endpoints"]), fail="b:target,c:up")
+    done, calls, got, _ = grafana_phase(tmp_path, json.loads(outputs(tmp_path / "p1")["endpoints"]),
+                                        fail="b:target,c:up")
     assert done.returncode == 1 and json.loads(got["ok"]) == ["a", "d"]
     # the re-run: previews now
     classify(tmp_path, "a", preview("a"), attempt="2")
-    classify(tmp_path, "b", preview("b", mpe="create", approve="create", refresh="create", pyroscope="create"), attempt="2")
+    classify(tmp_path, "b", preview("b", mpe="create", approve="create", refresh="create", pyroscope="create"),
+             attempt="2")
     classify(tmp_path, "c", preview("c", refresh="create", pyroscope="create"), attempt="2")
     classify(tmp_path, "d", preview("d"), attempt="2")
-    sh("plan", "--stacks", json.dumps(list("abcd")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p2")})
+    sh("plan", "--stacks", json.dumps(list("abcd")), str(tmp_path / "records"),
+       env={"GITHUB_OUTPUT": str(tmp_path / "p2")})
     again = json.loads(outputs(tmp_path / "p2")["endpoints"])
     assert again == ["b", "c"]
     done, calls, got, _ = grafana_phase(tmp_path, again)
@@ -292,7 +303,8 @@ def test_no_stack_waits_for_another_when_none_touches_grafanas_provider(tmp_path
     for stack in "ab":
         classify(tmp_path, stack, preview(stack, release="update"))
     classify(tmp_path, "c", preview("c"))
-    sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"), env={"GITHUB_OUTPUT": str(tmp_path / "p")})
+    sh("plan", "--stacks", json.dumps(list("abc")), str(tmp_path / "records"),
+       env={"GITHUB_OUTPUT": str(tmp_path / "p")})
     assert outputs(tmp_path / "p")["endpoints"] == "[]"
 
 

@@ -27,8 +27,10 @@ def stack_matrix(tmp_path, document, stack_files=None):
 
 
 def test_a_fleet_is_grouped_by_grafana_in_file_order(tmp_path):
-    fleet = {"stacks": [{"stack": "eastus-a", "grafana": "rg-obs/amg-shared"}, {"stack": "westeu", "grafana": "rg-eu/amg-eu"},
-                        {"stack": "eastus-b", "grafana": "RG-OBS/amg-shared"}, {"stack": "acme/gpu/eastus-c", "grafana": "rg-obs/amg-shared"}]}
+    fleet = {"stacks": [{"stack": "eastus-a", "grafana": "rg-obs/amg-shared"},
+                        {"stack": "westeu", "grafana": "rg-eu/amg-eu"},
+                        {"stack": "eastus-b", "grafana": "RG-OBS/amg-shared"},
+                        {"stack": "acme/gpu/eastus-c", "grafana": "rg-obs/amg-shared"}]}
     done, grafanas = stack_matrix(tmp_path, fleet)
     assert done.returncode == 0, done.stderr
     assert grafanas == [{"grafana": "rg-obs/amg-shared", "stacks": ["eastus-a", "eastus-b", "acme/gpu/eastus-c"]},
@@ -40,7 +42,8 @@ def test_the_matrix_goes_to_github_output(tmp_path):
     (tmp_path / "deploy" / "stacks.json").write_text(json.dumps({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}]}))
     output = tmp_path / "github_output"
     done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
-                          capture_output=True, text=True, env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
+                          capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
     assert done.returncode == 0 and done.stdout.startswith("::warning title=Not a production stack::stack dev ")
     assert len(done.stdout.splitlines()) == 1, done.stdout  # the only line: the warning (no Pulumi.dev.yaml here)
     assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"]}]\n'
@@ -73,18 +76,21 @@ def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_pr
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr
 
 
-STACK_FILE = "config:\n  azure-native:location: eastus2\n  aks-gpu-observability:grafanaName: amg-real\n  aks-gpu-observability:grafanaResourceGroup: rg-obs\n"
+STACK_FILE = ("config:\n  azure-native:location: eastus2\n  aks-gpu-observability:grafanaName: amg-real\n"
+              "  aks-gpu-observability:grafanaResourceGroup: rg-obs\n")
 
 
 @pytest.mark.parametrize("document,stack_files,message", [
     ("not json", None, "deploy/stacks.json: cannot read it as JSON"),
     ({"stacks": []}, None, "with at least one stack"),
-    ({"stacks": [{"stack": "dev"}]}, None, "stacks[0].grafana (dev): expected '<resource group>/<Grafana name>', got None"),
+    ({"stacks": [{"stack": "dev"}]}, None,
+     "stacks[0].grafana (dev): expected '<resource group>/<Grafana name>', got None"),
     ({"stacks": [{"stack": "a b", "grafana": "rg/amg-a"}]}, None, "stacks[0].stack: expected a stack name"),
     ({"stacks": [{"stack": "dev", "grafana": "rg/amg-a"}, {"stack": "dev", "grafana": "rg/amg-a"}]}, None,
      "stack dev is listed twice; list each stack once"),
     ({"stacks": [{"stack": "dev", "grafana": "rg-obs/amg-other"}]}, {"dev": STACK_FILE},
-     "stack dev writes to Grafana rg-obs/amg-real (its Pulumi.<stack>.yaml), not rg-obs/amg-other; fix its grafana entry"),
+     "stack dev writes to Grafana rg-obs/amg-real (its Pulumi.<stack>.yaml), not rg-obs/amg-other; fix its grafana "
+     "entry"),
 ])
 def test_a_bad_stacks_file_is_one_line_naming_what_to_fix(tmp_path, document, stack_files, message):
     done, _ = stack_matrix(tmp_path, document, stack_files)

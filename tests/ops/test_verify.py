@@ -155,15 +155,16 @@ def test_drift_with_secret_outputs_prints_no_secret(tmp_path):
 def test_outputs_file_saved_without_show_secrets_is_one_line(tmp_path):
     done, calls = verify(tmp_path, rules(), as_the_cli_masks(OUTPUTS))
     assert done.returncode == 2 and calls == [] and done.stdout == ""
-    assert done.stderr == (f"error: --outputs-file: output extensionId is [secret] in {tmp_path / 'outputs.json'}; save the "
-                           "outputs with `pulumi stack output --json --show-secrets`\n")
+    assert done.stderr == (f"error: --outputs-file: output extensionId is [secret] in {tmp_path / 'outputs.json'}; "
+                           "save the outputs with `pulumi stack output --json --show-secrets`\n")
 
 
 def test_missing_output_is_one_line(tmp_path):
     outputs = {k: v for k, v in OUTPUTS.items() if k != "dashboardUrl"}
     done, calls = verify(tmp_path, rules(), outputs)
     assert done.returncode == 2 and calls == []
-    assert done.stderr.strip() == "error: stack dev has no output dashboardUrl; was `pulumi up` completed with this version?"
+    assert done.stderr.strip() == ("error: stack dev has no output dashboardUrl; "
+                                   "was `pulumi up` completed with this version?")
 
 
 def test_json_output(tmp_path):
@@ -198,7 +199,8 @@ def test_drift_a_datasource_url_edited_in_grafana(tmp_path):
 
 
 def test_drift_inside_json_data_and_a_removed_field(tmp_path):
-    done, _ = check_drift(tmp_path, None, prom=edit("jsonData.httpMethod", "GET"), pyro=edit("jsonData.keepCookies", []))
+    done, _ = check_drift(tmp_path, None, prom=edit("jsonData.httpMethod", "GET"),
+                          pyro=edit("jsonData.keepCookies", []))
     assert done.returncode == 1
     assert '       jsonData.httpMethod: "GET" in Grafana, "POST" set by the stack' in done.stdout
     assert '       jsonData.keepCookies: [] in Grafana, ["pyroscope_git_session"] set by the stack' in done.stdout
@@ -222,7 +224,8 @@ def test_drift_the_dashboard_replaced(tmp_path):
     out = done.stdout
     assert "❌ dashboard AdvancedGPUObservability: drifted" in out
     assert '       title: "GPU (edited)" in Grafana, "Advanced GPU Observability" set by the stack' in out
-    assert re.search(r'       panels: "<0 items, sha256 [0-9a-f]{12}>" in Grafana, "<1 items, sha256 [0-9a-f]{12}>"', out)
+    assert re.search(r'       panels: "<0 items, sha256 [0-9a-f]{12}>" in Grafana, "<1 items, sha256 [0-9a-f]{12}>"',
+                     out)
     assert re.search(r'       content sha256: "[0-9a-f]{64}" in Grafana, "[0-9a-f]{64}" set by the stack', out)
     assert "gpu-dashboard-upload" in out
 
@@ -240,7 +243,8 @@ def test_drift_a_datasource_variable_default_changed_is_drift(tmp_path):
 
 def test_drift_the_dashboard_deleted(tmp_path):
     done, _ = check_drift(tmp_path, None, dash=lambda _: grafana_error("Not Found", "Dashboard not found"))
-    assert done.returncode == 1 and "❌ dashboard AdvancedGPUObservability: missing (deleted in Grafana?)" in done.stdout
+    assert done.returncode == 1
+    assert "❌ dashboard AdvancedGPUObservability: missing (deleted in Grafana?)" in done.stdout
 
 
 def test_drift_json_shape(tmp_path):
@@ -248,21 +252,24 @@ def test_drift_json_shape(tmp_path):
                           dash=lambda _: grafana_error("Not Found", "Dashboard not found"))
     assert done.returncode == 1
     document = json.loads(done.stdout)
-    assert set(document) == {"stack", "drifted", "objects"} and document["stack"] == "dev" and document["drifted"] is True
+    assert set(document) == {"stack", "drifted", "objects"}
+    assert document["stack"] == "dev" and document["drifted"] is True
     assert [(o["kind"], o["uid"], o["state"]) for o in document["objects"]] == [
         ("datasource", "local-pyroscope", "drifted"), ("datasource", "azure-monitor-prometheus", "ok"),
         ("dashboard", "AdvancedGPUObservability", "missing")]
     for item in document["objects"]:
         assert set(item) == {"kind", "uid", "state", "fields", "next_step"}
         assert bool(item["next_step"]) == (item["state"] != "ok")
-    assert document["objects"][0]["fields"] == [{"field": "url", "grafana": "http://10.0.9.9:4040", "stack": "http://10.0.4.36:4040"}]
+    assert document["objects"][0]["fields"] == [{"field": "url", "grafana": "http://10.0.9.9:4040",
+                                                 "stack": "http://10.0.4.36:4040"}]
     clean, _ = check_drift(tmp_path, None, "--json")
     assert clean.returncode == 0 and json.loads(clean.stdout)["drifted"] is False
 
 
 def test_drift_reads_the_outputs_from_pulumi(tmp_path):
     outputs = drift_outputs(tmp_path)
-    done, _ = verify(tmp_path, drift_rules(tmp_path, as_grafana_holds_it(outputs)), outputs, "--drift", pulumi_outputs=outputs)
+    done, _ = verify(tmp_path, drift_rules(tmp_path, as_grafana_holds_it(outputs)), outputs, "--drift",
+                     pulumi_outputs=outputs)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -321,11 +328,13 @@ def test_no_az_on_path_is_one_line(tmp_path):
     (tmp_path / "outputs.json").write_text(json.dumps(drift_outputs(tmp_path)))
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     for tool, extra in (("ops.verify", []), ("ops.verify", ["--drift"]), ("flamegraph.hotspots", [])):
-        done = subprocess.run([sys.executable, "-m", tool, "--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *extra],
+        done = subprocess.run([sys.executable, "-m", tool, "--stack", "dev", "--outputs-file",
+                               str(tmp_path / "outputs.json"), *extra],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and done.stdout == "", (tool, done.stderr)
         assert done.stderr == ("error: the Azure CLI (az) is not on PATH; install Azure CLI 2.72 or newer "
-                               "(https://learn.microsoft.com/cli/azure/install-azure-cli) and sign in with `az login`\n"), tool
+                               "(https://learn.microsoft.com/cli/azure/install-azure-cli) and sign in with "
+                               "`az login`\n"), tool
 
 
 def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
@@ -334,7 +343,8 @@ def test_drift_none_for_a_dashboard_exported_for_sharing(tmp_path):
     export = (ROOT / "tests" / "data" / "gpu-dashboard-shared-export.json").read_bytes()
     outputs = drift_outputs(tmp_path, export)
     definition = outputs["dashboardDefinition"]
-    assert definition["inputs"] == {"grafana-pyroscope-datasource": "local-pyroscope", "prometheus": "azure-monitor-prometheus"}
+    assert definition["inputs"] == {"grafana-pyroscope-datasource": "local-pyroscope",
+                                    "prometheus": "azure-monitor-prometheus"}
     imported = grafana_dashboard.import_inputs(json.loads(export), definition["inputs"], definition["source"])
     held = as_grafana_holds_it(outputs)
     held["dash"]["json"]["dashboard"] = {**grafana_dashboard.prepare(imported, definition["datasources"]), **OWNER,
@@ -390,8 +400,10 @@ def test_profile_types_fail_naming_the_config_set_when_only_another_id_is_held(t
     pinned extensionVersion): the next step names the key and the ID held."""
     done, _ = verify(tmp_path, rules(profiles=held(PUBLISHED)), with_profile_type(CUDA))
     assert done.returncode == 1
-    assert f"❌ Pyroscope profile types: 1 profile type(s): {PUBLISHED}; GPU memory as {PUBLISHED}, the dashboard asks {CUDA}" in done.stdout
-    assert f"next: the dashboard's flame graph stays empty: `pulumi config set dashboardProfileType {PUBLISHED} && pulumi up`" in done.stdout
+    assert (f"❌ Pyroscope profile types: 1 profile type(s): {PUBLISHED}; GPU memory as {PUBLISHED}, "
+            f"the dashboard asks {CUDA}") in done.stdout
+    assert ("next: the dashboard's flame graph stays empty: "
+            f"`pulumi config set dashboardProfileType {PUBLISHED} && pulumi up`") in done.stdout
 
 
 def test_profile_types_of_an_older_stack_are_checked_against_the_published_id(tmp_path):
@@ -418,7 +430,8 @@ PROFILE_SOURCE = json.loads(json.dumps(SOURCE_DASHBOARD))
 
 
 PROFILE_SOURCE["panels"][0]["targets"] = [{"refId": "A", "queryType": "profile", "profileTypeId": PUBLISHED,
-                                           "datasource": {"type": "grafana-pyroscope-datasource", "uid": "${pyroscope_ds}"}}]
+                                           "datasource": {"type": "grafana-pyroscope-datasource",
+                                                          "uid": "${pyroscope_ds}"}}]
 
 
 def profile_drift(tmp_path, profile_type, grafana_holds):

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-import warnings
 import contextvars
+import gc
 import re
 import runpy
+import warnings
 
 import pulumi
 import pytest
 from pulumi.runtime.config import set_all_config
 
+from offline.program import run
 from stack.outputs import CONTRACT
 from tests.support import ROOT
-from offline.program import run
 
 #: The contract as first published. Renaming or removing any of these breaks consumers' stack references:
 #: this list only ever grows (add new outputs to CONTRACT and here together).
@@ -47,7 +47,8 @@ def test_the_dashboard_definition_keeps_its_fields_and_documents_them(overrides)
         assert f"`{name}`" in row and name in meaning, name
 
 
-@pytest.mark.parametrize("overrides", [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"}, {"multiCluster": "true"}])
+@pytest.mark.parametrize("overrides",
+                         [{}, {"createGrafana": "true", "createMonitorWorkspace": "true"}, {"multiCluster": "true"}])
 def test_every_contract_output_is_exported_with_its_type(overrides):
     outputs = run("dev", overrides).outputs
     for name, (kind, _meaning) in CONTRACT.items():

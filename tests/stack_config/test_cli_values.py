@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from offline import program
-from stack_config import cli_values, names, schema
-from tests.support import ROOT
+from stack_config import cli_values, schema
 from tests.support import ROOT
 from tests.support.config_values import CLUSTERS, grafana_names
 
@@ -30,8 +29,9 @@ def test_the_program_refuses_a_yaml_number_the_cli_would_change_for_a_string_key
     path.write_text(f"config:\n  aks-gpu-observability:extensionTimeoutSeconds: 900\n  pyroscopeImageTag: {written}\n")
     with pytest.raises(schema.ConfigError) as caught:
         cli_values.check_stack_file_numbers(path)
-    assert str(caught.value) == (f'pyroscopeImageTag: Pulumi.t.yaml:3:22: {written} is a YAML number, which the Pulumi CLI '
-                                 f'passes on as "{passed}"; quote it to keep it as written: pyroscopeImageTag: "{written}"')
+    assert str(caught.value) == (f'pyroscopeImageTag: Pulumi.t.yaml:3:22: {written} is a YAML number, which the Pulumi '
+                                 f'CLI passes on as "{passed}"; quote it to keep it as written: '
+                                 f'pyroscopeImageTag: "{written}"')
     for fine in ('"1.20"', "2", "1.2"):  # quoted, or a number the CLI passes on as written
         path.write_text(f"config:\n  pyroscopeImageTag: {fine}\n")
         cli_values.check_stack_file_numbers(path)
@@ -51,8 +51,9 @@ ROLE = "azure-native:authorization:RoleAssignment"
 
 
 def every_default_written_out() -> dict[str, object]:
-    """Every default the dev stack file leaves out, as the CLI writes it into the stack's config (``createConfigValue``):
-    a primitive as its ``%v`` text, an array as an object value (a list; `pulumi config set` could only store a string)."""
+    """Every default the dev stack file leaves out, as the CLI writes it into the stack's config
+    (``createConfigValue``): a primitive as its ``%v`` text, an array as an object value (a list; `pulumi config set`
+    could only store a string)."""
     stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     return {
         key: decl["default"] if isinstance(decl["default"], (list, dict)) else cli_values.cli_value(decl["default"])
@@ -63,7 +64,8 @@ def every_default_written_out() -> dict[str, object]:
 
 @pytest.fixture
 def written_out(tmp_path, monkeypatch):
-    """run(overrides) for the dev stack with every default its file leaves out written in (:func:`every_default_written_out`)."""
+    """run(overrides) for the dev stack with every default its file leaves out written in
+    (:func:`every_default_written_out`)."""
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     document["config"].update({f"{schema.PROJECT}:{key}": value for key, value in every_default_written_out().items()})
     path = tmp_path / "Pulumi.dev.yaml"
@@ -111,7 +113,8 @@ def test_three_clusters_with_every_default_written_out_never_collide(written_out
     assert len({c["mpe"] for c in claimed}) == 3 and "pyroscope-mpe" not in {c["mpe"] for c in claimed}
     uids = [u for c in claimed for u in c["uids"]]
     assert len(set(uids)) == 6 and not {"local-pyroscope", "azure-monitor-prometheus"} & set(uids)
-    assert not any(p.by_type(ROLE) for p in plans), "one Monitoring Data Reader assignment per workspace, not per cluster"
+    assert not any(p.by_type(ROLE) for p in plans), ("one Monitoring Data Reader assignment per workspace, "
+                                                     "not per cluster")
 
 
 @pytest.mark.parametrize("shared", [{"multiCluster": "true"}, {"privateLinkServiceResourceGroup": "rg-network"}],
@@ -127,7 +130,8 @@ def test_three_clusters_never_claim_one_private_link_service(written_out, shared
         wait = next(r for r in p.by_type("command:local:Command") if r.name == "grafana-private-link-wait-for-pls")
         lookup = next(i for i in p.invokes if i.token == "azure-native:network:getPrivateLinkService")
         name = annotations["service.beta.kubernetes.io/azure-pls-name"]
-        assert wait.inputs["environment"]["PLS_NAME"] == lookup.args["serviceName"] == p.outputs["privateLinkServiceName"] == name
+        assert (wait.inputs["environment"]["PLS_NAME"] == lookup.args["serviceName"]
+                == p.outputs["privateLinkServiceName"] == name)
         names.append(name)
     assert len(set(names)) == 3 and "pyroscope-pls" not in names
 
@@ -208,13 +212,14 @@ def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_
 def test_a_key_without_value_is_an_empty_string_as_the_cli_passes_it(tmp_path, monkeypatch):
     """loaders.go checkForEmptyConfig: the CLI warns and passes "" (the program accepts it where "" is valid and
     refuses it where a value is required: tests/test_bad_input.py)."""
-    stack_file_with(tmp_path, monkeypatch, "  aks-gpu-observability:extensionVersion:\n  aks-gpu-observability:privateLinkSubnet: ~\n")
+    stack_file_with(tmp_path, monkeypatch,
+                    "  aks-gpu-observability:extensionVersion:\n  aks-gpu-observability:privateLinkSubnet: ~\n")
     plan = program.run("t", {})
     assert plan.config["aks-gpu-observability:extensionVersion"] == ""
     assert plan.config["aks-gpu-observability:privateLinkSubnet"] == ""
 
 
-# --- `pulumi config set` and `pulumi config set --path` (pkg/cmd/pulumi/config/config.go, config/map.go) ---------------
+# --- `pulumi config set` and `pulumi config set --path` (pkg/cmd/pulumi/config/config.go, config/map.go) --------------
 TAGS = "aks-gpu-observability:tags"
 
 
@@ -250,10 +255,12 @@ def test_set_path_on_the_command_line(capsys):
     assert plan_tool.main(["--json", "--set-path", "tags[0]=costCenter=1234", "--set", "multiCluster=true",
                            "--set-path", "tags[1]=owner=ml-platform"]) == 0
     document = json.loads(capsys.readouterr().out)
-    sets = [("tags[0]", "costCenter=1234", True), ("multiCluster", "true", False), ("tags[1]", "owner=ml-platform", True)]
+    sets = [("tags[0]", "costCenter=1234", True), ("multiCluster", "true", False),
+            ("tags[1]", "owner=ml-platform", True)]
     assert document["resources"] == program.run("dev", config_sets=sets).to_json()["resources"]
     mpe = next(r for r in document["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint")
-    assert mpe["inputs"]["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability", "owner": "ml-platform"}
+    assert mpe["inputs"]["tags"] == {"costCenter": "1234", "managed-by": "aks-gpu-observability",
+                                     "owner": "ml-platform"}
 
 
 def test_config_set_in_command_line_order_as_the_cli_runs_them():
@@ -283,7 +290,8 @@ def test_list_keys_are_set_with_the_path_form_everywhere():
     `pulumi config set tags '[...]'`), which the CLI stores as a string and refuses (C3)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "pulumi config set --path 'tags[0]'" in readme
-    files = [ROOT / "README.md", ROOT / ".ci" / "run", *(ROOT / "docs").glob("*.md"), *(ROOT / ".github" / "workflows").glob("*.yml"),
+    files = [ROOT / "README.md", ROOT / ".ci" / "run", *(ROOT / "docs").glob("*.md"),
+             *(ROOT / ".github" / "workflows").glob("*.yml"),
              *(ROOT / "steps").glob("*.sh"), *(ROOT / ".ci").glob("*.sh"), *(ROOT / "bench").glob("*.py")]
     as_text = re.compile(r"""--set[ =]['"]?tags=['"]?\[|config set (?:--plaintext )?['"]?tags['"]? +['"]?\[""")
     offenders = [f"{path.relative_to(ROOT)}: {line.strip()}" for path in files if path.is_file()

@@ -44,7 +44,8 @@ def test_required_keys_may_come_from_a_stack_reference_later():
     assert cfg.cluster_name == "" and cfg.cluster_stack == "acme/infra/prod"
     filled = load.with_values(cfg, {"clusterName": "aks-a", "clusterResourceGroup": "rg-a"}, "stack acme/infra/prod")
     assert rules.check_required(filled).cluster_name == "aks-a"
-    with pytest.raises(schema.ConfigError, match=r"^clusterName: expected an AKS cluster name.*\(from stack acme/infra/prod\)$"):
+    with pytest.raises(schema.ConfigError,
+                       match=r"^clusterName: expected an AKS cluster name.*\(from stack acme/infra/prod\)$"):
         load.with_values(cfg, {"clusterName": "-bad", "clusterResourceGroup": "rg-a"}, "stack acme/infra/prod")
     set_here = load.parse({**VALID, "clusterStack": "acme/infra/prod"})
     assert load.with_values(set_here, {"clusterName": "other"}, "x").cluster_name == "aks-gpu-dev"  # a set key wins

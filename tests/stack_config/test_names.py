@@ -12,7 +12,8 @@ from tests.support.config_values import parse
 def test_fixed_defaults_from_design():
     declared = schema.declared()
     assert declared["pyroscopeChartVersion"]["default"] == "1.15.0"
-    # The design fixes pyroscope-pls; derived like the endpoint's name, since two clusters' PLS can meet in a shared group.
+    # The design fixes pyroscope-pls; derived like the endpoint's name, since two clusters' PLS can meet in a shared
+    # group.
     assert declared["privateLinkServiceName"]["default"] == ""
     assert names.derived_private_link_service_name(parse(), "id") == "pyroscope-pls"
     assert declared["privateLinkVisibility"]["default"] == "*"
@@ -36,7 +37,8 @@ def test_pls_names_are_per_cluster_wherever_two_clusters_can_meet():
         == "pyroscope-pls"
     # A name the stack sets wins (references.for_cluster fills only an empty key).
     from stack_config.references import for_cluster
-    assert for_cluster(parse(privateLinkServiceName="my-pls", multiCluster="true"), a).private_link_service_name == "my-pls"
+    pinned = for_cluster(parse(privateLinkServiceName="my-pls", multiCluster="true"), a)
+    assert pinned.private_link_service_name == "my-pls"
 
 
 def test_multi_cluster_names_are_deterministic_and_valid():
@@ -44,11 +46,13 @@ def test_multi_cluster_names_are_deterministic_and_valid():
     first = names.cluster_names("aks-gpu-eastus", cluster_id)
     assert first == names.cluster_names("aks-gpu-eastus", cluster_id)
     upper = names.cluster_names("AKS-GPU-EASTUS", cluster_id.upper())  # Azure ids are case-insensitive
-    assert all(upper[k] == first[k] for k in ("managedPrivateEndpointName", "pyroscopeDatasourceUid", "prometheusDatasourceUid"))
+    assert all(upper[k] == first[k] for k in ("managedPrivateEndpointName", "pyroscopeDatasourceUid",
+                                              "prometheusDatasourceUid"))
     for key, value in first.items():
         rules.RULES[key](key, value)
     assert first["managedPrivateEndpointName"].startswith("pyro-aks-gpu-")
     other_subscription = cluster_id.replace(canned.SUBSCRIPTION_ID, "0b9d3c1e-2222-4a4a-8b8b-123456789abc")
-    assert names.cluster_names("aks-gpu-eastus", other_subscription)["managedPrivateEndpointName"] != first["managedPrivateEndpointName"]
+    elsewhere = names.cluster_names("aks-gpu-eastus", other_subscription)
+    assert elsewhere["managedPrivateEndpointName"] != first["managedPrivateEndpointName"]
     weird = names.cluster_names("1" * 63, "r")
     rules.RULES["managedPrivateEndpointName"]("managedPrivateEndpointName", weird["managedPrivateEndpointName"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from components.config import REQUIRED_UNLESS
 from stack_config import reference
+from stack_config.rules import REQUIRED_UNLESS
 from tests.support import ROOT
 
 PAGE = ROOT / "docs" / "configuration.md"

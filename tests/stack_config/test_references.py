@@ -1,14 +1,14 @@
-"""stack_config/references.py: stack references in (clusterStack, grafanaStack) and many clusters sharing one Grafana (multiCluster)."""
+"""stack_config/references.py: stack references in (clusterStack, grafanaStack) and many clusters sharing one Grafana
+(multiCluster)."""
 
 from __future__ import annotations
 
 import pytest
 
 from offline import canned
-from stack_config import names, rules
+from stack_config import rules
 from stack_config.schema import ConfigError
 from tests.support.config_values import CLUSTERS, MPE, PLATFORM, SECRET_CLUSTER, grafana_names, named
-
 
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 
@@ -37,7 +37,8 @@ def test_grafana_from_a_stack_reference(plan):
     assert p.one(MPE).inputs["workspaceName"] == "amg-gpu-shared"
     assert p.one(MPE).inputs["resourceGroupName"] == "rg-observability-shared"
     lookup = next(i for i in p.invokes if i.token.endswith("getAzureMonitorWorkspace"))
-    assert lookup.args == {"azureMonitorWorkspaceName": "amw-gpu-shared", "resourceGroupName": "rg-observability-shared"}
+    assert lookup.args == {"azureMonitorWorkspaceName": "amw-gpu-shared",
+                           "resourceGroupName": "rg-observability-shared"}
 
 
 def test_explicit_keys_win_over_referenced_outputs(plan):
@@ -55,9 +56,11 @@ def test_missing_output_is_named(plan):
 
 def test_non_string_output_and_invalid_value_are_refused(plan):
     with pytest.raises(ConfigError, match="^grafanaStack: stack 'obs' has a non-string or empty output 'grafanaName'"):
-        plan(grafanaStack="obs", grafanaName="", stack_outputs={"obs": {**canned.stack_outputs("obs"), "grafanaName": 42}})
+        plan(grafanaStack="obs", grafanaName="",
+             stack_outputs={"obs": {**canned.stack_outputs("obs"), "grafanaName": 42}})
     with pytest.raises(ConfigError, match=r"^grafanaName: expected an Azure Managed Grafana name.*\(from stack obs\)$"):
-        plan(grafanaStack="obs", grafanaName="", stack_outputs={"obs": {**canned.stack_outputs("obs"), "grafanaName": "1-bad"}})
+        plan(grafanaStack="obs", grafanaName="",
+             stack_outputs={"obs": {**canned.stack_outputs("obs"), "grafanaName": "1-bad"}})
 
 
 def test_nothing_is_registered_but_the_reference_when_an_output_is_missing():
@@ -73,7 +76,8 @@ def test_nothing_is_registered_but_the_reference_when_an_output_is_missing():
     program.RecordingMonitor = capture
     try:
         with pytest.raises(ConfigError):
-            program.run("dev", {"clusterStack": "x", "clusterName": "", "clusterResourceGroup": ""}, None, True, {"x": {}})
+            program.run("dev", {"clusterStack": "x", "clusterName": "", "clusterResourceGroup": ""}, None, True,
+                        {"x": {}})
     finally:
         program.RecordingMonitor = original
     assert sorted(r.type for r in monitor_holder["m"].recorded) == ["pulumi:pulumi:Stack", REF]
@@ -154,8 +158,9 @@ def test_a_secret_cluster_name_is_refused_where_grafana_would_show_it(plan):
         secret_cluster_plan(plan, multiCluster="true")
     assert str(caught.value) == (
         "clusterName: the value is secret, but multiCluster would derive names in Grafana from it, and Grafana shows "
-        "datasource names and uids to every viewer in plain text; set managedPrivateEndpointName, pyroscopeDatasourceUid, "
-        "pyroscopeDatasourceName, prometheusDatasourceUid, prometheusDatasourceName yourself, or make clusterName plain")
+        "datasource names and uids to every viewer in plain text; set managedPrivateEndpointName, "
+        "pyroscopeDatasourceUid, pyroscopeDatasourceName, prometheusDatasourceUid, prometheusDatasourceName "
+        "yourself, or make clusterName plain")
     named_by_hand = {"managedPrivateEndpointName": "pyro-mpe-7", "pyroscopeDatasourceUid": "pyro-7",
                      "pyroscopeDatasourceName": "Pyroscope 7", "prometheusDatasourceUid": "prom-7",
                      "prometheusDatasourceName": "Prometheus 7"}
@@ -178,12 +183,13 @@ def test_a_cluster_name_set_as_secret_config_stays_secret(tmp_path, monkeypatch)
     holds a secure value as a placeholder, which is then the secret value)."""
     import json
 
-    from tests.support import ROOT
     from offline import program
+    from tests.support import ROOT
 
     text = (ROOT / "Pulumi.dev.yaml").read_text().replace("  aks-gpu-observability:clusterName: aks-gpu-dev\n", "")
     path = tmp_path / "Pulumi.s.yaml"
-    path.write_text(text + "  aks-gpu-observability:clusterName:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
+    path.write_text(text + "  aks-gpu-observability:clusterName:\n    secure: "
+                           "v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
     monkeypatch.setattr(program, "stack_file", lambda stack: path)
     p = program.run("s", {})
     assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.outputs["clusterName"] == "[secret]"
@@ -198,10 +204,13 @@ def test_one_stack_named_by_both_keys_is_read_once(plan):
     reference = p.one(REF)
     assert reference.name == PLATFORM and reference.inputs["name"] == PLATFORM
     extension, mpe = p.one(EXTENSION), p.one(MPE)
-    assert extension.inputs["clusterName"] == "aks-gpu-shared" and extension.inputs["resourceGroupName"] == "rg-aks-gpu-shared"
-    assert mpe.inputs["workspaceName"] == "amg-gpu-shared" and mpe.inputs["resourceGroupName"] == "rg-observability-shared"
+    assert extension.inputs["clusterName"] == "aks-gpu-shared"
+    assert extension.inputs["resourceGroupName"] == "rg-aks-gpu-shared"
+    assert mpe.inputs["workspaceName"] == "amg-gpu-shared"
+    assert mpe.inputs["resourceGroupName"] == "rg-observability-shared"
     lookup = next(i for i in p.invokes if i.token.endswith("getAzureMonitorWorkspace"))
-    assert lookup.args == {"azureMonitorWorkspaceName": "amw-gpu-shared", "resourceGroupName": "rg-observability-shared"}
+    assert lookup.args == {"azureMonitorWorkspaceName": "amw-gpu-shared",
+                           "resourceGroupName": "rg-observability-shared"}
 
 
 def test_one_stack_named_by_both_keys_keeps_its_secret_outputs_secret(plan):
@@ -209,7 +218,8 @@ def test_one_stack_named_by_both_keys_keeps_its_secret_outputs_secret(plan):
     p = plan(clusterStack=PLATFORM, grafanaStack=PLATFORM, stack_outputs=outputs,
              secret_outputs={PLATFORM: ["clusterName"]}, **NO_NAMES)
     assert len(p.by_type(REF)) == 1
-    assert p.one(EXTENSION).inputs["clusterName"] == "[secret]" and p.one(MPE).inputs["workspaceName"] == "amg-gpu-shared"
+    assert p.one(EXTENSION).inputs["clusterName"] == "[secret]"
+    assert p.one(MPE).inputs["workspaceName"] == "amg-gpu-shared"
 
 
 def test_one_stack_named_by_both_keys_plans_clean_from_the_command_line():
@@ -219,7 +229,8 @@ def test_one_stack_named_by_both_keys_plans_clean_from_the_command_line():
     from tests.support import ROOT
 
     sets = [f"--set={key}=" for key in NO_NAMES] + [f"--set=clusterStack={PLATFORM}", f"--set=grafanaStack={PLATFORM}"]
-    done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", *sets], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", *sets], cwd=ROOT,
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stdout.splitlines() if line.startswith(" >")] == \
         [line for line in done.stdout.splitlines() if REF in line and line.startswith(" >")]

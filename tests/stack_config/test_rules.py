@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from offline import program
 from stack_config import cli_values, load, rules, schema
 from stack_config.schema import ConfigError
-from tests.support import reference
-from tests.support import reference
 from tests.support.config_values import DIGEST, LOCAL_DASHBOARD, LOCAL_SHA256, SUB_A, SUB_B, VALID, parse
-
 
 GOOD = [
     ("clusterName", "a"),
@@ -192,7 +186,8 @@ BAD = [
     ("dashboardSha256", "9c87339704d1c8b9", "sha256 digest"),
     ("dashboardSha256", "g" * 64, "sha256 digest"),
     ("dashboardProfileType", "process_cpu:malloc", "Pyroscope profile type ID name:type:unit:periodType:periodUnit"),
-    ("dashboardProfileType", "foo:bar:baz::", "expected a GPU-memory profile type ID, sample type malloc and unit bytes"),
+    ("dashboardProfileType", "foo:bar:baz::",
+     "expected a GPU-memory profile type ID, sample type malloc and unit bytes"),
     ("dashboardProfileType", "process_cpu:malloc:bytes:process_cuda:bytes:x", "Pyroscope profile type ID"),
     ("dashboardProfileType", "process_cpu::bytes::", "Pyroscope profile type ID"),
     ("grafanaTimeoutSeconds", "29", "from 30 to 3600 seconds"),

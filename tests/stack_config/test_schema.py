@@ -11,7 +11,6 @@ import yaml
 
 from stack_config import schema
 from tests.support import ROOT, reference
-from tests.support import ROOT
 from tests.support.config_values import parse
 
 ROLE = "azure-native:authorization:RoleAssignment"
@@ -55,5 +54,6 @@ def test_assign_monitoring_data_reader_is_auto_true_or_false(plan):
     assert plan().one(ROLE)  # auto, single cluster: assigned
     assert not plan(multiCluster="true", assignMonitoringDataReader="auto").by_type(ROLE)
     shared = plan(multiCluster="true", assignMonitoringDataReader="true")  # ensured by a step, kept on destroy
-    assert not shared.by_type(ROLE) and any(r.name == "grafana-datasources-shared-monitoring-data-reader" for r in shared.resources)
+    assert not shared.by_type(ROLE) and any(r.name == "grafana-datasources-shared-monitoring-data-reader"
+                                            for r in shared.resources)
     assert not plan(assignMonitoringDataReader="false").by_type(ROLE)

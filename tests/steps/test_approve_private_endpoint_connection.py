@@ -3,13 +3,18 @@ and its nonce is never shown."""
 
 from __future__ import annotations
 
-from tests.support import scenarios
+import pytest
+
+from tests.support import scenario_checks, scenarios
 from tests.support.scenarios import SCENARIOS
+
+#: The az command that approves or rejects a connection on the PLS.
+UPDATE = ["network", "private-link-service", "connection", "update"]
 
 
 def test_only_our_connection_is_ever_named_in_an_approval(scenario_results):
     result = scenario_results["two-pending-only-ours-approved"]
-    approvals = [c["argv"] for c in result.calls if c["argv"][:4] == ["network", "private-link-service", "connection", "update"]]
+    approvals = [c["argv"] for c in result.calls if c["argv"][:4] == UPDATE]
     assert len(approvals) == 1
     argv = approvals[0]
     assert argv[argv.index("--name") + 1] == f"{scenarios.OURS}.f072a430-2d82-4470-ab30-d23fcfee58d1"
@@ -17,10 +22,10 @@ def test_only_our_connection_is_ever_named_in_an_approval(scenario_results):
 
 
 def test_a_strangers_same_name_connection_is_never_approved(scenario_results):
-    """The security finding: a private endpoint named like Grafana's, in another subscription (attacker-rg), which
+    """The attack: a private endpoint named like Grafana's, in another subscription (attacker-rg), which
     does not carry this stack's nonce. The approval used to match the name only and approved it."""
     result = scenario_results["stranger-same-name-is-rejected-not-approved"]
-    updates = [c["argv"] for c in result.calls if c["argv"][:4] == ["network", "private-link-service", "connection", "update"]]
+    updates = [c["argv"] for c in result.calls if c["argv"][:4] == UPDATE]
     assert not [argv for argv in updates if argv[argv.index("--connection-status") + 1] == "Approved"], updates
     assert [argv[argv.index("--connection-status") + 1] for argv in updates] == ["Rejected"], updates
     assert f"in subscription {scenarios.ATTACKER_SUB}" in result.stderr, result.stderr
@@ -44,4 +49,10 @@ def test_the_approval_nonce_is_never_printed_nor_on_a_command_line(scenario_resu
 def test_a_re_run_after_approval_writes_nothing(scenario_results):
     result = scenario_results["already-approved"]
     assert result.returncode == 0
-    assert [c["argv"][:4] for c in result.calls if c["argv"][:4] == ["network", "private-link-service", "connection", "update"]] == []
+    assert [c["argv"][:4] for c in result.calls if c["argv"][:4] == UPDATE] == []
+
+
+@pytest.mark.parametrize("scenario", scenario_checks.of("approve_private_endpoint_connection.sh"), ids=lambda s: s.name)
+def test_scenario(scenario, scenario_results):
+    """Each scenario of steps/approve_private_endpoint_connection.sh under the stand-in az."""
+    scenario_checks.check(scenario, scenario_results[scenario.name])

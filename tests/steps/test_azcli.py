@@ -16,7 +16,7 @@ import re
 import pytest
 
 from tests.support.flamegraphs import query_through_az_rest
-from tests.support.real_az import parse_check, reached_the_service, real_az  # noqa: F401  (real_az: a fixture)
+from tests.support.real_az import parse_check, reached_the_service
 from tests.support.scenarios import ROOT, calls_in
 
 
@@ -34,7 +34,8 @@ def emitted(scenario_results, tmp_path_factory) -> list[list[str]]:
     for calls in [r.calls for r in scenario_results.values()] + [verify_calls]:
         for call in calls:
             argv = call["argv"]
-            words = tuple(a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or not argv[i - 1].startswith("-")))
+            words = tuple(a for i, a in enumerate(argv)
+                          if not a.startswith("-") and (i == 0 or not argv[i - 1].startswith("-")))
             method = (argv[argv.index("--method") + 1],) if "--method" in argv else ()
             shape = words + method + tuple(a for a in argv if a.startswith("--"))
             by_shape.setdefault(shape, argv)
@@ -88,7 +89,8 @@ def test_the_check_catches_a_typo(real_az, emitted, tmp_path, mutation):
         assert not reached_the_service(argv, done) and done.returncode != 0, done.stderr
 
 
-SAMPLE_ID = "/subscriptions/3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73/resourceGroups/rg-sample/providers/Microsoft.Monitor/accounts/amw-sample"
+SAMPLE_ID = ("/subscriptions/3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73/resourceGroups/rg-sample"
+             "/providers/Microsoft.Monitor/accounts/amw-sample")
 
 
 def advice_commands() -> list[str]:
@@ -125,7 +127,7 @@ def docs_commands() -> list[str]:
     :func:`advice_commands`."""
     text = (ROOT / "docs" / "teardown.md").read_text()
     return [" ".join(re.sub(r"<[^>]+>", "sample", line).split()) for line in
-            (l.strip() for l in text.splitlines()) if line.startswith("az ")]
+            (raw.strip() for raw in text.splitlines()) if line.startswith("az ")]
 
 
 def test_commands_in_the_teardown_docs_are_valid_az(real_az, tmp_path):

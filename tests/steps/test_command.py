@@ -21,7 +21,8 @@ from tests.support import ROOT, scenarios
 from tests.support.config_values import PLATFORM, SECRET_CLUSTER
 
 COMMAND = "command:local:Command"
-#: The names the scenarios' resources carry (tests/support/scenarios.py: NODE_RG, GRAFANA_ID, the endpoint, OURS), as if secret.
+#: The names the scenarios' resources carry (tests/support/scenarios.py: NODE_RG, GRAFANA_ID, the endpoint, OURS), as
+#: if secret.
 SECRETS = ("aks-gpu-dev", "amg-gpu-dev")
 
 
@@ -84,9 +85,9 @@ def run_masked(scenario, workdir):
 
 
 def test_no_script_prints_a_secret_value(tmp_path):
-    """Every scenario of tests/support/scenarios.py again, with the names in it secret: the step still does what it did (same
-    exit status), its stderr (what the engine logs) never holds a secret, and its stdout is at most its one result line
-    (the step's output, kept secret and not logged)."""
+    """Every scenario of tests/support/scenarios.py again, with the names in it secret: the step still does what it did
+    (same exit status), its stderr (what the engine logs) never holds a secret, and its stdout is at most its one result
+    line (the step's output, kept secret and not logged)."""
     chosen = list(scenarios.SCENARIOS)
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda item: run_masked(item[1], tmp_path / str(item[0])), enumerate(chosen)))
@@ -99,7 +100,8 @@ def test_no_script_prints_a_secret_value(tmp_path):
         if "[secret]" in result.stderr:
             masked.add(scenario.script)
     # ensure_role_assignment.sh logs the role and the workspace scope, which carry no cluster or Grafana name.
-    assert masked == {s.script for s in chosen} - {"ensure_role_assignment.sh"}, "each script logs a name that is secret here, masked"
+    assert masked == {s.script for s in chosen} - {"ensure_role_assignment.sh"}, ("each script logs a name that is "
+                                                                                  "secret here, masked")
 
 
 @pytest.mark.parametrize("values, text, expected", [
@@ -150,6 +152,7 @@ def test_a_secret_is_masked_before_a_log_line_is_shortened(monkeypatch, capsys):
     assert "s3cr3t" not in capsys.readouterr().err
     done = subprocess.run(["bash", "-c", f'source steps/lib.sh; f=$(mktemp); echo "{"x" * 110}{secret}" > "$f"; '
                                          'log "retrying after: $(last_error "$f" | cut -c1-120)"'],
-                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "MASK_VALUES": secret}, capture_output=True, text=True)
+                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "MASK_VALUES": secret}, capture_output=True,
+                          text=True)
     assert done.returncode == 0 and "retrying after: " in done.stderr, done.stderr
     assert "s3cr3t" not in done.stderr, done.stderr

@@ -25,7 +25,7 @@ from offline.program import run
 from stack import profile_types
 from steps import grafana_dashboard
 from steps.command import script_hash
-from tests.support import ROOT, reference, scenarios
+from tests.support import ROOT, reference, scenario_checks, scenarios
 from tests.support.config_values import LOCAL_DASHBOARD, LOCAL_SHA256, named
 from tests.support.lifecycle import Deployment
 from tests.support.plans import ENDPOINT
@@ -80,7 +80,8 @@ def test_an_input_nothing_maps_is_refused_in_one_line(tmp_path):
     source.write_bytes(json.dumps(export).encode())
     scenario = scenarios.Scenario(
         "export-with-loki", "grafana_dashboard.py",
-        {**scenarios.EXPORT_ENV, "DASHBOARD_SOURCE": str(source), "DASHBOARD_SHA256": hashlib.sha256(source.read_bytes()).hexdigest()},
+        {**scenarios.EXPORT_ENV, "DASHBOARD_SOURCE": str(source),
+         "DASHBOARD_SHA256": hashlib.sha256(source.read_bytes()).hexdigest()},
         [{"match": scenarios.DASH_POST, "responses": [{"json": {}}]}], args=["apply"])
     result = scenarios.run(scenario, tmp_path / "run")
     assert result.returncode == 1 and result.calls == []
@@ -109,7 +110,8 @@ def test_a_deployed_export_names_the_datasources_grafana_holds(tmp_path):
     (grafana,) = deployment.world()["grafana"].values()
     dashboard = grafana["dashboards"]["gpu-shared-export"]
     referenced = {(d["type"], d["uid"]) for panel in dashboard["panels"]
-                  for d in [panel["datasource"], *(t["datasource"] for t in panel["targets"])] if d["type"] != "__expr__"}
+                  for d in [panel["datasource"], *(t["datasource"] for t in panel["targets"])]
+                  if d["type"] != "__expr__"}
     assert referenced == {(ds["type"], ds["uid"]) for ds in grafana["datasources"].values()}
 
 
@@ -132,7 +134,8 @@ def asked(dashboard: dict, uids=()) -> list:
 
 def test_the_pinned_dashboards_one_pyroscope_query_is_its_flame_graph():
     """The pinned JSON references its datasources through variables: ``{"type": "grafana-pyroscope-datasource", "uid":
-    "${pyroscope_ds}"}`` on the flame-graph panel and its query; the six Prometheus panels' queries are not Pyroscope's."""
+    "${pyroscope_ds}"}`` on the flame-graph panel and its query; the six Prometheus panels' queries are not
+    Pyroscope's."""
     dashboard = pinned()
     (query,) = grafana_dashboard.pyroscope_queries(dashboard)
     flamegraph = next(panel for panel in dashboard["panels"] if panel["type"] == "flamegraph")
@@ -175,9 +178,11 @@ VARIETY = {
              "targets": [{"refId": "A", "datasource": PYRO, "profileTypeId": PUBLISHED, "queryType": "profile"}]}]},
         {"id": 3, "type": "flamegraph", "datasource": PYRO,  # queries inherit the panel's datasource
          "targets": [{"refId": "A", "profileTypeId": PUBLISHED},
-                     {"refId": "B", "datasource": {"type": "grafana-pyroscope-datasource"}, "profileTypeId": PUBLISHED}]},
+                     {"refId": "B", "datasource": {"type": "grafana-pyroscope-datasource"},
+                      "profileTypeId": PUBLISHED}]},
         {"id": 4, "type": "timeseries", "datasource": {"uid": "$pyroscope_ds"},  # variable forms, no type
-         "targets": [{"refId": "A", "datasource": {"uid": "$pyroscope_ds"}, "profileTypeId": PUBLISHED, "queryType": "metrics"},
+         "targets": [{"refId": "A", "datasource": {"uid": "$pyroscope_ds"}, "profileTypeId": PUBLISHED,
+                      "queryType": "metrics"},
                      {"refId": "B", "datasource": "[[pyroscope_ds]]", "profileTypeId": PUBLISHED},
                      {"refId": "C", "datasource": {"uid": "${pyroscope_ds:text}"}, "profileTypeId": PUBLISHED}]},
         {"id": 5, "type": "flamegraph", "datasource": {"uid": "local-pyroscope"},  # the stack's uid, hard-coded
@@ -259,7 +264,8 @@ def test_the_step_uploads_the_configured_id_and_says_so(tmp_path):
         "profile-type-upload", "grafana_dashboard.py", {**scenarios.DASH_ENV, "DASHBOARD_PROFILE_TYPE": CUDA},
         [{"match": scenarios.DOWNLOAD, "responses": [scenarios.FETCH]},
          {"match": scenarios.DASH_GET, "responses": [scenarios.NOT_FOUND_DASH]},
-         {"match": scenarios.DASH_POST, "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability"}}]}],
+         {"match": scenarios.DASH_POST,
+          "responses": [{"json": {"status": "success", "uid": "AdvancedGPUObservability"}}]}],
         args=["apply"])
     result = scenarios.run(scenario, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -300,10 +306,12 @@ def deployed(tmp_path_factory):
     preview predicts, played against the stand-in world."""
     url = scenarios.DASHBOARD_URL
     base = run("dev").to_json()
-    deployment = Deployment(tmp_path_factory.mktemp("profile-type"), {url: str(reference("grafana-dashboards/AdvancedGPUObservability.json"))})
+    deployment = Deployment(tmp_path_factory.mktemp("profile-type"),
+                            {url: str(reference("grafana-dashboards/AdvancedGPUObservability.json"))})
     deployment.deploy(base)
     before = copy.deepcopy(stored(deployment, base))
-    diff, head = plan_diff.preview(base, lambda pending: run("dev", {"dashboardProfileType": CUDA}, pending=pending), [])
+    diff, head = plan_diff.preview(base, lambda pending: run("dev", {"dashboardProfileType": CUDA}, pending=pending),
+                                   [])
     deployment.actions.clear()
     deployment.apply(diff, head.to_json())
     return {"before": before, "after": stored(deployment, base), "diff": diff, "actions": list(deployment.actions)}
@@ -371,10 +379,11 @@ def test_a_query_of_a_non_mixed_pyroscope_panel_runs_on_the_panels_datasource_wh
     datasource once and replaces the reference of each query whose uid differs from it (expressions excepted) with the
     panel's ``ds.getRef()``.
 
-    - grafana/grafana ``public/app/features/query/state/PanelQueryRunner.ts`` @ 011e90db83ec0cceab2a61a30629c52ae926d079,
-      ``run``: ``if (!query.datasource || (query.datasource.uid !== ds.uid && !isMixedDS && !isExpressionQuery))
-      { query.datasource = ds.getRef(); }`` ("When using a data source variable, the panel might have the incorrect
-      datasource stored, so when running the query make sure it is done with the correct one").
+    - grafana/grafana ``public/app/features/query/state/PanelQueryRunner.ts``
+      @ 011e90db83ec0cceab2a61a30629c52ae926d079, ``run``: ``if (!query.datasource || (query.datasource.uid !==
+      ds.uid && !isMixedDS && !isExpressionQuery)) { query.datasource = ds.getRef(); }`` ("When using a data source
+      variable, the panel might have the incorrect datasource stored, so when running the query make sure it is done
+      with the correct one").
     - grafana/scenes ``packages/scenes/src/querying/SceneQueryRunner.ts`` @ ac1dec6d (lines 776-789,
       ``prepareRequests``), the same rule for scenes dashboards (Grafana 11.3+), whose query runner gets
       ``datasource: panel.datasource`` (grafana/grafana ``createPanelDataProvider``); its test
@@ -383,14 +392,15 @@ def test_a_query_of_a_non_mixed_pyroscope_panel_runs_on_the_panels_datasource_wh
       resolved ``{uid: 'test-uid'}``.
 
     ``pyroscope_queries`` instead takes a query's own reference whenever it has a uid (the schema-36 migration, which
-    only runs for dashboards older than schema 36, is not the runtime rule). So in a flame-graph panel whose datasource is
-    ``${pyroscope_ds}``, a GPU-memory query that still carries a stale reference (an author's datasource uid without a
-    type, a legacy name string, a Prometheus reference left from a copied panel) is sent to Pyroscope by Grafana but is
-    not rewritten: the panel keeps asking ``process_cpu:malloc:bytes::`` and stays empty."""
+    only runs for dashboards older than schema 36, is not the runtime rule). So in a flame-graph panel whose datasource
+    is ``${pyroscope_ds}``, a GPU-memory query that still carries a stale reference (an author's datasource uid without
+    a type, a legacy name string, a Prometheus reference left from a copied panel) is sent to Pyroscope by Grafana but
+    is not rewritten: the panel keeps asking ``process_cpu:malloc:bytes::`` and stays empty."""
     dashboard = {
         "uid": "gpu-stale", "title": "stale references", "schemaVersion": 41, "templating": copy.deepcopy(TEMPLATING),
         "panels": [{"id": 1, "type": "flamegraph", "datasource": PYRO, "targets": [
-            {"refId": "A", "datasource": {"uid": "P02E4190217B50628"}, "profileTypeId": PUBLISHED, "queryType": "profile"},
+            {"refId": "A", "datasource": {"uid": "P02E4190217B50628"}, "profileTypeId": PUBLISHED,
+             "queryType": "profile"},
             {"refId": "B", "datasource": "Pyroscope", "profileTypeId": PUBLISHED, "queryType": "profile"},
             {"refId": "C", "datasource": {"type": "prometheus", "uid": "${prom_ds}"}, "profileTypeId": PUBLISHED,
              "queryType": "profile"}]}],
@@ -442,7 +452,8 @@ def test_a_library_panels_inline_queries_are_not_what_grafana_runs():
         "uid": "gpu-library", "title": "library panel", "schemaVersion": 41, "templating": copy.deepcopy(TEMPLATING),
         "panels": [{"id": 1, "type": "flamegraph", "title": "GPU Memory Profiles", "datasource": PYRO,
                     "libraryPanel": {"uid": "gpu-memory-flamegraph", "name": "GPU Memory Profiles"},
-                    "targets": [{"refId": "A", "datasource": PYRO, "profileTypeId": PUBLISHED, "queryType": "profile"}]}],
+                    "targets": [{"refId": "A", "datasource": PYRO, "profileTypeId": PUBLISHED,
+                                 "queryType": "profile"}]}],
     }
     assert grafana_dashboard.pyroscope_queries(dashboard, {"local-pyroscope"}) == []
 
@@ -454,7 +465,8 @@ def _multi_rules(outputs: dict, stored_dashboard: dict, held: list) -> list:
             {"json": {"id": outputs["extensionId"], "properties": {"provisioningState": "Succeeded",
                                                                    "extensionType": "microsoft.inspektorgadget"}}}]},
         {"match": ["rest", "--method", "get", f"/managedPrivateEndpoints/{mpe}?api-version=2024-10-01"], "responses": [
-            {"json": {"properties": {"connectionState": {"status": "Approved"}, "privateLinkServicePrivateIP": "10.0.4.36"}}}]},
+            {"json": {"properties": {"connectionState": {"status": "Approved"},
+                                     "privateLinkServicePrivateIP": "10.0.4.36"}}}]},
         {"match": ["rest", "--method", "get", f"/api/datasources/uid/{outputs['pyroscopeDatasourceUid']}/health"],
          "responses": [{"json": {"status": "OK", "message": "Data source is working"}}]},
         {"match": ["rest", "--method", "get", f"/api/datasources/uid/{outputs['prometheusDatasourceUid']}/health"],
@@ -471,11 +483,12 @@ def test_verify_of_a_multicluster_stack_fails_while_the_shared_dashboard_asks_a_
     The ID follows each cluster's Inspektor Gadget version (docs/offline.md G12), which the extension's release train
     upgrades per cluster, so two clusters can need different IDs. Here cluster A's stack set
     ``process_cpu:malloc:bytes:process_cuda:bytes`` and uploaded; this stack (cluster B, gadget before v0.54) keeps the
-    default, and its Pyroscope holds ``process_cpu:malloc:bytes::``. The shared flame graph Grafana holds asks A's ID, so
-    it is empty for cluster B (grafana/pyroscope v1.15.0 ``pkg/model/profile.go`` ``SelectorFromProfileType``: a query
-    selects the exact five-part ID, so A's ID selects nothing of B's): ``python -m ops.verify`` (check 5, "Pyroscope
-    holds the GPU-memory profile type the dashboard asks for") compares with the ID the dashboard it has just read in
-    check 4 asks for, not only with the stack's own ``dashboardDefinition.profileType``, fails, and says what to do."""
+    default, and its Pyroscope holds ``process_cpu:malloc:bytes::``. The shared flame graph Grafana holds asks A's ID,
+    so it is empty for cluster B (grafana/pyroscope v1.15.0 ``pkg/model/profile.go`` ``SelectorFromProfileType``: a
+    query selects the exact five-part ID, so A's ID selects nothing of B's): ``python -m ops.verify`` (check 5,
+    "Pyroscope holds the GPU-memory profile type the dashboard asks for") compares with the ID the dashboard it has
+    just read in check 4 asks for, not only with the stack's own ``dashboardDefinition.profileType``, fails, and says
+    what to do."""
     outputs = run("dev", {"multiCluster": "true"}).outputs
     assert outputs["dashboardDefinition"]["profileType"] == PUBLISHED
     uploaded_by_sibling = grafana_dashboard.prepare(pinned(), {}, profile_type=CUDA)
@@ -505,9 +518,11 @@ def test_dashboard_step(plan):
         "DASHBOARD_SHA256": "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4",
         "DASHBOARD_SOURCE": "https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/494542d8a0439fe4b1a60577e70677cec5c96070/dashboards/gpu-observability/AdvancedGPUObservability.json",
         "DASHBOARD_UID": "AdvancedGPUObservability",
-        "DATASOURCES": '{"prom_ds":{"name":"amw-gpu-dev","uid":"azure-monitor-prometheus"},"pyroscope_ds":{"name":"local-pyroscope","uid":"local-pyroscope"}}',
+        "DATASOURCES": ('{"prom_ds":{"name":"amw-gpu-dev","uid":"azure-monitor-prometheus"},'
+                        '"pyroscope_ds":{"name":"local-pyroscope","uid":"local-pyroscope"}}'),
         # What an export made "for sharing" (__inputs) is imported with: plugin id -> this stack's datasource uid.
-        "DATASOURCE_INPUTS": '{"grafana-pyroscope-datasource":"local-pyroscope","prometheus":"azure-monitor-prometheus"}',
+        "DATASOURCE_INPUTS": ('{"grafana-pyroscope-datasource":"local-pyroscope",'
+                              '"prometheus":"azure-monitor-prometheus"}'),
         "GRAFANA_ENDPOINT": ENDPOINT,
         "GRAFANA_ID": canned.grafana_id("rg-observability-dev", "amg-gpu-dev"),  # checked before a delete
         "RETRY_FORBIDDEN": "false",
@@ -522,5 +537,12 @@ def test_dashboard_step(plan):
 
 
 def test_dashboard_from_a_local_file_with_its_own_hash(plan):
-    env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()), "gpu-dashboard-upload").inputs["environment"]
+    env = named(plan(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper()),
+                "gpu-dashboard-upload").inputs["environment"]
     assert env["DASHBOARD_SOURCE"] == LOCAL_DASHBOARD and env["DASHBOARD_SHA256"] == LOCAL_SHA256
+
+
+@pytest.mark.parametrize("scenario", scenario_checks.of("grafana_dashboard.py"), ids=lambda s: s.name)
+def test_scenario(scenario, scenario_results):
+    """Each scenario of steps/grafana_dashboard.py under the stand-in az."""
+    scenario_checks.check(scenario, scenario_results[scenario.name])

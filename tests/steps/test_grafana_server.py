@@ -1,5 +1,6 @@
 """The Grafana steps and ``ops.verify --drift`` against every Grafana release of the version matrix
-(tests/support/fake_world.py ``GRAFANA_VERSIONS``; docs/offline.md G3, G8-G10). SIMULATED: Grafana's answers, per version.
+(tests/support/fake_world.py ``GRAFANA_VERSIONS``; docs/offline.md G3, G8-G10). SIMULATED: Grafana's answers, per
+version.
 
 Azure Managed Grafana runs Grafana 11 and 12 and upgrades workspaces in place, so one stack meets several versions:
 what each version does differently (a uid change refused with 400 or 500, Azure authentication gone from core
@@ -30,7 +31,8 @@ HOST = OUTPUTS["grafanaEndpoint"].split("//", 1)[1]
 OWNER_KEY = "aksGpuObservabilityOwner"
 STEPS = {"pyroscope": "grafana-datasources-pyroscope", "prometheus": "grafana-datasources-prometheus",
          "dashboard": "gpu-dashboard-upload"}
-SCRIPTS = {"pyroscope": "grafana_datasource.py", "prometheus": "grafana_datasource.py", "dashboard": "grafana_dashboard.py"}
+SCRIPTS = {"pyroscope": "grafana_datasource.py", "prometheus": "grafana_datasource.py",
+           "dashboard": "grafana_dashboard.py"}
 #: A small dashboard of the pinned one's shape: the two datasource variables the step defaults, served at SOURCE.
 SOURCE = "https://dashboards.example.test/gpu.json"
 DASHBOARD = {
@@ -67,7 +69,8 @@ class World:
         self.save(world)
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir(exist_ok=True)
-        (bin_dir / "az").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "support" / "fake_az.py"}" "$@"\n')
+        (bin_dir / "az").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "support" / "fake_az.py"}" '
+                                    '"$@"\n')
         (bin_dir / "az").chmod(0o755)
         self.env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
                     "FAKE_AZ_WORLD": str(self.path), "FAKE_AZ_LOG": str(tmp_path / "calls.jsonl"),
@@ -101,7 +104,8 @@ class World:
         if update and step in self.stdout:
             full["PULUMI_COMMAND_STDOUT"] = self.stdout[step]
         (self.dir / "calls.jsonl").unlink(missing_ok=True)
-        done = subprocess.run(["python3", "-m", f"steps.{SCRIPTS[step][:-3]}", action], cwd=ROOT, env=full, capture_output=True,
+        done = subprocess.run(["python3", "-m", f"steps.{SCRIPTS[step][:-3]}", action], cwd=ROOT, env=full,
+                              capture_output=True,
                               text=True, timeout=120)
         if done.returncode == 0 and action == "apply":
             self.stdout[step] = done.stdout
@@ -157,16 +161,18 @@ def test_the_stand_in_answers_a_uid_change_as_that_grafana_does(version):
 
 
 def test_grafana_13_migrates_azure_prometheus_datasources_when_it_starts():
-    """TestGetPrometheusDataSources_Azure_ReturnsOnlyAzurePrometheus and TestApplyMigration_PluginNotInstalled_InstallSucceeds
-    (grafana/grafana pkg/services/promtypemigration): only type prometheus with azureCredentials set is migrated, the
-    plugin is installed first, the marker added; nothing before 13.0 unless the toggle is on."""
+    """TestGetPrometheusDataSources_Azure_ReturnsOnlyAzurePrometheus and
+    TestApplyMigration_PluginNotInstalled_InstallSucceeds (grafana/grafana pkg/services/promtypemigration): only type
+    prometheus with azureCredentials set is migrated, the plugin is installed first, the marker added; nothing before
+    13.0 unless the toggle is on."""
     world = fake_world.empty()
     g = fake_world.grafana(world, HOST)
     g["version"] = "12.4.4"
     azure = {"uid": "a", "name": "a", "type": "prometheus", "id": 2, "version": 4, "url": "https://x",
              "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"}}
     g["datasources"] = {"a": azure, "p": {"uid": "p", "name": "p", "type": "prometheus", "id": 3, "jsonData": {}},
-                        "n": {"uid": "n", "name": "n", "type": "prometheus", "id": 4, "jsonData": {"azureCredentials": None}}}
+                        "n": {"uid": "n", "name": "n", "type": "prometheus", "id": 4,
+                              "jsonData": {"azureCredentials": None}}}
     fake_world.start(world, HOST)
     assert g["datasources"]["a"]["type"] == "prometheus" and g["plugins"] == []
     fake_world.upgrade(world, HOST, "13.0.2")
@@ -187,7 +193,8 @@ def test_a_datasource_made_by_hand_is_adopted_under_its_own_uid(version, tmp_pat
     world = World(tmp_path, version)
     hand_made = {"access": "proxy", "jsonData": {"azureCredentials": {"authType": "msi"}, "httpMethod": "POST"},
                  "name": "amw-gpu-dev", "type": "prometheus", "uid": HAND_MADE_UID, "url": json.loads(
-                     environment("prometheus")["DATASOURCE"])["url"], "id": 3, "orgId": 1, "version": 1, "readOnly": False}
+                     environment("prometheus")["DATASOURCE"])["url"], "id": 3, "orgId": 1, "version": 1,
+                 "readOnly": False}
 
     def seed(w):
         w["grafana"][HOST]["datasources"][HAND_MADE_UID] = dict(hand_made)
@@ -218,8 +225,8 @@ def test_a_datasource_made_by_hand_is_adopted_under_its_own_uid(version, tmp_pat
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_prometheus_datasource_has_the_type_its_grafana_needs(version, tmp_path):
-    """Created fresh (the plugin installed where it installs): ``prometheus`` before 13.0, the plugin's type from 13.0 on
-    (Azure authentication left core Prometheus there), the jsonData the plugin reads; a re-run writes nothing."""
+    """Created fresh (the plugin installed where it installs): ``prometheus`` before 13.0, the plugin's type from 13.0
+    on (Azure authentication left core Prometheus there), the jsonData the plugin reads; a re-run writes nothing."""
     world = World(tmp_path, version, installable(version))
     done = world.step("prometheus")
     assert done.returncode == 0, done.stderr
@@ -314,13 +321,14 @@ def test_drift_reports_a_prometheus_type_in_grafana_13(version, tmp_path):
     assert "grafana-datasources-prometheus" in prometheus["next_step"]
 
 
-# --- what the scenarios of tests/support/scenarios.py sent (their command lines also go to the azure-cli parser check) ------
+# --- what the scenarios of tests/support/scenarios.py sent (their command lines also go to the azure-cli parser check)
 
 
 def test_the_plugin_type_is_what_grafana_13_is_sent(scenario_results):
     """On Grafana 13 (the probe's GET /api/health and GET /api/plugins answered so) the POST carries the plugin's type
     and the jsonData the plugin reads; before 13 it carries ``prometheus``."""
-    for name, expected in (("prometheus-datasource-created-with-the-plugin-type-on-grafana-13", fake_world.AZURE_PROMETHEUS),
+    for name, expected in (("prometheus-datasource-created-with-the-plugin-type-on-grafana-13",
+                            fake_world.AZURE_PROMETHEUS),
                            ("prometheus-datasource-created-as-prometheus-before-13", "prometheus")):
         result = scenario_results[name]
         probes = [c["argv"][c["argv"].index("--url") + 1].rsplit("/api/", 1)[1] for c in result.calls
@@ -328,7 +336,8 @@ def test_the_plugin_type_is_what_grafana_13_is_sent(scenario_results):
         assert probes == ["health", "plugins?type=datasource"], name
         (post,) = [c for c in result.calls if c["argv"][:3] == ["rest", "--method", "post"]]
         assert post["body"]["type"] == expected, name
-        assert post["body"]["jsonData"]["azureCredentials"] == {"authType": "msi"} and post["body"]["jsonData"]["httpMethod"] == "POST"
+        assert post["body"]["jsonData"]["azureCredentials"] == {"authType": "msi"}
+        assert post["body"]["jsonData"]["httpMethod"] == "POST"
 
 
 def test_the_dashboard_sent_to_grafana_13_selects_the_plugin(scenario_results):
@@ -354,7 +363,8 @@ def test_the_stand_in_keeps_titles_unique_per_folder_before_11_3(version):
     g["dashboards"]["hand-made"] = {"uid": "hand-made", "title": "Advanced GPU Observability", "id": 3, "version": 4}
     ours = {"uid": "AdvancedGPUObservability", "title": "Advanced GPU Observability", "panels": []}
     refused = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": ours}, g)
-    elsewhere = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {**ours, "uid": "x"}, "folderUid": "team"}, g)
+    elsewhere = fake_world._dashboards("post", "/api/dashboards/db",
+                                       {"dashboard": {**ours, "uid": "x"}, "folderUid": "team"}, g)
     assert "exit" not in elsewhere  # another folder: no collision
     saved = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": ours, "overwrite": True}, g)
     if fake_world.release(version) < (11, 3, 0):
@@ -371,7 +381,8 @@ def test_the_stand_in_keeps_titles_unique_per_folder_before_11_3(version):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_dashboard_step_never_overwrites_a_dashboard_with_its_title(version, tmp_path):
     """A dashboard made by hand with the GPU dashboard's title in the General folder: before 11.3 the step stops with
-    one line naming it (and how to go on), writing nothing; from 11.3 on it uploads beside it. That dashboard is kept."""
+    one line naming it (and how to go on), writing nothing; from 11.3 on it uploads beside it. That dashboard is
+    kept."""
     world = World(tmp_path, version, installable(version))
     hand_made = {"uid": "hand-made-gpu", "title": DASHBOARD["title"], "id": 1, "version": 2, "panels": [], "tags": []}
     world.change(lambda w: w["grafana"][HOST]["dashboards"].update({"hand-made-gpu": hand_made}))
@@ -396,11 +407,13 @@ def test_the_stand_in_refuses_a_save_without_overwrite_only_at_another_version()
     world = fake_world.empty()
     g = fake_world.grafana(world, HOST)
     g["dashboards"]["d"] = {"uid": "d", "title": "D", "id": 3, "version": 4}
-    stale = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 3}}, g)
+    stale = fake_world._dashboards("post", "/api/dashboards/db",
+                                   {"dashboard": {"uid": "d", "title": "D", "version": 3}}, g)
     unversioned = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D"}}, g)
     for refused in (stale, unversioned):
         assert refused["exit"] == 1 and "The dashboard has been changed by someone else" in refused["stderr"]
-    current = fake_world._dashboards("post", "/api/dashboards/db", {"dashboard": {"uid": "d", "title": "D", "version": 4}}, g)
+    current = fake_world._dashboards("post", "/api/dashboards/db",
+                                     {"dashboard": {"uid": "d", "title": "D", "version": 4}}, g)
     assert current["json"]["version"] == 5 and g["dashboards"]["d"]["version"] == 5
 
 
@@ -414,20 +427,23 @@ def test_the_stand_in_refuses_to_change_a_read_only_datasource(version):
     g["datasources"]["p"] = dict(provisioned)
     put = fake_world._datasources("put", "/api/datasources/uid/p", {"uid": "p", "name": "m", "type": "loki"}, g)
     delete = fake_world._datasources("delete", "/api/datasources/uid/p", None, g)
-    assert put["exit"] == 1 and put["stderr"].startswith("ERROR: Forbidden(") and "Cannot update read-only data source" in put["stderr"]
+    assert put["exit"] == 1 and put["stderr"].startswith("ERROR: Forbidden(")
+    assert "Cannot update read-only data source" in put["stderr"]
     assert delete["exit"] == 1 and "Cannot delete read-only data source" in delete["stderr"]
     assert g["datasources"] == {"p": provisioned}
 
 
 def test_the_stand_in_answers_datasources_as_dtos_and_a_rename_onto_a_taken_name_with_409():
     """G4/L2: GET after POST answers a ``dtos.DataSource`` (``convertModelToDtos``: Grafana's own fields, secrets only
-    as ``secureJsonFields``); a PUT renaming onto another datasource's name answers 409 "Failed to update datasource: ..."."""
+    as ``secureJsonFields``); a PUT renaming onto another datasource's name answers 409 "Failed to update datasource:
+    ..."."""
     world = fake_world.empty()
     g = fake_world.grafana(world, HOST)
     body = {"uid": "p", "name": "Pyroscope", "type": "grafana-pyroscope-datasource", "access": "proxy",
             "url": "http://10.0.4.36:4040", "jsonData": {}, "secureJsonData": {"basicAuthPassword": "s3cret"}}
     added = fake_world._datasources("post", "/api/datasources", body, g)
-    fake_world._datasources("post", "/api/datasources", {**body, "uid": "l", "name": "Loki", "type": "loki", "secureJsonData": {}}, g)
+    fake_world._datasources("post", "/api/datasources",
+                            {**body, "uid": "l", "name": "Loki", "type": "loki", "secureJsonData": {}}, g)
     got = fake_world._datasources("get", "/api/datasources/uid/p", None, g)["json"]
     assert set(got) == set(fake_world.DTO_DEFAULTS) and added["json"]["datasource"] == got
     assert {k: got[k] for k in ("readOnly", "basicAuth", "isDefault", "withCredentials", "orgId", "version")} == {
@@ -435,7 +451,8 @@ def test_the_stand_in_answers_datasources_as_dtos_and_a_rename_onto_a_taken_name
     assert got["secureJsonFields"] == {"basicAuthPassword": True} and "s3cret" not in json.dumps(got)
     assert got["typeLogoUrl"].endswith(".svg") and got["uid"] == "p" and got["name"] == "Pyroscope"
     assert fake_world._datasources("get", "/api/datasources/name/Pyroscope", None, g)["json"] == got
-    renamed = fake_world._datasources("put", "/api/datasources/uid/l", {"uid": "l", "name": "Pyroscope", "type": "loki"}, g)
+    renamed = fake_world._datasources("put", "/api/datasources/uid/l",
+                                      {"uid": "l", "name": "Pyroscope", "type": "loki"}, g)
     assert renamed["exit"] == 1 and renamed["stderr"].startswith("ERROR: Conflict(")
     assert "Failed to update datasource: data source with the same name already exists" in renamed["stderr"]
     assert g["datasources"]["l"]["name"] == "Loki"

@@ -1,4 +1,5 @@
-"""steps/lib.sh: the waiting scripts' poll schedule, on a fake clock."""
+"""steps/lib.sh: the waiting scripts' poll schedule, on a fake clock; what every shell step (and the library they
+source) may call."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ done
 def check_starts(check_ms: int, timeout: int = 40, **env) -> list[int]:
     """Start times (ms) of the checks a waiting script makes, with checks taking ``check_ms`` each."""
     done = subprocess.run(["bash", "-c", SCHEDULE], cwd=scenarios.ROOT, capture_output=True, text=True, check=True,
-                          env={"PATH": os.environ["PATH"], "TIMEOUT": str(timeout), "CHECK_TAKES_MS": str(check_ms), **env})
+                          env={"PATH": os.environ["PATH"], "TIMEOUT": str(timeout), "CHECK_TAKES_MS": str(check_ms),
+                               **env})
     return [int(line) for line in done.stdout.split()]
 
 
@@ -47,3 +49,12 @@ def test_poll_schedule_stops_at_the_deadline_and_follows_the_environment():
     assert check_starts(500, timeout=3, POLL_INITIAL_SECONDS="1", POLL_MAX_SECONDS="1") == [0, 1000, 2000, 3000]
     # A check longer than the delay: the next one starts when it ends.
     assert check_starts(2500, timeout=10, POLL_INITIAL_SECONDS="1", POLL_MAX_SECONDS="1") == [0, 2500, 5000, 7500]
+
+
+def test_scripts_print_no_tokens_and_use_only_az():
+    """The scripts call az and shell built-ins/coreutils only: no curl, kubectl or token handling."""
+    for path in sorted(scenarios.ROOT.glob("steps/*.sh")):
+        text = path.read_text()
+        for forbidden in ("curl ", "wget ", "kubectl ", "get-access-token", "Authorization:"):
+            code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+            assert forbidden not in code.replace("kubectl -n gadget", ""), (path.name, forbidden)

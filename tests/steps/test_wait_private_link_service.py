@@ -1,10 +1,18 @@
-"""steps/wait_private_link_service.sh beyond its scenarios (tests/support/scenarios.py): what it accepts when the
-cloud provider has yet to rebuild the PLS's IP configurations."""
+"""steps/wait_private_link_service.sh, which waits for the private link service the release's annotations make:
+every scenario of tests/support/scenarios.py that runs it, against the stand-in az (SIMULATED: Azure)."""
 
 from __future__ import annotations
 
-from tests.support import scenarios
+import pytest
+
+from tests.support import scenario_checks, scenarios
 from tests.support.scenarios import PLS_ID, SHOW, WAIT_ENV, Scenario, ip_configuration, pls
+
+
+@pytest.mark.parametrize("scenario", scenario_checks.of("wait_private_link_service.sh"), ids=lambda s: s.name)
+def test_scenario(scenario, scenario_results):
+    """Each scenario of steps/wait_private_link_service.sh under the stand-in az."""
+    scenario_checks.check(scenario, scenario_results[scenario.name])
 
 
 def test_with_no_pls_subnet_the_wait_ignores_nat_ips_left_in_the_old_subnet(tmp_path):

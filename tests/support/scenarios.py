@@ -1,8 +1,9 @@
 """Scenarios for the step scripts under the stand-in ``az`` (tests/support/fake_az.py). SIMULATED: Azure's answers.
 
 Each scenario: the script, its environment, the rules the stand-in answers with, and what must happen.
-tests/steps/test_scenarios.py runs them all; tests/steps/test_azcli.py runs them again to collect every ``az``
-command line the scripts emit and checks each against the real azure-cli parser.
+tests/steps/test_<script>.py runs those of its script (tests/support/scenario_checks.py); tests/steps/test_azcli.py
+runs them all again to collect every ``az`` command line the scripts emit and checks each against the real azure-cli
+parser.
 """
 
 from __future__ import annotations
