@@ -222,7 +222,7 @@ dashboard = GpuDashboard(
     opts=pulumi.ResourceOptions(depends_on=grafana_ready or None),
 )
 
-# --- Outputs (see README "Outputs") --------------------------------------------------------------------------
+# --- Outputs (docs/outputs.md) ---------------------------------------------------------------------------------
 for name, value in {
     "clusterName": cfg.cluster_name,
     "clusterResourceGroup": cfg.cluster_resource_group,

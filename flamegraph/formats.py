@@ -32,7 +32,7 @@ def _pb2():
         from flamegraph.pprof import profile_pb2
     except ImportError as missing:  # outside the project's venv: say so in one line
         raise FrameError(f"reading pprof needs the protobuf package ({missing}): run in the project's venv, "
-                         ".venv/bin/python -m flamegraph.hotspots ... (README, set-up)") from None
+                         ".venv/bin/python -m flamegraph.hotspots ... (README, The two commands)") from None
     return profile_pb2
 
 

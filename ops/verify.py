@@ -78,7 +78,7 @@ def checks(outputs: dict) -> list[Check]:
         status = (state.get("properties") or {}).get("provisioningState")
         return Check("Inspektor Gadget extension", status == "Succeeded", f"provisioningState {status}",
                      "see statuses[] in `az rest --method get --url <extensionId>?api-version=2023-05-01`; "
-                     "README troubleshooting: the extension fails to install")
+                     "docs/troubleshooting.md: the extension fails to install")
 
     results.append(_check("Inspektor Gadget extension", extension,
                           "check you can read the cluster's extensions (az login)"))
@@ -93,7 +93,7 @@ def checks(outputs: dict) -> list[Check]:
         detail = (f"connection {status}, private IP {ip or 'none'}"
                   + ("" if ip == expected else f" (datasource uses {expected})"))
         return Check("managed private endpoint", bool(ok), detail,
-                     "run `pulumi up` again (approval and refresh re-run); README troubleshooting: connection stuck "
+                     "run `pulumi up` again (approval and refresh re-run); docs/troubleshooting.md: connection stuck "
                      "Pending")
 
     results.append(_check("managed private endpoint", endpoint, "check the endpoint still exists: `pulumi refresh`"))

@@ -119,7 +119,7 @@ def check_known(keys: Iterable[str]) -> None:
         namespace, _, key = full.partition(":")
         if namespace == PROJECT and key not in names:
             close = difflib.get_close_matches(key, list(names), n=1)
-            hint = f"did you mean {close[0]}?" if close else "see the config table in README.md"
+            hint = f"did you mean {close[0]}?" if close else "docs/configuration.md lists every key"
             head = re.split(r"[.\[]", key, maxsplit=1)[0]
             if head != key and head in names:  # a property path given as a key
                 hint = f"a path into {head}: set it with `pulumi config set --path '{key}' ...`, offline --set-path"

@@ -138,7 +138,21 @@ def test_no_test_file_imports_another_test_file():
 
 #: Test files at the top of tests/, each for a file at the top of the repository (or the repository itself).
 TOP_LEVEL_TESTS = {"test_main.py": "__main__.py", "test_readme.py": "README.md",
-                   "test_requirements.py": "requirements.txt", "test_layout.py": "."}
+                   "test_requirements.py": "requirements.txt", "test_renovate.py": "renovate.json",
+                   "test_layout.py": "."}
+#: Test folders that mirror a folder of scripts or workflows rather than a Python package.
+MIRRORED_FOLDERS = {"ci": ".ci", "workflows": ".github/workflows"}
+#: Tests of what every workflow must hold, beside one file per workflow.
+ACROSS_WORKFLOWS = {"test_all.py", "test_production_credentials.py"}
+
+
+def mirrors_a_file(folder: str, stem: str, name: str) -> bool:
+    """tests/ci/test_<script>.py for .ci/<script>[.sh|.js], tests/workflows/test_<workflow>.py for its .yml."""
+    if folder == "workflows" and name in ACROSS_WORKFLOWS:
+        return True
+    base = ROOT / MIRRORED_FOLDERS[folder]
+    names = {stem, stem.replace("_", "-")}
+    return any((base / f"{n}{suffix}").exists() for n in names for suffix in ("", ".sh", ".js", ".yml"))
 
 
 def test_tests_mirror_the_source():
@@ -156,6 +170,10 @@ def test_tests_mirror_the_source():
                 strays.append(str(relative))
             continue
         folders = relative.parts[:-1]
+        if folders[0] in MIRRORED_FOLDERS and len(folders) == 1:
+            if not mirrors_a_file(folders[0], path.stem[len("test_"):], path.name):
+                strays.append(str(relative))
+            continue
         package = ".".join(folders)
         stem = path.stem[len("test_"):]
         packages = {".".join(folders[:i]) for i in range(1, len(folders) + 1)}

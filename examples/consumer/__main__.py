@@ -1,7 +1,7 @@
 """A consumer of aks-gpu-observability: an ML team's stack that reads the observability stack's outputs
 through a StackReference and publishes them where its engineers and tools look, a ConfigMap in the team's
 namespace (on the cluster the observability stack reports). Uses only outputs of the documented contract
-(README "Outputs"; stack/outputs.py), each with require_output, so a missing one fails loudly.
+(docs/outputs.md; stack/outputs.py), each with require_output, so a missing one fails loudly.
 """
 
 import pulumi

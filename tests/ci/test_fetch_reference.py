@@ -61,7 +61,7 @@ def test_every_fetched_artefact_is_in_place_and_passes_its_pinned_digest(entry):
     module = fetcher()
     (kind,) = [k for k in module.DIGESTS if k in entry]
     path = REFERENCE / entry["path"]
-    assert path.is_file(), f"{path}: run .ci/fetch-reference (the README's set-up)"
+    assert path.is_file(), f"{path}: run .ci/fetch-reference (the tests' set-up)"
     assert module.digest_of(kind, path.read_bytes()) == entry[kind]
     assert entry["url"].startswith("https://") and "licence" in entry
 

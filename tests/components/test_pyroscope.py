@@ -513,7 +513,8 @@ def test_microservices_components_are_the_charts_own(plan):
 
 
 def test_the_azure_bucket_names_the_account_and_container_only():
-    """grafana/pyroscope v1.15.0 ``pkg/objstore/providers/azure/bucket_client.go`` hands the config to thanos-io/objstore
+    """grafana/pyroscope v1.15.0 ``pkg/objstore/providers/azure/bucket_client.go`` hands the config to
+    thanos-io/objstore
     (``providers/azure/helpers.go`` ``getTokenCredential`` @4e5fd428: ``DefaultAzureCredential`` when there is no
     secret and no ``user_assigned_id``), which needs only the account and container names: workload identity does
     the rest, so no key, connection string, identity id or endpoint is in the values."""

@@ -1,4 +1,5 @@
-"""The offline plan tool: DESIGN.md section 3's interface, run in-process and as a real subprocess."""
+"""The offline plan tool: its flags, text and JSON (the interface docs/reviewing.md describes), run in-process and as a
+real subprocess."""
 
 from __future__ import annotations
 

@@ -26,5 +26,5 @@ def reference(relative: str) -> Path:
     """Path of a reference artefact. A missing one fails the test (never a skip): run the set-up step."""
     path = REFERENCE / relative
     if not path.exists():
-        pytest.fail(f"reference artefact missing: {path}; run .ci/fetch-reference (the README's set-up step)")
+        pytest.fail(f"reference artefact missing: {path}; run .ci/fetch-reference (the tests' set-up)")
     return path

@@ -5,7 +5,7 @@ The rule-based stand-in (tests/support/fake_az.py) answers from scripted respons
 it when ``FAKE_AZ_WORLD`` is set; tests/support/lifecycle.py plays the providers' side (ARM resources, the Helm release
 and the private link service AKS makes from it) on the same world.
 
-What it mirrors (facts as in shared/DESIGN.md section 2):
+What it mirrors (Azure's facts, each with its source in docs/offline-rules.yaml):
 
 - Private link services: ``az network private-link-service show`` (404 ``ResourceNotFound`` when absent) and
   ``... connection update --connection-status Approved`` on the PLS ``--resource-group``/``--service-name`` name (404

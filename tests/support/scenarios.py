@@ -1090,4 +1090,5 @@ def stored_owner_commands(plan_file: Path = ROOT / "tests" / "data" / "plan-dev-
     offline plan, ``plan_file``), which ran them as ``python3 scripts/<step>.py``."""
     plan = json.loads(plan_file.read_text())
     return {r["name"]: {k: r["inputs"][k] for k in ("create", "delete")} for r in plan["resources"]
-            if r["type"] == "command:local:Command" and str(r["inputs"].get("create", "")).startswith("python3 scripts/")}
+            if r["type"] == "command:local:Command"
+            and str(r["inputs"].get("create", "")).startswith("python3 scripts/")}
