@@ -205,7 +205,7 @@ CASES = [
     Bad("set-path-tag-managed-by", "plan", ["--set-path", "tags[0]=Managed-By=me"],
         ["tags", "managed-by=aks-gpu-observability"]),
     Bad("plan-outside-the-virtualenv", "plan", ["--stack", "dev"],
-        ["'pulumi' is not installed",
+        ["is not installed for",
          "python3 -m venv .venv && .venv/bin/pip install --require-hashes -r requirements.lock",
          ".venv/bin/python -m offline.plan --stack dev"], python_flags=["-S"]),
     # --- dashboard files (dashboardSource in the project) ---------------------------------------------------
