@@ -28,7 +28,7 @@ PINNED_URL = (
 PINNED_SHA256 = "9c87339704d1c8b9d5897e82acd366cea751cf0030850319feb06c05ac3b1ea4"
 PINNED_UID = "AdvancedGPUObservability"
 #: The profile type ID the pinned dashboard's flame-graph panel asks for (its ``profileTypeId``), config
-#: ``dashboardProfileType``'s default (flamegraph/hotspots.py ``PROFILE_TYPE``).
+#: ``dashboardProfileType``'s default (stack/profile_types.py ``PUBLISHED``).
 PINNED_PROFILE_TYPE = profile_types.PUBLISHED
 
 

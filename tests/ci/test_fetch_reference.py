@@ -129,8 +129,8 @@ def test_fetch_from_the_url_then_the_cache_and_refuse_a_mismatch(tmp_path, serve
 
 
 def test_the_offline_source_is_checked_like_the_url(tmp_path):
-    """../shared/reference (here a temporary copy) supplies the same bytes offline; another file there is refused,
-    a tampered cache entry is dropped, and --offline never reaches the URL."""
+    """A local copy of the artefacts (here a temporary one) supplies the same bytes offline; another file there is
+    refused, a tampered cache entry is dropped, and --offline never reaches the URL."""
     source = tmp_path / "source"
     (source / "x").mkdir(parents=True)
     (source / "x" / "a.txt").write_bytes(b"the artefact\n")

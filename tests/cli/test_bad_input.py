@@ -223,7 +223,7 @@ CASES = [
         ["dashboardUid", LOCAL, "AdvancedGPUObservability"]),
     Bad("dashboard-file-missing", "plan", ["--set", "dashboardSource=dashboards/missing.json"],
         ["dashboardSource", "dashboards/missing.json"]),
-    Bad("dashboard-file-outside-project", "plan", ["--set", "dashboardSource=../shared/x.json"], ["dashboardSource"]),
+    Bad("dashboard-file-outside-project", "plan", ["--set", "dashboardSource=../other/x.json"], ["dashboardSource"]),
     Bad("dashboard-plain-http", "plan", ["--set", "dashboardSource=http://example.com/d.json"], ["dashboardSource"]),
     Bad("dashboard-sha256-short", "plan", ["--set", "dashboardSha256=9c87339704d1"], ["dashboardSha256"]),
     # The flame graph's profile type (dashboardProfileType): a whole Pyroscope ID, name:type:unit:periodType:periodUnit.

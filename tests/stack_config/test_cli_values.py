@@ -211,7 +211,7 @@ def test_bare_and_old_style_keys_are_put_in_their_namespace_as_the_cli_does(tmp_
 
 def test_a_key_without_value_is_an_empty_string_as_the_cli_passes_it(tmp_path, monkeypatch):
     """loaders.go checkForEmptyConfig: the CLI warns and passes "" (the program accepts it where "" is valid and
-    refuses it where a value is required: tests/test_bad_input.py)."""
+    refuses it where a value is required: tests/cli/test_bad_input.py)."""
     stack_file_with(tmp_path, monkeypatch,
                     "  aks-gpu-observability:extensionVersion:\n  aks-gpu-observability:privateLinkSubnet: ~\n")
     plan = program.run("t", {})

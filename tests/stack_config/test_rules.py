@@ -180,7 +180,7 @@ BAD = [
     ("dashboardSource", "http://example.com/d.json", "https:// URL or a file path"),
     ("dashboardSource", "", "https:// URL or a file path"),
     ("dashboardSource", "/etc/passwd", "relative to the project directory"),
-    ("dashboardSource", "../shared/reference/x.json", "relative to the project directory"),
+    ("dashboardSource", "../elsewhere/x.json", "relative to the project directory"),
     ("dashboardSource", "dashboards/missing.json", "no file 'dashboards/missing.json' in the project directory"),
     ("deployerPrincipalType", "user", "one of auto, User, ServicePrincipal, Group"),
     ("dashboardSha256", "9c87339704d1c8b9", "sha256 digest"),
@@ -223,7 +223,7 @@ def test_bad_values_fail_with_one_line_naming_the_key(key, value, expected):
 
 def test_a_local_dashboard_file_is_accepted_with_its_digest_and_uid():
     """A project file as dashboardSource is checked when the config is read (sha256, JSON, uid), not after every
-    other step has run; its bad forms are in tests/test_bad_input.py."""
+    other step has run; its bad forms are in tests/cli/test_bad_input.py."""
     cfg = parse(dashboardSource=LOCAL_DASHBOARD, dashboardSha256=LOCAL_SHA256.upper())
     assert cfg.dashboard_source == LOCAL_DASHBOARD and cfg.dashboard_sha256 == LOCAL_SHA256.upper()
 
