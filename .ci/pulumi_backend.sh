@@ -13,10 +13,13 @@
 #   PULUMI_SECRETS_PROVIDER  azurekeyvault://<vault>.vault.azure.net/keys/<key>; required with azblob (the
 #                            stack holds a secret kubeconfig; no passphrase secret is stored)
 #   AZURE_STORAGE_ACCOUNT    the storage account, when the azblob URL has no storage_account parameter
-#   PULUMI_ORGANIZATION      Pulumi Cloud via OIDC (pulumi/auth-actions exchanges the job's ID token)
-#   HAS_PULUMI_ACCESS_TOKEN  "true" when the secret PULUMI_ACCESS_TOKEN is set (Pulumi Cloud with a token)
+#   PULUMI_ORGANIZATION      Pulumi Cloud via OIDC (pulumi/auth-actions exchanges the job's ID token); the only
+#                            way to Pulumi Cloud here: no stored token is read
+#   PULUMI_TOKEN_SCOPE       with Pulumi Cloud, the token's scope: team:<team> or user:<login> (never an
+#                            organization token, whose only permission is admin)
+#   PULUMI_TOKEN_SCOPE_VARIABLE  the variable that holds it, for the error (PULUMI_PRODUCTION_SCOPE, ...)
 #   STACK                    the stack name; with azblob its Pulumi.<stack>.yaml must name the secrets provider
-# Output: to $GITHUB_OUTPUT (stdout when unset): kind=cloud-oidc|cloud-token|azblob, cloud-url,
+# Output: to $GITHUB_OUTPUT (stdout when unset): kind=cloud-oidc|azblob, cloud-url,
 #   secrets-provider; to $GITHUB_ENV (stdout when unset): PULUMI_BACKEND_URL, PULUMI_SECRETS_PROVIDER and
 #   AZURE_STORAGE_ACCOUNT for the later steps (pulumi, ops.verify, .ci/warm_tokens.sh).
 set -euo pipefail
@@ -51,13 +54,12 @@ case "$backend" in
     kind=azblob
     ;;
   https://* | "")
-    if [ -n "$organization" ]; then
-      kind=cloud-oidc
-    elif [ "${HAS_PULUMI_ACCESS_TOKEN:-false}" = true ]; then
-      kind=cloud-token
-    else
-      die "no Pulumi backend configured: set the variable PULUMI_ORGANIZATION (Pulumi Cloud via OIDC), or the secret PULUMI_ACCESS_TOKEN (Pulumi Cloud), or the variables PULUMI_BACKEND_URL=azblob://<container>?storage_account=<account> and PULUMI_SECRETS_PROVIDER=azurekeyvault://<vault>.vault.azure.net/keys/<key>"
-    fi
+    [ -n "$organization" ] ||
+      die "no Pulumi backend configured: set the variable PULUMI_ORGANIZATION (Pulumi Cloud via OIDC), or the variables PULUMI_BACKEND_URL=azblob://<container>?storage_account=<account> and PULUMI_SECRETS_PROVIDER=azurekeyvault://<vault>.vault.azure.net/keys/<key>"
+    scope_variable=${PULUMI_TOKEN_SCOPE_VARIABLE:-PULUMI_TOKEN_SCOPE}
+    [[ "${PULUMI_TOKEN_SCOPE:-}" =~ ^(team|user):[^[:space:]]+$ ]] ||
+      die "${scope_variable}: expected team:<team> (a team token with this job's stack permissions) or user:<login> (a personal token, editions without teams), got '${PULUMI_TOKEN_SCOPE:-}'; an organization token is admin and is never requested (docs/platform.md, Pulumi Cloud tokens)"
+    kind=cloud-oidc
     ;;
   *)
     die "PULUMI_BACKEND_URL: '${backend%%://*}://' is not supported here; use azblob://<container>?storage_account=<account>, https://<self-hosted Pulumi Cloud>, or leave it empty for Pulumi Cloud"

@@ -142,13 +142,13 @@ TOP_LEVEL_TESTS = {"test_main.py": "__main__.py", "test_readme.py": "README.md",
                    "test_layout.py": "."}
 #: Test folders that mirror a folder of scripts or workflows rather than a Python package.
 MIRRORED_FOLDERS = {"ci": ".ci", "workflows": ".github/workflows"}
-#: Tests of what every workflow must hold, beside one file per workflow.
-ACROSS_WORKFLOWS = {"test_all.py", "test_production_credentials.py"}
+#: Tests of what every workflow (or every script) must hold, beside one file per workflow or script.
+ACROSS = {"workflows": {"test_all.py", "test_production_credentials.py"}, "ci": {"test_all.py"}}
 
 
 def mirrors_a_file(folder: str, stem: str, name: str) -> bool:
     """tests/ci/test_<script>.py for .ci/<script>[.sh|.js], tests/workflows/test_<workflow>.py for its .yml."""
-    if folder == "workflows" and name in ACROSS_WORKFLOWS:
+    if name in ACROSS.get(folder, ()):
         return True
     base = ROOT / MIRRORED_FOLDERS[folder]
     names = {stem, stem.replace("_", "-")}

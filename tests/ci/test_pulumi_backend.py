@@ -1,5 +1,5 @@
-""".ci/pulumi_backend.sh, run here with each combination of variables: Pulumi Cloud by OIDC or token, or azblob
-with Key Vault; a misconfiguration is one line naming what to set."""
+""".ci/pulumi_backend.sh, run here with each combination of variables: Pulumi Cloud by OIDC (a team or personal
+scope, no stored token), or azblob with Key Vault; a misconfiguration is one line naming what to set."""
 
 from __future__ import annotations
 
@@ -33,28 +33,29 @@ def run_backend(tmp_path, stack_file: str | None = None, **variables):
 
 
 def test_backend_pulumi_cloud_by_oidc(tmp_path):
-    done, outputs, environment = run_backend(tmp_path, PULUMI_ORGANIZATION="acme", HAS_PULUMI_ACCESS_TOKEN="false")
+    done, outputs, environment = run_backend(tmp_path, PULUMI_ORGANIZATION="acme", PULUMI_TOKEN_SCOPE="team:deployers")
     assert done.returncode == 0, done.stderr
     assert outputs == {"kind": "cloud-oidc", "cloud-url": "", "secrets-provider": ""}
     assert environment == {}
 
 
-def test_backend_pulumi_cloud_by_token(tmp_path):
-    done, outputs, environment = run_backend(tmp_path, HAS_PULUMI_ACCESS_TOKEN="true")
-    assert done.returncode == 0, done.stderr
-    assert outputs == {"kind": "cloud-token", "cloud-url": "", "secrets-provider": ""}
-    assert environment == {}
+@pytest.mark.parametrize("scope", ["team:deployers", "user:ci-bot"])
+def test_backend_pulumi_cloud_takes_a_team_or_personal_scope(tmp_path, scope):
+    done, outputs, _ = run_backend(tmp_path, PULUMI_ORGANIZATION="acme", PULUMI_TOKEN_SCOPE=scope)
+    assert done.returncode == 0 and outputs["kind"] == "cloud-oidc", done.stderr
 
 
-def test_backend_oidc_wins_over_a_stored_token(tmp_path):
-    done, outputs, _ = run_backend(tmp_path, PULUMI_ORGANIZATION="acme", HAS_PULUMI_ACCESS_TOKEN="true")
-    assert done.returncode == 0 and outputs["kind"] == "cloud-oidc"
+def test_backend_never_takes_a_stored_pulumi_token(tmp_path):
+    """A stored token (the old PULUMI_ACCESS_TOKEN secret) is no backend: Pulumi Cloud is reached only by OIDC."""
+    done, outputs, _ = run_backend(tmp_path, HAS_PULUMI_ACCESS_TOKEN="true", PULUMI_ACCESS_TOKEN="pul-0123")
+    assert done.returncode == 1 and outputs == {}
+    assert "PULUMI_ORGANIZATION" in done.stderr and "PULUMI_ACCESS_TOKEN" not in done.stderr
 
 
 def test_backend_azblob_with_key_vault(tmp_path):
     done, outputs, environment = run_backend(
         tmp_path, f"secretsprovider: {KEY_VAULT}\nencryptedkey: c29tZS13cmFwcGVkLWtleQ==\nconfig: {{}}\n",
-        PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT, HAS_PULUMI_ACCESS_TOKEN="false")
+        PULUMI_BACKEND_URL=AZBLOB, PULUMI_SECRETS_PROVIDER=KEY_VAULT)
     assert done.returncode == 0, done.stderr
     assert outputs == {"kind": "azblob", "cloud-url": AZBLOB, "secrets-provider": KEY_VAULT}
     assert environment == {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": KEY_VAULT}
@@ -69,11 +70,14 @@ def test_backend_azblob_with_the_account_in_a_variable(tmp_path):
 
 
 @pytest.mark.parametrize("stack_file,variables,names", [
-    pytest.param(None, {}, ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL",
-                            "PULUMI_SECRETS_PROVIDER"],
+    pytest.param(None, {}, ["PULUMI_ORGANIZATION", "PULUMI_BACKEND_URL", "PULUMI_SECRETS_PROVIDER"],
                  id="nothing-configured"),
-    pytest.param(None, {"HAS_PULUMI_ACCESS_TOKEN": "false", "PULUMI_SECRETS_PROVIDER": KEY_VAULT},
-                 ["PULUMI_ORGANIZATION", "PULUMI_ACCESS_TOKEN"], id="secrets-provider-alone"),
+    pytest.param(None, {"PULUMI_SECRETS_PROVIDER": KEY_VAULT}, ["PULUMI_ORGANIZATION"], id="secrets-provider-alone"),
+    pytest.param(None, {"PULUMI_ORGANIZATION": "acme", "PULUMI_TOKEN_SCOPE_VARIABLE": "PULUMI_PRODUCTION_SCOPE"},
+                 ["PULUMI_PRODUCTION_SCOPE", "team:<team>", "user:<login>", "organization token"],
+                 id="cloud-without-scope"),
+    pytest.param(None, {"PULUMI_ORGANIZATION": "acme", "PULUMI_TOKEN_SCOPE": "acme"},
+                 ["PULUMI_TOKEN_SCOPE", "'acme'"], id="cloud-with-an-organization-scope"),
     pytest.param(f"secretsprovider: {KEY_VAULT}\n", {"PULUMI_BACKEND_URL": AZBLOB},
                  ["PULUMI_SECRETS_PROVIDER", "azurekeyvault://"], id="azblob-without-secrets-provider"),
     pytest.param("config: {}\n", {"PULUMI_BACKEND_URL": AZBLOB, "PULUMI_SECRETS_PROVIDER": "passphrase"},

@@ -55,29 +55,18 @@ def test_every_pulumi_step_installs_the_one_cli_version_the_readme_states():
 
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
-def test_only_stored_secret_is_the_pulumi_token_and_least_privilege(name):
-    """Azure sign-in is OIDC and the azblob/Key Vault backend rides on it, so no Azure secret is stored. The
-    one secret allowed is PULUMI_ACCESS_TOKEN, for teams on Pulumi Cloud without its OIDC trust set up (with
-    PULUMI_ORGANIZATION the token comes from pulumi/auth-actions instead). Its value goes only into the
-    environment of the steps that run pulumi; the backend step sees only whether it is set."""
+def test_no_stored_secret_and_least_privilege(name):
+    """Azure sign-in is OIDC and the azblob/Key Vault backend rides on it; Pulumi Cloud is reached by OIDC too. So no
+    workflow reads a stored secret (a repository or organization secret of the same name would be forwarded to any job
+    that reads it), passes one to a called workflow, or requests an organization (admin) Pulumi token."""
     text = (WORKFLOWS / name).read_text()
-    assert set(re.findall(r"secrets\.(\w+)", text)) <= {"PULUMI_ACCESS_TOKEN", "PULUMI_PREVIEW_ACCESS_TOKEN"}, (
-        "no stored secret but the Pulumi tokens (production's, and the preview's read-only one)")
+    assert re.findall(r"secrets\s*[.\[]", text, re.I) == [], "no stored secret"
+    assert "access_token:organization" not in text, "no Pulumi organization token"
     document = load(name)
     for job in document["jobs"].values():
-        for step in steps(job):
-            if "secrets." not in yaml.safe_dump(step):
-                continue
-            if step.get("id") == "backend":
-                assert step["env"]["HAS_PULUMI_ACCESS_TOKEN"] in (
-                    "${{ secrets.PULUMI_ACCESS_TOKEN != '' }}", "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN != '' }}")
-            else:
-                assert "secrets." not in yaml.safe_dump({k: v for k,
-                                                         v in step["env"].items() if k != "PULUMI_ACCESS_TOKEN"})
-                assert "PULUMI_ACCESS_TOKEN" in step["env"] and "secrets." not in yaml.safe_dump(
-                    {k: v for k, v in step.items() if k != "env"}), step
-                assert any(command in step.get("run", "") for command in PULUMI_RUNS) or step.get(
-                    "uses", "").startswith("pulumi/actions@"), step
+        assert "secrets" not in job, "nothing passed on to a called workflow"
+    on = document.get("on")
+    assert not (isinstance(on, dict) and (on.get("workflow_call") or {}).get("secrets")), "no secret from a caller"
     assert document["permissions"] == {"contents": "read"}
     for job in document["jobs"].values():
         if any(s.get("uses", "").startswith("azure/login@") for s in steps(job)):
@@ -110,6 +99,11 @@ def test_policy_pack_virtualenv_is_created_before_pulumi(name, job_name):
     assert index(job, step) < index(job, pulumi)
 
 
+#: The variable naming each workflow's Pulumi token scope (docs/platform.md, "Pulumi Cloud tokens").
+TOKEN_SCOPES = {"pr.yml": "PULUMI_PREVIEW_SCOPE", "deploy-stacks.yml": "PULUMI_PRODUCTION_SCOPE",
+                "drift.yml": "PULUMI_DRIFT_SCOPE"}
+
+
 @pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
 def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_name):
     job = load(name)["jobs"][job_name]
@@ -120,18 +114,20 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     cloud = uses(job, "pulumi/auth-actions")
     assert cloud["id"] == "pulumi-cloud" and cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
     assert cloud["with"]["organization"] == "${{ vars.PULUMI_ORGANIZATION }}"
-    if job_name == "preview":  # a team or personal token, never the organization's (tests below)
-        assert cloud["with"]["scope"] == "${{ vars.PULUMI_PREVIEW_SCOPE }}"
-        secret = "PULUMI_PREVIEW_ACCESS_TOKEN"
-    else:
-        assert cloud["with"]["requested-token-type"] == "urn:pulumi:token-type:access_token:organization"
-        secret = "PULUMI_ACCESS_TOKEN"
+    # A team token (or a personal one, editions without teams) of the job's own scope; never the organization's
+    # (admin), and never a stored token: the backend step refuses a missing scope in one line.
+    variable = TOKEN_SCOPES[name]
+    assert cloud["with"]["scope"] == "${{ vars.%s }}" % variable
+    assert cloud["with"]["requested-token-type"] == (
+        "${{ startsWith(vars.%s, 'user:') && 'urn:pulumi:token-type:access_token:personal' || "
+        "'urn:pulumi:token-type:access_token:team' }}" % variable)
+    assert backend["env"]["PULUMI_TOKEN_SCOPE"] == "${{ vars.%s }}" % variable
+    assert backend["env"]["PULUMI_TOKEN_SCOPE_VARIABLE"] == variable
     assert int(cloud["with"]["token-expiration"]) >= job["timeout-minutes"] * 60, "the Pulumi token outlives the job"
     pulumi = uses(job, "pulumi/actions")
     assert pulumi["with"]["cloud-url"] == "${{ steps.backend.outputs.cloud-url }}"
     assert pulumi["with"]["secrets-provider"] == "${{ steps.backend.outputs.secrets-provider }}"
-    assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
-        "${{ steps.pulumi-cloud.outputs.pulumi-access-token || secrets.%s }}" % secret)
+    assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ steps.pulumi-cloud.outputs.pulumi-access-token }}"
     assert job["permissions"]["id-token"] == "write"  # Pulumi's OIDC exchange as well as Azure's
     setup = uses(job, "actions/setup-python")
     assert index(job, backend) < index(job, cloud) < index(job, setup) < index(job, pulumi), "fail fast"

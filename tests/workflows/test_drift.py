@@ -37,7 +37,7 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert check["permissions"] == {"contents": "read", "id-token": "write"}
     assert "vars.AZURE_CLIENT_ID != ''" in check["if"]
     backend = run_step(check, ".ci/pulumi_backend.sh")
-    assert backend["id"] == "backend" and backend["env"]["HAS_PULUMI_ACCESS_TOKEN"] == "false", "no stored secret"
+    assert backend["id"] == "backend" and backend["env"]["PULUMI_TOKEN_SCOPE_VARIABLE"] == "PULUMI_DRIFT_SCOPE"
     cloud = uses(check, "pulumi/auth-actions")
     assert cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
     installer = uses(check, "pulumi/actions")

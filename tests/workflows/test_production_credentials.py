@@ -406,7 +406,7 @@ def test_the_preview_job_uses_only_the_preview_identity():
     assert ("access_token:team" in cloud["requested-token-type"]
             and "access_token:personal" in cloud["requested-token-type"])
     assert cloud["scope"] == "${{ vars.PULUMI_PREVIEW_SCOPE }}"
-    assert set(re.findall(r"secrets\.(\w+)", yaml.safe_dump(preview))) == {"PULUMI_PREVIEW_ACCESS_TOKEN"}
+    assert re.findall(r"secrets\.(\w+)", yaml.safe_dump(preview)) == []
     assert preview["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
 
 
