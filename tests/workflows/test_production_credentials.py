@@ -4,7 +4,6 @@ events docs/platform.md federates, id-token: write only where a job signs in. SI
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -12,6 +11,7 @@ import subprocess
 import pytest
 import yaml
 
+from ops import federation
 from tests.support import ROOT
 from tests.support.workflows import (
     WORKFLOWS,
@@ -22,14 +22,14 @@ from tests.support.workflows import (
 
 # A pull request's own code (requirements.txt, .ci/*.sh, __main__.py) runs in every job a pull request event
 # starts, and in every job of a reusable workflow such a job calls. None of them may reach a production credential.
-# These checks are a lint of this repository's files; the boundary itself is GitHub's and Entra's: the repository's
-# OIDC subject names the event (`repo:<org>/<repo>:environment:production:event_name:push`), the production app
-# trusts only the PRODUCTION_EVENTS below, and the `production` environment's deployment branch policy is main only
-# (docs/platform.md, "Identities"): a branch can edit its own copy of these workflows.
+# These checks are a lint of this repository's files; the boundary itself is in the token: the repository's OIDC
+# subject names environment, ref and event (`repo:<org>/<repo>:environment:production:ref:refs/heads/main:event_name:
+# push`), the production app trusts only main's subjects for PRODUCTION_EVENTS (ops/federation.py), and the
+# `production` environment's branch policy backs it up: a branch can edit its own copy of these workflows.
 PR_TRIGGERS = {"pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment"}
 # The events production's credentials are federated for, the one list: docs/platform.md's subjects and Pulumi
 # policies, and the triggers of every workflow with a production job, are compared with it.
-PRODUCTION_EVENTS = ("push", "workflow_dispatch", "schedule")
+PRODUCTION_EVENTS = federation.PRODUCTION_EVENTS
 PREVIEW_EVENTS = ("pull_request",)
 # Context property names are case-insensitive in GitHub's expressions: compared in lower case.
 PRODUCTION_NAMES = {
@@ -346,43 +346,17 @@ def test_the_main_only_guard_step_fails_off_main(tmp_path, ref, passes):
 
 
 PLATFORM = ROOT / "docs" / "platform.md"
-SUBJECT = re.compile(r"repo:<org>/<repo>:environment:(?P<environment>[\w-]+)(?::event_name:(?P<event>\w+))?")
 
 
-def federated_subjects() -> list[tuple[str, str | None]]:
-    """(environment, event_name) of every "subject" in docs/platform.md's az ad app federated-credential commands."""
+def test_production_is_federated_only_for_main_and_the_events_of_its_workflows():
+    """docs/platform.md's federated credentials are ops.federation's: production's subjects are main's, one per
+    PRODUCTION_EVENTS (never pull_request*), the preview's one flexible credential; and every job on production runs
+    only on those events (through its callers too), every job on preview only on pull_request."""
     text = PLATFORM.read_text(encoding="utf-8")
-    subjects = re.findall(r'"subject":\s*"([^"]+)"', text)
-    assert subjects, "docs/platform.md gives no federated-credential subject"
-    found = []
-    for subject in subjects:
-        match = SUBJECT.fullmatch(subject)
-        assert match, subject
-        found.append((match["environment"], match["event"]))
-    return found
-
-
-def test_production_is_federated_only_for_the_events_of_its_workflows_never_a_pull_request():
-    """docs/platform.md's federated credentials, the Pulumi Cloud policies and the subject customisation agree with
-    PRODUCTION_EVENTS / PREVIEW_EVENTS: production's subjects name exactly those events (never pull_request*), the
-    preview's only pull_request; every subject names its event (the customised subject has no event-less form)."""
-    subjects = federated_subjects()
-    production = [event for environment, event in subjects if environment == "production"]
-    preview = [event for environment, event in subjects if environment == "preview"]
-    assert {environment for environment, _ in subjects} == {"production", "preview"}, subjects
-    assert sorted(production) == sorted(PRODUCTION_EVENTS), production
-    assert not [event for event in production if event is None or event.startswith("pull_request")], production
-    assert preview == list(PREVIEW_EVENTS), preview
-    text = PLATFORM.read_text(encoding="utf-8")
-    customisation = re.findall(
-        r"echo '(\{[^']*\})' \|\s*gh api -X PUT repos/<org>/<repo>/actions/oidc/customization/sub "
-        r"--input -", text)
-    assert [json.loads(body) for body in customisation] == [
-        {"use_default": False, "include_claim_keys": ["repo", "context", "event_name"]}], customisation
-    policies = set(re.findall(r"`sub` `(repo:<org>/<repo>:environment:[\w-]+:event_name:\w+)`", text))
-    assert policies == {f"repo:<org>/<repo>:environment:{environment}:event_name:{event}"
-                        for environment, event in subjects}, policies
-    # And the workflows: every job on production runs only on those events (through its callers too).
+    subjects = re.findall(r'"subject": "([^"]+)"', text)
+    assert sorted(subjects) == sorted(federation.production_subjects().values()), subjects
+    assert all(":ref:refs/heads/main:" in sub and not sub.endswith(tuple(PR_TRIGGERS)) for sub in subjects)
+    assert text.count('"claimsMatchingExpression"') == 1 and federation.preview_expression() in text
     workflows = all_workflows()
     for name, document in workflows.items():
         for job in document["jobs"].values():

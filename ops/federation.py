@@ -1,0 +1,158 @@
+"""Who may sign in as the preview and production identities: the OIDC subject, its federated credentials, Pulumi's.
+
+The repository's subject template is :data:`TEMPLATE`, so a job's subject names its environment, its ref and its event:
+``repo:<org>/<repo>:environment:production:ref:refs/heads/main:event_name:push``. Production's app trusts exactly
+that subject for each of :data:`PRODUCTION_EVENTS`; the preview's trusts one flexible federated credential,
+:func:`preview_expression` (pull requests' merge refs only). :func:`subject` builds a job's subject as GitHub does and
+:func:`trusts` matches it as Entra does. ``python -m ops.federation [--repo ORG/REPO]`` prints the set-up commands
+(docs/platform.md, "Identities", shows them for ``<org>/<repo>``). Sources: GitHub "OpenID Connect reference"
+(subject claims, customisation); MicrosoftDocs/entra-docs docs/workload-id/
+workload-identities-flexible-federated-identity-credentials.md @ 00ec9f51; docs/decisions/oidc-subjects.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Mapping, Optional, Sequence
+
+from cli import OneLineParser, UsageError, exit_code
+
+#: The claim keys of the repository's customised subject, in order (GitHub joins ``key:value`` pairs with ``:``; the
+#: ``repo`` and ``context`` keys print as in the default subject).
+TEMPLATE = ("repo", "context", "ref", "event_name")
+ISSUER = "https://token.actions.githubusercontent.com"
+AZURE_AUDIENCE = "api://AzureADTokenExchange"
+#: The events production's workflows run on (deploy.yml: push, workflow_dispatch; drift.yml: schedule).
+PRODUCTION_EVENTS = ("push", "workflow_dispatch", "schedule")
+MAIN = "refs/heads/main"
+#: A pull_request job's GITHUB_REF, the ref claim of its token: ``refs/pull/<number>/merge``.
+PULL_REQUEST_REFS = "refs/pull/*/merge"
+PLACEHOLDER_REPO = "<org>/<repo>"
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def subject(claims: Mapping[str, str], template: Sequence[str] = TEMPLATE) -> str:
+    """The ``sub`` GitHub gives a job with these claims (``repository``, ``environment`` or none, ``ref``,
+    ``event_name``): ``repo:`` then the context (``environment:<name>`` for a job on an environment, else
+    ``pull_request`` for a pull request event, else ``ref:<ref>``), then ``<key>:<value>`` for the other keys."""
+    environment = claims.get("environment")
+    if environment:
+        context = f"environment:{environment}"
+    elif claims.get("event_name", "").startswith("pull_request"):
+        context = "pull_request"
+    else:
+        context = f"ref:{claims['ref']}"
+    parts = []
+    for key in template:
+        if key == "repo":
+            parts.append(f"repo:{claims['repository']}")
+        elif key == "context":
+            parts.append(context)
+        else:
+            parts.append(f"{key}:{claims[key]}")
+    return ":".join(parts)
+
+
+def production_subjects(repo: str = PLACEHOLDER_REPO) -> dict:
+    """{event: subject} of production's federated credentials: environment production, main, each production event."""
+    return {event: subject({"repository": repo, "environment": "production", "ref": MAIN, "event_name": event})
+            for event in PRODUCTION_EVENTS}
+
+
+def preview_pattern(repo: str = PLACEHOLDER_REPO) -> str:
+    """The preview's subject pattern: environment preview, a pull request's merge ref, event pull_request."""
+    return subject({"repository": repo, "environment": "preview", "ref": PULL_REQUEST_REFS,
+                    "event_name": "pull_request"})
+
+
+def preview_expression(repo: str = PLACEHOLDER_REPO) -> str:
+    """The preview's flexible federated credential: ``claims['sub'] matches '<pattern>'`` (Entra's ``*``: any run of
+    characters; a ref name cannot hold ``:``, and the event comes last, so only pull_request jobs match)."""
+    return f"claims['sub'] matches '{preview_pattern(repo)}'"
+
+
+def matches(pattern: str, value: str) -> bool:
+    """Entra's ``matches``: ``*`` any run of characters (none too), ``?`` exactly one, the rest literal."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.S) is not None
+
+
+def trusts(value: str, repo: str = PLACEHOLDER_REPO) -> Optional[str]:
+    """Which identity signs in a job whose subject is ``value``: ``production``, ``preview`` or None."""
+    if value in production_subjects(repo).values():
+        return "production"
+    if matches(preview_pattern(repo), value):
+        return "preview"
+    return None
+
+
+def _json(document: dict) -> str:
+    return json.dumps(document, separators=(", ", ": "))
+
+
+def setup_commands(repo: str = PLACEHOLDER_REPO) -> str:
+    """The shell commands that create both apps' federated credentials for ``repo`` (``$PRODUCTION_APP_ID``,
+    ``$PREVIEW_APP_ID``; a flexible credential exists only in Microsoft Graph beta, on applications, and az has no
+    command for it: ``az rest``), then set the subject template and read back what each app trusts."""
+    lines = []
+    for event, sub in production_subjects(repo).items():
+        credential = _json({"name": f"github-production-{event.replace('_', '-')}", "issuer": ISSUER,
+                            "subject": sub, "audiences": [AZURE_AUDIENCE]})
+        lines.append(f"az ad app federated-credential create --id \"$PRODUCTION_APP_ID\" --parameters '{credential}'")
+    flexible = _json({"name": "github-preview-pull-requests", "issuer": ISSUER, "audiences": [AZURE_AUDIENCE],
+                      "claimsMatchingExpression": {"value": preview_expression(repo), "languageVersion": 1}})
+    graph = "https://graph.microsoft.com/beta/applications/$PREVIEW_APP_OBJECT_ID/federatedIdentityCredentials"
+    # The expression holds single quotes: the body goes to a file through a quoted here-document.
+    lines += ["PREVIEW_APP_OBJECT_ID=$(az ad app show --id \"$PREVIEW_APP_ID\" --query id --output tsv)",
+              "cat > preview-credential.json <<'EOF'", flexible, "EOF",
+              f"az rest --method post --url \"{graph}\" --headers Content-Type=application/json "
+              "--body @preview-credential.json"]
+    # The template last: GitHub issues the new subject from then on, and the credentials above already trust it.
+    template = _json({"use_default": False, "include_claim_keys": list(TEMPLATE)})
+    lines += [f"echo '{template}' |", f"  gh api -X PUT repos/{repo}/actions/oidc/customization/sub --input -",
+              f"gh api repos/{repo}/actions/oidc/customization/sub",
+              "az ad app federated-credential list --id \"$PRODUCTION_APP_ID\" --query \"[].subject\"",
+              f"az rest --url \"{graph}\" --query \"value[].[name, subject, claimsMatchingExpression.value]\""]
+    return "\n".join(lines) + "\n"
+
+
+#: The production workflows whose jobs sign in to Pulumi Cloud, their events and the variable naming their scope.
+PULUMI_JOBS = {
+    "deploy-stacks.yml": (("push", "workflow_dispatch"), "PULUMI_PRODUCTION_SCOPE"),  # called by deploy.yml
+    "drift.yml": (("schedule", "workflow_dispatch"), "PULUMI_DRIFT_SCOPE"),
+}
+
+
+def pulumi_policies(repo: str = PLACEHOLDER_REPO) -> list:
+    """Pulumi Cloud's OIDC policies for ``repo``: one per (workflow, event), as ``{"claims": {claim: value},
+    "scope_variable": name}``. Production's name the workflow too (``job_workflow_ref``, the called workflow for a
+    reusable one), so a drift job, read-only, and a deploy job get different teams under one subject."""
+    policies = [{"claims": {"sub": preview_pattern(repo)}, "scope_variable": "PULUMI_PREVIEW_SCOPE"}]
+    subjects = production_subjects(repo)
+    for workflow, (events, variable) in PULUMI_JOBS.items():
+        for event in events:
+            policies.append({"claims": {"sub": subjects[event],
+                                        "job_workflow_ref": f"{repo}/.github/workflows/{workflow}@{MAIN}"},
+                             "scope_variable": variable})
+    return policies
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Print the set-up commands for one repository; 2 on bad input (one line)."""
+    parser = OneLineParser(prog="python -m ops.federation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", default=PLACEHOLDER_REPO, help="ORG/REPO (default: the placeholder <org>/<repo>)")
+    try:
+        args = parser.parse_args(argv)
+        if args.repo != PLACEHOLDER_REPO and not _REPO.fullmatch(args.repo):
+            raise UsageError(f"--repo: expected ORG/REPO (letters, digits, '.', '_', '-'), got {args.repo!r}")
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(setup_commands(args.repo))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(exit_code(main))

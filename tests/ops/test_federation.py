@@ -1,0 +1,146 @@
+"""ops/federation.py: the OIDC subject as GitHub builds it, matched as Entra matches it, against docs/platform.md's
+commands: main's production jobs and pull requests' previews sign in; a branch's own job does not, whatever
+environment its workflow names. SIMULATED: GitHub's token service and Entra ID (the rules of their documentation)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ops import federation as fed
+from tests.support import ROOT
+from tests.support.workflows import load
+
+PLATFORM = ROOT / "docs" / "platform.md"
+REPO = "acme/aks-gpu-observability"
+
+
+def documented_template() -> list:
+    """The claim keys docs/platform.md's customisation command sets (the one template the repository uses)."""
+    bodies = re.findall(r"echo '(\{[^']*\})' \|\s*gh api -X PUT repos/<org>/<repo>/actions/oidc/customization/sub",
+                        PLATFORM.read_text(encoding="utf-8"))
+    assert len(bodies) == 1, bodies
+    return json.loads(bodies[0])["include_claim_keys"]
+
+
+def documented_production_subjects() -> set:
+    text = PLATFORM.read_text(encoding="utf-8")
+    return {sub for sub in re.findall(r'"subject": "([^"]+)"', text) if ":environment:production:" in sub}
+
+
+def job(environment, ref, event, repo="<org>/<repo>"):
+    return {"repository": repo, "environment": environment, "ref": ref, "event_name": event}
+
+
+def test_subject_follows_githubs_documented_example():
+    """GitHub's example: the template ["repo", "context", "job_workflow_ref"] gives
+    repo:ORG/REPO:environment:NAME:job_workflow_ref:...; without an environment the context is the ref, or
+    pull_request for a pull request event."""
+    claims = {**job("prod", "refs/heads/main", "push", "octo-org/octo-repo"),
+              "job_workflow_ref": "octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main"}
+    assert fed.subject(claims, ["repo", "context", "job_workflow_ref"]) == (
+        "repo:octo-org/octo-repo:environment:prod:job_workflow_ref:"
+        "octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main")
+    assert fed.subject(job(None, "refs/heads/main", "push", "o/r"), ["repo", "context"]) == (
+        "repo:o/r:ref:refs/heads/main")
+    assert fed.subject(job(None, "refs/pull/3/merge", "pull_request", "o/r"), ["repo", "context"]) == (
+        "repo:o/r:pull_request")
+
+
+def test_the_documented_template_keeps_a_branch_out_of_production():
+    """A same-repository branch's own `on: push` job naming environment production: with docs/platform.md's
+    template its subject differs from main's, so no production credential trusts it (with the old
+    ["repo", "context", "event_name"] it was main's subject exactly)."""
+    template = documented_template()
+    assert template == list(fed.TEMPLATE)
+    main = fed.subject(job("production", fed.MAIN, "push"), template)
+    branch = fed.subject(job("production", "refs/heads/evil", "push"), template)
+    assert main != branch
+    trusted = documented_production_subjects()
+    assert main in trusted and branch not in trusted
+
+
+@pytest.mark.parametrize("claims,identity", [
+    (job("production", fed.MAIN, "push"), "production"),
+    (job("production", fed.MAIN, "workflow_dispatch"), "production"),
+    (job("production", fed.MAIN, "schedule"), "production"),
+    (job("preview", "refs/pull/7/merge", "pull_request"), "preview"),
+    (job("preview", "refs/pull/12345/merge", "pull_request"), "preview"),
+    # A branch's own jobs, on either environment, by any event.
+    (job("production", "refs/heads/evil", "push"), None),
+    (job("production", "refs/heads/evil", "workflow_dispatch"), None),
+    (job("production", "refs/heads/main-evil", "push"), None),
+    (job("preview", "refs/heads/evil", "push"), None),
+    (job("preview", "refs/heads/pull/7/merge", "push"), None),
+    # A pull request on production, a tag, another repository, a job without an environment.
+    (job("production", "refs/pull/7/merge", "pull_request"), None),
+    (job("production", "refs/tags/v1", "push"), None),
+    (job("production", fed.MAIN, "push", "evil/aks-gpu-observability"), None),
+    (job("preview", "refs/pull/7/merge", "pull_request_target"), None),
+    (job(None, fed.MAIN, "push"), None),
+    # An environment name that tries to spell a trusted subject still ends in its own ref and event.
+    (job("preview:ref:refs/pull/1/merge:event_name:pull_request", "refs/heads/evil", "push"), None),
+    (job("production:ref:refs/heads/main:event_name:push", "refs/heads/evil", "push"), None),
+])
+def test_only_mains_production_jobs_and_pull_request_previews_sign_in(claims, identity):
+    assert fed.trusts(fed.subject(claims)) == identity
+
+
+def test_every_production_workflow_signs_in_on_its_own_events():
+    """deploy.yml's and drift.yml's triggers are production's events, and each gets a trusted subject."""
+    events = set()
+    for name in ("deploy.yml", "drift.yml"):
+        on = load(name)["on"]
+        events |= set(on) if isinstance(on, dict) else {on}
+    assert events == set(fed.PRODUCTION_EVENTS)
+    for event in events:
+        assert fed.trusts(fed.subject(job("production", fed.MAIN, event))) == "production"
+
+
+@pytest.mark.parametrize("pattern,value,expected", [
+    ("a*c", "ac", True), ("a*c", "abxc", True), ("a?c", "abc", True), ("a?c", "ac", False),
+    ("a.c", "abc", False), ("a.c", "a.c", True), ("refs/pull/*/merge", "refs/pull/1/merge", True),
+    ("x", "xy", False),
+])
+def test_matches_is_entras_wildcard(pattern, value, expected):
+    """Entra's `matches`: `*` any run of characters, `?` one; everything else literal, `.` too."""
+    assert fed.matches(pattern, value) is expected
+
+
+def test_docs_show_the_generators_set_up_commands():
+    """docs/platform.md's block is `python -m ops.federation` for <org>/<repo>, verbatim."""
+    assert f"```sh\n{fed.setup_commands()}```" in PLATFORM.read_text(encoding="utf-8")
+
+
+def test_the_preview_credential_is_a_valid_flexible_expression():
+    """claims['sub'] matches '<pattern>' with languageVersion 1, and no subject beside it (mutually exclusive)."""
+    body = fed.setup_commands(REPO).split("cat > preview-credential.json <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    credential = json.loads(body)
+    assert "subject" not in credential and credential["claimsMatchingExpression"] == {
+        "value": f"claims['sub'] matches '{fed.preview_pattern(REPO)}'", "languageVersion": 1}
+    assert credential["issuer"] == fed.ISSUER and credential["audiences"] == [fed.AZURE_AUDIENCE]
+
+
+def test_pulumi_policies_name_each_workflow_and_are_in_the_docs():
+    """One policy per (workflow, event): the drift check and the deploy share the workflow_dispatch subject, so
+    production's policies also name job_workflow_ref; each line is in docs/platform.md."""
+    text = PLATFORM.read_text(encoding="utf-8")
+    policies = fed.pulumi_policies()
+    assert {p["scope_variable"] for p in policies} == {"PULUMI_PREVIEW_SCOPE", "PULUMI_PRODUCTION_SCOPE",
+                                                       "PULUMI_DRIFT_SCOPE"}
+    for policy in policies:
+        line = ", ".join(f"`{claim}` `{value}`" for claim, value in policy["claims"].items())
+        assert line in text, line
+        ref = policy["claims"].get("job_workflow_ref")
+        if ref:
+            workflow = ref.split("/.github/workflows/", 1)[1].split("@", 1)[0]
+            assert (ROOT / ".github" / "workflows" / workflow).exists(), workflow
+            assert f"vars.{policy['scope_variable']}" in (ROOT / ".github" / "workflows" / workflow).read_text()
+
+
+def test_bad_repo_is_one_line(capsys):
+    assert fed.main(["--repo", "not a repo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --repo: expected ORG/REPO")
