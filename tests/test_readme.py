@@ -154,7 +154,8 @@ def test_every_documented_tool_command_parses(monkeypatch):
     monkeypatch.setattr(cli.OneLineParser, "parse_args", parse_only)
     commands = documented_tool_commands()
     modules = {module for _, module, _ in commands}
-    assert modules - GENERATORS == {"offline.plan", "ops.verify", "flamegraph.hotspots", "ops.deployer_role"}
+    assert modules - GENERATORS == {"offline.plan", "ops.verify", "flamegraph.hotspots", "ops.deployer_role",
+                                    "ops.role_assignments"}
     for name, module, argv in commands:
         if module in GENERATORS:
             continue

@@ -121,6 +121,20 @@ def test_escalating_actions_are_only_in_the_role_for_their_own_group(roles):
     assert not by_name["aks-gpu-observability private link approver"] & ASSIGNING
 
 
+def test_the_doc_names_each_role_with_its_file_its_count_and_its_providers(roles):
+    """docs/deployer-role.md's role table (name, file, "N actions") and its section per role (the providers its
+    table lists) say what the JSON files hold."""
+    text = DOC.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (aks-gpu-observability [^|]+?) \| \[([\w.-]+)\]\(\2\) \| (\d+) actions \|", text, re.M)
+    assert rows == [(role["Name"], path.name, str(len(role["Actions"]))) for role, path in zip(roles, dr.ROLE_FILES)]
+    assert len(re.findall(r"\d+ actions", text)) == len(rows), "a count outside the role table"
+    assert re.findall(r"^### (aks-gpu-observability .+)$", text, re.M) == [role["Name"] for role in roles]
+    for role in roles:
+        section = text.split(f"### {role['Name']}\n", 1)[1].split("\n#", 1)[0]
+        providers = re.findall(r"^\| (Microsoft\.\w+) ", section, re.M)
+        assert sorted(providers) == sorted({a.split("/")[0] for a in role["Actions"]}), role["Name"]
+
+
 # --- (2) every az call the scripts make -------------------------------------------------------------------------------
 def test_every_az_call_the_scripts_make_maps_to_an_action_in_the_role(role, az_calls):
     assert len(az_calls) > 50
