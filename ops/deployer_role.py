@@ -1,13 +1,13 @@
-"""The deployer's custom Azure role (docs/deployer-role.json) and what each of its actions is for.
+"""The deployer's three custom Azure roles (docs/deployer-role*.json) and what each of their actions is for.
 
 Owns the tables that map what the stack does to Azure RBAC actions, each entry with its source: :data:`RESOURCES`
 (the azure-native resource types), :data:`INVOKES` (the lookups), :data:`AZ_COMMANDS` and :data:`ARM_REST` (every
 ``az`` command line the step scripts and ``ops.verify`` run), :data:`GRAFANA_API` (the Grafana role each Grafana API
-call needs; not Azure RBAC) and :data:`SOURCES`. ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]...``
-checks one offline plan (offline.plan) against the role and prints what is missing. Exit status 0 when it covers
-everything, 1 when an action is missing or left out on purpose, 2 on bad input (one line). Upstream:
-learn.microsoft.com "Azure permissions for ..." pages (per provider in :data:`SOURCES`); how the tables are derived:
-docs/decisions/deployer-role-derivation.md.
+call needs; not Azure RBAC) and :data:`SOURCES`; :func:`condition`, the role-assignment condition from (role, principal)
+clauses. ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]... [--role FILE]...`` checks one offline plan
+(offline.plan) against the union of the roles and prints what is missing. Exit status 0 when it covers everything, 1
+when an action is missing or left out on purpose, 2 on bad input (one line). Upstream: learn.microsoft.com "Azure
+permissions for ..." pages (per provider in :data:`SOURCES`); derivation: docs/decisions/deployer-role-derivation.md.
 """
 
 from __future__ import annotations
@@ -23,12 +23,17 @@ from typing import Iterable, Optional, Sequence
 from cli import OneLineParser, UsageError, exit_code
 
 ROOT = Path(__file__).resolve().parent.parent
-ROLE_FILE = ROOT / "docs" / "deployer-role.json"
+#: The three role definitions: what they grant and where each is assigned, docs/deployer-role.md.
+ROLE_FILES = tuple(ROOT / "docs" / name for name in
+                   ("deployer-role.json", "deployer-role-private-link.json", "deployer-role-pyroscope-storage.json"))
 #: The fields ``az role definition create --role-definition @file`` reads (azure-cli's role module accepts this
 #: PascalCase form; learn.microsoft.com/azure/role-based-access-control/custom-roles-cli, "Create a custom role").
 ROLE_FIELDS = ("Name", "IsCustom", "Description", "Actions", "NotActions", "DataActions", "NotDataActions",
                "AssignableScopes")
-ASSIGNABLE_SCOPE_PLACEHOLDER = "/subscriptions/<subscription-id>"
+#: What the roles' AssignableScopes name: resource groups only, each a placeholder the stack's group replaces.
+SUBSCRIPTION_PLACEHOLDER = "<subscription-id>"
+GROUP_PLACEHOLDERS = ("<cluster-resource-group>", "<grafana-resource-group>", "<monitor-workspace-resource-group>",
+                      "<private-link-service-resource-group>", "<node-resource-group>", "<pyroscope-resource-group>")
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"  # steps/azcli.py GRAFANA_AUDIENCE
 
 #: Where each provider's action names come from.
@@ -145,7 +150,7 @@ INVOKES = {
         + SOURCES["Microsoft.Network"]),
 }
 
-#: Actions a configuration can need that the role leaves out on purpose, and why.
+#: Actions a configuration can need that the roles leave out on purpose, and why.
 EXCLUDED = {
     "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action":
         "kubeconfigCredentials=admin only: the admin kubeconfig is cluster-admin on the cluster, bypassing "
@@ -294,8 +299,25 @@ def az_permission(argv: Sequence[str]) -> Permission:
     raise Unmapped(f"unmapped az command: az {' '.join(words)}")
 
 
-def load_role(path: Path = ROLE_FILE) -> dict:
+def load_role(path: Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def load_roles(paths: Sequence[Path] = ROLE_FILES) -> list:
+    return [load_role(path) for path in paths]
+
+
+def union(roles: Sequence[dict]) -> dict:
+    """One role holding every role's Actions and DataActions (each once, first spelling kept): what a deployer who
+    holds all of ``roles`` may do, for the checks below."""
+    merged = {"Name": " + ".join(role["Name"] for role in roles), "Actions": [], "DataActions": []}
+    for key in ("Actions", "DataActions"):
+        seen = set()
+        for action in (a for role in roles for a in role.get(key, [])):
+            if action.lower() not in seen:
+                seen.add(action.lower())
+                merged[key].append(action)
+    return merged
 
 
 def granted(role: dict) -> set:
@@ -304,13 +326,14 @@ def granted(role: dict) -> set:
 
 
 def missing_for_calls(calls: Iterable[Sequence[str]], role: dict) -> list:
-    """One line per az call (argv) needing an action the role lacks: ``az <words>: <action>``. Raises Unmapped."""
+    """One line per az call (argv) needing an action ``role`` (one role, or :func:`union` of several) lacks:
+    ``az <words>: <action>``. Raises Unmapped."""
     have, lines = granted(role), []
     for argv in calls:
         permission = az_permission(argv)
         for action in permission.actions:
             if action.lower() not in have:
-                line = f"az {' '.join(_words(argv))}: {action} is not in the role"
+                line = f"az {' '.join(_words(argv))}: {action} is not in the roles"
                 if line not in lines:
                     lines.append(line)
     return lines
@@ -341,7 +364,7 @@ def missing_for_plan(plan: dict, role: dict) -> tuple:
     for what, need in plan_needs(plan):
         for action in need.actions:
             if action.lower() not in have:
-                line = f"{what}: {action} is not in the role"
+                line = f"{what}: {action} is not in the roles"
                 target = excluded if action in EXCLUDED else missing
                 if line not in target:
                     target.append(line)
@@ -359,27 +382,39 @@ def unused(role: dict) -> list:
     return [a for a in [*role.get("Actions", []), *role.get("DataActions", [])] if a.lower() not in needed]
 
 
-def role_condition(role_ids: Sequence[str]) -> str:
-    """The ABAC condition for the deployer's assignment: role assignments it writes or deletes must be of one of
-    ``role_ids``. The "Constrain roles" example (MicrosoftDocs/azure-docs articles/role-based-access-control/
-    delegate-role-assignments-examples.md), on one line."""
-    ids = ", ".join(role_ids)
-    return ("((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'})) OR "
-            "(@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] "
-            f"ForAnyOfAnyValues:GuidEquals {{{ids}}})) AND "
-            "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})) OR "
-            "(@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] "
-            f"ForAnyOfAnyValues:GuidEquals {{{ids}}}))")
+ASSIGNMENTS = "Microsoft.Authorization/roleAssignments"
 
 
-def assigned_roles() -> tuple:
-    """The built-in role definition GUIDs the stack assigns: Monitoring Data Reader (components/grafana_datasources.py,
-    Grafana's identity on the workspace), Grafana Admin (components/managed_grafana.py, the deployer on a Grafana the
-    stack creates) and Storage Blob Data Contributor (components/pyroscope_storage.py, Pyroscope's identity on its
-    container, microservices mode)."""
-    from stack.specs import GRAFANA_ADMIN, MONITORING_DATA_READER, STORAGE_BLOB_DATA_CONTRIBUTOR
+@dataclass(frozen=True)
+class Clause:
+    """One role the holder may assign, and to whom: ``attribute`` ``PrincipalId`` (``value`` an object id) or
+    ``PrincipalType`` (``value`` ``ServicePrincipal``, ``User`` or ``Group``)."""
 
-    return (MONITORING_DATA_READER, GRAFANA_ADMIN, STORAGE_BLOB_DATA_CONTRIBUTOR)
+    role_id: str
+    attribute: str
+    value: str
+
+    def expression(self, source: str) -> str:
+        test = (f"GuidEquals {{{self.value}}}" if self.attribute == "PrincipalId"
+                else f"StringEqualsIgnoreCase {{'{self.value}'}}")
+        return (f"@{source}[{ASSIGNMENTS}:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{self.role_id}}} AND "
+                f"@{source}[{ASSIGNMENTS}:{self.attribute}] ForAnyOfAnyValues:{test}")
+
+
+def condition(clauses: Sequence[Clause]) -> str:
+    """The ABAC condition (version 2.0, one line) of a role assignment whose role grants roleAssignments/write and
+    delete: a write must match one of ``clauses`` in the request (``@Request``), a delete in the assignment it deletes
+    (``@Resource``); no clauses: neither is allowed. ValueError for a ``Clause.attribute`` ABAC does not have. The
+    "Constrain roles and principal types" and "... specific principals" examples (learn.microsoft.com/azure/
+    role-based-access-control/delegate-role-assignments-examples); no attribute names the scope."""
+    for clause in clauses:
+        if clause.attribute not in ("PrincipalId", "PrincipalType"):
+            raise ValueError(f"attribute: expected PrincipalId or PrincipalType (got {clause.attribute!r})")
+    parts = []
+    for action, source in (("write", "Request"), ("delete", "Resource")):
+        allowed = "".join(f" OR ({clause.expression(source)})" for clause in clauses)
+        parts.append(f"((!(ActionMatches{{'{ASSIGNMENTS}/{action}'}})){allowed})")
+    return " AND ".join(parts)
 
 
 class PlanError(Exception):
@@ -398,27 +433,31 @@ def plan_json(stack: str = "dev", sets: Sequence[str] = ()) -> dict:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Check one offline plan against the role: 0 when it covers everything, 1 when an action is missing or the stack
-    needs one the role leaves out on purpose (the cluster-admin kubeconfig), 2 on bad
-    input (a usage error, an unmapped type or invoke, a configuration offline.plan refuses)."""
+    """Check one offline plan against the union of the roles: 0 when it covers everything, 1 when an action is missing
+    or the stack needs one the roles leave out on purpose (the cluster-admin kubeconfig), 2 on bad input (a usage
+    error, an unreadable role file, an unmapped type or invoke, a configuration offline.plan refuses)."""
     parser = OneLineParser(prog="python -m ops.deployer_role", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to plan (default dev)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
-    parser.add_argument("--role", default=str(ROLE_FILE),
-                        help="the role definition JSON (default docs/deployer-role.json)")
+    parser.add_argument("--role", action="append", default=[], metavar="FILE",
+                        help="a role definition JSON, once per role (default the three docs/deployer-role*.json)")
     try:
         args = parser.parse_args(argv)
-        missing, excluded = missing_for_plan(plan_json(args.stack, args.set), load_role(Path(args.role)))
+        try:
+            roles = union(load_roles([Path(path) for path in args.role] or ROLE_FILES))
+        except (OSError, ValueError, KeyError) as error:  # json.JSONDecodeError is a ValueError; KeyError: no Name
+            raise UsageError(f"--role: expected a readable role definition JSON ({error})") from None
+        missing, excluded = missing_for_plan(plan_json(args.stack, args.set), roles)
     except (UsageError, Unmapped, PlanError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for line in excluded:
-        # Left out on purpose, but this stack needs it: the role alone cannot deploy it, so the check fails.
-        print(f"needs a grant outside the role (docs/deployer-role.md, left out on purpose): {line}")
+        # Left out on purpose, but this stack needs it: the roles alone cannot deploy it, so the check fails.
+        print(f"needs a grant outside the roles (docs/deployer-role.md, left out on purpose): {line}")
     for line in missing:
         print(f"missing: {line}")
     if not missing and not excluded:
-        print(f"the role covers every Azure resource and lookup of stack {args.stack}")
+        print(f"the roles cover every Azure resource and lookup of stack {args.stack}")
     return 1 if missing or excluded else 0
 
 if __name__ == "__main__":

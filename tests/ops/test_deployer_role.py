@@ -1,4 +1,5 @@
-"""The deployer's custom role (docs/deployer-role.json) holds exactly what the stack and its scripts call.
+"""The deployer's three custom roles (docs/deployer-role*.json) hold, between them, exactly what the stack and its
+scripts call, each action in the one role whose scope it belongs to.
 
 The az side comes from the stand-in az's call log (tests/support/fake_az.py ``FAKE_AZ_LOG``) of every script scenario
 (tests/support/scenarios.py), ops.verify and flamegraph.hotspots; the ARM side from the offline plan (``python -m
@@ -30,8 +31,14 @@ DOC = ROOT / "docs" / "deployer-role.md"
 
 
 @pytest.fixture(scope="module")
-def role() -> dict:
-    return dr.load_role()
+def roles() -> list:
+    return dr.load_roles()
+
+
+@pytest.fixture(scope="module")
+def role(roles) -> dict:
+    """What a deployer holding all three roles may do."""
+    return dr.union(roles)
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +68,71 @@ def without(role: dict, action: str) -> dict:
 
 
 # --- (1) the JSON -----------------------------------------------------------------------------------------------------
-def test_the_role_json_has_what_az_role_definition_create_reads(role):
-    assert set(role) == set(dr.ROLE_FIELDS), set(role) ^ set(dr.ROLE_FIELDS)
-    assert isinstance(role["Name"], str) and role["Name"] and role["IsCustom"] is True and role["Description"]
-    for key in ("Actions", "NotActions", "DataActions", "NotDataActions", "AssignableScopes"):
-        assert isinstance(role[key], list) and all(isinstance(a, str) for a in role[key]), key
-    assert len({a.lower() for a in role["Actions"]}) == len(role["Actions"]), "an action is listed twice"
-    assert role["AssignableScopes"] == [dr.ASSIGNABLE_SCOPE_PLACEHOLDER]
-    assert role["NotActions"] == role["DataActions"] == role["NotDataActions"] == []
-    for action in role["Actions"]:  # {Company}.{ProviderName}/{resourceType}/.../{read|write|delete|action}
-        assert re.fullmatch(r"Microsoft\.\w+(/[A-Za-z]+)+/(read|write|delete|action)", action), action
+def test_each_role_json_has_what_az_role_definition_create_reads(roles):
+    assert len(roles) == 3 and len({r["Name"] for r in roles}) == 3
+    for role in roles:
+        assert set(role) == set(dr.ROLE_FIELDS), set(role) ^ set(dr.ROLE_FIELDS)
+        assert isinstance(role["Name"], str) and role["Name"] and role["IsCustom"] is True and role["Description"]
+        for key in ("Actions", "NotActions", "DataActions", "NotDataActions", "AssignableScopes"):
+            assert isinstance(role[key], list) and all(isinstance(a, str) for a in role[key]), key
+        assert len({a.lower() for a in role["Actions"]}) == len(role["Actions"]), "an action is listed twice"
+        assert role["NotActions"] == role["DataActions"] == role["NotDataActions"] == []
+        for action in role["Actions"]:  # {Company}.{ProviderName}/{resourceType}/.../{read|write|delete|action}
+            assert re.fullmatch(r"Microsoft\.\w+(/[A-Za-z]+)+/(read|write|delete|action)", action), action
+
+
+def test_no_role_is_assignable_at_a_subscription(roles):
+    """A subscription-wide role reaches every identity, storage account and PLS in it: each AssignableScope is one of
+    the resource-group placeholders the stack's groups replace."""
+    for role in roles:
+        assert role["AssignableScopes"], role["Name"]
+        for scope in role["AssignableScopes"]:
+            assert "/resourceGroups/" in scope, (role["Name"], scope)
+            prefix, _, group = scope.rpartition("/")
+            assert prefix == f"/subscriptions/{dr.SUBSCRIPTION_PLACEHOLDER}/resourceGroups", scope
+            assert group in dr.GROUP_PLACEHOLDERS, scope
+
+
+#: The actions each role that assigns a role needs on its own scope: in every such role.
+ASSIGNING = {"microsoft.authorization/roleassignments/read", "microsoft.authorization/roleassignments/write",
+             "microsoft.authorization/roleassignments/delete"}
+
+
+def test_the_three_roles_split_what_the_tables_need_each_action_into_one_role(roles, role):
+    needed = {a.lower() for need in dr.all_needs() for a in need.actions} - {a.lower() for a in dr.EXCLUDED}
+    assert dr.granted(role) == needed, dr.granted(role) ^ needed
+    for first, second in [(0, 1), (0, 2), (1, 2)]:
+        shared = dr.granted(roles[first]) & dr.granted(roles[second]) - ASSIGNING
+        assert shared == set(), (roles[first]["Name"], roles[second]["Name"], shared)
+
+
+def test_escalating_actions_are_only_in_the_role_for_their_own_group(roles):
+    """A federated credential on any identity, or a storage account's network rules, in the cluster's group would be
+    an escalation: only the Pyroscope storage role holds them. Approving connections: only the private link role."""
+    by_name = {r["Name"]: dr.granted(r) for r in roles}
+    storage = {name for name, actions in by_name.items() if any(a.startswith("microsoft.storage/") for a in actions)}
+    assert storage == {"aks-gpu-observability Pyroscope storage"}
+    for action in ("microsoft.managedidentity/userassignedidentities/federatedidentitycredentials/write",
+                   "microsoft.managedidentity/userassignedidentities/write", "microsoft.storage/storageaccounts/write"):
+        assert [name for name, actions in by_name.items() if action in actions] == list(storage), action
+    approving = "microsoft.network/privatelinkservices/privateendpointconnections/write"
+    assert [name for name, actions in by_name.items() if approving in actions] == [
+        "aks-gpu-observability private link approver"]
+    assert not by_name["aks-gpu-observability private link approver"] & ASSIGNING
+
+
+def test_the_doc_names_each_role_with_its_file_its_count_and_its_providers(roles):
+    """docs/deployer-role.md's role table (name, file, "N actions") and its section per role (the providers its
+    table lists) say what the JSON files hold."""
+    text = DOC.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (aks-gpu-observability [^|]+?) \| \[([\w.-]+)\]\(\2\) \| (\d+) actions \|", text, re.M)
+    assert rows == [(role["Name"], path.name, str(len(role["Actions"]))) for role, path in zip(roles, dr.ROLE_FILES)]
+    assert len(re.findall(r"\d+ actions", text)) == len(rows), "a count outside the role table"
+    assert re.findall(r"^### (aks-gpu-observability .+)$", text, re.M) == [role["Name"] for role in roles]
+    for role in roles:
+        section = text.split(f"### {role['Name']}\n", 1)[1].split("\n#", 1)[0]
+        providers = re.findall(r"^\| (Microsoft\.\w+) ", section, re.M)
+        assert sorted(providers) == sorted({a.split("/")[0] for a in role["Actions"]}), role["Name"]
 
 
 # --- (2) every az call the scripts make -------------------------------------------------------------------------------
@@ -122,7 +184,7 @@ def test_removing_an_action_the_scripts_need_is_named(role, az_calls):
     assert "Microsoft.Dashboard/grafana/managedPrivateEndpoints/action" in needed
     for action in needed:
         missing = dr.missing_for_calls(az_calls, without(role, action))
-        assert missing and all(line.endswith(f": {action} is not in the role") for line in missing), (action, missing)
+        assert missing and all(line.endswith(f": {action} is not in the roles") for line in missing), (action, missing)
 
 
 # --- (3) every resource type and invoke of the program ----------------------------------------------------------------
@@ -136,7 +198,7 @@ def test_every_resource_type_and_invoke_maps_to_actions_in_the_role(role, plans)
         if name == "admin-credentials":  # left out on purpose: docs/deployer-role.md says what to grant instead
             assert excluded == ["azure-native:containerservice:listManagedClusterAdminCredentials: "
                                 "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action is not "
-                                "in the role"]
+                                "in the roles"]
         else:
             assert excluded == [], (name, excluded)
 
@@ -167,7 +229,7 @@ def test_removing_an_action_the_program_needs_is_named(role, plans):
     assert "Microsoft.KubernetesConfiguration/extensions/write" in needed
     for action in needed:
         missing = [line for plan in plans.values() for line in dr.missing_for_plan(plan, without(role, action))[0]]
-        assert missing and all(line.endswith(f": {action} is not in the role") for line in missing), (action, missing)
+        assert missing and all(line.endswith(f": {action} is not in the roles") for line in missing), (action, missing)
 
 
 def test_the_offline_check_exits_1_naming_what_is_missing(role, tmp_path, capsys, monkeypatch, plans):
@@ -193,33 +255,44 @@ def test_no_wildcards_and_no_action_that_nothing_needs(role):
 
 
 # --- The role assignment condition ------------------------------------------------------------------------------------
-def test_the_documented_condition_constrains_role_assignments_to_the_roles_the_stack_assigns():
-    """components/ assign Monitoring Data Reader, Grafana Admin and Storage Blob Data Contributor; the condition in the
-    docs allows exactly those."""
-    condition = dr.role_condition(dr.assigned_roles())
-    text = DOC.read_text()
-    assert condition in text
-    assert "--condition-version 2.0" in text
-    guids = set(re.findall(r"GuidEquals \{([^}]*)\}", condition)[0].replace(" ", "").split(","))
-    assert guids == {"b0d8363b-8ddd-447d-831f-62ca05bff136", "22926164-76b3-42b3-bc55-97df8dab3e41",
-                     "ba92f5b4-2d11-453d-a403-e96b0029c9fe"}
+def test_the_condition_constrains_writes_by_request_and_deletes_by_the_assignment():
+    """The form of the "Constrain roles and principal types" example, on one line, one OR-ed clause per role."""
+    clauses = [dr.Clause("b0d8363b-8ddd-447d-831f-62ca05bff136", "PrincipalId", "11111111-1111-1111-1111-111111111111"),
+               dr.Clause("ba92f5b4-2d11-453d-a403-e96b0029c9fe", "PrincipalType", "ServicePrincipal")]
+    ra = "Microsoft.Authorization/roleAssignments"
+    expected = " AND ".join(
+        f"((!(ActionMatches{{'{ra}/{action}'}})) OR "
+        f"(@{src}[{ra}:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{b0d8363b-8ddd-447d-831f-62ca05bff136}} AND "
+        f"@{src}[{ra}:PrincipalId] ForAnyOfAnyValues:GuidEquals {{11111111-1111-1111-1111-111111111111}}) OR "
+        f"(@{src}[{ra}:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{ba92f5b4-2d11-453d-a403-e96b0029c9fe}} AND "
+        f"@{src}[{ra}:PrincipalType] ForAnyOfAnyValues:StringEqualsIgnoreCase {{'ServicePrincipal'}}))"
+        for action, src in (("write", "Request"), ("delete", "Resource")))
+    assert dr.condition(clauses) == expected
+    assert dr.condition([]) == (f"((!(ActionMatches{{'{ra}/write'}}))) AND ((!(ActionMatches{{'{ra}/delete'}})))")
+
+
+def test_a_clause_on_an_attribute_abac_lacks_is_refused():
+    with pytest.raises(ValueError, match=r"^attribute: expected PrincipalId or PrincipalType \(got 'Scope'\)$"):
+        dr.condition([dr.Clause("b0d8363b-8ddd-447d-831f-62ca05bff136", "Scope", "/subscriptions/x")])
 
 
 def test_the_offline_check_reports_bad_input_in_one_line(capsys):
     assert dr.main(["--stack"]) == 2
     assert dr.main(["--set", "clusterName=-bad-"]) == 2
+    assert dr.main(["--role", str(ROOT / "no-such-role.json")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and all(line.startswith("error: ") for line in lines), lines
+    assert len(lines) == 3 and all(line.startswith("error: ") for line in lines), lines
     assert "clusterName" in lines[1]
+    assert lines[2].startswith("error: --role: expected a readable role definition JSON")
 
 
 def test_a_stack_that_needs_an_action_left_out_on_purpose_is_not_covered(capsys):
-    """`kubeconfigCredentials: admin` needs listClusterAdminCredential, which the role leaves out on purpose: the check
-    said "the role covers every Azure resource" and exited 0 for such a stack, which the role alone cannot deploy."""
+    """`kubeconfigCredentials: admin` needs listClusterAdminCredential, which the roles leave out on purpose: such a
+    stack is not covered, since the roles alone cannot deploy it."""
     assert dr.main(["--set", "kubeconfigCredentials=admin"]) == 1
     out = capsys.readouterr().out
-    assert "needs a grant outside the role" in out and "listClusterAdminCredential" in out
-    assert "the role covers" not in out
+    assert "needs a grant outside the roles" in out and "listClusterAdminCredential" in out
+    assert "the roles cover" not in out
 
 
 def test_the_idempotent_role_assignment_path_can_read_role_definitions(role):
