@@ -6,8 +6,11 @@ stack's configuration as offline.plan does (Pulumi.<stack>.yaml, the ``--set`` p
 a shell script: ``az role definition create`` for each role the stack needs, its AssignableScopes the stack's
 resource groups, then one ``az role assignment create`` per (role, scope), deduplicated, with the condition
 (:func:`assignments`); ``--json`` prints a list of ``{role, scope, condition}``. A value it cannot know stays a
-placeholder (``<deployer-object-id>``, ``<grafana-principal-id>``, ``<node-resource-group>``, ``$SUB``). Exit 0; 2 on
-bad input (one line ``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
+placeholder (``<deployer-object-id>``, ``<grafana-principal-id>``, ``<node-resource-group>``, ``$SUB``).
+``--preview [--reviewed]`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and
+exits 1, naming the group, when one holds a production stack's Grafana or private link service (their reader reads the
+approval nonce) or the stack is a production one without ``--reviewed``. Exit 0; 2 on bad input (one line
+``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from ops.deployer_role import ROLE_FILES, SUBSCRIPTION_PLACEHOLDER, Clause, cond
 
 with require_virtualenv("ops.role_assignments"):  # the configuration is read with the program's own modules
     from components.pyroscope_storage import derived_account_name
-    from offline.program import ConfigSet, read_stack_config
+    from offline.program import ROOT, ConfigSet, read_stack_config
     from offline.stack_file import StackFileError
     from stack.specs import GRAFANA_ADMIN, MONITORING_DATA_READER, STORAGE_BLOB_DATA_CONTRIBUTOR
     from stack_config import cli_values
@@ -35,8 +38,9 @@ GRAFANA_ADMIN_NAME = "Grafana Admin"
 GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: Azure's resource group names: 1-90 letters, digits, '_', '-', '.', '(' and ')', not ending in '.'.
 GROUP_NAME = re.compile(r"[-\w.()]{0,89}[-\w()]")
-PLACEHOLDERS = {"deployer": "<deployer-object-id>", "grafana": "<grafana-principal-id>",
-                "node": "<node-resource-group>", "subscription": "$SUB", "account": "<storage-account>"}
+PLACEHOLDERS = {"deployer": "<deployer-object-id>", "preview": "<preview-object-id>",
+                "grafana": "<grafana-principal-id>", "node": "<node-resource-group>", "subscription": "$SUB",
+                "account": "<storage-account>"}
 #: Printed when Pyroscope's storage shares a resource group with the rest of the stack.
 RESOURCE_SCOPE_NOTE = ("Pyroscope's storage shares resource group {group} with the stack, so the storage role is "
                        "assigned on the account and the identity, not the group; a NEW stack's first pulumi up needs "
@@ -153,6 +157,56 @@ def assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
     return found if note is None else [*found, note]
 
 
+class PreviewRefused(Exception):
+    """A preview identity that would read a production stack's approval nonce; the message is one line."""
+
+
+def production_stacks() -> dict:
+    """{stack: StackConfig} of the checkout's stack files that set ``production: "true"``."""
+    found = {}
+    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
+        name = path.name[len("Pulumi."):-len(".yaml")]
+        cfg = stack_config(name)
+        if cfg.production:
+            found[name] = cfg
+    return found
+
+
+def preview_assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), reviewed: bool = False,
+                        production: Optional[dict] = None) -> list:
+    """The preview identity's Reader assignments for stack ``stack``: the cluster's, Grafana's, the workspace's and
+    the PLS's groups (the node resource group without privateLinkServiceResourceGroup). Reader answers a managed
+    private endpoint's requestMessage and a Pending connection's description, which carry the approval nonce, so it
+    raises PreviewRefused for a group that holds the Grafana or the PLS group of a production stack (``production``:
+    {name: StackConfig}, default :func:`production_stacks`), and for a production stack unless ``reviewed`` (the
+    ``preview`` environment has required reviewers)."""
+    if cfg.production and not reviewed:
+        raise PreviewRefused(f"stack {stack} sets production: \"true\": a real preview would let every pull request "
+                             "read its approval nonce and decrypt its secrets; give the preview environment required "
+                             "reviewers and pass --reviewed, or preview a stack of its own (docs/security.md)")
+    groups = [cfg.cluster_resource_group, cfg.grafana_resource_group, cfg.monitor_workspace_resource_group,
+              cfg.private_link_service_resource_group or who.node_group]
+    guarded = {}
+    for name, other in (production_stacks() if production is None else production).items():
+        if name == stack:
+            continue
+        guarded.setdefault(other.grafana_resource_group.lower(), (name, "Grafana"))
+        if other.private_link_service_resource_group:
+            guarded.setdefault(other.private_link_service_resource_group.lower(), (name, "private link service"))
+    found, seen = [], set()
+    for name in groups:
+        if not name or name.lower() in seen:
+            continue
+        seen.add(name.lower())
+        if name.lower() in guarded:
+            owner, what = guarded[name.lower()]
+            raise PreviewRefused(f"resource group {name} holds production stack {owner}'s {what}: Reader there reads "
+                                 "its approval nonce (the managed private endpoint's requestMessage, the Pending "
+                                 f"connection's description); give stack {stack} a {what} in a group of its own")
+        found.append(Assignment("Reader", f"/subscriptions/{who.subscription}/resourceGroups/{name}", None))
+    return found
+
+
 def definition(path, scopes: Sequence[str]) -> dict:
     """The role file at ``path`` with its AssignableScopes the resource groups of ``scopes`` (each once, in order)."""
     role = load_role(path)
@@ -180,11 +234,14 @@ def _quoted(value: str, subscription: str) -> str:
     return '"' + _escaped(value, subscription, '\\"`$') + '"'
 
 
-def script(stack: str, found: Sequence, who: Principals) -> str:
-    """The shell script for ``found`` (:func:`assignments`): the definitions, then the assignments, then notes."""
+def script(stack: str, found: Sequence, who: Principals, preview: bool = False) -> str:
+    """The shell script for ``found`` (:func:`assignments`, :func:`preview_assignments` with ``preview``): the
+    definitions, then the assignments, then notes."""
     rows = [a for a in found if isinstance(a, Assignment)]
     notes = [a for a in found if isinstance(a, str)]
-    lines = [f"# Stack {stack}: the deployer's roles and where they are assigned (docs/deployer-role.md). Run by "
+    lines = [f"# Stack {stack}: the preview identity's Reader assignments (docs/platform.md, Identities). Run by "
+             "someone who may assign roles." if preview else
+             f"# Stack {stack}: the deployer's roles and where they are assigned (docs/deployer-role.md). Run by "
              "someone who may create roles and assign them."]
     if who.subscription == PLACEHOLDERS["subscription"]:
         lines.append("SUB=$(az account show --query id --output tsv)")
@@ -233,6 +290,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--node-resource-group", help="the cluster's node resource group (MC_...)")
     parser.add_argument("--subscription-id", help="the subscription's id (default $SUB, set by the script)")
     parser.add_argument("--json", action="store_true", help="print a list of {role, scope, condition}")
+    parser.add_argument("--preview", action="store_true",
+                        help="the preview identity's Reader assignments (refused where they would read a production "
+                             "stack's approval nonce)")
+    parser.add_argument("--reviewed", action="store_true",
+                        help="with --preview: the preview environment has required reviewers (a production stack)")
     try:
         args = parser.parse_args(argv)
         guid = "an object id (a GUID such as 00000000-0000-0000-0000-000000000000)"
@@ -249,11 +311,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "User" if cfg.deployer_principal_type == "auto" else cfg.deployer_principal_type)
     who = Principals(deployer or PLACEHOLDERS["deployer"], principal_type, grafana or PLACEHOLDERS["grafana"],
                      node or PLACEHOLDERS["node"], subscription or PLACEHOLDERS["subscription"])
-    found = assignments(cfg, who)
+    if args.preview:
+        who = Principals(deployer or PLACEHOLDERS["preview"], args.principal_type or "ServicePrincipal",
+                         who.grafana, who.node_group, who.subscription)
+        try:
+            found = preview_assignments(args.stack, cfg, who, args.reviewed)
+        except (PreviewRefused, ConfigError, StackFileError) as error:
+            print(f"error: preview: {error}", file=sys.stderr)
+            return 1
+    else:
+        found = assignments(cfg, who)
     if args.json:
         print(json.dumps([a.to_json() for a in found if isinstance(a, Assignment)], indent=2))
     else:
-        sys.stdout.write(script(args.stack, found, who))
+        sys.stdout.write(script(args.stack, found, who, args.preview))
     return 0
 
 

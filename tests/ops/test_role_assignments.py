@@ -258,3 +258,57 @@ def test_the_principal_type_comes_from_the_option_or_the_stack(capsys):
     assert code == 0 and out.count("--assignee-principal-type ServicePrincipal") == 4
     code, out, _ = run(capsys, "--stack", "dev", "--set", "deployerPrincipalType=ServicePrincipal")
     assert code == 0 and "--assignee-principal-type User" not in out
+
+
+# --- The preview identity: Reader where a preview reads, never where a production stack's nonce is -----------------
+def production_stack(**values):
+    """A production stack's configuration as the checkout would hold it (``production: "true"``)."""
+    return ra.stack_config("dev", [f"{key}={value}" for key, value in {"production": "true", **values}.items()])
+
+
+def test_the_preview_reads_the_stacks_groups_with_reader_only(capsys):
+    code, out, err = run(capsys, "--preview", "--json", "--node-resource-group",
+                         "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2")
+    assert code == 0, err
+    assert json.loads(out) == [{"role": "Reader", "scope": f"{SUB}/{name}", "condition": None}
+                               for name in ("rg-aks-gpu-dev", "rg-observability-dev",
+                                            "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2")]
+    code, out, _ = run(capsys, "--preview")
+    assert code == 0
+    assert '--assignee-object-id "<preview-object-id>" --assignee-principal-type ServicePrincipal' in out
+    assert "role definition create" not in out and "--role Reader" in out
+
+
+def test_the_preview_is_refused_a_group_holding_a_production_stacks_grafana():
+    """A previewable stack on production's Grafana: Reader on that group reads the managed private endpoint's
+    requestMessage, production's approval nonce. Refused, naming the group and the stack."""
+    cfg = ra.stack_config("dev")
+    prod = production_stack(clusterName="aks-prod", clusterResourceGroup="rg-aks-prod")
+    assert prod.grafana_resource_group == cfg.grafana_resource_group == "rg-observability-dev"
+    with pytest.raises(ra.PreviewRefused, match=r"^resource group rg-observability-dev holds production stack prod's "
+                                                 r"Grafana: Reader there reads its approval nonce"):
+        ra.preview_assignments("dev", cfg, production={"prod": prod})
+    with pytest.raises(ra.PreviewRefused, match="prod's private link service"):
+        ra.preview_assignments("dev", cfg, production={"prod": production_stack(
+            grafanaResourceGroup="rg-grafana-prod", privateLinkServiceResourceGroup="rg-aks-gpu-dev")})
+    separate = production_stack(grafanaResourceGroup="rg-grafana-prod", clusterResourceGroup="rg-aks-prod")
+    assert [a.role for a in ra.preview_assignments("dev", cfg, production={"prod": separate})] == ["Reader"] * 3
+
+
+def test_a_production_stack_is_previewed_only_with_reviewers(capsys):
+    code, out, err = run(capsys, "--preview", "--set", "production=true")
+    assert code == 1 and out == ""
+    assert err.startswith("error: preview: stack dev sets production: \"true\"") and len(err.splitlines()) == 1
+    assert "--reviewed" in err
+    code, out, err = run(capsys, "--preview", "--reviewed", "--set", "production=true", "--json")
+    assert code == 0 and {a["role"] for a in json.loads(out)} == {"Reader"}, err
+
+
+def test_the_checkouts_stacks_give_the_preview_no_production_group():
+    """The repository's own stack files: previewing each non-production one reads no production stack's groups."""
+    production = ra.production_stacks()
+    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
+        name = path.name[len("Pulumi."):-len(".yaml")]
+        cfg = ra.stack_config(name)
+        if not cfg.production:
+            ra.preview_assignments(name, cfg, production=production)
