@@ -28,6 +28,7 @@ from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from existing.kubeconfig import kubernetes_provider
 from stack.secrecy import keep_secret
+from stack.specs import pyroscope_identity_name
 from stack_config.load import load
 from stack_config.references import for_cluster, resolve
 
@@ -103,7 +104,7 @@ if cfg.pyroscope_mode == "microservices":
             location=cluster.location,
             subscription_id=client.subscription_id,
             oidc_issuer_url=cluster.oidc_issuer_url,
-            identity_name=f"id-pyroscope-{cfg.cluster_name}",
+            identity_name=pyroscope_identity_name(cfg.cluster_name),
             create_account=not cfg.pyroscope_storage_account,
             sku=cfg.pyroscope_storage_sku,
             tags=cfg.tags,

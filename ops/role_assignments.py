@@ -28,7 +28,12 @@ with require_virtualenv("ops.role_assignments"):  # the configuration is read wi
     from components.pyroscope_storage import derived_account_name
     from offline.program import ROOT, ConfigSet, read_stack_config
     from offline.stack_file import StackFileError
-    from stack.specs import GRAFANA_ADMIN, MONITORING_DATA_READER, STORAGE_BLOB_DATA_CONTRIBUTOR
+    from stack.specs import (
+        GRAFANA_ADMIN,
+        MONITORING_DATA_READER,
+        STORAGE_BLOB_DATA_CONTRIBUTOR,
+        pyroscope_identity_name,
+    )
     from stack_config import cli_values
     from stack_config.load import parse
     from stack_config.schema import PROJECT, ConfigError, StackConfig
@@ -138,7 +143,7 @@ def assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
         others = {name.lower() for name in (cluster_group, grafana_group, workspace_group, pls_group, who.node_group)}
         if storage_group.lower() in others:
             identity_id = (f"{group(storage_group)}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-                           f"id-pyroscope-{cfg.cluster_name}")
+                           f"{pyroscope_identity_name(cfg.cluster_name)}")
             placed += [(STORAGE, account_id), (STORAGE, identity_id)]
             note = RESOURCE_SCOPE_NOTE.format(group=storage_group)
         else:

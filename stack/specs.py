@@ -52,6 +52,11 @@ GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 
 
+def pyroscope_identity_name(cluster_name: str) -> str:
+    """Pyroscope's user-assigned identity (microservices mode), in Pyroscope's storage resource group."""
+    return f"id-pyroscope-{cluster_name}"
+
+
 def role_definition_id(subscription_id: str, role: str) -> str:
     """ARM id of a built-in role definition in a subscription."""
     return f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{role}"
