@@ -310,3 +310,16 @@ def test_the_idempotent_role_assignment_path_can_read_role_definitions(role):
     needed = {a.lower() for a in dr.az_permission(argv).actions}
     assert "microsoft.authorization/roledefinitions/read" in needed
     assert "microsoft.authorization/roledefinitions/read" in dr.granted(role)
+
+
+def test_security_md_counts_and_names_the_roles_as_the_json_files_do():
+    """docs/security.md's deployer row: as many custom roles as there are role files, each file linked from
+    deployer-role.md, and no claim of a single custom role or a subscription-wide assignment."""
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    count = len(dr.ROLE_FILES)
+    assert f"{words[count]} custom roles ([deployer-role.md](deployer-role.md))" in text
+    assert "the custom role in" not in text and "at the subscription" not in text.replace("never the subscription", "")
+    doc = DOC.read_text(encoding="utf-8")
+    for path in dr.ROLE_FILES:
+        assert f"]({path.name})" in doc, path.name

@@ -144,3 +144,38 @@ def test_bad_repo_is_one_line(capsys):
     assert fed.main(["--repo", "not a repo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --repo: expected ORG/REPO")
+
+
+SUBJECT_TEXT = re.compile(r"repo:<org>/<repo>:environment:(?P<environment>[\w<>-]+)"
+                          r"(?P<rest>(?:[^\s`\"')|<]|<[\w|]+>)*)")
+
+
+def written_subjects():
+    """(file, subject) for every subject the docs, the README and the workflows write out."""
+    files = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", *sorted((ROOT / ".github" / "workflows").glob(
+        "*.yml"))]
+    for path in files:
+        for match in SUBJECT_TEXT.finditer(path.read_text(encoding="utf-8")):
+            yield path.relative_to(ROOT), match
+
+
+def test_every_subject_the_docs_and_workflows_write_is_one_the_generator_makes():
+    """No stale subject anywhere: each production or preview subject written out is a generated one, or its prefix
+    up to `event_name:`, or lists generated events as `<a|b>`; a pull request's number may read `<n>`."""
+    made = {*fed.production_subjects().values(), fed.preview_pattern()}
+    checked = 0
+    for where, match in written_subjects():
+        text = match.group(0).replace("refs/pull/<n>/merge", fed.PULL_REQUEST_REFS)
+        if match["environment"] not in ("production", "preview"):
+            assert ":event_name:" not in text or ":ref:" in text, (where, text)
+            continue
+        checked += 1
+        alternatives = re.fullmatch(r"(.*:event_name:)<([\w|]+)>", text)
+        if alternatives:
+            candidates = [alternatives[1] + event for event in alternatives[2].split("|")]
+        else:
+            candidates = [text]
+        for candidate in candidates:
+            assert candidate in made or (candidate.endswith("event_name:") and any(
+                sub.startswith(candidate) for sub in made)), (str(where), candidate)
+    assert checked >= 10

@@ -222,3 +222,10 @@ def test_every_python_environment_is_installed_from_a_lock_with_hashes(name):
                 continue
             assert re.search(r"pip install --require-hashes -r (policy/)?requirements(-dev)?\.lock\b", line), line
             assert "requirements.txt" not in line, line
+
+
+def test_the_docs_name_exactly_the_token_scopes_the_workflows_use():
+    """The Pulumi scope variables of docs/platform.md and docs/security.md are the workflows' (TOKEN_SCOPES)."""
+    for doc in ("platform.md", "security.md"):
+        named = set(re.findall(r"PULUMI_[A-Z]+_SCOPE", (ROOT / "docs" / doc).read_text(encoding="utf-8")))
+        assert named == set(TOKEN_SCOPES.values()), (doc, named)
