@@ -129,8 +129,12 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     assert pulumi["with"]["secrets-provider"] == "${{ steps.backend.outputs.secrets-provider }}"
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ steps.pulumi-cloud.outputs.pulumi-access-token }}"
     assert job["permissions"]["id-token"] == "write"  # Pulumi's OIDC exchange as well as Azure's
-    setup = uses(job, "actions/setup-python")
-    assert index(job, backend) < index(job, cloud) < index(job, setup) < index(job, pulumi), "fail fast"
+    setup, login = uses(job, "actions/setup-python"), uses(job, "azure/login")
+    assert index(job, backend) < index(job, setup) < index(job, login) < index(job, cloud) < index(job, pulumi)
+    # pulumi/auth-actions exports the token to every later step: after it, nothing installs or downloads code.
+    for step in steps(job)[index(job, cloud) + 1:]:
+        assert not re.search(r"pip install|curl |npm |apt-get", step.get("run", "")), step
+        assert not step.get("uses", "").startswith(("actions/setup-", "azure/")), step
 
 
 @pytest.mark.parametrize("name", ["pr.yml", "deploy-stacks.yml", "drift.yml"])

@@ -48,8 +48,8 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert 'test "$code" -le 1' in verify["run"], "exit 2 (not checked) fails the job; drift (1) is for the issue job"
     upload = uses(check, "actions/upload-artifact")
     assert upload["if"] == "always()" and upload["with"]["path"] == "drift-result/"
-    assert index(check, backend) < index(check, cloud) < index(check,
-                                                               installer) < index(check, verify) < index(check, upload)
+    assert index(check, backend) < index(check, installer) < index(check, cloud) < index(check, verify) < index(
+        check, upload)
     # issues: the only job with issues: write, and no cloud credential
     assert issues["permissions"] == {"contents": "read", "issues": "write"}
     assert issues["needs"] == ["stacks", "check"] and issues["if"].startswith("always()")
