@@ -5,7 +5,8 @@ The repository's subject template is :data:`TEMPLATE`, so a job's subject names 
 that subject for each of :data:`PRODUCTION_EVENTS`; the preview's trusts one flexible federated credential,
 :func:`preview_expression` (pull requests' merge refs only). :func:`subject` builds a job's subject as GitHub does and
 :func:`trusts` matches it as Entra does. ``python -m ops.federation [--repo ORG/REPO]`` prints the set-up commands
-(docs/platform.md, "Identities", shows them for ``<org>/<repo>``). Sources: GitHub "OpenID Connect reference"
+(docs/platform.md, "Identities", shows them for ``<org>/<repo>``); ``--pulumi-policies [--repo-id ID]`` Pulumi Cloud's
+policies (:func:`pulumi_policies`) as JSON. Sources: GitHub "OpenID Connect reference"
 (subject claims, customisation); MicrosoftDocs/entra-docs docs/workload-id/
 workload-identities-flexible-federated-identity-credentials.md @ 00ec9f51; docs/decisions/oidc-subjects.md.
 """
@@ -30,6 +31,9 @@ MAIN = "refs/heads/main"
 #: A pull_request job's GITHUB_REF, the ref claim of its token: ``refs/pull/<number>/merge``.
 PULL_REQUEST_REFS = "refs/pull/*/merge"
 PLACEHOLDER_REPO = "<org>/<repo>"
+#: The repository's numeric id (``gh api repos/<org>/<repo> --jq .id``): Pulumi's policies match it exactly, since
+#: their values are patterns in which ``.`` matches any character (``acme/my.app`` would match ``acme/my-app``).
+PLACEHOLDER_REPO_ID = "<repository-id>"
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
@@ -125,15 +129,17 @@ PULUMI_JOBS = {
 }
 
 
-def pulumi_policies(repo: str = PLACEHOLDER_REPO) -> list:
+def pulumi_policies(repo: str = PLACEHOLDER_REPO, repo_id: str = PLACEHOLDER_REPO_ID) -> list:
     """Pulumi Cloud's OIDC policies for ``repo``: one per (workflow, event), as ``{"claims": {claim: value},
-    "scope_variable": name}``. Production's name the workflow too (``job_workflow_ref``, the called workflow for a
-    reusable one), so a drift job, read-only, and a deploy job get different teams under one subject."""
-    policies = [{"claims": {"sub": preview_pattern(repo)}, "scope_variable": "PULUMI_PREVIEW_SCOPE"}]
+    "scope_variable": name}``. Each names the repository's id; production's name the workflow too
+    (``job_workflow_ref``, the called workflow for a reusable one), so a drift job, read-only, and a deploy job get
+    different teams under one subject."""
+    policies = [{"claims": {"sub": preview_pattern(repo), "repository_id": repo_id},
+                 "scope_variable": "PULUMI_PREVIEW_SCOPE"}]
     subjects = production_subjects(repo)
     for workflow, (events, variable) in PULUMI_JOBS.items():
         for event in events:
-            policies.append({"claims": {"sub": subjects[event],
+            policies.append({"claims": {"sub": subjects[event], "repository_id": repo_id,
                                         "job_workflow_ref": f"{repo}/.github/workflows/{workflow}@{MAIN}"},
                              "scope_variable": variable})
     return policies
@@ -143,14 +149,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Print the set-up commands for one repository; 2 on bad input (one line)."""
     parser = OneLineParser(prog="python -m ops.federation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", default=PLACEHOLDER_REPO, help="ORG/REPO (default: the placeholder <org>/<repo>)")
+    parser.add_argument("--repo-id", default=PLACEHOLDER_REPO_ID,
+                        help="the repository's numeric id, for --pulumi-policies (gh api repos/ORG/REPO --jq .id)")
+    parser.add_argument("--pulumi-policies", action="store_true",
+                        help="print Pulumi Cloud's OIDC policies as JSON instead of the set-up commands")
     try:
         args = parser.parse_args(argv)
         if args.repo != PLACEHOLDER_REPO and not _REPO.fullmatch(args.repo):
             raise UsageError(f"--repo: expected ORG/REPO (letters, digits, '.', '_', '-'), got {args.repo!r}")
+        if args.repo_id != PLACEHOLDER_REPO_ID and not args.repo_id.isdigit():
+            raise UsageError(f"--repo-id: expected the repository's numeric id, got {args.repo_id!r}")
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(setup_commands(args.repo))
+    if args.pulumi_policies:
+        # One Allow policy each: its rules (claim -> value), and the variable whose team:/user: value names the
+        # token type and the team or user it issues.
+        policies = [{"decision": "allow", "rules": {"aud": "urn:pulumi:org:<pulumi-organization>", **p["claims"]},
+                     "token": p["scope_variable"]} for p in pulumi_policies(args.repo, args.repo_id)]
+        print(json.dumps(policies, indent=2))
+    else:
+        sys.stdout.write(setup_commands(args.repo))
     return 0
 
 

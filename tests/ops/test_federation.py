@@ -179,3 +179,17 @@ def test_every_subject_the_docs_and_workflows_write_is_one_the_generator_makes()
             assert candidate in made or (candidate.endswith("event_name:") and any(
                 sub.startswith(candidate) for sub in made)), (str(where), candidate)
     assert checked >= 10
+
+
+def test_pulumi_policies_print_as_json_with_the_repository_id(capsys):
+    """--pulumi-policies: one Allow policy per (workflow, event), each with the audience and the repository's numeric
+    id, which Pulumi matches exactly (its `.` wildcard would let acme/my-app pass for acme/my.app)."""
+    assert fed.main(["--pulumi-policies", "--repo", "acme/my.app", "--repo-id", "4242"]) == 0
+    policies = json.loads(capsys.readouterr().out)
+    assert len(policies) == 1 + sum(len(events) for events, _ in fed.PULUMI_JOBS.values())
+    for policy in policies:
+        assert policy["decision"] == "allow" and policy["rules"]["repository_id"] == "4242"
+        assert policy["rules"]["aud"] == "urn:pulumi:org:<pulumi-organization>"
+        assert policy["rules"]["sub"].startswith("repo:acme/my.app:environment:")
+    assert fed.main(["--pulumi-policies", "--repo-id", "R_kgDO"]) == 2
+    assert capsys.readouterr().err.startswith("error: --repo-id: expected the repository's numeric id")
