@@ -13,7 +13,8 @@ import pytest
 from tests.support import ROOT
 
 #: What a script is handed secret, by the name it reads (the GitHub runner's request token, the approval nonce).
-SECRET_INPUTS = {"ACTIONS_ID_TOKEN_REQUEST_TOKEN", "APPROVAL_NONCE"}
+SECRET_INPUTS = {"ACTIONS_ID_TOKEN_REQUEST_TOKEN", "APPROVAL_NONCE", "PULUMI_ACCESS_TOKEN", "ARM_OIDC_TOKEN",
+                 "ARM_CLIENT_SECRET", "AZURE_CLIENT_SECRET"}
 #: Command substitutions whose output is a token: GitHub's ID token service, az's access tokens (the whole answer;
 #: ``--query expires_on`` asks for the expiry only).
 TOKEN_SOURCE = re.compile(r"ACTIONS_ID_TOKEN_REQUEST_URL|get-access-token(?![^)]*--query expires_on)")
@@ -66,16 +67,21 @@ def segments(line: str) -> list[str]:
 def findings(text: str) -> list[str]:
     lines = logical_lines(text)
     secrets = {name for name in SECRET_INPUTS if any(uses(name, line) for line in lines)}
-    secrets |= {m.group(1) for line in lines for m in [re.match(r"^(\w+)=\$\(", line)]
+    # NAME=$(...), export/local/declare NAME=$(...), read ... NAME < <(...) from a token source.
+    assigned = re.compile(r"^(?:(?:export|local|declare)\s+)?(\w+)=\$\(|^read\s+(?:-\w+\s+)*(\w+)\s*<\s*<\(")
+    secrets |= {m.group(1) or m.group(2) for line in lines for m in [assigned.match(line)]
                 if m and TOKEN_SOURCE.search(line)}
     found = []
+    for line in lines:  # a token source inside another command's arguments puts the token on its command line
+        if TOKEN_SOURCE.search(line) and not assigned.match(line) and "$(" in line:
+            found.append(f"a token is on a command line: {line[:100]}")
     for name in sorted(secrets):
         masked = False
         for line in lines:
             if masks(name, line):
                 masked = True
                 continue
-            if line.startswith(': "') or re.match(r"^" + name + r"=\$\(", line):
+            if line.startswith(': "') or (assigned.match(line) and name in assigned.match(line).groups()):
                 continue  # a presence check (: "${NAME:?...}"), and the assignment itself
             if uses(name, line) and not masked:
                 found.append(f"{name} is used before it is masked: {line[:100]}")
@@ -104,6 +110,13 @@ def test_every_token_a_script_handles_is_masked_first_and_kept_off_command_lines
      ["t is used before it is masked", "t is on the command line of curl"]),
     ('MASK_VALUES="${APPROVAL_NONCE}"\naz rest --body "{\\"m\\": \\"$APPROVAL_NONCE\\"}"\n',
      ["APPROVAL_NONCE is on the command line of az"]),
+    ('curl -H "Authorization: Bearer $(az account get-access-token --query accessToken -o tsv)" https://x\n',
+     ["a token is on a command line"]),
+    ('export T=$(az account get-access-token --query accessToken -o tsv)\nwget --header "A: $T" https://x\n',
+     ["T is used before it is masked", "T is on the command line of wget"]),
+    ('read -r T < <(az account get-access-token --query accessToken -o tsv)\necho "::add-mask::${T}"\ncurl -u "$T" x\n',
+     ["T is on the command line of curl"]),
+    ('pulumi login --cloud-url x "$PULUMI_ACCESS_TOKEN"\n', ["PULUMI_ACCESS_TOKEN is used before it is masked"]),
 ])
 def test_the_check_finds_an_unmasked_or_exposed_token(text, finding):
     found = findings(text)
