@@ -62,7 +62,17 @@ def evaluate(expression: str, context: dict) -> bool:
 def event(head_repository: str) -> dict:
     return {"github": {"repository": "acme/aks-gpu-observability",
                        "event": {"pull_request": {"head": {"repo": {"full_name": head_repository}}}}},
-            "vars": {"AZURE_PREVIEW_CLIENT_ID": "0b9f5c3e-8d1a-4a57-9c1e-2f6a7d4b3c21"}}
+            "vars": {"AZURE_PREVIEW_CLIENT_ID": "0b9f5c3e-8d1a-4a57-9c1e-2f6a7d4b3c21",
+                     "PULUMI_STACK": "preview-eastus2"}}
+
+
+def test_the_preview_runs_only_for_a_named_stack():
+    """No default stack: the example's dev is deployed by production, so previewing it would hand its approval nonce
+    and secrets to every pull request; without PULUMI_STACK the preview job does not run."""
+    preview = load("pr.yml")["jobs"]["preview"]
+    unnamed = {**BRANCH, "vars": {"AZURE_PREVIEW_CLIENT_ID": BRANCH["vars"]["AZURE_PREVIEW_CLIENT_ID"]}}
+    assert evaluate(preview["if"], BRANCH) is True and evaluate(preview["if"], unnamed) is False
+    assert preview["env"]["STACK"] == "${{ vars.PULUMI_STACK }}"
 
 
 FORK, BRANCH = event("someone/aks-gpu-observability"), event("acme/aks-gpu-observability")
