@@ -34,7 +34,8 @@ PLACEHOLDER_REPO = "<org>/<repo>"
 #: The repository's numeric id (``gh api repos/<org>/<repo> --jq .id``): Pulumi's policies match it exactly, since
 #: their values are patterns in which ``.`` matches any character (``acme/my.app`` would match ``acme/my-app``).
 PLACEHOLDER_REPO_ID = "<repository-id>"
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+#: ORG/REPO, or GitHub's immutable form ORG@OWNER_ID/REPO@REPO_ID (the repository's sub_claim_prefix without repo:).
+_REPO = re.compile(r"[A-Za-z0-9_.-]+(?:@[0-9]+)?/[A-Za-z0-9_.-]+(?:@[0-9]+)?")
 
 
 def subject(claims: Mapping[str, str], template: Sequence[str] = TEMPLATE) -> str:
@@ -137,10 +138,11 @@ def pulumi_policies(repo: str = PLACEHOLDER_REPO, repo_id: str = PLACEHOLDER_REP
     policies = [{"claims": {"sub": preview_pattern(repo), "repository_id": repo_id},
                  "scope_variable": "PULUMI_PREVIEW_SCOPE"}]
     subjects = production_subjects(repo)
+    names = re.sub(r"@[0-9]+", "", repo)  # job_workflow_ref names the repository, ids or not in the subject
     for workflow, (events, variable) in PULUMI_JOBS.items():
         for event in events:
             policies.append({"claims": {"sub": subjects[event], "repository_id": repo_id,
-                                        "job_workflow_ref": f"{repo}/.github/workflows/{workflow}@{MAIN}"},
+                                        "job_workflow_ref": f"{names}/.github/workflows/{workflow}@{MAIN}"},
                              "scope_variable": variable})
     return policies
 
@@ -148,7 +150,9 @@ def pulumi_policies(repo: str = PLACEHOLDER_REPO, repo_id: str = PLACEHOLDER_REP
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Print the set-up commands for one repository; 2 on bad input (one line)."""
     parser = OneLineParser(prog="python -m ops.federation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", default=PLACEHOLDER_REPO, help="ORG/REPO (default: the placeholder <org>/<repo>)")
+    parser.add_argument("--repo", default=PLACEHOLDER_REPO,
+                        help="ORG/REPO, or ORG@ID/REPO@ID for a repository on immutable subject claims "
+                             "(default: the placeholder <org>/<repo>)")
     parser.add_argument("--repo-id", default=PLACEHOLDER_REPO_ID,
                         help="the repository's numeric id, for --pulumi-policies (gh api repos/ORG/REPO --jq .id)")
     parser.add_argument("--pulumi-policies", action="store_true",
@@ -156,7 +160,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.repo != PLACEHOLDER_REPO and not _REPO.fullmatch(args.repo):
-            raise UsageError(f"--repo: expected ORG/REPO (letters, digits, '.', '_', '-'), got {args.repo!r}")
+            raise UsageError(f"--repo: expected ORG/REPO or ORG@ID/REPO@ID (letters, digits, '.', '_', '-'), "
+                             f"got {args.repo!r}")
         if args.repo_id != PLACEHOLDER_REPO_ID and not args.repo_id.isdigit():
             raise UsageError(f"--repo-id: expected the repository's numeric id, got {args.repo_id!r}")
     except UsageError as error:

@@ -193,3 +193,16 @@ def test_pulumi_policies_print_as_json_with_the_repository_id(capsys):
         assert policy["rules"]["sub"].startswith("repo:acme/my.app:environment:")
     assert fed.main(["--pulumi-policies", "--repo-id", "R_kgDO"]) == 2
     assert capsys.readouterr().err.startswith("error: --repo-id: expected the repository's numeric id")
+
+
+def test_a_repository_on_immutable_subject_claims_gets_its_ids_in_the_subject(capsys):
+    """GitHub's immutable subjects (repositories created, renamed or transferred after 2026-07-15) read
+    repo:ORG@ID/REPO@ID:...; --repo takes that prefix, and job_workflow_ref keeps the names."""
+    repo = "acme@277133432/app@1316584243"
+    assert fed.production_subjects(repo)["push"] == (
+        "repo:acme@277133432/app@1316584243:environment:production:ref:refs/heads/main:event_name:push")
+    assert fed.main(["--repo", repo]) == 0 and "repo:acme@277133432/app@1316584243:environment:" in (
+        capsys.readouterr().out)
+    refs = {p["claims"].get("job_workflow_ref") for p in fed.pulumi_policies(repo)} - {None}
+    assert refs == {"acme/app/.github/workflows/deploy-stacks.yml@refs/heads/main",
+                    "acme/app/.github/workflows/drift.yml@refs/heads/main"}
