@@ -1,13 +1,14 @@
-"""The deployer's three custom Azure roles (docs/deployer-role*.json) and what each of their actions is for.
+"""The deployer's four custom Azure roles (docs/deployer-role*.json) and what each of their actions is for.
 
 Owns the tables that map what the stack does to Azure RBAC actions, each entry with its source: :data:`RESOURCES`
 (the azure-native resource types), :data:`INVOKES` (the lookups), :data:`AZ_COMMANDS` and :data:`ARM_REST` (every
 ``az`` command line the step scripts and ``ops.verify`` run), :data:`GRAFANA_API` (the Grafana role each Grafana API
 call needs; not Azure RBAC) and :data:`SOURCES`; :func:`condition`, the role-assignment condition from (role, principal)
-clauses. ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]... [--role FILE]...`` checks one offline plan
-(offline.plan) against the union of the roles and prints what is missing. Exit status 0 when it covers everything, 1
-when an action is missing or left out on purpose, 2 on bad input (one line). Upstream: learn.microsoft.com "Azure
-permissions for ..." pages (per provider in :data:`SOURCES`); derivation: docs/decisions/deployer-role-derivation.md.
+clauses, at least one. ``python -m ops.deployer_role [--stack NAME] [--set KEY=VALUE]... [--role FILE]...`` checks one
+offline plan (offline.plan) against the union of the roles and prints what is missing. Exit status 0 when it covers
+everything, 1 when an action is missing or left out on purpose, 2 on bad input (one line). Upstream:
+learn.microsoft.com "Azure permissions for ..." pages (per provider in :data:`SOURCES`); derivation:
+docs/decisions/deployer-role-derivation.md.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from typing import Iterable, Optional, Sequence
 from cli import OneLineParser, UsageError, exit_code
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The three role definitions: what they grant and where each is assigned, docs/deployer-role.md.
+#: The four role definitions: what they grant and where each is assigned, docs/deployer-role.md.
 ROLE_FILES = tuple(ROOT / "docs" / name for name in
-                   ("deployer-role.json", "deployer-role-private-link.json", "deployer-role-pyroscope-storage.json"))
+                   ("deployer-role.json", "deployer-role-role-assigner.json", "deployer-role-private-link.json",
+                    "deployer-role-pyroscope-storage.json"))
 #: The fields ``az role definition create --role-definition @file`` reads (azure-cli's role module accepts this
 #: PascalCase form; learn.microsoft.com/azure/role-based-access-control/custom-roles-cli, "Create a custom role").
 ROLE_FIELDS = ("Name", "IsCustom", "Description", "Actions", "NotActions", "DataActions", "NotDataActions",
@@ -404,9 +406,13 @@ class Clause:
 def condition(clauses: Sequence[Clause]) -> str:
     """The ABAC condition (version 2.0, one line) of a role assignment whose role grants roleAssignments/write and
     delete: a write must match one of ``clauses`` in the request (``@Request``), a delete in the assignment it deletes
-    (``@Resource``); no clauses: neither is allowed. ValueError for a ``Clause.attribute`` ABAC does not have. The
-    "Constrain roles and principal types" and "... specific principals" examples (learn.microsoft.com/azure/
-    role-based-access-control/delegate-role-assignments-examples); no attribute names the scope."""
+    (``@Resource``). ValueError for no clauses (a condition that allows nothing is no documented form: assign no
+    role-assigning role there) and for a ``Clause.attribute`` ABAC does not have. The "Constrain roles and principal
+    types" and "... specific principals" examples (learn.microsoft.com/azure/role-based-access-control/
+    delegate-role-assignments-examples); no attribute names the scope."""
+    if not clauses:
+        raise ValueError("clauses: expected at least one (role, principal) clause; a scope where the stack assigns "
+                         "no role gets no role-assigning role")
     for clause in clauses:
         if clause.attribute not in ("PrincipalId", "PrincipalType"):
             raise ValueError(f"attribute: expected PrincipalId or PrincipalType (got {clause.attribute!r})")
@@ -440,7 +446,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to plan (default dev)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
     parser.add_argument("--role", action="append", default=[], metavar="FILE",
-                        help="a role definition JSON, once per role (default the three docs/deployer-role*.json)")
+                        help="a role definition JSON, once per role (default the four docs/deployer-role*.json)")
     try:
         args = parser.parse_args(argv)
         try:

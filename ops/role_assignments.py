@@ -1,16 +1,14 @@
-"""Which of the deployer's three roles (docs/deployer-role*.json) a stack needs, on which scopes, with which condition.
+"""Which of the deployer's four roles (docs/deployer-role*.json) a stack needs, on which scopes, with which condition.
 
 ``python -m ops.role_assignments --stack NAME [--set KEY=VALUE]... [--deployer-object-id ID] [--grafana-principal-id
-ID] [--principal-type User|ServicePrincipal] [--node-resource-group NAME] [--subscription-id ID] [--json]`` reads the
-stack's configuration as offline.plan does (Pulumi.<stack>.yaml, the ``--set`` pairs, Pulumi.yaml's defaults) and prints
-a shell script: ``az role definition create`` for each role the stack needs, its AssignableScopes the stack's
-resource groups, then one ``az role assignment create`` per (role, scope), deduplicated, with the condition
-(:func:`assignments`); ``--json`` prints a list of ``{role, scope, condition}``. A value it cannot know stays a
-placeholder (``<deployer-object-id>``, ``<grafana-principal-id>``, ``<node-resource-group>``, ``$SUB``).
+ID] [--principal-type User|ServicePrincipal] [--node-resource-group NAME] [--subscription-id ID] [--json]
+[--pyroscope-group-dedicated]`` reads the stack's configuration as offline.plan does and prints a shell script: ``az
+role definition create`` for each role the stack needs, named ``<role> (<stack>)``, its AssignableScopes the stack's
+resource groups, then one ``az role assignment create`` per (role, scope), each role-assigning one with a condition
+(:func:`assignments`); ``--json`` a list of ``{role, scope, condition}``. What it cannot know stays a placeholder.
 ``--preview [--reviewed]`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and
-exits 1, naming the group, when one holds a production stack's Grafana or private link service (their reader reads the
-approval nonce) or the stack is a production one without ``--reviewed``. Exit 0; 2 on bad input (one line
-``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
+exits 1, one line, where they would read a production stack's approval nonce (:func:`production_stacks`). Exit 0; 2 on
+bad input (one line ``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Sequence
 
 from cli import OneLineParser, UsageError, exit_code, require_virtualenv
@@ -38,25 +37,28 @@ with require_virtualenv("ops.role_assignments"):  # the configuration is read wi
     from stack_config.load import parse
     from stack_config.schema import PROJECT, ConfigError, StackConfig
 
-DEPLOYER, PRIVATE_LINK, STORAGE = ROLE_FILES
+DEPLOYER, ASSIGNER, PRIVATE_LINK, STORAGE = ROLE_FILES
 GRAFANA_ADMIN_NAME = "Grafana Admin"
+#: The stacks the production identity deploys (ops/stack_matrix.py reads the same file).
+STACKS_FILE = ROOT / "deploy" / "stacks.json"
 GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: Azure's resource group names: 1-90 letters, digits, '_', '-', '.', '(' and ')', not ending in '.'.
 GROUP_NAME = re.compile(r"[-\w.()]{0,89}[-\w()]")
 PLACEHOLDERS = {"deployer": "<deployer-object-id>", "preview": "<preview-object-id>",
                 "grafana": "<grafana-principal-id>", "node": "<node-resource-group>", "subscription": "$SUB",
                 "account": "<storage-account>"}
-#: Printed when Pyroscope's storage shares a resource group with the rest of the stack.
-RESOURCE_SCOPE_NOTE = ("Pyroscope's storage shares resource group {group} with the stack, so the storage role is "
-                       "assigned on the account and the identity, not the group; a NEW stack's first pulumi up needs "
-                       "the group scope (neither exists yet): give new stacks a pyroscopeStorageAccountResourceGroup "
-                       "of their own, holding nothing else.")
+#: Printed when the Pyroscope storage role is assigned on resources rather than on Pyroscope's resource group.
+RESOURCE_SCOPE_NOTE = ("Pyroscope's storage role is assigned on the {what} and the identity, not on resource group "
+                       "{group} ({why}); a NEW stack's first pulumi up needs the group scope (the identity does not "
+                       "exist yet): give new stacks a pyroscopeStorageAccountResourceGroup of their own, holding "
+                       "nothing else, let the stack create the account there, and pass --pyroscope-group-dedicated.")
 
 
 @dataclass(frozen=True)
 class Assignment:
-    """One ``az role assignment create`` for the deployer: ``role`` a role's Name, ``scope`` an ARM id, ``condition``
-    None for a role without roleAssignments/write; ``definition`` the role's file, None for a built-in role."""
+    """One ``az role assignment create``: ``role`` the role's name (a custom role's with `` (<stack>)``), ``scope`` an
+    ARM id, ``condition`` None for a role without roleAssignments/write; ``definition`` the role's file, None for a
+    built-in role."""
 
     role: str
     scope: str
@@ -77,6 +79,11 @@ class Principals:
     grafana: str = PLACEHOLDERS["grafana"]
     node_group: str = PLACEHOLDERS["node"]
     subscription: str = PLACEHOLDERS["subscription"]
+
+
+def stack_role_name(name: str, stack: str) -> str:
+    """A custom role's name for one stack: names are unique in a tenant, so each stack creates its own."""
+    return f"{name} ({stack})"
 
 
 def stack_config(stack: str, sets: Sequence[str] = ()) -> StackConfig:
@@ -100,14 +107,45 @@ def _under(target: str, scope: str) -> bool:
     return target.lower() == scope.lower() or target.lower().startswith(scope.lower() + "/")
 
 
-def assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
-    """The deployer's role assignments for ``cfg``: the deployer role on the cluster's, Grafana's and the workspace's
-    groups; the private link approver on the PLS's group, and on the node resource group when the PLS is elsewhere
-    and ``privateLinkSubnet`` is empty (the wait reads the load balancer's frontend there); the Pyroscope storage role
-    (microservices) on its group, or on the account and the identity when that group is also one of the others'; and
-    Grafana Admin on a Grafana the stack does not create. Each condition allows only the roles the stack assigns under
-    that scope: Grafana Admin to the deployer, Monitoring Data Reader to Grafana's identity (to any service principal
-    for a Grafana the stack creates: it has no id yet), Storage Blob Data Contributor to a service principal."""
+def _storage_scopes(cfg: StackConfig, group, others: dict, dedicated: bool, sub: str) -> tuple:
+    """(target, scopes, note) of the Pyroscope storage role: the container the stack assigns Storage Blob Data
+    Contributor on; the group only when the stack creates the account in a group none of ``others`` ({lower-cased
+    group: whose}) is and ``dedicated``, else the created account (a brought one: its container) and the identity, and
+    the note.
+    UsageError for ``dedicated`` where the group scope does not apply."""
+    cluster_group = cfg.cluster_resource_group or "<cluster-resource-group>"
+    storage_group = cfg.pyroscope_storage_account_resource_group or cluster_group
+    account = cfg.pyroscope_storage_account or (
+        PLACEHOLDERS["account"] if sub == PLACEHOLDERS["subscription"] else derived_account_name(
+            f"{group(cluster_group)}/providers/Microsoft.ContainerService/managedClusters/{cfg.cluster_name}"))
+    account_id = f"{group(storage_group)}/providers/Microsoft.Storage/storageAccounts/{account}"
+    container_id = f"{account_id}/blobServices/default/containers/{cfg.pyroscope_blob_container}"
+    shared = others.get(storage_group.lower())
+    why = (f"it is also the stack's {shared} group" if shared else
+           "it holds an account the stack does not create (pyroscopeStorageAccount)" if cfg.pyroscope_storage_account
+           else "no --pyroscope-group-dedicated says it holds nothing else")
+    if dedicated:
+        if shared or cfg.pyroscope_storage_account:
+            raise UsageError(f"--pyroscope-group-dedicated: the storage role stays off resource group {storage_group}: "
+                             f"{why}")
+        return container_id, [group(storage_group)], None
+    identity_id = (f"{group(storage_group)}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
+                   f"{pyroscope_identity_name(cfg.cluster_name)}")
+    what = "container" if cfg.pyroscope_storage_account else "account"
+    scopes = [container_id if cfg.pyroscope_storage_account else account_id, identity_id]
+    return container_id, scopes, RESOURCE_SCOPE_NOTE.format(what=what, group=storage_group, why=why)
+
+
+def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), dedicated: bool = False) -> list:
+    """The deployer's role assignments for stack ``stack`` (:class:`Assignment`, then notes as strings): the deployer
+    role on the cluster's, Grafana's and the workspace's groups; the role assigner only where the stack assigns a role
+    (the workspace's group: Monitoring Data Reader; Grafana's with createGrafana: Grafana Admin); the private link
+    approver on the PLS's group, and on the node resource group when the PLS is elsewhere and ``privateLinkSubnet`` is
+    empty; the Pyroscope storage role (microservices, :func:`_storage_scopes`; ``dedicated``: the operator confirms its
+    group holds nothing else); Grafana Admin on a Grafana the stack does not create. Each role-assigning assignment's
+    condition allows only the roles the stack assigns under its scope, each to its principal (Grafana Admin to the
+    deployer; Monitoring Data Reader to Grafana's identity, any service principal for a created Grafana; Storage Blob
+    Data Contributor to a service principal). UsageError (one line) for ``dedicated`` where it does not apply."""
     sub = who.subscription
 
     def group(name: str) -> str:
@@ -122,32 +160,33 @@ def assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
     pls_group = cfg.private_link_service_resource_group or who.node_group
     grants = []  # (role file, clause, the scope the stack assigns it on)
     if cfg.create_grafana:
-        grants.append((DEPLOYER, Clause(GRAFANA_ADMIN, "PrincipalId", who.deployer), grafana_id))
+        grants.append((ASSIGNER, Clause(GRAFANA_ADMIN, "PrincipalId", who.deployer), grafana_id))
     if cfg.assigns_monitoring_data_reader:
         reader = (Clause(MONITORING_DATA_READER, "PrincipalType", "ServicePrincipal") if cfg.create_grafana
                   else Clause(MONITORING_DATA_READER, "PrincipalId", who.grafana))
-        grants.append((DEPLOYER, reader, workspace_id))
+        grants.append((ASSIGNER, reader, workspace_id))
     placed = [(DEPLOYER, group(name)) for name in (cluster_group, grafana_group, workspace_group)]
+    placed += [(ASSIGNER, group(target.split("/")[4])) for _, _, target in grants]
     placed.append((PRIVATE_LINK, group(pls_group)))
     if pls_group.lower() != who.node_group.lower() and not cfg.private_link_subnet:
         placed.append((PRIVATE_LINK, group(who.node_group)))
     note = None
     if cfg.pyroscope_mode == "microservices":
-        storage_group = cfg.pyroscope_storage_account_resource_group or cluster_group
-        account = cfg.pyroscope_storage_account or (
-            PLACEHOLDERS["account"] if sub == PLACEHOLDERS["subscription"] else derived_account_name(
-                f"{group(cluster_group)}/providers/Microsoft.ContainerService/managedClusters/{cfg.cluster_name}"))
-        account_id = f"{group(storage_group)}/providers/Microsoft.Storage/storageAccounts/{account}"
+        others = {}
+        for name, what in ((cluster_group, "cluster's"), (grafana_group, "Grafana's"),
+                           (workspace_group, "workspace's"), (pls_group, "private link service's"),
+                           (who.node_group, "node resource")):
+            others.setdefault(name.lower(), what)
+        container_id, scopes, note = _storage_scopes(cfg, group, others, dedicated, sub)
+        # Every scope of the storage role may assign Storage Blob Data Contributor: the condition needs a clause.
+        grants += [(STORAGE, Clause(STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "ServicePrincipal"), scope)
+                   for scope in scopes if not _under(container_id, scope)]
         grants.append((STORAGE, Clause(STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "ServicePrincipal"),
-                       f"{account_id}/blobServices/default/containers/{cfg.pyroscope_blob_container}"))
-        others = {name.lower() for name in (cluster_group, grafana_group, workspace_group, pls_group, who.node_group)}
-        if storage_group.lower() in others:
-            identity_id = (f"{group(storage_group)}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-                           f"{pyroscope_identity_name(cfg.cluster_name)}")
-            placed += [(STORAGE, account_id), (STORAGE, identity_id)]
-            note = RESOURCE_SCOPE_NOTE.format(group=storage_group)
-        else:
-            placed.append((STORAGE, group(storage_group)))
+                       container_id))
+        placed += [(STORAGE, scope) for scope in scopes]
+    elif dedicated:
+        raise UsageError("--pyroscope-group-dedicated: only with pyroscopeMode microservices (the stack has no "
+                         "Pyroscope storage)")
     found, seen = [], set()
     for definition, scope in placed:
         if (definition, scope.lower()) in seen:
@@ -156,7 +195,8 @@ def assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
         role = load_role(definition)
         conditioned = "Microsoft.Authorization/roleAssignments/write" in role["Actions"]
         clauses = [clause for owner, clause, target in grants if owner == definition and _under(target, scope)]
-        found.append(Assignment(role["Name"], scope, condition(clauses) if conditioned else None, definition))
+        found.append(Assignment(stack_role_name(role["Name"], stack), scope,
+                                condition(clauses) if conditioned else None, definition))
     if not cfg.create_grafana:  # the datasource steps call Grafana's API as Grafana Admin
         found.append(Assignment(GRAFANA_ADMIN_NAME, grafana_id, None))
     return found if note is None else [*found, note]
@@ -166,14 +206,55 @@ class PreviewRefused(Exception):
     """A preview identity that would read a production stack's approval nonce; the message is one line."""
 
 
-def production_stacks() -> dict:
-    """{stack: StackConfig} of the checkout's stack files that set ``production: "true"``."""
+@dataclass(frozen=True)
+class ProductionStack:
+    """A stack the production identity deploys, as the preview guard sees it: ``why`` it is one, its Grafana's, PLS's
+    and cluster's resource groups and its cluster's name ("" when a stack reference fills them in or, for a stack
+    without a stack file, unknown), ``cluster_from_reference`` for ``clusterStack``."""
+
+    why: str
+    grafana_group: str = ""
+    pls_group: str = ""
+    cluster_group: str = ""
+    cluster_name: str = ""
+    cluster_from_reference: bool = False
+
+    @classmethod
+    def of(cls, cfg: StackConfig, why: str) -> "ProductionStack":
+        return cls(why, cfg.grafana_resource_group, cfg.private_link_service_resource_group,
+                   cfg.cluster_resource_group, cfg.cluster_name, bool(cfg.cluster_stack))
+
+
+LISTED = "is deployed by the production identity (deploy/stacks.json lists it)"
+
+
+def listed_stacks(path: Optional[Path] = None) -> dict:
+    """{stack: "<resource group>/<Grafana name>"} of ``path`` (default :data:`STACKS_FILE`), the stack's last path
+    segment as its stack file names it; {} when the file is absent. ConfigError (one line) for one ops.stack_matrix
+    would refuse."""
+    path = STACKS_FILE if path is None else path
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))["stacks"]
+        return {entry["stack"].rsplit("/", 1)[-1]: entry["grafana"] for entry in entries}
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ConfigError(path.name, f'expected {{"stacks": [{{"stack": ..., "grafana": "<rg>/<name>"}}]}} ({error})')
+
+
+def production_stacks(path: Optional[Path] = None) -> dict:
+    """{stack: ProductionStack} of the stacks the production identity deploys: those deploy/stacks.json (``path``)
+    lists, read from their stack files (a listed stack without one: the Grafana group of its ``grafana`` entry), and
+    the checkout's stack files that set ``production: "true"``."""
+    listed = listed_stacks(path)
     found = {}
-    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
-        name = path.name[len("Pulumi."):-len(".yaml")]
+    for stack_path in sorted(ROOT.glob("Pulumi.*.yaml")):
+        name = stack_path.name[len("Pulumi."):-len(".yaml")]
         cfg = stack_config(name)
-        if cfg.production:
-            found[name] = cfg
+        if name in listed or cfg.production:
+            found[name] = ProductionStack.of(cfg, LISTED if name in listed else 'sets production: "true"')
+    for name, grafana in listed.items():
+        found.setdefault(name, ProductionStack(LISTED, grafana.split("/", 1)[0]))
     return found
 
 
@@ -181,23 +262,48 @@ def preview_assignments(stack: str, cfg: StackConfig, who: Principals = Principa
                         production: Optional[dict] = None) -> list:
     """The preview identity's Reader assignments for stack ``stack``: the cluster's, Grafana's, the workspace's and
     the PLS's groups (the node resource group without privateLinkServiceResourceGroup). Reader answers a managed
-    private endpoint's requestMessage and a Pending connection's description, which carry the approval nonce, so it
-    raises PreviewRefused for a group that holds the Grafana or the PLS group of a production stack (``production``:
-    {name: StackConfig}, default :func:`production_stacks`), and for a production stack unless ``reviewed`` (the
-    ``preview`` environment has required reviewers)."""
-    if cfg.production and not reviewed:
-        raise PreviewRefused(f"stack {stack} sets production: \"true\": a real preview would let every pull request "
-                             "read its approval nonce and decrypt its secrets; give the preview environment required "
-                             "reviewers and pass --reviewed, or preview a stack of its own (docs/security.md)")
-    groups = [cfg.cluster_resource_group, cfg.grafana_resource_group, cfg.monitor_workspace_resource_group,
-              cfg.private_link_service_resource_group or who.node_group]
+    private endpoint's requestMessage and a Pending connection's description, the approval nonce, so PreviewRefused
+    (one line) for: a production stack (``production``, default :func:`production_stacks`) unless ``reviewed``; a
+    group holding another's Grafana or PLS group; another on the same cluster whose PLS is in the node resource group
+    this preview reads; another whose Grafana (or, with that node group, cluster) comes from a stack reference, unless
+    ``reviewed`` (the ``preview`` environment has required reviewers)."""
+    production = production_stacks() if production is None else production
+    own = production.get(stack)
+    if (own is not None or cfg.production) and not reviewed:
+        why = own.why if own is not None else 'sets production: "true"'
+        raise PreviewRefused(f"stack {stack} {why}: a real preview would let every pull request read its approval "
+                             "nonce and decrypt its secrets; preview a stack of its own that deploy/stacks.json does "
+                             "not list, or give the preview environment required reviewers and pass --reviewed "
+                             "(docs/security.md)")
+    reads_node_group = not cfg.private_link_service_resource_group
+    cluster = (cfg.cluster_resource_group.lower(), cfg.cluster_name.lower())
     guarded = {}
-    for name, other in (production_stacks() if production is None else production).items():
+    for name, other in production.items():
         if name == stack:
             continue
-        guarded.setdefault(other.grafana_resource_group.lower(), (name, "Grafana"))
-        if other.private_link_service_resource_group:
-            guarded.setdefault(other.private_link_service_resource_group.lower(), (name, "private link service"))
+        if not other.grafana_group and not reviewed:
+            raise PreviewRefused(f"production stack {name} takes its Grafana from a stack reference (grafanaStack): "
+                                 "the generator cannot tell whether these groups hold its managed private endpoint; "
+                                 f"set grafanaResourceGroup in Pulumi.{name}.yaml, or give the preview environment "
+                                 "required reviewers and pass --reviewed")
+        if reads_node_group and not other.pls_group:
+            if other.cluster_from_reference and not reviewed:
+                raise PreviewRefused(f"production stack {name} takes its cluster from a stack reference "
+                                     "(clusterStack): the generator cannot tell whether its private link service is "
+                                     f"in this preview's node resource group; set its clusterResourceGroup and "
+                                     "clusterName, or give the preview environment required reviewers and pass "
+                                     "--reviewed")
+            if other.cluster_group and (other.cluster_group.lower(), other.cluster_name.lower()) == cluster:
+                raise PreviewRefused(f"stack {stack} is on production stack {name}'s cluster "
+                                     f"({other.cluster_group}/{other.cluster_name}): its private link service is in "
+                                     "the cluster's node resource group, where Reader reads its Pending connection's "
+                                     "description (the approval nonce); preview a stack on a cluster of its own")
+        if other.grafana_group:
+            guarded.setdefault(other.grafana_group.lower(), (name, "Grafana"))
+        if other.pls_group:
+            guarded.setdefault(other.pls_group.lower(), (name, "private link service"))
+    groups = [cfg.cluster_resource_group, cfg.grafana_resource_group, cfg.monitor_workspace_resource_group,
+              cfg.private_link_service_resource_group or who.node_group]
     found, seen = [], set()
     for name in groups:
         if not name or name.lower() in seen:
@@ -212,8 +318,34 @@ def preview_assignments(stack: str, cfg: StackConfig, who: Principals = Principa
     return found
 
 
-def definition(path, scopes: Sequence[str]) -> dict:
-    """The role file at ``path`` with its AssignableScopes the resource groups of ``scopes`` (each once, in order)."""
+def preview_other_grants(cfg: StackConfig, who: Principals) -> list:
+    """The preview's grants the generator cannot scope offline (docs/platform.md, "Identities"), as commented-out
+    ``az role assignment create`` lines with placeholders, each after a line saying when it applies."""
+    cluster = (f"/subscriptions/{who.subscription}/resourceGroups/"
+               f"{cfg.cluster_resource_group or '<cluster-resource-group>'}/providers/"
+               f"Microsoft.ContainerService/managedClusters/{cfg.cluster_name or '<cluster-name>'}")
+    grants = [
+        ("only on an Entra ID cluster with local accounts disabled (elsewhere the credential it fetches is an admin "
+         "one):",
+         "Azure Kubernetes Service Cluster User Role", cluster),
+        ("only on a cluster with Azure RBAC for Kubernetes authorization:", "Azure Kubernetes Service RBAC Reader",
+         cluster),
+        ("the previewable stacks' state container (never production's):", "Storage Blob Data Reader",
+         "<state-storage-account-id>/blobServices/default/containers/<state-container>"),
+        ("the preview's own secrets-provider key (never production's):", "Key Vault Crypto User",
+         "<preview-key-vault-id>/keys/<preview-key>"),
+    ]
+    lines = ["The preview's other grants, which the generator cannot scope offline: uncomment those that apply."]
+    for when, role, scope in grants:
+        lines += [when, f"az role assignment create --assignee-object-id {_quoted(who.deployer, who.subscription)} "
+                        f"--assignee-principal-type ServicePrincipal --role {_quoted(role, who.subscription)} "
+                        f"--scope {_quoted(scope, who.subscription)}"]
+    return lines
+
+
+def definition(path, scopes: Sequence[str], stack: str) -> dict:
+    """The role file at ``path`` named for ``stack`` (:func:`stack_role_name`), its AssignableScopes the resource
+    groups of ``scopes`` (each once, in order)."""
     role = load_role(path)
     groups = []
     for scope in scopes:
@@ -221,7 +353,7 @@ def definition(path, scopes: Sequence[str]) -> dict:
         group = "/".join(parts[:5])  # /subscriptions/<s>/resourceGroups/<g>
         if group.lower() not in [g.lower() for g in groups]:
             groups.append(group)
-    return {**role, "AssignableScopes": groups}
+    return {**role, "Name": stack_role_name(role["Name"], stack), "AssignableScopes": groups}
 
 
 def _escaped(text: str, subscription: str, special: str) -> str:
@@ -241,13 +373,14 @@ def _quoted(value: str, subscription: str) -> str:
 
 def script(stack: str, found: Sequence, who: Principals, preview: bool = False) -> str:
     """The shell script for ``found`` (:func:`assignments`, :func:`preview_assignments` with ``preview``): the
-    definitions, then the assignments, then notes."""
+    definitions (each create followed by the update for a re-run, commented out), the assignments, then notes."""
     rows = [a for a in found if isinstance(a, Assignment)]
     notes = [a for a in found if isinstance(a, str)]
-    lines = [f"# Stack {stack}: the preview identity's Reader assignments (docs/platform.md, Identities). Run by "
-             "someone who may assign roles." if preview else
-             f"# Stack {stack}: the deployer's roles and where they are assigned (docs/deployer-role.md). Run by "
-             "someone who may create roles and assign them."]
+    lines = [f"# Stack {stack}: the preview identity's Reader assignments (docs/platform.md, Identities). Run as "
+             "Owner, User Access Administrator or Role Based Access Control Administrator on these groups."
+             if preview else
+             f"# Stack {stack}: the deployer's roles and where they are assigned (docs/deployer-role.md). Run as "
+             "Owner or User Access Administrator on these groups (creating a role needs roleDefinitions/write)."]
     if who.subscription == PLACEHOLDERS["subscription"]:
         lines.append("SUB=$(az account show --query id --output tsv)")
     files = []
@@ -255,11 +388,12 @@ def script(stack: str, found: Sequence, who: Principals, preview: bool = False) 
         if row.definition is not None and row.definition not in files:
             files.append(row.definition)
     for path in files:  # an unquoted here-document: the shell fills in $SUB
-        body = definition(path, [row.scope for row in rows if row.definition == path])
+        body = definition(path, [row.scope for row in rows if row.definition == path], stack)
         text = json.dumps(body, indent=2).replace(SUBSCRIPTION_PLACEHOLDER, who.subscription)
         target = f"/tmp/{path.stem}.json"
         lines += [f"cat > {target} <<EOF", _escaped(text, who.subscription, '\\`$'), "EOF",
-                  f"az role definition create --role-definition @{target}"]
+                  f"az role definition create --role-definition @{target}",
+                  f"# re-run after a change of groups: az role definition update --role-definition @{target}"]
     for row in rows:
         role = GRAFANA_ADMIN if row.role == GRAFANA_ADMIN_NAME else row.role
         line = (f"az role assignment create --assignee-object-id {_quoted(who.deployer, who.subscription)} "
@@ -283,12 +417,15 @@ def _checked(option: str, value: Optional[str], pattern: re.Pattern, expected: s
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Print the stack's role definitions and assignments (a shell script, or ``--json``): 0; 2 on bad input (a usage
-    error, a configuration offline.plan would refuse)."""
+    """Print the stack's role definitions and assignments (a shell script, or ``--json``): 0; 1 for a refused
+    preview; 2 on bad input (a usage error, a configuration offline.plan would refuse, an option that does not apply:
+    ``--reviewed`` without ``--preview``, ``--preview --principal-type User``, ``--pyroscope-group-dedicated`` where the
+    storage role cannot go on its group)."""
     parser = OneLineParser(prog="python -m ops.role_assignments", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to read (default dev)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
-    parser.add_argument("--deployer-object-id", help="object id of whoever runs pulumi up (a GUID)")
+    parser.add_argument("--deployer-object-id",
+                        help="object id of whoever runs pulumi up, with --preview the preview's service principal")
     parser.add_argument("--grafana-principal-id", help="principal id of the existing Grafana's system identity")
     parser.add_argument("--principal-type", choices=["User", "ServicePrincipal"],
                         help="the deployer's principal type (default deployerPrincipalType, User for auto)")
@@ -300,6 +437,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "stack's approval nonce)")
     parser.add_argument("--reviewed", action="store_true",
                         help="with --preview: the preview environment has required reviewers (a production stack)")
+    parser.add_argument("--pyroscope-group-dedicated", action="store_true",
+                        help="pyroscopeStorageAccountResourceGroup holds nothing but the account the stack creates: "
+                             "assign the storage role on the group")
     try:
         args = parser.parse_args(argv)
         guid = "an object id (a GUID such as 00000000-0000-0000-0000-000000000000)"
@@ -308,24 +448,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         node = _checked("--node-resource-group", args.node_resource_group, GROUP_NAME,
                         "a resource group name (1-90 letters, digits, '_', '-', '.', '(', ')', not ending in '.')")
         subscription = _checked("--subscription-id", args.subscription_id, GUID, "a subscription id (a GUID)")
+        if args.reviewed and not args.preview:
+            raise UsageError("--reviewed: only with --preview (the preview environment has required reviewers)")
+        if args.preview and args.principal_type == "User":
+            raise UsageError("--principal-type: the preview identity is a service principal (ServicePrincipal, "
+                             "or leave it out)")
+        if args.preview and args.pyroscope_group_dedicated:
+            raise UsageError("--pyroscope-group-dedicated: not with --preview (the preview gets no storage role)")
         cfg = stack_config(args.stack, args.set)
+        principal_type = args.principal_type or (
+            "User" if cfg.deployer_principal_type == "auto" else cfg.deployer_principal_type)
+        who = Principals(deployer or PLACEHOLDERS["deployer"], principal_type, grafana or PLACEHOLDERS["grafana"],
+                         node or PLACEHOLDERS["node"], subscription or PLACEHOLDERS["subscription"])
+        if not args.preview:
+            found = assignments(args.stack, cfg, who, args.pyroscope_group_dedicated)
     except (UsageError, ConfigError, StackFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    principal_type = args.principal_type or (
-        "User" if cfg.deployer_principal_type == "auto" else cfg.deployer_principal_type)
-    who = Principals(deployer or PLACEHOLDERS["deployer"], principal_type, grafana or PLACEHOLDERS["grafana"],
-                     node or PLACEHOLDERS["node"], subscription or PLACEHOLDERS["subscription"])
     if args.preview:
-        who = Principals(deployer or PLACEHOLDERS["preview"], args.principal_type or "ServicePrincipal",
-                         who.grafana, who.node_group, who.subscription)
+        who = Principals(deployer or PLACEHOLDERS["preview"], "ServicePrincipal", who.grafana, who.node_group,
+                         who.subscription)
         try:
-            found = preview_assignments(args.stack, cfg, who, args.reviewed)
+            found = [*preview_assignments(args.stack, cfg, who, args.reviewed), *preview_other_grants(cfg, who)]
         except (PreviewRefused, ConfigError, StackFileError) as error:
             print(f"error: preview: {error}", file=sys.stderr)
             return 1
-    else:
-        found = assignments(cfg, who)
     if args.json:
         print(json.dumps([a.to_json() for a in found if isinstance(a, Assignment)], indent=2))
     else:

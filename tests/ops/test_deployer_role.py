@@ -1,4 +1,4 @@
-"""The deployer's three custom roles (docs/deployer-role*.json) hold, between them, exactly what the stack and its
+"""The deployer's four custom roles (docs/deployer-role*.json) hold, between them, exactly what the stack and its
 scripts call, each action in the one role whose scope it belongs to.
 
 The az side comes from the stand-in az's call log (tests/support/fake_az.py ``FAKE_AZ_LOG``) of every script scenario
@@ -37,7 +37,7 @@ def roles() -> list:
 
 @pytest.fixture(scope="module")
 def role(roles) -> dict:
-    """What a deployer holding all three roles may do."""
+    """What a deployer holding all four roles may do."""
     return dr.union(roles)
 
 
@@ -69,7 +69,7 @@ def without(role: dict, action: str) -> dict:
 
 # --- (1) the JSON -----------------------------------------------------------------------------------------------------
 def test_each_role_json_has_what_az_role_definition_create_reads(roles):
-    assert len(roles) == 3 and len({r["Name"] for r in roles}) == 3
+    assert len(roles) == 4 and len({r["Name"] for r in roles}) == 4
     for role in roles:
         assert set(role) == set(dr.ROLE_FIELDS), set(role) ^ set(dr.ROLE_FIELDS)
         assert isinstance(role["Name"], str) and role["Name"] and role["IsCustom"] is True and role["Description"]
@@ -93,17 +93,33 @@ def test_no_role_is_assignable_at_a_subscription(roles):
             assert group in dr.GROUP_PLACEHOLDERS, scope
 
 
-#: The actions each role that assigns a role needs on its own scope: in every such role.
+#: Role assignments: the role assigner's, and the Pyroscope storage role's own on Pyroscope's storage.
 ASSIGNING = {"microsoft.authorization/roleassignments/read", "microsoft.authorization/roleassignments/write",
              "microsoft.authorization/roleassignments/delete"}
+ASSIGNER = "aks-gpu-observability role assigner"
+STORAGE = "aks-gpu-observability Pyroscope storage"
 
 
-def test_the_three_roles_split_what_the_tables_need_each_action_into_one_role(roles, role):
+def test_the_four_roles_split_what_the_tables_need_each_action_into_one_role(roles, role):
+    """Each action in one role, except the role assignments the storage role also holds for its own container."""
     needed = {a.lower() for need in dr.all_needs() for a in need.actions} - {a.lower() for a in dr.EXCLUDED}
     assert dr.granted(role) == needed, dr.granted(role) ^ needed
-    for first, second in [(0, 1), (0, 2), (1, 2)]:
-        shared = dr.granted(roles[first]) & dr.granted(roles[second]) - ASSIGNING
-        assert shared == set(), (roles[first]["Name"], roles[second]["Name"], shared)
+    for index, first in enumerate(roles):
+        for second in roles[index + 1:]:
+            allowed = ASSIGNING if {first["Name"], second["Name"]} == {ASSIGNER, STORAGE} else set()
+            shared = dr.granted(first) & dr.granted(second) - allowed
+            assert shared == set(), (first["Name"], second["Name"], shared)
+
+
+def test_only_the_assigner_and_the_storage_role_assign_roles(roles):
+    """The deployer role is assigned on the cluster's group too, where the stack assigns nothing: it holds no
+    role-assignment action, so no assignment of it needs a condition that allows nothing."""
+    authorization = {r["Name"]: {a for a in dr.granted(r) if a.startswith("microsoft.authorization/")} for r in roles}
+    assert authorization == {
+        "aks-gpu-observability deployer": set(),
+        ASSIGNER: ASSIGNING | {"microsoft.authorization/roledefinitions/read"},
+        "aks-gpu-observability private link approver": set(),
+        STORAGE: ASSIGNING}
 
 
 def test_escalating_actions_are_only_in_the_role_for_their_own_group(roles):
@@ -268,7 +284,12 @@ def test_the_condition_constrains_writes_by_request_and_deletes_by_the_assignmen
         f"@{src}[{ra}:PrincipalType] ForAnyOfAnyValues:StringEqualsIgnoreCase {{'ServicePrincipal'}}))"
         for action, src in (("write", "Request"), ("delete", "Resource")))
     assert dr.condition(clauses) == expected
-    assert dr.condition([]) == (f"((!(ActionMatches{{'{ra}/write'}}))) AND ((!(ActionMatches{{'{ra}/delete'}})))")
+
+
+def test_a_condition_without_a_clause_is_refused():
+    """Every documented condition form ORs an expression with the action test: one that allows nothing is not one."""
+    with pytest.raises(ValueError, match=r"^clauses: expected at least one \(role, principal\) clause"):
+        dr.condition([])
 
 
 def test_a_clause_on_an_attribute_abac_lacks_is_refused():

@@ -1,6 +1,7 @@
-"""ops.role_assignments: which of the three deployer roles a stack needs, on which scopes, with which condition; and
-docs/deployer-role.md's example is its real output for the dev stack. SIMULATED: no Azure (the commands are printed,
-and checked by `bash -n`)."""
+"""ops.role_assignments: which of the four deployer roles a stack needs, on which scopes, with which condition, and
+the preview identity's Reader, refused where it would read a production stack's approval nonce; docs/deployer-role.md's
+example is its real output for the dev stack. SIMULATED: no Azure (the commands are printed, and checked by
+`bash -n`)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,18 @@ from stack.specs import GRAFANA_ADMIN, MONITORING_DATA_READER, STORAGE_BLOB_DATA
 from tests.support.scenarios import ROOT
 
 DOC = ROOT / "docs" / "deployer-role.md"
-DEPLOYER, PRIVATE_LINK, STORAGE = (dr.load_role(path)["Name"] for path in dr.ROLE_FILES)
+BASE_NAMES = [dr.load_role(path)["Name"] for path in dr.ROLE_FILES]
+#: The roles as the dev stack creates them: each custom role's name carries the stack.
+DEPLOYER, ASSIGNER, PRIVATE_LINK, STORAGE = (f"{name} (dev)" for name in BASE_NAMES)
 SUB = "/subscriptions/$SUB/resourceGroups"
 ME = "11111111-2222-3333-4444-555555555555"
 GRAFANA_PRINCIPAL = "66666666-7777-8888-9999-000000000000"
 OBJECT_IDS = ["--deployer-object-id", ME, "--grafana-principal-id", GRAFANA_PRINCIPAL, "--node-resource-group",
               "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"]
 NODE = f"{SUB}/MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
-DENY_ALL = dr.condition([])
 RA = r"Microsoft\.Authorization/roleAssignments"
+SBDC_CLAUSES = [("Request", STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "'ServicePrincipal'"),
+                ("Resource", STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "'ServicePrincipal'")]
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -65,18 +69,24 @@ def role_ids(condition: str) -> set:
     return {guid.strip() for _, ids, _, _ in clauses(condition) for guid in ids.split(",")}
 
 
+def base_name(role: str) -> str:
+    """A printed custom role's name without its `` (<stack>)``."""
+    return re.sub(r" \([^)]*\)$", "", role)
+
+
 # --- The dev stack ----------------------------------------------------------------------------------------------------
-def test_dev_assigns_the_deployer_role_on_its_groups_and_the_approver_on_the_node_resource_group(capsys):
+def test_dev_assigns_the_deployer_role_on_its_groups_and_the_assigner_only_where_it_assigns_a_role(capsys):
     found = listed(capsys)
     assert pairs(found) == [
         (DEPLOYER, f"{SUB}/rg-aks-gpu-dev"),
         (DEPLOYER, f"{SUB}/rg-observability-dev"),  # Grafana's and the workspace's: one group, one assignment
+        (ASSIGNER, f"{SUB}/rg-observability-dev"),  # Monitoring Data Reader on the workspace; nothing in the cluster's
         (PRIVATE_LINK, NODE),
         ("Grafana Admin", f"{SUB}/rg-observability-dev/providers/Microsoft.Dashboard/grafana/amg-gpu-dev"),
     ]
-    cluster, observability, approver, grafana_admin = (a["condition"] for a in found)
-    assert cluster == DENY_ALL, "the stack assigns no role in the cluster's group"
-    assert clauses(observability) == [
+    cluster, observability, assigner, approver, grafana_admin = (a["condition"] for a in found)
+    assert cluster is None and observability is None, "the deployer role assigns no role"
+    assert clauses(assigner) == [
         ("Request", MONITORING_DATA_READER, "PrincipalId", GRAFANA_PRINCIPAL),
         ("Resource", MONITORING_DATA_READER, "PrincipalId", GRAFANA_PRINCIPAL)]
     assert approver is None and grafana_admin is None
@@ -92,61 +102,109 @@ def test_the_documented_example_is_the_generators_output_for_dev(capsys):
     subprocess.run(["bash", "-n"], input=out, text=True, check=True)
 
 
-def test_the_printed_definitions_are_the_role_files_on_the_stacks_groups(capsys):
+def test_the_printed_definitions_are_the_role_files_named_for_the_stack_on_its_groups(capsys):
     code, out, _ = run(capsys, "--stack", "dev", *OBJECT_IDS, "--set", "pyroscopeMode=microservices",
-                       "--set", "pyroscopeStorageAccountResourceGroup=rg-pyroscope-dev")
+                       "--set", "pyroscopeStorageAccountResourceGroup=rg-pyroscope-dev", "--pyroscope-group-dedicated")
     assert code == 0
-    bodies = re.findall(r"<<EOF\n(.*?)\nEOF\naz role definition create --role-definition @/tmp/(\S+)\.json\n", out,
-                        re.S)
+    bodies = re.findall(r"<<EOF\n(.*?)\nEOF\naz role definition create --role-definition @/tmp/(\S+)\.json\n"
+                        r"# re-run after a change of groups: az role definition update --role-definition "
+                        r"@/tmp/\2\.json\n", out, re.S)
     assert [name for _, name in bodies] == [path.stem for path in dr.ROLE_FILES]
     for (body, _), path in zip(bodies, dr.ROLE_FILES):
         printed, role = json.loads(body), dr.load_role(path)
-        assert {k: v for k, v in printed.items() if k != "AssignableScopes"} == {
-            k: v for k, v in role.items() if k != "AssignableScopes"}
+        assert printed["Name"] == f"{role['Name']} (dev)"
+        assert {k: v for k, v in printed.items() if k not in ("Name", "AssignableScopes")} == {
+            k: v for k, v in role.items() if k not in ("Name", "AssignableScopes")}
         assert printed["AssignableScopes"] == {
-            DEPLOYER: [f"{SUB}/rg-aks-gpu-dev", f"{SUB}/rg-observability-dev"], PRIVATE_LINK: [NODE],
-            STORAGE: [f"{SUB}/rg-pyroscope-dev"]}[role["Name"]]
+            DEPLOYER: [f"{SUB}/rg-aks-gpu-dev", f"{SUB}/rg-observability-dev"],
+            ASSIGNER: [f"{SUB}/rg-observability-dev"], PRIVATE_LINK: [NODE],
+            STORAGE: [f"{SUB}/rg-pyroscope-dev"]}[printed["Name"]]
+    assert re.findall(r'--role "(aks-gpu-observability [^"]+)"', out) == [
+        DEPLOYER, DEPLOYER, ASSIGNER, PRIVATE_LINK, STORAGE]
     subprocess.run(["bash", "-n"], input=out, text=True, check=True)
 
 
+def test_each_stack_creates_roles_of_its_own_name():
+    """Custom role names are unique in a tenant: a second stack's create would fail on the first stack's name."""
+    cfg = ra.stack_config("dev")
+    found = [a for a in ra.assignments("prod-eu", cfg) if isinstance(a, ra.Assignment) and a.definition]
+    assert {a.role for a in found} == {f"{name} (prod-eu)" for name in BASE_NAMES[:3]}
+    out = ra.script("prod-eu", found, ra.Principals())
+    assert re.findall(r'"Name": "([^"]+)"', out) == [f"{name} (prod-eu)" for name in BASE_NAMES[:3]]
+
+
 # --- Pyroscope's storage ----------------------------------------------------------------------------------------------
-def test_microservices_with_a_group_of_its_own_assigns_the_storage_role_on_that_group(capsys):
-    found = listed(capsys, "pyroscopeMode=microservices", "pyroscopeStorageAccountResourceGroup=rg-pyroscope-dev")
-    storage = [a for a in found if a["role"] == STORAGE]
-    assert pairs(storage) == [(STORAGE, f"{SUB}/rg-pyroscope-dev")]
-    assert clauses(storage[0]["condition"]) == [
-        ("Request", STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "'ServicePrincipal'"),
-        ("Resource", STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "'ServicePrincipal'")]
+def storage_rows(found: list) -> list:
+    return [a for a in found if a["role"] == STORAGE]
 
 
-def test_microservices_in_the_clusters_group_assigns_the_storage_role_on_the_account_and_identity(capsys):
+def test_a_group_of_its_own_gets_the_storage_role_only_when_confirmed_to_hold_nothing_else(capsys):
+    sets = ("pyroscopeMode=microservices", "pyroscopeStorageAccountResourceGroup=rg-pyroscope-dev")
+    found = storage_rows(listed(capsys, *sets, extra=("--pyroscope-group-dedicated",)))
+    assert pairs(found) == [(STORAGE, f"{SUB}/rg-pyroscope-dev")]
+    assert clauses(found[0]["condition"]) == SBDC_CLAUSES
+    unconfirmed = storage_rows(listed(capsys, *sets))
+    assert pairs(unconfirmed) == [
+        (STORAGE, f"{SUB}/rg-pyroscope-dev/providers/Microsoft.Storage/storageAccounts/<storage-account>"),
+        (STORAGE, f"{SUB}/rg-pyroscope-dev/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
+                  "id-pyroscope-aks-gpu-dev")]
+    code, out, _ = run(capsys, "--stack", "dev", *(arg for item in sets for arg in ("--set", item)))
+    assert code == 0 and "not on resource group rg-pyroscope-dev (no --pyroscope-group-dedicated" in out
+
+
+def test_a_brought_account_in_a_shared_group_gets_the_role_on_its_container_and_the_identity_only(capsys):
+    """storageAccounts/write, federated credentials on every identity and SBDC to any service principal, on the whole
+    shared data group, were what a brought account's group scope gave."""
+    found = storage_rows(listed(capsys, "pyroscopeMode=microservices", "pyroscopeStorageAccount=acct",
+                                "pyroscopeStorageAccountResourceGroup=rg-shared-data"))
+    assert pairs(found) == [
+        (STORAGE, f"{SUB}/rg-shared-data/providers/Microsoft.Storage/storageAccounts/acct/blobServices/default/"
+                  "containers/pyroscope"),
+        (STORAGE, f"{SUB}/rg-shared-data/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
+                  "id-pyroscope-aks-gpu-dev")]
+    assert all(clauses(row["condition"]) == SBDC_CLAUSES for row in found)
+
+
+def test_the_clusters_group_gets_the_storage_role_on_the_account_and_identity(capsys):
     subscription = "0b1f6471-1bf0-4dda-aec3-cb9272f09590"
     found = listed(capsys, "pyroscopeMode=microservices", extra=("--subscription-id", subscription))
     group = f"/subscriptions/{subscription}/resourceGroups/rg-aks-gpu-dev"
     account = derived_account_name(f"{group}/providers/Microsoft.ContainerService/managedClusters/aks-gpu-dev")
-    assert pairs([a for a in found if a["role"] == STORAGE]) == [
+    assert pairs(storage_rows(found)) == [
         (STORAGE, f"{group}/providers/Microsoft.Storage/storageAccounts/{account}"),
         (STORAGE, f"{group}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pyroscope-aks-gpu-dev")]
-    account_row, identity_row = (a for a in found if a["role"] == STORAGE)
-    assert role_ids(account_row["condition"]) == {STORAGE_BLOB_DATA_CONTRIBUTOR}
-    assert identity_row["condition"] == DENY_ALL, "no role is assigned on the identity"
+    assert all(clauses(row["condition"]) == SBDC_CLAUSES for row in storage_rows(found))
     code, out, _ = run(capsys, "--stack", "dev", "--set", "pyroscopeMode=microservices")
     assert code == 0 and "storageAccounts/<storage-account>" in out
-    assert "# Pyroscope's storage shares resource group rg-aks-gpu-dev with the stack" in out
-    assert "a NEW stack's first pulumi up needs the group scope" in out
+    assert "not on resource group rg-aks-gpu-dev (it is also the stack's cluster's group)" in out
+    assert "a NEW stack's first pulumi up needs the group scope" in out and "--pyroscope-group-dedicated." in out
 
 
-def test_a_brought_account_is_named_by_the_stack(capsys):
-    found = listed(capsys, "pyroscopeMode=microservices", "pyroscopeStorageAccount=pyroprofiles")
-    account = f"{SUB}/rg-aks-gpu-dev/providers/Microsoft.Storage/storageAccounts/pyroprofiles"
-    assert account in [a["scope"] for a in found]
+@pytest.mark.parametrize("sets, message", [
+    ((), "error: --pyroscope-group-dedicated: only with pyroscopeMode microservices (the stack has no Pyroscope "
+         "storage)"),
+    (("pyroscopeMode=microservices",), "error: --pyroscope-group-dedicated: the storage role stays off resource group "
+                                       "rg-aks-gpu-dev: it is also the stack's cluster's group"),
+    (("pyroscopeMode=microservices", "pyroscopeStorageAccountResourceGroup=rg-observability-dev"),
+     "error: --pyroscope-group-dedicated: the storage role stays off resource group rg-observability-dev: it is also "
+     "the stack's Grafana's group"),
+    (("pyroscopeMode=microservices", "pyroscopeStorageAccount=acct",
+      "pyroscopeStorageAccountResourceGroup=rg-shared-data"),
+     "error: --pyroscope-group-dedicated: the storage role stays off resource group rg-shared-data: it holds an "
+     "account the stack does not create (pyroscopeStorageAccount)"),
+])
+def test_the_dedicated_group_flag_is_refused_where_the_group_scope_does_not_apply(capsys, sets, message):
+    code, out, err = run(capsys, "--stack", "dev", "--pyroscope-group-dedicated",
+                         *(arg for item in sets for arg in ("--set", item)))
+    assert code == 2 and out == "" and err == message + "\n"
 
 
 # --- Grafana and the workspace ----------------------------------------------------------------------------------------
 def test_a_created_grafana_allows_grafana_admin_to_the_deployer_and_the_reader_to_a_service_principal(capsys):
     found = listed(capsys, "createGrafana=true")
-    observability = next(a for a in found if a["scope"] == f"{SUB}/rg-observability-dev")
-    assert clauses(observability["condition"]) == [
+    assigner = [a for a in found if a["role"] == ASSIGNER]
+    assert pairs(assigner) == [(ASSIGNER, f"{SUB}/rg-observability-dev")]
+    assert clauses(assigner[0]["condition"]) == [
         ("Request", GRAFANA_ADMIN, "PrincipalId", ME),
         ("Request", MONITORING_DATA_READER, "PrincipalType", "'ServicePrincipal'"),
         ("Resource", GRAFANA_ADMIN, "PrincipalId", ME),
@@ -156,18 +214,19 @@ def test_a_created_grafana_allows_grafana_admin_to_the_deployer_and_the_reader_t
 
 def test_separate_grafana_and_workspace_groups_get_only_their_own_role(capsys):
     found = listed(capsys, "createGrafana=true", "grafanaResourceGroup=rg-grafana-dev")
-    by_scope = {a["scope"]: a["condition"] for a in found if a["role"] == DEPLOYER}
-    assert list(by_scope) == [f"{SUB}/rg-aks-gpu-dev", f"{SUB}/rg-grafana-dev", f"{SUB}/rg-observability-dev"]
+    assert [a["scope"] for a in found if a["role"] == DEPLOYER] == [
+        f"{SUB}/rg-aks-gpu-dev", f"{SUB}/rg-grafana-dev", f"{SUB}/rg-observability-dev"]
+    by_scope = {a["scope"]: a["condition"] for a in found if a["role"] == ASSIGNER}
+    assert list(by_scope) == [f"{SUB}/rg-grafana-dev", f"{SUB}/rg-observability-dev"]
     assert role_ids(by_scope[f"{SUB}/rg-grafana-dev"]) == {GRAFANA_ADMIN}
     assert role_ids(by_scope[f"{SUB}/rg-observability-dev"]) == {MONITORING_DATA_READER}
 
 
 def test_multi_cluster_leaves_the_shared_reader_role_out_unless_asked(capsys):
-    found = listed(capsys, "multiCluster=true")
-    assert all(a["condition"] == DENY_ALL for a in found if a["role"] == DEPLOYER)
+    assert ASSIGNER not in [a["role"] for a in listed(capsys, "multiCluster=true")]
     found = listed(capsys, "multiCluster=true", "assignMonitoringDataReader=true")
-    assert role_ids(next(a["condition"] for a in found if a["scope"] == f"{SUB}/rg-observability-dev")) == {
-        MONITORING_DATA_READER}
+    assert [(a["scope"], role_ids(a["condition"])) for a in found if a["role"] == ASSIGNER] == [
+        (f"{SUB}/rg-observability-dev", {MONITORING_DATA_READER})]
 
 
 # --- The private link service -----------------------------------------------------------------------------------------
@@ -179,35 +238,40 @@ def test_a_pls_elsewhere_needs_the_node_resource_group_too_unless_the_subnet_is_
     assert pairs([a for a in found if a["role"] == PRIVATE_LINK]) == [(PRIVATE_LINK, f"{SUB}/rg-pls-dev")]
 
 
-# --- What the old single role got wrong, checked on the JSON the assignments name -------------------------------------
+# --- What the old roles got wrong, checked on the JSON the assignments name -------------------------------------------
 VARIANTS = {
     "dev": (),
     "microservices-own-group": ("pyroscopeMode=microservices", "pyroscopeStorageAccountResourceGroup=rg-pyroscope"),
     "microservices-default-group": ("pyroscopeMode=microservices",),
+    "microservices-brought-account": ("pyroscopeMode=microservices", "pyroscopeStorageAccount=acct",
+                                      "pyroscopeStorageAccountResourceGroup=rg-shared-data"),
     "created-grafana": ("createGrafana=true", "createMonitorWorkspace=true"),
     "multi-cluster": ("multiCluster=true", "assignMonitoringDataReader=true"),
 }
 ROLES = {role["Name"]: role for role in dr.load_roles()}
 ESCALATING = ("Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/write",
               "Microsoft.Storage/storageAccounts/write")
-STACK_GROUPS = {f"{SUB}/{name}".lower() for name in ("rg-aks-gpu-dev", "rg-observability-dev")} | {NODE.lower()}
+GROUP_SCOPE = re.compile(r"/subscriptions/[^/]+/resourceGroups/[^/]+")
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_no_assignment_reaches_the_subscription_or_lets_the_holder_escalate(capsys, variant):
+    """Without --pyroscope-group-dedicated no escalating action is granted on a whole group, and every role-assigning
+    assignment names a role and a principal for each assignment it allows (none is a deny-all)."""
     found = listed(capsys, *VARIANTS[variant])
     assigned = {MONITORING_DATA_READER, GRAFANA_ADMIN, STORAGE_BLOB_DATA_CONTRIBUTOR}
     for row in found:
         assert "/resourceGroups/" in row["scope"], row
-        role = ROLES.get(row["role"])
+        role = ROLES.get(base_name(row["role"]))
         if role is None:
             assert row["role"] == "Grafana Admin" and "/providers/Microsoft.Dashboard/grafana/" in row["scope"]
             continue
+        assert row["role"] == f"{role['Name']} (dev)"
         assert all("/resourceGroups/" in scope for scope in role["AssignableScopes"]), role["Name"]
         if any(action in role["Actions"] for action in ESCALATING):
-            assert row["scope"].lower() not in STACK_GROUPS, (role["Name"], row["scope"])
+            assert not GROUP_SCOPE.fullmatch(row["scope"]), (role["Name"], row["scope"])
         if "Microsoft.Authorization/roleAssignments/write" in role["Actions"]:
-            assert row["condition"] == DENY_ALL or constrained(row["condition"]), row
+            assert constrained(row["condition"]), row
             assert role_ids(row["condition"]) <= assigned
         else:
             assert row["condition"] is None
@@ -222,6 +286,9 @@ def test_the_constraint_check_refuses_a_condition_on_the_role_alone():
            "(@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals "
            f"{{{STORAGE_BLOB_DATA_CONTRIBUTOR}}}))")
     assert role_ids(old) == {STORAGE_BLOB_DATA_CONTRIBUTOR} and not constrained(old)
+    deny_all = ("((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'}))) AND "
+                "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})))")
+    assert not constrained(deny_all)
 
 
 def test_the_documented_conditions_name_the_roles_each_custom_role_may_assign(capsys):
@@ -231,7 +298,7 @@ def test_the_documented_conditions_name_the_roles_each_custom_role_may_assign(ca
     generated = set()
     for sets in VARIANTS.values():
         for row in listed(capsys, *sets):
-            generated |= {(row["role"], guid) for guid in role_ids(row["condition"] or "")}
+            generated |= {(base_name(row["role"]), guid) for guid in role_ids(row["condition"] or "")}
     assert documented == generated
 
 
@@ -246,6 +313,9 @@ def test_the_documented_conditions_name_the_roles_each_custom_role_may_assign(ca
     (["--set", "pyroscopeMode=fast"], "error: pyroscopeMode: "),
     (["--set", "clusterResourceGrup=x"], "error: "),
     (["--stack", "nosuch"], "error: stack: no stack file Pulumi.nosuch.yaml"),
+    (["--reviewed"], "error: --reviewed: only with --preview"),
+    (["--preview", "--principal-type", "User"], "error: --principal-type: the preview identity is a service principal"),
+    (["--preview", "--pyroscope-group-dedicated"], "error: --pyroscope-group-dedicated: not with --preview"),
 ])
 def test_bad_input_is_one_line_naming_the_option_or_key(capsys, argv, message):
     code, out, err = run(capsys, *argv)
@@ -255,18 +325,27 @@ def test_bad_input_is_one_line_naming_the_option_or_key(capsys, argv, message):
 
 def test_the_principal_type_comes_from_the_option_or_the_stack(capsys):
     code, out, _ = run(capsys, "--stack", "dev", "--principal-type", "ServicePrincipal")
-    assert code == 0 and out.count("--assignee-principal-type ServicePrincipal") == 4
+    assert code == 0 and out.count("--assignee-principal-type ServicePrincipal") == 5
     code, out, _ = run(capsys, "--stack", "dev", "--set", "deployerPrincipalType=ServicePrincipal")
     assert code == 0 and "--assignee-principal-type User" not in out
 
 
 # --- The preview identity: Reader where a preview reads, never where a production stack's nonce is -----------------
-def production_stack(**values):
-    """A production stack's configuration as the checkout would hold it (``production: "true"``)."""
-    return ra.stack_config("dev", [f"{key}={value}" for key, value in {"production": "true", **values}.items()])
+def production_stack(**values) -> "ra.ProductionStack":
+    """A production stack as the guard sees it: the dev stack file with ``values`` (camelCase keys) on top."""
+    cfg = ra.stack_config("dev", [f"{key}={value}" for key, value in values.items()])
+    return ra.ProductionStack.of(cfg, ra.LISTED)
 
 
-def test_the_preview_reads_the_stacks_groups_with_reader_only(capsys):
+@pytest.fixture
+def no_listed_stacks(tmp_path, monkeypatch):
+    """A deploy/stacks.json that lists no stack, so the dev stack file is a previewable stack's."""
+    path = tmp_path / "stacks.json"
+    path.write_text('{"stacks": []}', encoding="utf-8")
+    monkeypatch.setattr(ra, "STACKS_FILE", path)
+
+
+def test_the_preview_reads_the_stacks_groups_with_reader_only(capsys, no_listed_stacks):
     code, out, err = run(capsys, "--preview", "--json", "--node-resource-group",
                          "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2")
     assert code == 0, err
@@ -277,6 +356,47 @@ def test_the_preview_reads_the_stacks_groups_with_reader_only(capsys):
     assert code == 0
     assert '--assignee-object-id "<preview-object-id>" --assignee-principal-type ServicePrincipal' in out
     assert "role definition create" not in out and "--role Reader" in out
+    subprocess.run(["bash", "-n"], input=out, text=True, check=True)
+
+
+def test_the_preview_prints_its_other_grants_commented_out(capsys, no_listed_stacks):
+    """The Kubernetes, state and key grants the generator cannot scope offline: one commented-out line each."""
+    code, out, _ = run(capsys, "--preview")
+    assert code == 0
+    commented = re.findall(r"^# az role assignment create .*--role (\"[^\"]+\"|\S+) --scope (\S+)$", out, re.M)
+    cluster = f'"{SUB}/rg-aks-gpu-dev/providers/Microsoft.ContainerService/managedClusters/aks-gpu-dev"'
+    assert commented == [
+        ('"Azure Kubernetes Service Cluster User Role"', cluster),
+        ('"Azure Kubernetes Service RBAC Reader"', cluster),
+        ('"Storage Blob Data Reader"',
+         '"<state-storage-account-id>/blobServices/default/containers/<state-container>"'),
+        ('"Key Vault Crypto User"', '"<preview-key-vault-id>/keys/<preview-key>"')]
+    assert re.findall(r"^az role assignment create .*--role (\S+)", out, re.M) == ["Reader"] * 3
+    assert "# only on an Entra ID cluster with local accounts disabled" in out
+
+
+def test_a_stack_deploy_stacks_json_lists_is_previewed_only_with_reviewers(capsys):
+    """dev is in deploy/stacks.json, so the production identity deploys it, whatever its production key says."""
+    assert "dev" in ra.production_stacks() and not ra.stack_config("dev").production
+    code, out, err = run(capsys, "--preview", "--stack", "dev")
+    assert code == 1 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("error: preview: stack dev is deployed by the production identity (deploy/stacks.json")
+    assert "a stack of its own that deploy/stacks.json does not list" in err and "--reviewed" in err
+    code, out, err = run(capsys, "--preview", "--stack", "dev", "--reviewed", "--json")
+    assert code == 0 and {a["role"] for a in json.loads(out)} == {"Reader"}, err
+
+
+def test_production_stacks_are_the_listed_ones_and_those_that_set_production(tmp_path, monkeypatch):
+    path = tmp_path / "stacks.json"
+    path.write_text(json.dumps({"stacks": [{"stack": "org/aks-gpu-observability/prod-eu",
+                                            "grafana": "rg-grafana-eu/amg-eu"}]}), encoding="utf-8")
+    found = ra.production_stacks(path)
+    assert found == {"prod-eu": ra.ProductionStack(ra.LISTED, "rg-grafana-eu")}, "dev is neither listed nor production"
+    with pytest.raises(ra.PreviewRefused, match="^resource group rg-grafana-eu holds production stack prod-eu's "):
+        ra.preview_assignments("dev", ra.stack_config("dev", ["grafanaResourceGroup=rg-grafana-eu"]), production=found)
+    path.write_text('{"stacks": [{"stack": "dev"}]}', encoding="utf-8")
+    with pytest.raises(ra.ConfigError, match=r"^stacks\.json: expected"):
+        ra.production_stacks(path)
 
 
 def test_the_preview_is_refused_a_group_holding_a_production_stacks_grafana():
@@ -284,18 +404,47 @@ def test_the_preview_is_refused_a_group_holding_a_production_stacks_grafana():
     requestMessage, production's approval nonce. Refused, naming the group and the stack."""
     cfg = ra.stack_config("dev")
     prod = production_stack(clusterName="aks-prod", clusterResourceGroup="rg-aks-prod")
-    assert prod.grafana_resource_group == cfg.grafana_resource_group == "rg-observability-dev"
+    assert prod.grafana_group == cfg.grafana_resource_group == "rg-observability-dev"
     with pytest.raises(ra.PreviewRefused, match=r"^resource group rg-observability-dev holds production stack prod's "
                                                  r"Grafana: Reader there reads its approval nonce"):
         ra.preview_assignments("dev", cfg, production={"prod": prod})
     with pytest.raises(ra.PreviewRefused, match="prod's private link service"):
         ra.preview_assignments("dev", cfg, production={"prod": production_stack(
-            grafanaResourceGroup="rg-grafana-prod", privateLinkServiceResourceGroup="rg-aks-gpu-dev")})
+            grafanaResourceGroup="rg-grafana-prod", privateLinkServiceResourceGroup="rg-aks-gpu-dev",
+            clusterName="aks-prod")})
     separate = production_stack(grafanaResourceGroup="rg-grafana-prod", clusterResourceGroup="rg-aks-prod")
     assert [a.role for a in ra.preview_assignments("dev", cfg, production={"prod": separate})] == ["Reader"] * 3
 
 
-def test_a_production_stack_is_previewed_only_with_reviewers(capsys):
+def test_the_preview_is_refused_the_node_resource_group_of_a_production_stacks_cluster():
+    """Two stacks on one cluster share its node resource group, where a PLS goes by default: Reader there reads the
+    production stack's Pending connection's description."""
+    cfg = ra.stack_config("dev")
+    same_cluster = production_stack(grafanaResourceGroup="rg-grafana-prod", monitorWorkspaceResourceGroup="rg-mon")
+    with pytest.raises(ra.PreviewRefused, match=r"^stack dev is on production stack prod's cluster "
+                                                 r"\(rg-aks-gpu-dev/aks-gpu-dev\): its private link service is in "
+                                                 r"the cluster's node resource group"):
+        ra.preview_assignments("dev", cfg, production={"prod": same_cluster}, reviewed=True)
+    own_pls = ra.stack_config("dev", ["privateLinkServiceResourceGroup=rg-pls-dev"])
+    assert len(ra.preview_assignments("dev", own_pls, production={"prod": same_cluster})) == 3
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"grafanaStack": "org/aks-grafana/prod", "grafanaResourceGroup": "", "grafanaName": "", "clusterName": "aks-prod"},
+     "^production stack prod takes its Grafana from a stack reference \\(grafanaStack\\)"),
+    ({"clusterStack": "org/aks-cluster/prod", "clusterResourceGroup": "", "clusterName": "",
+      "grafanaResourceGroup": "rg-grafana-prod"},
+     "^production stack prod takes its cluster from a stack reference \\(clusterStack\\)"),
+])
+def test_a_production_stack_whose_groups_come_from_a_stack_reference_needs_reviewers(values, message):
+    cfg = ra.stack_config("dev")
+    production = {"prod": production_stack(**values)}
+    with pytest.raises(ra.PreviewRefused, match=message):
+        ra.preview_assignments("dev", cfg, production=production)
+    assert [a.role for a in ra.preview_assignments("dev", cfg, production=production, reviewed=True)] == ["Reader"] * 3
+
+
+def test_a_production_stack_is_previewed_only_with_reviewers(capsys, no_listed_stacks):
     code, out, err = run(capsys, "--preview", "--set", "production=true")
     assert code == 1 and out == ""
     assert err.startswith("error: preview: stack dev sets production: \"true\"") and len(err.splitlines()) == 1
@@ -305,10 +454,15 @@ def test_a_production_stack_is_previewed_only_with_reviewers(capsys):
 
 
 def test_the_checkouts_stacks_give_the_preview_no_production_group():
-    """The repository's own stack files: previewing each non-production one reads no production stack's groups."""
+    """The repository's own stacks: each listed in deploy/stacks.json is production, each stack file that is not
+    previews without reading a production stack's groups, and each production one is refused without reviewers."""
     production = ra.production_stacks()
+    assert set(ra.listed_stacks()) <= set(production)
     for path in sorted(ROOT.glob("Pulumi.*.yaml")):
         name = path.name[len("Pulumi."):-len(".yaml")]
         cfg = ra.stack_config(name)
-        if not cfg.production:
+        if name in production:
+            with pytest.raises(ra.PreviewRefused, match=f"^stack {name} "):
+                ra.preview_assignments(name, cfg, production=production)
+        else:
             ra.preview_assignments(name, cfg, production=production)
