@@ -107,12 +107,13 @@ def _under(target: str, scope: str) -> bool:
     return target.lower() == scope.lower() or target.lower().startswith(scope.lower() + "/")
 
 
-def _storage_scopes(cfg: StackConfig, group, others: dict, dedicated: bool, sub: str) -> tuple:
+def _storage_scopes(cfg: StackConfig, group, others: dict, dedicated: bool, sub: str, node_unknown: bool) -> tuple:
     """(target, scopes, note) of the Pyroscope storage role: the container the stack assigns Storage Blob Data
     Contributor on; the group only when the stack creates the account in a group none of ``others`` ({lower-cased
     group: whose}) is and ``dedicated``, else the created account (a brought one: its container) and the identity, and
     the note.
-    UsageError for ``dedicated`` where the group scope does not apply."""
+    UsageError for ``dedicated`` where the group scope does not apply, or may not be checked (``node_unknown``: no
+    node resource group given)."""
     cluster_group = cfg.cluster_resource_group or "<cluster-resource-group>"
     storage_group = cfg.pyroscope_storage_account_resource_group or cluster_group
     account = cfg.pyroscope_storage_account or (
@@ -128,6 +129,12 @@ def _storage_scopes(cfg: StackConfig, group, others: dict, dedicated: bool, sub:
         if shared or cfg.pyroscope_storage_account:
             raise UsageError(f"--pyroscope-group-dedicated: the storage role stays off resource group {storage_group}: "
                              f"{why}")
+        if node_unknown:
+            raise UsageError("--pyroscope-group-dedicated: pass --node-resource-group too, so the storage role cannot "
+                             "land on the cluster's node resource group (its kubelet and agent-pool identities)")
+        if storage_group.lower().startswith("mc_"):
+            raise UsageError(f"--pyroscope-group-dedicated: {storage_group} looks like a node resource group (MC_...), "
+                             "which holds the cluster's own identities; give Pyroscope's storage a group of its own")
         return container_id, [group(storage_group)], None
     identity_id = (f"{group(storage_group)}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
                    f"{pyroscope_identity_name(cfg.cluster_name)}")
@@ -162,8 +169,11 @@ def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), de
     if cfg.create_grafana:
         grants.append((ASSIGNER, Clause(GRAFANA_ADMIN, "PrincipalId", who.deployer), grafana_id))
     if cfg.assigns_monitoring_data_reader:
-        reader = (Clause(MONITORING_DATA_READER, "PrincipalType", "ServicePrincipal") if cfg.create_grafana
-                  else Clause(MONITORING_DATA_READER, "PrincipalId", who.grafana))
+        # A Grafana the stack creates has no identity before its first up: any service principal until the
+        # generator is run again with --grafana-principal-id.
+        known = who.grafana != PLACEHOLDERS["grafana"] or not cfg.create_grafana
+        reader = (Clause(MONITORING_DATA_READER, "PrincipalId", who.grafana) if known
+                  else Clause(MONITORING_DATA_READER, "PrincipalType", "ServicePrincipal"))
         grants.append((ASSIGNER, reader, workspace_id))
     placed = [(DEPLOYER, group(name)) for name in (cluster_group, grafana_group, workspace_group)]
     placed += [(ASSIGNER, group(target.split("/")[4])) for _, _, target in grants]
@@ -177,7 +187,8 @@ def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), de
                            (workspace_group, "workspace's"), (pls_group, "private link service's"),
                            (who.node_group, "node resource")):
             others.setdefault(name.lower(), what)
-        container_id, scopes, note = _storage_scopes(cfg, group, others, dedicated, sub)
+        container_id, scopes, note = _storage_scopes(cfg, group, others, dedicated, sub,
+                                                     who.node_group == PLACEHOLDERS["node"])
         # Every scope of the storage role may assign Storage Blob Data Contributor: the condition needs a clause.
         grants += [(STORAGE, Clause(STORAGE_BLOB_DATA_CONTRIBUTOR, "PrincipalType", "ServicePrincipal"), scope)
                    for scope in scopes if not _under(container_id, scope)]
@@ -254,7 +265,8 @@ def production_stacks(path: Optional[Path] = None) -> dict:
         if name in listed or cfg.production:
             found[name] = ProductionStack.of(cfg, LISTED if name in listed else 'sets production: "true"')
     for name, grafana in listed.items():
-        found.setdefault(name, ProductionStack(LISTED, grafana.split("/", 1)[0]))
+        # No stack file: its cluster, and so its node resource group, is unknown, as with clusterStack.
+        found.setdefault(name, ProductionStack(LISTED, grafana.split("/", 1)[0], cluster_from_reference=True))
     return found
 
 
@@ -288,11 +300,11 @@ def preview_assignments(stack: str, cfg: StackConfig, who: Principals = Principa
                                  "required reviewers and pass --reviewed")
         if reads_node_group and not other.pls_group:
             if other.cluster_from_reference and not reviewed:
-                raise PreviewRefused(f"production stack {name} takes its cluster from a stack reference "
-                                     "(clusterStack): the generator cannot tell whether its private link service is "
-                                     f"in this preview's node resource group; set its clusterResourceGroup and "
-                                     "clusterName, or give the preview environment required reviewers and pass "
-                                     "--reviewed")
+                raise PreviewRefused(f"production stack {name} names its cluster through a stack reference "
+                                     "(clusterStack) or has no stack file here: the generator cannot tell whether its "
+                                     "private link service is in this preview's node resource group; set its "
+                                     f"clusterResourceGroup and clusterName in Pulumi.{name}.yaml, or give the preview "
+                                     "environment required reviewers and pass --reviewed")
             if other.cluster_group and (other.cluster_group.lower(), other.cluster_name.lower()) == cluster:
                 raise PreviewRefused(f"stack {stack} is on production stack {name}'s cluster "
                                      f"({other.cluster_group}/{other.cluster_name}): its private link service is in "
@@ -400,7 +412,9 @@ def script(stack: str, found: Sequence, who: Principals, preview: bool = False) 
                 f"--assignee-principal-type {who.principal_type} --role {_quoted(role, who.subscription)} "
                 f"--scope {_quoted(row.scope, who.subscription)}")
         if row.condition is not None:
-            line += f" --condition {_quoted(row.condition, who.subscription)} --condition-version 2.0"
+            # Single quotes: an interactive bash expands '!' inside double quotes (history), not inside these.
+            single = "'" + row.condition.replace("'", "'\\''") + "'"
+            line += f" --condition {single} --condition-version 2.0"
         lines.append(line)
     lines += [f"# {note}" for note in notes]
     text = "\n".join(lines)

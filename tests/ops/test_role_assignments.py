@@ -201,7 +201,12 @@ def test_the_dedicated_group_flag_is_refused_where_the_group_scope_does_not_appl
 
 # --- Grafana and the workspace ----------------------------------------------------------------------------------------
 def test_a_created_grafana_allows_grafana_admin_to_the_deployer_and_the_reader_to_a_service_principal(capsys):
-    found = listed(capsys, "createGrafana=true")
+    """Before its first up a created Grafana has no identity: Monitoring Data Reader to any service principal; run again
+    with --grafana-principal-id and the condition names Grafana's identity."""
+    code, out, err = run(capsys, "--stack", "dev", "--deployer-object-id", ME, "--node-resource-group",
+                         "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2", "--set", "createGrafana=true", "--json")
+    assert code == 0, err
+    found = json.loads(out)
     assigner = [a for a in found if a["role"] == ASSIGNER]
     assert pairs(assigner) == [(ASSIGNER, f"{SUB}/rg-observability-dev")]
     assert clauses(assigner[0]["condition"]) == [
@@ -210,6 +215,8 @@ def test_a_created_grafana_allows_grafana_admin_to_the_deployer_and_the_reader_t
         ("Resource", GRAFANA_ADMIN, "PrincipalId", ME),
         ("Resource", MONITORING_DATA_READER, "PrincipalType", "'ServicePrincipal'")]
     assert "Grafana Admin" not in [a["role"] for a in found], "the stack assigns it itself"
+    known = [a for a in listed(capsys, "createGrafana=true") if a["role"] == ASSIGNER]
+    assert ("Request", MONITORING_DATA_READER, "PrincipalId", GRAFANA_PRINCIPAL) in clauses(known[0]["condition"])
 
 
 def test_separate_grafana_and_workspace_groups_get_only_their_own_role(capsys):
@@ -391,9 +398,12 @@ def test_production_stacks_are_the_listed_ones_and_those_that_set_production(tmp
     path.write_text(json.dumps({"stacks": [{"stack": "org/aks-gpu-observability/prod-eu",
                                             "grafana": "rg-grafana-eu/amg-eu"}]}), encoding="utf-8")
     found = ra.production_stacks(path)
-    assert found == {"prod-eu": ra.ProductionStack(ra.LISTED, "rg-grafana-eu")}, "dev is neither listed nor production"
+    assert found == {"prod-eu": ra.ProductionStack(ra.LISTED, "rg-grafana-eu", cluster_from_reference=True)}, (
+        "dev is neither listed nor production")
     with pytest.raises(ra.PreviewRefused, match="^resource group rg-grafana-eu holds production stack prod-eu's "):
-        ra.preview_assignments("dev", ra.stack_config("dev", ["grafanaResourceGroup=rg-grafana-eu"]), production=found)
+        ra.preview_assignments("dev", ra.stack_config("dev", ["grafanaResourceGroup=rg-grafana-eu",
+                                                              "privateLinkServiceResourceGroup=rg-pls-dev"]),
+                               production=found)
     path.write_text('{"stacks": [{"stack": "dev"}]}', encoding="utf-8")
     with pytest.raises(ra.ConfigError, match=r"^stacks\.json: expected"):
         ra.production_stacks(path)
@@ -434,7 +444,7 @@ def test_the_preview_is_refused_the_node_resource_group_of_a_production_stacks_c
      "^production stack prod takes its Grafana from a stack reference \\(grafanaStack\\)"),
     ({"clusterStack": "org/aks-cluster/prod", "clusterResourceGroup": "", "clusterName": "",
       "grafanaResourceGroup": "rg-grafana-prod"},
-     "^production stack prod takes its cluster from a stack reference \\(clusterStack\\)"),
+     "^production stack prod names its cluster through a stack reference \\(clusterStack\\)"),
 ])
 def test_a_production_stack_whose_groups_come_from_a_stack_reference_needs_reviewers(values, message):
     cfg = ra.stack_config("dev")
@@ -466,3 +476,40 @@ def test_the_checkouts_stacks_give_the_preview_no_production_group():
                 ra.preview_assignments(name, cfg, production=production)
         else:
             ra.preview_assignments(name, cfg, production=production)
+
+
+@pytest.mark.parametrize("argv,message", [
+    # Without the node resource group the generator cannot see that the storage group is the cluster's MC_ group.
+    (("--deployer-object-id", ME), "pass --node-resource-group too"),
+    (("--node-resource-group", "MC_other"), "looks like a node resource group (MC_...)"),
+])
+def test_the_dedicated_storage_group_is_never_the_clusters_node_resource_group(capsys, argv, message):
+    """The node resource group holds the kubelet's and agent pools' identities: the storage role (federated-credential
+    writes) on it would let a deployer act as them."""
+    code, out, err = run(capsys, "--stack", "dev", *argv, "--set", "pyroscopeMode=microservices", "--set",
+                         "pyroscopeStorageAccountResourceGroup=MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2",
+                         "--pyroscope-group-dedicated", "--json")
+    assert code == 2 and out == "" and message in err and len(err.splitlines()) == 1, err
+
+
+def test_a_listed_stack_without_a_stack_file_guards_its_unknown_cluster():
+    """deploy/stacks.json may list a stack whose file is not in the checkout: its cluster, and so the node resource
+    group holding its PLS, is unknown, so a preview reading a node resource group needs reviewers."""
+    cfg = ra.stack_config("dev", ["clusterResourceGroup=rg-preview", "clusterName=aks-preview",
+                                  "grafanaResourceGroup=rg-grafana-preview",
+                                  "monitorWorkspaceResourceGroup=rg-grafana-preview"])
+    production = {"prod": ra.ProductionStack(ra.LISTED, "rg-grafana-prod", cluster_from_reference=True)}
+    with pytest.raises(ra.PreviewRefused, match="has no stack file here"):
+        ra.preview_assignments("preview", cfg, production=production)
+    assert {a.role for a in ra.preview_assignments("preview", cfg, reviewed=True, production=production)} == {"Reader"}
+
+
+def test_a_printed_condition_survives_the_shell_unchanged(capsys):
+    """Conditions go in single quotes: bash, interactive or not, hands az exactly the condition (no '!' history
+    expansion, no '{}' or '$' touched)."""
+    code, out, _ = run(capsys, "--stack", "dev", *OBJECT_IDS)
+    line = next(line for line in out.splitlines() if "--condition " in line)
+    expected = [a["condition"] for a in listed(capsys) if a["condition"]][0]
+    argv = subprocess.run(["bash", "-c", "printf '%s\\n' " + line.split("--condition ", 1)[1].rsplit(
+        " --condition-version", 1)[0]], capture_output=True, text=True, check=True).stdout
+    assert argv == expected + "\n"
