@@ -2,7 +2,8 @@
 
 Owns: :func:`find_frame` and :func:`parse_frame` (a ``/api/ds/query`` response or bare frame), :func:`from_render`
 (``/pyroscope/render``, format ``single``), :func:`from_pprof` (``.pb.gz`` or ``.pb``, one sample type:
-``--sample-type``, else ``malloc:bytes``, else the only one), :func:`load` and :func:`read_file` (any of the three,
+``--sample-type``, else ``malloc:bytes``, else the declared ``default_sample_type``, else the only one; frames named
+as pprof names them, :func:`printable_name`), :func:`load` and :func:`read_file` (any of the three,
 told apart by content), and the writers :func:`to_render` and :func:`to_pprof` (the examples, the round-trip
 tests, the benchmark).
 Inputs: bytes or parsed JSON. Outputs: :class:`flamegraph.model.Profile`. Errors: ``FrameError``, one line.
@@ -151,20 +152,44 @@ def load(data: bytes, sample_type: Optional[str] = None) -> tuple[Profile, str]:
     return from_pprof(raw, sample_type), "pprof"
 
 
-def _sample_index(types: list[tuple[str, str]], wanted: Optional[str]) -> int:
+def _sample_index(types: list[tuple[str, str]], wanted: Optional[str], default: str) -> tuple[int, bool]:
+    """(index of the sample type to read, whether the profile's ``default_sample_type`` chose it): ``wanted``
+    (``--sample-type``), else the GPU-memory type, else the first type named ``default`` (a type name, as pprof's
+    ``SampleIndexByName`` matches it), else the only one; FrameError when none of these picks one."""
     declared = ", ".join(f"{t}:{u}" for t, u in types)
     if wanted is not None:
         kind, _, unit = wanted.partition(":")
         matches = [i for i, (t, u) in enumerate(types) if t == kind and (not unit or u == unit)]
         if not matches:
             raise FrameError(f"--sample-type {wanted}: the profile declares {declared}")
-        return matches[0]
+        return matches[0], False
     if GPU_MEMORY_SAMPLE_TYPE in types:
-        return types.index(GPU_MEMORY_SAMPLE_TYPE)
+        return types.index(GPU_MEMORY_SAMPLE_TYPE), False
+    for i, (kind, _) in enumerate(types):
+        if default and kind == default:
+            return i, True
     if len(types) == 1:
-        return 0
-    raise FrameError(f"no {':'.join(GPU_MEMORY_SAMPLE_TYPE)} sample type (Inspektor Gadget's GPU memory); "
-                     f"pick one of {declared} with --sample-type")
+        return 0, False
+    # pprof would take the last type here ("clients should default to the last sample value"); which of several
+    # unrelated measurements to read is the user's call, so the reader asks instead.
+    raise FrameError(f"no {':'.join(GPU_MEMORY_SAMPLE_TYPE)} sample type (Inspektor Gadget's GPU memory) and no "
+                     f"default_sample_type; pick one of {declared} with --sample-type")
+
+
+def printable_name(name: str, system_name: str, address: int, objfile: str) -> str:
+    """A frame's name as pprof prints it (``NodeInfo.NameComponents`` in internal/graph/graph.go): the function's
+    name; else its system name (pprof's ``Demangle`` puts it in place of an empty name; the reader does not demangle
+    it); else the location's address in 16 hex digits where it has one, then ``[file]`` (the base name of the mapping's
+    file) or, with no file either, ``<unknown>``. pprof drops the address at its default granularity and keeps it
+    with ``-addresses``; the reader keeps it for nameless frames only, so that they do not all merge into one."""
+    if name:
+        return name
+    if system_name:
+        return system_name
+    parts = [f"{address:016x}"] if address else []
+    base = objfile.rstrip("/").rsplit("/", 1)[-1] or "/"  # Go's filepath.Base of a non-empty path
+    parts.append(f"[{base}]" if objfile else "<unknown>")
+    return " ".join(parts)
 
 
 def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
@@ -191,20 +216,24 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
     types = [(string(t.type, "a sample type"), string(t.unit, "a sample unit")) for t in message.sample_type]
     if not types:
         raise FrameError("not a pprof profile: samples without sample types")
-    index = _sample_index(types, sample_type)
+    index, by_default = _sample_index(types, sample_type,
+                                      string(message.default_sample_type, "default_sample_type"))
     kind, unit = types[index]
     width = len(types)
-    functions = {f.id: string(f.name, f"function {f.id}'s name") for f in message.function}
-    names: dict[int, tuple[str, ...]] = {}  # location id -> function names, caller first
+    functions = {f.id: (string(f.name, f"function {f.id}'s name"),
+                        string(f.system_name, f"function {f.id}'s system name")) for f in message.function}
+    objfiles = {m.id: string(m.filename, f"mapping {m.id}'s file") for m in message.mapping}
+    names: dict[int, tuple[str, ...]] = {}  # location id -> frame names, caller first
     for location in message.location:
-        lines = location.line
-        if lines:
-            try:
-                names[location.id] = tuple(functions[line.function_id] for line in reversed(lines))
-            except KeyError as missing:
-                raise FrameError(f"not a pprof profile: location {location.id} names no function {missing}") from None
-        else:
-            names[location.id] = (f"0x{location.address:x}",)
+        objfile = objfiles.get(location.mapping_id, "")
+        # "the last entry represents the caller into which the preceding entries were inlined": reversed, the caller
+        # comes first, as pprof's flame graph stacks them (internal/report/stacks.go). A location without lines is
+        # one frame named by its address, as pprof's CreateNodes gives it an empty line.
+        try:
+            frames = [functions[line.function_id] for line in reversed(location.line)] or [("", "")]
+        except KeyError as missing:
+            raise FrameError(f"not a pprof profile: location {location.id} names no function {missing}") from None
+        names[location.id] = tuple(printable_name(name, system, location.address, objfile) for name, system in frames)
 
     # Samples with the same stack add up first (a profile repeats stacks), then the tree is built once per stack.
     by_stack: dict[tuple[int, ...], int] = {}
@@ -218,7 +247,9 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
             stack = tuple(sample.location_id)
             by_stack[stack] = get(stack, 0) + value
     del message
-    return _tree(by_stack, names, unit, f"{kind}:{unit}")  # stacks in first-seen order: callees in sample order
+    profile = _tree(by_stack, names, unit, f"{kind}:{unit}")  # stacks in first-seen order: callees in sample order
+    profile.default_sample_type = by_default
+    return profile
 
 
 def _tree(by_stack: dict, names: dict, unit: str, sample_type: str) -> Profile:

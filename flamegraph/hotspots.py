@@ -145,6 +145,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     **query, "since": window.group(1), "until": window.group(2), "profile_type": baseline_type})))
         kind = (profile_type.split(":")[1:3] if profile_type else (profile.sample_type or "").split(":"))
         title = TITLE if kind in (["malloc", "bytes"], [""]) else f"Profile {profile_type or profile.sample_type}"
+        if profile.default_sample_type and not profile_type:  # say why this one of the profile's types was read
+            title += ", its default sample type (no malloc:bytes in it)"
         try:
             if baseline is None:
                 result = report(profile, args.top, args.hide_trampolines)

@@ -1,8 +1,9 @@
 """The flame-graph model every part of the reader shares: a call tree of :class:`Node` in a :class:`Profile`.
 
 Owns: ``Node`` (label, level, total ``value``, ``self``, parent and children), ``Profile`` (unit, root, the nodes in
-nested-set order, the declared sample type), ``FrameError`` (one line saying what is wrong with an input) and the
-names Pyroscope gives to frames that are not functions (``TRUNCATED``, ``TRAMPOLINE``) with the node limits.
+nested-set order, the declared sample type and whether it was the profile's default), ``FrameError`` (one line saying
+what is wrong with an input) and the names Pyroscope gives to frames that are not functions (``TRUNCATED``,
+``TRAMPOLINE``) with the node limits.
 Inputs and outputs: none (data only). Errors: ``FrameError`` is raised by the loaders, the analysis and the renderers.
 Upstream: grafana/pyroscope v1.15.0 ``pkg/model/tree.go``; why these names and limits:
 docs/decisions/flamegraph-reading.md.
@@ -50,6 +51,7 @@ class Profile:
     root: Optional[Node]
     nodes: list[Node]
     sample_type: Optional[str] = None  # "type:unit" as a pprof profile declares it; None for a frame (its unit only)
+    default_sample_type: bool = False  # read as the pprof profile's default_sample_type (it has no GPU-memory type)
 
     @property
     def total(self) -> int:

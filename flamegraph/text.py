@@ -18,7 +18,8 @@ TRUNCATED_HINT_SHARE = 0.05  # from this share of the total in ``other`` nodes o
 LEGEND = """Legend: self = memory the function allocated itself; total = with everything it called.
   Class.method / Class.__init__  a method (Python qualname); a bare name is a module-level function.
   <interpreter trampoline>       CPython's own frames between Python calls: overhead, not your code.
-  0x7f3a9c2d1e40                 native or CUDA code without symbols (a driver or library frame).
+  0x7f3a9c2d1e40                 native or CUDA code without symbols (a driver or library frame);
+  00007f3a9c2d1e40 [libcuda.so]  the same from a pprof file, as pprof prints it: the address, the binary or <unknown>.
   Start from the widest self allocator; wide frames with zero self only pass the memory on."""
 
 

@@ -84,7 +84,8 @@ def test_the_same_report_from_each_format(path):
 
 def test_pprof_read_as_the_library_writes_it():
     """Built here with the protobuf classes directly: shared stacks add up, inlined lines expand caller first, a
-    location without lines is its address, sample types and units as declared, the GPU-memory type by default."""
+    location without lines is its address as pprof prints it, sample types and units as declared, the GPU-memory
+    type by default."""
     pb = formats._pb2()
     message = pb.Profile(string_table=["", "alloc_objects", "count", "malloc", "bytes", "main", "alloc", "inlined"])
     message.sample_type.add(type=1, unit=2)
@@ -105,7 +106,7 @@ def test_pprof_read_as_the_library_writes_it():
     assert profile.unit == "bytes" and profile.sample_type == "malloc:bytes"
     assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
         ("total", 0, 157, 0), ("main", 1, 157, 0), ("alloc", 2, 157, 0), ("inlined", 3, 157, 150),
-        ("0x7f3a9c2d1e40", 4, 7, 7)]
+        ("00007f3a9c2d1e40 <unknown>", 4, 7, 7)]
     counts, _ = formats.load(data, "alloc_objects")
     assert counts.unit == "count" and counts.total == 4 and counts.sample_type == "alloc_objects:count"
     assert formats.load(data, "alloc_objects:count")[0].total == 4
@@ -116,6 +117,103 @@ def test_pprof_read_as_the_library_writes_it():
     message.sample_type[1].unit = 2
     with pytest.raises(FrameError, match="pick one of alloc_objects:count, alloc_objects:count with --sample-type"):
         formats.load(message.SerializeToString())
+
+
+def _inlined_profile():
+    """profile.proto's own example, memcpy inlined into printf, in a location two stacks share under main."""
+    pb = formats._pb2()
+    message = pb.Profile(string_table=["", "malloc", "bytes", "main", "printf", "memcpy", "log"])
+    message.sample_type.add(type=1, unit=2)
+    for function_id, name in ((1, 3), (2, 4), (3, 5), (4, 6)):
+        message.function.add(id=function_id, name=name)
+    message.location.add(id=1).line.add(function_id=1)
+    inlined = message.location.add(id=2)
+    inlined.line.add(function_id=3)  # line[0]: memcpy, inlined into
+    inlined.line.add(function_id=2)  # line[1]: printf, "the last entry represents the caller"
+    message.location.add(id=3).line.add(function_id=4)
+    message.sample.add(location_id=[2, 1], value=[64])
+    message.sample.add(location_id=[3, 2, 1], value=[8])
+    return message.SerializeToString()
+
+
+def test_inlined_frames_come_caller_first():
+    """A location's lines are inlined callees first, their caller last (profile.proto): the tree has printf above
+    memcpy, as pprof's flame graph stacks them, and a callee of the location hangs under memcpy, the innermost."""
+    profile, _ = formats.load(_inlined_profile())
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
+        ("total", 0, 72, 0), ("main", 1, 72, 0), ("printf", 2, 72, 0), ("memcpy", 3, 72, 64), ("log", 4, 8, 8)]
+    assert report(profile)["topSelf"][0]["stack"] == ["main", "printf", "memcpy"]
+
+
+def _nameless(function=None, address=0, mapping=None):
+    """A one-frame profile: a location at ``address`` in ``mapping`` (a file name) with ``function`` (name, system
+    name) as its one line, or no line when None."""
+    pb = formats._pb2()
+    message = pb.Profile(string_table=["", "malloc", "bytes", *(function or ()), *([mapping] if mapping else [])])
+    message.sample_type.add(type=1, unit=2)
+    location = message.location.add(id=1, address=address)
+    if mapping:
+        message.mapping.add(id=7, filename=len(message.string_table) - 1)
+        location.mapping_id = 7
+    if function is not None:
+        message.function.add(id=1, name=3 if function[0] else 0, system_name=4 if function[1] else 0)
+        location.line.add(function_id=1)
+    message.sample.add(location_id=[1], value=[5])
+    return formats.load(message.SerializeToString())[0].nodes[1].label
+
+
+def test_a_function_without_a_name_is_named_as_pprof_names_it():
+    """Other exporters leave a function's name empty; pprof prints its system name, else the address in 16 hex
+    digits with the binary's base name, or <unknown> (internal/graph/graph.go NameComponents), never a blank."""
+    assert _nameless(("", "_ZN4cuda6mallocEm")) == "_ZN4cuda6mallocEm"
+    assert _nameless(("cuMemAlloc", "_cuMemAlloc"), address=0x7F3A9C2D1E40) == "cuMemAlloc"
+    assert _nameless(("", ""), address=0x7F3A9C2D1E40, mapping="/usr/lib/libcuda.so.1") == \
+        "00007f3a9c2d1e40 [libcuda.so.1]"
+    assert _nameless(("", ""), address=0x1000) == "0000000000001000 <unknown>"
+    assert _nameless(("", ""), mapping="/opt/bin/") == "[bin]"
+    assert _nameless(("", "")) == "<unknown>"
+    assert _nameless(None, address=0x7F3A9C2D1E40, mapping="libcudart.so") == "00007f3a9c2d1e40 [libcudart.so]"
+    assert formats.printable_name("", "", 0, "/") == "[/]"  # Go's filepath.Base("/")
+
+
+def _typed(types, default=0, values=None):
+    """A one-frame profile declaring ``types`` ((type, unit) pairs) and default_sample_type ``default`` (an index
+    into its string table)."""
+    pb = formats._pb2()
+    strings = ["", "f"]
+    for pair in types:
+        strings += [text for text in pair if text not in strings]
+    message = pb.Profile(string_table=strings, default_sample_type=default)
+    for kind, unit in types:
+        message.sample_type.add(type=strings.index(kind), unit=strings.index(unit))
+    message.function.add(id=1, name=1)
+    message.location.add(id=1).line.add(function_id=1)
+    message.sample.add(location_id=[1], value=values or list(range(1, len(types) + 1)))
+    return message.SerializeToString(), strings
+
+
+def test_default_sample_type_is_read_without_the_gpu_memory_one():
+    """"Index into the string table of the type of the preferred sample value" (profile.proto): a type name, matched
+    as pprof's SampleIndexByName matches it; read when there is no malloc:bytes, and said so."""
+    data, strings = _typed([("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_space", "bytes")])
+    with pytest.raises(FrameError, match="and no default_sample_type; pick one of alloc_objects:count, "):
+        formats.load(data)
+    data, _ = _typed([("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_space", "bytes")],
+                     strings.index("alloc_space"))
+    profile = formats.load(data)[0]
+    assert (profile.sample_type, profile.total, profile.default_sample_type) == ("alloc_space:bytes", 2, True)
+    flagged = formats.load(data, "inuse_space")[0]
+    assert flagged.total == 3 and not flagged.default_sample_type
+    data, strings = _typed([("alloc_space", "bytes"), ("malloc", "bytes")])
+    data, _ = _typed([("alloc_space", "bytes"), ("malloc", "bytes")], strings.index("alloc_space"))
+    gpu = formats.load(data)[0]  # the GPU-memory type comes first
+    assert (gpu.sample_type, gpu.total, gpu.default_sample_type) == ("malloc:bytes", 2, False)
+    data, _ = _typed([("alloc_space", "bytes"), ("inuse_space", "bytes")], strings.index("f"))  # names no type
+    with pytest.raises(FrameError, match="no default_sample_type; pick one of"):
+        formats.load(data)
+    data, _ = _typed([("alloc_space", "bytes"), ("inuse_space", "bytes")], 99)
+    with pytest.raises(FrameError, match=r"^not a pprof profile: default_sample_type points outside string_table"):
+        formats.load(data)
 
 
 def test_render_json_as_pyroscope_lays_it_out():
