@@ -1,9 +1,10 @@
 """Reading a flame graph: per function *self* and *total*, the leaf-first ranking, truncation, and comparison.
 
 Owns: :func:`function_totals` (a recursive function counted once per stack), :func:`truncated` (what the node limit
-folded into ``other``), :func:`report` (the ``--json`` shape: topSelf with each one's heaviest chain from the entry
-point, topTotal, orchestrators), :func:`diff_report` and :func:`merge` (two profiles compared per function and per
-call path). Inputs: :class:`flamegraph.model.Profile`. Outputs: plain dicts (JSON-ready) and merged trees. Errors:
+folded into ``other``), :func:`without` (frames of one name folded into their callers, ``--hide-trampolines``),
+:func:`report` (the ``--json`` shape: topSelf with each one's heaviest chain from the entry point, topTotal,
+orchestrators), :func:`diff_report` and :func:`merge` (two profiles compared per function and per call path).
+Inputs: :class:`flamegraph.model.Profile`. Outputs: plain dicts (JSON-ready) and merged trees. Errors:
 ``FrameError`` when two profiles measure different things. The reading recipe is docs/flamegraphs.md; why it reads
 this way: docs/decisions/flamegraph-reading.md.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from flamegraph.model import TRAMPOLINE, TRUNCATED, FrameError, Profile
+from flamegraph.model import TRAMPOLINE, TRUNCATED, FrameError, Node, Profile
 
 #: From this share of the root's total on, a function with no self is an orchestrator: the path, not the cause.
 ORCHESTRATOR_SHARE = 0.10
@@ -55,6 +56,36 @@ def truncated(profile: Profile) -> dict:
     amount = sum(node.value for node in cut)
     total = profile.total
     return {"total": amount, "percent": round(100.0 * amount / total, 2) if total else 0.0, "nodes": len(cut)}
+
+
+def without(profile: Profile, label: str = TRAMPOLINE) -> Profile:
+    """A copy of ``profile`` with every ``label`` frame folded into its caller: its callees become the caller's
+    (merged with a callee of the same name, as a tree merges stacks), its self the caller's self; each remaining
+    frame keeps its total, and the root its value. ``profile`` is not changed. What ``--hide-trampolines`` draws."""
+    if profile.root is None:
+        return profile
+    root = Node(profile.root.label, 0, profile.root.value, profile.root.self)
+    into: dict[int, Node] = {id(profile.root): root}  # id(original) -> the node it is now part of
+    child_of: dict[tuple[int, str], Node] = {}  # (id(new parent), label) -> the new callee
+    for node in profile.nodes[1:]:  # nested-set order: a caller before its callees
+        parent = into[id(node.parent)]
+        if node.label == label:  # its total is in its caller's already
+            parent.self += node.self
+            into[id(node)] = parent
+            continue
+        merged = child_of.get((id(parent), node.label))
+        if merged is None:
+            merged = child_of[(id(parent), node.label)] = Node(node.label, parent.level + 1, 0, 0, parent)
+            parent.children.append(merged)
+        merged.value += node.value
+        merged.self += node.self
+        into[id(node)] = merged
+    order, pending = [], [root]
+    while pending:
+        node = pending.pop()
+        order.append(node)
+        pending.extend(reversed(node.children))
+    return Profile(profile.unit, root, order, profile.sample_type, profile.default_sample_type)
 
 
 def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:

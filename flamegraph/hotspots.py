@@ -2,7 +2,7 @@
 
     python -m flamegraph.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
                              [--sample-type TYPE[:UNIT] | --profile-type ID]
-                             [--hide-trampolines] [--json] [--svg FILE]
+                             [--hide-trampolines] [--json] [--svg FILE [--palette blue-orange|classic]]
     python -m flamegraph.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
                              [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from cli import OneLineParser, exit_code
-from flamegraph.analysis import diff_report, report
+from flamegraph.analysis import diff_report, report, without
 from flamegraph.formats import find_frame, parse_frame, read_file
 from flamegraph.model import MAX_NODES_DEFAULT, MAX_NODES_MAX, TRAMPOLINE, TRUNCATED, FrameError
 from flamegraph.query import (
@@ -34,7 +34,7 @@ from flamegraph.query import (
     seconds,
     selector_problem,
 )
-from flamegraph.svg import diff_svg, flame_svg
+from flamegraph.svg import DEFAULT_PALETTE, PALETTES, diff_svg, flame_svg
 from flamegraph.text import TITLE, render, render_diff
 from stack import profile_types
 
@@ -67,10 +67,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "and shrank")
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
     parser.add_argument("--hide-trampolines", action="store_true",
-                        help=f"fold {TRAMPOLINE} frames out of the chains and lists")
+                        help=f"fold {TRAMPOLINE} frames out of the chains, the lists and the --svg picture")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--svg", metavar="FILE", help="also write the flame graph as a self-contained SVG (the --top "
-                        "self allocators highlighted; with --baseline, coloured by growth and shrinkage)")
+                        "self allocators highlighted; with --baseline, coloured by the change in each frame's share "
+                        "of its side's total)")
+    parser.add_argument("--palette", choices=sorted(PALETTES), help="with --baseline and --svg: the picture's colours, "
+                        f"{DEFAULT_PALETTE} (the default: told apart with colour-blindness) or classic (Pyroscope's "
+                        "green to red)")
     args = parser.parse_or_report(argv)
     if args is None:
         return 2
@@ -94,6 +98,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.from_file and ignored:
         return bad(f"{ignored[0]}: shapes the query --stack sends to Grafana; a --from-file profile is read as it "
                    "was saved (save it with that setting instead)")
+    if args.palette is not None and not (args.baseline is not None and args.svg):
+        return bad("--palette: colours the before-and-after picture; give it with --baseline and --svg")
     if args.top < 1:
         return bad(f"--top: expected a positive number (got {args.top})")
     if args.max_nodes is not None and not 1 <= args.max_nodes <= MAX_NODES_MAX:
@@ -150,7 +156,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             if baseline is None:
                 result = report(profile, args.top, args.hide_trampolines)
-                picture = flame_svg(profile, args.top, title) if args.svg else None
+                drawn = without(profile) if args.hide_trampolines else profile
+                picture = flame_svg(drawn, args.top, title) if args.svg else None
             else:
                 # An empty side compares with nothing: every function would read as grown from, or shrunk to, 0.
                 sides = ((baseline, f"--baseline {args.baseline}"), (profile, args.from_file or f"--since {since}"))
@@ -158,13 +165,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     if not side.total:
                         raise FrameError(f"{name}: no samples (an empty time range, or an empty export?); "
                                          "nothing to compare")
+                if args.hide_trampolines:
+                    baseline, profile = without(baseline), without(profile)
                 try:
                     result = diff_report(baseline, profile, args.top)
                 except FrameError as error:  # name the baseline file it is about
                     if Path(args.baseline).exists() and str(error).startswith("--baseline: "):
                         raise FrameError(f"--baseline {args.baseline}: {str(error)[len('--baseline: '):]}") from None
                     raise
-                picture = diff_svg(baseline, profile, title) if args.svg else None
+                picture = (diff_svg(baseline, profile, title, args.palette or DEFAULT_PALETTE) if args.svg
+                           else None)
         except FrameError as error:  # name the file it is in
             raise FrameError(f"{args.from_file}: {error}" if args.from_file and not str(error).startswith("--")
                              and not str(error).startswith(args.from_file) else str(error)) from None

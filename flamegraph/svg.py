@@ -2,10 +2,10 @@
 
 Owns: :func:`flame_svg` (an icicle as Grafana's panel draws it: width = total, self on hover, the top self
 allocators highlighted), :func:`diff_svg` (the merged tree of two profiles coloured as Pyroscope's diff view,
-:func:`diff_fill`), :func:`fit_label`. Inputs: :class:`flamegraph.model.Profile`. Outputs: UTF-8 SVG bytes, the same
-for the same profile. Errors: ``FrameError`` when a frame's callees add up to more than its own total.
-Upstream: grafana/grafana ``packages/grafana-flamegraph/src/FlameGraph/colors.ts``; why:
-docs/decisions/flamegraph-reading.md.
+:func:`diff_fill` over PALETTES), :func:`fit_label`. Inputs: :class:`flamegraph.model.Profile`. Outputs: UTF-8 SVG
+bytes, the same for the same profile. Errors: ``FrameError`` when a frame's callees add up to more than its own total.
+Upstream: grafana/grafana ``packages/grafana-flamegraph/src/FlameGraph/colors.ts`` and ``FlameGraphTooltip.tsx``;
+why: docs/decisions/flamegraph-reading.md.
 """
 
 from __future__ import annotations
@@ -165,42 +165,88 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
 
 # --- the before-and-after picture -----------------------------------------------------------------------
 
-#: Pyroscope's diff colours as Grafana's flame graph draws them (``getBarColorByDiff``, default scheme; the source in
-#: docs/decisions/flamegraph-reading.md): a linear scale from -100 % (shrank: green) through 0 (grey) to +100 % (grew:
-#: red) of the change in the node's *share* of its side's total.
-DIFF_COLOURS = ((0, 170, 0), (148, 142, 142), (200, 0, 0))
+#: Diff colours (shrank, the same, grew), the ends and middle of one linear scale. ``blue-orange``, the default: Okabe
+#: and Ito's blue and orange (Color Universal Design, 2008), told apart with every common colour-vision deficiency,
+#: around Grafana's grey; ``classic``: Pyroscope's green-grey-red as Grafana's flame graph draws it. Sources:
+#: docs/decisions/flamegraph-reading.md.
+PALETTES = {"blue-orange": ((0, 114, 178), (148, 142, 142), (230, 159, 0)),
+            "classic": ((0, 170, 0), (148, 142, 142), (200, 0, 0))}
+DEFAULT_PALETTE = "blue-orange"
+#: Palettes whose scale runs on past -100 and +100 % as d3's unclamped scale does (Grafana's red deepens to #ff0000);
+#: the others stop at their ends, as extrapolating blue-orange would leave orange for yellow.
+EXTRAPOLATED = {"classic"}
+#: What the legend calls each end of a palette.
+PALETTE_NAMES = {"blue-orange": ("blue", "orange"), "classic": ("green", "red")}
 
 
-def diff_fill(ticks_left: int, ticks_right: int, total_left: int, total_right: int) -> str:
-    """``getBarColorByDiff`` in Python: each side's share in percent rounded to 0.01, diff = (right - left) / left
-    * 100, through d3's ``scaleLinear().domain([-100, 0, 100])`` over DIFF_COLOURS (not clamped: d3 extrapolates,
-    the RGB channels are then clamped to 0..255 and rounded, as d3's colour output does); a side with no total at
-    all gives the neutral colour."""
+def _hex(rgb: Sequence[int]) -> str:
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+def share_change(ticks_left: int, ticks_right: int, total_left: int, total_right: int) -> tuple[float, float, float]:
+    """(share before, share after, change) in percent, as Grafana's diff tooltip and colour compute them: each side's
+    share of its own total rounded to 0.01, change = (after - before) / before * 100 (inf for a path only the
+    current has, nan when both shares are 0)."""
+    left = round(10000 * ticks_left / total_left) / 100 if total_left else 0.0
+    right = round(10000 * ticks_right / total_right) / 100 if total_right else 0.0
+    return left, right, (right - left) / left * 100 if left else math.inf if right else math.nan
+
+
+def diff_fill(ticks_left: int, ticks_right: int, total_left: int, total_right: int,
+              palette: str = DEFAULT_PALETTE) -> str:
+    """``getBarColorByDiff`` in Python over ``PALETTES[palette]``: :func:`share_change`'s change through d3's
+    ``scaleLinear().domain([-100, 0, 100])`` (for EXTRAPOLATED palettes not clamped: d3 extrapolates, the RGB channels
+    are then clamped to 0..255; the others stop at -100 and +100 %), rounded half up as d3's colour output rounds; a
+    side with no total at all gives the neutral colour."""
+    low, middle, high = PALETTES[palette]
     if not total_left or not total_right:
-        r, g, b = DIFF_COLOURS[1]
-        return f"#{r:02x}{g:02x}{b:02x}"
-    left = round(10000 * ticks_left / total_left) / 100
-    right = round(10000 * ticks_right / total_right) / 100
-    diff = (right - left) / left * 100 if left else math.inf if right else math.nan
+        return _hex(middle)
+    diff = share_change(ticks_left, ticks_right, total_left, total_right)[2]
     if math.isnan(diff):
         diff = 0.0
+    if palette not in EXTRAPOLATED:
+        diff = max(-100.0, min(100.0, diff))
     if diff < 0:
-        low, high, t = DIFF_COLOURS[0], DIFF_COLOURS[1], (diff + 100) / 100
+        start, end, t = low, middle, (diff + 100) / 100
     else:
-        low, high, t = DIFF_COLOURS[1], DIFF_COLOURS[2], diff / 100
+        start, end, t = middle, high, diff / 100
 
     def channel(a: int, b: int) -> int:
         value = a + (b - a) * t if b != a else a
-        return round(max(0.0, min(255.0, value)))
+        return math.floor(max(0.0, min(255.0, value)) + 0.5)  # JavaScript's Math.round: halves up, not to even
 
-    return "#" + "".join(f"{channel(a, b):02x}" for a, b in zip(low, high))
+    return _hex([channel(a, b) for a, b in zip(start, end)])
 
 
-def diff_svg(baseline: Profile, current: Profile, title: str = TITLE) -> bytes:
+def _luminance(fill: str) -> float:
+    """WCAG 2's relative luminance of a ``#rrggbb`` colour."""
+    def linear(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(int(fill[i:i + 2], 16)) for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_fill(fill: str) -> str:
+    """White or near-black (#111111), whichever contrasts more with ``fill`` (WCAG 2 contrast ratio): orange and
+    grey frames take dark text, blue and red ones white."""
+    light = _luminance(fill) + 0.05
+    return "#ffffff" if 1.05 / light >= light / (_luminance("#111111") + 0.05) else "#111111"
+
+
+def _percent(value: float) -> str:
+    return "new" if math.isinf(value) else "±0 %" if not value or math.isnan(value) else f"{value:+.1f} %"
+
+
+def diff_svg(baseline: Profile, current: Profile, title: str = TITLE, palette: str = DEFAULT_PALETTE) -> bytes:
     """Both profiles as one SVG flame graph, as Pyroscope's diff view draws them: the merged call tree, a frame's
-    width the baseline's and the current total added, its colour :func:`diff_fill` of the change in its share
-    (red grew, green shrank, grey the same; a path only the current has is full red, one only the baseline has full
-    green). Hover: both totals and selfs and the change. Otherwise laid out as :func:`flame_svg`."""
+    width the baseline's and the current total added, its colour :func:`diff_fill` (``palette``, a key of PALETTES)
+    of the change in its *share of its side's total*, not of its bytes: a frame whose bytes held takes a colour when
+    the total moved, and the legend says so. Hover (the ``<title>``): total and self in bytes before -> after with
+    the difference, then the share before -> after with its change (what the colour shows). Labels white or dark,
+    whichever reads better on the fill. Otherwise laid out as :func:`flame_svg`; FrameError as :func:`flame_svg`,
+    or when the two measure different things."""
     check_comparable(baseline, current)
     unit = current.unit
     nodes = merge(baseline, current)
@@ -215,28 +261,35 @@ def diff_svg(baseline: Profile, current: Profile, title: str = TITLE) -> bytes:
     legend_top = graph_top + depth * ROW + 24
     height = legend_top + 3 * 18 + 6
     svg = _svg_page(height, heading,
-                    "Width: before + after. Colour: the change in a frame's share of its side's total, "
-                    "as Pyroscope's diff view.")
+                    "Width: before + after. Colour: the change in a frame's share of its side's total (as Pyroscope's "
+                    "diff view), not of its bytes: hover for those.")
     graph = ET.SubElement(svg, "g", {"font-family": MONOSPACE, "font-size": str(FONT_SIZE)})
     for node, x, width in frames:
         (b_total, a_total), (b_self, a_self) = node.total, node.self
+        before, after, change = share_change(b_total, a_total, left_total, right_total)
         group = ET.SubElement(graph, "g", {"class": "frame"})
         ET.SubElement(group, "title").text = (
-            f"{node.label}\nbefore: total {human(b_total, unit)}, self {human(b_self, unit)}"
-            f"\nafter: total {human(a_total, unit)}, self {human(a_self, unit)}"
-            f"\nchange: total {signed(a_total - b_total, unit)}, self {signed(a_self - b_self, unit)}")
+            f"{node.label}"
+            f"\ntotal {human(b_total, unit)} → {human(a_total, unit)} ({signed(a_total - b_total, unit)})"
+            f"\nself {human(b_self, unit)} → {human(a_self, unit)} ({signed(a_self - b_self, unit)})"
+            f"\nshare of its side's total {before:.2f} % → {after:.2f} % ({_percent(change)}): the colour")
         y = graph_top + node.level * ROW
+        fill = diff_fill(b_total, a_total, left_total, right_total, palette)
         ET.SubElement(group, "rect", {"x": _px(x), "y": str(y), "width": _px(width), "height": str(ROW - 1), "rx": "2",
-                                      "fill": diff_fill(b_total, a_total, left_total, right_total)})
+                                      "fill": fill})
         label = fit_label(node.label, float(_px(width)))
         if label:
-            ET.SubElement(group, "text", {"x": _px(x + TEXT_PAD), "y": str(y + 12), "fill": "#ffffff"}).text = label
+            ET.SubElement(group, "text", {"x": _px(x + TEXT_PAD), "y": str(y + 12),
+                                          "fill": text_fill(fill)}).text = label
     legend = ET.SubElement(svg, "g", {"font-size": "12", "fill": "#111111"})
-    for row, (rgb, text) in enumerate(zip(DIFF_COLOURS, ("shrank (-100 % of its share or more: green)",
-                                                         "unchanged share", "grew (+100 % or more, or new: red)"))):
+    low, high = PALETTE_NAMES[palette]
+    for row, (rgb, text) in enumerate(zip(PALETTES[palette], (
+            f"{low}: its share of its side's total fell (-100 %, full {low}: gone)",
+            "grey: the same share of its side's total (its bytes may still have changed: hover)",
+            f"{high}: its share of its side's total rose (+100 % or more, or new: full {high})"))):
         y = legend_top + row * 18
         ET.SubElement(legend, "rect", {"x": str(SVG_MARGIN), "y": str(y - 11), "width": "12", "height": "12", "rx": "2",
-                                       "fill": "#" + "".join(f"{c:02x}" for c in rgb)})
+                                       "fill": _hex(rgb)})
         ET.SubElement(legend, "text", {"x": str(SVG_MARGIN + 18), "y": str(y)}).text = text
     ET.indent(svg)
     return ET.tostring(svg, encoding="utf-8", xml_declaration=True) + b"\n"

@@ -2,7 +2,8 @@
 
 Owns: :func:`human` (amounts in the unit as Grafana's flame graph shows it), :func:`render` (one profile: the
 widest self allocators with their chains, the widest totals, the orchestrators, the legend), :func:`render_diff`
-(before and after), :func:`truncation_lines` (the share the node limit folded and the hint to raise it), ``TITLE``.
+(before and after, with DIFF_NOTE on what its amounts and the picture's colours are), :func:`truncation_lines` (the
+share the node limit folded and the hint to raise it), ``TITLE``.
 Inputs: the dicts of :mod:`flamegraph.analysis`. Outputs: strings. Errors: none. Why it reads so:
 docs/decisions/flamegraph-reading.md.
 """
@@ -21,6 +22,9 @@ LEGEND = """Legend: self = memory the function allocated itself; total = with ev
   0x7f3a9c2d1e40                 native or CUDA code without symbols (a driver or library frame);
   00007f3a9c2d1e40 [libcuda.so]  the same from a pprof file, as pprof prints it: the address, the binary or <unknown>.
   Start from the widest self allocator; wide frames with zero self only pass the memory on."""
+DIFF_NOTE = """Amounts: before -> after (the change), per function. The --svg picture colours a frame by the change
+in its share of its side's total, as Pyroscope's diff view does, not by its bytes: a frame whose bytes held is
+coloured when the total moved (hover it for its bytes)."""
 
 
 def human(amount: int, unit: str) -> str:
@@ -99,4 +103,5 @@ def render_diff(result: dict, title: str = TITLE, max_nodes: Optional[int] = Non
                          f"({signed(e['total']['change'], unit)})")
         if not result[key]:
             lines.append("  (none)")
+    lines += ["", DIFF_NOTE]
     return "\n".join(lines)

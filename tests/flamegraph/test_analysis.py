@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flamegraph.analysis import diff_report, report
+from flamegraph.analysis import diff_report, report, without
 from flamegraph.formats import parse_frame
 from flamegraph.text import human, render, render_diff
 from tests.support.flamegraphs import (
@@ -146,3 +146,19 @@ def test_diff_lists_growth_first_then_shrinkage():
     assert text.splitlines()[0] == "GPU memory allocations, before -> after: 30 B -> 65 B (+35 B)"
     assert "   1. a  self 10 B -> 40 B (+30 B), total 10 B -> 40 B (+30 B)" in text
     assert "   1. c  self 10 B -> 0 B (-10 B), total 10 B -> 0 B (-10 B)" in text
+
+
+def test_without_folds_trampolines_into_their_callers():
+    """A trampoline's callees become its caller's, merged with a callee of the same name; its self goes to the
+    caller; totals hold, and the profile given is left as it was."""
+    tree = T("total", 0, T("main", 1, T("<interpreter trampoline>", 2, T("load", 10), T("warm", 3)), T("load", 5),
+                            T("<interpreter trampoline>", 0, T("<interpreter trampoline>", 0, T("run", 7)))))
+    profile = parse_frame(frame(tree))
+    before = [(n.label, n.level, n.value, n.self) for n in profile.nodes]
+    folded = without(profile)
+    assert [(n.label, n.level, n.value, n.self) for n in folded.nodes] == [
+        ("total", 0, 28, 0), ("main", 1, 28, 3), ("load", 2, 15, 15), ("warm", 2, 3, 3), ("run", 2, 7, 7)]
+    assert [n.parent.label for n in folded.nodes[1:]] == ["total", "main", "main", "main"]
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == before
+    assert report(folded)["topSelf"] == report(folded, hide_trampolines=True)["topSelf"]
+    assert without(parse_frame(frame(T("total", 0)))).total == 0

@@ -9,6 +9,7 @@ import pytest
 from flamegraph import formats, hotspots
 from flamegraph.query import seconds
 from flamegraph.svg import flame_svg
+from flamegraph.text import DIFF_NOTE
 from offline.program import run
 from stack import profile_types
 from tests.support import ROOT
@@ -377,3 +378,43 @@ def test_a_file_of_another_sample_type_is_not_called_gpu_memory(tmp_path):
     done = cli("--from-file", str(tmp_path / "cpu.pb"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "Profile cpu:nanoseconds: 5 nanoseconds in all"
+
+
+def test_hide_trampolines_draws_none_in_the_svg(tmp_path):
+    """--hide-trampolines folds CPython's trampolines out of the picture too (it changed only the text before), and of
+    both sides of a comparison, its lists and its picture."""
+    shown, hidden = tmp_path / "shown.svg", tmp_path / "hidden.svg"
+    assert cli("--from-file", str(EXAMPLE), "--svg", str(shown)).returncode == 0
+    done = cli("--from-file", str(EXAMPLE), "--svg", str(hidden), "--hide-trampolines")
+    assert done.returncode == 0, done.stderr
+    trampolines = [f for f in drawn(shown.read_bytes()) if f["title"].startswith("<interpreter trampoline>\n")]
+    assert trampolines and not [f for f in drawn(hidden.read_bytes()) if "<interpreter trampoline>" in f["title"]]
+    assert drawn(hidden.read_bytes())[0]["title"] == drawn(shown.read_bytes())[0]["title"]  # the same total
+    diff = tmp_path / "diff.svg"
+    done = cli("--from-file", str(EXAMPLE_AFTER), "--baseline", str(EXAMPLE), "--svg", str(diff), "--hide-trampolines",
+               "--top", "50")
+    assert done.returncode == 0, done.stderr
+    assert "<interpreter trampoline>" not in done.stdout.split("Grew", 1)[1]
+    assert drawn(diff.read_bytes()) and not [f for f in drawn(diff.read_bytes()) if "trampoline" in f["title"]]
+
+
+def test_palette_picks_the_diff_colours_and_needs_the_picture(tmp_path):
+    classic, default = tmp_path / "classic.svg", tmp_path / "default.svg"
+    for out, extra in ((classic, ["--palette", "classic"]), (default, [])):
+        done = cli("--from-file", str(EXAMPLE_AFTER), "--baseline", str(EXAMPLE), "--svg", str(out), *extra)
+        assert done.returncode == 0, done.stderr
+    fills = {f["fill"] for f in drawn(classic.read_bytes())}
+    assert "#948e8e" in fills and not fills & {"#0072b2", "#e69f00"}
+    assert fills != {f["fill"] for f in drawn(default.read_bytes())}
+    done = cli("--from-file", str(EXAMPLE), "--svg", str(classic), "--palette", "classic")
+    assert done.returncode == 2 and done.stderr == (
+        "error: --palette: colours the before-and-after picture; give it with --baseline and --svg\n")
+    done = cli("--from-file", str(EXAMPLE), "--palette", "rainbow")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--palette" in done.stderr
+
+
+def test_the_diff_report_says_what_its_amounts_and_the_colours_are():
+    done = cli("--from-file", str(EXAMPLE_AFTER), "--baseline", str(EXAMPLE), "--top", "3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(DIFF_NOTE + "\n")
+    assert "share of its side's total" in DIFF_NOTE and "not by its bytes" in DIFF_NOTE

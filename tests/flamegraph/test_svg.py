@@ -10,9 +10,11 @@ from flamegraph.formats import parse_frame
 from flamegraph.model import FrameError
 from flamegraph.svg import (
     CHAR_WIDTH,
+    DEFAULT_PALETTE,
     FONT_SIZE,
     HIGHLIGHT_FILL,
     MONOSPACE,
+    PALETTES,
     QUIET_FILL,
     ROW,
     SVG_MARGIN,
@@ -22,6 +24,7 @@ from flamegraph.svg import (
     diff_svg,
     fit_label,
     flame_svg,
+    text_fill,
 )
 from flamegraph.text import human
 from tests.support.flamegraphs import (
@@ -166,24 +169,71 @@ def test_other_frames_are_grey_in_the_svg():
 
 def test_diff_colours_follow_grafanas_rule():
     grey, green, red = "#948e8e", "#00aa00", "#c80000"
-    assert diff_fill(10, 10, 100, 100) == grey  # the same share
-    assert diff_fill(10, 20, 100, 200) == grey  # twice as much of twice the total: the same share
-    assert diff_fill(10, 0, 100, 100) == green  # gone: -100 %
-    assert diff_fill(10, 20, 100, 100) == red  # doubled: +100 %
-    assert diff_fill(0, 20, 100, 100) == "#ff0000"  # new: d3 extrapolates, channels clamp
-    assert diff_fill(10, 15, 100, 100) == "#ae4747"  # +50 %: half way from grey to red
-    assert diff_fill(10, 5, 100, 100) == "#4a9c47"  # -50 %
-    assert diff_fill(10, 10, 0, 100) == grey  # one side empty: neutral
+    assert diff_fill(10, 10, 100, 100, "classic") == grey  # the same share
+    assert diff_fill(10, 20, 100, 200, "classic") == grey  # twice as much of twice the total: the same share
+    assert diff_fill(10, 0, 100, 100, "classic") == green  # gone: -100 %
+    assert diff_fill(10, 20, 100, 100, "classic") == red  # doubled: +100 %
+    assert diff_fill(0, 20, 100, 100, "classic") == "#ff0000"  # new: d3 extrapolates, channels clamp
+    assert diff_fill(10, 15, 100, 100, "classic") == "#ae4747"  # +50 %: half way from grey to red
+    assert diff_fill(10, 5, 100, 100, "classic") == "#4a9c47"  # -50 %
+    assert diff_fill(10, 10, 0, 100, "classic") == grey  # one side empty: neutral
 
 
-def test_diff_svg_colours_and_widths():
+def test_the_default_diff_palette_is_blue_to_orange():
+    """Okabe and Ito's blue and orange around the same grey, on the same scale: the default, not red and green."""
+    assert DEFAULT_PALETTE == "blue-orange" and PALETTES["blue-orange"][1] == PALETTES["classic"][1]
+    assert diff_fill(10, 0, 100, 100) == "#0072b2"  # gone: Okabe-Ito blue
+    assert diff_fill(10, 20, 100, 100) == "#e69f00"  # doubled: Okabe-Ito orange
+    assert diff_fill(10, 10, 100, 100) == diff_fill(10, 20, 100, 200) == "#948e8e"
+    assert diff_fill(10, 15, 100, 100) == "#bd9747"  # +50 %: half way to orange, 150.5 rounded up as d3 rounds
+    assert diff_fill(0, 20, 100, 100) == diff_fill(10, 30, 100, 100) == "#e69f00"  # new, tripled: full orange
+
+
+def test_labels_contrast_with_their_fill():
+    assert [text_fill(f) for f in ("#0072b2", "#948e8e", "#e69f00", "#c80000", "#00aa00")] == [
+        "#ffffff", "#111111", "#111111", "#ffffff", "#111111"]
+
+
+def _legend(document: bytes) -> list[str]:
+    svg = ET.fromstring(document)
+    return [t.text for t in svg.iter(f"{SVG}text") if t.text and t.get("font-size") is None
+            and t.get("fill") is None and t.get("x") == str(SVG_MARGIN + 18)]
+
+
+def test_diff_svg_says_its_colour_is_the_share_and_hovers_the_bytes():
+    """Halving the KV cache leaves the weights' bytes as they were, but their share of a smaller total rises: the
+    frame is coloured (orange), so the legend names the measure and the hover gives the bytes, which held."""
     document = diff_svg(example_profile(), kv_halved(example_profile()))
     frames = drawn(document)
     kv = next(f for f in frames if f["title"].startswith(KV + "\n"))
     r, g, b = (int(kv["fill"][i:i + 2], 16) for i in (1, 3, 5))
-    assert g > r and g > b  # green: its share shrank
-    load = next(f for f in frames if f["title"].startswith("LlamaMLP.__init__\n"))
-    r, g, b = (int(load["fill"][i:i + 2], 16) for i in (1, 3, 5))
-    assert r > g  # unchanged amount, larger share of a smaller total: red, as Pyroscope shows it
+    assert b > r and b > g  # blue: its share shrank
+    assert kv["title"].split("\n")[1:] == [
+        "total 55.1 GiB → 27.5 GiB (-27.5 GiB)", "self 55.1 GiB → 27.5 GiB (-27.5 GiB)",
+        "share of its side's total 74.89 % → 59.86 % (-20.1 %): the colour"]
+    weights = next(f for f in frames if f["title"].startswith("LlamaMLP.__init__\n"))
+    r, g, b = (int(weights["fill"][i:i + 2], 16) for i in (1, 3, 5))
+    assert r > g > b  # orange: the same bytes, a larger share of a smaller total
+    assert weights["title"].split("\n")[1:3] == ["total 10.5 GiB → 10.5 GiB (±0 B)", "self 10.5 GiB → 10.5 GiB (±0 B)"]
+    assert weights["title"].endswith("(+59.9 %): the colour")
     assert frames[0]["width"] == SVG_WIDTH - 2 * SVG_MARGIN
-    assert "change: total -27.5 GiB, self -27.5 GiB" in kv["title"]
+    assert frames[0]["title"].endswith("share of its side's total 100.00 % → 100.00 % (±0 %): the colour")
+    legend = _legend(document)
+    assert legend == ["blue: its share of its side's total fell (-100 %, full blue: gone)",
+                      "grey: the same share of its side's total (its bytes may still have changed: hover)",
+                      "orange: its share of its side's total rose (+100 % or more, or new: full orange)"]
+    assert not [t for t in legend if "grew" in t or "shrank" in t]
+    subtitle = [t.text for t in ET.fromstring(document).iter(f"{SVG}text")][1]
+    assert "share of its side's total" in subtitle and "not of its bytes" in subtitle
+
+
+def test_diff_svg_in_the_classic_palette():
+    document = diff_svg(example_profile(), kv_halved(example_profile()), palette="classic")
+    frames = drawn(document)
+    kv = next(f for f in frames if f["title"].startswith(KV + "\n"))
+    r, g, b = (int(kv["fill"][i:i + 2], 16) for i in (1, 3, 5))
+    assert g > r and g > b  # green: its share shrank
+    assert _legend(document)[0].startswith("green: its share") and _legend(document)[2].startswith("red: its share")
+    new = drawn(diff_svg(parse_frame(frame(T("total", 0, T("a", 5)))),
+                         parse_frame(frame(T("total", 0, T("a", 5), T("b", 5))))))
+    assert next(f for f in new if f["title"].startswith("b\n"))["title"].endswith("0.00 % → 50.00 % (new): the colour")
