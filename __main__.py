@@ -124,6 +124,7 @@ pyroscope = Pyroscope(
         private_link_subnet=cfg.private_link_subnet,
         private_link_ip_address_count=cfg.private_link_ip_address_count,
         timeout_seconds=cfg.pyroscope_release_timeout_seconds,
+        termination_grace_period_seconds=cfg.pyroscope_termination_grace_period_seconds,
         persistence=cfg.pyroscope_persistence,
         storage_class=cfg.pyroscope_storage_class,
         storage_size=cfg.pyroscope_storage_size,

@@ -66,6 +66,8 @@ class PyroscopeArgs:
     ``mode``: ``single-binary`` or ``microservices``; with the latter, ``storage_account``/``blob_container`` hold the
     profiles, ``workload_identity_client_id`` is the identity's client id (``components.pyroscope_storage``), and
     ``storage_ready`` what the release waits for (the federated credential and the role assignment).
+    ``termination_grace_period_seconds``: the ingester's time to flush its head block on shutdown, the single binary's
+    pod's or the ingesters' in microservices mode (docs/decisions/pyroscope-chart.md, "Shutdown grace period").
     """
 
     chart: str
@@ -88,6 +90,7 @@ class PyroscopeArgs:
     network_policy: bool
     allowed_cidrs: Sequence[str]
     mode: str
+    termination_grace_period_seconds: int
     namespace: Optional[k8s.core.v1.Namespace] = None
     storage_account: str = ""
     blob_container: str = ""
@@ -165,7 +168,7 @@ def extra_args(args: PyroscopeArgs) -> dict[str, str]:
 def chart_values(args: PyroscopeArgs) -> dict:
     """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
     filesystem storage on a persistent volume (or an emptyDir), retention, requests and limits, off GPU nodes, no
-    self-profiling push, LoadBalancer Service on 4040, Alloy and MinIO off."""
+    self-profiling push, LoadBalancer Service on 4040, the shutdown grace period, Alloy and MinIO off."""
     persistence: dict = {"enabled": args.persistence}
     if args.persistence:
         persistence.update({"accessModes": ["ReadWriteOnce"], "size": args.storage_size,
@@ -182,6 +185,9 @@ def chart_values(args: PyroscopeArgs) -> dict:
             "self_profiling": {"disable_push": True},
             "storage": {"backend": "filesystem", "filesystem": {"dir": BUCKET_DIR}},
         },
+        # Kubernetes' 30 s default cuts the ingester's shutdown flush short; chart 1.15.0 sets a grace period only
+        # for the microservices ingester and compactor.
+        "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
     }
     if args.node_selector:
         pyroscope["nodeSelector"] = dict(sorted(args.node_selector.items()))
@@ -240,6 +246,8 @@ def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
     pyroscope["service"] = {"port": PORT, "type": "ClusterIP"}
     # The volume: the ingesters' claims (a Deployment with persistence would mount a claim <name>-data nobody makes).
     components["ingester"]["persistence"] = pyroscope.pop("persistence")
+    # The flush time goes to the ingesters only: a global value would reach every Deployment too.
+    components["ingester"]["terminationGracePeriodSeconds"] = pyroscope.pop("terminationGracePeriodSeconds")
     pyroscope["persistence"] = {"enabled": False}
     pyroscope["components"] = {name: dict(sorted(spec.items())) for name, spec in sorted(components.items())}
     # Sizes are per component (the chart's); the single binary's requests would merge under each of them.

@@ -5,7 +5,8 @@ resources is stable), :func:`compute` -> :class:`Diff` (per resource by URN: ``c
 input path, ``replace`` with its order and reasons, ``delete``, ``same``; ``order``, the engine's actions for
 ``pulumi up``, :func:`engine_order`, run on :mod:`offline.engine`; its text is :mod:`offline.diff_text`). AN OFFLINE
 ESTIMATE from the engine's and providers' rules (:mod:`offline.replacement`). Input: a base plan JSON and the head.
-Output: a :class:`Diff`. Errors: ``KeyError``/``ValueError`` for a step asked by a name that names none or several.
+Output: a :class:`Diff`. Errors: ``ValueError`` for a base the engine would refuse (:mod:`offline.plan_state`);
+``KeyError``/``ValueError`` for a step asked by a name that names none or several.
 Research: docs/decisions/offline-diff.md.
 Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from offline import engine, replacement
+from offline import engine, plan_state, replacement
 from offline.program import SECRET, UNKNOWN, AtUp, join_path
 
 OPS = ("create", "update", "replace", "delete", "same", "read")
@@ -135,6 +136,9 @@ class _Model:
 
     def __init__(self, base: Mapping, head: Mapping, property_dependencies: Optional[Mapping] = None,
                  forced: Optional[Mapping[str, str]] = None) -> None:
+        refused = plan_state.problem(base)
+        if refused:
+            raise ValueError(f"the base plan: {plan_state.REFUSED}: {refused}")
         self.base, self.head = base, head
         self.base_by = {r["urn"]: r for r in base["resources"]}
         self.head_by = {r["urn"]: r for r in head["resources"]}
@@ -157,18 +161,7 @@ class _Model:
 
     def snapshot(self) -> list[engine.State]:
         """The base plan as ``pulumi up`` left it: every resource in create order, ids stand-ins."""
-        states = []
-        for urn in self.base["createOrder"]:
-            r = self.base_by[urn]
-            states.append(engine.State(
-                urn=urn, type=r["type"], custom=r["custom"], id=f"base:{r['name']}" if r["custom"] else "",
-                inputs=r["inputs"], outputs=r["inputs"], parent=r["parent"],
-                provider=f"{r['provider']}::base:{r['provider'].rsplit('::', 1)[-1]}" if r.get("provider") else None,
-                dependencies=list(r["dependencies"]), property_dependencies=self.base_property_dependencies(r),
-                protect=bool(r["options"].get("protect")), retain_on_delete=bool(r["options"].get("retainOnDelete")),
-                replace_with=list(r["options"].get("replaceWith") or []),
-                ignore_changes=list(r["options"].get("ignoreChanges") or [])))
-        return states
+        return plan_state.states(self.base, self.base_property_dependencies)
 
     def program(self, monitor: engine.Monitor) -> None:
         for urn in self.head["createOrder"]:

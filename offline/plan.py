@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from cli import OneLineParser, exit_code, require_virtualenv
 
 with require_virtualenv("offline.plan"):  # the plan runs the program: it needs requirements.txt installed
-    from offline import adopt, diff_text
+    from offline import adopt, diff_text, plan_state
     from offline import diff as plan_diff
     from offline.program import ConfigSet, Plan, Resource, run
     from stack_config.schema import ConfigError
@@ -324,7 +324,8 @@ def _write_import_file(args: argparse.Namespace) -> int:
 
 
 def _read_base(path: str) -> dict:
-    """The base plan JSON; ValueError (exit 2) naming the file when it is missing or not a plan."""
+    """The base plan JSON; ValueError (exit 2) naming the file when it is missing, not a plan, or a state the engine
+    would refuse (:func:`offline.plan_state.problem`)."""
     try:
         with open(path, encoding="utf-8") as fh:
             base = json.load(fh)
@@ -335,6 +336,9 @@ def _read_base(path: str) -> dict:
     if not isinstance(base, dict) or not {"resources", "createOrder", "destroyOrder"} <= set(base):
         raise ValueError(f"--diff-against: {path} is not a plan (expected the output of "
                          "`python -m offline.plan --json`)")
+    refused = plan_state.problem(base)
+    if refused:
+        raise ValueError(f"--diff-against: {path}: {plan_state.REFUSED}: {refused}")
     return base
 
 

@@ -367,6 +367,8 @@ RULES: dict[str, Rule] = {
     ),
     "pyroscopeImageTag": _image_tag,
     "pyroscopeReleaseTimeoutSeconds": _between(60, 3600, "seconds"),
+    # Kubernetes' own default (30 s) at least, and chart 1.15.0 leaves a 0 out (docs/decisions/pyroscope-chart.md).
+    "pyroscopeTerminationGracePeriodSeconds": _between(30, 3600, "seconds"),
     "pyroscopeStorageClass": _storage_class,
     "pyroscopeStorageSize": _storage_size,
     "pyroscopeRetention": _retention,

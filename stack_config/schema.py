@@ -88,6 +88,7 @@ class StackConfig:
     pyroscope_image_repository: str
     pyroscope_image_tag: str
     pyroscope_release_timeout_seconds: int
+    pyroscope_termination_grace_period_seconds: int
     pyroscope_persistence: bool
     pyroscope_storage_class: str
     pyroscope_storage_size: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from offline.engine.resource import State
+from offline.engine.resource import State, is_provider
 
 
 def rebuild_base_state(olds: list[State], gone: set[int]) -> list[State]:
@@ -41,24 +41,49 @@ def rebuild_base_state(olds: list[State], gone: set[int]) -> list[State]:
     return kept
 
 
+#: Each reference kind's two refusals in ``VerifyIntegrity``: named resource later in the state, or nowhere in it.
+_REFUSALS = {
+    "parent": ("child resource {urn}'s parent {dep} comes after it",
+               "child resource {urn} refers to missing parent {dep}"),
+    "dependency": ("resource {urn}'s dependency {dep} comes after it",
+                   "resource {urn}'s dependency {dep} refers to missing resource"),
+    "property": ("resource {urn}'s property dependency {dep} (from property {key}) comes after it",
+                 "resource {urn}'s property dependency {dep} (from property {key}) refers to missing resource"),
+    "deletedWith": ("resource {urn} is specified as being deleted with {dep}, which comes after it",
+                    "resource {urn} is specified as being deleted with {dep}, which is missing"),
+    "replaceWith": ("resource {urn} is specified as being replaced with {dep}, which comes after it",
+                    "resource {urn} is specified as being replaced with {dep}, which is missing"),
+}
+
+
+def _references(state: State) -> list[tuple[str, str, str]]:
+    """``(kind, urn, property key)`` in ``GetAllDependencies``' order (the provider apart)."""
+    refs = [("parent", state.parent, "")] if state.parent else []
+    refs += [("dependency", u, "") for u in state.dependencies if u]
+    refs += [("property", u, key) for key, us in state.property_dependencies.items() for u in us if u]
+    refs += [("deletedWith", state.deleted_with, "")] if state.deleted_with else []
+    refs += [("replaceWith", u, "") for u in state.replace_with if u]
+    return refs
+
+
 def verify_integrity(snapshot: list[State]) -> Optional[str]:
-    """``Snapshot.VerifyIntegrity``: the first problem, or None. Each dependency, parent, ``deletedWith`` and
-    ``replaceWith`` must name a resource earlier in the state; a URN may appear twice only when all but one of its
-    states are pending deletion."""
+    """``Snapshot.VerifyIntegrity``: the first problem, in its words, or None. A resource's provider reference
+    (``<urn>::<id>``) must name a provider earlier in the state (unless the resource is pending replacement); each
+    parent, dependency, property dependency, ``deletedWith`` and ``replaceWith`` a resource earlier in the state
+    ("comes after it" when it is later, "missing" when it is nowhere); a URN may appear twice only when all but one
+    of its states are pending deletion."""
     seen: dict[str, list[State]] = {}
+    providers: set[str] = set()
     for position, state in enumerate(snapshot):
-        for kind, urn in state.all_dependencies():
+        if is_provider(state.type):
+            providers.add(f"{state.urn}::{state.id}")
+        if state.provider and state.provider not in providers and not state.pending_replacement:
+            return f"resource {state.urn} refers to unknown provider {state.provider}"
+        for kind, urn, key in _references(state):
             if urn in seen:
                 continue
-            after = any(other.urn == urn for other in snapshot[position + 1:])
-            what = {"parent": f"child resource {state.urn} refers to missing parent {urn}",
-                    "dependency": f"resource {state.urn}'s dependency {urn} refers to missing resource",
-                    "property": f"resource {state.urn}'s property dependency {urn} refers to missing resource",
-                    "deletedWith": f"resource {state.urn} is specified as being deleted with {urn}, which is missing",
-                    "replaceWith": f"resource {state.urn} is specified as being replaced with {urn}, which is missing"}
-            if after:
-                return f"resource {state.urn}'s {kind} {urn} comes after it"
-            return what[kind]
+            later = any(other.urn == urn for other in snapshot[position + 1:])
+            return _REFUSALS[kind][0 if later else 1].format(urn=state.urn, dep=urn, key=key)
         seen.setdefault(state.urn, []).append(state)
     for urn, states in seen.items():
         deletes = sum(1 for s in states if s.delete)

@@ -139,6 +139,8 @@ def test_in_cluster_url_output(plan):
 #: text that reads it: ``persistence.storageClassName`` and ``extraArgs`` (a map whose every entry becomes
 #: ``-<key>=<value>``) in chart 1.15.0 ``templates/deployments-statefulsets.yaml``.
 TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{ $persistence.storageClassName }}",
+                 "pyroscope.terminationGracePeriodSeconds":
+                     "terminationGracePeriodSeconds: {{ $values.terminationGracePeriodSeconds }}",
                  **{f"pyroscope.extraArgs.{flag}": '- "-{{ $key }}={{ $value }}"'
                     for flag in ("compactor.blocks-retention-period", "compactor.data-dir",
                                  "querier.max-query-lookback")}}
@@ -539,3 +541,19 @@ def test_switching_the_mode_replaces_the_release():
         options = program.run("dev", {"pyroscopeMode": mode}).one(RELEASE).options
         assert set(MODE_PATHS) <= set(options["replaceOnChanges"])
     assert PRIVATE_LINK_POLICY == "pyroscope-private-link"
+
+
+def test_the_grace_period_is_the_single_binarys_or_the_ingesters():
+    """``termination_grace_period_seconds`` is ``pyroscope.terminationGracePeriodSeconds`` for the single binary; in
+    microservices mode it is the ingesters' (the chart's 600 by default) and not global, which every component would
+    merge; the compactor keeps the chart's 1200."""
+    from components.pyroscope import CHART_COMPONENTS
+
+    single = chart_values(pyroscope_args(termination_grace_period_seconds=900))["pyroscope"]
+    assert single["terminationGracePeriodSeconds"] == 900
+    micro = chart_values(pyroscope_args(mode="microservices", termination_grace_period_seconds=900))["pyroscope"]
+    assert "terminationGracePeriodSeconds" not in micro
+    assert micro["components"]["ingester"]["terminationGracePeriodSeconds"] == 900
+    assert micro["components"]["compactor"]["terminationGracePeriodSeconds"] == 1200
+    default = chart_values(pyroscope_args(mode="microservices"))["pyroscope"]["components"]
+    assert default["ingester"] == {**CHART_COMPONENTS["ingester"], "persistence": default["ingester"]["persistence"]}

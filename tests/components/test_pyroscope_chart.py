@@ -642,3 +642,40 @@ def test_the_write_path_service_selects_the_distributors_http_port(tmp_path):
     assert all(labels.get(k) == v for k, v in service["selector"].items())
     names = {p["name"] for c in distributor["spec"]["template"]["spec"]["containers"] for p in c["ports"]}
     assert service["ports"][0]["targetPort"] in names
+
+
+def _chart_micro_values() -> dict:
+    """Chart 1.15.0's own values-micro-services.yaml, read from the reference archive."""
+    import tarfile
+
+    with tarfile.open(reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")) as archive:
+        member = archive.extractfile("pyroscope/values-micro-services.yaml")
+        assert member is not None
+        return yaml.safe_load(member.read())
+
+
+@pytest.mark.parametrize("overrides,seconds", [({}, 600), ({"pyroscopeTerminationGracePeriodSeconds": "1800"}, 1800)])
+def test_the_single_binary_pod_gets_the_time_to_flush_its_head_block(tmp_path, overrides, seconds):
+    """Chart 1.15.0 renders no terminationGracePeriodSeconds for the single binary (component ``all``) unless
+    ``pyroscope.terminationGracePeriodSeconds`` is set, and Kubernetes' default is 30 s: the StatefulSet's pod spec
+    carries the stack's value, 600 s by default (the maintainers' ingester value, grafana/phlare#837)."""
+    assert "terminationGracePeriodSeconds" not in yaml.dump(render_values(tmp_path / "chart", {}))
+    _, docs = render(tmp_path, overrides)
+    (statefulset,) = [d for d in docs if d["kind"] == "StatefulSet"]
+    assert statefulset["metadata"]["name"] == "pyroscope"
+    assert statefulset["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == seconds
+
+
+@pytest.mark.parametrize("overrides,seconds", [({}, 600), ({"pyroscopeTerminationGracePeriodSeconds": "1800"}, 1800)])
+def test_microservices_ingesters_keep_the_charts_grace_period_and_nothing_else_gets_it(tmp_path, overrides, seconds):
+    """In microservices mode the key is the ingesters' grace period: by default the chart's own
+    values-micro-services.yaml value (600), so such a stack's render is unchanged; the compactor keeps the chart's
+    1200, and no other workload gets one (no global value merged into every component)."""
+    chart = _chart_micro_values()["pyroscope"]["components"]
+    assert chart["ingester"]["terminationGracePeriodSeconds"] == 600
+    docs = render_plan_values(tmp_path, {**MICRO, **overrides})
+    grace = {d["metadata"]["name"]: d["spec"]["template"]["spec"].get("terminationGracePeriodSeconds")
+             for d in workloads(docs)}
+    assert grace.pop("pyroscope-ingester") == seconds
+    assert grace.pop("pyroscope-compactor") == chart["compactor"]["terminationGracePeriodSeconds"] == 1200
+    assert grace and set(grace.values()) == {None}, grace

@@ -868,13 +868,24 @@ def test_turning_multi_cluster_on_with_the_role_forget_the_owned_assignment_firs
 MPE_NAME = "grafana-private-link-mpe"
 
 
+def _without(resource: dict, gone: set) -> dict:
+    """``resource`` with no reference to ``gone`` left, as the engine rebuilds the state after a refresh
+    (offline/engine/snapshot.py rebuild_base_state): dependencies and property dependencies on it dropped, a
+    replaceWith that names it cleared."""
+    deps = {k: [u for u in us if u not in gone] for k, us in (resource.get("propertyDependencies") or {}).items()}
+    options = dict(resource["options"])
+    if any(u in gone for u in options.get("replaceWith") or []):
+        options["replaceWith"] = []
+    return {**resource, "dependencies": [d for d in resource["dependencies"] if d not in gone],
+            "propertyDependencies": {k: us for k, us in deps.items() if us}, "options": options}
+
+
 def as_refreshed(plan: dict, dropped) -> dict:
     """``plan`` (plan JSON) as the state a refresh leaves when it dropped ``dropped`` (URNs): the base of the next
     diff."""
     gone = set(dropped)
     state = copy.deepcopy(plan)
-    state["resources"] = [{**r, "dependencies": [d for d in r["dependencies"] if d not in gone]}
-                          for r in state["resources"] if r["urn"] not in gone]
+    state["resources"] = [_without(r, gone) for r in state["resources"] if r["urn"] not in gone]
     for order in ("createOrder", "destroyOrder"):
         state[order] = [u for u in state[order] if u not in gone]
     return state
@@ -1040,12 +1051,10 @@ def test_a_stack_reference_is_a_read_not_a_create():
 
 def test_a_base_of_another_stack_blames_no_setting_and_an_old_base_is_flagged():
     base = run("dev").to_json()
-    other = {**base, "stack": "staging", "resources": [{**r,
-                                                        "urn": r["urn"].replace(":dev::",
-                                                                                ":staging::")}
-                                                       for r in base["resources"]]}
-    other["createOrder"] = [u.replace(":dev::", ":staging::") for u in base["createOrder"]]
-    other["destroyOrder"] = [u.replace(":dev::", ":staging::") for u in base["destroyOrder"]]
+    # Every URN renamed, the references too: a state whose parents named the dev stack's would be refused.
+    renamed = json.loads(json.dumps({k: base[k] for k in ("resources", "createOrder", "destroyOrder")}).replace(
+        "urn:pulumi:dev::", "urn:pulumi:staging::"))
+    other = {**base, "stack": "staging", **renamed}
     diff = plan_diff.compute(other, base)
     assert all(s.reasons == ["not in the new program"] for s in diff.steps if s.op == "delete")
     old = {k: v for k, v in base.items() if k not in ("config", "secretFingerprints")}
@@ -1304,8 +1313,9 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     access: the first NetworkPolicy updated in place (its PLS-subnet range gone), the second, admitting the PLS's NAT
     IPs, created, and the wait for the PLS run again (its script changed); the dashboard step updated in place, once,
     with dashboardProfileType's default and its changed script (it runs again and, the published ID being the default,
-    finds the dashboard up to date: tests/steps/test_grafana_dashboard.py); nothing else created, replaced, updated or
-    deleted, and the release's inputs (the Helm values) byte for byte equal."""
+    finds the dashboard up to date: tests/steps/test_grafana_dashboard.py); the release upgraded in place for the
+    shutdown grace period (:func:`test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period`); nothing
+    else created, replaced, updated or deleted, and the release's other inputs (the Helm values) byte for byte equal."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
         head = run("dev", overrides).to_json()
@@ -1327,7 +1337,7 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
                            "grafana-private-link-approve-connection": "replace",
                            "grafana-private-link-refresh": "replace",
                            "grafana-datasources-pyroscope": "update",
-                           "grafana-datasources-prometheus": "update"}, overrides
+                           "grafana-datasources-prometheus": "update", "pyroscope-release": "update"}, overrides
         moved = {"create": "python3 -m steps.{} apply", "delete": "python3 -m steps.{} delete"}
         for name, script in [("gpu-dashboard-upload", "grafana_dashboard"), ("grafana-datasources-pyroscope",
                                                                              "grafana_datasource"),
@@ -1343,6 +1353,30 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs
+        assert [d["path"] for d in diff.step("pyroscope-release").diffs] == [GRACE_PATH]
         old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"]
                     for plan in (base, head))
+        new = copy.deepcopy(new)
+        del new["values"]["pyroscope"]["terminationGracePeriodSeconds"]
         assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
+
+
+GRACE_PATH = "values.pyroscope.terminationGracePeriodSeconds"
+
+
+@pytest.mark.parametrize("overrides,seconds", [({}, 600), ({"pyroscopeTerminationGracePeriodSeconds": "900"}, 900)])
+def test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period(overrides, seconds):
+    """tests/data/plan-dev-before-grace-period.json is `python -m offline.plan --stack dev --json` of commit e1a7bb3,
+    the last one before pyroscopeTerminationGracePeriodSeconds. The next `pulumi up` of that dev stack updates the
+    release in place, one Helm value added (the pod template: a Helm upgrade rolls pyroscope-0, no reinstall), and
+    nothing else: no replacement, so the Service, its private link service and Grafana's endpoint stay."""
+    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-grace-period.json").read_text())
+    head = run("dev", overrides).to_json()
+    base = {**base, "secretFingerprints": head["secretFingerprints"],
+            "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine, as above
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", overrides, pending=pending))
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {"pyroscope-release": "update"}
+    release = diff.step("pyroscope-release")
+    assert (release.replace_order, release.diffs) == (None, [{"path": GRACE_PATH, "old": None, "new": seconds}])
+    assert [(a.kind, _short(a.urn)) for a in diff.order] == [("update", "pyroscope-release")]
+    assert diff.preview_only == [] and diff.errors == []

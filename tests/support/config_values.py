@@ -72,6 +72,6 @@ def pyroscope_args(**overrides) -> PyroscopeArgs:
         retention=cfg.pyroscope_retention, resources=cfg.pyroscope_resources,
         node_selector=cfg.pyroscope_node_selector, tolerations=cfg.pyroscope_tolerations,
         network_policy=cfg.pyroscope_network_policy, allowed_cidrs=cfg.pyroscope_allowed_cidrs,
-        mode=cfg.pyroscope_mode,
+        mode=cfg.pyroscope_mode, termination_grace_period_seconds=cfg.pyroscope_termination_grace_period_seconds,
     )
     return PyroscopeArgs(**{**fields, **overrides})
