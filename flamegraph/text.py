@@ -20,7 +20,7 @@ LEGEND = """Legend: self = memory the function allocated itself; total = with ev
   Class.method / Class.__init__  a method (Python qualname); a bare name is a module-level function.
   <interpreter trampoline>       CPython's own frames between Python calls: overhead, not your code.
   0x7f3a9c2d1e40                 native or CUDA code without symbols (a driver or library frame);
-  00007f3a9c2d1e40 [libcuda.so]  the same from a pprof file, as pprof prints it: the address, the binary or <unknown>.
+  00007f3a9c2d1e40 [libcuda.so]  the same from a pprof file, as pprof -addresses names it (the binary or <unknown>).
   Start from the widest self allocator; wide frames with zero self only pass the memory on."""
 DIFF_NOTE = """Amounts: before -> after (the change), per function. The --svg picture colours a frame by the change
 in its share of its side's total, as Pyroscope's diff view does, not by its bytes: a frame whose bytes held is

@@ -49,25 +49,27 @@ def states(plan: Mapping, property_dependencies: Optional[Callable[[Mapping], di
 
 def problem(plan: Mapping) -> Optional[str]:
     """The first thing that makes ``plan`` no state the engine would use, as one line, or None: a resource without a
-    field the diff reads, a URN held twice (a plan holds no pending deletes), a ``createOrder`` or ``destroyOrder``
-    that does not name each resource once, then ``VerifyIntegrity``'s checks over the states in ``createOrder`` (a
-    parent, dependency, property dependency, ``deletedWith``, ``replaceWith`` or provider naming a resource the plan
-    does not hold, or holds only after it)."""
+    field the diff reads, a ``createOrder`` or ``destroyOrder`` that does not name each resource once, then
+    ``VerifyIntegrity``'s checks over the states in ``createOrder`` (an empty type; a parent, dependency, property
+    dependency, ``deletedWith``, ``replaceWith`` or provider naming a resource the plan does not hold, or holds only
+    after it), and last a URN held twice (a plan holds no pending deletes), as the engine checks duplicates last."""
     resources = plan.get("resources")
     if not isinstance(resources, list):
         return "'resources' is not a list"
     held: dict[str, int] = {}
+    duplicate = None
     for index, r in enumerate(resources):
         if not isinstance(r, dict) or not isinstance(r.get("urn"), str) or not r["urn"]:
             return f"resource at index {index} missing required 'urn' field"
-        missing = next((key for key in REQUIRED if key not in r or (key == "type" and not r[key])), None)
+        # 'type' may be empty here: the engine's own check names it, in createOrder, below.
+        missing = next((key for key in REQUIRED if key not in r), None)
         if missing:
             return f"resource '{r['urn']}' missing required '{missing}' field"
         wrong = _wrong_shape(r)
         if wrong:
             return f"resource '{r['urn']}' has {wrong}"
-        if r["urn"] in held:
-            return f"duplicate resource {r['urn']} (not marked for deletion)"
+        if r["urn"] in held and duplicate is None:
+            duplicate = r["urn"]  # reported after the per-resource checks, as VerifyIntegrity does
         held[r["urn"]] = index
     for order in ("createOrder", "destroyOrder"):
         listed = plan.get(order)
@@ -86,6 +88,8 @@ def problem(plan: Mapping) -> Optional[str]:
     found = engine.verify_integrity(states(plan))
     if found and " refers to unknown provider " in found:  # the plan's provider URN, without the stand-in id
         found = found.rsplit("::", 1)[0]
+    if found is None and duplicate is not None:
+        return f"duplicate resource {duplicate} (not marked for deletion)"
     return found
 
 

@@ -170,7 +170,8 @@ def package_of(type_: str) -> str:
 
 
 def is_provider(type_: str) -> bool:
-    return type_.startswith("pulumi:providers:")
+    """``providers.IsProviderType``: module ``pulumi:providers`` and a type name."""
+    return type_.startswith("pulumi:providers:") and type_ != "pulumi:providers:"
 
 
 class Bail(Exception):

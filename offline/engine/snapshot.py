@@ -66,19 +66,61 @@ def _references(state: State) -> list[tuple[str, str, str]]:
     return refs
 
 
+#: ``plugin.UnknownStringValue``: the id a provider reference takes when its provider has none yet.
+UNKNOWN_ID = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+def _provider_urn_problem(urn: str) -> Optional[str]:
+    """``providers.validateURN``: why ``urn`` cannot name a provider, in its words, or None."""
+    parts = urn.split("::")
+    if not urn.startswith("urn:pulumi:") or len(parts) < 4:
+        return f"{urn} is not a valid URN"
+    type_token = parts[2].rsplit("$", 1)[-1]
+    module, _, name = type_token.rpartition(":")
+    if module != "pulumi:providers":
+        return f"invalid module in type: expected 'pulumi:providers', got '{module}'"
+    if not name:
+        return "provider URNs must specify a type name"
+    return None
+
+
+def _parse_reference(reference: str) -> tuple[Optional[str], Optional[str]]:
+    """``providers.ParseReference``: (the reference, None), or (None, why it is none), in its words."""
+    if "::" not in reference:
+        return None, f"expected '::' in provider reference '{reference}'"
+    urn = reference.rsplit("::", 1)[0]
+    why = _provider_urn_problem(urn)
+    return (None, why) if why else (reference, None)
+
+
 def verify_integrity(snapshot: list[State]) -> Optional[str]:
-    """``Snapshot.VerifyIntegrity``: the first problem, in its words, or None. A resource's provider reference
-    (``<urn>::<id>``) must name a provider earlier in the state (unless the resource is pending replacement); each
-    parent, dependency, property dependency, ``deletedWith`` and ``replaceWith`` a resource earlier in the state
-    ("comes after it" when it is later, "missing" when it is nowhere); a URN may appear twice only when all but one
-    of its states are pending deletion."""
+    """``Snapshot.VerifyIntegrity``: the first problem, in its words and order, or None. Per state, in order: a URN and
+    a type; no id on a non-custom resource; a provider's own reference (``<urn>::<id>``, the unknown id when it has
+    none) must parse; a resource's provider reference must parse and name a provider earlier in the state (unless the
+    resource is pending replacement); each parent, dependency, property dependency, ``deletedWith`` and
+    ``replaceWith`` a resource earlier in the state ("comes after it" when later, "missing" when nowhere). Then a URN
+    may appear twice only when all, or all but one, of its states are pending deletion. Upstream walks maps for
+    property dependencies and duplicates, so which of several bad entries it names varies; this names the first."""
     seen: dict[str, list[State]] = {}
     providers: set[str] = set()
     for position, state in enumerate(snapshot):
+        if not state.urn:
+            return f"resource at index {position} missing required 'urn' field"
+        if not state.type:
+            return f"resource '{state.urn}' missing required 'type' field"
+        if not state.custom and state.id:
+            return f"resource '{state.urn}' has 'custom false but non-empty ID"
         if is_provider(state.type):
-            providers.add(f"{state.urn}::{state.id}")
-        if state.provider and state.provider not in providers and not state.pending_replacement:
-            return f"resource {state.urn} refers to unknown provider {state.provider}"
+            why = _provider_urn_problem(state.urn)
+            if why:
+                return f"provider {state.urn} is not referenceable: {why}"
+            providers.add(f"{state.urn}::{state.id or UNKNOWN_ID}")
+        if state.provider:
+            reference, why = _parse_reference(state.provider)
+            if why:
+                return f"failed to parse provider reference for resource {state.urn}: {why}"
+            if reference not in providers and not state.pending_replacement:
+                return f"resource {state.urn} refers to unknown provider {reference}"
         for kind, urn, key in _references(state):
             if urn in seen:
                 continue

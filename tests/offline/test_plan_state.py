@@ -65,7 +65,10 @@ DANGLING = {
                      "resource {urn} is specified as being replaced with {gone}, which is missing"),
     "provider": (lambda p, r: r.update(provider=GONE_PROVIDER),
                  "resource {urn} refers to unknown provider " + GONE_PROVIDER),
-    "provider-not-a-provider": (_group_as_provider, "resource {urn} refers to unknown provider " + GROUP),
+    # providers.ParseReference refuses a reference whose URN is no provider's before it is looked up.
+    "provider-not-a-provider": (_group_as_provider, "failed to parse provider reference for resource {urn}: invalid "
+                                                    "module in type: expected 'pulumi:providers', got "
+                                                    "'azure-native:resources'"),
     "dependency-after-it": (_later, "resource {urn}'s dependency {last} comes after it"),
     "duplicate": (lambda p, r: p["resources"].append(copy.deepcopy(r)), "duplicate resource {urn} (not marked for "
                                                                         "deletion)"),

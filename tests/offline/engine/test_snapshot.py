@@ -53,3 +53,39 @@ def test_a_provider_must_come_first_unless_the_resource_is_pending_replacement()
 def test_a_urn_twice_is_refused_unless_all_but_one_are_pending_deletion():
     assert verify_integrity([_state(A), _state(A)]) == f"duplicate resource {A} (not marked for deletion)"
     assert verify_integrity([_state(A, delete=True), _state(A)]) is None
+
+
+@pytest.mark.parametrize("states,words", [
+    ([State(urn="", type="t:m:T")], "resource at index 0 missing required 'urn' field"),
+    ([State(urn=A, type="")], f"resource '{A}' missing required 'type' field"),
+    ([State(urn=A, type="t:m:T", custom=False, id="x")], f"resource '{A}' has 'custom false but non-empty ID"),
+    ([State(urn="urn:pulumi:s::p::pulumi:providers:t", type="pulumi:providers:t", id="1")],
+     "provider urn:pulumi:s::p::pulumi:providers:t is not referenceable: urn:pulumi:s::p::pulumi:providers:t is not "
+     "a valid URN"),
+    # providers.ParseReference: no '::', or a URN that is no provider's, before any lookup.
+    ([_state(A, provider="garbage")],
+     f"failed to parse provider reference for resource {A}: expected '::' in provider reference 'garbage'"),
+    ([_state(B), _state(A, provider=f"{B}::b")], f"failed to parse provider reference for resource {A}: invalid module "
+                                                 "in type: expected 'pulumi:providers', got 't:m'"),
+])
+def test_the_engines_other_refusals(states, words):
+    """snapshot.go VerifyIntegrity's checks before the references (pulumi/pulumi v3.230.0), in its words."""
+    assert verify_integrity(states) == words
+
+
+def test_a_provider_without_an_id_is_referenced_by_the_unknown_id():
+    """providers.NewReference gives a provider with no id the unknown id; an empty id after '::' names nothing."""
+    provider = State(urn=PROVIDER, type="pulumi:providers:t", id="")
+    assert verify_integrity([provider, _state(A, provider=f"{PROVIDER}::04da6b54-80e4-46f7-96ec-b56ff0331ba9")]) is None
+    assert verify_integrity([provider, _state(A, provider=f"{PROVIDER}::")]) == (
+        f"resource {A} refers to unknown provider {PROVIDER}::")
+
+
+def test_problems_are_named_in_state_order_and_duplicates_last():
+    """The walk is in the state's order and duplicates are checked after it: a dangling parent early wins over a
+    missing type later, and over a duplicate URN."""
+    gone = "urn:pulumi:s::p::t:m:T::gone"
+    assert verify_integrity([_state(A, parent=gone), State(urn=B, type="")]) == (
+        f"child resource {A} refers to missing parent {gone}")
+    assert verify_integrity([_state(B), _state(B), _state(A, parent=gone)]) == (
+        f"child resource {A} refers to missing parent {gone}")
