@@ -42,14 +42,21 @@ def old_design(plan: Plan) -> Plan:
     """The same plan as the stack built it before it owned the namespace: no Namespace resource, the release waiting
     for the extension (whose agent makes the namespace), as the published procedure orders it."""
     extension = plan.one(EXTENSION)
+    gone = {r.urn for r in plan.resources
+            if r.type == NAMESPACE or r.type == "aks-gpu-observability:index:GadgetNamespace"}
     resources = []
     for r in plan.resources:
-        if r.type == NAMESPACE or r.type == "aks-gpu-observability:index:GadgetNamespace":
+        if r.urn in gone:
             continue
-        deps = [d for d in r.dependencies if "GadgetNamespace" not in d]
+        # No reference to the namespace left anywhere: the engine refuses a state that names a missing resource.
+        deps = [d for d in r.dependencies if d not in gone]
         if r.type == RELEASE:
             deps.append(extension.urn)
-        resources.append(dataclasses.replace(r, dependencies=deps, replace_with=[]))
+        options = {**r.options, "replaceWith": [u for u in r.options.get("replaceWith") or [] if u not in gone]}
+        property_dependencies = {k: [u for u in us if u not in gone] for k, us in r.property_dependencies.items()}
+        resources.append(dataclasses.replace(r, dependencies=deps, replace_with=[], options=options,
+                                             property_dependencies={k: us for k, us in property_dependencies.items()
+                                                                    if us}))
     create, destroy = orders(resources)
     return dataclasses.replace(plan, resources=resources, create_order=create, destroy_order=destroy)
 

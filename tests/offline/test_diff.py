@@ -25,6 +25,7 @@ from offline import diff as plan_diff
 from offline.program import run
 from tests.support import ROOT, fake_world, reference
 from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
+from tests.support.plans import without_references
 
 OTHER_URL = "https://dashboards.example.test/gpu/AdvancedGPUObservability-v2.json"
 RENAMED_URL = "https://dashboards.example.test/gpu/GpuObservabilityB.json"
@@ -868,24 +869,12 @@ def test_turning_multi_cluster_on_with_the_role_forget_the_owned_assignment_firs
 MPE_NAME = "grafana-private-link-mpe"
 
 
-def _without(resource: dict, gone: set) -> dict:
-    """``resource`` with no reference to ``gone`` left, as the engine rebuilds the state after a refresh
-    (offline/engine/snapshot.py rebuild_base_state): dependencies and property dependencies on it dropped, a
-    replaceWith that names it cleared."""
-    deps = {k: [u for u in us if u not in gone] for k, us in (resource.get("propertyDependencies") or {}).items()}
-    options = dict(resource["options"])
-    if any(u in gone for u in options.get("replaceWith") or []):
-        options["replaceWith"] = []
-    return {**resource, "dependencies": [d for d in resource["dependencies"] if d not in gone],
-            "propertyDependencies": {k: us for k, us in deps.items() if us}, "options": options}
-
-
 def as_refreshed(plan: dict, dropped) -> dict:
     """``plan`` (plan JSON) as the state a refresh leaves when it dropped ``dropped`` (URNs): the base of the next
     diff."""
     gone = set(dropped)
     state = copy.deepcopy(plan)
-    state["resources"] = [_without(r, gone) for r in state["resources"] if r["urn"] not in gone]
+    state["resources"] = [without_references(r, gone) for r in state["resources"] if r["urn"] not in gone]
     for order in ("createOrder", "destroyOrder"):
         state[order] = [u for u in state[order] if u not in gone]
     return state
