@@ -181,13 +181,75 @@ def grafana(args: Mapping[str, Any], location: str) -> dict:
     }
 
 
-#: The canned PLS's NAT IP, in the node subnet ``snet-aks`` (10.224.0.0/16).
+#: The canned PLS's first NAT IP, in the node subnet ``snet-aks`` (10.224.0.0/16); further ones follow it
+#: (:func:`pls_nat_addresses`).
 PLS_NAT_ADDRESS = "10.224.0.9"
+#: The subnet the cloud provider puts NAT IPs in when the Service names none: its cloud config's subnet, the node
+#: subnet, which the internal load balancer's frontend is in.
+NODE_SUBNET = "snet-aks"
+#: ``service.beta.kubernetes.io/`` annotations the AKS cloud provider reads for a PLS's NAT IP configurations.
+PLS_NAME_ANNOTATION = "service.beta.kubernetes.io/azure-pls-name"
+PLS_COUNT_ANNOTATION = "service.beta.kubernetes.io/azure-pls-ip-configuration-ip-address-count"
+PLS_SUBNET_ANNOTATION = "service.beta.kubernetes.io/azure-pls-ip-configuration-subnet"
+INTERNAL_ANNOTATION = "service.beta.kubernetes.io/azure-load-balancer-internal"
+INTERNAL_SUBNET_ANNOTATION = "service.beta.kubernetes.io/azure-load-balancer-internal-subnet"
 
 
-def private_link_service(args: Mapping[str, Any], location: str) -> dict:
-    """getPrivateLinkService: the PLS AKS created for the Pyroscope Service."""
+def subnet_id(resource_group: str, subnet: str) -> str:
+    """Subnet ``subnet`` of the cluster's virtual network ``vnet-aks`` (:func:`node_subnet_id` for ``snet-aks``)."""
+    return node_subnet_id(resource_group).rsplit("/", 1)[0] + f"/{subnet}"
+
+
+def service_annotations(releases: list, pls_name: Optional[str]) -> Optional[dict]:
+    """The annotations of the Service whose ``azure-pls-name`` is ``pls_name``, among Helm releases' inputs
+    (``values.pyroscope.service``, or a component's ``service`` in microservices mode, as components/pyroscope.py
+    writes them); None when none has one."""
+    for inputs in releases:
+        values = (inputs.get("values") or {}).get("pyroscope") or {}
+        components = (values.get("components") or {}).values()
+        services = [values.get("service")] + [c.get("service") for c in components if isinstance(c, dict)]
+        for service in services:
+            annotations = service.get("annotations") if isinstance(service, dict) else None
+            if isinstance(annotations, dict) and annotations.get(PLS_NAME_ANNOTATION) == pls_name:
+                return annotations
+    return None
+
+
+def pls_subnet(annotations: Mapping[str, str]) -> str:
+    """The subnet the cloud provider gives the PLS's NAT IP configurations (``getPLSSubnetName``): the
+    ``azure-pls-ip-configuration-subnet`` annotation, else for an internal load balancer its
+    ``azure-load-balancer-internal-subnet``, else :data:`NODE_SUBNET`. Blank values count as unset."""
+    named = (annotations.get(PLS_SUBNET_ANNOTATION) or "").strip()
+    if not named and (annotations.get(INTERNAL_ANNOTATION) or "").lower() == "true":
+        named = (annotations.get(INTERNAL_SUBNET_ANNOTATION) or "").strip()
+    return named or NODE_SUBNET
+
+
+def pls_nat_addresses(subnet: str, count: int) -> list[str]:
+    """``count`` distinct NAT IPs in ``subnet``, deterministic: hosts .9, .10, ... of its canned /16, which is
+    10.224.0.0/16 for :data:`NODE_SUBNET` and, for any other subnet, one of 10.225-10.239 chosen by its name's hash
+    (the canned virtual network is 10.224.0.0/12). SIMULATED: ARM allocates dynamic addresses of its own choosing."""
+    second = 224 if subnet == NODE_SUBNET else 225 + int(hashlib.sha256(subnet.encode()).hexdigest(), 16) % 15
+    return [f"10.{second}.{(9 + i) // 256}.{(9 + i) % 256}" for i in range(count)]
+
+
+def private_link_service(args: Mapping[str, Any], location: str,
+                         annotations: Optional[Mapping[str, str]] = None) -> dict:
+    """getPrivateLinkService: the PLS AKS created for the Pyroscope Service, whose ``annotations`` (the Service's,
+    full keys; None: none) set its NAT IP configurations as ``reconcilePLSIpConfigs`` builds them
+    (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` @
+    7b31c76ce2ff602cc2dfec988744d8d0534b448c, unchanged since v1.33.17): one dynamic configuration per
+    ``azure-pls-ip-configuration-ip-address-count`` (default 1), named ``<subnet>-<pls>-dynamic-<i>``, the first
+    primary, all in :func:`pls_subnet`, with the addresses of :func:`pls_nat_addresses`. A count that is not an integer
+    from 1 to 8 (which the cloud provider refuses) is taken as 1."""
     rg, name = args["resourceGroupName"], args["serviceName"]
+    annotations = annotations or {}
+    try:
+        count = int(annotations.get(PLS_COUNT_ANNOTATION) or 1)
+    except ValueError:
+        count = 1
+    count = count if 1 <= count <= 8 else 1
+    subnet = pls_subnet(annotations)
     return {
         "id": (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{rg}/providers/Microsoft.Network/privateLinkServices"
                f"/{name}"),
@@ -198,16 +260,15 @@ def private_link_service(args: Mapping[str, Any], location: str) -> dict:
         "provisioningState": "Succeeded",
         "visibility": {"subscriptions": ["*"]},
         "privateEndpointConnections": [],
-        # One dynamic NAT IP configuration as the AKS cloud provider makes it (reconcilePLSIpConfigs:
-        # "<subnet>-<pls>-dynamic-0").
         "ipConfigurations": [{
-            "name": f"snet-aks-{name}-dynamic-0",
-            "privateIPAddress": PLS_NAT_ADDRESS,
+            # The cloud provider cuts the name's "<subnet>-<pls>" prefix so the whole stays within 80 characters.
+            "name": f"{subnet}-{name}"[:80 - len(f"-dynamic-{i}")] + f"-dynamic-{i}",
+            "privateIPAddress": address,
             "privateIPAllocationMethod": "Dynamic",
             "privateIPAddressVersion": "IPv4",
-            "primary": True,
-            "subnet": {"id": node_subnet_id(rg)},
-        }],
+            "primary": i == 0,
+            "subnet": {"id": subnet_id(rg, subnet)},
+        } for i, address in enumerate(pls_nat_addresses(subnet, count))],
         "tags": {"k8s-azure-owner-service": "gadget/pyroscope", "k8s-azure-cluster-name": "kubernetes"},
     }
 
@@ -269,6 +330,15 @@ INVOKES = {
     "azure-native:containerservice:listManagedClusterAdminCredentials": admin_credentials,
     "azure-native:authorization:getClientConfig": client_config,
 }
+
+
+def answer(handler: Any, args: Mapping[str, Any], location: str, releases: list) -> dict:
+    """A mocked invoke's answer from ``handler`` (a dict, or ``(args, location) -> dict``); :func:`private_link_service`
+    also gets the annotations of the Service that names the PLS among ``releases`` (Helm releases' inputs), as the
+    cloud provider builds the PLS from them (:func:`service_annotations`)."""
+    if handler is private_link_service:
+        return handler(args, location, service_annotations(releases, args.get("serviceName")))
+    return handler(args, location) if callable(handler) else handler
 
 
 def stack_outputs(stack: str) -> dict:

@@ -23,6 +23,7 @@ import pytest
 from offline import canned, diff_text, engine, program, replacement
 from offline import diff as plan_diff
 from offline.program import run
+from stack.specs import private_link_policy_spec
 from tests.support import ROOT, fake_world, reference
 from tests.support.lifecycle import DASHBOARD_URL, OWNER_KEY, Deployment, EngineError, comparable, uploaded
 from tests.support.plans import without_references
@@ -98,6 +99,17 @@ CHANGES = [
     Change("pls-resource-group", {"privateLinkServiceResourceGroup": "rg-network"},
            expect=pls_identity_changed(("triggers[0]", "triggers[1]"),
                                        (ANNOTATION.format("name"), ANNOTATION.format("resource-group")))),
+    # The cloud provider rebuilds the PLS's NAT IP configurations after the Service's update; the wait returns once it
+    # has, and the NAT NetworkPolicy, which reads them after the wait, admits the new ones.
+    Change("pls-ip-address-count", {"privateLinkIpAddressCount": "2"},
+           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("ip-configuration-ip-address-count"),)),
+                   "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.IP_CONFIGURATION_COUNT",)),
+                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec.ingress[0].from",))}),
+    Change("pls-subnet", {"privateLinkSubnet": "snet-pls"},
+           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("ip-configuration-subnet"),)),
+                   "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.PLS_SUBNET",)),
+                   "grafana-private-link-nat-network-policy": ("update", None, [],
+                                                               ("spec.ingress[0].from[0].ipBlock.cidr",))}),
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
            expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
@@ -350,6 +362,14 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
              else "gadget/pyroscope")
     assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == owner
     assert world["events"] == []
+    # Grafana's connections come from the PLS's NAT IPs as the world has them now: the NAT NetworkPolicy admits exactly
+    # those, as many as the Service's annotations ask for.
+    addresses = deployment.world_nat_addresses(plan)
+    annotations = (release["values"]["pyroscope"]["components"]["query-frontend"]["service"]["annotations"]
+                   if release["values"]["pyroscope"].get("components")
+                   else release["values"]["pyroscope"]["service"]["annotations"])
+    assert len(addresses) == int(annotations[canned.PLS_COUNT_ANNOTATION])
+    assert deployment.nat_policy_spec() == private_link_policy_spec(addresses)
 
 
 def test_the_mpe_rename_done_criterion(tmp_path):
@@ -1369,3 +1389,33 @@ def test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period(ov
     assert (release.replace_order, release.diffs) == (None, [{"path": GRACE_PATH, "old": None, "new": seconds}])
     assert [(a.kind, _short(a.urn)) for a in diff.order] == [("update", "pyroscope-release")]
     assert diff.preview_only == [] and diff.errors == []
+
+
+NAT_POLICY = "grafana-private-link-nat-network-policy"
+
+
+def _nat_blocks(plan: dict) -> list:
+    (policy,) = [r for r in plan["resources"] if r["name"] == NAT_POLICY]
+    return policy["inputs"]["spec"]["ingress"][0]["from"]
+
+
+@pytest.mark.parametrize("sets, blocks", [
+    ({"privateLinkIpAddressCount": "2"}, ["10.224.0.10/32", "10.224.0.9/32"]),
+    # A named subnet: the canned addresses are in its own range (offline/canned.py pls_nat_addresses).
+    ({"privateLinkSubnet": "snet-pls"}, [f"{canned.pls_nat_addresses('snet-pls', 1)[0]}/32"]),
+], ids=["ip-address-count-1-to-2", "pls-subnet"])
+def test_a_nat_ip_configuration_change_updates_the_nat_policy_after_the_wait(sets, blocks):
+    """A failing input found once: with privateLinkIpAddressCount 1 -> 2 (or a privateLinkSubnet) the diff listed the
+    release and the wait but not the NAT NetworkPolicy, whose NAT IPs the cloud provider rebuilds (the canned PLS
+    answered one NAT IP in snet-aks whatever the Service's annotations said)."""
+    base = run("dev").to_json()
+    assert _nat_blocks(base) == [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}]
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {
+        "pyroscope-release": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update"}
+    assert [block["ipBlock"]["cidr"] for block in _nat_blocks(known.to_json())] == blocks
+    order = [(action.kind, _short(action.urn)) for action in diff.order]
+    # After the wait: the PLS lookup that feeds the policy waits for it (components/grafana_private_link.py).
+    assert order == [("update", "pyroscope-release"), ("update", "grafana-private-link-wait-for-pls"),
+                     ("update", NAT_POLICY)]
+    assert diff_text.render_text(diff, "dev").splitlines()[-1].split() == ["3.", "update", NAT_POLICY]

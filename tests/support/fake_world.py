@@ -218,17 +218,19 @@ def reconcile_ip_configurations(world: dict, pls: dict, count: int, subnet: str)
     """``reconcilePLSIpConfigs`` (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go``
     @7b31c76c) for dynamic configurations: when their number differs from ``count`` or one's subnet from ``subnet``
     (``""``: the cloud provider's own, here ``snet-aks``), every configuration is rebuilt,
-    ``<subnet>-<pls>-dynamic-<i>``, and ARM allocates each a new address (stand-in: the next free host of a counter)."""
+    ``<subnet>-<pls>-dynamic-<i>``, and ARM allocates each an address (stand-in: the subnet's first free hosts, the
+    addresses offline/canned.py ``pls_nat_addresses`` answers, so the world and the offline plan agree)."""
     subnet = subnet or "snet-aks"
     current = pls.get("ip_configurations") or []
     if len(current) == count and all(c["subnet"] == subnet for c in current):
         return
     name = pls["id"].rsplit("/", 1)[1]
     configs = []
-    for i in range(count):
-        world["next_nat_host"] = world.get("next_nat_host", 9) + 1
+    from offline import canned  # here: the stand-in az imports this module without the project on its path
+
+    for i, address in enumerate(canned.pls_nat_addresses(subnet, count)):
         configs.append({"name": f"{subnet}-{name}-dynamic-{i}", "subnet": subnet, "primary": i == 0,
-                        "address": f"10.{225 if subnet != 'snet-aks' else 224}.0.{world['next_nat_host']}"})
+                        "address": address})
     pls["ip_configurations"] = configs
 
 

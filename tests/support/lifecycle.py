@@ -37,7 +37,9 @@ providers answer them:
 Outputs known only at ``pulumi up``: the plan carries canned ones (offline/canned.py). The MPE's
 ``systemData.createdAt`` is the one the approval's triggers hold, and ARM sets a new one at each creation; the harness
 hands a step the world's value (:meth:`Deployment.actual_inputs`) and, after each ``up``, checks that no step whose
-actual triggers changed was left alone (:meth:`Deployment.check_triggers`): the engine would have replaced it.
+actual triggers changed was left alone (:meth:`Deployment.check_triggers`): the engine would have replaced it. The NAT
+NetworkPolicy likewise gets the world's NAT IPs of the PLS (the cloud provider allocates them), so a diff that leaves it
+alone while they change leaves it admitting the old ones (:meth:`Deployment.nat_policy_spec`).
 
 The engine, for every delete it plays (``pulumi destroy``, a resource removed from the program, and the old resource of
 a replacement, delete-first or create-first): a resource whose *recorded* state has ``retainOnDelete`` is only dropped
@@ -62,12 +64,16 @@ from typing import Optional
 
 from offline import canned, replacement
 from offline.diff import Diff
+from stack.specs import private_link_policy_spec
 from tests.support import fake_world
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER_KEY = "aksGpuObservabilityOwner"
 _PATH = "a path parameter of the ARM PUT"
 ANNOTATION = "service.beta.kubernetes.io/"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+#: The policy admitting the PLS's NAT IPs (components/grafana_private_link.py ``<name>-nat-network-policy``).
+NAT_POLICY_SUFFIX = "-nat-network-policy"
 #: Every step's TIMEOUT_SECONDS is capped at this: the world answers at once, so a wait that would only end by timing
 #: out (a PLS the cloud provider refused to rename) fails in seconds instead of the configured minutes.
 STEP_TIMEOUT_CAP_SECONDS = 5
@@ -150,10 +156,23 @@ class Deployment:
                 self._delete(urn, state)
 
     # --- one resource ---
+    def world_nat_addresses(self, plan: dict) -> Optional[list[str]]:
+        """The NAT IPs of the PLS the plan's MPE names as the world has them now (sorted, as the program reads them:
+        components/grafana_private_link.py ``require_nat_addresses``); None when that PLS is not there."""
+        mpes = [r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint"]
+        pls = self.world()["pls"].get(str(mpes[0].get("privateLinkResourceId")).lower()) if mpes else None
+        if pls is None:
+            return None
+        return sorted({c["address"] for c in pls.get("ip_configurations") or [] if c.get("address")})
+
     def actual_inputs(self, resource: dict, plan: dict) -> dict:
         """``resource``'s inputs as the engine hands them to the provider at ``pulumi up``: a step's triggers with the
-        world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one (module docstring)."""
+        world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one, and the NAT
+        NetworkPolicy's spec made from the world's NAT IPs of the PLS (module docstring)."""
         inputs = resource["inputs"]
+        if resource["type"] == NETWORK_POLICY and resource["name"].endswith(NAT_POLICY_SUFFIX):
+            addresses = self.world_nat_addresses(plan)
+            return inputs if not addresses else {**inputs, "spec": private_link_policy_spec(addresses)}
         if resource["type"] != "command:local:Command" or canned.CREATED_AT not in (inputs.get("triggers") or []):
             return inputs
         mpes = [r["inputs"] for r in plan["resources"] if r["type"] == "azure-native:dashboard:ManagedPrivateEndpoint"]
@@ -249,6 +268,12 @@ class Deployment:
         if done.returncode != 0:
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{done.stderr}")
         return done.stdout.rstrip("\n")
+
+    def nat_policy_spec(self) -> Optional[dict]:
+        """The spec the NAT NetworkPolicy holds in the state (None: not deployed)."""
+        found = [state["inputs"].get("spec") for urn, state in self.states.items()
+                 if state["type"] == NETWORK_POLICY and urn.endswith(NAT_POLICY_SUFFIX)]
+        return found[0] if found else None
 
     # --- azure-native ---
     @staticmethod
