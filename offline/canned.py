@@ -220,7 +220,7 @@ def pls_subnet(annotations: Mapping[str, str]) -> str:
     ``azure-pls-ip-configuration-subnet`` annotation, else for an internal load balancer its
     ``azure-load-balancer-internal-subnet``, else :data:`NODE_SUBNET`. Blank values count as unset."""
     named = (annotations.get(PLS_SUBNET_ANNOTATION) or "").strip()
-    if not named and (annotations.get(INTERNAL_ANNOTATION) or "").lower() == "true":
+    if not named and annotations.get(INTERNAL_ANNOTATION) == "true":  # requiresInternalLoadBalancer: exactly "true"
         named = (annotations.get(INTERNAL_SUBNET_ANNOTATION) or "").strip()
     return named or NODE_SUBNET
 

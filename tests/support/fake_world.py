@@ -229,7 +229,9 @@ def reconcile_ip_configurations(world: dict, pls: dict, count: int, subnet: str)
     from offline import canned  # here: the stand-in az imports this module without the project on its path
 
     for i, address in enumerate(canned.pls_nat_addresses(subnet, count)):
-        configs.append({"name": f"{subnet}-{name}-dynamic-{i}", "subnet": subnet, "primary": i == 0,
+        # The "<subnet>-<pls>" prefix cut so the whole name stays within 80 characters, as the cloud provider does.
+        configs.append({"name": f"{subnet}-{name}"[:80 - len(f"-dynamic-{i}")] + f"-dynamic-{i}", "subnet": subnet,
+                        "primary": i == 0,
                         "address": address})
     pls["ip_configurations"] = configs
 

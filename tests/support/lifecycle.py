@@ -346,7 +346,7 @@ class Deployment:
                 annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
                 canned.SUBSCRIPTION_ID,
                 int(annotations.get(ANNOTATION + "azure-pls-ip-configuration-ip-address-count") or 1),
-                annotations.get(ANNOTATION + "azure-pls-ip-configuration-subnet") or "")
+                canned.pls_subnet(annotations))  # with the internal-subnet fallback, as the offline plan
         self._save(world)
 
     # --- things deleted behind the stack's back, and the teardown that follows ---
