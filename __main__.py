@@ -2,14 +2,14 @@
 
     config ─► existing AKS cluster, Grafana, Azure Monitor workspace (lookups and prerequisite checks)
       ├─► Kubernetes provider ─► namespace gadget ─┬─► Inspektor Gadget extension (beside the chain below)
-      │                                           └─► Pyroscope Helm release (internal LB + private link service)
+      │                                           └─► claims ─► Pyroscope Helm release ─► Service with the PLS
       │     └─► Grafana private link: wait for PLS ─┬─► MPE ─► approve ─► refresh ─► private IP ─► Pyroscope datasource
       │                                             └─► NetworkPolicy admitting the PLS's NAT IPs
       └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
 
 An edge is kept only where the later step reads what the earlier one makes; each edge's reason is in a comment
-where it is made (tests/test_main.py pins the whole set). The unavoidable chain is release ─► PLS ─► MPE ─►
-approval ─► refresh ─► Pyroscope datasource.
+where it is made (tests/test_main.py pins the whole set). The unavoidable chain is Service ─► PLS ─► MPE ─►
+approval ─► refresh ─► Pyroscope datasource; the Service is the stack's own, so no change of the release re-creates it.
 """
 
 import pulumi
@@ -26,7 +26,7 @@ from components.pyroscope import Pyroscope, PyroscopeArgs
 from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs, derived_account_name
 from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
-from existing.kubeconfig import kubernetes_provider
+from existing.kubeconfig import kubeconfig_for, kubernetes_provider
 from stack.secrecy import keep_secret
 from stack.specs import pyroscope_identity_name
 from stack_config.load import load
@@ -41,7 +41,11 @@ secrecy = keep_secret(cfg.secret_values)
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
-kubernetes = kubernetes_provider("aks", cfg)
+kubeconfig = kubeconfig_for(cfg)
+kubernetes = kubernetes_provider("aks", cfg, kubeconfig)
+# Pyroscope's volumes: adopted where a StatefulSet made them before the stack owned them (components/pyroscope.py).
+claims_kubernetes = (kubernetes_provider("aks-claims", cfg, kubeconfig, upsert=True) if cfg.pyroscope_persistence
+                     else None)
 
 # --- Workspaces the stack creates, when asked ------------------------------------------------------------
 grafana_ready: list = []
@@ -136,6 +140,7 @@ pyroscope = Pyroscope(
         allowed_cidrs=tuple(cfg.pyroscope_allowed_cidrs) if cfg.pyroscope_network_policy else (),
         namespace=namespace.namespace,  # the release's namespace is read from it
         mode=cfg.pyroscope_mode,
+        claims_provider=claims_kubernetes,
         **({} if storage is None else dict(
             storage_account=storage.account_name,
             blob_container=storage.container_name,
@@ -162,7 +167,7 @@ private_link = GrafanaPrivateLink(
         private_link_service_timeout_seconds=cfg.private_link_service_timeout_seconds,
         approval_timeout_seconds=cfg.connection_approval_timeout_seconds,
         refresh_timeout_seconds=cfg.managed_private_endpoint_timeout_seconds,
-        release=pyroscope.release,
+        replace_with=(pyroscope.private_link_service, pyroscope.private_link_identity),  # a new PLS: new steps
         load_balancer_scope=cluster.load_balancer_scope,  # the wait accepts only this cluster's PLS
         owner_service=pyroscope.owner_service,
         private_link_ip_address_count=cfg.private_link_ip_address_count,  # the NAT IPs the wait waits for
@@ -171,9 +176,9 @@ private_link = GrafanaPrivateLink(
         admit_nat_addresses=cfg.pyroscope_network_policy,  # Pyroscope's NetworkPolicy admits the PLS's NAT IPs
         pyroscope_namespace=namespace.namespace,
     ),
-    # The PLS comes from the release's Service. A Grafana the stack creates reaches the MPE and the refresh
+    # The PLS comes from the private link Service. A Grafana the stack creates reaches the MPE and the refresh
     # through its location and id (outputs); the private link needs no Grafana Admin role (ARM calls only).
-    opts=pulumi.ResourceOptions(depends_on=[pyroscope], providers=[kubernetes]),
+    opts=pulumi.ResourceOptions(depends_on=[pyroscope.private_link_service], providers=[kubernetes]),
 )
 
 # --- Grafana content -----------------------------------------------------------------------------------------

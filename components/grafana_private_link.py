@@ -5,7 +5,7 @@
       -> approval of exactly its connection on the PLS (command) -> refresh of Grafana's MPEs (command)
       -> read-back of the MPE's private IP and connection state (invoke)
 
-Inputs: :class:`GrafanaPrivateLinkArgs` (the Grafana, the PLS, the release it is replaced with). Outputs:
+Inputs: :class:`GrafanaPrivateLinkArgs` (the Grafana, the PLS, the Service it is replaced with). Outputs:
 ``private_link_service_id``, ``managed_private_endpoint_id``, ``connection_state``, ``pyroscope_url``. Errors:
 :class:`MissingNatAddressError`, :class:`EmptyPrivateIpError`. Upstream: ``Microsoft.Dashboard/grafana/
 managedPrivateEndpoints`` (API 2024-10-01); facts, teardown and replacements: docs/decisions/private-link.md.
@@ -127,9 +127,10 @@ class GrafanaPrivateLinkArgs:
     Grafana. ``private_link_service_name``/``private_link_service_resource_group``: the PLS AKS creates.
     ``tags``: Azure tags for the MPE.
     ``private_link_service_region``: the cluster's location. Timeouts in seconds bound each command.
-    ``release``: the Pyroscope Helm release; when it is replaced, its Service and so the PLS are new, and
-    the wait and the MPE are replaced with it (Pulumi ``replace_with``), and the approval and refresh with
-    the MPE, so the new PLS gets a new endpoint, approved and refreshed.
+    ``replace_with``: what a new PLS comes with, the Kubernetes Service AKS makes it for and the PLS's identity (its
+    name, group and owner Service); when one is replaced the wait and the MPE are replaced with it (Pulumi
+    ``replace_with``), and the approval and refresh with the MPE, so the new PLS gets a new endpoint, approved and
+    refreshed.
     """
 
     grafana_id: pulumi.Input[str]
@@ -153,7 +154,7 @@ class GrafanaPrivateLinkArgs:
     #: None: the plain name ``gadget``), with the Kubernetes provider in ``opts.providers``.
     admit_nat_addresses: bool
     tags: dict
-    release: Optional[pulumi.Resource] = None
+    replace_with: tuple = ()
     #: Whose PLS the wait accepts (steps/wait_private_link_service.sh): its frontend on a load balancer under this
     #: scope (the cluster's node resource group), made for this Service (``<namespace>/<name>``).
     load_balancer_scope: str = ""
@@ -172,7 +173,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
     Outputs: ``private_link_service_id``, ``nat_addresses`` (the PLS's NAT IPs, sorted),
     ``managed_private_endpoint_id``, ``private_ip`` (never empty:
     EmptyPrivateIpError otherwise), ``connection_state`` (``Approved`` once done), ``pyroscope_url``
-    (``http://<private ip>:4040``). ``opts.depends_on`` (the Pyroscope release) is forwarded to the first step.
+    (``http://<private ip>:4040``). ``opts.depends_on`` (the private link Service) is forwarded to the first step.
     """
 
     def __init__(self, name: str, args: GrafanaPrivateLinkArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
@@ -190,9 +191,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
              "LOAD_BALANCER_SCOPE": args.load_balancer_scope, "OWNER_SERVICE": args.owner_service,
              "IP_CONFIGURATION_COUNT": str(args.private_link_ip_address_count), "PLS_SUBNET": args.private_link_subnet},
             triggers=[args.private_link_service_name, args.private_link_service_resource_group],
-            # Waits for the release: AKS makes the PLS from the release's Service annotations.
+            # Waits for the Service: AKS makes the PLS from its annotations.
             opts=pulumi.ResourceOptions(parent=self, depends_on=forwarded_depends_on(opts),
-                                        replace_with=[args.release] if args.release else None),
+                                        replace_with=list(args.replace_with) or None),
         )
         # Read once the wait has seen the PLS: the MPE needs its id.
         pls = network.get_private_link_service_output(
@@ -247,7 +248,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             private_link_resource_region=args.private_link_service_region,
             request_message=nonce.apply(lambda n: request_message(args.request_message, n)),
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, replace_with=[args.release] if args.release else None,
+            opts=pulumi.ResourceOptions(parent=self, replace_with=list(args.replace_with) or None,
                                         delete_before_replace=True),
         )
         self.managed_private_endpoint_id = mpe.id

@@ -1,14 +1,16 @@
-"""Component Pyroscope: the Grafana Pyroscope Helm release behind an internal load balancer whose Service
-annotations make AKS create a private link service (PLS) for it.
+"""Component Pyroscope: the Grafana Pyroscope Helm release, its volumes, and the stack's own internal LoadBalancer
+Service whose annotations make AKS create a private link service (PLS) for it.
 
 Owns: the ``helm.v3.Release`` ``pyroscope`` in ``gadget`` (chart 1.15.0, delete-before-replace, replaced with the
-namespace and with ``<name>-private-link-identity``, a no-op command whose triggers are the PLS name and group), the
-NetworkPolicy and ``ServicePatch`` (``externalTrafficPolicy: Local``) when ``network_policy``, and in microservices
-mode the Service ``pyroscope`` on the distributors. Inputs: :class:`PyroscopeArgs` (all from config). Outputs:
-``release_name``, ``namespace``, ``service_name``, ``in_cluster_url``, ``owner_service``. Errors: none raised; the
-release's error hook logs the way out of a release left pending (:func:`helm_recovery`). Upstream: grafana/pyroscope
+namespace and with its claims); ``<name>-private-link-identity``, a no-op command whose triggers are the PLS's name,
+group and owner Service; the claims its StatefulSet mounts, with persistence (``data-pyroscope-0``, or
+``data-pyroscope-ingester-<i>``), grown in place; the Service ``pyroscope-private-link`` (PLS annotations, replaced
+only when the PLS's name or group changes); the NetworkPolicy when ``network_policy``; in microservices mode the
+Service ``pyroscope`` on the distributors. Inputs: :class:`PyroscopeArgs`. Outputs: ``release_name``, ``namespace``,
+``service_name``, ``in_cluster_url``, ``owner_service``. Errors: none raised; error hooks log the way out of a release
+left pending (:func:`helm_recovery`) and of a smaller claim (:func:`claim_recovery`). Upstream: grafana/pyroscope
 ``operations/pyroscope/helm/pyroscope`` at ``pyroscope-1.15.0``; the research: docs/decisions/pyroscope-chart.md and
-docs/decisions/private-link.md ("Who can reach Pyroscope").
+docs/decisions/private-link.md.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from stack.specs import NAMESPACE
+from stack.specs import NAMESPACE, PRIVATE_LINK_SERVICE
 from stack.specs import PYROSCOPE_PORT as PORT
 from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
 from stack.specs import PYROSCOPE_SELECTOR_LABELS as SELECTOR_LABELS
@@ -29,22 +31,21 @@ from steps.command import forwarded_depends_on
 
 TYPE = "aks-gpu-observability:index:Pyroscope"
 _ANNOTATION = "service.beta.kubernetes.io/"
-#: The release's inputs that name its PLS, as the engine's property paths (docs/decisions/pyroscope-chart.md).
-PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.service.annotations["{_ANNOTATION}{key}"]'
+#: The private link Service's inputs that name its PLS, as the engine's property paths: the cloud provider cannot
+#: rename or move the PLS of a live Service, so a change replaces the Service (docs/decisions/private-link.md).
+PLS_IDENTITY_PATHS = tuple(f'metadata.annotations["{_ANNOTATION}{key}"]'
                            for key in ("azure-pls-name", "azure-pls-resource-group"))
 SINGLE_BINARY = "single-binary"
 MICROSERVICES = "microservices"
-#: Microservices mode (docs/decisions/pyroscope-chart.md, "Microservices mode"): the read path, whose Service has the
-#: PLS, and the write
-#: path, which the stack's own Service ``pyroscope`` selects for the Inspektor Gadget exporter.
+#: Microservices mode (docs/decisions/pyroscope-chart.md, "Microservices mode"): the read path, which the private link
+#: Service selects, and the write path, which the stack's own Service ``pyroscope`` selects for the Inspektor Gadget
+#: exporter.
 READ_PATH = "query-frontend"
 WRITE_PATH = "distributor"
-#: The same paths in microservices mode, where the annotations live on the read path's component.
-MICRO_PLS_IDENTITY_PATHS = tuple(f'values.pyroscope.components["{READ_PATH}"].service.annotations["{_ANNOTATION}{key}"]'
-                                 for key in ("azure-pls-name", "azure-pls-resource-group"))
-#: A change of mode (``components`` appears or goes) reinstalls the release delete-first, in both directions
-#: (docs/decisions/pyroscope-chart.md, "Switching modes").
-MODE_PATHS = ("values.pyroscope.components",)
+#: A change of mode reinstalls the release delete-first, in both directions (docs/decisions/pyroscope-chart.md,
+#: "Switching modes"): the storage backend, ``filesystem`` or ``azure``, is the one value that changes with the mode and
+#: never within one (``values.pyroscope.components`` would also match every change of a component's values).
+MODE_PATHS = ("values.pyroscope.structuredConfig.storage.backend",)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class PyroscopeArgs:
     ``storage_ready`` what the release waits for (the federated credential and the role assignment).
     ``termination_grace_period_seconds``: the ingester's time to flush its head block on shutdown, the single binary's
     pod's or the ingesters' in microservices mode (docs/decisions/pyroscope-chart.md, "Shutdown grace period").
+    ``claims_provider``: the Kubernetes provider of the claims, one that adopts a claim that already exists
+    (``upsertExistingObjects``); None: the component's provider.
     """
 
     chart: str
@@ -96,6 +99,7 @@ class PyroscopeArgs:
     blob_container: str = ""
     workload_identity_client_id: Optional[pulumi.Input[str]] = None
     storage_ready: tuple = ()
+    claims_provider: Optional[k8s.Provider] = None
 
 
 def service_annotations(args: PyroscopeArgs) -> dict[str, str]:
@@ -136,8 +140,9 @@ GPU_NODE_AFFINITY = {
 #: outside the volume. A sibling of the ingester's ``/data/<tenant>/local`` blocks, never taken for a tenant (the disk
 #: cleaner only counts a directory holding ``local``, ``pkg/ingester/retention.go``@v1.15.0 ``isTenantDir``).
 BUCKET_DIR = "/data/shared"
-#: The Release inputs whose change needs a new StatefulSet (docs/decisions/pyroscope-chart.md).
-STORAGE_PATHS = ("values.pyroscope.persistence",)
+#: The release's persistence values, per mode: where the StatefulSet's claim template is.
+PERSISTENCE_PATH = {SINGLE_BINARY: "values.pyroscope.persistence",
+                    MICROSERVICES: "values.pyroscope.components.ingester.persistence"}
 
 
 #: Where the compactor stages blocks while it compacts, on the data volume. Its default, ``./data-compactor``
@@ -168,7 +173,7 @@ def extra_args(args: PyroscopeArgs) -> dict[str, str]:
 def chart_values(args: PyroscopeArgs) -> dict:
     """Helm values for chart 1.15.0 (nested dicts, keys sorted): single replica, pinned image, local
     filesystem storage on a persistent volume (or an emptyDir), retention, requests and limits, off GPU nodes, no
-    self-profiling push, LoadBalancer Service on 4040, the shutdown grace period, Alloy and MinIO off."""
+    self-profiling push, ClusterIP Service on 4040, the shutdown grace period, Alloy and MinIO off."""
     persistence: dict = {"enabled": args.persistence}
     if args.persistence:
         persistence.update({"accessModes": ["ReadWriteOnce"], "size": args.storage_size,
@@ -180,7 +185,8 @@ def chart_values(args: PyroscopeArgs) -> dict:
         "persistence": persistence,
         "replicaCount": 1,
         "resources": args.resources,
-        "service": {"annotations": service_annotations(args), "port": PORT, "type": "LoadBalancer"},
+        # Cluster-internal: the private link Service is the stack's own (private_link_service_spec).
+        "service": {"port": PORT, "type": "ClusterIP"},
         "structuredConfig": {
             "self_profiling": {"disable_push": True},
             "storage": {"backend": "filesystem", "filesystem": {"dir": BUCKET_DIR}},
@@ -239,11 +245,7 @@ def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
     mode"), in place. Per-component values merge over ``pyroscope.*`` (``templates/services.yaml`` and
     ``deployments-statefulsets.yaml``: ``mustMergeOverwrite (deepCopy .Values.pyroscope) $cfg``), so what stays global
     applies to every component: image, affinity, node selector, tolerations, retention flags, service account."""
-    service = pyroscope.pop("service")
     components = {name: json.loads(json.dumps(spec)) for name, spec in CHART_COMPONENTS.items()}
-    # The PLS and the internal load balancer on the read path only; every other Service is ClusterIP, unannotated.
-    components[READ_PATH]["service"] = service
-    pyroscope["service"] = {"port": PORT, "type": "ClusterIP"}
     # The volume: the ingesters' claims (a Deployment with persistence would mount a claim <name>-data nobody makes).
     components["ingester"]["persistence"] = pyroscope.pop("persistence")
     # The flush time goes to the ingesters only: a global value would reach every Deployment too.
@@ -266,18 +268,53 @@ def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
                                    "create": True}
 
 
-def pls_service_name(mode: str) -> str:
-    """The Service that carries the PLS annotations: ``pyroscope``, or the read path's ``pyroscope-query-frontend``
-    (chart 1.15.0 names a component's Service ``<fullname>-<component>``, ``templates/_helpers.tpl``
-    ``pyroscope.components``)."""
-    return RELEASE_NAME if mode != MICROSERVICES else f"{RELEASE_NAME}-{READ_PATH}"
+def private_link_service_spec(args: PyroscopeArgs) -> dict:
+    """Spec of the stack's Service ``pyroscope-private-link`` (engine names): an internal LoadBalancer on 4040 to the
+    pods' ``http2`` port, selecting the single binary (component ``all``) or the query frontends, as the chart's own
+    Services select them (``templates/services.yaml``); ``externalTrafficPolicy: Local`` with the NetworkPolicy, so
+    Pyroscope's pods see the PLS's NAT addresses as the source (docs/decisions/private-link.md)."""
+    component = READ_PATH if args.mode == MICROSERVICES else "all"
+    return {"externalTrafficPolicy": "Local" if args.network_policy else "Cluster",
+            "ports": [{"name": "http2", "port": PORT, "protocol": "TCP", "targetPort": "http2"}],
+            "selector": {**SELECTOR_LABELS, "app.kubernetes.io/component": component},
+            "type": "LoadBalancer"}
+
+
+#: Chart 1.15.0 names a component's workload ``<fullname>-<component>`` and the single binary's ``<fullname>``
+#: (``templates/_helpers.tpl`` ``pyroscope.components``); its claim template is ``data``, so a claim is
+#: ``data-<workload>-<ordinal>`` (kubernetes ``pkg/controller/statefulset/stateful_set_utils.go``
+#: ``getPersistentVolumeClaimName``).
+def claim_names(mode: str) -> list[str]:
+    """The claims Pyroscope's StatefulSet mounts: ``data-pyroscope-0``, or one per ingester replica."""
+    if mode != MICROSERVICES:
+        return [f"data-{RELEASE_NAME}-0"]
+    return [f"data-{RELEASE_NAME}-ingester-{i}" for i in range(CHART_COMPONENTS["ingester"]["replicaCount"])]
+
+
+def claim_labels(mode: str) -> dict[str, str]:
+    """The labels the StatefulSet controller gives its claims: the StatefulSet's selector (``getPersistentVolumeClaims``
+    copies ``set.Spec.Selector.MatchLabels``), so an adopted claim keeps them."""
+    return {**SELECTOR_LABELS, "app.kubernetes.io/component": "ingester" if mode == MICROSERVICES else "all"}
+
+
+def claim_spec(args: PyroscopeArgs) -> dict:
+    """A claim's spec as the chart's template writes it (``accessModes``, size, class), in engine names."""
+    return {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": args.storage_size}},
+            "storageClassName": args.storage_class}
 
 
 def replace_on_changes(mode: str) -> list[str]:
-    """The release's ``replace_on_changes``: the PLS identity's paths of its mode, the volume's and the mode's."""
-    if mode != MICROSERVICES:
-        return [*PLS_IDENTITY_PATHS, *STORAGE_PATHS, *MODE_PATHS]
-    return [*MICRO_PLS_IDENTITY_PATHS, "values.pyroscope.components.ingester.persistence", *MODE_PATHS]
+    """The release's ``replace_on_changes``: persistence turned on or off (a claim template appears or goes, which a
+    StatefulSet update refuses) and the mode."""
+    return [f"{PERSISTENCE_PATH[mode]}.enabled", *MODE_PATHS]
+
+
+def ignore_changes(args: PyroscopeArgs) -> list[str]:
+    """The release's ``ignore_changes``: the claim template's size and class, which a StatefulSet update refuses to
+    change. The stack's claims carry both; the template keeps the values of the first install."""
+    if not args.persistence:
+        return []
+    return [f"{PERSISTENCE_PATH[args.mode]}.{key}" for key in ("size", "storageClassName")]
 
 
 def write_path_service_spec() -> dict:
@@ -349,30 +386,56 @@ def _explain_helm_error(args: pulumi.ErrorHookArgs) -> bool:
     return False
 
 
-def _error_hooks() -> Optional[pulumi.ResourceHookBinding]:
-    """The release's hooks: the Helm error hook, in an update (a preview runs no operation to fail) and when the CLI
+#: The API server's refusal of a smaller claim (kubernetes ``pkg/apis/core/validation/validation.go``
+#: ``ValidatePersistentVolumeClaimUpdate`` @ v1.34.4: "than previous value", or "than status.capacity" with
+#: RecoverVolumeExpansionFailure).
+CLAIM_SHRINK = "field can not be less than"
+
+
+def claim_recovery(errors: Sequence[str], claim: str, size: str) -> Optional[str]:
+    """The one line for a claim update the API server refused because ``size`` (``pyroscopeStorageSize``) is smaller
+    than the claim, or None for another error."""
+    if CLAIM_SHRINK not in "\n".join(errors):
+        return None
+    return (f"pyroscopeStorageSize: {size} is smaller than the claim {NAMESPACE}/{claim}, and a claim cannot shrink; "
+            f"set it to the claim's size or more (`kubectl get pvc {claim} -n {NAMESPACE}`), then `pulumi up` again")
+
+
+def _error_hooks(name: str, explain) -> Optional[pulumi.ResourceHookBinding]:
+    """A resource's error hook ``explain``, in an update (a preview runs no operation to fail) and when the CLI
     supports error hooks (the SDK refuses one otherwise)."""
     from pulumi.runtime.proto import resource_pb2
     from pulumi.runtime.settings import monitor_supports_feature
 
     if pulumi.runtime.is_dry_run() or not monitor_supports_feature(resource_pb2.RESOURCE_MONITOR_FEATURE_ERROR_HOOKS):
         return None
-    return pulumi.ResourceHookBinding(on_error=[pulumi.ErrorHook("pyroscope-release-helm-state", _explain_helm_error)])
+    return pulumi.ResourceHookBinding(on_error=[pulumi.ErrorHook(name, explain)])
+
+
+def _explain_claim_error(claim: str, size: str):
+    def explain(args: pulumi.ErrorHookArgs) -> bool:
+        line = claim_recovery(args.errors, claim, size)
+        if line:
+            pulumi.log.error(line)
+        return False
+    return explain
 
 
 class Pyroscope(pulumi.ComponentResource):
     """Pyroscope as a Helm release (``helm.v3.Release``), using the Kubernetes provider passed in ``opts``.
 
-    Outputs: ``release_name``, ``namespace``, ``service_name`` (the Service the PLS fronts, same as the
-    release name), ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``). ``owner_service``
-    (plain): the Service as the AKS cloud provider tags its PLS, ``gadget/pyroscope``.
+    Outputs: ``release_name``, ``namespace``, ``service_name`` (the Service the PLS fronts, ``pyroscope-private-link``),
+    ``in_cluster_url`` (``http://pyroscope.gadget.svc.cluster.local:4040``, the exporter's path). ``owner_service``
+    (plain): the Service as the AKS cloud provider tags its PLS, ``gadget/pyroscope-private-link``.
+    ``private_link_service`` and ``private_link_identity`` (a no-op command whose triggers are the PLS's name, group
+    and owner Service): what the private link steps are replaced with.
     """
 
-    #: The Service as the AKS cloud provider names it in a PLS's k8s-azure-owner-service tag (``getServiceName``); in
-    #: microservices mode the instance's is ``gadget/pyroscope-query-frontend``.
-    owner_service = f"{NAMESPACE}/{RELEASE_NAME}"
+    #: The Service as the AKS cloud provider names it in a PLS's k8s-azure-owner-service tag (``getServiceName``).
+    owner_service = f"{NAMESPACE}/{PRIVATE_LINK_SERVICE}"
 
     release: k8s.helm.v3.Release
+    private_link_service: k8s.core.v1.Service
     private_link_identity: local.Command
     release_name: pulumi.Output[str]
     namespace: pulumi.Output[str]
@@ -382,15 +445,38 @@ class Pyroscope(pulumi.ComponentResource):
     def __init__(self, name: str, args: PyroscopeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
         micro = args.mode == MICROSERVICES
-        pls_service = pls_service_name(args.mode)
-        self.owner_service = f"{NAMESPACE}/{pls_service}"
-        # The PLS's identity: replaced when it changes, and the release with it (docs/decisions/pyroscope-chart.md).
+        namespace = args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE
+        in_namespace = [args.namespace] if args.namespace else []
+        # The volumes, the stack's own so that a larger size grows them in place (a StatefulSet's claim template cannot
+        # change); the provider adopts those a StatefulSet made before (docs/decisions/pyroscope-chart.md, "Volumes").
+        # The PLS's identity and the Service that owns it: a new one is a new PLS, and the private link steps name it in
+        # replace_with (a stack deployed while the chart's Service had the PLS sees its owner change once).
         self.private_link_identity = local.Command(
             f"{name}-private-link-identity",
             create="true",  # runs nothing; it exists for its triggers
-            triggers=[args.private_link_service_name, args.private_link_resource_group],
+            triggers=[args.private_link_service_name, args.private_link_resource_group, self.owner_service],
             opts=pulumi.ResourceOptions(parent=self),
         )
+        self.claims: list[k8s.core.v1.PersistentVolumeClaim] = []
+        # Named per mode: a switch creates one set and deletes the other, after the release's reinstall (a claim
+        # replaced instead would take the release into its delete-first chain, but not the Service pyroscope of the
+        # write path, which must go before the chart's is installed).
+        prefix = f"{name}-ingester-data" if micro else f"{name}-data"
+        for index, claim in enumerate(claim_names(args.mode) if args.persistence else []):
+            self.claims.append(k8s.core.v1.PersistentVolumeClaim(
+                f"{prefix}-{index}",
+                # No await: pulumi-kubernetes waits for a new claim of a WaitForFirstConsumer class to be Pending
+                # (awaiters.go untilCoreV1PersistentVolumeClaimReady), which an adopted, bound claim never is again.
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=claim, namespace=namespace, labels=claim_labels(args.mode),
+                                                    annotations={"pulumi.com/skipAwait": "true"}),
+                spec=claim_spec(args),
+                # A new class is a new disk (the provider replaces a claim whose storageClassName changes): the old
+                # one is deleted first, after the release that mounts it (the release names it in replace_with).
+                opts=pulumi.ResourceOptions(parent=self, provider=args.claims_provider, delete_before_replace=True,
+                                            replace_with=in_namespace or None,
+                                            hooks=_error_hooks(f"{prefix}-{index}-size",
+                                                               _explain_claim_error(claim, args.storage_size))),
+            ))
         if args.chart.startswith("oci://"):
             chart, repository = args.chart, None
         else:
@@ -399,7 +485,7 @@ class Pyroscope(pulumi.ComponentResource):
             f"{name}-release",
             name=RELEASE_NAME,
             # Read from the Namespace resource: the one thing the release needs before it starts.
-            namespace=args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE,
+            namespace=namespace,
             create_namespace=False,  # one owner: the stack's Namespace resource
             chart=chart,
             repository_opts=repository,
@@ -410,22 +496,37 @@ class Pyroscope(pulumi.ComponentResource):
             atomic=False,
             cleanup_on_fail=True,
             max_history=10,
-            # Microservices: the pods authenticate to the blob container at start (storage_ready).
+            # The StatefulSet mounts the claims, which must exist first; microservices: the pods authenticate to the
+            # blob container at start (storage_ready).
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*(forwarded_depends_on(opts) or []),
-                                                                 *args.storage_ready] or None,
+                                                                 *args.storage_ready, *self.claims] or None,
                                         delete_before_replace=True,
-                                        replace_with=[*([args.namespace] if args.namespace else []),
-                                                      self.private_link_identity],
-                                        replace_on_changes=replace_on_changes(args.mode), hooks=_error_hooks()),
+                                        replace_with=[*in_namespace, *self.claims] or None,
+                                        replace_on_changes=replace_on_changes(args.mode),
+                                        ignore_changes=ignore_changes(args) or None,
+                                        hooks=_error_hooks("pyroscope-release-helm-state", _explain_helm_error)),
+        )
+        # The PLS's Service, the stack's own: a reinstalled release leaves it, its PLS and Grafana's endpoint alone.
+        # After the release: its pods are its endpoints (pulumi-kubernetes awaits them), and a stack deployed while the
+        # chart's Service had the PLS frees the name by that update first (docs/decisions/private-link.md).
+        self.private_link_service = k8s.core.v1.Service(
+            f"{name}-private-link",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=PRIVATE_LINK_SERVICE, namespace=namespace, annotations=service_annotations(args),
+                labels={**SELECTOR_LABELS, "app.kubernetes.io/component": "private-link"}),
+            spec=private_link_service_spec(args),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release], delete_before_replace=True,
+                                        replace_on_changes=list(PLS_IDENTITY_PATHS),
+                                        replace_with=in_namespace or None),
         )
         self.write_path: Optional[k8s.core.v1.Service] = None
         if micro:
             # Service pyroscope for the Inspektor Gadget exporter: the distributors (docs/decisions/pyroscope-chart.md).
-            # Created after
-            # the release (a switch from single-binary first uninstalls the chart's Service of that name), and deleted
-            # before it is replaced: the engine deletes first what names the release in replaceWith, also when this
-            # Service is no longer in the program (step_generator.go findResourcesReplacedWith ranges over the olds),
-            # so going back to single-binary frees the name for the chart's Service.
+            # Created after the release (a switch from single-binary first uninstalls the chart's Service of that
+            # name), and deleted before it is replaced: the engine deletes first what names the release in
+            # replaceWith, also when this Service is no longer in the program (step_generator.go
+            # findResourcesReplacedWith ranges over the olds), so going back to single-binary frees the name for the
+            # chart's Service.
             self.write_path = k8s.core.v1.Service(
                 f"{name}-write-path",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -435,34 +536,19 @@ class Pyroscope(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
             )
         self.network_policy: Optional[k8s.networking.v1.NetworkPolicy] = None
-        self.local_traffic: Optional[k8s.core.v1.ServicePatch] = None
         if args.network_policy:
-            namespace = args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE
             # Reads the namespace only: in force before Pyroscope's pod exists (docs/decisions/pyroscope-chart.md).
             self.network_policy = k8s.networking.v1.NetworkPolicy(
                 f"{name}-network-policy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=RELEASE_NAME, namespace=namespace),
                 spec=network_policy_spec(args.allowed_cidrs),
                 # A fixed name: a replacement must delete the old object first (it would otherwise delete the new one).
-                opts=pulumi.ResourceOptions(parent=self, replace_with=[args.namespace] if args.namespace else None,
+                opts=pulumi.ResourceOptions(parent=self, replace_with=in_namespace or None,
                                             delete_before_replace=True),
-            )
-            # The Service keeps client addresses (the PLS's NAT IP): externalTrafficPolicy Local, which the chart cannot
-            # set.
-            self.local_traffic = k8s.core.v1.ServicePatch(
-                f"{name}-local-traffic",
-                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=self.release.status.apply(
-                        lambda status: status.name if not micro else f"{status.name}-{READ_PATH}"),
-                    namespace=self.release.status.apply(lambda status: status.namespace),
-                    annotations={"pulumi.com/patchForce": "true"},  # Helm may own the field it created defaulted
-                ),
-                spec=k8s.core.v1.ServiceSpecPatchArgs(external_traffic_policy="Local"),
-                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
             )
         self.release_name = self.release.status.apply(lambda status: status.name)
         self.namespace = self.release.status.apply(lambda status: status.namespace)
-        self.service_name = self.release_name if not micro else self.release_name.apply(lambda n: f"{n}-{READ_PATH}")
+        self.service_name = self.private_link_service.metadata.apply(lambda m: m.name)
         self.in_cluster_url = pulumi.Output.concat(
             "http://", self.release_name, ".", self.namespace, f".svc.cluster.local:{PORT}"
         )

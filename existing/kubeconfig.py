@@ -11,6 +11,7 @@ docs/decisions/kubeconfig.md.
 from __future__ import annotations
 
 import base64
+from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -156,8 +157,12 @@ def kubeconfig_for(cfg: StackConfig) -> pulumi.Output[str]:
     )
 
 
-def kubernetes_provider(name: str, cfg: StackConfig) -> k8s.Provider:
-    """The explicit Kubernetes provider for the cluster; its ``kubeconfig`` input is a Pulumi secret.
+def kubernetes_provider(name: str, cfg: StackConfig, kubeconfig: Optional[pulumi.Output] = None,
+                        upsert: bool = False) -> k8s.Provider:
+    """The explicit Kubernetes provider for the cluster; its ``kubeconfig`` input is a Pulumi secret
+    (:func:`kubeconfig_for` unless given, so two providers share one lookup). ``upsert``: its creates adopt an object
+    that already exists (``upsertExistingObjects``, pulumi-kubernetes 4.29.0+), for the claims only
+    (components/pyroscope.py).
 
     ``kubernetesDeleteUnreachable`` true sets the provider's ``deleteUnreachable``. pulumi-kubernetes (commit
     94977969, after v4.32.0; 4.34.2 installed) ``provider/pkg/provider/provider.go``: ``Configure`` marks the
@@ -173,7 +178,8 @@ def kubernetes_provider(name: str, cfg: StackConfig) -> k8s.Provider:
     """
     return k8s.Provider(
         name,
-        kubeconfig=kubeconfig_for(cfg),
+        kubeconfig=kubeconfig if kubeconfig is not None else kubeconfig_for(cfg),
         delete_unreachable=True if cfg.kubernetes_delete_unreachable else None,
+        upsert_existing_objects=True if upsert else None,
         opts=pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]),
     )

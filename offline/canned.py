@@ -200,18 +200,32 @@ def subnet_id(resource_group: str, subnet: str) -> str:
     return node_subnet_id(resource_group).rsplit("/", 1)[0] + f"/{subnet}"
 
 
-def service_annotations(releases: list, pls_name: Optional[str]) -> Optional[dict]:
-    """The annotations of the Service whose ``azure-pls-name`` is ``pls_name``, among Helm releases' inputs
-    (``values.pyroscope.service``, or a component's ``service`` in microservices mode, as components/pyroscope.py
-    writes them); None when none has one."""
-    for inputs in releases:
+SERVICE = "kubernetes:core/v1:Service"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def service_annotations(registered: list, pls_name: Optional[str]) -> Optional[tuple[str, dict]]:
+    """(``<namespace>/<name>``, annotations) of the Service whose ``azure-pls-name`` is ``pls_name`` among the
+    registered ``(type, inputs)``: a Service resource (``metadata.annotations``, as components/pyroscope.py writes the
+    private link Service), or a Helm release's ``values.pyroscope.service`` (or a component's ``service``), as older
+    versions of the stack wrote them; None when none has one."""
+    for type_, inputs in registered:
+        if type_ == SERVICE:
+            metadata = inputs.get("metadata") or {}
+            annotations = metadata.get("annotations")
+            if isinstance(annotations, dict) and annotations.get(PLS_NAME_ANNOTATION) == pls_name:
+                return f"{metadata.get('namespace')}/{metadata.get('name')}", annotations
+            continue
+        if type_ != RELEASE:
+            continue
         values = (inputs.get("values") or {}).get("pyroscope") or {}
-        components = (values.get("components") or {}).values()
-        services = [values.get("service")] + [c.get("service") for c in components if isinstance(c, dict)]
-        for service in services:
+        components = values.get("components") or {}
+        services = [(inputs.get("name"), values.get("service"))] + [
+            (f"{inputs.get('name')}-{name}", c.get("service")) for name, c in components.items() if isinstance(c, dict)]
+        for name, service in services:
             annotations = service.get("annotations") if isinstance(service, dict) else None
             if isinstance(annotations, dict) and annotations.get(PLS_NAME_ANNOTATION) == pls_name:
-                return annotations
+                return f"{inputs.get('namespace')}/{name}", annotations
     return None
 
 
@@ -234,9 +248,11 @@ def pls_nat_addresses(subnet: str, count: int) -> list[str]:
 
 
 def private_link_service(args: Mapping[str, Any], location: str,
-                         annotations: Optional[Mapping[str, str]] = None) -> dict:
-    """getPrivateLinkService: the PLS AKS created for the Pyroscope Service, whose ``annotations`` (the Service's,
-    full keys; None: none) set its NAT IP configurations as ``reconcilePLSIpConfigs`` builds them
+                         annotations: Optional[Mapping[str, str]] = None,
+                         owner: str = "gadget/pyroscope-private-link") -> dict:
+    """getPrivateLinkService: the PLS AKS created for the Service ``owner`` (its ``k8s-azure-owner-service`` tag),
+    whose ``annotations`` (the Service's, full keys; None: none) set its NAT IP configurations as
+    ``reconcilePLSIpConfigs`` builds them
     (kubernetes-sigs/cloud-provider-azure ``pkg/provider/azure_privatelinkservice.go`` @
     7b31c76ce2ff602cc2dfec988744d8d0534b448c, unchanged since v1.33.17): one dynamic configuration per
     ``azure-pls-ip-configuration-ip-address-count`` (default 1), named ``<subnet>-<pls>-dynamic-<i>``, the first
@@ -269,7 +285,7 @@ def private_link_service(args: Mapping[str, Any], location: str,
             "primary": i == 0,
             "subnet": {"id": subnet_id(rg, subnet)},
         } for i, address in enumerate(pls_nat_addresses(subnet, count))],
-        "tags": {"k8s-azure-owner-service": "gadget/pyroscope", "k8s-azure-cluster-name": "kubernetes"},
+        "tags": {"k8s-azure-owner-service": owner, "k8s-azure-cluster-name": "kubernetes"},
     }
 
 
@@ -332,12 +348,13 @@ INVOKES = {
 }
 
 
-def answer(handler: Any, args: Mapping[str, Any], location: str, releases: list) -> dict:
+def answer(handler: Any, args: Mapping[str, Any], location: str, registered: list) -> dict:
     """A mocked invoke's answer from ``handler`` (a dict, or ``(args, location) -> dict``); :func:`private_link_service`
-    also gets the annotations of the Service that names the PLS among ``releases`` (Helm releases' inputs), as the
-    cloud provider builds the PLS from them (:func:`service_annotations`)."""
+    also gets the Service that names the PLS among ``registered`` (``(type, inputs)`` of the resources so far) and its
+    annotations, as the cloud provider builds the PLS from them (:func:`service_annotations`)."""
     if handler is private_link_service:
-        return handler(args, location, service_annotations(releases, args.get("serviceName")))
+        found = service_annotations(registered, args.get("serviceName"))
+        return handler(args, location, *(found[::-1] if found else ()))
     return handler(args, location) if callable(handler) else handler
 
 

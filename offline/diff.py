@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from offline import engine, plan_state, replacement
+from offline import consequences, engine, plan_state, replacement
+from offline.consequences import MODE_SWITCH  # noqa: F401 (re-exported: the diff's warnings)
 from offline.program import SECRET, UNKNOWN, AtUp, join_path
 
 OPS = ("create", "update", "replace", "delete", "same", "read")
@@ -178,9 +179,10 @@ class _Model:
                              replace_on_changes=r["options"].get("replaceOnChanges") or [])
 
     def diffs(self, urn: str, old_inputs: Mapping, new_inputs: Mapping, ignore: Iterable[str] = ()) -> list[dict]:
-        ignored = set(ignore)
+        """The field diffs, without those under an ``ignoreChanges`` path (the engine keeps the old value there)."""
+        ignored = [engine.parse_property_path(path) for path in ignore]
         return [d for d in input_diffs(old_inputs, new_inputs, "", self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
-                if _top(d["path"]) not in ignored]
+                if not any(engine.path_contains(path, engine.parse_property_path(d["path"])) for path in ignored)]
 
     def providers(self) -> dict[str, engine.Provider]:
         """One provider per package; its ``Diff`` asks for a replacement on the paths its rule names (delete-first
@@ -436,8 +438,9 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
                               reasons=["not in the new program"
                                        + (_removed_because(urn, base, head) if same_stack else "")])
     errors = list(result.diagnostics) or ([result.error] if result.error else [])
-    errors += _retained_collisions(steps.values(), model)
-    return Diff(list(steps.values()), _actions(result), errors, warnings + _consequences(steps.values(), head))
+    errors += _retained_collisions(steps.values(), model) + consequences.refusals(steps.values(), base, head)
+    return Diff(list(steps.values()), _actions(result), errors,
+                warnings + consequences.warnings(steps.values(), base, head))
 
 
 def _retained_collisions(steps: Iterable[Step], model: _Model) -> list[str]:
@@ -518,64 +521,6 @@ def _warnings(base: Mapping, head: Mapping) -> list[str]:
                      f"{', '.join(missing)}): secrets show as changed, "
                      "removals name no setting, and delete-first chains use the head's dependencies; re-plan the base "
                      "with this version for an exact diff")
-    return found
-
-
-#: removed resource name -> what its removal does that a reviewer must know (said as a warning)
-CONSEQUENCES = {
-    "grafana-datasources-monitoring-data-reader": (
-        "deleting it removes Grafana's Monitoring Data Reader role on the workspace{also}: the Prometheus datasource "
-        "(and every stack's on this Grafana) loses access; with multiCluster, set assignMonitoringDataReader=true in "
-        "one stack and run `pulumi state delete` on this resource before `pulumi up` (docs/platform.md, "
-        "\"Several clusters, one Grafana\")"),
-}
-
-
-#: What a change of pyroscopeMode does (components/pyroscope.py, "Switching modes"), keyed by "to microservices".
-MODE_SWITCH = {
-    True: ("pyroscope-release: pyroscopeMode changes to microservices, so the release is "
-           "reinstalled delete-first: the single "
-           "binary's StatefulSet and Service pyroscope go, the chart's components come up on the blob container, the "
-           "stack's Service pyroscope (the distributors) takes the exporter's address, and "
-           "the private link service moves "
-           "to pyroscope-query-frontend (Grafana's endpoint re-created and approved again); the profiles on claim "
-           "data-pyroscope-0 are not moved to the container: they are not shown any more, "
-           "and the kept claim still bills "
-           "until you delete it (docs/sizing.md, \"Microservices mode\")"),
-    False: ("pyroscope-release: pyroscopeMode goes back to single-binary, so the release is "
-            "reinstalled delete-first (the "
-            "stack's Service pyroscope deleted before it) and the single binary starts from "
-            "its own volume: every profile "
-            "in the blob container is left behind, and a storage account the stack created is deleted with its "
-            "container and all the profiles in it (a brought account is kept); export what you need first "
-            "(docs/sizing.md, \"Microservices mode\")"),
-}
-
-
-def _consequences(steps: Iterable[Step], head: Mapping) -> list[str]:
-    names = {r["name"] for r in head["resources"]}
-    found = []
-    for step in steps:
-        if step.op == "delete" and step.name in CONSEQUENCES:
-            also = (", the same assignment grafana-datasources-shared-monitoring-data-reader ensures"
-                    if "grafana-datasources-shared-monitoring-data-reader" in names else "")
-            found.append(f"{step.name}: " + CONSEQUENCES[step.name].format(also=also))
-        mode_switch = step.op == "replace" and step.name == "pyroscope-release" and any(
-            d["path"] == "values.pyroscope.components" and (d["old"] is None or d["new"] is None) for d in step.diffs)
-        if mode_switch:
-            to_micro = any(r["name"] == "pyroscope-release"
-                           and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
-                "components") for r in head["resources"])
-            found.append(MODE_SWITCH[to_micro])
-        elif step.op == "replace" and step.name == "pyroscope-release" and any(
-                d["path"].startswith("values.pyroscope.persistence") for d in step.diffs):
-            found.append("pyroscope-release: its volume changes, so Helm cannot upgrade the "
-                         "StatefulSet (volumeClaimTemplates "
-                         "are immutable) and the release is reinstalled: the Service, its "
-                         "private link service and Grafana's "
-                         "endpoint are re-created, and profiles held in an emptyDir "
-                         "(persistence off so far) are lost; a "
-                         "retained claim data-pyroscope-0 is reused as it is (docs/sizing.md)")
     return found
 
 

@@ -268,13 +268,13 @@ class CannedMocks(pulumi.runtime.Mocks):
         self.secret_outputs = {stack: sorted(names) for stack, names in (secret_outputs or {}).items()}
         #: plaintext of every secret output a stack reference was answered with (the plan masks it in invoke args)
         self.secret_values: set[str] = set()
-        self.releases: Callable[[], list] = list  # inputs of the Helm releases registered so far (set by run)
+        self.registered: Callable[[], list] = list  # (type, inputs) of the resources registered so far (set by run)
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         handler = self.overrides.get(args.token, canned.INVOKES.get(args.token))
         if handler is None:
             raise NotImplementedError(f"offline plan has no canned answer for invoke {args.token}")
-        answer = canned.answer(handler, args.args, self.location, self.releases())
+        answer = canned.answer(handler, args.args, self.location, self.registered())
         return copy.deepcopy(answer), []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
@@ -586,7 +586,7 @@ def run(
     mocks = CannedMocks(location, invoke_overrides, stack_outputs, secret_outputs)
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
     monitor = RecordingMonitor(mocks)
-    mocks.releases = lambda: [r.inputs for r in list(monitor.recorded) if r.type == "kubernetes:helm.sh/v3:Release"]
+    mocks.registered = lambda: [(r.type, r.inputs) for r in list(monitor.recorded)]
     monitor.pending = pending if isinstance(pending, AtUp) else frozenset(pending or ())
 
     def evaluate() -> Plan:

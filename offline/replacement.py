@@ -174,6 +174,11 @@ def _never_replaced(old: dict, new: dict, old_fp: dict, new_fp: dict) -> ConfigD
 
 
 _COMMAND_WHY = "triggers are replaceOnChanges"
+#: pulumi-kubernetes' immutable fields per kind: ``provider/pkg/provider/diff.go`` ``forceNewProperties`` at 94977969d.
+_KUBERNETES_DIFF = "pulumi-kubernetes provider/pkg/provider/provider.go (Diff), diff.go at 94977969d"
+_FORCE_NEW = "forceNewProperties (diff.go)"
+_OBJECT_NAME = {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
+                "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"}
 
 #: type token -> Rule, for every type this stack registers.
 RULES: dict[str, Rule] = {
@@ -201,17 +206,20 @@ RULES: dict[str, Rule] = {
         Rule("kubernetes:core/v1:Namespace",
              {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)"},
              False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
-        # Pyroscope's NetworkPolicy and Service patch: like the Namespace, replaced when the object's name or namespace
-        # changes (neither does: both are fixed); the stack sets delete-first for replace_with replacements, which keep
-        # the name (components/pyroscope.py).
-        Rule("kubernetes:networking.k8s.io/v1:NetworkPolicy",
-             {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
-              "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"},
-             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
-        Rule("kubernetes:core/v1:ServicePatch",
-             {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
-              "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"},
-             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
+        # Pyroscope's NetworkPolicies: like the Namespace, replaced when the object's name or namespace changes
+        # (neither does: both are fixed); the stack sets delete-first for replace_with replacements, which keep the
+        # name (components/pyroscope.py).
+        Rule("kubernetes:networking.k8s.io/v1:NetworkPolicy", _OBJECT_NAME, False, _KUBERNETES_DIFF),
+        # The private link Service and the write path's: also a new clusterIP (never set here); the PLS identity's
+        # annotations are the stack's replace_on_changes, not the provider's.
+        Rule("kubernetes:core/v1:Service",
+             {**_OBJECT_NAME, "spec.clusterIP": f"{_FORCE_NEW} lists .spec.clusterIP for a Service"},
+             False, _KUBERNETES_DIFF),
+        # Pyroscope's claims: a new class is a new claim (and disk); the size is mutable (expansion).
+        Rule("kubernetes:core/v1:PersistentVolumeClaim",
+             {**_OBJECT_NAME, **{f"spec.{key}": f"{_FORCE_NEW} lists .spec.{key} for a PersistentVolumeClaim"
+                                 for key in ("accessModes", "selector", "storageClassName", "volumeName")}},
+             False, _KUBERNETES_DIFF),
         Rule("command:local:Command", {"triggers": _COMMAND_WHY}, False, COMMAND),
         Rule("pulumi:providers:kubernetes", {}, False, KUBERNETES, _kubernetes_config_diff),
         Rule("pulumi:providers:azure-native", {}, False, AZURE_NATIVE, _never_replaced),

@@ -29,6 +29,9 @@ PYROSCOPE_SELECTOR_LABELS = {"app.kubernetes.io/instance": PYROSCOPE_RELEASE, "a
 #: The NetworkPolicy that admits Grafana's connections through the private link service
 #: (docs/decisions/private-link.md).
 PRIVATE_LINK_POLICY = f"{PYROSCOPE_RELEASE}-private-link"
+#: The stack's own LoadBalancer Service that AKS makes the private link service for, apart from the chart's
+#: Services so that no change of the release touches it (docs/decisions/private-link.md, "The stack's Service").
+PRIVATE_LINK_SERVICE = f"{PYROSCOPE_RELEASE}-private-link"
 
 
 def private_link_policy_spec(nat_addresses: Sequence[str]) -> dict:

@@ -28,17 +28,16 @@ EDGES = {
         "nothing at create (the extension agent uses the namespace or makes it); destroy order: the extension and "
         "its in-cluster uninstall before the namespace",
     ("pyroscope-release", "gadget-namespace"): "the release's namespace, metadata.name of the Namespace",
-    ("grafana-private-link-wait-for-pls", "pyroscope-release"): "the PLS AKS makes from the release's Service",
-    ("grafana-private-link-wait-for-pls", "pyroscope-private-link-identity"):
-        "ordering only: the private link depends on the Pyroscope component, whose children include the PLS identity "
-        "(it runs nothing, so it adds no time)",
+    ("pyroscope-release", "pyroscope-data-0"): "ordering: the StatefulSet mounts the claim, which must exist first",
+    ("pyroscope-data-0", "gadget-namespace"): "the claim's namespace, metadata.name of the Namespace",
+    ("pyroscope-private-link", "gadget-namespace"): "the Service's namespace, metadata.name of the Namespace",
+    ("pyroscope-private-link", "pyroscope-release"):
+        "ordering: the release's pods are its endpoints, and a stack whose chart Service had the PLS frees the PLS "
+        "name by the release's update first",
+    ("grafana-private-link-wait-for-pls", "pyroscope-private-link"):
+        "the PLS AKS makes from the Service's annotations (GrafanaPrivateLink depends on the Service alone)",
     ("pyroscope-network-policy", "gadget-namespace"):
         "the policy's namespace, metadata.name of the Namespace (and nothing else: in force before Pyroscope's pod)",
-    ("pyroscope-local-traffic", "pyroscope-release"): "the Service's name and namespace, from the release's status",
-    ("grafana-private-link-wait-for-pls", "pyroscope-network-policy"):
-        "ordering only: a child of the Pyroscope component (created long before the PLS appears, so it adds no time)",
-    ("grafana-private-link-wait-for-pls", "pyroscope-local-traffic"):
-        "ordering only: a child of the Pyroscope component (one server-side apply right after the release)",
     ("grafana-private-link-mpe", "grafana-private-link-wait-for-pls"): "the PLS id (read once the wait has seen it)",
     ("grafana-private-link-nat-network-policy", "grafana-private-link-wait-for-pls"):
         "the PLS's NAT IPs (read once the wait has seen it)",
@@ -87,8 +86,10 @@ EDGES = {
     ("pyroscope-write-path", "pyroscope-release"):
         "the namespace, from the release's status; and after the release, so a switch from single-binary has "
         "uninstalled the chart's Service pyroscope first",
-    ("grafana-private-link-wait-for-pls", "pyroscope-write-path"):
-        "ordering only: a child of the Pyroscope component (created right after the release)",
+    ("pyroscope-data-1", "gadget-namespace"): "the claim's namespace, metadata.name of the Namespace",
+    ("pyroscope-data-2", "gadget-namespace"): "as above",
+    ("pyroscope-release", "pyroscope-data-1"): "ordering: the ingesters' StatefulSet mounts the claims",
+    ("pyroscope-release", "pyroscope-data-2"): "as above",
 }
 
 
@@ -103,6 +104,13 @@ NOT_EDGES = {
     ("gpu-dashboard-upload", "grafana-datasources-prometheus"): "as above",
     ("grafana-private-link-wait-for-pls", "managed-grafana-grafana-admin"): "ARM calls only; no Grafana API",
     ("grafana-private-link-mpe", "managed-grafana-grafana-admin"): "ARM calls only; no Grafana API",
+    # The private link depends on the Service, not on the Pyroscope component and so all its children:
+    ("grafana-private-link-wait-for-pls", "pyroscope-release"):
+        "the wait reads the Service's PLS; the release comes before the Service anyway",
+    ("grafana-private-link-wait-for-pls", "pyroscope-network-policy"): "reads nothing of the policy",
+    ("grafana-private-link-wait-for-pls", "pyroscope-write-path"): "reads nothing of the exporter's Service",
+    ("grafana-private-link-wait-for-pls", "pyroscope-data-0"): "reads nothing of the claims",
+    ("pyroscope-private-link", "pyroscope-data-0"): "the Service reads nothing of the claims",
 }
 
 
@@ -150,11 +158,9 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
                 todo.append(name[dep])
     assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection",
                     "grafana-private-link-mpe",
-                    "grafana-private-link-wait-for-pls", "pyroscope-release", "gadget-namespace",
-                    "pyroscope-private-link-identity", "grafana-private-link-approval-nonce",
-                    "pyroscope-network-policy",
-                    "grafana-private-link-nat-network-policy",
-                    "pyroscope-local-traffic"}
+                    "grafana-private-link-wait-for-pls", "pyroscope-private-link", "pyroscope-release",
+                    "pyroscope-data-0", "gadget-namespace", "grafana-private-link-approval-nonce",
+                    "grafana-private-link-nat-network-policy"}
 
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"
@@ -197,6 +203,7 @@ def assert_nothing_left(deployment: Deployment) -> None:
     assert deployment.states == {}, sorted(deployment.states)
     world = deployment.world()
     assert world["arm"] == {} and world["releases"] == {} and world["pls"] == {} and world["mpes"] == {}
+    assert world.get("services", {}) == {} and world.get("claims", {}) == {}  # the Service and the claims too
     assert all(not g["datasources"] and not g["dashboards"] for g in world["grafana"].values())
 
 
@@ -211,9 +218,10 @@ def calls_to(deployment: Deployment, host: str) -> list:
 
 
 def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
-    """Cluster and Grafana deleted: the refresh drops the release, the namespace, the NetworkPolicies and the Service
-    patch (deleteUnreachable), the extension and the endpoint (ARM 404); the destroy's datasource and dashboard deletes
-    find the workspace gone in ARM and call no Grafana; the role assignment on the workspace is deleted."""
+    """Cluster and Grafana deleted: the refresh drops the release, the namespace, the NetworkPolicies, the private link
+    Service and the claim (deleteUnreachable), the extension and the endpoint (ARM 404); the destroy's datasource and
+    dashboard deletes find the workspace gone in ARM and call no Grafana; the role assignment on the workspace is
+    deleted."""
     plan, deployment = fresh(deployed, "opted", tmp_path)
     host = grafana_host(plan)
     deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
@@ -221,8 +229,8 @@ def test_everything_already_gone_ends_in_a_clean_destroy(deployed, tmp_path):
     before = len(calls_to(deployment, host))
     dropped = {urn.rsplit("::", 1)[-1] for urn in deployment.refresh()}
     assert dropped == {"pyroscope-release", "gadget-namespace", "inspektor-gadget-extension",
-                       "grafana-private-link-mpe",
-                       "pyroscope-network-policy", "grafana-private-link-nat-network-policy", "pyroscope-local-traffic"}
+                       "grafana-private-link-mpe", "pyroscope-private-link", "pyroscope-data-0",
+                       "pyroscope-network-policy", "grafana-private-link-nat-network-policy"}
     deployment.destroy(plan)
     assert_nothing_left(deployment)
     assert len(calls_to(deployment, host)) == before, "no call to a Grafana whose workspace is gone"
@@ -325,13 +333,20 @@ def test_404_on_every_delete_ends_in_a_clean_destroy(deployed, tmp_path):
 
 
 def test_a_service_that_goes_takes_its_pls_connections_first(deployed, tmp_path):
-    """docs/offline.md L4: when the Service goes before the endpoint (here `helm uninstall` by hand), AKS's cloud
-    provider deletes every private endpoint connection on the Service's PLS, then the PLS (kubernetes-sigs/
+    """docs/offline.md L4: when the Service goes before the endpoint (here `kubectl delete service` by hand), AKS's
+    cloud provider deletes every private endpoint connection on the Service's PLS, then the PLS (kubernetes-sigs/
     cloud-provider-azure azure_privatelinkservice.go safeDeletePLS, TestSafeDeletePLS): no connection blocks it, and
-    Grafana's endpoint is left Disconnected. The stack's destroy still ends clean."""
+    Grafana's endpoint is left Disconnected. A `helm uninstall` by hand before it takes no PLS: the Service is the
+    stack's own, not the chart's. The stack's destroy still ends clean."""
     plan, deployment = fresh(deployed, "default", tmp_path)
     release = next(r for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release")
     deployment._release(release["inputs"], None, None)
+    world = deployment.world()
+    (pls,) = world["pls"].values()
+    assert [c["status"] for c in pls["connections"]] == ["Approved"]
+    assert [m["status"] for m in world["mpes"].values()] == ["Approved"]
+    service = next(r for r in plan["resources"] if r["name"] == "pyroscope-private-link")
+    deployment._service(service["inputs"], None, None)
     world = deployment.world()
     assert world["pls"] == {} and world["events"] == []
     assert [m["status"] for m in world["mpes"].values()] == ["Disconnected"]
@@ -339,15 +354,17 @@ def test_a_service_that_goes_takes_its_pls_connections_first(deployed, tmp_path)
     assert_nothing_left(deployment)
 
 
-def test_destroy_deletes_the_endpoint_before_the_release(deployed, tmp_path):
-    """The stack's own order: the managed private endpoint, and with it its connection, goes before the release, so the
-    cloud provider finds no connection to cut when the Service goes, and Grafana never holds a Disconnected endpoint."""
+def test_destroy_deletes_the_endpoint_before_the_service_and_the_release(deployed, tmp_path):
+    """The stack's own order: the managed private endpoint, and with it its connection, goes before the private link
+    Service (then the release), so the cloud provider finds no connection to cut when the Service goes, and Grafana
+    never holds a Disconnected endpoint."""
     plan, deployment = fresh(deployed, "default", tmp_path)
     names = [urn.rsplit("::", 1)[-1] for urn in plan["destroyOrder"]]
-    assert names.index("grafana-private-link-mpe") < names.index("pyroscope-release")
+    assert (names.index("grafana-private-link-mpe") < names.index("pyroscope-private-link")
+            < names.index("pyroscope-release") < names.index("pyroscope-data-0"))
     retained = {r["urn"] for r in plan["resources"] if r["options"].get("retainOnDelete")}
     for urn in plan["destroyOrder"]:
-        if urn.endswith("::pyroscope-release"):
+        if urn.endswith("::pyroscope-private-link"):
             world = deployment.world()
             assert world["mpes"] == {} and [p["connections"] for p in world["pls"].values()] == [[]]
         state = deployment.states.get(urn)

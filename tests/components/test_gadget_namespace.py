@@ -65,7 +65,7 @@ def old_design(plan: Plan) -> Plan:
 def test_namespace_resource(dev):
     ns = dev.one(NAMESPACE)
     assert ns.name == "gadget-namespace" and ns.inputs["metadata"] == {"name": "gadget"}
-    assert ns.provider == dev.one(K8S_PROVIDER).urn
+    assert ns.provider == dev.named("aks").urn  # the stack's provider (aks-claims is the claims' only)
     assert ns.parent == dev.one("aks-gpu-observability:index:GadgetNamespace").urn
     # Fixed name: a create-first replacement would upsert the same object, then delete it.
     assert ns.options["deleteBeforeReplace"] is True
@@ -74,18 +74,25 @@ def test_namespace_resource(dev):
 
 
 def test_kubernetes_provider_keeps_server_side_apply(dev):
-    """The adoption of a namespace the extension made relies on SSA's upsert (the provider's default)."""
-    assert dev.one(K8S_PROVIDER).inputs.get("enableServerSideApply") in (None, True, "true")
+    """The adoption of a namespace the extension made relies on SSA's upsert (the provider's default); the claims'
+    provider, the same cluster's, upserts on create too (upsertExistingObjects), and only it."""
+    providers = {r.name: r for r in dev.by_type(K8S_PROVIDER)}
+    assert sorted(providers) == ["aks", "aks-claims"]
+    for provider in providers.values():
+        assert provider.inputs.get("enableServerSideApply") in (None, True, "true")
+    assert providers["aks-claims"].inputs["kubeconfig"] == providers["aks"].inputs["kubeconfig"] == "[secret]"
+    assert providers["aks-claims"].inputs["upsertExistingObjects"] == "true"
+    assert "upsertExistingObjects" not in providers["aks"].inputs
 
 
 def test_release_reads_the_namespace_and_not_the_extension(dev):
     release, ns, extension = dev.one(RELEASE), dev.one(NAMESPACE), dev.one(EXTENSION)
     assert release.inputs["namespace"] == "gadget" and release.inputs["createNamespace"] is False
     assert release.property_dependencies["namespace"] == [ns.urn]
-    assert release.dependencies == [ns.urn]
+    claim = dev.named("pyroscope-data-0")
+    assert sorted(release.dependencies) == sorted([ns.urn, claim.urn])  # and the claim its StatefulSet mounts
     assert extension.urn not in release.dependencies
-    identity = next(r for r in dev.resources if r.name == "pyroscope-private-link-identity")
-    assert release.replace_with == sorted([ns.urn, identity.urn])  # and the PLS identity (components/pyroscope.py)
+    assert release.replace_with == sorted([ns.urn, claim.urn])  # a new disk is a new release (components/pyroscope.py)
 
 
 def test_extension_waits_for_the_namespace_only_for_the_destroy_order(dev):
@@ -122,14 +129,22 @@ def test_a_namespace_replacement_replaces_what_lives_in_it(dev):
     replaced = replacement_set(dev, dev.one(NAMESPACE).urn)
     assert {dev.one(EXTENSION).urn, dev.one(RELEASE).urn} <= replaced
     names = {dev.get(u).name for u in replaced}
-    # and, through the release, the private link (a new Service makes a new PLS)
-    assert {"grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "grafana-private-link-approve-connection",
-            "grafana-private-link-refresh"} <= names
+    # the claims and the private link Service, and through the Service the private link (a new PLS)
+    assert {"pyroscope-data-0", "pyroscope-private-link", "pyroscope-network-policy",
+            "grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "grafana-private-link-approve-connection",
+            "grafana-private-link-refresh", "grafana-private-link-nat-network-policy"} <= names
 
 
-def test_a_release_replacement_leaves_namespace_and_extension(dev):
+def test_a_release_replacement_leaves_namespace_extension_and_private_link(dev):
+    """A reinstalled release leaves the stack's private link Service, its PLS and Grafana's endpoint alone."""
     replaced = replacement_set(dev, dev.one(RELEASE).urn)
-    assert dev.one(NAMESPACE).urn not in replaced and dev.one(EXTENSION).urn not in replaced
+    assert replaced == {dev.one(RELEASE).urn}
+
+
+def test_a_claim_replacement_replaces_the_release_and_only_it(dev):
+    """A claim replaced (a new storage class: a new disk) takes the release that mounts it, and nothing else."""
+    claim = dev.named("pyroscope-data-0")
+    assert replacement_set(dev, claim.urn) == {claim.urn, dev.one(RELEASE).urn}
 
 
 # --- the cluster stand-in, every order the plan allows ----------------------------------------------------------
@@ -229,7 +244,8 @@ def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyrosc
     assert not cluster.running("pyroscope") and cluster.running("inspektor-gadget")
 
 
-@pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release"])
+@pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release",
+                                    "pyroscope-data-0", "pyroscope-private-link"])
 def test_replacement_sets_agree_with_the_preview_diff(dev, target):
     """The helper above and offline/diff.py's preview (the lifecycle model) replace the same resources."""
     from offline import diff as plan_diff

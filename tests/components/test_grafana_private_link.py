@@ -21,6 +21,10 @@ from tests.support import RELEASE
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 
 
+#: The stack's Service AKS makes the PLS for (components/pyroscope.py), by its Pulumi name.
+SERVICE = "pyroscope-private-link"
+
+
 COMMAND = "command:local:Command"
 
 
@@ -43,9 +47,12 @@ def invoke(plan, token):
 
 
 def test_managed_private_endpoint_inputs(plan):
-    mpe = plan().one(MPE)
+    p = plan()
+    mpe = p.one(MPE)
     assert mpe.options["deleteBeforeReplace"] is True  # a fixed name: --replace and replaceWith must delete first
-    assert mpe.options["replaceWith"] == [plan().one(RELEASE).urn]
+    # A new Service (a new PLS) or a new wait (the PLS seen for a new owner Service): a new endpoint.
+    assert mpe.options["replaceWith"] == sorted([p.named(SERVICE).urn, command(p, "wait-for-pls").urn])
+    assert p.one(RELEASE).urn not in mpe.options["replaceWith"]
     assert mpe.inputs == {
         "managedPrivateEndpointName": "pyroscope-mpe",
         "workspaceName": "amg-gpu-dev",
@@ -72,15 +79,17 @@ def test_wait_for_pls_command(plan):
         # Only this cluster's PLS is accepted: a frontend on its node resource group's load balancers, for its Service.
         "LOAD_BALANCER_SCOPE": (f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}"
                                 "/providers/Microsoft.Network/loadBalancers/"),
-        "OWNER_SERVICE": "gadget/pyroscope",
+        "OWNER_SERVICE": "gadget/pyroscope-private-link",
         # The NAT IP configurations the annotations ask for: a change of either runs the wait again (an update).
         "IP_CONFIGURATION_COUNT": "1", "PLS_SUBNET": ""}
     changed = command(plan(privateLinkIpAddressCount="2", privateLinkSubnet="snet-pls"), "wait-for-pls")
     assert (changed.inputs["environment"]["IP_CONFIGURATION_COUNT"], changed.inputs["environment"]["PLS_SUBNET"]) == (
         "2", "snet-pls")
-    # The PLS's identity is a trigger: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
-    # instead of querying a PLS that does not exist yet (the engine's invoke gate; offline/program.py).
-    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
+    # The PLS's identity and its owner Service are triggers: a changed PLS (or one made anew for another Service under
+    # the same name) makes a new wait, so a preview's PLS lookup is unknown instead of querying a PLS that does not
+    # exist yet (the engine's invoke gate; offline/program.py).
+    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG,
+                                       "gadget/pyroscope-private-link"]
     assert wait.inputs["logging"] == "stdoutAndStderr"
     assert wait.inputs["addPreviousOutputInEnv"] is False
     assert "delete" not in wait.inputs
@@ -141,27 +150,30 @@ def test_refresh_command(plan):
     assert command(p, "approve-connection").urn in refresh.dependencies
 
 
-def test_dependency_chain_after_the_release(plan):
+def test_dependency_chain_after_the_private_link_service(plan):
+    """The wait depends on the private link Service alone (GrafanaPrivateLink's depends_on), which comes after the
+    release; nothing else of the Pyroscope component delays it."""
     p = plan()
-    release, wait, mpe = p.one(RELEASE), command(p, "wait-for-pls"), p.one(MPE)
+    release, service, wait, mpe = p.one(RELEASE), p.named(SERVICE), command(p, "wait-for-pls"), p.one(MPE)
     approval, refresh = command(p, "approve-connection"), command(p, "refresh")
-    assert release.urn in wait.dependencies
+    assert wait.dependencies == [service.urn]
+    assert release.urn in service.dependencies
     assert invoke(p, "azure-native:network:getPrivateLinkService").dependencies == [wait.urn]
     assert wait.urn in mpe.dependencies
     assert mpe.urn in approval.dependencies
     assert approval.urn in refresh.dependencies
     assert invoke(p, "azure-native:dashboard:getManagedPrivateEndpoint").dependencies == [refresh.urn]
-    order = [p.create_order.index(r.urn) for r in (release, wait, mpe, approval, refresh)]
+    order = [p.create_order.index(r.urn) for r in (release, service, wait, mpe, approval, refresh)]
     assert order == sorted(order)
 
 
-def test_teardown_removes_the_endpoint_before_the_release(plan):
+def test_teardown_removes_the_endpoint_before_the_service_and_the_release(plan):
     p = plan()
     destroy = p.destroy_order
-    release, mpe = p.one(RELEASE), p.one(MPE)
-    assert destroy.index(mpe.urn) < destroy.index(release.urn)
+    release, service, mpe = p.one(RELEASE), p.named(SERVICE), p.one(MPE)
+    assert destroy.index(mpe.urn) < destroy.index(service.urn) < destroy.index(release.urn)
     for step in ("approve-connection", "refresh", "wait-for-pls"):
-        assert destroy.index(command(p, step).urn) < destroy.index(release.urn)
+        assert destroy.index(command(p, step).urn) < destroy.index(service.urn)
     assert destroy.index(command(p, "refresh").urn) < destroy.index(mpe.urn)
 
 
@@ -182,8 +194,10 @@ def test_pls_resource_group_override_reaches_annotation_and_steps(plan):
     assert name.startswith("pyroscope-pls-") and command(p, "wait-for-pls").inputs["environment"]["PLS_NAME"] == name
     assert invoke(p, "azure-native:network:getPrivateLinkService").args == {"resourceGroupName": "rg-network",
                                                                             "serviceName": name}
-    annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
+    annotations = p.named(SERVICE).inputs["metadata"]["annotations"]
     assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
+    assert annotations["service.beta.kubernetes.io/azure-pls-name"] == name
+    assert "annotations" not in p.one(RELEASE).inputs["values"]["pyroscope"]["service"]
 
 
 def test_names_follow_config(plan):
@@ -214,16 +228,39 @@ def test_script_hash_covers_the_script_and_the_shared_library():
                                          "refresh_managed_private_endpoints.sh")}) == 3
 
 
-def test_replacements_cascade_from_the_release(plan):
-    """A replaced release means a new Service and PLS: the wait and the MPE are replaced with it, the
-    approval with the MPE (whose id, its name, would not change), the refresh with the approval."""
-    p = plan()
-    release, wait, mpe = p.one(RELEASE), command(p, "wait-for-pls"), p.one(MPE)
+@pytest.mark.parametrize("mode", ["single-binary", "microservices"])
+def test_replacements_cascade_from_the_private_link_service(plan, mode):
+    """A replaced private link Service means a new PLS: the wait and the MPE are replaced with it, the MPE with the
+    wait too (a wait replaced for a new owner Service), the approval with the MPE (whose id, its name, would not
+    change), the refresh with the approval. The release is in none of them: a reinstalled release keeps the PLS."""
+    p = plan(pyroscopeMode=mode)
+    service, wait, mpe = p.named(SERVICE), command(p, "wait-for-pls"), p.one(MPE)
     approval, refresh = command(p, "approve-connection"), command(p, "refresh")
-    assert wait.replace_with == [release.urn]
-    assert mpe.replace_with == [release.urn]
+    assert wait.replace_with == [service.urn]
+    assert mpe.replace_with == sorted([service.urn, wait.urn])
     assert approval.replace_with == [mpe.urn]
     assert refresh.replace_with == [approval.urn]
+    release = p.one(RELEASE).urn
+    assert not [r.name for r in (wait, mpe, approval, refresh) if release in r.replace_with]
+
+
+def test_a_new_owner_service_makes_a_new_wait_and_a_new_endpoint(plan):
+    """A stack deployed while the chart's Service had the PLS (owner ``gadget/pyroscope``): the PLS of the same name is
+    made anew for the stack's Service, so the wait's triggers change (a replacement) and the MPE, replaced with the
+    wait, gets a new connection, approved and refreshed."""
+    from offline import diff as plan_diff
+    from offline.program import run
+
+    head = run("dev")
+    base = head.to_json()
+    for resource in base["resources"]:
+        if resource["name"] == "grafana-private-link-wait-for-pls":
+            resource["inputs"]["triggers"] = resource["inputs"]["triggers"][:-1]  # before the owner was a trigger
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", pending=pending))
+    replaced = {s.name for s in diff.steps if s.op == "replace"}
+    assert replaced == {"grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
+                        "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+    assert not diff.preview_only  # `pulumi up` replaces them too, not only the preview
 
 
 def test_approval_and_refresh_rerun_when_the_pls_changes(plan):

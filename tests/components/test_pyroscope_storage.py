@@ -19,7 +19,9 @@ def _name(urn: str) -> str:
 
 def test_single_binary_registers_nothing_of_the_microservices_mode(plan):
     p = plan()
-    assert not [r for r in p.resources if r.type in STORAGE_TYPES or r.type == "kubernetes:core/v1:Service"]
+    assert not [r for r in p.resources if r.type in STORAGE_TYPES]
+    # The one Service of the stack's own is the private link's: the chart's Service pyroscope is the write path.
+    assert [r.name for r in p.by_type("kubernetes:core/v1:Service")] == ["pyroscope-private-link"]
     assert "components" not in p.one(RELEASE).inputs["values"]["pyroscope"]
 
 
@@ -63,23 +65,26 @@ def test_microservices_with_a_brought_account(plan):
 def test_microservices_release_waits_for_the_credential_and_the_role(plan):
     """The pods authenticate at start: the release depends on the federated credential and the role assignment; the
     write path's Service on the release (a switch from single-binary uninstalls the chart's Service pyroscope first),
-    replaced with it delete-first (so going back frees the name); the PLS identity paths are the read path's."""
-    from components.pyroscope import MICRO_PLS_IDENTITY_PATHS, MODE_PATHS
+    replaced with it delete-first (so going back frees the name). No component's Service is a LoadBalancer or carries
+    the PLS annotations: the private link Service, the stack's own, selects the query frontends."""
+    from components.pyroscope import MODE_PATHS
 
     p = plan(pyroscopeMode="microservices")
     release = p.one(RELEASE)
     assert {"pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor"} <= \
         {_name(d) for d in release.dependencies}
-    assert release.options["replaceOnChanges"] == [*MICRO_PLS_IDENTITY_PATHS,
-                                                   "values.pyroscope.components.ingester.persistence", *MODE_PATHS]
-    assert MICRO_PLS_IDENTITY_PATHS[0] == ('values.pyroscope.components["query-frontend"].service.annotations'
-                                           '["service.beta.kubernetes.io/azure-pls-name"]')
-    write = p.one("kubernetes:core/v1:Service")
+    assert release.options["replaceOnChanges"] == ["values.pyroscope.components.ingester.persistence.enabled",
+                                                   *MODE_PATHS]
+    write = p.named("pyroscope-write-path")
+    assert write.type == "kubernetes:core/v1:Service"
     assert release.urn in write.dependencies
     assert write.options["replaceWith"] == [release.urn] and write.options["deleteBeforeReplace"] is True
+    private_link = p.named("pyroscope-private-link")
+    assert private_link.inputs["spec"]["selector"]["app.kubernetes.io/component"] == "query-frontend"
+    assert release.urn in private_link.dependencies and release.urn not in private_link.replace_with
     pyroscope = release.inputs["values"]["pyroscope"]
     assert pyroscope["service"] == {"port": 4040, "type": "ClusterIP"}
-    assert pyroscope["components"]["query-frontend"]["service"]["type"] == "LoadBalancer"
+    assert not [name for name, component in pyroscope["components"].items() if "service" in component]
     assert pyroscope["persistence"] == {"enabled": False}
     assert pyroscope["components"]["ingester"]["persistence"]["enabled"] is True
     assert "compactor.data-dir" not in pyroscope["extraArgs"]

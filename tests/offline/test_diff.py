@@ -20,7 +20,7 @@ from typing import Optional
 
 import pytest
 
-from offline import canned, diff_text, engine, program, replacement
+from offline import canned, consequences, diff_text, engine, program, replacement
 from offline import diff as plan_diff
 from offline.program import run
 from stack.specs import private_link_policy_spec
@@ -64,54 +64,69 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
     }
 
 
-ANNOTATION = 'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
+GRACE_PATH = "values.pyroscope.terminationGracePeriodSeconds"
+ANNOTATION = 'metadata.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
 #: A new wait for the PLS: its lookup, so the NAT IPs the second NetworkPolicy admits, is unknown in the preview.
 NAT_POLICY_UNKNOWN = {"grafana-private-link-nat-network-policy": ("update", None, ["spec is unknown during preview"],
                                                                   ("spec",))}
-RELEASE_FIRST = ["replaceWith: pyroscope-release is replaced", "the engine deletes it before pyroscope-release"]
+SERVICE_FIRST = ["replaceWith: pyroscope-private-link is replaced",
+                 "the engine deletes it before pyroscope-private-link"]
 
 
-def pls_identity_changed(identity_paths: tuple, release_paths: tuple) -> dict:
-    """A new PLS name or resource group: the identity replaced, the release replaced with it delete-first, the wait and
-    the endpoint (replaceWith the release) deleted before the release and created after it; the approval, whose MPE is
-    re-created without a chain of its own, create-first."""
-    return {"pyroscope-private-link-identity": ("replace", "create-first", ["triggers are replaceOnChanges"],
-                                                identity_paths),
-            "pyroscope-release": ("replace", "delete-first",
-                                  ["replaceWith: pyroscope-private-link-identity is replaced",
-                                   "deleteBeforeReplace option is set"], release_paths),
-            "grafana-private-link-wait-for-pls": ("replace", "delete-first", RELEASE_FIRST, ("environment.PLS_NAME",)),
-            # The new Service gets externalTrafficPolicy Local again (components/pyroscope.py).
-            "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
+def pls_identity_changed(service_paths: tuple, wait_paths: tuple = ("environment.PLS_NAME",)) -> dict:
+    """A new PLS name or resource group: the private link Service replaced delete-first (its replace_on_changes), the
+    wait and the endpoint (replaceWith the Service) deleted before it and created after it; the approval, whose MPE is
+    re-created without a chain of its own, create-first. The release is not touched."""
+    return {"pyroscope-private-link": ("replace", "delete-first", ["listed in replaceOnChanges",
+                                                                   "deleteBeforeReplace option is set"], service_paths),
+            "pyroscope-private-link-identity": ("replace", "create-first", ["triggers are replaceOnChanges"], ()),
+            "grafana-private-link-wait-for-pls": ("replace", "delete-first", SERVICE_FIRST, wait_paths),
             **NAT_POLICY_UNKNOWN,
-            **cascade_after_mpe(RELEASE_FIRST, approval_order="create-first")}
+            **cascade_after_mpe(SERVICE_FIRST, approval_order="create-first")}
 
 CHANGES = [
     Change("chart-version-bump", {"pyroscopeChartVersion": "1.15.1"},
            expect={"pyroscope-release": ("update", None, [], ("version",))}),
     Change("image-tag", {"pyroscopeImageTag": "1.16.0"},
            expect={"pyroscope-release": ("update", None, [], ("values.pyroscope.image.tag",))}),
+    # The disk grows in place: the stack's claim is updated (Azure Disk CSI expands it online); the release, whose
+    # claim template ignores the size, is not touched, nor is the private link.
+    Change("storage-size-grow", {"pyroscopeStorageSize": "128Gi"},
+           expect={"pyroscope-data-0": ("update", None, [], ("spec.resources.requests.storage",))}),
+    # A new class is a new disk: the claim replaced delete-first, after the release that mounts it (its replaceWith
+    # names the claim), both re-created; the private link stays.
+    Change("storage-class", {"pyroscopeStorageClass": "managed-csi-premium"},
+           expect={"pyroscope-data-0": ("replace", "delete-first", ["lists .spec.storageClassName",
+                                                                    "deleteBeforeReplace option is set"],
+                                        ("spec.storageClassName",)),
+                   "pyroscope-release": ("replace", "delete-first", ["replaceWith: pyroscope-data-0 is replaced",
+                                                                     "the engine deletes it before pyroscope-data-0"],
+                                         ())}),
+    Change("grace-period", {"pyroscopeTerminationGracePeriodSeconds": "900"},
+           expect={"pyroscope-release": ("update", None, [], (GRACE_PATH,))}),
     # The AKS cloud provider cannot rename the PLS of a live Service (tests/support/fake_world.py ensure_service_pls): a
-    # new PLS identity replaces the release, and with it (replaceWith) the wait and the endpoint, deleted before it.
+    # new PLS identity replaces the private link Service, and with it (replaceWith) the wait and the endpoint, deleted
+    # before it; the release stays.
     Change("pls-name", {"privateLinkServiceName": "pyroscope-pls-2"},
-           expect=pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),))),
+           expect=pls_identity_changed((ANNOTATION.format("name"),))),
     # A PLS resource group other clusters may share: the PLS moves there under a per-cluster name.
     Change("pls-resource-group", {"privateLinkServiceResourceGroup": "rg-network"},
-           expect=pls_identity_changed(("triggers[0]", "triggers[1]"),
-                                       (ANNOTATION.format("name"), ANNOTATION.format("resource-group")))),
+           expect=pls_identity_changed((ANNOTATION.format("name"), ANNOTATION.format("resource-group")),
+                                       ("environment.PLS_NAME", "environment.PLS_RESOURCE_GROUP"))),
     # The cloud provider rebuilds the PLS's NAT IP configurations after the Service's update; the wait returns once it
     # has, and the NAT NetworkPolicy, which reads them after the wait, admits the new ones.
     Change("pls-ip-address-count", {"privateLinkIpAddressCount": "2"},
-           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("ip-configuration-ip-address-count"),)),
+           expect={"pyroscope-private-link": ("update", None, [],
+                                              (ANNOTATION.format("ip-configuration-ip-address-count"),)),
                    "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.IP_CONFIGURATION_COUNT",)),
                    "grafana-private-link-nat-network-policy": ("update", None, [], ("spec.ingress[0].from",))}),
     Change("pls-subnet", {"privateLinkSubnet": "snet-pls"},
-           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("ip-configuration-subnet"),)),
+           expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("ip-configuration-subnet"),)),
                    "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.PLS_SUBNET",)),
                    "grafana-private-link-nat-network-policy": ("update", None, [],
                                                                ("spec.ingress[0].from[0].ipBlock.cidr",))}),
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
-           expect={"pyroscope-release": ("update", None, [], (ANNOTATION.format("visibility"),))}),
+           expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
            expect=cascade_after_mpe(["managedPrivateEndpointName: a path parameter of the ARM PUT",
                                      "delete-first: deleteBeforeReplace option is set (the provider's diff asks "
@@ -149,15 +164,15 @@ CHANGES = [
            expect={"gpu-dashboard-upload": ("update", None, [], ("environment.DASHBOARD_PROFILE_TYPE",))}),
     Change("extension-version-pin", {"extensionVersion": "0.46.0"},
            expect={"inspektor-gadget-extension": ("update", None, [], ("version", "autoUpgradeMinorVersion"))}),
-    # multiCluster names the PLS per cluster too (stack_config/names.py): the release is reinstalled once.
+    # multiCluster names the PLS per cluster too (stack_config/names.py): the private link is re-created once.
     Change("multi-cluster-on", {"multiCluster": "true"},
-           expect={**pls_identity_changed(("triggers[0]",), (ANNOTATION.format("name"),)),
+           expect={**pls_identity_changed((ANNOTATION.format("name"),)),
                    "grafana-datasources-pyroscope": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "grafana-datasources-prometheus": ("replace", "delete-first", ["triggers[1]"], ("triggers[1]",)),
                    "gpu-dashboard-upload": ("update", None, [], ("environment.DATASOURCES",)),
                    "grafana-datasources-monitoring-data-reader": ("delete", None, ["not in the new program"], ())}),
     Change("kubelogin-mode", {"kubeloginMode": "workloadidentity"},
-           expect={"aks": ("update", None, [], ("kubeconfig",))}),
+           expect={"aks": ("update", None, [], ("kubeconfig",)), "aks-claims": ("update", None, [], ("kubeconfig",))}),
 ]
 
 REPLACED = "--replace: replacement requested on the command line"
@@ -166,40 +181,28 @@ CHANGES += [
            expect={"inspektor-gadget-extension": ("replace", "delete-first", [REPLACED,
                                                                               "deleteBeforeReplace option is set"],
                                                   ())}),
-    # The namespace's replacement takes what lives in it along (replace_with), the extension and the release
-    # delete-first, and the release the private link; the extension's own replacement (above) takes nothing.
+    # The namespace's replacement takes what lives in it along (replace_with): the extension, the claim, the release
+    # and the private link Service delete-first, and the Service the private link; the extension's own replacement
+    # (above) takes nothing.
     Change("replace-namespace", targets=["gadget-namespace"],
            expect={"gadget-namespace": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ()),
-                   "inspektor-gadget-extension": ("replace", "delete-first",
-                                                  ["replaceWith: gadget-namespace is replaced"], ()),
-                   "pyroscope-release": ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ()),
-                   # The release, deleted first for the namespace, is re-created without a chain of its own, so the
-                   # wait (replaceWith the release) is replaced create-first.
+                   **{name: ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ())
+                      for name in ("inspektor-gadget-extension", "pyroscope-data-0", "pyroscope-release",
+                                   "pyroscope-private-link", "pyroscope-network-policy",
+                                   "grafana-private-link-nat-network-policy")},
+                   # The Service, deleted first for the namespace, is re-created without a chain of its own, so the
+                   # wait (replaceWith the Service) is replaced create-first.
                    "grafana-private-link-wait-for-pls": ("replace", "create-first",
-                                                         ["replaceWith: pyroscope-release is replaced"], ()),
-                   # The NetworkPolicy lives in the namespace; the Service patch goes with the release.
-                   "pyroscope-network-policy": ("replace", "delete-first",
-                                                ["replaceWith: gadget-namespace is replaced"], ()),
-                   "grafana-private-link-nat-network-policy": ("replace", "delete-first",
-                                                               ["replaceWith: gadget-namespace is replaced"], ()),
-                   "pyroscope-local-traffic": ("replace", "delete-first",
-                                               ["replaceWith: pyroscope-release is replaced"], ()),
-                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced",
+                                                         ["replaceWith: pyroscope-private-link is replaced"], ()),
+                   **cascade_after_mpe(["replaceWith: pyroscope-private-link is replaced",
                                         "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
            expect={"aks": ("replace", "create-first", [REPLACED], ())}),
+    # A reinstalled release leaves the private link Service, its PLS and Grafana's endpoint alone.
     Change("replace-release", targets=["pyroscope-release"],
-           expect={"pyroscope-release": ("replace", "delete-first", [REPLACED], ()),
-                   # Both name the release in replaceWith: deleted before it (findResourcesReplacedWith), re-created
-                   # after it; the MPE's re-creation starts no chain, so the approval goes create-first.
-                   "grafana-private-link-wait-for-pls": ("replace", "delete-first",
-                                                         ["replaceWith: pyroscope-release is replaced",
-                                                          "the engine deletes it before pyroscope-release"], ()),
-                   "pyroscope-local-traffic": ("replace", "delete-first", RELEASE_FIRST, ()),
-                   **NAT_POLICY_UNKNOWN,
-                   **cascade_after_mpe(["replaceWith: pyroscope-release is replaced",
-                                        "the engine deletes it before pyroscope-release"],
-                                       approval_order="create-first")}),
+           expect={"pyroscope-release": ("replace", "delete-first", [REPLACED], ())}),
+    # A new wait (an edit of its script, say) is no new PLS: the endpoint is replaced only in the preview, whose PLS
+    # lookup is unknown until the wait has run.
     Change("replace-wait", targets=["grafana-private-link-wait-for-pls"],
            expect={"grafana-private-link-wait-for-pls": ("replace", "create-first", [REPLACED], ()),
                    **NAT_POLICY_UNKNOWN,
@@ -354,21 +357,30 @@ def assert_holds_exactly(deployment: Deployment, plan: dict, dashboard_files: di
                and r["inputs"]["create"] == "bash steps/ensure_role_assignment.sh"}
     assert set(world["arm"]) == ensured | {deployment.arm_key(r["type"], r["inputs"]) for r in plan["resources"]
                                            if r["type"].startswith("azure-native:") and r["custom"]}
-    (release,) = [r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    (resource,) = [r for r in plan["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    release = resource["inputs"]
     key = fake_world.release_key(plan["outputs"]["clusterId"], release["namespace"], release["name"])
-    assert world["releases"] == {key: {"version": release["version"], "values": release["values"]}}
-    # The PLS is the one AKS made for the release's Service, and the cloud provider refused nothing on the way.
-    owner = ("gadget/pyroscope-query-frontend" if release["values"]["pyroscope"].get("components")
-             else "gadget/pyroscope")
-    assert pls["frontend"] == world["services"][key] and pls["tags"]["k8s-azure-owner-service"] == owner
+    assert list(world["releases"]) == [key]
+    # The claim template's size and class are ignoreChanges: the release keeps those of its first install.
+    installed = engine.process_ignore_changes(release, {**release, "values": world["releases"][key]["values"]},
+                                              resource["options"].get("ignoreChanges") or [])
+    assert world["releases"][key] == {"version": release["version"], "values": installed["values"]}
+    # The PLS is the one AKS made for the stack's private link Service, the only LoadBalancer (no chart Service has a
+    # frontend), and the cloud provider refused nothing on the way.
+    (service,) = [r["inputs"]["metadata"] for r in plan["resources"] if r["name"] == "pyroscope-private-link"]
+    service_key = fake_world.release_key(plan["outputs"]["clusterId"], service["namespace"], service["name"])
+    assert world["services"] == {service_key: pls["frontend"]}
+    assert pls["tags"]["k8s-azure-owner-service"] == "gadget/pyroscope-private-link"
     assert world["events"] == []
+    # The claims are the plan's, each at its size and class.
+    assert {key: (claim["size"], claim["class"]) for key, claim in world["claims"].items()} == {
+        fake_world.release_key(plan["outputs"]["clusterId"], c["metadata"]["namespace"], c["metadata"]["name"]):
+            (c["spec"]["resources"]["requests"]["storage"], c["spec"]["storageClassName"])
+        for c in (r["inputs"] for r in plan["resources"] if r["type"] == "kubernetes:core/v1:PersistentVolumeClaim")}
     # Grafana's connections come from the PLS's NAT IPs as the world has them now: the NAT NetworkPolicy admits exactly
     # those, as many as the Service's annotations ask for.
     addresses = deployment.world_nat_addresses(plan)
-    annotations = (release["values"]["pyroscope"]["components"]["query-frontend"]["service"]["annotations"]
-                   if release["values"]["pyroscope"].get("components")
-                   else release["values"]["pyroscope"]["service"]["annotations"])
-    assert len(addresses) == int(annotations[canned.PLS_COUNT_ANNOTATION])
+    assert len(addresses) == int(service["annotations"][canned.PLS_COUNT_ANNOTATION])
     assert deployment.nat_policy_spec() == private_link_policy_spec(addresses)
 
 
@@ -415,9 +427,9 @@ def test_the_mpe_rename_done_criterion(tmp_path):
             < engine.index("create-replacement grafana-private-link-refresh"))
 
 
-def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecycle, tmp_path):
-    """The fault the PLS identity fixes, as the stand-in sees it: the program before it updated the release in place.
-    Helm changes the Service's azure-pls-name; the cloud provider finds the Service's PLS by its load balancer frontend
+def test_a_pls_rename_by_service_update_is_refused_by_the_cloud_provider(lifecycle, tmp_path):
+    """Why the PLS identity's annotations replace the Service, as the stand-in sees it: updated in place, the
+    Service's azure-pls-name changes; the cloud provider finds the Service's PLS by its load balancer frontend
     and refuses the rename ("cannot change existing private link service name (old) to (new)",
     kubernetes-sigs/cloud-provider-azure azure_privatelinkservice_test.go TestGetPrivateLinkServiceName), so the old PLS
     stays, connection and all, and the wait for the new name never ends."""
@@ -425,18 +437,18 @@ def test_a_pls_rename_by_release_update_is_refused_by_the_cloud_provider(lifecyc
     head = {r["urn"].rsplit("::", 1)[-1]: r for r in outcome.head["resources"]}
     deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
     before = deployment.world()["pls"]
-    deployment._update(head["pyroscope-release"], outcome.head)  # what the old program's `pulumi up` did first
+    deployment._update(head["pyroscope-private-link"], outcome.head)  # an update in place instead of the replacement
     world = deployment.world()
     assert world["pls"] == before  # the same PLS, name, frontend and the approved connection on it
     # getPrivateLinkServiceName's error, which reconcilePrivateLinkService returns as it is (no wrapping)
     assert world["events"] == [
-        "getPrivateLinkServiceName(gadget/pyroscope) failed: cannot change existing private link "
+        "getPrivateLinkServiceName(gadget/pyroscope-private-link) failed: cannot change existing private link "
         "service name (pyroscope-pls) to (pyroscope-pls-2)"]
     with pytest.raises(EngineError, match="private link service pyroscope-pls-2 did not appear"):
         deployment._create(head["grafana-private-link-wait-for-pls"], outcome.head)
 
 
-def test_a_pls_resource_group_change_by_release_update_would_orphan_the_old_pls(lifecycle, tmp_path):
+def test_a_pls_resource_group_change_by_service_update_would_orphan_the_old_pls(lifecycle, tmp_path):
     """What an in-place upgrade would do with a new azure-pls-resource-group: the cloud provider looks the Service's PLS
     up in the annotated group only (kubernetes-sigs/cloud-provider-azure pkg/provider/azure_privatelinkservice.go
     reconcilePrivateLinkService, plsRepo.Get with getPLSResourceGroup; pkg/provider/privatelinkservice/cache.go lists
@@ -446,18 +458,18 @@ def test_a_pls_resource_group_change_by_release_update_would_orphan_the_old_pls(
     head = {r["urn"].rsplit("::", 1)[-1]: r for r in outcome.head["resources"]}
     deployment = lifecycle["deployed"].copy(tmp_path / "old-program")
     (old,) = deployment.world()["pls"].values()
-    deployment._update(head["pyroscope-release"], outcome.head)
+    deployment._update(head["pyroscope-private-link"], outcome.head)
     world = deployment.world()
     assert world["events"] == [] and len(world["pls"]) == 2
     new = world["pls"][fake_world.pls_id("rg-network", outcome.head["outputs"]["privateLinkServiceName"],
                                          canned.SUBSCRIPTION_ID).lower()]
     assert new["frontend"] == old["frontend"] and new["connections"] == []
-    deployment._delete(head["pyroscope-release"]["urn"], deployment.states[head["pyroscope-release"]["urn"]])
+    deployment._delete(head["pyroscope-private-link"]["urn"], deployment.states[head["pyroscope-private-link"]["urn"]])
     assert list(deployment.world()["pls"]) == [old["id"].lower()]  # orphaned: no Service names it any more
 
 
 def test_a_pls_resource_group_change_ends_with_one_pls_in_the_new_group(lifecycle):
-    """The product's way: the identity replaces the release, delete-first, so the old Service goes with its old
+    """The product's way: the identity replaces the Service, delete-first, so the old Service goes with its old
     annotations (its PLS, looked up in the old group, is deleted) before the new one gets its PLS in the new group."""
     outcome = lifecycle["outcomes"]["pls-resource-group"]
     assert outcome.error is None, outcome.error
@@ -469,21 +481,21 @@ def test_a_pls_resource_group_change_ends_with_one_pls_in_the_new_group(lifecycl
     assert [c["status"] for c in pls["connections"]] == ["Approved"] and world["events"] == []
 
 
-def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
-    """The release lists the PLS's name and resource group annotations in replace_on_changes (the engine's path syntax,
-    as pulumi-kubernetes writes its detailed diff), for a stack whose identity resource is new, and its persistence
-    values (a StatefulSet's volume cannot be updated); read from the registration here, and recorded in the plan
-    (D14)."""
+def test_the_private_link_service_is_replaced_when_its_pls_annotations_change(plan):
+    """The private link Service lists the PLS's name and resource group annotations in replace_on_changes (the engine's
+    path syntax, as pulumi-kubernetes writes its detailed diff); the release lists only what a StatefulSet update
+    refuses (persistence turned on or off) and the mode, never the PLS; read from the registration here, and recorded
+    in the plan (D14)."""
     from components import pyroscope
 
     assert pyroscope.PLS_IDENTITY_PATHS == (
-        'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-name"]',
-        'values.pyroscope.service.annotations["service.beta.kubernetes.io/azure-pls-resource-group"]')
+        'metadata.annotations["service.beta.kubernetes.io/azure-pls-name"]',
+        'metadata.annotations["service.beta.kubernetes.io/azure-pls-resource-group"]')
     seen = {}
     original = program.RecordingMonitor.RegisterResource
 
     def record(self, request):
-        seen[request.name] = list(request.replaceOnChanges)
+        seen[request.name] = (list(request.replaceOnChanges), list(request.ignoreChanges))
         return original(self, request)
 
     program.RecordingMonitor.RegisterResource = record
@@ -491,11 +503,20 @@ def test_the_release_is_replaced_when_its_pls_annotations_change(plan):
         p = plan()
     finally:
         program.RecordingMonitor.RegisterResource = original
-    assert seen["pyroscope-release"] == [*pyroscope.PLS_IDENTITY_PATHS, *pyroscope.STORAGE_PATHS, *pyroscope.MODE_PATHS]
-    identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
-    assert identity.inputs["triggers"] == ["pyroscope-pls", ""] and identity.inputs["create"] == "true"
+    assert seen["pyroscope-private-link"] == (list(pyroscope.PLS_IDENTITY_PATHS), [])
+    assert seen["pyroscope-release"] == (["values.pyroscope.persistence.enabled", *pyroscope.MODE_PATHS],
+                                         ["values.pyroscope.persistence.size",
+                                          "values.pyroscope.persistence.storageClassName"])
     release = next(r for r in p.resources if r.name == "pyroscope-release")
-    assert identity.urn in release.options["replaceWith"]
+    claim = next(r for r in p.resources if r.name == "pyroscope-data-0")
+    assert claim.urn in release.options["replaceWith"] and claim.urn in release.dependencies
+    identity = next(r for r in p.resources if r.name == "pyroscope-private-link-identity")
+    assert identity.inputs["triggers"] == ["pyroscope-pls", "", "gadget/pyroscope-private-link"]
+    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe"):
+        step = next(r for r in p.resources if r.name == name)
+        service = next(r for r in p.resources if r.name == "pyroscope-private-link")
+        assert step.options["replaceWith"] == sorted([service.urn, identity.urn])
+    assert not [r for r in p.resources if r.name == "pyroscope-local-traffic"]
 
 
 def test_a_create_first_mpe_replacement_is_refused_by_the_provider(lifecycle, tmp_path):
@@ -546,7 +567,8 @@ def test_a_base_plan_without_fingerprints_shows_secrets_as_changed_and_says_why(
     mpe = diff.step("grafana-private-link-mpe")
     assert mpe.op == "replace" and any("has no fingerprint for this secret" in r for r in mpe.reasons), mpe.reasons
     assert {s.name for s in diff.steps if s.op != "same"} == {
-        "aks", "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+        "aks", "aks-claims", "grafana-private-link-mpe", "grafana-private-link-approve-connection",
+        "grafana-private-link-refresh"}
 
 
 def test_secret_fingerprints_are_keyed_per_machine(tmp_path, monkeypatch):
@@ -580,7 +602,8 @@ def test_a_base_plan_from_another_machine_shows_secrets_as_changed_and_says_why(
     assert any("keyed on another machine" in r for r in provider.reasons), provider.reasons
     # The MPE's requestMessage (it carries the approval nonce) is a secret too: replaced, with the approval and refresh.
     assert {s.name for s in diff.steps if s.op != "same"} == {
-        "aks", "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+        "aks", "aks-claims", "grafana-private-link-mpe", "grafana-private-link-approve-connection",
+        "grafana-private-link-refresh"}
     assert any("keyed on another machine" in w for w in plan_diff._warnings(base, head))
 
 
@@ -1236,8 +1259,8 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
     """A stack deployed with Pyroscope's profiles in an emptyDir (as before persistence was the default) gets its
     volume in one `pulumi up`: a StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes
     pkg/apis/apps/validation/validation.go ValidateStatefulSetUpdate), so the release, which lists its persistence
-    values in replace_on_changes, is reinstalled delete-first with the PLS chain behind it, and the diff warns that the
-    emptyDir's profiles are lost; the re-run predicts nothing."""
+    values in replace_on_changes, is reinstalled delete-first after the new claim, the private link left alone, and the
+    diff warns that the emptyDir's profiles are lost; the re-run predicts nothing."""
     dashboards = _dashboards(tmp_path)
     base = run("dev", {"pyroscopePersistence": "false"}).to_json()
     deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
@@ -1247,9 +1270,11 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
     release = steps["pyroscope-release"]
     assert (release.op, release.replace_order) == ("replace", "delete-first"), release.reasons
     assert any("values.pyroscope.persistence.enabled: listed in replaceOnChanges" in r for r in release.reasons)
-    assert any("profiles held in an emptyDir" in w and "are lost" in w for w in diff.warnings), diff.warnings
-    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe"):
-        assert (steps[name].op, steps[name].replace_order) == ("replace", "delete-first"), (name, steps[name].reasons)
+    assert consequences.PERSISTENCE_ON in diff.warnings, diff.warnings
+    assert {name: step.op for name, step in steps.items() if step.op != "same"} == {
+        "aks-claims": "create", "pyroscope-data-0": "create", "pyroscope-release": "replace"}
+    order = [(a.kind, _short(a.urn)) for a in diff.order]
+    assert order.index(("create", "pyroscope-data-0")) < order.index(("create-replacement", "pyroscope-release"))
     head = known.to_json()
     deployment.apply(diff, head)
     assert_holds_exactly(deployment, head, dashboards)
@@ -1260,8 +1285,9 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
 def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path):
     """A deployed single-binary stack set to pyroscopeMode microservices: the storage side is created,
     the release is reinstalled delete-first (values.pyroscope.components appears: listed in replaceOnChanges), the
-    stack's Service pyroscope for the exporter is created after it, and the PLS chain follows the read path; the diff
-    says what the switch loses. Going back: the Service pyroscope is deleted before the release (its replaceWith names
+    stack's Service pyroscope for the exporter is created after it, the ingesters' claims before it, and the private
+    link Service selects the read path (updated in place: its PLS and Grafana's endpoint stay); the diff says what the
+    switch loses. Going back: the Service pyroscope is deleted before the release (its replaceWith names
     the release, and the engine's findResourcesReplacedWith also ranges over resources no longer in the program), so
     the chart's own Service pyroscope can be installed; the diff warns that the blob container's profiles are left and a
     created account is deleted with them. Each end state equals a fresh deploy; each re-run predicts nothing."""
@@ -1275,13 +1301,21 @@ def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path
     steps = {s.name: s for s in diff.steps}
     release = steps["pyroscope-release"]
     assert (release.op, release.replace_order) == ("replace", "delete-first"), release.reasons
-    assert any(r.startswith("values.pyroscope.components: listed in replaceOnChanges") for r in release.reasons)
+    assert any(r.startswith("values.pyroscope.structuredConfig.storage.backend: listed in replaceOnChanges")
+               for r in release.reasons), release.reasons
     for name in ("pyroscope-storage-account", "pyroscope-storage-container", "pyroscope-storage-identity",
                  "pyroscope-storage-federated-credential", "pyroscope-storage-blob-data-contributor",
                  "pyroscope-write-path"):
         assert steps[name].op == "create", name
-    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "pyroscope-local-traffic"):
-        assert (steps[name].op, steps[name].replace_order) == ("replace", "delete-first"), (name, steps[name].reasons)
+    for name in ("pyroscope-ingester-data-0", "pyroscope-ingester-data-1", "pyroscope-ingester-data-2"):
+        assert steps[name].op == "create", name
+    assert steps["pyroscope-data-0"].op == "delete"
+    assert steps["pyroscope-private-link"].op == "update"
+    assert [d["path"] for d in steps["pyroscope-private-link"].diffs] == [
+        'spec.selector["app.kubernetes.io/component"]']
+    for name in ("grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
+                 "grafana-private-link-approve-connection", "grafana-private-link-refresh"):
+        assert steps[name].op == "same", (name, steps[name].reasons)
     order = [(a.kind, _short(a.urn)) for a in diff.order]
     assert order.index(("create",
                         "pyroscope-storage-blob-data-contributor")) < order.index(("create-replacement",
@@ -1332,7 +1366,7 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         # fingerprint_key); its secrets are the canned ones this run holds (the kubeconfig, the nonce), at the same
         # paths, so this session's fingerprints stand in for them.
         assert {u: sorted(v) for u, v in base["secretFingerprints"].items()} == \
-            {u: sorted(v) for u, v in head["secretFingerprints"].items()}
+            {u: sorted(v) for u, v in head["secretFingerprints"].items() if u in base["secretFingerprints"]}
         base = {**base, "secretFingerprints": head["secretFingerprints"],
                 "secretFingerprintKey": head.get("secretFingerprintKey")}
         diff = plan_diff.compute(base, head)
@@ -1341,12 +1375,10 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         # among the triggers), so it runs once more and finds the PLS as it is. The step scripts moved from scripts/
         # to the steps package: the approval's and the refresh's hashes changed (each re-runs, idempotent), and the
         # owner steps run `python3 -m steps.<name>` (an update: apply finds Grafana up to date and writes nothing).
-        assert changed == {"pyroscope-network-policy": "update", "grafana-private-link-nat-network-policy": "create",
-                           "grafana-private-link-wait-for-pls": "replace", "gpu-dashboard-upload": "update",
-                           "grafana-private-link-approve-connection": "replace",
-                           "grafana-private-link-refresh": "replace",
-                           "grafana-datasources-pyroscope": "update",
-                           "grafana-datasources-prometheus": "update", "pyroscope-release": "update"}, overrides
+        # And the private link moves to the stack's own Service, once (test_a_stack_deployed_before_...).
+        assert changed == {**PRIVATE_LINK_MOVE, "pyroscope-network-policy": "update",
+                           "grafana-private-link-nat-network-policy": "create", "gpu-dashboard-upload": "update",
+                           "grafana-datasources-prometheus": "update"}, overrides
         moved = {"create": "python3 -m steps.{} apply", "delete": "python3 -m steps.{} delete"}
         for name, script in [("gpu-dashboard-upload", "grafana_dashboard"), ("grafana-datasources-pyroscope",
                                                                              "grafana_datasource"),
@@ -1362,33 +1394,43 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         policy = diff.step("pyroscope-network-policy")
         assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
             all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs
-        assert [d["path"] for d in diff.step("pyroscope-release").diffs] == [GRACE_PATH]
+        assert [d["path"] for d in diff.step("pyroscope-release").diffs] == [*CHART_SERVICE_PATHS, GRACE_PATH]
         old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"]
                     for plan in (base, head))
-        new = copy.deepcopy(new)
+        new, old = copy.deepcopy(new), copy.deepcopy(old)
         del new["values"]["pyroscope"]["terminationGracePeriodSeconds"]
+        old["values"]["pyroscope"]["service"] = new["values"]["pyroscope"]["service"]
         assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
 
 
-GRACE_PATH = "values.pyroscope.terminationGracePeriodSeconds"
+#: What the chart's Service loses when the stack's own Service takes the private link over: its PLS annotations, and
+#: LoadBalancer for ClusterIP.
+CHART_SERVICE_PATHS = ["values.pyroscope.service.annotations", "values.pyroscope.service.type"]
+#: The one-time move of the private link to the stack's Service, as any stack deployed before it sees it.
+PRIVATE_LINK_MOVE = {"aks-claims": "create", "pyroscope-data-0": "create", "pyroscope-private-link": "create",
+                     "pyroscope-release": "update", "grafana-private-link-wait-for-pls": "replace",
+                     "grafana-private-link-mpe": "replace", "grafana-private-link-approve-connection": "replace",
+                     "grafana-private-link-refresh": "replace", "grafana-private-link-nat-network-policy": "update",
+                     "grafana-datasources-pyroscope": "update", "pyroscope-private-link-identity": "replace",
+                     "pyroscope-local-traffic": "delete"}
 
 
 @pytest.mark.parametrize("overrides,seconds", [({}, 600), ({"pyroscopeTerminationGracePeriodSeconds": "900"}, 900)])
 def test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period(overrides, seconds):
     """tests/data/plan-dev-before-grace-period.json is `python -m offline.plan --stack dev --json` of commit e1a7bb3,
     the last one before pyroscopeTerminationGracePeriodSeconds. The next `pulumi up` of that dev stack updates the
-    release in place, one Helm value added (the pod template: a Helm upgrade rolls pyroscope-0, no reinstall), and
-    nothing else: no replacement, so the Service, its private link service and Grafana's endpoint stay."""
+    release in place, one Helm value added (the pod template: a Helm upgrade rolls pyroscope-0, no reinstall), besides
+    the private link's one move to the stack's own Service (:data:`PRIVATE_LINK_MOVE`)."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-grace-period.json").read_text())
     head = run("dev", overrides).to_json()
     base = {**base, "secretFingerprints": head["secretFingerprints"],
             "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine, as above
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", overrides, pending=pending))
-    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {"pyroscope-release": "update"}
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == PRIVATE_LINK_MOVE
     release = diff.step("pyroscope-release")
-    assert (release.replace_order, release.diffs) == (None, [{"path": GRACE_PATH, "old": None, "new": seconds}])
-    assert [(a.kind, _short(a.urn)) for a in diff.order] == [("update", "pyroscope-release")]
-    assert diff.preview_only == [] and diff.errors == []
+    assert release.replace_order is None and [d["path"] for d in release.diffs] == [*CHART_SERVICE_PATHS, GRACE_PATH]
+    assert release.diffs[-1] == {"path": GRACE_PATH, "old": None, "new": seconds}
+    assert diff.errors == []
 
 
 NAT_POLICY = "grafana-private-link-nat-network-policy"
@@ -1412,10 +1454,121 @@ def test_a_nat_ip_configuration_change_updates_the_nat_policy_after_the_wait(set
     assert _nat_blocks(base) == [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}]
     diff, known = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
     assert {s.name: s.op for s in diff.steps if s.op != "same"} == {
-        "pyroscope-release": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update"}
+        "pyroscope-private-link": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update"}
     assert [block["ipBlock"]["cidr"] for block in _nat_blocks(known.to_json())] == blocks
     order = [(action.kind, _short(action.urn)) for action in diff.order]
     # After the wait: the PLS lookup that feeds the policy waits for it (components/grafana_private_link.py).
-    assert order == [("update", "pyroscope-release"), ("update", "grafana-private-link-wait-for-pls"),
+    assert order == [("update", "pyroscope-private-link"), ("update", "grafana-private-link-wait-for-pls"),
                      ("update", NAT_POLICY)]
     assert diff_text.render_text(diff, "dev").splitlines()[-1].split() == ["3.", "update", NAT_POLICY]
+
+
+@pytest.mark.parametrize("base_file,overrides", [
+    ("plan-dev-before-private-link-service.json", {}),
+    ("plan-dev-before-private-link-service-microservices.json", {"pyroscopeMode": "microservices"}),
+], ids=["single-binary", "microservices"])
+def test_a_stack_deployed_before_the_private_link_service_moves_it_once(base_file, overrides, tmp_path):
+    """tests/data/plan-dev-before-private-link-service*.json are `python -m offline.plan --stack dev --json` (and with
+    pyroscopeMode=microservices) of commit 9115e02, the last one whose chart Service carried the PLS. The next `pulumi
+    up` moves the private link to the stack's own Service, once, and says why: the chart's Service becomes ClusterIP
+    (AKS deletes its PLS with Grafana's connection), the new Service gets a PLS of the same name, the wait (a new owner
+    in its triggers) and the endpoint are replaced, approved and refreshed; the claims the StatefulSet made are adopted
+    with their profiles (the claims' provider upserts), not re-created; the end state equals a fresh deploy, and the
+    re-run, and a later reinstall of the release, leave the private link alone."""
+    dashboards = _dashboards(tmp_path)
+    base = json.loads((ROOT / "tests" / "data" / base_file).read_text())
+    head = run("dev", overrides).to_json()
+    base = {**base, "secretFingerprints": head["secretFingerprints"],
+            "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine, as above
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    world = deployment.world()
+    (old_pls,) = world["pls"].values()
+    owner = "gadget/pyroscope-query-frontend" if overrides else "gadget/pyroscope"
+    assert old_pls["tags"]["k8s-azure-owner-service"] == owner
+    world["claims"] = {key: {**claim, "profiles": "kept"} for key, claim in world["claims"].items()}
+    deployment._save(world)
+
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", overrides, pending=pending))
+    changed = {s.name: s.op for s in diff.steps if s.op != "same"}
+    claims = ([f"pyroscope-ingester-data-{i}" for i in range(3)] if overrides else ["pyroscope-data-0"])
+    assert changed == {**{k: v for k, v in PRIVATE_LINK_MOVE.items() if k != "pyroscope-data-0"},
+                       **dict.fromkeys(claims, "create")}
+    assert consequences.PRIVATE_LINK_MOVE in diff.warnings and diff.errors == []
+    identity = diff.step("pyroscope-private-link-identity")  # says why: a new owner Service, so a new PLS
+    assert identity.diffs == [{"path": "triggers", "old": ["pyroscope-pls", ""],
+                               "new": ["pyroscope-pls", "", "gadget/pyroscope-private-link"]}], identity.diffs
+    order = [(a.kind, _short(a.urn)) for a in diff.order]
+    # The chart's Service frees the PLS name before the stack's Service asks for it.
+    assert order.index(("update", "pyroscope-release")) < order.index(("create", "pyroscope-private-link")) \
+        < order.index(("create-replacement", "grafana-private-link-wait-for-pls"))
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, dashboards)
+    assert all(claim.get("profiles") == "kept" for claim in deployment.world()["claims"].values())
+    assert plan_diff.compute(head, run("dev", overrides).to_json()).order == []
+    names = {r["name"]: r["urn"] for r in head["resources"]}
+    again, _ = plan_diff.preview(head, lambda pending: run("dev", overrides, pending=pending),
+                                 [names["pyroscope-release"]])
+    # (In microservices mode the write path's Service goes with the release: its replaceWith names it.)
+    assert {s.name: s.op for s in again.steps if s.op != "same"} == {
+        "pyroscope-release": "replace", **({"pyroscope-write-path": "replace"} if overrides else {})}
+
+
+def test_without_the_claims_provider_upsert_the_adopting_create_fails(tmp_path):
+    """Why the claims have their own provider with upsertExistingObjects: pulumi-kubernetes 4.29.0+ creates with a
+    client-side create, which the API server refuses for the claim the StatefulSet made ("already exists")."""
+    dashboards = _dashboards(tmp_path)
+    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json").read_text())
+    head = run("dev").to_json()
+    base = {**base, "secretFingerprints": head["secretFingerprints"],
+            "secretFingerprintKey": head.get("secretFingerprintKey")}
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", {}, pending=pending))
+    head = known.to_json()
+    for resource in head["resources"]:
+        if resource["name"] == "aks-claims":
+            del resource["inputs"]["upsertExistingObjects"]
+    with pytest.raises(EngineError, match='persistentvolumeclaims "data-pyroscope-0" already exists'):
+        deployment.apply(diff, head)
+
+
+def test_a_smaller_disk_is_refused_in_one_line(lifecycle, tmp_path):
+    """pyroscopeStorageSize 64Gi -> 32Gi: the offline diff refuses it in one line naming the key (a claim cannot
+    shrink); `pulumi up` would send the update, which the API server refuses (kubernetes ValidatePersistentVolumeClaim
+    Update), and the claim's error hook turns that refusal into the same advice (components/pyroscope.py
+    claim_recovery). Nothing else changes: the release and the private link are not touched."""
+    from components.pyroscope import claim_recovery
+
+    diff, known = plan_diff.preview(lifecycle["base"], lambda pending: run("dev", {"pyroscopeStorageSize": "32Gi"},
+                                                                          pending=pending))
+    assert diff.errors == ["pyroscopeStorageSize: 32Gi is smaller than claim data-pyroscope-0's 64Gi, and a claim "
+                           "cannot shrink (Kubernetes refuses it); set 64Gi or more"]
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {"pyroscope-data-0": "update"}
+    deployment = lifecycle["deployed"].copy(tmp_path / "shrink")
+    before = deployment.world()
+    with pytest.raises(EngineError) as refused:
+        deployment.apply(diff, known.to_json())
+    line = claim_recovery([str(refused.value)], "data-pyroscope-0", "32Gi")
+    assert line and line.startswith("pyroscopeStorageSize: 32Gi is smaller than the claim gadget/data-pyroscope-0")
+    after = deployment.world()
+    assert (after["claims"], after["releases"], after["pls"]) == (before["claims"], before["releases"], before["pls"])
+
+
+def test_the_ingesters_disks_grow_in_place_in_microservices_mode(tmp_path):
+    """Microservices mode: the three ingesters' claims updated in place, nothing else; the end state is a fresh
+    deploy's with the larger claims and the release as installed."""
+    dashboards = _dashboards(tmp_path)
+    micro = {"pyroscopeMode": "microservices"}
+    base = run("dev", micro).to_json()
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    grown = {**micro, "pyroscopeStorageSize": "256Gi"}
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", grown, pending=pending))
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {
+        f"pyroscope-ingester-data-{i}": "update" for i in range(3)}
+    head = known.to_json()
+    deployment.apply(diff, head)
+    assert_holds_exactly(deployment, head, dashboards)
+    assert {c["size"] for c in deployment.world()["claims"].values()} == {"256Gi"}

@@ -75,11 +75,12 @@ def next_created_at(world: dict) -> str:
 
 def empty() -> dict:
     """A world with nothing in it. ``releases``: :func:`release_key` -> the Helm release's version and values;
-    ``services``: the same key -> the load balancer frontend of the release's LoadBalancer Service; ``events``: what the
+    ``services``: the same key for a Service -> its load balancer frontend; ``claims``: the key of a claim -> its size
+    and class; ``events``: what the
     cloud provider refused (a Kubernetes event on the Service); ``gone``: ARM ids (lower-cased) of Grafana workspaces
     and clusters deleted out of band, and the Grafana hosts that no longer resolve."""
     return {"pls": {}, "mpes": {}, "grafana": {}, "downloads": {}, "arm": {}, "releases": {}, "services": {},
-            "events": [], "gone": {"grafana": [], "hosts": [], "clusters": []}}
+            "claims": {}, "events": [], "gone": {"grafana": [], "hosts": [], "clusters": []}}
 
 
 def _gone(world: dict) -> dict:
@@ -131,8 +132,9 @@ def delete_cluster(world: dict, cluster_id: str, node_resource_group: str) -> No
     _gone(world)["clusters"].append(cluster_id.lower())
     world["releases"] = {k: v for k,
                          v in world["releases"].items() if not k.lower().startswith(cluster_id.lower() + "|")}
-    world["services"] = {k: v for k, v in world.setdefault("services", {}).items()
-                         if not k.lower().startswith(cluster_id.lower() + "|")}
+    for kind in ("services", "claims"):
+        world[kind] = {k: v for k, v in world.setdefault(kind, {}).items()
+                       if not k.lower().startswith(cluster_id.lower() + "|")}
     subscription = cluster_id.split("/")[2]
     world["pls"] = {k: p for k, p in world["pls"].items() if not in_group(p, node_resource_group, subscription)}
 

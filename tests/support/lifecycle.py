@@ -10,11 +10,18 @@ Providers played here, with the rules of offline/replacement.py:
   create already existing resource"). A managed private endpoint puts a Pending connection on its PLS; deleting
   it removes the connection.
 - pulumi-kubernetes Helm release: ``create`` of a release name in use fails ("cannot re-use a name that is still in
-  use"). The release's LoadBalancer Service gets a load balancer frontend in the cluster's node resource group; AKS's
-  cloud provider makes the PLS named in the Service annotations for it (in the node resource group unless annotated),
-  refuses to rename it on an update (the Service keeps the old PLS), and when the Service goes deletes the PLS's
-  private endpoint connections, then the PLS (tests/support/fake_world.py ``ensure_service_pls``,
-``delete_service_pls``).
+  use"). A LoadBalancer Service (the stack's ``pyroscope-private-link``, or the chart's in a plan of an older stack
+  whose release values annotate it) gets a load balancer frontend in the cluster's node resource group; AKS's cloud
+  provider makes the PLS named in the Service annotations for it (in the node resource group unless annotated),
+  refuses to rename it on an update (the Service keeps the old PLS), and when the Service goes, or stops being a
+  LoadBalancer, deletes the PLS's private endpoint connections, then the PLS (tests/support/fake_world.py
+  ``ensure_service_pls``, ``delete_service_pls``).
+- Claims (``world["claims"]``, name -> size and class): the release's StatefulSet makes a claim it mounts that is
+  missing, from its template (kubernetes ``pkg/controller/statefulset``: an existing claim of the name is used as it
+  is), and an uninstall leaves it. A PersistentVolumeClaim ``create`` of an existing claim fails ("already exists",
+  pulumi-kubernetes 4.29.0+) unless its provider has ``upsertExistingObjects``; a smaller size is refused ("field can
+  not be less than previous value", kubernetes ``ValidatePersistentVolumeClaimUpdate`` @ v1.34.4); a delete of a
+  claim an installed release mounts never ends (the ``kubernetes.io/pvc-protection`` finalizer).
 - Providers, components and the stack: state only.
 
 Degraded states (docs/teardown.md, "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
@@ -62,7 +69,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from offline import canned, replacement
+from offline import canned, engine, replacement
 from offline.diff import Diff
 from stack.specs import private_link_policy_spec
 from tests.support import fake_world
@@ -72,6 +79,8 @@ OWNER_KEY = "aksGpuObservabilityOwner"
 _PATH = "a path parameter of the ARM PUT"
 ANNOTATION = "service.beta.kubernetes.io/"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+SERVICE = "kubernetes:core/v1:Service"
+CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
 #: The policy admitting the PLS's NAT IPs (components/grafana_private_link.py ``<name>-nat-network-policy``).
 NAT_POLICY_SUFFIX = "-nat-network-policy"
 #: Every step's TIMEOUT_SECONDS is capped at this: the world answers at once, so a wait that would only end by timing
@@ -96,6 +105,7 @@ class Deployment:
         self.states: dict[str, dict] = {}
         self.actions: list[str] = []  # what ran, for failure messages
         self.cluster: Optional[tuple[str, str]] = None  # (cluster id, node resource group), from the plan's outputs
+        self.before: dict[str, dict] = {}  # the states as the running `up` found them
         bin_dir = workdir / "bin"
         bin_dir.mkdir(exist_ok=True)
         wrapper = bin_dir / "az"
@@ -134,6 +144,7 @@ class Deployment:
         state as it was before (the old resource's inputs, stdout and options). Raises EngineError on a failing step."""
         self.cluster = (head["outputs"]["clusterId"], head["outputs"]["nodeResourceGroup"])
         old = copy.deepcopy(self.states)
+        self.before = old
         by_urn = {r["urn"]: r for r in head["resources"]}
         for action in diff.order:
             if action.kind in ("create", "create-replacement"):
@@ -168,8 +179,13 @@ class Deployment:
     def actual_inputs(self, resource: dict, plan: dict) -> dict:
         """``resource``'s inputs as the engine hands them to the provider at ``pulumi up``: a step's triggers with the
         world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one, and the NAT
-        NetworkPolicy's spec made from the world's NAT IPs of the PLS (module docstring)."""
+        NetworkPolicy's spec made from the world's NAT IPs of the PLS (module docstring); the ``ignoreChanges`` paths
+        hold the value of the state before this ``up`` (``processIgnoreChanges``, also for a replacement)."""
         inputs = resource["inputs"]
+        ignored = (resource.get("options") or {}).get("ignoreChanges") or []
+        before = self.before.get(resource["urn"])
+        if ignored and before is not None:
+            inputs = engine.process_ignore_changes(inputs, before["inputs"], ignored)
         if resource["type"] == NETWORK_POLICY and resource["name"].endswith(NAT_POLICY_SUFFIX):
             addresses = self.world_nat_addresses(plan)
             return inputs if not addresses else {**inputs, "spec": private_link_policy_spec(addresses)}
@@ -207,6 +223,10 @@ class Deployment:
             stdout = self._run(urn, inputs["create"], inputs, None)
         elif type_ == "kubernetes:helm.sh/v3:Release":
             self._release(None, inputs, plan)
+        elif type_ == SERVICE:
+            self._service(None, inputs, plan)
+        elif type_ == CLAIM:
+            self._claim(None, inputs, self._upserts(resource, plan))
         elif type_.startswith("azure-native:"):
             self._arm_create(urn, type_, inputs)
         self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
@@ -221,6 +241,10 @@ class Deployment:
             stdout = self._run(urn, inputs.get("update") or inputs["create"], inputs, state)
         elif type_ == "kubernetes:helm.sh/v3:Release":
             self._release(state["inputs"], inputs, plan)
+        elif type_ == SERVICE:
+            self._service(state["inputs"], inputs, plan)
+        elif type_ == CLAIM:
+            self._claim(state["inputs"], inputs, True)
         elif type_.startswith("azure-native:"):
             world = self.world()
             world["arm"][self.arm_key(type_, inputs)] = inputs
@@ -251,6 +275,10 @@ class Deployment:
             self._run(urn, inputs["delete"], inputs, state)
         elif type_ == "kubernetes:helm.sh/v3:Release":
             self._release(inputs, None, None)
+        elif type_ == SERVICE:
+            self._service(inputs, None, None)
+        elif type_ == CLAIM:
+            self._claim(inputs, None, False)
         elif type_.startswith("azure-native:"):
             self._arm_delete(type_, inputs)
         if self.states.get(urn) is state or self.states.get(urn) == state:
@@ -312,41 +340,134 @@ class Deployment:
             fake_world.disconnect(world, f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}")
         self._save(world)
 
-    # --- the Helm release and the PLS AKS makes from it ---
-    def _release(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
-        """Helm install, upgrade or uninstall of the release, and what AKS's cloud provider does with its Service's PLS
-        (tests/support/fake_world.py). An upgrade that renames the PLS goes through (Helm updates the Service) while the
-        cloud provider refuses the rename: the old PLS stays, and a wait for the new name never ends."""
+    # --- the Helm release, its claims, and the PLS AKS makes for a LoadBalancer Service ---
+    def _set_cluster(self, plan: Optional[dict]) -> tuple[str, str]:
         if plan is not None:
             self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        return self.cluster
+
+    def _frontend(self, world: dict, namespace: str, name: str, annotations: Optional[dict]) -> None:
+        """What the cloud provider does for Service ``namespace/name``: with PLS ``annotations``, a frontend and the PLS
+        they name; without (the Service gone, or no longer a LoadBalancer), its PLS deleted with its connections."""
         cluster_id, node_rg = self.cluster
+        key = fake_world.release_key(cluster_id, namespace, name)
+        services = world.setdefault("services", {})
+        if annotations is None:
+            frontend = services.pop(key, None)
+            old = world.setdefault("service_annotations", {}).pop(key, {})
+            if frontend:  # the PLS is looked up in the group the Service named last
+                group = old.get(ANNOTATION + "azure-pls-resource-group") or node_rg
+                fake_world.delete_service_pls(world, frontend, group, canned.SUBSCRIPTION_ID)
+            return
+        world.setdefault("service_annotations", {})[key] = annotations
+        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg  # getPLSResourceGroup
+        frontend = services.setdefault(key, fake_world.new_frontend(cluster_id, node_rg))
+        fake_world.ensure_service_pls(
+            world, f"{namespace}/{name}", frontend, group,
+            annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
+            canned.SUBSCRIPTION_ID,
+            int(annotations.get(ANNOTATION + "azure-pls-ip-configuration-ip-address-count") or 1),
+            canned.pls_subnet(annotations))  # with the internal-subnet fallback, as the offline plan
+
+    @staticmethod
+    def _chart_services(inputs: dict) -> dict[str, Optional[dict]]:
+        """The chart's Services of a release's values that could carry PLS annotations (name -> annotations, None when
+        not an annotated LoadBalancer): ``pyroscope``, or ``pyroscope-query-frontend`` with components."""
+        values = inputs["values"]["pyroscope"]
+        found = {inputs["name"]: values.get("service") or {}}
+        if values.get("components"):
+            front = values["components"].get("query-frontend", {}).get("service")
+            found = {inputs["name"]: {**(values.get("service") or {}), "annotations": None},
+                     f"{inputs['name']}-query-frontend": {**(values.get("service") or {}), **(front or {})}}
+        return {name: (svc.get("annotations") if svc.get("type") == "LoadBalancer" and svc.get("annotations")
+                       else None) for name, svc in found.items()}
+
+    @staticmethod
+    def _claims_of(inputs: dict) -> dict[str, dict]:
+        """The claims a release's StatefulSet mounts, with its template (name -> size and class)."""
+        from components.pyroscope import claim_names
+
+        values = inputs["values"]["pyroscope"]
+        micro = bool(values.get("components"))
+        persistence = values["components"]["ingester"].get("persistence", {}) if micro else values["persistence"]
+        if not persistence.get("enabled"):
+            return {}
+        return {name: {"size": persistence.get("size", "10Gi"), "class": persistence.get("storageClassName")}
+                for name in claim_names("microservices" if micro else "single-binary")}
+
+    def _release(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
+        """Helm install, upgrade or uninstall of the release, what its StatefulSet does with claims, and what AKS's
+        cloud provider does with a chart Service's PLS (an older plan's)."""
+        cluster_id, _ = self._set_cluster(plan)
         world = self.world()
         inputs = new or old
         key = fake_world.release_key(cluster_id, inputs["namespace"], inputs["name"])
-        service = f"{inputs['namespace']}/{inputs['name']}"  # Service pyroscope is named after the release
-        services = world.setdefault("services", {})
         if old is None and key in world["releases"]:
-            raise EngineError(f"helm install {service}: cannot re-use a name that is still in use")
-        values = inputs["values"]["pyroscope"]
-        annotations = values["service"].get("annotations") or {}
-        if values.get("components"):  # microservices: the read path's Service has the PLS (components/pyroscope.py)
-            service = f"{inputs['namespace']}/{inputs['name']}-query-frontend"
-            annotations = values["components"]["query-frontend"]["service"]["annotations"]
-        group = annotations.get(ANNOTATION + "azure-pls-resource-group") or node_rg  # getPLSResourceGroup
+            raise EngineError(f"helm install {inputs['namespace']}/{inputs['name']}: cannot re-use a name that is "
+                              "still in use")
+        before = self._chart_services(old) if old else {}
+        after = self._chart_services(new) if new else {}
         if new is None:
             world["releases"].pop(key, None)
-            frontend = services.pop(key, None)
-            if frontend:  # the Service goes with the annotations it has (the old release's)
-                fake_world.delete_service_pls(world, frontend, group, canned.SUBSCRIPTION_ID)
         else:
             world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
-            frontend = services.setdefault(key, fake_world.new_frontend(cluster_id, node_rg))
-            fake_world.ensure_service_pls(
-                world, service, frontend, group,
-                annotations[ANNOTATION + "azure-pls-name"], annotations[ANNOTATION + "azure-pls-visibility"].split(),
-                canned.SUBSCRIPTION_ID,
-                int(annotations.get(ANNOTATION + "azure-pls-ip-configuration-ip-address-count") or 1),
-                canned.pls_subnet(annotations))  # with the internal-subnet fallback, as the offline plan
+            for claim, template in self._claims_of(new).items():  # existing claims are used as they are
+                claim_key = fake_world.release_key(cluster_id, new["namespace"], claim)
+                world.setdefault("claims", {}).setdefault(claim_key, dict(template))
+        for name in sorted(set(before) | set(after)):
+            if after.get(name) is not None:
+                self._frontend(world, inputs["namespace"], name, after[name])
+            elif before.get(name) is not None:
+                self._frontend(world, inputs["namespace"], name, None)
+        self._save(world)
+
+    def _service(self, old: Optional[dict], new: Optional[dict], plan: Optional[dict]) -> None:
+        """Create, update or delete of a Service resource: a LoadBalancer with PLS annotations gets its PLS."""
+        self._set_cluster(plan)
+        world = self.world()
+        metadata = (new or old)["metadata"]
+        wants = (new is not None and new["spec"].get("type") == "LoadBalancer"
+                 and (new["metadata"].get("annotations") or {}).get(ANNOTATION + "azure-pls-create") == "true")
+        if wants or old is not None:
+            self._frontend(world, metadata["namespace"], metadata["name"],
+                           new["metadata"]["annotations"] if wants else None)
+        self._save(world)
+
+    @staticmethod
+    def _upserts(resource: dict, plan: dict) -> bool:
+        providers = [r for r in plan["resources"] if r["urn"] == resource.get("provider")]
+        return bool(providers) and str(providers[0]["inputs"].get("upsertExistingObjects")).lower() == "true"
+
+    def _claim(self, old: Optional[dict], new: Optional[dict], upsert: bool) -> None:
+        """Create (``upsert``: an existing claim is applied to), update or delete of a claim (module docstring)."""
+        from stack_config.rules import quantity_value
+
+        world = self.world()
+        claims = world.setdefault("claims", {})
+        name, namespace = (new or old)["metadata"]["name"], (new or old)["metadata"]["namespace"]
+        key = fake_world.release_key(self.cluster[0], namespace, name)
+        if new is None:
+            prefix = fake_world.release_key(self.cluster[0], namespace, "")
+            mounted = [k for k, r in world["releases"].items()
+                       if k.startswith(prefix) and name in self._claims_of({"name": k, **r})]
+            if mounted:
+                raise EngineError(f"{name}: deleting the claim never ends while release {mounted[0]} mounts it "
+                                  "(kubernetes.io/pvc-protection); the release must go first")
+            claims.pop(key, None)
+            self._save(world)
+            return
+        size, class_ = new["spec"]["resources"]["requests"]["storage"], new["spec"].get("storageClassName")
+        current = claims.get(key)
+        if old is None and current is not None and not upsert:
+            raise EngineError(f'{name}: persistentvolumeclaims "{name}" already exists (pulumi-kubernetes Create)')
+        if current is not None:
+            if current["class"] != class_:
+                raise EngineError(f"{name}: spec is immutable after creation except resources.requests and "
+                                  "volumeAttributesClassName for bound claims")
+            if quantity_value(size) < quantity_value(current["size"]):
+                raise EngineError(f'PersistentVolumeClaim "{name}" is invalid: spec.resources.requests.storage: '
+                                  "Forbidden: field can not be less than previous value")
+        claims[key] = {**(current or {}), "size": size, "class": class_}  # the same claim: its disk and data
         self._save(world)
 
     # --- things deleted behind the stack's back, and the teardown that follows ---

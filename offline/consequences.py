@@ -1,0 +1,126 @@
+"""What a day-two change costs, said in the offline diff: the warnings a reviewer must read, and the changes the
+cluster will refuse.
+
+Input: the diff's steps (anything with ``name``, ``op``, ``type`` and ``diffs``: offline/diff.py ``Step``) and the base
+and head plans (plan JSON). Output: :func:`warnings` (one line each, naming the resource and the loss) and
+:func:`refusals` (one line each; the diff reports them as errors, exit 2). The costs themselves:
+docs/day-two.md (generated), docs/sizing.md; the reasons: docs/decisions/pyroscope-chart.md and
+docs/decisions/private-link.md.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from stack_config.rules import quantity_value
+
+CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+SERVICE = "kubernetes:core/v1:Service"
+PLS_CREATE = "service.beta.kubernetes.io/azure-pls-create"
+
+#: removed resource name -> what its removal does that a reviewer must know (said as a warning)
+REMOVALS = {
+    "grafana-datasources-monitoring-data-reader": (
+        "deleting it removes Grafana's Monitoring Data Reader role on the workspace{also}: the Prometheus datasource "
+        "(and every stack's on this Grafana) loses access; with multiCluster, set assignMonitoringDataReader=true in "
+        "one stack and run `pulumi state delete` on this resource before `pulumi up` (docs/platform.md, "
+        "\"Several clusters, one Grafana\")"),
+}
+
+#: What a change of pyroscopeMode does (components/pyroscope.py), keyed by "to microservices".
+MODE_SWITCH = {
+    True: ("pyroscope-release: pyroscopeMode changes to microservices, so the release is reinstalled delete-first: the "
+           "single binary's StatefulSet and Service pyroscope go, the chart's components come up on the blob "
+           "container, the stack's Service pyroscope (the distributors) takes the exporter's address, and the private "
+           "link Service selects the query frontends (its PLS and Grafana's endpoint stay); claim data-pyroscope-0 is "
+           "deleted with its disk and the profiles on it, which are not moved to the container (docs/sizing.md, "
+           "\"Microservices mode\")"),
+    False: ("pyroscope-release: pyroscopeMode goes back to single-binary, so the release is reinstalled delete-first "
+            "(the stack's Service pyroscope deleted before it) and the single binary starts from a new volume: every "
+            "profile in the blob container is left behind, the ingesters' claims are deleted, and a storage account "
+            "the stack created is deleted with its container and all the profiles in it (a brought account is kept); "
+            "export what you need first (docs/sizing.md, \"Microservices mode\")"),
+}
+
+PERSISTENCE_ON = ("pyroscope-release: persistence turns on, so Helm cannot upgrade the StatefulSet (a claim template "
+                  "appears) and the release is reinstalled; the profiles held in its emptyDir are lost; the private "
+                  "link stays (docs/sizing.md)")
+PERSISTENCE_OFF = ("pyroscope-release: persistence turns off, so the release is reinstalled on an emptyDir and the "
+                   "stack's claims are deleted with their disks and every profile on them (docs/sizing.md)")
+NEW_CLASS = ("{name}: pyroscopeStorageClass changes, and a claim's class cannot: the release is uninstalled, claim "
+             "{claim} and its disk are deleted with the profiles on it{lost}, and both come back on {new}; the private "
+             "link stays (docs/sizing.md, \"Changing the volume\")")
+PRIVATE_LINK_MOVE = ("pyroscope-private-link: the private link service moves from the chart's Service to the stack's "
+                     "own Service pyroscope-private-link, once: AKS deletes the old private link service with "
+                     "Grafana's connection and makes a new one under the same name, so Grafana's managed private "
+                     "endpoint is re-created, approved and refreshed (Grafana cannot reach Pyroscope meanwhile, "
+                     "minutes); after this, no change of the release touches it (docs/day-two.md)")
+
+
+def _claims(plan: Mapping) -> dict[str, dict]:
+    return {r["name"]: r for r in plan["resources"] if r["type"] == CLAIM}
+
+
+def _size(claim: Mapping) -> str:
+    return claim["inputs"]["spec"]["resources"]["requests"]["storage"]
+
+
+def _chart_pls(plan: Mapping) -> bool:
+    """Whether a release of ``plan`` annotates one of the chart's Services for a PLS (the stack before it owned the
+    private link Service)."""
+    for r in plan["resources"]:
+        if r["type"] != "kubernetes:helm.sh/v3:Release":
+            continue
+        values = (r["inputs"].get("values") or {}).get("pyroscope") or {}
+        services = [values.get("service")] + [c.get("service") for c in (values.get("components") or {}).values()
+                                              if isinstance(c, dict)]
+        if any(isinstance(s, dict) and (s.get("annotations") or {}).get(PLS_CREATE) == "true" for s in services):
+            return True
+    return False
+
+
+def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
+    """The costs of ``steps`` a reviewer must read (module docstring)."""
+    names = {r["name"] for r in head["resources"]}
+    micro = any(r["name"] == "pyroscope-release" and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
+        "components") for r in head["resources"])
+    found = []
+    for step in steps:
+        if step.op == "delete" and step.name in REMOVALS:
+            also = (", the same assignment grafana-datasources-shared-monitoring-data-reader ensures"
+                    if "grafana-datasources-shared-monitoring-data-reader" in names else "")
+            found.append(f"{step.name}: " + REMOVALS[step.name].format(also=also))
+        if step.op == "replace" and step.name == "pyroscope-release":
+            paths = {d["path"]: d for d in step.diffs}
+            mode = paths.get("values.pyroscope.components")
+            enabled = [d for p, d in paths.items() if p.endswith("persistence.enabled")]
+            if mode is not None and (mode["old"] is None or mode["new"] is None):
+                found.append(MODE_SWITCH[micro])
+            elif enabled:
+                found.append(PERSISTENCE_ON if enabled[0]["new"] else PERSISTENCE_OFF)
+        if step.op == "replace" and step.type == CLAIM and any(d["path"] == "spec.storageClassName"
+                                                                for d in step.diffs):
+            claim = _claims(head)[step.name]["inputs"]
+            lost = ("; the ingesters flush to the blob container on shutdown, so no profile is lost" if micro
+                    else ": every stored profile")
+            found.append(NEW_CLASS.format(name=step.name, claim=claim["metadata"]["name"], lost=lost,
+                                          new=claim["spec"]["storageClassName"]))
+        if step.op == "create" and step.type == SERVICE and step.name == "pyroscope-private-link" and _chart_pls(base):
+            found.append(PRIVATE_LINK_MOVE)
+    return found
+
+
+def refusals(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
+    """The changes the cluster refuses: a claim whose size goes down (kubernetes
+    ``ValidatePersistentVolumeClaimUpdate``: "field can not be less than previous value")."""
+    old, new = _claims(base), _claims(head)
+    found = []
+    for step in steps:
+        if step.type != CLAIM or step.op != "update" or step.name not in old:
+            continue
+        before, after = _size(old[step.name]), _size(new[step.name])
+        if quantity_value(after) < quantity_value(before):
+            claim = new[step.name]["inputs"]["metadata"]["name"]
+            found.append(f"pyroscopeStorageSize: {after} is smaller than claim {claim}'s {before}, and a claim cannot "
+                         f"shrink (Kubernetes refuses it); set {before} or more")
+    return found
