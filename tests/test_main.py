@@ -86,10 +86,13 @@ EDGES = {
     ("pyroscope-write-path", "pyroscope-release"):
         "the namespace, from the release's status; and after the release, so a switch from single-binary has "
         "uninstalled the chart's Service pyroscope first",
-    ("pyroscope-data-1", "gadget-namespace"): "the claim's namespace, metadata.name of the Namespace",
-    ("pyroscope-data-2", "gadget-namespace"): "as above",
-    ("pyroscope-release", "pyroscope-data-1"): "ordering: the ingesters' StatefulSet mounts the claims",
-    ("pyroscope-release", "pyroscope-data-2"): "as above",
+    # The ingesters' claims, named per mode (a switch creates one set and deletes the other):
+    ("pyroscope-ingester-data-0", "gadget-namespace"): "the claim's namespace, metadata.name of the Namespace",
+    ("pyroscope-ingester-data-1", "gadget-namespace"): "as above",
+    ("pyroscope-ingester-data-2", "gadget-namespace"): "as above",
+    ("pyroscope-release", "pyroscope-ingester-data-0"): "ordering: the ingesters' StatefulSet mounts the claims",
+    ("pyroscope-release", "pyroscope-ingester-data-1"): "as above",
+    ("pyroscope-release", "pyroscope-ingester-data-2"): "as above",
 }
 
 
@@ -110,7 +113,12 @@ NOT_EDGES = {
     ("grafana-private-link-wait-for-pls", "pyroscope-network-policy"): "reads nothing of the policy",
     ("grafana-private-link-wait-for-pls", "pyroscope-write-path"): "reads nothing of the exporter's Service",
     ("grafana-private-link-wait-for-pls", "pyroscope-data-0"): "reads nothing of the claims",
+    ("grafana-private-link-wait-for-pls", "pyroscope-ingester-data-0"): "as above",
     ("pyroscope-private-link", "pyroscope-data-0"): "the Service reads nothing of the claims",
+    ("pyroscope-private-link", "pyroscope-ingester-data-0"): "as above",
+    # The PLS's identity is in the wait's and the MPE's replaceWith only: they read nothing of it.
+    ("grafana-private-link-wait-for-pls", "pyroscope-private-link-identity"): "replaceWith only",
+    ("grafana-private-link-mpe", "pyroscope-private-link-identity"): "replaceWith only",
 }
 
 

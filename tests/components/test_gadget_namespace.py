@@ -147,6 +147,15 @@ def test_a_claim_replacement_replaces_the_release_and_only_it(dev):
     assert replacement_set(dev, claim.urn) == {claim.urn, dev.one(RELEASE).urn}
 
 
+def test_a_private_link_identity_replacement_replaces_the_private_link_steps_and_not_the_service(dev):
+    """A new PLS identity (its name, group or owner Service) is a new PLS: the wait and the endpoint chain are replaced
+    with it; the Service, the release and the claims stay."""
+    identity = dev.named("pyroscope-private-link-identity")
+    assert {dev.get(u).name for u in replacement_set(dev, identity.urn)} == {
+        "pyroscope-private-link-identity", "grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
+        "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+
+
 # --- the cluster stand-in, every order the plan allows ----------------------------------------------------------
 def test_namespace_first_every_order_creates_then_destroy_leaves_nothing(dev):
     runs = list(fake_cluster.run_orders(dev))
@@ -245,7 +254,8 @@ def test_without_replace_with_a_namespace_replacement_would_silently_drop_pyrosc
 
 
 @pytest.mark.parametrize("target", ["gadget-namespace", "inspektor-gadget-extension", "pyroscope-release",
-                                    "pyroscope-data-0", "pyroscope-private-link"])
+                                    "pyroscope-data-0", "pyroscope-private-link",
+                                    "pyroscope-private-link-identity"])
 def test_replacement_sets_agree_with_the_preview_diff(dev, target):
     """The helper above and offline/diff.py's preview (the lifecycle model) replace the same resources."""
     from offline import diff as plan_diff

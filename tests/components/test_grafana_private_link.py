@@ -25,6 +25,10 @@ MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 SERVICE = "pyroscope-private-link"
 
 
+#: The no-op command whose triggers are the PLS's name, group and owner Service (components/pyroscope.py).
+IDENTITY = "pyroscope-private-link-identity"
+
+
 COMMAND = "command:local:Command"
 
 
@@ -50,8 +54,9 @@ def test_managed_private_endpoint_inputs(plan):
     p = plan()
     mpe = p.one(MPE)
     assert mpe.options["deleteBeforeReplace"] is True  # a fixed name: --replace and replaceWith must delete first
-    # A new Service (a new PLS) or a new wait (the PLS seen for a new owner Service): a new endpoint.
-    assert mpe.options["replaceWith"] == sorted([p.named(SERVICE).urn, command(p, "wait-for-pls").urn])
+    # A new Service or a new PLS identity (its name, group or owner Service): a new endpoint. Not a new wait (an edit
+    # of its script), nor a reinstalled release.
+    assert mpe.options["replaceWith"] == sorted([p.named(SERVICE).urn, p.named(IDENTITY).urn])
     assert p.one(RELEASE).urn not in mpe.options["replaceWith"]
     assert mpe.inputs == {
         "managedPrivateEndpointName": "pyroscope-mpe",
@@ -85,11 +90,10 @@ def test_wait_for_pls_command(plan):
     changed = command(plan(privateLinkIpAddressCount="2", privateLinkSubnet="snet-pls"), "wait-for-pls")
     assert (changed.inputs["environment"]["IP_CONFIGURATION_COUNT"], changed.inputs["environment"]["PLS_SUBNET"]) == (
         "2", "snet-pls")
-    # The PLS's identity and its owner Service are triggers: a changed PLS (or one made anew for another Service under
-    # the same name) makes a new wait, so a preview's PLS lookup is unknown instead of querying a PLS that does not
-    # exist yet (the engine's invoke gate; offline/program.py).
-    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG,
-                                       "gadget/pyroscope-private-link"]
+    # The PLS's name and group are triggers: a changed PLS makes a new wait, so a preview's PLS lookup is unknown
+    # instead of querying a PLS that does not exist yet (the engine's invoke gate; offline/program.py). Its owner
+    # Service is not: a PLS made anew for another Service replaces the wait through the identity (replace_with).
+    assert wait.inputs["triggers"] == [script_hash("wait_private_link_service.sh"), "pyroscope-pls", NODE_RG]
     assert wait.inputs["logging"] == "stdoutAndStderr"
     assert wait.inputs["addPreviousOutputInEnv"] is False
     assert "delete" not in wait.inputs
@@ -230,37 +234,65 @@ def test_script_hash_covers_the_script_and_the_shared_library():
 
 @pytest.mark.parametrize("mode", ["single-binary", "microservices"])
 def test_replacements_cascade_from_the_private_link_service(plan, mode):
-    """A replaced private link Service means a new PLS: the wait and the MPE are replaced with it, the MPE with the
-    wait too (a wait replaced for a new owner Service), the approval with the MPE (whose id, its name, would not
-    change), the refresh with the approval. The release is in none of them: a reinstalled release keeps the PLS."""
+    """A replaced private link Service or PLS identity means a new PLS: the wait and the MPE are replaced with either,
+    the approval with the MPE (whose id, its name, would not change), the refresh with the approval. The MPE is not
+    replaced with the wait (an edit of the wait's script must keep Grafana's endpoint), and the release is in none of
+    them: a reinstalled release keeps the PLS."""
     p = plan(pyroscopeMode=mode)
-    service, wait, mpe = p.named(SERVICE), command(p, "wait-for-pls"), p.one(MPE)
+    service, identity, wait, mpe = p.named(SERVICE), p.named(IDENTITY), command(p, "wait-for-pls"), p.one(MPE)
     approval, refresh = command(p, "approve-connection"), command(p, "refresh")
-    assert wait.replace_with == [service.urn]
-    assert mpe.replace_with == sorted([service.urn, wait.urn])
+    assert identity.inputs["triggers"] == ["pyroscope-pls", "", "gadget/pyroscope-private-link"]
+    assert wait.replace_with == mpe.replace_with == sorted([service.urn, identity.urn])  # the wait is not in it
     assert approval.replace_with == [mpe.urn]
     assert refresh.replace_with == [approval.urn]
     release = p.one(RELEASE).urn
     assert not [r.name for r in (wait, mpe, approval, refresh) if release in r.replace_with]
 
 
-def test_a_new_owner_service_makes_a_new_wait_and_a_new_endpoint(plan):
-    """A stack deployed while the chart's Service had the PLS (owner ``gadget/pyroscope``): the PLS of the same name is
-    made anew for the stack's Service, so the wait's triggers change (a replacement) and the MPE, replaced with the
-    wait, gets a new connection, approved and refreshed."""
+def _preview_from(changed_name: str, change):
+    """The offline preview from the dev plan with ``change`` applied to the base's resource ``changed_name``."""
     from offline import diff as plan_diff
     from offline.program import run
 
-    head = run("dev")
-    base = head.to_json()
-    for resource in base["resources"]:
-        if resource["name"] == "grafana-private-link-wait-for-pls":
-            resource["inputs"]["triggers"] = resource["inputs"]["triggers"][:-1]  # before the owner was a trigger
+    base = run("dev").to_json()
+    change(next(r for r in base["resources"] if r["name"] == changed_name)["inputs"])
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", pending=pending))
+    return diff
+
+
+ENDPOINT_CHAIN = {"grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+
+
+def test_a_new_owner_service_makes_a_new_wait_and_a_new_endpoint():
+    """A stack deployed while the chart's Service had the PLS (owner ``gadget/pyroscope``): the PLS of the same name is
+    made anew for the stack's Service, so the identity's triggers change (a replacement) and the wait and the MPE,
+    replaced with it, make a new connection, approved and refreshed; at ``pulumi up`` too, not only in the preview."""
+    def before_the_owner_was_a_trigger(inputs):
+        assert inputs["triggers"][-1] == "gadget/pyroscope-private-link"
+        inputs["triggers"] = inputs["triggers"][:-1]
+
+    diff = _preview_from(IDENTITY, before_the_owner_was_a_trigger)
     replaced = {s.name for s in diff.steps if s.op == "replace"}
-    assert replaced == {"grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
-                        "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
-    assert not diff.preview_only  # `pulumi up` replaces them too, not only the preview
+    assert replaced == {IDENTITY, "grafana-private-link-wait-for-pls", *ENDPOINT_CHAIN}
+    assert not diff.preview_only  # `pulumi up` replaces them too
+    up = {(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order}
+    assert {("create-replacement", name) for name in replaced} <= up
+    assert "pyroscope-private-link" not in {name for _, name in up}  # the Service and its PLS stay
+
+
+def test_a_new_wait_alone_keeps_the_endpoint_at_up():
+    """An edit of the wait's script (its hash is a trigger) replaces the wait, and the PLS lookup after it is unknown in
+    the preview, so the preview shows the MPE chain replaced; ``pulumi up``, which reads the same PLS id, replaces the
+    wait alone: Grafana's endpoint, its approval and refresh stay."""
+    def an_older_script(inputs):
+        assert inputs["triggers"][0] == script_hash("wait_private_link_service.sh")
+        inputs["triggers"][0] = "0" * 64
+
+    diff = _preview_from("grafana-private-link-wait-for-pls", an_older_script)
+    assert {s.name for s in diff.steps if s.op == "replace"} == {"grafana-private-link-wait-for-pls", *ENDPOINT_CHAIN}
+    assert {urn.rsplit("::", 1)[-1] for urn in diff.preview_only} == ENDPOINT_CHAIN
+    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
+        ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
 
 
 def test_approval_and_refresh_rerun_when_the_pls_changes(plan):

@@ -316,8 +316,9 @@ def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
         program.run("dev", {}, preview=False)
         assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
         assert seen["pyroscope-data-0"] == ["pyroscope-data-0-size"]  # the claim's own hook (claim_recovery)
-        program.run("dev", {"pyroscopeMode": "microservices"}, preview=False)
-        assert [seen[f"pyroscope-data-{i}"] for i in range(3)] == [[f"pyroscope-data-{i}-size"] for i in range(3)]
+        program.run("dev", {"pyroscopeMode": "microservices"}, preview=False)  # the ingesters' claims, named per mode
+        assert [seen[f"pyroscope-ingester-data-{i}"] for i in range(3)] == [
+            [f"pyroscope-ingester-data-{i}-size"] for i in range(3)]
     finally:
         program.RecordingMonitor.RegisterResource = original
 
@@ -388,8 +389,8 @@ def test_the_release_is_replaced_when_its_volume_appears_or_goes_and_ignores_its
     """A StatefulSet's volumeClaimTemplates cannot be updated (kubernetes/kubernetes pkg/apis/apps/validation/
     validation.go ValidateStatefulSetUpdate): the release is replaced when persistence is turned on or off (a template
     appears or goes) or the mode changes, and ignores the template's size and class, which the stack's claims carry
-    (grown in place, or replaced with the release named in replaceWith). The PLS's identity is no longer the release's
-    (the private link Service's), and the plan records the options for the offline diff."""
+    (grown in place, or replaced with the release named in replaceWith). The PLS's identity is not in the release's
+    replaceWith (the private link steps' only), and the plan records the options for the offline diff."""
     from components.pyroscope import MODE_PATHS, PERSISTENCE_PATH
 
     p = plan(pyroscopeMode=mode)
@@ -398,7 +399,7 @@ def test_the_release_is_replaced_when_its_volume_appears_or_goes_and_ignores_its
     assert PERSISTENCE_PATH[mode] == persistence
     # MODE_PATHS: a switch to or from microservices reinstalls it (an option: the release's inputs are unchanged).
     assert options["replaceOnChanges"] == [f"{persistence}.enabled", *MODE_PATHS]
-    assert MODE_PATHS == ("values.pyroscope.components",)
+    assert MODE_PATHS == ("values.pyroscope.structuredConfig.storage.backend",)
     assert options["ignoreChanges"] == [f"{persistence}.size", f"{persistence}.storageClassName"]
     assert options["deleteBeforeReplace"] is True
     claims = sorted(r.urn for r in p.by_type(CLAIM))
@@ -432,18 +433,21 @@ def test_ignore_changes_and_replace_on_changes_helpers():
 
 
 # --- The volumes: the stack's claims, adopted where a StatefulSet made them -------------------------------------------
-@pytest.mark.parametrize("mode,names,component", [
-    ("single-binary", ["data-pyroscope-0"], "all"),
+@pytest.mark.parametrize("mode,names,component,prefix", [
+    ("single-binary", ["data-pyroscope-0"], "all", "pyroscope-data"),
     ("microservices", ["data-pyroscope-ingester-0", "data-pyroscope-ingester-1", "data-pyroscope-ingester-2"],
-     "ingester"),
+     "ingester", "pyroscope-ingester-data"),
 ])
-def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mode, names, component):
+def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mode, names, component, prefix):
     """One claim per StatefulSet replica, named as the StatefulSet controller names them (``data-<set>-<ordinal>``) and
     labelled with its selector; on the provider ``aks-claims`` (``upsertExistingObjects``, so the claims a StatefulSet
-    made before the stack owned them are adopted); delete-first, gone with the namespace."""
+    made before the stack owned them are adopted); delete-first, gone with the namespace. Pulumi names differ per mode
+    (a switch creates one set and deletes the other, never replaces a claim), and no claim is awaited
+    (``pulumi.com/skipAwait``: a new WaitForFirstConsumer claim is awaited Pending, which an adopted bound one never
+    is)."""
     p = plan(pyroscopeMode=mode, pyroscopeStorageSize="128Gi", pyroscopeStorageClass="managed-csi-premium")
     claims = sorted(p.by_type(CLAIM), key=lambda r: r.name)
-    assert [c.name for c in claims] == [f"pyroscope-data-{i}" for i in range(len(names))]
+    assert [c.name for c in claims] == [f"{prefix}-{i}" for i in range(len(names))]
     namespace = p.one("kubernetes:core/v1:Namespace")
     provider = p.named("aks-claims")
     assert provider.type == "pulumi:providers:kubernetes" and provider.inputs["upsertExistingObjects"] == "true"
@@ -451,7 +455,7 @@ def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mo
     for claim, name in zip(claims, names):
         assert claim.inputs == {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": "gadget",
+            "metadata": {"name": name, "namespace": "gadget", "annotations": {"pulumi.com/skipAwait": "true"},
                          "labels": {**SELECTOR, "app.kubernetes.io/component": component}},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "128Gi"}},
                      "storageClassName": "managed-csi-premium"},
@@ -660,6 +664,18 @@ def test_the_component_names_the_private_link_service_as_its_owner():
     assert Pyroscope.owner_service == "gadget/pyroscope-private-link"
 
 
+def test_the_private_link_identity_is_a_no_op_keyed_on_the_pls_and_its_owner(plan):
+    """``pyroscope-private-link-identity`` runs nothing; its triggers are the PLS's name, its configured group and the
+    owner Service, so a new one of any of them replaces it, and with it the private link steps that name it in
+    ``replaceWith`` (tests/components/test_grafana_private_link.py). The release is not replaced with it."""
+    p = plan(privateLinkServiceResourceGroup="rg-network")
+    identity, release = p.named("pyroscope-private-link-identity"), p.one(RELEASE)
+    assert identity.inputs == {"create": "true", "triggers": [p.outputs["privateLinkServiceName"], "rg-network",
+                                                              "gadget/pyroscope-private-link"]}
+    assert identity.parent == p.one("aks-gpu-observability:index:Pyroscope").urn and identity.dependencies == []
+    assert identity.urn not in release.replace_with
+
+
 def test_opt_out_registers_no_policy_and_keeps_cluster_traffic(plan):
     p = plan(pyroscopeNetworkPolicy="false")
     types = {r.type for r in p.resources}
@@ -728,16 +744,53 @@ def test_the_azure_bucket_names_the_account_and_container_only():
 
 def test_switching_the_mode_replaces_the_release():
     """pulumi/pulumi v3.230.0 ``step_generator.go`` ``applyReplaceOnChanges`` replaces a resource when a
-    ``replaceOnChanges`` path contains a diffed path; pulumi-kubernetes diffs the Release's inputs, so adding or
-    removing ``values.pyroscope.components`` is reported under that path, in either direction."""
+    ``replaceOnChanges`` path contains a diffed path; pulumi-kubernetes diffs the Release's inputs, and the storage
+    backend, ``filesystem`` or ``azure``, is the one value that changes with the mode (in either direction) and never
+    within one."""
     from components.pyroscope import MODE_PATHS
     from offline import program
     from stack.specs import PRIVATE_LINK_POLICY
 
-    for mode in ("single-binary", "microservices"):
-        options = program.run("dev", {"pyroscopeMode": mode}).one(RELEASE).options
-        assert set(MODE_PATHS) <= set(options["replaceOnChanges"])
+    for mode, backend in (("single-binary", "filesystem"), ("microservices", "azure")):
+        release = program.run("dev", {"pyroscopeMode": mode}).one(RELEASE)
+        assert set(MODE_PATHS) <= set(release.options["replaceOnChanges"])
+        assert release.inputs["values"]["pyroscope"]["structuredConfig"]["storage"]["backend"] == backend
     assert PRIVATE_LINK_POLICY == "pyroscope-private-link"
+
+
+@pytest.mark.parametrize("before,after", [("single-binary", "microservices"), ("microservices", "single-binary")])
+def test_a_mode_switch_creates_one_set_of_claims_and_deletes_the_other(before, after):
+    """The claims' Pulumi names are per mode (``pyroscope-data-0``, ``pyroscope-ingester-data-<i>``): a switch
+    replaces the release and creates the new mode's claims and deletes the old mode's, and replaces no claim."""
+    from offline import diff as plan_diff
+    from offline.program import run
+
+    names = {"single-binary": ["pyroscope-data-0"],
+             "microservices": [f"pyroscope-ingester-data-{i}" for i in range(3)]}
+    diff, _ = plan_diff.preview(run("dev", {"pyroscopeMode": before}).to_json(),
+                                lambda pending: run("dev", {"pyroscopeMode": after}, pending=pending))
+    claims = {s.name: s.op for s in diff.steps if s.type == CLAIM}
+    assert claims == {**dict.fromkeys(names[after], "create"), **dict.fromkeys(names[before], "delete")}
+    assert diff.step("pyroscope-release").op == "replace"
+
+
+@pytest.mark.parametrize("mode,path", [
+    ("single-binary", "values.pyroscope.terminationGracePeriodSeconds"),
+    ("microservices", "values.pyroscope.components.ingester.terminationGracePeriodSeconds"),
+])
+def test_a_grace_period_change_updates_the_release_in_place(mode, path):
+    """A change of a component's values, here ``pyroscopeTerminationGracePeriodSeconds`` (in microservices mode under
+    ``values.pyroscope.components``, which a mode path once matched), is an in-place update of the release: nothing
+    is reinstalled, replaced or deleted."""
+    from offline import diff as plan_diff
+    from offline.program import run
+
+    base = run("dev", {"pyroscopeMode": mode}).to_json()
+    head = {"pyroscopeMode": mode, "pyroscopeTerminationGracePeriodSeconds": "900"}
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", head, pending=pending))
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {"pyroscope-release": "update"}
+    assert [d["path"] for d in diff.step("pyroscope-release").diffs] == [path]
+    assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [("update", "pyroscope-release")]
 
 
 def test_the_grace_period_is_the_single_binarys_or_the_ingesters():

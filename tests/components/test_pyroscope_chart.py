@@ -353,12 +353,24 @@ def claim_of_template(statefulset: dict, template: dict, ordinal: int) -> dict:
             "spec": template["spec"]}
 
 
+#: The one thing the stack's claim adds to the controller's: no await (pulumi-kubernetes would wait for a new
+#: WaitForFirstConsumer claim to be Pending, which an adopted, bound claim never is again).
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+def stack_claim(statefulset: dict, template: dict, ordinal: int) -> dict:
+    """The plan's claim for the pod ``ordinal``: :func:`claim_of_template` with :data:`SKIP_AWAIT`."""
+    claim = claim_of_template(statefulset, template, ordinal)
+    assert not template["metadata"].get("annotations")  # the controller's claim carries none
+    return {**claim, "metadata": {**claim["metadata"], "annotations": SKIP_AWAIT}}
+
+
 @pytest.mark.parametrize("variant", ["default", "fully set", "persistence off"])
 def test_durable_statefulset(tmp_path, variant):
     """The StatefulSet as real Helm renders it: the claim template (size, class), the retention flag, requests and
     limits, the GPU-node exclusion, node selector and tolerations; the chart's Service cluster-internal. The plan's
-    claim is the one the StatefulSet would make from its template (name, labels, spec): the StatefulSet mounts the
-    stack's claim, and the claim a StatefulSet made before is the one the stack adopts."""
+    claim is the one the StatefulSet would make from its template (name, labels, spec; plus no await): the StatefulSet
+    mounts the stack's claim, and the claim a StatefulSet made before is the one the stack adopts."""
     sets = {"default": {}, "fully set": FULLY_SET, "persistence off": {"pyroscopePersistence": "false"}}[variant]
     plan, docs = render_paths(tmp_path, sets)
     by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
@@ -387,7 +399,7 @@ def test_durable_statefulset(tmp_path, variant):
         assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
         assert claim["spec"]["resources"]["requests"]["storage"] == size and claim["spec"]["storageClassName"] == cls
         assert statefulset["spec"]["replicas"] == len(claim_names("single-binary")) == 1
-        assert [c.inputs for c in stack_claims] == [claim_of_template(statefulset, claim, 0)]
+        assert [c.inputs for c in stack_claims] == [stack_claim(statefulset, claim, 0)]
     if variant == "fully set":
         assert container["resources"] == {
             "requests": {"cpu": "2", "memory": "1Gi"},
@@ -597,11 +609,13 @@ def test_microservices_render_keeps_the_exporter_and_grafana_paths(tmp_path, var
         "64Gi",
         "managed-csi",
     )
-    # One stack claim per ingester replica, as the StatefulSet controller would make it (name, labels, spec).
+    # One stack claim per ingester replica, as the StatefulSet controller would make it (name, labels, spec), not
+    # awaited; Pulumi names of this mode's own (a switch creates these and deletes the single binary's).
     stack_claims = sorted(plan.by_type("kubernetes:core/v1:PersistentVolumeClaim"), key=lambda r: r.name)
     replicas = ingester["spec"]["replicas"]
     assert replicas == len(claim_names("microservices")) == 3
-    assert [c.inputs for c in stack_claims] == [claim_of_template(ingester, claim, i) for i in range(replicas)]
+    assert [c.inputs for c in stack_claims] == [stack_claim(ingester, claim, i) for i in range(replicas)]
+    assert [c.name for c in stack_claims] == [f"pyroscope-ingester-data-{i}" for i in range(replicas)]
     credential = plan.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
     assert credential["subject"] == f"system:serviceaccount:gadget:{sa['metadata']['name']}"
 

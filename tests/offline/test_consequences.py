@@ -1,0 +1,75 @@
+"""offline/consequences.py: the warnings and refusals of a day-two change, from plan JSON and steps as the diff makes
+them (the diff itself, end to end: tests/offline/test_diff.py)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import pytest
+
+from offline import consequences
+from offline.program import run
+
+
+@dataclass
+class Step:
+    name: str
+    op: str
+    type: str
+    diffs: list = field(default_factory=list)
+
+
+CLAIM = consequences.CLAIM
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {"single": run("dev").to_json(), "micro": run("dev", {"pyroscopeMode": "microservices"}).to_json()}
+
+
+def _sized(plan: dict, size: str) -> dict:
+    plan = copy.deepcopy(plan)
+    for r in plan["resources"]:
+        if r["type"] == CLAIM:
+            r["inputs"]["spec"]["resources"]["requests"]["storage"] = size
+    return plan
+
+
+@pytest.mark.parametrize("after, refused", [("32Gi", True), ("64Gi", False), ("1Ti", False), ("65536Mi", False)])
+def test_only_a_smaller_claim_is_refused(plans, after, refused):
+    """64Gi -> 32Gi is refused; the same size written another way (65536Mi) and a larger one are not."""
+    steps = [Step("pyroscope-data-0", "update", CLAIM)]
+    found = consequences.refusals(steps, plans["single"], _sized(plans["single"], after))
+    assert bool(found) == refused, found
+    if refused:
+        assert found[0].startswith("pyroscopeStorageSize: 32Gi is smaller than claim data-pyroscope-0's 64Gi")
+
+
+def test_a_new_class_says_what_is_lost_per_mode(plans):
+    """Single binary: every stored profile goes with the disk; microservices: the ingesters flush to the container."""
+    class_change = [{"path": "spec.storageClassName", "old": "managed-csi", "new": "managed-csi"}]
+    single = consequences.warnings([Step("pyroscope-data-0", "replace", CLAIM, class_change)], plans["single"],
+                                   plans["single"])
+    micro = consequences.warnings([Step("pyroscope-ingester-data-0", "replace", CLAIM, class_change)],
+                                  plans["micro"], plans["micro"])
+    assert single == [consequences.NEW_CLASS.format(name="pyroscope-data-0", claim="data-pyroscope-0",
+                                                    lost=": every stored profile", new="managed-csi")]
+    assert "no profile is lost" in micro[0] and "data-pyroscope-ingester-0" in micro[0]
+
+
+def test_the_private_link_move_is_said_only_for_a_base_whose_chart_service_had_the_pls(plans):
+    created = [Step("pyroscope-private-link", "create", consequences.SERVICE)]
+    assert consequences.warnings(created, plans["single"], plans["single"]) == []
+    old = copy.deepcopy(plans["single"])
+    release = next(r for r in old["resources"] if r["name"] == "pyroscope-release")
+    release["inputs"]["values"]["pyroscope"]["service"]["annotations"] = {consequences.PLS_CREATE: "true"}
+    assert consequences.warnings(created, old, plans["single"]) == [consequences.PRIVATE_LINK_MOVE]
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    (False, True, consequences.PERSISTENCE_ON), (True, False, consequences.PERSISTENCE_OFF)])
+def test_persistence_turned_on_or_off(plans, old, new, expected):
+    diffs = [{"path": "values.pyroscope.persistence.enabled", "old": old, "new": new}]
+    steps = [Step("pyroscope-release", "replace", "kubernetes:helm.sh/v3:Release", diffs)]
+    assert consequences.warnings(steps, plans["single"], plans["single"]) == [expected]

@@ -1,0 +1,93 @@
+"""docs/day-two.md (offline/day_two.py): a representative change for every key of Pulumi.yaml and what the next
+`pulumi up` does, from the offline diff; the page is generated, and a change that re-creates the private link chain,
+reinstalls Pyroscope or loses profiles says why. SIMULATED: Azure, Grafana and the cluster (offline/canned.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from offline import day_two
+from tests.support import ROOT
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, day_two.Row]:
+    """Every key's row, computed once (sequentially: the SDK's mocks are per process)."""
+    return {r.key: r for r in day_two.rows()}
+
+
+def test_every_key_of_the_project_has_a_row_and_nothing_else_does(table):
+    keys = day_two.keys()
+    assert len(keys) == len(set(keys)) and len(keys) >= 60
+    assert set(day_two.CHANGES) == set(keys), {"no row": sorted(set(keys) - set(day_two.CHANGES)),
+                                               "not a key": sorted(set(day_two.CHANGES) - set(keys))}
+    assert list(table) == keys  # Pulumi.yaml's order
+    for key, (sets, base, _) in day_two.CHANGES.items():  # each change sets its own key
+        assert key in {name.split("[")[0] for name in sets}, key
+        assert not set(sets) & set(base), key
+
+
+def test_the_page_is_generated(table):
+    page = day_two.render(list(table.values()))
+    assert (ROOT / "docs" / "day-two.md").read_text(encoding="utf-8") == page, \
+        f"docs/day-two.md is not the table of today's diff; regenerate it: {day_two.COMMAND}"
+    body = [line for line in page.splitlines() if line.startswith("| ")][1:]
+    assert [line.split(" | ", 1)[0][2:] for line in body] == day_two.keys()
+    assert all(line.count(" | ") == 3 for line in body), "an unescaped | in a cell"
+
+
+def test_a_costly_change_says_why_in_the_table(table):
+    """A change that re-creates the private link chain, replaces the Pyroscope release, deletes or replaces what holds
+    profiles, or draws a warning from the diff names why in the table."""
+    page = day_two.render(list(table.values()))
+    costly = [r for r in table.values() if r.needs_why]
+    assert {"privateLinkServiceName", "pyroscopeStorageClass", "pyroscopePersistence", "pyroscopeMode",
+            "assignMonitoringDataReader", "pyroscopeStorageAccount"} <= {r.key for r in costly}
+    for r in costly:
+        assert r.why.strip(), f"{r.key}: {r.does}, and CHANGES gives no why"
+        assert f"| {day_two._cell(r.why)} |" in page, r.key
+
+
+def test_nothing_is_refused_and_every_row_is_one_kind(table):
+    """The representative changes are valid ones (a refusal would be a stale change); each row is one of the kinds."""
+    assert {r.key: r.message for r in table.values() if r.kind == "refused"} == {}
+    assert {r.kind for r in table.values()} <= set(day_two.KINDS)
+
+
+def test_a_larger_volume_grows_the_claim_in_place(table):
+    r = table["pyroscopeStorageSize"]
+    assert (r.kind, r.ops) == ("in place", (("updates", ("pyroscope-data-0",)),))
+
+
+@pytest.mark.parametrize("key", ["pyroscopeChartVersion", "pyroscopeImageTag",
+                                 "pyroscopeTerminationGracePeriodSeconds"])
+def test_a_release_upgrade_leaves_the_private_link_alone(table, key):
+    r = table[key]
+    assert (r.kind, r.ops) == ("in place", (("updates", (day_two.RELEASE,)),))
+    assert not {name for _, names in r.ops for name in names} & set(day_two.CHAIN)
+
+
+def test_a_new_private_link_service_name_re_creates_the_chain(table):
+    r = table["privateLinkServiceName"]
+    assert r.kind == day_two.CHAIN_KIND
+    assert set(day_two.CHAIN) <= set(r.touched("replaces"))
+    assert day_two.RELEASE not in r.touched("replaces") and not r.lost
+
+
+def test_a_smaller_volume_and_a_bad_value_are_refused():
+    shrink = day_two.row("pyroscopeStorageSize", ({"pyroscopeStorageSize": "32Gi"}, {}, ""))
+    assert shrink.kind == "refused" and "cannot shrink" in shrink.message
+    assert shrink.does.startswith("refused: pyroscopeStorageSize: 32Gi is smaller than claim")
+    bad = day_two.row("pyroscopeStorageSize", ({"pyroscopeStorageSize": "5Gi"}, {}, ""))
+    assert bad.kind == "refused" and bad.message.startswith("pyroscopeStorageSize: ")
+
+
+def test_the_command_writes_the_page_and_checks_it(table, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(day_two, "rows", lambda: list(table.values()))
+    monkeypatch.setattr(day_two, "DOC", tmp_path / "day-two.md")
+    assert day_two.main(["--check"]) == 1
+    assert "run python -m offline.day_two" in capsys.readouterr().err
+    assert day_two.main([]) == 0
+    assert day_two.DOC.read_text(encoding="utf-8") == day_two.render(list(table.values()))
+    assert day_two.main(["--check"]) == 0
+    assert day_two.main(["--nonsense"]) == 2
