@@ -42,24 +42,27 @@ class Stack:
     approval: float      # the approval step (its wait for the connection, the PUT)
     refresh_busy: float  # refreshManagedPrivateEndpoints' long-running action
     datasource: float    # the Pyroscope datasource step
-    release: float       # the Helm release's update (chart bump)
-    physical_cluster: float  # namespace + release + the PLS appearing, nothing polled
+    release: float       # the Helm release's update (chart bump; the private link Service is not touched)
+    physical_cluster: float  # namespace, claims, release, the Service's load balancer, the PLS appearing; no polls
 
 
 def stack_figures(table: deploy_sim.Table) -> Stack:
     plan = run("dev")
     ours = deploy_sim.schedule(plan, table, "ours")
-    links = deploy_sim.chain(plan)  # release, PLS wait, MPE, approval, refresh, Pyroscope datasource
-    excluded = {links[2].urn, links[3].urn, links[4].urn, links[5].urn}
+    links = deploy_sim.chain(plan)  # release, private link Service, PLS wait, MPE, approval, refresh, datasource
+    excluded = {links[3].urn, links[4].urn, links[5].urn, links[6].urn}
     e = table.events
     prologue = e["invoke"] * len([i for i in plan.invokes if not i.dependencies])
     step = lambda r: ours.steps[r.urn].finish - ours.steps[r.urn].start  # noqa: E731
     namespace = table.resource(deploy_sim.NAMESPACE)
+    # The claims are created side by side (each one request), all before the release.
+    claims = table.resource(deploy_sim.CLAIM) if any(r.type == deploy_sim.CLAIM for r in plan.resources) else 0.0
     return Stack(full=ours.total, cluster=max(t.finish for u, t in ours.steps.items() if u not in excluded),
-                 prologue=prologue, mpe=table.resource(deploy_sim.MPE), approval=step(links[3]),
-                 refresh_busy=e["ip_after_refresh"], datasource=step(links[5]),
+                 prologue=prologue, mpe=table.resource(deploy_sim.MPE), approval=step(links[4]),
+                 refresh_busy=e["ip_after_refresh"], datasource=step(links[6]),
                  release=table.resource(deploy_sim.RELEASE),
-                 physical_cluster=namespace + table.resource(deploy_sim.RELEASE) + e["pls_after_release"])
+                 physical_cluster=namespace + claims + table.resource(deploy_sim.RELEASE)
+                 + e["load_balancer_frontend"] + e["pls_after_load_balancer"])
 
 
 def ci_table() -> dict[str, float]:
@@ -87,8 +90,8 @@ def chunk_job(k: int, s: Stack, ci: dict[str, float], check: float, parallel: in
 
 def whole_chunk_job(s: Stack, ci: dict[str, float]) -> float:
     """Seconds of a chunk of only ``serial`` stacks (FLEET_CHUNK // SERIAL_WEIGHT of them): each one's whole
-    ``pulumi up``, taken as a first rollout's (the release re-created, the PLS, the endpoint, approval, refresh,
-    datasource), one after another, then verify."""
+    ``pulumi up``, taken as a first rollout's (the private link Service re-created, and the release with the
+    namespace; the PLS, the endpoint, approval, refresh, datasource), one after another, then verify."""
     k = FLEET_CHUNK // SERIAL_WEIGHT
     return ci["job_setup"] + k * (ci["pulumi_startup"] + s.full) + ci["verify"]
 

@@ -57,6 +57,13 @@ PRIVATE_LINK_MOVE = ("pyroscope-private-link: the private link service moves fro
                      "minutes); after this, no change of the release touches it (docs/day-two.md)")
 
 
+#: Microservices mode's profile stores, whose delete (or replacement: a new name or group) deletes the profiles.
+PROFILE_STORES = {"azure-native:storage:StorageAccount": "the storage account the stack created and its container are",
+                  "azure-native:storage:BlobContainer": "the blob container is"}
+STORE_LOST = ("{name}: {what} {done} with every profile in them; the profiles are not moved: copy the container first "
+              "(`az storage copy` or AzCopy) to keep them (docs/sizing.md, \"Microservices mode\")")
+
+
 def _claims(plan: Mapping) -> dict[str, dict]:
     return {r["name"]: r for r in plan["resources"] if r["type"] == CLAIM}
 
@@ -79,8 +86,16 @@ def _chart_pls(plan: Mapping) -> bool:
     return False
 
 
+def _mode_switch(steps: list) -> bool:
+    """Whether the release is reinstalled for a mode switch (MODE_SWITCH already says what the stores lose)."""
+    return any(s.name == "pyroscope-release" and s.op == "replace" and any(
+        d["path"] == "values.pyroscope.components" and (d["old"] is None or d["new"] is None) for d in s.diffs)
+        for s in steps)
+
+
 def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
     """The costs of ``steps`` a reviewer must read (module docstring)."""
+    steps = list(steps)
     names = {r["name"] for r in head["resources"]}
     micro = any(r["name"] == "pyroscope-release" and (r["inputs"].get("values") or {}).get("pyroscope", {}).get(
         "components") for r in head["resources"])
@@ -105,6 +120,10 @@ def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
                     else ": every stored profile")
             found.append(NEW_CLASS.format(name=step.name, claim=claim["metadata"]["name"], lost=lost,
                                           new=claim["spec"]["storageClassName"]))
+        if step.type in PROFILE_STORES and step.op in ("delete", "replace") and not (step.op == "delete" and micro
+                                                                                  is False and _mode_switch(steps)):
+            found.append(STORE_LOST.format(name=step.name, what=PROFILE_STORES[step.type],
+                                           done="replaced" if step.op == "replace" else "deleted"))
         if step.op == "create" and step.type == SERVICE and step.name == "pyroscope-private-link" and _chart_pls(base):
             found.append(PRIVATE_LINK_MOVE)
     return found

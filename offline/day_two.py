@@ -46,7 +46,7 @@ DASHBOARD = "https://dashboards.example.test/gpu/{}.json"
 MICRO, GRAFANA = {"pyroscopeMode": "microservices"}, {"createGrafana": "true"}
 _LINK = "Grafana's managed private endpoint is re-created and approved again: Grafana loses Pyroscope for minutes"
 _MOVE = "the datasources and dashboard leave the old workspace for the new one, and " + _LINK
-_PATH = "Offline an update, but {} is a path parameter: azure-native replaces {} (delete-first), profiles and all."
+_PATH = "{} is a path parameter: {} replaced delete-first, every profile in the old container deleted (the diff warns)."
 
 #: Changes on the example stack that need no why: the ``pulumi config set`` key (``key[i]``: ``--set-path``) -> value.
 _PLAIN = {
@@ -100,13 +100,13 @@ CHANGES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
                       "the single binary's claim is deleted with its disk and profiles (not moved); the private link "
                       "stays."),
     "pyroscopeStorageAccount": ({"pyroscopeStorageAccount": "stpyroscopeshared"}, MICRO, "The account the stack made "
-                                "is deleted with its container and every profile in it, and the diff does not warn; "
-                                "Pyroscope starts empty on the brought one."),
+                                "is deleted with its container and every profile in it (the diff warns); Pyroscope "
+                                "starts empty on the brought one."),
     "pyroscopeStorageAccountResourceGroup": ({"pyroscopeStorageAccountResourceGroup": "rg-storage"}, MICRO,
                                              _PATH.format("resourceGroupName", "the identity, the account and its "
-                                                          "container")),
+                                                          "container are")),
     "pyroscopeBlobContainer": ({"pyroscopeBlobContainer": "profiles"}, MICRO,
-                               _PATH.format("containerName", "the container")),
+                               _PATH.format("containerName", "the container is")),
     "pyroscopeStorageSku": ({"pyroscopeStorageSku": "Standard_LRS"}, MICRO, "Azure converts the replication, or "
                             "refuses to (not simulated)."),
     "privateLinkServiceName": ({"privateLinkServiceName": "pyroscope-pls-2"}, {}, "AKS cannot rename a private link "

@@ -195,6 +195,15 @@ RULES: dict[str, Rule] = {
         _azure("azure-native:dashboard:Grafana", ("resourceGroupName", "workspaceName"), ("location",)),
         _azure("azure-native:monitor:AzureMonitorWorkspace", ("resourceGroupName", "azureMonitorWorkspaceName"),
                ("location",)),
+        # Microservices mode's storage (components/pyroscope_storage.py): a tracked resource's location is create-only
+        # (azure-rest-api-specs common-types resource-management v3 types.json TrackedResource.location,
+        # x-ms-mutability read and create).
+        _azure("azure-native:storage:StorageAccount", ("resourceGroupName", "accountName"), ("location",)),
+        _azure("azure-native:storage:BlobContainer", ("resourceGroupName", "accountName", "containerName")),
+        _azure("azure-native:managedidentity:UserAssignedIdentity", ("resourceGroupName", "resourceName"),
+               ("location",)),
+        _azure("azure-native:managedidentity:FederatedIdentityCredential",
+               ("resourceGroupName", "resourceName", "federatedIdentityCredentialResourceName")),
         Rule("kubernetes:helm.sh/v3:Release",
              {"name": "a Release's name forces a new release (forceNewFields .name)",
               "namespace": "a Release's namespace forces a new release (forceNewFields .namespace)"},

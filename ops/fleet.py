@@ -41,11 +41,12 @@ EXCLUDE_SAFE = {"create", "update"}
 #: delete-first replacement of X deletes every resource whose ``replaceWith`` names X (``findResourcesReplacedWith``,
 #: L1915/L3114) and every dependent it must replace (``calculateDependentReplacements``), with
 #: ``NewDeleteReplacementStep`` (L1965) and no exclude check, and re-creates each when the program registers it (L962
-#: ``recreating``, L1364, before the exclude bookkeeping at L1399). Our MPE is ``replace_with=[release]`` and the
-#: release is delete-before-replace (components/grafana_private_link.py, components/pyroscope.py), so a preview
-#: that replaces the MPE (``replace``; ``create-replacement``/``delete-replaced`` with --show-replacement-steps,
-#: pkg/backend/display/display.go ``shouldShow``) may be that cascade. Delete, discard and imports are rare and sent
-#: the same way rather than reasoned about one by one.
+#: ``recreating``, L1364, before the exclude bookkeeping at L1399). Our MPE is ``replace_with=[private link Service,
+#: its identity]`` and that Service (``pyroscope-private-link``, ``replace_with=[namespace]``) is delete-before-replace
+#: (components/grafana_private_link.py, components/pyroscope.py), so a preview that replaces the MPE (``replace``;
+#: ``create-replacement``/``delete-replaced`` with --show-replacement-steps, pkg/backend/display/display.go
+#: ``shouldShow``) may be that cascade: a new PLS name or group, or a new namespace. Delete, discard and imports are
+#: rare and sent the same way rather than reasoned about one by one.
 SERIAL_WHY = "the engine writes it despite --exclude (delete-first replacement cascade); whole pulumi up serialized"
 CLASSES = ("none", "parallel", "grafana", "serial", "failed")
 #: Chunks of the serialized phase (docs/fleet.md, "Chunks"): one job each, one after another.

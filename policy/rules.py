@@ -136,8 +136,8 @@ pyroscope_service_internal = ResourceValidationPolicy(
                 "load balancer, never a public IP.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_service_internal,
-    remediation_steps=f"Set the annotation {INTERNAL_LB}: \"true\" on the Service (Helm: "
-                      "pyroscope.service.annotations), or use type ClusterIP.",
+    remediation_steps=f"Set the annotation {INTERNAL_LB}: \"true\" on the Service (its metadata.annotations; in "
+                      "Helm values a Service's annotations), or use type ClusterIP.",
 )
 
 
@@ -294,9 +294,14 @@ pyroscope_pinned_by_digest, pyroscope_pinned_by_digest_in_production = _trial_an
 
 
 def _wildcard_visibility(args: ResourceValidationArgs) -> bool:
-    if args.resource_type != RELEASE:
+    """A Service (the stack's private link Service) or a release's Helm values asking for a PLS visible to '*'."""
+    if args.resource_type == SERVICE:
+        found = [(args.props.get("metadata") or {}).get("annotations") or {}]  # a Mapping, as the Helm values
+    elif args.resource_type == RELEASE:
+        found = list(annotations_in(args.props.get("values") or {}))
+    else:
         return False
-    return any(str(a.get(PLS_VISIBILITY, "")).split() == ["*"] for a in annotations_in(args.props.get("values") or {}))
+    return any(str(a.get(PLS_VISIBILITY, "")).split() == ["*"] for a in found)
 
 
 def _visibility_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:

@@ -75,24 +75,38 @@ def test_targets_met_on_the_committed_table(result):
 def test_physical_limit_is_the_chain_from_the_table(dev, result):
     table = deploy_sim.Table()
     e = table.events
-    expected = (table.resource(RELEASE) + e["pls_after_release"] + table.resource(deploy_sim.MPE)
-                + e["connection_after_mpe"] + e["approval_put"] + e["ip_after_refresh"] + 2 * e["grafana_api_call"])
+    expected = (table.resource(RELEASE) + e["load_balancer_frontend"] + e["pls_after_load_balancer"]
+                + table.resource(deploy_sim.MPE) + e["connection_after_mpe"] + e["approval_put"] + e["ip_after_refresh"]
+                + 2 * e["grafana_api_call"])
     assert result["physical"] == expected
     assert [c["step"] for c in result["chain"]] == [
-        "pyroscope-release", "grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
+        "pyroscope-release", "pyroscope-private-link", "grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
         "grafana-private-link-approve-connection", "grafana-private-link-refresh", "grafana-datasources-pyroscope"]
 
 
-def test_critical_path_is_the_chain_after_the_namespace(result):
+def test_critical_path_is_the_chain_after_the_namespace(dev, result):
+    """The namespace, the claim the release waits for, then the chain: the private link Service after the release, the
+    PLS from its load balancer."""
     names = [step["resource"] for step in result["criticalPath"]]
-    assert names == ["gadget-namespace", "pyroscope-release", "grafana-private-link-wait-for-pls",
-                     "grafana-private-link-mpe",
+    assert names == ["gadget-namespace", "pyroscope-data-0", "pyroscope-release", "pyroscope-private-link",
+                     "grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
                      "grafana-private-link-approve-connection", "grafana-private-link-refresh",
                      "grafana-datasources-pyroscope"]
     assert "inspektor-gadget-extension" not in names and "gpu-dashboard-upload" not in names
     assert result["waitsOnPath"] == 3
-    # The Terraform port's own graph keeps the published order: the release after the extension.
-    assert [s["resource"] for s in result["terraformPath"]][:2] == ["inspektor-gadget-extension", "pyroscope-release"]
+    table = deploy_sim.Table()
+    steps = {step["resource"]: step for step in result["criticalPath"]}
+    assert steps["pyroscope-data-0"]["finish"] - steps["pyroscope-data-0"]["start"] == table.resource(deploy_sim.CLAIM)
+    service = steps["pyroscope-private-link"]
+    assert service["start"] == steps["pyroscope-release"]["finish"]
+    assert service["finish"] - service["start"] == max(table.events["load_balancer_frontend"],
+                                                       table.resource(deploy_sim.SERVICE))
+    # The Terraform port's own graph keeps the published order: the release after the extension, and the PLS from the
+    # chart's Service (no private link Service, no claims of the stack's own).
+    assert [s["resource"] for s in result["terraformPath"]][:3] == ["inspektor-gadget-extension", "pyroscope-release",
+                                                                    "grafana-private-link-wait-for-pls"]
+    terraform = {r.urn for r in dev.resources} & set(deploy_sim.predecessors(dev, "terraform"))
+    assert not {r.urn for r in dev.resources if r.type in (deploy_sim.SERVICE, deploy_sim.CLAIM)} & terraform
     assert abs(sum(s["seconds"] for s in result["seedSteps"]) - result["seed"]) < 1e-9
 
 
@@ -109,15 +123,15 @@ def test_the_physical_limit_does_not_count_the_extension(dev):
     assert before["physical"] == now["physical"]
     assert before["ours"] - now["ours"] >= deploy_sim.Table().resource(EXTENSION) - deploy_sim.Table().resource(
         "kubernetes:core/v1:Namespace") - 10
-    assert [s["resource"] for s in before["criticalPath"]][:3] == ["gadget-namespace", "inspektor-gadget-extension",
-                                                                   "pyroscope-release"]
+    assert [s["resource"] for s in before["criticalPath"]][:4] == ["gadget-namespace", "inspektor-gadget-extension",
+                                                                   "pyroscope-release", "pyroscope-private-link"]
 
 
 def test_results_follow_the_table(dev, result, tmp_path):
     """Nothing is fixed in the bench: a slower PLS moves this stack, the Terraform port (its sleep no longer
     covers it) and the physical limit by as much, and the seed's polling finds it later."""
     data = yaml.safe_load(deploy_sim.TABLE.read_text())
-    data["events"]["pls_after_release"]["seconds"] = 300
+    data["events"]["pls_after_load_balancer"]["seconds"] = 300
     path = Path(tmp_path) / "latencies.yaml"
     path.write_text(yaml.safe_dump(data))
     slower = deploy_sim.simulate(dev, deploy_sim.Table(path))
@@ -134,16 +148,26 @@ def test_request_rate_of_fifty_stacks_is_under_arms_read_limits(result):
     assert rates["fleetNetworkReadsPer5Min"] < rates["networkLimitPer5Min"] == 10_000
 
 
-def test_created_workspaces_count_in_the_physical_limit():
-    with_grafana = deploy_sim.simulate(run("dev", {"createGrafana": "true"}))
+def test_created_workspaces_count_in_the_physical_limit(tmp_path):
+    """The MPE starts after the longer of the Grafana the stack creates and the cluster side (release, the private link
+    Service's load balancer, the PLS). On the committed table Grafana (300 s) is the shorter; a Grafana slower than
+    the cluster side moves the limit by as much."""
+    plan = run("dev", {"createGrafana": "true"})
+    with_grafana = deploy_sim.simulate(plan)
     table = deploy_sim.Table()
+    e = table.events
     assert [w["step"] for w in with_grafana["workspaces"]] == ["managed-grafana-workspace"]
-    # Grafana (300 s) is longer than release + PLS: the MPE starts after it.
-    assert with_grafana["physical"] == (table.resource("azure-native:dashboard:Grafana")
-                                        + table.resource(deploy_sim.MPE)
-                                        + table.events["approval_put"] + table.events["ip_after_refresh"]
-                                        + 2 * table.events["grafana_api_call"])
+    cluster = table.resource(RELEASE) + e["load_balancer_frontend"] + e["pls_after_load_balancer"]
+    after = table.resource(deploy_sim.MPE) + e["approval_put"] + e["ip_after_refresh"] + 2 * e["grafana_api_call"]
+    assert with_grafana["physical"] == max(table.resource("azure-native:dashboard:Grafana"), cluster) + after
     assert with_grafana["ratios"]["ours/physical"] <= 1.05
+    data = yaml.safe_load(deploy_sim.TABLE.read_text())
+    data["resources"]["azure-native:dashboard:Grafana"]["seconds"] = cluster + 100
+    path = Path(tmp_path) / "latencies.yaml"
+    path.write_text(yaml.safe_dump(data))
+    slow = deploy_sim.simulate(plan, deploy_sim.Table(path))
+    assert slow["physical"] == cluster + 100 + after
+    assert slow["ratios"]["ours/physical"] <= 1.05
 
 
 def test_the_readme_quotes_the_simulation(result):

@@ -82,10 +82,14 @@ def test_a_locked_node_resource_group_needs_a_pls_resource_group_before_anything
 def test_a_locked_node_resource_group_is_fine_with_a_pls_resource_group(plan):
     p = plan(privateLinkServiceResourceGroup="rg-network",
              invoke_overrides=cluster_without(nodeResourceGroupProfile={"restrictionLevel": "ReadOnly"}))
-    annotations = p.one(RELEASE).inputs["values"]["pyroscope"]["service"]["annotations"]
+    # The PLS's annotations are on the stack's own Service; the chart's Service is ClusterIP and carries none.
+    service = p.named("pyroscope-private-link")
+    assert service.type == "kubernetes:core/v1:Service"
+    annotations = service.inputs["metadata"]["annotations"]
     assert annotations["service.beta.kubernetes.io/azure-pls-resource-group"] == "rg-network"
-    assert not any(r.name == "grafana-private-link-approve-connection" and
-                   r.inputs["environment"]["PLS_RESOURCE_GROUP"] != "rg-network" for r in p.resources)
+    assert "annotations" not in p.one(RELEASE).inputs["values"]["pyroscope"]["service"]
+    for step in ("grafana-private-link-wait-for-pls", "grafana-private-link-approve-connection"):
+        assert p.named(step).inputs["environment"]["PLS_RESOURCE_GROUP"] == "rg-network", step
 
 
 def test_an_unrestricted_or_unset_node_resource_group_needs_nothing(plan):

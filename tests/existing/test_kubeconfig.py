@@ -1,4 +1,5 @@
-"""existing/kubeconfig.py: the kubeconfig (secret, known in preview, kubelogin conversion) and the explicit provider."""
+"""existing/kubeconfig.py: the kubeconfig (secret, known in preview, kubelogin conversion, looked up once) and the two
+explicit providers (aks, and aks-claims for the PersistentVolumeClaims)."""
 
 from __future__ import annotations
 
@@ -28,31 +29,57 @@ def test_admin_credentials_when_configured(plan):
     assert "azure-native:containerservice:listManagedClusterUserCredentials" not in tokens
 
 
+#: The explicit Kubernetes providers: ``aks`` for everything, ``aks-claims`` (upsertExistingObjects, with
+#: pyroscopePersistence only) for Pyroscope's PersistentVolumeClaims (__main__.py, components/pyroscope.py).
+PROVIDERS = ("aks", "aks-claims")
+CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+
+
+def providers(p) -> dict:
+    """The plan's Kubernetes providers by name."""
+    return {r.name: r for r in p.by_type(K8S_PROVIDER)}
+
+
 class KubeconfigSpy(program.CannedMocks):
-    """Keeps the provider's deserialised kubeconfig (the mock layer unwraps secrets)."""
+    """Keeps each provider's inputs as sent to the engine, by provider name (secrets still wrapped)."""
 
     seen: dict = {}
 
     def new_resource(self, args):
         if args.typ == K8S_PROVIDER:
-            KubeconfigSpy.seen = dict(args.inputs)
+            KubeconfigSpy.seen[args.name] = dict(args.inputs)
         return super().new_resource(args)
 
 
 def run_with_spy(monkeypatch, **overrides):
-    """(plan, kubeconfig text) where the text was sent to the engine wrapped as a secret."""
+    """(plan, kubeconfig text) where every provider was sent the same text, wrapped as a secret."""
     monkeypatch.setattr(program, "CannedMocks", KubeconfigSpy)
+    monkeypatch.setattr(KubeconfigSpy, "seen", {})
     plan = program.run("dev", overrides)
-    wire = KubeconfigSpy.seen["kubeconfig"]
-    assert isinstance(wire, dict) and wire.get(program._SIG) == program._SECRET_SIG, wire
-    assert isinstance(wire["value"], str), "kubeconfig must be known during preview"
-    return plan, wire["value"]
+    assert sorted(KubeconfigSpy.seen) == sorted(providers(plan)) == list(PROVIDERS)
+    texts = set()
+    for name in PROVIDERS:
+        wire = KubeconfigSpy.seen[name]["kubeconfig"]
+        assert isinstance(wire, dict) and wire.get(program._SIG) == program._SECRET_SIG, (name, wire)
+        assert isinstance(wire["value"], str), f"{name}: kubeconfig must be known during preview"
+        texts.add(wire["value"])
+    assert len(texts) == 1, "both providers get the one kubeconfig"
+    return plan, texts.pop()
+
+
+def assert_provider_inputs(p, delete_unreachable: bool = False) -> None:
+    """Both providers' inputs as the plan shows them: the kubeconfig a secret, upsertExistingObjects on aks-claims
+    only, deleteUnreachable on both or on neither."""
+    extra = {"deleteUnreachable": "true"} if delete_unreachable else {}
+    found = providers(p)
+    assert sorted(found) == list(PROVIDERS)
+    assert found["aks"].inputs == {"kubeconfig": "[secret]", **extra}
+    assert found["aks-claims"].inputs == {"kubeconfig": "[secret]", "upsertExistingObjects": "true", **extra}
 
 
 def test_kubeconfig_is_secret_known_in_preview_and_converted_to_azurecli(monkeypatch):
     plan, kubeconfig = run_with_spy(monkeypatch)
-    provider = plan.one(K8S_PROVIDER)
-    assert provider.inputs == {"kubeconfig": "[secret]"}
+    assert_provider_inputs(plan)
     document = yaml.safe_load(kubeconfig)  # decoded from base64, a real kubeconfig, known at preview
     plugin = document["users"][0]["user"]["exec"]
     assert plugin["command"] == "kubelogin"
@@ -62,11 +89,20 @@ def test_kubeconfig_is_secret_known_in_preview_and_converted_to_azurecli(monkeyp
 
 def test_admin_kubeconfig_is_secret_and_untouched(monkeypatch):
     plan, kubeconfig = run_with_spy(monkeypatch, kubeconfigCredentials="admin")
-    assert plan.one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
+    assert_provider_inputs(plan)
     expected = base64.b64decode(
         canned.admin_credentials({"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev"}, "eastus2")[
             "kubeconfigs"][0]["value"]).decode()
     assert kubeconfig == expected
+
+
+@pytest.mark.parametrize("creds,token", [("user", "listManagedClusterUserCredentials"),
+                                         ("admin", "listManagedClusterAdminCredentials")])
+def test_the_kubeconfig_is_looked_up_once_for_both_providers(plan, creds, token):
+    p = plan(kubeconfigCredentials=creds)
+    assert len(providers(p)) == 2
+    assert [i.token for i in p.invokes if "ManagedClusterUserCredentials" in i.token
+            or "ManagedClusterAdminCredentials" in i.token] == [f"azure-native:containerservice:{token}"]
 
 
 def test_no_kubeconfig_material_anywhere_in_the_plan(plan):
@@ -77,14 +113,33 @@ def test_no_kubeconfig_material_anywhere_in_the_plan(plan):
         assert "BEGIN" not in text and "client-key-data" not in text and "get-token" not in text
 
 
-def test_every_kubernetes_resource_uses_the_explicit_provider(plan):
-    p = plan()
-    provider = p.one(K8S_PROVIDER)
+@pytest.mark.parametrize("mode,claims", [
+    ("single-binary", ["pyroscope-data-0"]),
+    ("microservices", [f"pyroscope-ingester-data-{i}" for i in range(3)]),
+])
+def test_every_kubernetes_resource_uses_the_explicit_provider(plan, mode, claims):
+    """The claims on aks-claims (which adopts those a StatefulSet made), everything else on aks."""
+    p = plan(pyroscopeMode=mode)
+    found = providers(p)
+    assert sorted(found) == list(PROVIDERS)
     kube = [r for r in p.resources if r.custom and r.type.startswith("kubernetes:")]
     assert kube, "expected Kubernetes resources"
+    on_claims = sorted(r.name for r in kube if r.provider == found["aks-claims"].urn)
+    assert on_claims == sorted(claims) == sorted(r.name for r in p.by_type(CLAIM))
     for resource in kube:
-        assert resource.provider == provider.urn, resource.urn
-    assert p.one(RELEASE).provider == provider.urn
+        if resource.type != CLAIM:
+            assert resource.provider == found["aks"].urn, resource.urn
+    assert p.one(RELEASE).provider == found["aks"].urn
+    assert p.named("pyroscope-private-link").provider == found["aks"].urn
+
+
+def test_without_persistence_there_is_no_claims_provider(plan):
+    p = plan(pyroscopePersistence="false")
+    assert list(providers(p)) == ["aks"] and not p.by_type(CLAIM)
+    provider = providers(p)["aks"]
+    assert provider.inputs == {"kubeconfig": "[secret]"}  # no upsertExistingObjects: creates never adopt
+    kube = [r for r in p.resources if r.custom and r.type.startswith("kubernetes:")]
+    assert kube and all(r.provider == provider.urn for r in kube)
 
 
 @pytest.mark.parametrize("mode", ["workloadidentity", "msi", "azd"])
@@ -197,12 +252,14 @@ def test_kubelogin_devicecode_and_non_exec_kubeconfigs_unchanged():
     assert kubelogin_kubeconfig(cert, "azurecli") == cert
 
 
-def test_delete_unreachable_is_set_on_the_provider_only_when_asked(plan, monkeypatch):
-    """kubernetesDeleteUnreachable true sets the provider's deleteUnreachable (pulumi-kubernetes provider.go: the
-    provider input wins over PULUMI_K8S_DELETE_UNREACHABLE). false sends nothing, so the variable, the way out for a
-    stack that never recorded the option, still works when the engine starts the provider for a destroy."""
+def test_delete_unreachable_is_set_on_both_providers_only_when_asked(plan, monkeypatch):
+    """kubernetesDeleteUnreachable true sets deleteUnreachable on both providers (pulumi-kubernetes provider.go: the
+    provider input wins over PULUMI_K8S_DELETE_UNREACHABLE; a refresh of an unreachable cluster must drop the claims
+    too). false sends nothing, so the variable, the way out for a stack that never recorded the option, still works
+    when the engine starts the providers for a destroy."""
     monkeypatch.delenv("PULUMI_K8S_DELETE_UNREACHABLE", raising=False)
-    assert plan(kubernetesDeleteUnreachable="true").one(K8S_PROVIDER).inputs == {"deleteUnreachable": "true",
-                                                                                 "kubeconfig": "[secret]"}
-    assert plan().one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
-    assert plan(kubernetesDeleteUnreachable="false").one(K8S_PROVIDER).inputs == {"kubeconfig": "[secret]"}
+    assert_provider_inputs(plan(kubernetesDeleteUnreachable="true"), delete_unreachable=True)
+    assert_provider_inputs(plan())
+    assert_provider_inputs(plan(kubernetesDeleteUnreachable="false"))
+    alone = providers(plan(kubernetesDeleteUnreachable="true", pyroscopePersistence="false"))
+    assert list(alone) == ["aks"] and alone["aks"].inputs == {"deleteUnreachable": "true", "kubeconfig": "[secret]"}

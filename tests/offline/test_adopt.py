@@ -217,7 +217,7 @@ def imported_base(head: dict, skip: tuple) -> dict:
             for key in ("requestMessage", "privateLinkResourceRegion", "tags"):
                 resource["inputs"].pop(key, None)
         if resource["type"] == adopt.RELEASE:
-            resource["inputs"] = procedure_release(resource["inputs"])
+            resource["inputs"] = procedure_release(resource["inputs"], head)
         kept.append(resource)
     urns = {r["urn"] for r in kept}
     # An imported resource refers only to what the import brought in (the engine refuses a state that names others).
@@ -228,10 +228,14 @@ def imported_base(head: dict, skip: tuple) -> dict:
             "secretFingerprints": {u: f for u, f in head["secretFingerprints"].items() if u in urns}}
 
 
-def procedure_release(inputs: dict) -> dict:
+def procedure_release(inputs: dict, head: dict) -> dict:
+    """The procedure's release: the chart's own Service is the internal LoadBalancer with the PLS annotations (those
+    of the stack's private link Service, less the address count, which the procedure does not set)."""
     values = copy.deepcopy(inputs["values"])
-    del values["pyroscope"]["service"]["annotations"][
-        "service.beta.kubernetes.io/azure-pls-ip-configuration-ip-address-count"]
+    (service,) = [r["inputs"] for r in head["resources"] if r["name"] == "pyroscope-private-link"]
+    annotations = dict(service["metadata"]["annotations"])
+    del annotations["service.beta.kubernetes.io/azure-pls-ip-configuration-ip-address-count"]
+    values["pyroscope"]["service"] = {"annotations": annotations, "port": 4040, "type": "LoadBalancer"}
     return {"chart": "pyroscope", "name": "pyroscope", "namespace": "gadget", "version": inputs["version"],
             "values": values}
 
@@ -260,6 +264,10 @@ def seed(deployment: Deployment, base: dict, dashboard_file: str) -> None:
         if resource["type"] == adopt.RELEASE:
             world["releases"][release] = {"version": resource["inputs"]["version"],
                                           "values": resource["inputs"]["values"]}
+            persistence = resource["inputs"]["values"]["pyroscope"]["persistence"]
+            if persistence.get("enabled"):  # the claim the procedure's StatefulSet made
+                world["claims"][fake_world.release_key(cluster, "gadget", "data-pyroscope-0")] = {
+                    "size": persistence["size"], "class": persistence["storageClassName"], "profiles": "kept"}
         deployment.states[resource["urn"]] = {"type": resource["type"], "inputs": resource["inputs"], "stdout": ""}
     procedure_dashboard = {**json.loads(open(dashboard_file, encoding="utf-8").read()), "id": 10, "version": 1}
     procedure_dashboard["description"] = "imported from the main branch by hand"
@@ -313,12 +321,19 @@ def test_first_up_after_import_adopts_the_procedures_setup(sets, prometheus_uid,
     assert ops[MPE_NAME] == ("replace", "delete-first")
     assert any(r.startswith("requestMessage: create-only") for r in diff.step(MPE_NAME).reasons)
     for created in (ROLE_NAME, "grafana-private-link-approve-connection", "grafana-private-link-refresh",
-                    "grafana-datasources-pyroscope", "grafana-datasources-prometheus", "gpu-dashboard-upload"):
+                    "grafana-datasources-pyroscope", "grafana-datasources-prometheus", "gpu-dashboard-upload",
+                    "pyroscope-private-link", "pyroscope-data-0"):
         assert ops[created] == ("create", None), created
 
     deployment.apply(diff, known.to_json())
 
     world = deployment.world()
+    # The private link moved to the stack's Service (the procedure's chart Service is ClusterIP now), the claim the
+    # procedure's StatefulSet made is adopted with its profiles, and the one PLS has the new endpoint approved.
+    (pls,) = world["pls"].values()
+    assert pls["tags"][fake_world.OWNER_SERVICE_TAG] == "gadget/pyroscope-private-link"
+    assert [c["status"] for c in pls["connections"]] == ["Approved"]
+    assert [c.get("profiles") for c in world["claims"].values()] == ["kept"]
     g = world["grafana"][GRAFANA_HOST]
     by_name: dict[str, list] = {}
     for ds in g["datasources"].values():

@@ -73,3 +73,15 @@ def test_persistence_turned_on_or_off(plans, old, new, expected):
     diffs = [{"path": "values.pyroscope.persistence.enabled", "old": old, "new": new}]
     steps = [Step("pyroscope-release", "replace", "kubernetes:helm.sh/v3:Release", diffs)]
     assert consequences.warnings(steps, plans["single"], plans["single"]) == [expected]
+
+
+@pytest.mark.parametrize("op, done", [("delete", "deleted"), ("replace", "replaced")])
+def test_a_profile_store_deleted_or_replaced_says_the_profiles_go(plans, op, done):
+    """A failing input found once: pyroscopeStorageAccount set on a stack that had created its account deleted the
+    account and its container, every profile in them, with no warning."""
+    steps = [Step("pyroscope-storage-account", op, "azure-native:storage:StorageAccount"),
+             Step("pyroscope-storage-container", op, "azure-native:storage:BlobContainer")]
+    found = consequences.warnings(steps, plans["micro"], plans["micro"])
+    assert found == [consequences.STORE_LOST.format(name=s.name, what=consequences.PROFILE_STORES[s.type], done=done)
+                     for s in steps]
+    assert all("every profile in them" in line for line in found)

@@ -71,8 +71,10 @@ def test_orders_are_consistent_with_dependencies_parents_and_providers(dev_json)
 
 
 def test_secrets_masked_everywhere(dev_json):
-    provider = next(r for r in dev_json["resources"] if r["type"] == K8S_PROVIDER)
-    assert provider["inputs"]["kubeconfig"] == "[secret]"
+    providers = {r["name"]: r for r in dev_json["resources"] if r["type"] == K8S_PROVIDER}
+    assert sorted(providers) == ["aks", "aks-claims"]  # aks-claims: Pyroscope's claims (pyroscopePersistence)
+    for provider in providers.values():
+        assert provider["inputs"]["kubeconfig"] == "[secret]", provider["name"]
     # The config's key names are no secret (kubeloginMode); its values and everything else must not leak.
     text = json.dumps({**dev_json, "config": sorted(dev_json["config"].values())})
     for leaked in ("BEGIN CERTIFICATE", "kubelogin", "get-token", "client-key-data"):
@@ -86,8 +88,11 @@ def test_text_output_reads_like_a_preview():
     assert out.startswith("Previewing update (dev)")
     for expected in ("azure-native:kubernetesconfiguration:Extension", "inspektor-gadget-extension",
                      "kubernetes:helm.sh/v3:Release", "pyroscope-release", "pulumi:providers:kubernetes",
-                     "pulumi:providers:azure-native", "pyroscope-release <- gadget-namespace  [provider: aks]",
-                     "Create order:", "Destroy order (pulumi destroy):", "+ 26 to create"):
+                     "pulumi:providers:azure-native",
+                     "pyroscope-data-0 <- gadget-namespace  [provider: aks-claims]",
+                     "pyroscope-release <- gadget-namespace, pyroscope-data-0  [provider: aks]",
+                     "pyroscope-private-link <- gadget-namespace, pyroscope-release  [provider: aks]",
+                     "Create order:", "Destroy order (pulumi destroy):", "+ 28 to create"):
         assert expected in out, expected
     assert "kubelogin" not in out
 
@@ -97,17 +102,26 @@ def test_text_output_shows_inputs_so_reviewers_see_changes():
     default = cli().stdout
     assert '      version: "0.46.0"' in pinned and "autoUpgradeMinorVersion: false" in pinned
     assert "autoUpgradeMinorVersion: true" in default and '"0.46.0"' not in default
-    assert 'kubeconfig: "[secret]"' in default
+    # Both providers, the kubeconfig a secret on each; only aks-claims adopts existing objects.
+    assert ('  + pulumi:providers:kubernetes aks\n      kubeconfig: "[secret]"\n  + ' in default)
+    assert ('  + pulumi:providers:kubernetes aks-claims\n      kubeconfig: "[secret]"\n'
+            '      upsertExistingObjects: "true"\n  + ' in default)
+    assert default.count("upsertExistingObjects") == 1
 
 
 def test_reads_and_retained_resources_are_told_apart():
     out = cli("--set", "clusterStack=acme/aks/prod", "--set", "multiCluster=true").stdout
     assert " >   ├─ pulumi:pulumi:StackReference" in out or " >   pulumi:pulumi:StackReference" in out
-    assert "    > 1 to read" in out and "    + 25 to create" in out  # multiCluster: no role assignment
+    assert "    > 1 to read" in out and "    + 27 to create" in out  # multiCluster: no role assignment
     assert "  > pulumi:pulumi:StackReference acme/aks/prod" in out
     assert "gpu-dashboard-upload  (retainOnDelete: left in place, removed from the state only)" in out
     assert "      (options: retainOnDelete)" in out
-    assert "[replaced whenever pyroscope-release is replaced]" in out
+    assert ("pyroscope-release <- gadget-namespace, pyroscope-data-0  [provider: aks]  "
+            "[replaced whenever gadget-namespace, pyroscope-data-0 is replaced]") in out
+    assert ("grafana-private-link-wait-for-pls <- pyroscope-private-link  [provider: default_1_2_1]  "
+            "[replaced whenever pyroscope-private-link-identity, pyroscope-private-link is replaced]") in out
+    # The PLS's Service is the stack's own: nothing in single-binary mode is replaced with the release.
+    assert "pyroscope-release is replaced]" not in out
 
 
 def test_mermaid_graph():
@@ -119,10 +133,14 @@ def test_mermaid_graph():
     ns = next(i for i, node in ids.items() if "gadget-namespace<br/>" in node)
     ext = next(i for i, node in ids.items() if "inspektor-gadget-extension<br/>" in node)
     rel = next(i for i, node in ids.items() if "pyroscope-release<br/>" in node)
+    claim = next(i for i, node in ids.items() if "pyroscope-data-0<br/>" in node)
     aks = next(i for i, node in ids.items() if node.strip().startswith(f"{i}[\"aks<br/>"))
+    claims = next(i for i, node in ids.items() if node.strip().startswith(f"{i}[\"aks-claims<br/>"))
     assert f"  {ns} --> {rel}" in lines and f"  {ns} --> {ext}" in lines
     assert f"  {ext} --> {rel}" not in lines
-    assert f"  {aks} -.-> {rel}" in lines
+    assert f"  {aks} -.-> {rel}" in lines and f"  {claims} -.-> {rel}" not in lines
+    assert f"  {claims} -.-> {claim}" in lines and f"  {aks} -.-> {claim}" not in lines
+    assert f"  {claim} --> {rel}" in lines
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ SCRIPT = ROOT / "ops" / "fleet.py"
 P = "urn:pulumi:{s}::aks-gpu-observability::"
 URNS = {
     "release": "aks-gpu-observability:index:Pyroscope$kubernetes:helm.sh/v3:Release::pyroscope-release",
+    "identity": "aks-gpu-observability:index:Pyroscope$command:local:Command::pyroscope-private-link-identity",
+    "service": "aks-gpu-observability:index:Pyroscope$kubernetes:core/v1:Service::pyroscope-private-link",
     "wait": "aks-gpu-observability:index:GrafanaPrivateLink$command:local:Command::grafana-private-link-wait-for-pls",
     "mpe": ("aks-gpu-observability:index:GrafanaPrivateLink$azure-native:dashboard:ManagedPrivateEndpoint"
             "::grafana-private-link-mpe"),
@@ -63,18 +65,21 @@ def test_a_preview_is_classified_by_whether_it_writes_to_grafanas_resource_provi
 
 
 def replacement_preview(show_steps: bool) -> dict:
-    """`pulumi preview --json` of a chart change that replaces the release delete-first, shaped as pulumi/pulumi
-    v3.230.0 emits it: pkg/backend/display/json.go appends one PreviewStep (pkg/display/json.go: op, urn, provider,
-    oldState, newState, diffReasons, replaceReasons, detailedDiff) per ResourcePreEvent that ``shouldShow``
+    """`pulumi preview --json` of a new PLS name, which replaces the private link Service delete-first (its
+    replace_on_changes: the PLS annotations) and the PLS's identity, shaped as pulumi/pulumi v3.230.0 emits it:
+    pkg/backend/display/json.go appends one PreviewStep (pkg/display/json.go: op, urn, provider, oldState, newState,
+    diffReasons, replaceReasons, detailedDiff) per ResourcePreEvent that ``shouldShow``
     (pkg/backend/display/display.go): no ``same`` steps without --show-sames; only the logical ``replace`` step of a
-    replacement unless --show-replacement-steps, which adds ``delete-replaced``/``create-replacement``. The MPE is
-    replaced because its replaceWith names the release (step_generator.go findResourcesReplacedWith)."""
+    replacement unless --show-replacement-steps, which adds ``delete-replaced``/``create-replacement``. The wait and
+    the MPE are replaced because their replaceWith names the Service and the identity (step_generator.go
+    findResourcesReplacedWith), the approval and the refresh with them."""
     def step(op, key, **extra):
         urn = P.format(s="a") + URNS[key]
         state = {"urn": urn, "custom": True, "type": urn.split("::")[2].rsplit("$", 1)[-1]}
         return {"op": op, "urn": urn, "provider": "urn:pulumi:a::aks-gpu-observability::pulumi:providers:x::default",
                 "oldState": state, "newState": state, "detailedDiff": None, **extra}
-    ops = [("release", ["chart"]), ("mpe", []), ("approve", []), ("refresh", []), ("pyroscope", [])]
+    ops = [("identity", ["triggers"]), ("service", ["metadata"]), ("wait", ["triggers"]), ("mpe", []),
+           ("approve", []), ("refresh", []), ("pyroscope", [])]
     steps = []
     for key, reasons in ops:
         if show_steps:
@@ -82,12 +87,13 @@ def replacement_preview(show_steps: bool) -> dict:
         steps.append(step("replace", key, replaceReasons=reasons, diffReasons=reasons))
         if show_steps:
             steps.append(step("create-replacement", key, replaceReasons=reasons))
-    return {"config": {"aks-gpu-observability:pyroscopeChartVersion": "1.14.0"}, "steps": steps,
-            "duration": 4200000000, "changeSummary": {"replace": 5, "same": 9}}
+    return {"config": {"aks-gpu-observability:privateLinkServiceName": "pyroscope-pls-2"}, "steps": steps,
+            "duration": 4200000000, "changeSummary": {"replace": 7, "same": 9}}
 
 
 @pytest.mark.parametrize("show_steps", [False, True])
-def test_a_delete_first_release_replacement_sends_the_whole_stack_to_the_serialized_phase(tmp_path, show_steps):
+def test_a_delete_first_private_link_service_replacement_sends_the_whole_stack_to_the_serialized_phase(tmp_path,
+                                                                                                      show_steps):
     """Such a stack runs no `pulumi up` in phase 1 (the workflow's up step runs for parallel and grafana only); the
     plan puts it in a chunk's `whole` list and the Grafana phase runs its whole `pulumi up` in pass 1, one stack at a
     time, between the other stacks' endpoint writes, and no second `pulumi up` in pass 2 (only verify)."""
@@ -317,7 +323,10 @@ def _dev_plan():
     return {r.urn.rsplit("::", 1)[1]: r for r in run("dev").resources}
 
 
-@pytest.mark.parametrize("cause", ["release", "namespace"])
+NAMESPACE_URN = "aks-gpu-observability:index:GadgetNamespace$kubernetes:core/v1:Namespace::gadget-namespace"
+
+
+@pytest.mark.parametrize("cause", ["service", "namespace"])
 def test_a_delete_first_replacement_upstream_of_the_endpoint_is_not_run_in_the_parallel_phase(cause):
     """Upstream (pulumi/pulumi v3.230.0, commit ae2e2698, pkg/resource/deploy/step_generator.go):
 
@@ -334,32 +343,59 @@ def test_a_delete_first_replacement_upstream_of_the_endpoint_is_not_run_in_the_p
       names A) but no test combines it with ``Excludes`` (target_test.go ``TestExcludeTarget``/``TestExcludeChildren``
       use plain updates).
 
-    Ours: the Pyroscope release is ``delete_before_replace=True`` with ``replace_with=[namespace, identity]``
-    (components/pyroscope.py), and the MPE has ``replace_with=[release]`` (components/grafana_private_link.py). A
-    preview that replaces the release (or the namespace, which replaces the release) shows the MPE replaced too. Run
-    in the ``cluster`` job's ``pulumi up --exclude <MPE, Grafana, refresh> --exclude-dependents``, *in parallel with
-    every other stack*, the release's delete-first replacement would delete the MPE (ARM DELETE on
+    Ours: the private link Service ``pyroscope-private-link`` (the one AKS makes the PLS for) is
+    ``delete_before_replace=True`` with ``replace_with=[namespace]`` (components/pyroscope.py), and the MPE has
+    ``replace_with=[private link Service, identity]`` (components/grafana_private_link.py). A preview that replaces
+    the Service (a new PLS name or group; or the namespace, which replaces the Service) shows the MPE replaced too.
+    Run in the ``cluster`` job's ``pulumi up --exclude <MPE, Grafana, refresh> --exclude-dependents``, *in parallel
+    with every other stack*, the Service's delete-first replacement would delete the MPE (ARM DELETE on
     Microsoft.Dashboard) and re-create it (PUT) anyway: the very writes docs/fleet.md says must never overlap on one
     Grafana (409 ConflictInProcessing, not retried). So fleet.py sends such a stack wholly to the serialized phase
     (or keeps the cause out of the parallel one)."""
     plan = _dev_plan()
-    mpe, release = plan["grafana-private-link-mpe"], plan["pyroscope-release"]
-    assert release.urn in mpe.replace_with, "precondition: the MPE is replaced with the release"
-    assert release.options.get("deleteBeforeReplace"), "precondition: the release is delete-before-replace"
-    ops = {"release": "replace", "mpe": "replace", "wait": "replace", "approve": "replace", "refresh": "replace",
-           "pyroscope": "replace"}
+    mpe, service, namespace = plan["grafana-private-link-mpe"], plan["pyroscope-private-link"], plan["gadget-namespace"]
+    assert service.urn in mpe.replace_with, "precondition: the MPE is replaced with the private link Service"
+    assert service.options.get("deleteBeforeReplace"), "precondition: the Service is delete-before-replace"
+    assert namespace.urn in service.replace_with and namespace.options.get("deleteBeforeReplace"), (
+        "precondition: the Service is replaced with the namespace, which is delete-before-replace")
+    ops = {"identity": "replace", "service": "replace", "mpe": "replace", "wait": "replace", "approve": "replace",
+           "refresh": "replace", "pyroscope": "replace"}
+    cause_urn = P.format(s="a") + URNS["service"]
+    if cause == "namespace":  # everything in the namespace goes with it, the release too
+        ops = {**ops, "release": "replace"}
+        ops.pop("identity")
+        cause_urn = P.format(s="a") + NAMESPACE_URN
     digest = preview(**ops)
     if cause == "namespace":
-        digest["steps"].insert(0, {"op": "replace", "urn": P.format(s="a") + (
-            "aks-gpu-observability:index:GadgetNamespace$kubernetes:core/v1:Namespace::gadget-namespace")})
+        digest["steps"].insert(0, {"op": "replace", "urn": cause_urn})
     kind, _ = fleet.classify_preview(digest)
-    release_urn = P.format(s="a") + URNS["release"]
     phase1_runs_up = kind in ("parallel", "grafana")
-    cause_kept_out_of_phase1 = any(fleet.glob_match(glob, release_urn) for glob in fleet.CONFLICTING)
+    cause_kept_out_of_phase1 = any(fleet.glob_match(glob, cause_urn) for glob in fleet.CONFLICTING)
     assert not phase1_runs_up or cause_kept_out_of_phase1, (
         f"class {kind!r}: phase 1 runs `pulumi up --exclude {' --exclude '.join(fleet.CONFLICTING)} "
-        "--exclude-dependents` in parallel, and the release's delete-first replacement deletes and re-creates the "
+        f"--exclude-dependents` in parallel, and the {cause}'s delete-first replacement deletes and re-creates the "
         "excluded MPE anyway (step_generator.go findResourcesReplacedWith + recreating)")
+
+
+def test_a_delete_first_release_replacement_leaves_the_endpoint_alone_and_runs_in_the_parallel_phase():
+    """Upstream (pulumi/pulumi step_generator.go): a delete-first replacement of X deletes what names X in its
+    ``replaceWith`` (``findResourcesReplacedWith``) and the dependents ``calculateDependentReplacements`` finds, which
+    takes only a custom resource one of whose inputs reads a replaced resource ("If none of this resource's
+    properties depend on a resource in the replace set ... this resource does not need to be replaced").
+
+    Ours: the release (delete-first, a new mode or persistence) is named in no private link step's ``replaceWith``, and
+    the private link Service only starts after it (``depends_on``): no input of the Service reads the release. So a
+    preview that replaces the release alone touches neither the Service nor the MPE, and the stack runs its whole
+    ``pulumi up`` in phase 1, beside the others, without waiting for the Grafana phase."""
+    plan = _dev_plan()
+    release, service = plan["pyroscope-release"], plan["pyroscope-private-link"]
+    assert release.options.get("deleteBeforeReplace"), "precondition: the release is delete-before-replace"
+    for name in ("pyroscope-private-link", "grafana-private-link-wait-for-pls", "grafana-private-link-mpe"):
+        assert release.urn not in plan[name].replace_with, name
+    assert release.urn in service.dependencies, "precondition: the Service starts after the release"
+    assert all(release.urn not in deps for deps in service.property_dependencies.values()), (
+        "an input of the Service reads the release: its delete-first replacement would replace the Service too")
+    assert fleet.classify_preview(preview(release="replace")) == ("parallel", ["replace pyroscope-release"])
 
 
 def test_the_plan_job_can_download_an_earlier_attempts_records_on_a_partial_rerun():

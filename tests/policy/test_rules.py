@@ -289,6 +289,20 @@ def test_visibility_fail():
     assert rules.private_link_visibility_production.enforcement_level.value == "mandatory"
 
 
+def test_visibility_of_the_stacks_private_link_service():
+    """A failing input found once: the PLS annotations moved from the chart's Service (Helm values) to the stack's own
+    Service resource, and the rules, reading Helm values only, let a production PLS visible to '*' through."""
+    service = {"metadata": {"name": "pyroscope-private-link",
+                            "annotations": {INTERNAL: "true", VIS: "*", "service.beta.kubernetes.io/azure-pls-create":
+                                            "true"}},
+               "spec": {"type": "LoadBalancer"}}
+    assert check(rules.private_link_visibility, rules.SERVICE, service)
+    assert check(rules.private_link_visibility_production, rules.SERVICE, service, production=True, stack="prod-eu")
+    narrowed = {**service, "metadata": {**service["metadata"],
+                                        "annotations": {INTERNAL: "true", VIS: "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"}}}
+    assert check(rules.private_link_visibility_production, rules.SERVICE, narrowed, production=True) == []
+
+
 # --- managed-private-endpoint-request-message ------------------------------------------------------------
 def test_request_message():
     assert (
@@ -920,7 +934,7 @@ def test_cli_policy_exit_codes(tmp_path):
     bad = cli("--stack", "dev", "--policy", "--set", "production=true", "--set", "privateLinkVisibility=*")
     assert bad.returncode == 1
     assert (
-        "[mandatory]  private-link-visibility-production  (kubernetes:helm.sh/v3:Release: pyroscope-release)"
+        "[mandatory]  private-link-visibility-production  (kubernetes:core/v1:Service: pyroscope-private-link)"
         in bad.stdout
     )
     # .ci/run greps for this line; the unpinned extension fails the same plan too

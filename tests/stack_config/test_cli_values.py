@@ -122,11 +122,14 @@ def test_three_clusters_with_every_default_written_out_never_collide(written_out
 def test_three_clusters_never_claim_one_private_link_service(written_out, shared):
     """Two clusters, one PLS resource group: before, every stack named its PLS pyroscope-pls, so the second cluster's
     wait found the first cluster's PLS and its endpoint and datasource went to the other cluster's Pyroscope. Each
-    cluster's PLS (the release's annotation, the wait and the lookup) now has a name of its own."""
+    cluster's PLS (the annotation of the stack's Service pyroscope-private-link, the wait and the lookup) now has a
+    name of its own."""
     plans = [written_out({**shared, "clusterName": name, "clusterResourceGroup": rg}) for name, rg in CLUSTERS]
     names = []
     for p in plans:
-        annotations = p.one("kubernetes:helm.sh/v3:Release").inputs["values"]["pyroscope"]["service"]["annotations"]
+        service = p.named("pyroscope-private-link")
+        assert service.type == "kubernetes:core/v1:Service"
+        annotations = service.inputs["metadata"]["annotations"]
         wait = next(r for r in p.by_type("command:local:Command") if r.name == "grafana-private-link-wait-for-pls")
         lookup = next(i for i in p.invokes if i.token == "azure-native:network:getPrivateLinkService")
         name = annotations["service.beta.kubernetes.io/azure-pls-name"]
