@@ -8,8 +8,9 @@
       └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
 
 An edge is kept only where the later step reads what the earlier one makes; each edge's reason is in a comment
-where it is made (tests/test_main.py pins the whole set). The unavoidable chain is Service ─► PLS ─► MPE ─►
-approval ─► refresh ─► Pyroscope datasource; the Service is the stack's own, so no change of the release re-creates it.
+where it is made (tests/test_main.py pins the whole set). The unavoidable chain is release ─► Service ─► PLS ─► MPE
+─► approval ─► refresh ─► Pyroscope datasource; the Service is the stack's own, so no change of the release re-creates
+it.
 """
 
 import pulumi

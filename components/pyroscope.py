@@ -386,19 +386,31 @@ def _explain_helm_error(args: pulumi.ErrorHookArgs) -> bool:
     return False
 
 
+#: The claims' annotations: no await, and a forced server-side apply (why: at the claims in :class:`Pyroscope`).
+CLAIM_ANNOTATIONS = {"pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true"}
 #: The API server's refusal of a smaller claim (kubernetes ``pkg/apis/core/validation/validation.go``
 #: ``ValidatePersistentVolumeClaimUpdate`` @ v1.34.4: "than previous value", or "than status.capacity" with
 #: RecoverVolumeExpansionFailure).
 CLAIM_SHRINK = "field can not be less than"
+#: Its refusal of another class for a bound claim (the same function: only the requests may change).
+CLAIM_IMMUTABLE = "spec is immutable after creation except resources.requests"
 
 
 def claim_recovery(errors: Sequence[str], claim: str, size: str) -> Optional[str]:
-    """The one line for a claim update the API server refused because ``size`` (``pyroscopeStorageSize``) is smaller
-    than the claim, or None for another error."""
-    if CLAIM_SHRINK not in "\n".join(errors):
-        return None
-    return (f"pyroscopeStorageSize: {size} is smaller than the claim {NAMESPACE}/{claim}, and a claim cannot shrink; "
-            f"set it to the claim's size or more (`kubectl get pvc {claim} -n {NAMESPACE}`), then `pulumi up` again")
+    """The one line for a claim update (or an adopting create) the API server refused because ``size``
+    (``pyroscopeStorageSize``) is smaller than the claim, or because the claim has another class; None for another
+    error."""
+    text = "\n".join(errors)
+    show = f"`kubectl get pvc {claim} -n {NAMESPACE}`"
+    if CLAIM_SHRINK in text:
+        return (f"pyroscopeStorageSize: {size} is smaller than the claim {NAMESPACE}/{claim}, and a claim cannot "
+                f"shrink; set it to the claim's size or more ({show}), then `pulumi up` again")
+    if CLAIM_IMMUTABLE in text:
+        return (f"pyroscopeStorageClass, pyroscopeStorageSize: the claim {NAMESPACE}/{claim} refuses the change: a "
+                "claim's class never changes (set pyroscopeStorageClass to the claim's for this `pulumi up`, change "
+                f"it in a later one), and its size only once it is Bound ({show}: a Pending claim waits for "
+                "Pyroscope's pod)")
+    return None
 
 
 def _error_hooks(name: str, explain) -> Optional[pulumi.ResourceHookBinding]:
@@ -467,13 +479,21 @@ class Pyroscope(pulumi.ComponentResource):
                 f"{prefix}-{index}",
                 # No await: pulumi-kubernetes waits for a new claim of a WaitForFirstConsumer class to be Pending
                 # (awaiters.go untilCoreV1PersistentVolumeClaimReady), which an adopted, bound claim never is again.
+                # Forced: an adopted claim's fields belong to kube-controller-manager, which made it, and a server-side
+                # apply that changes one (a larger size) conflicts with that manager unless forced.
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=claim, namespace=namespace, labels=claim_labels(args.mode),
-                                                    annotations={"pulumi.com/skipAwait": "true"}),
+                                                    annotations=dict(CLAIM_ANNOTATIONS)),
                 spec=claim_spec(args),
                 # A new class is a new disk (the provider replaces a claim whose storageClassName changes): the old
                 # one is deleted first, after the release that mounts it (the release names it in replace_with).
+                # Not replaced with the namespace (whose delete-first chain deletes what names it in an order of its
+                # own, a claim possibly before the release that mounts it): the claims' namespace input makes them
+                # dependents of a replaced namespace, deleted after the release.
+                # A delete waits for the pods that mount the claim to stop (kubernetes.io/pvc-protection), which Helm's
+                # uninstall does not wait for: up to the grace period, beyond pulumi-kubernetes' 10 minutes.
                 opts=pulumi.ResourceOptions(parent=self, provider=args.claims_provider, delete_before_replace=True,
-                                            replace_with=in_namespace or None,
+                                            custom_timeouts=pulumi.CustomTimeouts(
+                                                delete=f"{args.termination_grace_period_seconds + 600}s"),
                                             hooks=_error_hooks(f"{prefix}-{index}-size",
                                                                _explain_claim_error(claim, args.storage_size))),
             ))

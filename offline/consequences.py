@@ -52,9 +52,18 @@ NEW_CLASS = ("{name}: pyroscopeStorageClass changes, and a claim's class cannot:
              "link stays (docs/sizing.md, \"Changing the volume\")")
 PRIVATE_LINK_MOVE = ("pyroscope-private-link: the private link service moves from the chart's Service to the stack's "
                      "own Service pyroscope-private-link, once: AKS deletes the old private link service with "
-                     "Grafana's connection and makes a new one under the same name, so Grafana's managed private "
+                     "Grafana's connection and makes a new one for the new Service, so Grafana's managed private "
                      "endpoint is re-created, approved and refreshed (Grafana cannot reach Pyroscope meanwhile, "
-                     "minutes); after this, no change of the release touches it (docs/day-two.md)")
+                     "minutes); after this, no change of the release touches it (docs/how-it-works.md, \"Upgrading\")")
+NEW_NAMESPACE = ("gadget-namespace: the namespace is replaced, and Kubernetes deletes everything in it with it: "
+                 "Pyroscope's claims and their disks, so every stored profile (single-binary mode), and the private "
+                 "link Service, so Grafana's endpoint is re-created and approved again")
+NEW_PLS = ("pyroscope-private-link: a new private link service name or group replaces the Service and with it the "
+           "private link service (AKS cannot rename one): Grafana's managed private endpoint is re-created, approved "
+           "and refreshed, and Grafana cannot reach Pyroscope meanwhile (minutes); Pyroscope itself is not touched")
+ADOPTED = ("{keys}: claim {claim}, which the StatefulSet made, is adopted as it is ({old_size} on {old_class}), and "
+           "{what}; keep pyroscopeStorageClass={old_class} and a pyroscopeStorageSize of {old_size} or more for this "
+           "`pulumi up`, and change them in a later one")
 
 
 #: Microservices mode's profile stores, whose delete (or replacement: a new name or group) deletes the profiles.
@@ -93,6 +102,25 @@ def _mode_switch(steps: list) -> bool:
         for s in steps)
 
 
+def _templates(plan: Mapping) -> dict[str, dict]:
+    """The claims the StatefulSet of ``plan``'s release makes from its template (claim name -> size and class), for a
+    plan whose claims the stack does not own yet (an older version)."""
+    from components.pyroscope import claim_names
+
+    found = {}
+    for r in plan["resources"]:
+        if r["type"] != "kubernetes:helm.sh/v3:Release":
+            continue
+        values = (r["inputs"].get("values") or {}).get("pyroscope") or {}
+        micro = bool(values.get("components"))
+        persistence = ((values.get("components") or {}).get("ingester") or {}).get("persistence", {}) if micro \
+            else values.get("persistence") or {}
+        if persistence.get("enabled") and persistence.get("size") and persistence.get("storageClassName"):
+            for name in claim_names("microservices" if micro else "single-binary"):
+                found[name] = {"size": persistence["size"], "storageClassName": persistence["storageClassName"]}
+    return found
+
+
 def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
     """The costs of ``steps`` a reviewer must read (module docstring)."""
     steps = list(steps)
@@ -124,17 +152,41 @@ def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
                                                                                   is False and _mode_switch(steps)):
             found.append(STORE_LOST.format(name=step.name, what=PROFILE_STORES[step.type],
                                            done="replaced" if step.op == "replace" else "deleted"))
+        if step.op == "replace" and step.name == "gadget-namespace":
+            found.append(NEW_NAMESPACE)
         if step.op == "create" and step.type == SERVICE and step.name == "pyroscope-private-link" and _chart_pls(base):
             found.append(PRIVATE_LINK_MOVE)
+        if step.op == "replace" and step.type == SERVICE and step.name == "pyroscope-private-link" and any(
+                "azure-pls-name" in d["path"] or "azure-pls-resource-group" in d["path"] for d in step.diffs):
+            found.append(NEW_PLS)
     return found
 
 
 def refusals(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
     """The changes the cluster refuses: a claim whose size goes down (kubernetes
-    ``ValidatePersistentVolumeClaimUpdate``: "field can not be less than previous value")."""
+    ``ValidatePersistentVolumeClaimUpdate``: "field can not be less than previous value"), and, for a claim the base's
+    StatefulSet made and the create adopts, one of another class or a smaller size ("spec is immutable after creation
+    except resources.requests")."""
     old, new = _claims(base), _claims(head)
+    templates = _templates(base)
     found = []
     for step in steps:
+        if step.type == CLAIM and step.op == "create" and step.name not in old:
+            spec = new[step.name]["inputs"]["spec"]
+            claim = new[step.name]["inputs"]["metadata"]["name"]
+            made = templates.get(claim)  # a claim the base's StatefulSet made, which the create adopts
+            if made is None:
+                continue
+            what = {}
+            if made["storageClassName"] != spec["storageClassName"]:
+                what["pyroscopeStorageClass"] = f"a claim's class cannot change (to {spec['storageClassName']})"
+            size = spec["resources"]["requests"]["storage"]
+            if quantity_value(size) < quantity_value(made["size"]):
+                what["pyroscopeStorageSize"] = f"a claim cannot shrink (to {size})"
+            if what:
+                found.append(ADOPTED.format(keys=", ".join(what), claim=claim, old_size=made["size"],
+                                            old_class=made["storageClassName"], what=" and ".join(what.values())))
+            continue
         if step.type != CLAIM or step.op != "update" or step.name not in old:
             continue
         before, after = _size(old[step.name]), _size(new[step.name])

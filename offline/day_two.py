@@ -67,9 +67,24 @@ _PLAIN = {
     "managedPrivateEndpointTimeoutSeconds": "1800",
 }
 
+_RESTART = ("A Helm upgrade in place that changes the pod template: Pyroscope's pod restarts (the shutdown flush, "
+            "pyroscopeTerminationGracePeriodSeconds; no profiles taken until it is back); the private link stays.")
+_NAT = ("The private link service's NAT IPs are rebuilt: Grafana's connections are refused until the NAT "
+        "NetworkPolicy admits the new ones, right after the wait (seconds to minutes).")
+_WHY = {
+    **dict.fromkeys(("pyroscopeImageRepository", "pyroscopeImageTag", "pyroscopeResources", "pyroscopeNodeSelector",
+                     "pyroscopeTolerations", "pyroscopeRetention", "pyroscopeTerminationGracePeriodSeconds"), _RESTART),
+    "pyroscopeChartVersion": _RESTART[:-len("; the private link stays.")] + "; a chart pinned by digest "
+                             "(pyroscopeChart ...@sha256:) needs the new version's digest too, or Helm refuses it. The "
+                             "private link stays.",
+    "pyroscopeChart": _RESTART,
+    "privateLinkIpAddressCount": _NAT,
+    "privateLinkSubnet": _NAT,
+}
+
 #: key -> (config sets, a ``key[i]`` one as ``--set-path``; the base stack's sets; why it costs what it does)
 CHANGES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
-    **{key.split("[")[0]: ({key: value}, {}, "") for key, value in _PLAIN.items()},
+    **{key.split("[")[0]: ({key: value}, {}, _WHY.get(key.split("[")[0], "")) for key, value in _PLAIN.items()},
     "production": ({"production": "true"}, {}, "No resource input: the policy pack applies its production rules."),
     "multiCluster": ({"multiCluster": "true"}, {}, "Per-cluster names: a new private link service (AKS cannot rename "
                      "one), so " + _LINK + "; new datasource uids; the Monitoring Data Reader role is no longer "

@@ -286,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(json.dumps(changes.to_json(), indent=2, sort_keys=True))
         else:
             print(diff_text.render_text(changes, f"Offline preview diff ({args.stack}) against {args.diff_against}"))
-        return 0
+        return 1 if changes.errors else 0  # what the engine or the cluster would refuse: `pulumi up` would fail
     if args.json:
         document = plan.to_json()
         if violations is not None:

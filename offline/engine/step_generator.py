@@ -79,7 +79,11 @@ class StepGenerator:
                     replace_with=goal["replace_with"], replace_on_changes=goal["replace_on_changes"],
                     ignore_changes=goal["ignore_changes"], replacement_trigger=goal["replacement_trigger"])
         old = self.old_by_urn.get(urn)
-        if old is not None and new.ignore_changes:  # continueStepsFromImport: processIgnoreChanges before Check/Diff
+        # continueStepsFromImport: processIgnoreChanges before Check/Diff; but Check gets the program's own inputs
+        # (goal.Properties) for a resource re-created after a delete-first chain deleted it, or targeted by
+        # --replace (``recreating || ... || isTargetedReplace``), so the ignored paths take the new values there.
+        fresh = old is not None and (id(old) in self.pending_deletes or urn in self.replace_targets or old.taint)
+        if old is not None and new.ignore_changes and not fresh:
             new.inputs = process_ignore_changes(new.inputs, old.inputs, new.ignore_changes)
         steps = self.generate(goal, new, old)
         if steps and steps[0][0] != "skipped-create":  # validateSteps: every step's new state, not only creates

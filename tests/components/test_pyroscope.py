@@ -455,7 +455,8 @@ def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mo
     for claim, name in zip(claims, names):
         assert claim.inputs == {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": "gadget", "annotations": {"pulumi.com/skipAwait": "true"},
+            "metadata": {"name": name, "namespace": "gadget", "annotations": {"pulumi.com/patchForce": "true",
+                                                                                "pulumi.com/skipAwait": "true"},
                          "labels": {**SELECTOR, "app.kubernetes.io/component": component}},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "128Gi"}},
                      "storageClassName": "managed-csi-premium"},
@@ -463,8 +464,11 @@ def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mo
         assert claim.provider == provider.urn
         assert claim.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
         assert claim.options["deleteBeforeReplace"] is True
-        assert claim.replace_with == [namespace.urn] and claim.dependencies == [namespace.urn]
+        # Not replaced with the namespace (its chain's delete order is not fixed); the namespace is read from it.
+        assert claim.replace_with == [] and claim.dependencies == [namespace.urn]
         assert claim.options["ignoreChanges"] == [] and claim.options["replaceOnChanges"] == []
+        # The delete waits out the pods' grace period (pvc-protection), beyond pulumi-kubernetes' 10 minutes.
+        assert claim.options["customTimeouts"] == {"delete": "1200s"}
 
 
 def test_claim_helpers():
@@ -500,6 +504,21 @@ def test_a_smaller_claim_gets_one_line_naming_the_way_out(message, capsys):
                                 failed_operation="update", errors=[message])
     assert explain(args) is False  # never a retry
     assert line in capsys.readouterr().err
+
+
+def test_an_adopted_claim_of_another_class_gets_one_line_naming_the_key():
+    """An upgrade that also changes pyroscopeStorageClass: the adopting create applies another class to the claim the
+    StatefulSet made, which the API server refuses (kubernetes ValidatePersistentVolumeClaimUpdate @ v1.34.4)."""
+    from components import pyroscope
+
+    refusal = ('PersistentVolumeClaim "data-pyroscope-0" is invalid: spec: Forbidden: spec is immutable after '
+               "creation except resources.requests and volumeAttributesClassName for bound claims")
+    line = pyroscope.claim_recovery([refusal], "data-pyroscope-0", "64Gi")
+    assert line and "\n" not in line
+    assert line.startswith("pyroscopeStorageClass, pyroscopeStorageSize: the claim gadget/data-pyroscope-0 refuses the "
+                           "change: a claim's class never changes")
+    # The same refusal answers a size change of a claim not yet Bound (a Pending claim of WaitForFirstConsumer).
+    assert "only once it is Bound" in line
 
 
 def test_another_claim_error_gets_no_line(capsys):

@@ -355,7 +355,7 @@ def claim_of_template(statefulset: dict, template: dict, ordinal: int) -> dict:
 
 #: The one thing the stack's claim adds to the controller's: no await (pulumi-kubernetes would wait for a new
 #: WaitForFirstConsumer claim to be Pending, which an adopted, bound claim never is again).
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+SKIP_AWAIT = {"pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true"}
 
 
 def stack_claim(statefulset: dict, template: dict, ordinal: int) -> dict:

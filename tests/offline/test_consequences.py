@@ -85,3 +85,21 @@ def test_a_profile_store_deleted_or_replaced_says_the_profiles_go(plans, op, don
     assert found == [consequences.STORE_LOST.format(name=s.name, what=consequences.PROFILE_STORES[s.type], done=done)
                      for s in steps]
     assert all("every profile in them" in line for line in found)
+
+
+def test_an_upgrade_that_also_changes_the_volume_is_refused(plans):
+    """A failing input found once: upgrading from a version whose StatefulSet made the claim, with a new class and a
+    smaller size in the same `pulumi up`, diffed clean; the adopting create would be refused by the API server."""
+    import json
+
+    from tests.support import ROOT
+
+    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json").read_text())
+    head = copy.deepcopy(plans["single"])
+    claim = next(r for r in head["resources"] if r["name"] == "pyroscope-data-0")
+    claim["inputs"]["spec"]["storageClassName"] = "managed-csi-premium"
+    claim["inputs"]["spec"]["resources"]["requests"]["storage"] = "32Gi"
+    (line,) = consequences.refusals([Step("pyroscope-data-0", "create", CLAIM)], base, head)
+    assert line.startswith("pyroscopeStorageClass, pyroscopeStorageSize: claim data-pyroscope-0, which the StatefulSet "
+                           "made, is adopted as it is (64Gi on managed-csi)")
+    assert consequences.refusals([Step("pyroscope-data-0", "create", CLAIM)], base, plans["single"]) == []

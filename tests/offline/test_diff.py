@@ -181,13 +181,14 @@ CHANGES += [
            expect={"inspektor-gadget-extension": ("replace", "delete-first", [REPLACED,
                                                                               "deleteBeforeReplace option is set"],
                                                   ())}),
-    # The namespace's replacement takes what lives in it along (replace_with): the extension, the claim, the release
-    # and the private link Service delete-first, and the Service the private link; the extension's own replacement
-    # (above) takes nothing.
+    # The namespace's replacement takes what lives in it along (replace_with): the extension, the release and the
+    # private link Service delete-first, and the Service the private link; the extension's own replacement (above)
+    # takes nothing. The claim is not named (the chain would delete it in an order of its own, possibly before the
+    # release that mounts it): Kubernetes deletes it with the namespace, and the re-created StatefulSet makes it again.
     Change("replace-namespace", targets=["gadget-namespace"],
            expect={"gadget-namespace": ("replace", "delete-first", [REPLACED, "deleteBeforeReplace option is set"], ()),
                    **{name: ("replace", "delete-first", ["replaceWith: gadget-namespace is replaced"], ())
-                      for name in ("inspektor-gadget-extension", "pyroscope-data-0", "pyroscope-release",
+                      for name in ("inspektor-gadget-extension", "pyroscope-release",
                                    "pyroscope-private-link", "pyroscope-network-policy",
                                    "grafana-private-link-nat-network-policy")},
                    # The Service, deleted first for the namespace, is re-created without a chain of its own, so the
@@ -1513,6 +1514,12 @@ def test_a_stack_deployed_before_the_private_link_service_moves_it_once(base_fil
     # (In microservices mode the write path's Service goes with the release: its replaceWith names it.)
     assert {s.name: s.op for s in again.steps if s.op != "same"} == {
         "pyroscope-release": "replace", **({"pyroscope-write-path": "replace"} if overrides else {})}
+    # The adopted claims grow in place: their forced apply takes the size over from kube-controller-manager.
+    grown = {**overrides, "pyroscopeStorageSize": "128Gi"}
+    growth, known_grown = plan_diff.preview(head, lambda pending: run("dev", grown, pending=pending))
+    assert {s.name: s.op for s in growth.steps if s.op != "same"} == dict.fromkeys(claims, "update")
+    deployment.apply(growth, known_grown.to_json())
+    assert {(c["size"], c.get("profiles")) for c in deployment.world()["claims"].values()} == {("128Gi", "kept")}
 
 
 def test_without_the_claims_provider_upsert_the_adopting_create_fails(tmp_path):
@@ -1572,3 +1579,55 @@ def test_the_ingesters_disks_grow_in_place_in_microservices_mode(tmp_path):
     deployment.apply(diff, head)
     assert_holds_exactly(deployment, head, dashboards)
     assert {c["size"] for c in deployment.world()["claims"].values()} == {"256Gi"}
+
+
+def test_an_upgrade_that_also_changes_the_storage_class_is_refused_and_fails_as_predicted(tmp_path):
+    """The upgrade from a stack whose StatefulSet made the claim, with pyroscopeStorageClass changed in the same
+    `pulumi up`: the offline diff refuses it (exit 1 from `offline.plan`); played anyway, the adopting create is
+    refused by the API server, and the claim's error hook names the key."""
+    from components.pyroscope import claim_recovery
+
+    sets = {"pyroscopeStorageClass": "managed-csi-premium"}
+    dashboards = _dashboards(tmp_path)
+    base_file = ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json"
+    base = json.loads(base_file.read_text())
+    head = run("dev", sets).to_json()
+    base = {**base, "secretFingerprints": head["secretFingerprints"],
+            "secretFingerprintKey": head.get("secretFingerprintKey")}
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
+    assert [e.split(":", 1)[0] for e in diff.errors] == ["pyroscopeStorageClass"]
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    with pytest.raises(EngineError) as refused:
+        deployment.apply(diff, known.to_json())
+    assert claim_recovery([str(refused.value)], "data-pyroscope-0", "64Gi").startswith("pyroscopeStorageClass:")
+    done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", "--set",
+                           "pyroscopeStorageClass=managed-csi-premium", "--diff-against", str(base_file)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "ERROR: pyroscopeStorageClass: claim data-pyroscope-0" in done.stdout
+
+
+def test_without_patch_force_growing_an_adopted_claim_conflicts(tmp_path):
+    """Why the claims carry pulumi.com/patchForce: the claim the StatefulSet made belongs to kube-controller-manager,
+    and an unforced server-side apply of a larger size conflicts with it (structured-merge-diff merge/update.go)."""
+    dashboards = _dashboards(tmp_path)
+    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json").read_text())
+    head = run("dev").to_json()
+    base = {**base, "secretFingerprints": head["secretFingerprints"],
+            "secretFingerprintKey": head.get("secretFingerprintKey")}
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    diff, known = plan_diff.preview(base, lambda pending: run("dev", {}, pending=pending))
+    head = known.to_json()
+    deployment.apply(diff, head)  # adopted at the same size: no conflict, forced or not
+    grown, known_grown = plan_diff.preview(head, lambda pending: run("dev", {"pyroscopeStorageSize": "128Gi"},
+                                                                    pending=pending))
+    unforced = known_grown.to_json()
+    for resource in unforced["resources"]:
+        if resource["type"] == "kubernetes:core/v1:PersistentVolumeClaim":
+            del resource["inputs"]["metadata"]["annotations"]["pulumi.com/patchForce"]
+    with pytest.raises(EngineError, match='conflict with "kube-controller-manager": .spec.resources.requests.storage'):
+        deployment.copy(tmp_path / "unforced").apply(grown, unforced)
+    deployment.apply(grown, known_grown.to_json())
+    assert {c["size"] for c in deployment.world()["claims"].values()} == {"128Gi"}

@@ -19,9 +19,11 @@ Providers played here, with the rules of offline/replacement.py:
 - Claims (``world["claims"]``, name -> size and class): the release's StatefulSet makes a claim it mounts that is
   missing, from its template (kubernetes ``pkg/controller/statefulset``: an existing claim of the name is used as it
   is), and an uninstall leaves it. A PersistentVolumeClaim ``create`` of an existing claim fails ("already exists",
-  pulumi-kubernetes 4.29.0+) unless its provider has ``upsertExistingObjects``; a smaller size is refused ("field can
-  not be less than previous value", kubernetes ``ValidatePersistentVolumeClaimUpdate`` @ v1.34.4); a delete of a
-  claim an installed release mounts never ends (the ``kubernetes.io/pvc-protection`` finalizer).
+  pulumi-kubernetes 4.29.0+) unless its provider has ``upsertExistingObjects``; an apply that changes a field of a
+  claim the controller made conflicts with ``kube-controller-manager`` unless forced (``pulumi.com/patchForce``); a
+  smaller size is refused ("field can not be less than previous value", kubernetes
+  ``ValidatePersistentVolumeClaimUpdate`` @ v1.34.4); a delete of a claim an installed release mounts fails after
+  pulumi-kubernetes' delete wait (the ``kubernetes.io/pvc-protection`` finalizer).
 - Providers, components and the stack: state only.
 
 Degraded states (docs/teardown.md, "Tearing down what is already gone"): :meth:`Deployment.lose_cluster`,
@@ -81,6 +83,9 @@ ANNOTATION = "service.beta.kubernetes.io/"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 SERVICE = "kubernetes:core/v1:Service"
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+#: The field manager of a claim the StatefulSet controller made (its client's user agent): a server-side apply that
+#: changes a field it owns conflicts unless forced (structured-merge-diff ``merge/update.go``).
+CONTROLLER = "kube-controller-manager"
 #: The policy admitting the PLS's NAT IPs (components/grafana_private_link.py ``<name>-nat-network-policy``).
 NAT_POLICY_SUFFIX = "-nat-network-policy"
 #: Every step's TIMEOUT_SECONDS is capped at this: the world answers at once, so a wait that would only end by timing
@@ -106,6 +111,7 @@ class Deployment:
         self.actions: list[str] = []  # what ran, for failure messages
         self.cluster: Optional[tuple[str, str]] = None  # (cluster id, node resource group), from the plan's outputs
         self.before: dict[str, dict] = {}  # the states as the running `up` found them
+        self.fresh: set[str] = set()  # URNs re-created (or --replace'd) in the running `up`: no ignoreChanges
         bin_dir = workdir / "bin"
         bin_dir.mkdir(exist_ok=True)
         wrapper = bin_dir / "az"
@@ -134,6 +140,7 @@ class Deployment:
     def deploy(self, plan: dict) -> None:
         """``pulumi up`` of ``plan`` (plan JSON) on an empty stack: every resource created in create order."""
         self.cluster = (plan["outputs"]["clusterId"], plan["outputs"]["nodeResourceGroup"])
+        self.before, self.fresh = {}, set()
         by_urn = {r["urn"]: r for r in plan["resources"]}
         for urn in plan["createOrder"]:
             self._create(by_urn[urn], plan)
@@ -145,6 +152,7 @@ class Deployment:
         self.cluster = (head["outputs"]["clusterId"], head["outputs"]["nodeResourceGroup"])
         old = copy.deepcopy(self.states)
         self.before = old
+        self.fresh = {s.urn for s in diff.steps if any(r.startswith("--replace") for r in s.reasons)}
         by_urn = {r["urn"]: r for r in head["resources"]}
         for action in diff.order:
             if action.kind in ("create", "create-replacement"):
@@ -153,6 +161,7 @@ class Deployment:
                 self._update(by_urn[action.urn], head)
             else:
                 self._delete(action.urn, old[action.urn])
+                self.fresh.add(action.urn)  # re-created later in this run: Check gets the program's inputs
         for urn, state in self.states.items():  # a same step records the program's options (its new state)
             if urn in by_urn:
                 state["options"] = by_urn[urn].get("options", {})
@@ -180,11 +189,13 @@ class Deployment:
         """``resource``'s inputs as the engine hands them to the provider at ``pulumi up``: a step's triggers with the
         world's ``systemData.createdAt`` of the plan's MPE where the plan has the canned one, and the NAT
         NetworkPolicy's spec made from the world's NAT IPs of the PLS (module docstring); the ``ignoreChanges`` paths
-        hold the value of the state before this ``up`` (``processIgnoreChanges``, also for a replacement)."""
+        hold the value of the state before this ``up`` (``processIgnoreChanges``), but not for a resource deleted
+        earlier in this ``up`` or targeted by ``--replace`` (pulumi/pulumi v3.230.0 ``step_generator.go``: Check gets
+        ``goal.Properties`` when ``recreating`` or ``isTargetedReplace``)."""
         inputs = resource["inputs"]
         ignored = (resource.get("options") or {}).get("ignoreChanges") or []
         before = self.before.get(resource["urn"])
-        if ignored and before is not None:
+        if ignored and before is not None and resource["urn"] not in self.fresh:
             inputs = engine.process_ignore_changes(inputs, before["inputs"], ignored)
         if resource["type"] == NETWORK_POLICY and resource["name"].endswith(NAT_POLICY_SUFFIX):
             addresses = self.world_nat_addresses(plan)
@@ -279,6 +290,12 @@ class Deployment:
             self._service(inputs, None, None)
         elif type_ == CLAIM:
             self._claim(inputs, None, False)
+        elif type_ == "kubernetes:core/v1:Namespace" and self.cluster:
+            # Kubernetes deletes what the namespace holds: claims left in it go too (with their disks).
+            world = self.world()
+            prefix = fake_world.release_key(self.cluster[0], inputs["metadata"]["name"], "")
+            world["claims"] = {k: v for k, v in world.setdefault("claims", {}).items() if not k.startswith(prefix)}
+            self._save(world)
         elif type_.startswith("azure-native:"):
             self._arm_delete(type_, inputs)
         if self.states.get(urn) is state or self.states.get(urn) == state:
@@ -413,7 +430,7 @@ class Deployment:
             world["releases"][key] = {"version": new.get("version"), "values": new.get("values")}
             for claim, template in self._claims_of(new).items():  # existing claims are used as they are
                 claim_key = fake_world.release_key(cluster_id, new["namespace"], claim)
-                world.setdefault("claims", {}).setdefault(claim_key, dict(template))
+                world.setdefault("claims", {}).setdefault(claim_key, {**template, "manager": CONTROLLER})
         for name in sorted(set(before) | set(after)):
             if after.get(name) is not None:
                 self._frontend(world, inputs["namespace"], name, after[name])
@@ -451,7 +468,7 @@ class Deployment:
             mounted = [k for k, r in world["releases"].items()
                        if k.startswith(prefix) and name in self._claims_of({"name": k, **r})]
             if mounted:
-                raise EngineError(f"{name}: deleting the claim never ends while release {mounted[0]} mounts it "
+                raise EngineError(f"{name}: the claim's delete times out while release {mounted[0]} mounts it "
                                   "(kubernetes.io/pvc-protection); the release must go first")
             claims.pop(key, None)
             self._save(world)
@@ -460,6 +477,14 @@ class Deployment:
         current = claims.get(key)
         if old is None and current is not None and not upsert:
             raise EngineError(f'{name}: persistentvolumeclaims "{name}" already exists (pulumi-kubernetes Create)')
+        forced = (new["metadata"].get("annotations") or {}).get("pulumi.com/patchForce") == "true"
+        changed = [path for path, mine, theirs in (
+            (".spec.resources.requests.storage", size, (current or {}).get("size")),
+            (".spec.storageClassName", class_, (current or {}).get("class"))) if current is not None and mine != theirs]
+        if current is not None and current.get("manager") == CONTROLLER and not forced:
+            if changed:
+                raise EngineError(f'{name}: Apply failed with 1 conflict: conflict with "{CONTROLLER}": {changed[0]} '
+                                  "(server-side apply without force)")
         if current is not None:
             if current["class"] != class_:
                 raise EngineError(f"{name}: spec is immutable after creation except resources.requests and "
@@ -467,7 +492,10 @@ class Deployment:
             if quantity_value(size) < quantity_value(current["size"]):
                 raise EngineError(f'PersistentVolumeClaim "{name}" is invalid: spec.resources.requests.storage: '
                                   "Forbidden: field can not be less than previous value")
-        claims[key] = {**(current or {}), "size": size, "class": class_}  # the same claim: its disk and data
+        # The same claim: its disk and data. A forced apply that changes a field takes it over from the controller;
+        # one of the same values shares it (the controller still owns it: a later unforced change conflicts).
+        claims[key] = {**(current or {}), "size": size, "class": class_,
+                       "manager": "pulumi" if not current or (forced and changed) else current.get("manager", "pulumi")}
         self._save(world)
 
     # --- things deleted behind the stack's back, and the teardown that follows ---
