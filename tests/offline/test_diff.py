@@ -1464,6 +1464,19 @@ def test_a_nat_ip_configuration_change_updates_the_nat_policy_after_the_wait(set
     assert diff_text.render_text(diff, "dev").splitlines()[-1].split() == ["3.", "update", NAT_POLICY]
 
 
+def _older_stack(tmp_path, overrides: dict, base_file: str = "plan-dev-before-private-link-service.json"):
+    """A stack deployed with the version whose chart Service carried the PLS (``base_file``, in tests/data), its
+    fingerprints keyed on this machine as the head's: (base plan, its deployment, the dashboards)."""
+    dashboards = _dashboards(tmp_path)
+    base = json.loads((ROOT / "tests" / "data" / base_file).read_text())
+    head = run("dev", overrides).to_json()
+    base = {**base, "secretFingerprints": head["secretFingerprints"],
+            "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine
+    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
+    deployment.deploy(base)
+    return base, deployment, dashboards
+
+
 @pytest.mark.parametrize("base_file,overrides", [
     ("plan-dev-before-private-link-service.json", {}),
     ("plan-dev-before-private-link-service-microservices.json", {"pyroscopeMode": "microservices"}),
@@ -1476,13 +1489,7 @@ def test_a_stack_deployed_before_the_private_link_service_moves_it_once(base_fil
     in its triggers) and the endpoint are replaced, approved and refreshed; the claims the StatefulSet made are adopted
     with their profiles (the claims' provider upserts), not re-created; the end state equals a fresh deploy, and the
     re-run, and a later reinstall of the release, leave the private link alone."""
-    dashboards = _dashboards(tmp_path)
-    base = json.loads((ROOT / "tests" / "data" / base_file).read_text())
-    head = run("dev", overrides).to_json()
-    base = {**base, "secretFingerprints": head["secretFingerprints"],
-            "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine, as above
-    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
-    deployment.deploy(base)
+    base, deployment, dashboards = _older_stack(tmp_path, overrides, base_file)
     world = deployment.world()
     (old_pls,) = world["pls"].values()
     owner = "gadget/pyroscope-query-frontend" if overrides else "gadget/pyroscope"
@@ -1525,13 +1532,7 @@ def test_a_stack_deployed_before_the_private_link_service_moves_it_once(base_fil
 def test_without_the_claims_provider_upsert_the_adopting_create_fails(tmp_path):
     """Why the claims have their own provider with upsertExistingObjects: pulumi-kubernetes 4.29.0+ creates with a
     client-side create, which the API server refuses for the claim the StatefulSet made ("already exists")."""
-    dashboards = _dashboards(tmp_path)
-    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json").read_text())
-    head = run("dev").to_json()
-    base = {**base, "secretFingerprints": head["secretFingerprints"],
-            "secretFingerprintKey": head.get("secretFingerprintKey")}
-    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
-    deployment.deploy(base)
+    base, deployment, _ = _older_stack(tmp_path, {})
     diff, known = plan_diff.preview(base, lambda pending: run("dev", {}, pending=pending))
     head = known.to_json()
     for resource in head["resources"]:
@@ -1588,19 +1589,13 @@ def test_an_upgrade_that_also_changes_the_storage_class_is_refused_and_fails_as_
     from components.pyroscope import claim_recovery
 
     sets = {"pyroscopeStorageClass": "managed-csi-premium"}
-    dashboards = _dashboards(tmp_path)
     base_file = ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json"
-    base = json.loads(base_file.read_text())
-    head = run("dev", sets).to_json()
-    base = {**base, "secretFingerprints": head["secretFingerprints"],
-            "secretFingerprintKey": head.get("secretFingerprintKey")}
+    base, deployment, _ = _older_stack(tmp_path, sets)
     diff, known = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
     assert [e.split(":", 1)[0] for e in diff.errors] == ["pyroscopeStorageClass"]
-    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
-    deployment.deploy(base)
     with pytest.raises(EngineError) as refused:
         deployment.apply(diff, known.to_json())
-    assert claim_recovery([str(refused.value)], "data-pyroscope-0", "64Gi").startswith("pyroscopeStorageClass:")
+    assert claim_recovery([str(refused.value)], "data-pyroscope-0", "64Gi").startswith("pyroscopeStorageClass, ")
     done = subprocess.run([sys.executable, "-m", "offline.plan", "--stack", "dev", "--set",
                            "pyroscopeStorageClass=managed-csi-premium", "--diff-against", str(base_file)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -1611,19 +1606,13 @@ def test_an_upgrade_that_also_changes_the_storage_class_is_refused_and_fails_as_
 def test_without_patch_force_growing_an_adopted_claim_conflicts(tmp_path):
     """Why the claims carry pulumi.com/patchForce: the claim the StatefulSet made belongs to kube-controller-manager,
     and an unforced server-side apply of a larger size conflicts with it (structured-merge-diff merge/update.go)."""
-    dashboards = _dashboards(tmp_path)
-    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-private-link-service.json").read_text())
-    head = run("dev").to_json()
-    base = {**base, "secretFingerprints": head["secretFingerprints"],
-            "secretFingerprintKey": head.get("secretFingerprintKey")}
-    deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
-    deployment.deploy(base)
+    base, deployment, _ = _older_stack(tmp_path, {})
     diff, known = plan_diff.preview(base, lambda pending: run("dev", {}, pending=pending))
     head = known.to_json()
     deployment.apply(diff, head)  # adopted at the same size: no conflict, forced or not
     grown, known_grown = plan_diff.preview(head, lambda pending: run("dev", {"pyroscopeStorageSize": "128Gi"},
                                                                     pending=pending))
-    unforced = known_grown.to_json()
+    unforced = copy.deepcopy(known_grown.to_json())
     for resource in unforced["resources"]:
         if resource["type"] == "kubernetes:core/v1:PersistentVolumeClaim":
             del resource["inputs"]["metadata"]["annotations"]["pulumi.com/patchForce"]
