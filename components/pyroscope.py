@@ -32,7 +32,7 @@ from steps.command import forwarded_depends_on
 TYPE = "aks-gpu-observability:index:Pyroscope"
 _ANNOTATION = "service.beta.kubernetes.io/"
 #: The private link Service's inputs that name its PLS, as the engine's property paths: the cloud provider cannot
-#: rename or move the PLS of a live Service, so a change replaces the Service (docs/decisions/private-link.md).
+#: rename or move the PLS of a live Service, so a change replaces the Service (docs/decisions/pyroscope-chart.md).
 PLS_IDENTITY_PATHS = tuple(f'metadata.annotations["{_ANNOTATION}{key}"]'
                            for key in ("azure-pls-name", "azure-pls-resource-group"))
 SINGLE_BINARY = "single-binary"

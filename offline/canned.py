@@ -354,7 +354,10 @@ def answer(handler: Any, args: Mapping[str, Any], location: str, registered: lis
     annotations, as the cloud provider builds the PLS from them (:func:`service_annotations`)."""
     if handler is private_link_service:
         found = service_annotations(registered, args.get("serviceName"))
-        return handler(args, location, *(found[::-1] if found else ()))
+        if found is None:
+            return handler(args, location)
+        owner, annotations = found
+        return handler(args, location, annotations, owner)
     return handler(args, location) if callable(handler) else handler
 
 

@@ -148,8 +148,9 @@ def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
                     else ": every stored profile")
             found.append(NEW_CLASS.format(name=step.name, claim=claim["metadata"]["name"], lost=lost,
                                           new=claim["spec"]["storageClassName"]))
-        if step.type in PROFILE_STORES and step.op in ("delete", "replace") and not (step.op == "delete" and micro
-                                                                                  is False and _mode_switch(steps)):
+        # (Back to single-binary: MODE_SWITCH already says the stores go.)
+        if step.type in PROFILE_STORES and step.op in ("delete", "replace") and not (
+                step.op == "delete" and not micro and _mode_switch(steps)):
             found.append(STORE_LOST.format(name=step.name, what=PROFILE_STORES[step.type],
                                            done="replaced" if step.op == "replace" else "deleted"))
         if step.op == "replace" and step.name == "gadget-namespace":

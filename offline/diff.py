@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from offline import consequences, engine, plan_state, replacement
-from offline.consequences import MODE_SWITCH  # noqa: F401 (re-exported: the diff's warnings)
 from offline.program import SECRET, UNKNOWN, AtUp, join_path
 
 OPS = ("create", "update", "replace", "delete", "same", "read")

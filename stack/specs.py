@@ -30,7 +30,8 @@ PYROSCOPE_SELECTOR_LABELS = {"app.kubernetes.io/instance": PYROSCOPE_RELEASE, "a
 #: (docs/decisions/private-link.md).
 PRIVATE_LINK_POLICY = f"{PYROSCOPE_RELEASE}-private-link"
 #: The stack's own LoadBalancer Service that AKS makes the private link service for, apart from the chart's
-#: Services so that no change of the release touches it (docs/decisions/private-link.md, "The stack's Service").
+#: Services so that no change of the release touches it (docs/decisions/pyroscope-chart.md, "The stack's Service, the
+#: PLS and day two").
 PRIVATE_LINK_SERVICE = f"{PYROSCOPE_RELEASE}-private-link"
 
 

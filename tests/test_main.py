@@ -323,6 +323,22 @@ def test_a_managed_private_endpoint_deleted_by_hand(deployed, tmp_path):
     assert_nothing_left(deployment)
 
 
+def test_the_private_link_service_and_a_claim_deleted_by_hand_end_in_a_clean_destroy(deployed, tmp_path):
+    """`kubectl delete svc pyroscope-private-link` and the claim gone (after a `helm uninstall` by hand): their deletes
+    meet NotFound and count it as done (pulumi-kubernetes provider/pkg/await/await.go Deletion, nilIfGVKDeleted, at
+    94977969d), and the destroy ends with nothing left."""
+    plan, deployment = fresh(deployed, "default", tmp_path)
+    (service,) = [r for r in plan["resources"] if r["name"] == "pyroscope-private-link"]
+    deployment._service(service["inputs"], None, None)  # the cloud provider takes its PLS and connections with it
+    world = deployment.world()
+    assert world["pls"] == {} and len(world["claims"]) == 1
+    world["claims"] = {}
+    deployment._save(world)
+    deployment.destroy(plan)
+    assert_nothing_left(deployment)
+    assert any(action.endswith("::pyroscope-data-0") for action in deployment.actions if action.startswith("delete"))
+
+
 def test_404_on_every_delete_ends_in_a_clean_destroy(deployed, tmp_path):
     """Everything the deletes address already deleted by hand (datasources, dashboard, endpoint, extension, role
     assignment): each delete meets a 404 and counts it as done."""

@@ -1323,7 +1323,7 @@ def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path
                                                                                    "pyroscope-release"))
     assert order.index(("delete", "pyroscope-release")) < order.index(("create-replacement", "pyroscope-release")) \
         < order.index(("create", "pyroscope-write-path"))
-    assert [w for w in diff.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[True]]
+    assert [w for w in diff.warnings if "pyroscope-release" in w] == [consequences.MODE_SWITCH[True]]
     head = known.to_json()
     deployment.apply(diff, head)
     assert_holds_exactly(deployment, head, dashboards)
@@ -1339,7 +1339,7 @@ def test_switching_to_microservices_and_back_is_predicted_and_converges(tmp_path
     assert order.index(("delete", "pyroscope-write-path")) < order.index(("delete", "pyroscope-release")) \
         < order.index(("create-replacement", "pyroscope-release"))
     assert steps["pyroscope-storage-account"].op == "delete"
-    assert [w for w in back.warnings if "pyroscope-release" in w] == [plan_diff.MODE_SWITCH[False]]
+    assert [w for w in back.warnings if "pyroscope-release" in w] == [consequences.MODE_SWITCH[False]]
     final = known_back.to_json()
     deployment.apply(back, final)
     assert_holds_exactly(deployment, final, dashboards)
