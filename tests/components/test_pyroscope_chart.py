@@ -211,7 +211,7 @@ def test_chart_pinned_by_digest_when_its_tag_moved(tmp_path, line):
     """The release's chart ``oci://.../pyroscope@sha256:<d>`` with version 1.15.0, after tag 1.15.0 was re-pushed with
     other content (by tag alone, every Helm pulls the re-pushed chart):
 
-    - Helm 3.17.3 (the floor, pulumi-kubernetes 4.23.0) pulls the chart whose manifest digest is <d> ("Install by
+    - Helm 3.17.3 (the oldest that pulls by digest) pulls the chart whose manifest digest is <d> ("Install by
       digest only", helm/helm pkg/registry/client.go@v3.17.3 ``ValidateReference``); it pulls
       ``pyroscope:1.15.0@sha256:<d>`` by its tag (pkg/registry/reference.go@v3.17.3 ``String``), which is why the config
       and the production policy refuse a tag in the chart reference;
