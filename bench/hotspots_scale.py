@@ -1,14 +1,17 @@
-"""How ``flamegraph.hotspots`` scales with a large pprof profile.
+"""The flame-graph reader against ``go tool pprof -top`` on the same large GPU-memory profiles, in one run.
 
-    python -m bench.hotspots_scale [--nodes 200000] [--repeat 3]
+    python -m bench.hotspots_scale [--nodes 20000 200000 1000000] [--repeat 3]
 
-Writes a synthetic GPU-memory pprof profile (``malloc``/``bytes``, gzip) whose merged call tree has ``--nodes`` nodes
-(seed 21), then times, each in a fresh process and the best of ``--repeat``: the parser alone, the parser and one
-Python pass over the samples, a columnar parse with no pass (:func:`columns_view`, a floor, not a reader), and what
-``python -m flamegraph.hotspots --from-file FILE`` does before printing (``flamegraph.formats.load`` and
-``flamegraph.analysis.report``). It prints the times, their ratios to the parser alone, and each run's peak memory
-over the profile's decoded size. No figure is asserted: tests/bench/test_hotspots_scale.py runs it small. The profile
-and the measures in detail: docs/decisions/benchmarks.md ("Reading a large profile").
+For each size, writes a synthetic pprof profile (``malloc``/``bytes``, gzip, seed 21) whose merged call tree has that
+many nodes, then runs, each in its own process and taking turns: ``python -m flamegraph.hotspots --from-file FILE
+--top 10`` (ours) and ``go tool pprof -top -sample_index=malloc FILE`` (the peer). It prints each one's median wall
+time and peak resident memory (the process and its children, from ``wait4``), where our time goes (in one process:
+parse, tree, report), and ends with the line other checks read::
+
+    vs go tool pprof: time <ratio per size>; memory <ratio per size>
+
+(ours divided by pprof's). No figure is asserted: tests/bench/test_hotspots_scale.py runs it small. Needs ``go`` on
+PATH (its first ``go tool pprof`` builds the tool, untimed). The method: docs/decisions/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import argparse
 import gzip
 import json
 import random
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,10 +29,12 @@ import time
 from pathlib import Path
 
 NAMES = 4096
+SIZES = (20_000, 200_000, 1_000_000)
 
 
 def synthetic(nodes: int, seed: int = 21) -> bytes:
-    """A gzip pprof profile whose call tree has ``nodes`` nodes (the root included)."""
+    """A gzip pprof profile whose call tree has ``nodes`` nodes (the root included): a random recursive tree over
+    :data:`NAMES` function names, one sample per leaf and per fourth node."""
     from flamegraph.pprof import profile_pb2
 
     rng = random.Random(seed)
@@ -60,122 +67,103 @@ def synthetic(nodes: int, seed: int = 21) -> bytes:
     return gzip.compress(message.SerializeToString(), compresslevel=6, mtime=0)
 
 
-def columns_view():
-    """The message class of a columnar view of google/pprof's ``Profile``: field 2 (``sample``) declared as *one*
-    ``Columns`` message (``repeated uint64 location_id = 1; repeated int64 value = 2``), not a repeated ``Sample``.
-    Protobuf's wire rule for a non-repeated embedded message met more than once is to merge the occurrences, "and
-    repeated fields are concatenated" (protobuf.dev/programming-guides/encoding, "Last One Wins"), so the upb
-    runtime decodes all samples' ids and values, in C, into two arrays. Built at run time with the runtime's own
-    descriptor API (``descriptor_pb2``, ``message_factory.GetMessageClass``): no protoc, no hand decoding."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    field = descriptor_pb2.FieldDescriptorProto
-    file = descriptor_pb2.FileDescriptorProto(name="bench_pprof_columns.proto", package="bench", syntax="proto3")
-    columns = file.message_type.add(name="Columns")
-    columns.field.add(name="location_id", number=1, type=field.TYPE_UINT64, label=field.LABEL_REPEATED)
-    columns.field.add(name="value", number=2, type=field.TYPE_INT64, label=field.LABEL_REPEATED)
-    profile = file.message_type.add(name="ProfileColumns")
-    profile.field.add(name="sample", number=2, type=field.TYPE_MESSAGE, label=field.LABEL_OPTIONAL,
-                      type_name=".bench.Columns")
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.ProfileColumns"))
+#: Run by a fresh small interpreter: Linux counts the resident size a child had when forked in its peak, so the
+#: benchmark's own (large) process must not be the one that forks the measured command.
+LAUNCHER = """
+import os, sys, time
+start = time.perf_counter()
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status))
+"""
 
 
-def _status(field: str) -> int:
-    """A /proc/self/status memory figure (VmRSS, VmHWM) in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
+def measure(command: list[str]) -> tuple[float, int]:
+    """(wall seconds, peak resident bytes of the process and its children, from ``wait4``) of one run of
+    ``command`` (its output discarded)."""
+    done = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, *command], capture_output=True, text=True,
+                          check=True)
+    seconds, peak, code = done.stdout.split()
+    if int(code):
+        raise SystemExit(f"error: {' '.join(command)} exited {code}")
+    return float(seconds), int(peak)
 
 
-def _reset_peak() -> None:
-    """Start the peak resident size (VmHWM) afresh: Linux's /proc/PID/clear_refs, value 5 (proc(5))."""
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")
+def phases(path: str) -> dict:
+    """Our seconds per phase, in this process: parse (gunzip, protobuf, names), tree (samples into the call tree,
+    with :mod:`flamegraph.calltree`) and report (:func:`flamegraph.analysis.report`)."""
+    from flamegraph import analysis, calltree, formats
 
+    built = {}
+    plain, vectorized = calltree.plain, calltree.vectorized
 
-def child(kind: str, path: str) -> dict:
-    """One timed run in this process: its seconds and its peak memory over the resident size before reading."""
-    import gc
+    def timed(build):
+        def run(*args):
+            start = time.perf_counter()
+            columns = build(*args)
+            built["tree"] = built.get("tree", 0.0) + time.perf_counter() - start
+            return columns
+        return run
 
-    from flamegraph import analysis, formats
-    from flamegraph.pprof import profile_pb2
-
-    view = columns_view() if kind == "columns" else None
-    data = Path(path).read_bytes()
-    gc.collect()
-    _reset_peak()
-    before = _status("VmRSS")
-    start = time.perf_counter()
-    if kind in ("parser", "touch"):
-        message = profile_pb2.Profile.FromString(gzip.decompress(data))
-        nodes = len(message.sample)
-        if kind == "touch":  # every sample's stack and value read once into Python, nothing more
-            for sample in message.sample:
-                tuple(sample.location_id), sample.value[0]
-    elif kind == "columns":  # no per-sample step: every id and value through the runtime's C code into two lists
-        merged = view.FromString(gzip.decompress(data)).sample
-        ids, values = merged.location_id[:], merged.value[:]
-        nodes = len(ids)
-        del ids, values
-    else:
-        profile, _ = formats.load(data)
+    calltree.plain, calltree.vectorized = timed(plain), timed(vectorized)
+    try:
+        start = time.perf_counter()
+        profile = formats.read_file(path, None)
+        loaded = time.perf_counter()
         analysis.report(profile)
-        nodes = len(profile.nodes)
-    seconds = time.perf_counter() - start
-    peak = _status("VmHWM")
-    return {"seconds": seconds, "peak": max(0, peak - before), "count": nodes}
-
-
-def run(kind: str, path: str, repeat: int) -> dict:
-    best = None
-    for _ in range(repeat):
-        done = subprocess.run([sys.executable, "-m", "bench.hotspots_scale", "--child", kind, path],
-                              capture_output=True, text=True, check=True)
-        result = json.loads(done.stdout)
-        if best is None or result["seconds"] < best["seconds"]:
-            best = result
-    return best
+        done = time.perf_counter()
+    finally:
+        calltree.plain, calltree.vectorized = plain, vectorized
+    return {"parse": loaded - start - built["tree"], "tree": built["tree"], "report": done - loaded}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hotspots_scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, default=200_000,
-                        help="nodes in the synthetic profile's call tree, the root included (default 200000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each kind, each in a fresh process; the best "
-                        "is reported (default 3)")
-    parser.add_argument("--child", nargs=2, metavar=("KIND", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--nodes", type=int, nargs="+", default=list(SIZES),
+                        help="call-tree sizes, the root included (default 20000 200000 1000000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each per size, taking turns; the median is "
+                        "reported (default 3)")
+    parser.add_argument("--child", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(*args.child)))
+        print(json.dumps(phases(args.child)))
         return 0
-    data = synthetic(args.nodes)
-    decoded = len(gzip.decompress(data))
+    go = shutil.which("go")
+    if go is None:
+        print("error: go is not on PATH: this benchmark compares with `go tool pprof` (Go 1.26, README)",
+              file=sys.stderr)
+        return 2
+    ours_command = [sys.executable, "-m", "flamegraph.hotspots", "--top", "10", "--from-file"]
+    pprof_command = [go, "tool", "pprof", "-top", "-sample_index=malloc"]
+    rows = []
     with tempfile.TemporaryDirectory() as folder:
-        path = str(Path(folder) / "profile.pb.gz")
-        Path(path).write_bytes(data)
-        parser_only = run("parser", path, args.repeat)
-        touch = run("touch", path, args.repeat)
-        columns = run("columns", path, args.repeat)
-        full = run("full", path, args.repeat)
-    print(f"profile: {full['count']} nodes, {parser_only['count']} samples, {len(data) / 1e6:.1f} MB gzip, "
-          f"{decoded / 1e6:.1f} MB decoded")
-    print(f"parser alone (gunzip + protobuf): {parser_only['seconds']:.3f} s, peak +{parser_only['peak'] / 1e6:.1f} MB")
-    print(f"parser + one Python pass over the samples: {touch['seconds']:.3f} s, peak +{touch['peak'] / 1e6:.1f} MB")
-    print(f"columns, no pass ({columns['count']} location ids and the values as two lists, no per-sample step): "
-          f"{columns['seconds']:.3f} s, peak +{columns['peak'] / 1e6:.1f} MB")
-    print(f"read and report (flamegraph.formats.load + report): {full['seconds']:.3f} s, "
-          f"peak +{full['peak'] / 1e6:.1f} MB")
-    print(f"ratio: time(read and report)/time(parser alone) = {full['seconds'] / parser_only['seconds']:.2f} "
-          f"(against the parser and one pass: {full['seconds'] / touch['seconds']:.2f}); "
-          f"peak memory/decoded size = {full['peak'] / decoded:.2f} "
-          f"(parser alone: {parser_only['peak'] / decoded:.2f})")
-    print(f"floors: time(parser and one pass)/time(parser alone) = {touch['seconds'] / parser_only['seconds']:.2f}; "
-          f"time(columns, no pass)/time(parser alone) = {columns['seconds'] / parser_only['seconds']:.2f}, "
-          f"its peak memory/decoded size = {columns['peak'] / decoded:.2f}")
+        for nodes in args.nodes:
+            path = str(Path(folder) / f"profile-{nodes}.pb.gz")
+            data = synthetic(nodes)
+            Path(path).write_bytes(data)
+            if not rows:
+                measure(pprof_command + [path])  # the first `go tool pprof` builds the tool: not timed
+            ours, theirs = [], []
+            for _ in range(args.repeat):
+                ours.append(measure(ours_command + [path]))
+                theirs.append(measure(pprof_command + [path]))
+            split = json.loads(subprocess.run([sys.executable, "-m", "bench.hotspots_scale", "--child", path],
+                                              capture_output=True, text=True, check=True).stdout)
+            rows.append({"nodes": nodes, "gzip": len(data), "decoded": len(gzip.decompress(data)),
+                         "ours": (statistics.median(r[0] for r in ours), statistics.median(r[1] for r in ours)),
+                         "pprof": (statistics.median(r[0] for r in theirs), statistics.median(r[1] for r in theirs)),
+                         "split": split})
+    print(f"{'nodes':>9} {'decoded':>9} {'ours s':>8} {'pprof s':>8} {'time':>6} {'ours MB':>8} {'pprof MB':>9} "
+          f"{'memory':>7}  our time: parse / tree / report (s)")
+    for row in rows:
+        (ours_s, ours_b), (pprof_s, pprof_b), split = row["ours"], row["pprof"], row["split"]
+        print(f"{row['nodes']:>9} {row['decoded'] / 1e6:>7.1f}MB {ours_s:>8.2f} {pprof_s:>8.2f} "
+              f"{ours_s / pprof_s:>5.2f}x {ours_b / 1e6:>8.1f} {pprof_b / 1e6:>9.1f} {ours_b / pprof_b:>6.2f}x  "
+              f"{split['parse']:.2f} / {split['tree']:.2f} / {split['report']:.2f}")
+    times = " ".join(f"{row['ours'][0] / row['pprof'][0]:.2f}" for row in rows)
+    memory = " ".join(f"{row['ours'][1] / row['pprof'][1]:.2f}" for row in rows)
+    print(f"vs go tool pprof: time {times}; memory {memory}")
     return 0
 
 

@@ -11,51 +11,70 @@ this way: docs/decisions/flamegraph-reading.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
-from flamegraph.model import TRAMPOLINE, TRUNCATED, FrameError, Node, Profile
+from flamegraph.model import TRAMPOLINE, TRUNCATED, Columns, FrameError, Node, Profile
 
 #: From this share of the root's total on, a function with no self is an orchestrator: the path, not the cause.
 ORCHESTRATOR_SHARE = 0.10
 
 
-def function_totals(profile: Profile) -> dict[str, dict]:
-    """label -> {"self", "total", "nodes"}: self summed over its nodes; total summed over its nodes that
-    have no ancestor with the same label (a recursive call is inside its caller's total already). Pyroscope's
-    ``other`` nodes (:data:`TRUNCATED`) are not functions and are left out: see :func:`truncated`."""
-    stats: dict[str, dict] = {}
-    on_path: dict[str, int] = {}
-    # Depth-first without recursion (stacks run thousands of frames deep): (node, entering?)
-    pending = [(child, True) for child in reversed(profile.root.children)] if profile.root else []
-    while pending:
-        node, entering = pending.pop()
-        if not entering:
-            on_path[node.label] -= 1
+def _totals(c: Columns) -> dict[int, list[int]]:
+    """label index -> [self, total, heaviest node]: self summed over the label's nodes; total summed over its nodes
+    with no ancestor of the same label; the heaviest is its node of most self (the first of equals, in nested-set
+    order). Pyroscope's ``other`` nodes (:data:`TRUNCATED`) and what is below them are left out. One pass over the
+    columns in nested-set order, with the current path's labels counted."""
+    stats: dict[int, list[int]] = {}
+    on_path = [0] * len(c.names)
+    path: list[int] = []  # labels of the current path, level 1 first
+    cut = {i for i, name in enumerate(c.names) if name == TRUNCATED}
+    skip = 0  # below this level (an ``other`` node's), nodes are skipped; 0: none
+    for i in range(1, len(c.label)):
+        level, label = c.level[i], c.label[i]
+        if skip:
+            if level > skip:
+                continue
+            skip = 0
+        while len(path) >= level:
+            on_path[path.pop()] -= 1
+        if label in cut:
+            skip = level
             continue
-        if node.label == TRUNCATED:
-            continue
-        entry = stats.get(node.label)
+        own = c.self[i]
+        entry = stats.get(label)
         if entry is None:
-            entry = stats[node.label] = {"self": 0, "total": 0, "nodes": []}
-        entry["self"] += node.self
-        entry["nodes"].append(node)
-        depth = on_path.get(node.label, 0)
-        if depth == 0:
-            entry["total"] += node.value
-        on_path[node.label] = depth + 1
-        pending.append((node, False))
-        pending.extend((child, True) for child in reversed(node.children))
+            entry = stats[label] = [own, 0, i]
+        else:
+            entry[0] += own
+            if own > c.self[entry[2]]:
+                entry[2] = i
+        if not on_path[label]:
+            entry[1] += c.value[i]
+        on_path[label] += 1
+        path.append(label)
     return stats
+
+
+def function_totals(profile: Profile) -> dict[str, dict]:
+    """label -> {"self", "total"}: self summed over its nodes; total summed over its nodes that have no ancestor
+    with the same label (a recursive call is inside its caller's total already). Pyroscope's ``other`` nodes
+    (:data:`TRUNCATED`) are not functions and are left out: see :func:`truncated`."""
+    c = profile.columns
+    return {c.names[label]: {"self": own, "total": total} for label, (own, total, _) in _totals(c).items()}
+
+
+def _truncated(c: Columns) -> dict:
+    cut = {i for i, name in enumerate(c.names) if name == TRUNCATED}
+    values = [c.value[i] for i in range(1, len(c.label)) if c.label[i] in cut]
+    total = c.value[0] if c.value else 0
+    amount = sum(values)
+    return {"total": amount, "percent": round(100.0 * amount / total, 2) if total else 0.0, "nodes": len(values)}
 
 
 def truncated(profile: Profile) -> dict:
     """What the node limit folded away: the ``other`` nodes' count, their summed total and its share of the root.
     Each is a separate cut (under a different caller), so they are counted, never merged into one function."""
-    cut = [node for node in profile.nodes if node.label == TRUNCATED and node.level > 0]
-    amount = sum(node.value for node in cut)
-    total = profile.total
-    return {"total": amount, "percent": round(100.0 * amount / total, 2) if total else 0.0, "nodes": len(cut)}
+    return _truncated(profile.columns)
 
 
 def without(profile: Profile, label: str = TRAMPOLINE) -> Profile:
@@ -91,31 +110,33 @@ def without(profile: Profile, label: str = TRAMPOLINE) -> Profile:
 def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
     """The report as the --json shape: unit, total, truncated (:func:`truncated`), topSelf, topTotal,
     orchestrators; each list holds at most ``top`` entries (the widest first). ``other`` nodes are in none."""
-    stats = function_totals(profile)
-    total = profile.total
+    c = profile.columns
+    by_label = _totals(c)
+    stats = {c.names[label]: entry for label, entry in by_label.items()}
+    total = c.value[0] if c.value else 0
 
     def chain(label: str) -> list[str]:
-        heaviest = max(stats[label]["nodes"], key=lambda n: n.self)  # first of equals: nested-set order
-        frames = heaviest.chain()
+        frames, node = [], stats[label][2]
+        while node > 0:
+            frames.append(c.names[c.label[node]])
+            node = c.parent[node]
+        frames.reverse()
         return [f for f in frames if f != TRAMPOLINE] if hide_trampolines else frames
 
     shown = [name for name in stats if not (hide_trampolines and name == TRAMPOLINE)]
-    by_self = sorted((name for name in shown if stats[name]["self"] > 0),
-                     key=lambda name: (-stats[name]["self"], name))[:top]
-    by_total = sorted(shown, key=lambda name: (-stats[name]["total"], name))[:top]
+    by_self = sorted((name for name in shown if stats[name][0] > 0), key=lambda name: (-stats[name][0], name))[:top]
+    by_total = sorted(shown, key=lambda name: (-stats[name][1], name))[:top]
     orchestrators = sorted(
-        (name for name in shown
-         if stats[name]["self"] == 0 and total and stats[name]["total"] >= ORCHESTRATOR_SHARE * total),
-        key=lambda name: (-stats[name]["total"], name))[:top]
+        (name for name in shown if stats[name][0] == 0 and total and stats[name][1] >= ORCHESTRATOR_SHARE * total),
+        key=lambda name: (-stats[name][1], name))[:top]
     return {
         "unit": profile.unit,
         "total": total,
-        "truncated": truncated(profile),
-        "topSelf": [{"function": name, "self": stats[name]["self"], "total": stats[name]["total"],
-                     "selfPercent": round(100.0 * stats[name]["self"] / total, 2) if total else 0.0,
+        "truncated": _truncated(c),
+        "topSelf": [{"function": name, "self": stats[name][0], "total": stats[name][1],
+                     "selfPercent": round(100.0 * stats[name][0] / total, 2) if total else 0.0,
                      "stack": chain(name)} for name in by_self],
-        "topTotal": [{"function": name, "total": stats[name]["total"], "self": stats[name]["self"]}
-                     for name in by_total],
+        "topTotal": [{"function": name, "total": stats[name][1], "self": stats[name][0]} for name in by_total],
         "orchestrators": orchestrators,
     }
 
@@ -157,16 +178,17 @@ def diff_report(baseline: Profile, current: Profile, top: int = 10) -> dict:
             "grew": grew, "shrank": shrank}
 
 
-@dataclass(slots=True, eq=False)
 class DiffNode:
     """A node of the merged tree: the same call path in both profiles. ``value`` (the drawn width) is the two
     totals added, as Grafana's diff flame graph sizes a bar (left + right ticks)."""
-    label: str
-    level: int
-    parent: Optional["DiffNode"] = None
-    children: list["DiffNode"] = field(default_factory=list)
-    total: tuple = (0, 0)  # (baseline, current)
-    self: tuple = (0, 0)
+
+    __slots__ = ("label", "level", "parent", "children", "total", "self")
+
+    def __init__(self, label: str, level: int, parent: Optional["DiffNode"] = None):
+        self.label, self.level, self.parent = label, level, parent
+        self.children: list[DiffNode] = []
+        self.total: tuple = (0, 0)  # (baseline, current)
+        self.self: tuple = (0, 0)
 
     @property
     def value(self) -> int:

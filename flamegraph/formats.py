@@ -20,6 +20,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Optional
 
+from flamegraph import calltree
 from flamegraph.model import FrameError, Node, Profile
 
 #: The Inspektor Gadget profile_cuda gadget's sample type (type, unit): the default of --sample-type.
@@ -203,7 +204,7 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
         raise FrameError(f"not a pprof profile (protobuf: {error})") from None
     if not message.sample_type and not message.sample:
         raise FrameError("empty profile: no sample types and no samples")
-    strings = message.string_table
+    strings = list(message.string_table)
     size = len(strings)
     if not size or strings[0] != "":
         raise FrameError("not a pprof profile: string_table must start with the empty string")
@@ -223,7 +224,9 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
     functions = {f.id: (string(f.name, f"function {f.id}'s name"),
                         string(f.system_name, f"function {f.id}'s system name")) for f in message.function}
     objfiles = {m.id: string(m.filename, f"mapping {m.id}'s file") for m in message.mapping}
-    names: dict[int, tuple[str, ...]] = {}  # location id -> frame names, caller first
+    names = ["total"]
+    named: dict[str, int] = {}
+    frames_of: dict[int, tuple[int, ...]] = {}  # location id -> its frames' name indices, caller first
     for location in message.location:
         objfile = objfiles.get(location.mapping_id, "")
         # "the last entry represents the caller into which the preceding entries were inlined": reversed, the caller
@@ -233,56 +236,37 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
             frames = [functions[line.function_id] for line in reversed(location.line)] or [("", "")]
         except KeyError as missing:
             raise FrameError(f"not a pprof profile: location {location.id} names no function {missing}") from None
-        names[location.id] = tuple(printable_name(name, system, location.address, objfile) for name, system in frames)
+        indices = []
+        for name, system in frames:
+            text = printable_name(name, system, location.address, objfile)
+            if text not in named:
+                named[text] = len(names)
+                names.append(text)
+            indices.append(named[text])
+        frames_of[location.id] = tuple(indices)
+    del functions, objfiles, named
 
-    # Samples with the same stack add up first (a profile repeats stacks), then the tree is built once per stack.
-    by_stack: dict[tuple[int, ...], int] = {}
-    get = by_stack.get
-    for sample in message.sample:
-        values = sample.value
-        if len(values) != width:
-            raise FrameError(f"not a pprof profile: a sample has {len(values)} values for {width} sample types")
-        value = values[index]
-        if value:
-            stack = tuple(sample.location_id)
-            by_stack[stack] = get(stack, 0) + value
-    del message
-    profile = _tree(by_stack, names, unit, f"{kind}:{unit}")  # stacks in first-seen order: callees in sample order
-    profile.default_sample_type = by_default
-    return profile
+    def wrong(count: int) -> FrameError:
+        return FrameError(f"not a pprof profile: a sample has {count} values for {width} sample types")
 
+    def samples():
+        for sample in message.sample:
+            values = sample.value
+            if len(values) != width:
+                raise wrong(len(values))
+            yield sample.location_id, values[index]
 
-def _tree(by_stack: dict, names: dict, unit: str, sample_type: str) -> Profile:
-    """The Profile of {leaf-first location-id stack: value}: nodes merged by function name from the root down.
-    Each stack's node is found from its callers' stack (``stack[1:]``, remembered), so a stack costs one new node
-    and a few lookups rather than a walk from the root."""
-    root = Node("total", 0, 0, 0)
-    child_of: dict[tuple[int, str], Node] = {}  # (id of the parent, name) -> node
-    memo: dict[tuple, Node] = {(): root}
-    for stack, value in by_stack.items():
-        if value < 0:
-            raise FrameError("a sample value is negative (a diff profile? read each side and use --baseline)")
-        missing = []
-        while stack not in memo:
-            missing.append(stack)
-            stack = stack[1:]
-        node = memo[stack]
-        for stack in reversed(missing):
-            try:
-                frames = names[stack[0]]
-            except KeyError:
-                raise FrameError(f"not a pprof profile: a sample points at no location {stack[0]}") from None
-            for name in frames:
-                key = (id(node), name)
-                child = child_of.get(key)
-                if child is None:
-                    child = child_of[key] = Node(name, node.level + 1, 0, 0, node)
-                    node.children.append(child)
-                node = child
-            memo[stack] = node
-        node.self += value
-    del memo, child_of
-    return _finish(root, unit, sample_type)
+    columns = None
+    if len(raw) >= calltree.LARGE:
+        counts = [len(sample.value) for sample in message.sample]
+        wrong_count = next((n for n in counts if n != width), None)
+        if wrong_count is not None:
+            raise wrong(wrong_count)
+        del counts
+        columns = calltree.vectorized(message.sample, width, index, frames_of, names)
+    if columns is None:
+        columns = calltree.plain(samples(), frames_of, names)
+    return Profile(unit, sample_type=f"{kind}:{unit}", default_sample_type=by_default, columns=columns)
 
 
 def nested_set_order(root: Node) -> list[Node]:
@@ -295,16 +279,6 @@ def nested_set_order(root: Node) -> list[Node]:
         order.append(node)
         pending.extend(reversed(node.children))
     return order
-
-
-def _finish(root: Node, unit: str, sample_type: Optional[str]) -> Profile:
-    """Totals summed up from the leaves, the nodes listed in nested-set order (depth first, callees in order)."""
-    order = nested_set_order(root)
-    for node in reversed(order):  # callees before callers
-        node.value += node.self
-        if node.parent is not None:
-            node.parent.value += node.value
-    return Profile(unit, root, order, sample_type)
 
 
 def _whole(value: Any) -> bool:

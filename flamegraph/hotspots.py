@@ -14,7 +14,6 @@ docs/decisions/flamegraph-reading.md.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -24,16 +23,6 @@ from cli import OneLineParser, exit_code
 from flamegraph.analysis import diff_report, report, without
 from flamegraph.formats import find_frame, parse_frame, read_file
 from flamegraph.model import MAX_NODES_DEFAULT, MAX_NODES_MAX, TRAMPOLINE, TRUNCATED, FrameError
-from flamegraph.query import (
-    DURATION,
-    NAMESPACE,
-    POD,
-    StackQuery,
-    matching_profile_types,
-    pick_profile_type,
-    seconds,
-    selector_problem,
-)
 from flamegraph.svg import DEFAULT_PALETTE, PALETTES, diff_svg, flame_svg
 from flamegraph.text import TITLE, render, render_diff
 from stack import profile_types
@@ -83,12 +72,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {message}", file=sys.stderr)
         return 2
 
-    if args.since is not None and not DURATION.fullmatch(args.since):
-        return bad(f"--since: expected a duration such as 30m, 1h or 2d (got {args.since!r})")
-    for flag, value, what in (("--namespace", args.namespace, NAMESPACE), ("--pod", args.pod, POD)):
-        problem = selector_problem(value, what) if value is not None else ""
-        if problem:
-            return bad(f"{flag}: {problem}")
+    if args.stack or any(value is not None for value in (args.since, args.namespace, args.pod)):
+        from flamegraph import query  # the Grafana client, and its options' rules, load only for a query
+
+        if args.since is not None and not query.DURATION.fullmatch(args.since):
+            return bad(f"--since: expected a duration such as 30m, 1h or 2d (got {args.since!r})")
+        for flag, value, what in (("--namespace", args.namespace, query.NAMESPACE), ("--pod", args.pod, query.POD)):
+            problem = query.selector_problem(value, what) if value is not None else ""
+            if problem:
+                return bad(f"{flag}: {problem}")
     ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since),
                                         ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type))
                if value is not None]
@@ -115,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not (args.stack and window):
             return bad(f"--baseline: expected a profile file{' or a time range such as 2h..1h' if args.stack else ''} "
                        f"(got {args.baseline!r}: no such file{'; a time range needs --stack' if window else ''})")
-        if seconds(window.group(1)) <= seconds(window.group(2)):
+        if query.seconds(window.group(1)) <= query.seconds(window.group(2)):
             return bad("--baseline: FROM..TO counts back from now, so FROM must be further back "
                        f"(got {args.baseline!r})")
     try:
@@ -123,7 +115,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.from_file:
             profile = read_file(args.from_file, args.sample_type)
         else:
-            grafana = StackQuery(args.stack, args.outputs_file)
+            grafana = query.StackQuery(args.stack, args.outputs_file)
             asked = grafana.dashboard_profile_type
 
             def choose(since: str, until: Optional[str] = None) -> tuple[str, list[str]]:
@@ -133,13 +125,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 if args.profile_type:
                     return args.profile_type, []
                 held = grafana.profile_types(since, until)
-                chosen = pick_profile_type(held, args.sample_type, asked)
-                return chosen, [i for i in matching_profile_types(held, args.sample_type) if i != chosen]
+                chosen = query.pick_profile_type(held, args.sample_type, asked)
+                return chosen, [i for i in query.matching_profile_types(held, args.sample_type) if i != chosen]
 
             since = args.since or "1h"
             profile_type, also_held = choose(since)
-            query = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes}
-            answer = grafana.flame_graph({**query, "since": since, "profile_type": profile_type})
+            selector = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes}
+            answer = grafana.flame_graph({**selector, "since": since, "profile_type": profile_type})
             profile = parse_frame(find_frame(answer))
         baseline = None
         if args.baseline is not None:
@@ -148,7 +140,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             else:
                 baseline_type, _ = choose(window.group(1), window.group(2))
                 baseline = parse_frame(find_frame(grafana.flame_graph({
-                    **query, "since": window.group(1), "until": window.group(2), "profile_type": baseline_type})))
+                    **selector, "since": window.group(1), "until": window.group(2), "profile_type": baseline_type})))
         kind = (profile_type.split(":")[1:3] if profile_type else (profile.sample_type or "").split(":"))
         title = TITLE if kind in (["malloc", "bytes"], [""]) else f"Profile {profile_type or profile.sample_type}"
         if profile.default_sample_type and not profile_type:  # say why this one of the profile's types was read
@@ -191,6 +183,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError as error:
             return bad(f"--svg: cannot write {args.svg}: {error.strerror or error}")
     if args.json:
+        import json
+
         print(json.dumps(result, indent=2))
     else:
         if profile_type not in (None, asked) and title == TITLE and not args.profile_type:

@@ -1,7 +1,8 @@
 """The flame-graph model every part of the reader shares: a call tree of :class:`Node` in a :class:`Profile`.
 
-Owns: ``Node`` (label, level, total ``value``, ``self``, parent and children), ``Profile`` (unit, root, the nodes in
-nested-set order, the declared sample type and whether it was the profile's default), ``FrameError`` (one line saying
+Owns: ``Node`` (label, level, total ``value``, ``self``, parent and children), ``Columns`` (the same tree as
+parallel lists, what a large pprof is read into), ``Profile`` (unit, root, the nodes in nested-set order or their
+columns, the declared sample type and whether it was the profile's default), ``FrameError`` (one line saying
 what is wrong with an input) and the names Pyroscope gives to frames that are not functions (``TRUNCATED``,
 ``TRAMPOLINE``) with the node limits.
 Inputs and outputs: none (data only). Errors: ``FrameError`` is raised by the loaders, the analysis and the renderers.
@@ -11,8 +12,7 @@ docs/decisions/flamegraph-reading.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 #: CPython's own frames between Python calls: overhead, not the user's code.
 TRAMPOLINE = "<interpreter trampoline>"
@@ -27,14 +27,17 @@ class FrameError(ValueError):
     """A response that is not a well-formed flame-graph frame (one line saying what is wrong)."""
 
 
-@dataclass(slots=True, eq=False)
 class Node:
-    label: str
-    level: int
-    value: int
-    self: int
-    parent: Optional["Node"] = None
-    children: list["Node"] = field(default_factory=list)
+    """A flame-graph node: ``label`` at ``level`` (the root is 0), its total ``value`` and ``self``, its caller
+    ``parent`` (None for the root) and its callees ``children`` in order."""
+
+    __slots__ = ("label", "level", "value", "self", "parent", "children")
+
+    def __init__(self, label: str, level: int, value: int, self_: int, parent: Optional["Node"] = None,
+                 children: Optional[list["Node"]] = None):
+        self.label, self.level, self.value, self.self = label, level, value, self_
+        self.parent = parent
+        self.children = children if children is not None else []
 
     def chain(self) -> list[str]:
         """Labels from the entry point (the root's child) down to this node."""
@@ -45,14 +48,73 @@ class Node:
         return labels[::-1]
 
 
-@dataclass
+class Columns:
+    """A call tree as parallel lists in nested-set order (a caller before its callees, callees in order, as
+    Grafana's flame-graph frame lists them): node ``i`` is ``names[label[i]]`` at ``level[i]``, with its total
+    ``value[i]`` and ``self[i]``, under ``parent[i]`` (an index before ``i``; -1 for the root, node 0)."""
+
+    __slots__ = ("names", "label", "level", "value", "self", "parent")
+
+    def __init__(self, names: list[str], label: Sequence[int], level: Sequence[int], value: Sequence[int],
+                 self_: Sequence[int], parent: Sequence[int]):
+        self.names, self.label, self.level, self.value, self.self, self.parent = (names, label, level, value, self_,
+                                                                                  parent)
+
+
 class Profile:
-    unit: str
-    root: Optional[Node]
-    nodes: list[Node]
-    sample_type: Optional[str] = None  # "type:unit" as a pprof profile declares it; None for a frame (its unit only)
-    default_sample_type: bool = False  # read as the pprof profile's default_sample_type (it has no GPU-memory type)
+    """A flame graph of one sample type, held as :class:`Node` objects or as :class:`Columns`, whichever its loader
+    built; the other is derived on first use. Reading ``nodes`` makes the nodes the profile's own (the columns are
+    dropped, so changes to the nodes count); ``columns`` of a node-held profile is derived afresh each time."""
+
+    __slots__ = ("unit", "sample_type", "default_sample_type", "_root", "_nodes", "_columns")
+
+    def __init__(self, unit: str, root: Optional[Node] = None, nodes: Optional[list[Node]] = None,
+                 sample_type: Optional[str] = None, default_sample_type: bool = False, *,
+                 columns: Optional[Columns] = None):
+        self.unit = unit
+        self.sample_type = sample_type  # "type:unit" as a pprof profile declares it; None for a frame (its unit only)
+        self.default_sample_type = default_sample_type  # read as the pprof's default_sample_type (no GPU-memory type)
+        self._root, self._nodes, self._columns = root, (nodes if nodes is not None else []), columns
+
+    @property
+    def nodes(self) -> list[Node]:
+        if self._columns is not None:
+            c, self._columns = self._columns, None
+            self._nodes = []
+            for i, (label, level, value, own, parent) in enumerate(zip(c.label, c.level, c.value, c.self, c.parent)):
+                node = Node(c.names[label], level, value, own, self._nodes[parent] if parent >= 0 else None)
+                if node.parent is not None:
+                    node.parent.children.append(node)
+                self._nodes.append(node)
+            self._root = self._nodes[0] if self._nodes else None
+        return self._nodes
+
+    @property
+    def root(self) -> Optional[Node]:
+        return self.nodes[0] if self._columns is not None and self._columns.label else self._root
+
+    @property
+    def columns(self) -> Columns:
+        if self._columns is not None:
+            return self._columns
+        names: list[str] = []
+        index: dict[str, int] = {}
+        where: dict[int, int] = {}
+        c = Columns(names, [], [], [], [], [])
+        for i, node in enumerate(self._nodes):
+            if node.label not in index:
+                index[node.label] = len(names)
+                names.append(node.label)
+            where[id(node)] = i
+            c.label.append(index[node.label])
+            c.level.append(node.level)
+            c.value.append(node.value)
+            c.self.append(node.self)
+            c.parent.append(where[id(node.parent)] if node.parent is not None else -1)
+        return c
 
     @property
     def total(self) -> int:
-        return self.root.value if self.root else 0
+        if self._columns is not None:
+            return self._columns.value[0] if self._columns.value else 0
+        return self._root.value if self._root else 0

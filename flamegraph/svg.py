@@ -11,13 +11,15 @@ why: docs/decisions/flamegraph-reading.md.
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 import zlib
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from flamegraph.analysis import check_comparable, merge, report
 from flamegraph.model import TRAMPOLINE, TRUNCATED, FrameError, Profile
 from flamegraph.text import TITLE, human, signed
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 SVG_NS = "http://www.w3.org/2000/svg"
 SVG_WIDTH = 1200  # px, the whole picture; the graph spans it less SVG_MARGIN on each side
@@ -87,6 +89,8 @@ def _layout(nodes: Sequence, total: int, graph_width: float) -> list[tuple[Any, 
 def _svg_page(height: int, heading: str, subtitle: str) -> ET.Element:
     """A white SVG page of :data:`SVG_WIDTH` x ``height`` with ``heading`` (also its title) and ``subtitle``; frames get
     a line between boxes and a darker one on hover."""
+    import xml.etree.ElementTree as ET  # loaded when a picture is drawn
+
     svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(SVG_WIDTH), "height": str(height),
                              "viewBox": f"0 0 {SVG_WIDTH} {height}", "font-family": SANS})
     ET.SubElement(svg, "title").text = heading
@@ -115,6 +119,8 @@ def flame_svg(profile: Profile, top: int = 10, title: str = TITLE) -> bytes:
     states the root total. An empty profile gives the heading and a "no allocations" line. Raises
     FrameError when a frame's callees add up to more than its own total (they could not fit under it).
     """
+    import xml.etree.ElementTree as ET  # loaded when a picture is drawn
+
     total, unit = profile.total, profile.unit
     heading = f"{title}: {human(total, unit)} in all"
     graph_width = SVG_WIDTH - 2 * SVG_MARGIN
@@ -247,6 +253,8 @@ def diff_svg(baseline: Profile, current: Profile, title: str = TITLE, palette: s
     the difference, then the share before -> after with its change (what the colour shows). Labels white or dark,
     whichever reads better on the fill. Otherwise laid out as :func:`flame_svg`; FrameError as :func:`flame_svg`,
     or when the two measure different things."""
+    import xml.etree.ElementTree as ET  # loaded when a picture is drawn
+
     check_comparable(baseline, current)
     unit = current.unit
     nodes = merge(baseline, current)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flamegraph import formats, hotspots
+from flamegraph import formats, hotspots, query
 from flamegraph.query import seconds
 from flamegraph.svg import flame_svg
 from flamegraph.text import DIFF_NOTE
@@ -248,7 +248,7 @@ def test_baseline_range_reads_the_id_each_range_holds(monkeypatch, capsys):
             queries.append((body_args["profile_type"], held_in(start, end)))
             return response(VLLM if body_args["profile_type"] in held_in(start, end) else T("total", 0))
 
-    monkeypatch.setattr(hotspots, "StackQuery", FakeGrafana)
+    monkeypatch.setattr(query, "StackQuery", FakeGrafana)
     code = hotspots.main(["--stack", "dev", "--since", "1h", "--baseline", "3h..2h", "--json"])
     capsys.readouterr()
     asked_unheld = [(asked, held) for asked, held in queries if asked not in held]
