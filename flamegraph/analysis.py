@@ -11,6 +11,7 @@ this way: docs/decisions/flamegraph-reading.md.
 
 from __future__ import annotations
 
+from itertools import count, islice
 from typing import Optional
 
 from flamegraph.model import TRAMPOLINE, TRUNCATED, Columns, FrameError, Node, Profile
@@ -24,13 +25,13 @@ def _totals(c: Columns) -> dict[int, list[int]]:
     with no ancestor of the same label; the heaviest is its node of most self (the first of equals, in nested-set
     order). Pyroscope's ``other`` nodes (:data:`TRUNCATED`) and what is below them are left out. One pass over the
     columns in nested-set order, with the current path's labels counted."""
-    stats: dict[int, list[int]] = {}
+    stats: dict[int, list[int]] = {}  # label -> [self, total, heaviest node, its self]
     on_path = [0] * len(c.names)
     path: list[int] = []  # labels of the current path, level 1 first
     cut = {i for i, name in enumerate(c.names) if name == TRUNCATED}
     skip = 0  # below this level (an ``other`` node's), nodes are skipped; 0: none
-    for i in range(1, len(c.label)):
-        level, label = c.level[i], c.label[i]
+    rest = (islice(column, 1, None) for column in (c.level, c.label, c.self, c.value))
+    for i, level, label, own, value in zip(count(1), *rest):
         if skip:
             if level > skip:
                 continue
@@ -40,19 +41,18 @@ def _totals(c: Columns) -> dict[int, list[int]]:
         if label in cut:
             skip = level
             continue
-        own = c.self[i]
         entry = stats.get(label)
         if entry is None:
-            entry = stats[label] = [own, 0, i]
+            entry = stats[label] = [own, 0, i, own]
         else:
             entry[0] += own
-            if own > c.self[entry[2]]:
-                entry[2] = i
+            if own > entry[3]:
+                entry[2], entry[3] = i, own
         if not on_path[label]:
-            entry[1] += c.value[i]
+            entry[1] += value
         on_path[label] += 1
         path.append(label)
-    return stats
+    return {label: entry[:3] for label, entry in stats.items()}
 
 
 def function_totals(profile: Profile) -> dict[str, dict]:
@@ -65,7 +65,8 @@ def function_totals(profile: Profile) -> dict[str, dict]:
 
 def _truncated(c: Columns) -> dict:
     cut = {i for i, name in enumerate(c.names) if name == TRUNCATED}
-    values = [c.value[i] for i in range(1, len(c.label)) if c.label[i] in cut]
+    values = [value for label, value in zip(islice(c.label, 1, None), islice(c.value, 1, None)) if label in cut] \
+        if cut else []
     total = c.value[0] if c.value else 0
     amount = sum(values)
     return {"total": amount, "percent": round(100.0 * amount / total, 2) if total else 0.0, "nodes": len(values)}

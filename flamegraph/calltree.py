@@ -35,7 +35,7 @@ def plain(samples: Iterable[tuple[Sequence[int], int]], frames_of: dict[int, tup
           names: list[str]) -> Columns:
     """The tree of ``(leaf-first location ids, value)`` samples; samples of value 0 are left out."""
     width = len(names)
-    label, own, parent = array("q", [0]), [0], array("q", [-1])  # own: Python's integers, sums cannot overflow
+    label, own, parent = [0], [0], [-1]  # lists: their items are shared, and own sums in Python's integers
     child_of: dict[int, int] = {}  # parent * width + name -> node; nodes are numbered as made, callers first
     get = child_of.get
     one = {location: frames[0] for location, frames in frames_of.items() if len(frames) == 1}
@@ -71,14 +71,14 @@ def plain(samples: Iterable[tuple[Sequence[int], int]], frames_of: dict[int, tup
         own[node] += value
     child_of.clear()
     count = len(label)
-    total, size, level = own[:], array("q", [1]) * count, array("q", bytes(8 * count))
+    total, size = own[:], [1] * count
     for node in range(count - 1, 0, -1):  # callees before their callers
         up = parent[node]
         total[up] += total[node]
         size[up] += size[node]
     # Nested-set positions: callees in the order they were made (their first sample's), each after its caller and
     # the subtrees of the callees made before it.
-    position, free = array("q", bytes(8 * count)), array("q", [1]) * count  # free: where a node's next callee goes
+    position, free, level = [0] * count, [1] * count, [0] * count  # free: where a node's next callee goes
     for node in range(1, count):
         up = parent[node]
         at = position[node] = free[up]
@@ -87,10 +87,9 @@ def plain(samples: Iterable[tuple[Sequence[int], int]], frames_of: dict[int, tup
         level[node] = level[up] + 1
     del size, free
     order = sorted(range(count), key=position.__getitem__)
-    up = array("q", map(position.__getitem__, map(parent.__getitem__, order)))
+    up = list(map(position.__getitem__, map(parent.__getitem__, order)))
     up[0] = -1
-    return Columns(names, array("q", map(label.__getitem__, order)), array("q", map(level.__getitem__, order)),
-                   list(map(total.__getitem__, order)), list(map(own.__getitem__, order)), up)
+    return Columns(names, *(list(map(column.__getitem__, order)) for column in (label, level, total, own)), up)
 
 
 def vectorized(samples: Sequence[Any], width: int, index: int, frames_of: dict[int, tuple[int, ...]],

@@ -14,10 +14,8 @@ how each is read: docs/decisions/flamegraph-reading.md.
 from __future__ import annotations
 
 import gzip
-import json
 import math
 import zlib
-from pathlib import Path
 from typing import Any, Optional
 
 from flamegraph import calltree
@@ -143,6 +141,8 @@ def load(data: bytes, sample_type: Optional[str] = None) -> tuple[Profile, str]:
     if raw.lstrip()[:1] in (b"{", b"["):
         if sample_type is not None:
             raise FrameError("--sample-type picks among a pprof profile's sample types; a JSON flame graph holds one")
+        import json  # loaded for a JSON file only
+
         try:
             document = json.loads(raw)
         except ValueError as error:
@@ -238,7 +238,7 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
             raise FrameError(f"not a pprof profile: location {location.id} names no function {missing}") from None
         indices = []
         for name, system in frames:
-            text = printable_name(name, system, location.address, objfile)
+            text = name or printable_name(name, system, location.address, objfile)
             if text not in named:
                 named[text] = len(names)
                 names.append(text)
@@ -339,7 +339,8 @@ def read_file(path: str, sample_type: Optional[str], flag: str = "--from-file") 
     """A saved profile in any of the three formats (:func:`load`); FrameError names the file (``flag``: the option
     that named it)."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except OSError as error:
         raise FrameError(f"{flag}: cannot read {path}: {error.strerror or error}") from None
     try:

@@ -14,9 +14,9 @@ docs/decisions/flamegraph-reading.md.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from pathlib import Path
 from typing import Optional, Sequence
 
 from cli import OneLineParser, exit_code
@@ -103,7 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.profile_type and args.sample_type:
         return bad("--sample-type: --profile-type already names the sample type; give one of them")
     window = re.fullmatch(r"([1-9]\d*[smhdw])\.\.([1-9]\d*[smhdw])", args.baseline or "")
-    if args.baseline is not None and not Path(args.baseline).exists():
+    if args.baseline is not None and not os.path.exists(args.baseline):
         if not (args.stack and window):
             return bad(f"--baseline: expected a profile file{' or a time range such as 2h..1h' if args.stack else ''} "
                        f"(got {args.baseline!r}: no such file{'; a time range needs --stack' if window else ''})")
@@ -135,7 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             profile = parse_frame(find_frame(answer))
         baseline = None
         if args.baseline is not None:
-            if Path(args.baseline).exists():
+            if os.path.exists(args.baseline):
                 baseline = read_file(args.baseline, args.sample_type, "--baseline")
             else:
                 baseline_type, _ = choose(window.group(1), window.group(2))
@@ -162,7 +162,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 try:
                     result = diff_report(baseline, profile, args.top)
                 except FrameError as error:  # name the baseline file it is about
-                    if Path(args.baseline).exists() and str(error).startswith("--baseline: "):
+                    if os.path.exists(args.baseline) and str(error).startswith("--baseline: "):
                         raise FrameError(f"--baseline {args.baseline}: {str(error)[len('--baseline: '):]}") from None
                     raise
                 picture = (diff_svg(baseline, profile, title, args.palette or DEFAULT_PALETTE) if args.svg
@@ -179,7 +179,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             result["baselineProfileType"] = baseline_type
     if picture is not None:
         try:
-            Path(args.svg).write_bytes(picture)
+            with open(args.svg, "wb") as out:
+                out.write(picture)
         except OSError as error:
             return bad(f"--svg: cannot write {args.svg}: {error.strerror or error}")
     if args.json:
