@@ -1,15 +1,15 @@
 """Who allocates the GPU memory: the flame-graph reading recipe as a command.
 
     python -m flamegraph.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
-                             [--sample-type TYPE[:UNIT] | --profile-type ID]
+                             [--by pod|namespace|container|node[=VALUE]] [--sample-type TYPE[:UNIT] | --profile-type ID]
                              [--hide-trampolines] [--json] [--svg FILE [--palette blue-orange|classic]]
     python -m flamegraph.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
                              [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
 
-Owns the command line only: a profile from the stack's Grafana (:mod:`flamegraph.query`) or a saved file
-(:mod:`flamegraph.formats`), read by :mod:`flamegraph.analysis`, printed by :mod:`flamegraph.text` or as JSON, drawn
-by :mod:`flamegraph.svg`. Exit status 0, or 2 with one line ``error: ...`` on stderr. Why it reads as it does:
-docs/decisions/flamegraph-reading.md.
+Owns the command line only: a profile from the stack's Grafana (:mod:`flamegraph.query`), one per label value
+(``--by``, :mod:`flamegraph.by_label`), or a saved file (:mod:`flamegraph.formats`), read by
+:mod:`flamegraph.analysis`, printed by :mod:`flamegraph.text` or as JSON, drawn by :mod:`flamegraph.svg`. Exit
+status 0, or 2 with one line ``error: ...`` on stderr. Why it reads as it does: docs/decisions/flamegraph-reading.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from flamegraph.analysis import diff_report, report, without
 from flamegraph.formats import find_frame, parse_frame, read_file
 from flamegraph.model import MAX_NODES_DEFAULT, MAX_NODES_MAX, TRAMPOLINE, TRUNCATED, FrameError
 from flamegraph.svg import DEFAULT_PALETTE, PALETTES, diff_svg, flame_svg
-from flamegraph.text import TITLE, render, render_diff
+from flamegraph.text import TITLE, render, render_by, render_diff
 from stack import profile_types
 
 
@@ -51,6 +51,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "name:type:unit:periodType:periodUnit (default: the GPU-memory one Pyroscope holds, the one "
                         "the stack's dashboard asks for when held: dashboardProfileType, "
                         f"{profile_types.PUBLISHED} unless set)")
+    parser.add_argument("--by", metavar="LABEL[=VALUE]", help="with --stack: the report per value of a Kubernetes "
+                        "label the exporter attaches, pod, namespace, container or node (from Pyroscope's label API, "
+                        "one query per value, the widest first); LABEL=VALUE: that value's whole report (and --svg)")
     parser.add_argument("--baseline", metavar="FILE|FROM..TO", help="compare with a baseline: a second file (any "
                         "format), or with --stack a second time range back from now such as 2h..1h; lists who grew "
                         "and shrank")
@@ -82,7 +85,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if problem:
                 return bad(f"{flag}: {problem}")
     ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since),
-                                        ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type))
+                                        ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type),
+                                        ("--by", args.by))
                if value is not None]
     if args.from_file and args.outputs_file:
         return bad("--outputs-file: gives --stack the stack's outputs; --from-file reads a saved profile and needs "
@@ -90,6 +94,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.from_file and ignored:
         return bad(f"{ignored[0]}: shapes the query --stack sends to Grafana; a --from-file profile is read as it "
                    "was saved (save it with that setting instead)")
+    by_name = by_value = None
+    if args.by is not None and args.stack:
+        from flamegraph import by_label  # with --stack: the Grafana client is loaded already
+
+        try:
+            by_name, by_value = by_label.parse(args.by)
+        except FrameError as error:
+            return bad(str(error))
+        if args.baseline is not None:
+            return bad("--baseline: compares one profile with another; --by reads one per value (compare one pod's "
+                       "ranges with --pod NAME --baseline FROM..TO)")
+        if args.svg and by_value is None:
+            return bad(f"--svg: draws one profile; with --by, name one value: --by {by_name}=VALUE")
     if args.palette is not None and not (args.baseline is not None and args.svg):
         return bad("--palette: colours the before-and-after picture; give it with --baseline and --svg")
     if args.top < 1:
@@ -131,8 +148,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             since = args.since or "1h"
             profile_type, also_held = choose(since)
             selector = {"namespace": args.namespace, "pod": args.pod, "max_nodes": args.max_nodes}
-            answer = grafana.flame_graph({**selector, "since": since, "profile_type": profile_type})
-            profile = parse_frame(find_frame(answer))
+            if by_name:
+                read = by_label.profiles(grafana, by_name, by_value, selector, since, profile_type)
+                by_result = None if by_value else by_label.report(by_name, read, args.top, args.hide_trampolines)
+                profile = read[0][1]
+            else:
+                profile = parse_frame(find_frame(grafana.flame_graph({**selector, "since": since,
+                                                                       "profile_type": profile_type})))
         baseline = None
         if args.baseline is not None:
             if os.path.exists(args.baseline):
@@ -145,8 +167,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         title = TITLE if kind in (["malloc", "bytes"], [""]) else f"Profile {profile_type or profile.sample_type}"
         if profile.default_sample_type and not profile_type:  # say why this one of the profile's types was read
             title += ", its default sample type (no malloc:bytes in it)"
+        if by_value is not None:
+            title += f" of {by_name} {by_value}"
         try:
-            if baseline is None:
+            if by_name and by_value is None:
+                result, picture = by_result, None
+            elif baseline is None:
                 result = report(profile, args.top, args.hide_trampolines)
                 drawn = without(profile) if args.hide_trampolines else profile
                 picture = flame_svg(drawn, args.top, title) if args.svg else None
@@ -198,8 +224,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if baseline_type not in (None, profile_type):
             print(f"The baseline range holds it as {baseline_type} (Inspektor Gadget changed version between the "
                   "ranges): each range is read under its own ID.")
-        print(render(result, title, max_nodes=args.max_nodes) if baseline is None
-              else render_diff(result, title, max_nodes=args.max_nodes))
+        if by_name and by_value is None:
+            print(render_by(result, title, max_nodes=args.max_nodes))
+        else:
+            print(render(result, title, max_nodes=args.max_nodes) if baseline is None
+                  else render_diff(result, title, max_nodes=args.max_nodes))
     return 0
 
 

@@ -54,12 +54,33 @@ def _regex_value(text: Optional[str]) -> str:
     return (text or ".*").replace("\\", "\\\\").replace('"', '\\"')
 
 
+#: ``--by``'s names for the Kubernetes labels the Inspektor Gadget exporter attaches to each sample (its enrichment
+#: fields ``k8s.podName`` ..., their dots made underscores by Pyroscope's OTLP ingestion), and the label each names.
+BY_LABELS = {"pod": "k8s_podName", "namespace": "k8s_namespace", "container": "k8s_containerName", "node": "k8s_node"}
+
+
+def _exact_value(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def label_selector(namespace: Optional[str], pod: Optional[str], match: Optional[dict] = None,
+                   profile_type: Optional[str] = None) -> str:
+    """The dashboard panel's selector (``k8s_namespace`` and ``k8s_podName`` regexes, ``.*`` when not given), with
+    ``match`` (label -> one value, ``=``) after it, and first ``__profile_type__`` when given (what the label API
+    needs to answer for one profile type)."""
+    matchers = [f'__profile_type__="{profile_type}"'] if profile_type else []
+    matchers += [f'k8s_namespace=~"{_regex_value(namespace)}"', f'k8s_podName=~"{_regex_value(pod)}"']
+    matchers += [f'{label}="{_exact_value(value)}"' for label, value in (match or {}).items()]
+    return "{" + ",".join(matchers) + "}"
+
+
 def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: str, until: Optional[str] = None,
-               max_nodes: Optional[int] = None, profile_type: str = profile_types.PUBLISHED) -> dict:
+               max_nodes: Optional[int] = None, profile_type: str = profile_types.PUBLISHED,
+               match: Optional[dict] = None) -> dict:
     """The /api/ds/query body: the dashboard panel's target with its variables filled in; from now-``since`` to
     now-``until`` (or now); ``maxNodes`` only when given (as Grafana sends it only when the panel sets it);
-    ``profile_type`` the panel's unless Pyroscope holds the GPU memory under another ID."""
-    selector = f'{{k8s_namespace=~"{_regex_value(namespace)}",k8s_podName=~"{_regex_value(pod)}"}}'
+    ``profile_type`` the panel's unless Pyroscope holds the GPU memory under another ID; ``match``: one value of a
+    label more (``--by``)."""
     body = {
         "from": f"now-{since}",
         "to": f"now-{until}" if until else "now",
@@ -68,7 +89,7 @@ def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: st
             "datasource": {"type": "grafana-pyroscope-datasource", "uid": uid},
             "queryType": "profile",
             "profileTypeId": profile_type,
-            "labelSelector": selector,
+            "labelSelector": label_selector(namespace, pod, match),
             "groupBy": [],
             "spanSelector": [],
         }],
@@ -76,6 +97,20 @@ def query_body(uid: str, namespace: Optional[str], pod: Optional[str], since: st
     if max_nodes is not None:
         body["queries"][0]["maxNodes"] = max_nodes
     return body
+
+
+def label_url(grafana: str, uid: str, resource: str, selector: str, since_seconds: int, until_seconds: int = 0,
+              label: Optional[str] = None) -> str:
+    """``GET /api/datasources/uid/{uid}/resources/labelValues?label=&query=&start=&end=`` (or ``labelNames``
+    without ``label``): the values of a label, or the label names, of the series ``selector`` matches over
+    now-``since_seconds`` to now-``until_seconds``, in milliseconds (grafana/grafana 3e9248b7
+    pkg/tsdb/grafana-pyroscope-datasource/instance.go ``labelValues``, ``labelNames``)."""
+    from urllib.parse import urlencode
+
+    now = int(time.time() * 1000)
+    query = ({"label": label} if label else {}) | {"query": selector, "start": now - since_seconds * 1000,
+                                                   "end": now - until_seconds * 1000}
+    return f"{grafana}/api/datasources/uid/{uid}/resources/{resource}?{urlencode(query)}"
 
 
 def matching_profile_types(available: Sequence[str], sample_type: Optional[str] = None) -> list[str]:
@@ -159,6 +194,21 @@ class StackQuery:
         if not isinstance(answer, list):
             raise FrameError("Grafana's profileTypes answer is not a list")
         return [t["id"] for t in answer if isinstance(t, dict) and isinstance(t.get("id"), str)]
+
+    def label_values(self, label: str, selector: str, since: str) -> list[str]:
+        """The values of ``label`` on the series ``selector`` matches over now-``since`` to now (:func:`label_url`);
+        Grafana answers a list of strings."""
+        return self._strings("labelValues", selector, since, label)
+
+    def label_names(self, selector: str, since: str) -> list[str]:
+        """The label names of the series ``selector`` matches (Grafana leaves out those the selector names)."""
+        return self._strings("labelNames", selector, since)
+
+    def _strings(self, resource: str, selector: str, since: str, label: Optional[str] = None) -> list[str]:
+        answer = self._rest("get", label_url(self.grafana, self.uid, resource, selector, seconds(since), label=label))
+        if not isinstance(answer, list) or not all(isinstance(item, str) for item in answer):
+            raise FrameError(f"Grafana's {resource} answer is not a list of strings")
+        return answer
 
     def flame_graph(self, body_args: dict) -> Any:
         return self._rest("post", f"{self.grafana}/api/ds/query", query_body(self.uid, **body_args))

@@ -105,3 +105,24 @@ def render_diff(result: dict, title: str = TITLE, max_nodes: Optional[int] = Non
             lines.append("  (none)")
     lines += ["", DIFF_NOTE]
     return "\n".join(lines)
+
+
+def render_by(result: dict, title: str = TITLE, max_nodes: Optional[int] = None) -> str:
+    """``--by``: per value of the label (the widest first) its total and share, its truncation lines and its top
+    self allocators; the chains and the picture are one value's (``--by NAME=VALUE``)."""
+    values, by = result["values"], result["by"]
+    unit = values[0]["unit"] if values else "bytes"
+    everything = sum(entry["total"] for entry in values)
+    lines = [f"{title} by {by} ({result['label']}): {len(values)} value{'s' if len(values) != 1 else ''}, "
+             f"{human(everything, unit)} in all"]
+    for entry in values:
+        share = 100.0 * entry["total"] / everything if everything else 0.0
+        lines += ["", f"{by} {entry['value']}: {human(entry['total'], unit)} ({share:.1f} %)"]
+        lines += [f"  {line}" for line in truncation_lines(entry["truncated"], unit, max_nodes)]
+        for i, e in enumerate(entry["topSelf"], 1):
+            lines.append(f"  {i:>2}. {e['function']}  self {human(e['self'], unit)} ({e['selfPercent']:.1f} % of "
+                         f"this {by}'s), total {human(e['total'], unit)}")
+        if not entry["topSelf"]:
+            lines.append("  (no allocations)")
+    lines += ["", f"One {by}'s whole report (chains, totals, orchestrators, a --svg picture): --by {by}=VALUE."]
+    return "\n".join(lines)
