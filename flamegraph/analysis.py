@@ -11,6 +11,7 @@ this way: docs/decisions/flamegraph-reading.md.
 
 from __future__ import annotations
 
+from heapq import nsmallest
 from itertools import count, islice
 from typing import Optional
 
@@ -29,17 +30,24 @@ def _totals(c: Columns) -> dict[int, list[int]]:
     on_path = [0] * len(c.names)
     path: list[int] = []  # labels of the current path, level 1 first
     cut = {i for i, name in enumerate(c.names) if name == TRUNCATED}
-    skip = 0  # below this level (an ``other`` node's), nodes are skipped; 0: none
+    skip = depth = 0  # skip: below this level (an ``other`` node's), nodes are skipped; depth: len(path)
     rest = (islice(column, 1, None) for column in (c.level, c.label, c.self, c.value))
     for i, level, label, own, value in zip(count(1), *rest):
         if skip:
             if level > skip:
                 continue
             skip = 0
-        while len(path) >= level:
-            on_path[path.pop()] -= 1
+        if level <= depth:  # back up the path: to a sibling (one label off) or further
+            if level == depth:
+                on_path[path.pop()] -= 1
+            else:
+                for gone in path[level - 1:]:
+                    on_path[gone] -= 1
+                del path[level - 1:]
+        depth = level
         if label in cut:
             skip = level
+            depth -= 1
             continue
         entry = stats.get(label)
         if entry is None:
@@ -124,12 +132,11 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
         frames.reverse()
         return [f for f in frames if f != TRAMPOLINE] if hide_trampolines else frames
 
-    shown = [name for name in stats if not (hide_trampolines and name == TRAMPOLINE)]
-    by_self = sorted((name for name in shown if stats[name][0] > 0), key=lambda name: (-stats[name][0], name))[:top]
-    by_total = sorted(shown, key=lambda name: (-stats[name][1], name))[:top]
-    orchestrators = sorted(
-        (name for name in shown if stats[name][0] == 0 and total and stats[name][1] >= ORCHESTRATOR_SHARE * total),
-        key=lambda name: (-stats[name][1], name))[:top]
+    shown = [(name, entry) for name, entry in stats.items() if not (hide_trampolines and name == TRAMPOLINE)]
+    by_self = [name for _, name in nsmallest(top, ((-e[0], name) for name, e in shown if e[0] > 0))]
+    by_total = [name for _, name in nsmallest(top, ((-e[1], name) for name, e in shown))]
+    orchestrators = [name for _, name in nsmallest(top, (
+        (-e[1], name) for name, e in shown if e[0] == 0 and total and e[1] >= ORCHESTRATOR_SHARE * total))]
     return {
         "unit": profile.unit,
         "total": total,

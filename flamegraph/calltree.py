@@ -43,12 +43,12 @@ def plain(samples: Iterable[tuple[Sequence[int], int]], frames_of: dict[int, tup
         name_of = one.__getitem__
 
         def names_of(stack):
-            return map(name_of, tuple(stack)[::-1])
+            return map(name_of, stack[::-1])
     else:
         frames = frames_of.__getitem__
 
         def names_of(stack):
-            return chain.from_iterable(map(frames, tuple(stack)[::-1]))
+            return chain.from_iterable(map(frames, stack[::-1]))
 
     for stack, value in samples:
         if not value:

@@ -1,6 +1,7 @@
 """Asking Pyroscope through Grafana: the flame-graph query ``--stack`` sends, and which profile type to ask for.
 
 Owns: :func:`query_body` (the dashboard flame-graph panel's own query, ``POST <grafanaEndpoint>/api/ds/query``),
+:func:`label_selector` and :func:`label_url` (the selector, and Grafana's label API for ``--by``),
 :func:`selector_problem` (``--namespace``/``--pod`` as names or RE2 regexes), :func:`pick_profile_type` and
 :func:`matching_profile_types` (the GPU-memory ID Pyroscope holds), :func:`profile_types_url`,
 :func:`dashboard_profile_type` (the ID the stack's dashboard asks for, from its outputs) and :class:`StackQuery`
@@ -55,7 +56,7 @@ def _regex_value(text: Optional[str]) -> str:
 
 
 #: ``--by``'s names for the Kubernetes labels the Inspektor Gadget exporter attaches to each sample (its enrichment
-#: fields ``k8s.podName`` ..., their dots made underscores by Pyroscope's OTLP ingestion), and the label each names.
+#: fields ``k8s.podName`` ..., their dots made underscores by Pyroscope v1.15.0's ``SanitizeLabelName``).
 BY_LABELS = {"pod": "k8s_podName", "namespace": "k8s_namespace", "container": "k8s_containerName", "node": "k8s_node"}
 
 

@@ -136,3 +136,25 @@ def test_parse():
     assert by_label.parse("pod=a=b") == ("pod", "a=b")
     with pytest.raises(FrameError):
         by_label.parse("Pod")
+
+
+def test_the_flamegraphs_page_shows_the_tools_output_for_by_pod(tmp_path):
+    """docs/flamegraphs.md's ``--by pod`` example is what the command prints for the seed's vLLM example (pod
+    vllm-0) beside a smaller replica and a sidecar."""
+    from tests.support import ROOT
+    from tests.support.flamegraphs import EXAMPLE
+
+    example = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    rules = [{"match": ["rest", "--method", "get", "/resources/profileTypes?start="],
+              "responses": [{"json": [{"id": TYPE, "label": "process_cpu - malloc"}]}]},
+             {"match": ["rest", "--method", "get", "/resources/labelValues?"],
+              "responses": [{"json": ["vllm-0", "vllm-1", "metrics-agent"]}]},
+             {"match": ["rest", "--method", "post", "/api/ds/query"],
+              "responses": [{"json": example}, {"json": response(SMALL)}, {"json": response(SIDECAR)}]}]
+    (tmp_path / "outputs.json").write_text(json.dumps(run("dev").outputs))
+    done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), "--namespace", "ml-inference",
+               "--by", "pod", "--top", "2", "--hide-trampolines", env=fake_az_env(tmp_path, rules))
+    assert done.returncode == 0, done.stderr
+    page = (ROOT / "docs" / "flamegraphs.md").read_text(encoding="utf-8")
+    shown = page.split("--by pod --top 2 --hide-trampolines` prints:\n\n```text\n", 1)[1].split("\n```", 1)[0]
+    assert shown == done.stdout.rstrip("\n")
