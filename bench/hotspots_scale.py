@@ -129,6 +129,8 @@ def main(argv=None) -> int:
     if args.child:
         print(json.dumps(phases(args.child)))
         return 0
+    if args.repeat < 1 or min(args.nodes) < 2:
+        parser.error("--repeat: at least 1; --nodes: each at least 2 (the root and one frame)")
     go = shutil.which("go")
     if go is None:
         print("error: go is not on PATH: this benchmark compares with `go tool pprof` (Go 1.26, README)",

@@ -85,12 +85,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if problem:
                 return bad(f"{flag}: {problem}")
     ignored = [flag for flag, value in (("--namespace", args.namespace), ("--pod", args.pod), ("--since", args.since),
-                                        ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type),
-                                        ("--by", args.by))
+                                        ("--max-nodes", args.max_nodes), ("--profile-type", args.profile_type))
                if value is not None]
     if args.from_file and args.outputs_file:
         return bad("--outputs-file: gives --stack the stack's outputs; --from-file reads a saved profile and needs "
                    "none")
+    if args.from_file and args.by is not None:
+        return bad("--by: needs --stack (it asks Pyroscope's label API for each value's profile); a --from-file "
+                   "profile holds every value merged")
     if args.from_file and ignored:
         return bad(f"{ignored[0]}: shapes the query --stack sends to Grafana; a --from-file profile is read as it "
                    "was saved (save it with that setting instead)")

@@ -27,3 +27,9 @@ def test_synthetic_profile_has_the_nodes_asked_for():
     from flamegraph import formats
 
     assert len(formats.from_pprof(gzip.decompress(synthetic(3000))).nodes) == 3000
+
+
+def test_bad_sizes_are_one_line():
+    done = bench("bench.hotspots_scale", "--nodes", "2000", "--repeat", "0")
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].endswith(
+        "error: --repeat: at least 1; --nodes: each at least 2 (the root and one frame)")

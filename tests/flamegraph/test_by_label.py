@@ -20,8 +20,10 @@ SMALL = T("total", 0, T("main", 0, T(KV, 20 * GB), T("DefaultModelLoader.load_we
 SIDECAR = T("total", 0, T("main", 0, T("torch.cuda.init", GB // 2)))
 
 
+# Grafana's labelNames leaves out the names its selector matches on (instance.go ``labelNames``): here
+# __profile_type__, k8s_namespace and k8s_podName.
 def by_cli(tmp_path, *args, values=("vllm-0", "vllm-1", "metrics-agent"), trees=(VLLM, SMALL, SIDECAR),
-           names=("k8s_namespace", "k8s_podName", "k8s_node", "__profile_type__"), fail_values=False):
+           names=("k8s_node", "service_name"), fail_values=False):
     outputs = run("dev").outputs
     (tmp_path / "outputs.json").write_text(json.dumps(outputs))
     rules = [{"match": ["rest", "--method", "get", "/resources/profileTypes?start="],
@@ -105,7 +107,7 @@ def test_by_node_and_container_use_the_exporters_labels(tmp_path):
                            "pod=vllm-0 (got 'pod=')"),
     (["--by", "container"], {"values": ()},
      f"error: --by container: no {TYPE} sample in the last 1h carries the label k8s_containerName (they carry: "
-     "k8s_namespace, k8s_node, k8s_podName; is a GPU workload running there?)"),
+     "k8s_node, service_name; is a GPU workload running there?)"),
     (["--by", "pod=vllm-7"], {}, f"error: --by pod=vllm-7: Pyroscope holds no {TYPE} for k8s_podName=vllm-7 in the "
                                  "last 1h (it holds: metrics-agent, vllm-0, vllm-1)"),
     (["--by", "pod"], {"values": [f"pod-{i}" for i in range(51)]},
@@ -127,7 +129,8 @@ def test_bad_by_input_is_one_line_exit_2(tmp_path, args, kwargs, message):
 def test_by_is_for_stack_only(tmp_path):
     done = cli("--from-file", str(tmp_path / "none.json"), "--by", "pod")
     assert done.returncode == 2
-    assert done.stderr.startswith("error: --by: shapes the query --stack sends to Grafana; a --from-file profile")
+    assert done.stderr == ("error: --by: needs --stack (it asks Pyroscope's label API for each value's profile); a "
+                           "--from-file profile holds every value merged\n")
 
 
 def test_parse():
