@@ -1,10 +1,11 @@
-"""``--by LABEL[=VALUE]``: which pod (namespace, container, node) holds the GPU memory, from Pyroscope's label API.
+"""``--by LABEL[=VALUE]``: which pod (namespace, container, node, process) holds the GPU memory, from the label API.
 
 Owns: :func:`parse` (the option: a name of :data:`flamegraph.query.BY_LABELS`, optionally ``=VALUE``),
 :func:`profiles` (the label's values Pyroscope holds for the profile type under the query's namespace and pod, then
-each value's flame graph through Grafana) and :func:`report` (each value's :func:`flamegraph.analysis.report`, the
-widest total first). Inputs: a :class:`flamegraph.query.StackQuery`. Outputs: ``[(value, Profile)]`` and
-``{"by", "label", "values": [{"value", ...report}]}``. Errors: ``FrameError``, one line: a label no sample carries
+each value's flame graph through Grafana, and that of the samples without the label, value ``""``) and
+:func:`report` (each value's :func:`flamegraph.analysis.report`, the widest total first). Inputs: a
+:class:`flamegraph.query.StackQuery`. Outputs: ``[(value, Profile)]`` and ``{"by", "label", "values": [{"value",
+...report}]}``. Errors: ``FrameError``, one line: a label no sample carries
 (naming the labels they do carry), a value not held, more values than :data:`MAX_VALUES`. Why per value:
 docs/decisions/flamegraph-reading.md ("Which pod").
 """
@@ -39,9 +40,13 @@ def profiles(grafana: StackQuery, name: str, value: Optional[str], selector: dic
     scope = label_selector(selector.get("namespace"), selector.get("pod"), profile_type=profile_type)
     held = grafana.label_values(label, scope, since)
     if not held:
-        carried = [n for n in grafana.label_names(scope, since) if not n.startswith("__")]
+        carried = sorted(n for n in grafana.label_names(scope, since) if not n.startswith("__"))
+        known = [by for by, other in BY_LABELS.items() if other in carried]
+        hint = (f"the gadget exports only the fields its run annotates profiles.sample-attribute; try --by {known[0]}"
+                if known else "the gadget exports only the fields its run annotates profiles.sample-attribute"
+                ) if carried else "is a GPU workload running there?"
         raise FrameError(f"--by {name}: no {profile_type} sample in the last {since} carries the label {label} "
-                         f"(they carry: {', '.join(sorted(carried)) or 'none'}; is a GPU workload running there?)")
+                         f"(they carry: {', '.join(carried) or 'none'}; {hint})")
     if value is not None:
         if value not in held:
             shown = ", ".join(sorted(held)[:10]) + (f" and {len(held) - 10} more" if len(held) > 10 else "")
@@ -51,8 +56,16 @@ def profiles(grafana: StackQuery, name: str, value: Optional[str], selector: dic
     elif len(held) > MAX_VALUES:
         raise FrameError(f"--by {name}: {len(held)} values, more than the {MAX_VALUES} read one query each; narrow it "
                          f"with --namespace or --pod, or read one: --by {name}=VALUE")
-    return [(v, parse_frame(find_frame(grafana.flame_graph({**selector, "since": since, "profile_type": profile_type,
-                                                             "match": {label: v}})))) for v in held]
+    def read(value: str) -> Profile:
+        return parse_frame(find_frame(grafana.flame_graph({**selector, "since": since, "profile_type": profile_type,
+                                                           "match": {label: value}})))
+
+    read_values = [(v, read(v)) for v in held]
+    if value is None:  # LABEL="" matches the samples without the label: their memory is in the total too
+        unlabelled = read("")
+        if unlabelled.total:
+            read_values.append(("", unlabelled))
+    return read_values
 
 
 def report(name: str, read: list[tuple[str, Profile]], top: int, hide_trampolines: bool) -> dict:

@@ -21,6 +21,8 @@ from flamegraph.model import Columns, FrameError
 
 #: From this many decoded bytes on, :func:`vectorized` reads the profile.
 LARGE = 1 << 20
+#: :func:`vectorized` declines (the plain walk reads it) when the deepest stack times this exceeds the samples.
+DEPTH_FACTOR = 64
 #: Location ids converted to numpy at a time (no second full copy of them is held).
 SLICE = 1 << 16
 
@@ -104,14 +106,14 @@ def vectorized(samples: Sequence[Any], width: int, index: int, frames_of: dict[i
     stack_lengths = np.fromiter(map(len, map(attrgetter("location_id"), samples)), np.int64, count)
     values = np.fromiter(chain.from_iterable(map(attrgetter("value"), samples)), np.int64, count * width)
     values = values[index::width].copy() if width > 1 else values
-    if (values < 0).any():
-        raise FrameError(NEGATIVE)
     keep = values != 0
     if keep.any() and int(values.max()) >= (1 << 62) // int(keep.sum()):
         return None
+    if int(stack_lengths.max(initial=0)) * DEPTH_FACTOR > count:  # a level costs a numpy pass: few, deep stacks
+        return None
     # Each location's frames, leaf first, end to end (``flat``); ``table`` numbers the locations by id.
     known = sorted(frames_of)
-    count = np.array([len(frames_of[k]) for k in known], np.int64)
+    frames_per = np.array([len(frames_of[k]) for k in known], np.int64)
     flat = np.array([name for k in known for name in reversed(frames_of[k])], np.int32)
     # Each location id's row of ``known``, -1 where none, read a slice at a time: through a table by id when the
     # ids are dense (as pprof writers number them), else by binary search.
@@ -131,16 +133,20 @@ def vectorized(samples: Sequence[Any], width: int, index: int, frames_of: dict[i
         done += len(part)
     kept = np.repeat(keep, stack_lengths)
     rows, lens, values = rows[kept], stack_lengths[keep], values[keep]
-    if (rows < 0).any():  # the first location id of a counted sample that names no location
-        at = int(np.nonzero(kept)[0][np.argmax(rows < 0)])
-        stack = samples[int(np.searchsorted(np.cumsum(stack_lengths), at, side="right"))].location_id
-        raise _missing(next(location for location in stack if location not in frames_of))
+    # The first counted sample that is wrong fails, as the plain walk meets it: negative, or naming no location.
+    negative = np.flatnonzero(values < 0)
+    if (rows < 0).any() or len(negative):
+        at = int(np.nonzero(kept)[0][np.argmax(rows < 0)]) if (rows < 0).any() else None
+        sample = int(np.searchsorted(np.cumsum(stack_lengths), at, side="right")) if at is not None else None
+        if len(negative) and (sample is None or np.flatnonzero(keep)[negative[0]] <= sample):
+            raise FrameError(NEGATIVE)
+        raise _missing(next(location for location in samples[sample].location_id if location not in frames_of))
     del ids, table, kept, stack_lengths
-    starts = np.concatenate(([0], np.cumsum(count)[:-1]))
-    if (count == 1).all():
+    starts = np.concatenate(([0], np.cumsum(frames_per)[:-1]))
+    if (frames_per == 1).all():
         frames = flat[rows]
     else:
-        counts = count[rows]
+        counts = frames_per[rows]
         ends = np.cumsum(counts)
         frames = flat[np.repeat(starts[rows] - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)]
         cut = np.concatenate(([0], ends))[np.concatenate(([0], np.cumsum(lens)))]

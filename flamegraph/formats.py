@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import math
 import zlib
+from operator import attrgetter
 from typing import Any, Optional
 
 from flamegraph import calltree
@@ -246,23 +247,17 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
         frames_of[location.id] = tuple(indices)
     del functions, objfiles, named
 
-    def wrong(count: int) -> FrameError:
-        return FrameError(f"not a pprof profile: a sample has {count} values for {width} sample types")
+    # One value per sample type in every sample (pprof's CheckValid), checked first whichever builder reads it.
+    wrong = next((n for n in map(len, map(attrgetter("value"), message.sample)) if n != width), None)
+    if wrong is not None:
+        raise FrameError(f"not a pprof profile: a sample has {wrong} values for {width} sample types")
 
     def samples():
         for sample in message.sample:
-            values = sample.value
-            if len(values) != width:
-                raise wrong(len(values))
-            yield sample.location_id, values[index]
+            yield sample.location_id, sample.value[index]
 
     columns = None
     if len(raw) >= calltree.LARGE:
-        counts = [len(sample.value) for sample in message.sample]
-        wrong_count = next((n for n in counts if n != width), None)
-        if wrong_count is not None:
-            raise wrong(wrong_count)
-        del counts
         columns = calltree.vectorized(message.sample, width, index, frames_of, names)
     if columns is None:
         columns = calltree.plain(samples(), frames_of, names)

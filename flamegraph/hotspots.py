@@ -1,7 +1,8 @@
 """Who allocates the GPU memory: the flame-graph reading recipe as a command.
 
     python -m flamegraph.hotspots --stack NAME [--namespace NS] [--pod POD] [--since 1h] [--top N]
-                             [--by pod|namespace|container|node[=VALUE]] [--sample-type TYPE[:UNIT] | --profile-type ID]
+                             [--by pod|namespace|container|node|process[=VALUE]]
+                             [--sample-type TYPE[:UNIT] | --profile-type ID]
                              [--hide-trampolines] [--json] [--svg FILE [--palette blue-orange|classic]]
     python -m flamegraph.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
                              [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
@@ -51,8 +52,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "name:type:unit:periodType:periodUnit (default: the GPU-memory one Pyroscope holds, the one "
                         "the stack's dashboard asks for when held: dashboardProfileType, "
                         f"{profile_types.PUBLISHED} unless set)")
-    parser.add_argument("--by", metavar="LABEL[=VALUE]", help="with --stack: the report per value of a Kubernetes "
-                        "label the exporter attaches, pod, namespace, container or node (from Pyroscope's label API, "
+    parser.add_argument("--by", metavar="LABEL[=VALUE]", help="with --stack: the report per value of a label the "
+                        "exporter attaches, pod, namespace, container, node or process (from Pyroscope's label API, "
                         "one query per value, the widest first); LABEL=VALUE: that value's whole report (and --svg)")
     parser.add_argument("--baseline", metavar="FILE|FROM..TO", help="compare with a baseline: a second file (any "
                         "format), or with --stack a second time range back from now such as 2h..1h; lists who grew "

@@ -57,7 +57,10 @@ def _regex_value(text: Optional[str]) -> str:
 
 #: ``--by``'s names for the Kubernetes labels the Inspektor Gadget exporter attaches to each sample (its enrichment
 #: fields ``k8s.podName`` ..., their dots made underscores by Pyroscope v1.15.0's ``SanitizeLabelName``).
-BY_LABELS = {"pod": "k8s_podName", "namespace": "k8s_namespace", "container": "k8s_containerName", "node": "k8s_node"}
+#: ``process`` is the one the stock profile_cuda gadget exports (its ``proc.comm``, the only field it annotates
+#: ``profiles.sample-attribute``); the Kubernetes ones reach Pyroscope where the gadget's run annotates them too.
+BY_LABELS = {"pod": "k8s_podName", "namespace": "k8s_namespace", "container": "k8s_containerName", "node": "k8s_node",
+             "process": "proc_comm"}
 
 
 def _exact_value(text: str) -> str:
@@ -67,10 +70,12 @@ def _exact_value(text: str) -> str:
 def label_selector(namespace: Optional[str], pod: Optional[str], match: Optional[dict] = None,
                    profile_type: Optional[str] = None) -> str:
     """The dashboard panel's selector (``k8s_namespace`` and ``k8s_podName`` regexes, ``.*`` when not given), with
-    ``match`` (label -> one value, ``=``) after it, and first ``__profile_type__`` when given (what the label API
-    needs to answer for one profile type)."""
+    ``match`` (label -> one value, ``=``) after it. With ``profile_type``, the label API's: ``__profile_type__`` and
+    only the regexes given (Grafana's labelNames leaves out every label its selector names)."""
     matchers = [f'__profile_type__="{profile_type}"'] if profile_type else []
-    matchers += [f'k8s_namespace=~"{_regex_value(namespace)}"', f'k8s_podName=~"{_regex_value(pod)}"']
+    matchers += [f'{label}=~"{_regex_value(value)}"' for label, value in (("k8s_namespace", namespace),
+                                                                           ("k8s_podName", pod))
+                 if value is not None or not profile_type]
     matchers += [f'{label}="{_exact_value(value)}"' for label, value in (match or {}).items()]
     return "{" + ",".join(matchers) + "}"
 

@@ -117,7 +117,7 @@ def render_by(result: dict, title: str = TITLE, max_nodes: Optional[int] = None)
              f"{human(everything, unit)} in all"]
     for entry in values:
         share = 100.0 * entry["total"] / everything if everything else 0.0
-        lines += ["", f"{by} {entry['value']}: {human(entry['total'], unit)} ({share:.1f} %)"]
+        lines += ["", f"{by} {entry['value'] or '(no label)'}: {human(entry['total'], unit)} ({share:.1f} %)"]
         lines += [f"  {line}" for line in truncation_lines(entry["truncated"], unit, max_nodes)]
         for i, e in enumerate(entry["topSelf"], 1):
             lines.append(f"  {i:>2}. {e['function']}  self {human(e['self'], unit)} ({e['selfPercent']:.1f} % of "

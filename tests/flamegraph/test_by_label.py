@@ -18,11 +18,12 @@ TYPE = "process_cpu:malloc:bytes::"
 SMALL = T("total", 0, T("main", 0, T(KV, 20 * GB), T("DefaultModelLoader.load_weights", 7 * GB)))
 # A sidecar that allocates little, all of it under one function.
 SIDECAR = T("total", 0, T("main", 0, T("torch.cuda.init", GB // 2)))
+NONE = T("total", 0)  # what the query for the samples without the label answers when every sample has one
 
 
 # Grafana's labelNames leaves out the names its selector matches on (instance.go ``labelNames``): here
 # __profile_type__, k8s_namespace and k8s_podName.
-def by_cli(tmp_path, *args, values=("vllm-0", "vllm-1", "metrics-agent"), trees=(VLLM, SMALL, SIDECAR),
+def by_cli(tmp_path, *args, values=("vllm-0", "vllm-1", "metrics-agent"), trees=(VLLM, SMALL, SIDECAR, NONE),
            names=("k8s_node", "service_name"), fail_values=False):
     outputs = run("dev").outputs
     (tmp_path / "outputs.json").write_text(json.dumps(outputs))
@@ -60,12 +61,13 @@ def test_by_pod_reads_each_pods_profile_and_ranks_the_widest_first(tmp_path):
     assert url_of(values).startswith(f"{outputs['grafanaEndpoint']}/api/datasources/uid/local-pyroscope"
                                      "/resources/labelValues?")
     assert asked["label"] == ["k8s_podName"]
-    assert asked["query"] == [f'{{__profile_type__="{TYPE}",k8s_namespace=~"ml-inference",k8s_podName=~".*"}}']
+    # Only the matchers the user gave beside the type: Grafana's labelNames would leave out every label named.
+    assert asked["query"] == [f'{{__profile_type__="{TYPE}",k8s_namespace=~"ml-inference"}}']
     assert int(asked["end"][0]) - int(asked["start"][0]) == 3600 * 1000
-    # Then one flame graph per pod, the pod matched exactly.
+    # Then one flame graph per pod, the pod matched exactly, and one of the samples without the label (none here).
     assert [q["body"]["queries"][0]["labelSelector"] for q in queries] == [
         f'{{k8s_namespace=~"ml-inference",k8s_podName=~".*",k8s_podName="{pod}"}}'
-        for pod in ("vllm-0", "vllm-1", "metrics-agent")]
+        for pod in ("vllm-0", "vllm-1", "metrics-agent", "")]
 
 
 def test_by_pod_text_names_each_pod_its_share_and_its_allocators(tmp_path):
@@ -92,22 +94,30 @@ def test_one_value_gets_the_whole_report_and_the_picture(tmp_path):
 
 
 def test_by_node_and_container_use_the_exporters_labels(tmp_path):
-    for name, label in (("node", "k8s_node"), ("container", "k8s_containerName")):
+    for name, label in (("node", "k8s_node"), ("container", "k8s_containerName"), ("process", "proc_comm")):
         (tmp_path / name).mkdir()
-        done, _ = by_cli(tmp_path / name, "--by", name, "--json", values=("x",), trees=(SMALL,))
+        done, _ = by_cli(tmp_path / name, "--by", name, "--json", values=("x",), trees=(SMALL, NONE))
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["label"] == label
         assert parse_qs(urlsplit(url_of(calls_in(tmp_path / name)[1])).query)["label"] == [label]
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
-    (["--by", "gpu"], {}, "error: --by: expected pod, namespace, container, node, optionally =VALUE such as "
-                          "pod=vllm-0 (got 'gpu')"),
-    (["--by", "pod="], {}, "error: --by: expected pod, namespace, container, node, optionally =VALUE such as "
-                           "pod=vllm-0 (got 'pod=')"),
+    (["--by", "gpu"], {}, "error: --by: expected pod, namespace, container, node, process, optionally =VALUE such "
+                          "as pod=vllm-0 (got 'gpu')"),
+    (["--by", "pod="], {}, "error: --by: expected pod, namespace, container, node, process, optionally =VALUE such "
+                           "as pod=vllm-0 (got 'pod=')"),
     (["--by", "container"], {"values": ()},
      f"error: --by container: no {TYPE} sample in the last 1h carries the label k8s_containerName (they carry: "
-     "k8s_node, service_name; is a GPU workload running there?)"),
+     "k8s_node, service_name; the gadget exports only the fields its run annotates profiles.sample-attribute; try "
+     "--by node)"),
+    (["--by", "pod"], {"values": (), "names": ("proc_comm", "service_name")},
+     f"error: --by pod: no {TYPE} sample in the last 1h carries the label k8s_podName (they carry: proc_comm, "
+     "service_name; the gadget exports only the fields its run annotates profiles.sample-attribute; try --by "
+     "process)"),
+    (["--by", "node"], {"values": (), "names": ()},
+     f"error: --by node: no {TYPE} sample in the last 1h carries the label k8s_node (they carry: none; is a GPU "
+     "workload running there?)"),
     (["--by", "pod=vllm-7"], {}, f"error: --by pod=vllm-7: Pyroscope holds no {TYPE} for k8s_podName=vllm-7 in the "
                                  "last 1h (it holds: metrics-agent, vllm-0, vllm-1)"),
     (["--by", "pod"], {"values": [f"pod-{i}" for i in range(51)]},
@@ -153,7 +163,8 @@ def test_the_flamegraphs_page_shows_the_tools_output_for_by_pod(tmp_path):
              {"match": ["rest", "--method", "get", "/resources/labelValues?"],
               "responses": [{"json": ["vllm-0", "vllm-1", "metrics-agent"]}]},
              {"match": ["rest", "--method", "post", "/api/ds/query"],
-              "responses": [{"json": example}, {"json": response(SMALL)}, {"json": response(SIDECAR)}]}]
+              "responses": [{"json": example}, {"json": response(SMALL)}, {"json": response(SIDECAR)},
+                            {"json": response(NONE)}]}]
     (tmp_path / "outputs.json").write_text(json.dumps(run("dev").outputs))
     done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), "--namespace", "ml-inference",
                "--by", "pod", "--top", "2", "--hide-trampolines", env=fake_az_env(tmp_path, rules))
@@ -161,3 +172,14 @@ def test_the_flamegraphs_page_shows_the_tools_output_for_by_pod(tmp_path):
     page = (ROOT / "docs" / "flamegraphs.md").read_text(encoding="utf-8")
     shown = page.split("--by pod --top 2 --hide-trampolines` prints:\n\n```text\n", 1)[1].split("\n```", 1)[0]
     assert shown == done.stdout.rstrip("\n")
+
+
+def test_memory_of_samples_without_the_label_is_a_row_of_its_own(tmp_path):
+    """A host process's samples carry no pod label (Pyroscope drops empty attributes): LABEL="" reads them, so the
+    total in all is the whole profile's."""
+    done, _ = by_cli(tmp_path, "--by", "pod", "--json", values=("vllm-0",), trees=(VLLM, SIDECAR))
+    assert done.returncode == 0, done.stderr
+    values = json.loads(done.stdout)["values"]
+    assert [(v["value"], v["total"]) for v in values] == [("vllm-0", values[0]["total"]), ("", GB // 2)]
+    text, _ = by_cli(tmp_path, "--by", "pod", values=("vllm-0",), trees=(VLLM, SIDECAR))
+    assert "pod (no label): 512.0 MiB (0.7 %)" in text.stdout.splitlines()

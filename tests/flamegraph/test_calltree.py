@@ -108,3 +108,42 @@ def test_sums_past_int64_are_added_in_python_integers(monkeypatch):
     message.sample.add(location_id=[1], value=[(1 << 62) - 1])
     message.sample.add(location_id=[1], value=[(1 << 62) - 1])
     assert formats.from_pprof(message.SerializeToString()).total == (1 << 63) - 2
+
+
+def broken(*samples) -> bytes:
+    """A profile of one function at location 1, with ``samples`` as (location ids, values)."""
+    pb = formats._pb2()
+    message = pb.Profile(string_table=["", "malloc", "bytes", "f"])
+    message.sample_type.add(type=1, unit=2)
+    message.function.add(id=1, name=3)
+    message.location.add(id=1).line.add(function_id=1)
+    for ids, values in samples:
+        message.sample.add(location_id=ids, value=values)
+    return message.SerializeToString()
+
+
+@pytest.mark.parametrize("samples, message", [
+    ((([9], [1]), ([1], [-1])), "not a pprof profile: a sample points at no location 9"),
+    ((([1], [-1]), ([9], [1])), "a sample value is negative"),
+    ((([1], [-1]), ([1], [1, 2])), "not a pprof profile: a sample has 2 values for 1 sample types"),
+    ((([9], [1]), ([1], [1, 2])), "not a pprof profile: a sample has 2 values for 1 sample types"),
+    ((([9, 1], [-3]),), "a sample value is negative"),
+])
+def test_both_builders_fail_on_the_first_wrong_sample_alike(samples, message, monkeypatch):
+    """The first counted sample that is wrong decides, as a walk in sample order meets it; a wrong count of values
+    anywhere is found before either."""
+    raised = []
+    for large in (1 << 62, 0):
+        monkeypatch.setattr(calltree, "LARGE", large)
+        with pytest.raises(FrameError) as error:
+            formats.from_pprof(broken(*samples))
+        raised.append(str(error.value))
+    assert raised[0] == raised[1] and raised[0].startswith(message)
+
+
+def test_few_deep_stacks_go_to_the_plain_walk():
+    """50 stacks 2 000 frames deep: one numpy pass a level would cost more than walking them."""
+    raw = broken(*(([1] * 2000, [i + 1]) for i in range(50)))
+    message = formats._pb2().Profile.FromString(raw)
+    assert calltree.vectorized(message.sample, 1, 0, {1: (1,)}, ["total", "f"]) is None
+    assert len(formats.from_pprof(raw).nodes) == 2001
