@@ -98,8 +98,8 @@ def vectorized(samples: Sequence[Any], width: int, index: int, frames_of: dict[i
                names: list[str]) -> Optional[Columns]:
     """The tree of a parsed profile's ``samples`` (``width`` values each: checked by the caller) read at value
     ``index``: the same columns as :func:`plain`, built level by level (all nodes of one level at once:
-    ``numpy.unique`` of (caller, name), whose stable sort numbers callees by their first sample). None when the
-    sums could leave int64 (then :func:`plain` adds them in Python's integers)."""
+    ``numpy.unique`` of (caller, name), whose stable sort numbers callees by their first sample). None, and
+    :func:`plain` reads it, when the sums could leave int64 or the stacks are few and deep (:data:`DEPTH_FACTOR`)."""
     import numpy as np
 
     count = len(samples)
