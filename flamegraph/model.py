@@ -1,7 +1,7 @@
 """The flame-graph model every part of the reader shares: a call tree of :class:`Node` in a :class:`Profile`.
 
 Owns: ``Node`` (label, level, total ``value``, ``self``, parent and children), ``Columns`` (the same tree as
-parallel lists, what a large pprof is read into), ``Profile`` (unit, root, the nodes in nested-set order or their
+parallel lists, what a pprof profile is read into), ``Profile`` (unit, root, the nodes in nested-set order or their
 columns, the declared sample type and whether it was the profile's default), ``FrameError`` (one line saying
 what is wrong with an input) and the names Pyroscope gives to frames that are not functions (``TRUNCATED``,
 ``TRAMPOLINE``) with the node limits.
