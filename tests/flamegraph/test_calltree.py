@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from array import array
 
 import pytest
 
@@ -41,12 +42,22 @@ def random_profile(seed: int, *, inlined: bool, sparse: bool, width: int = 1, sa
     return message.SerializeToString()
 
 
+def load(raw: bytes, vectorized: bool, monkeypatch, sample_type=None):
+    """``raw`` read by the builder asked for: the vectorized one for any size and depth (it declines small or deep
+    profiles by default, which would leave a comparison of the plain walk with itself), checked by its columns'
+    type (numpy's builder hands over ``array('q')``, the plain walk lists)."""
+    monkeypatch.setattr(calltree, "LARGE", 0 if vectorized else 1 << 62)
+    monkeypatch.setattr(calltree, "DEPTH_FACTOR", 0 if vectorized else calltree.DEPTH_FACTOR)
+    profile = formats.from_pprof(raw, sample_type)
+    assert isinstance(profile.columns.label, array) == vectorized
+    return profile
+
+
 def both(raw: bytes, monkeypatch) -> tuple:
     """The profile read by each builder, as plain lists."""
     read = []
-    for large in (1 << 62, 0):
-        monkeypatch.setattr(calltree, "LARGE", large)
-        columns = formats.from_pprof(raw, "malloc").columns
+    for vectorized in (False, True):
+        columns = load(raw, vectorized, monkeypatch, "malloc").columns
         read.append((columns.names, *(list(column) for column in (columns.label, columns.level, columns.value,
                                                                    columns.self, columns.parent))))
     return tuple(read)
@@ -70,9 +81,8 @@ def test_a_large_profile_reports_as_a_small_one(monkeypatch):
     """The report, the render JSON and the pprof written back are the same whichever builder read the file."""
     raw = random_profile(9, inlined=True, sparse=True, samples=2000)
     outputs = []
-    for large in (1 << 62, 0):
-        monkeypatch.setattr(calltree, "LARGE", large)
-        profile = formats.from_pprof(raw)
+    for vectorized in (False, True):
+        profile = load(raw, vectorized, monkeypatch)
         outputs.append((analysis.report(profile, 20), analysis.report(profile, 5, True), formats.to_render(profile)))
     assert outputs[0] == outputs[1]
     assert outputs[0][0]["truncated"]["nodes"] > 0  # ``other`` is in it, and left out of the lists
@@ -81,6 +91,7 @@ def test_a_large_profile_reports_as_a_small_one(monkeypatch):
 @pytest.mark.parametrize("large", [1 << 62, 0])
 def test_a_negative_value_or_a_missing_location_is_one_line(large, monkeypatch):
     monkeypatch.setattr(calltree, "LARGE", large)
+    monkeypatch.setattr(calltree, "DEPTH_FACTOR", 0)
     pb = formats._pb2()
     message = pb.Profile(string_table=["", "malloc", "bytes", "f"])
     message.sample_type.add(type=1, unit=2)
@@ -100,6 +111,7 @@ def test_a_negative_value_or_a_missing_location_is_one_line(large, monkeypatch):
 def test_sums_past_int64_are_added_in_python_integers(monkeypatch):
     """Two samples of 2^62 - 1 bytes each: the vectorized builder declines, the plain one adds them exactly."""
     monkeypatch.setattr(calltree, "LARGE", 0)
+    monkeypatch.setattr(calltree, "DEPTH_FACTOR", 0)
     pb = formats._pb2()
     message = pb.Profile(string_table=["", "malloc", "bytes", "f"])
     message.sample_type.add(type=1, unit=2)
@@ -135,6 +147,7 @@ def test_both_builders_fail_on_the_first_wrong_sample_alike(samples, message, mo
     raised = []
     for large in (1 << 62, 0):
         monkeypatch.setattr(calltree, "LARGE", large)
+        monkeypatch.setattr(calltree, "DEPTH_FACTOR", 0)
         with pytest.raises(FrameError) as error:
             formats.from_pprof(broken(*samples))
         raised.append(str(error.value))
