@@ -262,13 +262,14 @@ def schedule(plan: Plan, table: Table, mode: str) -> Schedule:
                 timed = Timed(start, start + e["approval_put"] + TERRAFORM_SLEEP,
                               f"approve, time_sleep {TERRAFORM_SLEEP:.0f}s")
         elif kind == "refresh_managed_private_endpoints":
-            event = start + e["ip_after_refresh"]  # the refresh's long-running action, posted at the step's start
-            if mode == "ours":
+            if mode == "ours":  # one read first (no refresh yet after this approval), then the POST
+                event = start + check + e["ip_after_refresh"]
                 w = poll("private IP", start, event, check, delays(first, ceiling),
-                         extra=lambda n: check if n % 4 == 0 else 0.0, first_offset=check)
+                         extra=lambda n: check if n % 4 == 0 else 0.0, first_offset=2 * check)
                 timed = Timed(start, w.noticed, f"IP at {event:.0f}s, noticed at {w.noticed:.0f}s", w,
-                              [(t, "Microsoft.Dashboard") for t in w.checks])
+                              [(t, "Microsoft.Dashboard") for t in [start, *w.checks]])
             else:
+                event = start + e["ip_after_refresh"]  # the refresh's long-running action, posted at the step's start
                 timed = Timed(start, event, "refresh as a long-running action (waits for completion)")
         elif kind == "grafana_datasource":
             timed = Timed(start, start + 2 * e["grafana_api_call"])

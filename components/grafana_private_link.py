@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import dashboard, network
 from pulumi_command import local
 
+from stack import grafana_lock
 from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
@@ -244,13 +245,15 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             workspace_name=args.grafana_name,
             resource_group_name=args.grafana_resource_group,
             location=args.grafana_location,
-            private_link_resource_id=pls.id,
+            # The fleet's Grafana phase writes one Grafana's endpoints one process at a time (stack/grafana_lock.py).
+            private_link_resource_id=grafana_lock.hold(pls.id),
             private_link_resource_region=args.private_link_service_region,
             request_message=nonce.apply(lambda n: request_message(args.request_message, n)),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, replace_with=list(args.replace_with) or None,
                                         delete_before_replace=True),
         )
+        grafana_lock.release_after(mpe.id)
         self.managed_private_endpoint_id = mpe.id
         approval = script_command(
             f"{name}-approve-connection",

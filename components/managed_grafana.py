@@ -16,6 +16,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization, dashboard
 
+from stack import grafana_lock
 from stack.specs import GRAFANA_ADMIN, role_assignment_name, role_definition_id
 
 TYPE = "aks-gpu-observability:index:ManagedGrafana"
@@ -54,7 +55,8 @@ class ManagedGrafana(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         grafana = dashboard.Grafana(
             f"{name}-workspace",
-            workspace_name=args.name,
+            # Written by one process at a time in the fleet's Grafana phase (stack/grafana_lock.py).
+            workspace_name=grafana_lock.hold(args.name),
             resource_group_name=args.resource_group,
             location=args.location,
             sku=dashboard.ResourceSkuArgs(name="Standard"),
@@ -73,6 +75,7 @@ class ManagedGrafana(pulumi.ComponentResource):
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
+        grafana_lock.release_after(grafana.id)
         admin = authorization.RoleAssignment(
             f"{name}-grafana-admin",
             role_assignment_name=grafana.id.apply(

@@ -2,6 +2,9 @@
 # Refresh Grafana's managed private endpoints after the approval (mandatory: Grafana re-syncs its network
 # only then), retrying 409 ConflictInProcessing, 429 and 5xx with backoff; then wait until the endpoint
 # reports Approved with a private IP, refreshing again every 4th poll. Prints the private IP.
+# Reads the endpoint first, and again before each retry: Approved with a private IP means a refresh after this
+# approval already ran (the refresh is workspace-wide: another stack's, in the fleet's Grafana phase), so it
+# posts none; Grafana shows an approval only after a refresh that follows it (docs/fleet.md, "The floor").
 # Environment: GRAFANA_ID (ARM id), MPE_NAME, API_VERSION, TIMEOUT_SECONDS; optional POLL_INITIAL_SECONDS,
 # POLL_MAX_SECONDS.
 # Mirrors: POST {grafana}/refreshManagedPrivateEndpoints (long-running, no body) and
@@ -28,9 +31,23 @@ refresh() {
   return 1
 }
 
+# refreshed: 0 when the endpoint already reads Approved with a private IP (printed); 1 otherwise, errors included
+# (the wait below reports those).
+refreshed() {
+  local out status ip
+  out=$(az rest --method get --url "$endpoint_url" \
+      --query "[properties.connectionState.status || '', properties.privateLinkServicePrivateIP || '']" --output tsv 2>"$ERRFILE") || return 1
+  read -r status ip <<<"$(tr '\n' '\t' <<<"$out")"
+  [ "$status" = "Approved" ] && [ -n "$ip" ] || return 1
+  log "managed private endpoint ${MPE_NAME} is Approved with private IP ${ip} already: no refresh needed"
+  printf '%s\n' "$ip"
+}
+
 log "refreshing managed private endpoints of ${GRAFANA_ID##*/} (up to ${TIMEOUT_SECONDS}s)"
+if refreshed; then exit 0; fi
 until refresh; do
   backoff || die "refreshManagedPrivateEndpoints kept failing for ${TIMEOUT_SECONDS}s: $(last_error "$ERRFILE"); another Grafana operation may be running, run pulumi up again later"
+  if refreshed; then exit 0; fi
 done
 
 polls=0
