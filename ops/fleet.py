@@ -8,21 +8,28 @@
 Owns: ``classify`` (one stack's ``pulumi preview --json`` -> ``none``, ``parallel``, ``grafana``, ``serial`` or
 ``failed``; writes ``DIR/<artifact>.json`` and ``class=``, ``artifact=``, ``exclude=`` to ``$GITHUB_OUTPUT``), ``plan``
 (one Grafana's records -> ``endpoints=``, ``chunks=``, ``failed=`` and a summary table) and ``endpoints`` (the
-serialized phase: pass 1 one stack at a time, pass 2 ``FLEET_PARALLEL`` at once with ``python -m ops.verify``; on a
-re-run each stack is previewed first; ``ok=``/``failed=``/``skipped=``). Inputs: previews, records, ``GITHUB_*``,
-``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN``. Errors: a failing stack is reported and skipped, exit 1 when
-any failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why: docs/decisions/fleet-rollout.md.
+serialized phase: pass 1, ``PASS1_WORKERS`` stacks' endpoint write and approval at once under the Grafana lock, one
+write at a time; pass 2 ``FLEET_PARALLEL`` at once, the rest and ``python -m ops.verify``; on a re-run each stack is
+previewed first; ``ok=``/``failed=``/``skipped=``/``relogins=``). Inputs: previews, records, ``GITHUB_*``,
+``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN`` (run when the last sign-in is ``FLEET_RELOGIN_AFTER`` seconds
+old), ``FLEET_GRAFANA_LOCK`` (the lock file; default under ``RUNNER_TEMP``). Errors: a failing stack is reported and
+skipped, exit 1 when any failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why:
+docs/decisions/fleet-rollout.md.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 #: Resources whose writes azure-native sends to Grafana's resource provider (pulumi URN globs: ``**`` any text,
@@ -49,6 +56,27 @@ EXCLUDE_SAFE = {"create", "update"}
 #: rare and sent the same way rather than reasoned about one by one.
 SERIAL_WHY = "the engine writes it despite --exclude (delete-first replacement cascade); whole pulumi up serialized"
 CLASSES = ("none", "parallel", "grafana", "serial", "failed")
+#: The approval (the stack's own PLS, Microsoft.Network: no Grafana write) joins pass 1, behind the next stack's write.
+APPROVAL_GLOB = "**::grafana-private-link-approve-connection"
+PASS1_TARGETS = AZURE_NATIVE_GLOBS + (APPROVAL_GLOB,)
+#: The lock file's variable, as stack/grafana_lock.py reads it (that module imports pulumi; this one runs on the
+#: runner's own python3).
+GRAFANA_LOCK_ENV = "FLEET_GRAFANA_LOCK"
+#: Pass 1 runs this many stacks' ``pulumi up --target`` at once; the Grafana lock (stack/grafana_lock.py) lets one
+#: write at a time, so the next stack's start and lookups and the last one's approval run during a write.
+PASS1_WORKERS = 2
+#: Pass 2: stacks at once (CPU and memory of one runner; nothing there conflicts but the one refresh, which the rest
+#: read and do not repeat).
+FLEET_PARALLEL = 8
+#: Sign az in again only when the last sign-in is older than this: its cached tokens serve at least 55 minutes
+#: (Entra's 60-90, less MSAL's 5; .ci/warm_tokens.sh) and the longest run started after a check, a serial stack's
+#: whole ``pulumi up``, takes about 10 (docs/fleet.md, "Chunks").
+RELOGIN_AFTER_SECONDS = 40 * 60
+#: A chunk job's limits, enforced by bench/fleet_sim.py: the workflow's timeout-minutes and the Pulumi Cloud token
+#: it asks for (token-expiration), both in .github/workflows/deploy-stacks.yml, and az's cached tokens.
+CHUNK_TIMEOUT_MINUTES = 120
+PULUMI_TOKEN_SECONDS = 7200
+AZ_TOKEN_SECONDS = 55 * 60
 #: Chunks of the serialized phase (docs/fleet.md, "Chunks"): one job each, one after another.
 FLEET_CHUNK = 25
 SERIAL_WEIGHT = 3
@@ -178,8 +206,9 @@ def plan(argv: list[str]) -> int:
     return 0
 
 
-def run(command: list[str], log: list[str], lock: threading.Lock, capture: list[str] | None = None) -> bool:
-    done = subprocess.run(command, capture_output=True, text=True)
+def run(command: list[str], log: list[str], lock: threading.Lock, capture: list[str] | None = None,
+        env: dict[str, str] | None = None) -> bool:
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     with lock:
         shown = "(the preview's JSON)\n" if capture is not None else done.stdout
         print(f"$ {' '.join(command)}\n{shown}{done.stderr}", flush=True)
@@ -189,14 +218,48 @@ def run(command: list[str], log: list[str], lock: threading.Lock, capture: list[
     return done.returncode == 0
 
 
+class SignIn:
+    """az's sign-in, renewed (``FLEET_RELOGIN``) only when the last one is older than ``after`` seconds; the first is
+    the job's own (azure/login and the token warm-up, the steps just before)."""
+
+    def __init__(self, command: str, after: float) -> None:
+        self.command, self.after = command, after
+        self.at, self.count, self.lock = time.monotonic(), 0, threading.Lock()
+
+    def fresh(self, log: list[str], output: threading.Lock) -> bool:
+        with self.lock:  # never two sign-ins at once
+            if not self.command or time.monotonic() - self.at <= self.after:
+                return True
+            if not run(["bash", "-c", self.command], log, output):
+                return False
+            self.at, self.count = time.monotonic(), self.count + 1
+            return True
+
+
+@contextmanager
+def grafana_written(path: str):
+    """Hold the Grafana lock (the file stack/grafana_lock.py locks) while this process's child writes unlocked."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def endpoints(argv: list[str]) -> int:
     stacks = json.loads(option(argv, "--stacks"))
     whole = set(json.loads(option(argv, "--whole", "[]")))
     pulumi, python = os.environ.get("PULUMI", "pulumi"), os.environ.get("PYTHON", ".venv/bin/python")
-    parallel = max(1, int(os.environ.get("FLEET_PARALLEL", "8")))
+    parallel = max(1, int(os.environ.get("FLEET_PARALLEL", str(FLEET_PARALLEL))))
     common = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
-    relogin = os.environ.get("FLEET_RELOGIN", "")
-    lock, relogin_lock, log = threading.Lock(), threading.Lock(), []
+    sign_in = SignIn(os.environ.get("FLEET_RELOGIN", ""),
+                     float(os.environ.get("FLEET_RELOGIN_AFTER", str(RELOGIN_AFTER_SECONDS))))
+    lock_file = os.environ.get(GRAFANA_LOCK_ENV) or os.path.join(
+        os.environ.get("RUNNER_TEMP") or tempfile.gettempdir(), "fleet-grafana.lock")
+    unlocked = {k: v for k, v in os.environ.items() if k != GRAFANA_LOCK_ENV}
+    locked = {**unlocked, GRAFANA_LOCK_ENV: lock_file}
+    lock, log = threading.Lock(), []
     result: dict[str, str] = {}
     skip_pass1: set[str] = set()
 
@@ -204,7 +267,7 @@ def endpoints(argv: list[str]) -> int:
         """A re-run: what this stack still has to do now (it may have converged in an earlier attempt)."""
         text: list[str] = []
         if not run([pulumi, "preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"],
-                   log, lock, capture=text):
+                   log, lock, capture=text, env=unlocked):
             result[stack] = "failed: pulumi preview (re-run)"
             return
         try:
@@ -222,54 +285,60 @@ def endpoints(argv: list[str]) -> int:
         else:
             whole.discard(stack)
 
+    def write(stack: str) -> None:
+        """Pass 1: the endpoint (and workspace) write under the lock, then the approval, which runs behind the next
+        stack's write; or a serial stack's whole pulumi up, with the lock held around it."""
+        if not sign_in.fresh(log, lock):
+            result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
+        elif stack in whole:  # the cascade writes the endpoint anyway: all of this stack's pulumi up, alone
+            with grafana_written(lock_file):
+                if not run([pulumi, "up", "--stack", stack, *common], log, lock, env=unlocked):
+                    result[stack] = "failed: whole pulumi up (serialized: it replaces or deletes the endpoint)"
+        elif not run([pulumi, "up", "--stack", stack, *common, *pass1_targets()], log, lock, env=locked):
+            result[stack] = "failed: managed private endpoint or approval (pulumi up --target)"
+
+    def finish(stack: str) -> None:
+        """Pass 2: the rest (the first refresh serves every endpoint approved before it), then verify."""
+        if stack not in whole:
+            if not sign_in.fresh(log, lock):
+                result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
+                return
+            if not run([pulumi, "up", "--stack", stack, *common], log, lock, env=unlocked):
+                result[stack] = "failed: refresh or Pyroscope datasource (pulumi up)"
+                return
+        if not run([python, "-m", "ops.verify", "--stack", stack], log, lock, env=unlocked):
+            result[stack] = "failed: ops.verify"
+        else:
+            result[stack] = "ok"
+
     # GitHub: GITHUB_RUN_ATTEMPT "begins at 1 for the workflow run's first attempt, and increments with each re-run";
     # a re-run job keeps the plan's outputs of the attempt that ran it (docs/fleet.md, "Failures and re-runs").
     if int(os.environ.get("GITHUB_RUN_ATTEMPT", "1") or "1") > 1:
         with ThreadPoolExecutor(max_workers=parallel) as pool:
             list(pool.map(reclassify, stacks))
-    for stack in stacks:  # pass 1: azure-native's writes to Grafana's provider, one stack at a time
-        if stack in result or stack in skip_pass1:
-            continue
-        if relogin and not run(["bash", "-c", relogin], log, lock):
-            result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
-            continue
-        if stack in whole:  # the cascade writes the endpoint anyway: all of this stack's pulumi up, serialized
-            if not run([pulumi, "up", "--stack", stack, *common], log, lock):
-                result[stack] = "failed: whole pulumi up (serialized: it replaces or deletes the endpoint)"
-            continue
-        targets = [arg for glob in AZURE_NATIVE_GLOBS for arg in ("--target", glob)]
-        if not run([pulumi, "up", "--stack", stack, *common, *targets], log, lock):
-            result[stack] = "failed: managed private endpoint (pulumi up --target)"
-
-    def finish(stack: str) -> None:
-        if stack not in whole:
-            if relogin:  # az's cached tokens last 60-90 minutes; sign in again between stacks (never two at once)
-                with relogin_lock:
-                    if not run(["bash", "-c", relogin], log, lock):
-                        result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
-                        return
-            if not run([pulumi, "up", "--stack", stack, *common], log, lock):
-                result[stack] = "failed: approval, refresh or Pyroscope datasource (pulumi up)"
-                return
-        if not run([python, "-m", "ops.verify", "--stack", stack], log, lock):
-            result[stack] = "failed: ops.verify"
-        else:
-            result[stack] = "ok"
-
-    with ThreadPoolExecutor(max_workers=parallel) as pool:  # pass 2: the refresh retries Grafana's 409 itself
+    with ThreadPoolExecutor(max_workers=PASS1_WORKERS) as pool:  # in order; the lock lets one write at a time
+        list(pool.map(write, [s for s in stacks if s not in result and s not in skip_pass1]))
+    with ThreadPoolExecutor(max_workers=parallel) as pool:  # no write to the Grafana is left but the refresh
         list(pool.map(finish, [s for s in stacks if s not in result]))
     ok = [s for s in stacks if result[s] == "ok"]
     skipped = [s for s in stacks if result[s].startswith("skipped")]
     failed = [s for s in stacks if s not in ok and s not in skipped]
-    summary(["| stack | Grafana phase |", "| --- | --- |"] + [f"| {s} | {result[s]} |" for s in stacks])
+    summary(["| stack | Grafana phase |", "| --- | --- |"] + [f"| {s} | {result[s]} |" for s in stacks]
+            + ["", f"Azure sign-ins renewed: {sign_in.count}"])
     for stack in failed:
         print(f"::error title=Stack {stack} failed::{result[stack]}; the other stacks went on. Re-run the failed "
               "jobs: on a re-run each stack is previewed first and one with nothing to do is skipped (docs/fleet.md)")
     for stack in skipped:
         print(f"::notice title=Stack {stack} skipped::{result[stack]}")
     compact = lambda value: json.dumps(value, separators=(",", ":"))  # noqa: E731
-    output({"ok": compact(ok), "failed": compact(failed), "skipped": compact(skipped)})
+    output({"ok": compact(ok), "failed": compact(failed), "skipped": compact(skipped),
+            "relogins": str(sign_in.count)})
     return 1 if failed else 0
+
+
+def pass1_targets() -> list[str]:
+    """``--target`` arguments of pass 1: the conflicting writes and the approval."""
+    return [arg for glob in PASS1_TARGETS for arg in ("--target", glob)]
 
 
 def main(argv: list[str]) -> int:

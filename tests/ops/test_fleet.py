@@ -111,9 +111,10 @@ def test_a_delete_first_private_link_service_replacement_sends_the_whole_stack_t
     done, calls, got, summary = grafana_phase(tmp_path, list("abc"), whole=["b"])
     assert done.returncode == 0 and json.loads(got["ok"]) == list("abc"), summary
     pass1 = [c for c in calls if c["kind"] == "target" or (c["kind"] == "up" and c["stack"] == "b")]
-    assert [(c["stack"], c["kind"]) for c in pass1] == [("a", "target"), ("b", "up"), ("c", "target")]
-    assert overlaps(pass1) == [], "pass 1, the whole up included: one stack at a time"
-    assert "--target" not in pass1[1]["args"]
+    assert sorted((c["stack"], c["kind"]) for c in pass1) == [("a", "target"), ("b", "up"), ("c", "target")]
+    assert overlaps(writes(pass1)) == [], "pass 1, the whole up included: one Grafana write at a time"
+    b = next(c for c in pass1 if c["stack"] == "b")
+    assert "--target" not in b["args"] and b["locked"] is None, "fleet.py holds the lock around a whole up"
     later = [c for c in calls if c not in pass1]
     assert min(c["start"] for c in later) >= max(c["end"] for c in pass1)
     assert sorted((c["stack"], c["kind"]) for c in later) == [("a", "up"), ("a", "verify"), ("b", "verify"),
@@ -212,10 +213,22 @@ args = sys.argv[1:]
 stack = args[args.index("--stack") + 1]
 kind = ("preview" if args[0] == "preview" else "verify" if "ops.verify" in args
         else ("target" if "--target" in args else "up"))
-start = time.monotonic()
-time.sleep(float(os.environ.get("SLEEP_" + kind.upper(), "0.05")))
+start, write, lock = time.monotonic(), None, os.environ.get("FLEET_GRAFANA_LOCK")
+if kind == "target" and lock:  # start and lookups; the endpoint write under the lock, as the program takes it; approval
+    import fcntl
+    time.sleep(float(os.environ.get("SLEEP_LOOKUPS", "0.05")))
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    write = [time.monotonic()]
+    time.sleep(float(os.environ.get("SLEEP_WRITE", "0.05")))
+    write.append(time.monotonic())
+    os.close(fd)
+    time.sleep(float(os.environ.get("SLEEP_APPROVAL", "0.05")))
+else:
+    time.sleep(float(os.environ.get("SLEEP_" + kind.upper(), "0.05")))
 with open(os.environ["FLEET_LOG"], "a") as fh:
-    fh.write(json.dumps({"stack": stack, "kind": kind, "start": start, "end": time.monotonic(), "args": args}) + "\n")
+    fh.write(json.dumps({"stack": stack, "kind": kind, "start": start, "end": time.monotonic(), "args": args,
+                         "write": write, "locked": lock}) + "\n")
 failed = f"{stack}:{kind}" in os.environ.get("FAIL", "").split(",")
 state = os.environ["FLEET_STATE"]
 if kind == "up" and not failed:
@@ -232,7 +245,8 @@ sys.exit(1 if failed else 0)
 '''
 
 
-def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=None, serial=""):
+def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=None, serial="", relogin="",
+                  relogin_after="2400"):
     """`fleet.py endpoints` in run attempt `attempt` against the stand-in, whose converged stacks persist between
     calls in one tmp_path (as the stacks' state does between a run's attempts)."""
     stand_in = tmp_path / "stand-in"
@@ -243,7 +257,9 @@ def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=No
         path.unlink(missing_ok=True)
     done = sh("endpoints", "--stacks", json.dumps(stacks), *(("--whole", json.dumps(whole)) if whole else ()),
               env={"PULUMI": str(stand_in), "PYTHON": str(stand_in), "FLEET_LOG": str(log), "FAIL": fail,
-                   "FLEET_PARALLEL": parallel, "SLEEP_TARGET": "0.1", "SLEEP_UP": "0.3",
+                   "FLEET_PARALLEL": parallel, "SLEEP_WRITE": "0.15", "SLEEP_APPROVAL": "0.1", "SLEEP_UP": "0.3",
+                   "FLEET_GRAFANA_LOCK": str(tmp_path / "grafana.lock"), "FLEET_RELOGIN": relogin,
+                   "FLEET_RELOGIN_AFTER": relogin_after,
                    "FLEET_STATE": str(tmp_path / "converged"), "SERIAL": serial, "GITHUB_RUN_ATTEMPT": attempt,
                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
@@ -255,24 +271,49 @@ def overlaps(calls):
             if a["start"] < b["end"] and b["start"] < a["end"]]
 
 
+def writes(calls):
+    """The Grafana writes: each targeted up's locked part, and a whole up of pass 1 (the lock held around it)."""
+    return [{**c, "start": c["write"][0], "end": c["write"][1]} if c["write"] else c for c in calls]
+
+
 def test_the_grafana_phase_serializes_the_endpoint_writes_and_isolates_a_failing_stack(tmp_path):
     stacks = [f"s{i}" for i in range(6)]
     done, calls, got, summary = grafana_phase(tmp_path, stacks, fail="s1:target,s3:up")
     assert done.returncode == 1, "a failed stack fails the job"
     targets = [c for c in calls if c["kind"] == "target"]
-    assert [c["stack"] for c in targets] == stacks and overlaps(targets) == [], "pass 1: one stack at a time"
+    assert sorted(c["stack"] for c in targets) == stacks and all(c["write"] for c in targets)
+    assert overlaps(writes(targets)) == [], "pass 1: one endpoint write at a time"
+    assert overlaps(targets), "pass 1: the next stack starts, and the last one's approval runs, during a write"
+    assert max(len([d for d in targets if d["start"] < c["end"] and c["start"] < d["end"]]) for c in targets) <= 2
+    assert any(a["write"][1] <= b["write"][0] < a["end"] for a in targets for b in targets), "approval behind a write"
     for call in targets:
-        assert call["args"][call["args"].index("--target") + 1] == fleet.AZURE_NATIVE_GLOBS[0]
+        assert [call["args"][i + 1] for i, a in enumerate(call["args"]) if a == "--target"] == list(
+            fleet.PASS1_TARGETS)
         assert "--policy-pack" in call["args"] and "--skip-preview" in call["args"]
     ups = [c for c in calls if c["kind"] == "up"]
     assert min(c["start"] for c in ups) >= max(c["end"] for c in targets), "no refresh while an endpoint is written"
+    assert all(c["locked"] is None for c in ups), "pass 2 takes no lock"
     assert sorted(c["stack"] for c in ups) == ["s0", "s2", "s3", "s4", "s5"], "s1 (pass 1 failed) is skipped"
     assert max(len([d for d in ups if d["start"] < c["end"] and c["start"] < d["end"]]) for c in ups) <= 3
     assert len(overlaps(ups)) > 0, "pass 2 runs several stacks at once"
     assert sorted(c["stack"] for c in calls if c["kind"] == "verify") == ["s0", "s2", "s4", "s5"]
     assert json.loads(got["ok"]) == ["s0", "s2", "s4", "s5"] and json.loads(got["failed"]) == ["s1", "s3"]
-    assert "| s1 | failed: managed private endpoint" in summary and "| s3 | failed: approval, refresh" in summary
+    assert "| s1 | failed: managed private endpoint or approval" in summary
+    assert "| s3 | failed: refresh or Pyroscope datasource" in summary
     assert "::error title=Stack s1 failed::" in done.stdout and "::error title=Stack s3 failed::" in done.stdout
+
+
+@pytest.mark.parametrize("after, expected", [("2400", 0), ("0", 8)])
+def test_az_signs_in_again_only_when_the_last_sign_in_is_old_enough(tmp_path, after, expected):
+    """FLEET_RELOGIN runs when the last sign-in is older than FLEET_RELOGIN_AFTER: within a fresh job never; with 0,
+    before each of the 4 stacks' two pulumi ups."""
+    count = tmp_path / "relogins"
+    done, calls, got, summary = grafana_phase(tmp_path, list("abcd"), relogin=f"echo x >> {count}",
+                                              relogin_after=after)
+    assert done.returncode == 0, summary
+    assert got["relogins"] == str(expected)
+    assert (len(count.read_text().split()) if count.exists() else 0) == expected
+    assert f"Azure sign-ins renewed: {expected}" in summary
 
 
 def test_a_rerun_redoes_only_what_failed(tmp_path):

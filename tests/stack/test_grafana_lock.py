@@ -115,3 +115,10 @@ def test_holds_nest_and_a_process_that_dies_holding_the_lock_leaves_it_free(tmp_
                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert dying.returncode == 3
     assert not locked_elsewhere(path)
+
+
+def test_the_fleet_names_the_same_variable():
+    """ops/fleet.py runs on the runner's own python3 without pulumi, so it spells the variable itself."""
+    from ops import fleet
+
+    assert fleet.GRAFANA_LOCK_ENV == grafana_lock.ENV
