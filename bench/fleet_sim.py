@@ -1,23 +1,26 @@
-"""Fleet rollout simulation: N stacks over G Grafanas, our scheme (docs/fleet.md) against today's serialized one.
+"""Fleet rollout: N stacks over G Grafanas on R runners, the workflow (docs/fleet.md) against today's and the floor.
 
-    python -m bench.fleet_sim [--sizes 1,10,50,100] [--grafanas 1,5] [--json]
+    python -m bench.fleet_sim [--sizes 1,10,50,100] [--grafanas 1,5] [--runners 20,40,60,0] [--json]
 
-SIMULATED: no GitHub, no Azure. One stack's steps come from ``bench.deploy_sim`` on the dev stack's offline plan,
-the CI overheads from ``bench/latencies.yaml``'s ``ci`` section; stacks are spread over the Grafanas in turn.
-Schemes: **today** (per Grafana one job per stack, one after another), **ours** (``ops/fleet.py``: phase 1 every
-stack at once, then per Grafana the conflicting writes in chunks) and the **floor** (the cluster side in parallel
-plus every stack's conflicting Grafana operations one after another). Three runs: a first rollout, a chart-version
-bump on every stack, a run with nothing to do. Targets: first rollout of 50 on one Grafana <= 1.2 x the floor; chart
-bump and nothing-to-do of 50 <= 1.5 x one stack's time. Output: a text report, or ``--json``. The model in detail:
-docs/decisions/benchmarks.md ("Fleet rollout").
+SIMULATED: no GitHub, no Azure. One stack's steps come from ``bench.deploy_sim`` on the dev stack's offline plan, the
+CI figures from ``bench/latencies.yaml``'s ``ci`` section (a job's setup: the sum of its steps). Schemes: **ours**
+(deploy-stacks.yml and ``ops/fleet.py``: the cluster jobs on the runners there are, the plan job, then per Grafana its
+chunk jobs one after another, each run as ``fleet.py endpoints`` runs it), **today** (per Grafana one job per stack,
+one after another) and the **floor** (docs/fleet.md, "The floor": no schedule beats it). Runs: first rollout, chart
+bump, nothing to do; ``--runners`` 0 is unlimited. Prints the runs at 40 runners, the ratios per runner count, the
+chunk jobs of a first rollout of 50 against their limits and each driving latency's effect at x0.5 and x1.5. Exit 1
+when a target is missed or a chunk passes its timeout or a token's life. The model: docs/decisions/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import heapq
 import json
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import yaml
@@ -26,163 +29,373 @@ from bench import deploy_sim
 from offline.program import run
 from ops import fleet
 
-FLEET_PARALLEL = 8  # ops/fleet.py's default
-FLEET_CHUNK, SERIAL_WEIGHT = fleet.FLEET_CHUNK, fleet.SERIAL_WEIGHT
-TARGET_FLOOR, TARGET_SINGLE = 1.2, 1.5
+TARGET_RUNNERS = 40
+TARGET_FLOOR, TARGET_WAVES, TARGET_SENSITIVITY = 1.2, 1.2, 1.35
+FACTORS = (0.5, 1.5)
+#: The latencies that drive a first rollout: (label, section, key); ``setup`` scales every setup step.
+DRIVING = (
+    ("endpoint PUT", "resources", deploy_sim.MPE),
+    ("refresh", "events", "ip_after_refresh"),
+    ("approval PUT", "events", "approval_put"),
+    ("load balancer frontend", "events", "load_balancer_frontend"),
+    ("PLS after the frontend", "events", "pls_after_load_balancer"),
+    ("Helm release", "resources", deploy_sim.RELEASE),
+    ("ARM lookup", "events", "invoke"),
+    ("poll check", "events", "poll_check"),
+    ("pulumi start", "ci", "pulumi_startup"),
+    ("job setup", "ci", "setup"),
+    ("az sign-in again", "ci", "relogin"),
+    ("light job", "ci", "light_job"),
+    ("verify", "ci", "verify"),
+)
+GRAFANA = ("endpoint PUT", "refresh")  # scaled together in the combined row
+
+
+@dataclass
+class Latencies:
+    """bench/latencies.yaml: the Azure table (deploy_sim.Table) and the ``ci`` section, one entry scalable."""
+
+    table: deploy_sim.Table
+    setup_steps: dict[str, float]
+    ci: dict[str, float]
+
+    @classmethod
+    def load(cls) -> "Latencies":
+        data = yaml.safe_load(deploy_sim.TABLE.read_text())["ci"]
+        steps = {k: float(v["seconds"]) for k, v in data["setup_steps"].items()}
+        return cls(deploy_sim.Table(), steps, {k: float(v["seconds"]) for k, v in data.items() if k != "setup_steps"})
+
+    @property
+    def setup(self) -> float:
+        return sum(self.setup_steps.values())
+
+    def scaled(self, labels: Sequence[str], factor: float) -> "Latencies":
+        out = copy.deepcopy(self)
+        for label, section, key in DRIVING:
+            if label not in labels:
+                continue
+            if section == "ci" and key == "setup":
+                out.setup_steps = {k: v * factor for k, v in out.setup_steps.items()}
+            elif section == "ci":
+                out.ci[key] *= factor
+            else:
+                getattr(out.table, section)[key] *= factor
+        return out
 
 
 @dataclass
 class Stack:
     """One stack's figures (seconds), from deploy_sim's schedule of the dev plan."""
 
-    full: float          # pulumi up of a first rollout, lookups included
-    cluster: float       # the same without the excluded resources (phase 1 of a first rollout)
+    full: float          # its whole pulumi up of a first rollout, lookups included
+    cluster: float       # the same without the excluded resources (a first rollout's cluster job)
     prologue: float      # the program's lookups
     mpe: float           # the endpoint's PUT
-    approval: float      # the approval step (its wait for the connection, the PUT)
-    refresh_busy: float  # refreshManagedPrivateEndpoints' long-running action
+    approval: float      # the approval step (its check for the connection, the PUT)
+    refresh: float       # refreshManagedPrivateEndpoints' long-running action
     datasource: float    # the Pyroscope datasource step
-    release: float       # the Helm release's update (chart bump; the private link Service is not touched)
-    physical_cluster: float  # namespace, claims, release, the Service's load balancer, the PLS appearing; no polls
+    release: float       # the Helm release's update (a chart bump)
+    physical_cluster: float  # namespace, claims, release, the load balancer frontend, the PLS: no polls
+    approval_put: float  # the approval's PUT alone (the connection exists once the MPE does)
+    check: float         # one check of a waiting step
 
 
-def stack_figures(table: deploy_sim.Table) -> Stack:
-    plan = run("dev")
+def stack_figures(table: deploy_sim.Table, plan) -> Stack:
     ours = deploy_sim.schedule(plan, table, "ours")
     links = deploy_sim.chain(plan)  # release, private link Service, PLS wait, MPE, approval, refresh, datasource
     excluded = {links[3].urn, links[4].urn, links[5].urn, links[6].urn}
     e = table.events
-    prologue = e["invoke"] * len([i for i in plan.invokes if not i.dependencies])
     step = lambda r: ours.steps[r.urn].finish - ours.steps[r.urn].start  # noqa: E731
-    namespace = table.resource(deploy_sim.NAMESPACE)
-    # The claims are created side by side (each one request), all before the release.
     claims = table.resource(deploy_sim.CLAIM) if any(r.type == deploy_sim.CLAIM for r in plan.resources) else 0.0
     return Stack(full=ours.total, cluster=max(t.finish for u, t in ours.steps.items() if u not in excluded),
-                 prologue=prologue, mpe=table.resource(deploy_sim.MPE), approval=step(links[4]),
-                 refresh_busy=e["ip_after_refresh"], datasource=step(links[6]),
-                 release=table.resource(deploy_sim.RELEASE),
-                 physical_cluster=namespace + claims + table.resource(deploy_sim.RELEASE)
-                 + e["load_balancer_frontend"] + e["pls_after_load_balancer"])
+                 prologue=e["invoke"] * len([i for i in plan.invokes if not i.dependencies]),
+                 mpe=table.resource(deploy_sim.MPE), approval=step(links[4]), refresh=e["ip_after_refresh"],
+                 datasource=step(links[6]), release=table.resource(deploy_sim.RELEASE),
+                 physical_cluster=table.resource(deploy_sim.NAMESPACE) + claims + table.resource(deploy_sim.RELEASE)
+                 + e["load_balancer_frontend"] + e["pls_after_load_balancer"],
+                 approval_put=e["connection_after_mpe"] + e["approval_put"], check=e["poll_check"])
 
 
-def ci_table() -> dict[str, float]:
-    data = yaml.safe_load(deploy_sim.TABLE.read_text())
-    return {k: float(v["seconds"]) for k, v in data["ci"].items()}
+def floor(n: int, s: Stack) -> dict[str, float]:
+    """What no schedule beats for a first rollout of ``n`` stacks on one Grafana (docs/fleet.md, "The floor"): every
+    cluster side at once; then the n endpoint PUTs, one after another (they conflict); the last one's approval; one
+    refresh (workspace-wide, so one after the last approval serves all); the last datasource."""
+    parts = {"cluster side": s.physical_cluster, "endpoint PUTs": n * s.mpe, "last approval": s.approval_put,
+             "one refresh": s.refresh, "datasource": s.datasource}
+    return {**parts, "total": sum(parts.values())}
 
 
-def chunk_job(k: int, s: Stack, ci: dict[str, float], check: float, parallel: int = FLEET_PARALLEL) -> float:
-    """Seconds of one ``grafana`` job (one chunk of ``k`` stacks of class grafana): its setup; pass 1, the endpoint
-    PUTs one stack after another (pulumi's start, the lookups, the PUT); pass 2, FLEET_PARALLEL stacks at once, each
-    refresh holding the Grafana for its long-running action while the others retry its 409 on the scripts'
-    schedule (``steps/lib.sh`` backoff), then verify."""
-    start, verify = ci["pulumi_startup"], ci["verify"]
-    t = ci["job_setup"] + k * (start + s.prologue + s.mpe)       # pass 1: one endpoint PUT at a time
-    slots, free, end = [t] * min(parallel, k), 0.0, t            # pass 2: FLEET_PARALLEL stacks at once
-    for _ in range(k):  # each stack takes the earliest free slot; the refreshes hold the Grafana in turn
-        slot = min(range(len(slots)), key=lambda j: slots[j])
-        ready = slots[slot] + start + s.prologue + s.approval
-        began, noticed = refresh(ready, free, s.refresh_busy, check)
-        free = began + s.refresh_busy
-        slots[slot] = noticed + s.datasource + verify
-        end = max(end, slots[slot])
-    return end
+@dataclass
+class Chunk:
+    """One chunk job as ``fleet.py endpoints`` runs it: its seconds, az sign-ins renewed, the longest any process ran
+    after the sign-in it relied on, and the limits it passed (empty when within all)."""
+
+    stacks: int
+    whole: int
+    seconds: float
+    relogins: int
+    longest_after_sign_in: float
+    exceeded: list[str] = field(default_factory=list)
 
 
-def whole_chunk_job(s: Stack, ci: dict[str, float]) -> float:
-    """Seconds of a chunk of only ``serial`` stacks (FLEET_CHUNK // SERIAL_WEIGHT of them): each one's whole
-    ``pulumi up``, taken as a first rollout's (the private link Service re-created, and the release with the
-    namespace; the PLS, the endpoint, approval, refresh, datasource), one after another, then verify."""
-    k = FLEET_CHUNK // SERIAL_WEIGHT
-    return ci["job_setup"] + k * (ci["pulumi_startup"] + s.full) + ci["verify"]
+def chunk_job(k: int, s: Stack, lat: Latencies, whole: int = 0) -> Chunk:
+    """``k`` stacks of a first rollout (the first ``whole`` of them serial), from the job's start: its setup (az signs in
+    and the Pulumi token is issued at its end); pass 1, ``fleet.PASS1_WORKERS`` stacks at once, each endpoint PUT
+    under the lock, the approval after it; pass 2, ``fleet.FLEET_PARALLEL`` at once, the first refresh serving every
+    endpoint, the others reading it (steps/refresh_managed_private_endpoints.sh), then the datasource and verify;
+    az signs in again before a process when the last sign-in is ``fleet.RELOGIN_AFTER_SECONDS`` old."""
+    ci, start = lat.ci, lat.ci["pulumi_startup"]
+    setup = lat.setup
+    sign = {"at": setup, "free": setup, "count": 0}
+    ran: list[tuple[float, float]] = []  # (sign-in relied on, end) per process
+
+    def fresh(at: float) -> tuple[float, float]:
+        if at - sign["at"] > fleet.RELOGIN_AFTER_SECONDS:  # under fleet.py's sign-in lock
+            begin = max(at, sign["free"])
+            sign.update(at=begin + ci["relogin"], free=begin + ci["relogin"], count=sign["count"] + 1)
+            return sign["at"], sign["at"]
+        return at, sign["at"]
+
+    workers, lock = [setup] * fleet.PASS1_WORKERS, setup
+    for i in range(k):  # pass 1, in order: the earliest free worker takes the next stack
+        w = min(range(len(workers)), key=workers.__getitem__)
+        if i < whole:  # fleet.py takes the lock, signs in if due, then runs the whole up
+            begin, since = fresh(max(workers[w], lock))
+            end = lock = begin + start + s.full
+        else:
+            begin, since = fresh(workers[w])
+            write = max(begin + start + s.prologue, lock)
+            lock = write + s.mpe
+            end = lock + s.approval
+        workers[w] = end
+        ran.append((since, end))
+    slots = [max(workers)] * max(1, min(fleet.FLEET_PARALLEL, k))
+    grafana = Refresh(s, lat)
+    for i in range(k):  # pass 2: the rest of each stack, then verify (a whole stack: verify only)
+        j = min(range(len(slots)), key=slots.__getitem__)
+        begin, since = fresh(slots[j])
+        done = begin if i < whole else grafana.step(begin + start + s.prologue) + s.datasource
+        slots[j] = done + ci["verify"]
+        ran.append((since, slots[j]))
+    seconds = max(slots)
+    longest = max(end - since for since, end in ran)
+    exceeded = [text for text, over in (
+        (f"timeout {fleet.CHUNK_TIMEOUT_MINUTES} min", seconds > fleet.CHUNK_TIMEOUT_MINUTES * 60),
+        (f"Pulumi token {fleet.PULUMI_TOKEN_SECONDS // 60} min", seconds - setup > fleet.PULUMI_TOKEN_SECONDS),
+        (f"az tokens {fleet.AZ_TOKEN_SECONDS // 60} min after a sign-in", longest > fleet.AZ_TOKEN_SECONDS)) if over]
+    return Chunk(k, whole, seconds, sign["count"], longest, exceeded)
 
 
-def simulate(n: int, grafanas: int, kind: str, s: Stack, ci: dict[str, float], check: float,
-             parallel: int = FLEET_PARALLEL, chunk: int = FLEET_CHUNK) -> dict[str, float]:
-    """Total seconds of one run of ``kind`` (first, bump, none) for ``n`` stacks over ``grafanas``: ours, today's,
-    the floor, and one stack alone under today's scheme; for a first rollout also the longest Grafana job (chunk)."""
-    setup, light, start, verify = ci["job_setup"], ci["light_job"], ci["pulumi_startup"], ci["verify"]
+class Refresh:
+    """The refresh steps of one pass 2: the first to post holds the Grafana ``s.refresh`` seconds; every step reads
+    the endpoint first and before each retry of a 409 (steps/lib.sh backoff), and stops once it reads the IP."""
+
+    def __init__(self, s: Stack, lat: Latencies) -> None:
+        self.s, self.first_delay, self.ceiling = s, *deploy_sim.poll_defaults()
+        self.done: Optional[float] = None
+        self.noticed: Optional[float] = None
+
+    def step(self, at: float) -> float:
+        """When the step that starts at ``at`` has seen the private IP."""
+        check, delays = self.s.check, deploy_sim.delays(self.first_delay, self.ceiling)
+        while True:
+            if self.done is not None and self.done <= at:
+                return at + check  # the read sees Approved with the IP: no POST
+            post = at + check
+            if self.done is None:  # nothing running: this one refreshes, then polls for the IP
+                self.done = post + self.s.refresh
+                return deploy_sim.poll("IP", post, self.done, check, deploy_sim.delays(self.first_delay, self.ceiling),
+                                       extra=lambda n: check if n % 4 == 0 else 0.0, first_offset=check).noticed
+            at = post + max(next(delays), check)  # 409 while it runs: back off, read again
+
+
+@dataclass
+class Job:
+    seconds: float
+    needs: tuple[int, ...] = ()
+
+
+def run_jobs(jobs: list[Job], runners: int) -> list[float]:
+    """Finish times: a job starts once all it needs have finished and a runner is free, in the order the jobs became
+    ready (ties: listed order); ``runners`` 0 is unlimited."""
+    finish: list[Optional[float]] = [None] * len(jobs)
+    pending, running, now = list(range(len(jobs))), [], 0.0
+    while pending or running:
+        ready = sorted((max((finish[d] for d in jobs[i].needs), default=0.0), i) for i in pending
+                       if all(finish[d] is not None for d in jobs[i].needs))
+        for _, i in ready:
+            if runners and len(running) >= runners:
+                break
+            pending.remove(i)
+            heapq.heappush(running, (now + jobs[i].seconds, i))
+        now, i = heapq.heappop(running)
+        finish[i] = now
+    return finish  # type: ignore[return-value]
+
+
+def cluster_job(kind: str, s: Stack, lat: Latencies) -> float:
+    """One stack's job in deploy-stacks.yml's ``cluster`` matrix: setup, preview, the up (a first rollout's without
+    the Grafana writes), verify (not for class grafana: its chunk verifies it), the record's upload."""
+    ci, start = lat.ci, lat.ci["pulumi_startup"]
+    up = {"first": start + s.cluster, "bump": start + s.prologue + s.release, "none": 0.0}[kind]
+    return lat.setup + start + s.prologue + up + (0.0 if kind == "first" else ci["verify"]) + ci["artifact"]
+
+
+def single(kind: str, s: Stack, lat: Latencies) -> float:
+    """One stack's job under today's scheme: setup, its whole pulumi up, verify."""
     up = {"first": s.full, "bump": s.prologue + s.release, "none": s.prologue}[kind]
-    single = setup + start + up + verify
-    groups = [len(range(g, n, grafanas)) for g in range(grafanas) if g < n]
-    today = light + max(k * single for k in groups)
-    preview = start + s.prologue
-    if kind == "first":
-        phase1 = setup + preview + start + s.cluster + ci["artifact"]
-        totals, longest = [], 0.0
-        for k in groups:  # per Grafana: the chunks of the Grafana phase, one job after another (max-parallel: 1)
-            t = light + phase1 + light
-            for size in [min(chunk, k - i) for i in range(0, k, chunk)]:
-                job = chunk_job(size, s, ci, check, parallel)
-                t += job
-                longest = max(longest, job)
-            totals.append(t)
-        ours = max(totals)
-        floor = s.physical_cluster + max(groups) * (s.mpe + s.refresh_busy)
-        return {"ours": ours, "today": today, "floor": floor, "single": single, "grafanaJob": longest}
-    else:
-        ours = light + setup + preview + (start + up if kind == "bump" else 0.0) + verify + ci["artifact"] + light
-        floor = s.release if kind == "bump" else 0.0
-    return {"ours": ours, "today": today, "floor": floor, "single": single}
+    return lat.setup + lat.ci["pulumi_startup"] + up + lat.ci["verify"]
 
 
-def refresh(ready: float, free: float, busy: float, check: float) -> tuple[float, float]:
-    """One refresh step ready to POST at ``ready`` on a Grafana busy until ``free``: the POST gets 409 and is retried on
-    the scripts' backoff (steps/lib.sh: first, then ceiling seconds after the previous try started) until a try finds
-    it free; it then holds the Grafana ``busy`` seconds and the step notices the IP on its poll schedule. Returns
-    (when the POST was accepted, when the IP was noticed)."""
-    first, ceiling = deploy_sim.poll_defaults()
-    at, delay = ready, first
-    while at < free:
-        at += max(delay, check)
-        delay = min(delay * 2, ceiling)
-    return at, deploy_sim.poll("IP", at, at + busy, check, deploy_sim.delays(first, ceiling),
-                               first_offset=check).noticed
+def groups(n: int, grafanas: int) -> list[int]:
+    return [len(range(g, n, grafanas)) for g in range(min(grafanas, n))]
 
 
-def table_rows(sizes: Sequence[int], grafanas: Sequence[int]) -> dict:
-    table = deploy_sim.Table()
-    s, ci, check = stack_figures(table), ci_table(), table.events["poll_check"]
-    rows = [{"run": kind, "stacks": n, "grafanas": g, **simulate(n, g, kind, s, ci, check)}
-            for kind in ("first", "bump", "none") for g in grafanas for n in sizes]
-    pick = {(r["run"], r["stacks"], r["grafanas"]): r for r in rows}
-    first, bump, none = (pick.get((k, 50, 1)) or simulate(50, 1, k, s, ci, check) for k in ("first", "bump", "none"))
-    ratios = {"first rollout (50, 1 Grafana): ours/floor": first["ours"] / first["floor"],
-              "chart bump (50): ours/one stack": bump["ours"] / bump["single"],
-              "nothing to do (50): ours/one stack": none["ours"] / none["single"]}
-    limits = dict(zip(ratios, (TARGET_FLOOR, TARGET_SINGLE, TARGET_SINGLE)))
-    return {"stack": s.__dict__, "ci": ci, "fleetParallel": FLEET_PARALLEL, "fleetChunk": FLEET_CHUNK,
-            "serialWeight": SERIAL_WEIGHT, "rows": rows, "ratios": ratios,
-            "targets": {k: {"target": f"<= {limits[k]}", "met": ratios[k] <= limits[k]} for k in ratios},
-            "todayFirst50": first["today"], "grafanaJob50": first["grafanaJob"],
-            "unchunkedGrafanaJob50": chunk_job(50, s, ci, check), "wholeChunkJob": whole_chunk_job(s, ci)}
+def ours(kind: str, n: int, grafanas: int, runners: int, s: Stack, lat: Latencies) -> dict:
+    """deploy.yml's run: the stack-matrix job, then per Grafana (in parallel) the cluster jobs, the plan job and, for
+    a first rollout, its chunk jobs one after another (``max-parallel: 1``), all on ``runners`` runners."""
+    light, jobs, chunks = lat.ci["light_job"], [Job(lat.ci["light_job"])], []
+    for k in groups(n, grafanas):
+        cluster = [len(jobs) + i for i in range(k)]
+        jobs += [Job(cluster_job(kind, s, lat), (0,)) for _ in range(k)]
+        jobs.append(Job(light, tuple(cluster)))
+        if kind == "first":
+            for size in [min(fleet.FLEET_CHUNK, k - i) for i in range(0, k, fleet.FLEET_CHUNK)]:
+                chunk = chunk_job(size, s, lat)
+                chunks.append(chunk)
+                jobs.append(Job(chunk.seconds, (len(jobs) - 1,)))  # the plan job, or the chunk before
+    return {"seconds": max(run_jobs(jobs, runners)), "chunks": chunks}
+
+
+def today(kind: str, n: int, grafanas: int, runners: int, s: Stack, lat: Latencies) -> float:
+    jobs = [Job(lat.ci["light_job"])]
+    for k in groups(n, grafanas):
+        for i in range(k):
+            jobs.append(Job(single(kind, s, lat), (0,) if i == 0 else (len(jobs) - 1,)))
+    return max(run_jobs(jobs, runners))
+
+
+def one_stack(kind: str, s: Stack, lat: Latencies) -> float:
+    """One stack deployed alone by today's workflow: its run's stack-matrix job and the stack's job."""
+    return lat.ci["light_job"] + single(kind, s, lat)
+
+
+def waves(n: int, runners: int) -> int:
+    return math.ceil(n / runners) if runners else 1
+
+
+def first_rollout(lat: Latencies, plan, n: int = 50, runners: int = TARGET_RUNNERS) -> dict:
+    s = stack_figures(lat.table, plan)
+    got = ours("first", n, 1, runners, s, lat)
+    return {"ratio": got["seconds"] / floor(n, s)["total"], "chunks": got["chunks"],
+            "longestChunk": max(c.seconds for c in got["chunks"]),
+            "exceeded": sorted({x for c in got["chunks"] for x in c.exceeded})}
+
+
+def simulate(sizes: Sequence[int], grafana_counts: Sequence[int], runner_counts: Sequence[int]) -> dict:
+    plan, lat = run("dev"), Latencies.load()
+    s = stack_figures(lat.table, plan)
+    rows = []
+    for kind in ("first", "bump", "none"):
+        for g in grafana_counts:
+            for n in sizes:
+                got = ours(kind, n, g, TARGET_RUNNERS, s, lat)
+                rows.append({"run": kind, "stacks": n, "grafanas": g, "ours": got["seconds"],
+                             "today": today(kind, n, g, TARGET_RUNNERS, s, lat),
+                             "floor": max(floor(k, s)["total"] for k in groups(n, g)) if kind == "first" else None})
+    by_runners = []
+    for r in runner_counts:
+        row = {"runners": r, "first": ours("first", 50, 1, r, s, lat)["seconds"], "firstFloor": floor(50, s)["total"]}
+        for kind in ("bump", "none"):
+            row[kind] = ours(kind, 50, 1, r, s, lat)["seconds"]
+            row[kind + "Bound"] = waves(50, r) * one_stack(kind, s, lat)
+        by_runners.append(row)
+    chunks = ours("first", 50, 1, TARGET_RUNNERS, s, lat)["chunks"]
+    serial = chunk_job(fleet.FLEET_CHUNK // fleet.SERIAL_WEIGHT, s, lat, whole=fleet.FLEET_CHUNK // fleet.SERIAL_WEIGHT)
+    sensitivity = []
+    for label, section, key in DRIVING + (("Grafana (endpoint PUT and refresh)", "", ""),):
+        labels = GRAFANA if not section else (label,)
+        base = (sum(lat.setup_steps.values()) if key == "setup" else lat.ci.get(key) if section == "ci"
+                else getattr(lat.table, section)[key] if section else None)
+        sensitivity.append({"latency": label, "seconds": base, **{
+            f"x{f}": {k: v for k, v in first_rollout(lat.scaled(labels, f), plan).items() if k != "chunks"}
+            for f in FACTORS}})
+    return {"stack": s.__dict__, "setupSteps": lat.setup_steps, "ci": lat.ci, "setup": lat.setup,
+            "floor50": floor(50, s), "rows": rows, "byRunners": by_runners,
+            "chunks50": [c.__dict__ for c in chunks], "serialChunk": serial.__dict__, "sensitivity": sensitivity,
+            "oneStack": {k: one_stack(k, s, lat) for k in ("bump", "none")}, "targets": targets(
+                by_runners, chunks, serial, sensitivity)}
+
+
+def targets(by_runners: list[dict], chunks: list[Chunk], serial: Chunk, sensitivity: list[dict]) -> dict:
+    """The issue's numbers, each with its measured value and whether it is met."""
+    at = {row["runners"]: row for row in by_runners}
+    out = {}
+    if TARGET_RUNNERS in at:
+        ratio = at[TARGET_RUNNERS]["first"] / at[TARGET_RUNNERS]["firstFloor"]
+        out[f"first rollout of 50 at {TARGET_RUNNERS} runners <= {TARGET_FLOOR} x floor"] = (ratio, ratio <= TARGET_FLOOR)
+    for kind, name in (("bump", "chart bump"), ("none", "nothing to do")):
+        for r in (20, 40, 60):
+            if r in at:
+                ratio = at[r][kind] / at[r][kind + "Bound"]
+                out[f"{name} of 50 at {r} runners <= {TARGET_WAVES} x waves x one stack"] = (ratio, ratio <= TARGET_WAVES)
+    worst = max(v[f"x{f}"]["ratio"] for v in sensitivity for f in FACTORS)
+    out[f"every latency x0.5 and x1.5: first rollout <= {TARGET_SENSITIVITY} x floor"] = (
+        worst, worst <= TARGET_SENSITIVITY)
+    over = sorted({x for v in sensitivity for f in FACTORS for x in v[f"x{f}"]["exceeded"]}
+                  | {x for c in [*chunks, serial] for x in c.exceeded})
+    out["every chunk within its timeout and tokens (sensitivity included)"] = (len(over), not over)
+    return {k: {"value": v, "met": met} for k, (v, met) in out.items()}
 
 
 def render(result: dict) -> str:
-    def m(x: float) -> str:
-        return f"{x / 60:7.1f} min"
+    def m(x: Optional[float]) -> str:
+        return f"{x / 60:7.1f} min" if x is not None else f"{'-':>11}"
 
     names = {"first": "first rollout", "bump": "chart bump", "none": "nothing to do"}
-    lines = ["Fleet rollout, simulated with bench/latencies.yaml (no GitHub, no Azure)", "",
+    f50 = result["floor50"]
+    lines = ["Fleet rollout, simulated with bench/latencies.yaml and ops/fleet.py's schedule (no GitHub, no Azure)", "",
+             "The floor, 50 stacks on one Grafana (docs/fleet.md, \"The floor\"): " + " + ".join(
+                 f"{k} {v:.0f} s" for k, v in f50.items() if k != "total") + f" = {m(f50['total']).strip()}", "",
+             f"At {TARGET_RUNNERS} runners:",
              f"{'run':<14} {'stacks':>6} {'Grafanas':>8} {'ours':>11} {'today':>11} {'floor':>11} {'ours/floor':>10} "
              f"{'today/ours':>10}"]
     for r in result["rows"]:
         ratio = f"{r['ours'] / r['floor']:10.2f}" if r["floor"] else f"{'-':>10}"
         lines.append(f"{names[r['run']]:<14} {r['stacks']:>6} {r['grafanas']:>8} {m(r['ours'])} {m(r['today'])} "
                      f"{m(r['floor'])} {ratio} {r['today'] / r['ours']:10.2f}")
-    lines += ["", "  one stack alone (today's scheme): " + ", ".join(
-        f"{names[k]} {m(next(r['single'] for r in result['rows'] if r['run'] == k)).strip()}" for k in names),
-              "", "  ratios: " + ", ".join(f"{k} = {v:.2f}" for k, v in result["ratios"].items()),
-              "  targets: " + ", ".join(f"{k} {t['target']} {'met' if t['met'] else 'NOT MET'}"
-                                        for k, t in result["targets"].items()),
-              f"  (pass 2 runs {result['fleetParallel']} stacks at once; runners for every stack at once assumed)",
-              f"  the Grafana phase runs in chunks of at most {result['fleetChunk']} stacks, one job each, one after "
-              f"another; the longest chunk job of a first rollout of 50 on one Grafana runs "
-              f"{m(result['grafanaJob50']).strip()} (unchunked: {m(result['unchunkedGrafanaJob50']).strip()}), a chunk "
-              f"of {result['fleetChunk'] // result['serialWeight']} whole-up (serial) stacks "
-              f"{m(result['wholeChunkJob']).strip()}: "
-              + ("within" if max(result["grafanaJob50"], result["wholeChunkJob"]) <= 6000 else "LONGER THAN")
-              + " the ~100 minutes a chunk may take (120-minute timeout, 2-hour Pulumi token; "
-              "docs/fleet.md, \"Chunks\")"]
+    one = result["oneStack"]
+    lines += ["", f"By runners, 50 stacks on one Grafana (one stack alone, today's workflow: chart bump "
+              f"{m(one['bump']).strip()}, nothing to do {m(one['none']).strip()}; waves = ceil(50 / runners)):",
+              f"{'runners':>9} {'first rollout':>13} {'/floor':>7} {'chart bump':>11} {'/waves':>7} "
+              f"{'nothing':>11} {'/waves':>7}"]
+    for row in result["byRunners"]:
+        lines.append(f"{row['runners'] or 'unlimited':>9} {m(row['first']):>13} {row['first'] / row['firstFloor']:7.2f} "
+                     f"{m(row['bump'])} {row['bump'] / row['bumpBound']:7.2f} {m(row['none'])} "
+                     f"{row['none'] / row['noneBound']:7.2f}")
+    lines += ["", f"Chunk jobs, first rollout of 50 on one Grafana (limits: timeout {fleet.CHUNK_TIMEOUT_MINUTES} min, "
+              f"Pulumi token {fleet.PULUMI_TOKEN_SECONDS // 60} min, az tokens {fleet.AZ_TOKEN_SECONDS // 60} min "
+              "after a sign-in):"]
+    for c in [*result["chunks50"], result["serialChunk"]]:
+        what = f"{c['stacks']} stacks" + (f", all serial (whole up)" if c["whole"] else "")
+        lines.append(f"  {what:<32} {m(c['seconds'])}  az sign-ins renewed {c['relogins']}, longest run after a "
+                     f"sign-in {m(c['longest_after_sign_in']).strip()}: "
+                     + ("within limits" if not c["exceeded"] else "EXCEEDS " + ", ".join(c["exceeded"])))
+    lines += ["", f"Sensitivity, first rollout of 50 on one Grafana at {TARGET_RUNNERS} runners (one latency at a "
+              "time; its ratio to the floor taken with that latency too):",
+              f"  {'latency':<36} {'seconds':>7}  {'x0.5: /floor':>12} {'longest chunk':>13}  {'x1.5: /floor':>12} "
+              f"{'longest chunk':>13}"]
+    for v in result["sensitivity"]:
+        cells = []
+        for f in FACTORS:
+            got = v[f"x{f}"]
+            cells.append(f"{got['ratio']:12.2f} {m(got['longestChunk']):>13}" + ("!" if got["exceeded"] else " "))
+        seconds = f"{v['seconds']:7.0f}" if v["seconds"] is not None else f"{'':>7}"
+        lines.append(f"  {v['latency']:<36} {seconds}  {cells[0]} {cells[1]}")
+    lines += ["  (! a chunk passes a limit)", "", "targets:"]
+    for name, t in result["targets"].items():
+        value = f"{t['value']:.2f}" if isinstance(t["value"], float) else str(t["value"])
+        lines.append(f"  {name}: {value} {'met' if t['met'] else 'NOT MET'}")
     return "\n".join(lines)
 
 
@@ -190,11 +403,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fleet_sim", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1,10,50,100")
     parser.add_argument("--grafanas", default="1,5")
+    parser.add_argument("--runners", default="20,40,60,0", help="runner counts (0: unlimited; default 20,40,60,0)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = table_rows([int(x) for x in args.sizes.split(",")], [int(x) for x in args.grafanas.split(",")])
+    numbers = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
+    result = simulate(numbers(args.sizes), numbers(args.grafanas), numbers(args.runners))
     print(json.dumps(result, indent=2) if args.json else render(result))
-    return 0
+    return 0 if all(t["met"] for t in result["targets"].values()) else 1
 
 
 if __name__ == "__main__":

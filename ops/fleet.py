@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """CI: roll a fleet of stacks out onto shared Grafanas, serializing only what conflicts (docs/fleet.md).
 
+    python3 -m ops.fleet cluster --stacks JSON --grafana G --out DIR
     python3 -m ops.fleet classify PREVIEW_JSON --stack S --grafana G --out DIR [--outcome success|failure]
     python3 -m ops.fleet plan --stacks JSON DIR
     python3 -m ops.fleet endpoints --stacks JSON
 
-Owns: ``classify`` (one stack's ``pulumi preview --json`` -> ``none``, ``parallel``, ``grafana``, ``serial`` or
-``failed``; writes ``DIR/<artifact>.json`` and ``class=``, ``artifact=``, ``exclude=`` to ``$GITHUB_OUTPUT``), ``plan``
-(one Grafana's records -> ``endpoints=``, ``chunks=``, ``failed=`` and a summary table) and ``endpoints`` (the
-serialized phase: pass 1, ``PASS1_WORKERS`` stacks' endpoint write and approval at once under the Grafana lock, one
-write at a time; pass 2 ``FLEET_PARALLEL`` at once, the rest and ``python -m ops.verify``; on a re-run each stack is
-previewed first; ``ok=``/``failed=``/``skipped=``/``relogins=``). Inputs: previews, records, ``GITHUB_*``,
+Owns: ``cluster`` (phase 1 of a group of stacks at once: preview, classify, ``pulumi up``, record, verify;
+``artifact=``), ``classify`` (one stack's ``pulumi preview --json`` -> ``none``, ``parallel``, ``grafana``, ``serial``
+or ``failed``; writes ``DIR/<artifact>.json`` and ``class=``, ``artifact=``, ``exclude=`` to ``$GITHUB_OUTPUT``),
+``plan`` (one Grafana's records -> ``endpoints=``, ``chunks=``, ``failed=`` and a summary table) and ``endpoints``
+(the serialized phase: pass 1, ``PASS1_WORKERS`` stacks' endpoint write and approval at once under the Grafana lock,
+one write at a time; pass 2 ``FLEET_PARALLEL`` at once, the rest and ``python -m ops.verify``; on a re-run each stack
+is previewed first; ``ok=``/``failed=``/``skipped=``/``relogins=``). Inputs: previews, records, ``GITHUB_*``,
 ``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN`` (run when the last sign-in is ``FLEET_RELOGIN_AFTER`` seconds
 old), ``FLEET_GRAFANA_LOCK`` (the lock file; default under ``RUNNER_TEMP``). Errors: a failing stack is reported and
 skipped, exit 1 when any failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why:
@@ -140,9 +142,18 @@ def option(argv: list[str], name: str, default: str | None = None) -> str:
     return default
 
 
+def write_record(out: Path, stack: str, grafana: str, kind: str, reasons: list[str]) -> str:
+    """``out/<artifact>.json``, the record the plan job reads; returns the artifact's name."""
+    attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
+    name = artifact_name(stack, attempt)
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"stack": stack, "grafana": grafana, "class": kind, "reasons": reasons, "attempt": int(attempt)}
+    (out / f"{name}.json").write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+    return name
+
+
 def classify(argv: list[str]) -> int:
     stack, grafana, out = option(argv, "--stack"), option(argv, "--grafana"), Path(option(argv, "--out"))
-    attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
     if option(argv, "--outcome", "success") == "failure":
         kind, reasons = "failed", ["pulumi preview or pulumi up failed (see this stack's job)"]
     else:
@@ -151,12 +162,47 @@ def classify(argv: list[str]) -> int:
             kind, reasons = classify_preview(preview)
         except (OSError, ValueError, IndexError, AttributeError) as error:
             kind, reasons = "failed", [f"cannot read the preview ({error})"]
-    name = artifact_name(stack, attempt)
-    out.mkdir(parents=True, exist_ok=True)
-    record = {"stack": stack, "grafana": grafana, "class": kind, "reasons": reasons, "attempt": int(attempt)}
-    (out / f"{name}.json").write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+    name = write_record(out, stack, grafana, kind, reasons)
     output({"class": kind, "artifact": name, "exclude": "\n".join(CONFLICTING)})
     return 0
+
+
+def cluster(argv: list[str]) -> int:
+    """Phase 1 of a group of stacks (one job), all at once: each previews, is classified, runs ``pulumi up`` (class
+    grafana without the conflicting writes and their dependents), is recorded and, unless the Grafana phase will,
+    verified."""
+    stacks, grafana = json.loads(option(argv, "--stacks")), option(argv, "--grafana")
+    out = Path(option(argv, "--out"))
+    pulumi, python = os.environ.get("PULUMI", "pulumi"), os.environ.get("PYTHON", ".venv/bin/python")
+    common = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
+    exclude = [arg for glob in CONFLICTING for arg in ("--exclude", glob)] + ["--exclude-dependents"]
+    lock, log, result = threading.Lock(), [], {}
+
+    def one(stack: str) -> None:
+        text: list[str] = []
+        kind, reasons = "failed", ["pulumi preview failed (see this job's log)"]
+        if run([pulumi, "preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"],
+               log, lock, capture=text):
+            try:
+                kind, reasons = classify_preview(json.loads(text[0]))
+            except (ValueError, AttributeError) as error:
+                reasons = [f"cannot read the preview ({error})"]
+        if kind in ("parallel", "grafana") and not run(
+                [pulumi, "up", "--stack", stack, *common, *(exclude if kind == "grafana" else [])], log, lock):
+            kind, reasons = "failed", ["pulumi up failed (see this job's log)"]
+        result[stack] = (write_record(out, stack, grafana, kind, reasons), kind, reasons)
+        if kind in ("none", "parallel") and not run([python, "-m", "ops.verify", "--stack", stack], log, lock):
+            result[stack] = (result[stack][0], "failed", ["ops.verify failed (the record keeps its class)"])
+
+    with ThreadPoolExecutor(max_workers=max(1, len(stacks))) as pool:
+        list(pool.map(one, stacks))
+    summary(["| stack | phase 1 | why |", "| --- | --- | --- |"]
+            + [f"| {s} | {result[s][1]} | {'; '.join(result[s][2]) or 'no change'} |" for s in stacks])
+    failed = [s for s in stacks if result[s][1] == "failed"]
+    for stack in failed:
+        print(f"::error title=Stack {stack} failed::{'; '.join(result[stack][2])}; the other stacks went on")
+    output({"artifact": f"{result[stacks[0]][0]}-group" if stacks else ""})
+    return 1 if failed else 0
 
 
 def records(directory: Path, stacks: list[str]) -> dict[str, dict]:
@@ -288,12 +334,14 @@ def endpoints(argv: list[str]) -> int:
     def write(stack: str) -> None:
         """Pass 1: the endpoint (and workspace) write under the lock, then the approval, which runs behind the next
         stack's write; or a serial stack's whole pulumi up, with the lock held around it."""
-        if not sign_in.fresh(log, lock):
-            result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
-        elif stack in whole:  # the cascade writes the endpoint anyway: all of this stack's pulumi up, alone
-            with grafana_written(lock_file):
-                if not run([pulumi, "up", "--stack", stack, *common], log, lock, env=unlocked):
+        if stack in whole:  # the cascade writes the endpoint anyway: all of this stack's pulumi up, alone
+            with grafana_written(lock_file):  # signed in once the lock is held: the wait for it can be long
+                if not sign_in.fresh(log, lock):
+                    result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
+                elif not run([pulumi, "up", "--stack", stack, *common], log, lock, env=unlocked):
                     result[stack] = "failed: whole pulumi up (serialized: it replaces or deletes the endpoint)"
+        elif not sign_in.fresh(log, lock):
+            result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
         elif not run([pulumi, "up", "--stack", stack, *common, *pass1_targets()], log, lock, env=locked):
             result[stack] = "failed: managed private endpoint or approval (pulumi up --target)"
 
@@ -342,7 +390,7 @@ def pass1_targets() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"classify": classify, "plan": plan, "endpoints": endpoints}
+    commands = {"classify": classify, "cluster": cluster, "plan": plan, "endpoints": endpoints}
     if not argv or argv[0] not in commands:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2

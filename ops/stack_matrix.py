@@ -5,9 +5,11 @@ Usage: python3 -m ops.stack_matrix [--list] [deploy/stacks.json]
 Input: ``{"stacks": [{"stack": <Pulumi stack name>, "grafana": "<resource group>/<Grafana name>"}, ...]}``, each stack
 once; a ``Pulumi.<stack>.yaml`` in the checkout that sets ``grafanaName``/``grafanaResourceGroup`` must name the same
 workspace. Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, one ``{"grafana": <key, lower-cased>,
-"stacks": [...]}`` per Grafana in file order; with ``--list`` (the drift workflow) ``stacks=<JSON list>``, the groups
-in turn. A ``::warning::`` line for each stack whose file does not set ``aks-gpu-observability:production: "true"``
-(stdout when ``$GITHUB_OUTPUT`` is set, else stderr). Errors: one line ``stack-matrix: error: ...``, exit 1.
+"stacks": [...], "groups": [[...], ...]}`` per Grafana in file order (``groups``: the stacks each phase-1 job runs at
+once, sized so the fleet needs about ``FLEET_RUNNERS`` jobs; default 20); with ``--list`` (the drift workflow)
+``stacks=<JSON list>``, the groups in turn. A ``::warning::`` line for each stack whose file does not set
+``aks-gpu-observability:production: "true"`` (stdout when ``$GITHUB_OUTPUT`` is set, else stderr). Errors: one line
+``stack-matrix: error: ...``, exit 1.
 Upstream: pulumi-azure-native ``provider/pkg/azure/client_azcore.go``; why grouped: docs/decisions/fleet-rollout.md.
 """
 
@@ -21,6 +23,9 @@ from pathlib import Path
 
 PROJECT = "aks-gpu-observability"
 STACK = re.compile(r"(?:[\w.-]+/){0,2}[\w.-]+")
+#: GitHub's concurrent-job limit of the Free plan (20; Pro 40, Team 60, Enterprise 500: docs.github.com, "Actions
+#: limits"), for a repository that sets no FLEET_RUNNERS.
+DEFAULT_RUNNERS = 20
 GRAFANA = re.compile(r"[\w\-.()]{1,90}/[A-Za-z][A-Za-z0-9-]{0,21}[A-Za-z0-9]")
 
 
@@ -104,11 +109,32 @@ def matrix(path: Path) -> list[dict]:
     return [{"grafana": key, "stacks": stacks} for key, stacks in groups.items()]
 
 
+def runners() -> int:
+    """``FLEET_RUNNERS``: the jobs GitHub runs at once for this repository (default 20, the Free plan's limit)."""
+    text = os.environ.get("FLEET_RUNNERS", "").strip() or str(DEFAULT_RUNNERS)
+    if not text.isdigit() or int(text) < 1:
+        fail(f"FLEET_RUNNERS (the repository variable): expected a whole number of runners >= 1, got {text!r}")
+    return int(text)
+
+
+def cluster_groups(stacks: list[str], per_job: int) -> list[list[str]]:
+    """``stacks`` in order, cut into the groups one phase-1 job each runs at once."""
+    return [stacks[i:i + per_job] for i in range(0, len(stacks), per_job)]
+
+
+def with_groups(grafanas: list[dict], runner_count: int) -> list[dict]:
+    """Each Grafana's entry with ``groups``: as many stacks per phase-1 job as it takes for the whole fleet's jobs to
+    be about ``runner_count`` (``ceil(stacks / runners)`` each), so phase 1 runs in one wave of jobs."""
+    per_job = -(-sum(len(g["stacks"]) for g in grafanas) // runner_count)
+    return [{**g, "groups": cluster_groups(g["stacks"], per_job)} for g in grafanas]
+
+
 def main(argv: list[str]) -> int:
     flat = "--list" in argv
     argv = [arg for arg in argv if arg != "--list"]
     path = Path(argv[0] if argv else "deploy/stacks.json")
     groups = matrix(path)
+    runner_count = 0 if flat else runners()
     target = os.environ.get("GITHUB_OUTPUT")
     if not flat:  # the deploy's setup job; the drift workflow (--list) only reads
         for warning in production_warnings([stack for group in groups for stack in group["stacks"]]):
@@ -116,7 +142,7 @@ def main(argv: list[str]) -> int:
     if flat:
         line = "stacks=" + json.dumps([stack for group in groups for stack in group["stacks"]], separators=(",", ":"))
     else:
-        line = "grafanas=" + json.dumps(groups, separators=(",", ":"))
+        line = "grafanas=" + json.dumps(with_groups(groups, runner_count), separators=(",", ":"))
     if target:
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")

@@ -14,7 +14,7 @@ import pytest
 from tests.support import ROOT
 
 
-def stack_matrix(tmp_path, document, stack_files=None):
+def stack_matrix(tmp_path, document, stack_files=None, env=None):
     """Run the matrix script on ``document`` (written as the stacks file) from ``tmp_path`` (the checkout, holding
     ``stack_files``: stack -> Pulumi.<stack>.yaml text). Returns the process and the parsed matrix (or None)."""
     (tmp_path / "deploy").mkdir(exist_ok=True)
@@ -22,7 +22,7 @@ def stack_matrix(tmp_path, document, stack_files=None):
     for stack, text in (stack_files or {}).items():
         (tmp_path / f"Pulumi.{stack}.yaml").write_text(text)
     done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"],
-                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"], **(env or {})})
     return done, (json.loads(done.stdout.split("=", 1)[1]) if done.returncode == 0 else None)
 
 
@@ -33,8 +33,29 @@ def test_a_fleet_is_grouped_by_grafana_in_file_order(tmp_path):
                         {"stack": "acme/gpu/eastus-c", "grafana": "rg-obs/amg-shared"}]}
     done, grafanas = stack_matrix(tmp_path, fleet)
     assert done.returncode == 0, done.stderr
-    assert grafanas == [{"grafana": "rg-obs/amg-shared", "stacks": ["eastus-a", "eastus-b", "acme/gpu/eastus-c"]},
-                        {"grafana": "rg-eu/amg-eu", "stacks": ["westeu"]}]
+    assert grafanas == [{"grafana": "rg-obs/amg-shared", "stacks": ["eastus-a", "eastus-b", "acme/gpu/eastus-c"],
+                         "groups": [["eastus-a"], ["eastus-b"], ["acme/gpu/eastus-c"]]},
+                        {"grafana": "rg-eu/amg-eu", "stacks": ["westeu"], "groups": [["westeu"]]}]
+
+
+@pytest.mark.parametrize("runners, sizes", [("", [1] * 50), ("40", [2] * 25), ("20", [3] * 16 + [2]),
+                                            ("60", [1] * 50)])
+def test_phase_1_runs_in_one_wave_of_jobs_on_the_runners_there_are(tmp_path, runners, sizes):
+    """FLEET_RUNNERS (default 20): 50 stacks on one Grafana in ceil(50 / runners) stacks per job, in order."""
+    stacks = [f"s{i:02}" for i in range(50)]
+    done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": s, "grafana": "rg/amg"} for s in stacks]},
+                                  env={"FLEET_RUNNERS": runners or "50"} if runners else None)
+    assert done.returncode == 0, done.stderr
+    groups = grafanas[0]["groups"]
+    assert [len(g) for g in groups] == (sizes if runners else [3] * 16 + [2])
+    assert [s for g in groups for s in g] == stacks
+
+
+def test_a_runner_count_that_is_not_a_number_is_refused_in_one_line(tmp_path):
+    done, _ = stack_matrix(tmp_path, {"stacks": [{"stack": "a", "grafana": "rg/amg"}]}, env={"FLEET_RUNNERS": "many"})
+    assert done.returncode == 1
+    assert done.stderr == ("stack-matrix: error: FLEET_RUNNERS (the repository variable): expected a whole number of "
+                           "runners >= 1, got 'many'\n")
 
 
 def test_the_matrix_goes_to_github_output(tmp_path):
@@ -46,7 +67,7 @@ def test_the_matrix_goes_to_github_output(tmp_path):
                           env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
     assert done.returncode == 0 and done.stdout.startswith("::warning title=Not a production stack::stack dev ")
     assert len(done.stdout.splitlines()) == 1, done.stdout  # the only line: the warning (no Pulumi.dev.yaml here)
-    assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"]}]\n'
+    assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"],"groups":[["dev"]]}]\n'
 
 
 @pytest.mark.parametrize("text,warns", [
@@ -65,7 +86,8 @@ def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_pr
     stdout is the output; stdout in CI), and the matrix is unchanged. --list (drift) does not warn."""
     done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "eu", "grafana": "rg-obs/amg-real"}]},
                                   {"eu": text} if text else None)
-    assert done.returncode == 0 and grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["eu"]}], done.stderr
+    assert done.returncode == 0 and grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["eu"],
+                                                 "groups": [["eu"]]}], done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning")]
     assert len(warnings) == (1 if warns else 0), done.stderr
     if warns:
@@ -104,4 +126,4 @@ def test_a_stack_file_that_agrees_or_names_no_grafana_passes(tmp_path):
     done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "dev", "grafana": "rg-obs/amg-real"},
                                                         {"stack": "other", "grafana": "rg-obs/AMG-real"}]}, files)
     assert done.returncode == 0, done.stderr
-    assert grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["dev", "other"]}]
+    assert grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["dev", "other"], "groups": [["dev"], ["other"]]}]
