@@ -496,3 +496,36 @@ def test_rerunning_the_failed_grafana_job_redoes_only_the_stacks_that_failed(tmp
         f"the re-run redid {sorted({c['stack'] for c in writes})}, not only the failed stack b")
     assert sorted(c["stack"] for c in calls if c["kind"] == "preview") == list("abcd")
     assert done.returncode == 0 and json.loads(got["ok"]) == ["b"] and json.loads(got["skipped"]) == ["a", "c", "d"]
+
+
+def test_phase_1_runs_a_group_of_stacks_at_once_and_records_each(tmp_path):
+    """`fleet.py cluster` (the cluster job, one group of stacks): every stack previews at once; a stack of class
+    grafana runs pulumi up without the conflicting resources and their dependents, a serial one none, one with nothing
+    to do only verify; each is recorded, a failed up is recorded as failed and fails the job, the others go on."""
+    stand_in = tmp_path / "stand-in"
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    state, log, out, records = tmp_path / "converged", tmp_path / "calls.jsonl", tmp_path / "o", tmp_path / "records"
+    state.write_text("c\n")
+    done = sh("cluster", "--stacks", json.dumps(list("abcd")), "--grafana", "rg/amg", "--out", str(records),
+              env={"PULUMI": str(stand_in), "PYTHON": str(stand_in), "FLEET_LOG": str(log), "FAIL": "d:up",
+                   "SERIAL": "b", "FLEET_STATE": str(state), "SLEEP_PREVIEW": "0.5", "GITHUB_RUN_ATTEMPT": "2",
+                   "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
+    assert done.returncode == 1, "a failed stack fails the job"
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    previews = [c for c in calls if c["kind"] == "preview"]
+    assert sorted(c["stack"] for c in previews) == list("abcd") and len(overlaps(previews)) == 6, "all at once"
+    assert all("--policy-pack" in c["args"] and "policy" in c["args"] for c in calls if c["kind"] != "verify")
+    ups = {c["stack"]: c["args"] for c in calls if c["kind"] == "up"}
+    assert sorted(ups) == ["a", "d"], "serial: no up in phase 1; nothing to do: no up"
+    excluded = [ups["a"][i + 1] for i, arg in enumerate(ups["a"]) if arg == "--exclude"]
+    assert excluded == list(fleet.CONFLICTING) and "--exclude-dependents" in ups["a"]
+    verified = sorted(c["stack"] for c in calls if c["kind"] == "verify")
+    assert verified == ["c"], "grafana and serial: their chunk verifies them"
+    got = {r["stack"]: r for r in map(json.loads, (p.read_text() for p in records.glob("*.json")))}
+    assert {s: r["class"] for s, r in got.items()} == {"a": "grafana", "b": "serial", "c": "none", "d": "failed"}
+    assert {r["attempt"] for r in got.values()} == {2} and sorted(p.name for p in records.glob("*.json")) == [
+        f"fleet-{s}-attempt-2.json" for s in "abcd"]
+    assert outputs(out)["artifact"] == "fleet-a-attempt-2-group"
+    assert "::error title=Stack d failed::pulumi up failed" in done.stdout
+    assert "| d | failed | pulumi up failed" in (tmp_path / "summary.md").read_text()

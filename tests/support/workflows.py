@@ -38,7 +38,7 @@ def runs(job: dict) -> str:
 
 WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml", "drift.yml"]
 # The run steps that may get the Pulumi token: they run pulumi (or ops.verify, which reads stack outputs).
-PULUMI_RUNS = ("-m ops.verify", "pulumi preview --json", "-m ops.fleet endpoints")
+PULUMI_RUNS = ("-m ops.verify", "pulumi preview --json", "-m ops.fleet endpoints", "-m ops.fleet cluster")
 
 
 def index(job: dict, found: dict) -> int:

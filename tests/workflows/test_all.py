@@ -84,13 +84,20 @@ def runs_pulumi(job: dict) -> bool:
         command in runs(job) for command in PULUMI_RUNS)
 
 
+def pulumi_step(job: dict) -> dict:
+    """The step that runs pulumi: pulumi/actions with a command, else the ops.fleet script (whose pulumi commands
+    all pass ``--policy-pack policy``, tests/ops/test_fleet.py)."""
+    actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@") and "command" in s["with"]]
+    return actions[0] if actions else run_step(job, "-m ops.fleet ")
+
+
 @pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
 def test_policy_pack_virtualenv_is_created_before_pulumi(name, job_name):
     """policy/PulumiPolicy.yaml names a virtualenv that the CLI does not create for a local --policy-pack
     path: the job creates exactly that one, from the pack's lock (hashes required), before the pulumi step."""
     job = load(name)["jobs"][job_name]
-    pulumi = uses(job, "pulumi/actions")
-    pack = pulumi["with"]["policyPacks"]
+    pulumi = pulumi_step(job)
+    pack = pulumi["with"]["policyPacks"] if "uses" in pulumi else "policy"
     venv = yaml.safe_load((ROOT / pack / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"]
     assert (ROOT / pack / "requirements.lock").is_file()
     step = run_step(job, f"python3 -m venv {pack}/{venv}")
@@ -124,9 +131,10 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     assert backend["env"]["PULUMI_TOKEN_SCOPE"] == "${{ vars.%s }}" % variable
     assert backend["env"]["PULUMI_TOKEN_SCOPE_VARIABLE"] == variable
     assert int(cloud["with"]["token-expiration"]) >= job["timeout-minutes"] * 60, "the Pulumi token outlives the job"
-    pulumi = uses(job, "pulumi/actions")
-    assert pulumi["with"]["cloud-url"] == "${{ steps.backend.outputs.cloud-url }}"
-    assert pulumi["with"]["secrets-provider"] == "${{ steps.backend.outputs.secrets-provider }}"
+    pulumi = pulumi_step(job)
+    if "uses" in pulumi:  # the action logs in itself; a script's pulumi reads PULUMI_BACKEND_URL (the backend step)
+        assert pulumi["with"]["cloud-url"] == "${{ steps.backend.outputs.cloud-url }}"
+        assert pulumi["with"]["secrets-provider"] == "${{ steps.backend.outputs.secrets-provider }}"
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ steps.pulumi-cloud.outputs.pulumi-access-token }}"
     assert job["permissions"]["id-token"] == "write"  # Pulumi's OIDC exchange as well as Azure's
     setup, login = uses(job, "actions/setup-python"), uses(job, "azure/login")

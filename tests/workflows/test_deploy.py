@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.support.workflows import (
     load,
-    runs,
+    run_step,
     uses,
 )
 
@@ -18,8 +18,9 @@ def test_main_branch_deploy_workflow():
     assert deploy["concurrency"] == {"group": "deploy-production", "cancel-in-progress": False}
     called = load("deploy-stacks.yml")
     up = called["jobs"]["cluster"]
-    pulumi = uses(up, "pulumi/actions")["with"]
-    assert (pulumi["command"] == "up" and pulumi["policyPacks"] == "policy"
-            and pulumi["stack-name"] == "${{ env.STACK }}")
+    assert "command" not in uses(up, "pulumi/actions")["with"], "the CLI installed; ops.fleet cluster runs it"
+    phase1 = run_step(up, "-m ops.fleet cluster")
+    assert phase1["run"] == ('python3 -m ops.fleet cluster --stacks "$STACKS" --grafana "$GRAFANA" '
+                             '--out "$RUNNER_TEMP/fleet"')
+    assert phase1["env"]["STACKS"] == "${{ toJSON(matrix.group) }}"
     assert up["environment"] == "production"
-    assert "-m ops.verify --stack" in runs(up)

@@ -33,31 +33,26 @@ def test_only_the_grafana_providers_writes_are_serialized_and_everything_else_ru
     assert rollout["needs"] == "setup" and rollout["strategy"]["fail-fast"] is False
     assert rollout["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.setup.outputs.grafanas) }}"}
     assert "concurrency" not in rollout and deploy["concurrency"]["cancel-in-progress"] is False
-    assert rollout["with"] == {"grafana": "${{ matrix.grafana }}", "stacks": "${{ toJSON(matrix.stacks) }}"}
+    assert rollout["with"] == {"grafana": "${{ matrix.grafana }}", "stacks": "${{ toJSON(matrix.stacks) }}",
+                               "groups": "${{ toJSON(matrix.groups) }}"}
+    assert run_step(setup, "-m ops.stack_matrix")["env"] == {"FLEET_RUNNERS": "${{ vars.FLEET_RUNNERS }}"}
     assert "secrets" not in rollout, "no stored Pulumi token is passed on"
     # actions: read for the called plan job's download-artifact (a called workflow's jobs get at most the caller's)
     assert rollout["permissions"] == {"contents": "read", "id-token": "write", "actions": "read"}
     called = load("deploy-stacks.yml")
-    assert called["on"]["workflow_call"]["inputs"]["stacks"]["type"] == "string"
+    assert {called["on"]["workflow_call"]["inputs"][k]["type"] for k in ("stacks", "groups")} == {"string"}
     assert list(called["jobs"]) == ["cluster", "plan", "grafana"]
     cluster, plan, grafana = (called["jobs"][n] for n in ("cluster", "plan", "grafana"))
     assert "max-parallel" not in cluster["strategy"] and cluster["strategy"]["fail-fast"] is False
-    assert cluster["strategy"]["matrix"] == {"stack": "${{ fromJSON(inputs.stacks) }}"}
-    assert cluster["env"]["STACK"] == "${{ matrix.stack }}" and "concurrency" not in cluster
-    preview = run_step(cluster, "pulumi preview --json")
-    classify = run_step(cluster, "-m ops.fleet classify \"$RUNNER_TEMP/preview.json\"")
-    up = uses(cluster, "pulumi/actions")
-    assert preview["continue-on-error"] is True and up["continue-on-error"] is True
-    assert classify["env"] == {"OUTCOME": "${{ steps.preview.outcome }}"}
-    assert up["if"] == "steps.classify.outputs.class == 'parallel' || steps.classify.outputs.class == 'grafana'"
-    assert (up["with"]["exclude"]
-            == "${{ steps.classify.outputs.class == 'grafana' && steps.classify.outputs.exclude || '' }}")
-    assert up["with"]["exclude-dependents"] == "${{ steps.classify.outputs.class == 'grafana' }}"
+    assert cluster["strategy"]["matrix"] == {"group": "${{ fromJSON(inputs.groups) }}"}
+    assert cluster["env"]["STACK"] == "${{ matrix.group[0] }}" and "concurrency" not in cluster
+    phase1 = run_step(cluster, "-m ops.fleet cluster")
+    assert phase1["id"] == "phase1" and "continue-on-error" not in phase1
     upload = uses(cluster, "actions/upload-artifact")
-    order = [index(cluster, x) for x in (preview, classify, up, run_step(cluster, "--outcome failure"), upload,
-                                         run_step(cluster, "-m ops.verify"),
-                                         run_step(cluster, "::error title=Stack $STACK failed"))]
-    assert order == sorted(order)
+    assert upload["if"] == "${{ !cancelled() && steps.phase1.outputs.artifact != '' }}", "a failed stack's record too"
+    assert upload["with"]["name"] == "${{ steps.phase1.outputs.artifact }}"
+    assert upload["with"]["path"] == "${{ runner.temp }}/fleet/"
+    assert index(cluster, phase1) < index(cluster, upload) == len(steps(cluster)) - 1
     assert plan["needs"] == "cluster" and plan["if"] == "${{ !cancelled() }}" and "environment" not in plan
     assert uses(plan, "actions/download-artifact")["with"]["pattern"] == "fleet-*"
     assert plan["permissions"] == {"contents": "read", "actions": "read"}, "no id-token, no environment: no credential"
