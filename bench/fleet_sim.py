@@ -27,7 +27,7 @@ import yaml
 
 from bench import deploy_sim
 from offline.program import run
-from ops import fleet
+from ops import fleet, stack_matrix
 
 TARGET_RUNNERS = 40
 TARGET_FLOOR, TARGET_WAVES, TARGET_SENSITIVITY = 1.2, 1.2, 1.35
@@ -43,6 +43,8 @@ DRIVING = (
     ("ARM lookup", "events", "invoke"),
     ("poll check", "events", "poll_check"),
     ("pulumi start", "ci", "pulumi_startup"),
+    ("pulumi start, its CPU part", "ci", "pulumi_start_cpu"),
+    ("runner cores", "ci", "runner_cores"),
     ("job setup", "ci", "setup"),
     ("az sign-in again", "ci", "relogin"),
     ("light job", "ci", "light_job"),
@@ -139,12 +141,12 @@ class Chunk:
 
 
 def chunk_job(k: int, s: Stack, lat: Latencies, whole: int = 0) -> Chunk:
-    """``k`` stacks of a first rollout (the first ``whole`` of them serial), from the job's start: its setup (az signs in
-    and the Pulumi token is issued at its end); pass 1, ``fleet.PASS1_WORKERS`` stacks at once, each endpoint PUT
+    """``k`` stacks of a first rollout (the first ``whole`` of them serial), from the job's start: its setup (az signs
+    in and the Pulumi token is issued at its end); pass 1, ``fleet.PASS1_WORKERS`` stacks at once, each endpoint PUT
     under the lock, the approval after it; pass 2, ``fleet.FLEET_PARALLEL`` at once, the first refresh serving every
     endpoint, the others reading it (steps/refresh_managed_private_endpoints.sh), then the datasource and verify;
     az signs in again before a process when the last sign-in is ``fleet.RELOGIN_AFTER_SECONDS`` old."""
-    ci, start = lat.ci, lat.ci["pulumi_startup"]
+    ci, start = lat.ci, started(lat, fleet.PASS1_WORKERS)
     setup = lat.setup
     sign = {"at": setup, "free": setup, "count": 0}
     ran: list[tuple[float, float]] = []  # (sign-in relied on, end) per process
@@ -170,11 +172,11 @@ def chunk_job(k: int, s: Stack, lat: Latencies, whole: int = 0) -> Chunk:
         workers[w] = end
         ran.append((since, end))
     slots = [max(workers)] * max(1, min(fleet.FLEET_PARALLEL, k))
-    grafana = Refresh(s, lat)
+    grafana, busy = Refresh(s, lat), started(lat, len(slots))  # pass 2's starts share the runner's cores
     for i in range(k):  # pass 2: the rest of each stack, then verify (a whole stack: verify only)
         j = min(range(len(slots)), key=slots.__getitem__)
         begin, since = fresh(slots[j])
-        done = begin if i < whole else grafana.step(begin + start + s.prologue) + s.datasource
+        done = begin if i < whole else grafana.step(begin + busy + s.prologue) + s.datasource
         slots[j] = done + ci["verify"]
         ran.append((since, slots[j]))
     seconds = max(slots)
@@ -233,10 +235,18 @@ def run_jobs(jobs: list[Job], runners: int) -> list[float]:
     return finish  # type: ignore[return-value]
 
 
-def cluster_job(kind: str, s: Stack, lat: Latencies) -> float:
-    """One stack's job in deploy-stacks.yml's ``cluster`` matrix: setup, preview, the up (a first rollout's without
-    the Grafana writes), verify (not for class grafana: its chunk verifies it), the record's upload."""
-    ci, start = lat.ci, lat.ci["pulumi_startup"]
+def started(lat: Latencies, at_once: int) -> float:
+    """pulumi's start when ``at_once`` pulumi processes start together on one runner: its CPU part shares the runner's
+    cores (``ci`` runner_cores, pulumi_start_cpu)."""
+    ci = lat.ci
+    return max(ci["pulumi_startup"], at_once * ci["pulumi_start_cpu"] / ci["runner_cores"])
+
+
+def cluster_job(kind: str, group: int, s: Stack, lat: Latencies) -> float:
+    """One job of deploy-stacks.yml's ``cluster`` matrix (``fleet.py cluster``): setup, then each of its ``group``
+    stacks at once: preview, the up (a first rollout's without the Grafana writes), verify (not for class grafana:
+    its chunk verifies it); the records' upload."""
+    ci, start = lat.ci, started(lat, group)
     up = {"first": start + s.cluster, "bump": start + s.prologue + s.release, "none": 0.0}[kind]
     return lat.setup + start + s.prologue + up + (0.0 if kind == "first" else ci["verify"]) + ci["artifact"]
 
@@ -252,12 +262,15 @@ def groups(n: int, grafanas: int) -> list[int]:
 
 
 def ours(kind: str, n: int, grafanas: int, runners: int, s: Stack, lat: Latencies) -> dict:
-    """deploy.yml's run: the stack-matrix job, then per Grafana (in parallel) the cluster jobs, the plan job and, for
-    a first rollout, its chunk jobs one after another (``max-parallel: 1``), all on ``runners`` runners."""
+    """deploy.yml's run: the stack-matrix job, then per Grafana (in parallel) the cluster jobs (groups of stacks as
+    ops/stack_matrix.py cuts them for ``runners``), the plan job and, for a first rollout, its chunk jobs one after
+    another (``max-parallel: 1``), all on ``runners`` runners."""
     light, jobs, chunks = lat.ci["light_job"], [Job(lat.ci["light_job"])], []
+    per_job = math.ceil(n / runners) if runners else 1
     for k in groups(n, grafanas):
-        cluster = [len(jobs) + i for i in range(k)]
-        jobs += [Job(cluster_job(kind, s, lat), (0,)) for _ in range(k)]
+        cut = stack_matrix.cluster_groups(list(range(k)), per_job)
+        cluster = [len(jobs) + i for i in range(len(cut))]
+        jobs += [Job(cluster_job(kind, len(group), s, lat), (0,)) for group in cut]
         jobs.append(Job(light, tuple(cluster)))
         if kind == "first":
             for size in [min(fleet.FLEET_CHUNK, k - i) for i in range(0, k, fleet.FLEET_CHUNK)]:
@@ -333,12 +346,14 @@ def targets(by_runners: list[dict], chunks: list[Chunk], serial: Chunk, sensitiv
     out = {}
     if TARGET_RUNNERS in at:
         ratio = at[TARGET_RUNNERS]["first"] / at[TARGET_RUNNERS]["firstFloor"]
-        out[f"first rollout of 50 at {TARGET_RUNNERS} runners <= {TARGET_FLOOR} x floor"] = (ratio, ratio <= TARGET_FLOOR)
+        out[f"first rollout of 50 at {TARGET_RUNNERS} runners <= {TARGET_FLOOR} x floor"] = (
+            ratio, ratio <= TARGET_FLOOR)
     for kind, name in (("bump", "chart bump"), ("none", "nothing to do")):
         for r in (20, 40, 60):
             if r in at:
                 ratio = at[r][kind] / at[r][kind + "Bound"]
-                out[f"{name} of 50 at {r} runners <= {TARGET_WAVES} x waves x one stack"] = (ratio, ratio <= TARGET_WAVES)
+                out[f"{name} of 50 at {r} runners <= {TARGET_WAVES} x waves x one stack"] = (
+                    ratio, ratio <= TARGET_WAVES)
     worst = max(v[f"x{f}"]["ratio"] for v in sensitivity for f in FACTORS)
     out[f"every latency x0.5 and x1.5: first rollout <= {TARGET_SENSITIVITY} x floor"] = (
         worst, worst <= TARGET_SENSITIVITY)
@@ -370,14 +385,15 @@ def render(result: dict) -> str:
               f"{'runners':>9} {'first rollout':>13} {'/floor':>7} {'chart bump':>11} {'/waves':>7} "
               f"{'nothing':>11} {'/waves':>7}"]
     for row in result["byRunners"]:
-        lines.append(f"{row['runners'] or 'unlimited':>9} {m(row['first']):>13} {row['first'] / row['firstFloor']:7.2f} "
+        first = row["first"] / row["firstFloor"]
+        lines.append(f"{row['runners'] or 'unlimited':>9} {m(row['first']):>13} {first:7.2f} "
                      f"{m(row['bump'])} {row['bump'] / row['bumpBound']:7.2f} {m(row['none'])} "
                      f"{row['none'] / row['noneBound']:7.2f}")
     lines += ["", f"Chunk jobs, first rollout of 50 on one Grafana (limits: timeout {fleet.CHUNK_TIMEOUT_MINUTES} min, "
               f"Pulumi token {fleet.PULUMI_TOKEN_SECONDS // 60} min, az tokens {fleet.AZ_TOKEN_SECONDS // 60} min "
               "after a sign-in):"]
     for c in [*result["chunks50"], result["serialChunk"]]:
-        what = f"{c['stacks']} stacks" + (f", all serial (whole up)" if c["whole"] else "")
+        what = f"{c['stacks']} stacks" + (", all serial (whole up)" if c["whole"] else "")
         lines.append(f"  {what:<32} {m(c['seconds'])}  az sign-ins renewed {c['relogins']}, longest run after a "
                      f"sign-in {m(c['longest_after_sign_in']).strip()}: "
                      + ("within limits" if not c["exceeded"] else "EXCEEDS " + ", ".join(c["exceeded"])))
