@@ -46,6 +46,10 @@ NO_CHANGE = {"same", "read", "discard"}
 #: ``!sg.isExcludedFromUpdate``), so a new one is not created and an old one's update becomes a SameStep (case 3,
 #: ``if !isTargeted``, after L1399), and ``GenerateDeletes`` does not delete it (``forbiddenResourcesToDelete``).
 EXCLUDE_SAFE = {"create", "update"}
+#: The refresh step may also be replaced (its script or trigger changed): an action command is replaced create-first
+#: with no delete command (steps/command.py) and no resource names it in ``replace_with``, so no delete-first cascade
+#: starts from it, and excluded it is a SameStep (step_generator.go case 3, ``if !isTargeted``, before any Diff).
+REFRESH_SAFE = EXCLUDE_SAFE | {"replace", "create-replacement", "delete-replaced"}
 #: Why anything else on a conflicting resource sends the whole stack to the serialized phase (``serial``): a
 #: delete-first replacement of X deletes every resource whose ``replaceWith`` names X (``findResourcesReplacedWith``,
 #: L1915/L3114) and every dependent it must replace (``calculateDependentReplacements``), with
@@ -99,7 +103,8 @@ def classify_preview(preview: dict) -> tuple[str, list[str]]:
     changed = [(step.get("op", ""), step.get("urn", "")) for step in preview.get("steps") or []
                if step.get("op") not in NO_CHANGE or (conflicting(step.get("urn", "")) and step.get("op") == "discard")]
     name = lambda urn: urn.rsplit("::", 1)[-1]  # noqa: E731
-    serial = [f"{op} {name(urn)}: {SERIAL_WHY}" for op, urn in changed if conflicting(urn) and op not in EXCLUDE_SAFE]
+    safe = lambda op, urn: op in (REFRESH_SAFE if glob_match(REFRESH_GLOB, urn) else EXCLUDE_SAFE)  # noqa: E731
+    serial = [f"{op} {name(urn)}: {SERIAL_WHY}" for op, urn in changed if conflicting(urn) and not safe(op, urn)]
     if serial:
         return "serial", serial
     reasons = [f"{op} {name(urn)}" for op, urn in changed if conflicting(urn)]
@@ -168,9 +173,9 @@ def classify(argv: list[str]) -> int:
 
 
 def cluster(argv: list[str]) -> int:
-    """Phase 1 of a group of stacks (one job), all at once: each previews, is classified, runs ``pulumi up`` (class
-    grafana without the conflicting writes and their dependents), is recorded and, unless the Grafana phase will,
-    verified."""
+    """Phase 1 of a group of stacks (one job), up to ``FLEET_PARALLEL`` at once: each previews, is classified, runs
+    ``pulumi up`` (class grafana without the conflicting writes and their dependents), is recorded and, unless the
+    Grafana phase will, verified."""
     stacks, grafana = json.loads(option(argv, "--stacks")), option(argv, "--grafana")
     out = Path(option(argv, "--out"))
     pulumi, python = os.environ.get("PULUMI", "pulumi"), os.environ.get("PYTHON", ".venv/bin/python")
@@ -194,7 +199,7 @@ def cluster(argv: list[str]) -> int:
         if kind in ("none", "parallel") and not run([python, "-m", "ops.verify", "--stack", stack], log, lock):
             result[stack] = (result[stack][0], "failed", ["ops.verify failed (the record keeps its class)"])
 
-    with ThreadPoolExecutor(max_workers=max(1, len(stacks))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(len(stacks), FLEET_PARALLEL))) as pool:  # one runner's share
         list(pool.map(one, stacks))
     summary(["| stack | phase 1 | why |", "| --- | --- | --- |"]
             + [f"| {s} | {result[s][1]} | {'; '.join(result[s][2]) or 'no change'} |" for s in stacks])

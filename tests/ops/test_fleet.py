@@ -54,7 +54,9 @@ def preview(stack: str = "a", **ops: str) -> dict:
     ({"mpe": "replace"}, "serial"),
     ({"mpe": "delete"}, "serial"),
     ({"mpe": "discard"}, "serial"),
-    ({"refresh": "replace"}, "serial"),
+    ({"refresh": "replace"}, "grafana"),                             # a new refresh script: create-first, no cascade
+    ({"refresh": "delete"}, "serial"),
+    ({"refresh": "replace", "approve": "replace"}, "grafana"),       # an approval re-run (a new PLS id)
     ({"grafana": "delete"}, "serial"),
     ({"release": "replace", "mpe": "replace", "approve": "replace", "refresh": "replace"}, "serial"),
     ({"pyroscope": "update", "prometheus": "update", "dashboard": "replace", "approve": "update"}, "parallel"),

@@ -55,7 +55,7 @@ def test_a_runner_count_that_is_not_a_number_is_refused_in_one_line(tmp_path):
     done, _ = stack_matrix(tmp_path, {"stacks": [{"stack": "a", "grafana": "rg/amg"}]}, env={"FLEET_RUNNERS": "many"})
     assert done.returncode == 1
     assert done.stderr == ("stack-matrix: error: FLEET_RUNNERS (the repository variable): expected a whole number of "
-                           "runners >= 1, got 'many'\n")
+                           "runners >= 1 (Free 20, Pro 40, Team 60, Enterprise 500; unset: 20), got 'many'\n")
 
 
 def test_the_matrix_goes_to_github_output(tmp_path):
