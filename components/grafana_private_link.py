@@ -239,21 +239,22 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         )
         nonce = pulumi.Output.secret(nonce_step.stdout)
         marker = pulumi.Output.unsecret(nonce.apply(approval_marker))
+        # The fleet's Grafana phase writes one Grafana's endpoints one process at a time (stack/grafana_lock.py).
+        held = grafana_lock.hold(pls.id)
         mpe = dashboard.ManagedPrivateEndpoint(
             f"{name}-mpe",
             managed_private_endpoint_name=args.managed_private_endpoint_name,
             workspace_name=args.grafana_name,
             resource_group_name=args.grafana_resource_group,
             location=args.grafana_location,
-            # The fleet's Grafana phase writes one Grafana's endpoints one process at a time (stack/grafana_lock.py).
-            private_link_resource_id=grafana_lock.hold(pls.id),
+            private_link_resource_id=held,
             private_link_resource_region=args.private_link_service_region,
             request_message=nonce.apply(lambda n: request_message(args.request_message, n)),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, replace_with=list(args.replace_with) or None,
                                         delete_before_replace=True),
         )
-        grafana_lock.release_after(mpe.id)
+        grafana_lock.release_after(mpe.id, held)
         self.managed_private_endpoint_id = mpe.id
         approval = script_command(
             f"{name}-approve-connection",
@@ -282,7 +283,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 "MPE_NAME": args.managed_private_endpoint_name,
                 "TIMEOUT_SECONDS": str(args.refresh_timeout_seconds),
             },
-            triggers=[pls.id],
+            # A new MPE (its creation time) is a new approval to refresh, whichever run approved it: the fleet's
+            # Grafana phase approves in one pulumi up and refreshes in the next (docs/fleet.md).
+            triggers=[pls.id, mpe.system_data.apply(created_at)],
             # After the approval: Grafana sees an approval only at a refresh that follows it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[approval], replace_with=[approval]),
         )

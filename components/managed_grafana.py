@@ -53,10 +53,10 @@ class ManagedGrafana(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ManagedGrafanaArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
+        held = grafana_lock.hold(args.name)  # written one process at a time in the fleet (stack/grafana_lock.py)
         grafana = dashboard.Grafana(
             f"{name}-workspace",
-            # Written by one process at a time in the fleet's Grafana phase (stack/grafana_lock.py).
-            workspace_name=grafana_lock.hold(args.name),
+            workspace_name=held,
             resource_group_name=args.resource_group,
             location=args.location,
             sku=dashboard.ResourceSkuArgs(name="Standard"),
@@ -75,7 +75,7 @@ class ManagedGrafana(pulumi.ComponentResource):
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
-        grafana_lock.release_after(grafana.id)
+        grafana_lock.release_after(grafana.id, held)
         admin = authorization.RoleAssignment(
             f"{name}-grafana-admin",
             role_assignment_name=grafana.id.apply(

@@ -11,11 +11,12 @@ Owns: ``cluster`` (phase 1 of a group of stacks at once: preview, classify, ``pu
 or ``failed``; writes ``DIR/<artifact>.json`` and ``class=``, ``artifact=``, ``exclude=`` to ``$GITHUB_OUTPUT``),
 ``plan`` (one Grafana's records -> ``endpoints=``, ``chunks=``, ``failed=`` and a summary table) and ``endpoints``
 (the serialized phase: pass 1, ``PASS1_WORKERS`` stacks' endpoint write and approval at once under the Grafana lock,
-one write at a time; pass 2 ``FLEET_PARALLEL`` at once, the rest and ``python -m ops.verify``; on a re-run each stack
-is previewed first; ``ok=``/``failed=``/``skipped=``/``relogins=``). Inputs: previews, records, ``GITHUB_*``,
-``PULUMI``/``PYTHON`` (the commands), ``FLEET_RELOGIN`` (run when the last sign-in is ``FLEET_RELOGIN_AFTER`` seconds
-old), ``FLEET_GRAFANA_LOCK`` (the lock file; default under ``RUNNER_TEMP``). Errors: a failing stack is reported and
-skipped, exit 1 when any failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why:
+one write at a time; then one refresh of the Grafana beside pass 2, ``FLEET_PARALLEL`` at once, the rest and
+``python -m ops.verify``; on a re-run each stack is previewed first; ``ok=``/``failed=``/``skipped=``/``relogins=``).
+Inputs: previews, records, ``GITHUB_*``, ``PULUMI``/``PYTHON``/``AZ`` (the commands), ``GRAFANA`` and
+``ARM_SUBSCRIPTION_ID`` (the refresh), ``FLEET_RELOGIN`` (run when the last sign-in is ``FLEET_RELOGIN_AFTER``
+seconds old), ``FLEET_GRAFANA_LOCK`` (the lock file; default under ``RUNNER_TEMP``). Errors: a failing stack is
+reported and skipped, exit 1 when any failed. Upstream: pulumi/pulumi ``pkg/display/json.go``; what conflicts and why:
 docs/decisions/fleet-rollout.md.
 """
 
@@ -70,19 +71,25 @@ PASS1_TARGETS = AZURE_NATIVE_GLOBS + (APPROVAL_GLOB,)
 GRAFANA_LOCK_ENV = "FLEET_GRAFANA_LOCK"
 #: Pass 1 runs this many stacks' ``pulumi up --target`` at once; the Grafana lock (stack/grafana_lock.py) lets one
 #: write at a time, so the next stack's start and lookups and the last one's approval run during a write.
-PASS1_WORKERS = 2
+PASS1_WORKERS = 3
 #: Pass 2: stacks at once (CPU and memory of one runner; nothing there conflicts but the one refresh, which the rest
 #: read and do not repeat).
 FLEET_PARALLEL = 8
 #: Sign az in again only when the last sign-in is older than this: its cached tokens serve at least 55 minutes
-#: (Entra's 60-90, less MSAL's 5; .ci/warm_tokens.sh) and the longest run started after a check, a serial stack's
-#: whole ``pulumi up``, takes about 10 (docs/fleet.md, "Chunks").
-RELOGIN_AFTER_SECONDS = 40 * 60
-#: A chunk job's limits, enforced by bench/fleet_sim.py: the workflow's timeout-minutes and the Pulumi Cloud token
-#: it asks for (token-expiration), both in .github/workflows/deploy-stacks.yml, and az's cached tokens.
+#: (Entra's 60-90, less MSAL's 5; .ci/warm_tokens.sh), which leaves 30 for a run started after the check: a pass-2
+#: up whose refresh retries for its default 900 s, a pass-1 up waiting for the lock and then for the connection (600
+#: s), a serial stack's whole up (about 7 minutes; docs/fleet.md, "Chunks").
+RELOGIN_AFTER_SECONDS = 25 * 60
+#: The jobs' limits, enforced by bench/fleet_sim.py: the workflow's timeout-minutes of a chunk and of a cluster job,
+#: the Pulumi Cloud token a chunk asks for (token-expiration), all in .github/workflows/deploy-stacks.yml, and az's
+#: cached tokens.
 CHUNK_TIMEOUT_MINUTES = 120
+CLUSTER_TIMEOUT_MINUTES = 90
 PULUMI_TOKEN_SECONDS = 7200
 AZ_TOKEN_SECONDS = 55 * 60
+#: Grafana's ARM API version, as steps/command.py DASHBOARD_API_VERSION (that module imports pulumi; a test holds
+#: them equal).
+DASHBOARD_API_VERSION = "2024-10-01"
 #: Chunks of the serialized phase (docs/fleet.md, "Chunks"): one job each, one after another.
 FLEET_CHUNK = 25
 SERIAL_WEIGHT = 3
@@ -184,6 +191,16 @@ def cluster(argv: list[str]) -> int:
     lock, log, result = threading.Lock(), [], {}
 
     def one(stack: str) -> None:
+        try:
+            each(stack)
+        except Exception as error:  # noqa: BLE001 - one stack's fault must not lose its group's records
+            reasons = [f"phase 1 stopped: {type(error).__name__}: {error}"]
+            try:
+                result[stack] = (write_record(out, stack, grafana, "failed", reasons), "failed", reasons)
+            except OSError:
+                result[stack] = ("", "failed", reasons)
+
+    def each(stack: str) -> None:
         text: list[str] = []
         kind, reasons = "failed", ["pulumi preview failed (see this job's log)"]
         if run([pulumi, "preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"],
@@ -206,7 +223,8 @@ def cluster(argv: list[str]) -> int:
     failed = [s for s in stacks if result[s][1] == "failed"]
     for stack in failed:
         print(f"::error title=Stack {stack} failed::{'; '.join(result[stack][2])}; the other stacks went on")
-    output({"artifact": f"{result[stacks[0]][0]}-group" if stacks else ""})
+    output({"artifact": f"{artifact_name(stacks[0], os.environ.get('GITHUB_RUN_ATTEMPT', '1'))}-group" if stacks
+            else ""})
     return 1 if failed else 0
 
 
@@ -270,21 +288,28 @@ def run(command: list[str], log: list[str], lock: threading.Lock, capture: list[
 
 
 class SignIn:
-    """az's sign-in, renewed (``FLEET_RELOGIN``) only when the last one is older than ``after`` seconds; the first is
-    the job's own (azure/login and the token warm-up, the steps just before)."""
+    """az's sign-in, renewed (``FLEET_RELOGIN``) only when the last one is older than ``after`` seconds, by one stack
+    while the others go on with the tokens they have (still good for 55 minutes after the last); the first is the
+    job's own (azure/login and the token warm-up, the steps just before)."""
 
     def __init__(self, command: str, after: float) -> None:
         self.command, self.after = command, after
         self.at, self.count, self.lock = time.monotonic(), 0, threading.Lock()
 
     def fresh(self, log: list[str], output: threading.Lock) -> bool:
-        with self.lock:  # never two sign-ins at once
-            if not self.command or time.monotonic() - self.at <= self.after:
+        if not self.command or time.monotonic() - self.at <= self.after:
+            return True
+        if not self.lock.acquire(blocking=False):  # another stack is signing in; the tokens still serve meanwhile
+            return True
+        try:
+            if time.monotonic() - self.at <= self.after:  # it just did
                 return True
             if not run(["bash", "-c", self.command], log, output):
                 return False
             self.at, self.count = time.monotonic(), self.count + 1
             return True
+        finally:
+            self.lock.release()
 
 
 @contextmanager
@@ -369,10 +394,17 @@ def endpoints(argv: list[str]) -> int:
     if int(os.environ.get("GITHUB_RUN_ATTEMPT", "1") or "1") > 1:
         with ThreadPoolExecutor(max_workers=parallel) as pool:
             list(pool.map(reclassify, stacks))
+    written = [s for s in stacks if s not in result and s not in skip_pass1]
     with ThreadPoolExecutor(max_workers=PASS1_WORKERS) as pool:  # in order; the lock lets one write at a time
-        list(pool.map(write, [s for s in stacks if s not in result and s not in skip_pass1]))
+        list(pool.map(write, written))
+    refreshing = None
+    if any(s not in result and s not in whole for s in written):  # every approval of the chunk is in
+        refreshing = threading.Thread(target=refresh_once, args=(log, lock))
+        refreshing.start()
     with ThreadPoolExecutor(max_workers=parallel) as pool:  # no write to the Grafana is left but the refresh
         list(pool.map(finish, [s for s in stacks if s not in result]))
+    if refreshing:
+        refreshing.join()
     ok = [s for s in stacks if result[s] == "ok"]
     skipped = [s for s in stacks if result[s].startswith("skipped")]
     failed = [s for s in stacks if s not in ok and s not in skipped]
@@ -387,6 +419,19 @@ def endpoints(argv: list[str]) -> int:
     output({"ok": compact(ok), "failed": compact(failed), "skipped": compact(skipped),
             "relogins": str(sign_in.count)})
     return 1 if failed else 0
+
+
+def refresh_once(log: list[str], lock: threading.Lock) -> None:
+    """One refresh of the Grafana (``GRAFANA``: resource group/name, ``ARM_SUBSCRIPTION_ID``) as soon as every approval
+    of the chunk is in, beside pass 2's starts: their refresh steps then read it done. Best effort: when it fails (a
+    409, anything), the steps refresh themselves."""
+    group, _, name = os.environ.get("GRAFANA", "").partition("/")
+    subscription = os.environ.get("ARM_SUBSCRIPTION_ID", "")
+    if not (group and name and subscription):
+        return
+    url = (f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Dashboard/grafana/{name}"
+           f"/refreshManagedPrivateEndpoints?api-version={DASHBOARD_API_VERSION}")
+    run([os.environ.get("AZ", "az"), "rest", "--method", "post", "--url", url, "--output", "none"], log, lock)
 
 
 def pass1_targets() -> list[str]:

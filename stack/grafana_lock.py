@@ -2,11 +2,12 @@
 
 Owns: :func:`hold` and :func:`release_after`. With ``FLEET_GRAFANA_LOCK`` naming a file, during an update (not a
 preview), ``hold(value)`` resolves to ``value`` only once this process holds an exclusive ``flock`` on that file, so
-the resource that takes it as an input is registered, and written, only then; ``release_after(output)`` unlocks once
-``output`` resolves (the write's result is in). Holds nest within one process (a count). The kernel drops the lock
-when the process exits, so a failed write never leaves it held. Without the variable, or in a preview, ``hold`` is
-the identity and ``release_after`` does nothing. Upstream: flock(2) (a lock belongs to the open file description);
-``Output.apply`` awaits a callback's awaitable (pulumi/pulumi v3.230.0 ``sdk/python/lib/pulumi/output.py``).
+the resource that takes it as an input is registered, and written, only then; ``release_after(output, held)``
+unlocks once ``output`` resolves (the write's result is in) and the hold did. Holds nest within one process (a
+count). The kernel drops the lock when the process exits, so a failed write never leaves it held. Without the
+variable, or in a preview, ``hold`` is the identity and ``release_after`` does nothing. Upstream: flock(2) (a lock
+belongs to the open file description); ``Output.apply`` awaits a callback's awaitable (pulumi/pulumi v3.230.0
+``sdk/python/lib/pulumi/output.py``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def hold(value: Any) -> Any:
     return pulumi.Output.from_input(value).apply(locked)
 
 
-def release_after(output: pulumi.Output) -> None:
-    """Unlock once ``output`` resolves (each :func:`hold` is paired with one call)."""
+def release_after(output: pulumi.Output, held: Any) -> None:
+    """Unlock the hold ``held`` (what :func:`hold` returned) once ``output`` resolves too: a hold that never took the
+    lock (its value unknown) is never released for another."""
     if path() is not None:
-        output.apply(lambda _: _LOCK.release())
+        pulumi.Output.all(held, output).apply(lambda _: _LOCK.release())

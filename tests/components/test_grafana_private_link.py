@@ -152,6 +152,10 @@ def test_refresh_command(plan):
     assert refresh.inputs["environment"] == {
         "API_VERSION": "2024-10-01", "GRAFANA_ID": GRAFANA_ID, "MPE_NAME": "pyroscope-mpe", "TIMEOUT_SECONDS": "1200"}
     assert command(p, "approve-connection").urn in refresh.dependencies
+    # The MPE's creation time, as the approval's: the fleet approves in one pulumi up (pass 1, --target) and refreshes
+    # in the next, where the approval's replacement is past, so only a trigger of its own re-runs the refresh.
+    assert refresh.inputs["triggers"] == [script_hash("refresh_managed_private_endpoints.sh"), PLS_ID,
+                                          canned.CREATED_AT]
 
 
 def test_dependency_chain_after_the_private_link_service(plan):

@@ -247,13 +247,25 @@ sys.exit(1 if failed else 0)
 '''
 
 
+AZ_STAND_IN = r'''#!/usr/bin/env python3
+"""Stand-in az: logs the call to $FLEET_LOG (kind "az")."""
+import json, os, sys, time
+now = time.monotonic()
+with open(os.environ["FLEET_LOG"], "a") as fh:
+    fh.write(json.dumps({"stack": "", "kind": "az", "start": now, "end": now, "args": sys.argv[1:], "write": None,
+                         "locked": None}) + "\n")
+'''
+
+
 def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=None, serial="", relogin="",
                   relogin_after="2400"):
     """`fleet.py endpoints` in run attempt `attempt` against the stand-in, whose converged stacks persist between
     calls in one tmp_path (as the stacks' state does between a run's attempts)."""
-    stand_in = tmp_path / "stand-in"
+    stand_in, az = tmp_path / "stand-in", tmp_path / "az"
     stand_in.write_text(STAND_IN)
     stand_in.chmod(0o755)
+    az.write_text(AZ_STAND_IN)
+    az.chmod(0o755)
     log, out, summary = tmp_path / "calls.jsonl", tmp_path / "phase-out", tmp_path / "phase.md"
     for path in (log, out, summary):
         path.unlink(missing_ok=True)
@@ -261,16 +273,33 @@ def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=No
               env={"PULUMI": str(stand_in), "PYTHON": str(stand_in), "FLEET_LOG": str(log), "FAIL": fail,
                    "FLEET_PARALLEL": parallel, "SLEEP_WRITE": "0.15", "SLEEP_APPROVAL": "0.1", "SLEEP_UP": "0.3",
                    "FLEET_GRAFANA_LOCK": str(tmp_path / "grafana.lock"), "FLEET_RELOGIN": relogin,
-                   "FLEET_RELOGIN_AFTER": relogin_after,
+                   "FLEET_RELOGIN_AFTER": relogin_after, "AZ": str(az), "GRAFANA": "rg-obs/amg-shared",
+                   "ARM_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001",
                    "FLEET_STATE": str(tmp_path / "converged"), "SERIAL": serial, "GITHUB_RUN_ATTEMPT": attempt,
                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return done, calls, outputs(out), summary.read_text()
+    return done, [c for c in calls if c["kind"] != "az"], outputs(out), summary.read_text()
+
+
+def az_calls(tmp_path):
+    """The stand-in az's calls in the last grafana_phase (fleet.py's one refresh)."""
+    log = tmp_path / "calls.jsonl"
+    return [c for c in map(json.loads, log.read_text().splitlines()) if c["kind"] == "az"]
 
 
 def overlaps(calls):
     return [(a["stack"], b["stack"]) for i, a in enumerate(calls) for b in calls[i + 1:]
             if a["start"] < b["end"] and b["start"] < a["end"]]
+
+
+def at_once(calls) -> int:
+    """The most calls running at the same moment."""
+    events = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls], key=lambda e: (e[0], e[1]))
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
 
 
 def writes(calls):
@@ -286,7 +315,7 @@ def test_the_grafana_phase_serializes_the_endpoint_writes_and_isolates_a_failing
     assert sorted(c["stack"] for c in targets) == stacks and all(c["write"] for c in targets)
     assert overlaps(writes(targets)) == [], "pass 1: one endpoint write at a time"
     assert overlaps(targets), "pass 1: the next stack starts, and the last one's approval runs, during a write"
-    assert max(len([d for d in targets if d["start"] < c["end"] and c["start"] < d["end"]]) for c in targets) <= 2
+    assert at_once(targets) <= fleet.PASS1_WORKERS
     assert any(a["write"][1] <= b["write"][0] < a["end"] for a in targets for b in targets), "approval behind a write"
     for call in targets:
         assert [call["args"][i + 1] for i, a in enumerate(call["args"]) if a == "--target"] == list(
@@ -295,8 +324,14 @@ def test_the_grafana_phase_serializes_the_endpoint_writes_and_isolates_a_failing
     ups = [c for c in calls if c["kind"] == "up"]
     assert min(c["start"] for c in ups) >= max(c["end"] for c in targets), "no refresh while an endpoint is written"
     assert all(c["locked"] is None for c in ups), "pass 2 takes no lock"
+    refresh = az_calls(tmp_path)
+    assert len(refresh) == 1 and refresh[0]["start"] >= max(c["end"] for c in targets), "one refresh, after pass 1"
+    assert refresh[0]["args"] == [
+        "rest", "--method", "post", "--url", "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/"
+        "rg-obs/providers/Microsoft.Dashboard/grafana/amg-shared/refreshManagedPrivateEndpoints?api-version=2024-10-01",
+        "--output", "none"]
     assert sorted(c["stack"] for c in ups) == ["s0", "s2", "s3", "s4", "s5"], "s1 (pass 1 failed) is skipped"
-    assert max(len([d for d in ups if d["start"] < c["end"] and c["start"] < d["end"]]) for c in ups) <= 3
+    assert at_once(ups) <= 3
     assert len(overlaps(ups)) > 0, "pass 2 runs several stacks at once"
     assert sorted(c["stack"] for c in calls if c["kind"] == "verify") == ["s0", "s2", "s4", "s5"]
     assert json.loads(got["ok"]) == ["s0", "s2", "s4", "s5"] and json.loads(got["failed"]) == ["s1", "s3"]
@@ -305,17 +340,19 @@ def test_the_grafana_phase_serializes_the_endpoint_writes_and_isolates_a_failing
     assert "::error title=Stack s1 failed::" in done.stdout and "::error title=Stack s3 failed::" in done.stdout
 
 
-@pytest.mark.parametrize("after, expected", [("2400", 0), ("0", 8)])
-def test_az_signs_in_again_only_when_the_last_sign_in_is_old_enough(tmp_path, after, expected):
+@pytest.mark.parametrize("after", ["2400", "0"])
+def test_az_signs_in_again_only_when_the_last_sign_in_is_old_enough_one_stack_at_a_time(tmp_path, after):
     """FLEET_RELOGIN runs when the last sign-in is older than FLEET_RELOGIN_AFTER: within a fresh job never; with 0,
-    before each of the 4 stacks' two pulumi ups."""
-    count = tmp_path / "relogins"
-    done, calls, got, summary = grafana_phase(tmp_path, list("abcd"), relogin=f"echo x >> {count}",
-                                              relogin_after=after)
+    before a pulumi up whenever no other stack is signing in (at most the 4 stacks' two ups), never two at once."""
+    count, busy = tmp_path / "relogins", tmp_path / "signing-in"
+    relogin = (f"if [ -e {busy} ]; then echo twice >> {count}; fi; touch {busy}; sleep 0.2; echo x >> {count}; "
+               f"rm {busy}")
+    done, calls, got, summary = grafana_phase(tmp_path, list("abcd"), relogin=relogin, relogin_after=after)
     assert done.returncode == 0, summary
-    assert got["relogins"] == str(expected)
-    assert (len(count.read_text().split()) if count.exists() else 0) == expected
-    assert f"Azure sign-ins renewed: {expected}" in summary
+    lines = count.read_text().split() if count.exists() else []
+    assert "twice" not in lines
+    assert len(lines) == int(got["relogins"]) and f"Azure sign-ins renewed: {len(lines)}" in summary
+    assert (len(lines) == 0) if after == "2400" else (1 <= len(lines) <= 8)
 
 
 def test_a_rerun_redoes_only_what_failed(tmp_path):
@@ -531,3 +568,26 @@ def test_phase_1_runs_a_group_of_stacks_at_once_and_records_each(tmp_path):
     assert outputs(out)["artifact"] == "fleet-a-attempt-2-group"
     assert "::error title=Stack d failed::pulumi up failed" in done.stdout
     assert "| d | failed | pulumi up failed" in (tmp_path / "summary.md").read_text()
+
+
+def test_one_stacks_fault_in_phase_1_loses_no_record_of_its_group(tmp_path, monkeypatch):
+    """An exception in one stack's thread is that stack's failure: the group's records are all written and the
+    artifact named, so the plan job still sends the others on."""
+    def fake_run(command, log, lock, capture=None, env=None):
+        stack = command[command.index("--stack") + 1]
+        if stack == "b":
+            raise RuntimeError("boom")
+        if capture is not None:
+            capture.append(json.dumps(preview(stack, mpe="create")))
+        return True
+
+    monkeypatch.setattr(fleet, "run", fake_run)
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "1")
+    out = str(tmp_path / "r")
+    assert fleet.cluster(["cluster", "--stacks", '["a", "b"]', "--grafana", "rg/amg", "--out", out]) == 1
+    got = {r["stack"]: r for r in map(json.loads, (p.read_text() for p in (tmp_path / "r").glob("*.json")))}
+    assert got["a"]["class"] == "grafana" and got["b"]["class"] == "failed"
+    assert got["b"]["reasons"] == ["phase 1 stopped: RuntimeError: boom"]
+    assert outputs(tmp_path / "out")["artifact"] == "fleet-a-attempt-1-group"

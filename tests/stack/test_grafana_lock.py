@@ -122,3 +122,10 @@ def test_the_fleet_names_the_same_variable():
     from ops import fleet
 
     assert fleet.GRAFANA_LOCK_ENV == grafana_lock.ENV
+
+
+def test_the_fleets_refresh_speaks_the_steps_api_version():
+    from ops import fleet
+    from steps.command import DASHBOARD_API_VERSION
+
+    assert fleet.DASHBOARD_API_VERSION == DASHBOARD_API_VERSION
