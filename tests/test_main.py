@@ -53,6 +53,8 @@ EDGES = {
     ("grafana-private-link-refresh", "grafana-private-link-approve-connection"): "Grafana sees an approval only at a "
                                                                                  "later refresh",
     ("grafana-private-link-refresh", "grafana-private-link-wait-for-pls"): "the PLS id in its triggers",
+    ("grafana-private-link-refresh", "grafana-private-link-mpe"): "the MPE's creation time in its triggers: a new MPE "
+                                                                  "is refreshed anew, whichever run approved it",
     ("grafana-datasources-pyroscope", "grafana-private-link-refresh"): "the private IP the refresh waits for (its URL)",
     # Only when the stack creates the workspaces (createGrafana, createMonitorWorkspace):
     ("managed-grafana-workspace", "monitor-workspace-workspace"): "the workspace id for the Grafana integration",
