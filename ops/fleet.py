@@ -376,7 +376,7 @@ def endpoints(argv: list[str]) -> int:
             result[stack] = "failed: managed private endpoint or approval (pulumi up --target)"
 
     def finish(stack: str) -> None:
-        """Pass 2: the rest (the first refresh serves every endpoint approved before it), then verify."""
+        """Pass 2: the rest (its refresh step reads the one refresh done), then verify."""
         if stack not in whole:
             if not sign_in.fresh(log, lock):
                 result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"

@@ -48,18 +48,23 @@ class Change:
     expect: dict = field(default_factory=dict)
 
 
+#: The refresh's triggers hold the MPE's creation time (components/grafana_private_link.py).
+NEW_MPE_TRIGGER = "triggers[2] is unknown during preview (it comes from grafana-private-link-mpe"
+
+
 def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_paths: tuple = (),
                       approval_order: str = "delete-first") -> dict:
     """The MPE replaced delete-first; its approval, whose replaceWith names the MPE, deleted before it and re-created
-    after it (step_generator.go findResourcesReplacedWith: a delete-first replacement deletes them first); the refresh
-    replaced create-first after the approval (replaceWith); the Pyroscope datasource's URL unknown until the refresh
-    has run. When the MPE itself was deleted first for another resource's delete-first replacement, its re-creation
-    (continueStepsFromImport, "re-creating") starts no chain of its own: the approval is then replaced create-first
-    (``approval_order``)."""
+    after it (step_generator.go findResourcesReplacedWith: a delete-first replacement deletes them first); the
+    refresh, whose triggers read the MPE's creation time as the approval's do, the same way
+    (calculateDependentReplacements); the Pyroscope datasource's URL unknown until the refresh has run. When the MPE
+    itself was deleted first for another resource's delete-first replacement, its re-creation
+    (continueStepsFromImport, "re-creating") starts no chain of its own: the approval and the refresh are then
+    replaced create-first (``approval_order``)."""
     return {
         "grafana-private-link-mpe": ("replace", "delete-first", mpe_reasons, ()),
         "grafana-private-link-approve-connection": ("replace", approval_order, [REPLACE_WITH_MPE], approval_paths),
-        "grafana-private-link-refresh": ("replace", "create-first", [REPLACE_WITH_APPROVAL], refresh_paths),
+        "grafana-private-link-refresh": ("replace", approval_order, [NEW_MPE_TRIGGER], refresh_paths),
         "grafana-datasources-pyroscope": ("update", None, [UNKNOWN_DATASOURCE], ("environment.DATASOURCE",)),
     }
 
@@ -402,9 +407,10 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     assert mpe["options"]["deleteBeforeReplace"] is True and mpe["options"]["replaceWith"]
     result = json.loads(plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--json"))
     assert set(result) == {"summary", "steps", "order", "previewOnly", "warnings", "errors"}
-    assert [(a["kind"], a["urn"].rsplit("::", 1)[-1]) for a in result["order"]][:3] == [
-        ("delete", "grafana-private-link-approve-connection"), ("delete", "grafana-private-link-mpe"),
-        ("create-replacement", "grafana-private-link-mpe")]
+    # the refresh reads the MPE's creation time (its triggers), so it goes with the MPE's delete-first replacement too
+    assert [(a["kind"], a["urn"].rsplit("::", 1)[-1]) for a in result["order"]][:4] == [
+        ("delete", "grafana-private-link-approve-connection"), ("delete", "grafana-private-link-refresh"),
+        ("delete", "grafana-private-link-mpe"), ("create-replacement", "grafana-private-link-mpe")]
     assert result["previewOnly"] == [] and result["warnings"] == [] and result["errors"] == []
     steps = {s["urn"].rsplit("::", 1)[-1]: s for s in result["steps"]}
     assert steps["grafana-private-link-mpe"]["op"] == "replace"
