@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI (the Grafana phase of deploy-stacks.yml, between stacks): sign az in again with a fresh GitHub OIDC token and
 # warm the token cache, since az cannot renew the federated assertion azure/login used (.ci/warm_tokens.sh).
+# ops/fleet.py runs it with a new, empty AZURE_CONFIG_DIR each time: in the old cache MSAL would serve the warm-up
+# the tokens it holds while they have 5 minutes left, and no new token would be cached.
 # The exchange: the job's GitHub ID token for audience api://AzureADTokenExchange (Entra's federated-credential
 # audience, docs/platform.md), then `az login --service-principal --federated-token` (not yet run against the real parser: open).
 # Environment: ARM_CLIENT_ID, ARM_TENANT_ID, ARM_SUBSCRIPTION_ID, ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN (id-token: write).

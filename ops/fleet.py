@@ -75,11 +75,14 @@ PASS1_WORKERS = 3
 #: Pass 2: stacks at once (CPU and memory of one runner; nothing there conflicts but the one refresh, which the rest
 #: read and do not repeat).
 FLEET_PARALLEL = 8
-#: Sign az in again only when the last sign-in is older than this: its cached tokens serve at least 55 minutes
-#: (Entra's 60-90, less MSAL's 5; .ci/warm_tokens.sh), which leaves 30 for a run started after the check: a pass-2
-#: up whose refresh retries for its default 900 s, a pass-1 up waiting for the lock and then for the connection (600
-#: s), a serial stack's whole up (about 7 minutes; docs/fleet.md, "Chunks").
+#: Sign az in again only when the last sign-in is older than this: the tokens its warm-up cached serve at least 55
+#: minutes (Entra's 60-90, less MSAL's 5; .ci/warm_tokens.sh; SignIn), which leaves 30 for a run started after the
+#: check: a pass-2 up whose refresh retries for its default 900 s, a pass-1 up waiting for the lock and then for the
+#: connection (600 s), a serial stack's whole up (about 7 minutes; docs/fleet.md, "Chunks").
 RELOGIN_AFTER_SECONDS = 25 * 60
+#: How long fleet.py keeps the lock after a serial stack's whole up: its refresh step re-posts a refresh every 4th poll
+#: and may exit (it has read the IP) while that one runs, which a PUT would meet as 409 (about one refresh).
+WHOLE_GRACE_SECONDS = float(os.environ.get("FLEET_WHOLE_GRACE", "60"))
 #: The jobs' limits, enforced by bench/fleet_sim.py: the workflow's timeout-minutes of a chunk and of a cluster job,
 #: the Pulumi Cloud token a chunk asks for (token-expiration), all in .github/workflows/deploy-stacks.yml, and az's
 #: cached tokens.
@@ -289,25 +292,30 @@ def run(command: list[str], log: list[str], lock: threading.Lock, capture: list[
 
 class SignIn:
     """az's sign-in, renewed (``FLEET_RELOGIN``) only when the last one is older than ``after`` seconds, by one stack
-    while the others go on with the tokens they have (still good for 55 minutes after the last); the first is the
-    job's own (azure/login and the token warm-up, the steps just before)."""
+    while the others go on with the tokens they have. Each renewal signs in into a new ``AZURE_CONFIG_DIR`` under
+    ``base``, so its warm-up caches new tokens (in the old cache MSAL would serve the old ones while they have 5
+    minutes left) and no file a running az reads is rewritten; processes started after it get that directory. The
+    first sign-in is the job's own (azure/login and the token warm-up, the steps just before)."""
 
-    def __init__(self, command: str, after: float) -> None:
-        self.command, self.after = command, after
+    def __init__(self, command: str, after: float, base: str) -> None:
+        self.command, self.after, self.base = command, after, base
         self.at, self.count, self.lock = time.monotonic(), 0, threading.Lock()
+        self.env: dict[str, str] = {}  # the newest sign-in's AZURE_CONFIG_DIR; empty: the job's own
 
-    def fresh(self, log: list[str], output: threading.Lock) -> bool:
+    def fresh(self, log: list[str], output: threading.Lock) -> dict[str, str] | None:
+        """The environment a process started now uses (None: the renewal it made failed)."""
         if not self.command or time.monotonic() - self.at <= self.after:
-            return True
+            return dict(self.env)
         if not self.lock.acquire(blocking=False):  # another stack is signing in; the tokens still serve meanwhile
-            return True
+            return dict(self.env)
         try:
             if time.monotonic() - self.at <= self.after:  # it just did
-                return True
-            if not run(["bash", "-c", self.command], log, output):
-                return False
-            self.at, self.count = time.monotonic(), self.count + 1
-            return True
+                return dict(self.env)
+            directory = tempfile.mkdtemp(prefix="az-sign-in-", dir=self.base)
+            if not run(["bash", "-c", self.command], log, output, env={**os.environ, "AZURE_CONFIG_DIR": directory}):
+                return None
+            self.env, self.at, self.count = {"AZURE_CONFIG_DIR": directory}, time.monotonic(), self.count + 1
+            return dict(self.env)
         finally:
             self.lock.release()
 
@@ -329,10 +337,10 @@ def endpoints(argv: list[str]) -> int:
     pulumi, python = os.environ.get("PULUMI", "pulumi"), os.environ.get("PYTHON", ".venv/bin/python")
     parallel = max(1, int(os.environ.get("FLEET_PARALLEL", str(FLEET_PARALLEL))))
     common = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
+    temp = os.environ.get("RUNNER_TEMP") or tempfile.gettempdir()
     sign_in = SignIn(os.environ.get("FLEET_RELOGIN", ""),
-                     float(os.environ.get("FLEET_RELOGIN_AFTER", str(RELOGIN_AFTER_SECONDS))))
-    lock_file = os.environ.get(GRAFANA_LOCK_ENV) or os.path.join(
-        os.environ.get("RUNNER_TEMP") or tempfile.gettempdir(), "fleet-grafana.lock")
+                     float(os.environ.get("FLEET_RELOGIN_AFTER", str(RELOGIN_AFTER_SECONDS))), temp)
+    lock_file = os.environ.get(GRAFANA_LOCK_ENV) or os.path.join(temp, "fleet-grafana.lock")
     unlocked = {k: v for k, v in os.environ.items() if k != GRAFANA_LOCK_ENV}
     locked = {**unlocked, GRAFANA_LOCK_ENV: lock_file}
     lock, log = threading.Lock(), []
@@ -343,7 +351,7 @@ def endpoints(argv: list[str]) -> int:
         """A re-run: what this stack still has to do now (it may have converged in an earlier attempt)."""
         text: list[str] = []
         if not run([pulumi, "preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"],
-                   log, lock, capture=text, env=unlocked):
+                   log, lock, capture=text, env={**unlocked, **sign_in.env}):
             result[stack] = "failed: pulumi preview (re-run)"
             return
         try:
@@ -366,25 +374,30 @@ def endpoints(argv: list[str]) -> int:
         stack's write; or a serial stack's whole pulumi up, with the lock held around it."""
         if stack in whole:  # the cascade writes the endpoint anyway: all of this stack's pulumi up, alone
             with grafana_written(lock_file):  # signed in once the lock is held: the wait for it can be long
-                if not sign_in.fresh(log, lock):
+                az = sign_in.fresh(log, lock)
+                if az is None:
                     result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
-                elif not run([pulumi, "up", "--stack", stack, *common], log, lock, env=unlocked):
+                elif not run([pulumi, "up", "--stack", stack, *common], log, lock, env={**unlocked, **az}):
                     result[stack] = "failed: whole pulumi up (serialized: it replaces or deletes the endpoint)"
-        elif not sign_in.fresh(log, lock):
+                time.sleep(WHOLE_GRACE_SECONDS)  # a refresh its step re-posted may still run: no PUT meanwhile
+            return
+        az = sign_in.fresh(log, lock)
+        if az is None:
             result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
-        elif not run([pulumi, "up", "--stack", stack, *common, *pass1_targets()], log, lock, env=locked):
+        elif not run([pulumi, "up", "--stack", stack, *common, *pass1_targets()], log, lock, env={**locked, **az}):
             result[stack] = "failed: managed private endpoint or approval (pulumi up --target)"
 
     def finish(stack: str) -> None:
         """Pass 2: the rest (its refresh step reads the one refresh done), then verify."""
-        if stack not in whole:
-            if not sign_in.fresh(log, lock):
-                result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
-                return
-            if not run([pulumi, "up", "--stack", stack, *common], log, lock, env=unlocked):
-                result[stack] = "failed: refresh or Pyroscope datasource (pulumi up)"
-                return
-        if not run([python, "-m", "ops.verify", "--stack", stack], log, lock, env=unlocked):
+        az = sign_in.fresh(log, lock)
+        if az is None:
+            result[stack] = "failed: Azure sign-in (FLEET_RELOGIN)"
+            return
+        if stack not in whole and not run([pulumi, "up", "--stack", stack, *common], log, lock,
+                                          env={**unlocked, **az}):
+            result[stack] = "failed: refresh or Pyroscope datasource (pulumi up)"
+            return
+        if not run([python, "-m", "ops.verify", "--stack", stack], log, lock, env={**unlocked, **az}):
             result[stack] = "failed: ops.verify"
         else:
             result[stack] = "ok"
@@ -399,7 +412,7 @@ def endpoints(argv: list[str]) -> int:
         list(pool.map(write, written))
     refreshing = None
     if any(s not in result and s not in whole for s in written):  # every approval of the chunk is in
-        refreshing = threading.Thread(target=refresh_once, args=(log, lock))
+        refreshing = threading.Thread(target=refresh_once, args=(log, lock, {**unlocked, **sign_in.env}))
         refreshing.start()
     with ThreadPoolExecutor(max_workers=parallel) as pool:  # no write to the Grafana is left but the refresh
         list(pool.map(finish, [s for s in stacks if s not in result]))
@@ -421,7 +434,7 @@ def endpoints(argv: list[str]) -> int:
     return 1 if failed else 0
 
 
-def refresh_once(log: list[str], lock: threading.Lock) -> None:
+def refresh_once(log: list[str], lock: threading.Lock, env: dict[str, str]) -> None:
     """One refresh of the Grafana (``GRAFANA``: resource group/name, ``ARM_SUBSCRIPTION_ID``) as soon as every approval
     of the chunk is in, beside pass 2's starts: their refresh steps then read it done. Best effort: when it fails (a
     409, anything), the steps refresh themselves."""
@@ -431,7 +444,7 @@ def refresh_once(log: list[str], lock: threading.Lock) -> None:
         return
     url = (f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Dashboard/grafana/{name}"
            f"/refreshManagedPrivateEndpoints?api-version={DASHBOARD_API_VERSION}")
-    run([os.environ.get("AZ", "az"), "rest", "--method", "post", "--url", url, "--output", "none"], log, lock)
+    run([os.environ.get("AZ", "az"), "rest", "--method", "post", "--url", url, "--output", "none"], log, lock, env=env)
 
 
 def pass1_targets() -> list[str]:

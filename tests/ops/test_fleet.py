@@ -230,7 +230,7 @@ else:
     time.sleep(float(os.environ.get("SLEEP_" + kind.upper(), "0.05")))
 with open(os.environ["FLEET_LOG"], "a") as fh:
     fh.write(json.dumps({"stack": stack, "kind": kind, "start": start, "end": time.monotonic(), "args": args,
-                         "write": write, "locked": lock}) + "\n")
+                         "write": write, "locked": lock, "azdir": os.environ.get("AZURE_CONFIG_DIR")}) + "\n")
 failed = f"{stack}:{kind}" in os.environ.get("FAIL", "").split(",")
 state = os.environ["FLEET_STATE"]
 if kind == "up" and not failed:
@@ -274,6 +274,7 @@ def grafana_phase(tmp_path, stacks, fail="", parallel="3", attempt="1", whole=No
                    "FLEET_PARALLEL": parallel, "SLEEP_WRITE": "0.15", "SLEEP_APPROVAL": "0.1", "SLEEP_UP": "0.3",
                    "FLEET_GRAFANA_LOCK": str(tmp_path / "grafana.lock"), "FLEET_RELOGIN": relogin,
                    "FLEET_RELOGIN_AFTER": relogin_after, "AZ": str(az), "GRAFANA": "rg-obs/amg-shared",
+                   "FLEET_WHOLE_GRACE": "0.05", "RUNNER_TEMP": str(tmp_path),
                    "ARM_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001",
                    "FLEET_STATE": str(tmp_path / "converged"), "SERIAL": serial, "GITHUB_RUN_ATTEMPT": attempt,
                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
@@ -345,14 +346,19 @@ def test_az_signs_in_again_only_when_the_last_sign_in_is_old_enough_one_stack_at
     """FLEET_RELOGIN runs when the last sign-in is older than FLEET_RELOGIN_AFTER: within a fresh job never; with 0,
     before a pulumi up whenever no other stack is signing in (at most the 4 stacks' two ups), never two at once."""
     count, busy = tmp_path / "relogins", tmp_path / "signing-in"
-    relogin = (f"if [ -e {busy} ]; then echo twice >> {count}; fi; touch {busy}; sleep 0.2; echo x >> {count}; "
-               f"rm {busy}")
+    relogin = (f"if [ -e {busy} ]; then echo twice >> {count}; fi; touch {busy}; sleep 0.2; "
+               f'echo "$AZURE_CONFIG_DIR" >> {count}; rm {busy}')
     done, calls, got, summary = grafana_phase(tmp_path, list("abcd"), relogin=relogin, relogin_after=after)
     assert done.returncode == 0, summary
     lines = count.read_text().split() if count.exists() else []
     assert "twice" not in lines
     assert len(lines) == int(got["relogins"]) and f"Azure sign-ins renewed: {len(lines)}" in summary
     assert (len(lines) == 0) if after == "2400" else (1 <= len(lines) <= 8)
+    # each renewal signs in into a new, empty config directory (new tokens, no file a running az reads rewritten);
+    # the processes started after it use it
+    assert len(set(lines)) == len(lines) and all(line.startswith(str(tmp_path / "az-sign-in-")) for line in lines)
+    used = {c["azdir"] for c in calls}
+    assert used == {None} if after == "2400" else (used - {None}) <= set(lines) and used - {None}
 
 
 def test_a_rerun_redoes_only_what_failed(tmp_path):
