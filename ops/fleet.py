@@ -98,6 +98,15 @@ FLEET_CHUNK = 25
 SERIAL_WEIGHT = 3
 
 
+#: Every pulumi up of the fleet: no prompt, no second preview, the policy pack.
+UP_FLAGS = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
+
+
+def preview_args(stack: str) -> list[str]:
+    """``pulumi`` arguments of the preview a stack's class is read from (``--json``: a PreviewDigest)."""
+    return ["preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"]
+
+
 def glob_match(glob: str, urn: str) -> bool:
     """pulumi's URN glob (see AZURE_NATIVE_GLOBS)."""
     pattern = ".*".join("[^:]*".join(re.escape(part) for part in segment.split("*")) for segment in glob.split("**"))
@@ -189,7 +198,7 @@ def cluster(argv: list[str]) -> int:
     stacks, grafana = json.loads(option(argv, "--stacks")), option(argv, "--grafana")
     out = Path(option(argv, "--out"))
     pulumi, python = os.environ.get("PULUMI", "pulumi"), os.environ.get("PYTHON", ".venv/bin/python")
-    common = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
+    common = UP_FLAGS
     exclude = [arg for glob in CONFLICTING for arg in ("--exclude", glob)] + ["--exclude-dependents"]
     lock, log, result = threading.Lock(), [], {}
 
@@ -206,8 +215,7 @@ def cluster(argv: list[str]) -> int:
     def each(stack: str) -> None:
         text: list[str] = []
         kind, reasons = "failed", ["pulumi preview failed (see this job's log)"]
-        if run([pulumi, "preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"],
-               log, lock, capture=text):
+        if run([pulumi, *preview_args(stack)], log, lock, capture=text):
             try:
                 kind, reasons = classify_preview(json.loads(text[0]))
             except (ValueError, AttributeError) as error:
@@ -336,7 +344,7 @@ def endpoints(argv: list[str]) -> int:
     whole = set(json.loads(option(argv, "--whole", "[]")))
     pulumi, python = os.environ.get("PULUMI", "pulumi"), os.environ.get("PYTHON", ".venv/bin/python")
     parallel = max(1, int(os.environ.get("FLEET_PARALLEL", str(FLEET_PARALLEL))))
-    common = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
+    common = UP_FLAGS
     temp = os.environ.get("RUNNER_TEMP") or tempfile.gettempdir()
     sign_in = SignIn(os.environ.get("FLEET_RELOGIN", ""),
                      float(os.environ.get("FLEET_RELOGIN_AFTER", str(RELOGIN_AFTER_SECONDS))), temp)
@@ -350,8 +358,7 @@ def endpoints(argv: list[str]) -> int:
     def reclassify(stack: str) -> None:
         """A re-run: what this stack still has to do now (it may have converged in an earlier attempt)."""
         text: list[str] = []
-        if not run([pulumi, "preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"],
-                   log, lock, capture=text, env={**unlocked, **sign_in.env}):
+        if not run([pulumi, *preview_args(stack)], log, lock, capture=text, env={**unlocked, **sign_in.env}):
             result[stack] = "failed: pulumi preview (re-run)"
             return
         try:
