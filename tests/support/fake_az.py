@@ -89,15 +89,12 @@ def _from_rules(argv: list[str]) -> tuple:
 
 
 def _from_world(argv: list[str]) -> tuple:
-    """("world", response) from the stateful world, which the call may change."""
+    """("world", response) from the stateful world, which the call may change (under the world's lock: other az calls,
+    the provider plugins and the cloud-side loop may be changing it too)."""
     import fake_world
 
-    path = os.environ["FAKE_AZ_WORLD"]
-    with open(path, encoding="utf-8") as fh:
-        world = json.load(fh)
-    response = fake_world.answer(argv, world)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(world, fh, indent=1, sort_keys=True)
+    with fake_world.locked(os.environ["FAKE_AZ_WORLD"]) as world:
+        response = fake_world.answer(argv, world)
     return "world", response
 
 

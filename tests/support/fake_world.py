@@ -52,10 +52,13 @@ titles unique
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
 import uuid
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
 PRIVATE_IP = "10.0.4.36"  # offline/canned.py MPE_PRIVATE_IP
@@ -65,6 +68,22 @@ ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 def arm_key(type_: str, identity: dict) -> str:
     """The key of an ARM resource in ``arm``: its azure-native type and the path parameters of its PUT."""
     return f"{type_} {json.dumps(identity, sort_keys=True)}"
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[dict]:
+    """The world in file ``path``, read and written back under an exclusive lock (``flock`` on ``<path>.lock``): under
+    the real engine the steps' ``az`` calls, the provider plugins of ours and the cloud-side loop change it at once.
+    Nothing is written when the body raises. The file is replaced whole, so a reader never sees half of it."""
+    with open(f"{path}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with open(path, encoding="utf-8") as fh:
+            world = json.load(fh)
+        yield world
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w", encoding="utf-8") as fh:
+            json.dump(world, fh, indent=1, sort_keys=True)
+        os.replace(partial, path)
 
 
 def next_created_at(world: dict) -> str:
@@ -150,6 +169,54 @@ def _arm_not_found(what: str) -> dict:
 
 def _option(argv: list[str], name: str) -> Optional[str]:
     return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else None
+
+
+# --- ARM resources the stack creates (the lifecycle harness and the azure-native stand-in provider) ------------------
+#: Why a key is part of an ARM resource's identity in offline/replacement.py's rules.
+PATH_PARAMETER = "a path parameter of the ARM PUT"
+MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
+
+
+def arm_identity(type_: str, inputs: dict) -> str:
+    """The key of the ARM resource ``inputs`` (engine names) describe: its type and its PUT path parameters, as
+    offline/replacement.py lists them for ``type_``."""
+    from offline import replacement  # here: the stand-in az imports this module without the project on its path
+
+    rule = replacement.rule_for(type_)
+    identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == PATH_PARAMETER}
+    return arm_key(type_, identity)
+
+
+def mpe_key(grafana_id: str, name: str) -> str:
+    return f"{grafana_id}/{name}".lower()
+
+
+def arm_create(world: dict, type_: str, inputs: dict, grafana_id: str) -> Optional[str]:
+    """azure-native's Create of an ARM resource: refused (the error returned) when one of its identity exists
+    ("cannot create already existing resource"); a managed private endpoint of Grafana ``grafana_id`` puts a Pending
+    connection on its PLS (refused when there is no such PLS) and gets a new ``createdAt``. None when created."""
+    key = arm_identity(type_, inputs)
+    if key in world["arm"]:
+        return f"cannot create already existing resource {key} (azure-native Create)"
+    if type_ == MPE:
+        endpoint = f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}"
+        if str(inputs["privateLinkResourceId"]).lower() not in world["pls"]:
+            return f"private link service {inputs['privateLinkResourceId']} not found"
+        connect(world, inputs["privateLinkResourceId"], endpoint, inputs.get("requestMessage") or "")
+        world["mpes"][mpe_key(grafana_id, inputs["managedPrivateEndpointName"])] = {
+            "grafana": grafana_id, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending",
+            "ip": "", "createdAt": next_created_at(world)}
+    world["arm"][key] = inputs
+    return None
+
+
+def arm_delete(world: dict, type_: str, inputs: dict, grafana_id: str) -> None:
+    """azure-native's Delete: ARM's 404 for a resource already gone counts as deleted; a managed private endpoint's
+    connection leaves its PLS."""
+    world["arm"].pop(arm_identity(type_, inputs), None)
+    if type_ == MPE:
+        world["mpes"].pop(mpe_key(grafana_id, inputs["managedPrivateEndpointName"]), None)
+        disconnect(world, f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}")
 
 
 # --- private link services and managed private endpoints ----------------------------------------------------------
@@ -751,9 +818,27 @@ def _frontend_show(argv: list[str], world: dict) -> dict:
                                       "Microsoft.Network/virtualNetworks/vnet-aks/subnets/snet-aks"}}}
 
 
+def _access_token(argv: list[str], world: dict) -> dict:
+    """``az account get-access-token -o json --resource R`` (what azidentity's AzureCLICredential runs for kubelogin's
+    ``--login azurecli``): ``world["tokens"][R]``, an hour from now, in az's shape (``accessToken``, ``expiresOn`` as
+    local time, ``expires_on`` as epoch seconds, ``subscription``, ``tenant``, ``tokenType``)."""
+    import time
+
+    from offline import canned
+
+    resource = _option(argv, "--resource") or "https://management.core.windows.net/"
+    expires = int(time.time()) + 3600
+    return {"json": {"accessToken": world.get("tokens", {}).get(resource, "simulated-access-token"),
+                     "expiresOn": time.strftime("%Y-%m-%d %H:%M:%S.000000", time.localtime(expires)),
+                     "expires_on": expires, "subscription": canned.SUBSCRIPTION_ID, "tenant": canned.TENANT_ID,
+                     "tokenType": "Bearer"}}
+
+
 def answer(argv: list[str], world: dict) -> dict:
     """The response to one az command line (same shape as a rule response of tests/support/fake_az.py); mutates
     ``world``. A command line this world does not know exits 2, so an unexpected call fails the test."""
+    if argv[:2] == ["account", "get-access-token"]:
+        return _access_token(argv, world)
     if argv[:3] == ["network", "private-link-service", "show"]:
         return _pls_show(argv, world)
     if argv[:4] == ["network", "lb", "frontend-ip", "show"]:

@@ -71,14 +71,13 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from offline import canned, engine, replacement
+from offline import canned, engine
 from offline.diff import Diff
 from stack.specs import private_link_policy_spec
 from tests.support import fake_world
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER_KEY = "aksGpuObservabilityOwner"
-_PATH = "a path parameter of the ARM PUT"
 ANNOTATION = "service.beta.kubernetes.io/"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 SERVICE = "kubernetes:core/v1:Service"
@@ -323,38 +322,21 @@ class Deployment:
     # --- azure-native ---
     @staticmethod
     def arm_key(type_: str, inputs: dict) -> str:
-        rule = replacement.rule_for(type_)
-        identity = {key: inputs.get(key) for key, why in (rule.replace_on.items() if rule else ()) if why == _PATH}
-        return fake_world.arm_key(type_, identity)
+        return fake_world.arm_identity(type_, inputs)
 
     def _arm_create(self, urn: str, type_: str, inputs: dict) -> None:
         world = self.world()
-        key = self.arm_key(type_, inputs)
-        if key in world["arm"]:
-            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: cannot create already existing resource {key} "
-                              "(azure-native Create)")
-        world["arm"][key] = inputs
-        if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
-            endpoint = f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}"
-            grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
-            try:
-                fake_world.connect(world, inputs["privateLinkResourceId"], endpoint, inputs.get("requestMessage") or "")
-            except KeyError:
-                raise EngineError(f"{urn}: private link service {inputs['privateLinkResourceId']} not found") from None
-            world["mpes"][f"{grafana}/{inputs['managedPrivateEndpointName']}".lower()] = {
-                "grafana": grafana, "endpoint": endpoint, "pls": inputs["privateLinkResourceId"], "status": "Pending",
-                                                                                          "ip": "",
-                "createdAt": fake_world.next_created_at(world)}
+        grafana = canned.grafana_id(inputs.get("resourceGroupName", ""), inputs.get("workspaceName", ""))
+        error = fake_world.arm_create(world, type_, inputs, grafana)
+        if error:
+            raise EngineError(f"{urn.rsplit('::', 1)[-1] if 'already' in error else urn}: {error}")
         self._save(world)
 
     def _arm_delete(self, type_: str, inputs: dict) -> None:
         """azure-native Delete: ARM's 404 for a resource already gone counts as deleted (module docstring)."""
         world = self.world()
-        world["arm"].pop(self.arm_key(type_, inputs), None)
-        if type_ == "azure-native:dashboard:ManagedPrivateEndpoint":
-            grafana = canned.grafana_id(inputs["resourceGroupName"], inputs["workspaceName"])
-            world["mpes"].pop(f"{grafana}/{inputs['managedPrivateEndpointName']}".lower(), None)
-            fake_world.disconnect(world, f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}")
+        grafana = canned.grafana_id(inputs.get("resourceGroupName", ""), inputs.get("workspaceName", ""))
+        fake_world.arm_delete(world, type_, inputs, grafana)
         self._save(world)
 
     # --- the Helm release, its claims, and the PLS AKS makes for a LoadBalancer Service ---

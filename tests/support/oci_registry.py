@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import ssl
 import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Optional
 
 import yaml
 
@@ -28,9 +30,10 @@ def sha256(data: bytes) -> str:
 
 class Registry:
     """``with Registry() as r``: ``r.host`` (``127.0.0.1:<port>``), ``r.push_chart(repository, tgz)`` -> manifest
-    digest, ``r.tags[repository][tag] = digest``."""
+    digest, ``r.tags[repository][tag] = digest``. ``tls``: (certificate file, key file) to serve HTTPS, as ghcr.io
+    does, for a client that has no plain-HTTP switch (pulumi-kubernetes' Helm)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: Optional[tuple[str, str]] = None) -> None:
         self.blobs: dict[str, bytes] = {}
         self.manifests: dict[str, bytes] = {}
         self.tags: dict[str, dict[str, str]] = {}
@@ -73,6 +76,10 @@ class Registry:
             do_HEAD = do_GET
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.host = f"127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> "Registry":

@@ -1,0 +1,69 @@
+"""The dev stack under the real engine: ``pulumi up`` from empty, the end state in the API server and the simulated
+Azure, a second ``up`` that changes nothing, and a ``destroy`` that leaves nothing behind (docs/real-engine.md)."""
+
+from __future__ import annotations
+
+from offline import canned
+
+STACK = "dev"
+NAMESPACE = "/api/v1/namespaces/gadget"
+
+
+def non_stack_resources(state: dict) -> list[str]:
+    return [r["urn"] for r in state.get("resources") or [] if r["type"] not in ("pulumi:pulumi:Stack",)
+            and not r["type"].startswith("pulumi:providers:")]
+
+
+def test_up_from_empty_then_a_rerun_changes_nothing_and_destroy_leaves_nothing(aks, engine_tools, chart, tmp_path):
+    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
+    ws.init(STACK, {"pyroscopeChart": chart.reference})
+    ws.up(STACK)
+    cp = aks.cp
+
+    # --- the cluster side, read back from the API server ---
+    assert cp.get(NAMESPACE)["status"]["phase"] == "Active"
+    claim = cp.get(f"{NAMESPACE}/persistentvolumeclaims/data-pyroscope-0")
+    assert claim["status"]["phase"] == "Bound" and claim["spec"]["storageClassName"] == "managed-csi"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "64Gi"
+    policies = {p["metadata"]["name"] for p in cp.get(f"/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies")[
+        "items"]}
+    assert {"pyroscope", "pyroscope-private-link"} <= policies
+    service = cp.get(f"{NAMESPACE}/services/pyroscope-private-link")
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["status"]["loadBalancer"]["ingress"][0]["ip"].startswith("10.224.")
+    pods = cp.get(f"{NAMESPACE}/pods")["items"]
+    selected = [p for p in pods
+                if all(p["metadata"].get("labels", {}).get(k) == v for k, v in service["spec"]["selector"].items())]
+    assert [p["metadata"]["name"] for p in selected] == ["pyroscope-0"]
+    assert cp.get(f"/apis/apps/v1/namespaces/gadget/statefulsets/pyroscope")["status"]["readyReplicas"] == 1
+    assert cp.get(f"{NAMESPACE}/services/pyroscope")["spec"]["ports"][0]["port"] == 4040
+    assert cp.get(f"{NAMESPACE}/secrets/sh.helm.release.v1.pyroscope.v1") is not None
+
+    # --- the Azure side, from the simulated world ---
+    world = aks.world()
+    pls = [p for p in world["pls"].values() if p["id"].endswith("/pyroscope-pls")]
+    assert len(pls) == 1 and [c["status"] for c in pls[0]["connections"]] == ["Approved"]
+    mpe = next(iter(world["mpes"].values()))
+    assert (mpe["status"], mpe["ip"]) == ("Approved", canned.MPE_PRIVATE_IP)
+    grafana = next(iter(world["grafana"].values()))
+    assert grafana["datasources"]["local-pyroscope"]["url"] == f"http://{canned.MPE_PRIVATE_IP}:4040"
+    assert {ds["type"] for ds in grafana["datasources"].values()} == {"grafana-pyroscope-datasource", "prometheus"}
+    assert "AdvancedGPUObservability" in grafana["dashboards"]
+    assert list(world["disks"].values())[0]["size"] == "64Gi"
+    assert aks.cloud.errors == []
+
+    # --- a second up changes nothing ---
+    preview = ws.preview(STACK)
+    changes = {op: n for op, n in preview["changeSummary"].items() if op != "same"}
+    assert changes == {}, f"a re-run would change {changes}: {[s['urn'] for s in preview['steps'] if s['op'] != 'same']}"
+    assert "unchanged" in ws.up(STACK).stdout
+
+    # --- destroy leaves nothing ---
+    ws.destroy(STACK)
+    assert non_stack_resources(ws.state(STACK)) == []
+    assert cp.get(NAMESPACE) is None
+    assert cp.get("/api/v1/persistentvolumes")["items"] == []
+    world = aks.world()
+    assert (world["pls"], world["mpes"], world["arm"], world.get("disks")) == ({}, {}, {}, {})
+    assert all(not g["datasources"] and not g["dashboards"] for g in world["grafana"].values())
+    assert aks.cloud.errors == []

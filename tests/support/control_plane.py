@@ -1,0 +1,254 @@
+"""A real Kubernetes control plane on loopback for the end-to-end tests: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and kwok (fake nodes whose pods become Ready), the binaries toolchain/build makes.
+
+:class:`ControlPlane` (a context manager) starts them in a temporary folder on free 127.0.0.1 ports, with a CA and a
+serving certificate made by ``openssl``, a service-account key pair, and static tokens (``--token-auth-file``): one
+for the components and the tests (``admin_token``), and :attr:`ControlPlane.user_token`, the token the stand-in ``az``
+hands kubelogin for the AKS server application, so the stack's Entra ID kubeconfig reaches this API server as AKS's
+does. Authorization is AlwaysAllow. It registers two AKS-like nodes (agent pools ``system`` and ``gpu``, the GPU one
+tainted as AKS taints GPU pools) and AKS's built-in storage classes. :meth:`ControlPlane.api` is a ``requests``
+session on the API server. A component that fails to start, or exits, raises with its last log lines; ``__exit__``
+stops every process and removes the folder, also when the test failed. Who writes what the cloud does (load balancer
+addresses, disks, the private link service): tests/support/aks_cloud.py.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import requests
+import yaml
+
+#: The service CIDR AKS's canned cluster has (offline/canned.py ``managed_cluster``), and its pod CIDR.
+SERVICE_CIDR = "10.0.0.0/16"
+POD_CIDR = "192.168.0.1/24"
+#: AKS's built-in Azure Disk classes (kubectl get storageclass on a 1.3x cluster): the provisioner, binding on the
+#: pod's node, expandable, deleted with the claim.
+STORAGE_CLASSES = {"managed-csi": "StandardSSD_LRS", "managed-csi-premium": "Premium_LRS", "default": "StandardSSD_LRS",
+                   "managed": "StandardSSD_LRS", "managed-premium": "Premium_LRS"}
+DISK_PROVISIONER = "disk.csi.azure.com"
+#: AKS's GPU pool taint (MicrosoftDocs/azure-aks-docs articles/aks/gpu-cluster.md: ``sku=gpu:NoSchedule``).
+GPU_TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+START_TIMEOUT = 90.0
+LOG_TAIL = 30
+
+
+class ControlPlaneError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_certificates(folder: Path) -> None:
+    """``ca.crt``/``ca.key``, the API server's ``server.crt``/``server.key`` (127.0.0.1, localhost), and the
+    service-account key pair ``sa.key``/``sa.pub``."""
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=e2e-ca", cwd=folder)
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=kube-apiserver", cwd=folder)
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+                                    "extendedKeyUsage=serverAuth\n")
+    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=folder)
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=folder)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
+
+
+class ControlPlane:
+    """``with ControlPlane(bin_dir, stages) as cp``: ``cp.server``, ``cp.ca_file``, ``cp.admin_token``,
+    ``cp.user_token``, ``cp.api()``."""
+
+    def __init__(self, bin_dir: Path, kwok_stages: Path, user_token: Optional[str] = None) -> None:
+        self.bin_dir = bin_dir
+        self.kwok_stages = kwok_stages
+        self.folder = Path(tempfile.mkdtemp(prefix="e2e-control-plane-"))
+        self.admin_token = secrets.token_hex(16)
+        self.user_token = user_token or secrets.token_hex(24)
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.server = ""
+
+    # --- lifecycle ---
+    def __enter__(self) -> "ControlPlane":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        f = self.folder
+        make_certificates(f)
+        (f / "tokens.csv").write_text(f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n'
+                                      f'{self.user_token},aks-user,aks-user,"system:masters"\n')
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        self.server = f"https://127.0.0.1:{api_port}"
+        self._spawn("etcd", ["--name", "e2e", "--data-dir", str(f / "etcd"),
+                             "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+                             "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+                             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+                             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+                             "--initial-cluster", f"e2e=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync",
+                             "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}"])
+        self._spawn("kube-apiserver", [
+            f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={f / 'certs'}",
+            f"--tls-cert-file={f / 'server.crt'}", f"--tls-private-key-file={f / 'server.key'}",
+            f"--client-ca-file={f / 'ca.crt'}", f"--token-auth-file={f / 'tokens.csv'}",
+            "--authorization-mode=AlwaysAllow", f"--service-account-key-file={f / 'sa.pub'}",
+            f"--service-account-signing-key-file={f / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-cluster-ip-range={SERVICE_CIDR}", "--allow-privileged=true",
+            "--endpoint-reconciler-type=none", "--enable-priority-and-fairness=false", "--profiling=false"])
+        self.kubeconfig = f / "admin.kubeconfig"
+        self.kubeconfig.write_text(yaml.safe_dump(self.admin_kubeconfig()))
+        self._wait_ready()
+        self._spawn("kube-controller-manager", [
+            f"--kubeconfig={self.kubeconfig}", f"--service-account-private-key-file={f / 'sa.key'}",
+            f"--root-ca-file={f / 'ca.crt'}", "--leader-elect=false", "--secure-port=0",
+            "--use-service-account-credentials=false", "--profiling=false"])
+        self._spawn("kube-scheduler", [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
+                                       "--secure-port=0", "--profiling=false"])
+        self._spawn("kwok", [f"--kubeconfig={self.kubeconfig}", f"--config={self.kwok_stages}",
+                             "--manage-all-nodes=true", f"--server-address=127.0.0.1:{free_port()}",
+                             f"--cidr={POD_CIDR}", "--node-ip=10.224.0.4", "--node-lease-duration-seconds=40"])
+        self._seed()
+
+    def stop(self) -> None:
+        for name in reversed(list(self.processes)):
+            process = self.processes[name]
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # --- processes ---
+    def _spawn(self, name: str, args: list[str]) -> None:
+        binary = self.bin_dir / name
+        log = open(self.folder / f"{name}.log", "wb")
+        self.processes[name] = subprocess.Popen([str(binary), *args], stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, cwd=self.folder)
+        log.close()
+
+    def tail(self, name: str, lines: int = LOG_TAIL) -> str:
+        path = self.folder / f"{name}.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def check_alive(self) -> None:
+        """Raise, with its last log lines, if a component has exited."""
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                raise ControlPlaneError(f"{name} exited with {process.returncode}; its last log lines:\n"
+                                        f"{self.tail(name)}")
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            self.check_alive()
+            try:
+                if self.api().get(f"{self.server}/readyz", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"kube-apiserver not ready within {START_TIMEOUT:.0f} s; its last log lines:\n"
+                                        f"{self.tail('kube-apiserver')}\netcd:\n{self.tail('etcd')}")
+            time.sleep(0.3)
+
+    # --- access ---
+    @property
+    def ca_file(self) -> Path:
+        return self.folder / "ca.crt"
+
+    def api(self, token: Optional[str] = None) -> requests.Session:
+        session = requests.Session()
+        session.headers["Authorization"] = f"Bearer {token or self.admin_token}"
+        session.verify = str(self.ca_file)
+        return session
+
+    def admin_kubeconfig(self) -> dict:
+        import base64
+
+        ca = base64.b64encode(self.ca_file.read_bytes()).decode()
+        return {"apiVersion": "v1", "kind": "Config", "current-context": "e2e",
+                "clusters": [{"name": "e2e", "cluster": {"server": self.server, "certificate-authority-data": ca}}],
+                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin"}}],
+                "users": [{"name": "admin", "user": {"token": self.admin_token}}]}
+
+    def get(self, path: str) -> Optional[dict]:
+        """GET ``path`` of the API; None on 404."""
+        response = self.api().get(f"{self.server}{path}", timeout=10)
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return response.json()
+
+    # --- what AKS has before the stack runs ---
+    def _seed(self) -> None:
+        api = self.api()
+        for name, pool, taints in (("aks-system-00000000", "system", []),
+                                   ("aks-gpu-00000000", "gpu", [GPU_TAINT])):
+            node = {"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                                 "labels": {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                                            "kubernetes.io/hostname": name, "kubernetes.azure.com/agentpool": pool,
+                                            "agentpool": pool, "type": "kwok"}},
+                    "spec": {"taints": taints},
+                    "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+            api.post(f"{self.server}/api/v1/nodes", json=node, timeout=10).raise_for_status()
+        for name, sku in STORAGE_CLASSES.items():
+            storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                             "metadata": {"name": name, **({"annotations": {
+                                 "storageclass.kubernetes.io/is-default-class": "true"}} if name == "default" else {})},
+                             "provisioner": DISK_PROVISIONER, "parameters": {"skuname": sku},
+                             "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
+                             "allowVolumeExpansion": True}
+            api.post(f"{self.server}/apis/storage.k8s.io/v1/storageclasses", json=storage_class,
+                     timeout=10).raise_for_status()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self._nodes_ready():
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"kwok did not make the nodes Ready within {START_TIMEOUT:.0f} s:\n"
+                                        f"{self.tail('kwok')}")
+            time.sleep(0.3)
+
+    def _nodes_ready(self) -> bool:
+        nodes = (self.get("/api/v1/nodes") or {}).get("items", [])
+        return len(nodes) == 2 and all(
+            any(c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get(
+                "conditions", [])) for n in nodes)
+
+
+def environment_without_proxies() -> dict:
+    """The environment for the control plane's clients: loopback is never proxied."""
+    return {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}

@@ -1,0 +1,178 @@
+"""What the provider plugins of ours share: serving Pulumi's gRPC provider protocol as the engine starts a plugin, and
+the wire format of property values.
+
+The engine starts a resource plugin with the engine's address as its first argument and reads the port it listens
+on from the plugin's first line of stdout (pulumi/pulumi v3.230.0 ``sdk/go/common/resource/plugin/plugin.go``
+``newPlugin``). :func:`serve` does that for a ``ResourceProviderServicer`` on 127.0.0.1, with the protos the
+``pulumi`` package ships (``pulumi.runtime.proto``). Property values cross as ``google.protobuf.Struct``: a secret is
+``{SECRET_SIG: SECRET_VALUE, "value": ...}`` and an unknown the string :data:`UNKNOWN`
+(``sdk/go/common/resource/plugin/rpc.go``); :func:`to_dict`/:func:`to_struct` keep both as they are, and
+:func:`reveal`/:func:`has_secrets`/:func:`secret` read and make them. :func:`log` writes to the engine's log as a
+provider does (``Engine.Log``), which the CLI prints beside the resource.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent import futures
+from typing import Any, Callable, Optional
+
+import grpc
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc, provider_pb2, provider_pb2_grpc
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+#: The engine's gRPC messages can be large (a Helm release's manifest, a dashboard): as the engine allows.
+MAX_MESSAGE = 400 * 1024 * 1024
+
+
+def to_dict(struct: Optional[struct_pb2.Struct]) -> dict:
+    """A Struct as a dict in the wire format (secrets and unknowns as they came); numbers are floats, as JSON's."""
+    return json_format.MessageToDict(struct) if struct is not None else {}
+
+
+def to_struct(value: dict) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(_integral(value))
+    return struct
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_integral(v) for v in value]
+    return value
+
+
+def is_secret(value: Any) -> bool:
+    return isinstance(value, dict) and value.get(SECRET_SIG) == SECRET_VALUE
+
+
+def secret(value: Any) -> dict:
+    return value if is_secret(value) else {SECRET_SIG: SECRET_VALUE, "value": value}
+
+
+def reveal(value: Any) -> Any:
+    """``value`` with every secret wrapper removed (what a provider acts on)."""
+    if is_secret(value):
+        return reveal(value.get("value"))
+    if isinstance(value, dict):
+        return {k: reveal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [reveal(v) for v in value]
+    return value
+
+
+def has_secrets(value: Any) -> bool:
+    if is_secret(value):
+        return True
+    if isinstance(value, dict):
+        return any(has_secrets(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_secrets(v) for v in value)
+    return False
+
+
+def has_unknowns(value: Any) -> bool:
+    if value == UNKNOWN:
+        return True
+    if isinstance(value, dict):
+        return any(has_unknowns(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_unknowns(v) for v in value)
+    return False
+
+
+def property_diff(old: Any, new: Any, path: str = "") -> dict[str, str]:
+    """``{path: add|delete|update}`` for every property path that differs (objects by key, arrays by index), as
+    ``resource.PropertyMap.Diff`` + ``plugin.NewDetailedDiffFromObjectDiff`` report them; an unknown new value is an
+    update."""
+    if old == new and not has_unknowns(new):
+        return {}
+    if isinstance(old, dict) and isinstance(new, dict) and not is_secret(old) and not is_secret(new):
+        found: dict[str, str] = {}
+        for key in sorted(set(old) | set(new)):
+            sub = f"{path}.{key}" if path else key
+            if key not in new or new[key] is None:
+                if old.get(key) is not None:
+                    found[sub] = "delete"
+            elif key not in old or old[key] is None:
+                found[sub] = "add"
+            else:
+                found.update(property_diff(old[key], new[key], sub))
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        found = {}
+        for i, (a, b) in enumerate(zip(old, new)):
+            found.update(property_diff(a, b, f"{path}[{i}]"))
+        return found
+    if reveal(old) == reveal(new) and not has_unknowns(new):
+        return {}  # only the secretness differs: no change
+    return {path: "update"}
+
+
+KIND = {"add": provider_pb2.PropertyDiff.ADD, "delete": provider_pb2.PropertyDiff.DELETE,
+        "update": provider_pb2.PropertyDiff.UPDATE, "add-replace": provider_pb2.PropertyDiff.ADD_REPLACE,
+        "delete-replace": provider_pb2.PropertyDiff.DELETE_REPLACE,
+        "update-replace": provider_pb2.PropertyDiff.UPDATE_REPLACE}
+
+
+def diff_response(changes: dict[str, str], forces: Callable[[str], bool], delete_first: bool = False
+                  ) -> provider_pb2.DiffResponse:
+    """A DiffResponse with a detailed diff of ``changes``; a change at a path for which ``forces(path)`` holds (the
+    path's top-level key for the command provider) replaces, delete-first when ``delete_first``."""
+    detailed, replaces = {}, []
+    for path, kind in changes.items():
+        top = path.split(".", 1)[0].split("[", 1)[0]
+        if forces(path) or forces(top):
+            kind += "-replace"
+            replaces.append(top)
+        detailed[path] = provider_pb2.PropertyDiff(kind=KIND[kind], inputDiff=True)
+    return provider_pb2.DiffResponse(
+        changes=provider_pb2.DiffResponse.DIFF_SOME if changes else provider_pb2.DiffResponse.DIFF_NONE,
+        replaces=sorted(set(replaces)), deleteBeforeReplace=bool(replaces) and delete_first,
+        diffs=sorted({p.split(".", 1)[0].split("[", 1)[0] for p in changes}), detailedDiff=detailed,
+        hasDetailedDiff=True)
+
+
+class EngineLog:
+    """The engine's log service at the address the engine started the plugin with (None: nowhere)."""
+
+    SEVERITY = {"debug": engine_pb2.DEBUG, "info": engine_pb2.INFO, "warning": engine_pb2.WARNING,
+                "error": engine_pb2.ERROR}
+
+    def __init__(self, address: Optional[str]) -> None:
+        self._stub = engine_pb2_grpc.EngineStub(grpc.insecure_channel(address)) if address else None
+
+    def __call__(self, severity: str, message: str, urn: str = "") -> None:
+        if self._stub is None or not message:
+            return
+        try:
+            self._stub.Log(engine_pb2.LogRequest(severity=self.SEVERITY[severity], message=message, urn=urn))
+        except grpc.RpcError:  # the engine went away: nothing left to tell
+            pass
+
+
+def serve(servicer: provider_pb2_grpc.ResourceProviderServicer, argv: list[str]) -> None:
+    """Serve ``servicer`` as the engine expects of a plugin: listen on a loopback port, print it, run until killed."""
+    options = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=options)
+    provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    sys.stdout.write(f"{port}\n")
+    sys.stdout.flush()
+    server.wait_for_termination()
+
+
+def engine_address(argv: list[str]) -> Optional[str]:
+    """The engine's address among a plugin's arguments (the first that is not a flag)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def abort_unknown(context: grpc.ServicerContext, what: str, name: str, provider: str) -> None:
+    """Refuse a type or invoke token this stand-in does not know, naming it (never an empty answer)."""
+    context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{provider} (stand-in): unknown {what} {name!r}")

@@ -1,0 +1,157 @@
+"""The real Pulumi CLI, Python language host and pulumi-kubernetes provider (toolchain/build), run on a copy of the
+project against a real API server (tests/support/control_plane.py) and the simulated Azure (tests/support/fake_world.py)
+with the provider plugins of ours where nothing real builds here (tests/support/azure_provider.py,
+tests/support/command_provider.py). docs/real-engine.md says what is real and what stands in.
+
+:func:`tools` finds the built tools (``AKS_GPU_OBS_ENGINE_TOOLS``, default ``.tools/engine``) and refuses a missing or
+stale build in one line naming ``toolchain/build``: a skip outside CI, a failure under ``REQUIRE_ENGINE_TOOLS=1``.
+:class:`Workspace` is one project copy with its own file backend and ``PULUMI_HOME``, nothing leaving loopback:
+:meth:`Workspace.pulumi` runs the CLI, :meth:`Workspace.up`/``preview``/``destroy``/``refresh`` the usual commands
+(``--json`` previews parsed), :meth:`Workspace.state` the exported deployment. The ``command`` plugin is the real one
+when ``AKS_GPU_OBS_COMMAND_PLUGIN`` names a binary, else the stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from tests.support import ROOT
+
+TOOLS_ENV = "AKS_GPU_OBS_ENGINE_TOOLS"
+COMMAND_PLUGIN_ENV = "AKS_GPU_OBS_COMMAND_PLUGIN"
+BUILD = "toolchain/build"
+#: What a stack needs of the project: the program, its packages and step scripts, its project and stack files.
+PROGRAM = ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py", "requirements.txt", "components", "existing", "stack",
+           "stack_config", "steps", "scripts")
+PASSPHRASE = "e2e-passphrase"
+TOOL_NAMES = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes", "etcd",
+              "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubelogin")
+
+
+@dataclass(frozen=True)
+class Tools:
+    folder: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.folder / "bin"
+
+    @property
+    def kwok_stages(self) -> Path:
+        return self.folder / "kwok-stages.yaml"
+
+
+def tools() -> Tools:
+    """The tools toolchain/build made, checked against the current inputs (toolchain/stamp)."""
+    folder = Path(os.environ.get(TOOLS_ENV) or ROOT / ".tools" / "engine")
+    missing = [name for name in TOOL_NAMES if not (folder / "bin" / name).exists()]
+    problem = ""
+    if missing:
+        problem = f"the real engine's tools are not built ({', '.join(missing)} missing in {folder / 'bin'})"
+    else:
+        stamp = folder / "stamp"
+        current = subprocess.run([str(ROOT / "toolchain" / "stamp")], capture_output=True, text=True).stdout.strip()
+        if not stamp.exists() or stamp.read_text().strip() != current:
+            problem = f"the real engine's tools in {folder} are stale (built from other inputs than toolchain/)"
+    if problem:
+        message = f"{problem}: run {BUILD} (about 15 minutes cold, seconds warm)"
+        if os.environ.get("REQUIRE_ENGINE_TOOLS") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return Tools(folder)
+
+
+def _wrapper(path: Path, target: str) -> None:
+    """An executable ``path`` that runs ``python TARGET ARGS`` with the project on ``PYTHONPATH``."""
+    path.write_text(f"#!/bin/sh\nexport PYTHONPATH='{ROOT}'\nexec '{sys.executable}' {target} \"$@\"\n")
+    path.chmod(0o755)
+
+
+class Workspace:
+    """A project copy in ``folder``/project, its backend in ``folder``/state, its ``PULUMI_HOME`` in ``folder``/home."""
+
+    def __init__(self, folder: Path, tools_: Tools, world_path: Path, extra_env: Optional[dict] = None) -> None:
+        self.folder = folder
+        self.project = folder / "project"
+        for name in PROGRAM:
+            source = ROOT / name
+            if source.is_dir():
+                shutil.copytree(source, self.project / name, ignore=shutil.ignore_patterns("__pycache__"))
+            elif source.exists():
+                self.project.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, self.project / name)
+        for sub in ("state", "home", "bin"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        stand_ins = folder / "bin"
+        _wrapper(stand_ins / "az", f"'{ROOT / 'tests' / 'support' / 'fake_az.py'}'")
+        _wrapper(stand_ins / "pulumi-resource-azure-native", "-m tests.support.azure_provider")
+        real_command = os.environ.get(COMMAND_PLUGIN_ENV)
+        if real_command:
+            (stand_ins / "pulumi-resource-command").symlink_to(real_command)
+        else:
+            _wrapper(stand_ins / "pulumi-resource-command", "-m tests.support.command_provider")
+        self.command_plugin = "real" if real_command else "stand-in"
+        venv_bin = ROOT / ".venv" / "bin"
+        self.env = {
+            "PATH": os.pathsep.join([str(stand_ins), str(tools_.bin), str(venv_bin), os.environ.get("PATH", "")]),
+            "HOME": str(folder / "home"), "PULUMI_HOME": str(folder / "home"),
+            "PULUMI_BACKEND_URL": f"file://{folder / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+            "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_SKIP_CONFIRMATIONS": "true", "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+            "LANG": "C.UTF-8", "FAKE_AZ_WORLD": str(world_path), "FAKE_AZ_LOG": str(folder / "az-calls.jsonl"),
+            "AZURE_CORE_COLLECT_TELEMETRY": "false", "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            **(extra_env or {}),
+        }
+        self.log = folder / "pulumi.log"
+
+    def pulumi(self, *args: str, check: bool = True, timeout: float = 900, stack: Optional[str] = None,
+               cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+        """Run ``pulumi ARGS`` (``--stack`` when given, ``--non-interactive``); output appended to ``pulumi.log``;
+        ``check``: a non-zero exit fails the test with the output's end."""
+        argv = ["pulumi", *args, "--non-interactive"] + (["--stack", stack] if stack else [])
+        done = subprocess.run(argv, cwd=cwd or self.project, env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+        with self.log.open("a") as log:
+            log.write(f"$ {' '.join(argv)}\n{done.stdout}\n{done.stderr}\n(exit {done.returncode})\n")
+        if check and done.returncode != 0:
+            pytest.fail(f"`{' '.join(argv)}` exited {done.returncode}:\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}",
+                        pytrace=False)
+        return done
+
+    def init(self, stack: str, config: dict[str, str], secrets: Optional[dict[str, str]] = None) -> None:
+        self.pulumi("stack", "init", stack)
+        for key, value in config.items():
+            self.pulumi("config", "set", key, value, stack=stack)
+        for key, value in (secrets or {}).items():
+            self.pulumi("config", "set", "--secret", key, value, stack=stack)
+
+    def up(self, stack: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return self.pulumi("up", "--yes", "--skip-preview", "--diff", *args, stack=stack, check=check)
+
+    def preview(self, stack: str, *args: str) -> dict:
+        """``pulumi preview --json``: the engine's step list and change summary."""
+        done = self.pulumi("preview", "--json", *args, stack=stack)
+        return json.loads(done.stdout)
+
+    def destroy(self, stack: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return self.pulumi("destroy", "--yes", "--skip-preview", *args, stack=stack, check=check)
+
+    def refresh(self, stack: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return self.pulumi("refresh", "--yes", "--skip-preview", *args, stack=stack, check=check)
+
+    def state(self, stack: str) -> dict:
+        return json.loads(self.pulumi("stack", "export", stack=stack).stdout)["deployment"]
+
+    def outputs(self, stack: str, show_secrets: bool = False) -> dict:
+        args = ["stack", "output", "--json"] + (["--show-secrets"] if show_secrets else [])
+        return json.loads(self.pulumi(*args, stack=stack).stdout)
