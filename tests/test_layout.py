@@ -163,7 +163,7 @@ def test_tests_mirror_the_source():
     strays = []
     for path in tracked("tests/*.py"):
         relative = path.relative_to(ROOT / "tests")
-        if not path.name.startswith("test_") or relative.parts[0] in ("support", "integration"):
+        if not path.name.startswith("test_") or relative.parts[0] in ("support", "integration", "e2e"):
             continue
         if len(relative.parts) == 1:
             if not (ROOT / TOP_LEVEL_TESTS.get(path.name, "-")).exists():

@@ -1,5 +1,5 @@
-"""Fixtures of the end-to-end tests: the real tools (toolchain/build), a TLS OCI registry holding the reference Pyroscope
-chart, and per test a control plane, the simulated world and the cloud-side loop (docs/real-engine.md)."""
+"""Fixtures of the end-to-end tests: the real tools (toolchain/build), a TLS OCI registry holding the reference
+Pyroscope chart, and per test a control plane, the simulated world and the cloud-side loop (docs/real-engine.md)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ def aks(tmp_path, engine_tools):
     with control_plane.ControlPlane(engine_tools.bin, engine_tools.kwok_stages) as cp:
         world_path = new_world(tmp_path, cp, [DEV_CLUSTER])
         rg, name = DEV_CLUSTER
-        node_rg = canned.managed_cluster({"resourceGroupName": rg, "resourceName": name}, "eastus2")["nodeResourceGroup"]
+        node_rg = canned.managed_cluster({"resourceGroupName": rg, "resourceName": name},
+                                         "eastus2")["nodeResourceGroup"]
         with aks_cloud.AksCloud(cp, str(world_path), canned.cluster_id(rg, name), node_rg) as cloud:
             yield Aks(cp, cloud, world_path)
             cp.check_alive()

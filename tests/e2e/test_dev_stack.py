@@ -25,7 +25,7 @@ def test_up_from_empty_then_a_rerun_changes_nothing_and_destroy_leaves_nothing(a
     claim = cp.get(f"{NAMESPACE}/persistentvolumeclaims/data-pyroscope-0")
     assert claim["status"]["phase"] == "Bound" and claim["spec"]["storageClassName"] == "managed-csi"
     assert claim["spec"]["resources"]["requests"]["storage"] == "64Gi"
-    policies = {p["metadata"]["name"] for p in cp.get(f"/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies")[
+    policies = {p["metadata"]["name"] for p in cp.get("/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies")[
         "items"]}
     assert {"pyroscope", "pyroscope-private-link"} <= policies
     service = cp.get(f"{NAMESPACE}/services/pyroscope-private-link")
@@ -35,7 +35,7 @@ def test_up_from_empty_then_a_rerun_changes_nothing_and_destroy_leaves_nothing(a
     selected = [p for p in pods
                 if all(p["metadata"].get("labels", {}).get(k) == v for k, v in service["spec"]["selector"].items())]
     assert [p["metadata"]["name"] for p in selected] == ["pyroscope-0"]
-    assert cp.get(f"/apis/apps/v1/namespaces/gadget/statefulsets/pyroscope")["status"]["readyReplicas"] == 1
+    assert cp.get("/apis/apps/v1/namespaces/gadget/statefulsets/pyroscope")["status"]["readyReplicas"] == 1
     assert cp.get(f"{NAMESPACE}/services/pyroscope")["spec"]["ports"][0]["port"] == 4040
     assert cp.get(f"{NAMESPACE}/secrets/sh.helm.release.v1.pyroscope.v1") is not None
 
@@ -55,7 +55,8 @@ def test_up_from_empty_then_a_rerun_changes_nothing_and_destroy_leaves_nothing(a
     # --- a second up changes nothing ---
     preview = ws.preview(STACK)
     changes = {op: n for op, n in preview["changeSummary"].items() if op != "same"}
-    assert changes == {}, f"a re-run would change {changes}: {[s['urn'] for s in preview['steps'] if s['op'] != 'same']}"
+    moved = [s["urn"] for s in preview["steps"] if s["op"] != "same"]
+    assert changes == {}, f"a re-run would change {changes}: {moved}"
     assert "unchanged" in ws.up(STACK).stdout
 
     # --- destroy leaves nothing ---

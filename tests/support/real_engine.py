@@ -33,6 +33,8 @@ BUILD = "toolchain/build"
 PROGRAM = ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py", "requirements.txt", "components", "existing", "stack",
            "stack_config", "steps", "scripts")
 PASSPHRASE = "e2e-passphrase"
+#: How a state file marks a secret.
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
 TOOL_NAMES = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes", "etcd",
               "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubelogin")
 
@@ -77,12 +79,14 @@ def _wrapper(path: Path, target: str) -> None:
 
 
 class Workspace:
-    """A project copy in ``folder``/project, its backend in ``folder``/state, its ``PULUMI_HOME`` in ``folder``/home."""
+    """A project copy in ``folder``/project (or the program folder ``project``), its backend in ``folder``/state, its
+    ``PULUMI_HOME`` in ``folder``/home."""
 
-    def __init__(self, folder: Path, tools_: Tools, world_path: Path, extra_env: Optional[dict] = None) -> None:
+    def __init__(self, folder: Path, tools_: Tools, world_path: Path, extra_env: Optional[dict] = None,
+                 project: Optional[Path] = None) -> None:
         self.folder = folder
-        self.project = folder / "project"
-        for name in PROGRAM:
+        self.project = project or folder / "project"
+        for name in PROGRAM if project is None else ():
             source = ROOT / name
             if source.is_dir():
                 shutil.copytree(source, self.project / name, ignore=shutil.ignore_patterns("__pycache__"))
