@@ -128,3 +128,20 @@ def with_extra_template(tgz: bytes, name: str, text: str) -> bytes:
         extra.size = len(text.encode())
         target.addfile(extra, io.BytesIO(text.encode()))
     return out.getvalue()
+
+
+def with_version(tgz: bytes, version: str) -> bytes:
+    """Chart archive ``tgz`` as the release ``version`` of the same chart (its Chart.yaml's ``version``), as a patch
+    release that changed nothing else would be."""
+    source = tarfile.open(fileobj=io.BytesIO(tgz))
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.isfile() and member.name.count("/") == 1 and member.name.endswith("/Chart.yaml"):
+                chart = yaml.safe_load(data)
+                chart["version"] = version
+                data = yaml.safe_dump(chart, sort_keys=False).encode()
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    return out.getvalue()
