@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -111,6 +112,7 @@ class Workspace:
             "PULUMI_BACKEND_URL": f"file://{folder / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
             "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_SKIP_CONFIRMATIONS": "true", "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+            "PULUMI_DEBUG_COMMANDS": "true",  # --event-log (pkg/cmd/pulumi/operations/up.go at v3.230.0)
             "LANG": "C.UTF-8", "FAKE_AZ_WORLD": str(world_path), "FAKE_AZ_LOG": str(folder / "az-calls.jsonl"),
             "AZURE_CORE_COLLECT_TELEMETRY": "false", "NO_PROXY": "127.0.0.1,localhost",
             "no_proxy": "127.0.0.1,localhost",
@@ -118,15 +120,31 @@ class Workspace:
         }
         self.log = folder / "pulumi.log"
 
+    def with_policy_pack(self, pack: Path) -> None:
+        """Let ``--policy-pack`` run ``pack`` (its own ``venv``) under the 3.68 language host: today's CLI starts a
+        Python pack through the host's ``RunPlugin`` without the ``Program`` field that host reads, so it runs ``python
+        "" <engine address>`` (sdk/go/common/resource/plugin/analyzer_plugin.go ``NewPolicyAnalyzer`` at v3.230.0). A
+        ``PULUMI_PYTHON_CMD`` shim runs the pack's Python on the pack for that call and the project's otherwise. Tests
+        only: the official CLI's own host runs packs as they are."""
+        shim = self.folder / "bin" / "python-shim"
+        shim.write_text("#!/bin/sh\n"
+                        f'if [ "$#" -gt 0 ] && [ -z "$1" ]; then shift; exec \'{pack / "venv" / "bin" / "python"}\' '
+                        f'\'{pack}\' "$@"; fi\n'
+                        f"exec '{ROOT / '.venv' / 'bin' / 'python'}' \"$@\"\n")
+        shim.chmod(0o755)
+        self.env["PULUMI_PYTHON_CMD"] = str(shim)
+
     def pulumi(self, *args: str, check: bool = True, timeout: float = 900, stack: Optional[str] = None,
                cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
         """Run ``pulumi ARGS`` (``--stack`` when given, ``--non-interactive``); output appended to ``pulumi.log``;
         ``check``: a non-zero exit fails the test with the output's end."""
         argv = ["pulumi", *args, "--non-interactive"] + (["--stack", stack] if stack else [])
+        started = time.monotonic()
         done = subprocess.run(argv, cwd=cwd or self.project, env=self.env, capture_output=True, text=True,
                               timeout=timeout)
+        seconds = time.monotonic() - started
         with self.log.open("a") as log:
-            log.write(f"$ {' '.join(argv)}\n{done.stdout}\n{done.stderr}\n(exit {done.returncode})\n")
+            log.write(f"$ {' '.join(argv)}\n{done.stdout}\n{done.stderr}\n(exit {done.returncode}, {seconds:.1f} s)\n")
         if check and done.returncode != 0:
             pytest.fail(f"`{' '.join(argv)}` exited {done.returncode}:\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}",
                         pytrace=False)
