@@ -155,6 +155,18 @@ class Prediction:
 class Deployed:
     ws: real_engine.Workspace
     aks: object
+    config: dict = field(default_factory=dict)  # the base's stack configuration (`pulumi config --json`)
+
+    def restore(self, keys) -> None:
+        """Put ``keys`` back as the base has them: its value, or unset."""
+        base = {k.split(":", 1)[1] if k.startswith("aks-gpu-observability:") else k: v["value"]
+                for k, v in self.config.items()}
+        kept = [a for k in keys if k in base for a in ("--plaintext", f"{k}={base[k]}")]
+        if kept:
+            self.ws.pulumi("config", "set-all", *kept, stack=STACK)
+        removed = [k for k in keys if k not in base]
+        if removed:
+            self.ws.pulumi("config", "rm", *removed, stack=STACK)
 
 
 def predict(base: dict, base_sets: dict, dashboards: dict) -> dict[str, Prediction]:
@@ -190,6 +202,7 @@ def rows(tmp_path_factory, engine_tools, chart) -> dict[str, Row]:
         with aks_cluster(folder, engine_tools, downloads) as aks:
             d = Deployed(aks.workspace(folder / "ws", engine_tools, chart), aks)
             d.ws.init(STACK, base_sets)
+            d.config = json.loads(d.ws.pulumi("config", "--json", stack=STACK).stdout)
             d.ws.up(STACK)
             return [play(d, n, predictions[n]) for n in shards[index]]
 
@@ -224,7 +237,7 @@ def play(d: Deployed, case: str, prediction: Prediction) -> Row:
     if case in KEPT:
         return row
     if prediction.sets:
-        d.ws.pulumi("config", "rm", *prediction.sets, stack=STACK)
+        d.restore(prediction.sets)
         if row.up is None:
             d.ws.up(STACK)  # back to the base for the next change
     return row

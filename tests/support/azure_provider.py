@@ -11,7 +11,8 @@ SIMULATED: nothing here talks to Azure.
   resource", ``provider.go`` Create) and answers with the outputs offline/canned.py gives the type, a managed private
   endpoint's ``systemData.createdAt`` being the world's; a preview's create answers offline/canned.py's
   ``preview_outputs``. Delete treats a resource already gone as deleted; Read answers "deleted" (an empty id) for a
-  resource the world no longer has, else its state with the world's inputs.
+  resource the world no longer has, else its state with the world's inputs; Read of an id alone (an import) finds
+  the resource of that ARM id.
 - Invokes: the program's lookups (offline/canned.py ``INVOKES``), answered from the world where it holds the thing
   (the private link service the cloud-side loop made, a managed private endpoint, a cluster registered with its API
   server: ``listManagedClusterUserCredentials`` then returns an Entra ID kubeconfig for that server), else canned. A
@@ -24,6 +25,7 @@ from __future__ import annotations
 import base64
 import os
 import sys
+import threading
 from typing import Any, Optional
 
 import grpc
@@ -37,6 +39,9 @@ from tests.support import plugin_server as wire
 
 #: The release the lock's SDK asks for; the engine takes an ambient plugin whatever it reports.
 VERSION = "3.29.0"
+#: A type token: the Create of a resource of it never returns once ARM has made it (the world has it), as a PUT still
+#: in flight when the CLI is killed; for tests of an interrupted `pulumi up`.
+HOLD_ENV = "AZURE_STANDIN_HOLD_CREATE"
 MPE = fake_world.MPE
 
 
@@ -143,6 +148,8 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
             created = self._created_at(world, rule.type, plain)
         if error:
             context.abort(grpc.StatusCode.ALREADY_EXISTS if "already" in error else grpc.StatusCode.NOT_FOUND, error)
+        if os.environ.get(HOLD_ENV) == rule.type:
+            threading.Event().wait()
         rid, outputs = self._outputs(rule.type, name, plain, inputs, created)
         return provider_pb2.CreateResponse(id=rid, properties=wire.to_struct(outputs))
 
@@ -169,14 +176,24 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
         return empty_pb2.Empty()
 
     def Read(self, request, context):
+        """A refresh (inputs known): "deleted" when the world lost it, else the world's inputs. An import (``pulumi
+        import``, ``refresh --import-pending-creates``: an id alone): the resource of that ARM id, or "deleted"."""
         rule = self._rule(request.urn, context)
         inputs = wire.to_dict(request.inputs)
         with fake_world.locked(world_path()) as world:
-            current = world["arm"].get(fake_world.arm_identity(rule.type, wire.reveal(inputs))) if inputs else None
-        if inputs and current is None:
+            if inputs:
+                current = world["arm"].get(fake_world.arm_identity(rule.type, wire.reveal(inputs)))
+            else:
+                current = next((i for k, i in world["arm"].items() if k.startswith(rule.type + " ")
+                                and canned.resource_state(rule.type, "", i)[0].lower() == request.id.lower()), None)
+            created = self._created_at(world, rule.type, current) if current else None
+        if current is None:
             return provider_pb2.ReadResponse(id="")  # gone: the engine drops it from the state
-        return provider_pb2.ReadResponse(id=request.id, properties=request.properties,
-                                         inputs=wire.to_struct(current) if current is not None else request.inputs)
+        if inputs:
+            return provider_pb2.ReadResponse(id=request.id, properties=request.properties,
+                                             inputs=wire.to_struct(current))
+        rid, outputs = self._outputs(rule.type, request.urn.rsplit("::", 1)[-1], current, current, created)
+        return provider_pb2.ReadResponse(id=rid, properties=wire.to_struct(outputs), inputs=wire.to_struct(current))
 
     # --- outputs ---
     @staticmethod

@@ -37,6 +37,8 @@ STORAGE_CLASSES = {"managed-csi": "StandardSSD_LRS", "managed-csi-premium": "Pre
 DISK_PROVISIONER = "disk.csi.azure.com"
 #: AKS's GPU pool taint (MicrosoftDocs/azure-aks-docs articles/aks/gpu-cluster.md: ``sku=gpu:NoSchedule``).
 GPU_TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+#: A node's size: room for microservices mode's components (about 14 vCPU of requests) on the system pool.
+NODE_SIZE = {"cpu": "32", "memory": "128Gi", "pods": "250"}
 START_TIMEOUT = 90.0
 LOG_TAIL = 30
 
@@ -222,8 +224,7 @@ class ControlPlane:
                                             "kubernetes.io/hostname": name, "kubernetes.azure.com/agentpool": pool,
                                             "agentpool": pool, "type": "kwok"}},
                     "spec": {"taints": taints},
-                    "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+                    "status": {"allocatable": NODE_SIZE, "capacity": NODE_SIZE}}
             api.post(f"{self.server}/api/v1/nodes", json=node, timeout=10).raise_for_status()
         for name, sku in STORAGE_CLASSES.items():
             storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",

@@ -212,8 +212,14 @@ def arm_create(world: dict, type_: str, inputs: dict, grafana_id: str) -> Option
 
 def arm_delete(world: dict, type_: str, inputs: dict, grafana_id: str) -> None:
     """azure-native's Delete: ARM's 404 for a resource already gone counts as deleted; a managed private endpoint's
-    connection leaves its PLS."""
+    connection leaves its PLS; a Grafana workspace goes with its content (datasources, dashboards)."""
     world["arm"].pop(arm_identity(type_, inputs), None)
+    if type_ == "azure-native:dashboard:Grafana":
+        from offline import canned
+
+        answer = canned.grafana({"resourceGroupName": inputs["resourceGroupName"],
+                                 "workspaceName": inputs["workspaceName"]}, inputs.get("location", "eastus2"))
+        world["grafana"].pop(urlsplit(answer["properties"]["endpoint"]).netloc, None)
     if type_ == MPE:
         world["mpes"].pop(mpe_key(grafana_id, inputs["managedPrivateEndpointName"]), None)
         disconnect(world, f"grafana-{inputs['workspaceName']}-{inputs['managedPrivateEndpointName']}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -59,6 +60,32 @@ def new_world(path: Path, cp: control_plane.ControlPlane, clusters: list[tuple[s
 
 def node_resource_group(rg: str, name: str, location: str = "eastus2") -> str:
     return canned.managed_cluster({"resourceGroupName": rg, "resourceName": name}, location)["nodeResourceGroup"]
+
+
+@contextlib.contextmanager
+def aks_fleet(folder: Path, tools: real_engine.Tools, clusters: list[tuple[str, str]]) -> Iterator[list[Aks]]:
+    """Several clusters in one simulated Azure (one world, ``folder``/world.json): each its control plane and its
+    cloud-side loop."""
+    token = secrets.token_hex(24)  # one Entra ID token for AKS's server application, which every cluster accepts
+    with contextlib.ExitStack() as stack:
+        planes = [stack.enter_context(control_plane.ControlPlane(tools.bin, tools.kwok_stages, token))
+                  for _ in clusters]
+        world_path = folder / "world.json"
+        new_world(world_path, planes[0], [])
+        world = json.loads(world_path.read_text())
+        for cp, (rg, name) in zip(planes, clusters):
+            world["clusters"][canned.cluster_id(rg, name).lower()] = {
+                "server": cp.server, "ca": base64.b64encode(cp.ca_file.read_bytes()).decode(),
+                "admin_token": cp.admin_token}
+        world_path.write_text(json.dumps(world, indent=1, sort_keys=True))
+        fleet = []
+        for cp, (rg, name) in zip(planes, clusters):
+            cloud = stack.enter_context(aks_cloud.AksCloud(cp, str(world_path), canned.cluster_id(rg, name),
+                                                           node_resource_group(rg, name)))
+            fleet.append(Aks(cp, cloud, world_path))
+        yield fleet
+        for cp in planes:
+            cp.check_alive()
 
 
 @contextlib.contextmanager
