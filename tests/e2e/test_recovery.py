@@ -39,7 +39,7 @@ def deployed(aks, engine_tools, chart, tmp_path):
     return ws
 
 
-def test_an_up_killed_while_the_endpoint_is_created_is_recovered_by_cancel_and_an_importing_refresh(
+def test_an_up_killed_while_the_endpoint_is_created_is_recovered_by_cancel_and_an_import(
         aks, engine_tools, chart, tmp_path):
     ws = deployed(aks, engine_tools, chart, tmp_path)
     # The CLI is killed while ARM's PUT of the endpoint is in flight: Azure has it, the state has a pending create.
@@ -60,7 +60,8 @@ def test_an_up_killed_while_the_endpoint_is_created_is_recovered_by_cancel_and_a
     assert "locked" in locked.stdout + locked.stderr
     ws.pulumi("cancel", "--yes", stack=STACK)
     mpe_id = f"{GRAFANA_ID}/managedPrivateEndpoints/pyroscope-mpe"
-    ws.refresh(STACK, "--import-pending-creates", pending[0], "--import-pending-creates", mpe_id)
+    ws.pulumi("import", "--yes", MPE, "grafana-private-link-mpe", mpe_id, "--parent", urn(ws, "grafana-private-link"),
+              "--protect=false", "--generate-code=false", stack=STACK)
     ws.up(STACK)
     converged(aks, ws)
 

@@ -17,7 +17,9 @@ Behaviour, from pulumi/pulumi-command v1.2.1 ``provider/pkg/provider/local/comma
   line goes to the engine's log per ``logging`` (default both streams); a failure is ``<exit status>: running
   "<command>":`` and the output. ``assetPaths`` globs files under ``dir`` into ``assets``.
 - Outputs are the inputs plus ``stdout``/``stderr`` (trailing newline cut). A preview's create reports them unknown, as
-  an update's when an input changed or is unknown. They are secret when any input holds a secret.
+  an update's when an input changed or is unknown. A secret input stays secret where it is; ``stdout`` is not made
+  secret by it (measured with the real v1.2.1 plugin under the real engine: a program that needs it secret says so,
+  ``additionalSecretOutputs``).
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         if request.preview:
             changed = wire.has_unknowns(news) or bool(wire.property_diff(old_inputs, news))
             outputs = {**news, **(dict.fromkeys(OUTPUTS, wire.UNKNOWN) if changed else previous)}
-            return provider_pb2.UpdateResponse(properties=wire.to_struct(self._secrecy(outputs, news)))
+            return provider_pb2.UpdateResponse(properties=wire.to_struct(outputs))
         command = news.get("update") or news.get("create")
         outputs = self._run_step(request.urn, command, news, previous, context)
         return provider_pb2.UpdateResponse(properties=wire.to_struct(outputs))
@@ -149,17 +151,10 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         return provider_pb2.ReadResponse(id=request.id, properties=request.properties, inputs=request.inputs)
 
     # --- running a command ---
-    @staticmethod
-    def _secrecy(outputs: dict, inputs: dict) -> dict:
-        """``markSecret``: an output that does not mirror an input is secret when any input holds a secret."""
-        if not wire.has_secrets(inputs):
-            return outputs
-        return {k: (wire.secret(v) if k in OUTPUTS and v != wire.UNKNOWN else v) for k, v in outputs.items()}
-
     def _run_step(self, urn: str, command: Optional[Any], inputs: dict, previous: dict, context) -> dict:
         outputs = {**inputs, **{k: previous.get(k, "") for k in OUTPUTS}}
         if not command:
-            return self._secrecy(outputs, inputs)
+            return outputs
         plain = wire.reveal(inputs)
         try:
             stdout, stderr = self._run(urn, wire.reveal(command), plain, wire.reveal(previous))
@@ -169,7 +164,7 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         directory = plain.get("dir") or os.getcwd()
         if plain.get("assetPaths") is not None:
             outputs["assets"] = glob_assets(directory, plain["assetPaths"])
-        return self._secrecy(outputs, inputs)
+        return outputs
 
     def _run(self, urn: str, command: str, inputs: dict, previous: dict) -> tuple[str, str]:
         argv = [*(inputs.get("interpreter") or ["/bin/sh", "-c"]), command]
