@@ -24,6 +24,7 @@ from pulumi_azure_native import dashboard, network
 from pulumi_command import local
 
 from stack import grafana_lock
+from stack.phase import after
 from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
@@ -59,8 +60,10 @@ REQUEST_MESSAGE_LIMIT = 140
 
 def approval_marker(nonce: str) -> str:
     """What the approval writes into its description so a re-run knows the connection it approved: an HMAC-SHA256 of a
-    fixed text under the nonce, 16 hex digits. It tells nothing of the nonce, so it need not be secret."""
-    return hmac.new(nonce.encode(), b"aks-gpu-observability approved connection", hashlib.sha256).hexdigest()[:16]
+    fixed text under the nonce, 16 hex digits. It tells nothing of the nonce, so it need not be secret. ``None`` (a
+    targeted `pulumi up` that leaves the nonce step out before it exists) is taken as empty: nothing approves then."""
+    key = (nonce or "").encode()
+    return hmac.new(key, b"aks-gpu-observability approved connection", hashlib.sha256).hexdigest()[:16]
 
 
 def request_message(text: str, nonce: str) -> str:
@@ -199,7 +202,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         # Read once the wait has seen the PLS: the MPE needs its id.
         pls = network.get_private_link_service_output(
             resource_group_name=args.private_link_service_resource_group,
-            service_name=args.private_link_service_name,
+            service_name=after(wait, args.private_link_service_name),  # a new PLS is not there to read in a preview
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
@@ -216,7 +219,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                 f"{name}-nat-network-policy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=PRIVATE_LINK_POLICY,
-                    namespace=namespace.metadata.apply(lambda m: m.name) if namespace else NAMESPACE),
+                    # Empty metadata only in a targeted `pulumi up` that leaves the namespace out before it exists.
+                    namespace=(namespace.metadata.apply(lambda m: m.name if m else NAMESPACE) if namespace
+                               else NAMESPACE)),
                 spec=self.nat_addresses.apply(private_link_policy_spec),
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
                                             replace_with=[namespace] if namespace else None),
@@ -291,7 +296,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         )
         # Read after the refresh step has seen the private IP (the datasource's URL).
         state = dashboard.get_managed_private_endpoint_output(
-            managed_private_endpoint_name=args.managed_private_endpoint_name,
+            managed_private_endpoint_name=after(refresh, args.managed_private_endpoint_name),  # nor a new endpoint
             resource_group_name=args.grafana_resource_group,
             workspace_name=args.grafana_name,
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[refresh]),

@@ -457,7 +457,8 @@ class Pyroscope(pulumi.ComponentResource):
     def __init__(self, name: str, args: PyroscopeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE, name, None, opts)
         micro = args.mode == MICROSERVICES
-        namespace = args.namespace.metadata.apply(lambda m: m.name) if args.namespace else NAMESPACE
+        # None only in a `pulumi up --target` that leaves the namespace out before it exists (its outputs are empty).
+        namespace = args.namespace.metadata.apply(lambda m: m.name if m else NAMESPACE) if args.namespace else NAMESPACE
         in_namespace = [args.namespace] if args.namespace else []
         # The volumes, the stack's own so that a larger size grows them in place (a StatefulSet's claim template cannot
         # change); the provider adopts those a StatefulSet made before (docs/decisions/pyroscope-chart.md, "Volumes").
@@ -550,7 +551,8 @@ class Pyroscope(pulumi.ComponentResource):
             self.write_path = k8s.core.v1.Service(
                 f"{name}-write-path",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=RELEASE_NAME, namespace=self.release.status.apply(lambda status: status.namespace),
+                    name=RELEASE_NAME,
+                    namespace=self.release.status.apply(lambda status: status.namespace if status else NAMESPACE),
                     labels={**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}),
                 spec=write_path_service_spec(),
                 opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
@@ -566,9 +568,10 @@ class Pyroscope(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, replace_with=in_namespace or None,
                                             delete_before_replace=True),
             )
-        self.release_name = self.release.status.apply(lambda status: status.name)
-        self.namespace = self.release.status.apply(lambda status: status.namespace)
-        self.service_name = self.private_link_service.metadata.apply(lambda m: m.name)
+        # Empty outputs (None) only when a targeted `pulumi up` leaves these out before they exist: the fixed names.
+        self.release_name = self.release.status.apply(lambda status: status.name if status else RELEASE_NAME)
+        self.namespace = self.release.status.apply(lambda status: status.namespace if status else NAMESPACE)
+        self.service_name = self.private_link_service.metadata.apply(lambda m: m.name if m else PRIVATE_LINK_SERVICE)
         self.in_cluster_url = pulumi.Output.concat(
             "http://", self.release_name, ".", self.namespace, f".svc.cluster.local:{PORT}"
         )

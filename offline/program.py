@@ -32,6 +32,7 @@ from pulumi.runtime.stack import wait_for_rpcs
 
 from offline import canned, replacement
 from offline import stack_file as stack_files
+from stack import phase
 from stack_config import cli_values
 from stack_config import schema as stack_schema
 
@@ -601,6 +602,9 @@ def run(
             pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
             pulumi.runtime.set_mocks(mocks, project=stack_schema.PROJECT, stack=stack, preview=preview, monitor=monitor)
+            # The estimate of `pulumi up` (AtUp): the program's lookups run after their steps, as at `up`
+            # (stack/phase.py); the outputs of what `up` makes stay unknown here, as new.
+            phase.AT_UP = isinstance(pending, AtUp) or None
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:
@@ -617,6 +621,7 @@ def run(
                 raise monitor.duplicate
             outputs = loop.run_until_complete(_stack_outputs())
         finally:
+            phase.AT_UP = None
             os.chdir(previous)
             loop.run_until_complete(loop.shutdown_default_executor())
             monitor.close()

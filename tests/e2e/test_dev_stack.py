@@ -17,6 +17,9 @@ def non_stack_resources(state: dict) -> list[str]:
 def test_up_from_empty_then_a_rerun_changes_nothing_and_destroy_leaves_nothing(aks, engine_tools, chart, tmp_path):
     ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
     ws.init(STACK, {"pyroscopeChart": chart.reference})
+    # The first preview of a new stack: nothing exists yet, and no lookup may run before the step that makes it.
+    first = ws.preview(STACK)["changeSummary"]
+    assert set(first) == {"create"} and first["create"] >= 26, first
     ws.up(STACK)
     cp = aks.cp
 

@@ -128,7 +128,7 @@ class Workspace:
         only: the official CLI's own host runs packs as they are."""
         shim = self.folder / "bin" / "python-shim"
         shim.write_text("#!/bin/sh\n"
-                        f'if [ "$#" -gt 0 ] && [ -z "$1" ]; then shift; exec \'{pack / "venv" / "bin" / "python"}\' '
+                        f'if [ "$#" -gt 0 ] && [ -z "$1" ]; then shift; exec \'{pack / "venv" / "bin" / "python"}\' -u '
                         f'\'{pack}\' "$@"; fi\n'
                         f"exec '{ROOT / '.venv' / 'bin' / 'python'}' \"$@\"\n")
         shim.chmod(0o755)
