@@ -7,7 +7,9 @@ from __future__ import annotations
 from offline import canned
 from tests.support.simulated_aks import aks_fleet
 
-GRAFANA = {"grafanaName": "amg-gpu-fleet", "grafanaResourceGroup": "rg-observability-fleet"}
+GRAFANA = {"grafanaName": "amg-gpu-fleet", "grafanaResourceGroup": "rg-observability-fleet",
+           "monitorWorkspaceName": "amw-gpu-dev", "monitorWorkspaceResourceGroup": "rg-observability-dev",
+           "azure-native:location": "eastus2"}
 CLUSTERS = [("rg-aks-gpu-a", "aks-gpu-a"), ("rg-aks-gpu-b", "aks-gpu-b")]
 
 
