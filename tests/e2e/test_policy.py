@@ -29,7 +29,6 @@ BY_CONFIG = [
 BROKEN = {
     "pyroscope-service-internal": ("components/pyroscope.py", '"azure-load-balancer-internal": "true",',
                                    '"azure-load-balancer-internal": "false",', {}),
-    "helm-chart-pinned": ("components/pyroscope.py", "version=args.chart_version,", 'version="^1.15",', {}),
     "managed-private-endpoint-request-message": ("components/grafana_private_link.py",
                                                  'tail = f" (aks-gpu-observability {nonce})"', 'tail = ""', {}),
     "approval-targets-one-connection": ("components/grafana_private_link.py",
@@ -42,6 +41,15 @@ BROKEN = {
                                        'sku=dashboard.ResourceSkuArgs(name="Standard"),',
                                        'sku=dashboard.ResourceSkuArgs(name="Essential"),', {"createGrafana": "true"}),
 }
+#: Mandatory rules the real CLI cannot be made to fail, and why (tests/policy sees them fail offline).
+NOT_SEEN = {
+    "helm-chart-pinned": "pulumi-kubernetes' Check resolves a version range (Helm, against the registry's tags) before "
+                         "the pack sees the release (seen: '^1.15' reached the pack as 1.15.1), and a chart from "
+                         "neither oci:// nor https:// fails Check first",
+}
+#: Rules whose input is unknown in a preview of a new stack (the endpoint's request message holds the nonce a step
+#: makes): seen failing on `pulumi up`, which stops before the resource is created.
+AT_UP = {"managed-private-endpoint-request-message"}
 MANDATORY = sorted({r for _, _, rules in BY_CONFIG for r in rules} | set(BROKEN))
 
 
@@ -55,7 +63,7 @@ def pack_ready():
         pytest.skip(message)
 
 
-def previewed(aks, tmp_path, engine_tools, chart, config: dict, pack_config: dict, broken=None):
+def previewed(aks, tmp_path, engine_tools, chart, config: dict, pack_config: dict, broken=None, up=False):
     ws = aks.workspace(tmp_path, engine_tools, chart)
     if broken:
         path, line, replacement = broken
@@ -63,9 +71,10 @@ def previewed(aks, tmp_path, engine_tools, chart, config: dict, pack_config: dic
         text = source.read_text()
         assert line in text, f"{path} no longer has {line!r}: update the broken copy"
         source.write_text(text.replace(line, replacement, 1))
-    ws.with_policy_pack(PACK)
-    ws.init(STACK, {"pyroscopeChart": chart.reference, **config})
-    args = ["preview", "--policy-pack", str(PACK)]
+    settings = {"pyroscopeChart": chart.reference, **config}
+    ws.with_policy_pack(PACK, {f"aks-gpu-observability:{k}": v for k, v in settings.items()})
+    ws.init(STACK, settings)
+    args = (["up", "--yes", "--skip-preview"] if up else ["preview"]) + ["--policy-pack", str(PACK)]
     if pack_config:
         (tmp_path / "pack-config.json").write_text(json.dumps(pack_config))
         args += ["--policy-pack-config", str(tmp_path / "pack-config.json")]
@@ -93,7 +102,7 @@ def test_mandatory_rules_fail_by_configuration(aks, engine_tools, chart, tmp_pat
 @pytest.mark.parametrize("rule", sorted(BROKEN))
 def test_a_mandatory_rule_fails_on_a_program_broken_for_it(aks, engine_tools, chart, tmp_path, pack_ready, rule):
     path, line, replacement, config = BROKEN[rule]
-    done = previewed(aks, tmp_path, engine_tools, chart, config, {}, (path, line, replacement))
+    done = previewed(aks, tmp_path, engine_tools, chart, config, {}, (path, line, replacement), up=rule in AT_UP)
     assert done.returncode != 0
     assert rule in failed_rules(done), done.stdout[-4000:] + done.stderr[-2000:]
 
@@ -104,4 +113,5 @@ def test_every_mandatory_rule_of_the_pack_is_seen_failing():
     spec = importlib.util.spec_from_file_location("policy_rules", PACK / "rules.py")
     rules = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rules)
-    assert sorted(p.name for p in rules.POLICIES if p.enforcement_level.value == "mandatory") == MANDATORY
+    mandatory = sorted(p.name for p in rules.POLICIES if p.enforcement_level.value == "mandatory")
+    assert mandatory == sorted(MANDATORY + list(NOT_SEEN))

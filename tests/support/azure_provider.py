@@ -43,6 +43,9 @@ VERSION = "3.29.0"
 #: in flight when the CLI is killed; for tests of an interrupted `pulumi up`.
 HOLD_ENV = "AZURE_STANDIN_HOLD_CREATE"
 MPE = fake_world.MPE
+#: Response-only properties inside an object input that azure-native's preview reports unknown
+#: (``provider/pkg/convert/previewOutputs.go``): what offline/canned.py's simplified preview keeps out.
+PREVIEW_NESTED = {"azure-native:dashboard:Grafana": ("endpoint", "provisioningState", "grafanaVersion")}
 
 
 def world_path() -> str:
@@ -141,6 +144,9 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
         name = request.urn.rsplit("::", 1)[-1]
         if request.preview:
             preview = canned.preview_outputs(rule.type, inputs) or dict(inputs)
+            for key, nested in PREVIEW_NESTED.get(rule.type, {}).items():
+                if isinstance(preview.get(key), dict):
+                    preview[key] = {**preview[key], **dict.fromkeys(nested, wire.UNKNOWN)}
             return provider_pb2.CreateResponse(properties=wire.to_struct(preview))
         plain = wire.reveal(inputs)
         with fake_world.locked(world_path()) as world:

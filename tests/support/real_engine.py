@@ -120,16 +120,21 @@ class Workspace:
         }
         self.log = folder / "pulumi.log"
 
-    def with_policy_pack(self, pack: Path) -> None:
+    def with_policy_pack(self, pack: Path, config: dict[str, str]) -> None:
         """Let ``--policy-pack`` run ``pack`` (its own ``venv``) under the 3.68 language host: today's CLI starts a
         Python pack through the host's ``RunPlugin`` without the ``Program`` field that host reads, so it runs ``python
-        "" <engine address>`` (sdk/go/common/resource/plugin/analyzer_plugin.go ``NewPolicyAnalyzer`` at v3.230.0). A
-        ``PULUMI_PYTHON_CMD`` shim runs the pack's Python on the pack for that call and the project's otherwise. Tests
-        only: the official CLI's own host runs packs as they are."""
+        "" <engine address>`` (sdk/go/common/resource/plugin/analyzer_plugin.go ``NewPolicyAnalyzer`` at v3.230.0), and
+        that host does not hand on the request's environment, where the CLI puts the stack's config (``PULUMI_CONFIG``,
+        ``constructEnv`` there). A ``PULUMI_PYTHON_CMD`` shim runs the pack's Python on the pack for that call
+        (unbuffered: the engine reads the pack's port from its first line) with ``config`` (project-qualified keys) as
+        ``PULUMI_CONFIG``, and the project's Python otherwise. Tests only: the official CLI's own host does both."""
         shim = self.folder / "bin" / "python-shim"
+        config_file = self.folder / "policy-config.json"
+        config_file.write_text(json.dumps(config))
         shim.write_text("#!/bin/sh\n"
-                        f'if [ "$#" -gt 0 ] && [ -z "$1" ]; then shift; exec \'{pack / "venv" / "bin" / "python"}\' -u '
-                        f'\'{pack}\' "$@"; fi\n'
+                        'if [ "$#" -gt 0 ] && [ -z "$1" ]; then shift; '
+                        f'PULUMI_CONFIG="$(cat \'{config_file}\')"; export PULUMI_CONFIG; '
+                        f'exec \'{pack / "venv" / "bin" / "python"}\' -u \'{pack}\' "$@"; fi\n'
                         f"exec '{ROOT / '.venv' / 'bin' / 'python'}' \"$@\"\n")
         shim.chmod(0o755)
         self.env["PULUMI_PYTHON_CMD"] = str(shim)
