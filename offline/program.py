@@ -3,10 +3,9 @@
 Owns: :func:`run` (a :class:`Plan` of every RegisterResource request: engine (camelCase) inputs, dependencies,
 parent, provider, options; the invokes with canned answers from :mod:`offline.canned`), :class:`RecordingMonitor`,
 the stack's config as the CLI hands it over. Not the engine: :mod:`offline.engine` turns plans and states into steps.
-Input: a stack name, config sets, ``pending`` URNs (evaluated as a preview sees resources being created). Output: a
-:class:`Plan`. Errors: ``ConfigError``, :class:`DuplicateURNError`, ``StackFileError``. Each run uses a fresh event
-loop and ``contextvars`` context. Research: docs/decisions/offline-program.md. Upstream:
-https://github.com/pulumi/pulumi/blob/v3.230.0/proto/pulumi/resource.proto
+Input: a stack name, config sets, ``pending`` URNs (as a preview sees resources being created). Output: a :class:`Plan`.
+Errors: ``ConfigError``, :class:`DuplicateURNError`, ``StackFileError``. A fresh event loop and ``contextvars`` context
+each run. Research: docs/decisions/offline-program.md. Upstream: pulumi/pulumi v3.230.0 proto/pulumi/resource.proto
 """
 
 from __future__ import annotations
@@ -334,16 +333,14 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 self.thread_loops.append(loop)
 
     def GetDeploymentInfo(self, request):
-        """As MockMonitor's, plus INVOKE_DEPENDS_ON: the SDK then names an invoke's dependencies on the
-        request (as it does against the real engine), so the plan can show them."""
+        """As MockMonitor's, plus INVOKE_DEPENDS_ON: the SDK then names an invoke's dependencies, for the plan."""
         info = super().GetDeploymentInfo(request)
         info.supportedFeatures.append(resource_pb2.RESOURCE_MONITOR_FEATURE_INVOKE_DEPENDS_ON)
         return info
 
     def Invoke(self, request):
         self._thread_loop()
-        # The engine's gate in a preview: a dependency is pending creation. At `up` (AtUp) the invoke runs once its
-        # dependencies are done, and a lookup answers what exists.
+        # Held back in a preview behind a dependency being made (stack/phase.py); at `up` (AtUp) answered as it exists.
         if not isinstance(self.pending, AtUp) and self.pending.intersection(request.dependsOn):
             response = resource_pb2.ResourceInvokeResponse(unknown=True)
         else:
@@ -602,9 +599,7 @@ def run(
             pulumi.runtime.settings.SETTINGS.outputs.clear()
             set_all_config(values, secrets)
             pulumi.runtime.set_mocks(mocks, project=stack_schema.PROJECT, stack=stack, preview=preview, monitor=monitor)
-            # The estimate of `pulumi up` (AtUp): the program's lookups run after their steps, as at `up`
-            # (stack/phase.py); the outputs of what `up` makes stay unknown here, as new.
-            phase.AT_UP = isinstance(pending, AtUp) or None
+            phase.AT_UP = isinstance(pending, AtUp) or None  # at `up`, lookups run after their steps (stack/phase.py)
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:

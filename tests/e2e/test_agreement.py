@@ -93,7 +93,7 @@ KNOWN = {
         "a wait step updated in place reports an unknown stdout in a preview (pulumi-go-provider v1.3.0 "
         "markComputed), so the lookup held behind it (stack/phase.py) is unknown and the real preview shows the "
         "endpoint chain replaced; `pulumi up` replaces none of it (its actions agree). The offline diff holds a lookup "
-        "back only behind a step created or replaced (open: it should behind an updated step too)",
+        "back only behind a step created or replaced (open: it should hold it behind an updated step too)",
         re.compile(r"^grafana-datasources-pyroscope: offline same, real update$"
                    r"|^grafana-private-link-(mpe|approve-connection|refresh): offline same, real replace$")),
     "claim-with-namespace": (
