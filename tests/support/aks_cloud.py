@@ -177,7 +177,7 @@ class AksCloud:
             request = spec["resources"]["requests"]["storage"]
             volume = by_claim.get(meta["uid"])
             if volume is None and (meta.get("annotations") or {}).get(SELECTED_NODE):
-                self._provision(claim, request)
+                self._provision(claim, request, storage_class.get("reclaimPolicy") or "Delete")
             elif volume is not None and quantity_bytes(volume["spec"]["capacity"]["storage"]) < quantity_bytes(request):
                 self._expand(claim, volume, request)
         for volume in volumes:
@@ -193,7 +193,7 @@ class AksCloud:
         return (f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{self.node_rg}/providers/Microsoft.Compute"
                 f"/disks/{name}")
 
-    def _provision(self, claim: dict, request: str) -> None:
+    def _provision(self, claim: dict, request: str, reclaim: str) -> None:
         meta, spec = claim["metadata"], claim["spec"]
         name = f"pvc-{meta['uid']}"
         disk = self._disk_id(name)
@@ -203,8 +203,9 @@ class AksCloud:
         volume = {"apiVersion": "v1", "kind": "PersistentVolume",
                   "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": DISK_DRIVER}},
                   "spec": {"capacity": {"storage": request}, "accessModes": spec.get("accessModes") or
-                           ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Delete",
-                           "storageClassName": spec.get("storageClassName"), "volumeMode": "Filesystem",
+                           ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": reclaim,
+                           "storageClassName": spec.get("storageClassName"),
+                           "volumeMode": spec.get("volumeMode") or "Filesystem",
                            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                         "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
                            "csi": {"driver": DISK_DRIVER, "volumeHandle": disk, "fsType": "ext4"}}}

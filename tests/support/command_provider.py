@@ -14,8 +14,8 @@ Behaviour, from pulumi/pulumi-command v1.2.1 ``provider/pkg/provider/local/comma
 - A command runs as ``interpreter`` + command (default ``/bin/sh -c``) in ``dir`` (default: the plugin's working
   directory, the project's, where the engine starts plugins), with the plugin's environment plus ``environment``,
   ``PULUMI_COMMAND_STDOUT``/``_STDERR`` of the state when ``addPreviousOutputInEnv`` is not false, ``stdin``; each
-  line goes to the engine's log per ``logging`` (default both streams); a failure is ``<exit status>: running
-  "<command>":`` and the output. ``assetPaths`` globs files under ``dir`` into ``assets``.
+  line goes to the engine's log as a status line (ephemeral) per ``logging`` (default both streams); a failure is
+  ``<exit status>: running "<command>":`` and the output. ``assetPaths`` globs files under ``dir`` into ``assets``.
 - Outputs are the inputs plus ``stdout``/``stderr`` (trailing newline cut). A preview's create reports them unknown, as
   an update's when an input changed or is unknown. A secret input stays secret where it is; ``stdout`` is not made
   secret by it (measured with the real v1.2.1 plugin under the real engine: a program that needs it secret says so,
@@ -113,7 +113,9 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
             k: v for k, v in state.items() if k not in OUTPUTS + ("assets", "archive")}
         news = with_ignored(news, state, list(request.ignoreChanges))
         news = {k: v for k, v in news.items() if k != "version" and not k.startswith("__")}
-        return wire.diff_response(wire.property_diff(old_inputs, news), lambda key: key in REPLACE_ON_CHANGES)
+        # go-provider passes inputDiff false (NewDetailedDiffFromObjectDiff(objDiff, false), infer/resource.go).
+        return wire.diff_response(wire.property_diff(old_inputs, news), lambda key: key in REPLACE_ON_CHANGES,
+                                  input_diff=False)
 
     def Create(self, request, context):
         self._type(request.urn, context)
@@ -132,7 +134,9 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         old_inputs = wire.to_dict(request.old_inputs) if request.HasField("old_inputs") else state
         previous = {k: state[k] for k in OUTPUTS if k in state}
         if request.preview:
-            changed = wire.has_unknowns(news) or bool(wire.property_diff(old_inputs, news))
+            # markComputed: an input that is unknown, or that was there before and changed (added ones do not count).
+            changed = any(value == wire.UNKNOWN or (key in old_inputs and wire.property_diff(old_inputs[key], value))
+                          for key, value in news.items())
             outputs = {**news, **(dict.fromkeys(OUTPUTS, wire.UNKNOWN) if changed else previous)}
             return provider_pb2.UpdateResponse(properties=wire.to_struct(outputs))
         command = news.get("update") or news.get("create")
@@ -185,8 +189,8 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
                 into.append(line)
                 with lock:
                     combined.append(line)
-                if logged:
-                    self.log("info", line.rstrip("\n"), urn)
+                if logged:  # util.LogOutput: InfoStatus, an ephemeral status line
+                    self.log("info", line.rstrip("\n"), urn, ephemeral=True)
 
         out, err = [], []
         threads = [threading.Thread(target=pump, args=(process.stdout, out, logging in ("stdout", "stdoutAndStderr"))),
@@ -200,7 +204,8 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         for thread in threads:
             thread.join()
         if code != 0:
-            raise CommandFailed(f"exit status {code}: running {json.dumps(command)}:\n{''.join(combined)}")
+            raise CommandFailed(f"exit status {code}: running {json.dumps(command, ensure_ascii=False)}:\n"
+                                f"{''.join(combined)}")
         return "".join(out).removesuffix("\n"), "".join(err).removesuffix("\n")
 
 

@@ -13,6 +13,7 @@ provider does (``Engine.Log``), which the CLI prints beside the resource.
 
 from __future__ import annotations
 
+import re
 import sys
 from concurrent import futures
 from typing import Any, Callable, Optional
@@ -86,16 +87,26 @@ def has_unknowns(value: Any) -> bool:
     return False
 
 
+def _key_path(path: str, key: str) -> str:
+    """``path`` extended by ``key`` as the engine writes property paths: ``a.b``, or ``a["b-c"]`` for a key that is not
+    letters, digits and ``_`` (sdk/go/common/resource/properties_path.go ``String``)."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"{path}.{key}" if path else key
+    return f'{path}["{key}"]'
+
+
 def property_diff(old: Any, new: Any, path: str = "") -> dict[str, str]:
-    """``{path: add|delete|update}`` for every property path that differs (objects by key, arrays by index), as
-    ``resource.PropertyMap.Diff`` + ``plugin.NewDetailedDiffFromObjectDiff`` report them; an unknown new value is an
-    update."""
+    """``{path: add|delete|update}`` for every property path that differs (objects by key, arrays by index, the extra
+    elements of a longer array added or deleted), as ``resource.PropertyMap.Diff`` and
+    ``plugin.NewDetailedDiffFromObjectDiff`` report them (sdk/go/common/resource/properties_diff.go at v3.230.0): an
+    unknown new value is an update, and so is a value that only turned secret or plain (``DeepEquals`` compares
+    secretness)."""
     if old == new and not has_unknowns(new):
         return {}
     if isinstance(old, dict) and isinstance(new, dict) and not is_secret(old) and not is_secret(new):
         found: dict[str, str] = {}
         for key in sorted(set(old) | set(new)):
-            sub = f"{path}.{key}" if path else key
+            sub = _key_path(path, key)
             if key not in new or new[key] is None:
                 if old.get(key) is not None:
                     found[sub] = "delete"
@@ -104,13 +115,18 @@ def property_diff(old: Any, new: Any, path: str = "") -> dict[str, str]:
             else:
                 found.update(property_diff(old[key], new[key], sub))
         return found
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+    if isinstance(old, list) and isinstance(new, list):
         found = {}
-        for i, (a, b) in enumerate(zip(old, new)):
-            found.update(property_diff(a, b, f"{path}[{i}]"))
+        for i in range(max(len(old), len(new))):
+            sub = f"{path}[{i}]"
+            if i >= len(new) or new[i] is None:
+                if i < len(old) and old[i] is not None:
+                    found[sub] = "delete"
+            elif i >= len(old) or old[i] is None:
+                found[sub] = "add"
+            else:
+                found.update(property_diff(old[i], new[i], sub))
         return found
-    if reveal(old) == reveal(new) and not has_unknowns(new):
-        return {}  # only the secretness differs: no change
     return {path: "update"}
 
 
@@ -120,21 +136,21 @@ KIND = {"add": provider_pb2.PropertyDiff.ADD, "delete": provider_pb2.PropertyDif
         "update-replace": provider_pb2.PropertyDiff.UPDATE_REPLACE}
 
 
-def diff_response(changes: dict[str, str], forces: Callable[[str], bool], delete_first: bool = False
-                  ) -> provider_pb2.DiffResponse:
+def diff_response(changes: dict[str, str], forces: Callable[[str], bool], delete_first: bool = False,
+                  input_diff: bool = True) -> provider_pb2.DiffResponse:
     """A DiffResponse with a detailed diff of ``changes``; a change at a path for which ``forces(path)`` holds (the
     path's top-level key for the command provider) replaces, delete-first when ``delete_first``."""
     detailed, replaces = {}, []
     for path, kind in changes.items():
-        top = path.split(".", 1)[0].split("[", 1)[0]
+        top = re.split(r"[.\[]", path, maxsplit=1)[0]
         if forces(path) or forces(top):
             kind += "-replace"
             replaces.append(top)
-        detailed[path] = provider_pb2.PropertyDiff(kind=KIND[kind], inputDiff=True)
+        detailed[path] = provider_pb2.PropertyDiff(kind=KIND[kind], inputDiff=input_diff)
     return provider_pb2.DiffResponse(
         changes=provider_pb2.DiffResponse.DIFF_SOME if changes else provider_pb2.DiffResponse.DIFF_NONE,
         replaces=sorted(set(replaces)), deleteBeforeReplace=bool(replaces) and delete_first,
-        diffs=sorted({p.split(".", 1)[0].split("[", 1)[0] for p in changes}), detailedDiff=detailed,
+        diffs=sorted({re.split(r"[.\[]", p, maxsplit=1)[0] for p in changes}), detailedDiff=detailed,
         hasDetailedDiff=True)
 
 
@@ -147,11 +163,14 @@ class EngineLog:
     def __init__(self, address: Optional[str]) -> None:
         self._stub = engine_pb2_grpc.EngineStub(grpc.insecure_channel(address)) if address else None
 
-    def __call__(self, severity: str, message: str, urn: str = "") -> None:
-        if self._stub is None or not message:
+    def __call__(self, severity: str, message: str, urn: str = "", ephemeral: bool = False) -> None:
+        """``ephemeral``: a status line, shown while the step runs and left out of the diagnostics (a provider's
+        ``InfoStatus``)."""
+        if self._stub is None:
             return
         try:
-            self._stub.Log(engine_pb2.LogRequest(severity=self.SEVERITY[severity], message=message, urn=urn))
+            self._stub.Log(engine_pb2.LogRequest(severity=self.SEVERITY[severity], message=message, urn=urn,
+                                                 ephemeral=ephemeral))
         except grpc.RpcError:  # the engine went away: nothing left to tell
             pass
 
