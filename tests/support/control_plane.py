@@ -47,14 +47,6 @@ class ControlPlaneError(RuntimeError):
     pass
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the test process dies, also when it is killed and cannot run its clean-up
-    (prctl PR_SET_PDEATHSIG, Linux)."""
-    import ctypes
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -170,7 +162,7 @@ class ControlPlane:
         binary = self.bin_dir / name
         log = open(self.folder / f"{name}.log", "wb")
         self.processes[name] = subprocess.Popen([str(binary), *args], stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, cwd=self.folder, preexec_fn=_die_with_parent)
+                                                stdin=subprocess.DEVNULL, cwd=self.folder)
         log.close()
 
     def tail(self, name: str, lines: int = LOG_TAIL) -> str:
