@@ -7,7 +7,7 @@ on from the plugin's first line of stdout (pulumi/pulumi v3.230.0 ``sdk/go/commo
 ``pulumi`` package ships (``pulumi.runtime.proto``). Property values cross as ``google.protobuf.Struct``: a secret is
 ``{SECRET_SIG: SECRET_VALUE, "value": ...}`` and an unknown the string :data:`UNKNOWN`
 (``sdk/go/common/resource/plugin/rpc.go``); :func:`to_dict`/:func:`to_struct` keep both as they are, and
-:func:`reveal`/:func:`has_secrets`/:func:`secret` read and make them. :func:`log` writes to the engine's log as a
+:func:`reveal`/:func:`has_unknowns` read them. :func:`log` writes to the engine's log as a
 provider does (``Engine.Log``), which the CLI prints beside the resource.
 """
 
@@ -52,10 +52,6 @@ def is_secret(value: Any) -> bool:
     return isinstance(value, dict) and value.get(SECRET_SIG) == SECRET_VALUE
 
 
-def secret(value: Any) -> dict:
-    return value if is_secret(value) else {SECRET_SIG: SECRET_VALUE, "value": value}
-
-
 def reveal(value: Any) -> Any:
     """``value`` with every secret wrapper removed (what a provider acts on)."""
     if is_secret(value):
@@ -65,16 +61,6 @@ def reveal(value: Any) -> Any:
     if isinstance(value, list):
         return [reveal(v) for v in value]
     return value
-
-
-def has_secrets(value: Any) -> bool:
-    if is_secret(value):
-        return True
-    if isinstance(value, dict):
-        return any(has_secrets(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_secrets(v) for v in value)
-    return False
 
 
 def has_unknowns(value: Any) -> bool:
