@@ -487,9 +487,10 @@ class Pyroscope(pulumi.ComponentResource):
                 spec=claim_spec(args),
                 # A new class is a new disk (the provider replaces a claim whose storageClassName changes): the old
                 # one is deleted first, after the release that mounts it (the release names it in replace_with).
-                # Not replaced with the namespace (whose delete-first chain deletes what names it in an order of its
-                # own, a claim possibly before the release that mounts it): the claims' namespace input makes them
-                # dependents of a replaced namespace, deleted after the release.
+                # Not in replace_with of the namespace (whose delete-first chain deletes what names it in no fixed
+                # order, a claim possibly before the release that mounts it): the claims' namespace input makes them
+                # dependents of a replaced namespace, replaced with it (a new disk: a namespace's delete deletes its
+                # claims) and deleted after the release.
                 # A delete waits for the pods that mount the claim to stop (kubernetes.io/pvc-protection), which Helm's
                 # uninstall does not wait for: up to the grace period, beyond pulumi-kubernetes' 10 minutes.
                 opts=pulumi.ResourceOptions(parent=self, provider=args.claims_provider, delete_before_replace=True,

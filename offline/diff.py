@@ -551,11 +551,19 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
     return diff, known
 
 
+#: Types whose preview of an update answers every output that is not an input unknown, as of a create: pulumi-command
+#: v1.2.1 (``Command.Update`` returns the old outputs, which pulumi-go-provider v1.3.0 marks computed when an input they
+#: depend on, by default all, changed).
+UNKNOWN_WHEN_UPDATED = frozenset({"command:local:Command"})
+
+
 def _settle(base, evaluate, known, known_json, dependencies, targets, rounds, wrap) -> Diff:
     head, pending = known_json, wrap()
     for _ in range(rounds):
         diff = compute(base, head, targets, dependencies, known_json)
-        now = wrap(s.urn for s in diff.steps if s.op in ("create", "replace") and _custom(known, s.urn))
+        now = wrap(s.urn for s in diff.steps if _custom(known, s.urn) and (
+            s.op in ("create", "replace")
+            or (wrap is not AtUp and s.op == "update" and s.type in UNKNOWN_WHEN_UPDATED)))
         if now == pending:
             return diff
         pending = now

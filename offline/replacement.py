@@ -47,7 +47,9 @@ class Rule:
     ``replace_on``: top-level input key (or dotted path) -> why a change of it forces a replacement.
     ``delete_first``: the provider's own diff asks delete-before-replace when it asks for a replacement.
     ``config_diff``: for provider resources, ``(old inputs, new inputs, old fingerprints, new fingerprints) ->
-    ConfigDiff`` (their diff is ``DiffConfig``). ``source``: the provider file and version read.
+    ConfigDiff`` (their diff is ``DiffConfig``). ``source``: the provider file and version read. ``whole``: key ->
+    why a value that is not an object there (unknown: what the engine passes for an input that comes from a replaced
+    resource) forces a replacement, though a change inside it may not.
     """
 
     type: str
@@ -55,11 +57,14 @@ class Rule:
     delete_first: bool
     source: str
     config_diff: Optional[Callable[[dict, dict, dict, dict], ConfigDiff]] = None
+    whole: Mapping[str, str] = field(default_factory=dict)
 
     def forces(self, path: str) -> Optional[str]:
         """Why a change at ``path`` (``key``, ``key.sub``, ``key[0]``) forces a replacement, or None."""
         if path in self.replace_on:
             return self.replace_on[path]
+        if path in self.whole:
+            return self.whole[path]
         top = path.split(".", 1)[0].split("[", 1)[0]
         return self.replace_on.get(top)
 
@@ -179,6 +184,11 @@ _KUBERNETES_DIFF = "pulumi-kubernetes provider/pkg/provider/provider.go (Diff), 
 _FORCE_NEW = "forceNewProperties (diff.go)"
 _OBJECT_NAME = {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
                 "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"}
+#: An unknown ``metadata`` (what calculateDependentReplacements passes when it comes from a replaced resource, such as
+#: the Namespace) is diffed as an object with no name, and for a namespaced kind with namespace ``default``
+#: (provider.go Diff: canonicalNamespace), which replaces the object: the claims in a replaced namespace are replaced.
+_WHOLE_METADATA = {"metadata": "an unknown metadata is diffed as no name and namespace default (Diff: "
+                               "canonicalNamespace), a new object"}
 
 #: type token -> Rule, for every type this stack registers.
 RULES: dict[str, Rule] = {
@@ -214,21 +224,22 @@ RULES: dict[str, Rule] = {
         # replacement keeps the name (components/gadget_namespace.py).
         Rule("kubernetes:core/v1:Namespace",
              {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)"},
-             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)"),
+             False, "pulumi-kubernetes provider/pkg/provider/provider.go at 010f5d8e (Diff)", whole=_WHOLE_METADATA),
         # Pyroscope's NetworkPolicies: like the Namespace, replaced when the object's name or namespace changes
         # (neither does: both are fixed); the stack sets delete-first for replace_with replacements, which keep the
         # name (components/pyroscope.py).
-        Rule("kubernetes:networking.k8s.io/v1:NetworkPolicy", _OBJECT_NAME, False, _KUBERNETES_DIFF),
+        Rule("kubernetes:networking.k8s.io/v1:NetworkPolicy", _OBJECT_NAME, False, _KUBERNETES_DIFF,
+             whole=_WHOLE_METADATA),
         # The private link Service and the write path's: also a new clusterIP (never set here); the PLS identity's
         # annotations are the stack's replace_on_changes, not the provider's.
         Rule("kubernetes:core/v1:Service",
              {**_OBJECT_NAME, "spec.clusterIP": f"{_FORCE_NEW} lists .spec.clusterIP for a Service"},
-             False, _KUBERNETES_DIFF),
+             False, _KUBERNETES_DIFF, whole=_WHOLE_METADATA),
         # Pyroscope's claims: a new class is a new claim (and disk); the size is mutable (expansion).
         Rule("kubernetes:core/v1:PersistentVolumeClaim",
              {**_OBJECT_NAME, **{f"spec.{key}": f"{_FORCE_NEW} lists .spec.{key} for a PersistentVolumeClaim"
                                  for key in ("accessModes", "selector", "storageClassName", "volumeName")}},
-             False, _KUBERNETES_DIFF),
+             False, _KUBERNETES_DIFF, whole=_WHOLE_METADATA),
         Rule("command:local:Command", {"triggers": _COMMAND_WHY}, False, COMMAND),
         Rule("pulumi:providers:kubernetes", {}, False, KUBERNETES, _kubernetes_config_diff),
         Rule("pulumi:providers:azure-native", {}, False, AZURE_NATIVE, _never_replaced),

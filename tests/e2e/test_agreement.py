@@ -88,20 +88,7 @@ def preview_disagreements(offline: plan_diff.Diff, steps: list[dict]) -> list[st
 
 
 #: Differences with a named cause (not a fault of the comparison): cause -> (what it is, lines it explains).
-KNOWN = {
-    "update-unknown": (
-        "a wait step updated in place reports an unknown stdout in a preview (pulumi-go-provider v1.3.0 "
-        "markComputed), so the lookup held behind it (stack/phase.py) is unknown and the real preview shows the "
-        "endpoint chain replaced; `pulumi up` replaces none of it (its actions agree). The offline diff holds a lookup "
-        "back only behind a step created or replaced (open: it should hold it behind an updated step too)",
-        re.compile(r"^grafana-datasources-pyroscope: offline same, real update$"
-                   r"|^grafana-private-link-(mpe|approve-connection|refresh): offline same, real replace$")),
-    "claim-with-namespace": (
-        "DEFECT (open): replacing the namespace replaces Pyroscope's claim too under the real engine (a new disk), "
-        "which the offline diff does not predict",
-        re.compile(r"^real only: (delete|create-replacement) pyroscope-data-0$"
-                   r"|^pyroscope-data-0: offline same, real replace$")),
-}
+KNOWN: dict[str, tuple[str, re.Pattern]] = {}
 
 
 def causes(lines: list[str]) -> tuple[list[str], list[str]]:
@@ -140,9 +127,13 @@ def order_breaks(offline: plan_diff.Diff, head: dict, ran: list[tuple[str, str, 
     """The offline order's constraints the real run broke, and actions one has and the other not. A constraint: two
     actions on one resource keep their order; a create/update after what its resource depends on; a delete before
     the deletes of what its resource depends on (unless that delete deletes nothing: a step without a delete
-    command)."""
+    command; or both are in the ``replaceWith`` set of one replaced resource, which the engine deletes in Go map
+    order: ``findResourcesReplacedWith``, pkg/resource/deploy/step_generator.go at v3.230.0)."""
     deps = {r["urn"]: set(r.get("dependencies") or []) | {r.get("parent")} | {r.get("provider")}
             for r in head["resources"]}
+    replaced = {s.urn for s in offline.steps if s.op == "replace"}
+    replace_with = {r["urn"]: set((r.get("options") or {}).get("replaceWith") or []) & replaced
+                    for r in head["resources"]}
     # A step without a delete command deletes nothing: when its delete runs is no constraint.
     inert = {r["urn"] for r in head["resources"]
              if r["type"] == "command:local:Command" and not (r.get("inputs") or {}).get("delete")}
@@ -155,7 +146,8 @@ def order_breaks(offline: plan_diff.Diff, head: dict, ran: list[tuple[str, str, 
     for i, (k1, u1) in enumerate(predicted):
         for k2, u2 in predicted[i + 1:]:
             bound = (u1 == u2 or (k2 != "delete" and u1 in deps.get(u2, ())) or
-                     (k1 == "delete" and k2 == "delete" and u2 in deps.get(u1, ()) and u2 not in inert))
+                     (k1 == "delete" and k2 == "delete" and u2 in deps.get(u1, ()) and u2 not in inert
+                      and not replace_with.get(u1, set()) & replace_with.get(u2, set())))
             first, then = real.get((k1, u1)), real.get((k2, u2))
             if bound and first and then and not first[1] < then[0]:
                 out.append(f"{k2} {name(u2)} began before {k1} {name(u1)} ended")
@@ -330,7 +322,8 @@ def render(rows: dict[str, Row]) -> str:
         preview = f"not comparable: {row.known}" if row.known else row.verdict(row.preview)
         up = (f"not run: {row.up}", "—") if row.up else (row.verdict(row.order), row.verdict(row.end))
         lines.append(f"| `{row.case}` | {preview} | {up[0]} | {up[1]} |")
-    lines += ["", "Causes:", ""] + [f"- **{key}**: {text}" for key, (text, _) in KNOWN.items()]
+    if KNOWN:
+        lines += ["", "Causes:", ""] + [f"- **{key}**: {text}" for key, (text, _) in KNOWN.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -1237,8 +1237,12 @@ def test_a_nat_ip_configuration_change_updates_the_nat_policy_after_the_wait(set
     base = run("dev").to_json()
     assert _nat_blocks(base) == [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}]
     diff, known = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
-    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {
-        "pyroscope-private-link": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update"}
+    assert {s.name: s.op for s in diff.steps if s.op not in ("same", "replace")} == {
+        "pyroscope-private-link": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update",
+        "grafana-datasources-pyroscope": "update"}
+    # The endpoint chain is replaced only in the preview, the PLS lookup unknown behind the updated wait.
+    assert sorted(_short(urn) for urn in diff.preview_only) == [
+        "grafana-private-link-approve-connection", "grafana-private-link-mpe", "grafana-private-link-refresh"]
     assert [block["ipBlock"]["cidr"] for block in _nat_blocks(known.to_json())] == blocks
     order = [(action.kind, _short(action.urn)) for action in diff.order]
     # After the wait: the PLS lookup that feeds the policy waits for it (components/grafana_private_link.py).

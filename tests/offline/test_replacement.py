@@ -21,3 +21,15 @@ def test_every_type_has_a_rule_and_fixed_names_delete_first():
     for name in ("pyroscope-release", "gpu-dashboard-upload", "grafana-datasources-pyroscope"):
         assert next(r for r in plan.resources
                     if r.name == name).options["deleteBeforeReplace"] is (name != "gpu-dashboard-upload")
+
+
+def test_an_unknown_metadata_replaces_a_kubernetes_object_and_a_change_inside_it_does_not():
+    """pulumi-kubernetes' Diff reads an unknown ``metadata`` as no name and namespace ``default``, which replaces the
+    object (what the engine asks of a claim whose namespace is replaced); a label is still an update."""
+    for type_ in ("kubernetes:core/v1:PersistentVolumeClaim", "kubernetes:core/v1:Service",
+                  "kubernetes:networking.k8s.io/v1:NetworkPolicy", "kubernetes:core/v1:Namespace"):
+        rule = replacement.rule_for(type_)
+        assert rule.forces("metadata"), type_
+        assert rule.forces("metadata.labels.app") is None, type_
+        assert rule.forces("metadata.name"), type_
+    assert replacement.rule_for("kubernetes:helm.sh/v3:Release").forces("metadata") is None

@@ -54,6 +54,8 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
     }
 
 
+#: The PLS id, read behind a wait step that a preview runs (offline/diff.py UNKNOWN_WHEN_UPDATED).
+PLS_UNKNOWN = "privateLinkResourceId is unknown during preview (it comes from a step run in this update)"
 GRACE_PATH = "values.pyroscope.terminationGracePeriodSeconds"
 ANNOTATION = 'metadata.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
 #: A new wait for the PLS: its lookup, so the NAT IPs the second NetworkPolicy admits, is unknown in the preview.
@@ -105,16 +107,19 @@ CHANGES = [
                                        ("environment.PLS_NAME", "environment.PLS_RESOURCE_GROUP"))),
     # The cloud provider rebuilds the PLS's NAT IP configurations after the Service's update; the wait returns once it
     # has, and the NAT NetworkPolicy, which reads them after the wait, admits the new ones.
+    # The wait is updated, and its stdout unknown in a preview (UNKNOWN_WHEN_UPDATED): the PLS lookup held behind it
+    # too, so the preview shows the endpoint chain replaced, which `pulumi up` does not do (preview_only).
     Change("pls-ip-address-count", {"privateLinkIpAddressCount": "2"},
            expect={"pyroscope-private-link": ("update", None, [],
                                               (ANNOTATION.format("ip-configuration-ip-address-count"),)),
                    "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.IP_CONFIGURATION_COUNT",)),
-                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec.ingress[0].from",))}),
+                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec",)),
+                   **cascade_after_mpe([PLS_UNKNOWN])}),
     Change("pls-subnet", {"privateLinkSubnet": "snet-pls"},
            expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("ip-configuration-subnet"),)),
                    "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.PLS_SUBNET",)),
-                   "grafana-private-link-nat-network-policy": ("update", None, [],
-                                                               ("spec.ingress[0].from[0].ipBlock.cidr",))}),
+                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec",)),
+                   **cascade_after_mpe([PLS_UNKNOWN])}),
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
            expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
@@ -181,6 +186,10 @@ CHANGES += [
                       for name in ("inspektor-gadget-extension", "pyroscope-release",
                                    "pyroscope-private-link", "pyroscope-network-policy",
                                    "grafana-private-link-nat-network-policy")},
+                   # The claim's metadata comes from the namespace: made unknown, the provider diffs it as a new
+                   # object (calculateDependentReplacements), deleted after the replaceWith set, so after the release.
+                   "pyroscope-data-0": ("replace", "delete-first",
+                                        ["inputs metadata come from a replaced resource and would replace it"], ()),
                    # The Service, deleted first for the namespace, is re-created without a chain of its own, so the
                    # wait (replaceWith the Service) is replaced create-first.
                    "grafana-private-link-wait-for-pls": ("replace", "create-first",
