@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from stack.specs import NAMESPACE, PRIVATE_LINK_SERVICE
+from stack.specs import NAMESPACE, PRIVATE_LINK_SERVICE, pyroscope_major
 from stack.specs import PYROSCOPE_PORT as PORT
 from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
 from stack.specs import PYROSCOPE_SELECTOR_LABELS as SELECTOR_LABELS
@@ -201,8 +201,17 @@ def chart_values(args: PyroscopeArgs) -> dict:
         pyroscope["tolerations"] = list(args.tolerations)
     if args.mode == MICROSERVICES:
         _microservices(args, pyroscope)
-    return {"alloy": {"enabled": False}, "minio": {"enabled": False}, "pyroscope": dict(sorted(pyroscope.items()))}
+    values = {"alloy": {"enabled": False}, "minio": {"enabled": False}, "pyroscope": dict(sorted(pyroscope.items()))}
+    if pyroscope_major(args.chart_version) != 1:
+        # Chart 2.x chooses the storage layer; 2.1.0 on default to v2, which needs object storage and reads none of
+        # the v1 blocks on the volume. Pinned to v1: the chart then passes -architecture.storage=v1 and
+        # -write-path=ingester, which Pyroscope 2 requires for it (docs/decisions/pyroscope-major.md).
+        values["architecture"] = V1_STORAGE
+    return dict(sorted(values.items()))
 
+
+#: Chart 2.x's storage layer as chart 2.0.0 defaults it (values.yaml ``architecture.storage``): v1 only.
+V1_STORAGE = {"storage": {"v1": True, "v2": False}}
 
 #: Chart 1.15.0's own microservices layout, ``values-micro-services.yaml`` (grafana/pyroscope tag pyroscope-1.15.0,
 #: commit 661762ea, ``operations/pyroscope/helm/pyroscope/values-micro-services.yaml``): each component's kind,

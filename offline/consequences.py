@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from stack.specs import pyroscope_major
 from stack_config.rules import quantity_value
 
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
@@ -55,6 +56,13 @@ PRIVATE_LINK_MOVE = ("pyroscope-private-link: the private link service moves fro
                      "Grafana's connection and makes a new one for the new Service, so Grafana's managed private "
                      "endpoint is re-created, approved and refreshed (Grafana cannot reach Pyroscope meanwhile, "
                      "minutes); after this, no change of the release touches it (docs/how-it-works.md, \"Upgrading\")")
+MAJOR_UP = ("pyroscope-release: Pyroscope {old}.x to {new}.x, in place on the v1 storage the stack pins (chart 2.1.0 "
+            "on defaults to v2): the pod restarts and the profiles on the volume stay; Pyroscope 2 takes label names "
+            "with dots as they are (no sanitizing) and its maintainers document no way back to 1.x; their move to v2 "
+            "storage needs object storage and is not what the stack runs (docs/day-two.md, \"Pyroscope 2\")")
+MAJOR_DOWN = ("pyroscope-release: Pyroscope {old}.x back to {new}.x: its maintainers document no such move, and 1.x "
+              "may not read what 2.x wrote on the volume; restore the volume from a snapshot taken before the upgrade "
+              "instead (docs/day-two.md, \"Pyroscope 2\")")
 NEW_NAMESPACE = ("gadget-namespace: the namespace is replaced, and Kubernetes deletes everything in it with it: "
                  "Pyroscope's claims and their disks, so every stored profile (single-binary mode), and the private "
                  "link Service, so Grafana's endpoint is re-created and approved again")
@@ -153,6 +161,11 @@ def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
                 step.op == "delete" and not micro and _mode_switch(steps)):
             found.append(STORE_LOST.format(name=step.name, what=PROFILE_STORES[step.type],
                                            done="replaced" if step.op == "replace" else "deleted"))
+        if step.op in ("update", "replace") and step.name == "pyroscope-release":
+            version = next((d for d in step.diffs if d["path"] == "version"), None)
+            majors = version and (pyroscope_major(str(version["old"])), pyroscope_major(str(version["new"])))
+            if majors and None not in majors and majors[0] != majors[1]:
+                found.append((MAJOR_UP if majors[1] > majors[0] else MAJOR_DOWN).format(old=majors[0], new=majors[1]))
         if step.op == "replace" and step.name == "gadget-namespace":
             found.append(NEW_NAMESPACE)
         if step.op == "create" and step.type == SERVICE and step.name == "pyroscope-private-link" and _chart_pls(base):

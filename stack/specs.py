@@ -1,6 +1,6 @@
 """What several components share that is not a component: names, ports, a Kubernetes spec, Azure role ids.
 
-Owns: :data:`NAMESPACE` (``gadget``), Pyroscope's release name, port and selector labels, the private-link
+Owns: :data:`NAMESPACE` (``gadget``), Pyroscope's release name, port, selector labels and majors, the private-link
 NetworkPolicy (:data:`PRIVATE_LINK_POLICY`, :func:`private_link_policy_spec`), the built-in role ids the stack
 assigns (:data:`MONITORING_DATA_READER`, :data:`GRAFANA_ADMIN`, :data:`STORAGE_BLOB_DATA_CONTRIBUTOR`) and the
 role-assignment naming (:func:`role_definition_id`, :func:`role_assignment_name`). Pure values and functions, no
@@ -13,8 +13,9 @@ docs/decisions/gadget-namespace.md.
 from __future__ import annotations
 
 import ipaddress
+import re
 import uuid
-from typing import Sequence
+from typing import Optional, Sequence
 
 #: The extension's release namespace and Pyroscope's: the extension's profile exporter expects Service
 #: ``pyroscope`` in ``gadget`` (docs/decisions/gadget-namespace.md), so it is not configurable.
@@ -25,6 +26,14 @@ NAMESPACE = "gadget"
 PYROSCOPE_RELEASE = "pyroscope"
 PYROSCOPE_PORT = 4040
 PYROSCOPE_SELECTOR_LABELS = {"app.kubernetes.io/instance": PYROSCOPE_RELEASE, "app.kubernetes.io/name": "pyroscope"}
+#: The Pyroscope majors (chart and image) the stack's values are written for (docs/decisions/pyroscope-major.md).
+PYROSCOPE_MAJORS = (1, 2)
+
+
+def pyroscope_major(version: str) -> Optional[int]:
+    """The major of a chart version or an image tag (``2.0.1``, ``v2.0.1``, ``2.0.1@sha256:...``), or None."""
+    found = re.match(r"v?(0|[1-9]\d*)\.", version)
+    return int(found.group(1)) if found else None
 
 #: The NetworkPolicy that admits Grafana's connections through the private link service
 #: (docs/decisions/private-link.md).

@@ -91,6 +91,7 @@ def parse(raw: Mapping[str, Optional[str]], secret_keys: Iterable[str] = ()) -> 
     if missing:  # Pulumi.yaml and StackConfig drifted apart: a programming error, not user input.
         raise RuntimeError(f"Pulumi.yaml declares no key for StackConfig fields {sorted(missing)}")
     rules.check_mode_keys(values["pyroscope_mode"], values["pyroscope_resources"])
+    rules.check_pyroscope_majors(values["pyroscope_chart_version"], values["pyroscope_image_tag"])
     values.update({name: parse_value(values[name]) for name, parse_value in PARSED.items()})
     config = StackConfig(**{name: values[name] for name in known}, secret_keys=frozenset(secret_keys))
     rules.check_dashboard_file(config)

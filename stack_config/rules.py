@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from stack.profile_types import ID as PROFILE_TYPE_ID
+from stack.specs import PYROSCOPE_MAJORS, pyroscope_major
 from stack_config.schema import MANAGED_BY, PROJECT_FILE, ConfigError, StackConfig, snake
 
 Rule = Callable[[str, object], None]
@@ -474,6 +475,27 @@ def check_mode_keys(mode: str, resource_items) -> None:
                                                 "component takes the chart's values-micro-services.yaml requests and "
                                                 "limits (docs/sizing.md); remove it or set pyroscopeMode to "
                                                 "single-binary")
+
+
+def check_pyroscope_majors(chart_version: str, image_tag: str) -> None:
+    """Refuse a chart and an image of different Pyroscope majors, a tag whose major cannot be read, or a major the
+    stack has no values for. Chart 2.x passes ``-architecture.storage``, which a 1.x image does not know; a 2.x image
+    under chart 1.x starts on the v1-v2-dual storage it defaults to. ConfigError on ``pyroscopeImageTag``, or on
+    ``pyroscopeChartVersion`` for an unknown major."""
+    chart = pyroscope_major(chart_version)
+    if chart not in PYROSCOPE_MAJORS:
+        known = ", ".join(map(str, PYROSCOPE_MAJORS))
+        raise ConfigError("pyroscopeChartVersion", f"chart {chart_version} is major {chart}; this stack's values are "
+                                                   f"written for majors {known} (docs/day-two.md, \"Pyroscope 2\")")
+    image = pyroscope_major(image_tag)
+    if image is None:
+        raise ConfigError("pyroscopeImageTag", f"expected a version tag such as {chart_version} (optionally "
+                                               "@sha256:<64 hex>), so that its major can be held against "
+                                               f"pyroscopeChartVersion (got {image_tag!r})")
+    if image != chart:
+        raise ConfigError("pyroscopeImageTag", f"{image_tag} is Pyroscope {image}.x but pyroscopeChartVersion "
+                                               f"{chart_version} is chart {chart}.x; set both to the same major "
+                                               "(docs/day-two.md, \"Pyroscope 2\")")
 
 
 def check_dashboard_file(config: StackConfig) -> None:

@@ -63,7 +63,7 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     assert config["github-actions"]["pinDigests"] is True
 
     managers = {m["depNameTemplate"]: m for m in config["customManagers"]}
-    assert set(managers) == {"Azure/kubelogin", "pyroscope"}
+    assert set(managers) == {"Azure/kubelogin", "pyroscope", "grafana/pyroscope"}
     kubelogin = managers["Azure/kubelogin"]
     assert kubelogin["datasourceTemplate"] == "github-release-attachments"
     found = []
@@ -100,3 +100,20 @@ def test_the_bot_can_rerun_the_locks_commands():
         header = re.search(r"^#    pip-compile (.*)$", (ROOT / lock).read_text(), re.M).group(1).split()
         options = {o for o in header if o.startswith("--") and not o.startswith("--output-file=")}
         assert options <= allowed, (lock, options - allowed)
+
+
+def test_the_pyroscope_chart_and_image_move_in_one_pull_request():
+    """The stack refuses a chart and an image of different majors (stack_config/rules.py check_pyroscope_majors), so
+    the bot bumps both in one grouped pull request: the image's manager finds Pulumi.yaml's default tag, and one rule
+    groups it with the chart. A grouped pair of one major passes the configuration check."""
+    config = renovate()
+    managers = {m["depNameTemplate"]: m for m in config["customManagers"]}
+    image = managers["grafana/pyroscope"]
+    assert image["datasourceTemplate"] == "docker"
+    text = (ROOT / "Pulumi.yaml").read_text()
+    project = yaml.safe_load(text)
+    matched = [m.group("currentValue") for p in image["matchStrings"] for m in re.finditer(js_regex(p), text)]
+    assert matched == [project["config"]["pyroscopeImageTag"]["default"]]
+    groups = [r for r in config["packageRules"] if r.get("groupName") == "pyroscope"]
+    assert len(groups) == 1 and set(groups[0]["matchDepNames"]) == {"pyroscope", "grafana/pyroscope"}
+    assert not any(r.get("separateMajorMinor") is False or r.get("matchUpdateTypes") for r in groups)

@@ -826,3 +826,15 @@ def test_the_grace_period_is_the_single_binarys_or_the_ingesters():
     assert micro["components"]["compactor"]["terminationGracePeriodSeconds"] == 1200
     default = chart_values(pyroscope_args(mode="microservices"))["pyroscope"]["components"]
     assert default["ingester"] == {**CHART_COMPONENTS["ingester"], "persistence": default["ingester"]["persistence"]}
+
+
+def test_chart_2_is_pinned_to_the_v1_storage_on_the_volume(plan):
+    """Chart 2.1.0 on defaults to v2 storage (object storage, none of the volume's v1 blocks read): on chart 2.x the
+    stack pins v1, the layer chart 2.0.0 defaults to; chart 1.x has no such value (docs/decisions/pyroscope-major.md).
+    """
+    assert "architecture" not in plan().one(RELEASE).inputs["values"]
+    for mode in ("single-binary", "microservices"):
+        values = plan(pyroscopeChartVersion="2.0.0", pyroscopeImageTag="2.0.1",
+                      pyroscopeMode=mode).one(RELEASE).inputs["values"]
+        assert values["architecture"] == {"storage": {"v1": True, "v2": False}}, mode
+        assert values["pyroscope"]["image"]["tag"] == "2.0.1"

@@ -103,3 +103,14 @@ def test_an_upgrade_that_also_changes_the_volume_is_refused(plans):
     assert line.startswith("pyroscopeStorageClass, pyroscopeStorageSize: claim data-pyroscope-0, which the StatefulSet "
                            "made, is adopted as it is (64Gi on managed-csi)")
     assert consequences.refusals([Step("pyroscope-data-0", "create", CLAIM)], base, plans["single"]) == []
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("1.15.0", "2.0.0", consequences.MAJOR_UP.format(old=1, new=2)),
+    ("2.0.0", "1.21.0", consequences.MAJOR_DOWN.format(old=2, new=1)),
+    ("1.15.0", "1.21.0", None),
+])
+def test_a_move_across_pyroscope_majors_is_said(plans, old, new, expected):
+    steps = [Step("pyroscope-release", "update", "kubernetes:helm.sh/v3:Release",
+                  [{"path": "version", "old": old, "new": new}])]
+    assert consequences.warnings(steps, plans["single"], plans["single"]) == ([expected] if expected else [])

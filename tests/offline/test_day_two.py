@@ -31,7 +31,7 @@ def test_the_page_is_generated(table):
     page = day_two.render(list(table.values()))
     assert (ROOT / "docs" / "day-two.md").read_text(encoding="utf-8") == page, \
         f"docs/day-two.md is not the table of today's diff; regenerate it: {day_two.COMMAND}"
-    body = [line for line in page.splitlines() if line.startswith("| ")][1:]
+    body = [line for line in page.split("## Pyroscope 2")[0].splitlines() if line.startswith("| ")][1:]
     assert [line.split(" | ", 1)[0][2:] for line in body] == day_two.keys()
     assert all(line.count(" | ") == 3 for line in body), "an unescaped | in a cell"
 
@@ -91,3 +91,17 @@ def test_the_command_writes_the_page_and_checks_it(table, tmp_path, monkeypatch,
     assert day_two.DOC.read_text(encoding="utf-8") == day_two.render(list(table.values()))
     assert day_two.main(["--check"]) == 0
     assert day_two.main(["--nonsense"]) == 2
+
+
+def test_pyroscope_2_is_a_move_of_both_keys_on_v1_storage_and_half_a_move_is_refused():
+    """Chart 2.0.0 with image 1.15.0 previewed as one quiet update (a pod that cannot start), and image 2.0.1 under
+    chart 1.15.0 too (a quiet move to v1-v2-dual storage): now refused before anything registers; both together are
+    an in-place update of the release, pinned to v1 storage, with the diff's warning."""
+    rows = {key: day_two.row(key, change) for key, change in day_two.MAJOR_CHANGES.items()}
+    both = rows["both"]
+    assert both.kind == "in place" and both.ops == (("updates", ("pyroscope-release",)),), both.ops
+    assert [w.split(":", 1)[0] for w in both.warnings] == ["pyroscope-release"]
+    assert "Pyroscope 1.x to 2.x, in place on the v1 storage" in both.warnings[0]
+    for half in ("the chart alone", "the image alone"):
+        assert rows[half].kind == "refused" and rows[half].message.startswith("pyroscopeImageTag: "), rows[half]
+        assert "set both to the same major" in rows[half].message

@@ -23,7 +23,7 @@ GOOD = [
     ("managedPrivateEndpointName", "pyroscope-mpe-cl-01"),
     ("managedPrivateEndpointName", "a" * 20),
     ("pyroscopeChartVersion", "1.15.0"),
-    ("pyroscopeChartVersion", "2.0.0-rc.1+build.5"),
+    ("pyroscopeChartVersion", "1.16.0-rc.1+build.5"),
     ("extensionVersion", ""),
     ("extensionVersion", "0.46.0"),
     ("privateLinkVisibility", "*"),
@@ -45,7 +45,7 @@ GOOD = [
     ("pyroscopeImageTag", "1.14.1"),
     ("pyroscopeImageRepository", "myregistry.azurecr.io/grafana/pyroscope"),
     ("pyroscopeImageRepository", "localhost:5000/pyroscope"),
-    ("pyroscopeImageTag", "weekly-f123"),
+    ("pyroscopeImageTag", "v1.15.0"),
     ("pyroscopeChart", "oci://ghcr.io/grafana/helm-charts/pyroscope"),
     ("pyroscopeChart", "oci://myacr.azurecr.io/helm/pyroscope"),
     ("pyroscopeChart", "https://grafana.github.io/helm-charts"),
@@ -53,7 +53,7 @@ GOOD = [
     ("pyroscopeChart", f"oci://ghcr.io/grafana/helm-charts/pyroscope@sha256:{DIGEST}"),
     ("pyroscopeChart", f"oci://myacr.azurecr.io:443/helm/pyroscope@sha256:{DIGEST}"),
     ("pyroscopeImageTag", f"1.15.0@sha256:{DIGEST}"),
-    ("pyroscopeImageTag", f"weekly-f123@sha256:{DIGEST}"),
+    ("pyroscopeImageTag", f"1.15.0-custom@sha256:{DIGEST}"),
     ("kubeconfigCredentials", "admin"),
     ("kubeloginMode", "workloadidentity"),
     ("extensionName", "inspektor-gadget"),
@@ -289,3 +289,26 @@ def test_storage_account_sku_refuses_premium_or_typos(plan):
 
     with pytest.raises(ConfigError, match="^pyroscopeStorageSku: "):
         plan(pyroscopeMode="microservices", pyroscopeStorageSku="Standard_ZRSS")
+
+
+@pytest.mark.parametrize("chart,image,key,message", [
+    # Chart 2.x passes -architecture.storage=v1, a flag no 1.x image knows: the pod would not start.
+    ("2.0.0", "1.15.0", "pyroscopeImageTag",
+     "1.15.0 is Pyroscope 1.x but pyroscopeChartVersion 2.0.0 is chart 2.x; set both to the same major"),
+    # A 2.x image under chart 1.x starts on its default v1-v2-dual storage: a quiet move off the stack's volume.
+    ("1.15.0", "2.0.1", "pyroscopeImageTag",
+     "2.0.1 is Pyroscope 2.x but pyroscopeChartVersion 1.15.0 is chart 1.x; set both to the same major"),
+    ("1.15.0", f"v2.0.1@sha256:{DIGEST}", "pyroscopeImageTag", "is Pyroscope 2.x but pyroscopeChartVersion"),
+    ("1.15.0", "weekly-f123", "pyroscopeImageTag", "expected a version tag such as 1.15.0"),
+    ("3.0.0", "3.0.0", "pyroscopeChartVersion", "chart 3.0.0 is major 3; this stack's values are written for majors"),
+])
+def test_a_chart_and_an_image_of_different_majors_are_refused(plan, chart, image, key, message):
+    """Renovate bumped the chart alone, or a tag was set by hand: one line naming the key, before any resource."""
+    with pytest.raises(ConfigError) as caught:
+        plan(pyroscopeChartVersion=chart, pyroscopeImageTag=image)
+    assert caught.value.key == key and "\n" not in str(caught.value) and message in str(caught.value)
+
+
+def test_a_move_to_pyroscope_2_takes_both_keys():
+    cfg = parse(pyroscopeChartVersion="2.0.0", pyroscopeImageTag="2.0.1")
+    assert (cfg.pyroscope_chart_version, cfg.pyroscope_image_tag) == ("2.0.0", "2.0.1")
