@@ -287,8 +287,8 @@ deployed. To move:
 2. Move within 1.x first to its last release (their 2.0 notes start from 1.21), chart and image together.
 3. `pulumi config set pyroscopeChartVersion 2.0.0` and `pulumi config set pyroscopeImageTag 2.0.1` (or the 2.x pair
    you mean), then `pulumi preview --diff`: one in-place update of the release and the diff's warning; `pulumi up`.
-4. Check with `.venv/bin/python -m ops.verify` that profiles arrive, and Grafana's flame graphs for data from
-   before the move.
+4. Check with `.venv/bin/python -m ops.verify --stack <stack>` that profiles arrive, and Grafana's flame graphs for data
+   from before the move.
 
 Pyroscope 2 no longer sanitizes label names (dots are kept). The maintainers' move to v2 storage (dual ingest, then
 v2 only) needs object storage, and is not what the stack runs: a stack that needs it does it by hand, outside this

@@ -91,6 +91,6 @@ while :; do
   fi
   if ! backoff; then
     [ -z "${found_state:-}" ] || die "private link service ${PLS_NAME} exists but stayed ${found_state} for ${TIMEOUT_SECONDS}s; run pulumi up again later"
-    die "private link service ${PLS_NAME} did not appear in ${PLS_RESOURCE_GROUP} within ${TIMEOUT_SECONDS}s; check the Service's annotations and EXTERNAL-IP (kubectl -n gadget get svc pyroscope -o yaml), load balancer events (kubectl -n gadget get events), and that the cluster identity may create private link services in that resource group"
+    die "private link service ${PLS_NAME} did not appear in ${PLS_RESOURCE_GROUP} within ${TIMEOUT_SECONDS}s; check the Service's annotations and EXTERNAL-IP (kubectl -n gadget get svc pyroscope-private-link -o yaml), load balancer events (kubectl -n gadget get events), and that the cluster identity may create private link services in that resource group"
   fi
 done

@@ -152,3 +152,22 @@ def test_the_offline_source_is_checked_like_the_url(tmp_path):
     assert done.returncode == 1 and "refused" in done.stderr and not (tmp_path / "dest" / "x" / "a.txt").exists()
     done = run(tmp_path, [entry], "--source", str(tmp_path / "none"), "--offline")
     assert done.returncode == 1 and "--offline" in done.stderr
+
+
+def test_without_a_source_or_network_one_line_says_what_is_missing_and_where_it_looked(tmp_path):
+    """A newcomer's run without internet or a copy printed six warnings and two errors and never named the folder it
+    had looked in: now a first line names the sources in order, and one error line the files and the way out."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on: the URL fails at once
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    entries = [{"path": f"x/{n}.txt", "url": f"http://127.0.0.1:{port}/{n}.txt", "sha256": "0" * 64} for n in "ab"]
+    done = run(tmp_path, entries, "--source", str(tmp_path / "none"))
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [f"reference artefacts: 2 files, looked for in the cache {tmp_path / 'cache'}, "
+                                        f"then in {tmp_path / 'none'} (no such folder), then at their pinned URLs"]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: 2 reference file(s) missing (x/a.txt, x/b.txt): not in the cache or ")
+    assert "their URLs failed (" in line and line.endswith("set AKS_GPU_OBS_REFERENCE_SOURCE (or --source) to a copy "
+                                                           "of the files (tests/reference/README.md)")

@@ -206,7 +206,7 @@ CASES = [
         ["tags", "managed-by=aks-gpu-observability"]),
     Bad("plan-outside-the-virtualenv", "plan", ["--stack", "dev"],
         ["is not installed for",
-         "python3 -m venv .venv && .venv/bin/pip install --require-hashes -r requirements.lock",
+         "python3 -m venv .venv && .venv/bin/pip install --require-hashes -r requirements-dev.lock",
          ".venv/bin/python -m offline.plan --stack dev"], python_flags=["-S"]),
     # --- dashboard files (dashboardSource in the project) ---------------------------------------------------
     Bad("dashboard-file-other-sha256", "plan", ["--set", f"dashboardSource={LOCAL}"], ["dashboardSha256", LOCAL]),

@@ -190,7 +190,7 @@ SCENARIOS = [
              {**WAIT_ENV, "TIMEOUT_SECONDS": "3", "POLL_INITIAL_SECONDS": "1", "POLL_MAX_SECONDS": "1"},
              [{"match": SHOW, "responses": [NOT_FOUND]}], exit=1,
              stderr_has=["error: private link service pyroscope-pls did not appear in " + NODE_RG + " within 3s",
-                         "kubectl -n gadget get svc pyroscope"], max_seconds=10),
+                         "kubectl -n gadget get svc pyroscope-private-link -o yaml"], max_seconds=10),
     Scenario("pls-show-forbidden-fails-fast", "wait_private_link_service.sh", WAIT_ENV,
              [{"match": SHOW, "responses": [{"exit": 1,
                                              "stderr": "ERROR: (AuthorizationFailed) The client 'x' does not have "
