@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from typing import Any, Mapping, Optional
 
 import yaml
@@ -565,3 +566,24 @@ def _created(type_: str, name: str, inputs: Mapping[str, Any]) -> tuple[str, dic
     if type_.startswith("pulumi:providers:"):
         return guid("provider", type_, name), {}
     return f"{name}-id", {}
+
+
+#: What a canned answer puts into the plan, found in its text: (pattern, what it stands for). The offline plan marks
+#: each line that holds one (offline/plan.py render_text), so that no canned value reads as a real one.
+CANNED_VALUES: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(re.escape(SUBSCRIPTION_ID)), "subscription id"),
+    (re.compile(re.escape(TENANT_ID)), "tenant id"),
+    (re.compile(r"(?<![\d.])" + re.escape(MPE_PRIVATE_IP) + r"(?![\d])"), "endpoint private IP"),
+    (re.compile(r"(?<![\d.])10\.2(2[4-9]|3\d)\.\d+\.\d+(?![\d])"), "PLS NAT IP"),
+    (re.compile(r"https://[\w-]+-[0-9a-f]{9}\.\w{3}\.grafana\.azure\.com"), "Grafana endpoint"),
+    (re.compile(r"https://[\w-]+-[0-9a-f]{4}\.\w+\.prometheus\.monitor\.azure\.com"), "query endpoint"),
+    (re.compile(r"MC_[\w.()-]+_[\w-]+_\w+"), "node resource group"),
+    (re.compile(re.escape(CREATED_AT)), "creation time"),
+)
+#: Stack outputs read from a canned lookup whose value has no pattern of its own.
+CANNED_OUTPUTS = {"managedPrivateEndpointState": "endpoint state"}
+
+
+def canned_in(text: str) -> list[str]:
+    """What of :data:`CANNED_VALUES` ``text`` holds, in that order (each once)."""
+    return [what for pattern, what in CANNED_VALUES if pattern.search(text)]

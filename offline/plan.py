@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from cli import OneLineParser, exit_code, require_virtualenv
 
 with require_virtualenv("offline.plan"):  # the plan runs the program: it needs requirements.txt installed
-    from offline import adopt, diff_text, plan_state
+    from offline import adopt, canned, diff_text, plan_state
     from offline import diff as plan_diff
     from offline.program import ConfigSet, Plan, Resource, run
     from stack_config.schema import ConfigError
@@ -70,6 +70,12 @@ def _input_lines(value, indent: str) -> list[str]:
     return lines
 
 
+def _marked(line: str, also: Optional[str] = None) -> str:
+    """``line`` with ``[canned: ...]`` naming the canned values it holds (offline/canned.py CANNED_VALUES), if any."""
+    found = ([also] if also else []) + canned.canned_in(line)
+    return f"{line}  [canned: {', '.join(found)}]" if found else line
+
+
 def render_text(plan: Plan) -> str:
     """``pulumi preview --diff``-like text: a tree of resources, each custom resource's inputs, the
     dependencies, outputs, then both orders."""
@@ -96,7 +102,7 @@ def render_text(plan: Plan) -> str:
     lines = [
         f"Previewing update ({plan.stack}) [offline plan: mocked engine and canned Azure answers; nothing is deployed]",
         "(values that depend on steps not yet run, such as the PLS id and the private IP, "
-        "are shown as after `pulumi up`)",
+        "are shown as after `pulumi up`; a line ending in [canned: ...] holds values made up by the canned answers)",
         "",
         f"     {'Type':<{width}}{'Name':<{name_width}}Plan",
     ]
@@ -107,7 +113,7 @@ def render_text(plan: Plan) -> str:
     for resource in plan.resources:
         if resource.custom and resource.inputs:
             lines.append(f"  {'>' if resource.type in READS else '+'} {resource.type} {resource.name}")
-            lines += _input_lines(resource.inputs, "      ")
+            lines += [_marked(line) for line in _input_lines(resource.inputs, "      ")]
             options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect")
                        if resource.options.get(name)]
             if options:
@@ -124,7 +130,8 @@ def render_text(plan: Plan) -> str:
             lines.append(f"    {resource.name} <- {', '.join(deps) if deps else '(none)'}{extra}")
     lines += ["", "Outputs (as after `pulumi up` with the canned answers; a real preview "
                   "shows computed ones as unknown):"]
-    lines += [f"    {key}: {json.dumps(value)}" for key, value in sorted(plan.outputs.items())]
+    lines += [_marked(f"    {key}: {json.dumps(value)}", canned.CANNED_OUTPUTS.get(key))
+              for key, value in sorted(plan.outputs.items())]
     reads = sum(1 for r in plan.resources if r.type in READS)
     lines += ["", "Resources:", f"    + {len(plan.resources) - reads} to create"]
     if reads:

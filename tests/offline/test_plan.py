@@ -189,3 +189,23 @@ def test_main_in_process_returns_exit_codes(capsys):
     assert plan_tool.main(["--set", "privateLinkIpAddressCount=9"]) == 2
     assert (capsys.readouterr().err.strip()
             == "error: privateLinkIpAddressCount: expected an integer from 1 to 8 (got 9)")
+
+
+def test_the_text_marks_every_value_a_canned_answer_made_up():
+    """A newcomer read "Approved" and http://10.0.4.36:4040 in the offline plan as real: each line holding a value
+    that came from a canned answer now says so, and a line of the user's own values does not."""
+    from offline import canned
+    from offline.plan import render_text
+
+    text = render_text(run("dev"))
+    lines = text.splitlines()
+    assert "[canned: ...]" in lines[1]
+    marked = {line.split(":", 1)[0].strip(): line for line in lines if line.startswith("    ") and ": " in line}
+    assert marked["pyroscopePrivateUrl"].endswith("[canned: endpoint private IP]")
+    assert marked["managedPrivateEndpointState"].endswith("[canned: endpoint state]")
+    assert marked["grafanaEndpoint"].endswith("[canned: Grafana endpoint]")
+    assert marked["nodeResourceGroup"].endswith("[canned: node resource group]")
+    assert "[canned" not in marked["clusterName"] and "[canned" not in marked["pyroscopeInClusterUrl"]
+    for pattern, what in canned.CANNED_VALUES[:3]:
+        assert all("[canned" in line and what in line.rsplit("[canned", 1)[1] for line in lines
+                   if pattern.search(line) and not line.startswith(("Previewing", "(values"))), what
