@@ -63,7 +63,6 @@ def require_virtualenv(module: str) -> Iterator[None]:
             raise
         command = shlex.join([".venv/bin/python", "-m", module, *sys.argv[1:]])
         print(f"error: Python module {missing.name!r} is not installed for {sys.executable}: set up the project's "
-              "virtualenv once (python3 -m venv .venv && .venv/bin/pip install --require-hashes -r requirements-dev.lock), "
-              "then run "
-              f"{command}", file=sys.stderr)
+              "virtualenv once (python3 -m venv .venv && .venv/bin/pip install --require-hashes -r "
+              f"requirements-dev.lock), then run {command}", file=sys.stderr)
         sys.exit(2)
