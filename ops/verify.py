@@ -2,7 +2,8 @@
 
 Owns the post-``pulumi up`` checklist (extension Succeeded, managed private endpoint Approved with the IP the
 Pyroscope URL uses, both datasources healthy, the dashboard present, Pyroscope holding the GPU-memory profile type the
-dashboard asks for) and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs: the
+dashboard asks for, Pyroscope's disk below 80 % and the gadget pods ready, each failure with its cause:
+:mod:`ops.verify_cluster`) and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs: the
 stack's outputs (:func:`stack.outputs.read_outputs`), answers of ``az rest`` (ARM and Grafana's HTTP API). Outputs: a
 checklist with the next step for each failure, or ``--json``. Exit status 0 when every check passes (nothing
 drifted), 1 when one fails (something drifted), 2 when the check cannot be made (outputs, ``az``, Grafana answering
@@ -26,6 +27,7 @@ from urllib.parse import quote, urlparse
 from cli import OneLineParser, UsageError, exit_code
 from flamegraph.model import FrameError
 from flamegraph.query import dashboard_profile_type, pick_profile_type, profile_types_url
+from ops import verify_cluster  # Pyroscope's disk and the gadget DaemonSet
 from stack.outputs import OutputsError, StackOutputs, read_outputs
 from steps import (
     grafana_dashboard,  # the dashboard step's own preparation and content hash
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXTENSION_API = "2023-05-01"
 DASHBOARD_API = "2024-10-01"
 NEEDED = ("extensionId", "managedPrivateEndpointId", "pyroscopePrivateUrl", "grafanaEndpoint",
-          "pyroscopeDatasourceUid", "prometheusDatasourceUid", "dashboardUrl")
+          "pyroscopeDatasourceUid", "prometheusDatasourceUid", "dashboardUrl", "clusterName")
 #: The outputs --drift reads: what the Grafana steps set.
 DRIFT_NEEDED = ("grafanaEndpoint", "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition")
 #: The step commands, by output (resource names as __main__.py registers them; a test checks them in the plan).
@@ -69,7 +71,9 @@ def _check(name: str, probe: Callable[[], Check], failed_next: str) -> Check:
         return Check(name, False, error.last_line[:200], failed_next)
 
 
-def checks(outputs: dict) -> list[Check]:
+def checks(outputs: dict, kube_context: str = "") -> list[Check]:
+    """The checklist (module docstring); ``kube_context``: the kubectl context of the cluster for the gadget pods'
+    events (default: the cluster's name, as ``az aks get-credentials`` names it)."""
     grafana = outputs["grafanaEndpoint"].rstrip("/")
     results: list[Check] = []
 
@@ -170,6 +174,23 @@ def checks(outputs: dict) -> list[Check]:
                      "(`python -m flamegraph.hotspots --stack` finds it by itself)")
 
     results.append(_check("Pyroscope profile types", profiles, "check the Pyroscope datasource above first"))
+
+    found: dict = {}
+
+    def pyroscope_disk() -> Check:
+        found.update(verify_cluster.series(grafana, outputs["prometheusDatasourceUid"], outputs["clusterName"]))
+        return Check("Pyroscope disk", *verify_cluster.disk(found))
+
+    results.append(_check("Pyroscope disk", pyroscope_disk, "check the Prometheus datasource above first"))
+
+    def gadget_pods() -> Check:
+        if not found:  # the disk check's query failed: its error, again, rather than "no DaemonSet"
+            found.update(verify_cluster.series(grafana, outputs["prometheusDatasourceUid"], outputs["clusterName"]))
+        context = kube_context or outputs["clusterName"]
+        return Check("gadget DaemonSet", *verify_cluster.daemonsets(
+            found, lambda: verify_cluster.kubectl_events(context)))
+
+    results.append(_check("gadget DaemonSet", gadget_pods, "check the Prometheus datasource above first"))
     return results
 
 
@@ -366,6 +387,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--drift", action="store_true",
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
+    parser.add_argument("--kube-context", default="", metavar="NAME",
+                        help="kubectl context of the cluster, for the gadget pods' events (default: the cluster's "
+                             "name, as `az aks get-credentials` names it)")
     outputs = StackOutputs({})  # what verify prints never holds a secret output's value: outputs.mask
     try:
         args = parser.parse_args(argv)
@@ -373,7 +397,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.drift:
             found = drift(outputs, args.stack)
         else:
-            results = checks(outputs)
+            results = checks(outputs, args.kube_context)
     except (UsageError, OutputsError, DriftError) as error:
         print(outputs.mask(f"error: {error}"), file=sys.stderr)
         return 2

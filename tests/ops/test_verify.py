@@ -25,6 +25,7 @@ from tests.support.verify_runs import (
     drift_outputs,
     drift_rules,
     edit,
+    prometheus,
     rules,
     verify,
 )
@@ -33,7 +34,7 @@ from tests.support.verify_runs import (
 def test_all_green(tmp_path):
     done, calls = verify(tmp_path, rules())
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-1] == "6 passed, 0 failed"
+    assert done.stdout.splitlines()[-1] == "8 passed, 0 failed"
     assert "✅ managed private endpoint: connection Approved, private IP 10.0.4.36" in done.stdout
     assert all(c["rule"] is not None for c in calls)
     grafana_calls = [c["argv"] for c in calls if GRAFANA in " ".join(c["argv"])]
@@ -51,7 +52,7 @@ def test_failures_each_get_a_next_step(tmp_path):
     assert "next: run `pulumi up` again (approval and refresh re-run)" in out
     assert "❌ Pyroscope datasource local-pyroscope: health ERROR: dial tcp 10.0.4.36:4040: i/o timeout" in out
     assert "❌ Pyroscope profile types: 0 profile type(s)" in out and "next: no profiles yet: run a GPU workload" in out
-    assert out.splitlines()[-1] == "3 passed, 3 failed"
+    assert out.splitlines()[-1] == "5 passed, 3 failed"
 
 
 @pytest.mark.parametrize("held,line,hint", [
@@ -67,7 +68,7 @@ def test_profile_types_the_dashboard_cannot_show_fail(tmp_path, held, line, hint
     done, _ = verify(tmp_path, rules(profiles={"json": [{"id": i, "label": "x"} for i in held]}))
     assert done.returncode == 1
     assert f"❌ Pyroscope profile types: 1 profile type(s): {held[0]}; {line}" in done.stdout
-    assert hint in done.stdout and done.stdout.splitlines()[-1] == "5 passed, 1 failed"
+    assert hint in done.stdout and done.stdout.splitlines()[-1] == "7 passed, 1 failed"
 
 
 def test_az_errors_become_failed_checks(tmp_path):
@@ -125,7 +126,7 @@ def printed_no_secret(done):
 def test_secret_outputs_are_read_with_show_secrets_and_never_printed(tmp_path):
     done, calls, asked = verify_secret(tmp_path, rules(), OUTPUTS)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-1] == "6 passed, 0 failed"
+    assert done.stdout.splitlines()[-1] == "8 passed, 0 failed"
     assert asked == ["stack output --json --stack dev", "stack output --json --show-secrets --stack dev"]
     urls = [c["argv"][c["argv"].index("--url") + 1] for c in calls]
     assert f"{OUTPUTS['extensionId']}?api-version=2023-05-01" in urls  # the real id, not "[secret]"
@@ -170,7 +171,7 @@ def test_missing_output_is_one_line(tmp_path):
 def test_json_output(tmp_path):
     done, _ = verify(tmp_path, rules(), OUTPUTS, "--json")
     checks = json.loads(done.stdout)
-    assert [c["ok"] for c in checks] == [True] * 6
+    assert [c["ok"] for c in checks] == [True] * 8
     assert {"name", "ok", "detail", "next_step"} == set(checks[0])
 
 
@@ -462,3 +463,65 @@ def test_drift_of_an_older_stack_rebuilds_the_source_ids_unchanged(tmp_path):
     """A dashboardDefinition without profileType: its step uploaded the source's own IDs, and so does the rebuild."""
     done, _ = profile_drift(tmp_path, None, None)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+GIB = 2**30
+
+
+def test_a_pyroscope_disk_from_80_percent_fails_naming_the_retention_and_size_keys(tmp_path):
+    """grafana/pyroscope#4418: single-binary head blocks can fill the disk; verify read only profile types."""
+    done, calls = verify(tmp_path, rules(query=prometheus(used={"data-pyroscope-0": 52 * GIB})))
+    assert done.returncode == 1
+    assert "❌ Pyroscope disk: data-pyroscope-0 52.0 GiB of 64.0 GiB (81%)" in done.stdout
+    assert "lower pyroscopeRetention or raise pyroscopeStorageSize" in done.stdout
+    query = next(c["body"] for c in calls if "/api/ds/query" in " ".join(c["argv"]))
+    assert {q["datasource"]["uid"] for q in query["queries"]} == {"azure-monitor-prometheus"}
+    assert all('cluster="aks-gpu-dev"' in q["expr"] and q["instant"] for q in query["queries"])
+    healthy, _ = verify(tmp_path / "ok", rules())
+    assert "✅ Pyroscope disk: data-pyroscope-0 16.0 GiB of 64.0 GiB (25%)" in healthy.stdout
+
+
+#: The daemonset controller's event when Azure Policy's Gatekeeper refuses a privileged pod (Inspektor Gadget's
+#: troubleshooting guide, "Azure Policy"): the extension still reports Succeeded.
+GATEKEEPER = {"items": [
+    {"type": "Normal", "reason": "SuccessfulCreate", "involvedObject": {"kind": "DaemonSet", "name": "gadget"},
+     "message": "Created pod: gadget-abcde", "lastTimestamp": "2026-12-05T09:00:00Z"},
+    {"type": "Warning", "reason": "FailedCreate", "involvedObject": {"kind": "DaemonSet", "name": "gadget"},
+     "lastTimestamp": "2026-12-05T10:00:00Z",
+     "message": 'Error creating: admission webhook "validation.gatekeeper.sh" denied the request: '
+                "[azurepolicy-k8sazurev2noprivilege-0f3b2c] Privileged container is not allowed: gadget, "
+                'securityContext: {"privileged": true}'},
+]}
+
+
+def kubectl(tmp_path, stdout: str, exit_code: int = 0, stderr: str = "") -> None:
+    """A stand-in kubectl on PATH: records its argv, prints ``stdout``."""
+    path = tmp_path / "bin" / "kubectl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'kubectl.log'}\ncat <<'EOF'\n{stdout}\nEOF\n"
+                    f"echo '{stderr}' >&2\nexit {exit_code}\n")
+    path.chmod(0o755)
+
+
+def test_fewer_ready_gadget_pods_than_nodes_name_the_admission_policy_that_refuses_them(tmp_path):
+    kubectl(tmp_path, json.dumps(GATEKEEPER))
+    done, _ = verify(tmp_path, rules(query=prometheus(desired={"gadget": 3}, ready={"gadget": 0})))
+    assert done.returncode == 1
+    assert "✅ Inspektor Gadget extension: provisioningState Succeeded" in done.stdout
+    line = next(x for x in done.stdout.splitlines() if "gadget DaemonSet" in x)
+    assert line.startswith("  ❌ gadget DaemonSet: gadget 0 of 3 ready; FailedCreate: Error creating: admission "
+                           "webhook")
+    assert "Privileged container is not allowed" in line and "SuccessfulCreate" not in line
+    assert "next: Azure Policy (Gatekeeper) refuses the gadget pods" in done.stdout
+    assert "excludedNamespaces" in done.stdout
+    assert (tmp_path / "kubectl.log").read_text().split() == ["--context", "aks-gpu-dev", "-n", "gadget", "get",
+                                                              "events", "-o", "json"]
+
+
+def test_without_kubectl_the_check_says_where_the_cause_is(tmp_path):
+    kubectl(tmp_path, "", 1, 'error: context "other" does not exist')
+    done, _ = verify(tmp_path, rules(query=prometheus(ready={"gadget": 2})), OUTPUTS, "--kube-context", "other")
+    assert "❌ gadget DaemonSet: gadget 2 of 3 ready" in done.stdout
+    assert ("next: the cause is in `kubectl -n gadget get events` (kubectl failed: error: context \"other\" does not "
+            "exist; verify reads the context named --kube-context)") in done.stdout
+    assert (tmp_path / "kubectl.log").read_text().split()[:2] == ["--context", "other"]

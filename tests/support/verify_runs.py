@@ -24,8 +24,29 @@ DASH_OK = {"json": {"dashboard": {"title": "Advanced GPU Observability", "uid": 
 PROFILES = {"json": [{"id": "process_cpu:malloc:bytes::", "label": "GPU memory allocations"}]}
 
 
-def rules(ext=EXT_OK, mpe=MPE_OK, pyro=HEALTH_OK, prom=HEALTH_OK, dash=DASH_OK, profiles=PROFILES):
+def prometheus(used=None, size=None, desired=None, ready=None) -> dict:
+    """Grafana's ``/api/ds/query`` answer for ops.verify_cluster's instant queries: per refId a frame per series, a
+    Time and a Value field, the series' labels on the Value field (grafana/grafana pkg/promlib, instant queries);
+    defaults: a 64 GiB volume 25 % used, one DaemonSet gadget with 3 of 3 pods ready."""
+    given = {"used": {"data-pyroscope-0": 16 * 2**30} if used is None else used,
+             "size": {"data-pyroscope-0": 64 * 2**30} if size is None else size,
+             "desired": {"gadget": 3} if desired is None else desired,
+             "ready": {"gadget": 3} if ready is None else ready}
+    label = {"used": "persistentvolumeclaim", "size": "persistentvolumeclaim", "desired": "daemonset",
+             "ready": "daemonset"}
+    results = {}
+    for ref, values in given.items():
+        frames = [{"schema": {"refId": ref, "fields": [
+                       {"name": "Time", "type": "time"},
+                       {"name": "Value", "type": "number", "labels": {label[ref]: name, "cluster": "aks-gpu-dev"}}]},
+                   "data": {"values": [[1796040000000], [value]]}} for name, value in values.items()]
+        results[ref] = {"status": 200, "frames": frames}
+    return {"json": {"results": results}}
+
+
+def rules(ext=EXT_OK, mpe=MPE_OK, pyro=HEALTH_OK, prom=HEALTH_OK, dash=DASH_OK, profiles=PROFILES, query=None):
     return [
+        {"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [query or prometheus()]},
         {"match": ["rest", "--method", "get", "/extensions/inspektor-gadget?api-version=2023-05-01"],
          "responses": [ext]},
         {"match": ["rest", "--method", "get", "/managedPrivateEndpoints/pyroscope-mpe?api-version=2024-10-01"],

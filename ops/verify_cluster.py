@@ -1,0 +1,157 @@
+"""What ops.verify reads of the cluster itself: Pyroscope's disk and the gadget DaemonSet, each with its cause.
+
+Owns :func:`series` (one Grafana ``POST /api/ds/query`` of the stack's Prometheus datasource, the Azure Monitor
+workspace, for the kubelet's volume stats and kube-state-metrics' DaemonSet status in namespace ``gadget`` of this
+cluster: the metrics add-on scrapes both by default and labels every series ``cluster``, the cluster's name),
+:func:`disk` (used against the claim's size per volume; from :data:`DISK_WARN` a failure naming the retention and
+size keys: single-binary head blocks can fill a disk, grafana/pyroscope#4418) and :func:`daemonsets` (ready pods
+against the nodes the DaemonSet should run on; when fewer, the cause from the Warning events of the DaemonSet and its
+pods, read with ``kubectl``, which names an admission policy that refuses the privileged gadget pods while the
+extension still reports Succeeded). Each returns ``(ok, detail, next step)``. Errors: AzError from the query; a kubectl
+that is missing or fails is said in the detail. Upstream: grafana/grafana ``pkg/api/ds_query.go``; Inspektor Gadget's
+troubleshooting guide (Azure Policy); docs/decisions/stack-verification.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from typing import Callable, Optional
+
+from steps.azcli import rest
+
+NAMESPACE = "gadget"
+#: Used share of a Pyroscope volume from which verify fails the disk check.
+DISK_WARN = 0.80
+#: refId -> PromQL, ``{cluster}`` filled in; Pyroscope's claims are data-pyroscope-0 or data-pyroscope-ingester-<n>.
+QUERIES = {
+    "used": 'max by (persistentvolumeclaim) (kubelet_volume_stats_used_bytes{{cluster="{cluster}",namespace="gadget",'
+            'persistentvolumeclaim=~"data-pyroscope.*"}})',
+    "size": 'max by (persistentvolumeclaim) (kubelet_volume_stats_capacity_bytes{{cluster="{cluster}",'
+            'namespace="gadget",persistentvolumeclaim=~"data-pyroscope.*"}})',
+    "desired": 'max by (daemonset) (kube_daemonset_status_desired_number_scheduled{{cluster="{cluster}",'
+               'namespace="gadget"}})',
+    "ready": 'max by (daemonset) (kube_daemonset_status_number_ready{{cluster="{cluster}",namespace="gadget"}})',
+}
+_LABEL = {"used": "persistentvolumeclaim", "size": "persistentvolumeclaim", "desired": "daemonset",
+          "ready": "daemonset"}
+
+
+def series(grafana: str, prometheus_uid: str, cluster: str) -> dict[str, dict[str, float]]:
+    """refId of :data:`QUERIES` -> {claim or DaemonSet name: the latest value}, one instant query each."""
+    body = {"from": "now-10m", "to": "now",
+            "queries": [{"refId": ref, "datasource": {"uid": prometheus_uid}, "expr": expr.format(cluster=cluster),
+                         "instant": True, "range": False} for ref, expr in QUERIES.items()]}
+    answer = rest("post", f"{grafana}/api/ds/query", body) or {}
+    found: dict[str, dict[str, float]] = {ref: {} for ref in QUERIES}
+    for ref, result in (answer.get("results") or {}).items():
+        for frame in result.get("frames") or []:
+            fields = (frame.get("schema") or {}).get("fields") or []
+            values = (frame.get("data") or {}).get("values") or []
+            for index, field in enumerate(fields):
+                name = (field.get("labels") or {}).get(_LABEL.get(ref, ""))
+                if field.get("type") == "number" and name and index < len(values) and values[index]:
+                    found.setdefault(ref, {})[name] = float(values[index][-1])
+    return found
+
+
+def _gib(value: float) -> str:
+    return f"{value / 2**30:.1f} GiB"
+
+
+def disk(found: dict[str, dict[str, float]]) -> tuple[bool, str, str]:
+    """Each Pyroscope volume's use of its size; failing from :data:`DISK_WARN`."""
+    used, size = found.get("used") or {}, found.get("size") or {}
+    claims = sorted(set(used) & set(size))
+    if not claims:
+        return True, ("no Pyroscope volume in the workspace's kubelet metrics (persistence off, or the metrics "
+                      "add-on does not scrape the kubelet)"), ""
+    shares = {c: used[c] / size[c] for c in claims if size[c]}
+    detail = "; ".join(f"{c} {_gib(used[c])} of {_gib(size[c])} ({shares.get(c, 0):.0%})" for c in claims)
+    full = [c for c, share in shares.items() if share >= DISK_WARN]
+    if not full:
+        return True, detail, ""
+    return False, detail, (f"{', '.join(full)} at {DISK_WARN:.0%} or more: Pyroscope's blocks fill its volume until "
+                           "retention deletes them, and a full disk stops ingestion; lower pyroscopeRetention or raise "
+                           "pyroscopeStorageSize (a claim grows in place), then `pulumi up` (docs/sizing.md)")
+
+
+def kubectl_events(context: str) -> tuple[Optional[list], str]:
+    """The namespace's events (``kubectl --context <context> -n gadget get events -o json``), or (None, why not)."""
+    command = [os.environ.get("KUBECTL", "kubectl"), "--context", context, "-n", NAMESPACE, "get", "events", "-o",
+               "json"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"kubectl did not run ({error})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"kubectl failed: {last[:200]}"
+    try:
+        return json.loads(done.stdout).get("items") or [], ""
+    except ValueError:
+        return None, "kubectl printed no JSON"
+
+
+#: Event messages that say an admission check refused a pod, and what to do about each kind.
+ADMISSION = (
+    (re.compile(r'admission webhook "[^"]*gatekeeper[^"]*" denied the request'),
+     "Azure Policy (Gatekeeper) refuses the gadget pods, which run privileged as Inspektor Gadget must, while the "
+     "extension still reports Succeeded: exclude namespace gadget in that policy assignment (its excludedNamespaces "
+     "parameter)"),
+    (re.compile(r"violates PodSecurity"),
+     "Pod Security admission refuses the gadget pods, which run privileged: namespace gadget must allow the privileged "
+     "level (label pod-security.kubernetes.io/enforce=privileged)"),
+    (re.compile(r"denied (the )?request|ValidatingAdmissionPolicy .* denied"),
+     "an admission policy refuses the gadget pods, which run privileged, while the extension still reports Succeeded: "
+     "exempt namespace gadget from it"),
+)
+
+
+def _when(event: dict) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or (event.get("metadata") or {}).get(
+        "creationTimestamp") or "")
+
+
+def cause(events: list, daemonset: str) -> tuple[str, str]:
+    """(the latest Warning events of the DaemonSet and its pods, one line; what to do), from ``kubectl`` events."""
+    own = [e for e in events if e.get("type") == "Warning"
+           and (e.get("involvedObject") or {}).get("kind") in ("DaemonSet", "Pod")
+           and str((e.get("involvedObject") or {}).get("name", "")).startswith(daemonset)]
+    own.sort(key=_when, reverse=True)
+    seen, lines = set(), []
+    for event in own:
+        key = (event.get("reason"), event.get("message"))
+        if key not in seen:
+            seen.add(key)
+            lines.append(f"{event.get('reason')}: {str(event.get('message', '')).strip()[:300]}")
+    if not lines:
+        return "no Warning event names a cause", "`kubectl -n gadget describe daemonset " + daemonset + "` and its pods"
+    text = " | ".join(lines[:3])
+    advice = next((what for pattern, what in ADMISSION if pattern.search(text)), None)
+    if advice is None and "FailedScheduling" in text:
+        advice = "the scheduler cannot place the gadget pods on some nodes: see the taints and resources it names"
+    return text, advice or "the events above name the cause"
+
+
+def daemonsets(found: dict[str, dict[str, float]], events: Callable[[], tuple[Optional[list], str]]
+               ) -> tuple[bool, str, str]:
+    """Ready pods against desired per DaemonSet of namespace gadget; when fewer, the cause from the events."""
+    desired, ready = found.get("desired") or {}, found.get("ready") or {}
+    if not desired:
+        return False, "no DaemonSet of namespace gadget in the workspace's kube-state-metrics", (
+            "the extension has not deployed Inspektor Gadget (see the extension's check above), or the metrics add-on "
+            "does not scrape kube-state-metrics")
+    short = {name: (int(ready.get(name, 0)), int(want)) for name, want in desired.items() if ready.get(name, 0) < want}
+    detail = "; ".join(f"{n} {int(ready.get(n, 0))} of {int(w)} ready" for n, w in sorted(desired.items()))
+    if not short:
+        return True, detail, ""
+    items, why_not = events()
+    name = sorted(short)[0]
+    if items is None:
+        return False, detail, (f"the cause is in `kubectl -n gadget get events` ({why_not}; verify reads the context "
+                               "named --kube-context)")
+    said, advice = cause(items, name)
+    return False, f"{detail}; {said}", advice
