@@ -4,6 +4,9 @@ its diff against the base, the comment) and the credentialed preview, which a fo
 from __future__ import annotations
 
 import re
+import subprocess
+
+import pytest
 
 from tests.support import ROOT
 from tests.support.workflows import (
@@ -36,6 +39,9 @@ def test_pull_request_workflow():
     pulumi = uses(preview, "pulumi/actions")["with"]
     assert pulumi["command"] == "preview" and pulumi["diff"] is True and pulumi["policyPacks"] == "policy"
     assert pulumi["comment-on-pr"] is True
+    # pulumi/actions cuts a long comment from its end, where the summary and policy results are (pulumi/actions#1399),
+    # unless told to cut from the front (v7.0.0 src/libs/pr.ts trimOutputByCharacters).
+    assert pulumi["always-include-summary"] is True
     login = steps(preview).index(uses(preview, "azure/login"))
     assert login < steps(preview).index(uses(preview, "pulumi/actions"))
 
@@ -129,3 +135,44 @@ def test_the_pull_request_tests_run_with_real_helm_and_every_reference_artefact(
     assert index(offline, cache) < index(offline, setup) < index(offline, fetch) < index(offline, tests)
     script = (ROOT / ".ci" / "fetch-reference").read_text()
     assert '"aks-gpu-observability" / "reference"' in script and '".cache"' in script
+
+
+#: github-script's frame (actions/github-script v7.0.1 src/async-function.ts: the script is the body of an async
+#: function of require, github, context, ...), with a GitHub client that records the comment's body.
+HARNESS = """
+const fs = require('fs');
+const script = fs.readFileSync(process.argv[2], 'utf8');
+let posted = null;
+const github = {paginate: async () => [], rest: {issues: {listComments: null,
+  createComment: async (args) => { posted = args.body; }, updateComment: async (args) => { posted = args.body; }}}};
+const context = {repo: {owner: 'o', repo: 'r'}, issue: {number: 7}};
+const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+new AsyncFunction('require', 'github', 'context', script)(require, github, context)
+  .then(() => process.stdout.write(posted), (error) => { console.error(error); process.exit(1); });
+"""
+
+
+@pytest.mark.parametrize("diff_size, plan_size", [(200, 200), (90_000, 200), (200, 90_000), (90_000, 90_000)])
+def test_the_plan_comment_keeps_the_diffs_summary_and_the_policy_results_when_cut(tmp_path, diff_size, plan_size):
+    """A long diff or plan made the comment too long for GitHub (65536 characters), or cut the policy results: now
+    the diff's head (its summary) and the whole "Policies:" section stay, and what is cut is said."""
+    import shutil
+
+    node = shutil.which("node")
+    assert node, "node (Debian's nodejs, which .ci/install-helm's npm needs too) is not installed"
+    script = uses(load("pr.yml")["jobs"]["offline"], "actions/github-script")["with"]["script"]
+    (tmp_path / "script.js").write_text(script)
+    (tmp_path / "harness.js").write_text(HARNESS)
+    (tmp_path / "plan-diff").mkdir()
+    summary = "### Offline preview diff: 1 to replace\n"
+    (tmp_path / "plan-diff" / "comment.md").write_text(summary + "d" * diff_size + "\nDIFF-END\n")
+    policies = "Policies:\n    ❌ aks-gpu-observability@v1 (local: policy)\n        - [mandatory]  pins\n"
+    (tmp_path / "plan.txt").write_text("PLAN-HEAD\n" + "p" * plan_size + "\n" + policies)
+    done = subprocess.run([node, "harness.js", "script.js"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout
+    assert body.startswith("<!-- aks-gpu-observability-plan -->\n" + summary) and len(body) <= 65536
+    assert policies in body
+    assert ("DIFF-END" in body) == (diff_size < 60_000)
+    assert ("Cut here to fit a comment" in body) == (diff_size >= 60_000)
+    assert ("PLAN-HEAD" in body) == (diff_size + plan_size < 60_000)
