@@ -28,6 +28,7 @@ from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs,
 from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from existing.kubeconfig import kubeconfig_for, kubernetes_provider
+from existing.roles import assigns_monitoring_data_reader
 from stack.secrecy import keep_secret
 from stack.specs import pyroscope_identity_name
 from stack_config.load import load
@@ -42,6 +43,8 @@ secrecy = keep_secret(cfg.secret_values)
 client = authorization.get_client_config()
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
+# Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).
+assign_role = assigns_monitoring_data_reader(cfg, workspace and workspace.id, grafana and grafana.principal_id)
 kubeconfig = kubeconfig_for(cfg)
 kubernetes = kubernetes_provider("aks", cfg, kubeconfig)
 # Pyroscope's volumes: adopted where a StatefulSet made them before the stack owned them (components/pyroscope.py).
@@ -197,7 +200,7 @@ datasources = GrafanaDatasources(
         pyroscope_name=cfg.pyroscope_datasource_name,
         prometheus_uid=cfg.prometheus_datasource_uid,
         prometheus_name=cfg.prometheus_datasource_name,
-        assign_role=cfg.assigns_monitoring_data_reader,
+        assign_role=assign_role,
         shared_role=cfg.multi_cluster,  # ensured, never deleted: other clusters rely on it
         timeout_seconds=cfg.grafana_timeout_seconds,
         retry_forbidden=cfg.create_grafana,

@@ -587,3 +587,13 @@ CANNED_OUTPUTS = {"managedPrivateEndpointState": "endpoint state"}
 def canned_in(text: str) -> list[str]:
     """What of :data:`CANNED_VALUES` ``text`` holds, in that order (each once)."""
     return [what for pattern, what in CANNED_VALUES if pattern.search(text)]
+
+
+#: Role assignments the canned world holds, made outside the stack: (scope lower-cased, principal id, role id) ->
+#: assignment names. Empty: Grafana's identity holds no role on the workspace (tests add one, as linking does).
+ROLE_HOLDERS: dict[tuple[str, str, str], list[str]] = {}
+
+
+def role_holders(scope: str, principal_id: str, role: str) -> list[str]:
+    """existing/roles.py LOOKUP offline: the names :data:`ROLE_HOLDERS` holds for that scope, principal and role."""
+    return list(ROLE_HOLDERS.get((scope.lower(), principal_id, role), []))

@@ -29,6 +29,7 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
+from existing import roles
 from offline import canned, replacement
 from offline import stack_file as stack_files
 from stack import phase
@@ -572,11 +573,9 @@ def run(
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
     outputs of a platform stack). ``secret_outputs``: referenced stack name -> the names of its outputs that are
     secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created
-    or replaced (docs/decisions/offline-program.md). Raises ConfigError (before any resource is registered) for invalid
-    configuration, and whatever else the program raises.
+    or replaced (docs/decisions/offline-program.md). Raises ConfigError (before any resource is registered), and more.
     """
-    sets = ([ConfigSet(key, value) for key, value in (overrides or {}).items()]
-            + [ConfigSet(*item) for item in config_sets])
+    sets = [ConfigSet(k, v) for k, v in (overrides or {}).items()] + [ConfigSet(*item) for item in config_sets]
     values, secrets = read_stack_config(stack, sets)
     # As the CLI does before the program runs: every Pulumi.yaml default the stack leaves out is written in.
     values = cli_values.cli_defaults(values)
@@ -600,6 +599,7 @@ def run(
             set_all_config(values, secrets)
             pulumi.runtime.set_mocks(mocks, project=stack_schema.PROJECT, stack=stack, preview=preview, monitor=monitor)
             phase.AT_UP = isinstance(pending, AtUp) or None  # at `up`, lookups run after their steps (stack/phase.py)
+            roles.LOOKUP = canned.role_holders  # no `az` offline: the assignments of the canned world
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:

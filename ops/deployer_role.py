@@ -191,7 +191,8 @@ AZ_COMMANDS = {
         ("Microsoft.Authorization/roleAssignments/read",),
         "GET {scope}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope() "
         "(steps/ensure_role_assignment.sh,"
-        " when the create answered with another principal's assignment; --role is a full id and "
+        " when the create answered with another principal's assignment; existing/roles.py, whether linking made one;"
+        " --role is a full id and "
         "--fill-role-definition-name"
         " false, so no role definition is listed: azure-cli 2.91.0 azure/cli/command_modules/role/custom.py "
         "list_role_assignments, _search_role_assignments, _resolve_role_id); " + SOURCES["Microsoft.Authorization"]),

@@ -26,13 +26,16 @@ def replacement_set(plan: Plan, root: str) -> set[str]:
     ``pkg/resource/deploy/step_generator.go`` decides: those whose ``replaceWith`` names a replaced resource
     (``findResourcesReplacedWith``, and the ReplaceWith check of each registration) and those whose provider is
     replaced (``calculateDependentReplacements``). A plain ``dependsOn`` edge replaces nothing; a property
-    dependency replaces only if the provider's diff says so, which this leaves out (``replace_with`` makes
-    the cases that matter here certain)."""
+    dependency replaces only if the provider's diff says so: here a Kubernetes object whose ``metadata`` comes from a
+    replaced resource, which pulumi-kubernetes diffs as a new object (offline/replacement.py ``whole``)."""
     replaced, grew = {root}, True
     while grew:
         grew = False
         for r in plan.resources:
-            if r.urn not in replaced and (set(r.replace_with) & replaced or r.provider in replaced):
+            metadata = set((r.property_dependencies or {}).get("metadata", [])) if r.type.startswith("kubernetes:") \
+                and r.type != RELEASE else set()
+            if r.urn not in replaced and (set(r.replace_with) & replaced or r.provider in replaced
+                                          or metadata & replaced):
                 replaced.add(r.urn)
                 grew = True
     return replaced
@@ -133,9 +136,10 @@ def test_a_namespace_replacement_replaces_what_lives_in_it(dev):
     assert {"pyroscope-private-link", "pyroscope-network-policy",
             "grafana-private-link-wait-for-pls", "grafana-private-link-mpe", "grafana-private-link-approve-connection",
             "grafana-private-link-refresh", "grafana-private-link-nat-network-policy"} <= names
-    # Not the claims: the namespace's delete-first chain deletes what names it in no fixed order (a claim could go
-    # before the release that mounts it); Kubernetes deletes them with the namespace.
-    assert "pyroscope-data-0" not in names
+    # The claims too (Kubernetes deletes them with the namespace), as dependents of its metadata, not by replaceWith:
+    # the namespace's delete-first chain deletes what names it there in no fixed order (a claim could go before the
+    # release that mounts it); its dependents go after that set.
+    assert "pyroscope-data-0" in names
     assert dev.one(NAMESPACE).urn not in dev.named("pyroscope-data-0").options["replaceWith"]
 
 
