@@ -2,12 +2,12 @@
 
 The repository's subject template is :data:`TEMPLATE`, so a job's subject names its environment, its ref and its event:
 ``repo:<org>/<repo>:environment:production:ref:refs/heads/main:event_name:push``. Production's app trusts exactly
-that subject for each of :data:`PRODUCTION_EVENTS`; the preview's trusts one flexible federated credential,
-:func:`preview_expression` (pull requests' merge refs only). :func:`subject` builds a job's subject as GitHub does and
-:func:`trusts` matches it as Entra does. ``python -m ops.federation [--repo ORG/REPO]`` prints the set-up commands
-(docs/platform.md, "Identities", shows them for ``<org>/<repo>``); ``--pulumi-policies [--repo-id ID]`` Pulumi Cloud's
-policies (:func:`pulumi_policies`) as JSON. Sources: GitHub "OpenID Connect reference"
-(subject claims, customisation); MicrosoftDocs/entra-docs docs/workload-id/
+that subject for each of :data:`PRODUCTION_EVENTS`; the preview's trusts a flexible federated credential per length
+of a pull request's number, :func:`preview_expressions` (pull requests' merge refs only). :func:`subject` builds a
+job's subject as GitHub does and :func:`trusts` matches it as Entra does. ``python -m ops.federation [--repo
+ORG/REPO]`` prints the set-up commands (docs/platform.md, "Identities", shows them for ``<org>/<repo>``);
+``--pulumi-policies [--repo-id ID]`` Pulumi Cloud's policies (:func:`pulumi_policies`) as JSON. Sources: GitHub
+"OpenID Connect reference" (subject claims, customisation); MicrosoftDocs/entra-docs docs/workload-id/
 workload-identities-flexible-federated-identity-credentials.md @ 00ec9f51; docs/decisions/oidc-subjects.md.
 """
 
@@ -30,6 +30,11 @@ PRODUCTION_EVENTS = ("push", "workflow_dispatch", "schedule")
 MAIN = "refs/heads/main"
 #: A pull_request job's GITHUB_REF, the ref claim of its token: ``refs/pull/<number>/merge``.
 PULL_REQUEST_REFS = "refs/pull/*/merge"
+#: The longest pull request number the preview trusts, in digits. A wildcard that may run over any characters would let
+#: a job whose environment spells the rest of a trusted subject in (``preview:ref:refs/pull/1/merge:...``, an
+#: environment GitHub makes without protection rules when a workflow names it): the number's place is matched by
+#: ``?`` wildcards, too few to hold ``:ref:`` and a ref.
+PULL_REQUEST_DIGITS = 7
 PLACEHOLDER_REPO = "<org>/<repo>"
 #: The repository's numeric id (``gh api repos/<org>/<repo> --jq .id``): Pulumi's policies match it exactly, since
 #: their values are patterns in which ``.`` matches any character (``acme/my.app`` would match ``acme/my-app``).
@@ -66,16 +71,30 @@ def production_subjects(repo: str = PLACEHOLDER_REPO) -> dict:
             for event in PRODUCTION_EVENTS}
 
 
-def preview_pattern(repo: str = PLACEHOLDER_REPO) -> str:
-    """The preview's subject pattern: environment preview, a pull request's merge ref, event pull_request."""
-    return subject({"repository": repo, "environment": "preview", "ref": PULL_REQUEST_REFS,
+def preview_pattern(repo: str = PLACEHOLDER_REPO, number: str = "*") -> str:
+    """The preview's subject for environment preview, a pull request's merge ref with ``number`` in it, event
+    pull_request (``*``: the shape written in the docs, ``refs/pull/<n>/merge``)."""
+    return subject({"repository": repo, "environment": "preview", "ref": f"refs/pull/{number}/merge",
                     "event_name": "pull_request"})
 
 
-def preview_expression(repo: str = PLACEHOLDER_REPO) -> str:
-    """The preview's flexible federated credential: ``claims['sub'] matches '<pattern>'`` (Entra's ``*``: any run of
-    characters; a ref name cannot hold ``:``, and the event comes last, so only pull_request jobs match)."""
-    return f"claims['sub'] matches '{preview_pattern(repo)}'"
+def preview_patterns(repo: str = PLACEHOLDER_REPO) -> list[str]:
+    """What the preview's credentials match, one per length of the number: Entra's ``?`` is exactly one character."""
+    return [preview_pattern(repo, "?" * digits) for digits in range(1, PULL_REQUEST_DIGITS + 1)]
+
+
+def preview_expressions(repo: str = PLACEHOLDER_REPO) -> list[str]:
+    """The preview's flexible federated credentials, ``claims['sub'] matches '<pattern>'`` for each of
+    :func:`preview_patterns`: a subject matches only with exactly that many characters at the number's place, so only
+    a pull_request job on environment ``preview`` (a ref cannot hold ``:``; an environment name that spells more
+    than the number is too long for it)."""
+    return [f"claims['sub'] matches '{pattern}'" for pattern in preview_patterns(repo)]
+
+
+def pulumi_preview_pattern(repo: str = PLACEHOLDER_REPO) -> str:
+    """The preview's ``sub`` in Pulumi Cloud's policy: Pulumi's ``?`` is zero or one character, so one pattern of
+    :data:`PULL_REQUEST_DIGITS` of them matches every number up to that length, and nothing longer."""
+    return preview_pattern(repo, "?" * PULL_REQUEST_DIGITS)
 
 
 def matches(pattern: str, value: str) -> bool:
@@ -88,7 +107,7 @@ def trusts(value: str, repo: str = PLACEHOLDER_REPO) -> Optional[str]:
     """Which identity signs in a job whose subject is ``value``: ``production``, ``preview`` or None."""
     if value in production_subjects(repo).values():
         return "production"
-    if matches(preview_pattern(repo), value):
+    if any(matches(pattern, value) for pattern in preview_patterns(repo)):
         return "preview"
     return None
 
@@ -106,14 +125,16 @@ def setup_commands(repo: str = PLACEHOLDER_REPO) -> str:
         credential = _json({"name": f"github-production-{event.replace('_', '-')}", "issuer": ISSUER,
                             "subject": sub, "audiences": [AZURE_AUDIENCE]})
         lines.append(f"az ad app federated-credential create --id \"$PRODUCTION_APP_ID\" --parameters '{credential}'")
-    flexible = _json({"name": "github-preview-pull-requests", "issuer": ISSUER, "audiences": [AZURE_AUDIENCE],
-                      "claimsMatchingExpression": {"value": preview_expression(repo), "languageVersion": 1}})
     graph = "https://graph.microsoft.com/beta/applications/$PREVIEW_APP_OBJECT_ID/federatedIdentityCredentials"
-    # The expression holds single quotes: the body goes to a file through a quoted here-document.
-    lines += ["PREVIEW_APP_OBJECT_ID=$(az ad app show --id \"$PREVIEW_APP_ID\" --query id --output tsv)",
-              "cat > preview-credential.json <<'EOF'", flexible, "EOF",
-              f"az rest --method post --url \"{graph}\" --headers Content-Type=application/json "
-              "--body @preview-credential.json"]
+    lines.append("PREVIEW_APP_OBJECT_ID=$(az ad app show --id \"$PREVIEW_APP_ID\" --query id --output tsv)")
+    for digits, expression in enumerate(preview_expressions(repo), 1):
+        flexible = _json({"name": f"github-preview-pull-requests-{digits}", "issuer": ISSUER,
+                          "audiences": [AZURE_AUDIENCE],
+                          "claimsMatchingExpression": {"value": expression, "languageVersion": 1}})
+        # The expression holds single quotes: the body goes to a file through a quoted here-document.
+        lines += [f"cat > preview-credential-{digits}.json <<'EOF'", flexible, "EOF",
+                  f"az rest --method post --url \"{graph}\" --headers Content-Type=application/json "
+                  f"--body @preview-credential-{digits}.json"]
     # The template last: GitHub issues the new subject from then on, and the credentials above already trust it.
     template = _json({"use_default": False, "include_claim_keys": list(TEMPLATE)})
     lines += [f"echo '{template}' |", f"  gh api -X PUT repos/{repo}/actions/oidc/customization/sub --input -",
@@ -135,7 +156,7 @@ def pulumi_policies(repo: str = PLACEHOLDER_REPO, repo_id: str = PLACEHOLDER_REP
     "scope_variable": name}``. Each names the repository's id; production's name the workflow too
     (``job_workflow_ref``, the called workflow for a reusable one), so a drift job, read-only, and a deploy job get
     different teams under one subject."""
-    policies = [{"claims": {"sub": preview_pattern(repo), "repository_id": repo_id},
+    policies = [{"claims": {"sub": pulumi_preview_pattern(repo), "repository_id": repo_id},
                  "scope_variable": "PULUMI_PREVIEW_SCOPE"}]
     subjects = production_subjects(repo)
     names = re.sub(r"@[0-9]+", "", repo)  # job_workflow_ref names the repository, ids or not in the subject

@@ -80,9 +80,18 @@ def test_the_documented_template_keeps_a_branch_out_of_production():
     (job("production", fed.MAIN, "push", "evil/aks-gpu-observability"), None),
     (job("preview", "refs/pull/7/merge", "pull_request_target"), None),
     (job(None, fed.MAIN, "push"), None),
-    # An environment name that tries to spell a trusted subject still ends in its own ref and event.
-    (job("preview:ref:refs/pull/1/merge:event_name:pull_request", "refs/heads/evil", "push"), None),
-    (job("production:ref:refs/heads/main:event_name:push", "refs/heads/evil", "push"), None),
+    # Events production is not federated for, on main itself: a workflow_run (it runs on the default branch for
+    # another workflow's run, a pull request's too) and a pull_request_target.
+    (job("production", fed.MAIN, "workflow_run"), None),
+    (job("production", fed.MAIN, "pull_request_target"), None),
+    (job("preview", "refs/pull/7/merge", "workflow_run"), None),
+    # An environment name that tries to spell a trusted subject still ends in its own ref and event, on every event.
+    *[(job(name, ref, event), None)
+      for event in ("push", "workflow_dispatch", "schedule", "pull_request", "pull_request_target", "workflow_run")
+      for ref in ("refs/heads/evil", "refs/pull/3/merge")
+      for name in ("preview:ref:refs/pull/1/merge:event_name:pull_request",
+                   "production:ref:refs/heads/main:event_name:push",
+                   f"production:ref:refs/heads/main:event_name:{event}")],
 ])
 def test_only_mains_production_jobs_and_pull_request_previews_sign_in(claims, identity):
     assert fed.trusts(fed.subject(claims)) == identity
@@ -114,13 +123,27 @@ def test_docs_show_the_generators_set_up_commands():
     assert f"```sh\n{fed.setup_commands()}```" in PLATFORM.read_text(encoding="utf-8")
 
 
-def test_the_preview_credential_is_a_valid_flexible_expression():
-    """claims['sub'] matches '<pattern>' with languageVersion 1, and no subject beside it (mutually exclusive)."""
-    body = fed.setup_commands(REPO).split("cat > preview-credential.json <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
-    credential = json.loads(body)
-    assert "subject" not in credential and credential["claimsMatchingExpression"] == {
-        "value": f"claims['sub'] matches '{fed.preview_pattern(REPO)}'", "languageVersion": 1}
-    assert credential["issuer"] == fed.ISSUER and credential["audiences"] == [fed.AZURE_AUDIENCE]
+def test_the_preview_credentials_are_valid_flexible_expressions_one_per_length_of_the_number():
+    """claims['sub'] matches '<pattern>' with languageVersion 1, and no subject beside it (mutually exclusive); the
+    number's place is `?` wildcards, 1 to PULL_REQUEST_DIGITS of them."""
+    commands = fed.setup_commands(REPO)
+    for digits in range(1, fed.PULL_REQUEST_DIGITS + 1):
+        body = commands.split(f"cat > preview-credential-{digits}.json <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+        credential = json.loads(body)
+        pattern = f"repo:{REPO}:environment:preview:ref:refs/pull/{'?' * digits}/merge:event_name:pull_request"
+        assert "subject" not in credential and credential["claimsMatchingExpression"] == {
+            "value": f"claims['sub'] matches '{pattern}'", "languageVersion": 1}
+        assert credential["issuer"] == fed.ISSUER and credential["audiences"] == [fed.AZURE_AUDIENCE]
+        assert credential["name"] == f"github-preview-pull-requests-{digits}"
+        assert f"--body @preview-credential-{digits}.json" in commands
+    assert "preview-credential-8.json" not in commands
+
+
+@pytest.mark.parametrize("number", ["1", "42", "9999999"])
+def test_every_pull_request_number_up_to_seven_digits_signs_in_as_the_preview(number):
+    assert fed.trusts(fed.subject(job("preview", f"refs/pull/{number}/merge", "pull_request"))) == "preview"
+    pulumi = fed.pulumi_policies()[0]["claims"]["sub"]
+    assert pulumi == fed.pulumi_preview_pattern() and "*" not in pulumi
 
 
 def test_pulumi_policies_name_each_workflow_and_are_in_the_docs():
@@ -162,7 +185,8 @@ def written_subjects():
 def test_every_subject_the_docs_and_workflows_write_is_one_the_generator_makes():
     """No stale subject anywhere: each production or preview subject written out is a generated one, or its prefix
     up to `event_name:`, or lists generated events as `<a|b>`; a pull request's number may read `<n>`."""
-    made = {*fed.production_subjects().values(), fed.preview_pattern()}
+    made = {*fed.production_subjects().values(), fed.preview_pattern(), *fed.preview_patterns(),
+            fed.pulumi_preview_pattern()}
     checked = 0
     for where, match in written_subjects():
         text = match.group(0).replace("refs/pull/<n>/merge", fed.PULL_REQUEST_REFS)

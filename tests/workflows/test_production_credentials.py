@@ -27,6 +27,11 @@ from tests.support.workflows import (
 # push`), the production app trusts only main's subjects for PRODUCTION_EVENTS (ops/federation.py), and the
 # `production` environment's branch policy backs it up: a branch can edit its own copy of these workflows.
 PR_TRIGGERS = {"pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment"}
+# Triggers that run with the base repository's secrets and an id-token for what a pull request made: refused outright.
+# pull_request_target runs for the pull request itself; workflow_run runs after a pull request's workflow, on the
+# default branch's code, and handing it that run's artifacts or head (the usual reason to use it) runs the pull
+# request's code with them (GitHub Docs, "Security hardening for GitHub Actions", workflow_run).
+REFUSED_TRIGGERS = {"pull_request_target", "workflow_run"}
 # The events production's credentials are federated for, the one list: docs/platform.md's subjects and Pulumi
 # policies, and the triggers of every workflow with a production job, are compared with it.
 PRODUCTION_EVENTS = federation.PRODUCTION_EVENTS
@@ -157,8 +162,8 @@ def pull_request_reach(workflows: dict[str, dict]) -> list[str]:
     repository's secrets, and a job that checks out the head runs its code)."""
     found = []
     for name, document in workflows.items():
-        if "pull_request_target" in triggers(document):
-            found.append(f"{name}: on pull_request_target is refused")
+        for refused in sorted(triggers(document) & REFUSED_TRIGGERS):
+            found.append(f"{name}: on {refused} is refused")
         if triggers(document) & PR_TRIGGERS:
             found += workflow_reach(workflows, name, set())
     return found
@@ -231,6 +236,10 @@ REACHING = {  # each reaches a production credential from a pull request (each s
     "calls the production workflow": {"on": "pull_request", "jobs": {"x": {"uses": "./.github/workflows/prod.yml"}}},
     "remote reusable workflow": {"on": "pull_request",
                                  "jobs": {"x": {"uses": "octo-org/deploy/.github/workflows/up.yml@main"}}},
+    "workflow_run trigger, harmless jobs": {"on": {"workflow_run": {"workflows": ["pull request checks"],
+                                                                    "types": ["completed"]}},
+                                            "jobs": {"x": HARMLESS}},
+    "workflow_run trigger in a list": {"on": ["push", "workflow_run"], "jobs": {"x": HARMLESS}},
     "remote reusable workflow pinned by sha": {"on": "pull_request", "jobs": {"x": {
         "uses": "octo-org/deploy/.github/workflows/up.yml@" + "a" * 40}}},
 }
@@ -259,9 +268,10 @@ def test_the_reach_check_lets_preview_only_jobs_pass(case):
 
 def test_no_workflow_is_triggered_by_pull_request_target():
     """pull_request_target runs in the base repository's context, with its secrets and an id-token, for pull requests
-    from forks too; none of this repository's workflows may use it."""
+    from forks too, and workflow_run after one's workflow (REFUSED_TRIGGERS); none of this repository's workflows may
+    use them."""
     for name, document in all_workflows().items():
-        assert "pull_request_target" not in triggers(document), name
+        assert not triggers(document) & REFUSED_TRIGGERS, name
 
 
 def callers(workflows: dict[str, dict], target: str) -> list[str]:
@@ -350,13 +360,15 @@ PLATFORM = ROOT / "docs" / "platform.md"
 
 def test_production_is_federated_only_for_main_and_the_events_of_its_workflows():
     """docs/platform.md's federated credentials are ops.federation's: production's subjects are main's, one per
-    PRODUCTION_EVENTS (never pull_request*), the preview's one flexible credential; and every job on production runs
+    PRODUCTION_EVENTS (never pull_request*), the preview's flexible credentials; and every job on production runs
     only on those events (through its callers too), every job on preview only on pull_request."""
     text = PLATFORM.read_text(encoding="utf-8")
     subjects = re.findall(r'"subject": "([^"]+)"', text)
     assert sorted(subjects) == sorted(federation.production_subjects().values()), subjects
     assert all(":ref:refs/heads/main:" in sub and not sub.endswith(tuple(PR_TRIGGERS)) for sub in subjects)
-    assert text.count('"claimsMatchingExpression"') == 1 and federation.preview_expression() in text
+    expressions = federation.preview_expressions()
+    assert text.count('"claimsMatchingExpression"') == len(expressions) == federation.PULL_REQUEST_DIGITS
+    assert all(expression in text for expression in expressions)
     workflows = all_workflows()
     for name, document in workflows.items():
         for job in document["jobs"].values():
