@@ -6,9 +6,10 @@ ID] [--principal-type User|ServicePrincipal] [--node-resource-group NAME] [--sub
 role definition create`` for each role the stack needs, named ``<role> (<stack>)``, its AssignableScopes the stack's
 resource groups, then one ``az role assignment create`` per (role, scope), each role-assigning one with a condition
 (:func:`assignments`); ``--json`` a list of ``{role, scope, condition}``. What it cannot know stays a placeholder.
-``--preview [--reviewed]`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and
-exits 1, one line, where they would read a production stack's approval nonce (:func:`production_stacks`). Exit 0; 2 on
-bad input (one line ``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
+``--preview`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and exits 1,
+one line, where they would read a production stack's approval nonce or cluster (:func:`production_stacks`): there is
+no way to give a pull request's preview a production stack, whatever reviewers the ``preview`` environment has.
+Exit 0; 2 on bad input (one line ``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
 """
 
 from __future__ import annotations
@@ -270,46 +271,46 @@ def production_stacks(path: Optional[Path] = None) -> dict:
     return found
 
 
-def preview_assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), reviewed: bool = False,
+def preview_assignments(stack: str, cfg: StackConfig, who: Principals = Principals(),
                         production: Optional[dict] = None) -> list:
     """The preview identity's Reader assignments for stack ``stack``: the cluster's, Grafana's, the workspace's and
     the PLS's groups (the node resource group without privateLinkServiceResourceGroup). Reader answers a managed
     private endpoint's requestMessage and a Pending connection's description, the approval nonce, so PreviewRefused
-    (one line) for: a production stack (``production``, default :func:`production_stacks`) unless ``reviewed``; a
-    group holding another's Grafana or PLS group; another on the same cluster whose PLS is in the node resource group
-    this preview reads; another whose Grafana (or, with that node group, cluster) comes from a stack reference, unless
-    ``reviewed`` (the ``preview`` environment has required reviewers)."""
+    (one line) for: a production stack (``production``, default :func:`production_stacks`); a group holding
+    another's Grafana or PLS group; a stack on a production stack's cluster (the preview's AKS Cluster User reads its
+    Kubernetes objects, and without privateLinkServiceResourceGroup Reader reads its PLS's Pending connection); a
+    production stack whose Grafana or cluster comes from a stack reference (the generator cannot tell where they
+    are). A reviewer on the ``preview`` environment opens none of these: whoever may approve may also be the pull
+    request's author."""
     production = production_stacks() if production is None else production
     own = production.get(stack)
-    if (own is not None or cfg.production) and not reviewed:
+    if own is not None or cfg.production:
         why = own.why if own is not None else 'sets production: "true"'
         raise PreviewRefused(f"stack {stack} {why}: a real preview would let every pull request read its approval "
                              "nonce and decrypt its secrets; preview a stack of its own that deploy/stacks.json does "
-                             "not list, or give the preview environment required reviewers and pass --reviewed "
-                             "(docs/security.md)")
+                             "not list, on a cluster of its own (docs/security.md)")
     reads_node_group = not cfg.private_link_service_resource_group
     cluster = (cfg.cluster_resource_group.lower(), cfg.cluster_name.lower())
     guarded = {}
     for name, other in production.items():
         if name == stack:
             continue
-        if not other.grafana_group and not reviewed:
+        if not other.grafana_group:
             raise PreviewRefused(f"production stack {name} takes its Grafana from a stack reference (grafanaStack): "
                                  "the generator cannot tell whether these groups hold its managed private endpoint; "
-                                 f"set grafanaResourceGroup in Pulumi.{name}.yaml, or give the preview environment "
-                                 "required reviewers and pass --reviewed")
-        if reads_node_group and not other.pls_group:
-            if other.cluster_from_reference and not reviewed:
-                raise PreviewRefused(f"production stack {name} names its cluster through a stack reference "
-                                     "(clusterStack) or has no stack file here: the generator cannot tell whether its "
-                                     "private link service is in this preview's node resource group; set its "
-                                     f"clusterResourceGroup and clusterName in Pulumi.{name}.yaml, or give the preview "
-                                     "environment required reviewers and pass --reviewed")
-            if other.cluster_group and (other.cluster_group.lower(), other.cluster_name.lower()) == cluster:
-                raise PreviewRefused(f"stack {stack} is on production stack {name}'s cluster "
-                                     f"({other.cluster_group}/{other.cluster_name}): its private link service is in "
-                                     "the cluster's node resource group, where Reader reads its Pending connection's "
-                                     "description (the approval nonce); preview a stack on a cluster of its own")
+                                 f"set grafanaResourceGroup in Pulumi.{name}.yaml")
+        if other.cluster_from_reference:
+            raise PreviewRefused(f"production stack {name} names its cluster through a stack reference "
+                                 "(clusterStack) or has no stack file here: the generator cannot tell whether this "
+                                 f"preview is on its cluster; set its clusterResourceGroup and clusterName in "
+                                 f"Pulumi.{name}.yaml")
+        if other.cluster_group and (other.cluster_group.lower(), other.cluster_name.lower()) == cluster:
+            where = ("its private link service is in the cluster's node resource group, where Reader reads its "
+                     "Pending connection's description (the approval nonce), and " if reads_node_group and
+                     not other.pls_group else "")
+            raise PreviewRefused(f"stack {stack} is on production stack {name}'s cluster "
+                                 f"({other.cluster_group}/{other.cluster_name}): {where}the preview's AKS Cluster "
+                                 "User reads its Kubernetes objects; preview a stack on a cluster of its own")
         if other.grafana_group:
             guarded.setdefault(other.grafana_group.lower(), (name, "Grafana"))
         if other.pls_group:
@@ -433,7 +434,7 @@ def _checked(option: str, value: Optional[str], pattern: re.Pattern, expected: s
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Print the stack's role definitions and assignments (a shell script, or ``--json``): 0; 1 for a refused
     preview; 2 on bad input (a usage error, a configuration offline.plan would refuse, an option that does not apply:
-    ``--reviewed`` without ``--preview``, ``--preview --principal-type User``, ``--pyroscope-group-dedicated`` where the
+    ``--preview --principal-type User``, ``--pyroscope-group-dedicated`` where the
     storage role cannot go on its group)."""
     parser = OneLineParser(prog="python -m ops.role_assignments", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to read (default dev)")
@@ -449,8 +450,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--preview", action="store_true",
                         help="the preview identity's Reader assignments (refused where they would read a production "
                              "stack's approval nonce)")
-    parser.add_argument("--reviewed", action="store_true",
-                        help="with --preview: the preview environment has required reviewers (a production stack)")
     parser.add_argument("--pyroscope-group-dedicated", action="store_true",
                         help="pyroscopeStorageAccountResourceGroup holds nothing but the account the stack creates: "
                              "assign the storage role on the group")
@@ -462,8 +461,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         node = _checked("--node-resource-group", args.node_resource_group, GROUP_NAME,
                         "a resource group name (1-90 letters, digits, '_', '-', '.', '(', ')', not ending in '.')")
         subscription = _checked("--subscription-id", args.subscription_id, GUID, "a subscription id (a GUID)")
-        if args.reviewed and not args.preview:
-            raise UsageError("--reviewed: only with --preview (the preview environment has required reviewers)")
         if args.preview and args.principal_type == "User":
             raise UsageError("--principal-type: the preview identity is a service principal (ServicePrincipal, "
                              "or leave it out)")
@@ -483,7 +480,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         who = Principals(deployer or PLACEHOLDERS["preview"], "ServicePrincipal", who.grafana, who.node_group,
                          who.subscription)
         try:
-            found = [*preview_assignments(args.stack, cfg, who, args.reviewed), *preview_other_grants(cfg, who)]
+            found = [*preview_assignments(args.stack, cfg, who), *preview_other_grants(cfg, who)]
         except (PreviewRefused, ConfigError, StackFileError) as error:
             print(f"error: preview: {error}", file=sys.stderr)
             return 1

@@ -320,7 +320,8 @@ def test_the_documented_conditions_name_the_roles_each_custom_role_may_assign(ca
     (["--set", "pyroscopeMode=fast"], "error: pyroscopeMode: "),
     (["--set", "clusterResourceGrup=x"], "error: "),
     (["--stack", "nosuch"], "error: stack: no stack file Pulumi.nosuch.yaml"),
-    (["--reviewed"], "error: --reviewed: only with --preview"),
+    # The reviewed shortcut is gone: no reviewer setting opens a production stack to a pull request's preview.
+    (["--preview", "--reviewed"], "error: unrecognized arguments: --reviewed"),
     (["--preview", "--principal-type", "User"], "error: --principal-type: the preview identity is a service principal"),
     (["--preview", "--pyroscope-group-dedicated"], "error: --pyroscope-group-dedicated: not with --preview"),
 ])
@@ -382,15 +383,15 @@ def test_the_preview_prints_its_other_grants_commented_out(capsys, no_listed_sta
     assert "# only on an Entra ID cluster with local accounts disabled" in out
 
 
-def test_a_stack_deploy_stacks_json_lists_is_previewed_only_with_reviewers(capsys):
-    """dev is in deploy/stacks.json, so the production identity deploys it, whatever its production key says."""
+def test_a_stack_deploy_stacks_json_lists_is_never_previewed(capsys):
+    """dev is in deploy/stacks.json, so the production identity deploys it, whatever its production key says. With
+    reviewers on `preview` it was once allowed: the one approving may be the pull request's author, and the preview
+    then read production's approval nonce and secrets."""
     assert "dev" in ra.production_stacks() and not ra.stack_config("dev").production
     code, out, err = run(capsys, "--preview", "--stack", "dev")
     assert code == 1 and out == "" and len(err.splitlines()) == 1
     assert err.startswith("error: preview: stack dev is deployed by the production identity (deploy/stacks.json")
-    assert "a stack of its own that deploy/stacks.json does not list" in err and "--reviewed" in err
-    code, out, err = run(capsys, "--preview", "--stack", "dev", "--reviewed", "--json")
-    assert code == 0 and {a["role"] for a in json.loads(out)} == {"Reader"}, err
+    assert "a stack of its own that deploy/stacks.json does not list" in err and "--reviewed" not in err
 
 
 def test_production_stacks_are_the_listed_ones_and_those_that_set_production(tmp_path, monkeypatch):
@@ -400,7 +401,8 @@ def test_production_stacks_are_the_listed_ones_and_those_that_set_production(tmp
     found = ra.production_stacks(path)
     assert found == {"prod-eu": ra.ProductionStack(ra.LISTED, "rg-grafana-eu", cluster_from_reference=True)}, (
         "dev is neither listed nor production")
-    with pytest.raises(ra.PreviewRefused, match="^resource group rg-grafana-eu holds production stack prod-eu's "):
+    # Listed without a stack file: its cluster is unknown, so no preview may be on it as far as the generator knows.
+    with pytest.raises(ra.PreviewRefused, match="^production stack prod-eu names its cluster through a stack "):
         ra.preview_assignments("dev", ra.stack_config("dev", ["grafanaResourceGroup=rg-grafana-eu",
                                                               "privateLinkServiceResourceGroup=rg-pls-dev"]),
                                production=found)
@@ -434,9 +436,20 @@ def test_the_preview_is_refused_the_node_resource_group_of_a_production_stacks_c
     with pytest.raises(ra.PreviewRefused, match=r"^stack dev is on production stack prod's cluster "
                                                  r"\(rg-aks-gpu-dev/aks-gpu-dev\): its private link service is in "
                                                  r"the cluster's node resource group"):
-        ra.preview_assignments("dev", cfg, production={"prod": same_cluster}, reviewed=True)
+        ra.preview_assignments("dev", cfg, production={"prod": same_cluster})
+
+
+def test_the_preview_is_refused_a_production_stacks_cluster_even_with_a_pls_group_of_its_own():
+    """A failing input found once: with its own privateLinkServiceResourceGroup a stack on production's cluster passed
+    (exit 0), with Reader on the cluster's group and AKS Cluster User there, which reads production's Kubernetes
+    objects."""
+    same_cluster = production_stack(grafanaResourceGroup="rg-grafana-prod", monitorWorkspaceResourceGroup="rg-mon")
     own_pls = ra.stack_config("dev", ["privateLinkServiceResourceGroup=rg-pls-dev"])
-    assert len(ra.preview_assignments("dev", own_pls, production={"prod": same_cluster})) == 3
+    with pytest.raises(ra.PreviewRefused, match=r"^stack dev is on production stack prod's cluster "
+                                                 r"\(rg-aks-gpu-dev/aks-gpu-dev\): the preview's AKS Cluster User"):
+        ra.preview_assignments("dev", own_pls, production={"prod": same_cluster})
+    elsewhere = ra.stack_config("dev", ["privateLinkServiceResourceGroup=rg-pls-dev", "clusterName=aks-preview"])
+    assert len(ra.preview_assignments("dev", elsewhere, production={"prod": same_cluster})) == 3
 
 
 @pytest.mark.parametrize("values, message", [
@@ -446,21 +459,17 @@ def test_the_preview_is_refused_the_node_resource_group_of_a_production_stacks_c
       "grafanaResourceGroup": "rg-grafana-prod"},
      "^production stack prod names its cluster through a stack reference \\(clusterStack\\)"),
 ])
-def test_a_production_stack_whose_groups_come_from_a_stack_reference_needs_reviewers(values, message):
-    cfg = ra.stack_config("dev")
+def test_a_production_stack_whose_groups_come_from_a_stack_reference_is_refused(values, message):
+    cfg = ra.stack_config("dev", ["privateLinkServiceResourceGroup=rg-pls-dev"])
     production = {"prod": production_stack(**values)}
     with pytest.raises(ra.PreviewRefused, match=message):
         ra.preview_assignments("dev", cfg, production=production)
-    assert [a.role for a in ra.preview_assignments("dev", cfg, production=production, reviewed=True)] == ["Reader"] * 3
 
 
-def test_a_production_stack_is_previewed_only_with_reviewers(capsys, no_listed_stacks):
+def test_a_production_stack_is_never_previewed(capsys, no_listed_stacks):
     code, out, err = run(capsys, "--preview", "--set", "production=true")
     assert code == 1 and out == ""
     assert err.startswith("error: preview: stack dev sets production: \"true\"") and len(err.splitlines()) == 1
-    assert "--reviewed" in err
-    code, out, err = run(capsys, "--preview", "--reviewed", "--set", "production=true", "--json")
-    assert code == 0 and {a["role"] for a in json.loads(out)} == {"Reader"}, err
 
 
 def test_the_checkouts_stacks_give_the_preview_no_production_group():
@@ -494,14 +503,17 @@ def test_the_dedicated_storage_group_is_never_the_clusters_node_resource_group(c
 
 def test_a_listed_stack_without_a_stack_file_guards_its_unknown_cluster():
     """deploy/stacks.json may list a stack whose file is not in the checkout: its cluster, and so the node resource
-    group holding its PLS, is unknown, so a preview reading a node resource group needs reviewers."""
+    group holding its PLS, is unknown: a preview is refused whatever groups it reads."""
     cfg = ra.stack_config("dev", ["clusterResourceGroup=rg-preview", "clusterName=aks-preview",
                                   "grafanaResourceGroup=rg-grafana-preview",
                                   "monitorWorkspaceResourceGroup=rg-grafana-preview"])
     production = {"prod": ra.ProductionStack(ra.LISTED, "rg-grafana-prod", cluster_from_reference=True)}
     with pytest.raises(ra.PreviewRefused, match="has no stack file here"):
         ra.preview_assignments("preview", cfg, production=production)
-    assert {a.role for a in ra.preview_assignments("preview", cfg, reviewed=True, production=production)} == {"Reader"}
+    with pytest.raises(ra.PreviewRefused, match="has no stack file here"):
+        ra.preview_assignments("preview", ra.stack_config("dev", ["clusterName=aks-preview",
+                                                                  "privateLinkServiceResourceGroup=rg-pls"]),
+                               production=production)
 
 
 def test_a_printed_condition_survives_the_shell_unchanged(capsys):
