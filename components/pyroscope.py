@@ -203,8 +203,8 @@ def chart_values(args: PyroscopeArgs) -> dict:
         _microservices(args, pyroscope)
     values = {"alloy": {"enabled": False}, "minio": {"enabled": False}, "pyroscope": dict(sorted(pyroscope.items()))}
     if pyroscope_major(args.chart_version) != 1:
-        # Chart 2.x chooses the storage layer; 2.1.0 on default to v2, which needs object storage and reads none of
-        # the v1 blocks on the volume. Pinned to v1: the chart then passes -architecture.storage=v1 and
+        # Chart 2.x chooses the storage layer; 2.1.0 on default to v2, which starts on the filesystem bucket and
+        # reads none of the v1 blocks on the volume. Pinned to v1: the chart then passes -architecture.storage=v1 and
         # -write-path=ingester, which Pyroscope 2 requires for it (docs/decisions/pyroscope-major.md).
         values["architecture"] = V1_STORAGE
     return dict(sorted(values.items()))

@@ -59,7 +59,18 @@ PRIVATE_LINK_MOVE = ("pyroscope-private-link: the private link service moves fro
 MAJOR_UP = ("pyroscope-release: Pyroscope {old}.x to {new}.x, in place on the v1 storage the stack pins (chart 2.1.0 "
             "on defaults to v2): the pod restarts and the profiles on the volume stay; Pyroscope 2 takes label names "
             "with dots as they are (no sanitizing) and its maintainers document no way back to 1.x; their move to v2 "
-            "storage needs object storage and is not what the stack runs (docs/day-two.md, \"Pyroscope 2\")")
+            "storage (dual ingest, then v2 alone, on object storage) is not what the stack runs{below} "
+            "(docs/day-two.md, \"Pyroscope 2\")")
+#: The last 1.x release, which Pyroscope 2.0's upgrade notes start from (docs/sources/release-notes/v2-0.md).
+LAST_1X = (1, 21)
+ENDPOINT = "grafana-private-link-mpe"
+#: Said when `pulumi up` replaces Grafana's endpoint and no warning above says it already.
+ENDPOINT_RECREATED = ("grafana-private-link-mpe: Grafana's managed private endpoint is re-created, approved and "
+                      "refreshed: Grafana cannot reach Pyroscope meanwhile (minutes), and its datasource gets the new "
+                      "private IP after the refresh")
+#: Said when the PLS gets new NAT IPs (privateLinkSubnet, privateLinkIpAddressCount).
+NAT_REBUILT = ("pyroscope-private-link: the private link service's NAT IPs are rebuilt: Grafana's connections are "
+               "refused until the NAT NetworkPolicy admits the new ones, right after the wait (seconds to minutes)")
 MAJOR_DOWN = ("pyroscope-release: Pyroscope {old}.x back to {new}.x: its maintainers document no such move, and 1.x "
               "may not read what 2.x wrote on the volume; restore the volume from a snapshot taken before the upgrade "
               "instead (docs/day-two.md, \"Pyroscope 2\")")
@@ -165,7 +176,13 @@ def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
             version = next((d for d in step.diffs if d["path"] == "version"), None)
             majors = version and (pyroscope_major(str(version["old"])), pyroscope_major(str(version["new"])))
             if majors and None not in majors and majors[0] != majors[1]:
-                found.append((MAJOR_UP if majors[1] > majors[0] else MAJOR_DOWN).format(old=majors[0], new=majors[1]))
+                if majors[1] < majors[0]:
+                    found.append(MAJOR_DOWN.format(old=majors[0], new=majors[1]))
+                else:
+                    minor = tuple(int(p) for p in str(version["old"]).split("-")[0].split(".")[:2])
+                    below = (f"; from {version['old']}, move to chart 1.21.0 (image 1.21.1) first, the release its "
+                             "2.0 notes start from" if minor < LAST_1X else "")
+                    found.append(MAJOR_UP.format(old=majors[0], new=majors[1], below=below))
         if step.op == "replace" and step.name == "gadget-namespace":
             found.append(NEW_NAMESPACE)
         if step.op == "create" and step.type == SERVICE and step.name == "pyroscope-private-link" and _chart_pls(base):
@@ -173,7 +190,18 @@ def warnings(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:
         if step.op == "replace" and step.type == SERVICE and step.name == "pyroscope-private-link" and any(
                 "azure-pls-name" in d["path"] or "azure-pls-resource-group" in d["path"] for d in step.diffs):
             found.append(NEW_PLS)
+        if step.op == "update" and step.type == SERVICE and step.name == "pyroscope-private-link" and any(
+                "azure-pls-ip-configuration" in d["path"] for d in step.diffs):
+            found.append(NAT_REBUILT)
     return found
+
+
+def endpoint_warnings(up_replaced: set, said: list) -> list[str]:
+    """:data:`ENDPOINT_RECREATED` when `pulumi up` replaces Grafana's endpoint (``up_replaced``: names; a replacement
+    seen only in preview does not count) and no warning in ``said`` already says it is re-created."""
+    if ENDPOINT in up_replaced and not any("endpoint is re-created" in w for w in said):
+        return [ENDPOINT_RECREATED]
+    return []
 
 
 def refusals(steps: Iterable, base: Mapping, head: Mapping) -> list[str]:

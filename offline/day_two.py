@@ -291,8 +291,9 @@ deployed. To move:
    from before the move.
 
 Pyroscope 2 no longer sanitizes label names (dots are kept). The maintainers' move to v2 storage (dual ingest, then
-v2 only) needs object storage, and is not what the stack runs: a stack that needs it does it by hand, outside this
-stack's values. The rows below are the offline diff's, as in the table above."""
+v2 only; their Kubernetes guide asks for object storage, or a ReadWriteMany volume) is not what the stack runs: a
+stack that needs it does it by hand, outside this stack's values. The rows below are the offline diff's, as in the
+table above."""
 
 
 def render(table: Optional[Sequence[Row]] = None, majors: Optional[Sequence[Row]] = None) -> str:

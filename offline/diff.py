@@ -545,6 +545,7 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
     ops = {s.urn: s.op for s in at_up.steps}
     diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
     diff.order = at_up.order
+    diff.warnings += consequences.endpoint_warnings({s.name for s in at_up.steps if s.op == "replace"}, diff.warnings)
     for step in diff.steps:  # "may find nothing to do" only where the up estimate indeed does nothing
         if ops.get(step.urn, step.op) == step.op and step.urn not in diff.preview_only:
             step.reasons = [r.split(_SETTLED, 1)[0] for r in step.reasons]
@@ -553,8 +554,18 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
 
 #: Types whose preview of an update answers every output that is not an input unknown, as of a create: pulumi-command
 #: v1.2.1 (``Command.Update`` returns the old outputs, which pulumi-go-provider v1.3.0 marks computed when an input they
-#: depend on, by default all, changed).
+#: depend on, by default all, that the old state had changed: :func:`_outputs_unknown`).
 UNKNOWN_WHEN_UPDATED = frozenset({"command:local:Command"})
+
+
+def _outputs_unknown(step: Step, base: Mapping) -> bool:
+    """An update of a :data:`UNKNOWN_WHEN_UPDATED` type whose outputs a preview answers unknown: one that changes or
+    removes an input the base has (pulumi-go-provider v1.3.0 ``markComputed``: an input added where the old state had
+    none leaves the outputs known)."""
+    if step.op != "update" or step.type not in UNKNOWN_WHEN_UPDATED:
+        return False
+    old = next((r["inputs"] for r in base["resources"] if r["urn"] == step.urn), {})
+    return any(_top(d["path"]) in old for d in step.diffs)
 
 
 def _settle(base, evaluate, known, known_json, dependencies, targets, rounds, wrap) -> Diff:
@@ -562,8 +573,7 @@ def _settle(base, evaluate, known, known_json, dependencies, targets, rounds, wr
     for _ in range(rounds):
         diff = compute(base, head, targets, dependencies, known_json)
         now = wrap(s.urn for s in diff.steps if _custom(known, s.urn) and (
-            s.op in ("create", "replace")
-            or (wrap is not AtUp and s.op == "update" and s.type in UNKNOWN_WHEN_UPDATED)))
+            s.op in ("create", "replace") or (wrap is not AtUp and _outputs_unknown(s, base))))
         if now == pending:
             return diff
         pending = now

@@ -18,7 +18,7 @@ _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same":
 
 def summary_line(diff: Diff) -> str:
     """Pulumi's words: ``+ 1 to create, ~ 2 to update, +-1 to replace, - 0 to delete, 14 unchanged``, then how many of
-    the replacements are there only while a value is unknown in preview."""
+    the replacements and updates are there only while a value is unknown in preview."""
     n = diff.summary
     line = (f"+ {n['create']} to create, ~ {n['update']} to update, +-{n['replace']} to replace, "
             f"- {n['delete']} to delete, {n['same']} unchanged") + (f", {n['read']} to read" if n["read"] else "")
@@ -26,6 +26,11 @@ def summary_line(diff: Diff) -> str:
         names = ", ".join(_name(u) for u in diff.preview_only)
         line += (f" ({len(diff.preview_only)} of the {n['replace']} replacements only while a value is unknown in "
                  f"preview; with the canned answers `pulumi up` keeps {names})")
+    done = {(a.kind, a.urn) for a in diff.order}
+    kept = [s.name for s in diff.steps if s.op == "update" and diff.order and ("update", s.urn) not in done]
+    if kept:
+        line += (f" ({len(kept)} of the {n['update']} updates only while a value is unknown in preview; with the "
+                 f"canned answers `pulumi up` keeps {', '.join(kept)})")
     return line
 
 

@@ -185,10 +185,14 @@ _FORCE_NEW = "forceNewProperties (diff.go)"
 _OBJECT_NAME = {"metadata.name": "an object's name forces a new object (forceNewFields .metadata.name)",
                 "metadata.namespace": "an object's namespace forces a new object (forceNewFields .metadata.namespace)"}
 #: An unknown ``metadata`` (what calculateDependentReplacements passes when it comes from a replaced resource, such as
-#: the Namespace) is diffed as an object with no name, and for a namespaced kind with namespace ``default``
-#: (provider.go Diff: canonicalNamespace), which replaces the object: the claims in a replaced namespace are replaced.
-_WHOLE_METADATA = {"metadata": "an unknown metadata is diffed as no name and namespace default (Diff: "
-                               "canonicalNamespace), a new object"}
+#: the Namespace) replaces the object: the JSON merge patch from the live object deletes ``.metadata.name`` (and
+#: ``.namespace``), forceNew fields (provider.go Diff at v4.25.0; its canonicalNamespace cannot set a namespace on a
+#: value that is not an object). So the claims in a replaced namespace are replaced. A claim's unknown ``spec`` too
+#: (``.spec.accessModes`` and ``.spec.storageClassName`` deleted); a Service's or NetworkPolicy's is an update.
+_WHOLE_METADATA = {"metadata": "an unknown metadata: the patch deletes .metadata.name and .metadata.namespace, "
+                               "forceNew fields (Diff)"}
+_WHOLE_CLAIM = {**_WHOLE_METADATA, "spec": "an unknown spec: the patch deletes .spec.accessModes and "
+                                           ".spec.storageClassName, forceNew fields (Diff)"}
 
 #: type token -> Rule, for every type this stack registers.
 RULES: dict[str, Rule] = {
@@ -239,7 +243,7 @@ RULES: dict[str, Rule] = {
         Rule("kubernetes:core/v1:PersistentVolumeClaim",
              {**_OBJECT_NAME, **{f"spec.{key}": f"{_FORCE_NEW} lists .spec.{key} for a PersistentVolumeClaim"
                                  for key in ("accessModes", "selector", "storageClassName", "volumeName")}},
-             False, _KUBERNETES_DIFF, whole=_WHOLE_METADATA),
+             False, _KUBERNETES_DIFF, whole=_WHOLE_CLAIM),
         Rule("command:local:Command", {"triggers": _COMMAND_WHY}, False, COMMAND),
         Rule("pulumi:providers:kubernetes", {}, False, KUBERNETES, _kubernetes_config_diff),
         Rule("pulumi:providers:azure-native", {}, False, AZURE_NATIVE, _never_replaced),

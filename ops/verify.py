@@ -33,7 +33,7 @@ from steps import (
     grafana_dashboard,  # the dashboard step's own preparation and content hash
     grafana_server,  # the steps' own reading of which Grafana this is
 )
-from steps.azcli import AzError, AzNotInstalled, download, rest  # the step scripts' own az helpers
+from steps.azcli import AzError, AzNotInstalled, az, download, rest  # the step scripts' own az helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -192,6 +192,11 @@ def checks(outputs: dict, kube_context: str = "") -> list[Check]:
 
     results.append(_check("gadget DaemonSet", gadget_pods, "check the Prometheus datasource above first"))
     return results
+
+
+def signed_in() -> None:
+    """``az account show``: AzError when az has no signed-in account (each check would then fail the same way)."""
+    az("account", "show", "--output", "json")
 
 
 def render(stack: str, results: list[Check]) -> str:
@@ -397,12 +402,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.drift:
             found = drift(outputs, args.stack)
         else:
+            signed_in()
             results = checks(outputs, args.kube_context)
     except (UsageError, OutputsError, DriftError) as error:
         print(outputs.mask(f"error: {error}"), file=sys.stderr)
         return 2
     except AzNotInstalled as error:
         print(f"error: {error.last_line}", file=sys.stderr)
+        return 2
+    except AzError as error:  # not signed in: every check would fail alike, each with a wrong next step
+        print(outputs.mask(f"error: az: {error.last_line} (sign in with `az login`, then run verify again)"),
+              file=sys.stderr)
         return 2
     if args.drift:
         found = [Drift(**outputs.mask_json(asdict(item))) for item in found]

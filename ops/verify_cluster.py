@@ -2,7 +2,8 @@
 
 Owns :func:`series` (one Grafana ``POST /api/ds/query`` of the stack's Prometheus datasource, the Azure Monitor
 workspace, for the kubelet's volume stats and kube-state-metrics' DaemonSet status in namespace ``gadget`` of this
-cluster: the metrics add-on scrapes both by default and labels every series ``cluster``, the cluster's name),
+cluster: the metrics add-on scrapes both by default and labels every series ``cluster``, the cluster's name, unless
+its settings give a ``cluster_alias``),
 :func:`disk` (used against the claim's size per volume; from :data:`DISK_WARN` a failure naming the retention and
 size keys: single-binary head blocks can fill a disk, grafana/pyroscope#4418) and :func:`daemonsets` (ready pods
 against the nodes the DaemonSet should run on; when fewer, the cause from the Warning events of the DaemonSet and its
@@ -52,7 +53,9 @@ def series(grafana: str, prometheus_uid: str, cluster: str) -> dict[str, dict[st
             values = (frame.get("data") or {}).get("values") or []
             for index, field in enumerate(fields):
                 name = (field.get("labels") or {}).get(_LABEL.get(ref, ""))
-                if field.get("type") == "number" and name and index < len(values) and values[index]:
+                # NaN and ±Inf come as null (the frame's entities say which): no value to read.
+                if (field.get("type") == "number" and name and index < len(values) and values[index]
+                        and values[index][-1] is not None):
                     found.setdefault(ref, {})[name] = float(values[index][-1])
     return found
 

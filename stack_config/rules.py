@@ -480,8 +480,9 @@ def check_mode_keys(mode: str, resource_items) -> None:
 def check_pyroscope_majors(chart_version: str, image_tag: str) -> None:
     """Refuse a chart and an image of different Pyroscope majors, a tag whose major cannot be read, or a major the
     stack has no values for. Chart 2.x passes ``-architecture.storage``, which a 1.x image does not know; a 2.x image
-    under chart 1.x starts on the v1-v2-dual storage it defaults to. ConfigError on ``pyroscopeImageTag``, or on
-    ``pyroscopeChartVersion`` for an unknown major."""
+    under chart 1.x starts on the v1-v2-dual storage it defaults to. ConfigError on the key of the higher major (the
+    one that moved), on ``pyroscopeImageTag`` for an unreadable tag, on ``pyroscopeChartVersion`` for another major.
+    """
     chart = pyroscope_major(chart_version)
     if chart not in PYROSCOPE_MAJORS:
         known = ", ".join(map(str, PYROSCOPE_MAJORS))
@@ -492,10 +493,14 @@ def check_pyroscope_majors(chart_version: str, image_tag: str) -> None:
         raise ConfigError("pyroscopeImageTag", f"expected a version tag such as {chart_version} (optionally "
                                                "@sha256:<64 hex>), so that its major can be held against "
                                                f"pyroscopeChartVersion (got {image_tag!r})")
-    if image != chart:
+    if image > chart:  # the image moved ahead (or was set by hand): named first
         raise ConfigError("pyroscopeImageTag", f"{image_tag} is Pyroscope {image}.x but pyroscopeChartVersion "
                                                f"{chart_version} is chart {chart}.x; set both to the same major "
                                                "(docs/day-two.md, \"Pyroscope 2\")")
+    if chart > image:  # the chart moved ahead (Renovate bumps a chart alone): named first
+        raise ConfigError("pyroscopeChartVersion", f"{chart_version} is chart {chart}.x but pyroscopeImageTag "
+                                                   f"{image_tag} is Pyroscope {image}.x; set both to the same major "
+                                                   "(docs/day-two.md, \"Pyroscope 2\")")
 
 
 def check_dashboard_file(config: StackConfig) -> None:

@@ -106,7 +106,10 @@ def test_an_upgrade_that_also_changes_the_volume_is_refused(plans):
 
 
 @pytest.mark.parametrize("old, new, expected", [
-    ("1.15.0", "2.0.0", consequences.MAJOR_UP.format(old=1, new=2)),
+    ("1.15.0", "2.0.0", consequences.MAJOR_UP.format(old=1, new=2, below="; from 1.15.0, move to chart 1.21.0 (image "
+                                                                        "1.21.1) first, the release its 2.0 notes "
+                                                                        "start from")),
+    ("1.21.0", "2.0.0", consequences.MAJOR_UP.format(old=1, new=2, below="")),
     ("2.0.0", "1.21.0", consequences.MAJOR_DOWN.format(old=2, new=1)),
     ("1.15.0", "1.21.0", None),
 ])

@@ -102,6 +102,6 @@ def test_pyroscope_2_is_a_move_of_both_keys_on_v1_storage_and_half_a_move_is_ref
     assert both.kind == "in place" and both.ops == (("updates", ("pyroscope-release",)),), both.ops
     assert [w.split(":", 1)[0] for w in both.warnings] == ["pyroscope-release"]
     assert "Pyroscope 1.x to 2.x, in place on the v1 storage" in both.warnings[0]
-    for half in ("the chart alone", "the image alone"):
-        assert rows[half].kind == "refused" and rows[half].message.startswith("pyroscopeImageTag: "), rows[half]
+    for half, key in (("the chart alone", "pyroscopeChartVersion"), ("the image alone", "pyroscopeImageTag")):
+        assert rows[half].kind == "refused" and rows[half].message.startswith(f"{key}: "), rows[half]
         assert "set both to the same major" in rows[half].message

@@ -1407,3 +1407,22 @@ def test_without_patch_force_growing_an_adopted_claim_conflicts(tmp_path):
         deployment.copy(tmp_path / "unforced").apply(grown, unforced)
     deployment.apply(grown, known_grown.to_json())
     assert {c["size"] for c in deployment.world()["claims"].values()} == {"128Gi"}
+
+
+def test_an_updated_step_answers_its_outputs_unknown_only_when_an_input_it_had_changes():
+    """pulumi-go-provider v1.3.0 markComputed: stdout of an updated Command is unknown in a preview when an input the
+    old state had changed or went; an input added where there was none leaves it known (a review finding)."""
+    from offline.diff import _outputs_unknown
+
+    urn = "urn:pulumi:dev::p::command:local:Command::wait"
+    base = {"resources": [{"urn": urn, "inputs": {"create": "x", "environment": {"A": "1"}}}]}
+
+    def step(*diffs):
+        return plan_diff.Step(urn, "command:local:Command", "update", diffs=[{"path": p, "old": o, "new": n}
+                                                                            for p, o, n in diffs])
+
+    assert _outputs_unknown(step(("environment.A", "1", "2")), base)
+    assert _outputs_unknown(step(("create", "x", None)), base)  # removed
+    assert not _outputs_unknown(step(("dir", None, "/tmp")), base)  # added: outputs stay known
+    other = plan_diff.Step(urn, "kubernetes:core/v1:Service", "update", diffs=[{"path": "spec", "old": 1, "new": 2}])
+    assert not _outputs_unknown(other, base)

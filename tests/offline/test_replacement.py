@@ -33,3 +33,8 @@ def test_an_unknown_metadata_replaces_a_kubernetes_object_and_a_change_inside_it
         assert rule.forces("metadata.labels.app") is None, type_
         assert rule.forces("metadata.name"), type_
     assert replacement.rule_for("kubernetes:helm.sh/v3:Release").forces("metadata") is None
+    # A claim's unknown spec deletes .spec.accessModes and .spec.storageClassName from the patch: replaced; a Service's
+    # or NetworkPolicy's unknown spec is an update (measured with pulumi-kubernetes 4.25.0's Diff).
+    assert replacement.rule_for("kubernetes:core/v1:PersistentVolumeClaim").forces("spec")
+    assert replacement.rule_for("kubernetes:core/v1:Service").forces("spec") is None
+    assert replacement.rule_for("kubernetes:networking.k8s.io/v1:NetworkPolicy").forces("spec") is None

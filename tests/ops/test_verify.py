@@ -128,7 +128,7 @@ def test_secret_outputs_are_read_with_show_secrets_and_never_printed(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "8 passed, 0 failed"
     assert asked == ["stack output --json --stack dev", "stack output --json --show-secrets --stack dev"]
-    urls = [c["argv"][c["argv"].index("--url") + 1] for c in calls]
+    urls = [c["argv"][c["argv"].index("--url") + 1] for c in calls if "--url" in c["argv"]]
     assert f"{OUTPUTS['extensionId']}?api-version=2023-05-01" in urls  # the real id, not "[secret]"
     assert all(url.startswith(GRAFANA) for url in urls if "/api/" in url)
     printed_no_secret(done)
@@ -525,3 +525,13 @@ def test_without_kubectl_the_check_says_where_the_cause_is(tmp_path):
     assert ("next: the cause is in `kubectl -n gadget get events` (kubectl failed: error: context \"other\" does not "
             "exist; verify reads the context named --kube-context)") in done.stdout
     assert (tmp_path / "kubectl.log").read_text().split()[:2] == ["--context", "other"]
+
+
+def test_without_an_az_login_verify_stops_in_one_line(tmp_path):
+    """A newcomer's verify without `az login` printed 8 failed checks, each with a wrong next step."""
+    login = {"exit": 1, "stderr": "ERROR: Please run 'az login' to setup account."}
+    done, calls = verify(tmp_path, [{"match": ["account", "show"], "responses": [login]}, *rules()[1:]])
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == ("error: az: ERROR: Please run 'az login' to setup account. (sign in with `az "
+                                   "login`, then run verify again)")
+    assert [c["argv"][:2] for c in calls] == [["account", "show"]]

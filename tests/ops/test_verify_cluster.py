@@ -53,3 +53,13 @@ def test_all_ready_passes_without_reading_events():
 
     assert verify_cluster.daemonsets({"desired": {"gadget": 2}, "ready": {"gadget": 2}}, events) == (
         True, "gadget 2 of 2 ready", "")
+
+
+def test_a_nan_sample_is_no_value_and_no_crash(monkeypatch):
+    """Grafana sends NaN and ±Inf as null (with entities): verify crashed on float(None) (a review finding)."""
+    answer = {"results": {"used": {"frames": [{"schema": {"fields": [
+        {"name": "Time", "type": "time"},
+        {"name": "Value", "type": "number", "labels": {"persistentvolumeclaim": "data-pyroscope-0"}}]},
+        "data": {"values": [[1], [None]], "entities": [None, {"NaN": [0]}]}}]}}}
+    monkeypatch.setattr(verify_cluster, "rest", lambda *args, **kwargs: answer)
+    assert verify_cluster.series("https://g", "uid", "aks")["used"] == {}

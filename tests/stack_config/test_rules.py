@@ -293,8 +293,8 @@ def test_storage_account_sku_refuses_premium_or_typos(plan):
 
 @pytest.mark.parametrize("chart,image,key,message", [
     # Chart 2.x passes -architecture.storage=v1, a flag no 1.x image knows: the pod would not start.
-    ("2.0.0", "1.15.0", "pyroscopeImageTag",
-     "1.15.0 is Pyroscope 1.x but pyroscopeChartVersion 2.0.0 is chart 2.x; set both to the same major"),
+    ("2.0.0", "1.15.0", "pyroscopeChartVersion",
+     "2.0.0 is chart 2.x but pyroscopeImageTag 1.15.0 is Pyroscope 1.x; set both to the same major"),
     # A 2.x image under chart 1.x starts on its default v1-v2-dual storage: a quiet move off the stack's volume.
     ("1.15.0", "2.0.1", "pyroscopeImageTag",
      "2.0.1 is Pyroscope 2.x but pyroscopeChartVersion 1.15.0 is chart 1.x; set both to the same major"),

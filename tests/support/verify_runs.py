@@ -46,6 +46,8 @@ def prometheus(used=None, size=None, desired=None, ready=None) -> dict:
 
 def rules(ext=EXT_OK, mpe=MPE_OK, pyro=HEALTH_OK, prom=HEALTH_OK, dash=DASH_OK, profiles=PROFILES, query=None):
     return [
+        {"match": ["account", "show"], "responses": [{"json": {"id": "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73",
+                                                              "user": {"name": "deployer@example.test"}}}]},
         {"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [query or prometheus()]},
         {"match": ["rest", "--method", "get", "/extensions/inspektor-gadget?api-version=2023-05-01"],
          "responses": [ext]},

@@ -165,7 +165,10 @@ def test_the_plan_comment_keeps_the_diffs_summary_and_the_policy_results_when_cu
     (tmp_path / "harness.js").write_text(HARNESS)
     (tmp_path / "plan-diff").mkdir()
     summary = "### Offline preview diff: 1 to replace\n"
-    (tmp_path / "plan-diff" / "comment.md").write_text(summary + "d" * diff_size + "\nDIFF-END\n")
+    # As .ci/plan_diff.sh writes it: the diff text in a code block, then the graph in a mermaid block.
+    lines = "\n".join("d" * 99 for _ in range(diff_size // 100))
+    (tmp_path / "plan-diff" / "comment.md").write_text(
+        f"{summary}```\n{lines}\n```\n\n```mermaid\ngraph TD\n{lines}\n```\nDIFF-END\n")
     policies = "Policies:\n    ❌ aks-gpu-observability@v1 (local: policy)\n        - [mandatory]  pins\n"
     (tmp_path / "plan.txt").write_text("PLAN-HEAD\n" + "p" * plan_size + "\n" + policies)
     done = subprocess.run([node, "harness.js", "script.js"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -173,6 +176,9 @@ def test_the_plan_comment_keeps_the_diffs_summary_and_the_policy_results_when_cu
     body = done.stdout
     assert body.startswith("<!-- aks-gpu-observability-plan -->\n" + summary) and len(body) <= 65536
     assert policies in body
+    assert body.count("```") % 2 == 0, "a code block left open"
+    kept = body.split("<details><summary>Plan</summary>")[0]
+    assert kept.count("```") % 2 == 0 and ("Cut here" not in kept or "```\n\n\n:warning: Cut here" in kept)
     assert ("DIFF-END" in body) == (diff_size < 60_000)
     assert ("Cut here to fit a comment" in body) == (diff_size >= 60_000)
     assert ("PLAN-HEAD" in body) == (diff_size + plan_size < 60_000)
