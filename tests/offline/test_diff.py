@@ -188,7 +188,9 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     assert [(a["kind"], a["urn"].rsplit("::", 1)[-1]) for a in result["order"]][:4] == [
         ("delete", "grafana-private-link-approve-connection"), ("delete", "grafana-private-link-refresh"),
         ("delete", "grafana-private-link-mpe"), ("create-replacement", "grafana-private-link-mpe")]
-    assert result["previewOnly"] == [] and result["warnings"] == [] and result["errors"] == []
+    # A newcomer's reading: the endpoint re-created cuts Grafana off from Pyroscope for minutes, now said.
+    assert result["previewOnly"] == [] and result["errors"] == []
+    assert result["warnings"] == [consequences.ENDPOINT_RECREATED]
     steps = {s["urn"].rsplit("::", 1)[-1]: s for s in result["steps"]}
     assert steps["grafana-private-link-mpe"]["op"] == "replace"
     assert steps["grafana-private-link-mpe"]["replaceOrder"] == "delete-first"
