@@ -459,8 +459,12 @@ def test_a_library_panels_inline_queries_are_not_what_grafana_runs():
 
 
 def _multi_rules(outputs: dict, stored_dashboard: dict, held: list) -> list:
+    from tests.support.verify_runs import prometheus
+
     mpe = outputs["managedPrivateEndpointId"].rsplit("/", 1)[1]
     return [
+        {"match": ["account", "show"], "responses": [{"json": {"id": "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73"}}]},
+        {"match": ["rest", "--method", "post", "/api/ds/query"], "responses": [prometheus()]},
         {"match": ["rest", "--method", "get", "/extensions/inspektor-gadget?api-version=2023-05-01"], "responses": [
             {"json": {"id": outputs["extensionId"], "properties": {"provisioningState": "Succeeded",
                                                                    "extensionType": "microsoft.inspektorgadget"}}}]},

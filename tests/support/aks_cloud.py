@@ -81,10 +81,14 @@ class AksCloud:
         response.raise_for_status()
         return response.json().get("items", [])
 
-    def _patch(self, path: str, body: dict) -> None:
+    def _patch(self, path: str, body: dict, gone_or_going: tuple = (404,)) -> None:
         response = self._api.patch(f"{self.cp.server}{path}", json=body, headers=MERGE, timeout=10)
-        if response.status_code != 404:  # gone meanwhile: nothing left to do
+        if response.status_code not in gone_or_going:  # gone meanwhile: nothing left to do
             response.raise_for_status()
+
+    def _exists_undeleted(self, path: str) -> bool:
+        response = self._api.get(f"{self.cp.server}{path}", timeout=10)
+        return response.status_code == 200 and not response.json()["metadata"].get("deletionTimestamp")
 
     def reconcile(self) -> None:
         self.reconcile_services()
@@ -102,7 +106,12 @@ class AksCloud:
             if wants_lb:
                 seen.add(key)
                 if FINALIZER not in (meta.get("finalizers") or []):
-                    self._patch(path, {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}})
+                    # 422: deleted since the list was read ("no new finalizers can be added if the object is being
+                    # deleted"); the next pass sees its deletionTimestamp, as the service controller's next sync does.
+                    self._patch(path, {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}},
+                                gone_or_going=(404, 422))
+                    if not self._exists_undeleted(path):
+                        continue
                 self._ensure(service, key, path)
             elif FINALIZER in (meta.get("finalizers") or []):
                 self._release(key, service)
