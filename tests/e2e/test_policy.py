@@ -29,6 +29,9 @@ BY_CONFIG = [
 BROKEN = {
     "pyroscope-service-internal": ("components/pyroscope.py", '"azure-load-balancer-internal": "true",',
                                    '"azure-load-balancer-internal": "false",', {}),
+    "managed-private-endpoint-request-message": ("components/grafana_private_link.py",
+                                                 "request_message=nonce.apply(lambda n: request_message(",
+                                                 "request_message=nonce.apply(lambda n: '' and request_message(", {}),
     "approval-targets-one-connection": ("components/grafana_private_link.py",
                                         '"PRIVATE_ENDPOINT_NAME": args.private_endpoint_name,',
                                         '"PRIVATE_ENDPOINT_NAME": "grafana-*",', {}),
@@ -44,11 +47,11 @@ NOT_SEEN = {
     "helm-chart-pinned": "pulumi-kubernetes' Check resolves a version range (Helm, against the registry's tags) before "
                          "the pack sees the release (seen: '^1.15' reached the pack as 1.15.1), and a chart from "
                          "neither oci:// nor https:// fails Check first",
-    "managed-private-endpoint-request-message": "the endpoint's request message holds the nonce a step makes, unknown "
-                                                "in a preview of a new stack (the rule is then skipped, as the CLI "
-                                                "says); under `pulumi up` of a program broken for it the update went "
-                                                "on to the approval (not yet analysed)",
 }
+#: Rules whose input is unknown in a preview of a new stack (the endpoint's request message holds the nonce a step
+#: makes, and the CLI says the rule is skipped): seen failing on `pulumi up`, which refuses the resource before its
+#: create ("resource ... is invalid", step_generator.go at v3.230.0).
+AT_UP = {"managed-private-endpoint-request-message"}
 MANDATORY = sorted({r for _, _, rules in BY_CONFIG for r in rules} | set(BROKEN))
 
 
@@ -62,7 +65,7 @@ def pack_ready():
         pytest.skip(message)
 
 
-def previewed(aks, tmp_path, engine_tools, chart, config: dict, pack_config: dict, broken=None):
+def previewed(aks, tmp_path, engine_tools, chart, config: dict, pack_config: dict, broken=None, up=False):
     ws = aks.workspace(tmp_path, engine_tools, chart)
     if broken:
         path, line, replacement = broken
@@ -73,7 +76,7 @@ def previewed(aks, tmp_path, engine_tools, chart, config: dict, pack_config: dic
     settings = {"pyroscopeChart": chart.reference, **config}
     ws.with_policy_pack(PACK, {f"aks-gpu-observability:{k}": v for k, v in settings.items()})
     ws.init(STACK, settings)
-    args = ["preview", "--policy-pack", str(PACK)]
+    args = (["up", "--yes", "--skip-preview"] if up else ["preview"]) + ["--policy-pack", str(PACK)]
     if pack_config:
         (tmp_path / "pack-config.json").write_text(json.dumps(pack_config))
         args += ["--policy-pack-config", str(tmp_path / "pack-config.json")]
@@ -101,9 +104,14 @@ def test_mandatory_rules_fail_by_configuration(aks, engine_tools, chart, tmp_pat
 @pytest.mark.parametrize("rule", sorted(BROKEN))
 def test_a_mandatory_rule_fails_on_a_program_broken_for_it(aks, engine_tools, chart, tmp_path, pack_ready, rule):
     path, line, replacement, config = BROKEN[rule]
-    done = previewed(aks, tmp_path, engine_tools, chart, config, {}, (path, line, replacement))
+    up = rule in AT_UP
+    done = previewed(aks, tmp_path, engine_tools, chart, config, {}, (path, line, replacement), up=up)
     assert done.returncode != 0
     assert rule in failed_rules(done), done.stdout[-4000:] + done.stderr[-2000:]
+    if up:  # the engine refuses the resource before its create: no endpoint, so nothing was approved
+        world = aks.world()
+        assert not world.get("mpes"), world.get("mpes")
+        assert not [c for pls in world.get("pls", {}).values() for c in pls.get("connections", [])]
 
 
 def test_every_mandatory_rule_of_the_pack_is_seen_failing():
