@@ -29,6 +29,7 @@ from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from existing.kubeconfig import kubeconfig_for, kubernetes_provider
 from existing.roles import assigns_monitoring_data_reader
+from existing.taken import refuse_taken
 from stack.secrecy import keep_secret
 from stack.specs import pyroscope_identity_name
 from stack_config.load import load
@@ -41,6 +42,8 @@ cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per 
 # From here on, every input and export that carries a secret config value is secret.
 secrecy = keep_secret(cfg.secret_values)
 client = authorization.get_client_config()
+# What the stack would create must not exist already unless it made it (tagged managed-by): refused in one line.
+refuse_taken(cfg, client.subscription_id, derived_account_name(cluster.id), pyroscope_identity_name(cfg.cluster_name))
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
 # Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).

@@ -597,3 +597,15 @@ ROLE_HOLDERS: dict[tuple[str, str, str], list[str]] = {}
 def role_holders(scope: str, principal_id: str, role: str) -> list[str]:
     """existing/roles.py LOOKUP offline: the names :data:`ROLE_HOLDERS` holds for that scope, principal and role."""
     return list(ROLE_HOLDERS.get((scope.lower(), principal_id, role), []))
+
+
+#: ARM id (lower case) -> tags of what the canned world holds beyond what the invokes answer: objects someone else
+#: made where the stack would create one (existing/taken.py). Empty: every name the stack would create is free.
+TAKEN: dict[str, dict] = {}
+
+
+def resource_tags(resource_id: str) -> Optional[dict]:
+    """existing/taken.py LOOKUP offline: the tags :data:`TAKEN` holds for ``resource_id``, or None."""
+    tags = TAKEN.get(resource_id.lower())
+    return None if tags is None else dict(tags)
+

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from offline import consequences, engine, plan_state, replacement
-from offline.program import SECRET, UNKNOWN, AtUp, join_path
+from offline.program import AtUp
+from offline.wire import SECRET, UNKNOWN, join_path
 
 OPS = ("create", "update", "replace", "delete", "same", "read")
 #: types the engine reads (``ReadResource``) rather than creates

@@ -29,25 +29,15 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
-from existing import roles
+from existing import roles, taken
 from offline import canned, replacement
 from offline import stack_file as stack_files
+from offline.wire import COMPUTED, SECRET, SECRET_SIG, SIG, UNKNOWN, mask, plain, secret_fingerprints
 from stack import phase
 from stack_config import cli_values
 from stack_config import schema as stack_schema
 
 ROOT = Path(__file__).resolve().parents[1]  # offline/ -> the project
-SECRET = "[secret]"
-UNKNOWN = "[unknown]"
-
-# Signatures of the Pulumi wire format (sdk/go/common/resource/sig).
-_SIG = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-_ASSET_SIG = "c44067f5952c0a294b673a41bacd8c17"
-_ARCHIVE_SIG = "0def7320c3a5731c473e5ecbe6d01bc7"
-_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 InvokeHandler = Callable[[Mapping[str, Any], str], dict]
 
@@ -55,98 +45,6 @@ InvokeHandler = Callable[[Mapping[str, Any], str], dict]
 class AtUp(frozenset):
     """``pending`` for a run as ``pulumi up`` sees it once it diffs a resource again: these resources are created or
     replaced, so their outputs are new (unknown here), but an invoke that waits for them is answered."""
-
-
-def plain(value: Any) -> Any:
-    """Turn a wire-format property value into plain JSON: secrets become ``"[secret]"``, unknowns
-    ``"[unknown]"``, resource references their URN, assets and archives a short description."""
-    if isinstance(value, dict):
-        sig = value.get(_SIG)
-        if sig == _SECRET_SIG:
-            return SECRET
-        if sig == _OUTPUT_SIG:
-            if value.get("secret"):
-                return SECRET
-            return plain(value["value"]) if "value" in value else UNKNOWN
-        if sig == _RESOURCE_SIG:
-            return value.get("urn")
-        if sig in (_ASSET_SIG, _ARCHIVE_SIG):
-            return {k: v for k, v in value.items() if k != _SIG}
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    if value == _UNKNOWN:
-        return UNKNOWN
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # protobuf Struct numbers are doubles; the program sent an int
-    return value
-
-
-def mask(value: Any, secrets) -> Any:
-    """``value`` (plain JSON) with every string that contains one of ``secrets`` replaced by ``"[secret]"``. For
-    invoke arguments: an invoke's arguments carry no secret marking (the SDK unwraps them; the engine neither stores
-    nor shows them), but the plan prints them, and a value that came in secret must not appear there."""
-    if isinstance(value, str):
-        return SECRET if any(secret in value for secret in secrets) else value
-    if isinstance(value, dict):
-        return {key: mask(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [mask(item, secrets) for item in value]
-    return value
-
-
-#: The characters that make pulumi-kubernetes write a key bracketed and quoted (``convertPatchToDiff``'s
-#: ``addPatchValueToDiff``: ``strings.ContainsAny(v, `."[]`)``, provider/pkg/provider/provider.go @ 94977969).
-_BRACKETED = frozenset('."[]')
-
-
-def join_path(parent: str, key: Any) -> str:
-    """A property path as pulumi-kubernetes writes a detailed-diff path (``convertPatchToDiff``, module constant above):
-    ``a.b``, ``a[0]``, and ``a["b.c"]`` for a key holding ``.``, ``"``, ``[`` or ``]``, only ``"`` escaped (``\\"``);
-    any other key, ``a/b`` or ``a b`` too, is written plain. Each parses back (``offline.engine
-    .parse_property_path``) to the same keys."""
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    if _BRACKETED.intersection(key):
-        escaped = key.replace('"', '\\"')
-        return f'{parent}["{escaped}"]'
-    return f"{parent}.{key}" if parent else key
-
-
-def secret_fingerprints(type_: str, wire: Mapping[str, Any]) -> dict[str, str]:
-    """Property path -> fingerprint of every secret in a wire-format property map, plus the parts the provider's
-    diff looks at on their own (:func:`offline.replacement.secret_parts`). The plan prints secrets as ``[secret]``;
-    the fingerprints let two plans tell a changed secret from an unchanged one."""
-    found: dict[str, str] = {}
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict):
-            sig = value.get(_SIG)
-            if sig == _SECRET_SIG or (sig == _OUTPUT_SIG and value.get("secret") and "value" in value):
-                inner = _reveal(value.get("value"))
-                found[path] = replacement.fingerprint(inner)
-                found.update(replacement.secret_parts(type_, path, inner))
-            elif sig is None:
-                for key, item in value.items():
-                    walk(item, join_path(path, key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                walk(item, join_path(path, index))
-
-    for key, item in wire.items():
-        walk(item, join_path("", key))
-    return found
-
-
-def _reveal(value: Any) -> Any:
-    """A wire value with secret wrappers removed (the plaintext, for fingerprints only; never printed)."""
-    if isinstance(value, dict):
-        if value.get(_SIG) in (_SECRET_SIG, _OUTPUT_SIG):
-            return _reveal(value.get("value"))
-        return {key: _reveal(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_reveal(item) for item in value]
-    return value
 
 
 @dataclass
@@ -442,10 +340,15 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             # does so at every depth of an object property (identity.principalId is unknown, identity.type echoed).
             state = json_format.MessageToDict(response.object)
             nested = request.type.startswith("azure-native:")
-            unknown = {key: (_preview_output(raw[key], value) if nested else raw[key]) if key in raw else _UNKNOWN
+            unknown = {key: (_preview_output(raw[key], value) if nested else raw[key]) if key in raw else COMPUTED
                        for key, value in state.items()}
             outputs = json_format.ParseDict(unknown, response.object.__class__())
             response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=outputs)
+        # The engine makes these outputs secret, in the state and for the program (step_executor.go at v3.230.0).
+        for key in set(request.additionalSecretOutputs) & set(response.object.fields) - {"id"}:
+            value = json_format.MessageToDict(response.object.fields[key])
+            secret = isinstance(value, dict) and value.get(SIG) == SECRET_SIG
+            response.object[key] = value if secret else {SIG: SECRET_SIG, "value": value}
         resource.outputs = json_format.MessageToDict(response.object, preserving_proto_field_name=True)
         return response
 
@@ -454,8 +357,8 @@ def _preview_output(given: Any, output: Any) -> Any:
     """azure-native's ``previewOutputValue`` (``provider/pkg/convert/previewOutputs.go`` @ 604cfd52): an object's
     output properties are the input's where the input has them and unknown elsewhere, recursively; arrays map their
     input items; scalars, secrets and untyped values are the input as given."""
-    if isinstance(given, dict) and _SIG not in given and isinstance(output, dict) and _SIG not in output:
-        return {key: _preview_output(given[key], value) if key in given else _UNKNOWN for key, value in output.items()}
+    if isinstance(given, dict) and SIG not in given and isinstance(output, dict) and SIG not in output:
+        return {key: _preview_output(given[key], value) if key in given else COMPUTED for key, value in output.items()}
     if isinstance(given, list) and isinstance(output, list):
         return [_preview_output(item, output[i] if i < len(output) else None) for i, item in enumerate(given)]
     return given
@@ -600,6 +503,7 @@ def run(
             pulumi.runtime.set_mocks(mocks, project=stack_schema.PROJECT, stack=stack, preview=preview, monitor=monitor)
             phase.AT_UP = isinstance(pending, AtUp) or None  # at `up`, lookups run after their steps (stack/phase.py)
             roles.LOOKUP = canned.role_holders  # no `az` offline: the assignments of the canned world
+            taken.LOOKUP = canned.resource_tags  # and what it holds that the stack would create
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:

@@ -282,6 +282,13 @@ def az_permission(argv: Sequence[str]) -> Permission:
         return Permission("none", source="az's own profile, no call to Azure: ops/verify.py asks whether az is signed "
                                          "in (azure-cli 2.91.0 azure/cli/command_modules/profile/custom.py "
                                          "show_subscription)")
+    if words == ("resource", "show"):  # existing/taken.py: whether someone else made what the stack would create
+        kind = "/".join((_option(argv, "--ids") or "").split("/providers/", 1)[-1].split("/")[:2])
+        if kind.split("/")[0] not in SOURCES:
+            raise Unmapped(f"unmapped az resource show of a {kind or 'resource without --ids'}")
+        return Permission("arm", (f"{kind}/read",), source="GET {id}?api-version=... (--api-version given, so no "
+                          "provider read: azure-cli 2.91.0 azure/cli/command_modules/resource/custom.py "
+                          "show_resource); " + SOURCES[kind.split("/")[0]])
     if words in AZ_COMMANDS:
         need = AZ_COMMANDS[words]
         return Permission("arm", need.actions, source=need.source)

@@ -124,17 +124,17 @@ def test_approval_command_targets_exactly_our_endpoint(plan):
 def test_the_request_message_carries_the_nonce_the_approval_expects(plan):
     """One nonce per stack, made once (a command with no triggers: a re-run changes nothing), kept secret: in the MPE's
     requestMessage (the PLS owner sees it) and in the approval's environment; the marker, an HMAC of it, is plain."""
-    from offline.program import _reveal
+    from offline.wire import reveal
 
     p = plan()
     nonce_step, approval, mpe = command(p, "approval-nonce"), command(p, "approve-connection"), p.one(MPE)
     assert nonce_step.inputs["create"] == NONCE_COMMAND and "triggers" not in nonce_step.inputs
     assert nonce_step.inputs["logging"] == "none" and "delete" not in nonce_step.inputs
     nonce = canned.approval_nonce("grafana-private-link-approval-nonce")
-    message = _reveal(mpe.wire["requestMessage"])
+    message = reveal(mpe.wire["requestMessage"])
     assert message == ("Azure Managed Grafana amg-gpu-dev to Pyroscope on AKS cluster aks-gpu-dev "
                        f"(aks-gpu-observability {nonce})")
-    assert _reveal(approval.wire["environment"])["APPROVAL_NONCE"] == nonce
+    assert reveal(approval.wire["environment"])["APPROVAL_NONCE"] == nonce
     assert "requestMessage" in mpe.secret_fingerprints and nonce not in json.dumps(p.to_json())
 
 

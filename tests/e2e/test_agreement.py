@@ -7,9 +7,12 @@ that differs from the run fails."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Optional
 import pytest
 
 from offline import diff as plan_diff
+from offline import program, wire
 from offline.program import run
 from tests.support import ROOT, day_two_cases, real_engine
 from tests.support.simulated_aks import aks_cluster
@@ -31,6 +35,10 @@ PREVIEW_ONLY = {
 #: Changes that cannot be undone: their configuration becomes the base of the changes after them.
 KEPT = {"storage-size-grow": "a claim cannot shrink"}
 REPLACEMENT_OPS = ("replace", "create-replacement", "delete-replaced")
+#: The first row: a config value set as a secret (`pulumi config set --secret`), compared also on what is secret.
+SECRET_CASE, SECRET_KEY = "secret-config", "pyroscopeDatasourceName"
+#: What the row's secret compares: a placeholder ciphertext offline, which makes the value secret as the CLI's does.
+SECURE_PLACEHOLDER = "v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA=="
 
 
 @dataclass
@@ -162,6 +170,8 @@ PREVIEW_FAILS = {
 }
 #: Deployments the changes are shared out over (each its own control plane, world and stack): the steps mostly wait.
 SHARDS = 2
+#: The table's rows: the secret config first, then each day-two change.
+CASES = [SECRET_CASE] + [c.name for c in day_two_cases.CHANGES]
 
 
 @dataclass
@@ -170,6 +180,7 @@ class Prediction:
     head: dict  # the head plan with every value known
     targets: list[str]
     sets: dict
+    at_up: Optional[program.Plan] = None  # the program at `pulumi up` (every value known): its secrets compared
 
 
 @dataclass
@@ -200,7 +211,60 @@ def predict(base: dict, base_sets: dict, dashboards: dict) -> dict[str, Predicti
         diff, known = plan_diff.preview(base, lambda pending, sets=sets: run(STACK, {**base_sets, **sets},
                                                                              pending=pending), targets)
         found[change.name] = Prediction(diff, known.to_json(), targets, sets)
+    with secret_stack_file():
+        diff, known = plan_diff.preview(base, lambda pending: run(STACK, base_sets, pending=pending), [])
+        found[SECRET_CASE] = Prediction(diff, known.to_json(), [], {}, run(STACK, base_sets, preview=False))
     return found
+
+
+@contextlib.contextmanager
+def secret_stack_file():
+    """The offline program reads the dev stack's file with :data:`SECRET_KEY` as a ``secure:`` value."""
+    folder = Path(tempfile.mkdtemp())
+    path = folder / f"Pulumi.{STACK}.yaml"
+    path.write_text(program.stack_file(STACK).read_text()
+                    + f"  aks-gpu-observability:{SECRET_KEY}:\n    secure: {SECURE_PLACEHOLDER}\n")
+    saved = program.stack_file
+    program.stack_file = lambda stack: path
+    try:
+        yield
+    finally:
+        program.stack_file = saved
+        shutil.rmtree(folder)
+
+
+SIG, SECRET_SIG = wire.SIG, wire.SECRET_SIG
+
+
+def secret_keys(props: Optional[dict]) -> set[str]:
+    """The top-level keys of a property map (state or wire format) that hold a secret, at any depth; not the
+    provider's own ``__`` keys, which the SDK never hands to a program (rpc.py ``deserialize_properties``)."""
+    def holds(value) -> bool:
+        if isinstance(value, dict):
+            return value.get(SIG) == SECRET_SIG or any(holds(v) for v in value.values())
+        return isinstance(value, list) and any(holds(v) for v in value)
+    return {key for key, value in (props or {}).items() if not key.startswith("__") and holds(value)}
+
+
+def secrecy_differences(state: dict, plan: program.Plan) -> list[str]:
+    """Which stack outputs and which custom resources' inputs and outputs are secret: the real state against the
+    offline plan at `pulumi up`."""
+    real = {r["urn"]: r for r in state["resources"]}
+    out = []
+    stack = next(r for r in state["resources"] if r["type"] == "pulumi:pulumi:Stack")
+    mine = {key for key, value in plan.outputs.items() if wire.SECRET in json.dumps(value)}
+    if secret_keys(stack.get("outputs")) != mine:
+        out.append(f"secret stack outputs: offline {sorted(mine)}, real {sorted(secret_keys(stack.get('outputs')))}")
+    for resource in plan.resources:
+        theirs = real.get(resource.urn)
+        if not resource.custom or theirs is None or not compared(resource.urn):
+            continue
+        for side, offline, held in (("inputs", resource.wire, theirs.get("inputs")),
+                                    ("outputs", resource.outputs, theirs.get("outputs"))):
+            if secret_keys(offline) != secret_keys(held):
+                out.append(f"{name(resource.urn)}: secret {side} offline {sorted(secret_keys(offline))}, "
+                           f"real {sorted(secret_keys(held))}")
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -225,15 +289,17 @@ def rows(tmp_path_factory, engine_tools, chart) -> dict[str, Row]:
             d.ws.init(STACK, base_sets)
             d.config = json.loads(d.ws.pulumi("config", "--json", stack=STACK).stdout)
             d.ws.up(STACK)
-            return [play(d, n, predictions[n]) for n in shards[index]]
+            return [play(d, n, predictions[n]) for n in shards[index] + ([SECRET_CASE] if index == 1 else [])]
 
     with ThreadPoolExecutor(max_workers=SHARDS) as pool:
         played = {row.case: row for rows_ in pool.map(play_shard, range(SHARDS)) for row in rows_}
-    return {c.name: played[c.name] for c in day_two_cases.CHANGES}
+    return {c: played[c] for c in CASES}
 
 
 def play(d: Deployed, case: str, prediction: Prediction) -> Row:
     row = Row(case)
+    if case == SECRET_CASE:
+        d.ws.pulumi("config", "set", "--secret", SECRET_KEY, "Pyroscope (GPU)", stack=STACK)
     if prediction.sets:
         d.ws.pulumi("config", "set-all", *[a for k, v in prediction.sets.items() for a in ("--plaintext", f"{k}={v}")],
                     stack=STACK)
@@ -255,8 +321,13 @@ def play(d: Deployed, case: str, prediction: Prediction) -> Row:
         else:
             row.order = order_breaks(prediction.diff, prediction.head, executed(log))
             row.end = end_state(d, prediction.head)
+            if prediction.at_up is not None:
+                row.end += secrecy_differences(d.ws.state(STACK), prediction.at_up)
     if case in KEPT:
         return row
+    if case == SECRET_CASE:
+        d.restore([SECRET_KEY])
+        d.ws.up(STACK)
     if prediction.sets:
         d.restore(prediction.sets)
         if row.up is None:
@@ -300,7 +371,7 @@ def end_state(d: Deployed, head: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("change", [c.name for c in day_two_cases.CHANGES])
+@pytest.mark.parametrize("change", CASES)
 def test_the_real_engine_agrees_with_the_offline_diff(change, rows):
     row = rows[change]
     assert not row.unexplained, "\n".join(row.unexplained)
@@ -315,7 +386,8 @@ def render(rows: dict[str, Row]) -> str:
              "([real-engine.md](real-engine.md)) from one deployed dev stack, against the offline prediction from the",
              "same base: the op of every resource in the preview, the `pulumi up`'s actions and their order (a",
              "partial order: the real engine runs unrelated steps at once; replacement order included), and the end",
-             "state.", "",
+             f"state. The first row, `{SECRET_CASE}`, sets `{SECRET_KEY}` with `pulumi config set --secret`; its end",
+             "state also compares which stack outputs, and which resources' inputs and outputs, are secret.", "",
              f"**{sum(r.agrees for r in rows.values())} of {len(rows)} changes agree in full.**", "",
              "| change | preview | `pulumi up`: actions and order | end state |", "|---|---|---|---|"]
     for row in rows.values():

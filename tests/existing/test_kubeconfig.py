@@ -11,6 +11,7 @@ import yaml
 from existing import kubeconfig
 from existing.kubeconfig import kubelogin_kubeconfig
 from offline import canned, program
+from offline import wire as wire_format
 from tests.support import K8S_PROVIDER, RELEASE
 
 
@@ -60,7 +61,7 @@ def run_with_spy(monkeypatch, **overrides):
     texts = set()
     for name in PROVIDERS:
         wire = KubeconfigSpy.seen[name]["kubeconfig"]
-        assert isinstance(wire, dict) and wire.get(program._SIG) == program._SECRET_SIG, (name, wire)
+        assert isinstance(wire, dict) and wire.get(wire_format.SIG) == wire_format.SECRET_SIG, (name, wire)
         assert isinstance(wire["value"], str), f"{name}: kubeconfig must be known during preview"
         texts.add(wire["value"])
     assert len(texts) == 1, "both providers get the one kubeconfig"

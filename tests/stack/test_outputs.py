@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import json
 import re
 import runpy
 import warnings
@@ -62,6 +63,22 @@ def test_contract_is_documented_in_the_readme():
     documented = dict(re.findall(r"^\| `(\w+)` \| (\w+) \|", section, re.M))
     for name, (kind, _meaning) in CONTRACT.items():
         assert documented.get(name) == {"str": "string", "dict": "object"}[kind.__name__], name
+
+
+def test_the_outputs_made_from_steps_are_documented_as_secret_once_config_holds_a_secret(tmp_path, monkeypatch):
+    """docs/outputs.md "Secret outputs" lists what a secret config value makes secret (offline/program.py applies the
+    steps' additional secret outputs as the engine does; measured under the real CLI, docs/real-engine-agreement.md)."""
+    from offline import program, wire
+
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  aks-gpu-observability:pyroscopeDatasourceName:\n"
+                    "    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
+    outputs = program.run("s", preview=False).outputs
+    secret = {name for name, value in outputs.items() if wire.SECRET in json.dumps(value)}
+    section = (ROOT / "docs" / "outputs.md").read_text().split("## Secret outputs", 1)[1]
+    listed = set(re.findall(r"`(\w+)`", section.split("The others", 1)[0])) & set(outputs)
+    assert secret == listed, (secret, listed)
 
 
 class ConsumerMocks(pulumi.runtime.Mocks):

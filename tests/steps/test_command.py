@@ -16,6 +16,7 @@ import pytest
 
 from components.grafana_private_link import NONCE_COMMAND
 from offline import canned, program
+from offline import wire as wire_format
 from steps import command as step_scripts
 from tests.support import ROOT, scenarios
 from tests.support.config_values import PLATFORM, SECRET_CLUSTER
@@ -56,7 +57,7 @@ def test_with_secret_config_every_step_masks_it_and_logs_only_stderr(plan, monke
     for step in steps:
         assert step.inputs["environment"][step_scripts.MASK_VALUES] == "[secret]", step.name
         wire = step.wire["environment"][step_scripts.MASK_VALUES]
-        assert wire.get(program._SIG) == program._SECRET_SIG, step.name
+        assert wire.get(wire_format.SIG) == wire_format.SECRET_SIG, step.name
         assert wire["value"].splitlines() == ["amg-secret-9", "gpu-secret-7"], step.name  # longest, then by name
         assert step.inputs["logging"] == "stderr", step.name  # stdout holds the result whole: not logged
         assert {"stdout", "stderr"} <= set(extra[step.name]), step.name

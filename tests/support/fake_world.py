@@ -42,6 +42,9 @@ titles unique
   resource_group_name, scope)[0]`` returned, with ``assignee`` None under ``--assignee-object-id``); azure-cli 2.91.0
   lists the principal's only, so the stand-in answers with the worse of the two. ``az role assignment list
   --assignee-object-id ... --role <id> --scope ...``: the assignments of that role to that principal at the scope.
+- ``az resource show --ids <id>`` of a Grafana, Azure Monitor workspace, storage account or user-assigned identity
+  (:data:`SHOWN`): the resource ``arm`` holds under that id, with its tags, or ARM's 404 (``ResourceNotFound``, az
+  exits 3).
 - Things deleted behind the stack's back (``gone``, :func:`delete_grafana`, :func:`delete_mpe`,
   :func:`delete_cluster`): ARM answers a deleted Grafana workspace's GET with 404 as ``az rest`` reports it
   (``ERROR: Not Found({"error":{"code":"ResourceNotFound",...}})``, azure-cli 2.91.0 ``send_raw_request``:
@@ -208,6 +211,27 @@ def arm_create(world: dict, type_: str, inputs: dict, grafana_id: str) -> Option
             "ip": "", "createdAt": next_created_at(world)}
     world["arm"][key] = inputs
     return None
+
+
+#: ARM provider path -> (azure-native type, the path parameter that holds the name), for ``az resource show --ids``.
+SHOWN = {"Microsoft.Dashboard/grafana": ("azure-native:dashboard:Grafana", "workspaceName"),
+         "Microsoft.Monitor/accounts": ("azure-native:monitor:AzureMonitorWorkspace", "azureMonitorWorkspaceName"),
+         "Microsoft.Storage/storageAccounts": ("azure-native:storage:StorageAccount", "accountName"),
+         "Microsoft.ManagedIdentity/userAssignedIdentities": ("azure-native:managedidentity:UserAssignedIdentity",
+                                                              "resourceName")}
+
+
+def _resource_show(argv: list[str], world: dict) -> dict:
+    """``az resource show --ids <id>``: the resource ``arm`` holds under that id (its ``id`` and ``tags``), or ARM's
+    404 (az exits 3)."""
+    resource_id = _option(argv, "--ids") or ""
+    found = re.fullmatch(r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/([^/]+/[^/]+)/([^/]+)", resource_id)
+    kind = SHOWN.get(found.group(2)) if found else None
+    inputs = kind and world["arm"].get(arm_identity(kind[0], {"resourceGroupName": found.group(1),
+                                                              kind[1]: found.group(3)}))
+    if inputs is None:
+        return {"exit": 3, "stderr": f"ERROR: (ResourceNotFound) The Resource '{resource_id}' was not found."}
+    return {"json": {"id": resource_id, "tags": inputs.get("tags")}}
 
 
 def arm_delete(world: dict, type_: str, inputs: dict, grafana_id: str) -> None:
@@ -855,6 +879,8 @@ def answer(argv: list[str], world: dict) -> dict:
         return _role_assignment_create(argv, world)
     if argv[:3] == ["role", "assignment", "list"]:
         return _role_assignment_list(argv, world)
+    if argv[:2] == ["resource", "show"]:
+        return _resource_show(argv, world)
     if argv[:1] == ["rest"]:
         method, url = _option(argv, "--method"), _option(argv, "--url") or ""
         if "--skip-authorization-header" in argv:

@@ -1,0 +1,90 @@
+"""Names the stack would create that an object it did not make already holds.
+
+Owns :func:`refuse_taken`: before anything is registered, each Azure resource the configuration asks the stack to
+create (``createMonitorWorkspace``, ``createGrafana``, and in microservices mode the derived storage account and
+Pyroscope's user-assigned identity) is looked up by its ARM id. Nothing there, or an object carrying the stack's
+``managed-by`` tag (stack_config/schema.py MANAGED_BY: every taggable resource the stack makes has it), goes on; an
+object without it (the portal, Managed Prometheus onboarding, a run by hand) is refused in one line naming the key and
+the way out, where azure-native would otherwise fail ``pulumi up`` half way ("cannot create already existing
+resource"). :data:`LOOKUP` (``ARM id -> its tags, or None when nothing is there``) is ``az resource show``; the
+offline plan answers from its canned world. An ``az`` that fails otherwise is a warning: the stack goes on.
+Upstream: Azure Resource Manager "Resources - Get By Id"; the table of what may exist: docs/existing-objects.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Optional
+
+import pulumi
+
+from stack_config.schema import MANAGED_BY, ConfigError, StackConfig
+from steps.azcli import AzError, AzNotInstalled, az
+
+#: The API version of each type's GET: the pinned azure-native's ("Uses Azure REST API version"), given so that az
+#: does not read the provider's list of versions first.
+API_VERSIONS = {"Microsoft.Monitor/accounts": "2023-04-03", "Microsoft.Dashboard/grafana": "2024-10-01",
+                "Microsoft.Storage/storageAccounts": "2024-01-01",
+                "Microsoft.ManagedIdentity/userAssignedIdentities": "2023-01-31"}
+
+
+def _az_tags(resource_id: str) -> Optional[dict]:
+    """The tags of the resource ``resource_id`` names ({} when it has none), or None when ARM finds nothing there."""
+    kind = "/".join(resource_id.split("/providers/", 1)[1].split("/")[:2])
+    try:
+        answer = az("resource", "show", "--ids", resource_id, "--api-version", API_VERSIONS[kind], "--query", "tags",
+                    "--output", "json")
+    except AzError as error:
+        if error.kind == "not_found":
+            return None
+        raise
+    return json.loads(answer or "null") or {}
+
+
+#: ``ARM id -> tags, or None``; the offline plan sets its canned world's.
+LOOKUP: Callable[[str], Optional[dict]] = _az_tags
+
+
+def _arm_id(subscription_id: str, group: str, provider_path: str) -> str:
+    return f"/subscriptions/{subscription_id}/resourceGroups/{group}/providers/{provider_path}"
+
+
+def wanted(cfg: StackConfig, subscription_id: str, account_name: str, identity_name: str) -> list[tuple[str, str, str]]:
+    """(config key, ARM id, what to do instead) of each object the configuration asks the stack to create."""
+    out = []
+    if cfg.create_monitor_workspace:
+        out.append(("createMonitorWorkspace", _arm_id(subscription_id, cfg.monitor_workspace_resource_group,
+                                                      f"Microsoft.Monitor/accounts/{cfg.monitor_workspace_name}"),
+                    "set createMonitorWorkspace to false to use it as it is, or monitorWorkspaceName to a free name"))
+    if cfg.create_grafana:
+        out.append(("createGrafana", _arm_id(subscription_id, cfg.grafana_resource_group,
+                                             f"Microsoft.Dashboard/grafana/{cfg.grafana_name}"),
+                    "set createGrafana to false to use it as it is (Standard tier, system-assigned identity), or "
+                    "grafanaName to a free name"))
+    if cfg.pyroscope_mode == "microservices":
+        group = cfg.pyroscope_storage_account_resource_group or cfg.cluster_resource_group
+        if not cfg.pyroscope_storage_account:
+            out.append(("pyroscopeStorageAccount", _arm_id(subscription_id, group,
+                                                           f"Microsoft.Storage/storageAccounts/{account_name}"),
+                        f"set pyroscopeStorageAccount to {account_name} to bring it as it is"))
+        out.append(("pyroscopeMode", _arm_id(subscription_id, group,
+                                             f"Microsoft.ManagedIdentity/userAssignedIdentities/{identity_name}"),
+                    "if nothing else uses it, delete it (`az identity delete --ids <its id>`): the stack makes "
+                    "its own, federated to Pyroscope's service account"))
+    return out
+
+
+def refuse_taken(cfg: StackConfig, subscription_id: str, account_name: str, identity_name: str) -> None:
+    """Raise ConfigError on the first object :func:`wanted` names that exists without the stack's ``managed-by``
+    tag (module docstring)."""
+    key, value = MANAGED_BY
+    for config_key, resource_id, instead in wanted(cfg, subscription_id, account_name, identity_name):
+        try:
+            tags = LOOKUP(resource_id)
+        except (AzError, AzNotInstalled) as error:
+            pulumi.log.warn(f"{config_key}: could not tell whether {resource_id} exists ({error.last_line}); "
+                            "the stack goes on and creates it")
+            continue
+        if tags is not None and tags.get(key) != value:
+            raise ConfigError(config_key, f"{resource_id} already exists and this stack did not make it (no "
+                                          f"{key}={value} tag): {instead}")

@@ -1,0 +1,106 @@
+"""existing/taken.py: an object the stack would create that someone else made (the portal, Managed Prometheus
+onboarding, a run by hand) is refused in one line before anything is registered; one the stack made (its managed-by
+tag) is the stack's. SIMULATED: the offline plan's canned world (offline/canned.py TAKEN) and the stand-in az."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.pyroscope_storage import derived_account_name
+from existing import taken
+from offline import canned
+from ops import deployer_role
+from stack.specs import pyroscope_identity_name
+from stack_config.schema import ConfigError
+from steps.azcli import AzError
+
+SUB = canned.SUBSCRIPTION_ID
+CLUSTER = canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev")
+GRAFANA = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
+WORKSPACE = canned.monitor_workspace_id("rg-observability-dev", "amw-gpu-dev")
+ACCOUNT = (f"/subscriptions/{SUB}/resourceGroups/rg-aks-gpu-dev/providers/Microsoft.Storage/storageAccounts/"
+           f"{derived_account_name(CLUSTER)}")
+IDENTITY = (f"/subscriptions/{SUB}/resourceGroups/rg-aks-gpu-dev/providers/Microsoft.ManagedIdentity/"
+            f"userAssignedIdentities/{pyroscope_identity_name('aks-gpu-dev')}")
+PORTAL_TAGS = {"createdBy": "portal"}
+OURS = {"managed-by": "aks-gpu-observability", "env": "dev"}
+
+
+@pytest.fixture
+def world(monkeypatch):
+    """Put an object (ARM id -> its tags) into the canned world."""
+    def put(resource_id, tags):
+        monkeypatch.setitem(canned.TAKEN, resource_id.lower(), tags)
+    return put
+
+
+@pytest.mark.parametrize("key, resource_id, sets, way_out", [
+    ("createGrafana", GRAFANA, {"createGrafana": "true"}, "set createGrafana to false to use it as it is"),
+    ("createMonitorWorkspace", WORKSPACE, {"createMonitorWorkspace": "true"},
+     "set createMonitorWorkspace to false to use it as it is"),
+    ("pyroscopeStorageAccount", ACCOUNT, {"pyroscopeMode": "microservices"},
+     f"set pyroscopeStorageAccount to {derived_account_name(CLUSTER)} to bring it as it is"),
+    ("pyroscopeMode", IDENTITY, {"pyroscopeMode": "microservices"}, "az identity delete --ids"),
+], ids=["grafana", "monitor-workspace", "storage-account", "identity"])
+def test_an_object_someone_else_made_is_refused_in_one_line_before_anything(plan, world, key, resource_id, sets,
+                                                                           way_out):
+    """azure-native refused the create ("cannot create already existing resource") half way through `pulumi up`."""
+    assert plan(**sets).resources  # the name is free: the stack creates it
+    world(resource_id, PORTAL_TAGS)
+    with pytest.raises(ConfigError) as caught:
+        plan(**sets)
+    message = str(caught.value)
+    assert caught.value.key == key and "\n" not in message
+    assert f"{resource_id} already exists and this stack did not make it" in message and way_out in message
+
+
+@pytest.mark.parametrize("resource_id, sets", [(GRAFANA, {"createGrafana": "true"}),
+                                               (ACCOUNT, {"pyroscopeMode": "microservices"})])
+def test_an_object_the_stack_made_is_its_own(plan, world, resource_id, sets):
+    world(resource_id, OURS)
+    assert plan(**sets).resources
+
+
+def test_an_object_without_tags_is_someone_elses(plan, world):
+    world(WORKSPACE, {})
+    with pytest.raises(ConfigError, match="createMonitorWorkspace"):
+        plan(createMonitorWorkspace="true")
+
+
+def test_nothing_is_looked_up_when_the_stack_creates_none_of_them(plan, monkeypatch):
+    def refuse(_):
+        raise AssertionError("no lookup")
+
+    monkeypatch.setattr(canned, "resource_tags", refuse)
+    assert plan().resources  # the dev stack: an existing Grafana and workspace, single binary
+
+
+def test_an_az_that_cannot_tell_is_a_warning_and_the_stack_goes_on(plan, monkeypatch):
+    def fail(_):
+        raise AzError(["resource", "show"], "ERROR: (AuthorizationFailed) no read")
+
+    monkeypatch.setattr(canned, "resource_tags", fail)
+    assert plan(createGrafana="true").named("managed-grafana")
+
+
+def test_az_shows_the_tags_at_the_pinned_api_version_and_needs_only_the_types_read(tmp_path, monkeypatch):
+    """ARM's GET by id: 404 is nothing there, a resource without tags answers tags null. Each call needs the type's
+    read action, which the deployer's roles hold (ops/deployer_role.py)."""
+    from tests.support.scenarios import calls_in, fake_az_env
+
+    not_found = {"exit": 3, "stderr": "ERROR: (ResourceNotFound) The Resource 'Microsoft.Dashboard/grafana/"
+                                      "amg-gpu-dev' under resource group 'rg-observability-dev' was not found."}
+    shown = [(WORKSPACE, None), (ACCOUNT, PORTAL_TAGS), (IDENTITY, OURS)]  # as ARM answers: the resource, its tags
+    rules = [{"match": ["resource", "show", "--ids", GRAFANA], "responses": [not_found]}] + [
+        {"match": ["resource", "show", "--ids", i], "responses": [{"json": {"id": i, "tags": tags}}]}
+        for i, tags in shown]
+    for key, value in fake_az_env(tmp_path, rules).items():
+        monkeypatch.setenv(key, value)
+    assert [taken._az_tags(i) for i in (GRAFANA, WORKSPACE, ACCOUNT, IDENTITY)] == [None, {}, PORTAL_TAGS, OURS]
+    role = deployer_role.union(deployer_role.load_roles())
+    calls = [call["argv"] for call in calls_in(tmp_path)]
+    assert [c[c.index("--api-version") + 1] for c in calls] == ["2024-10-01", "2023-04-03", "2024-01-01", "2023-01-31"]
+    assert [deployer_role.az_permission(c).actions for c in calls] == [
+        ("Microsoft.Dashboard/grafana/read",), ("Microsoft.Monitor/accounts/read",),
+        ("Microsoft.Storage/storageAccounts/read",), ("Microsoft.ManagedIdentity/userAssignedIdentities/read",)]
+    assert deployer_role.missing_for_calls(calls, role) == []
