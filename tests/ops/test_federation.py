@@ -190,6 +190,33 @@ def test_pulumi_policies_name_each_workflow_and_are_in_the_docs():
             assert f"vars.{policy['scope_variable']}" in (ROOT / ".github" / "workflows" / workflow).read_text()
 
 
+def set_up_steps() -> list:
+    """docs/platform.md's "Set-up, in order": (number, text) of each step."""
+    text = PLATFORM.read_text(encoding="utf-8").split("**Set-up, in order**", 1)[1].split("\n\n| |", 1)[0]
+    return [(int(number), body) for number, body in re.findall(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", text, re.M | re.S)]
+
+
+def test_the_set_up_list_is_in_order_and_sets_up_the_drift_identity_before_switching_it_on():
+    """Numbered 1..n; the three apps first, then each one's roles (the drift identity's by --drift), the three apps'
+    credentials, the environments (drift's branch policy too), and last the variables that switch the deploy and the
+    drift check on."""
+    steps = set_up_steps()
+    assert [number for number, _ in steps] == list(range(1, len(steps) + 1))
+
+    def step(marker: str) -> int:
+        found = [number for number, body in steps if marker in body]
+        assert len(found) == 1, (marker, found)
+        return found[0]
+
+    credentials = step("federated credentials of the three apps")
+    assert step("Create the three apps") < step("--drift --stack <stack>") < credentials
+    assert step("--deployer-object-id \"$(az ad sp show --id \"$PRODUCTION_APP_ID\"") < step("--drift --stack <stack>")
+    assert credentials < step("`drift`'s branch policies") < step("gh variable set AZURE_DRIFT_CLIENT_ID")
+    variables = steps[-1][1]
+    assert variables.index("AZURE_DRIFT_CLIENT_ID --body") < variables.index("gh variable set AZURE_CLIENT_ID")
+    assert "github-production-schedule" in dict(steps)[credentials]
+
+
 def test_bad_repo_is_one_line(capsys):
     assert fed.main(["--repo", "not a repo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
