@@ -59,6 +59,8 @@ GROUP_NAME = re.compile(r"[-\w.()]{0,89}[-\w()]")
 PLACEHOLDERS = {"deployer": "<deployer-object-id>", "preview": "<preview-object-id>", "drift": "<drift-object-id>",
                 "grafana": "<grafana-principal-id>", "node": "<node-resource-group>", "subscription": "$SUB",
                 "account": "<storage-account>"}
+#: A Pulumi state container, filled in by hand: the previewable stacks' (preview), production's (drift check).
+STATE_CONTAINER = "<state-storage-account-id>/blobServices/default/containers/<state-container>"
 #: Printed when the Pyroscope storage role is assigned on resources rather than on Pyroscope's resource group.
 RESOURCE_SCOPE_NOTE = ("Pyroscope's storage role is assigned on the {what} and the identity, not on resource group "
                        "{group} ({why}); a NEW stack's first pulumi up needs the group scope (the identity does not "
@@ -360,8 +362,7 @@ def preview_other_grants(cfg: StackConfig, who: Principals) -> list:
          "Azure Kubernetes Service Cluster User Role", cluster),
         ("only on a cluster with Azure RBAC for Kubernetes authorization:", "Azure Kubernetes Service RBAC Reader",
          cluster),
-        ("the previewable stacks' state container (never production's):", "Storage Blob Data Reader",
-         "<state-storage-account-id>/blobServices/default/containers/<state-container>"),
+        ("the previewable stacks' state container (never production's):", "Storage Blob Data Reader", STATE_CONTAINER),
         ("the preview's own secrets-provider key (never production's):", "Key Vault Crypto User",
          "<preview-key-vault-id>/keys/<preview-key>"),
     ]
@@ -386,10 +387,6 @@ STATE_DECRYPT_ROLE = {
     "NotDataActions": [],
     "AssignableScopes": ["/subscriptions/{subscription}/resourceGroups/<key-vault-resource-group>"],
 }
-
-
-#: Production's state container, as the set-up fills it in (the preview's is a placeholder of the same shape).
-STATE_CONTAINER = "<state-storage-account-id>/blobServices/default/containers/<state-container>"
 
 
 def drift_assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
