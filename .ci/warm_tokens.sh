@@ -46,7 +46,7 @@ for entry in "${audiences[@]}"; do
   resource=${entry#*|}
   # Only the expiry is asked for: the token itself never reaches stdout, stderr or the log.
   if ! expires=$(az account get-access-token --resource "$resource" --query expires_on --output tsv 2>"$ERRFILE"); then
-    die "no access token for ${name} (${resource}): $(last_error "$ERRFILE"); run this step right after azure/login, and check the federated credential of the job's identity (AZURE_CLIENT_ID; AZURE_PREVIEW_CLIENT_ID for the pull-request preview)"
+    die "no access token for ${name} (${resource}): $(last_error "$ERRFILE"); run this step right after azure/login, and check the federated credential of the job's identity (AZURE_CLIENT_ID; AZURE_PREVIEW_CLIENT_ID for the pull-request preview, AZURE_DRIFT_CLIENT_ID for the drift check)"
   fi
   if [[ "$expires" =~ ^[0-9]+$ ]]; then
     log "${name} (${resource}): cached, valid for $(( (expires - $(date +%s)) / 60 )) more minutes"

@@ -223,15 +223,18 @@ ARM_REST = [
 #: how-to-share-grafana-workspace.md: Admin "viewing, editing, and configuring data sources", Editor "read-write access
 #: to the dashboards", Viewer read-only). "none": Grafana answers without a signed-in user.
 GRAFANA_ROLES = ("none", "Viewer", "Editor", "Admin")
-#: Built-in Azure role that makes a principal Grafana Admin on a workspace.
+#: Built-in Azure roles that make a principal Grafana Admin, or Viewer, on a workspace.
 GRAFANA_ADMIN_ROLE_ID = "22926164-76b3-42b3-bc55-97df8dab3e41"
+GRAFANA_VIEWER_ROLE_ID = "60921a7e-fef1-4a43-9b16-a26c52ad4769"
 GRAFANA_API = [
     ("get", re.compile(r"/api/health$"), "none", "GET /api/health answers anonymously (steps/grafana_server.py probe)"),
     ("get", re.compile(r"/api/plugins$"), "Viewer", "plugin list (steps/grafana_server.py probe)"),
     ("get", re.compile(r"/api/datasources/uid/[^/]+/(?:health|resources/.+)$"), "Viewer",
      "a datasource's health check and resources are queries (ops/verify.py)"),
-    ("get", re.compile(r"/api/datasources/(?:uid|name)/[^/]+$"), "Admin",
-     "reading a datasource's settings is data source configuration (steps/grafana_datasource.py)"),
+    ("get", re.compile(r"/api/datasources/(?:uid|name)/[^/]+$"), "Viewer",
+     "reading a datasource's settings needs datasources:read, which Grafana grants Viewer unless the Enterprise "
+     "licence enforces data source permissions, then Admin (grafana/grafana pkg/api/accesscontrol.go, "
+     "fixed:datasources:reader; steps/grafana_datasource.py, ops/verify.py --drift)"),
     ("post", re.compile(r"/api/datasources$"), "Admin", "creating a datasource (steps/grafana_datasource.py)"),
     ("put", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin", "updating a datasource (steps/grafana_datasource.py)"),
     ("delete", re.compile(r"/api/datasources/uid/[^/]+$"), "Admin",

@@ -1,8 +1,9 @@
-"""Who may sign in as the preview and production identities: the OIDC subject, its federated credentials, Pulumi's.
+"""Who may sign in as the preview, production and drift identities: the OIDC subject, its federated credentials.
 
 The repository's subject template is :data:`TEMPLATE`, so a job's subject names its environment, its ref and its event:
-``repo:<org>/<repo>:environment:production:ref:refs/heads/main:event_name:push``. Production's app trusts exactly
-that subject for each of :data:`PRODUCTION_EVENTS`; the preview's trusts a flexible federated credential per length
+``repo:<org>/<repo>:environment:production:ref:refs/heads/main:event_name:push``. Production's app (the deployer)
+trusts exactly that subject for each of :data:`PRODUCTION_EVENTS`; the drift identity's (read-only) the same on
+environment ``drift`` for each of :data:`DRIFT_EVENTS`; the preview's a flexible federated credential per length
 of a pull request's number, :func:`preview_expressions` (pull requests' merge refs only). :func:`subject` builds a
 job's subject as GitHub does and :func:`trusts` matches it as Entra does. ``python -m ops.federation [--repo
 ORG/REPO]`` prints the set-up commands (docs/platform.md, "Identities", shows them for ``<org>/<repo>``);
@@ -25,8 +26,10 @@ from cli import OneLineParser, UsageError, exit_code
 TEMPLATE = ("repo", "context", "ref", "event_name")
 ISSUER = "https://token.actions.githubusercontent.com"
 AZURE_AUDIENCE = "api://AzureADTokenExchange"
-#: The events production's workflows run on (deploy.yml: push, workflow_dispatch; drift.yml: schedule).
-PRODUCTION_EVENTS = ("push", "workflow_dispatch", "schedule")
+#: The events deploy.yml runs on, production's only: the write-capable deployer signs in for nothing else.
+PRODUCTION_EVENTS = ("push", "workflow_dispatch")
+#: The events drift.yml runs on, on environment ``drift``: its identity can read, never write.
+DRIFT_EVENTS = ("schedule", "workflow_dispatch")
 MAIN = "refs/heads/main"
 #: A pull_request job's GITHUB_REF, the ref claim of its token: ``refs/pull/<number>/merge``.
 PULL_REQUEST_REFS = "refs/pull/*/merge"
@@ -65,10 +68,20 @@ def subject(claims: Mapping[str, str], template: Sequence[str] = TEMPLATE) -> st
     return ":".join(parts)
 
 
+def main_subjects(environment: str, events: Sequence[str], repo: str = PLACEHOLDER_REPO) -> dict:
+    """{event: subject} of a job on ``environment`` running on main, for each of ``events``."""
+    return {event: subject({"repository": repo, "environment": environment, "ref": MAIN, "event_name": event})
+            for event in events}
+
+
 def production_subjects(repo: str = PLACEHOLDER_REPO) -> dict:
     """{event: subject} of production's federated credentials: environment production, main, each production event."""
-    return {event: subject({"repository": repo, "environment": "production", "ref": MAIN, "event_name": event})
-            for event in PRODUCTION_EVENTS}
+    return main_subjects("production", PRODUCTION_EVENTS, repo)
+
+
+def drift_subjects(repo: str = PLACEHOLDER_REPO) -> dict:
+    """{event: subject} of the drift identity's federated credentials: environment drift, main, each drift event."""
+    return main_subjects("drift", DRIFT_EVENTS, repo)
 
 
 def preview_pattern(repo: str = PLACEHOLDER_REPO, number: str = "*") -> str:
@@ -104,9 +117,11 @@ def matches(pattern: str, value: str) -> bool:
 
 
 def trusts(value: str, repo: str = PLACEHOLDER_REPO) -> Optional[str]:
-    """Which identity signs in a job whose subject is ``value``: ``production``, ``preview`` or None."""
+    """Which identity signs in a job whose subject is ``value``: ``production``, ``drift``, ``preview`` or None."""
     if value in production_subjects(repo).values():
         return "production"
+    if value in drift_subjects(repo).values():
+        return "drift"
     if any(matches(pattern, value) for pattern in preview_patterns(repo)):
         return "preview"
     return None
@@ -117,14 +132,16 @@ def _json(document: dict) -> str:
 
 
 def setup_commands(repo: str = PLACEHOLDER_REPO) -> str:
-    """The shell commands that create both apps' federated credentials for ``repo`` (``$PRODUCTION_APP_ID``,
-    ``$PREVIEW_APP_ID``; a flexible credential exists only in Microsoft Graph beta, on applications, and az has no
-    command for it: ``az rest``), then set the subject template and read back what each app trusts."""
+    """The shell commands that create the three apps' federated credentials for ``repo`` (``$PRODUCTION_APP_ID``,
+    ``$DRIFT_APP_ID``, ``$PREVIEW_APP_ID``; a flexible credential exists only in Microsoft Graph beta, on
+    applications, and az has no command for it: ``az rest``), then set the subject template and read back what each
+    app trusts."""
     lines = []
-    for event, sub in production_subjects(repo).items():
-        credential = _json({"name": f"github-production-{event.replace('_', '-')}", "issuer": ISSUER,
-                            "subject": sub, "audiences": [AZURE_AUDIENCE]})
-        lines.append(f"az ad app federated-credential create --id \"$PRODUCTION_APP_ID\" --parameters '{credential}'")
+    for app, subjects in (("PRODUCTION", production_subjects(repo)), ("DRIFT", drift_subjects(repo))):
+        for event, sub in subjects.items():
+            credential = _json({"name": f"github-{app.lower()}-{event.replace('_', '-')}", "issuer": ISSUER,
+                                "subject": sub, "audiences": [AZURE_AUDIENCE]})
+            lines.append(f"az ad app federated-credential create --id \"${app}_APP_ID\" --parameters '{credential}'")
     graph = "https://graph.microsoft.com/beta/applications/$PREVIEW_APP_OBJECT_ID/federatedIdentityCredentials"
     lines.append("PREVIEW_APP_OBJECT_ID=$(az ad app show --id \"$PREVIEW_APP_ID\" --query id --output tsv)")
     for digits, expression in enumerate(preview_expressions(repo), 1):
@@ -140,27 +157,28 @@ def setup_commands(repo: str = PLACEHOLDER_REPO) -> str:
     lines += [f"echo '{template}' |", f"  gh api -X PUT repos/{repo}/actions/oidc/customization/sub --input -",
               f"gh api repos/{repo}/actions/oidc/customization/sub",
               "az ad app federated-credential list --id \"$PRODUCTION_APP_ID\" --query \"[].subject\"",
+              "az ad app federated-credential list --id \"$DRIFT_APP_ID\" --query \"[].subject\"",
               f"az rest --url \"{graph}\" --query \"value[].[name, subject, claimsMatchingExpression.value]\""]
     return "\n".join(lines) + "\n"
 
 
-#: The production workflows whose jobs sign in to Pulumi Cloud, their events and the variable naming their scope.
+#: The main workflows whose jobs sign in to Pulumi Cloud: their environment, events and the variable naming their scope.
 PULUMI_JOBS = {
-    "deploy-stacks.yml": (("push", "workflow_dispatch"), "PULUMI_PRODUCTION_SCOPE"),  # called by deploy.yml
-    "drift.yml": (("schedule", "workflow_dispatch"), "PULUMI_DRIFT_SCOPE"),
+    "deploy-stacks.yml": ("production", PRODUCTION_EVENTS, "PULUMI_PRODUCTION_SCOPE"),  # called by deploy.yml
+    "drift.yml": ("drift", DRIFT_EVENTS, "PULUMI_DRIFT_SCOPE"),
 }
 
 
 def pulumi_policies(repo: str = PLACEHOLDER_REPO, repo_id: str = PLACEHOLDER_REPO_ID) -> list:
     """Pulumi Cloud's OIDC policies for ``repo``: one per (workflow, event), as ``{"claims": {claim: value},
-    "scope_variable": name}``. Each names the repository's id; production's name the workflow too
-    (``job_workflow_ref``, the called workflow for a reusable one), so a drift job, read-only, and a deploy job get
-    different teams under one subject."""
+    "scope_variable": name}``. Each names the repository's id; main's name the workflow too (``job_workflow_ref``,
+    the called workflow for a reusable one), so each team's token goes to its own workflow's jobs alone (the
+    deploy's Stack Write, the drift check's Stack Read), whatever other workflow names the same environment."""
     policies = [{"claims": {"sub": pulumi_preview_pattern(repo), "repository_id": repo_id},
                  "scope_variable": "PULUMI_PREVIEW_SCOPE"}]
-    subjects = production_subjects(repo)
     names = re.sub(r"@[0-9]+", "", repo)  # job_workflow_ref names the repository, ids or not in the subject
-    for workflow, (events, variable) in PULUMI_JOBS.items():
+    for workflow, (environment, events, variable) in PULUMI_JOBS.items():
+        subjects = main_subjects(environment, events, repo)
         for event in events:
             policies.append({"claims": {"sub": subjects[event], "repository_id": repo_id,
                                         "job_workflow_ref": f"{names}/.github/workflows/{workflow}@{MAIN}"},

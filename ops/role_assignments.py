@@ -9,6 +9,7 @@ resource groups, then one ``az role assignment create`` per (role, scope), each 
 ``--preview`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and exits 1,
 one line, where they would read a production stack's approval nonce or cluster (:func:`production_stacks`): there is
 no way to give a pull request's preview a production stack, whatever reviewers the ``preview`` environment has.
+``--drift`` prints the drift identity's read-only roles (:func:`drift_assignments`, :func:`drift_other_grants`).
 Exit 0; 2 on bad input (one line ``error: <key or option>: ...``). Research: docs/decisions/deployer-roles.md.
 """
 
@@ -22,7 +23,14 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from cli import OneLineParser, UsageError, exit_code, require_virtualenv
-from ops.deployer_role import ROLE_FILES, SUBSCRIPTION_PLACEHOLDER, Clause, condition, load_role
+from ops.deployer_role import (
+    GRAFANA_VIEWER_ROLE_ID,
+    ROLE_FILES,
+    SUBSCRIPTION_PLACEHOLDER,
+    Clause,
+    condition,
+    load_role,
+)
 
 with require_virtualenv("ops.role_assignments"):  # the configuration is read with the program's own modules
     from components.pyroscope_storage import derived_account_name
@@ -40,14 +48,19 @@ with require_virtualenv("ops.role_assignments"):  # the configuration is read wi
 
 DEPLOYER, ASSIGNER, PRIVATE_LINK, STORAGE = ROLE_FILES
 GRAFANA_ADMIN_NAME = "Grafana Admin"
+GRAFANA_VIEWER_NAME = "Grafana Viewer"
+#: Built-in roles printed by id: a custom role of the same name cannot stand in for them.
+BUILT_IN_IDS = {GRAFANA_ADMIN_NAME: GRAFANA_ADMIN, GRAFANA_VIEWER_NAME: GRAFANA_VIEWER_ROLE_ID}
 #: The stacks the production identity deploys (ops/stack_matrix.py reads the same file).
 STACKS_FILE = ROOT / "deploy" / "stacks.json"
 GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: Azure's resource group names: 1-90 letters, digits, '_', '-', '.', '(' and ')', not ending in '.'.
 GROUP_NAME = re.compile(r"[-\w.()]{0,89}[-\w()]")
-PLACEHOLDERS = {"deployer": "<deployer-object-id>", "preview": "<preview-object-id>",
+PLACEHOLDERS = {"deployer": "<deployer-object-id>", "preview": "<preview-object-id>", "drift": "<drift-object-id>",
                 "grafana": "<grafana-principal-id>", "node": "<node-resource-group>", "subscription": "$SUB",
                 "account": "<storage-account>"}
+#: A Pulumi state container, filled in by hand: the previewable stacks' (preview), production's (drift check).
+STATE_CONTAINER = "<state-storage-account-id>/blobServices/default/containers/<state-container>"
 #: Printed when the Pyroscope storage role is assigned on resources rather than on Pyroscope's resource group.
 RESOURCE_SCOPE_NOTE = ("Pyroscope's storage role is assigned on the {what} and the identity, not on resource group "
                        "{group} ({why}); a NEW stack's first pulumi up needs the group scope (the identity does not "
@@ -144,6 +157,12 @@ def _storage_scopes(cfg: StackConfig, group, others: dict, dedicated: bool, sub:
     return container_id, scopes, RESOURCE_SCOPE_NOTE.format(what=what, group=storage_group, why=why)
 
 
+def grafana_id(cfg: StackConfig, subscription: str) -> str:
+    """The ARM id of the stack's Grafana, placeholders where a stack reference fills it in."""
+    return (f"/subscriptions/{subscription}/resourceGroups/{cfg.grafana_resource_group or '<grafana-resource-group>'}"
+            f"/providers/Microsoft.Dashboard/grafana/{cfg.grafana_name or '<grafana-name>'}")
+
+
 def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), dedicated: bool = False) -> list:
     """The deployer's role assignments for stack ``stack`` (:class:`Assignment`, then notes as strings): the deployer
     role on the cluster's, Grafana's and the workspace's groups; the role assigner only where the stack assigns a role
@@ -162,13 +181,13 @@ def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), de
     cluster_group = cfg.cluster_resource_group or "<cluster-resource-group>"
     grafana_group = cfg.grafana_resource_group or "<grafana-resource-group>"
     workspace_group = cfg.monitor_workspace_resource_group or "<monitor-workspace-resource-group>"
-    grafana_id = f"{group(grafana_group)}/providers/Microsoft.Dashboard/grafana/{cfg.grafana_name or '<grafana-name>'}"
+    grafana = grafana_id(cfg, sub)
     workspace_id = (f"{group(workspace_group)}/providers/Microsoft.Monitor/accounts/"
                     f"{cfg.monitor_workspace_name or '<monitor-workspace-name>'}")
     pls_group = cfg.private_link_service_resource_group or who.node_group
     grants = []  # (role file, clause, the scope the stack assigns it on)
     if cfg.create_grafana:
-        grants.append((ASSIGNER, Clause(GRAFANA_ADMIN, "PrincipalId", who.deployer), grafana_id))
+        grants.append((ASSIGNER, Clause(GRAFANA_ADMIN, "PrincipalId", who.deployer), grafana))
     if cfg.assigns_monitoring_data_reader:
         # A Grafana the stack creates has no identity before its first up: any service principal until the
         # generator is run again with --grafana-principal-id.
@@ -210,7 +229,7 @@ def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), de
         found.append(Assignment(stack_role_name(role["Name"], stack), scope,
                                 condition(clauses) if conditioned else None, definition))
     if not cfg.create_grafana:  # the datasource steps call Grafana's API as Grafana Admin
-        found.append(Assignment(GRAFANA_ADMIN_NAME, grafana_id, None))
+        found.append(Assignment(GRAFANA_ADMIN_NAME, grafana, None))
     return found if note is None else [*found, note]
 
 
@@ -343,8 +362,7 @@ def preview_other_grants(cfg: StackConfig, who: Principals) -> list:
          "Azure Kubernetes Service Cluster User Role", cluster),
         ("only on a cluster with Azure RBAC for Kubernetes authorization:", "Azure Kubernetes Service RBAC Reader",
          cluster),
-        ("the previewable stacks' state container (never production's):", "Storage Blob Data Reader",
-         "<state-storage-account-id>/blobServices/default/containers/<state-container>"),
+        ("the previewable stacks' state container (never production's):", "Storage Blob Data Reader", STATE_CONTAINER),
         ("the preview's own secrets-provider key (never production's):", "Key Vault Crypto User",
          "<preview-key-vault-id>/keys/<preview-key>"),
     ]
@@ -354,6 +372,59 @@ def preview_other_grants(cfg: StackConfig, who: Principals) -> list:
                         f"--assignee-principal-type ServicePrincipal --role {_quoted(role, who.subscription)} "
                         f"--scope {_quoted(scope, who.subscription)}"]
     return lines
+
+
+#: The drift identity's role on production's secrets-provider key: decrypt, nothing else. `pulumi stack output` decrypts
+#: the stack's data key even without --show-secrets (pulumi/pulumi v3.230.0 pkg/resource/stack/deployment.go
+#: DeserializeStackOutputs; pkg/secrets/cloud/manager.go newCloudSecretsManager), and go-cloud's Key Vault keeper calls
+#: Decrypt alone. Key Vault Crypto User would also let it encrypt, sign and update the key (disable it).
+STATE_DECRYPT_ROLE = {
+    "Name": "aks-gpu-observability state decrypt", "IsCustom": True,
+    "Description": "Decrypts with the key it is assigned on, and nothing else (no encrypt, sign or key update): the "
+                   "aks-gpu-observability drift check reads a stack's outputs, whose data key the secrets provider "
+                   "decrypts.",
+    "Actions": [], "NotActions": [], "DataActions": ["Microsoft.KeyVault/vaults/keys/decrypt/action"],
+    "NotDataActions": [],
+    "AssignableScopes": ["/subscriptions/{subscription}/resourceGroups/<key-vault-resource-group>"],
+}
+
+
+def drift_assignments(cfg: StackConfig, who: Principals = Principals()) -> list:
+    """The drift identity's Azure role for the stack: Grafana Viewer on its Grafana. ``ops.verify --drift`` reads
+    Grafana's health and plugins, the stack's two datasources and its dashboard through Grafana's API, and downloads
+    the dashboard's source without a token; it calls no ARM API (ops.deployer_role maps each call), so no Reader
+    anywhere. Viewer reads a datasource's settings where Grafana does not enforce data source permissions (grafana/
+    grafana pkg/api/accesscontrol.go grants fixed:datasources:reader to Viewer without the Enterprise licence's
+    dspermissions.enforcement); where it does, the check stops with Grafana's 403 (exit 2) until the identity may
+    read the two datasources in Grafana. Nothing here writes."""
+    return [Assignment(GRAFANA_VIEWER_NAME, grafana_id(cfg, who.subscription), None)]
+
+
+def drift_other_grants(who: Principals) -> list:
+    """The drift identity's grants on production's self-managed backend, which the generator cannot scope offline, as
+    commented-out commands, each after a line saying why: Storage Blob Data Reader on the state container and
+    :data:`STATE_DECRYPT_ROLE` on production's key (created once per tenant). With Pulumi Cloud none: the team of
+    ``PULUMI_DRIFT_SCOPE`` holds Stack Read."""
+    role = {**STATE_DECRYPT_ROLE, "AssignableScopes": [scope.format(subscription=who.subscription)
+                                                       for scope in STATE_DECRYPT_ROLE["AssignableScopes"]]}
+
+    def assign(role_name: str, scope: str) -> str:
+        return (f"az role assignment create --assignee-object-id {_quoted(who.deployer, who.subscription)} "
+                f"--assignee-principal-type ServicePrincipal --role {_quoted(role_name, who.subscription)} "
+                f"--scope {_quoted(scope, who.subscription)}")
+
+    target = "/tmp/state-decrypt-role.json"
+    return [
+        "The drift identity's grants on production's azblob:// state and azurekeyvault:// secrets provider, which the "
+        "generator cannot scope offline: uncomment them for that backend (Pulumi Cloud: the drift team's Stack Read).",
+        "production's state container, read only (pulumi stack output reads the checkpoint and takes no lock):",
+        assign("Storage Blob Data Reader", STATE_CONTAINER),
+        "production's key, decrypt only (pulumi stack output decrypts the stack's data key, secret outputs or not); "
+        "the role once per tenant, on the key vault's group:",
+        f"cat > {target} <<EOF", _escaped(json.dumps(role), who.subscription, '\\`$'), "EOF",
+        f"az role definition create --role-definition @{target}",
+        assign(STATE_DECRYPT_ROLE["Name"], "<production-key-vault-id>/keys/<production-key>"),
+    ]
 
 
 def definition(path, scopes: Sequence[str], stack: str) -> dict:
@@ -384,16 +455,24 @@ def _quoted(value: str, subscription: str) -> str:
     return '"' + _escaped(value, subscription, '\\"`$') + '"'
 
 
-def script(stack: str, found: Sequence, who: Principals, preview: bool = False) -> str:
-    """The shell script for ``found`` (:func:`assignments`, :func:`preview_assignments` with ``preview``): the
-    definitions (each create followed by the update for a re-run, commented out), the assignments, then notes."""
+HEADERS = {
+    "deployer": "the deployer's roles and where they are assigned (docs/deployer-role.md). Run as Owner or User "
+                "Access Administrator on these groups (creating a role needs roleDefinitions/write).",
+    "preview": "the preview identity's Reader assignments (docs/platform.md, Identities). Run as Owner, User Access "
+               "Administrator or Role Based Access Control Administrator on these groups.",
+    "drift": "the drift identity's read-only roles (docs/platform.md, Identities). Run as Owner, User Access "
+             "Administrator or Role Based Access Control Administrator on the Grafana resource (the grants below: on "
+             "the container and the key; creating their role needs roleDefinitions/write).",
+}
+
+
+def script(stack: str, found: Sequence, who: Principals, identity: str = "deployer") -> str:
+    """The shell script for ``found`` (:func:`assignments`; :func:`preview_assignments`, :func:`drift_assignments`
+    with ``identity`` ``preview``, ``drift``): the definitions (each create followed by the update for a re-run,
+    commented out), the assignments, then notes."""
     rows = [a for a in found if isinstance(a, Assignment)]
     notes = [a for a in found if isinstance(a, str)]
-    lines = [f"# Stack {stack}: the preview identity's Reader assignments (docs/platform.md, Identities). Run as "
-             "Owner, User Access Administrator or Role Based Access Control Administrator on these groups."
-             if preview else
-             f"# Stack {stack}: the deployer's roles and where they are assigned (docs/deployer-role.md). Run as "
-             "Owner or User Access Administrator on these groups (creating a role needs roleDefinitions/write)."]
+    lines = [f"# Stack {stack}: {HEADERS[identity]}"]
     if who.subscription == PLACEHOLDERS["subscription"]:
         lines.append("SUB=$(az account show --query id --output tsv)")
     files = []
@@ -408,7 +487,7 @@ def script(stack: str, found: Sequence, who: Principals, preview: bool = False) 
                   f"az role definition create --role-definition @{target}",
                   f"# re-run after a change of groups: az role definition update --role-definition @{target}"]
     for row in rows:
-        role = GRAFANA_ADMIN if row.role == GRAFANA_ADMIN_NAME else row.role
+        role = BUILT_IN_IDS.get(row.role, row.role)
         line = (f"az role assignment create --assignee-object-id {_quoted(who.deployer, who.subscription)} "
                 f"--assignee-principal-type {who.principal_type} --role {_quoted(role, who.subscription)} "
                 f"--scope {_quoted(row.scope, who.subscription)}")
@@ -434,13 +513,14 @@ def _checked(option: str, value: Optional[str], pattern: re.Pattern, expected: s
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Print the stack's role definitions and assignments (a shell script, or ``--json``): 0; 1 for a refused
     preview; 2 on bad input (a usage error, a configuration offline.plan would refuse, an option that does not apply:
-    ``--preview --principal-type User``, ``--pyroscope-group-dedicated`` where the
+    ``--preview --principal-type User``, ``--drift --preview``, ``--pyroscope-group-dedicated`` where the
     storage role cannot go on its group)."""
     parser = OneLineParser(prog="python -m ops.role_assignments", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to read (default dev)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
     parser.add_argument("--deployer-object-id",
-                        help="object id of whoever runs pulumi up, with --preview the preview's service principal")
+                        help="object id of whoever runs pulumi up; with --preview, --drift that identity's "
+                             "service principal")
     parser.add_argument("--grafana-principal-id", help="principal id of the existing Grafana's system identity")
     parser.add_argument("--principal-type", choices=["User", "ServicePrincipal"],
                         help="the deployer's principal type (default deployerPrincipalType, User for auto)")
@@ -450,6 +530,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--preview", action="store_true",
                         help="the preview identity's Reader assignments (refused where they would read a production "
                              "stack's approval nonce)")
+    parser.add_argument("--drift", action="store_true",
+                        help="the drift identity's read-only roles: Grafana Viewer, and production's state read and "
+                             "decrypt (commented out)")
     parser.add_argument("--pyroscope-group-dedicated", action="store_true",
                         help="pyroscopeStorageAccountResourceGroup holds nothing but the account the stack creates: "
                              "assign the storage role on the group")
@@ -461,17 +544,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         node = _checked("--node-resource-group", args.node_resource_group, GROUP_NAME,
                         "a resource group name (1-90 letters, digits, '_', '-', '.', '(', ')', not ending in '.')")
         subscription = _checked("--subscription-id", args.subscription_id, GUID, "a subscription id (a GUID)")
-        if args.preview and args.principal_type == "User":
-            raise UsageError("--principal-type: the preview identity is a service principal (ServicePrincipal, "
-                             "or leave it out)")
-        if args.preview and args.pyroscope_group_dedicated:
-            raise UsageError("--pyroscope-group-dedicated: not with --preview (the preview gets no storage role)")
+        if args.drift and args.preview:
+            raise UsageError("--drift: not with --preview (one identity at a time)")
+        for flag, name in (("preview", "the preview identity"), ("drift", "the drift identity")):
+            if getattr(args, flag) and args.principal_type == "User":
+                raise UsageError(f"--principal-type: {name} is a service principal (ServicePrincipal, or leave it "
+                                 "out)")
+            if getattr(args, flag) and args.pyroscope_group_dedicated:
+                raise UsageError(f"--pyroscope-group-dedicated: not with --{flag} (it gets no storage role)")
         cfg = stack_config(args.stack, args.set)
         principal_type = args.principal_type or (
             "User" if cfg.deployer_principal_type == "auto" else cfg.deployer_principal_type)
         who = Principals(deployer or PLACEHOLDERS["deployer"], principal_type, grafana or PLACEHOLDERS["grafana"],
                          node or PLACEHOLDERS["node"], subscription or PLACEHOLDERS["subscription"])
-        if not args.preview:
+        if args.drift:
+            who = Principals(deployer or PLACEHOLDERS["drift"], "ServicePrincipal", who.grafana, who.node_group,
+                             who.subscription)
+            found = [*drift_assignments(cfg, who), *drift_other_grants(who)]
+        elif not args.preview:
             found = assignments(args.stack, cfg, who, args.pyroscope_group_dedicated)
     except (UsageError, ConfigError, StackFileError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -487,7 +577,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.json:
         print(json.dumps([a.to_json() for a in found if isinstance(a, Assignment)], indent=2))
     else:
-        sys.stdout.write(script(args.stack, found, who, args.preview))
+        identity = "preview" if args.preview else "drift" if args.drift else "deployer"
+        sys.stdout.write(script(args.stack, found, who, identity))
     return 0
 
 

@@ -65,7 +65,8 @@ def test_the_documented_template_keeps_a_branch_out_of_production():
 @pytest.mark.parametrize("claims,identity", [
     (job("production", fed.MAIN, "push"), "production"),
     (job("production", fed.MAIN, "workflow_dispatch"), "production"),
-    (job("production", fed.MAIN, "schedule"), "production"),
+    (job("drift", fed.MAIN, "schedule"), "drift"),
+    (job("drift", fed.MAIN, "workflow_dispatch"), "drift"),
     (job("preview", "refs/pull/7/merge", "pull_request"), "preview"),
     (job("preview", "refs/pull/12345/merge", "pull_request"), "preview"),
     # A branch's own jobs, on either environment, by any event.
@@ -74,6 +75,13 @@ def test_the_documented_template_keeps_a_branch_out_of_production():
     (job("production", "refs/heads/main-evil", "push"), None),
     (job("preview", "refs/heads/evil", "push"), None),
     (job("preview", "refs/heads/pull/7/merge", "push"), None),
+    (job("drift", "refs/heads/evil", "schedule"), None),
+    (job("drift", "refs/heads/evil", "workflow_dispatch"), None),
+    # The schedule is the drift check's: a scheduled job on production gets nothing, and the drift identity is not
+    # federated for a push (deploy.yml's event).
+    (job("production", fed.MAIN, "schedule"), None),
+    (job("drift", fed.MAIN, "push"), None),
+    (job("drift", "refs/pull/7/merge", "pull_request"), None),
     # A pull request on production, a tag, another repository, a job without an environment.
     (job("production", "refs/pull/7/merge", "pull_request"), None),
     (job("production", "refs/tags/v1", "push"), None),
@@ -91,21 +99,40 @@ def test_the_documented_template_keeps_a_branch_out_of_production():
       for ref in ("refs/heads/evil", "refs/pull/3/merge")
       for name in ("preview:ref:refs/pull/1/merge:event_name:pull_request",
                    "production:ref:refs/heads/main:event_name:push",
-                   f"production:ref:refs/heads/main:event_name:{event}")],
+                   f"production:ref:refs/heads/main:event_name:{event}",
+                   f"drift:ref:refs/heads/main:event_name:{event}")],
 ])
-def test_only_mains_production_jobs_and_pull_request_previews_sign_in(claims, identity):
+def test_only_mains_deploy_and_drift_jobs_and_pull_request_previews_sign_in(claims, identity):
     assert fed.trusts(fed.subject(claims)) == identity
 
 
-def test_every_production_workflow_signs_in_on_its_own_events():
-    """deploy.yml's and drift.yml's triggers are production's events, and each gets a trusted subject."""
-    events = set()
-    for name in ("deploy.yml", "drift.yml"):
-        on = load(name)["on"]
-        events |= set(on) if isinstance(on, dict) else {on}
-    assert events == set(fed.PRODUCTION_EVENTS)
+def triggers(name: str) -> set:
+    on = load(name)["on"]
+    return set(on) if isinstance(on, dict) else {on}
+
+
+@pytest.mark.parametrize("workflow,environment,events", [("deploy.yml", "production", "PRODUCTION_EVENTS"),
+                                                         ("drift.yml", "drift", "DRIFT_EVENTS")])
+def test_each_main_workflow_signs_in_on_its_own_events_as_its_own_identity(workflow, environment, events):
+    """deploy.yml's triggers are production's events and drift.yml's the drift identity's: each event of each gets
+    its own identity's subject, and no other."""
+    events = getattr(fed, events)
+    assert triggers(workflow) == set(events)
     for event in events:
-        assert fed.trusts(fed.subject(job("production", fed.MAIN, event))) == "production"
+        assert fed.trusts(fed.subject(job(environment, fed.MAIN, event))) == environment
+
+
+def test_production_trusts_no_schedule_and_no_drift_subject():
+    """Production's app is federated for the deploy's events alone: the daily schedule is the drift check's, on
+    environment drift, and no drift subject (nor any event of it) is one of production's, in the generator or in
+    docs/platform.md."""
+    production = set(fed.production_subjects().values())
+    assert fed.PRODUCTION_EVENTS == ("push", "workflow_dispatch")
+    assert not any(sub.endswith(":event_name:schedule") for sub in production)
+    drift = set(fed.drift_subjects().values())
+    assert drift and not drift & production
+    assert all(":environment:drift:ref:refs/heads/main:event_name:" in sub for sub in drift)
+    assert documented_production_subjects() == production
 
 
 @pytest.mark.parametrize("pattern,value,expected", [
@@ -163,6 +190,33 @@ def test_pulumi_policies_name_each_workflow_and_are_in_the_docs():
             assert f"vars.{policy['scope_variable']}" in (ROOT / ".github" / "workflows" / workflow).read_text()
 
 
+def set_up_steps() -> list:
+    """docs/platform.md's "Set-up, in order": (number, text) of each step."""
+    text = PLATFORM.read_text(encoding="utf-8").split("**Set-up, in order**", 1)[1].split("\n\n| |", 1)[0]
+    return [(int(number), body) for number, body in re.findall(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", text, re.M | re.S)]
+
+
+def test_the_set_up_list_is_in_order_and_sets_up_the_drift_identity_before_switching_it_on():
+    """Numbered 1..n; the three apps first, then each one's roles (the drift identity's by --drift), the three apps'
+    credentials, the environments (drift's branch policy too), and last the variables that switch the deploy and the
+    drift check on."""
+    steps = set_up_steps()
+    assert [number for number, _ in steps] == list(range(1, len(steps) + 1))
+
+    def step(marker: str) -> int:
+        found = [number for number, body in steps if marker in body]
+        assert len(found) == 1, (marker, found)
+        return found[0]
+
+    credentials = step("federated credentials of the three apps")
+    assert step("Create the three apps") < step("--drift --stack <stack>") < credentials
+    assert step("--deployer-object-id \"$(az ad sp show --id \"$PRODUCTION_APP_ID\"") < step("--drift --stack <stack>")
+    assert credentials < step("`drift`'s branch policies") < step("gh variable set AZURE_DRIFT_CLIENT_ID")
+    variables = steps[-1][1]
+    assert variables.index("AZURE_DRIFT_CLIENT_ID --body") < variables.index("gh variable set AZURE_CLIENT_ID")
+    assert "github-production-schedule" in dict(steps)[credentials]
+
+
 def test_bad_repo_is_one_line(capsys):
     assert fed.main(["--repo", "not a repo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -183,14 +237,14 @@ def written_subjects():
 
 
 def test_every_subject_the_docs_and_workflows_write_is_one_the_generator_makes():
-    """No stale subject anywhere: each production or preview subject written out is a generated one, or its prefix
-    up to `event_name:`, or lists generated events as `<a|b>`; a pull request's number may read `<n>`."""
-    made = {*fed.production_subjects().values(), fed.preview_pattern(), *fed.preview_patterns(),
-            fed.pulumi_preview_pattern()}
+    """No stale subject anywhere: each production, drift or preview subject written out is a generated one, or its
+    prefix up to `event_name:`, or lists generated events as `<a|b>`; a pull request's number may read `<n>`."""
+    made = {*fed.production_subjects().values(), *fed.drift_subjects().values(), fed.preview_pattern(),
+            *fed.preview_patterns(), fed.pulumi_preview_pattern()}
     checked = 0
     for where, match in written_subjects():
         text = match.group(0).replace("refs/pull/<n>/merge", fed.PULL_REQUEST_REFS)
-        if match["environment"] not in ("production", "preview"):
+        if match["environment"] not in ("production", "preview", "drift"):
             assert ":event_name:" not in text or ":ref:" in text, (where, text)
             continue
         checked += 1
@@ -210,7 +264,7 @@ def test_pulumi_policies_print_as_json_with_the_repository_id(capsys):
     id, which Pulumi matches exactly (its `.` wildcard would let acme/my-app pass for acme/my.app)."""
     assert fed.main(["--pulumi-policies", "--repo", "acme/my.app", "--repo-id", "4242"]) == 0
     policies = json.loads(capsys.readouterr().out)
-    assert len(policies) == 1 + sum(len(events) for events, _ in fed.PULUMI_JOBS.values())
+    assert len(policies) == 1 + sum(len(events) for _, events, _ in fed.PULUMI_JOBS.values())
     for policy in policies:
         assert policy["decision"] == "allow" and policy["rules"]["repository_id"] == "4242"
         assert policy["rules"]["aud"] == "urn:pulumi:org:<pulumi-organization>"

@@ -35,7 +35,7 @@ def test_the_docs_show_the_generators_commands_as_set_up_step_one():
     text = PLATFORM.read_text(encoding="utf-8")
     block = "".join(f"   {line}\n" for line in repository.setup_commands().splitlines())
     steps = text.split("**Set-up, in order**", 1)[1]
-    assert steps.index("1. Protect `main`") < steps.index("2. Create the two apps")
+    assert steps.index("1. Protect `main`") < steps.index("2. Create the three apps")
     assert f"   ```sh\n{block}   ```" in steps
     body = json.loads(repository.setup_commands().split("echo '", 1)[1].split("' |", 1)[0])
     assert body == repository.main_ruleset()

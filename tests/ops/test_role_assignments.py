@@ -1,7 +1,7 @@
-"""ops.role_assignments: which of the four deployer roles a stack needs, on which scopes, with which condition, and
-the preview identity's Reader, refused where it would read a production stack's approval nonce; docs/deployer-role.md's
-example is its real output for the dev stack. SIMULATED: no Azure (the commands are printed, and checked by
-`bash -n`)."""
+"""ops.role_assignments: which of the four deployer roles a stack needs, on which scopes, with which condition;
+the preview identity's Reader, refused where it would read a production stack's approval nonce; the drift identity's
+read-only roles, and no more than the drift check's calls need; docs/deployer-role.md's example is its real output for
+the dev stack. SIMULATED: no Azure (the commands are printed, and checked by `bash -n`)."""
 
 from __future__ import annotations
 
@@ -525,3 +525,90 @@ def test_a_printed_condition_survives_the_shell_unchanged(capsys):
     argv = subprocess.run(["bash", "-c", "printf '%s\\n' " + line.split("--condition ", 1)[1].rsplit(
         " --condition-version", 1)[0]], capture_output=True, text=True, check=True).stdout
     assert argv == expected + "\n"
+
+
+# --- The drift identity: reads, never writes --------------------------------------------------------------------------
+#: The roles the drift identity may be given, by name and by id, each of which only reads. Grafana Viewer: dashboards,
+#: and datasource settings where Grafana does not enforce data source permissions; Storage Blob Data Reader: the
+#: state's blobs. Not Key Vault Crypto User: besides decrypt it may encrypt, sign and update a key (disable it).
+READ_ONLY_ROLES = {"Grafana Viewer": "60921a7e-fef1-4a43-9b16-a26c52ad4769",
+                   "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"}
+#: Custom roles the drift identity may be given: the data actions each may hold, reads only.
+READ_ONLY_CUSTOM = {"aks-gpu-observability state decrypt": {"Microsoft.KeyVault/vaults/keys/decrypt/action"}}
+GRAFANA = f"{SUB}/rg-observability-dev/providers/Microsoft.Dashboard/grafana/amg-gpu-dev"
+
+
+def not_read_only(script: str) -> list:
+    """Each role the script assigns or defines, commented out or not, that is not in the read-only allow-lists."""
+    found = []
+    for role in re.findall(r"^(?:# )?az role assignment create .*--role (\"[^\"]+\"|\S+) --scope", script, re.M):
+        if role.strip('"') not in {*READ_ONLY_ROLES, *READ_ONLY_ROLES.values(), *READ_ONLY_CUSTOM}:
+            found.append(f"assigns {role}")
+    bodies = re.findall(r"^(?:# )?cat > \S+ <<EOF\n(?:# )?(.*?)\n(?:# )?EOF$", script, re.M | re.S)
+    for body in bodies:
+        role = json.loads(re.sub(r"^# ", "", body, flags=re.M))
+        allowed = READ_ONLY_CUSTOM.get(role["Name"])
+        if allowed is None or role["Actions"] or not set(role["DataActions"]) <= allowed:
+            found.append(f"defines {role['Name']}: {role['Actions']} {role['DataActions']}")
+    if len(bodies) != script.count("az role definition create"):
+        found.append("a role definition the check cannot read")
+    return found
+
+
+def test_the_drift_identity_gets_read_only_roles_only(capsys):
+    """--drift: Grafana Viewer on the stack's Grafana, assigned; production's state container (read) and key
+    (decrypt only) for a self-managed backend, commented out. Nothing the allow-lists do not name, no condition, no
+    role that writes."""
+    code, out, err = run(capsys, "--drift", "--stack", "dev", "--deployer-object-id", ME)
+    assert code == 0, err
+    subprocess.run(["bash", "-n"], input=out, text=True, check=True)
+    assert not_read_only(out) == []
+    assert re.findall(r"^az role assignment create .*--role (\S+) --scope (\S+)$", out, re.M) == [
+        (READ_ONLY_ROLES["Grafana Viewer"], f'"{GRAFANA}"')]
+    commented = re.findall(r"^# az role assignment create .*--role (\"[^\"]+\"|\S+) --scope (\S+)$", out, re.M)
+    assert commented == [
+        ('"Storage Blob Data Reader"', f'"{ra.STATE_CONTAINER}"'),
+        ('"aks-gpu-observability state decrypt"', '"<production-key-vault-id>/keys/<production-key>"')]
+    assert f"--assignee-object-id {ME} --assignee-principal-type ServicePrincipal" in out
+    assert "--condition" not in out and "Key Vault Crypto User" not in out
+    code, out, _ = run(capsys, "--drift", "--stack", "dev", "--json")
+    assert code == 0 and json.loads(out) == [{"role": "Grafana Viewer", "scope": GRAFANA, "condition": None}]
+
+
+@pytest.mark.parametrize("line", [
+    "az role assignment create --assignee-object-id x --assignee-principal-type ServicePrincipal "
+    f"--role {GRAFANA_ADMIN} --scope /g",
+    "# az role assignment create --assignee-object-id x --assignee-principal-type ServicePrincipal "
+    '--role "Key Vault Crypto User" --scope /k',
+    "az role assignment create --assignee-object-id x --assignee-principal-type ServicePrincipal "
+    "--role Contributor --scope /g",
+    '# cat > /tmp/r.json <<EOF\n# {"Name": "aks-gpu-observability state decrypt", "Actions": [], "DataActions": '
+    '["Microsoft.KeyVault/vaults/keys/decrypt/action", "Microsoft.KeyVault/vaults/keys/update/action"]}\n# EOF\n'
+    "# az role definition create --role-definition @/tmp/r.json",
+])
+def test_the_read_only_check_refuses_a_role_that_writes(line):
+    assert not_read_only(line + "\n")
+
+
+def test_the_drift_check_needs_no_more_than_its_roles(tmp_path):
+    """Every az call `ops.verify --drift` makes (the stand-in az's log) needs Grafana Viewer at most and no ARM action:
+    so the drift identity needs no Reader anywhere. The state and its key are read by the Pulumi CLI (the commented-out
+    grants)."""
+    from tests.support.verify_runs import check_drift
+
+    done, calls = check_drift(tmp_path)
+    assert done.returncode == 0, done.stderr
+    needs = [dr.az_permission(call["argv"]) for call in calls]
+    assert needs and {need.kind for need in needs} <= {"grafana", "none"}
+    highest = max(dr.GRAFANA_ROLES.index(need.grafana_role) for need in needs if need.kind == "grafana")
+    assert dr.GRAFANA_ROLES[highest] == "Viewer"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--drift", "--principal-type", "User"], "error: --principal-type: the drift identity is a service principal"),
+    (["--drift", "--preview"], "error: --drift: not with --preview"),
+    (["--drift", "--pyroscope-group-dedicated"], "error: --pyroscope-group-dedicated: not with --drift"),
+])
+def test_drift_bad_input_is_one_line_naming_the_option(capsys, argv, message):
+    code, out, err = run(capsys, "--stack", "dev", *argv)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and err.startswith(message), err

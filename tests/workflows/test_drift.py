@@ -1,5 +1,5 @@
-""".github/workflows/drift.yml: the daily drift check per stack of deploy/stacks.json; only the issue job writes
-issues."""
+""".github/workflows/drift.yml: the daily drift check per stack of deploy/stacks.json, as the read-only drift
+identity on environment drift, never production's; only the issue job writes issues."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 
 from tests.support import ROOT
 from tests.support.workflows import (
+    WORKFLOWS,
     index,
     load,
     run_step,
@@ -33,9 +34,8 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     # check: a matrix over the stack list, OIDC only, never issues
     assert check["needs"] == "stacks" and check["strategy"]["fail-fast"] is False
     assert check["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
-    assert check["env"]["STACK"] == "${{ matrix.stack }}" and check["environment"] == "production"
+    assert check["env"]["STACK"] == "${{ matrix.stack }}"
     assert check["permissions"] == {"contents": "read", "id-token": "write"}
-    assert "vars.AZURE_CLIENT_ID != ''" in check["if"]
     backend = run_step(check, ".ci/pulumi_backend.sh")
     assert backend["id"] == "backend" and backend["env"]["PULUMI_TOKEN_SCOPE_VARIABLE"] == "PULUMI_DRIFT_SCOPE"
     cloud = uses(check, "pulumi/auth-actions")
@@ -61,6 +61,21 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert script["env"] == {"STACKS": "${{ needs.stacks.outputs.stacks }}"}
     for name, job in drift["jobs"].items():
         assert ("issues" in job.get("permissions", {})) == (name == "issues"), name
+
+
+def test_the_drift_check_signs_in_as_the_drift_identity_never_the_deployer():
+    """The check job runs on environment drift, whose federated credentials are the read-only drift identity's
+    (docs/platform.md, Identities), switched on by AZURE_DRIFT_CLIENT_ID; the deployer's client id is nowhere in the
+    workflow, in any spelling, nor a computed vars index that could reach it. The identity holds no ARM role (its
+    roles are Grafana's and the state's data actions): it signs in to the tenant, with no subscription to select."""
+    check = load("drift.yml")["jobs"]["check"]
+    assert check["environment"] == "drift"
+    assert check["if"].strip() == "vars.AZURE_DRIFT_CLIENT_ID != ''"
+    login = uses(check, "azure/login")["with"]
+    assert login == {"client-id": "${{ vars.AZURE_DRIFT_CLIENT_ID }}", "tenant-id": "${{ vars.AZURE_TENANT_ID }}",
+                     "allow-no-subscriptions": True}
+    text = (WORKFLOWS / "drift.yml").read_text(encoding="utf-8")
+    assert re.findall(r"(?<![\w])AZURE_CLIENT_ID|ARM_CLIENT_ID|vars\s*\[", text, re.I) == []
 
 
 def test_drift_checks_the_stacks_the_deploy_workflow_deploys(tmp_path):

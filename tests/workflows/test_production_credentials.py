@@ -1,6 +1,7 @@
 """Branch code must not hold production's keys: no job a pull request starts (or a reusable workflow it calls)
-reaches a production credential in any spelling, every production job is guarded to main and runs only on the
-events docs/platform.md federates, id-token: write only where a job signs in. SIMULATED: GitHub Actions."""
+reaches a production or drift credential in any spelling; production is deploy-stacks.yml's environment alone and
+drift drift.yml's; every job on either is guarded to main and runs only on the events docs/platform.md federates
+for it; id-token: write only where a job signs in. SIMULATED: GitHub Actions."""
 
 from __future__ import annotations
 
@@ -24,37 +25,49 @@ from tests.support.workflows import (
 # starts, and in every job of a reusable workflow such a job calls. None of them may reach a production credential.
 # These checks are a lint of this repository's files; the boundary itself is in the token: the repository's OIDC
 # subject names environment, ref and event (`repo:<org>/<repo>:environment:production:ref:refs/heads/main:event_name:
-# push`), the production app trusts only main's subjects for PRODUCTION_EVENTS (ops/federation.py), and the
-# `production` environment's branch policy backs it up: a branch can edit its own copy of these workflows.
+# push`), the production and drift apps trust only main's subjects for their events (ops/federation.py), and the
+# environments' branch policies back them up: a branch can edit its own copy of these workflows.
 PR_TRIGGERS = {"pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment"}
 # Triggers that run with the base repository's secrets and an id-token for what a pull request made: refused outright.
 # pull_request_target runs for the pull request itself; workflow_run runs after a pull request's workflow, on the
 # default branch's code, and handing it that run's artifacts or head (the usual reason to use it) runs the pull
 # request's code with them (GitHub Docs, "Security hardening for GitHub Actions", workflow_run).
 REFUSED_TRIGGERS = {"pull_request_target", "workflow_run"}
-# The events production's credentials are federated for, the one list: docs/platform.md's subjects and Pulumi
-# policies, and the triggers of every workflow with a production job, are compared with it.
-PRODUCTION_EVENTS = federation.PRODUCTION_EVENTS
+# The environments whose credentials trust main alone, each with the events they are federated for, the one list:
+# docs/platform.md's subjects and Pulumi policies, and the triggers of every workflow with a job on one, are compared
+# with it. Production's identity writes (the deployer); drift's reads only (the drift check).
+MAIN_ONLY = {"production": federation.PRODUCTION_EVENTS, "drift": federation.DRIFT_EVENTS}
+# The one workflow whose jobs may name each of them. The subject names environment, ref and event, not the workflow:
+# any other workflow on main naming `environment: production` would sign in as the deployer.
+OWNERS = {"production": "deploy-stacks.yml", "drift": "drift.yml"}
 PREVIEW_EVENTS = ("pull_request",)
 # Context property names are case-insensitive in GitHub's expressions: compared in lower case.
 PRODUCTION_NAMES = {
-    "vars": {"azure_client_id": "the production Azure identity vars.AZURE_CLIENT_ID"},
+    "vars": {"azure_client_id": "the production Azure identity vars.AZURE_CLIENT_ID",
+             "azure_drift_client_id": "the drift Azure identity vars.AZURE_DRIFT_CLIENT_ID"},
     "secrets": {"pulumi_access_token": "the production Pulumi token secrets.PULUMI_ACCESS_TOKEN"},
 }
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 # vars/secrets (not a property of another context): .name, .*, ['name'], a computed index, or the whole object.
 CONTEXT = re.compile(r"""(?<![\w.-])(?P<context>vars|secrets)\b\s*(?:\.\s*(?P<dotted>[\w-]+|\*)"""
                      r"""|\[\s*(?:'(?P<single>[^']*)'|"(?P<double>[^"]*)")\s*\]|(?P<index>\[))?""")
-MAIN_ONLY = "github.ref == 'refs/heads/main'"
-GUARD_STEP = {
-    "name": "Only main may use production",
-    "env": {"REF": "${{ github.ref }}"},
-    "run": 'if [ "$REF" != refs/heads/main ]; then\n'
-           '  echo "::error::production runs only from main; this run is on \'${REF}\' (docs/platform.md, '
-           'Identities)"\n'
-           "  exit 1\n"
-           "fi\n",
-}
+MAIN_REF = "github.ref == 'refs/heads/main'"
+
+
+def guard_step(environment: str = "production") -> dict:
+    """The first step of every job on a main-only ``environment``, exactly: it fails unless github.ref is main."""
+    return {
+        "name": f"Only main may use {environment}",
+        "env": {"REF": "${{ github.ref }}"},
+        "run": 'if [ "$REF" != refs/heads/main ]; then\n'
+               f'  echo "::error::{environment} runs only from main; this run is on \'${{REF}}\' (docs/platform.md, '
+               'Identities)"\n'
+               "  exit 1\n"
+               "fi\n",
+    }
+
+
+GUARD_STEP = guard_step()
 
 
 def all_workflows() -> dict[str, dict]:
@@ -74,15 +87,24 @@ def environment_name(job: dict) -> str | None:
 
 
 def production_environment(job: dict) -> str | None:
-    """Why the job's environment may be production, or None: the name compared without case (GitHub's environment
-    names are case-insensitive), and any name built by an expression counts."""
+    """Why the job's environment may be a main-only one (production, drift), or None: the name compared without case
+    (GitHub's environment names are case-insensitive), and any name built by an expression counts."""
     name = environment_name(job)
     if name is None:
         return None
     text = str(name)
     if "${{" in text:
         return f"environment {text!r} is an expression (it may name production)"
-    return f"environment {text}" if text.strip().lower() == "production" else None
+    return f"environment {text}" if text.strip().lower() in MAIN_ONLY else None
+
+
+def main_only(job: dict) -> str | None:
+    """The main-only environment the job runs on, lower case; production for a name built by an expression (the
+    strictest: its guard, its events)."""
+    if production_environment(job) is None:
+        return None
+    name = str(environment_name(job)).strip().lower()
+    return name if name in MAIN_ONLY else "production"
 
 
 def is_production(job: dict) -> bool:
@@ -216,6 +238,9 @@ REACHING = {  # each reaches a production credential from a pull request (each s
     "secret in a with: input": {"on": "pull_request", "jobs": {"x": {**HARMLESS, "steps": [
         {"uses": "some/action@" + "0" * 40, "with": {"token": "${{ SECRETS.Pulumi_Access_Token }}"}}]}}},
     "environment Production": {"on": "pull_request", "jobs": {"x": {"environment": "Production", **HARMLESS}}},
+    "environment drift": {"on": "pull_request", "jobs": {"x": {"environment": {"name": "Drift"}, **HARMLESS}}},
+    "the drift identity": {"on": "pull_request", "jobs": {"x": {"env": {"C": "${{ vars.AZURE_DRIFT_CLIENT_ID }}"},
+                                                                **HARMLESS}}},
     "environment as expression": {"on": "pull_request", "jobs": {"x": {"environment": "${{ 'produc' }}tion",
                                                                        **HARMLESS}}},
     "environment mapping": {"on": "pull_request",
@@ -291,80 +316,131 @@ def events(workflows: dict[str, dict], name: str, seen=frozenset()) -> set[str]:
     return found
 
 
-def main_only_guard(job: dict) -> dict | None:
-    """The job's main-only guard: its first step, exactly GUARD_STEP (no if:, no continue-on-error, the one script)."""
+def main_only_guard(job: dict, environment: str = "production") -> dict | None:
+    """The job's main-only guard: its first step, exactly guard_step(environment) (no if:, no continue-on-error, the
+    one script)."""
     first = steps(job)[0] if steps(job) else {}
-    return first if first == GUARD_STEP else None
+    return first if first == guard_step(environment) else None
 
 
 def guarded_by_its_if(job: dict) -> bool:
-    return str(job.get("if", "")).strip() in (MAIN_ONLY, "${{ %s }}" % MAIN_ONLY)
+    return str(job.get("if", "")).strip() in (MAIN_REF, "${{ %s }}" % MAIN_REF)
 
 
-def test_every_production_job_is_guarded_to_main_and_never_runs_for_a_pull_request():
-    """environment: production only for main: its first step is the guard (GUARD_STEP, exactly: it fails unless
-    github.ref is refs/heads/main, for workflow_dispatch from another branch, a schedule, and a workflow_call whose
-    caller ran elsewhere: github.ref is the caller's), or the job's own if: is exactly the main check (not
+def test_every_main_only_job_is_guarded_to_main_and_never_runs_for_a_pull_request():
+    """environment production or drift only for main: its first step is the guard (guard_step, exactly: it fails
+    unless github.ref is refs/heads/main, for workflow_dispatch from another branch, a schedule, and a workflow_call
+    whose caller ran elsewhere: github.ref is the caller's), or the job's own if: is exactly the main check (not
     ``... || true``); the job cannot continue on error; no step after the guard runs code or signs in under
-    always()/failure()/cancelled(); and the workflow runs only on PRODUCTION_EVENTS, through its callers too."""
+    always()/failure()/cancelled(); and the workflow runs only on its environment's events (MAIN_ONLY), through its
+    callers too."""
     workflows = all_workflows()
     guarded = 0
     for name, document in workflows.items():
         for job_name, job in document["jobs"].items():
-            if not is_production(job):
+            environment = main_only(job)
+            if environment is None:
                 continue
             guarded += 1
             where = f"{name} job {job_name}"
-            assert main_only_guard(job) is not None or guarded_by_its_if(job), where
+            assert main_only_guard(job, environment) is not None or guarded_by_its_if(job), where
             assert "continue-on-error" not in job, where
             for step in steps(job)[1:]:
                 if re.search(r"always\(|failure\(|cancelled\(", str(step.get("if", ""))):
                     assert "run" not in step and not step["uses"].startswith(("azure/login@", "pulumi/")), (where, step)
-            assert events(workflows, name) <= set(PRODUCTION_EVENTS), (where, events(workflows, name))
+            assert events(workflows, name) <= set(MAIN_ONLY[environment]), (where, events(workflows, name))
             assert not events(workflows, name) & PR_TRIGGERS, where
-    assert guarded == 3  # deploy-stacks.yml cluster and grafana, drift.yml check
+    assert guarded == 3  # deploy-stacks.yml cluster and grafana (production), drift.yml check (drift)
+
+
+def environments_out_of_place(workflows: dict[str, dict]) -> list[str]:
+    """Each job that names a main-only environment (in any spelling, or by an expression that may) outside its one
+    workflow (OWNERS), spelled exactly as there."""
+    found = []
+    for name, document in workflows.items():
+        for job_name, job in document["jobs"].items():
+            why = production_environment(job)
+            if why is not None and OWNERS.get(str(environment_name(job)).strip()) != name:
+                found.append(f"{name} job {job_name}: {why}, the environment of "
+                             f"{OWNERS.get(main_only(job) or '', 'no workflow')} alone")
+    return found
+
+
+def test_only_the_deploy_workflow_runs_on_production_and_only_the_drift_check_on_drift():
+    """Production's credentials trust main's push and workflow_dispatch on environment production, whatever workflow
+    the job is in: one more workflow on main naming production would sign in as the write-capable deployer. So only
+    deploy-stacks.yml (called by deploy.yml) names production, and drift.yml alone names drift."""
+    assert environments_out_of_place(all_workflows()) == []
+
+
+OUT_OF_PLACE = {
+    "a new workflow on production": ("report.yml", {"on": {"workflow_dispatch": {}},
+                                                    "jobs": {"x": {"environment": "production", **HARMLESS}}}),
+    "the drift check on production": ("drift.yml", {"on": {"schedule": [{"cron": "0 0 * * *"}]},
+                                                    "jobs": {"check": {"environment": "production", **HARMLESS}}}),
+    "production spelled otherwise": ("deploy-stacks.yml", {"on": {"workflow_call": {}},
+                                                           "jobs": {"x": {"environment": {"name": "Production"},
+                                                                          **HARMLESS}}}),
+    "an expression": ("report.yml", {"on": "push", "jobs": {"x": {"environment": "${{ inputs.where }}",
+                                                                  **HARMLESS}}}),
+    "the deploy on drift": ("deploy-stacks.yml", {"on": {"workflow_call": {}},
+                                                  "jobs": {"x": {"environment": "drift", **HARMLESS}}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUT_OF_PLACE))
+def test_the_environment_check_finds_a_main_only_environment_out_of_place(case):
+    name, document = OUT_OF_PLACE[case]
+    in_place = {"deploy-stacks.yml": {"on": {"workflow_call": {}}, "jobs": {"up": {"environment": "production",
+                                                                                   **HARMLESS}}},
+                "drift.yml": {"on": "schedule", "jobs": {"check": {"environment": "drift", **HARMLESS}}}}
+    assert environments_out_of_place(in_place) == []
+    assert environments_out_of_place({**in_place, name: document}), f"{case}: not caught"
 
 
 @pytest.mark.parametrize("job,passes", [
-    ({"if": MAIN_ONLY, **HARMLESS}, True),
-    ({"if": "${{ %s }}" % MAIN_ONLY, **HARMLESS}, True),
-    ({"if": MAIN_ONLY + " || true", **HARMLESS}, False),
-    ({"if": "always() || " + MAIN_ONLY, **HARMLESS}, False),
+    ({"if": MAIN_REF, **HARMLESS}, True),
+    ({"if": "${{ %s }}" % MAIN_REF, **HARMLESS}, True),
+    ({"if": MAIN_REF + " || true", **HARMLESS}, False),
+    ({"if": "always() || " + MAIN_REF, **HARMLESS}, False),
     ({"steps": [GUARD_STEP, {"run": "true"}]}, True),
     ({"steps": [{**GUARD_STEP, "continue-on-error": True}]}, False),
     ({"steps": [{**GUARD_STEP, "if": "false"}]}, False),
     ({"steps": [{**GUARD_STEP, "run": GUARD_STEP["run"] + "true\n"}]}, False),
     ({"steps": [{"run": "true"}, GUARD_STEP]}, False),
+    ({"steps": [guard_step("drift"), {"run": "true"}]}, False),  # the drift job's guard on a production job
 ])
 def test_the_guard_check_wants_the_exact_main_check(job, passes):
     assert (main_only_guard(job) is not None or guarded_by_its_if(job)) is passes
 
 
+@pytest.mark.parametrize("environment", sorted(MAIN_ONLY))
 @pytest.mark.parametrize("ref,passes", [("refs/heads/main", True), ("refs/heads/feature", False),
                                         ("refs/pull/7/merge", False), ("refs/tags/v1", False), ("", False)])
-def test_the_main_only_guard_step_fails_off_main(tmp_path, ref, passes):
+def test_the_main_only_guard_step_fails_off_main(tmp_path, environment, ref, passes):
     """The guard step's script, run as the runner would (bash -e), with the ref GitHub would give it."""
     workflows = all_workflows()
-    guards = [main_only_guard(job) for document in workflows.values() for job in document["jobs"].values()
-              if is_production(job)]
+    guards = [main_only_guard(job, environment) for document in workflows.values()
+              for job in document["jobs"].values() if main_only(job) == environment]
     assert guards and all(guards)
-    done = subprocess.run(["bash", "-e", "-c", GUARD_STEP["run"]], env={"PATH": os.environ["PATH"], "REF": ref},
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(["bash", "-e", "-c", guard_step(environment)["run"]],
+                          env={"PATH": os.environ["PATH"], "REF": ref}, capture_output=True, text=True, timeout=30)
     assert (done.returncode == 0) is passes, (ref, done.stdout, done.stderr)
     if not passes:
-        assert "production" in done.stdout + done.stderr and "main" in done.stdout + done.stderr
+        assert environment in done.stdout + done.stderr and "main" in done.stdout + done.stderr
 
 
 PLATFORM = ROOT / "docs" / "platform.md"
 
 
 def test_production_is_federated_only_for_main_and_the_events_of_its_workflows():
-    """docs/platform.md's federated credentials are ops.federation's: production's subjects are main's, one per
-    PRODUCTION_EVENTS (never pull_request*), the preview's flexible credentials; and every job on production runs
-    only on those events (through its callers too), every job on preview only on pull_request."""
+    """docs/platform.md's federated credentials are ops.federation's: production's and drift's subjects are main's,
+    one per event of MAIN_ONLY (never pull_request*), the preview's flexible credentials; and every job on production
+    or drift runs only on its events (through its callers too), every job on preview only on pull_request."""
     text = PLATFORM.read_text(encoding="utf-8")
     subjects = re.findall(r'"subject": "([^"]+)"', text)
-    assert sorted(subjects) == sorted(federation.production_subjects().values()), subjects
+    assert sorted(subjects) == sorted([*federation.production_subjects().values(),
+                                       *federation.drift_subjects().values()]), subjects
     assert all(":ref:refs/heads/main:" in sub and not sub.endswith(tuple(PR_TRIGGERS)) for sub in subjects)
     expressions = federation.preview_expressions()
     assert text.count('"claimsMatchingExpression"') == len(expressions) == federation.PULL_REQUEST_DIGITS
@@ -373,7 +449,7 @@ def test_production_is_federated_only_for_main_and_the_events_of_its_workflows()
     for name, document in workflows.items():
         for job in document["jobs"].values():
             if is_production(job):
-                assert events(workflows, name) <= set(PRODUCTION_EVENTS), name
+                assert events(workflows, name) <= set(MAIN_ONLY[main_only(job)]), name
             if environment_name(job) == "preview":
                 assert events(workflows, name) == set(PREVIEW_EVENTS), name
 
@@ -410,6 +486,6 @@ def test_id_token_write_only_where_a_job_signs_in():
                 assert any((j.get("permissions") or {}).get("id-token") == "write"
                            for j in workflows[target]["jobs"].values()), (name, job_name)
                 continue
-            assert environment_name(job) in {"preview", "production"}, (name, job_name)
+            assert environment_name(job) in {"preview", *MAIN_ONLY}, (name, job_name)
             assert any(s.get("uses", "").startswith(("azure/login@", "pulumi/auth-actions@")) for s in steps(job)), (
                 name, job_name)
