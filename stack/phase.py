@@ -26,5 +26,7 @@ def previewing() -> bool:
 
 
 def after(step: Any, value: Any) -> Any:
-    """``value`` as an invoke's argument that must wait for ``step`` (a command) in a preview (module docstring)."""
-    return step.stdout.apply(lambda _: value) if previewing() else value
+    """``value`` as an invoke's argument that must wait for ``step`` (a command) in a preview (module docstring), as
+    secret as ``value`` is: a step's stdout may be secret (steps/command.py), and an invoke with a secret argument
+    answers secret, which would differ from `pulumi up`'s answer and preview the state's plain values as changed."""
+    return pulumi.Output.unsecret(step.stdout).apply(lambda _: value) if previewing() else value
