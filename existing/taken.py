@@ -35,7 +35,7 @@ def _az_tags(resource_id: str) -> Optional[dict]:
         answer = az("resource", "show", "--ids", resource_id, "--api-version", API_VERSIONS[kind], "--query", "tags",
                     "--output", "json")
     except AzError as error:
-        if error.kind == "not_found":
+        if error.kind == "not_found" or "ResourceGroupNotFound" in error.stderr:  # az exits 3 for both
             return None
         raise
     return json.loads(answer or "null") or {}

@@ -344,8 +344,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                        for key, value in state.items()}
             outputs = json_format.ParseDict(unknown, response.object.__class__())
             response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=outputs)
-        # The engine makes these outputs secret, in the state and for the program (step_executor.go at v3.230.0).
-        for key in set(request.additionalSecretOutputs) & set(response.object.fields) - {"id"}:
+        # The engine makes these outputs secret, in the state and for the program (step_executor.go at v3.230.0), and
+        # an output named like a secret input ("If an input secret is potentially leaked as an output").
+        secret_inputs = {key for key, value in raw.items() if isinstance(value, dict) and value.get(SIG) == SECRET_SIG}
+        for key in (set(request.additionalSecretOutputs) | secret_inputs) & set(response.object.fields) - {"id"}:
             value = json_format.MessageToDict(response.object.fields[key])
             secret = isinstance(value, dict) and value.get(SIG) == SECRET_SIG
             response.object[key] = value if secret else {SIG: SECRET_SIG, "value": value}

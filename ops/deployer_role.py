@@ -229,6 +229,9 @@ GRAFANA_VIEWER_ROLE_ID = "60921a7e-fef1-4a43-9b16-a26c52ad4769"
 GRAFANA_API = [
     ("get", re.compile(r"/api/health$"), "none", "GET /api/health answers anonymously (steps/grafana_server.py probe)"),
     ("get", re.compile(r"/api/plugins$"), "Viewer", "plugin list (steps/grafana_server.py probe)"),
+    ("get", re.compile(r"/api/plugins/[^/]+/settings$"), "Viewer",
+     "one plugin's settings: any signed-in user for a datasource plugin (grafana/grafana pkg/api/api.go @ 54ec4964, "
+     "GetPluginSettingByID; ops/verify.py --drift, whose Viewer the list leaves external plugins out for)"),
     ("get", re.compile(r"/api/datasources/uid/[^/]+/(?:health|resources/.+)$"), "Viewer",
      "a datasource's health check and resources are queries (ops/verify.py)"),
     ("get", re.compile(r"/api/datasources/(?:uid|name)/[^/]+$"), "Viewer",

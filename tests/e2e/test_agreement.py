@@ -238,7 +238,9 @@ SIG, SECRET_SIG = wire.SIG, wire.SECRET_SIG
 
 def secret_keys(props: Optional[dict]) -> set[str]:
     """The top-level keys of a property map (state or wire format) that hold a secret, at any depth; not the
-    provider's own ``__`` keys, which the SDK never hands to a program (rpc.py ``deserialize_properties``)."""
+    provider's own ``__`` keys (pulumi-kubernetes' ``checkpointObject`` writes ``__inputs``), which no program reads:
+    the Python SDK resolves only the outputs a resource declares (pulumi 3.272.0 ``runtime/rpc.py``
+    ``resolve_properties`` skips a key without a resolver)."""
     def holds(value) -> bool:
         if isinstance(value, dict):
             return value.get(SIG) == SECRET_SIG or any(holds(v) for v in value.values())

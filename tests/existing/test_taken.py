@@ -90,15 +90,20 @@ def test_az_shows_the_tags_at_the_pinned_api_version_and_needs_only_the_types_re
 
     not_found = {"exit": 3, "stderr": "ERROR: (ResourceNotFound) The Resource 'Microsoft.Dashboard/grafana/"
                                       "amg-gpu-dev' under resource group 'rg-observability-dev' was not found."}
+    group_gone = {"exit": 3, "stderr": "ERROR: (ResourceGroupNotFound) Resource group 'rg-aks-gpu-dev' could not be "
+                                       "found.\nCode: ResourceGroupNotFound"}
     shown = [(WORKSPACE, None), (ACCOUNT, PORTAL_TAGS), (IDENTITY, OURS)]  # as ARM answers: the resource, its tags
-    rules = [{"match": ["resource", "show", "--ids", GRAFANA], "responses": [not_found]}] + [
+    rules = [{"match": ["resource", "show", "--ids", GRAFANA], "responses": [not_found]},
+             {"match": ["resource", "show", "--ids", GRAFANA.replace("observability", "gone")],
+              "responses": [group_gone]}] + [
         {"match": ["resource", "show", "--ids", i], "responses": [{"json": {"id": i, "tags": tags}}]}
         for i, tags in shown]
     for key, value in fake_az_env(tmp_path, rules).items():
         monkeypatch.setenv(key, value)
     assert [taken._az_tags(i) for i in (GRAFANA, WORKSPACE, ACCOUNT, IDENTITY)] == [None, {}, PORTAL_TAGS, OURS]
+    assert taken._az_tags(GRAFANA.replace("observability", "gone")) is None  # its group not there yet: nothing is
+    calls = [call["argv"] for call in calls_in(tmp_path)][:4]
     role = deployer_role.union(deployer_role.load_roles())
-    calls = [call["argv"] for call in calls_in(tmp_path)]
     assert [c[c.index("--api-version") + 1] for c in calls] == ["2024-10-01", "2023-04-03", "2024-01-01", "2023-01-31"]
     assert [deployer_role.az_permission(c).actions for c in calls] == [
         ("Microsoft.Dashboard/grafana/read",), ("Microsoft.Monitor/accounts/read",),

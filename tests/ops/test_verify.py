@@ -184,8 +184,25 @@ def test_drift_none_when_grafana_holds_what_the_stack_set(tmp_path):
     assert "✅ dashboard AdvancedGPUObservability: as the stack set it" in done.stdout
     assert all(c["rule"] is not None for c in calls) and done.stderr == ""
     grafana_calls = [c["argv"] for c in calls if GRAFANA in " ".join(c["argv"])]
-    # the three objects, and which Grafana it is (GET /api/health, GET /api/plugins)
-    assert len(grafana_calls) == 5 and all("ce34e7e5-485f-4d76-964f-b3d2b16d1e4f" in a for a in grafana_calls)
+    # the three objects, and which Grafana it is (GET /api/health, GET /api/plugins, the Azure plugin's settings)
+    assert len(grafana_calls) == 6 and all("ce34e7e5-485f-4d76-964f-b3d2b16d1e4f" in a for a in grafana_calls)
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_drift_finds_the_azure_prometheus_plugin_a_viewer_is_not_listed(tmp_path, installed):
+    """The drift identity is a Grafana Viewer, to whom Grafana lists core plugins only (grafana/grafana pkg/api/
+    plugins.go @ 54ec4964, GetPluginList): a Prometheus datasource Grafana's migration moved to the Azure plugin was
+    reported as drift. The plugin's settings answer a Viewer: installed, it is not drift; not installed, it is."""
+    from tests.support import fake_world
+
+    azure = fake_world.AZURE_PROMETHEUS
+    outputs = drift_outputs(tmp_path)
+    rules_ = drift_rules(tmp_path, as_grafana_holds_it(outputs, prom=edit("type", azure)))  # lists core plugins only
+    settings = next(r for r in rules_ if r["match"][-1].endswith(f"/api/plugins/{azure}/settings"))
+    settings["responses"] = [fake_world._plugin_settings(azure, {"plugins": [azure] if installed else []})]
+    done, _ = verify(tmp_path, rules_, outputs, "--drift")
+    assert done.returncode == (0 if installed else 1), done.stdout + done.stderr
+    assert ("✅ datasource azure-monitor-prometheus" in done.stdout) is installed
 
 
 def test_drift_a_datasource_url_edited_in_grafana(tmp_path):

@@ -656,6 +656,16 @@ def _plugins(query: str, g: dict) -> dict:
     return {"json": sorted((p for p in found if not wanted or p["type"] == wanted), key=lambda p: p["name"].lower())}
 
 
+def _plugin_settings(plugin_id: str, g: dict) -> dict:
+    """``GET /api/plugins/{id}/settings``: grafana/grafana ``pkg/api/plugins.go`` @ 54ec4964 ``GetPluginSettingByID``,
+    the plugin's settings to any signed-in user (not only an Admin, as the list shows external plugins), or 404
+    "Plugin not found"."""
+    if plugin_id not in CORE_DATASOURCE_PLUGINS and plugin_id not in g["plugins"]:
+        return _error("Not Found", "Plugin not found, no installed plugin with that id")
+    name = CORE_DATASOURCE_PLUGINS.get(plugin_id) or INSTALLABLE[plugin_id][0]
+    return {"json": {"id": plugin_id, "name": name, "type": "datasource", "enabled": True}}
+
+
 def datasource_variable_options(g: dict, variable: dict) -> list:
     """The uids a dashboard's datasource variable offers: the datasources whose plugin id is its ``query``
     (grafana/scenes ``DataSourceVariable.getValueOptions``, ``getList({pluginId})``; tests "Should generate correctly
@@ -899,6 +909,9 @@ def answer(argv: list[str], world: dict) -> dict:
                 return _health(g)
             if method == "get" and parts.path == "/api/plugins":
                 return _plugins(parts.query, g)
+            settings = re.fullmatch(r"/api/plugins/([^/]+)/settings", parts.path)
+            if method == "get" and settings:
+                return _plugin_settings(settings.group(1), g)
             if method == "get" and parts.path == "/api/search":
                 return _search(parts.query, g)
             found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)

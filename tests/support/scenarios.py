@@ -1066,7 +1066,9 @@ def grafana_server_rules(version: str, plugins: tuple = ()) -> list:
     g = {"version": version, "plugins": list(plugins)}
     return [{"match": ["rest", "--method", "get", "/api/health"], "responses": [fake_world._health(g)]},
             {"match": ["rest", "--method", "get", "/api/plugins?type=datasource"],
-             "responses": [fake_world._plugins("type=datasource", g)]}]
+             "responses": [fake_world._plugins("type=datasource", g)]},
+            {"match": ["rest", "--method", "get", f"/api/plugins/{fake_world.AZURE_PROMETHEUS}/settings"],
+             "responses": [fake_world._plugin_settings(fake_world.AZURE_PROMETHEUS, g)]}]
 
 
 def load_balancer_rules() -> list:
