@@ -461,8 +461,9 @@ HEADERS = {
     "preview": "the preview identity's Reader assignments (docs/platform.md, Identities). Run as Owner, User Access "
                "Administrator or Role Based Access Control Administrator on these groups.",
     "drift": "the drift identity's read-only roles (docs/platform.md, Identities). Run as Owner, User Access "
-             "Administrator or Role Based Access Control Administrator on the Grafana resource (the grants below: on "
-             "the container and the key; creating their role needs roleDefinitions/write).",
+             "Administrator or Role Based Access Control Administrator on the Grafana resource, and, for the "
+             "commented grants below, on the state container and the key (creating the decrypt role needs "
+             "roleDefinitions/write on the key vault's group); the key vault uses Azure RBAC, not access policies.",
 }
 
 
