@@ -115,7 +115,10 @@ class AksCloud:
                 self._ensure(service, key, path)
             elif FINALIZER in (meta.get("finalizers") or []):
                 self._release(key, service)
-                self._patch(path, {"metadata": {"finalizers": [f for f in meta["finalizers"] if f != FINALIZER]}})
+                # 422: its finalizers changed since the list was read (the patch would add back one removed
+                # meanwhile); the next pass reads it again and retries, as the service controller's next sync does.
+                self._patch(path, {"metadata": {"finalizers": [f for f in meta["finalizers"] if f != FINALIZER]}},
+                            gone_or_going=(404, 422))
         with fake_world.locked(self.world_path) as world:
             prefix = self.cluster_id.lower() + "|"
             stale = [k for k in world.setdefault("services", {}) if k.startswith(prefix) and k not in seen]
