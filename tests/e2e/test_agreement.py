@@ -233,9 +233,6 @@ def secret_stack_file():
         shutil.rmtree(folder)
 
 
-SIG, SECRET_SIG = wire.SIG, wire.SECRET_SIG
-
-
 def secret_keys(props: Optional[dict]) -> set[str]:
     """The top-level keys of a property map (state or wire format) that hold a secret, at any depth; not the
     provider's own ``__`` keys (pulumi-kubernetes' ``checkpointObject`` writes ``__inputs``), which no program reads:
@@ -243,7 +240,7 @@ def secret_keys(props: Optional[dict]) -> set[str]:
     ``resolve_properties`` skips a key without a resolver)."""
     def holds(value) -> bool:
         if isinstance(value, dict):
-            return value.get(SIG) == SECRET_SIG or any(holds(v) for v in value.values())
+            return value.get(wire.SIG) == wire.SECRET_SIG or any(holds(v) for v in value.values())
         return isinstance(value, list) and any(holds(v) for v in value)
     return {key for key, value in (props or {}).items() if not key.startswith("__") and holds(value)}
 
