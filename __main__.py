@@ -27,11 +27,12 @@ from components.pyroscope import Pyroscope, PyroscopeArgs
 from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs, derived_account_name
 from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
-from existing.kubeconfig import kubeconfig_for, kubernetes_provider
+from existing.handmade import refuse_handmade
+from existing.kubeconfig import cluster_kubeconfig, kubeconfig_for, kubernetes_provider
 from existing.roles import assigns_monitoring_data_reader
 from existing.taken import refuse_taken
 from stack.secrecy import keep_secret
-from stack.specs import pyroscope_identity_name
+from stack.specs import pyroscope_identity_name, stack_mark
 from stack_config.load import load
 from stack_config.references import for_cluster, resolve
 
@@ -48,7 +49,12 @@ grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
 # Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).
 assign_role = assigns_monitoring_data_reader(cfg, workspace and workspace.id, grafana and grafana.principal_id)
-kubeconfig = kubeconfig_for(cfg)
+kubeconfig_text = cluster_kubeconfig(cfg)
+mark = stack_mark(pulumi.get_project(), pulumi.get_stack())
+# A run by hand's extension, release or endpoint stops the first `up` here in one line, not half way (namespace gadget
+# carries the owner mark: docs/existing-objects.md).
+refuse_handmade(cfg, kubeconfig_text, cluster.id, client.subscription_id, mark)
+kubeconfig = kubeconfig_for(cfg, kubeconfig_text)
 kubernetes = kubernetes_provider("aks", cfg, kubeconfig)
 # Pyroscope's volumes: adopted where a StatefulSet made them before the stack owned them (components/pyroscope.py).
 claims_kubernetes = (kubernetes_provider("aks-claims", cfg, kubeconfig, upsert=True) if cfg.pyroscope_persistence
@@ -85,7 +91,8 @@ if grafana is None:
 # --- Cluster side ------------------------------------------------------------------------------------------
 # The stack owns namespace gadget (docs/decisions/gadget-namespace.md), so Pyroscope needs it and not the
 # extension's rollout; the extension installs into it beside the release.
-namespace = GadgetNamespace("gadget", GadgetNamespaceArgs(), opts=pulumi.ResourceOptions(providers=[kubernetes]))
+namespace = GadgetNamespace("gadget", GadgetNamespaceArgs(owner=mark),
+                            opts=pulumi.ResourceOptions(providers=[kubernetes]))
 
 gadget = InspektorGadget(
     "inspektor-gadget",

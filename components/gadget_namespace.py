@@ -5,8 +5,9 @@ Owns: one ``kubernetes:core/v1:Namespace`` (delete before replace, removed by ``
 :class:`GadgetNamespaceArgs` (the name, ``stack.specs.NAMESPACE``) and the Kubernetes provider in ``opts``.
 Output: ``namespace``, the resource (its ``metadata.name`` for readers, the resource for ``depends_on`` and
 ``replace_with``). With server-side apply a create is an upsert, so a ``gadget`` the extension made earlier is
-adopted. Upstream: pulumi/pulumi-kubernetes ``provider/pkg/await/await.go``; why the stack owns it, and who creates
-and deletes it in each order: docs/decisions/gadget-namespace.md.
+adopted. Its annotation ``aks-gpu-observability/stack`` names the owning stack (existing/handmade.py). Upstream:
+pulumi/pulumi-kubernetes ``provider/pkg/await/await.go``; why the stack owns it, and who creates and deletes it in
+each order: docs/decisions/gadget-namespace.md.
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stack.specs import NAMESPACE
+from stack.specs import NAMESPACE, STACK_ANNOTATION
 
 TYPE = "aks-gpu-observability:index:GadgetNamespace"
 
 
 @dataclass(frozen=True)
 class GadgetNamespaceArgs:
-    """Inputs of :class:`GadgetNamespace`. ``name``: the namespace (default ``gadget``)."""
+    """Inputs of :class:`GadgetNamespace`. ``name``: the namespace (default ``gadget``); ``owner``: the value of its
+    ``aks-gpu-observability/stack`` annotation (``stack.specs.stack_mark``; empty: none)."""
 
     name: str = NAMESPACE
+    owner: str = ""
 
 
 class GadgetNamespace(pulumi.ComponentResource):
@@ -43,7 +46,10 @@ class GadgetNamespace(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.name),
+            # The owner mark: what existing/handmade.py reads before the next run to tell the stack's own extension,
+            # release and endpoint from a run by hand's.
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.name,
+                                                annotations={STACK_ANNOTATION: args.owner} if args.owner else None),
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.register_outputs({})

@@ -1,11 +1,11 @@
 """The cluster's kubeconfig and the explicit Kubernetes provider built from it.
 
 Owns: the kubelogin conversion (:func:`kubelogin_kubeconfig`, :func:`azurecli_exec`, :func:`azurecli_args`),
-:func:`kubeconfig_for` and :func:`kubernetes_provider`. Input: a StackConfig (``kubeconfigCredentials``,
-``kubeloginMode``, ``kubernetesDeleteUnreachable``). Output: a secret kubeconfig Output and a ``kubernetes``
-provider that components receive through ``providers=``. Errors: ValueError for a kubelogin plugin without
-``--server-id``. Upstream: Azure/kubelogin v0.2.19 ``pkg/internal/converter/convert.go``; the research:
-docs/decisions/kubeconfig.md.
+:func:`cluster_kubeconfig`, :func:`kubeconfig_for` and :func:`kubernetes_provider`. Input: a StackConfig
+(``kubeconfigCredentials``, ``kubeloginMode``, ``kubernetesDeleteUnreachable``). Output: the kubeconfig (text, and a
+secret Output) and a ``kubernetes`` provider that components receive through ``providers=``. Errors: ValueError for a
+kubelogin plugin without ``--server-id``. Upstream: Azure/kubelogin v0.2.19 ``pkg/internal/converter/convert.go``;
+the research: docs/decisions/kubeconfig.md.
 """
 
 from __future__ import annotations
@@ -133,28 +133,32 @@ def kubelogin_kubeconfig(kubeconfig: str, mode: str) -> str:
     return yaml.safe_dump(document, sort_keys=False) if changed else kubeconfig
 
 
-def kubeconfig_for(cfg: StackConfig) -> pulumi.Output[str]:
-    """The cluster's kubeconfig as a secret Output[str].
+def cluster_kubeconfig(cfg: StackConfig) -> str:
+    """The cluster's kubeconfig as text, read before anything is registered (existing/handmade.py reads namespace
+    ``gadget`` with it; :func:`kubeconfig_for` wraps it as a secret).
 
     From ``listClusterUserCredential`` (format ``exec``, kubelogin for Entra ID clusters) or, with
-    ``kubeconfigCredentials=admin``, ``listClusterAdminCredential``; the first kubeconfig, base64-decoded.
-    The invoke's inputs are plain config values, so the kubeconfig is known during preview and the
-    provider is not needlessly replaced (pulumi-kubernetes replaces a provider whose kubeconfig is unknown).
+    ``kubeconfigCredentials=admin``, ``listClusterAdminCredential``; the first kubeconfig, base64-decoded, converted
+    to ``kubeloginMode`` (:func:`kubelogin_kubeconfig`). One invoke for the lookups and both providers.
     """
     if cfg.kubeconfig_credentials == "admin":
-        credentials = containerservice.list_managed_cluster_admin_credentials_output(
+        credentials = containerservice.list_managed_cluster_admin_credentials(
             resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name
         )
     else:
-        credentials = containerservice.list_managed_cluster_user_credentials_output(
+        credentials = containerservice.list_managed_cluster_user_credentials(
             resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name, format="exec"
         )
-    mode = cfg.kubelogin_mode
-    return pulumi.Output.secret(
-        credentials.kubeconfigs.apply(
-            lambda items: kubelogin_kubeconfig(base64.b64decode(items[0].value).decode("utf-8"), mode)
-        )
-    )
+    return kubelogin_kubeconfig(base64.b64decode(credentials.kubeconfigs[0].value).decode("utf-8"),
+                                cfg.kubelogin_mode)
+
+
+def kubeconfig_for(cfg: StackConfig, text: Optional[str] = None) -> pulumi.Output[str]:
+    """The cluster's kubeconfig as a secret Output[str]: ``text``, or :func:`cluster_kubeconfig`'s. Known during
+    preview (the invoke's inputs are plain config values), so the provider is not needlessly replaced
+    (pulumi-kubernetes replaces a provider whose kubeconfig is unknown).
+    """
+    return pulumi.Output.secret(text if text is not None else cluster_kubeconfig(cfg))
 
 
 def kubernetes_provider(name: str, cfg: StackConfig, kubeconfig: Optional[pulumi.Output] = None,

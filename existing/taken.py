@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 import pulumi
 
+from stack.specs import arm_type
 from stack_config.schema import MANAGED_BY, ConfigError, StackConfig
 from steps.azcli import AzError, AzNotInstalled, az
 
@@ -25,15 +26,16 @@ from steps.azcli import AzError, AzNotInstalled, az
 #: does not read the provider's list of versions first.
 API_VERSIONS = {"Microsoft.Monitor/accounts": "2023-04-03", "Microsoft.Dashboard/grafana": "2024-10-01",
                 "Microsoft.Storage/storageAccounts": "2024-01-01",
-                "Microsoft.ManagedIdentity/userAssignedIdentities": "2023-01-31"}
+                "Microsoft.ManagedIdentity/userAssignedIdentities": "2023-01-31",
+                "Microsoft.KubernetesConfiguration/extensions": "2023-05-01",
+                "Microsoft.Dashboard/grafana/managedPrivateEndpoints": "2024-10-01"}
 
 
 def _az_tags(resource_id: str) -> Optional[dict]:
     """The tags of the resource ``resource_id`` names ({} when it has none), or None when ARM finds nothing there."""
-    kind = "/".join(resource_id.split("/providers/", 1)[1].split("/")[:2])
     try:
-        answer = az("resource", "show", "--ids", resource_id, "--api-version", API_VERSIONS[kind], "--query", "tags",
-                    "--output", "json")
+        answer = az("resource", "show", "--ids", resource_id, "--api-version", API_VERSIONS[arm_type(resource_id)],
+                    "--query", "tags", "--output", "json")
     except AzError as error:
         if error.kind == "not_found" or "ResourceGroupNotFound" in error.stderr:  # az exits 3 for both
             return None

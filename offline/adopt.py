@@ -18,6 +18,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from offline import canned
 from offline.program import Plan, Resource
+from stack.specs import NAMESPACE, STACK_ANNOTATION
 
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -137,8 +138,9 @@ def import_command(path: str) -> str:
     return f"pulumi import --file {path} --protect=false --generate-code=false"
 
 
-def render(document: Mapping, path: str) -> str:
-    """What ``offline.plan --import-file`` prints: each imported resource and its id, then the commands to run."""
+def render(document: Mapping, path: str, mark: str) -> str:
+    """What ``offline.plan --import-file`` prints: each imported resource and its id, then the commands to run
+    (``mark``: the stack's owner mark, stack.specs.stack_mark, for namespace gadget)."""
     lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from "
              "this plan's config and lookups:"]
     width = max(len(e["name"]) for e in document["resources"])
@@ -146,6 +148,8 @@ def render(document: Mapping, path: str) -> str:
         if "id" in entry:
             lines.append(f"    {entry['name']:<{width}}  {entry['id']}")
     lines.append("")
+    lines.append(f"Mark namespace {NAMESPACE} as this stack's first: kubectl annotate namespace {NAMESPACE} "
+                 f"{STACK_ANNOTATION}={mark}")
     for name, urn in sorted(document["nameTable"].items()):
         lines.append(f"The explicit provider {name} must be in the stack's state first: pulumi up --target '{urn}'")
     lines += [f"Then: {import_command(path)}, and pulumi up (docs/adopting.md)."]

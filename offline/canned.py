@@ -609,3 +609,19 @@ def resource_tags(resource_id: str) -> Optional[dict]:
     tags = TAKEN.get(resource_id.lower())
     return None if tags is None else dict(tags)
 
+
+#: Namespace ``gadget``'s metadata in the canned cluster (existing/handmade.py), or None: the cluster has none, as
+#: before a first `pulumi up`. Tests put one there (a run by hand's, the stack's with its mark).
+NAMESPACE: Optional[dict] = None
+#: Helm release name -> its records (Secret names) in ``gadget``. Empty: no release.
+HELM_RELEASES: dict[str, list[str]] = {}
+
+
+def namespace_metadata(kubeconfig: str) -> Optional[dict]:
+    """existing/handmade.py NAMESPACE_LOOKUP offline: :data:`NAMESPACE`."""
+    return None if NAMESPACE is None else dict(NAMESPACE)
+
+
+def helm_releases(kubeconfig: str, release: str) -> list[str]:
+    """existing/handmade.py RELEASE_LOOKUP offline: the records :data:`HELM_RELEASES` holds for ``release``."""
+    return list(HELM_RELEASES.get(release, []))

@@ -259,7 +259,12 @@ private link chain (Grafana's managed private endpoint replaced, approved and re
 *may update*: what a preview shows updated or replaced because an input is unknown until `up` runs a step (a new
 endpoint's address, a lookup behind an updated wait), which `up`, with the canned answers, finds the same.
 `{COMMAND}` writes this page from the offline diff (`--check`: exit 1 while it differs).
-OFFLINE: Azure, Grafana and the cluster are simulated; a real `pulumi preview --diff` reads the live state."""
+OFFLINE: Azure, Grafana and the cluster are simulated; a real `pulumi preview --diff` reads the live state.
+
+A new version of this project changes no key, but may change what the next `pulumi up` does. On a stack deployed
+before namespace `gadget` carried its owner mark (the `aks-gpu-observability/stack` annotation that tells the stack's
+own extension, release and endpoint from a run by hand's: docs/existing-objects.md), it updates gadget-namespace in
+place, its annotations only; nothing restarts."""
 
 
 #: The move to Pyroscope 2 and its two half-moves, on the example stack (docs/decisions/pyroscope-major.md).

@@ -23,7 +23,8 @@ with require_virtualenv("offline.plan"):  # the plan runs the program: it needs 
     from offline import adopt, canned, diff_text, plan_state
     from offline import diff as plan_diff
     from offline.program import ConfigSet, Plan, Resource, run
-    from stack_config.schema import ConfigError
+    from stack.specs import stack_mark
+    from stack_config.schema import PROJECT, ConfigError
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -323,7 +324,7 @@ def _write_import_file(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(adopt.render(document, args.import_file))
+    print(adopt.render(document, args.import_file, stack_mark(PROJECT, args.stack)))
     if not args.subscription_id or not args.grafana_principal_id:
         print("note: ids use the offline plan's canned lookups for what was not given; pass --subscription-id and "
               "--grafana-principal-id for a real import (docs/adopting.md)", file=sys.stderr)

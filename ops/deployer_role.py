@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from cli import OneLineParser, UsageError, exit_code
+from stack.specs import arm_type
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The four role definitions: what they grant and where each is assigned, docs/deployer-role.md.
@@ -288,8 +289,8 @@ def az_permission(argv: Sequence[str]) -> Permission:
         return Permission("none", source="az's own profile, no call to Azure: ops/verify.py asks whether az is signed "
                                          "in (azure-cli 2.91.0 azure/cli/command_modules/profile/custom.py "
                                          "show_subscription)")
-    if words == ("resource", "show"):  # existing/taken.py: whether someone else made what the stack would create
-        kind = "/".join((_option(argv, "--ids") or "").split("/providers/", 1)[-1].split("/")[:2])
+    if words == ("resource", "show"):  # existing/taken.py, handmade.py: whether someone else made what the stack makes
+        kind = arm_type(_option(argv, "--ids") or "")
         if kind.split("/")[0] not in SOURCES:
             raise Unmapped(f"unmapped az resource show of a {kind or 'resource without --ids'}")
         return Permission("arm", (f"{kind}/read",), source="GET {id}?api-version=... (--api-version given, so no "

@@ -1,10 +1,11 @@
 """What several components share that is not a component: names, ports, a Kubernetes spec, Azure role ids.
 
-Owns: :data:`NAMESPACE` (``gadget``), Pyroscope's release name, port, selector labels and majors, the private-link
-NetworkPolicy (:data:`PRIVATE_LINK_POLICY`, :func:`private_link_policy_spec`), the built-in role ids the stack
-assigns (:data:`MONITORING_DATA_READER`, :data:`GRAFANA_ADMIN`, :data:`STORAGE_BLOB_DATA_CONTRIBUTOR`) and the
-role-assignment naming (:func:`role_definition_id`, :func:`role_assignment_name`). Pure values and functions, no
-resources; components import them so that no component imports another. Errors: ValueError from
+Owns: :data:`NAMESPACE` (``gadget``) and its owner mark (:data:`STACK_ANNOTATION`), Pyroscope's release name, port,
+selector labels and majors, the private-link NetworkPolicy (:data:`PRIVATE_LINK_POLICY`,
+:func:`private_link_policy_spec`), the built-in role ids the stack assigns (:data:`MONITORING_DATA_READER`,
+:data:`GRAFANA_ADMIN`, :data:`STORAGE_BLOB_DATA_CONTRIBUTOR`) and the role-assignment naming
+(:func:`role_definition_id`, :func:`role_assignment_name`), an ARM id's type (:func:`arm_type`). Pure values and
+functions, no resources; components import them so that no component imports another. Errors: ValueError from
 :func:`private_link_policy_spec` for an address that is not one. Upstream: Azure built-in roles reference
 (learn.microsoft.com/azure/role-based-access-control/built-in-roles); why the namespace is fixed:
 docs/decisions/gadget-namespace.md.
@@ -20,6 +21,17 @@ from typing import Optional, Sequence
 #: The extension's release namespace and Pyroscope's: the extension's profile exporter expects Service
 #: ``pyroscope`` in ``gadget`` (docs/decisions/gadget-namespace.md), so it is not configurable.
 NAMESPACE = "gadget"
+
+#: The annotation on namespace ``gadget`` that says which stack owns the cluster side (``<project>/<stack>``): the
+#: stack applies it before the extension, the release and the endpoint, so existing/handmade.py reads it as the
+#: stack's ledger of what it made on the cluster.
+STACK_ANNOTATION = "aks-gpu-observability/stack"
+
+
+def stack_mark(project: str, stack: str) -> str:
+    """The value of :data:`STACK_ANNOTATION` for stack ``stack`` of project ``project``."""
+    return f"{project}/{stack}"
+
 
 #: Pyroscope's Helm release, its Service port, and chart 1.15.0's selector labels of its pods
 #: (``templates/_helpers.tpl`` ``pyroscope.selectorLabels``).
@@ -78,3 +90,12 @@ def role_definition_id(subscription_id: str, role: str) -> str:
 def role_assignment_name(scope: str, role: str, principal_id: str) -> str:
     """A deterministic role assignment name (UUID v5 of scope, role and principal, lower-cased scope)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope.lower()}|{role}|{principal_id}"))
+
+
+def arm_type(resource_id: str) -> str:
+    """The resource type an ARM id names: the namespace after its last ``/providers/`` and each type segment
+    (``.../Microsoft.Dashboard/grafana/g/managedPrivateEndpoints/m`` -> ``Microsoft.Dashboard/grafana/
+    managedPrivateEndpoints``; an extension resource under a cluster -> ``Microsoft.KubernetesConfiguration/
+    extensions``)."""
+    namespace, *rest = resource_id.rsplit("/providers/", 1)[-1].split("/")
+    return "/".join([namespace, *rest[0::2]])

@@ -67,7 +67,10 @@ def old_design(plan: Plan) -> Plan:
 # --- plan level -----------------------------------------------------------------------------------------------
 def test_namespace_resource(dev):
     ns = dev.one(NAMESPACE)
-    assert ns.name == "gadget-namespace" and ns.inputs["metadata"] == {"name": "gadget"}
+    assert ns.name == "gadget-namespace"
+    # The owner mark existing/handmade.py reads: <project>/<stack>.
+    assert ns.inputs["metadata"] == {"name": "gadget", "annotations": {
+        "aks-gpu-observability/stack": "aks-gpu-observability/dev"}}
     assert ns.provider == dev.named("aks").urn  # the stack's provider (aks-claims is the claims' only)
     assert ns.parent == dev.one("aks-gpu-observability:index:GadgetNamespace").urn
     # Fixed name: a create-first replacement would upsert the same object, then delete it.
@@ -284,3 +287,21 @@ def test_upgrading_a_stack_of_the_old_design_only_creates_the_namespace(dev):
     diff, _ = plan_diff.preview(old_design(dev).to_json(), lambda pending: run("dev", pending=pending))
     changed = {s.name: s.op for s in diff.steps if s.op != "same"}
     assert changed == {"gadget": "create", "gadget-namespace": "create"}
+
+
+def test_a_stack_deployed_before_the_owner_mark_gets_it_in_place_and_nothing_else_moves(dev):
+    """The next `pulumi up` of a stack deployed before the namespace carried its mark (existing/handmade.py) updates
+    the namespace in place, its annotations only: nothing is replaced, nothing restarts."""
+    import copy
+
+    from offline import diff as plan_diff
+
+    head = dev.to_json()
+    base = copy.deepcopy(head)
+    for resource in base["resources"]:
+        if resource["type"] == NAMESPACE:
+            del resource["inputs"]["metadata"]["annotations"]
+    diff = plan_diff.compute(base, head)
+    changed = [(s.name, s.op, [d["path"] for d in s.diffs]) for s in diff.steps if s.op != "same"]
+    assert changed == [("gadget-namespace", "update", ["metadata.annotations"])], changed
+    assert diff.errors == []

@@ -3,6 +3,7 @@ the reference Pyroscope chart, and per test the dev stack's cluster (tests/suppo
 
 from __future__ import annotations
 
+import os
 import ssl
 from pathlib import Path
 
@@ -41,3 +42,15 @@ def aks(tmp_path, engine_tools):
     """The dev stack's cluster: a control plane, the world, the cloud-side loop; all stopped after the test."""
     with aks_cluster(tmp_path, engine_tools) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    """Real Helm (HELM_BIN), for a release made by hand; a missing one fails where REQUIRE_HELM=1 (CI)."""
+    path = os.environ.get("HELM_BIN")
+    if not path or not os.path.exists(path):
+        message = "real Helm is not installed (HELM_BIN; .ci/install-helm .tools installs it)"
+        if os.environ.get("REQUIRE_HELM") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path

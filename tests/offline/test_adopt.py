@@ -414,9 +414,20 @@ def test_the_import_hint_and_the_guide_give_one_command_pulumi_import_takes():
     """What `offline.plan --import-file` prints next and what docs/adopting.md says are the same `pulumi import` line,
     and every flag in it is one `pulumi import --file` accepts in v3.230.0 (a boolean where it is given `=false`)."""
     text = (ROOT / "docs" / "adopting.md").read_text(encoding="utf-8")
-    hint = adopt.render(adopt.import_file(run("dev")), "import.json")
+    hint = adopt.render(adopt.import_file(run("dev")), "import.json", "aks-gpu-observability/dev")
     commands = set(re.findall(r"pulumi import --file \S+(?: --[\w-]+(?:=\w+)?)*", hint + "\n" + text))
     assert commands == {adopt.import_command("import.json")}, commands
     for flag, value in re.findall(r"--([\w-]+)(?:=(\w+))?", adopt.import_command("import.json")):
         assert flag in IMPORT_FLAGS, flag
         assert not value or (flag in IMPORT_BOOLEANS and value in ("true", "false")), flag
+
+
+def test_the_import_hint_and_the_guide_mark_the_namespace_as_the_program_reads_it():
+    """The namespace's mark the hint prints and docs/adopting.md gives is the one existing/handmade.py takes for this
+    stack's (stack.specs.stack_mark)."""
+    from stack.specs import STACK_ANNOTATION, stack_mark
+
+    hint = adopt.render(adopt.import_file(run("dev")), "import.json", stack_mark("aks-gpu-observability", "dev"))
+    command = f"kubectl annotate namespace gadget {STACK_ANNOTATION}="
+    assert f"{command}{stack_mark('aks-gpu-observability', 'dev')}" in hint
+    assert f"{command}{stack_mark('aks-gpu-observability', '<stack>')}" in (ROOT / "docs" / "adopting.md").read_text()

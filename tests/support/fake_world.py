@@ -221,14 +221,30 @@ SHOWN = {"Microsoft.Dashboard/grafana": ("azure-native:dashboard:Grafana", "work
                                                               "resourceName")}
 
 
+#: The nested resources ``az resource show --ids`` is asked about (existing/handmade.py): id pattern -> (azure-native
+#: type, the path parameters its groups fill).
+NESTED = {
+    r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/(Microsoft\.ContainerService)/(managedClusters)/([^/]+)/"
+    r"providers/Microsoft\.KubernetesConfiguration/extensions/([^/]+)":
+        ("azure-native:kubernetesconfiguration:Extension",
+         ("resourceGroupName", "clusterRp", "clusterResourceName", "clusterName", "extensionName")),
+    r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Dashboard/grafana/([^/]+)/"
+    r"managedPrivateEndpoints/([^/]+)": (MPE, ("resourceGroupName", "workspaceName", "managedPrivateEndpointName")),
+}
+
+
 def _resource_show(argv: list[str], world: dict) -> dict:
-    """``az resource show --ids <id>``: the resource ``arm`` holds under that id (its ``id`` and ``tags``), or ARM's
-    404 (az exits 3)."""
+    """``az resource show --ids <id>``: the resource ``arm`` holds under that id (its ``id`` and ``tags``; null for an
+    extension, which takes none), or ARM's 404 (az exits 3)."""
     resource_id = _option(argv, "--ids") or ""
     found = re.fullmatch(r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/([^/]+/[^/]+)/([^/]+)", resource_id)
     kind = SHOWN.get(found.group(2)) if found else None
     inputs = kind and world["arm"].get(arm_identity(kind[0], {"resourceGroupName": found.group(1),
                                                               kind[1]: found.group(3)}))
+    for pattern, (type_, names) in NESTED.items():
+        nested = re.fullmatch(pattern, resource_id)
+        if nested:
+            inputs = world["arm"].get(arm_identity(type_, dict(zip(names, nested.groups()))))
     if inputs is None:
         return {"exit": 3, "stderr": f"ERROR: (ResourceNotFound) The Resource '{resource_id}' was not found."}
     return {"json": {"id": resource_id, "tags": inputs.get("tags")}}

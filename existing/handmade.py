@@ -1,0 +1,159 @@
+"""What a run of the published procedure by hand left where the stack's first ``pulumi up`` on a cluster creates: the
+extension, the Helm release ``pyroscope`` and the managed private endpoint.
+
+Owns :func:`refuse_handmade`. Namespace ``gadget`` is the stack's ledger: the stack applies it before the extension,
+the release and the endpoint (each waits for it), annotated ``aks-gpu-observability/stack: <project>/<stack>``
+(stack.specs.STACK_ANNOTATION). When it carries this stack's mark, or was applied by pulumi-kubernetes (a
+``managedFields`` manager ``pulumi-kubernetes…``: stacks from before the mark), what is there is the stack's own or
+imported into it, and nothing more is looked up. Otherwise each of the three that exists is refused in one line naming
+the key and the way out, where azure-native ("cannot create already existing resource") or Helm ("cannot re-use a name
+that is still in use") would stop ``pulumi up`` half way; another stack's mark is refused too. Lookups:
+:data:`NAMESPACE_LOOKUP` and :data:`RELEASE_LOOKUP` (kubectl, :data:`KUBECTL_ENV`, with the cluster's kubeconfig) and
+existing.taken.LOOKUP (``az resource show``); one that cannot tell is a warning, and the stack goes on. The table of
+what may exist: docs/existing-objects.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from typing import Callable, Optional
+
+import pulumi
+
+from existing import taken
+from stack.specs import NAMESPACE, PYROSCOPE_RELEASE, STACK_ANNOTATION
+from stack_config.schema import MANAGED_BY, ConfigError, StackConfig
+from steps.azcli import AzError, AzNotInstalled
+
+#: The environment variable naming the kubectl to run (default ``kubectl`` on PATH).
+KUBECTL_ENV = "KUBECTL"
+#: pulumi-kubernetes' field manager names: ``pulumi-kubernetes-<random>`` with server-side apply, ``pulumi-kubernetes``
+#: without (provider/pkg/provider/provider.go ``fieldManagerName``).
+PULUMI_MANAGER = "pulumi-kubernetes"
+
+
+class KubectlError(Exception):
+    """kubectl could not answer: not installed, timed out, or failed (``last_line`` says why)."""
+
+    def __init__(self, last_line: str) -> None:
+        super().__init__(last_line)
+        self.last_line = last_line
+
+
+def kubectl(kubeconfig: str, *args: str) -> str:
+    """``kubectl <args>`` against the cluster ``kubeconfig`` (text: written to a private temporary file, never
+    logged) and its stdout; KubectlError when it cannot answer."""
+    with tempfile.TemporaryDirectory(prefix="aks-gpu-obs-") as folder:
+        path = os.path.join(folder, "kubeconfig")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w", encoding="utf-8") as handle:
+            handle.write(kubeconfig)
+        command = [os.environ.get(KUBECTL_ENV) or "kubectl", "--request-timeout=30s", *args]
+        try:
+            done = subprocess.run(command, env={**os.environ, "KUBECONFIG": path}, capture_output=True, text=True,
+                                  timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise KubectlError(f"kubectl did not run ({error})") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise KubectlError(lines[-1][:300] if lines else f"kubectl exited {done.returncode}")
+    return done.stdout
+
+
+def _namespace(kubeconfig: str) -> Optional[dict]:
+    """The metadata of namespace ``gadget``, managedFields included, or None when there is none."""
+    text = kubectl(kubeconfig, "get", "namespace", NAMESPACE, "--ignore-not-found", "--show-managed-fields",
+                   "--output", "json")
+    return (json.loads(text).get("metadata") or {}) if text.strip() else None
+
+
+def _releases(kubeconfig: str, release: str) -> list[str]:
+    """The records of Helm release ``release`` in namespace ``gadget`` (Helm's storage: Secrets labelled
+    ``owner=helm,name=<release>``)."""
+    text = kubectl(kubeconfig, "get", "secrets", "--namespace", NAMESPACE, "--selector",
+                   f"owner=helm,name={release}", "--output", "name")
+    return text.split()
+
+
+#: ``kubeconfig -> namespace gadget's metadata, or None``; the offline plan sets its canned world's.
+NAMESPACE_LOOKUP: Callable[[str], Optional[dict]] = _namespace
+#: ``kubeconfig, release -> its Helm records in gadget``; the offline plan sets its canned world's.
+RELEASE_LOOKUP: Callable[[str, str], list[str]] = _releases
+
+
+def ours(metadata: dict, mark: str) -> bool:
+    """Whether namespace metadata says the stack ``mark`` (stack.specs.stack_mark) made the cluster side: its
+    annotation is ``mark``, or it has none and pulumi-kubernetes applied it. ConfigError when another stack's mark is
+    on it."""
+    owner = (metadata.get("annotations") or {}).get(STACK_ANNOTATION)
+    if owner and owner != mark:
+        raise ConfigError("clusterName", f"namespace {NAMESPACE} of this cluster is stack {owner}'s "
+                                         f"({STACK_ANNOTATION} annotation), and a cluster takes one stack; if this "
+                                         "stack was renamed from it: kubectl annotate --overwrite namespace "
+                                         f"{NAMESPACE} {STACK_ANNOTATION}={mark}")
+    return owner == mark or any((entry.get("manager") or "").startswith(PULUMI_MANAGER)
+                                for entry in metadata.get("managedFields") or [])
+
+
+def _cannot_tell(what: str, why: str) -> None:
+    pulumi.log.warn(f"could not tell whether a run by hand left {what} ({why}); the stack goes on")
+
+
+def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscription_id: str, mark: str) -> None:
+    """Raise ConfigError on the first of the extension, the Helm release and the managed private endpoint that exists
+    while namespace ``gadget`` does not say the stack ``mark`` made the cluster side (module docstring)."""
+    try:
+        metadata = NAMESPACE_LOOKUP(kubeconfig)
+    except KubectlError as error:
+        _cannot_tell(f"objects in namespace {NAMESPACE}", error.last_line)
+        return
+    if metadata is not None and ours(metadata, mark):
+        return
+    unmarked = f"namespace {NAMESPACE} has no {STACK_ANNOTATION}={mark} annotation: a run by hand?"
+    extension = f"{cluster_id}/providers/Microsoft.KubernetesConfiguration/extensions/{cfg.extension_name}"
+    if _exists(extension):
+        raise ConfigError("extensionName", f"{extension} already exists and this stack did not make it ({unmarked}): "
+                                           "bring it under the stack (docs/adopting.md) or delete it (az "
+                                           "k8s-extension delete --cluster-type managedClusters --cluster-name "
+                                           f"{cfg.cluster_name} --resource-group {cfg.cluster_resource_group} --name "
+                                           f"{cfg.extension_name})")
+    if metadata is not None:
+        try:
+            records = RELEASE_LOOKUP(kubeconfig, PYROSCOPE_RELEASE)
+        except KubectlError as error:
+            _cannot_tell(f"Helm release {PYROSCOPE_RELEASE}", error.last_line)
+            records = []
+        if records:
+            raise ConfigError("clusterName", f"Helm release {PYROSCOPE_RELEASE} in namespace {NAMESPACE} already "
+                                             f"exists and this stack did not make it ({unmarked}): bring it under the "
+                                             "stack (docs/adopting.md) or uninstall it (helm uninstall "
+                                             f"{PYROSCOPE_RELEASE} --namespace {NAMESPACE})")
+    grafana = (f"/subscriptions/{subscription_id}/resourceGroups/{cfg.grafana_resource_group}/providers/"
+               f"Microsoft.Dashboard/grafana/{cfg.grafana_name}")
+    endpoint = f"{grafana}/managedPrivateEndpoints/{cfg.managed_private_endpoint_name}"
+    tags = _tags(endpoint)
+    if tags is not None:
+        key, value = MANAGED_BY
+        made_by = ("another stack of this project made it" if tags.get(key) == value else
+                   f"this stack did not make it (no {key}={value} tag: a run by hand?)")
+        raise ConfigError("managedPrivateEndpointName", f"{endpoint} already exists and {made_by}: delete it (az "
+                                                        f"grafana mpe delete --workspace-name {cfg.grafana_name} "
+                                                        f"--resource-group {cfg.grafana_resource_group} --name "
+                                                        f"{cfg.managed_private_endpoint_name}), the stack makes its "
+                                                        "own (docs/adopting.md), or set managedPrivateEndpointName "
+                                                        "to a free name")
+
+
+def _tags(resource_id: str) -> Optional[dict]:
+    """existing.taken.LOOKUP, or None (with a warning) when az cannot tell."""
+    try:
+        return taken.LOOKUP(resource_id)
+    except (AzError, AzNotInstalled) as error:
+        _cannot_tell(resource_id, error.last_line)
+        return None
+
+
+def _exists(resource_id: str) -> bool:
+    return _tags(resource_id) is not None

@@ -1,0 +1,158 @@
+"""existing/handmade.py: on a cluster whose namespace gadget does not carry the stack's mark, what a run of the
+published procedure by hand left (the extension, the Helm release pyroscope, the managed private endpoint) is refused
+in one line before anything is registered; on the stack's own namespace nothing more is looked up. SIMULATED: the
+offline plan's canned world (offline/canned.py NAMESPACE, HELM_RELEASES, TAKEN) and a stand-in kubectl for the
+wrapper; tests/e2e/test_existing.py runs the real kubectl against a real API server."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from existing import handmade, taken
+from offline import canned
+from ops import deployer_role
+from stack.specs import STACK_ANNOTATION, arm_type
+from stack_config.schema import ConfigError
+from steps.azcli import AzError
+
+CLUSTER = canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev")
+GRAFANA = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
+EXTENSION = f"{CLUSTER}/providers/Microsoft.KubernetesConfiguration/extensions/inspektor-gadget"
+ENDPOINT = f"{GRAFANA}/managedPrivateEndpoints/pyroscope-mpe"
+MARK = "aks-gpu-observability/dev"
+#: Namespace gadget as the extension's agent (or `helm install --create-namespace`) makes it: no mark, no Pulumi.
+BY_HAND = {"name": "gadget", "managedFields": [{"manager": "helm", "operation": "Update"}]}
+RECORDS = ["secret/sh.helm.release.v1.pyroscope.v1"]
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    """cluster(namespace metadata or None, releases=..., arm={id: tags}): the canned world of this test."""
+    def put(namespace, releases=(), arm=None):
+        monkeypatch.setattr(canned, "NAMESPACE", namespace)
+        monkeypatch.setattr(canned, "HELM_RELEASES", {"pyroscope": list(releases)} if releases else {})
+        for resource_id, tags in (arm or {}).items():
+            monkeypatch.setitem(canned.TAKEN, resource_id.lower(), tags)
+    return put
+
+
+@pytest.mark.parametrize("namespace, releases, arm, key, way_out", [
+    (BY_HAND, (), {EXTENSION: {}}, "extensionName",
+     "bring it under the stack (docs/adopting.md) or delete it (az k8s-extension delete --cluster-type managedClusters "
+     "--cluster-name aks-gpu-dev --resource-group rg-aks-gpu-dev --name inspektor-gadget)"),
+    (None, (), {EXTENSION: {}}, "extensionName", "bring it under the stack (docs/adopting.md)"),
+    (BY_HAND, RECORDS, {}, "clusterName",
+     "bring it under the stack (docs/adopting.md) or uninstall it (helm uninstall pyroscope --namespace gadget)"),
+    (BY_HAND, (), {ENDPOINT: {}}, "managedPrivateEndpointName",
+     "no managed-by=aks-gpu-observability tag: a run by hand?): delete it (az grafana mpe delete --workspace-name "
+     "amg-gpu-dev --resource-group rg-observability-dev --name pyroscope-mpe)"),
+    (None, (), {ENDPOINT: {"managed-by": "aks-gpu-observability"}}, "managedPrivateEndpointName",
+     "another stack of this project made it: delete it"),
+], ids=["extension", "extension-namespace-gone", "release", "endpoint", "endpoint-of-another-stack"])
+def test_what_a_run_by_hand_left_is_refused_in_one_line_before_anything(plan, cluster, namespace, releases, arm, key,
+                                                                        way_out):
+    """azure-native ("cannot create already existing resource") and Helm ("cannot re-use a name that is still in use")
+    stopped the first `pulumi up` half way, after the namespace and the steps before them."""
+    cluster(namespace, releases, arm)
+    with pytest.raises(ConfigError) as caught:
+        plan()
+    message = str(caught.value)
+    assert caught.value.key == key and "\n" not in message, message
+    assert "already exists and" in message and way_out in message, message
+
+
+def test_on_the_stacks_own_namespace_nothing_more_is_looked_up(plan, cluster, monkeypatch):
+    """What is in a namespace the stack marked is its own, or imported into it (docs/adopting.md marks it)."""
+    cluster({"name": "gadget", "annotations": {STACK_ANNOTATION: MARK}}, RECORDS, {EXTENSION: {}, ENDPOINT: {}})
+    monkeypatch.setattr(canned, "helm_releases", lambda *_: pytest.fail("no release lookup"))
+    monkeypatch.setattr(canned, "resource_tags", lambda *_: pytest.fail("no ARM lookup"))
+    assert plan().named("gadget-namespace")
+
+
+def test_a_namespace_pulumi_kubernetes_applied_without_the_mark_is_the_stacks(plan, cluster):
+    """Stacks deployed before the mark: pulumi-kubernetes' server-side apply manager is on it; the next `up` adds the
+    mark."""
+    cluster({"name": "gadget", "managedFields": [{"manager": "pulumi-kubernetes-a1b2c3d4", "operation": "Apply"}]},
+            RECORDS, {EXTENSION: {}})
+    assert plan().named("gadget-namespace")
+
+
+def test_another_stacks_namespace_is_refused_with_the_way_out_of_a_rename(plan, cluster):
+    cluster({"name": "gadget", "annotations": {STACK_ANNOTATION: "aks-gpu-observability/staging"}})
+    with pytest.raises(ConfigError) as caught:
+        plan()
+    assert caught.value.key == "clusterName"
+    assert str(caught.value).endswith(
+        f"kubectl annotate --overwrite namespace gadget {STACK_ANNOTATION}={MARK}"), str(caught.value)
+
+
+def test_a_namespace_with_nothing_of_a_run_by_hand_is_adopted(plan, cluster):
+    cluster(BY_HAND)
+    assert plan().named("gadget-namespace")
+
+
+@pytest.mark.parametrize("fails", ["kubectl", "release", "az"])
+def test_a_lookup_that_cannot_tell_is_a_warning_and_the_stack_goes_on(plan, cluster, monkeypatch, fails):
+    cluster(BY_HAND)
+
+    def kubectl_fails(*_):
+        raise handmade.KubectlError("error: You must be logged in to the server (Unauthorized)")
+
+    def az_fails(_):
+        raise AzError(["resource", "show"], "ERROR: (AuthorizationFailed) no read")
+
+    target, failing = {"kubectl": ("namespace_metadata", kubectl_fails), "release": ("helm_releases", kubectl_fails),
+                       "az": ("resource_tags", az_fails)}[fails]
+    monkeypatch.setattr(canned, target, failing)
+    assert plan().named("gadget-namespace")
+
+
+def test_kubectl_gets_the_kubeconfig_in_a_private_file_and_its_errors_are_one_line(tmp_path, monkeypatch):
+    """The wrapper: KUBECONFIG names a file only its owner may read, gone afterwards; stderr's last line on failure."""
+    seen = tmp_path / "seen.json"
+    script = tmp_path / "kubectl"
+    script.write_text("#!/bin/sh\npython3 -c 'import json,os,stat,sys; p=os.environ[\"KUBECONFIG\"]; "
+                      "json.dump({\"args\": sys.argv[1:], \"mode\": stat.S_IMODE(os.stat(p).st_mode), "
+                      f"\"text\": open(p).read(), \"path\": p}}, open(\"{seen}\", \"w\"))' \"$@\"\n"
+                      "[ \"$1\" = --request-timeout=30s ] && [ \"$2\" = fail ] && { echo 'E1 first' >&2; "
+                      "echo 'error: the server has asked for the client to provide credentials' >&2; exit 1; }\n"
+                      "echo '{\"metadata\": {\"name\": \"gadget\"}}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv(handmade.KUBECTL_ENV, str(script))
+    assert handmade._namespace("apiVersion: v1\nkind: Config\n") == {"name": "gadget"}
+    got = json.loads(seen.read_text())
+    assert got["args"] == ["--request-timeout=30s", "get", "namespace", "gadget", "--ignore-not-found",
+                           "--show-managed-fields", "--output", "json"]
+    assert got["mode"] == 0o600 and got["text"] == "apiVersion: v1\nkind: Config\n"
+    assert not os.path.exists(got["path"])
+    with pytest.raises(handmade.KubectlError) as caught:
+        handmade.kubectl("x", "fail")
+    assert caught.value.last_line == "error: the server has asked for the client to provide credentials"
+    monkeypatch.setenv(handmade.KUBECTL_ENV, str(tmp_path / "missing"))
+    with pytest.raises(handmade.KubectlError, match="kubectl did not run"):
+        handmade._releases("x", "pyroscope")
+
+
+def test_az_shows_the_extension_and_endpoint_at_the_pinned_api_versions_with_the_types_read(tmp_path, monkeypatch):
+    from tests.support.scenarios import calls_in, fake_az_env
+
+    assert [arm_type(i) for i in (EXTENSION, ENDPOINT, GRAFANA)] == [
+        "Microsoft.KubernetesConfiguration/extensions", "Microsoft.Dashboard/grafana/managedPrivateEndpoints",
+        "Microsoft.Dashboard/grafana"]
+    not_found = {"exit": 3, "stderr": "ERROR: (ResourceNotFound) The Resource was not found."}
+    rules = [{"match": ["resource", "show", "--ids", EXTENSION], "responses": [{"json": {"id": EXTENSION,
+                                                                                         "tags": None}}]},
+             {"match": ["resource", "show", "--ids", ENDPOINT], "responses": [not_found]}]
+    for key, value in fake_az_env(tmp_path, rules).items():
+        monkeypatch.setenv(key, value)
+    assert [taken._az_tags(i) for i in (EXTENSION, ENDPOINT)] == [{}, None]
+    calls = [call["argv"] for call in calls_in(tmp_path)]
+    assert [c[c.index("--api-version") + 1] for c in calls] == ["2023-05-01", "2024-10-01"]
+    assert [deployer_role.az_permission(c).actions for c in calls] == [
+        ("Microsoft.KubernetesConfiguration/extensions/read",),
+        ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/read",)]
+    assert deployer_role.missing_for_calls(calls, deployer_role.union(deployer_role.load_roles())) == []
