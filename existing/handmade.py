@@ -107,7 +107,9 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
     try:
         metadata = NAMESPACE_LOOKUP(kubeconfig)
     except KubectlError as error:
-        _cannot_tell(f"objects in namespace {NAMESPACE}", error.last_line)
+        pulumi.log.warn(f"could not read namespace {NAMESPACE} ({error.last_line}), so the checks for what a run by "
+                        "hand left (extension, Helm release, managed private endpoint) are skipped and the stack "
+                        "goes on; kubectl comes with `az aks install-cli` (docs/existing-objects.md)")
         return
     if metadata is not None and ours(metadata, mark):
         return
@@ -136,14 +138,15 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
     tags = _tags(endpoint)
     if tags is not None:
         key, value = MANAGED_BY
-        made_by = ("another stack of this project made it" if tags.get(key) == value else
-                   f"this stack did not make it (no {key}={value} tag: a run by hand?)")
-        raise ConfigError("managedPrivateEndpointName", f"{endpoint} already exists and {made_by}: delete it (az "
-                                                        f"grafana mpe delete --workspace-name {cfg.grafana_name} "
-                                                        f"--resource-group {cfg.grafana_resource_group} --name "
-                                                        f"{cfg.managed_private_endpoint_name}), the stack makes its "
-                                                        "own (docs/adopting.md), or set managedPrivateEndpointName "
-                                                        "to a free name")
+        delete = (f"az grafana mpe delete --workspace-name {cfg.grafana_name} --resource-group "
+                  f"{cfg.grafana_resource_group} --name {cfg.managed_private_endpoint_name}")
+        if tags.get(key) == value:
+            why = ("another stack of this project made it (for another cluster?): set managedPrivateEndpointName to a "
+                   f"free name, or multiCluster to true, or delete it if nothing uses it ({delete})")
+        else:
+            why = (f"this stack did not make it (no {key}={value} tag: a run by hand?): bring it under the stack "
+                   f"(docs/adopting.md) or delete it ({delete}): the stack makes its own")
+        raise ConfigError("managedPrivateEndpointName", f"{endpoint} already exists and {why}")
 
 
 def _tags(resource_id: str) -> Optional[dict]:

@@ -14,6 +14,7 @@ Upstream: Azure Resource Manager "Resources - Get By Id"; the table of what may 
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable, Optional
 
 import pulumi
@@ -37,7 +38,9 @@ def _az_tags(resource_id: str) -> Optional[dict]:
         answer = az("resource", "show", "--ids", resource_id, "--api-version", API_VERSIONS[arm_type(resource_id)],
                     "--query", "tags", "--output", "json")
     except AzError as error:
-        if error.kind == "not_found" or "ResourceGroupNotFound" in error.stderr:  # az exits 3 for both
+        # az exits 3 on every 404 (ResourceNotFound, ParentResourceNotFound, ResourceGroupNotFound, a service's own
+        # code such as ExtensionNotFound, or no body: "'Not Found'"); AzError keeps the text, not the exit code.
+        if error.kind == "not_found" or re.search(r"NotFound\)|'Not Found'", error.stderr):
             return None
         raise
     return json.loads(answer or "null") or {}

@@ -152,7 +152,8 @@ def render(document: Mapping, path: str, mark: str) -> str:
                  f"{STACK_ANNOTATION}={mark}")
     for name, urn in sorted(document["nameTable"].items()):
         lines.append(f"The explicit provider {name} must be in the stack's state first: pulumi up --target '{urn}'")
-    lines += [f"Then: {import_command(path)}, and pulumi up (docs/adopting.md)."]
+    lines += [f"Then: {import_command(path)}, then steps 7 and 8 of docs/adopting.md (the Prometheus datasource's "
+              "uid, and pulumi up --replace of pyroscope-release)."]
     return "\n".join(lines)
 
 

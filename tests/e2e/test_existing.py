@@ -50,7 +50,8 @@ def test_a_run_by_hand_is_refused_before_anything_is_created_one_object_at_a_tim
                                            "exists and this stack did not make it (namespace gadget has no "
                                            f"{STACK_ANNOTATION}=aks-gpu-observability/dev annotation"),
         ("clusterName: Helm release pyroscope in namespace gadget already exists", "helm uninstall pyroscope"),
-        ("managedPrivateEndpointName: /subscriptions/", "az grafana mpe delete --workspace-name amg-gpu-dev"),
+        ("managedPrivateEndpointName: /subscriptions/", "bring it under the stack (docs/adopting.md) or delete it (az "
+                                                        "grafana mpe delete --workspace-name amg-gpu-dev"),
     ]
     for number, (first, then) in enumerate(expected):
         done = ws.up(STACK, check=False)

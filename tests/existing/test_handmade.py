@@ -48,10 +48,12 @@ def cluster(monkeypatch):
     (BY_HAND, RECORDS, {}, "clusterName",
      "bring it under the stack (docs/adopting.md) or uninstall it (helm uninstall pyroscope --namespace gadget)"),
     (BY_HAND, (), {ENDPOINT: {}}, "managedPrivateEndpointName",
-     "no managed-by=aks-gpu-observability tag: a run by hand?): delete it (az grafana mpe delete --workspace-name "
-     "amg-gpu-dev --resource-group rg-observability-dev --name pyroscope-mpe)"),
+     "no managed-by=aks-gpu-observability tag: a run by hand?): bring it under the stack (docs/adopting.md) or delete "
+     "it (az grafana mpe delete --workspace-name amg-gpu-dev --resource-group rg-observability-dev --name "
+     "pyroscope-mpe): the stack makes its own"),
     (None, (), {ENDPOINT: {"managed-by": "aks-gpu-observability"}}, "managedPrivateEndpointName",
-     "another stack of this project made it: delete it"),
+     "another stack of this project made it (for another cluster?): set managedPrivateEndpointName to a free name, "
+     "or multiCluster to true"),
 ], ids=["extension", "extension-namespace-gone", "release", "endpoint", "endpoint-of-another-stack"])
 def test_what_a_run_by_hand_left_is_refused_in_one_line_before_anything(plan, cluster, namespace, releases, arm, key,
                                                                         way_out):

@@ -109,3 +109,31 @@ def test_az_shows_the_tags_at_the_pinned_api_version_and_needs_only_the_types_re
         ("Microsoft.Dashboard/grafana/read",), ("Microsoft.Monitor/accounts/read",),
         ("Microsoft.Storage/storageAccounts/read",), ("Microsoft.ManagedIdentity/userAssignedIdentities/read",)]
     assert deployer_role.missing_for_calls(calls, role) == []
+
+
+@pytest.mark.parametrize("stderr", [
+    "ERROR: (ResourceNotFound) The Resource 'Microsoft.Dashboard/grafana/amg-gpu-dev' under resource group "
+    "'rg-observability-dev' was not found.\nCode: ResourceNotFound",
+    "ERROR: (ParentResourceNotFound) Can not perform requested operation on nested resource. Parent resource "
+    "'amg-gpu-dev' not found.\nCode: ParentResourceNotFound",
+    "ERROR: (ResourceGroupNotFound) Resource group 'rg-aks-gpu-dev' could not be found.\nCode: ResourceGroupNotFound",
+    "ERROR: (ExtensionNotFound) The extension 'inspektor-gadget' was not found.\nCode: ExtensionNotFound",
+    "ERROR: Operation returned an invalid status 'Not Found'",
+], ids=["resource", "parent", "group", "service-code", "no-body"])
+def test_every_404_az_reports_is_nothing_there(monkeypatch, stderr):
+    """az exits 3 on every 404 (azure-cli 2.91.0 core/util.py: ResourceNotFoundError); the text is what AzError keeps.
+    One read as something else would warn "could not tell" and skip the check on every first run."""
+    def not_found(*argv):
+        raise AzError(list(argv), stderr)
+
+    monkeypatch.setattr(taken, "az", not_found)
+    assert taken._az_tags(GRAFANA) is None
+
+
+def test_an_az_failure_that_is_no_404_is_raised(monkeypatch):
+    def denied(*argv):
+        raise AzError(list(argv), "ERROR: (AuthorizationFailed) The client does not have authorization")
+
+    monkeypatch.setattr(taken, "az", denied)
+    with pytest.raises(AzError):
+        taken._az_tags(GRAFANA)

@@ -235,18 +235,21 @@ NESTED = {
 
 def _resource_show(argv: list[str], world: dict) -> dict:
     """``az resource show --ids <id>``: the resource ``arm`` holds under that id (its ``id`` and ``tags``; null for an
-    extension, which takes none), or ARM's 404 (az exits 3)."""
+    extension, which takes none), or ARM's 404, on which az exits 3 (azure-cli 2.91.0 ``core/util.py``; the other
+    404 texts az prints: tests/existing/test_taken.py). ARM ids are case-insensitive (azure-mgmt-core ``tools.py``
+    ``_ARMID_RE``) in their fixed segments here; names keep their case, as the engine sent them."""
     resource_id = _option(argv, "--ids") or ""
-    found = re.fullmatch(r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/([^/]+/[^/]+)/([^/]+)", resource_id)
-    kind = SHOWN.get(found.group(2)) if found else None
+    found = re.fullmatch(r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/([^/]+/[^/]+)/([^/]+)", resource_id,
+                         re.IGNORECASE)
+    kind = found and next((v for k, v in SHOWN.items() if k.lower() == found.group(2).lower()), None)
     inputs = kind and world["arm"].get(arm_identity(kind[0], {"resourceGroupName": found.group(1),
                                                               kind[1]: found.group(3)}))
     for pattern, (type_, names) in NESTED.items():
-        nested = re.fullmatch(pattern, resource_id)
+        nested = re.fullmatch(pattern, resource_id, re.IGNORECASE)
         if nested:
             inputs = world["arm"].get(arm_identity(type_, dict(zip(names, nested.groups()))))
     if inputs is None:
-        return {"exit": 3, "stderr": f"ERROR: (ResourceNotFound) The Resource '{resource_id}' was not found."}
+        return _arm_not_found("/".join(resource_id.rsplit("/providers/", 1)[-1].split("/")))
     return {"json": {"id": resource_id, "tags": inputs.get("tags")}}
 
 
