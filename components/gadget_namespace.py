@@ -2,12 +2,13 @@
 Inspektor Gadget extension and the Pyroscope Helm release.
 
 Owns: one ``kubernetes:core/v1:Namespace`` (delete before replace, removed by ``pulumi destroy``). Input:
-:class:`GadgetNamespaceArgs` (the name, ``stack.specs.NAMESPACE``) and the Kubernetes provider in ``opts``.
-Output: ``namespace``, the resource (its ``metadata.name`` for readers, the resource for ``depends_on`` and
-``replace_with``). With server-side apply a create is an upsert, so a ``gadget`` the extension made earlier is
-adopted. Its annotation ``aks-gpu-observability/stack`` names the owning stack (existing/handmade.py). Upstream:
-pulumi/pulumi-kubernetes ``provider/pkg/await/await.go``; why the stack owns it, and who creates and deletes it in
-each order: docs/decisions/gadget-namespace.md.
+:class:`GadgetNamespaceArgs` (the name, ``stack.specs.NAMESPACE``) and the Kubernetes provider in ``opts``. Output:
+``namespace``, the resource (its ``metadata.name`` for readers, the resource for ``depends_on`` and
+``replace_with``). A create fails on a ``gadget`` that exists (pulumi-kubernetes 4.29.0+ on a provider without
+``upsertExistingObjects``): one made by hand is imported (docs/adopting.md). Its annotation
+``aks-gpu-observability/stack`` names the owning stack (existing/handmade.py). Upstream: pulumi/pulumi-kubernetes
+``provider/pkg/await/await.go``; why the stack owns it, and who creates and deletes it in each order:
+docs/decisions/gadget-namespace.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """What a run of the published procedure by hand left where the stack's first ``pulumi up`` on a cluster creates: the
-extension, the Helm release ``pyroscope`` and the managed private endpoint.
+namespace ``gadget``, the extension, the Helm release ``pyroscope`` and the managed private endpoint.
 
 Owns :func:`refuse_handmade`. Namespace ``gadget`` is the stack's ledger: the stack applies it before the extension,
 the release and the endpoint (each waits for it), annotated ``aks-gpu-observability/stack: <project>/<stack>``
 (stack.specs.STACK_ANNOTATION). When it carries this stack's mark, or was applied by pulumi-kubernetes (a
 ``managedFields`` manager ``pulumi-kubernetes…``: stacks from before the mark), what is there is the stack's own or
-imported into it, and nothing more is looked up. Otherwise each of the three that exists is refused in one line naming
-the key and the way out, where azure-native ("cannot create already existing resource") or Helm ("cannot re-use a name
-that is still in use") would stop ``pulumi up`` half way; another stack's mark is refused too. Lookups:
-:data:`NAMESPACE_LOOKUP` and :data:`RELEASE_LOOKUP` (kubectl, :data:`KUBECTL_ENV`, with the cluster's kubeconfig) and
-existing.taken.LOOKUP (``az resource show``); one that cannot tell is a warning, and the stack goes on. The table of
-what may exist: docs/existing-objects.md.
+imported into it, and nothing more is looked up. Otherwise whatever of the four exists is refused in one line naming
+the key and the way out, where pulumi-kubernetes 4.29.0+ ("already exists"), azure-native ("cannot create already
+existing resource") or Helm ("cannot re-use a name that is still in use") would stop ``pulumi up`` half way; another
+stack's mark is refused too. Lookups: :data:`NAMESPACE_LOOKUP` and :data:`RELEASE_LOOKUP` (kubectl,
+:data:`KUBECTL_ENV`, with the cluster's kubeconfig) and existing.taken.LOOKUP (``az resource show``); one that cannot
+tell is a warning, and the stack goes on. The table of what may exist: docs/existing-objects.md.
 """
 
 from __future__ import annotations
@@ -102,8 +102,10 @@ def _cannot_tell(what: str, why: str) -> None:
 
 
 def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscription_id: str, mark: str) -> None:
-    """Raise ConfigError on the first of the extension, the Helm release and the managed private endpoint that exists
-    while namespace ``gadget`` does not say the stack ``mark`` made the cluster side (module docstring)."""
+    """Raise ConfigError, in one line naming all it found, when namespace ``gadget`` does not say the stack ``mark``
+    made the cluster side and the namespace, the extension, the Helm release or the managed private endpoint already
+    exists (module docstring). The key is the first found's: ``extensionName``, ``clusterName`` (the release, the
+    namespace), ``managedPrivateEndpointName``."""
     try:
         metadata = NAMESPACE_LOOKUP(kubeconfig)
     except KubectlError as error:
@@ -113,40 +115,51 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
         return
     if metadata is not None and ours(metadata, mark):
         return
-    unmarked = f"namespace {NAMESPACE} has no {STACK_ANNOTATION}={mark} annotation: a run by hand?"
+    found: list[tuple[str, str, str]] = []  # (config key, what, the command that deletes it)
     extension = f"{cluster_id}/providers/Microsoft.KubernetesConfiguration/extensions/{cfg.extension_name}"
     if _exists(extension):
-        raise ConfigError("extensionName", f"{extension} already exists and this stack did not make it ({unmarked}): "
-                                           "bring it under the stack (docs/adopting.md) or delete it (az "
-                                           "k8s-extension delete --cluster-type managedClusters --cluster-name "
-                                           f"{cfg.cluster_name} --resource-group {cfg.cluster_resource_group} --name "
-                                           f"{cfg.extension_name})")
-    if metadata is not None:
-        try:
-            records = RELEASE_LOOKUP(kubeconfig, PYROSCOPE_RELEASE)
-        except KubectlError as error:
-            _cannot_tell(f"Helm release {PYROSCOPE_RELEASE}", error.last_line)
-            records = []
-        if records:
-            raise ConfigError("clusterName", f"Helm release {PYROSCOPE_RELEASE} in namespace {NAMESPACE} already "
-                                             f"exists and this stack did not make it ({unmarked}): bring it under the "
-                                             "stack (docs/adopting.md) or uninstall it (helm uninstall "
-                                             f"{PYROSCOPE_RELEASE} --namespace {NAMESPACE})")
+        found.append(("extensionName", f"extension {extension}",
+                      f"az k8s-extension delete --cluster-type managedClusters --cluster-name {cfg.cluster_name} "
+                      f"--resource-group {cfg.cluster_resource_group} --name {cfg.extension_name}"))
+    if metadata is not None and _releases_of(kubeconfig):
+        found.append(("clusterName", f"Helm release {PYROSCOPE_RELEASE} in namespace {NAMESPACE}",
+                      f"helm uninstall {PYROSCOPE_RELEASE} --namespace {NAMESPACE}"))
     grafana = (f"/subscriptions/{subscription_id}/resourceGroups/{cfg.grafana_resource_group}/providers/"
                f"Microsoft.Dashboard/grafana/{cfg.grafana_name}")
     endpoint = f"{grafana}/managedPrivateEndpoints/{cfg.managed_private_endpoint_name}"
+    delete_endpoint = (f"az grafana mpe delete --workspace-name {cfg.grafana_name} --resource-group "
+                       f"{cfg.grafana_resource_group} --name {cfg.managed_private_endpoint_name}")
     tags = _tags(endpoint)
+    key, value = MANAGED_BY
+    if tags is not None and tags.get(key) == value:
+        raise ConfigError("managedPrivateEndpointName", f"{endpoint} already exists and another stack of this project "
+                                                        "made it (for another cluster?): set "
+                                                        "managedPrivateEndpointName to a free name, or multiCluster "
+                                                        f"to true, or delete it if nothing uses it ({delete_endpoint})")
     if tags is not None:
-        key, value = MANAGED_BY
-        delete = (f"az grafana mpe delete --workspace-name {cfg.grafana_name} --resource-group "
-                  f"{cfg.grafana_resource_group} --name {cfg.managed_private_endpoint_name}")
-        if tags.get(key) == value:
-            why = ("another stack of this project made it (for another cluster?): set managedPrivateEndpointName to a "
-                   f"free name, or multiCluster to true, or delete it if nothing uses it ({delete})")
-        else:
-            why = (f"this stack did not make it (no {key}={value} tag: a run by hand?): bring it under the stack "
-                   f"(docs/adopting.md) or delete it ({delete}): the stack makes its own")
-        raise ConfigError("managedPrivateEndpointName", f"{endpoint} already exists and {why}")
+        found.append(("managedPrivateEndpointName", f"managed private endpoint {endpoint} (no {key}={value} tag)",
+                      delete_endpoint))
+    where = (f"namespace {NAMESPACE} has no {STACK_ANNOTATION}={mark} annotation" if metadata is not None else
+             f"there is no namespace {NAMESPACE}")
+    if found:
+        raise ConfigError(found[0][0], f"{', '.join(what for _, what, _ in found)} already exist and this stack did "
+                                       f"not make them ({where}: a run by hand?): bring them under the stack "
+                                       f"(docs/adopting.md), or delete them ({'; '.join(c for *_, c in found)}), and "
+                                       "the stack makes its own")
+    if metadata is not None:
+        raise ConfigError("clusterName", f"namespace {NAMESPACE} already exists and this stack did not make it "
+                                         f"({where}), and pulumi-kubernetes creates nothing that exists: bring it "
+                                         f"under the stack (docs/adopting.md), or delete it if nothing in it is needed "
+                                         f"(kubectl delete namespace {NAMESPACE})")
+
+
+def _releases_of(kubeconfig: str) -> list[str]:
+    """:data:`RELEASE_LOOKUP` of Pyroscope's release, or none (with a warning) when kubectl cannot tell."""
+    try:
+        return RELEASE_LOOKUP(kubeconfig, PYROSCOPE_RELEASE)
+    except KubectlError as error:
+        _cannot_tell(f"Helm release {PYROSCOPE_RELEASE}", error.last_line)
+        return []
 
 
 def _tags(resource_id: str) -> Optional[dict]:

@@ -1,11 +1,11 @@
 """Pulumi's bulk import file for a setup made by hand: ``python -m offline.plan --import-file FILE`` (docs/adopting.md).
 
-Owns: :func:`import_file` (the ``pulumi import --file`` document for the extension, the Helm release, Grafana's
-managed private endpoint and the role assignment, with their import ids and component parents), :func:`serialize`,
-:func:`render`, :func:`real_lookups` (the real subscription and Grafana principal id in place of the canned ones).
-Input: a :class:`~offline.program.Plan` and the names to ``--skip``. Output: the file's JSON and a summary.
-Errors: ``ValueError`` naming the flag (an unknown ``--skip`` name, a bad GUID). Research (file format, import
-ids): docs/decisions/offline-adopt.md. Upstream:
+Owns: :func:`import_file` (the ``pulumi import --file`` document for namespace ``gadget``, the extension, the Helm
+release, Grafana's managed private endpoint and the role assignment, with their import ids and component parents),
+:func:`serialize`, :func:`render`, :func:`real_lookups` (the real subscription and Grafana principal id in place of
+the canned ones). Input: a :class:`~offline.program.Plan` and the names to ``--skip``. Output: the file's JSON and a
+summary. Errors: ``ValueError`` naming the flag (an unknown ``--skip`` name, a bad GUID). Research (file format,
+import ids): docs/decisions/offline-adopt.md. Upstream:
 https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/cmd/pulumi/operations/import.go
 """
 
@@ -20,12 +20,15 @@ from offline import canned
 from offline.program import Plan, Resource
 from stack.specs import NAMESPACE, STACK_ANNOTATION
 
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 ROLE = "azure-native:authorization:RoleAssignment"
 #: The types made by hand that ``pulumi import`` brings into the state (the rest is created or adopted by the steps).
-ADOPTED = (EXTENSION, RELEASE, MPE, ROLE)
+#: The namespace too: pulumi-kubernetes 4.29.0+ creates no object that exists (provider/pkg/await/await.go, without
+#: ``upsertExistingObjects``, which the stack's provider ``aks`` leaves off).
+ADOPTED = (NAMESPACE_TYPE, EXTENSION, RELEASE, MPE, ROLE)
 #: ``importSpec``'s and ``importFile``'s JSON keys (pulumi v3.230.0 import.go struct tags).
 SPEC_KEYS = ("type", "name", "id", "parent", "provider", "version", "pluginDownloadUrl", "properties", "component",
              "remote", "logicalName")
@@ -37,6 +40,8 @@ def import_id(resource: Resource, subscription_id: str) -> str:
     """The id ``pulumi import`` takes for ``resource`` (one of :data:`ADOPTED`), from its inputs (module docstring);
     ValueError for another type."""
     i = resource.inputs
+    if resource.type == NAMESPACE_TYPE:
+        return i["metadata"]["name"]  # cluster-scoped: the name alone
     if resource.type == EXTENSION:
         return (f"/subscriptions/{subscription_id}/resourceGroups/{i['resourceGroupName']}/providers/{i['clusterRp']}"
                 f"/{i['clusterResourceName']}/{i['clusterName']}"

@@ -80,8 +80,9 @@ def test_namespace_resource(dev):
 
 
 def test_kubernetes_provider_keeps_server_side_apply(dev):
-    """The adoption of a namespace the extension made relies on SSA's upsert (the provider's default); the claims'
-    provider, the same cluster's, upserts on create too (upsertExistingObjects), and only it."""
+    """Server-side apply stays on (an imported namespace is updated by an apply that takes it as it is); the claims'
+    provider, the same cluster's, upserts on create (upsertExistingObjects), and only it: a create of the namespace
+    never adopts one that exists."""
     providers = {r.name: r for r in dev.by_type(K8S_PROVIDER)}
     assert sorted(providers) == ["aks", "aks-claims"]
     for provider in providers.values():
@@ -177,18 +178,27 @@ def test_namespace_first_every_order_creates_then_destroy_leaves_nothing(dev):
         assert after_destroy.empty(), (create, destroy, after_destroy.namespaces)
 
 
-def test_extension_first_the_stack_adopts_its_namespace_and_destroy_leaves_nothing(dev):
-    """A cluster deployed by the stack before the namespace was its own (or by the published procedure): the
-    extension's agent made gadget. The update creates only the Namespace resource (an SSA upsert adopts it);
-    destroy then removes everything."""
+def test_extension_first_the_stack_takes_its_namespace_by_import_and_destroy_leaves_nothing(dev):
+    """A cluster set up by the published procedure (or deployed before the stack owned the namespace): the
+    extension's agent made gadget. pulumi-kubernetes 4.29.0+ creates no namespace that exists, so docs/adopting.md
+    imports it with the extension and the release; destroy then removes everything."""
     before = old_design(dev)
     cluster = deployed(before)
     assert cluster.running("pyroscope") and cluster.running("inspektor-gadget")
-    already = {dev.one(EXTENSION).urn, dev.one(RELEASE).urn}
+    imported = {dev.one(EXTENSION).urn, dev.one(RELEASE).urn, dev.one(NAMESPACE).urn}
     for create, destroy, after_create, after_destroy in fake_cluster.run_orders(dev, existing=cluster,
-                                                                                skip_create=already):
+                                                                                skip_create=imported):
         assert after_create.running("pyroscope") and after_create.running("inspektor-gadget")
         assert after_destroy.empty(), (destroy, after_destroy.namespaces)
+
+
+def test_extension_first_without_the_import_the_namespace_create_is_refused(dev):
+    """The control: the namespace left out of the import, its create fails in every order ("already exists"), which
+    existing/handmade.py refuses before anything registers (tests/existing/test_handmade.py)."""
+    cluster = deployed(old_design(dev))
+    with pytest.raises(fake_cluster.ClusterError, match='namespaces "gadget" already exists'):
+        list(fake_cluster.run_orders(dev, existing=cluster, skip_create={dev.one(EXTENSION).urn,
+                                                                          dev.one(RELEASE).urn}))
 
 
 def test_the_old_design_left_the_namespace_behind(dev):

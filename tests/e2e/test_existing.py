@@ -9,7 +9,7 @@ import subprocess
 
 from stack.specs import STACK_ANNOTATION
 from tests.support import fake_world
-from tests.support.procedure import procedure
+from tests.support.procedure import GRAFANA_ID, procedure
 
 STACK = "dev"
 GRAFANA = "azure-native:dashboard:Grafana"
@@ -17,6 +17,8 @@ NAMES = {"resourceGroupName": "rg-observability-dev", "workspaceName": "amg-gpu-
 EXTENSION = {"resourceGroupName": "rg-aks-gpu-dev", "clusterRp": "Microsoft.ContainerService",
              "clusterResourceName": "managedClusters", "clusterName": "aks-gpu-dev",
              "extensionName": "inspektor-gadget"}
+MPE = {"resourceGroupName": "rg-observability-dev", "workspaceName": "amg-gpu-dev",
+       "managedPrivateEndpointName": "pyroscope-mpe"}
 
 
 def test_a_grafana_made_in_the_portal_is_refused_before_anything_is_created(aks, engine_tools, chart, tmp_path):
@@ -36,34 +38,35 @@ def test_a_grafana_made_in_the_portal_is_refused_before_anything_is_created(aks,
     assert aks.cp.get("/api/v1/namespaces/gadget") is None
 
 
-def test_a_run_by_hand_is_refused_before_anything_is_created_one_object_at_a_time(aks, engine_tools, chart, tmp_path,
-                                                                                  helm):
-    """The procedure's extension, then (once deleted) its Helm release, then its endpoint, each stopped the first
-    `pulumi up` in one line before anything registered: the program read namespace gadget and the release's records
-    with the real kubectl from the real API server (existing/handmade.py)."""
+def test_a_run_by_hand_is_refused_in_one_line_before_anything_is_created(aks, engine_tools, chart, tmp_path, helm):
+    """The procedure's extension, Helm release and endpoint stopped the first `pulumi up` in one line before anything
+    registered: the program read namespace gadget and the release's records with the real kubectl from the real API
+    server (existing/handmade.py). Once the line's commands removed them, the namespace they leave is refused alone
+    (pulumi-kubernetes 4.29.0+ creates nothing that exists)."""
     procedure(aks, helm)
     ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
     ws.init(STACK, {"pyroscopeChart": chart.reference})
     before = aks.cp.get("/api/v1/namespaces/gadget")["metadata"]
+    mark = f"{STACK_ANNOTATION}=aks-gpu-observability/dev annotation: a run by hand?"
     expected = [
-        ("extensionName: /subscriptions/", "Microsoft.KubernetesConfiguration/extensions/inspektor-gadget already "
-                                           "exists and this stack did not make it (namespace gadget has no "
-                                           f"{STACK_ANNOTATION}=aks-gpu-observability/dev annotation"),
-        ("clusterName: Helm release pyroscope in namespace gadget already exists", "helm uninstall pyroscope"),
-        ("managedPrivateEndpointName: /subscriptions/", "bring it under the stack (docs/adopting.md) or delete it (az "
-                                                        "grafana mpe delete --workspace-name amg-gpu-dev"),
+        ("extensionName: extension /subscriptions/",
+         "/extensions/inspektor-gadget, Helm release pyroscope in namespace gadget, managed private endpoint "
+         "/subscriptions/", f"already exist and this stack did not make them "
+         f"(namespace gadget has no {mark}): bring them under the stack (docs/adopting.md), or delete them (az "
+         "k8s-extension delete", "; helm uninstall pyroscope --namespace gadget; az grafana mpe delete"),
+        ("clusterName: namespace gadget already exists and this stack did not make it",
+         "kubectl delete namespace gadget"),
     ]
-    for number, (first, then) in enumerate(expected):
+    for number, parts in enumerate(expected):
         done = ws.up(STACK, check=False)
         text = done.stdout + done.stderr
-        assert done.returncode != 0 and first in text and then in text, text[-3000:]
+        assert done.returncode != 0 and all(part in text for part in parts), text[-3000:]
         assert [r["type"] for r in ws.state(STACK).get("resources") or []
                 if not r["type"].startswith("pulumi:")] == []  # nothing registered, so nothing created
-        # The way out the line gives, as the user runs it (simulated Azure; the real Helm).
-        if number == 0:
+        if number == 0:  # the line's commands, as the user runs them (simulated Azure; the real Helm)
             with fake_world.locked(str(aks.world_path)) as world:
                 fake_world.arm_delete(world, "azure-native:kubernetesconfiguration:Extension", EXTENSION, "")
-        elif number == 1:
+                fake_world.arm_delete(world, fake_world.MPE, MPE, GRAFANA_ID)
             subprocess.run([helm, "uninstall", "pyroscope", "-n", "gadget", "--kubeconfig", str(aks.cp.kubeconfig)],
                            check=True, capture_output=True, timeout=120)
     assert aks.cp.get("/api/v1/namespaces/gadget")["metadata"].get("annotations") == before.get("annotations")

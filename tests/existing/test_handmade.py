@@ -40,31 +40,50 @@ def cluster(monkeypatch):
     return put
 
 
-@pytest.mark.parametrize("namespace, releases, arm, key, way_out", [
+UNMARKED = f"namespace gadget has no {STACK_ANNOTATION}={MARK} annotation: a run by hand?"
+DELETE_EXTENSION = ("az k8s-extension delete --cluster-type managedClusters --cluster-name aks-gpu-dev "
+                    "--resource-group rg-aks-gpu-dev --name inspektor-gadget")
+DELETE_ENDPOINT = ("az grafana mpe delete --workspace-name amg-gpu-dev --resource-group rg-observability-dev "
+                   "--name pyroscope-mpe")
+
+
+@pytest.mark.parametrize("namespace, releases, arm, key, expected", [
     (BY_HAND, (), {EXTENSION: {}}, "extensionName",
-     "bring it under the stack (docs/adopting.md) or delete it (az k8s-extension delete --cluster-type managedClusters "
-     "--cluster-name aks-gpu-dev --resource-group rg-aks-gpu-dev --name inspektor-gadget)"),
-    (None, (), {EXTENSION: {}}, "extensionName", "bring it under the stack (docs/adopting.md)"),
+     f"extension {EXTENSION} already exist and this stack did not make them ({UNMARKED}): bring them under the stack "
+     f"(docs/adopting.md), or delete them ({DELETE_EXTENSION}), and the stack makes its own"),
+    (None, (), {EXTENSION: {}}, "extensionName", "(there is no namespace gadget: a run by hand?)"),
     (BY_HAND, RECORDS, {}, "clusterName",
-     "bring it under the stack (docs/adopting.md) or uninstall it (helm uninstall pyroscope --namespace gadget)"),
+     "Helm release pyroscope in namespace gadget already exist and this stack did not make them (namespace gadget has "
+     "no aks-gpu-observability/stack=aks-gpu-observability/dev annotation: a run by hand?): bring them under the stack "
+     "(docs/adopting.md), or delete them (helm uninstall pyroscope --namespace gadget)"),
     (BY_HAND, (), {ENDPOINT: {}}, "managedPrivateEndpointName",
-     "no managed-by=aks-gpu-observability tag: a run by hand?): bring it under the stack (docs/adopting.md) or delete "
-     "it (az grafana mpe delete --workspace-name amg-gpu-dev --resource-group rg-observability-dev --name "
-     "pyroscope-mpe): the stack makes its own"),
+     f"managed private endpoint {ENDPOINT} (no managed-by=aks-gpu-observability tag) already exist"),
+    (BY_HAND, RECORDS, {EXTENSION: {}, ENDPOINT: {}}, "extensionName",
+     f"extension {EXTENSION}, Helm release pyroscope in namespace gadget, managed private endpoint {ENDPOINT} (no "
+     "managed-by=aks-gpu-observability tag) already exist and this stack did not make them"),
     (None, (), {ENDPOINT: {"managed-by": "aks-gpu-observability"}}, "managedPrivateEndpointName",
-     "another stack of this project made it (for another cluster?): set managedPrivateEndpointName to a free name, "
-     "or multiCluster to true"),
-], ids=["extension", "extension-namespace-gone", "release", "endpoint", "endpoint-of-another-stack"])
+     f"{ENDPOINT} already exists and another stack of this project made it (for another cluster?): set "
+     f"managedPrivateEndpointName to a free name, or multiCluster to true, or delete it if nothing uses it "
+     f"({DELETE_ENDPOINT})"),
+    (BY_HAND, (), {}, "clusterName",
+     f"namespace gadget already exists and this stack did not make it (namespace gadget has no {STACK_ANNOTATION}="
+     f"{MARK} annotation), and pulumi-kubernetes creates nothing that exists: bring it under the stack "
+     "(docs/adopting.md), or delete it if nothing in it is needed (kubectl delete namespace gadget)"),
+], ids=["extension", "extension-namespace-gone", "release", "endpoint", "all-three", "endpoint-of-another-stack",
+        "namespace-alone"])
 def test_what_a_run_by_hand_left_is_refused_in_one_line_before_anything(plan, cluster, namespace, releases, arm, key,
-                                                                        way_out):
-    """azure-native ("cannot create already existing resource") and Helm ("cannot re-use a name that is still in use")
-    stopped the first `pulumi up` half way, after the namespace and the steps before them."""
+                                                                        expected):
+    """pulumi-kubernetes 4.29.0+ ("already exists"), azure-native ("cannot create already existing resource") and Helm
+    ("cannot re-use a name that is still in use") stopped the first `pulumi up` half way, after what came before."""
     cluster(namespace, releases, arm)
     with pytest.raises(ConfigError) as caught:
         plan()
     message = str(caught.value)
     assert caught.value.key == key and "\n" not in message, message
-    assert "already exists and" in message and way_out in message, message
+    assert expected in message, message
+    if key == "extensionName" and releases:
+        assert message.endswith(f"({DELETE_EXTENSION}; helm uninstall pyroscope --namespace gadget; "
+                                f"{DELETE_ENDPOINT}), and the stack makes its own"), message
 
 
 def test_on_the_stacks_own_namespace_nothing_more_is_looked_up(plan, cluster, monkeypatch):
@@ -92,25 +111,36 @@ def test_another_stacks_namespace_is_refused_with_the_way_out_of_a_rename(plan, 
         f"kubectl annotate --overwrite namespace gadget {STACK_ANNOTATION}={MARK}"), str(caught.value)
 
 
-def test_a_namespace_with_nothing_of_a_run_by_hand_is_adopted(plan, cluster):
-    cluster(BY_HAND)
-    assert plan().named("gadget-namespace")
-
-
-@pytest.mark.parametrize("fails", ["kubectl", "release", "az"])
-def test_a_lookup_that_cannot_tell_is_a_warning_and_the_stack_goes_on(plan, cluster, monkeypatch, fails):
-    cluster(BY_HAND)
+def test_a_namespace_kubectl_cannot_read_is_a_warning_and_the_stack_goes_on(plan, cluster, monkeypatch):
+    cluster(BY_HAND, RECORDS, {EXTENSION: {}})
 
     def kubectl_fails(*_):
         raise handmade.KubectlError("error: You must be logged in to the server (Unauthorized)")
 
+    monkeypatch.setattr(canned, "namespace_metadata", kubectl_fails)
+    assert plan().named("gadget-namespace")
+
+
+def test_an_az_that_cannot_tell_is_a_warning_and_the_stack_goes_on(plan, cluster, monkeypatch):
+    cluster(None)
+
     def az_fails(_):
         raise AzError(["resource", "show"], "ERROR: (AuthorizationFailed) no read")
 
-    target, failing = {"kubectl": ("namespace_metadata", kubectl_fails), "release": ("helm_releases", kubectl_fails),
-                       "az": ("resource_tags", az_fails)}[fails]
-    monkeypatch.setattr(canned, target, failing)
+    monkeypatch.setattr(canned, "resource_tags", az_fails)
     assert plan().named("gadget-namespace")
+
+
+def test_releases_kubectl_cannot_list_leave_the_namespace_refused_alone(plan, cluster, monkeypatch):
+    """No list of Secrets (an RBAC Reader): the release is not named, the namespace that holds it still is."""
+    cluster(BY_HAND, RECORDS)
+
+    def kubectl_fails(*_):
+        raise handmade.KubectlError('Error from server (Forbidden): secrets is forbidden')
+
+    monkeypatch.setattr(canned, "helm_releases", kubectl_fails)
+    with pytest.raises(ConfigError, match="^clusterName: namespace gadget already exists"):
+        plan()
 
 
 def test_kubectl_gets_the_kubeconfig_in_a_private_file_and_its_errors_are_one_line(tmp_path, monkeypatch):

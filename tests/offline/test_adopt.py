@@ -100,6 +100,7 @@ def test_import_ids_from_config_and_lookups(dev_file):
     ids = {e["name"]: e["id"] for e in document["resources"] if "id" in e}
     principal = canned.guid("grafana-identity", "rg-observability-dev", "amg-gpu-dev")
     assert ids == {
+        "gadget-namespace": "gadget",  # pulumi-kubernetes' id of a cluster-scoped object: its name
         EXTENSION_NAME: f"{outputs['clusterId']}/providers/Microsoft.KubernetesConfiguration/extensions/"
                         "inspektor-gadget",
         "pyroscope-release": "gadget/pyroscope",
@@ -117,7 +118,8 @@ def test_providers_default_by_version_explicit_by_name_table(dev_file):
     provider = "urn:pulumi:dev::aks-gpu-observability::pulumi:providers:kubernetes::aks"
     assert document["nameTable"] == {"aks": provider}
     by_name = {e["name"]: e for e in document["resources"]}
-    assert by_name["pyroscope-release"]["provider"] == "aks" and "version" not in by_name["pyroscope-release"]
+    for name in ("gadget-namespace", "pyroscope-release"):
+        assert by_name[name]["provider"] == "aks" and "version" not in by_name[name]
     for name in (EXTENSION_NAME, MPE_NAME, ROLE_NAME):
         assert by_name[name]["version"] == metadata.version("pulumi_azure_native") and "provider" not in by_name[name]
     assert f"pulumi up --target '{provider}'" in done.stdout
@@ -147,12 +149,13 @@ def test_real_lookups_name_the_real_resources(tmp_path):
 
 def test_ids_follow_config_and_skip_leaves_out(tmp_path):
     _, document = write(tmp_path, "--set", "extensionName=gadget", "--set", "managedPrivateEndpointName=mpe-hand",
-                        "--set", "assignMonitoringDataReader=false", "--skip", "pyroscope-release")
+                        "--set", "assignMonitoringDataReader=false", "--skip", "pyroscope-release",
+                        "--skip", "gadget-namespace")
     ids = {e["name"]: e["id"] for e in document["resources"] if "id" in e}
     assert set(ids) == {EXTENSION_NAME, MPE_NAME}
     assert (ids[EXTENSION_NAME].endswith("/extensions/gadget")
             and ids[MPE_NAME].endswith("/managedPrivateEndpoints/mpe-hand"))
-    assert "nameTable" not in document  # omitempty: no explicit provider without the release
+    assert "nameTable" not in document  # omitempty: no explicit provider without the namespace and the release
     assert {e["name"] for e in document["resources"] if e.get("component")} == {"inspektor-gadget",
                                                                                 "grafana-private-link"}
 

@@ -11,8 +11,11 @@ It keeps only what decides who creates and who deletes the namespace, each rule 
 - An AKS cluster extension is such a Helm release, made by the extension agent in the extension's release
   namespace, created if missing (ARM ``ScopeCluster.releaseNamespace``, Azure/azure-rest-api-specs
   ``.../stable/2023-05-01/extensions.json``); deleting the extension uninstalls it (``Extensions_Delete``).
-- A ``kubernetes:core/v1:Namespace`` create is a server-side apply: an upsert (pulumi/pulumi-kubernetes
-  ``provider/pkg/await/await.go``, ``Creation``); its delete removes the namespace and everything in it.
+- A ``kubernetes:core/v1:Namespace`` create fails when the namespace exists: pulumi-kubernetes 4.29.0+ (4.34.2 is
+  locked) creates with a plain create unless the provider has ``upsertExistingObjects``, which the stack's ``aks``
+  leaves off (pulumi/pulumi-kubernetes ``provider/pkg/await/await.go`` ``Creation`` at v4.29.0 and 94977969:
+  "already exists"). Its update is a server-side apply, which takes one imported as it is; its delete removes the
+  namespace and everything in it.
 - A ``helm.v3.Release`` passes ``createNamespace`` to Helm's install and only uninstalls on delete
   (``provider/pkg/provider/helm_release.go``); its update is a Helm upgrade.
 - A release's revisions and their statuses (helm/helm v3.20.2, the Helm pulumi-kubernetes 94977969 links;
@@ -64,8 +67,15 @@ class Cluster:
     history: dict[str, list[str]] = field(default_factory=dict)
 
     # --- Kubernetes API ------------------------------------------------------------------------------------
+    def create_namespace(self, name: str) -> None:
+        """pulumi-kubernetes 4.29.0+'s create of a Namespace on a provider without ``upsertExistingObjects``."""
+        if name in self.namespaces:
+            raise ClusterError(f'namespaces "{name}" already exists (pulumi-kubernetes Create)')
+        self.log.append(f"create namespace {name}")
+        self.namespaces[name] = set()
+
     def apply_namespace(self, name: str) -> None:
-        """Server-side apply of a Namespace: created if missing, adopted (unchanged) if present."""
+        """Server-side apply of a Namespace (an update): created if missing, taken as it is if present."""
         self.log.append(f"apply namespace {name} ({'adopted' if name in self.namespaces else 'created'})")
         self.namespaces.setdefault(name, set())
 
@@ -142,7 +152,9 @@ def apply(cluster: Cluster, resource, action: str, interrupted: bool = False) ->
     here. ``interrupted``: the run is killed while Helm works on a release (its revision stays pending)."""
     if resource.type == NAMESPACE_TYPE:
         name = resource.inputs["metadata"]["name"]
-        if action in ("create", "update"):  # both a server-side apply
+        if action == "create":
+            cluster.create_namespace(name)
+        elif action == "update":
             cluster.apply_namespace(name)
         else:
             cluster.delete_namespace(name)
