@@ -102,10 +102,10 @@ def _cannot_tell(what: str, why: str) -> None:
 
 
 def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscription_id: str, mark: str) -> None:
-    """Raise ConfigError, in one line naming all it found, when namespace ``gadget`` does not say the stack ``mark``
-    made the cluster side and the namespace, the extension, the Helm release or the managed private endpoint already
-    exists (module docstring). The key is the first found's: ``extensionName``, ``clusterName`` (the release, the
-    namespace), ``managedPrivateEndpointName``."""
+    """Raise ConfigError, in one line naming all it found and the commands that delete them, when namespace ``gadget``
+    does not say the stack ``mark`` made the cluster side and the extension, the Helm release, the managed private
+    endpoint or the namespace already exists (module docstring). The key is the first found's: ``extensionName``,
+    ``clusterName`` (the release, the namespace), ``managedPrivateEndpointName``."""
     try:
         metadata = NAMESPACE_LOOKUP(kubeconfig)
     except KubectlError as error:
@@ -139,18 +139,18 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
     if tags is not None:
         found.append(("managedPrivateEndpointName", f"managed private endpoint {endpoint} (no {key}={value} tag)",
                       delete_endpoint))
-    where = (f"namespace {NAMESPACE} has no {STACK_ANNOTATION}={mark} annotation" if metadata is not None else
-             f"there is no namespace {NAMESPACE}")
+    if metadata is not None:  # last: deleting it takes what is in it, and the stack's create refuses it
+        found.append(("clusterName", f"namespace {NAMESPACE} (no {STACK_ANNOTATION}={mark} annotation; "
+                                     "pulumi-kubernetes creates nothing that exists)",
+                      f"kubectl delete namespace {NAMESPACE}"))
     if found:
-        raise ConfigError(found[0][0], f"{', '.join(what for _, what, _ in found)} already exist and this stack did "
-                                       f"not make them ({where}: a run by hand?): bring them under the stack "
-                                       f"(docs/adopting.md), or delete them ({'; '.join(c for *_, c in found)}), and "
-                                       "the stack makes its own")
-    if metadata is not None:
-        raise ConfigError("clusterName", f"namespace {NAMESPACE} already exists and this stack did not make it "
-                                         f"({where}), and pulumi-kubernetes creates nothing that exists: bring it "
-                                         f"under the stack (docs/adopting.md), or delete it if nothing in it is needed "
-                                         f"(kubectl delete namespace {NAMESPACE})")
+        one = len(found) == 1
+        raise ConfigError(found[0][0], f"{', '.join(what for _, what, _ in found)} already "
+                                       f"{'exists' if one else 'exist'} and this stack did not make "
+                                       f"{'it' if one else 'them'} (a run by hand?): bring "
+                                       f"{'it' if one else 'them'} under the stack (docs/adopting.md), or delete "
+                                       f"{'it' if one else 'them'} ({'; '.join(c for *_, c in found)}), and the "
+                                       "stack makes its own")
 
 
 def _releases_of(kubeconfig: str) -> list[str]:

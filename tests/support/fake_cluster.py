@@ -14,8 +14,9 @@ It keeps only what decides who creates and who deletes the namespace, each rule 
 - A ``kubernetes:core/v1:Namespace`` create fails when the namespace exists: pulumi-kubernetes 4.29.0+ (4.34.2 is
   locked) creates with a plain create unless the provider has ``upsertExistingObjects``, which the stack's ``aks``
   leaves off (pulumi/pulumi-kubernetes ``provider/pkg/await/await.go`` ``Creation`` at v4.29.0 and 94977969:
-  "already exists"). Its update is a server-side apply, which takes one imported as it is; its delete removes the
-  namespace and everything in it.
+  "already exists"). Its update is a server-side apply over the one there (a missing one fails, 404): the first one
+  after an import takes over the fields ``kubectl`` set (``fixCSAFieldManagers``); its delete removes the namespace
+  and everything in it.
 - A ``helm.v3.Release`` passes ``createNamespace`` to Helm's install and only uninstalls on delete
   (``provider/pkg/provider/helm_release.go``); its update is a Helm upgrade.
 - A release's revisions and their statuses (helm/helm v3.20.2, the Helm pulumi-kubernetes 94977969 links;
@@ -75,9 +76,11 @@ class Cluster:
         self.namespaces[name] = set()
 
     def apply_namespace(self, name: str) -> None:
-        """Server-side apply of a Namespace (an update): created if missing, taken as it is if present."""
-        self.log.append(f"apply namespace {name} ({'adopted' if name in self.namespaces else 'created'})")
-        self.namespaces.setdefault(name, set())
+        """pulumi-kubernetes' update of a Namespace: a server-side apply over the one there; a missing one fails (its
+        Update reads the object first: ``await.go`` ``Update``, 404)."""
+        if name not in self.namespaces:
+            raise ClusterError(f'namespaces "{name}" not found (pulumi-kubernetes Update)')
+        self.log.append(f"apply namespace {name}")
 
     def delete_namespace(self, name: str) -> None:
         """Delete a namespace with everything in it (404 is success for a Pulumi delete)."""
