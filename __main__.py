@@ -51,9 +51,9 @@ workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(c
 assign_role = assigns_monitoring_data_reader(cfg, workspace and workspace.id, grafana and grafana.principal_id)
 kubeconfig_text = cluster_kubeconfig(cfg)
 mark = stack_mark(pulumi.get_project(), pulumi.get_stack())
-# A run by hand's extension, release or endpoint stops the first `up` here in one line, not half way (namespace gadget
-# carries the owner mark: docs/existing-objects.md).
-refuse_handmade(cfg, kubeconfig_text, cluster.id, client.subscription_id, mark)
+# What a run by hand left (namespace, extension, release, endpoint, datasources) stops the first `up` here in one
+# line, not half way: namespace gadget carries the stack's owner mark (docs/existing-objects.md).
+refuse_handmade(cfg, kubeconfig_text, cluster.id, client.subscription_id, mark, grafana.endpoint if grafana else "")
 kubeconfig = kubeconfig_for(cfg, kubeconfig_text)
 kubernetes = kubernetes_provider("aks", cfg, kubeconfig)
 # Pyroscope's volumes: adopted where a StatefulSet made them before the stack owned them (components/pyroscope.py).

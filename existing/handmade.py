@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import tempfile
+import urllib.parse
 from typing import Callable, Optional
 
 import pulumi
@@ -26,7 +27,7 @@ import pulumi
 from existing import taken
 from stack.specs import NAMESPACE, PYROSCOPE_RELEASE, STACK_ANNOTATION
 from stack_config.schema import MANAGED_BY, ConfigError, StackConfig
-from steps.azcli import AzError, AzNotInstalled
+from steps.azcli import AzError, AzNotInstalled, rest
 
 #: The environment variable naming the kubectl to run (default ``kubectl`` on PATH).
 KUBECTL_ENV = "KUBECTL"
@@ -77,10 +78,24 @@ def _releases(kubeconfig: str, release: str) -> list[str]:
     return text.split()
 
 
+def _datasource_uid(endpoint: str, name: str) -> Optional[str]:
+    """The uid of Grafana's datasource named ``name`` (``GET /api/datasources/name/{name}``, as the datasource step
+    reads it), or None when there is none."""
+    try:
+        found = rest("get", f"{endpoint}/api/datasources/name/{urllib.parse.quote(name, safe='')}")
+    except AzError as error:
+        if error.kind == "not_found":
+            return None
+        raise
+    return str(found.get("uid")) if isinstance(found, dict) and found.get("uid") else None
+
+
 #: ``kubeconfig -> namespace gadget's metadata, or None``; the offline plan sets its canned world's.
 NAMESPACE_LOOKUP: Callable[[str], Optional[dict]] = _namespace
 #: ``kubeconfig, release -> its Helm records in gadget``; the offline plan sets its canned world's.
 RELEASE_LOOKUP: Callable[[str, str], list[str]] = _releases
+#: ``Grafana endpoint, datasource name -> its uid, or None``; the offline plan sets its canned world's.
+DATASOURCE_LOOKUP: Callable[[str, str], Optional[str]] = _datasource_uid
 
 
 def ours(metadata: dict, mark: str) -> bool:
@@ -101,7 +116,8 @@ def _cannot_tell(what: str, why: str) -> None:
     pulumi.log.warn(f"could not tell whether a run by hand left {what} ({why}); the stack goes on")
 
 
-def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscription_id: str, mark: str) -> None:
+def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscription_id: str, mark: str,
+                    grafana_endpoint: str = "") -> None:
     """Raise ConfigError, in one line naming all it found and the commands that delete them, when namespace ``gadget``
     does not say the stack ``mark`` made the cluster side and the extension, the Helm release, the managed private
     endpoint or the namespace already exists (module docstring). The key is the first found's: ``extensionName``,
@@ -143,14 +159,37 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
         found.append(("clusterName", f"namespace {NAMESPACE} (no {STACK_ANNOTATION}={mark} annotation; "
                                      "pulumi-kubernetes creates nothing that exists)",
                       f"kubectl delete namespace {NAMESPACE}"))
-    if found:
+    keep = _datasources_by_hand(cfg, grafana_endpoint) if grafana_endpoint else []
+    if found or keep:
         one = len(found) == 1
+        uids = (f"Grafana does not change a datasource's uid, so for {', '.join(what for _, what, _ in keep)} keep "
+                f"the uid ({'; '.join(c for *_, c in keep)}) or rename or delete it in Grafana") if keep else ""
+        if not found:  # only datasources: nothing to delete
+            raise ConfigError(keep[0][0], f"{uids} (docs/adopting.md)")
         raise ConfigError(found[0][0], f"{', '.join(what for _, what, _ in found)} already "
                                        f"{'exists' if one else 'exist'} and this stack did not make "
                                        f"{'it' if one else 'them'} (a run by hand?): bring "
                                        f"{'it' if one else 'them'} under the stack (docs/adopting.md), or delete "
                                        f"{'it' if one else 'them'} ({'; '.join(c for *_, c in found)}), and the "
-                                       "stack makes its own")
+                                       "stack makes its own" + (f"; {uids}" if keep else ""))
+
+
+def _datasources_by_hand(cfg: StackConfig, endpoint: str) -> list[tuple[str, str, str]]:
+    """(uid config key, what, the `pulumi config set` that keeps it) of each datasource of the stack's names that
+    Grafana holds under another uid: the datasource step would stop there (steps/grafana_datasource.py), after what
+    came before it."""
+    out = []
+    for key, name, uid in (("prometheusDatasourceUid", cfg.prometheus_datasource_name, cfg.prometheus_datasource_uid),
+                           ("pyroscopeDatasourceUid", cfg.pyroscope_datasource_name, cfg.pyroscope_datasource_uid)):
+        try:
+            held = DATASOURCE_LOOKUP(endpoint, name)
+        except (AzError, AzNotInstalled) as error:
+            _cannot_tell(f"Grafana datasource {name}", error.last_line)
+            continue
+        if held is not None and held != uid:
+            out.append((key, f"datasource '{name}' under uid '{held}' (not '{uid}')",
+                        f"pulumi config set {key} {held}"))
+    return out
 
 
 def _releases_of(kubeconfig: str) -> list[str]:

@@ -625,3 +625,12 @@ def namespace_metadata(kubeconfig: str) -> Optional[dict]:
 def helm_releases(kubeconfig: str, release: str) -> list[str]:
     """existing/handmade.py RELEASE_LOOKUP offline: the records :data:`HELM_RELEASES` holds for ``release``."""
     return list(HELM_RELEASES.get(release, []))
+
+
+#: Grafana's datasources of the canned world beyond the stack's: name -> uid (existing/handmade.py). Empty: none.
+DATASOURCES: dict[str, str] = {}
+
+
+def datasource_uid(endpoint: str, name: str) -> Optional[str]:
+    """existing/handmade.py DATASOURCE_LOOKUP offline: the uid :data:`DATASOURCES` holds for ``name``, or None."""
+    return DATASOURCES.get(name)

@@ -508,6 +508,7 @@ def run(
             taken.LOOKUP = canned.resource_tags  # and what it holds that the stack would create
             handmade.NAMESPACE_LOOKUP = canned.namespace_metadata  # no cluster offline: namespace gadget canned
             handmade.RELEASE_LOOKUP = canned.helm_releases
+            handmade.DATASOURCE_LOOKUP = canned.datasource_uid
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:

@@ -39,9 +39,10 @@ def test_a_grafana_made_in_the_portal_is_refused_before_anything_is_created(aks,
 
 
 def test_a_run_by_hand_is_refused_in_one_line_before_anything_is_created(aks, engine_tools, chart, tmp_path, helm):
-    """The procedure's extension, Helm release, endpoint and namespace stopped the first `pulumi up` in one line before
-    anything registered: the program read namespace gadget and the release's records with the real kubectl from the
-    real API server (existing/handmade.py). The line's commands, run as given, leave a cluster the next `up` deploys."""
+    """The procedure's extension, Helm release, endpoint, namespace and Prometheus datasource stopped the first `pulumi
+    up` in one line before anything registered: the program read namespace gadget and the release's records with the
+    real kubectl from the real API server, Grafana's datasource through the stand-in az (existing/handmade.py). The
+    line's commands, run as given, leave a setup the next `up` deploys over."""
     procedure(aks, helm)
     ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
     ws.init(STACK, {"pyroscopeChart": chart.reference})
@@ -56,10 +57,14 @@ def test_a_run_by_hand_is_refused_in_one_line_before_anything_is_created(aks, en
         "stack (docs/adopting.md), or delete them (az k8s-extension delete --cluster-type managedClusters "
         "--cluster-name aks-gpu-dev --resource-group rg-aks-gpu-dev --name inspektor-gadget; helm uninstall pyroscope "
         "--namespace gadget; az grafana mpe delete --workspace-name amg-gpu-dev --resource-group rg-observability-dev "
-        "--name pyroscope-mpe; kubectl delete namespace gadget), and the stack makes its own"), line
+        "--name pyroscope-mpe; kubectl delete namespace gadget), and the stack makes its own; Grafana does not change "
+        f"a datasource's uid, so for datasource 'amw-gpu-dev' under uid '{HAND_MADE_UID}' (not "
+        f"'azure-monitor-prometheus') keep the uid (pulumi config set prometheusDatasourceUid {HAND_MADE_UID}) or "
+        "rename or delete it in Grafana"), line
     assert [r["type"] for r in ws.state(STACK).get("resources") or []
             if not r["type"].startswith("pulumi:")] == []  # nothing registered, so nothing created
-    # The line's commands, in its order, as the user runs them: the simulated Azure's two, the real Helm and kubectl.
+    # The line's commands, in its order, as the user runs them: the simulated Azure's two, the real Helm and kubectl,
+    # then the config that keeps the datasource's uid.
     with fake_world.locked(str(aks.world_path)) as world:
         fake_world.arm_delete(world, "azure-native:kubernetesconfiguration:Extension", EXTENSION, "")
         fake_world.arm_delete(world, fake_world.MPE, MPE, GRAFANA_ID)
@@ -68,8 +73,6 @@ def test_a_run_by_hand_is_refused_in_one_line_before_anything_is_created(aks, en
                    timeout=120)
     subprocess.run([str(engine_tools.bin / "kubectl"), *kubeconfig, "delete", "namespace", "gadget", "--wait"],
                    check=True, capture_output=True, timeout=120)
-    # Grafana's side of the run by hand stays, as the line says nothing of it: its Prometheus datasource is kept under
-    # its uid (the datasource step's own one-line refusal names this command; docs/adopting.md step 7).
     ws.pulumi("config", "set", "prometheusDatasourceUid", HAND_MADE_UID, stack=STACK)
     ws.up(STACK)
     namespace = aks.cp.get("/api/v1/namespaces/gadget")["metadata"]

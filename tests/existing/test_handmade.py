@@ -31,9 +31,11 @@ RECORDS = ["secret/sh.helm.release.v1.pyroscope.v1"]
 
 @pytest.fixture
 def cluster(monkeypatch):
-    """cluster(namespace metadata or None, releases=..., arm={id: tags}): the canned world of this test."""
-    def put(namespace, releases=(), arm=None):
+    """cluster(namespace metadata or None, releases=..., arm={id: tags}, datasources={name: uid}): the canned world
+    of this test."""
+    def put(namespace, releases=(), arm=None, datasources=None):
         monkeypatch.setattr(canned, "NAMESPACE", namespace)
+        monkeypatch.setattr(canned, "DATASOURCES", dict(datasources or {}))
         monkeypatch.setattr(canned, "HELM_RELEASES", {"pyroscope": list(releases)} if releases else {})
         for resource_id, tags in (arm or {}).items():
             monkeypatch.setitem(canned.TAKEN, resource_id.lower(), tags)
@@ -89,11 +91,40 @@ def test_what_a_run_by_hand_left_is_refused_in_one_line_before_anything(plan, cl
     assert caught.value.key == key and str(caught.value) == expected, str(caught.value)
 
 
+KEEP_UID = ("Grafana does not change a datasource's uid, so for datasource 'amw-gpu-dev' under uid 'bf2k9zq1m0xyz' "
+            "(not 'azure-monitor-prometheus') keep the uid (pulumi config set prometheusDatasourceUid bf2k9zq1m0xyz) "
+            "or rename or delete it in Grafana")
+
+
+def test_a_datasource_of_the_stacks_name_under_another_uid_is_named_before_anything(plan, cluster):
+    """The procedure's Prometheus datasource (the workspace's name, a uid Grafana picked): the datasource step stops
+    there, writing nothing, but after everything before it; on a first run the program names it first."""
+    cluster(None, datasources={"amw-gpu-dev": "bf2k9zq1m0xyz", "local-pyroscope": "local-pyroscope"})
+    with pytest.raises(ConfigError) as caught:
+        plan()
+    assert caught.value.key == "prometheusDatasourceUid"
+    assert str(caught.value) == f"prometheusDatasourceUid: {KEEP_UID} (docs/adopting.md)"
+    cluster(BY_HAND, datasources={"amw-gpu-dev": "bf2k9zq1m0xyz"})
+    with pytest.raises(ConfigError) as caught:
+        plan()
+    assert caught.value.key == "clusterName" and str(caught.value).endswith(
+        f"(kubectl delete namespace gadget), and the stack makes its own; {KEEP_UID}"), str(caught.value)
+    cluster(None, datasources={"amw-gpu-dev": "bf2k9zq1m0xyz"})
+    assert plan(prometheusDatasourceUid="bf2k9zq1m0xyz").named("gadget-namespace")  # the way out the line gives
+
+
+def test_datasources_are_not_looked_up_for_a_grafana_the_stack_creates(plan, cluster, monkeypatch):
+    cluster(None)
+    monkeypatch.setattr(canned, "datasource_uid", lambda *_: pytest.fail("no datasource lookup"))
+    assert plan(createGrafana="true").named("managed-grafana")
+
+
 def test_on_the_stacks_own_namespace_nothing_more_is_looked_up(plan, cluster, monkeypatch):
     """What is in a namespace the stack marked is its own, or imported into it (docs/adopting.md marks it)."""
     cluster({"name": "gadget", "annotations": {STACK_ANNOTATION: MARK}}, RECORDS, {EXTENSION: {}, ENDPOINT: {}})
     monkeypatch.setattr(canned, "helm_releases", lambda *_: pytest.fail("no release lookup"))
     monkeypatch.setattr(canned, "resource_tags", lambda *_: pytest.fail("no ARM lookup"))
+    monkeypatch.setattr(canned, "datasource_uid", lambda *_: pytest.fail("no Grafana lookup"))
     assert plan().named("gadget-namespace")
 
 
