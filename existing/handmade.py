@@ -137,6 +137,8 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
         found.append(("extensionName", f"extension {extension}",
                       f"az k8s-extension delete --cluster-type managedClusters --cluster-name {cfg.cluster_name} "
                       f"--resource-group {cfg.cluster_resource_group} --name {cfg.extension_name}"))
+    context = (f"the helm and kubectl ones on the cluster's context: az aks get-credentials --resource-group "
+               f"{cfg.cluster_resource_group} --name {cfg.cluster_name}")
     if metadata is not None and _releases_of(kubeconfig):
         found.append(("clusterName", f"Helm release {PYROSCOPE_RELEASE} in namespace {NAMESPACE}",
                       f"helm uninstall {PYROSCOPE_RELEASE} --namespace {NAMESPACE}"))
@@ -158,7 +160,8 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
     if metadata is not None:  # last: deleting it takes what is in it, and the stack's create refuses it
         found.append(("clusterName", f"namespace {NAMESPACE} (no {STACK_ANNOTATION}={mark} annotation; "
                                      "pulumi-kubernetes creates nothing that exists)",
-                      f"kubectl delete namespace {NAMESPACE}"))
+                      f"kubectl delete namespace {NAMESPACE}, which deletes all in it, Pyroscope's volumes and "
+                      f"profiles too: kubectl get pvc,all --namespace {NAMESPACE} shows them"))
     keep = _datasources_by_hand(cfg, grafana_endpoint) if grafana_endpoint else []
     if found or keep:
         one = len(found) == 1
@@ -170,8 +173,9 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
                                        f"{'exists' if one else 'exist'} and this stack did not make "
                                        f"{'it' if one else 'them'} (a run by hand?): bring "
                                        f"{'it' if one else 'them'} under the stack (docs/adopting.md), or delete "
-                                       f"{'it' if one else 'them'} ({'; '.join(c for *_, c in found)}), and the "
-                                       "stack makes its own" + (f"; {uids}" if keep else ""))
+                                       f"{'it' if one else 'them'} ({'; '.join(c for *_, c in found)}"
+                                       f"{'; ' + context if metadata is not None else ''}), and the stack makes its "
+                                       "own" + (f"; {uids}" if keep else ""))
 
 
 def _datasources_by_hand(cfg: StackConfig, endpoint: str) -> list[tuple[str, str, str]]:

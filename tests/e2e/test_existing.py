@@ -57,7 +57,10 @@ def test_a_run_by_hand_is_refused_in_one_line_before_anything_is_created(aks, en
         "stack (docs/adopting.md), or delete them (az k8s-extension delete --cluster-type managedClusters "
         "--cluster-name aks-gpu-dev --resource-group rg-aks-gpu-dev --name inspektor-gadget; helm uninstall pyroscope "
         "--namespace gadget; az grafana mpe delete --workspace-name amg-gpu-dev --resource-group rg-observability-dev "
-        "--name pyroscope-mpe; kubectl delete namespace gadget), and the stack makes its own; Grafana does not change "
+        "--name pyroscope-mpe; kubectl delete namespace gadget, which deletes all in it, Pyroscope's volumes and "
+        "profiles too: kubectl get pvc,all --namespace gadget shows them; the helm and kubectl ones on the cluster's "
+        "context: az aks get-credentials --resource-group rg-aks-gpu-dev --name aks-gpu-dev), and the stack makes its "
+        "own; Grafana does not change "
         f"a datasource's uid, so for datasource 'amw-gpu-dev' under uid '{HAND_MADE_UID}' (not "
         f"'azure-monitor-prometheus') keep the uid (pulumi config set prometheusDatasourceUid {HAND_MADE_UID}) or "
         "rename or delete it in Grafana"), line

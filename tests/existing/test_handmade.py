@@ -49,18 +49,22 @@ DELETE_EXTENSION = ("az k8s-extension delete --cluster-type managedClusters --cl
 DELETE_ENDPOINT = ("az grafana mpe delete --workspace-name amg-gpu-dev --resource-group rg-observability-dev "
                    "--name pyroscope-mpe")
 WAY_OUT = "(a run by hand?): bring them under the stack (docs/adopting.md), or delete them ("
+#: The namespace's delete command, its warning, and the context the helm and kubectl commands need.
+DELETE_NAMESPACE = ("kubectl delete namespace gadget, which deletes all in it, Pyroscope's volumes and profiles too: "
+                    "kubectl get pvc,all --namespace gadget shows them; the helm and kubectl ones on the cluster's "
+                    "context: az aks get-credentials --resource-group rg-aks-gpu-dev --name aks-gpu-dev")
 
 
 @pytest.mark.parametrize("namespace, releases, arm, key, expected", [
     (BY_HAND, (), {EXTENSION: {}}, "extensionName",
      f"extensionName: extension {EXTENSION}, {NAMESPACE_TOO} already exist and this stack did not make them {WAY_OUT}"
-     f"{DELETE_EXTENSION}; kubectl delete namespace gadget), and the stack makes its own"),
+     f"{DELETE_EXTENSION}; {DELETE_NAMESPACE}), and the stack makes its own"),
     (None, (), {EXTENSION: {}}, "extensionName",
      f"extensionName: extension {EXTENSION} already exists and this stack did not make it (a run by hand?): bring it "
      f"under the stack (docs/adopting.md), or delete it ({DELETE_EXTENSION}), and the stack makes its own"),
     (BY_HAND, RECORDS, {}, "clusterName",
      f"clusterName: Helm release pyroscope in namespace gadget, {NAMESPACE_TOO} already exist and this stack did not "
-     f"make them {WAY_OUT}helm uninstall pyroscope --namespace gadget; kubectl delete namespace gadget), and the stack "
+     f"make them {WAY_OUT}helm uninstall pyroscope --namespace gadget; {DELETE_NAMESPACE}), and the stack "
      "makes its own"),
     (None, (), {ENDPOINT: {}}, "managedPrivateEndpointName",
      f"managedPrivateEndpointName: managed private endpoint {ENDPOINT} (no managed-by=aks-gpu-observability tag) "
@@ -70,14 +74,14 @@ WAY_OUT = "(a run by hand?): bring them under the stack (docs/adopting.md), or d
      f"extensionName: extension {EXTENSION}, Helm release pyroscope in namespace gadget, managed private endpoint "
      f"{ENDPOINT} (no managed-by=aks-gpu-observability tag), {NAMESPACE_TOO} already exist and this stack did not "
      f"make them {WAY_OUT}{DELETE_EXTENSION}; helm uninstall pyroscope --namespace gadget; {DELETE_ENDPOINT}; "
-     "kubectl delete namespace gadget), and the stack makes its own"),
+     f"{DELETE_NAMESPACE}), and the stack makes its own"),
     (None, (), {ENDPOINT: {"managed-by": "aks-gpu-observability"}}, "managedPrivateEndpointName",
      f"managedPrivateEndpointName: {ENDPOINT} already exists and another stack of this project made it (for another "
      f"cluster?): set managedPrivateEndpointName to a free name, or multiCluster to true, or delete it if nothing uses "
      f"it ({DELETE_ENDPOINT})"),
     (BY_HAND, (), {}, "clusterName",
      f"clusterName: {NAMESPACE_TOO} already exists and this stack did not make it (a run by hand?): bring it under "
-     "the stack (docs/adopting.md), or delete it (kubectl delete namespace gadget), and the stack makes its own"),
+     f"the stack (docs/adopting.md), or delete it ({DELETE_NAMESPACE}), and the stack makes its own"),
 ], ids=["extension", "extension-namespace-gone", "release", "endpoint", "all-four", "endpoint-of-another-stack",
         "namespace-alone"])
 def test_what_a_run_by_hand_left_is_refused_in_one_line_before_anything(plan, cluster, namespace, releases, arm, key,
@@ -108,7 +112,7 @@ def test_a_datasource_of_the_stacks_name_under_another_uid_is_named_before_anyth
     with pytest.raises(ConfigError) as caught:
         plan()
     assert caught.value.key == "clusterName" and str(caught.value).endswith(
-        f"(kubectl delete namespace gadget), and the stack makes its own; {KEEP_UID}"), str(caught.value)
+        f"({DELETE_NAMESPACE}), and the stack makes its own; {KEEP_UID}"), str(caught.value)
     cluster(None, datasources={"amw-gpu-dev": "bf2k9zq1m0xyz"})
     assert plan(prometheusDatasourceUid="bf2k9zq1m0xyz").named("gadget-namespace")  # the way out the line gives
 
