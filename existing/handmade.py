@@ -127,7 +127,7 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
     except KubectlError as error:
         pulumi.log.warn(f"could not read namespace {NAMESPACE} ({error.last_line}), so the checks for what a run by "
                         "hand left (extension, Helm release, managed private endpoint) are skipped and the stack "
-                        "goes on; kubectl comes with `az aks install-cli` (docs/existing-objects.md)")
+                        "goes on; kubectl comes with az aks install-cli (docs/existing-objects.md)")
         return
     if metadata is not None and ours(metadata, mark):
         return
