@@ -152,6 +152,26 @@ PERSISTENCE_PATH = {SINGLE_BINARY: "values.pyroscope.persistence",
 COMPACTOR_DIR = "/data/compactor"
 
 
+#: Hours of :func:`query_length` beyond the retention: room for the clock of the Grafana that asks being ahead of
+#: Pyroscope's (Azure Managed Grafana runs outside the cluster).
+QUERY_LENGTH_SLACK_HOURS = 24
+
+
+def query_length(retention: str) -> str:
+    """``-querier.max-query-length`` for a retention (``<n>h|d|w`` or ``0``): the retention plus a day, ``0`` (no
+    limit) with retention ``0``. Its default, 24h (grafana/pyroscope ``pkg/validation/limits.go``@v1.15.0
+    ``MaxQueryLength.Set("24h")``), refuses a "Last 7 days" flame graph outright ("the query time range exceeds the
+    limit"). The query frontend first moves a range's start up to now minus the lookback (the retention), then
+    compares the range's length with this limit (``pkg/validation/validate.go`` ``ValidateRangeRequest``), so any
+    range Grafana asks for passes once the limit is the retention plus the clock skew between Grafana and Pyroscope
+    (a range ending after Pyroscope's now is longer than the lookback by that skew)."""
+    if retention == "0":
+        return "0"
+    count, unit = int(retention[:-1]), retention[-1]
+    hours = count * {"h": 1, "d": 24, "w": 168}[unit] + QUERY_LENGTH_SLACK_HOURS
+    return f"{hours // 24}d" if hours % 24 == 0 else f"{hours}h"
+
+
 def extra_args(args: PyroscopeArgs) -> dict[str, str]:
     """The single binary's extra flags (keys sorted).
 
@@ -162,9 +182,11 @@ def extra_args(args: PyroscopeArgs) -> dict[str, str]:
     moves an earlier start up to it (``pkg/validation/validate.go``@v1.15.0 ``ValidateRangeRequest``), so with 14d
     retention the second week would be stored but never shown. ``0`` (retention off) is ``0`` there too: "0 to
     disable" (the flag's help), and ``ValidateRangeRequest`` only applies a lookback ``> 0``.
+    ``-querier.max-query-length``: :func:`query_length` of the retention; its 24h default refuses any longer range.
     ``-compactor.data-dir``: :data:`COMPACTOR_DIR`, with persistence (an emptyDir is on the node's disk either way).
     """
-    extra = {"compactor.blocks-retention-period": args.retention, "querier.max-query-lookback": args.retention}
+    extra = {"compactor.blocks-retention-period": args.retention,
+             "querier.max-query-length": query_length(args.retention), "querier.max-query-lookback": args.retention}
     if args.persistence:
         extra["compactor.data-dir"] = COMPACTOR_DIR
     return dict(sorted(extra.items()))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
-from components.pyroscope import PyroscopeArgs, chart_values
-from tests.support import EXTENSION, RELEASE, reference
+from components.pyroscope import PyroscopeArgs, chart_values, query_length
+from tests.support import EXTENSION, RELEASE, pyroscope_server, reference
 from tests.support.config_values import pyroscope_args
 
 P = "service.beta.kubernetes.io/"
@@ -80,7 +82,7 @@ def test_release_values(plan):
     assert single["persistence"] == {"enabled": True, "accessModes": ["ReadWriteOnce"], "size": "64Gi",
                                      "storageClassName": "managed-csi"}
     assert single["extraArgs"] == {"compactor.blocks-retention-period": "14d", "compactor.data-dir": "/data/compactor",
-                                   "querier.max-query-lookback": "14d"}
+                                   "querier.max-query-length": "15d", "querier.max-query-lookback": "14d"}
     assert single["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
     terms = single["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "kubernetes.azure.com/accelerator", "operator": "DoesNotExist"},
@@ -152,7 +154,7 @@ TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{
                      "terminationGracePeriodSeconds: {{ $values.terminationGracePeriodSeconds }}",
                  **{f"pyroscope.extraArgs.{flag}": '- "-{{ $key }}={{ $value }}"'
                     for flag in ("compactor.blocks-retention-period", "compactor.data-dir",
-                                 "querier.max-query-lookback")}}
+                                 "querier.max-query-length", "querier.max-query-lookback")}}
 
 
 def items(**lists) -> dict:
@@ -332,7 +334,7 @@ def test_storage_scheduling_and_resources_follow_config(plan):
                   ).one(RELEASE).inputs["values"]["pyroscope"]
     assert single["persistence"]["size"] == "1Ti" and single["persistence"]["storageClassName"] == "managed-csi-premium"
     assert single["extraArgs"] == {"compactor.blocks-retention-period": "30d", "compactor.data-dir": "/data/compactor",
-                                   "querier.max-query-lookback": "30d"}
+                                   "querier.max-query-length": "31d", "querier.max-query-lookback": "30d"}
     assert single["resources"] == {"requests": {"cpu": "2", "memory": "3Gi"}, "limits": {"cpu": "4"}}
     assert single["nodeSelector"] == {"agentpool": "system", "kubernetes.azure.com/mode": "system"}
     assert single["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
@@ -372,6 +374,48 @@ def test_queries_reach_back_as_far_as_retention_keeps_profiles(retention):
     assert _days(lookback) == 0 or _days(lookback) >= _days(extra["compactor.blocks-retention-period"]), extra
     if retention == "0":
         assert lookback == "0"
+
+
+@pytest.mark.parametrize("retention,length", [("14d", "15d"), ("3w", "22d"), ("36h", "60h"), ("48h", "3d"), ("0", "0")])
+def test_query_length_is_the_retention_and_a_day(retention, length):
+    assert query_length(retention) == length
+
+
+HOUR = 3600_000
+
+
+@pytest.mark.parametrize("case,start,end,expected", [
+    ("valid", -24, 0, (-24, 0, False)),
+    ("empty outside of the lookback", -75, -73, (-75, -73, True)),
+    ("too large range", -150, 1,
+     "the query time range exceeds the limit (max_query_length, actual: 73h0m0s, limit: 2d)"),
+    ("reduced range to the lookback", -75, -68, (-72, -68, False)),
+])
+def test_the_stand_in_query_frontend_replays_pyroscopes_own_table(case, start, end, expected):
+    """grafana/pyroscope v1.15.0 ``pkg/validation/validate_test.go`` ``Test_ValidateRangeRequest`` (lookback 72h,
+    length 48h), through tests/support/pyroscope_server.py's ``validate_range``; "too large range" is the clock-skew
+    case :func:`components.pyroscope.query_length` leaves a day for."""
+    flags = {"querier.max-query-lookback": "72h", "querier.max-query-length": "48h"}
+    now = 1_700_000_000_000
+    if isinstance(expected, str):
+        with pytest.raises(pyroscope_server.QueryLimitError, match=re.escape(expected)):
+            pyroscope_server.validate_range(flags, now + start * HOUR, now + end * HOUR, now)
+    else:
+        got = pyroscope_server.validate_range(flags, now + start * HOUR, now + end * HOUR, now)
+        assert got == (now + expected[0] * HOUR, now + expected[1] * HOUR, expected[2])
+
+
+@pytest.mark.parametrize("retention", ["14d", "30d", "3w", "36h"])
+@pytest.mark.parametrize("mode", ["single-binary", "microservices"])
+def test_any_range_grafana_asks_for_passes_the_stacks_limits(retention, mode):
+    """grafana/pyroscope#3072, #3147: with ``-querier.max-query-length`` at its 24h default a "Last 7 days" range is
+    refused. With the stack's flags, in both modes, ranges from an hour to a year pass, even with Grafana's clock an
+    hour ahead of Pyroscope's."""
+    extra = chart_values(_args(retention=retention, mode=mode))["pyroscope"]["extraArgs"]
+    now = 1_700_000_000_000
+    for hours in (1, 24, 7 * 24, 30 * 24, 365 * 24):
+        for skew in (0, HOUR):
+            pyroscope_server.validate_range(extra, now + skew - hours * HOUR, now + skew, now)
 
 
 def test_the_compactor_stages_blocks_on_the_volume():

@@ -31,6 +31,7 @@ from components.pyroscope import (
     WORKLOAD_IDENTITY_LABEL,
     claim_names,
     network_policy_spec,
+    query_length,
 )
 from components.pyroscope_storage import subject
 from offline import program
@@ -382,6 +383,7 @@ def test_durable_statefulset(tmp_path, variant):
     assert (
         f"-querier.max-query-lookback={retention}" in container["args"]
     )  # not the 7d default (components/pyroscope.py)
+    assert f"-querier.max-query-length={query_length(retention)}" in container["args"]  # not the 24h default
     # The compactor's staging directory on the volume: chart 1.15.0 mounts /data-compactor only for component compactor.
     assert ("-compactor.data-dir=/data/compactor" in container["args"]) is (variant != "persistence off")
     assert not [m for m in container["volumeMounts"] if m["mountPath"] == "/data-compactor"]

@@ -33,6 +33,7 @@ from tests.support.flamegraphs import (
     query_through_az_rest,
     response,
     stack_cli,
+    stack_cli_against_pyroscope,
     stack_rules,
 )
 from tests.support.scenarios import calls_in, fake_az_env
@@ -418,3 +419,28 @@ def test_the_diff_report_says_what_its_amounts_and_the_colours_are():
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(DIFF_NOTE + "\n")
     assert "share of its side's total" in DIFF_NOTE and "not by its bytes" in DIFF_NOTE
+
+
+def _release_flags():
+    """The extra args the dev stack starts Pyroscope with (its Helm release's values)."""
+    return run("dev").one("kubernetes:helm.sh/v3:Release").inputs["values"]["pyroscope"]["extraArgs"]
+
+
+@pytest.mark.parametrize("since", ["2d", "7d", "30d"])
+def test_ranges_longer_than_a_day_are_read_from_the_stacks_pyroscope(tmp_path, since):
+    """grafana/pyroscope#3072 and #3147: Pyroscope's ``-querier.max-query-length`` defaults to 24h, so a "Last 7 days"
+    flame graph and ``--since 2d`` (this command's own help) failed with "the query time range exceeds the limit".
+    Against a Pyroscope started with the dev stack's flags every such range is read (30d: beyond the retention, the
+    query frontend moves the start up to the lookback)."""
+    done = stack_cli_against_pyroscope(tmp_path, _release_flags(), "--since", since, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["total"] > 0
+
+
+def test_the_length_limit_left_at_its_default_refuses_two_days(tmp_path):
+    """The failing input of grafana/pyroscope#3072: without the stack's ``-querier.max-query-length`` (Pyroscope's
+    24h default), ``--since 2d`` fails in one line naming the limit."""
+    flags = {k: v for k, v in _release_flags().items() if k != "querier.max-query-length"}
+    done = stack_cli_against_pyroscope(tmp_path, flags, "--since", "2d")
+    assert done.returncode != 0
+    assert "the query time range exceeds the limit (max_query_length, actual: 48h0m0s, limit: 1d)" in done.stderr

@@ -64,6 +64,11 @@ import uuid
 from typing import Any, Iterator, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
+try:
+    from tests.support import pyroscope_server
+except ModuleNotFoundError:  # imported by fake_az.py as its sibling, tests/support first on sys.path
+    import pyroscope_server  # type: ignore[no-redef]
+
 PRIVATE_IP = "10.0.4.36"  # offline/canned.py MPE_PRIVATE_IP
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 
@@ -859,6 +864,53 @@ def _read_or_delete(stored: dict, uid: str, method: str, kind: str, shown) -> Op
     return None
 
 
+# --- Pyroscope behind its datasource -------------------------------------------------------------------------------
+
+
+def grafana_time(text: str, now_ms: int) -> int:
+    """Grafana's ``from``/``to`` of a query: ``now``, ``now-<n><unit>`` or epoch milliseconds."""
+    found = re.fullmatch(r"now(?:-(\d+)([smhdwy]))?", text)
+    if not found:
+        return int(text)
+    count, unit = found.groups()
+    return now_ms - (pyroscope_server.parse_duration(f"{count}{unit}") if count else 0)
+
+
+def _pyroscope_reads(method: str, path: str, query: str, body: Any, world: dict) -> Optional[dict]:
+    """``world["pyroscope"]`` (``flags``: its extra args; ``profile_types``; ``query_response``) answering the reads
+    of the Pyroscope datasource through Grafana: ``POST /api/ds/query`` with a Pyroscope query, and the datasource's
+    ``resources/profileTypes``. Each range goes through the query frontend's checks
+    (tests/support/pyroscope_server.py); a refused one is Grafana's 400 with the error under the query's refId
+    (grafana/grafana ``pkg/api/ds_query.go`` ``toJsonStreamingResponse``)."""
+    import time
+
+    server = world.get("pyroscope")
+    if server is None:
+        return None
+    now = int(time.time() * 1000)
+    if method == "post" and path == "/api/ds/query":
+        queries = (body or {}).get("queries") or []
+        if not queries or (queries[0].get("datasource") or {}).get("type") != "grafana-pyroscope-datasource":
+            return None
+        ref = queries[0].get("refId", "A")
+        start, end = grafana_time(body["from"], now), grafana_time(body["to"], now)
+        answer = server["query_response"]
+    elif method == "get" and path.endswith("/resources/profileTypes"):
+        args = parse_qs(query)
+        ref, start, end = None, int(args["start"][0]), int(args["end"][0])
+        answer = server["profile_types"]
+    else:
+        return None
+    try:
+        pyroscope_server.validate_range(server.get("flags") or {}, start, end, now)
+    except ValueError as error:
+        # The datasource passes Pyroscope's connect error on as "<code>: <message>".
+        message = f"invalid_argument: {error}"
+        shown = {"results": {ref: {"error": message, "status": 400}}} if ref else {"message": message}
+        return {"exit": 1, "stderr": f"ERROR: Bad Request({json.dumps(shown)})"}
+    return {"json": answer}
+
+
 # --- dispatch ------------------------------------------------------------------------------------------------------
 
 
@@ -933,7 +985,8 @@ def answer(argv: list[str], world: dict) -> dict:
                 return _plugin_settings(settings.group(1), g)
             if method == "get" and parts.path == "/api/search":
                 return _search(parts.query, g)
-            found = _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g)
+            found = (_pyroscope_reads(method, parts.path, parts.query, body, world) or
+                     _datasources(method, parts.path, body, g) or _dashboards(method, parts.path, body, g))
             if found is not None:
                 return found
         elif not parts.scheme:

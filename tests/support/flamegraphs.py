@@ -12,7 +12,7 @@ from flamegraph import formats
 from flamegraph.analysis import report
 from flamegraph.formats import find_frame, parse_frame
 from offline.program import run
-from tests.support import ROOT
+from tests.support import ROOT, fake_world
 from tests.support.scenarios import fake_az_env
 
 GB = 1024 ** 3  # Grafana's 'bytes' unit is binary: the panel and the report say GiB
@@ -115,6 +115,18 @@ def stack_cli(tmp_path, *args, types=(DASHBOARD_TYPE,)):
     done = cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *args,
                env=fake_az_env(tmp_path, stack_rules(types)))
     return done, outputs
+
+
+def stack_cli_against_pyroscope(tmp_path, flags, *args, types=(DASHBOARD_TYPE,)):
+    """The reader's ``--stack dev`` query against the stand-in Grafana and a Pyroscope started with ``flags`` (its
+    extra args), whose query frontend checks each range (tests/support/pyroscope_server.py)."""
+    outputs = run("dev").outputs
+    (tmp_path / "outputs.json").write_text(json.dumps(outputs))
+    world = {**fake_world.empty(), "pyroscope": {"flags": flags, "profile_types": list(types),
+                                                 "query_response": response(VLLM)}}
+    (tmp_path / "world.json").write_text(json.dumps(world))
+    env = {**fake_az_env(tmp_path, []), "FAKE_AZ_WORLD": str(tmp_path / "world.json")}
+    return cli("--stack", "dev", "--outputs-file", str(tmp_path / "outputs.json"), *args, env=env)
 
 
 SVG = "{http://www.w3.org/2000/svg}"
