@@ -3,9 +3,9 @@
 Owns: :func:`find_frame` and :func:`parse_frame` (a ``/api/ds/query`` response or bare frame), :func:`from_render`
 (``/pyroscope/render``, format ``single``), :func:`from_pprof` (``.pb.gz`` or ``.pb``, one sample type:
 ``--sample-type``, else ``malloc:bytes``, else the declared ``default_sample_type``, else the only one; frames named
-as pprof names them, :func:`printable_name`), :func:`load` and :func:`read_file` (any of the three,
-told apart by content), and the writers :func:`to_render` and :func:`to_pprof` (the examples, the round-trip
-tests, the benchmark).
+as pprof names them, :func:`printable_name`; its ``drop_frames`` applied as pprof applies it, :func:`prune`),
+:func:`load` and :func:`read_file` (any of the three, told apart by content), and the writers :func:`to_render`
+and :func:`to_pprof` (the examples, the round-trip tests, the benchmark).
 Inputs: bytes or parsed JSON. Outputs: :class:`flamegraph.model.Profile`. Errors: ``FrameError``, one line.
 Upstream: google/pprof ``proto/profile.proto`` (vendored in :mod:`flamegraph.pprof`); the formats' sources and
 how each is read: docs/decisions/flamegraph-reading.md.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import zlib
 from operator import attrgetter
 from typing import Any, Optional
@@ -132,7 +133,7 @@ def decode(data: bytes) -> bytes:
         raise FrameError(f"not a valid gzip stream ({error})") from None
 
 
-def load(data: bytes, sample_type: Optional[str] = None) -> tuple[Profile, str]:
+def load(data: bytes, sample_type: Optional[str] = None, all_frames: bool = False) -> tuple[Profile, str]:
     """A profile file's content, any of the three formats: (profile, format) with format ``frame``, ``render`` or
     ``pprof``. JSON (a Grafana /api/ds/query response or bare frame, or a render answer) is told from pprof by its
     first non-blank byte. FrameError says what is wrong, in one line."""
@@ -151,7 +152,7 @@ def load(data: bytes, sample_type: Optional[str] = None) -> tuple[Profile, str]:
         if isinstance(document, dict) and "flamebearer" in document:
             return from_render(document), "render"
         return parse_frame(find_frame(document)), "frame"
-    return from_pprof(raw, sample_type), "pprof"
+    return from_pprof(raw, sample_type, all_frames), "pprof"
 
 
 def _sample_index(types: list[tuple[str, str]], wanted: Optional[str], default: str) -> tuple[int, bool]:
@@ -194,8 +195,66 @@ def printable_name(name: str, system_name: str, address: int, objfile: str) -> s
     return " ".join(parts)
 
 
-def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
-    """A decoded (gunzipped) pprof profile as a flame-graph Profile of one sample type."""
+def simplified_function(name: str) -> str:
+    """The name pprof matches ``drop_frames`` against (``simplifyFunc`` in google/pprof ``profile/prune.go``): a
+    leading ``.`` off, and everything from the first ``(`` that does not open ``(anonymous namespace)`` or
+    ``operator()``."""
+    name = name.removeprefix(".")
+    for found in re.finditer(r"\(anonymous namespace\)|operator\(\)|\(", name):
+        if found.group(0) == "(":
+            return name[:found.start()]
+    return name
+
+
+def prune(message: Any, strings: list[str]) -> str:
+    """Apply the profile's ``drop_frames``/``keep_frames`` in place as pprof does by default (google/pprof
+    ``internal/driver/fetch.go`` calls ``RemoveUninteresting``; ``profile/prune.go`` ``Prune``): in each location the
+    innermost frame whose function matches ``^(drop_frames)$`` and not ``^(keep_frames)$`` goes, with the frames
+    inlined into it; in each sample, from the first user frame on (root first), the stack ends at the first such
+    location. Returns what was applied (``drop_frames=...``), or ``""`` when the file declares none or pprof would not
+    compile it (pprof ignores that error)."""
+    drop, keep = strings[message.drop_frames], strings[message.keep_frames]
+    if not drop:
+        return ""
+    try:
+        drop_rx = re.compile(f"^({drop})$")
+        keep_rx = re.compile(f"^({keep})$") if keep else None
+    except re.error:
+        return ""
+    functions = {f.id: strings[f.name] for f in message.function}
+    cache: dict[str, bool] = {}
+
+    def drops(name: str) -> bool:
+        if name not in cache:
+            simple = simplified_function(name)
+            cache[name] = bool(drop_rx.match(simple)) and not (keep_rx and keep_rx.match(simple))
+        return cache[name]
+
+    pruned, beneath = set(), set()
+    for location in message.location:
+        lines = location.line
+        found = next((i for i in range(len(lines) - 1, -1, -1)
+                      if functions.get(lines[i].function_id) and drops(functions[lines[i].function_id])), -1)
+        if found >= 0:
+            beneath.add(location.id)
+            if found == len(lines) - 1:
+                pruned.add(location.id)
+            else:
+                del lines[:found + 1]
+    for sample in message.sample:
+        ids, user = list(sample.location_id), False
+        for i in range(len(ids) - 1, -1, -1):
+            if ids[i] not in pruned and ids[i] not in beneath:
+                user = True
+            elif user:
+                sample.location_id[:] = ids[i + 1:] if ids[i] in pruned else ids[i:]
+                break
+    return f"drop_frames={drop}" + (f", keep_frames={keep}" if keep else "")
+
+
+def from_pprof(raw: bytes, sample_type: Optional[str] = None, all_frames: bool = False) -> Profile:
+    """A decoded (gunzipped) pprof profile as a flame-graph Profile of one sample type; its ``drop_frames`` applied
+    as pprof does (:func:`prune`) unless ``all_frames`` (pprof's ``-all_frames``)."""
     from google.protobuf.message import DecodeError
 
     message = _pb2().Profile()
@@ -225,6 +284,8 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
     functions = {f.id: (string(f.name, f"function {f.id}'s name"),
                         string(f.system_name, f"function {f.id}'s system name")) for f in message.function}
     objfiles = {m.id: string(m.filename, f"mapping {m.id}'s file") for m in message.mapping}
+    string(message.drop_frames, "drop_frames"), string(message.keep_frames, "keep_frames")
+    pruned = "" if all_frames else prune(message, strings)
     names = ["total"]
     named: dict[str, int] = {}
     frames_of: dict[int, tuple[int, ...]] = {}  # location id -> its frames' name indices, caller first
@@ -261,7 +322,7 @@ def from_pprof(raw: bytes, sample_type: Optional[str] = None) -> Profile:
         columns = calltree.vectorized(message.sample, width, index, frames_of, names)
     if columns is None:
         columns = calltree.plain(samples(), frames_of, names)
-    return Profile(unit, sample_type=f"{kind}:{unit}", default_sample_type=by_default, columns=columns)
+    return Profile(unit, sample_type=f"{kind}:{unit}", default_sample_type=by_default, columns=columns, pruned=pruned)
 
 
 def nested_set_order(root: Node) -> list[Node]:
@@ -330,7 +391,7 @@ def from_render(document: dict) -> Profile:
     return Profile(unit, root, nested_set_order(root), f"{metadata['name']}:{unit}" if metadata.get("name") else None)
 
 
-def read_file(path: str, sample_type: Optional[str], flag: str = "--from-file") -> Profile:
+def read_file(path: str, sample_type: Optional[str], flag: str = "--from-file", all_frames: bool = False) -> Profile:
     """A saved profile in any of the three formats (:func:`load`); FrameError names the file (``flag``: the option
     that named it)."""
     try:
@@ -339,7 +400,7 @@ def read_file(path: str, sample_type: Optional[str], flag: str = "--from-file") 
     except OSError as error:
         raise FrameError(f"{flag}: cannot read {path}: {error.strerror or error}") from None
     try:
-        return load(data, sample_type)[0]
+        return load(data, sample_type, all_frames)[0]
     except FrameError as error:
         raise FrameError(f"{path}: {error}") from None
 

@@ -58,6 +58,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--baseline", metavar="FILE|FROM..TO", help="compare with a baseline: a second file (any "
                         "format), or with --stack a second time range back from now such as 2h..1h; lists who grew "
                         "and shrank")
+    parser.add_argument("--all-frames", action="store_true", help="a pprof file's every frame: ignore the "
+                        "drop_frames and keep_frames it declares (pprof's -all_frames; by default they apply, as in "
+                        "pprof)")
     parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
     parser.add_argument("--hide-trampolines", action="store_true",
                         help=f"fold {TRAMPOLINE} frames out of the chains, the lists and the --svg picture")
@@ -133,7 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         profile_type, also_held, baseline_type, asked = None, [], None, profile_types.PUBLISHED
         if args.from_file:
-            profile = read_file(args.from_file, args.sample_type)
+            profile = read_file(args.from_file, args.sample_type, all_frames=args.all_frames)
         else:
             grafana = query.StackQuery(args.stack, args.outputs_file)
             asked = grafana.dashboard_profile_type
@@ -161,7 +164,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         baseline = None
         if args.baseline is not None:
             if os.path.exists(args.baseline):
-                baseline = read_file(args.baseline, args.sample_type, "--baseline")
+                baseline = read_file(args.baseline, args.sample_type, "--baseline", args.all_frames)
             else:
                 baseline_type, _ = choose(window.group(1), window.group(2))
                 baseline = parse_frame(find_frame(grafana.flame_graph({
@@ -170,6 +173,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         title = TITLE if kind in (["malloc", "bytes"], [""]) else f"Profile {profile_type or profile.sample_type}"
         if profile.default_sample_type and not profile_type:  # say why this one of the profile's types was read
             title += ", its default sample type (no malloc:bytes in it)"
+        if profile.pruned:  # frames the file asks readers to leave out are left out, as pprof does
+            title += f", without the frames its {profile.pruned} drops (--all-frames keeps them)"
         if by_value is not None:
             title += f" of {by_name} {by_value}"
         try:
@@ -206,6 +211,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         result["alsoHeld"] = also_held
         if baseline_type is not None:
             result["baselineProfileType"] = baseline_type
+    if profile.pruned:
+        result["prunedBy"] = profile.pruned
     if picture is not None:
         try:
             with open(args.svg, "wb") as out:

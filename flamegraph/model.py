@@ -66,12 +66,13 @@ class Profile:
     built; the other is derived on first use. Reading ``nodes`` makes the nodes the profile's own (the columns are
     dropped, so changes to the nodes count); ``columns`` of a node-held profile is derived afresh each time."""
 
-    __slots__ = ("unit", "sample_type", "default_sample_type", "_root", "_nodes", "_columns")
+    __slots__ = ("unit", "sample_type", "default_sample_type", "pruned", "_root", "_nodes", "_columns")
 
     def __init__(self, unit: str, root: Optional[Node] = None, nodes: Optional[list[Node]] = None,
                  sample_type: Optional[str] = None, default_sample_type: bool = False, *,
-                 columns: Optional[Columns] = None):
+                 columns: Optional[Columns] = None, pruned: str = ""):
         self.unit = unit
+        self.pruned = pruned  # the pprof file's drop_frames/keep_frames as applied ("drop_frames=..."), or ""
         self.sample_type = sample_type  # "type:unit" as a pprof profile declares it; None for a frame (its unit only)
         self.default_sample_type = default_sample_type  # read as the pprof's default_sample_type (no GPU-memory type)
         self._root, self._nodes, self._columns = root, (nodes if nodes is not None else []), columns

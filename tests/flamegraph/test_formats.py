@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -266,3 +268,102 @@ def test_pprof_outside_the_venv_is_one_line(monkeypatch):
     monkeypatch.delitem(sys.modules, "flamegraph.pprof.profile_pb2", raising=False)
     with pytest.raises(FrameError, match=r"^reading pprof needs the protobuf package .*: run in the project's venv"):
         formats._pb2()
+
+
+def _pprof_of(samples, drop="", keep=""):
+    """A pprof profile (alloc_space:bytes) of ``samples``: [(stack, value)], a stack leaf first, each location a
+    list of function names, the inlined ones first (pprof's order)."""
+    pb = formats._pb2()
+    strings = ["", "alloc_space", "bytes"]
+
+    def string(text):
+        if text not in strings:
+            strings.append(text)
+        return strings.index(text)
+
+    message = pb.Profile()
+    message.sample_type.add(type=1, unit=2)
+    functions, locations = {}, {}
+    for stack, value in samples:
+        ids = []
+        for frames in stack:
+            key = tuple(frames)
+            if key not in locations:
+                location = message.location.add(id=len(locations) + 1)
+                for name in frames:
+                    if name not in functions:
+                        functions[name] = len(functions) + 1
+                        message.function.add(id=functions[name], name=string(name))
+                    location.line.add(function_id=functions[name])
+                locations[key] = location.id
+            ids.append(locations[key])
+        message.sample.add(location_id=ids, value=[value])
+    message.drop_frames, message.keep_frames = string(drop) if drop else 0, string(keep) if keep else 0
+    message.string_table.extend(strings)
+    return message.SerializeToString()
+
+
+def _go_pprof_top(path):
+    """``go tool pprof -top``'s flat and cum per function, the real pprof (Go's toolchain vendors google/pprof)."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("go is not on PATH: the drop_frames tests compare with `go tool pprof` (Go 1.26, README)")
+    out = subprocess.run([go, "tool", "pprof", "-top", str(path)], capture_output=True, text=True, timeout=300,
+                         check=True).stdout
+    rows = out.split("cum%\n", 1)[1].splitlines()
+    parsed = {}
+    for row in rows:
+        flat, _, _, cum, _, name = row.split(None, 5)
+        parsed[name] = (int(flat.rstrip("B")), int(cum.rstrip("B")))
+    return parsed
+
+
+@pytest.mark.parametrize("samples,drop,keep", [
+    ([([["alloc"], ["main"]], 100)], "alloc", ""),
+    ([([["alloc", "helper"], ["main"]], 100)], "alloc", ""),  # dropped where it is inlined: its caller stays
+    ([([["malloc"], ["main"]], 60), ([["calloc"], ["work"], ["main"]], 40)], "malloc|calloc", "calloc"),
+    ([([["alloc"], ["main"]], 100)], "main", ""),  # a root frame is never dropped before a user frame
+    ([([["Foo::Bar(int)"], ["Foo::Run()"], ["main"]], 7), ([["(anonymous namespace)::Baz"], ["main"]], 5)],
+     "Foo::Bar|\\(anonymous namespace\\)::Baz", ""),  # pprof's simplified names: arguments off, reserved names kept
+    ([([["runtime.mallocgc"], ["alloc"], ["main"]], 9)], "(", ""),  # pprof ignores a regex it cannot compile
+])
+def test_drop_frames_are_applied_as_pprof_applies_them(tmp_path, samples, drop, keep):
+    """google/pprof#976 (``-all_frames``): pprof honours a profile's ``drop_frames`` and ``keep_frames`` by default
+    (``internal/driver/fetch.go`` ``RemoveUninteresting``). A file that declares ``drop_frames=alloc`` was read as
+    "alloc self 100 %" where ``go tool pprof`` says ``main``; the reader's self and total per function now equal the
+    real pprof's, and ``--all-frames`` reads every frame (pprof's ``-all_frames``)."""
+    path = tmp_path / "declared.pb"
+    path.write_bytes(_pprof_of(samples, drop, keep))
+    profile = formats.read_file(str(path), None)
+    ours = {name: (own, total) for name, own, total in _per_function(profile)}
+    assert ours == _go_pprof_top(path)
+    assert bool(profile.pruned) is (drop != "(")
+    every = formats.read_file(str(path), None, all_frames=True)
+    assert not every.pruned
+    leaves = {stack[0][0] for stack, _ in samples}
+    assert {name for name, own, _ in _per_function(every) if own} == leaves
+
+
+def _per_function(profile):
+    """(function, self, total) per function name, totals counted once per stack as pprof's cum is."""
+    own, total = {}, {}
+    for node in profile.nodes[1:]:
+        own[node.label] = own.get(node.label, 0) + node.self
+        ancestors, up = set(), node.parent
+        while up is not None and up.parent is not None:
+            ancestors.add(up.label)
+            up = up.parent
+        if node.label not in ancestors:
+            total[node.label] = total.get(node.label, 0) + node.value
+    return [(name, own[name], total[name]) for name in own]
+
+
+def test_the_report_says_which_frames_the_file_dropped(tmp_path):
+    path = tmp_path / "declared.pb"
+    path.write_bytes(_pprof_of([([["alloc"], ["main"]], 100)], "alloc"))
+    text = cli("--from-file", str(path), "--top", "1").stdout
+    assert text.startswith("Profile alloc_space:bytes, without the frames its drop_frames=alloc drops (--all-frames "
+                           "keeps them)")
+    assert "1. main  self 100 B (100.0 %)" in text
+    assert json.loads(cli("--from-file", str(path), "--json").stdout)["prunedBy"] == "drop_frames=alloc"
+    assert "1. alloc  self 100 B" in cli("--from-file", str(path), "--all-frames").stdout
