@@ -25,6 +25,7 @@ from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deplo
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
 from components.pyroscope import Pyroscope, PyroscopeArgs
 from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs, derived_account_name
+from existing.api_server import refuse_unreachable
 from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from existing.handmade import refuse_handmade
@@ -50,6 +51,8 @@ workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(c
 # Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).
 assign_role = assigns_monitoring_data_reader(cfg, workspace and workspace.id, grafana and grafana.principal_id)
 kubeconfig_text = cluster_kubeconfig(cfg)
+# A private cluster's API server answers only on its network: refused here in one line, not read later as "gone".
+refuse_unreachable(cfg, cluster, kubeconfig_text)
 mark = stack_mark(pulumi.get_project(), pulumi.get_stack())
 # What a run by hand left (namespace, extension, release, endpoint, datasources) stops the first `up` here in one
 # line, not half way: namespace gadget carries the stack's owner mark (docs/existing-objects.md).

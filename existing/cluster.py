@@ -30,7 +30,10 @@ class ClusterFacts:
     ``oidc_issuer_url``: ``oidcIssuerProfile.issuerURL`` when ``oidcIssuerProfile.enabled`` (else empty);
     ``workload_identity``: ``securityProfile.workloadIdentity.enabled`` (pulumi-azure-native 3.x
     ``containerservice/outputs.py`` ``ManagedClusterOIDCIssuerProfileResponse``,
-    ``ManagedClusterSecurityProfileWorkloadIdentityResponse``).
+    ``ManagedClusterSecurityProfileWorkloadIdentityResponse``). ``private_cluster``:
+    ``apiServerAccessProfile.enablePrivateCluster`` (the API server has a private address only);
+    ``authorized_ip_ranges``: ``apiServerAccessProfile.authorizedIPRanges`` (the only clients a public API server
+    admits; empty: all).
     """
 
     id: str
@@ -45,6 +48,8 @@ class ClusterFacts:
     network_policy: str = ""
     oidc_issuer_url: str = ""
     workload_identity: bool = False
+    private_cluster: bool = False
+    authorized_ip_ranges: tuple[str, ...] = ()
 
     @property
     def load_balancer_scope(self) -> str:
@@ -91,6 +96,8 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         oidc_issuer_url=(str(getattr(result.oidc_issuer_profile, "issuer_url", None) or "")
                          if getattr(result.oidc_issuer_profile, "enabled", False) else ""),
         workload_identity=bool(getattr(getattr(result.security_profile, "workload_identity", None), "enabled", False)),
+        private_cluster=bool(getattr(result.api_server_access_profile, "enable_private_cluster", False)),
+        authorized_ip_ranges=tuple(getattr(result.api_server_access_profile, "authorized_ip_ranges", None) or ()),
     )
     if cfg.extension_azure_monitor and not facts.metrics_enabled:
         raise ConfigError(

@@ -610,6 +610,18 @@ def resource_tags(resource_id: str) -> Optional[dict]:
     return None if tags is None else dict(tags)
 
 
+#: API server host -> why this machine cannot reach it (existing/api_server.py). Empty: every API server answers, as
+#: on a machine on the cluster's network.
+UNREACHABLE: dict[str, str] = {}
+
+
+def api_server_reach(kubeconfig: str) -> Optional[str]:
+    """existing/api_server.py REACH offline: what :data:`UNREACHABLE` says of the kubeconfig's API server."""
+    from existing.api_server import server_of
+
+    return UNREACHABLE.get(server_of(kubeconfig)[0])
+
+
 #: Namespace ``gadget``'s metadata in the canned cluster (existing/handmade.py), or None: the cluster has none, as
 #: before a first `pulumi up`. Tests put one there (a run by hand's, the stack's with its mark).
 NAMESPACE: Optional[dict] = None

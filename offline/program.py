@@ -29,7 +29,7 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 
-from existing import handmade, roles, taken
+from existing import api_server, handmade, roles, taken
 from offline import canned, replacement
 from offline import stack_file as stack_files
 from offline.wire import COMPUTED, SECRET, SECRET_SIG, SIG, UNKNOWN, mask, plain, secret_fingerprints
@@ -506,6 +506,7 @@ def run(
             phase.AT_UP = isinstance(pending, AtUp) or None  # at `up`, lookups run after their steps (stack/phase.py)
             roles.LOOKUP = canned.role_holders  # no `az` offline: the assignments of the canned world
             taken.LOOKUP = canned.resource_tags  # and what it holds that the stack would create
+            api_server.REACH = canned.api_server_reach  # no network offline: the canned world says what answers
             handmade.NAMESPACE_LOOKUP = canned.namespace_metadata  # no cluster offline: namespace gadget canned
             handmade.RELEASE_LOOKUP = canned.helm_releases
             handmade.DATASOURCE_LOOKUP = canned.datasource_uid

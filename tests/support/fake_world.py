@@ -66,7 +66,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 try:
     from tests.support import pyroscope_server
-except ModuleNotFoundError:  # imported by fake_az.py as its sibling, tests/support first on sys.path
+except ModuleNotFoundError:  # imported by fake_az.py as its sibling module, outside the tests package
     import pyroscope_server  # type: ignore[no-redef]
 
 PRIVATE_IP = "10.0.4.36"  # offline/canned.py MPE_PRIVATE_IP
