@@ -123,9 +123,14 @@ def checks(outputs: dict, kube_context: str = "") -> list[Check]:
     stored: dict = {}  # the dashboard Grafana holds, for the profile-type check
 
     def dashboard() -> Check:
-        answer = rest("get", f"{grafana}/api/dashboards/uid/{dashboard_uid}") or {}
-        stored.update(answer.get("dashboard") or {})
-        title = (answer.get("dashboard") or {}).get("title")
+        held = grafana_dashboard.stored(grafana, dashboard_uid, lambda url: rest("get", url))
+        if held is not None and held.schema:
+            return Check(f"dashboard {dashboard_uid}", False,
+                         f"stored in Grafana's {held.schema} schema (saved from the editor with dynamic dashboards)",
+                         "`pulumi up --replace <URN of gpu-dashboard-upload>` (`pulumi stack --show-urns`) writes the "
+                         "pinned dashboard back")
+        stored.update(held.dashboard if held else {})
+        title = stored.get("title")
         return Check(f"dashboard {dashboard_uid}", bool(title), f"title {title!r}",
                      "run `pulumi up` (the dashboard step uploads it)")
 
@@ -330,11 +335,27 @@ def dashboard_drift(grafana: str, definition: dict, stack: str, server: grafana_
     """The dashboard in Grafana against the upload rebuilt from ``definition`` (``dashboardDefinition``) for
     ``server``."""
     uid = definition["uid"]
-    found = _get(f"{grafana}/api/dashboards/uid/{quote(uid, safe='')}", f"dashboard {uid}")
+    def get(url: str) -> Optional[dict]:
+        try:
+            return rest("get", url) or {}
+        except AzError as error:
+            if error.kind == "not_found":
+                return None
+            raise
+
+    try:
+        found = grafana_dashboard.stored(grafana, uid, get)
+    except AzNotInstalled:
+        raise
+    except AzError as error:
+        raise DriftError(f"reading dashboard {uid} from Grafana failed: {error.last_line[:200]}") from None
     if found is None:
         return Drift("dashboard", uid, "missing", [], _restore(stack, "dashboardDefinition"))
+    if found.schema:
+        return Drift("dashboard", uid, "drifted", [{"field": "schema", "grafana": found.schema, "stack": "v1"}],
+                     _restore(stack, "dashboardDefinition"))
     desired = desired_dashboard(definition, grafana_server.dashboard_prometheus_type(server))
-    live = found.get("dashboard") or {}
+    live = found.dashboard
     live_hash, desired_hash = grafana_dashboard.content_sha256(live), grafana_dashboard.content_sha256(desired)
     if live_hash == desired_hash:
         return Drift("dashboard", uid, "ok")

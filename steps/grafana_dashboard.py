@@ -24,7 +24,8 @@ import re
 import sys
 import tempfile
 import urllib.parse
-from typing import Iterable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Optional
 
 from steps import grafana_server
 from steps.azcli import OWNER_KEY, AzError, Owner, Step, download, mask_url_secrets, rest, shown_url
@@ -269,6 +270,42 @@ def content_sha256(dashboard: dict) -> str:
     return hashlib.sha256(json.dumps(comparable(dashboard), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+#: Grafana 12's answer to the legacy read of a dashboard saved in its v2 schema: 406, naming where it is served
+#: (grafana/grafana ``pkg/api/dashboard.go`` ``GetDashboard``; docs/decisions/dashboard-preparation.md).
+_SERVED_AT = re.compile(r"use (/apis/dashboard\.grafana\.app/(v2\w*)/namespaces/[^/\s]+/dashboards/[^\s\"]+) instead")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The dashboard Grafana holds under a uid. ``url``: where to read or delete it (the legacy
+    ``/api/dashboards/uid/<uid>``, or the ``/apis/dashboard.grafana.app/<v2 version>/...`` Grafana 12 names for a v2
+    one); ``schema``: ``""`` for the classic JSON, else the v2 version it is stored in (an edit with dynamic
+    dashboards); ``dashboard``: the classic JSON (for v2: Grafana 13's lossy conversion, or the v2 ``spec``)."""
+
+    url: str
+    schema: str
+    dashboard: dict
+
+
+def stored(endpoint: str, uid: str, get: Callable[[str], Optional[dict]]) -> Optional[Stored]:
+    """The dashboard ``uid`` as Grafana holds it, or None; ``get(url)``: the JSON, None on 404, AzError otherwise.
+    Grafana 12 answers the legacy read of a v2 dashboard with 406 naming its ``/apis`` URL, which is read instead;
+    Grafana 13 converts it and says ``meta.apiVersion``. The legacy delete takes either (no version check there)."""
+    legacy = f"{endpoint}/api/dashboards/uid/{urllib.parse.quote(uid, safe='')}"
+    try:
+        found = get(legacy)
+    except AzError as error:
+        served = _SERVED_AT.search(error.stderr)
+        if not served:
+            raise
+        obj = get(endpoint + served.group(1))
+        return None if obj is None else Stored(endpoint + served.group(1), served.group(2), obj.get("spec") or {})
+    if found is None:
+        return None
+    schema = str((found.get("meta") or {}).get("apiVersion") or "")
+    return Stored(legacy, schema if schema.startswith("v2") else "", found.get("dashboard") or {})
+
+
 def title_taken(server: grafana_server.Server, endpoint: str, dashboard: dict, timeout: float) -> Optional[dict]:
     """Before Grafana 11.3 a dashboard's title is unique per folder: a save with ``overwrite: true`` whose title is
     another dashboard's in the same folder takes that dashboard over (its id, uid and version), so the upload would
@@ -307,12 +344,28 @@ def main(action: str) -> int:
     endpoint = step.env("GRAFANA_ENDPOINT").rstrip("/")
     uid = step.env("DASHBOARD_UID")
     timeout = float(step.env("TIMEOUT_SECONDS"))
-    by_uid = f"{endpoint}/api/dashboards/uid/{uid}"
     owner = Owner()
 
+    def get(url: str) -> Optional[dict]:
+        return step.retry(f"reading dashboard {uid}", lambda: rest("get", url), timeout)
+
+    def read() -> Optional[Stored]:
+        try:
+            return stored(endpoint, uid, get)
+        except AzError as error:
+            if error.kind == "not_found":
+                return None
+            step.fail(f"reading dashboard {uid} failed: {error.last_line}")
+
     if action == "delete":
-        step.delete_owned(f"dashboard {uid}", by_uid, timeout,
-                          lambda found: (found.get("dashboard") or {}).get(OWNER_KEY), owner)
+        found = None if step.grafana_gone(timeout) else read()
+        if found is None:
+            step.log(f"dashboard {uid} already gone")
+        elif owner.held_by_another(found.dashboard.get(OWNER_KEY)):
+            step.log(f"dashboard {uid} now belongs to another step (owner {found.dashboard.get(OWNER_KEY)}, a "
+                     "replacement created before this delete); left in place")
+        else:
+            step.delete(f"dashboard {uid}", found.url, timeout)
         print(uid)
         return 0
 
@@ -351,8 +404,15 @@ def main(action: str) -> int:
     dashboard = prepare(dashboard, datasources, prometheus_type, profile_type, inputs)
     dashboard[OWNER_KEY] = owner.id
 
-    existing = step.read(f"dashboard {uid}", by_uid, timeout)
-    current = (existing or {}).get("dashboard") or {}
+    existing = read()
+    if existing is not None and existing.schema:
+        # Saved from Grafana's editor with dynamic dashboards: drift, replaced by the pinned classic JSON. Deleted
+        # first where it is served: a legacy save over a v2 dashboard is not defined across Grafana versions.
+        step.log(f"dashboard {uid} is stored in Grafana's {existing.schema} schema (saved from its editor with dynamic "
+                 "dashboards); replacing it with the pinned dashboard")
+        step.delete(f"dashboard {uid} ({existing.schema})", existing.url, timeout)
+        existing = None
+    current = existing.dashboard if existing else {}
     if existing and comparable(current) == comparable(dashboard) and (
             not owner.claim or current.get(OWNER_KEY) == owner.id):
         step.log(f"dashboard {uid} is up to date; nothing written")

@@ -25,7 +25,7 @@ from offline.program import run
 from stack import profile_types
 from steps import grafana_dashboard
 from steps.command import script_hash
-from tests.support import ROOT, reference, scenario_checks, scenarios
+from tests.support import ROOT, fake_world, reference, scenario_checks, scenarios
 from tests.support.config_values import LOCAL_DASHBOARD, LOCAL_SHA256, named
 from tests.support.lifecycle import Deployment
 from tests.support.plans import ENDPOINT
@@ -122,6 +122,7 @@ DEFAULTS = {"prom_ds": {"name": "amw-gpu-dev", "uid": "azure-monitor-prometheus"
             "pyroscope_ds": {"name": "local-pyroscope", "uid": "local-pyroscope"}}
 INPUTS = {"grafana-pyroscope-datasource": "local-pyroscope", "prometheus": "azure-monitor-prometheus"}
 UPLOAD = "gpu-dashboard-upload"
+UID = "AdvancedGPUObservability"
 
 
 def pinned() -> dict:
@@ -550,3 +551,72 @@ def test_dashboard_from_a_local_file_with_its_own_hash(plan):
 def test_scenario(scenario, scenario_results):
     """Each scenario of steps/grafana_dashboard.py under the stand-in az."""
     scenario_checks.check(scenario, scenario_results[scenario.name])
+
+
+@pytest.mark.parametrize("version,schema", [("12.1.8", "v2alpha1"), ("12.4.4", "v2beta1"), ("13.0.2", "v2")])
+def test_a_dashboard_saved_in_the_v2_schema_is_drift_the_step_overwrites_and_destroy_deletes(tmp_path, version,
+                                                                                              schema):
+    """esnet/gdg#467, grafana/grafana PR #120842: once the dashboard is saved from Grafana 12's editor with dynamic
+    dashboards it is stored in the v2 schema, and ``GET /api/dashboards/uid/<uid>`` answers 406 "dashboard api
+    version not supported, use /apis/..." (13 converts it and says ``meta.apiVersion``). The step read first and exited
+    1, so ``pulumi destroy`` was blocked and ``ops.verify --drift`` exited 2. Now: the drift check reports it, the
+    step's apply writes the pinned dashboard back, and its delete deletes it, on each Grafana line."""
+    url = scenarios.DASHBOARD_URL
+    plan = run("dev").to_json()
+    deployment = Deployment(tmp_path / "d", {url: str(reference("grafana-dashboards/AdvancedGPUObservability.json"))})
+    host = ENDPOINT.split("//", 1)[1]
+    world = deployment.world()
+    world["grafana"][host] = {"datasources": {}, "dashboards": {}, "next_id": 1, "version": version,
+                              "plugins": [fake_world.AZURE_PROMETHEUS] if version >= "13" else []}
+    deployment._save(world)
+    deployment.deploy(plan)
+    pinned_content = grafana_dashboard.content_sha256(stored(deployment, plan))
+    world = deployment.world()
+    assert fake_world.edit_in_dynamic_dashboards(world, host, UID) == schema
+    deployment._save(world)
+
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(plan["outputs"]))
+    drift = subprocess.run([sys.executable, "-m", "ops.verify", "--stack", "dev", "--outputs-file", str(outputs),
+                            "--drift"], cwd=ROOT, env={**deployment.env}, capture_output=True, text=True, timeout=120)
+    assert drift.returncode == 1, drift.stdout + drift.stderr
+    assert f'schema: "{schema}" in Grafana, "v1" set by the stack' in drift.stdout
+
+    upload = next(r for r in plan["resources"] if r["urn"].endswith(f"::{UPLOAD}"))
+    env = {**deployment.env, **upload["inputs"]["environment"]}
+    again = subprocess.run([sys.executable, "-m", "steps.grafana_dashboard", "apply"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"is stored in Grafana's {schema} schema" in again.stderr
+    assert "apiVersion" not in stored(deployment, plan)
+    assert grafana_dashboard.content_sha256(stored(deployment, plan)) == pinned_content
+
+    world = deployment.world()
+    fake_world.edit_in_dynamic_dashboards(world, host, UID)
+    deployment._save(world)
+    deployment.destroy(plan)
+    assert UID not in deployment.world()["grafana"][host]["dashboards"]
+
+
+def test_grafana_12s_406_is_read_where_it_names_and_13s_conversion_by_its_api_version():
+    """The two answers the legacy read gives for a v2 dashboard (grafana/grafana ``pkg/api/dashboard.go``
+    ``GetDashboard``): 12's 406 names the ``/apis`` URL, which is read instead; 13's 200 carries ``meta.apiVersion``.
+    A classic dashboard is read as before; 404 is None."""
+    endpoint = "https://g"
+    where = "/apis/dashboard.grafana.app/v2beta1/namespaces/default/dashboards/u"
+    message = json.dumps({"message": f"dashboard api version not supported, use {where} instead"})
+
+    def twelve(url):
+        if url.endswith("/api/dashboards/uid/u"):
+            raise grafana_dashboard.AzError(["rest"], f"ERROR: Not Acceptable({message})")
+        assert url == endpoint + where
+        return {"spec": {"title": "t", "elements": {}}}
+
+    found = grafana_dashboard.stored(endpoint, "u", twelve)
+    assert (found.url, found.schema, found.dashboard["title"]) == (endpoint + where, "v2beta1", "t")
+    thirteen = grafana_dashboard.stored(endpoint, "u", lambda _: {"dashboard": {"title": "t"},
+                                                                  "meta": {"apiVersion": "v2"}})
+    assert (thirteen.url, thirteen.schema) == (f"{endpoint}/api/dashboards/uid/u", "v2")
+    classic = grafana_dashboard.stored(endpoint, "u", lambda _: {"dashboard": {"title": "t"}, "meta": {"version": 2}})
+    assert classic.schema == "" and classic.dashboard == {"title": "t"}
+    assert grafana_dashboard.stored(endpoint, "u", lambda _: None) is None
