@@ -23,13 +23,14 @@ from components.grafana_private_link import GrafanaPrivateLink, GrafanaPrivateLi
 from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
 from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deployer_principal_type
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
-from components.pyroscope import Pyroscope, PyroscopeArgs
+from components.pyroscope import Pyroscope, PyroscopeArgs, largest_requests
 from components.pyroscope_storage import PyroscopeStorage, PyroscopeStorageArgs, derived_account_name
 from existing.api_server import refuse_unreachable
 from existing.cluster import lookup_cluster
 from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana, lookup_monitor_workspace
 from existing.handmade import refuse_handmade
 from existing.kubeconfig import cluster_kubeconfig, kubeconfig_for, kubernetes_provider
+from existing.node_pools import refuse_unschedulable
 from existing.roles import assigns_monitoring_data_reader
 from existing.taken import refuse_taken
 from stack.secrecy import keep_secret
@@ -40,6 +41,8 @@ from stack_config.references import for_cluster, resolve
 # --- Configuration and what already exists (all checks run before any resource is registered) ---------
 cfg = resolve(load())  # + outputs of clusterStack/grafanaStack
 cluster = lookup_cluster(cfg)
+# Pyroscope must fit on a node pool (off GPU nodes): refused here in one line, not after the release's whole timeout.
+refuse_unschedulable(cfg, cluster.agent_pools, largest_requests(cfg.pyroscope_mode, cfg.pyroscope_resources))
 cfg = for_cluster(cfg, cluster.id)  # names in Grafana left empty: derived (per cluster with multiCluster)
 # From here on, every input and export that carries a secret config value is secret.
 secrecy = keep_secret(cfg.secret_values)

@@ -299,6 +299,18 @@ def _microservices(args: PyroscopeArgs, pyroscope: dict) -> None:
                                    "create": True}
 
 
+def largest_requests(mode: str, resources: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The CPU and memory requests of Pyroscope's largest pod: the single binary's ``resources``, or in microservices
+    mode the chart's largest component (:data:`CHART_COMPONENTS`: the ingesters, compactor and store-gateways)."""
+    if mode != MICROSERVICES:
+        return dict(resources.get("requests") or {})
+    from stack_config.rules import quantity_value
+
+    sizes = [spec["resources"]["requests"] for spec in CHART_COMPONENTS.values()]
+    largest = max(sizes, key=lambda r: (quantity_value(str(r["memory"])), quantity_value(str(r["cpu"]))))
+    return {kind: str(value) for kind, value in largest.items()}
+
+
 def private_link_service_spec(args: PyroscopeArgs) -> dict:
     """Spec of the stack's Service ``pyroscope-private-link`` (engine names): an internal LoadBalancer on 4040 to the
     pods' ``http2`` port, selecting the single binary (component ``all``) or the query frontends, as the chart's own

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pulumi_azure_native import containerservice
 
+from existing.node_pools import AgentPool
 from stack_config.schema import ConfigError, StackConfig
 
 
@@ -33,7 +34,7 @@ class ClusterFacts:
     ``ManagedClusterSecurityProfileWorkloadIdentityResponse``). ``private_cluster``:
     ``apiServerAccessProfile.enablePrivateCluster`` (the API server has a private address only);
     ``authorized_ip_ranges``: ``apiServerAccessProfile.authorizedIPRanges`` (the only clients a public API server
-    admits; empty: all).
+    admits; empty: all); ``agent_pools``: ``agentPoolProfiles`` (:class:`AgentPool`).
     """
 
     id: str
@@ -50,6 +51,7 @@ class ClusterFacts:
     workload_identity: bool = False
     private_cluster: bool = False
     authorized_ip_ranges: tuple[str, ...] = ()
+    agent_pools: tuple[AgentPool, ...] = ()
 
     @property
     def load_balancer_scope(self) -> str:
@@ -98,6 +100,11 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
         workload_identity=bool(getattr(getattr(result.security_profile, "workload_identity", None), "enabled", False)),
         private_cluster=bool(getattr(result.api_server_access_profile, "enable_private_cluster", False)),
         authorized_ip_ranges=tuple(getattr(result.api_server_access_profile, "authorized_ip_ranges", None) or ()),
+        agent_pools=tuple(
+            AgentPool(pool.name, pool.vm_size or "", str(pool.mode or "User"), str(pool.os_type or "Linux"),
+                      tuple(pool.node_taints or ()), dict(pool.node_labels or {}),
+                      int((pool.max_count if pool.enable_auto_scaling else pool.count) or 0))
+            for pool in result.agent_pool_profiles or ()),
     )
     if cfg.extension_azure_monitor and not facts.metrics_enabled:
         raise ConfigError(
