@@ -153,6 +153,9 @@ pyroscope = Pyroscope(
         storage_class=cfg.pyroscope_storage_class,
         storage_size=cfg.pyroscope_storage_size,
         retention=cfg.pyroscope_retention,
+        # Every GPU node's exporter pushes into this Pyroscope as one tenant: the ingestion limits follow their number.
+        ingestion_rate_mb=cfg.pyroscope_ingestion_rate_mb, ingestion_burst_mb=cfg.pyroscope_ingestion_burst_mb,
+        gpu_nodes=sum(pool.nodes for pool in cluster.agent_pools if pool.gpu),
         resources=cfg.pyroscope_resources,
         node_selector=cfg.pyroscope_node_selector,
         tolerations=cfg.pyroscope_tolerations,

@@ -16,6 +16,7 @@ docs/decisions/private-link.md.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -69,6 +70,8 @@ class PyroscopeArgs:
     ``storage_ready`` what the release waits for (the federated credential and the role assignment).
     ``termination_grace_period_seconds``: the ingester's time to flush its head block on shutdown, the single binary's
     pod's or the ingesters' in microservices mode (docs/decisions/pyroscope-chart.md, "Shutdown grace period").
+    ``ingestion_rate_mb``/``ingestion_burst_mb``: the per-tenant ingestion limits (0: :func:`ingestion_limits` from
+    ``gpu_nodes``, the most nodes the cluster's GPU pools can have).
     ``claims_provider``: the Kubernetes provider of the claims, one that adopts a claim that already exists
     (``upsertExistingObjects``); None: the component's provider.
     """
@@ -95,6 +98,9 @@ class PyroscopeArgs:
     mode: str
     termination_grace_period_seconds: int
     namespace: Optional[k8s.core.v1.Namespace] = None
+    ingestion_rate_mb: int = 0
+    ingestion_burst_mb: int = 0
+    gpu_nodes: int = 0
     storage_account: str = ""
     blob_container: str = ""
     workload_identity_client_id: Optional[pulumi.Input[str]] = None
@@ -172,6 +178,25 @@ def query_length(retention: str) -> str:
     return f"{hours // 24}d" if hours % 24 == 0 else f"{hours}h"
 
 
+#: What one GPU node's exporter may push, in MB per second, when the ingestion limit is derived: the Inspektor Gadget
+#: exporter's rate is not published, and a profiled service pushes about 100 KB per 15 s (grafana/pyroscope-go#63), so
+#: this leaves a GPU node with many processes and deep Python stacks far more than that (docs/sizing.md).
+INGESTION_MB_PER_GPU_NODE = 0.5
+#: Pyroscope's own defaults (grafana/pyroscope ``pkg/validation/limits.go``@v1.15.0: rate 4 MB/s, burst 2 MB): a
+#: derived limit is never below them.
+DEFAULT_INGESTION_RATE_MB, DEFAULT_INGESTION_BURST_MB = 4, 2
+
+
+def ingestion_limits(gpu_nodes: int, rate_mb: int = 0, burst_mb: int = 0) -> tuple[int, int]:
+    """(rate MB/s, burst MB) of ``-distributor.ingestion-rate-limit-mb`` and ``-burst-size-mb``: the configured
+    values, or for 0 the rate :data:`INGESTION_MB_PER_GPU_NODE` per GPU node (rounded up, at least Pyroscope's 4) and
+    the burst a second of that rate (at least its 2). Every exporter pushes as one tenant, and past the rate the
+    distributor refuses a push with 429 and counts ``pyroscope_discarded_samples_total{reason="rate_limited"}``
+    (``pkg/distributor/distributor.go`` ``rateLimit``); the burst must hold the largest single push."""
+    rate = rate_mb or max(DEFAULT_INGESTION_RATE_MB, math.ceil(gpu_nodes * INGESTION_MB_PER_GPU_NODE))
+    return rate, burst_mb or max(DEFAULT_INGESTION_BURST_MB, rate)
+
+
 def extra_args(args: PyroscopeArgs) -> dict[str, str]:
     """The single binary's extra flags (keys sorted).
 
@@ -183,9 +208,12 @@ def extra_args(args: PyroscopeArgs) -> dict[str, str]:
     retention the second week would be stored but never shown. ``0`` (retention off) is ``0`` there too: "0 to
     disable" (the flag's help), and ``ValidateRangeRequest`` only applies a lookback ``> 0``.
     ``-querier.max-query-length``: :func:`query_length` of the retention; its 24h default refuses any longer range.
+    ``-distributor.ingestion-rate-limit-mb`` and ``-distributor.ingestion-burst-size-mb``: :func:`ingestion_limits`.
     ``-compactor.data-dir``: :data:`COMPACTOR_DIR`, with persistence (an emptyDir is on the node's disk either way).
     """
+    rate, burst = ingestion_limits(args.gpu_nodes, args.ingestion_rate_mb, args.ingestion_burst_mb)
     extra = {"compactor.blocks-retention-period": args.retention,
+             "distributor.ingestion-burst-size-mb": str(burst), "distributor.ingestion-rate-limit-mb": str(rate),
              "querier.max-query-length": query_length(args.retention), "querier.max-query-lookback": args.retention}
     if args.persistence:
         extra["compactor.data-dir"] = COMPACTOR_DIR

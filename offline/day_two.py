@@ -56,7 +56,8 @@ _PLAIN = {
     "pyroscopeChart": "https://grafana.github.io/helm-charts", "pyroscopeChartVersion": "1.15.1",
     "pyroscopeImageRepository": "myregistry.azurecr.io/grafana/pyroscope", "pyroscopeImageTag": "1.16.0",
     "pyroscopeReleaseTimeoutSeconds": "900", "pyroscopeTerminationGracePeriodSeconds": "900",
-    "pyroscopeRetention": "30d", "pyroscopeResources[0]": "limits.memory=8Gi",
+    "pyroscopeRetention": "30d", "pyroscopeIngestionRateMb": "16", "pyroscopeIngestionBurstMb": "16",
+    "pyroscopeResources[0]": "limits.memory=8Gi",
     "pyroscopeNodeSelector[0]": "agentpool=system", "pyroscopeTolerations[0]": "CriticalAddonsOnly:NoSchedule",
     "pyroscopeAllowedCidrs[0]": "10.10.0.0/16", "privateLinkVisibility": SUBSCRIPTION, "privateLinkSubnet": "snet-pls",
     "privateLinkIpAddressCount": "2", "privateLinkServiceTimeoutSeconds": "1800",
@@ -73,7 +74,8 @@ _NAT = ("The private link service's NAT IPs are rebuilt: Grafana's connections a
         "NetworkPolicy admits the new ones, right after the wait (seconds to minutes).")
 _WHY = {
     **dict.fromkeys(("pyroscopeImageRepository", "pyroscopeImageTag", "pyroscopeResources", "pyroscopeNodeSelector",
-                     "pyroscopeTolerations", "pyroscopeRetention", "pyroscopeTerminationGracePeriodSeconds"), _RESTART),
+                     "pyroscopeTolerations", "pyroscopeRetention", "pyroscopeTerminationGracePeriodSeconds",
+                     "pyroscopeIngestionRateMb", "pyroscopeIngestionBurstMb"), _RESTART),
     "pyroscopeChartVersion": _RESTART[:-len("; the private link stays.")] + "; a chart pinned by digest "
                              "(pyroscopeChart ...@sha256:) needs the new version's digest too, or Helm refuses it. The "
                              "private link stays.",

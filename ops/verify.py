@@ -2,7 +2,8 @@
 
 Owns the post-``pulumi up`` checklist (extension Succeeded, managed private endpoint Approved with the IP the
 Pyroscope URL uses, both datasources healthy, the dashboard present, Pyroscope holding the GPU-memory profile type the
-dashboard asks for, Pyroscope's disk below 80 % and the gadget pods ready, each failure with its cause:
+dashboard asks for, Pyroscope's disk below 80 %, the gadget pods ready and no profile dropped at Pyroscope's ingestion
+limit, each failure with its cause:
 :mod:`ops.verify_cluster`) and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs: the
 stack's outputs (:func:`stack.outputs.read_outputs`), answers of ``az rest`` (ARM and Grafana's HTTP API). Outputs: a
 checklist with the next step for each failure, or ``--json``. Exit status 0 when every check passes (nothing
@@ -196,6 +197,11 @@ def checks(outputs: dict, kube_context: str = "") -> list[Check]:
             found, lambda: verify_cluster.kubectl_events(context)))
 
     results.append(_check("gadget DaemonSet", gadget_pods, "check the Prometheus datasource above first"))
+
+    def pyroscope_ingestion() -> Check:
+        return Check("Pyroscope ingestion", *verify_cluster.ingestion(kube_context or outputs["clusterName"]))
+
+    results.append(_check("Pyroscope ingestion", pyroscope_ingestion, "check the Pyroscope datasource above first"))
     return results
 
 

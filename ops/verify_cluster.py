@@ -1,4 +1,4 @@
-"""What ops.verify reads of the cluster itself: Pyroscope's disk and the gadget DaemonSet, each with its cause.
+"""What ops.verify reads of the cluster itself: Pyroscope's disk and ingestion and the gadget DaemonSet, with causes.
 
 Owns :func:`series` (one Grafana ``POST /api/ds/query`` of the stack's Prometheus datasource, the Azure Monitor
 workspace, for the kubelet's volume stats and kube-state-metrics' DaemonSet status in namespace ``gadget`` of this
@@ -8,7 +8,9 @@ its settings give a ``cluster_alias``),
 size keys: single-binary head blocks can fill a disk, grafana/pyroscope#4418) and :func:`daemonsets` (ready pods
 against the nodes the DaemonSet should run on; when fewer, the cause from the Warning events of the DaemonSet and its
 pods, read with ``kubectl``, which names an admission policy that refuses the privileged gadget pods while the
-extension still reports Succeeded). Each returns ``(ok, detail, next step)``. Errors: AzError from the query; a kubectl
+extension still reports Succeeded) and :func:`ingestion` (Pyroscope's discarded-samples counter, read through the API
+server's pod proxy: profiles dropped at the ingestion limit name the limit and the key that raises it). Each returns
+``(ok, detail, next step)``. Errors: AzError from the query; a kubectl
 that is missing or fails is said in the detail. Upstream: grafana/grafana ``pkg/api/ds_query.go``; Inspektor Gadget's
 troubleshooting guide (Azure Policy); docs/decisions/stack-verification.md.
 """
@@ -158,3 +160,89 @@ def daemonsets(found: dict[str, dict[str, float]], events: Callable[[], tuple[Op
                                "named --kube-context)")
     said, advice = cause(items, name)
     return False, f"{detail}; {said}", advice
+
+
+#: Pyroscope's pods that count discarded pushes: the single binary's, or the distributors in microservices mode
+#: (chart 1.15.0's ``app.kubernetes.io/component`` label), and the port their metrics are on (``http2``, 4040).
+INGESTING = ("all", "distributor")
+METRICS_PORT = 4040
+#: Pyroscope's flag for each ingestion limit, and the stack's key that sets it.
+LIMIT_KEYS = {"distributor.ingestion-rate-limit-mb": "pyroscopeIngestionRateMb",
+              "distributor.ingestion-burst-size-mb": "pyroscopeIngestionBurstMb"}
+
+
+def _kubectl(context: str, *args: str) -> tuple[Optional[str], str]:
+    command = [os.environ.get("KUBECTL", "kubectl"), "--context", context, *args]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"kubectl did not run ({error})"
+    if done.returncode != 0:
+        return None, f"kubectl failed: {(done.stderr.strip().splitlines() or ['no output'])[-1][:200]}"
+    return done.stdout, ""
+
+
+def discarded(context: str) -> tuple[Optional[dict], dict[str, str], str]:
+    """(discarded profiles since the pods started, by reason; the ingestion limits the pods run with, flag -> value;
+    why it could not be read). Reads Pyroscope's ``/metrics`` through the API server's pod proxy (``kubectl get
+    --raw``; the RBAC ``pods/proxy`` get) and its counter ``pyroscope_discarded_samples_total{reason,tenant}``
+    (grafana/pyroscope ``pkg/validation/validate.go``@v1.15.0) with prometheus_client's text parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    listed, why = _kubectl(context, "-n", NAMESPACE, "get", "pods", "-l", "app.kubernetes.io/name=pyroscope", "-o",
+                           "json")
+    if listed is None:
+        return None, {}, why
+    try:
+        pods = [pod for pod in json.loads(listed).get("items") or []
+                if (pod.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in INGESTING]
+    except ValueError:
+        return None, {}, "kubectl printed no JSON"
+    limits: dict[str, str] = {}
+    counts: dict[str, float] = {}
+    for pod in pods:
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            for arg in container.get("args") or []:
+                flag, _, value = str(arg).lstrip("-").partition("=")
+                if flag in LIMIT_KEYS:
+                    limits[flag] = value
+        name = pod["metadata"]["name"]
+        text, why = _kubectl(context, "get", "--raw",
+                             f"/api/v1/namespaces/{NAMESPACE}/pods/{name}:{METRICS_PORT}/proxy/metrics")
+        if text is None:
+            return None, limits, why
+        for family in text_string_to_metric_families(text):
+            if family.name == "pyroscope_discarded_samples":
+                for sample in family.samples:
+                    if sample.name.endswith("_total"):
+                        reason = sample.labels.get("reason", "")
+                        counts[reason] = counts.get(reason, 0) + sample.value
+    return counts, limits, ""
+
+
+def ingestion(context: str) -> tuple[bool, str, str]:
+    """The verdict on :func:`discarded`: profiles dropped at the rate limit name the limit and the key to raise."""
+    counts, limits, why = discarded(context)
+    rate = limits.get("distributor.ingestion-rate-limit-mb", "4 (Pyroscope's default)")
+    burst = limits.get("distributor.ingestion-burst-size-mb", "2 (Pyroscope's default)")
+    if counts is None:  # said, not failed: from where verify runs the cluster may not be readable at all
+        return True, (f"not checked: Pyroscope's metrics could not be read ({why}; verify reads the context named "
+                      "--kube-context); `kubectl -n gadget logs -l app.kubernetes.io/name=pyroscope | grep 'push rate "
+                      "limit'` shows dropped pushes"), ""
+    dropped = {reason: int(n) for reason, n in sorted(counts.items()) if n}
+    detail = f"ingestion limit {rate} MB/s, burst {burst} MB"
+    if not dropped:
+        return True, f"no profiles discarded since Pyroscope started; {detail}", ""
+    said = ", ".join(f"{n} {reason}" for reason, n in dropped.items())
+    if "rate_limited" in dropped:
+        try:
+            higher = str(2 * int(float(str(rate).split()[0])))
+        except ValueError:
+            higher = "<MB per second>"
+        return False, f"profiles discarded since Pyroscope started: {said}; {detail}", (
+            f"the exporters push more than the ingestion limit (-distributor.ingestion-rate-limit-mb): `pulumi config "
+            f"set pyroscopeIngestionRateMb {higher} && pulumi up` (and pyroscopeIngestionBurstMb if one push is larger "
+            "than the burst; docs/sizing.md)")
+    return False, f"profiles discarded since Pyroscope started: {said}; {detail}", (
+        "Pyroscope refused them as invalid (the reason says which limit: grafana/pyroscope pkg/validation); "
+        "`kubectl -n gadget logs -l app.kubernetes.io/name=pyroscope` shows each")

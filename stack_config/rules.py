@@ -373,6 +373,8 @@ RULES: dict[str, Rule] = {
     "pyroscopeStorageClass": _storage_class,
     "pyroscopeStorageSize": _storage_size,
     "pyroscopeRetention": _retention,
+    "pyroscopeIngestionRateMb": _between(0, 1024, "MB per second (0: derived)"),
+    "pyroscopeIngestionBurstMb": _between(0, 1024, "MB (0: derived)"),
     "pyroscopeResources": _resources,
     "pyroscopeNodeSelector": _node_selector,
     "pyroscopeTolerations": _tolerations,

@@ -93,6 +93,8 @@ class StackConfig:
     pyroscope_storage_class: str
     pyroscope_storage_size: str
     pyroscope_retention: str
+    pyroscope_ingestion_rate_mb: int
+    pyroscope_ingestion_burst_mb: int
     pyroscope_resources: Mapping[str, Mapping[str, str]]
     pyroscope_node_selector: Mapping[str, str]
     pyroscope_tolerations: tuple[Mapping[str, str], ...]

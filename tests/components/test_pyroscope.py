@@ -82,6 +82,8 @@ def test_release_values(plan):
     assert single["persistence"] == {"enabled": True, "accessModes": ["ReadWriteOnce"], "size": "64Gi",
                                      "storageClassName": "managed-csi"}
     assert single["extraArgs"] == {"compactor.blocks-retention-period": "14d", "compactor.data-dir": "/data/compactor",
+                                   "distributor.ingestion-burst-size-mb": "4",
+                                   "distributor.ingestion-rate-limit-mb": "4",
                                    "querier.max-query-length": "15d", "querier.max-query-lookback": "14d"}
     assert single["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
     terms = single["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -154,6 +156,7 @@ TEMPLATE_ONLY = {"pyroscope.persistence.storageClassName": "storageClassName: {{
                      "terminationGracePeriodSeconds: {{ $values.terminationGracePeriodSeconds }}",
                  **{f"pyroscope.extraArgs.{flag}": '- "-{{ $key }}={{ $value }}"'
                     for flag in ("compactor.blocks-retention-period", "compactor.data-dir",
+                                 "distributor.ingestion-burst-size-mb", "distributor.ingestion-rate-limit-mb",
                                  "querier.max-query-length", "querier.max-query-lookback")}}
 
 
@@ -334,6 +337,8 @@ def test_storage_scheduling_and_resources_follow_config(plan):
                   ).one(RELEASE).inputs["values"]["pyroscope"]
     assert single["persistence"]["size"] == "1Ti" and single["persistence"]["storageClassName"] == "managed-csi-premium"
     assert single["extraArgs"] == {"compactor.blocks-retention-period": "30d", "compactor.data-dir": "/data/compactor",
+                                   "distributor.ingestion-burst-size-mb": "4",
+                                   "distributor.ingestion-rate-limit-mb": "4",
                                    "querier.max-query-length": "31d", "querier.max-query-lookback": "30d"}
     assert single["resources"] == {"requests": {"cpu": "2", "memory": "3Gi"}, "limits": {"cpu": "4"}}
     assert single["nodeSelector"] == {"agentpool": "system", "kubernetes.azure.com/mode": "system"}
@@ -416,6 +421,42 @@ def test_any_range_grafana_asks_for_passes_the_stacks_limits(retention, mode):
     for hours in (1, 24, 7 * 24, 30 * 24, 365 * 24):
         for skew in (0, HOUR):
             pyroscope_server.validate_range(extra, now + skew - hours * HOUR, now + skew, now)
+
+
+def _fleet_dropped(flags: dict, gpu_nodes: int, mb_per_push: float = 1.5, seconds: int = 120) -> int:
+    """Profiles the stand-in distributor (tests/support/pyroscope_server.py) drops when each of ``gpu_nodes`` pushes
+    ``mb_per_push`` every 15 s (about 100 KB/s, grafana/pyroscope-go#63), staggered, all as one tenant."""
+    limiter = pyroscope_server.RateLimiter(flags)
+    for second in range(seconds):
+        for node in range(gpu_nodes):
+            if (second + node) % 15 == 0:
+                limiter.allow("anonymous", second, int(mb_per_push * 2**20))
+    return limiter.discarded.get("anonymous", 0)
+
+
+@pytest.mark.parametrize("gpu_nodes", [1, 8, 64, 200])
+@pytest.mark.parametrize("mode", ["single-binary", "microservices"])
+def test_a_fleet_of_gpu_nodes_fits_the_ingestion_limits_the_stack_derives(gpu_nodes, mode):
+    """grafana/pyroscope PR #4401, #2344: every exporter pushes as one tenant, and Pyroscope's per-tenant defaults (4
+    MB/s, burst 2 MB; ``pkg/validation/limits.go``@v1.15.0) drop a larger fleet's profiles with 429. The stack sizes
+    the limits from the cluster's GPU nodes; 64 nodes overflow the defaults and fit the derived limits."""
+    flags = chart_values(_args(gpu_nodes=gpu_nodes, mode=mode))["pyroscope"]["extraArgs"]
+    rate, burst = int(flags["distributor.ingestion-rate-limit-mb"]), int(flags["distributor.ingestion-burst-size-mb"])
+    assert (rate, burst) == (max(4, -(-gpu_nodes // 2)), max(4, -(-gpu_nodes // 2)))
+    assert _fleet_dropped(flags, gpu_nodes) == 0
+    if gpu_nodes >= 64:
+        assert _fleet_dropped({}, gpu_nodes) > 0  # Pyroscope's defaults
+
+
+def test_configured_ingestion_limits_win():
+    flags = chart_values(_args(gpu_nodes=64, ingestion_rate_mb=100, ingestion_burst_mb=10))["pyroscope"]["extraArgs"]
+    assert (flags["distributor.ingestion-rate-limit-mb"], flags["distributor.ingestion-burst-size-mb"]) == ("100", "10")
+
+
+def test_the_plan_counts_the_gpu_pools_nodes(plan):
+    """The dev cluster's canned GPU pool has one node: the derived limits are Pyroscope's own floor."""
+    extra = plan().one(RELEASE).inputs["values"]["pyroscope"]["extraArgs"]
+    assert (extra["distributor.ingestion-rate-limit-mb"], extra["distributor.ingestion-burst-size-mb"]) == ("4", "4")
 
 
 def test_the_compactor_stages_blocks_on_the_volume():

@@ -63,3 +63,69 @@ def test_a_nan_sample_is_no_value_and_no_crash(monkeypatch):
         "data": {"values": [[1], [None]], "entities": [None, {"NaN": [0]}]}}]}}}
     monkeypatch.setattr(verify_cluster, "rest", lambda *args, **kwargs: answer)
     assert verify_cluster.series("https://g", "uid", "aks")["used"] == {}
+
+
+def _kubectl_serving(tmp_path, pods: list, metrics: dict, monkeypatch):
+    """A stand-in kubectl (KUBECTL) answering ``get pods ... -o json`` with ``pods`` and ``get --raw
+    /api/v1/namespaces/gadget/pods/<name>:4040/proxy/metrics`` with ``metrics[name]``."""
+    import json
+    import sys
+
+    (tmp_path / "pods.json").write_text(json.dumps({"items": pods}))
+    for name, text in metrics.items():
+        (tmp_path / f"{name}.metrics").write_text(text)
+    script = tmp_path / "kubectl"
+    script.write_text(f"#!{sys.executable}\nimport sys, re\nargs = sys.argv[1:]\n"
+                      f"open({str(tmp_path / 'calls')!r}, 'a').write(' '.join(args) + '\\n')\n"
+                      "raw = args[args.index('--raw') + 1] if '--raw' in args else None\n"
+                      f"name = re.search(r'pods/([^:]+):4040/proxy/metrics$', raw).group(1) if raw else None\n"
+                      f"print(open({str(tmp_path)!r} + ('/' + name + '.metrics' if name else '/pods.json')).read())\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("KUBECTL", str(script))
+
+
+def _pod(name: str, component: str, rate: str = "4", burst: str = "2") -> dict:
+    return {"metadata": {"name": name, "labels": {"app.kubernetes.io/name": "pyroscope",
+                                                  "app.kubernetes.io/component": component}},
+            "spec": {"containers": [{"name": "pyroscope", "args": [
+                "-target=" + component, f"-distributor.ingestion-rate-limit-mb={rate}",
+                f"-distributor.ingestion-burst-size-mb={burst}"]}]}}
+
+
+def test_profiles_dropped_at_the_rate_limit_name_the_limit_and_the_key(tmp_path, monkeypatch):
+    """grafana/pyroscope PR #4401 and #2344: past the per-tenant ingestion rate the distributor answers 429 and counts
+    ``pyroscope_discarded_samples_total{reason="rate_limited"}``, while everything reports healthy. A fleet of 64 GPU
+    nodes pushing into Pyroscope's 4 MB/s default, through the stand-in distributor (tests/support/pyroscope_server.py),
+    is what the check reads."""
+    from tests.support.pyroscope_server import RateLimiter
+
+    limiter = RateLimiter({})
+    for second in range(60):
+        for node in range(64):
+            if (second + node) % 15 == 0:  # each node pushes 1.5 MB every 15 s, staggered
+                limiter.allow("anonymous", second, int(1.5 * 2**20))
+    assert limiter.discarded["anonymous"] > 0
+    _kubectl_serving(tmp_path, [_pod("pyroscope-0", "all")], {"pyroscope-0": limiter.metrics()}, monkeypatch)
+    ok, detail, hint = verify_cluster.ingestion("aks-gpu-dev")
+    assert not ok
+    assert detail == (f"profiles discarded since Pyroscope started: {limiter.discarded['anonymous']} rate_limited; "
+                      "ingestion limit 4 MB/s, burst 2 MB")
+    assert "`pulumi config set pyroscopeIngestionRateMb 8 && pulumi up`" in hint
+
+
+def test_the_distributors_are_read_in_microservices_mode_and_nothing_dropped_passes(tmp_path, monkeypatch):
+    counter = ('# TYPE pyroscope_discarded_samples_total counter\n'
+               'pyroscope_discarded_samples_total{reason="rate_limited",tenant="anonymous"} 0\n')
+    pods = [_pod("pyroscope-distributor-a", "distributor", "32", "32"), _pod("pyroscope-ingester-0", "ingester")]
+    _kubectl_serving(tmp_path, pods, {"pyroscope-distributor-a": counter}, monkeypatch)
+    assert verify_cluster.ingestion("c") == (
+        True, "no profiles discarded since Pyroscope started; ingestion limit 32 MB/s, burst 32 MB", "")
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls == ["--context c -n gadget get pods -l app.kubernetes.io/name=pyroscope -o json",
+                     "--context c get --raw /api/v1/namespaces/gadget/pods/pyroscope-distributor-a:4040/proxy/metrics"]
+
+
+def test_metrics_that_cannot_be_read_are_said_not_failed(monkeypatch):
+    monkeypatch.setenv("KUBECTL", "/nonexistent/kubectl")
+    ok, detail, _ = verify_cluster.ingestion("c")
+    assert ok and detail.startswith("not checked: Pyroscope's metrics could not be read (kubectl did not run")
