@@ -19,7 +19,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stack.specs import NAMESPACE, STACK_ANNOTATION
+from stack.specs import NAMESPACE, PATCH_FORCE, STACK_ANNOTATION
 
 TYPE = "aks-gpu-observability:index:GadgetNamespace"
 
@@ -49,8 +49,8 @@ class GadgetNamespace(pulumi.ComponentResource):
             f"{name}-namespace",
             # The owner mark: what existing/handmade.py reads before the next run to tell the stack's own extension,
             # release and endpoint from a run by hand's.
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.name,
-                                                annotations={STACK_ANNOTATION: args.owner} if args.owner else None),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.name, annotations={
+                **({STACK_ANNOTATION: args.owner} if args.owner else {}), **PATCH_FORCE}),
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.register_outputs({})

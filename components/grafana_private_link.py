@@ -25,7 +25,7 @@ from pulumi_command import local
 
 from stack import grafana_lock
 from stack.phase import after
-from stack.specs import NAMESPACE, PRIVATE_LINK_POLICY, private_link_policy_spec
+from stack.specs import NAMESPACE, PATCH_FORCE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
 TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
@@ -218,7 +218,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             self.private_link_policy = k8s.networking.v1.NetworkPolicy(
                 f"{name}-nat-network-policy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=PRIVATE_LINK_POLICY,
+                    name=PRIVATE_LINK_POLICY, annotations=PATCH_FORCE,
                     # Empty metadata only in a targeted `pulumi up` that leaves the namespace out before it exists.
                     namespace=(namespace.metadata.apply(lambda m: m.name if m else NAMESPACE) if namespace
                                else NAMESPACE)),

@@ -24,7 +24,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from stack.specs import NAMESPACE, PRIVATE_LINK_SERVICE, pyroscope_major
+from stack.specs import NAMESPACE, PATCH_FORCE, PRIVATE_LINK_SERVICE, pyroscope_major
 from stack.specs import PYROSCOPE_PORT as PORT
 from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
 from stack.specs import PYROSCOPE_SELECTOR_LABELS as SELECTOR_LABELS
@@ -605,7 +605,8 @@ class Pyroscope(pulumi.ComponentResource):
         self.private_link_service = k8s.core.v1.Service(
             f"{name}-private-link",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=PRIVATE_LINK_SERVICE, namespace=namespace, annotations=service_annotations(args),
+                name=PRIVATE_LINK_SERVICE, namespace=namespace,
+                annotations={**service_annotations(args), **PATCH_FORCE},
                 labels={**SELECTOR_LABELS, "app.kubernetes.io/component": "private-link"}),
             spec=private_link_service_spec(args),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release], delete_before_replace=True,
@@ -625,7 +626,7 @@ class Pyroscope(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=RELEASE_NAME,
                     namespace=self.release.status.apply(lambda status: status.namespace if status else NAMESPACE),
-                    labels={**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}),
+                    labels={**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}, annotations=PATCH_FORCE),
                 spec=write_path_service_spec(),
                 opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
             )
@@ -634,7 +635,7 @@ class Pyroscope(pulumi.ComponentResource):
             # Reads the namespace only: in force before Pyroscope's pod exists (docs/decisions/pyroscope-chart.md).
             self.network_policy = k8s.networking.v1.NetworkPolicy(
                 f"{name}-network-policy",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=RELEASE_NAME, namespace=namespace),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=RELEASE_NAME, namespace=namespace, annotations=PATCH_FORCE),
                 spec=network_policy_spec(args.allowed_cidrs),
                 # A fixed name: a replacement must delete the old object first (it would otherwise delete the new one).
                 opts=pulumi.ResourceOptions(parent=self, replace_with=in_namespace or None,

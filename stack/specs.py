@@ -28,6 +28,13 @@ NAMESPACE = "gadget"
 STACK_ANNOTATION = "aks-gpu-observability/stack"
 
 
+#: On the Kubernetes objects the stack owns outright (namespace gadget, its Services, its NetworkPolicies; not Helm's):
+#: a server-side apply that changes a field someone else took over (``kubectl edit``, ``annotate``, another apply)
+#: takes it back instead of failing on a field-manager conflict (pulumi-kubernetes ``await.go`` ``patchForce``;
+#: docs/decisions/field-ownership.md).
+PATCH_FORCE = {"pulumi.com/patchForce": "true"}
+
+
 def stack_mark(project: str, stack: str) -> str:
     """The value of :data:`STACK_ANNOTATION` for stack ``stack`` of project ``project``."""
     return f"{project}/{stack}"
