@@ -4,7 +4,8 @@ Service whose annotations make AKS create a private link service (PLS) for it.
 Owns: the ``helm.v3.Release`` ``pyroscope`` in ``gadget`` (chart 1.15.0, delete-before-replace, replaced with the
 namespace and with its claims); ``<name>-private-link-identity``, a no-op command whose triggers are the PLS's name,
 group and owner Service; the claims its StatefulSet mounts, with persistence (``data-pyroscope-0``, or
-``data-pyroscope-ingester-<i>``), grown in place; the Service ``pyroscope-private-link`` (PLS annotations, replaced
+``data-pyroscope-ingester-<i>``), grown in place, and ``<name>-claims-identity``, a no-op command whose trigger is their
+storage class; the Service ``pyroscope-private-link`` (PLS annotations, replaced
 only when the PLS's name or group changes); the NetworkPolicy when ``network_policy``; in microservices mode the
 Service ``pyroscope`` on the distributors. Inputs: :class:`PyroscopeArgs`. Outputs: ``release_name``, ``namespace``,
 ``service_name``, ``in_cluster_url``, ``owner_service``. Errors: none raised; error hooks log the way out of a release
@@ -459,6 +460,8 @@ def _explain_helm_error(args: pulumi.ErrorHookArgs) -> bool:
 
 #: The claims' annotations: no await, and a forced server-side apply (why: at the claims in :class:`Pyroscope`).
 CLAIM_ANNOTATIONS = {"pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true"}
+#: The claims' storage class, read through ``<name>-claims-identity`` (why: at that command in :class:`Pyroscope`).
+CLAIM_CLASS_ANNOTATION = "aks-gpu-observability/storage-class"
 #: The API server's refusal of a smaller claim (kubernetes ``pkg/apis/core/validation/validation.go``
 #: ``ValidatePersistentVolumeClaimUpdate`` @ v1.34.4: "than previous value", or "than status.capacity" with
 #: RecoverVolumeExpansionFailure).
@@ -542,6 +545,20 @@ class Pyroscope(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.claims: list[k8s.core.v1.PersistentVolumeClaim] = []
+        self.claims_identity: Optional[local.Command] = None
+        if args.persistence:
+            # A new storage class replaces the claims under the same names (the StatefulSet mounts them by name). The
+            # provider previews a claim's create as a server-side dry run against the old claim, which the API server
+            # refuses ("spec is immutable"), so `pulumi preview` of the change failed while `pulumi up` succeeds. The
+            # claims read this no-op command's stdout, unknown while it is replaced with them, and the provider does
+            # not dry-run inputs it cannot know yet (provider.go Create: hasComputedValue): docs/decisions/
+            # pyroscope-storage.md.
+            self.claims_identity = local.Command(
+                f"{name}-claims-identity",
+                create="true",  # runs nothing; it exists for its triggers and its (empty) stdout
+                triggers=[args.storage_class],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
         # Named per mode: a switch creates one set and deletes the other, after the release's reinstall (a claim
         # replaced instead would take the release into its delete-first chain, but not the Service pyroscope of the
         # write path, which must go before the chart's is installed).
@@ -554,7 +571,9 @@ class Pyroscope(pulumi.ComponentResource):
                 # Forced: an adopted claim's fields belong to kube-controller-manager, which made it, and a server-side
                 # apply that changes one (a larger size) conflicts with that manager unless forced.
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=claim, namespace=namespace, labels=claim_labels(args.mode),
-                                                    annotations=dict(CLAIM_ANNOTATIONS)),
+                                                    annotations={**CLAIM_ANNOTATIONS, CLAIM_CLASS_ANNOTATION:
+                                                                 pulumi.Output.concat(args.storage_class,
+                                                                                      self.claims_identity.stdout)}),
                 spec=claim_spec(args),
                 # A new class is a new disk (the provider replaces a claim whose storageClassName changes): the old
                 # one is deleted first, after the release that mounts it (the release names it in replace_with).

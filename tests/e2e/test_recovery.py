@@ -114,3 +114,42 @@ def test_a_targeted_destroy_of_the_release_takes_what_depends_on_it_first(aks, e
     assert aks.cp.get("/api/v1/namespaces/gadget/services/pyroscope-private-link") is None
     ws.up(STACK)
     converged(aks, ws)
+
+
+def test_fields_taken_over_with_kubectl_are_taken_back_by_the_next_up_that_changes_them(
+        aks, engine_tools, chart, tmp_path):
+    """pulumi/pulumi-kubernetes#2491, #2750: after someone takes a field of an object the stack owns outright with
+    `kubectl` (here a server-side apply under another field manager, as a platform team's GitOps or `kubectl apply
+    --server-side --force-conflicts` does), the next `pulumi up` that changes that field failed on a field-manager
+    conflict. The real kubectl edits, against the real API server; the real engine and provider take the stack's
+    values back (pulumi.com/patchForce), and the stack converges."""
+    ws = deployed(aks, engine_tools, chart, tmp_path)
+    ws.up(STACK)
+    kubectl = [str(engine_tools.bin / "kubectl"), "--kubeconfig", str(aks.cp.kubeconfig), "-n", "gadget"]
+    taken = """
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: pyroscope}
+spec:
+  podSelector: {matchLabels: {app.kubernetes.io/name: pyroscope}}
+  ingress: [{from: [{ipBlock: {cidr: 10.99.0.0/16}}], ports: [{port: 4040, protocol: TCP}]}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: pyroscope-private-link
+  annotations: {service.beta.kubernetes.io/azure-pls-visibility: "*"}
+"""
+    subprocess.run([*kubectl, "apply", "--server-side", "--field-manager=platform-team", "--force-conflicts", "-f",
+                    "-"], input=taken, text=True, check=True, capture_output=True)
+    ws.pulumi("config", "set", "--path", "pyroscopeAllowedCidrs[0]", "10.10.0.0/16", stack=STACK)
+    ws.pulumi("config", "set", "privateLinkVisibility", canned.SUBSCRIPTION_ID, stack=STACK)
+    ws.up(STACK)
+    policy = aks.cp.get("/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies/pyroscope")
+    cidrs = [peer["ipBlock"]["cidr"] for rule in policy["spec"]["ingress"] for peer in rule.get("from") or []
+             if "ipBlock" in peer]
+    assert cidrs == ["10.10.0.0/16"], policy["spec"]["ingress"]
+    service = aks.cp.get("/api/v1/namespaces/gadget/services/pyroscope-private-link")
+    annotations = service["metadata"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/azure-pls-visibility"] == canned.SUBSCRIPTION_ID
+    converged(aks, ws)
