@@ -306,6 +306,21 @@ def stored(endpoint: str, uid: str, get: Callable[[str], Optional[dict]]) -> Opt
     return Stored(legacy, schema if schema.startswith("v2") else "", found.get("dashboard") or {})
 
 
+def refuse_resource_form(dashboard: dict, source: str) -> None:
+    """Stop with one line, nothing written, for a dashboard exported as a Kubernetes-style resource (``apiVersion``
+    ``dashboard.grafana.app/...``, ``kind``, ``metadata``, ``spec``: Grafana 12 and 13's "Export" of a dashboard saved
+    in the v2 schema, or the resource form of a classic one). ``POST /api/dashboards/db`` takes the classic JSON model:
+    Grafana 13 answers such a body with 400 "The k8s style dashboard must not include an id on the root element"
+    (grafana/grafana-operator#2710; grafana/grafana#119689 made the message clearer), and a v2 ``spec`` has no
+    ``panels`` the step could read."""
+    version = str(dashboard.get("apiVersion") or "")
+    if version.startswith("dashboard.grafana.app/") or {"kind", "spec"} <= dashboard.keys():
+        shown = version or f"kind {dashboard.get('kind')}"
+        step.fail(f"dashboard {source} is a Kubernetes-style resource ({shown}), not Grafana's classic dashboard JSON "
+                  "model; export the classic JSON (Export > Export as JSON, "
+                  "classic model) and point dashboardSource and dashboardSha256 at it; nothing uploaded")
+
+
 def title_taken(server: grafana_server.Server, endpoint: str, dashboard: dict, timeout: float) -> Optional[dict]:
     """Before Grafana 11.3 a dashboard's title is unique per folder: a save with ``overwrite: true`` whose title is
     another dashboard's in the same folder takes that dashboard over (its id, uid and version), so the upload would
@@ -382,6 +397,9 @@ def main(action: str) -> int:
         dashboard = json.loads(raw)
     except ValueError as error:
         step.fail(f"dashboard {source} is not JSON: {error}")
+    if not isinstance(dashboard, dict):
+        step.fail(f"dashboard {source} is not a JSON object: expected Grafana's dashboard JSON model; nothing uploaded")
+    refuse_resource_form(dashboard, source)
     inputs = json.loads(os.environ.get("DATASOURCE_INPUTS") or "{}")
     dashboard = import_inputs(dashboard, inputs, source)
     if dashboard.get("uid") != uid:

@@ -620,3 +620,27 @@ def test_grafana_12s_406_is_read_where_it_names_and_13s_conversion_by_its_api_ve
     classic = grafana_dashboard.stored(endpoint, "u", lambda _: {"dashboard": {"title": "t"}, "meta": {"version": 2}})
     assert classic.schema == "" and classic.dashboard == {"title": "t"}
     assert grafana_dashboard.stored(endpoint, "u", lambda _: None) is None
+
+
+@pytest.mark.parametrize("resource", [
+    {"apiVersion": "dashboard.grafana.app/v2beta1", "kind": "Dashboard", "metadata": {"name": UID},
+     "spec": {"title": "t", "elements": {}, "layout": {}}},
+    {"kind": "Dashboard", "metadata": {"name": UID}, "spec": {"title": "t", "panels": []}},
+])
+def test_a_dashboard_source_in_the_resource_form_is_refused_before_anything_is_sent(tmp_path, resource):
+    """grafana/grafana-operator#2710: Grafana 13.0.1 answers ``POST /api/dashboards/db`` with a Kubernetes-style
+    dashboard (Grafana 12/13's export of a v2 dashboard) with 400 "The k8s style dashboard must not include an id on the
+    root element"; grafana/grafana#119689 made that message clearer. A ``dashboardSource`` in that form is refused in
+    one line naming the keys, before anything is sent."""
+    source = tmp_path / "resource.json"
+    source.write_text(json.dumps(resource))
+    scenario = scenarios.Scenario(
+        "resource-form", "grafana_dashboard.py",
+        {**scenarios.EXPORT_ENV, "DASHBOARD_SOURCE": str(source),
+         "DASHBOARD_SHA256": hashlib.sha256(source.read_bytes()).hexdigest()},
+        [{"match": scenarios.DASH_POST, "responses": [{"json": {}}]}], args=["apply"])
+    result = scenarios.run(scenario, tmp_path / "run")
+    assert result.returncode == 1 and result.calls == []
+    (line,) = [line for line in result.stderr.splitlines() if "error: " in line]
+    assert f"error: dashboard {source} is a Kubernetes-style resource (" in line
+    assert line.endswith("point dashboardSource and dashboardSha256 at it; nothing uploaded")
