@@ -32,7 +32,7 @@ from existing.handmade import refuse_handmade
 from existing.kubeconfig import cluster_kubeconfig, kubeconfig_for, kubernetes_provider
 from existing.node_pools import refuse_unschedulable
 from existing.roles import assigns_monitoring_data_reader
-from existing.taken import refuse_taken
+from existing.taken import refuse_foreign_pls, refuse_taken
 from stack.secrecy import keep_secret
 from stack.specs import pyroscope_identity_name, stack_mark
 from stack_config.load import load
@@ -49,6 +49,9 @@ secrecy = keep_secret(cfg.secret_values)
 client = authorization.get_client_config()
 # What the stack would create must not exist already unless it made it (tagged managed-by): refused in one line.
 refuse_taken(cfg, client.subscription_id, derived_account_name(cluster.id), pyroscope_identity_name(cfg.cluster_name))
+# A private link service of that name serving another cluster would be taken from it by the cloud provider: refused.
+pls_group = cfg.private_link_service_resource_group or cluster.node_resource_group
+refuse_foreign_pls(cfg.private_link_service_name, pls_group, cluster.load_balancer_scope, Pyroscope.owner_service)
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
 # Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).
@@ -183,7 +186,7 @@ private_link = GrafanaPrivateLink(
         grafana_resource_group=cfg.grafana_resource_group,
         grafana_location=grafana.location,
         private_link_service_name=cfg.private_link_service_name,
-        private_link_service_resource_group=cfg.private_link_service_resource_group or cluster.node_resource_group,
+        private_link_service_resource_group=pls_group,
         private_link_service_region=cluster.location,
         managed_private_endpoint_name=cfg.managed_private_endpoint_name,
         request_message=f"Azure Managed Grafana {cfg.grafana_name} to Pyroscope on AKS cluster {cfg.cluster_name}",
@@ -261,7 +264,7 @@ for name, value in {
     "extensionId": gadget.extension_id,
     "pyroscopeInClusterUrl": pyroscope.in_cluster_url,
     "privateLinkServiceName": cfg.private_link_service_name,
-    "privateLinkServiceResourceGroup": cfg.private_link_service_resource_group or cluster.node_resource_group,
+    "privateLinkServiceResourceGroup": pls_group,
     "privateLinkServiceId": private_link.private_link_service_id,
     "managedPrivateEndpointId": private_link.managed_private_endpoint_id,
     "managedPrivateEndpointState": private_link.connection_state,

@@ -93,3 +93,47 @@ def refuse_taken(cfg: StackConfig, subscription_id: str, account_name: str, iden
         if tags is not None and tags.get(key) != value:
             raise ConfigError(config_key, f"{resource_id} already exists and this stack did not make it (no "
                                           f"{key}={value} tag): {instead}")
+
+
+def _az_pls(resource_group: str, name: str) -> Optional[tuple[str, str]]:
+    """(its load balancer frontend's id, its ``k8s-azure-owner-service`` tag) of the private link service ``name`` in
+    ``resource_group``, or None when ARM finds nothing there."""
+    try:
+        answer = az("network", "private-link-service", "show", "--resource-group", resource_group, "--name", name,
+                    "--query", "[loadBalancerFrontendIpConfigurations[0].id || '', tags.\"k8s-azure-owner-service\" "
+                    "|| '']", "--output", "json")
+    except AzError as error:
+        if error.kind == "not_found" or re.search(r"NotFound\)|'Not Found'", error.stderr):
+            return None
+        raise
+    frontend, owner = json.loads(answer or '["", ""]')
+    return frontend, owner
+
+
+#: ``(resource group, name) -> (frontend id, owner tag), or None``; the offline plan sets its canned world's.
+PLS_LOOKUP: Callable[[str, str], Optional[tuple[str, str]]] = _az_pls
+
+
+def refuse_foreign_pls(name: str, resource_group: str, load_balancer_scope: str, owner_service: str) -> None:
+    """Raise ConfigError (key ``privateLinkServiceName``) when a private link service ``name`` already exists in
+    ``resource_group`` and is not this cluster's (its frontend on a load balancer outside ``load_balancer_scope``, or
+    another owner Service): the AKS cloud provider would otherwise repoint it to this stack's Service and overwrite
+    its owner tag, taking it from the cluster it served (before kubernetes-sigs/cloud-provider-azure#10943), or refuse
+    the Service with SyncLoadBalancerFailed (after it), after the release and the Service exist. The same rule as the
+    wait step's (steps/wait_private_link_service.sh), before anything registers."""
+    try:
+        found = PLS_LOOKUP(resource_group, name)
+    except (AzError, AzNotInstalled) as error:
+        pulumi.log.warn(f"privateLinkServiceName: could not tell whether private link service {name} exists in "
+                        f"{resource_group} ({error.last_line}); the stack goes on")
+        return
+    if found is None:
+        return
+    frontend, owner = found
+    if frontend.lower().startswith(load_balancer_scope.lower()) and owner.lower() == owner_service.lower():
+        return
+    raise ConfigError("privateLinkServiceName", f"private link service {name} in {resource_group} already serves "
+                      f"load balancer frontend {frontend or 'none'} (k8s-azure-owner-service {owner or 'none'}), not "
+                      f"this cluster's Service {owner_service}; the AKS cloud provider would take it over from what "
+                      "it serves or refuse this stack's Service: set privateLinkServiceName to a name of its own (left "
+                      "empty it is derived per cluster with multiCluster or a privateLinkServiceResourceGroup)")

@@ -610,6 +610,16 @@ def resource_tags(resource_id: str) -> Optional[dict]:
     return None if tags is None else dict(tags)
 
 
+#: (resource group, name) -> (load balancer frontend id, k8s-azure-owner-service tag) of private link services the
+#: canned world holds before the stack runs (existing/taken.py). Empty: none, as before a first `pulumi up`.
+PRIVATE_LINK_SERVICES: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def private_link_service_owner(resource_group: str, name: str) -> Optional[tuple[str, str]]:
+    """existing/taken.py PLS_LOOKUP offline: what :data:`PRIVATE_LINK_SERVICES` holds, or None."""
+    return PRIVATE_LINK_SERVICES.get((resource_group.lower(), name.lower()))
+
+
 #: API server host -> why this machine cannot reach it (existing/api_server.py). Empty: every API server answers, as
 #: on a machine on the cluster's network.
 UNREACHABLE: dict[str, str] = {}

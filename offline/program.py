@@ -506,6 +506,7 @@ def run(
             phase.AT_UP = isinstance(pending, AtUp) or None  # at `up`, lookups run after their steps (stack/phase.py)
             roles.LOOKUP = canned.role_holders  # no `az` offline: the assignments of the canned world
             taken.LOOKUP = canned.resource_tags  # and what it holds that the stack would create
+            taken.PLS_LOOKUP = canned.private_link_service_owner
             api_server.REACH = canned.api_server_reach  # no network offline: the canned world says what answers
             handmade.NAMESPACE_LOOKUP = canned.namespace_metadata  # no cluster offline: namespace gadget canned
             handmade.RELEASE_LOOKUP = canned.helm_releases

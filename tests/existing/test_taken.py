@@ -137,3 +137,53 @@ def test_an_az_failure_that_is_no_404_is_raised(monkeypatch):
     monkeypatch.setattr(taken, "az", denied)
     with pytest.raises(AzError):
         taken._az_tags(GRAFANA)
+
+
+NODE_GROUP = "MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2"
+OTHER_FRONTEND = (f"/subscriptions/{SUB}/resourceGroups/MC_rg-aks-gpu-b_aks-gpu-b_eastus2/providers/Microsoft.Network/"
+                  "loadBalancers/kubernetes-internal/frontendIPConfigurations/a1b2c3")
+OWN_FRONTEND = (f"/subscriptions/{SUB}/resourceGroups/{NODE_GROUP}/providers/Microsoft.Network/loadBalancers/"
+                "kubernetes-internal/frontendIPConfigurations/d4e5f6")
+
+
+def test_a_private_link_service_of_another_cluster_is_refused_before_anything(plan, monkeypatch):
+    """kubernetes-sigs/cloud-provider-azure#10943: before it, a Service whose ``azure-pls-name`` matched a private link
+    service on another load balancer frontend made the cloud provider repoint that PLS to the new Service and overwrite
+    its ``k8s-azure-owner-service`` tag, so the other cluster lost its PLS without an error; after it, the Service is
+    refused (SyncLoadBalancerFailed) once the release and Service exist. The stack refuses the name first."""
+    monkeypatch.setitem(canned.PRIVATE_LINK_SERVICES, ("rg-shared-pls", "pyroscope-pls"),
+                        (OTHER_FRONTEND, "gadget/pyroscope-private-link"))
+    with pytest.raises(ConfigError) as caught:
+        plan(privateLinkServiceResourceGroup="rg-shared-pls", privateLinkServiceName="pyroscope-pls")
+    message = str(caught.value)
+    assert message.startswith(f"privateLinkServiceName: private link service pyroscope-pls in rg-shared-pls already "
+                              f"serves load balancer frontend {OTHER_FRONTEND} (k8s-azure-owner-service "
+                              "gadget/pyroscope-private-link), not this cluster's Service "
+                              "gadget/pyroscope-private-link")
+    assert "\n" not in message
+
+
+def test_the_clusters_own_private_link_service_is_its_own(plan, monkeypatch):
+    """A deployed stack's PLS (its frontend on a load balancer in the cluster's node resource group, the Pyroscope
+    Service its owner) passes, whatever the case ARM answers in."""
+    monkeypatch.setitem(canned.PRIVATE_LINK_SERVICES, (NODE_GROUP.lower(), "pyroscope-pls"),
+                        (OWN_FRONTEND.upper(), "gadget/pyroscope-private-link"))
+    assert plan().one("kubernetes:core/v1:Service")
+
+
+def test_az_shows_a_private_link_services_frontend_and_owner(tmp_path, monkeypatch):
+    from tests.support.scenarios import calls_in, fake_az_env
+
+    body = {"id": "pls", "loadBalancerFrontendIpConfigurations": [{"id": OTHER_FRONTEND}],
+            "tags": {"k8s-azure-owner-service": "gadget/pyroscope-private-link"}}
+    not_found = {"exit": 3, "stderr": "ERROR: (ResourceNotFound) The Resource 'Microsoft.Network/privateLinkServices/"
+                                      "x' under resource group 'g' was not found.\nCode: ResourceNotFound"}
+    rules = [{"match": ["network", "private-link-service", "show", "--name", "pyroscope-pls"],
+              "responses": [{"json": body}]},
+             {"match": ["network", "private-link-service", "show"], "responses": [not_found]}]
+    for key, value in fake_az_env(tmp_path, rules).items():
+        monkeypatch.setenv(key, value)
+    assert taken._az_pls("g", "pyroscope-pls") == (OTHER_FRONTEND, "gadget/pyroscope-private-link")
+    assert taken._az_pls("g", "x") is None
+    calls = [call["argv"] for call in calls_in(tmp_path)]
+    assert deployer_role.missing_for_calls(calls, deployer_role.union(deployer_role.load_roles())) == []
