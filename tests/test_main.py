@@ -259,8 +259,10 @@ def test_a_cluster_gone_without_the_option_names_the_way_out(deployed, tmp_path)
 
 
 def test_a_destroy_before_the_refresh_stops_at_the_release_and_resumes(deployed, tmp_path):
-    """pulumi-kubernetes cannot delete a Helm release on an unreachable cluster, option or not: the destroy stops
-    there (everything before it already deleted); the refresh, then the destroy again, finish it."""
+    """pulumi-kubernetes cannot delete a Helm release on an unreachable cluster, option or not
+    (pulumi/pulumi-kubernetes#4593, open; DataDog/datadog-agent#39414 passes PULUMI_K8S_DELETE_UNREACHABLE to its
+    cleanup for the same reason): the destroy stops there (everything before it already deleted); the refresh, then
+    the destroy again, finish it."""
     plan, deployment = fresh(deployed, "opted", tmp_path)
     deployment.lose_cluster("rg-aks-gpu-dev", "aks-gpu-dev")
     with pytest.raises(EngineError, match="pyroscope-release: can't delete Helm Release with unreachable cluster"):

@@ -304,6 +304,9 @@ def test_the_release_error_hook_names_the_way_out_and_never_retries(capsys):
 
 
 def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
+    """pulumi/pulumi#21644 brought ``onError`` hooks to the Python SDK; pulumi/pulumi#23344 found them never fired in
+    one CLI, and DataDog/datadog-agent-buildimages#1301 that they need CLI 3.219.0+. The stack binds them only where
+    the engine says it supports them, and never in a preview (no Helm operation runs there)."""
     from offline import program
 
     seen = {}
@@ -923,3 +926,57 @@ def test_chart_2_is_pinned_to_the_v1_storage_on_the_volume(plan):
                       pyroscopeMode=mode).one(RELEASE).inputs["values"]
         assert values["architecture"] == {"storage": {"v1": True, "v2": False}}, mode
         assert values["pyroscope"]["image"]["tag"] == "2.0.1"
+
+
+@pytest.mark.parametrize("retention", ["14d", "2w", "36h"])
+def test_retention_is_on_where_pyroscope_leaves_it_off_and_queries_reach_as_far(retention):
+    """grafana/pyroscope#4260: retention is off by default (``-compactor.blocks-retention-period`` 0), so a volume
+    fills; mikesvoboda/nemotron-v3-home-security-intelligence#4553 and cockroachdb/cockroach#160612 found the 7d query
+    lookback (and the 24h query length) hiding what retention keeps. The stack sets all three from one key."""
+    extra = chart_values(_args(retention=retention))["pyroscope"]["extraArgs"]
+    assert extra["compactor.blocks-retention-period"] == retention == extra["querier.max-query-lookback"]
+    hours = pyroscope_server.parse_duration(extra["querier.max-query-length"]) // 3_600_000
+    assert hours == pyroscope_server.parse_duration(retention) // 3_600_000 + 24
+
+
+def test_chart_2_storage_is_pinned_by_the_charts_own_values_never_by_extra_args():
+    """grafana/pyroscope#5076 (chart 2.0: ``-architecture.storage`` and ``-write-path`` decide the storage layer),
+    grafana/pyroscope#5160 (chart 2.0.1 defaults to v2) and GiganticMinecraft/seichi_infra#4985 (``-architecture.
+    storage`` passed in ``extraArgs`` bypasses the chart's knob and crash-loops): the stack pins v1 through the
+    chart's ``architecture.storage`` values and never passes either flag itself."""
+    values = chart_values(_args(chart_version="2.0.2", image_tag="2.0.2"))
+    assert values["architecture"] == {"storage": {"v1": True, "v2": False}}
+    assert not {"architecture.storage", "write-path"} & set(values["pyroscope"]["extraArgs"])
+
+
+def test_the_gadget_pods_are_admitted_by_the_label_the_extension_still_renders(plan):
+    """inspektor-gadget/inspektor-gadget#5087: the gadget chart added the recommended ``app.kubernetes.io/*`` labels
+    and still renders ``k8s-app: gadget``, the label Pyroscope's NetworkPolicy admits the exporter's pods by; the
+    policy selects by that label only (one the extension renders in every version)."""
+    policy = next(r for r in plan().by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+                  if r.name == "pyroscope-network-policy").inputs["spec"]
+    selectors = [peer["podSelector"] for rule in policy["ingress"] for peer in rule.get("from") or []
+                 if "podSelector" in peer]
+    assert {"matchLabels": {"k8s-app": "gadget"}} in selectors
+
+
+@pytest.mark.parametrize("mode", ["single-binary", "microservices"])
+def test_the_exporter_pushes_to_the_same_service_in_both_modes(plan, mode):
+    """inspektor-gadget/inspektor-gadget#5003: the exporter pushes profiles to ``pyroscope.gadget:4040``. In
+    single-binary mode the chart's Service ``pyroscope`` answers there; in microservices mode the stack's own Service
+    ``pyroscope`` on the distributors does, so the address never changes."""
+    p = plan(pyroscopeMode=mode)
+    assert p.outputs["pyroscopeInClusterUrl"] == "http://pyroscope.gadget.svc.cluster.local:4040"
+    services = {s.inputs["metadata"]["name"]: s for s in p.by_type("kubernetes:core/v1:Service")}
+    if mode == "microservices":
+        assert services["pyroscope"].inputs["spec"]["ports"][0]["port"] == 4040
+    else:
+        assert "pyroscope" not in services
+        assert p.one(RELEASE).inputs["values"]["pyroscope"]["service"] == {"port": 4040, "type": "ClusterIP"}
+
+
+def test_claims_are_never_awaited_pending(plan):
+    """pulumi/pulumi-kubernetes#4181: a claim update was awaited ``Pending`` for a WaitForFirstConsumer class and
+    timed out; the stack's claims carry ``pulumi.com/skipAwait``, so growing one never waits."""
+    for claim in plan().by_type("kubernetes:core/v1:PersistentVolumeClaim"):
+        assert claim.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"

@@ -264,3 +264,15 @@ def test_delete_unreachable_is_set_on_both_providers_only_when_asked(plan, monke
     assert_provider_inputs(plan(kubernetesDeleteUnreachable="false"))
     alone = providers(plan(kubernetesDeleteUnreachable="true", pyroscopePersistence="false"))
     assert list(alone) == ["aks"] and alone["aks"].inputs == {"deleteUnreachable": "true", "kubeconfig": "[secret]"}
+
+
+def test_the_device_code_login_aks_returns_becomes_a_non_interactive_one():
+    """Azure/AKS#4990: ``listClusterUserCredential`` returns an exec kubeconfig whose kubelogin logs in with
+    ``devicecode``, a prompt no pipeline answers. The stack rewrites it to ``kubeloginMode`` (``azurecli`` by
+    default), as ``kubelogin convert-kubeconfig -l azurecli`` does, so the provider never prompts."""
+    source = base64.b64decode(canned.user_credentials(
+        {"resourceGroupName": "rg", "resourceName": "c"}, "eastus2")["kubeconfigs"][0]["value"]).decode()
+    before = yaml.safe_load(source)["users"][0]["user"]["exec"]["args"]
+    after = yaml.safe_load(kubelogin_kubeconfig(source, "azurecli"))["users"][0]["user"]["exec"]["args"]
+    assert before[before.index("--login") + 1] == "devicecode"
+    assert after[after.index("--login") + 1] == "azurecli" and "devicecode" not in after

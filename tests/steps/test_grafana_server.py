@@ -456,3 +456,72 @@ def test_the_stand_in_answers_datasources_as_dtos_and_a_rename_onto_a_taken_name
     assert renamed["exit"] == 1 and renamed["stderr"].startswith("ERROR: Conflict(")
     assert "Failed to update datasource: data source with the same name already exists" in renamed["stderr"]
     assert g["datasources"]["l"]["name"] == "Loki"
+
+
+# --- public reports on Azure authentication in core Prometheus ----------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v not in BEFORE_13])
+def test_grafana_13_is_sent_the_azure_prometheus_plugin_type_or_one_line_naming_the_plugin(version, tmp_path):
+    """grafana/grafana#123089 removed Azure authentication from the core Prometheus datasource in 13.0, leaving it to
+    the grafana-azureprometheus-datasource plugin. On each Grafana 13 the datasource step POSTs the plugin's type
+    (never ``prometheus``) where the plugin is installed, and where it is not stops with one line naming the plugin,
+    sending nothing."""
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    ready = World(tmp_path / "with", version, (fake_world.AZURE_PROMETHEUS,))
+    done = ready.step("prometheus")
+    assert done.returncode == 0, done.stderr
+    (post,) = [c for c in ready.calls() if c["argv"][:3] == ["rest", "--method", "post"]]
+    assert post["body"]["type"] == fake_world.AZURE_PROMETHEUS
+    assert post["body"]["jsonData"]["azureCredentials"] == {"authType": "msi"}
+
+    bare = World(tmp_path / "without", version)
+    refused = bare.step("prometheus")
+    assert refused.returncode == 1
+    (line,) = errors(refused)
+    assert f"Grafana {version} has no Azure authentication in its core Prometheus datasource" in line
+    assert f"the plugin {fake_world.AZURE_PROMETHEUS} is not installed" in line
+    assert [c for c in bare.calls() if c["argv"][:3] in (["rest", "--method", "post"], ["rest", "--method", "put"])] \
+        == []
+    assert bare.grafana()["datasources"] == {}
+
+
+@pytest.mark.parametrize("version", [v for v in BEFORE_13 if fake_world.release(v) >= (12, 0, 0)])
+def test_grafana_12_is_sent_core_prometheus_even_with_the_azure_plugin_installed(version, tmp_path):
+    """grafana/grafana#107207 deprecates Azure authentication in core Prometheus ahead of its removal in 13.0: on 12.x
+    it still works. There the stack keeps writing type ``prometheus`` (the plugin installed or not), and the
+    dashboard's Prometheus variable selects ``prometheus`` datasources, offering the stack's."""
+    world = World(tmp_path, version, (fake_world.AZURE_PROMETHEUS,))
+    done = world.step("prometheus")
+    assert done.returncode == 0, done.stderr
+    (post,) = [c for c in world.calls() if c["argv"][:3] == ["rest", "--method", "post"]]
+    assert post["body"]["type"] == "prometheus"
+    assert world.grafana()["datasources"]["azure-monitor-prometheus"]["type"] == "prometheus"
+    assert world.step("dashboard").returncode == 0
+    g = world.grafana()
+    prom_ds = g["dashboards"]["AdvancedGPUObservability"]["templating"]["list"][0]
+    assert prom_ds["query"] == "prometheus"
+    assert fake_world.datasource_variable_options(g, prom_ds) == ["azure-monitor-prometheus"]
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v not in BEFORE_13])
+def test_grafana_13s_unconditional_type_migration_finds_nothing_to_change_in_the_stacks_datasource(version, tmp_path):
+    """grafana/grafana#121862 dropped the prometheusTypeMigration toggle check: from 13.0 Grafana migrates every
+    Azure-auth ``prometheus`` datasource to the plugin each time it starts. The stack writes the plugin's type on 13
+    itself, so a restart (the toggle off) leaves its datasource exactly as written (no migration marker, same
+    version), and the next run of the step and ``--drift`` find nothing to change."""
+    world = World(tmp_path, version, (fake_world.AZURE_PROMETHEUS,))
+    for step in ("pyroscope", "prometheus", "dashboard"):
+        assert world.step(step).returncode == 0, step
+    written = world.grafana()["datasources"]["azure-monitor-prometheus"]
+    assert written["type"] == fake_world.AZURE_PROMETHEUS and world.grafana()["features"] == []
+
+    world.change(lambda w: fake_world.start(w, HOST))
+    restarted = world.grafana()["datasources"]["azure-monitor-prometheus"]
+    assert restarted == written and fake_world.MIGRATION_MARKER not in restarted["jsonData"]
+
+    again = world.step("prometheus")
+    assert again.returncode == 0 and "nothing written" in again.stderr and puts(world) == []
+    found = world.drift()
+    assert found.returncode == 0, found.stdout + found.stderr

@@ -55,3 +55,14 @@ def test_with_no_pls_subnet_the_wait_ignores_nat_ips_left_in_the_old_subnet(tmp_
     assert result.returncode == 0, result.stderr
     assert result.stdout == PLS_ID + "\n"
     assert result.count(0) == 2, ("the wait accepted the NAT IP configuration still in the old subnet", result.stderr)
+
+
+def test_a_pls_is_this_clusters_by_its_frontend_and_the_owner_tag_the_cloud_provider_writes(scenario_results):
+    """kubernetes-sigs/cloud-provider-azure#10975: a PLS can be reused only by sharing its load balancer frontend, and
+    the cloud provider's owner tag is ``k8s-azure-owner-service`` (``<namespace>/<service>``). The wait accepts a PLS
+    only with both: another frontend, another owner and no owner tag are each refused in one line."""
+    for name, shown in (("pls-of-another-cluster-refused", "(k8s-azure-owner-service gadget/pyroscope)"),
+                        ("pls-of-another-service-refused", "(k8s-azure-owner-service default/other-app)"),
+                        ("pls-without-owner-tag-refused", "(k8s-azure-owner-service none)")):
+        result = scenario_results[name]
+        assert result.returncode == 1 and shown in result.stderr, name
