@@ -162,3 +162,23 @@ def test_without_folds_trampolines_into_their_callers():
     assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == before
     assert report(folded)["topSelf"] == report(folded, hide_trampolines=True)["topSelf"]
     assert without(parse_frame(frame(T("total", 0)))).total == 0
+
+
+def test_other_is_not_an_allocator_even_when_it_is_the_widest_node():
+    """grafana/grafana#109035 and grafana/grafana#125033: with maxNodes truncation the small contributors are folded
+    into ``other``, which can become the biggest node and topped Grafana's TOP table. The report never ranks
+    ``other``: the widest real allocator leads topSelf, and the cut is reported apart, in ``truncated`` and the text's
+    own line."""
+    tree = T("total", 0,
+             T("main", 0,
+               T("Engine.load", 0, T("load_weights", 20 * GB)),
+               T("Engine.warm_up", 0, T("capture", 5 * GB)),
+               T("other", 40 * GB)))
+    result = result_of(tree)
+    assert [e["function"] for e in result["topSelf"]] == ["load_weights", "capture"]
+    assert "other" not in [e["function"] for e in result["topTotal"]] + result["orchestrators"]
+    assert result["truncated"] == {"total": 40 * GB, "percent": round(100 * 40 / 65, 2), "nodes": 1}
+    assert result["topSelf"][0]["selfPercent"] == round(100 * 20 / 65, 2)
+    text = render(result)
+    assert "Truncated stacks: 40.0 GiB (61.5 %) in 1 'other' node" in text and "not a function, not ranked" in text
+    assert "1. other" not in text

@@ -367,3 +367,70 @@ def test_the_report_says_which_frames_the_file_dropped(tmp_path):
     assert "1. main  self 100 B (100.0 %)" in text
     assert json.loads(cli("--from-file", str(path), "--json").stdout)["prunedBy"] == "drop_frames=alloc"
     assert "1. alloc  self 100 B" in cli("--from-file", str(path), "--all-frames").stdout
+
+
+def test_a_truncated_gzip_profile_is_one_frame_error_not_an_eof_error():
+    """vitali87/code-graph-rag#1266: gzip.decompress raises EOFError (not OSError) on a .pb.gz cut short, which a
+    reader catching only OSError lets out as a traceback. decode() turns it into one FrameError line, "the gzip stream
+    ends early"."""
+    whole = formats.to_pprof(example_profile())
+    for cut in (len(whole) - 1, len(whole) // 2, 12):
+        with pytest.raises(EOFError):
+            formats.gzip.decompress(whole[:cut])
+        with pytest.raises(FrameError) as caught:
+            formats.decode(whole[:cut])
+        assert str(caught.value) == "the gzip stream ends early (a truncated download?)"
+        assert caught.value.__suppress_context__ and "\n" not in str(caught.value)
+
+
+def test_the_vendored_gencode_imports_cleanly_under_the_locked_runtime_and_a_version_error_is_one_line(monkeypatch):
+    """a2aproject/a2a-python#185: protobuf gencode newer than the installed runtime raises VersionError when it is
+    imported. flamegraph/pprof/profile_pb2.py is protoc 29 (5.29.0) gencode and the runtime is pinned >=5.29,<6: under
+    the locked runtime it imports with warnings as errors; with an older runtime (5.26 to 5.28, which have the version
+    check) its VersionError must reach the user as one FrameError line, as a missing protobuf does."""
+    import re
+
+    from google.protobuf import __version__ as installed
+    from google.protobuf import runtime_version
+
+    from tests.support import ROOT
+
+    locked = re.search(r"^protobuf==([\d.]+) ", (ROOT / "requirements.lock").read_text(), re.M).group(1)
+    assert installed == locked
+    assert "# Protobuf Python Version: 5.29.0" in (ROOT / "flamegraph" / "pprof" / "profile_pb2.py").read_text()
+    done = subprocess.run([sys.executable, "-W", "error", "-c", "import flamegraph.pprof.profile_pb2"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == done.stderr == "", done.stderr
+
+    import flamegraph.pprof
+
+    monkeypatch.setattr(runtime_version, "MINOR", 28)  # a 5.28 runtime, older than the 5.29.0 gencode
+    monkeypatch.delitem(sys.modules, "flamegraph.pprof.profile_pb2", raising=False)
+    monkeypatch.delattr(flamegraph.pprof, "profile_pb2", raising=False)
+    with pytest.raises(FrameError, match="protobuf") as caught:
+        formats._pb2()
+    assert "\n" not in str(caught.value)
+
+
+def test_a_sample_whose_stack_was_lost_is_counted_at_the_root_and_never_ranked():
+    """inspektor-gadget/inspektor-gadget#5222: profile_cuda can export samples whose stack was lost ("stack with ID
+    ... is lost"), i.e. with no location. The reader reads such a sample (no FrameError): its bytes count in the
+    total as the root's own, and neither the root nor any frame is ranked for them."""
+    pb = formats._pb2()
+    message = pb.Profile(string_table=["", "malloc", "bytes", "main", "cudaMalloc"])
+    message.sample_type.add(type=1, unit=2)
+    message.function.add(id=1, name=3)
+    message.function.add(id=2, name=4)
+    message.location.add(id=1).line.add(function_id=1)
+    message.location.add(id=2).line.add(function_id=2)
+    message.sample.add(location_id=[2, 1], value=[100])
+    message.sample.add(location_id=[], value=[700])  # its stack was lost
+    profile, kind = formats.load(message.SerializeToString())
+    assert kind == "pprof"
+    assert [(n.label, n.level, n.value, n.self) for n in profile.nodes] == [
+        ("total", 0, 800, 700), ("main", 1, 100, 0), ("cudaMalloc", 2, 100, 100)]
+    result = report(profile)
+    assert result["total"] == 800
+    assert [(e["function"], e["self"]) for e in result["topSelf"]] == [("cudaMalloc", 100)]
+    assert {e["function"] for e in result["topTotal"]} == {"main", "cudaMalloc"}
+    assert result["orchestrators"] == ["main"]

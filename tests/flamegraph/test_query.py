@@ -62,3 +62,19 @@ def test_max_nodes_is_sent_only_when_given():
     body = query_body("uid", None, None, "3h", until="2h", max_nodes=65536)
     assert body["queries"][0]["maxNodes"] == 65536 and (body["from"], body["to"]) == ("now-3h", "now-2h")
     assert MAX_NODES_DEFAULT == 8192 and MAX_NODES_MAX == 1048576
+
+
+def test_profile_types_are_always_asked_with_a_start_and_end_in_milliseconds(monkeypatch):
+    """grafana/grafana#110277: the Pyroscope datasource's profileTypes resource call needs start and end (without
+    them older Grafanas pass 0/0 and Pyroscope answers from the ingesters' head block only). profile_types_url always
+    sends both: now - since .. now - until, in milliseconds."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from flamegraph import query
+
+    monkeypatch.setattr(query.time, "time", lambda: 1_796_040_000.5)
+    now = 1_796_040_000_500
+    for since, until in ((3600, 0), (7 * 86400, 0), (3 * 3600, 2 * 3600)):
+        url = urlsplit(query.profile_types_url("https://g.example", "local-pyroscope", since, until))
+        assert url.path == "/api/datasources/uid/local-pyroscope/resources/profileTypes"
+        assert parse_qs(url.query) == {"start": [str(now - since * 1000)], "end": [str(now - until * 1000)]}

@@ -1162,8 +1162,7 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         # to the steps package: the approval's and the refresh's hashes changed (each re-runs, idempotent), and the
         # owner steps run `python3 -m steps.<name>` (an update: apply finds Grafana up to date and writes nothing).
         # And the private link moves to the stack's own Service, once (test_a_stack_deployed_before_...).
-        assert changed == {**PRIVATE_LINK_MOVE, "pyroscope-network-policy": "update",
-                           "grafana-private-link-nat-network-policy": "create", "gpu-dashboard-upload": "update",
+        assert changed == {**PRIVATE_LINK_MOVE, "grafana-private-link-nat-network-policy": "create",
                            "grafana-datasources-prometheus": "update"}, overrides
         moved = {"create": "python3 -m steps.{} apply", "delete": "python3 -m steps.{} delete"}
         for name, script in [("gpu-dashboard-upload", "grafana_dashboard"), ("grafana-datasources-pyroscope",
@@ -1178,13 +1177,18 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         for name in ("grafana-datasources-pyroscope", "grafana-datasources-prometheus"):
             assert {d["path"] for d in diff.step(name).diffs} == {"create", "delete", "environment.SCRIPT_SHA256"}
         policy = diff.step("pyroscope-network-policy")
-        assert [d["path"] for d in policy.diffs] == ["spec.ingress[1].from[0].ipBlock.cidr"] or \
-            all(d["path"].startswith("spec.ingress") for d in policy.diffs), policy.diffs
-        assert [d["path"] for d in diff.step("pyroscope-release").diffs] == [*CHART_SERVICE_PATHS, GRACE_PATH]
+        assert {d["path"] for d in policy.diffs} - {"metadata.annotations"} == {"spec.ingress"} or \
+            all(d["path"].startswith("spec.ingress") for d in policy.diffs if d["path"] != "metadata.annotations"), \
+            policy.diffs
+        assert [d["path"] for d in diff.step("pyroscope-release").diffs] == [*LIMIT_PATHS, *CHART_SERVICE_PATHS,
+                                                                             GRACE_PATH]
         old, new = ([r for r in plan["resources"] if r["name"] == "pyroscope-release"][0]["inputs"]
                     for plan in (base, head))
         new, old = copy.deepcopy(new), copy.deepcopy(old)
         del new["values"]["pyroscope"]["terminationGracePeriodSeconds"]
+        for flag in ("distributor.ingestion-burst-size-mb", "distributor.ingestion-rate-limit-mb",
+                     "querier.max-query-length"):  # LIMIT_PATHS
+            del new["values"]["pyroscope"]["extraArgs"][flag]
         old["values"]["pyroscope"]["service"] = new["values"]["pyroscope"]["service"]
         assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
 
@@ -1200,7 +1204,17 @@ PRIVATE_LINK_MOVE = {"aks-claims": "create", "pyroscope-data-0": "create", "pyro
                      "grafana-datasources-pyroscope": "update", "pyroscope-private-link-identity": "replace",
                      "pyroscope-local-traffic": "delete",
                      # Not the private link's: the namespace's owner mark, added in place (existing/handmade.py).
-                     "gadget-namespace": "update"}
+                     "gadget-namespace": "update",
+                     # Nor these: the claims' identity step, made once (components/pyroscope.py); the NetworkPolicy's
+                     # patchForce annotation (stack/specs.py PATCH_FORCE); the dashboard step's script changed (it
+                     # runs again and finds the dashboard up to date).
+                     "pyroscope-claims-identity": "create", "pyroscope-network-policy": "update",
+                     "gpu-dashboard-upload": "update"}
+#: Pyroscope's flags added since: the query length and the ingestion limits (components/pyroscope.py extra_args), a
+#: Helm upgrade in place.
+LIMIT_PATHS = ['values.pyroscope.extraArgs["distributor.ingestion-burst-size-mb"]',
+               'values.pyroscope.extraArgs["distributor.ingestion-rate-limit-mb"]',
+               'values.pyroscope.extraArgs["querier.max-query-length"]']
 
 
 @pytest.mark.parametrize("overrides,seconds", [({}, 600), ({"pyroscopeTerminationGracePeriodSeconds": "900"}, 900)])
@@ -1216,7 +1230,8 @@ def test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period(ov
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", overrides, pending=pending))
     assert {s.name: s.op for s in diff.steps if s.op != "same"} == PRIVATE_LINK_MOVE
     release = diff.step("pyroscope-release")
-    assert release.replace_order is None and [d["path"] for d in release.diffs] == [*CHART_SERVICE_PATHS, GRACE_PATH]
+    assert release.replace_order is None and [d["path"] for d in release.diffs] == [*LIMIT_PATHS, *CHART_SERVICE_PATHS,
+                                                                                    GRACE_PATH]
     assert release.diffs[-1] == {"path": GRACE_PATH, "old": None, "new": seconds}
     assert diff.errors == []
 
@@ -1292,6 +1307,7 @@ def test_a_stack_deployed_before_the_private_link_service_moves_it_once(base_fil
     changed = {s.name: s.op for s in diff.steps if s.op != "same"}
     claims = ([f"pyroscope-ingester-data-{i}" for i in range(3)] if overrides else ["pyroscope-data-0"])
     assert changed == {**{k: v for k, v in PRIVATE_LINK_MOVE.items() if k != "pyroscope-data-0"},
+                       **({"pyroscope-write-path": "update"} if overrides else {}),  # its patchForce annotation
                        **dict.fromkeys(claims, "create")}
     assert consequences.PRIVATE_LINK_MOVE in diff.warnings and diff.errors == []
     identity = diff.step("pyroscope-private-link-identity")  # says why: a new owner Service, so a new PLS

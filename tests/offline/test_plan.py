@@ -89,10 +89,10 @@ def test_text_output_reads_like_a_preview():
     for expected in ("azure-native:kubernetesconfiguration:Extension", "inspektor-gadget-extension",
                      "kubernetes:helm.sh/v3:Release", "pyroscope-release", "pulumi:providers:kubernetes",
                      "pulumi:providers:azure-native",
-                     "pyroscope-data-0 <- gadget-namespace  [provider: aks-claims]",
+                     "pyroscope-data-0 <- gadget-namespace, pyroscope-claims-identity  [provider: aks-claims]",
                      "pyroscope-release <- gadget-namespace, pyroscope-data-0  [provider: aks]",
                      "pyroscope-private-link <- gadget-namespace, pyroscope-release  [provider: aks]",
-                     "Create order:", "Destroy order (pulumi destroy):", "+ 28 to create"):
+                     "Create order:", "Destroy order (pulumi destroy):", "+ 29 to create"):
         assert expected in out, expected
     assert "kubelogin" not in out
 
@@ -112,7 +112,7 @@ def test_text_output_shows_inputs_so_reviewers_see_changes():
 def test_reads_and_retained_resources_are_told_apart():
     out = cli("--set", "clusterStack=acme/aks/prod", "--set", "multiCluster=true").stdout
     assert " >   ├─ pulumi:pulumi:StackReference" in out or " >   pulumi:pulumi:StackReference" in out
-    assert "    > 1 to read" in out and "    + 27 to create" in out  # multiCluster: no role assignment
+    assert "    > 1 to read" in out and "    + 28 to create" in out  # multiCluster: no role assignment
     assert "  > pulumi:pulumi:StackReference acme/aks/prod" in out
     assert "gpu-dashboard-upload  (retainOnDelete: left in place, removed from the state only)" in out
     assert "      (options: retainOnDelete)" in out

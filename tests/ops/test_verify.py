@@ -552,3 +552,31 @@ def test_without_an_az_login_verify_stops_in_one_line(tmp_path):
     assert done.stderr.strip() == ("error: az: ERROR: Please run 'az login' to setup account. (sign in with `az "
                                    "login`, then run verify again)")
     assert [c["argv"][:2] for c in calls] == [["account", "show"]]
+
+
+def test_drift_after_an_upgrade_to_13_that_lost_the_dashboard_names_how_to_upload_it_again(tmp_path):
+    """grafana/grafana#126013 and grafana/grafana#124030: upgrades from 12.x to 13.0 lost every dashboard (and folder)
+    in the unified-storage migration. On such a Grafana 13 (its Prometheus datasource migrated to the Azure plugin,
+    the dashboard answering 404) ``--drift`` keeps both datasources in place, reports the dashboard ``missing`` and
+    names the replace of gpu-dashboard-upload that uploads it again; exit 1."""
+    from tests.support import fake_world
+    from tests.support.scenarios import grafana_server_rules
+
+    def migrated(answer):  # what Grafana 13's prometheus type migration made of the stack's datasource
+        answer = edit("type", fake_world.AZURE_PROMETHEUS)(answer)
+        answer["json"]["jsonData"][fake_world.MIGRATION_MARKER] = True
+        return answer
+
+    outputs = drift_outputs(tmp_path)
+    held = as_grafana_holds_it(outputs, prom=migrated, dash=lambda _: grafana_error("Not Found", "Dashboard not found"))
+    rules_ = grafana_server_rules("13.0.1", (fake_world.AZURE_PROMETHEUS,)) + drift_rules(tmp_path, held, "13.0.1")
+    done, _ = verify(tmp_path, rules_, outputs, "--drift", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    objects = {(o["kind"], o["uid"]): o for o in json.loads(done.stdout)["objects"]}
+    assert objects[("datasource", "local-pyroscope")]["state"] == "ok"
+    assert objects[("datasource", "azure-monitor-prometheus")]["state"] == "ok"
+    dashboard = objects[("dashboard", "AdvancedGPUObservability")]
+    assert dashboard["state"] == "missing" and dashboard["fields"] == []
+    assert dashboard["next_step"].startswith(
+        "`pulumi up --replace 'urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuDashboard"
+        "$command:local:Command::gpu-dashboard-upload'` writes it again")
