@@ -263,10 +263,16 @@ endpoint's address, a lookup behind an updated wait), which `up`, with the canne
 `{COMMAND}` writes this page from the offline diff (`--check`: exit 1 while it differs).
 OFFLINE: Azure, Grafana and the cluster are simulated; a real `pulumi preview --diff` reads the live state.
 
-A new version of this project changes no key, but may change what the next `pulumi up` does. On a stack deployed
-before namespace `gadget` carried its owner mark (the `aks-gpu-observability/stack` annotation that tells the stack's
-own extension, release and endpoint from a run by hand's: docs/existing-objects.md), it updates gadget-namespace in
-place, its annotations only; nothing restarts."""
+A new version of this project changes no key, but may change what the next `pulumi up` does. From this version, on
+a stack deployed before it:
+- Pyroscope restarts once, a Helm upgrade in place: `-querier.max-query-length` (the retention plus a day, so ranges
+  longer than a day are read) and the ingestion limits (`pyroscopeIngestionRateMb`, `pyroscopeIngestionBurstMb`) are
+  added to its flags.
+- gadget-namespace, the stack's Services and its NetworkPolicies update in place, their annotations only
+  (`pulumi.com/patchForce`, and the owner mark `aks-gpu-observability/stack` where missing: docs/existing-objects.md).
+- pyroscope-claims-identity is created and the claims update in place (their storage-class annotation), so a later
+  `pyroscopeStorageClass` change previews.
+- The dashboard step runs again (its script changed) and writes nothing unless Grafana holds a copy in its v2 schema."""
 
 
 #: The move to Pyroscope 2 and its two half-moves, on the example stack (docs/decisions/pyroscope-major.md).
