@@ -35,6 +35,11 @@ def _pb2():
     except ImportError as missing:  # outside the project's venv: say so in one line
         raise FrameError(f"reading pprof needs the protobuf package ({missing}): run in the project's venv, "
                          ".venv/bin/python -m flamegraph.hotspots ... (README, The two commands)") from None
+    except Exception as error:  # protobuf's VersionError: a runtime older than the gencode (5.29), not an ImportError
+        if type(error).__name__ != "VersionError":
+            raise
+        raise FrameError(f"reading pprof needs protobuf 5.29 or newer below 6 ({error}): run in the project's venv, "
+                         ".venv/bin/python -m flamegraph.hotspots ... (README, The two commands)") from None
     return profile_pb2
 
 

@@ -34,7 +34,7 @@ from tests.support.verify_runs import (
 def test_all_green(tmp_path):
     done, calls = verify(tmp_path, rules())
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-1] == "8 passed, 0 failed"
+    assert done.stdout.splitlines()[-1] == "9 passed, 0 failed"
     assert "✅ managed private endpoint: connection Approved, private IP 10.0.4.36" in done.stdout
     assert all(c["rule"] is not None for c in calls)
     grafana_calls = [c["argv"] for c in calls if GRAFANA in " ".join(c["argv"])]
@@ -52,7 +52,7 @@ def test_failures_each_get_a_next_step(tmp_path):
     assert "next: run `pulumi up` again (approval and refresh re-run)" in out
     assert "❌ Pyroscope datasource local-pyroscope: health ERROR: dial tcp 10.0.4.36:4040: i/o timeout" in out
     assert "❌ Pyroscope profile types: 0 profile type(s)" in out and "next: no profiles yet: run a GPU workload" in out
-    assert out.splitlines()[-1] == "5 passed, 3 failed"
+    assert out.splitlines()[-1] == "6 passed, 3 failed"
 
 
 @pytest.mark.parametrize("held,line,hint", [
@@ -68,7 +68,7 @@ def test_profile_types_the_dashboard_cannot_show_fail(tmp_path, held, line, hint
     done, _ = verify(tmp_path, rules(profiles={"json": [{"id": i, "label": "x"} for i in held]}))
     assert done.returncode == 1
     assert f"❌ Pyroscope profile types: 1 profile type(s): {held[0]}; {line}" in done.stdout
-    assert hint in done.stdout and done.stdout.splitlines()[-1] == "7 passed, 1 failed"
+    assert hint in done.stdout and done.stdout.splitlines()[-1] == "8 passed, 1 failed"
 
 
 def test_az_errors_become_failed_checks(tmp_path):
@@ -126,7 +126,7 @@ def printed_no_secret(done):
 def test_secret_outputs_are_read_with_show_secrets_and_never_printed(tmp_path):
     done, calls, asked = verify_secret(tmp_path, rules(), OUTPUTS)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-1] == "8 passed, 0 failed"
+    assert done.stdout.splitlines()[-1] == "9 passed, 0 failed"
     assert asked == ["stack output --json --stack dev", "stack output --json --show-secrets --stack dev"]
     urls = [c["argv"][c["argv"].index("--url") + 1] for c in calls if "--url" in c["argv"]]
     assert f"{OUTPUTS['extensionId']}?api-version=2023-05-01" in urls  # the real id, not "[secret]"
@@ -171,7 +171,7 @@ def test_missing_output_is_one_line(tmp_path):
 def test_json_output(tmp_path):
     done, _ = verify(tmp_path, rules(), OUTPUTS, "--json")
     checks = json.loads(done.stdout)
-    assert [c["ok"] for c in checks] == [True] * 8
+    assert [c["ok"] for c in checks] == [True] * 9
     assert {"name", "ok", "detail", "next_step"} == set(checks[0])
 
 
@@ -531,8 +531,9 @@ def test_fewer_ready_gadget_pods_than_nodes_name_the_admission_policy_that_refus
     assert "Privileged container is not allowed" in line and "SuccessfulCreate" not in line
     assert "next: Azure Policy (Gatekeeper) refuses the gadget pods" in done.stdout
     assert "excludedNamespaces" in done.stdout
-    assert (tmp_path / "kubectl.log").read_text().split() == ["--context", "aks-gpu-dev", "-n", "gadget", "get",
-                                                              "events", "-o", "json"]
+    assert (tmp_path / "kubectl.log").read_text().splitlines() == [
+        "--context aks-gpu-dev -n gadget get events -o json",
+        "--context aks-gpu-dev -n gadget get pods -l app.kubernetes.io/name=pyroscope -o json"]  # the ingestion check
 
 
 def test_without_kubectl_the_check_says_where_the_cause_is(tmp_path):
