@@ -78,3 +78,12 @@ def test_profile_types_are_always_asked_with_a_start_and_end_in_milliseconds(mon
         url = urlsplit(query.profile_types_url("https://g.example", "local-pyroscope", since, until))
         assert url.path == "/api/datasources/uid/local-pyroscope/resources/profileTypes"
         assert parse_qs(url.query) == {"start": [str(now - since * 1000)], "end": [str(now - until * 1000)]}
+
+
+def test_the_gpu_memory_is_found_whatever_name_pyroscope_gives_the_profile():
+    """inspektor-gadget/inspektor-gadget#5459: the otel-profiles exporter names profile_cuda's profile
+    ``process_cuda``, and Pyroscope 1.16.0+ derives the ID's name from the period type, so the ID of the GPU memory
+    moves from ``process_cpu:malloc:bytes:process_cuda:bytes`` (1.15.0) to ``process_cuda:malloc:bytes:...``. The
+    reader picks by sample type and unit (``malloc:bytes``), not by name."""
+    for held in (["process_cpu:malloc:bytes:process_cuda:bytes"], ["process_cuda:malloc:bytes:process_cuda:bytes"]):
+        assert pick_profile_type([CPU_TYPE["id"], *held]) == held[0]
