@@ -80,3 +80,30 @@ def test_a_run_by_hand_is_refused_in_one_line_before_anything_is_created(aks, en
     ws.up(STACK)
     namespace = aks.cp.get("/api/v1/namespaces/gadget")["metadata"]
     assert namespace["annotations"][STACK_ANNOTATION] == "aks-gpu-observability/dev"
+
+
+def test_a_private_cluster_is_refused_from_outside_its_network_and_deployed_from_inside(
+        aks, engine_tools, chart, tmp_path):
+    """Parallels/prl-devops-service PR #520, ministryofjustice/cloud-platform#8159: a private cluster's API server has
+    a private address only, and what followed from a machine off its network read as "the cluster is gone". Under the
+    real engine: ARM (simulated) answers the cluster as private; with the API server's address unresolvable (a hosted
+    runner) `pulumi up` is refused in one line and registers nothing; from the cluster's network (the control plane
+    here answers) the stack deploys."""
+    cid = next(iter(aks.world()["clusters"]))
+    with fake_world.locked(str(aks.world_path)) as world:
+        world["clusters"][cid]["apiServerAccessProfile"] = {"enablePrivateCluster": True}
+        server = world["clusters"][cid]["server"]
+        world["clusters"][cid]["server"] = "https://aks-gpu-dev-0f1e2d3c.privatelink.eastus2.invalid:443"
+    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
+    ws.init(STACK, {"pyroscopeChart": chart.reference})
+    done = ws.up(STACK, check=False)
+    assert done.returncode != 0
+    text = done.stdout + done.stderr
+    assert ("clusterName: cluster 'aks-gpu-dev' is a private cluster (apiServerAccessProfile.enablePrivateCluster) "
+            "and its API server aks-gpu-dev-0f1e2d3c.privatelink.eastus2.invalid:443 cannot be reached from this "
+            "machine") in text, text[-3000:]
+    assert [r["type"] for r in ws.state(STACK).get("resources") or [] if not r["type"].startswith("pulumi:")] == []
+    with fake_world.locked(str(aks.world_path)) as world:
+        world["clusters"][cid]["server"] = server  # on the cluster's network: the API server answers
+    ws.up(STACK)
+    assert aks.cp.get("/api/v1/namespaces/gadget/services/pyroscope-private-link") is not None

@@ -241,6 +241,10 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
             if cid.lower() in gone.get("clusters", []):
                 not_found(context, cid)
             cluster = (world.get("clusters") or {}).get(cid.lower())
+            if cluster and token.endswith("getManagedCluster") and cluster.get("apiServerAccessProfile"):
+                # A private cluster (or one with authorized ranges): ARM answers it, wherever its API server is.
+                return {**canned.managed_cluster(args, self.location),
+                        "apiServerAccessProfile": cluster["apiServerAccessProfile"]}
             if cluster and token.endswith("listManagedClusterUserCredentials"):
                 return entra_kubeconfig(args, self.location, cluster)
             if cluster and token.endswith("listManagedClusterAdminCredentials"):
