@@ -191,9 +191,10 @@ DEFAULT_INGESTION_RATE_MB, DEFAULT_INGESTION_BURST_MB = 4, 2
 def ingestion_limits(gpu_nodes: int, rate_mb: int = 0, burst_mb: int = 0) -> tuple[int, int]:
     """(rate MB/s, burst MB) of ``-distributor.ingestion-rate-limit-mb`` and ``-burst-size-mb``: the configured
     values, or for 0 the rate :data:`INGESTION_MB_PER_GPU_NODE` per GPU node (rounded up, at least Pyroscope's 4) and
-    the burst a second of that rate (at least its 2). Every exporter pushes as one tenant, and past the rate the
-    distributor refuses a push with 429 and counts ``pyroscope_discarded_samples_total{reason="rate_limited"}``
-    (``pkg/distributor/distributor.go`` ``rateLimit``); the burst must hold the largest single push."""
+    the burst a second of that rate (at least its 2). Every exporter pushes as one tenant, and past the rate (shared
+    out among the distributors) the distributor refuses a profile (429 on the push API, 422 on ``/ingest``) and counts
+    it in ``pyroscope_discarded_samples_total{reason="rate_limited"}`` (``pkg/distributor/distributor.go``
+    ``rateLimit``); the burst must hold the largest profile, decompressed."""
     rate = rate_mb or max(DEFAULT_INGESTION_RATE_MB, math.ceil(gpu_nodes * INGESTION_MB_PER_GPU_NODE))
     return rate, burst_mb or max(DEFAULT_INGESTION_BURST_MB, rate)
 

@@ -46,7 +46,9 @@ class AgentPool:
 
     @property
     def gpu(self) -> bool:
-        """An N-series size (AKS labels its nodes ``kubernetes.azure.com/accelerator``) or a GPU label."""
+        """An N-series size or a GPU label. AKS labels NVIDIA sizes' nodes ``kubernetes.azure.com/accelerator``, which
+        Pyroscope's affinity avoids; AMD N-series nodes carry no such label, and are counted as GPU pools all the same,
+        so that the check never offers a GPU node to Pyroscope."""
         return (self.vm_size.lower().startswith("standard_n") or "kubernetes.azure.com/accelerator" in self.labels
                 or self.labels.get("nvidia.com/gpu.present") == "true")
 
@@ -147,6 +149,8 @@ def refuse_unschedulable(cfg: StackConfig, pools: Sequence[AgentPool], requests:
                      for i, taint in enumerate(_untolerated(pool, tolerations))]
         key = next(iter(why))
         fix = f"let it onto pool {pool.name}: {' && '.join(commands)}"
+        if pool.mode.lower() == "system":  # AKS keeps application pods off system pools: the other way, named too
+            fix += f", or {add_pool}"
     elif any("" not in why for _, why in reasons):
         key = "pyroscopeResources"
         fix = f"lower its requests with pyroscopeResources (docs/sizing.md), or {add_pool} --node-vm-size <larger size>"

@@ -214,19 +214,24 @@ def simplified_function(name: str) -> str:
 def prune(message: Any, strings: list[str]) -> str:
     """Apply the profile's ``drop_frames``/``keep_frames`` in place as pprof does by default (google/pprof
     ``internal/driver/fetch.go`` calls ``RemoveUninteresting``; ``profile/prune.go`` ``Prune``): in each location the
-    innermost frame whose function matches ``^(drop_frames)$`` and not ``^(keep_frames)$`` goes, with the frames
+    outermost frame whose function matches ``^(drop_frames)$`` and not ``^(keep_frames)$`` goes, with the frames
     inlined into it; in each sample, from the first user frame on (root first), the stack ends at the first such
-    location. Returns what was applied (``drop_frames=...``), or ``""`` when the file declares none or pprof would not
-    compile it (pprof ignores that error)."""
+    location. The expressions are RE2, the syntax of Go's regexp that pprof compiles them with. Returns what was
+    applied (``drop_frames=...``), or ``""`` when the file declares none or RE2 would not compile it (pprof ignores
+    that error). Names are matched as the file holds them: pprof demangles C++ system names first, the reader does
+    not (:func:`printable_name`)."""
+    import re2  # loaded for a profile that declares drop_frames only
+
     drop, keep = strings[message.drop_frames], strings[message.keep_frames]
     if not drop:
         return ""
     try:
-        drop_rx = re.compile(f"^({drop})$")
-        keep_rx = re.compile(f"^({keep})$") if keep else None
-    except re.error:
+        drop_rx = re2.compile(f"^({drop})$")
+        keep_rx = re2.compile(f"^({keep})$") if keep else None
+    except re2.error:
         return ""
-    functions = {f.id: strings[f.name] for f in message.function}
+    # An empty name is matched by the system name pprof's Demangle puts in its place.
+    functions = {f.id: strings[f.name] or strings[f.system_name] for f in message.function}
     cache: dict[str, bool] = {}
 
     def drops(name: str) -> bool:

@@ -175,6 +175,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             title += ", its default sample type (no malloc:bytes in it)"
         if profile.pruned:  # frames the file asks readers to leave out are left out, as pprof does
             title += f", without the frames its {profile.pruned} drops (--all-frames keeps them)"
+        if baseline is not None and baseline.pruned != profile.pruned:  # two sides read differently: say so
+            title += f"; the baseline {'declares ' + baseline.pruned if baseline.pruned else 'drops no frames'}"
         if by_value is not None:
             title += f" of {by_name} {by_value}"
         try:
@@ -213,6 +215,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             result["baselineProfileType"] = baseline_type
     if profile.pruned:
         result["prunedBy"] = profile.pruned
+    if baseline is not None and baseline.pruned:
+        result["baselinePrunedBy"] = baseline.pruned
     if picture is not None:
         try:
             with open(args.svg, "wb") as out:

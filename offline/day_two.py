@@ -74,8 +74,10 @@ _NAT = ("The private link service's NAT IPs are rebuilt: Grafana's connections a
         "NetworkPolicy admits the new ones, right after the wait (seconds to minutes).")
 _WHY = {
     **dict.fromkeys(("pyroscopeImageRepository", "pyroscopeImageTag", "pyroscopeResources", "pyroscopeNodeSelector",
-                     "pyroscopeTolerations", "pyroscopeRetention", "pyroscopeTerminationGracePeriodSeconds",
-                     "pyroscopeIngestionRateMb", "pyroscopeIngestionBurstMb"), _RESTART),
+                     "pyroscopeTolerations", "pyroscopeRetention", "pyroscopeTerminationGracePeriodSeconds"), _RESTART),
+    **dict.fromkeys(("pyroscopeIngestionRateMb", "pyroscopeIngestionBurstMb"),
+                    _RESTART + " Left at 0 the limits follow the GPU pools' most nodes, so resizing a GPU pool past 8 "
+                    "nodes restarts Pyroscope the same way; a number keeps them fixed."),
     "pyroscopeChartVersion": _RESTART[:-len("; the private link stays.")] + "; a chart pinned by digest "
                              "(pyroscopeChart ...@sha256:) needs the new version's digest too, or Helm refuses it. The "
                              "private link stays.",
@@ -267,7 +269,7 @@ A new version of this project changes no key, but may change what the next `pulu
 a stack deployed before it:
 - Pyroscope restarts once, a Helm upgrade in place: `-querier.max-query-length` (the retention plus a day, so ranges
   longer than a day are read) and the ingestion limits (`pyroscopeIngestionRateMb`, `pyroscopeIngestionBurstMb`) are
-  added to its flags.
+  added to its flags. Left at 0, those follow the GPU pools' size: resizing a GPU pool past 8 nodes restarts it too.
 - gadget-namespace, the stack's Services and its NetworkPolicies update in place, their annotations only
   (`pulumi.com/patchForce`, and the owner mark `aks-gpu-observability/stack` where missing: docs/existing-objects.md).
 - pyroscope-claims-identity is created and the claims update in place (their storage-class annotation), so a later

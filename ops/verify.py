@@ -425,8 +425,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
     parser.add_argument("--kube-context", default="", metavar="NAME",
-                        help="kubectl context of the cluster, for the gadget pods' events (default: the cluster's "
-                             "name, as `az aks get-credentials` names it)")
+                        help="kubectl context of the cluster, for the gadget pods' events and Pyroscope's "
+                             "discarded-samples counter (default: the cluster's name, as `az aks get-credentials` "
+                             "names it)")
     outputs = StackOutputs({})  # what verify prints never holds a secret output's value: outputs.mask
     try:
         args = parser.parse_args(argv)

@@ -236,7 +236,7 @@ def ingestion(context: str) -> tuple[bool, str, str]:
     said = ", ".join(f"{n} {reason}" for reason, n in dropped.items())
     if "rate_limited" in dropped:
         try:
-            higher = str(2 * int(float(str(rate).split()[0])))
+            higher = str(min(1024, 2 * int(float(str(rate).split()[0]))))  # the key's largest value
         except ValueError:
             higher = "<MB per second>"
         return False, f"profiles discarded since Pyroscope started: {said}; {detail}", (

@@ -22,6 +22,7 @@ from typing import Callable
 from stack.profile_types import ID as PROFILE_TYPE_ID
 from stack.specs import PYROSCOPE_MAJORS, pyroscope_major
 from stack_config.schema import MANAGED_BY, PROJECT_FILE, ConfigError, StackConfig, snake
+from steps.grafana_dashboard import RESOURCE_FORM_WAY_OUT, resource_form
 
 Rule = Callable[[str, object], None]
 
@@ -528,6 +529,10 @@ def check_dashboard_file(config: StackConfig) -> None:
     if not isinstance(dashboard, dict):
         raise ConfigError("dashboardSource", f"{source}: expected a Grafana dashboard JSON object (got a JSON "
                                              f"{type(dashboard).__name__})")
+    form = resource_form(dashboard)
+    if form:
+        raise ConfigError("dashboardSource", f"{source} is a Kubernetes-style resource ({form}), not Grafana's classic "
+                                             f"dashboard JSON model; {RESOURCE_FORM_WAY_OUT}")
     if dashboard.get("uid") != config.dashboard_uid:
         raise ConfigError("dashboardUid", f"{source} has uid {json.dumps(dashboard.get('uid'))}, not "
                                           f"{config.dashboard_uid!r}; set dashboardUid to the uid inside the JSON")

@@ -306,19 +306,30 @@ def stored(endpoint: str, uid: str, get: Callable[[str], Optional[dict]]) -> Opt
     return Stored(legacy, schema if schema.startswith("v2") else "", found.get("dashboard") or {})
 
 
-def refuse_resource_form(dashboard: dict, source: str) -> None:
-    """Stop with one line, nothing written, for a dashboard exported as a Kubernetes-style resource (``apiVersion``
-    ``dashboard.grafana.app/...``, ``kind``, ``metadata``, ``spec``: Grafana 12 and 13's "Export" of a dashboard saved
-    in the v2 schema, or the resource form of a classic one). ``POST /api/dashboards/db`` takes the classic JSON model:
-    Grafana 13 answers such a body with 400 "The k8s style dashboard must not include an id on the root element"
+def resource_form(dashboard: dict) -> str:
+    """What marks ``dashboard`` as a Kubernetes-style resource (``apiVersion`` ``dashboard.grafana.app/...``, or
+    ``kind`` and ``spec``: Grafana 12 and 13's "Export" of a dashboard saved in the v2 schema, or the resource form of a
+    classic one), or ``""`` for the classic JSON model. ``POST /api/dashboards/db`` takes only the latter: Grafana 13
+    answers the former with 400 "The k8s style dashboard must not include an id on the root element"
     (grafana/grafana-operator#2710; grafana/grafana#119689 made the message clearer), and a v2 ``spec`` has no
-    ``panels`` the step could read."""
+    ``panels`` the step could read. stack_config/rules.py refuses a project file in that form before anything runs."""
     version = str(dashboard.get("apiVersion") or "")
     if version.startswith("dashboard.grafana.app/") or {"kind", "spec"} <= dashboard.keys():
-        shown = version or f"kind {dashboard.get('kind')}"
+        return version or f"kind {dashboard.get('kind')}"
+    return ""
+
+
+#: What to do instead, in the step's and the configuration's refusal alike.
+RESOURCE_FORM_WAY_OUT = ("export the classic JSON (Export > Export as JSON, classic model) and point dashboardSource "
+                         "and dashboardSha256 at it")
+
+
+def refuse_resource_form(dashboard: dict, source: str) -> None:
+    """Stop with one line, nothing written, for a dashboard in the resource form (:func:`resource_form`)."""
+    shown = resource_form(dashboard)
+    if shown:
         step.fail(f"dashboard {source} is a Kubernetes-style resource ({shown}), not Grafana's classic dashboard JSON "
-                  "model; export the classic JSON (Export > Export as JSON, "
-                  "classic model) and point dashboardSource and dashboardSha256 at it; nothing uploaded")
+                  f"model; {RESOURCE_FORM_WAY_OUT}; nothing uploaded")
 
 
 def title_taken(server: grafana_server.Server, endpoint: str, dashboard: dict, timeout: float) -> Optional[dict]:

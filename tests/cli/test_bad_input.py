@@ -221,6 +221,12 @@ CASES = [
         ["--set", f"dashboardSource={LOCAL}", "--set", f"dashboardSha256={sha(LOCAL)}", "--set",
          "dashboardUid=GpuOther"],
         ["dashboardUid", LOCAL, "AdvancedGPUObservability"]),
+    # Grafana 12/13's export of a v2 dashboard (grafana/grafana-operator#2710): the resource form, not the JSON model.
+    Bad("dashboard-file-resource-form", "plan",
+        ["--set", "dashboardSource=tests/data/dashboard-v2-resource.json", "--set",
+         f"dashboardSha256={sha('tests/data/dashboard-v2-resource.json')}"],
+        ["dashboardSource", "tests/data/dashboard-v2-resource.json", "Kubernetes-style resource",
+         "dashboard.grafana.app/v2beta1", "Export as JSON"]),
     Bad("dashboard-file-missing", "plan", ["--set", "dashboardSource=dashboards/missing.json"],
         ["dashboardSource", "dashboards/missing.json"]),
     Bad("dashboard-file-outside-project", "plan", ["--set", "dashboardSource=../other/x.json"], ["dashboardSource"]),

@@ -50,7 +50,9 @@ def test_a_tainted_system_pool_and_gpu_pools_are_refused_with_the_toleration_tha
     assert str(caught.value) == (
         "pyroscopeTolerations: Pyroscope can run on none of cluster 'aks-gpu-dev''s node pools: system (taint "
         "CriticalAddonsOnly=true:NoSchedule); gpu (GPU nodes, which Pyroscope keeps off); let it onto pool system: "
-        "pulumi config set --path 'pyroscopeTolerations[0]' CriticalAddonsOnly=true:NoSchedule")
+        "pulumi config set --path 'pyroscopeTolerations[0]' CriticalAddonsOnly=true:NoSchedule, or add a Linux node "
+        "pool without GPUs: az aks nodepool add -g rg-aks-gpu-dev --cluster-name aks-gpu-dev -n pyroscope "
+        "--node-count 1")
     assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
     # The command, as `pulumi config set --path` stores it, plans.
     fixed = plan(invoke_overrides=overrides, paths={"pyroscopeTolerations[0]": "CriticalAddonsOnly=true:NoSchedule"})

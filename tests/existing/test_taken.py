@@ -163,11 +163,14 @@ def test_a_private_link_service_of_another_cluster_is_refused_before_anything(pl
     assert "\n" not in message
 
 
-def test_the_clusters_own_private_link_service_is_its_own(plan, monkeypatch):
-    """A deployed stack's PLS (its frontend on a load balancer in the cluster's node resource group, the Pyroscope
-    Service its owner) passes, whatever the case ARM answers in."""
+@pytest.mark.parametrize("owner", ["gadget/pyroscope-private-link", "gadget/pyroscope"])
+def test_the_clusters_own_private_link_service_passes_whichever_service_owns_it(plan, monkeypatch, owner):
+    """A deployed stack's PLS (its frontend on a load balancer in the cluster's node resource group) passes, whatever
+    the case ARM answers in: owned by the stack's Service, or by the chart's ``gadget/pyroscope`` (a stack from before
+    the stack's own Service, or the published procedure's PLS, which the private link's move and the run-by-hand check
+    handle)."""
     monkeypatch.setitem(canned.PRIVATE_LINK_SERVICES, (NODE_GROUP.lower(), "pyroscope-pls"),
-                        (OWN_FRONTEND.upper(), "gadget/pyroscope-private-link"))
+                        (OWN_FRONTEND.upper(), owner))
     assert plan().one("kubernetes:core/v1:Service")
 
 

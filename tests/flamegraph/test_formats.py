@@ -326,6 +326,12 @@ def _go_pprof_top(path):
     ([([["Foo::Bar(int)"], ["Foo::Run()"], ["main"]], 7), ([["(anonymous namespace)::Baz"], ["main"]], 5)],
      "Foo::Bar|\\(anonymous namespace\\)::Baz", ""),  # pprof's simplified names: arguments off, reserved names kept
     ([([["runtime.mallocgc"], ["alloc"], ["main"]], 9)], "(", ""),  # pprof ignores a regex it cannot compile
+    # RE2, Go's regexp syntax, not Python's: flags mid-pattern, \z, \Q..\E, POSIX classes; a lookahead never compiles.
+    ([([["ALLOC"], ["main"]], 4)], "x|(?i)alloc", ""),
+    ([([["alloc"], ["main"]], 4)], "alloc\\z", ""),
+    ([([["a.b"], ["main"]], 4)], "\\Qa.b\\E", ""),
+    ([([["alloc"], ["main"]], 4)], "[[:alpha:]]+", ""),
+    ([([["alloc"], ["main"]], 4)], "al(?=loc)loc", ""),
 ])
 def test_drop_frames_are_applied_as_pprof_applies_them(tmp_path, samples, drop, keep):
     """google/pprof#976 (``-all_frames``): pprof honours a profile's ``drop_frames`` and ``keep_frames`` by default
@@ -337,7 +343,7 @@ def test_drop_frames_are_applied_as_pprof_applies_them(tmp_path, samples, drop, 
     profile = formats.read_file(str(path), None)
     ours = {name: (own, total) for name, own, total in _per_function(profile)}
     assert ours == _go_pprof_top(path)
-    assert bool(profile.pruned) is (drop != "(")
+    assert bool(profile.pruned) is (drop not in ("(", "al(?=loc)loc"))
     every = formats.read_file(str(path), None, all_frames=True)
     assert not every.pruned
     leaves = {stack[0][0] for stack, _ in samples}
@@ -434,3 +440,21 @@ def test_a_sample_whose_stack_was_lost_is_counted_at_the_root_and_never_ranked()
     assert [(e["function"], e["self"]) for e in result["topSelf"]] == [("cudaMalloc", 100)]
     assert {e["function"] for e in result["topTotal"]} == {"main", "cudaMalloc"}
     assert result["orchestrators"] == ["main"]
+
+
+def test_a_nameless_function_is_dropped_by_its_system_name_as_pprof_does(tmp_path):
+    """pprof demangles before it prunes, and its Demangle puts the system name in place of an empty name, so
+    ``drop_frames=alloc`` drops a function whose name is empty and whose system name is ``alloc``."""
+    pb = formats._pb2()
+    message = pb.Profile(string_table=["", "alloc_space", "bytes", "main", "alloc"])
+    message.sample_type.add(type=1, unit=2)
+    message.function.add(id=1, name=3)
+    message.function.add(id=2, system_name=4)
+    message.location.add(id=1).line.add(function_id=1)
+    message.location.add(id=2).line.add(function_id=2)
+    message.sample.add(location_id=[2, 1], value=[100])
+    message.drop_frames = 4
+    path = tmp_path / "system.pb"
+    path.write_bytes(message.SerializeToString())
+    ours = {name: (own, total) for name, own, total in _per_function(formats.read_file(str(path), None))}
+    assert ours == _go_pprof_top(path) == {"main": (100, 100)}

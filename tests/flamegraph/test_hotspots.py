@@ -439,8 +439,35 @@ def test_ranges_longer_than_a_day_are_read_from_the_stacks_pyroscope(tmp_path, s
 
 def test_the_length_limit_left_at_its_default_refuses_two_days(tmp_path):
     """The failing input of grafana/pyroscope#3072: without the stack's ``-querier.max-query-length`` (Pyroscope's
-    24h default), ``--since 2d`` fails in one line naming the limit."""
+    24h default), ``--since 2d`` fails: the profile types over the range are refused first, which Grafana reports as
+    500 "Failed to call resource" (docs/troubleshooting.md names both symptoms)."""
     flags = {k: v for k, v in _release_flags().items() if k != "querier.max-query-length"}
     done = stack_cli_against_pyroscope(tmp_path, flags, "--since", "2d")
     assert done.returncode != 0
-    assert "the query time range exceeds the limit (max_query_length, actual: 48h0m0s, limit: 1d)" in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        'error: querying Grafana failed: ERROR: Internal Server Error({"message": "Failed to call resource", '
+        '"traceID": ""})']
+
+
+def test_a_baseline_read_with_other_dropped_frames_is_said(tmp_path):
+    """Two sides pruned differently read as growth that is not there (the same allocation under two names): the title
+    and the JSON say what each side's file declared."""
+    from flamegraph import formats as fmt
+
+    pb = fmt._pb2()
+    message = pb.Profile(string_table=["", "alloc_space", "bytes", "main", "alloc"])
+    message.sample_type.add(type=1, unit=2)
+    message.function.add(id=1, name=3)
+    message.function.add(id=2, name=4)
+    message.location.add(id=1).line.add(function_id=1)
+    message.location.add(id=2).line.add(function_id=2)
+    message.sample.add(location_id=[2, 1], value=[100])
+    (tmp_path / "plain.pb").write_bytes(message.SerializeToString())
+    message.drop_frames = 4
+    (tmp_path / "dropping.pb").write_bytes(message.SerializeToString())
+    done = cli("--from-file", str(tmp_path / "plain.pb"), "--baseline", str(tmp_path / "dropping.pb"))
+    assert done.returncode == 0, done.stderr
+    assert "; the baseline declares drop_frames=alloc" in done.stdout.splitlines()[0]
+    as_json = json.loads(cli("--from-file", str(tmp_path / "plain.pb"), "--baseline", str(tmp_path / "dropping.pb"),
+                             "--json").stdout)
+    assert as_json["baselinePrunedBy"] == "drop_frames=alloc" and "prunedBy" not in as_json

@@ -847,7 +847,8 @@ def _as_object(found: dict, version: str) -> dict:
 
 def _k8s_not_found(uid: str) -> dict:
     """The apiserver's 404 ``Status`` for a dashboard it does not hold, as ``az rest`` prints it."""
-    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404,
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "NotFound",
+              "code": 404,
               "message": f'dashboards.dashboard.grafana.app "{uid}" not found',
               "details": {"name": uid, "group": "dashboard.grafana.app", "kind": "dashboards"}}
     return {"exit": 1, "stderr": f"ERROR: Not Found({json.dumps(status)})"}
@@ -867,7 +868,7 @@ def _dashboard_objects(method: str, path: str, g: dict) -> Optional[dict]:
         return {"json": _as_object(stored[uid], version)}
     if method == "delete":
         del stored[uid]
-        return {"json": {"kind": "Status", "apiVersion": "v1", "status": "Success", "details": {
+        return {"json": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": {
             "name": uid, "group": "dashboard.grafana.app", "kind": "dashboards"}}}
     return None
 
@@ -976,8 +977,8 @@ def _pyroscope_reads(method: str, path: str, query: str, body: Any, world: dict)
     """``world["pyroscope"]`` (``flags``: its extra args; ``profile_types``; ``query_response``) answering the reads
     of the Pyroscope datasource through Grafana: ``POST /api/ds/query`` with a Pyroscope query, and the datasource's
     ``resources/profileTypes``. Each range goes through the query frontend's checks
-    (tests/support/pyroscope_server.py); a refused one is Grafana's 400 with the error under the query's refId
-    (grafana/grafana ``pkg/api/ds_query.go`` ``toJsonStreamingResponse``)."""
+    (tests/support/pyroscope_server.py); a refused query is Grafana's 400 with the error under the query's refId
+    (grafana/grafana ``pkg/api/ds_query.go`` ``toJsonStreamingResponse``), a refused resource call its 500."""
     import time
 
     server = world.get("pyroscope")
@@ -1000,10 +1001,15 @@ def _pyroscope_reads(method: str, path: str, query: str, body: Any, world: dict)
     try:
         pyroscope_server.validate_range(server.get("flags") or {}, start, end, now)
     except ValueError as error:
-        # The datasource passes Pyroscope's connect error on as "<code>: <message>".
+        # The datasource passes Pyroscope's connect error on as "<code>: <message>": a query's error is Grafana's 400
+        # with the query's own status 500 (the plugin SDK's status for an error it cannot classify); a resource call's
+        # is 500 "Failed to call resource" (pkg/api/plugin_resource.go).
         message = f"invalid_argument: {error}"
-        shown = {"results": {ref: {"error": message, "status": 400}}} if ref else {"message": message}
-        return {"exit": 1, "stderr": f"ERROR: Bad Request({json.dumps(shown)})"}
+        if ref:
+            return {"exit": 1, "stderr": "ERROR: Bad Request("
+                    + json.dumps({"results": {ref: {"error": message, "status": 500}}}) + ")"}
+        return {"exit": 1, "stderr": "ERROR: Internal Server Error("
+                + json.dumps({"message": "Failed to call resource", "traceID": ""}) + ")"}
     return {"json": answer}
 
 

@@ -8,9 +8,11 @@ the rules the tests need are restated from grafana/pyroscope at tag v1.15.0 (com
   replayed in tests/support's own test.
 - :data:`DEFAULTS`: the flags' defaults (``pkg/validation/limits.go`` ``RegisterFlags``).
 - :class:`RateLimiter`: the distributor's per-tenant ingestion limit (``pkg/distributor/distributor.go``
-  ``rateLimit``: ``AllowN(now, tenant, bytes)`` on a token bucket of ``-distributor.ingestion-rate-limit-mb`` per
-  second and ``-distributor.ingestion-burst-size-mb``; past it the push fails ``ResourceExhausted`` (HTTP 429) and
-  ``pyroscope_discarded_samples_total{reason="rate_limited",tenant}`` grows by the request's profiles).
+  ``rateLimit``: ``AllowN(now, tenant, bytes)`` per profile, its decompressed size and label bytes, on a token bucket
+  of ``-distributor.ingestion-rate-limit-mb`` per second divided by the healthy distributors (``newGlobalRateStrategy``)
+  and ``-distributor.ingestion-burst-size-mb`` (not divided); past it the profile is refused ``ResourceExhausted``
+  (429 on the Connect push API, 422 on ``/ingest``: ``pkg/ingester/pyroscope/ingest_handler.go``) and
+  ``pyroscope_discarded_samples_total{reason="rate_limited",tenant}`` grows by one per profile, whatever its name).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from dataclasses import dataclass, field
 
 DEFAULTS = {"querier.max-query-lookback": "7d", "querier.max-query-length": "24h",
             "distributor.ingestion-rate-limit-mb": "4", "distributor.ingestion-burst-size-mb": "2"}
-#: Prometheus ``model.Duration`` units, largest first (``model.ParseDuration`` / ``Duration.String``).
+#: Prometheus ``model.Duration`` units, largest first, and whether ``Duration.String`` prints the unit only when it
+#: divides the duration exactly (years and weeks: "90d" rather than "12w6d"; prometheus/common ``model/time.go``).
 _UNITS = (("y", 365 * 86400_000), ("w", 7 * 86400_000), ("d", 86400_000), ("h", 3600_000), ("m", 60_000),
           ("s", 1000), ("ms", 1))
+_EXACT = ("y", "w")
 _DURATION = re.compile("".join(rf"(?:(\d+){unit})?" for unit, _ in _UNITS))
 QUERY_TOO_LONG = "the query time range exceeds the limit (max_query_length, actual: {actual}, limit: {limit})"
 BYTES_IN_MB = 1024 * 1024  # limits.go: bytesInMB = 1048576
@@ -43,19 +47,22 @@ def parse_duration(text: str) -> int:
 
 
 def prometheus_duration(ms: int) -> str:
-    """``model.Duration.String``: ``48h`` -> ``2d``, ``73h`` -> ``3d1h``, ``0`` -> ``0s``."""
+    """``model.Duration.String``: ``48h`` -> ``2d``, ``73h`` -> ``3d1h``, ``15d`` -> ``15d`` (not ``2w1d``), ``0`` ->
+    ``0s``."""
     if ms == 0:
         return "0s"
     parts = []
     for unit, size in _UNITS:
-        if ms >= size:
+        if ms >= size and not (unit in _EXACT and ms % size):
             parts.append(f"{ms // size}{unit}")
             ms %= size
     return "".join(parts)
 
 
 def go_duration(ms: int) -> str:
-    """``time.Duration.String`` for whole milliseconds: ``73h0m0s``, ``1m30.5s``."""
+    """``time.Duration.String`` for whole milliseconds: ``73h0m0s``, ``1m30.5s``, ``500ms``, ``0s``."""
+    if 0 < ms < 1000:
+        return f"{ms}ms"
     hours, rest = divmod(ms, 3600_000)
     minutes, rest = divmod(rest, 60_000)
     secs = f"{rest // 1000}" + (f".{rest % 1000:03d}".rstrip("0") if rest % 1000 else "")
@@ -74,9 +81,9 @@ def validate_range(flags: dict, start_ms: int, end_ms: int, now_ms: int) -> tupl
     """``ValidateRangeRequest``: (start, end, empty) as the query frontend runs the query; QueryLimitError when the
     range is too long, ValueError when it is missing or inverted."""
     if not start_ms or not end_ms:
-        raise ValueError("missing time range")
+        raise ValueError("missing time range in the query")
     if start_ms > end_ms:
-        raise ValueError("the query range start time is after the end time")
+        raise ValueError("query start time is after end time")
     set_ = limits(flags)
     lookback = parse_duration(set_["querier.max-query-lookback"])
     if lookback > 0:
@@ -93,17 +100,18 @@ def validate_range(flags: dict, start_ms: int, end_ms: int, now_ms: int) -> tupl
 
 @dataclass
 class RateLimiter:
-    """The distributor's local token bucket per tenant (golang.org/x/time/rate ``Limiter.AllowN``: tokens refill at
-    ``rate`` bytes a second up to ``burst``; a request takes its bytes or is refused whole)."""
+    """One distributor's token bucket per tenant (golang.org/x/time/rate ``Limiter.AllowN``: tokens refill at the rate
+    divided by ``distributors`` bytes a second up to ``burst``; a profile takes its bytes or is refused whole)."""
 
     flags: dict
+    distributors: int = 1
     tokens: dict = field(default_factory=dict)
     last: dict = field(default_factory=dict)
     discarded: dict = field(default_factory=dict)
 
     def allow(self, tenant: str, now_s: float, size_bytes: int, profiles: int = 1) -> bool:
         set_ = limits(self.flags)
-        rate = float(set_["distributor.ingestion-rate-limit-mb"]) * BYTES_IN_MB
+        rate = float(set_["distributor.ingestion-rate-limit-mb"]) * BYTES_IN_MB / self.distributors
         burst = int(float(set_["distributor.ingestion-burst-size-mb"]) * BYTES_IN_MB)
         tokens = min(burst, self.tokens.get(tenant, burst) + rate * (now_s - self.last.get(tenant, now_s)))
         self.last[tenant] = now_s
