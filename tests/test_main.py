@@ -30,6 +30,11 @@ EDGES = {
     ("pyroscope-release", "gadget-namespace"): "the release's namespace, metadata.name of the Namespace",
     ("pyroscope-release", "pyroscope-data-0"): "ordering: the StatefulSet mounts the claim, which must exist first",
     ("pyroscope-data-0", "gadget-namespace"): "the claim's namespace, metadata.name of the Namespace",
+    ("pyroscope-data-0", "pyroscope-claims-identity"):
+        "the storage class, through the identity step's stdout: unknown while a new class replaces both, so the "
+        "provider previews the claim's create without a dry run against the old claim",
+    **{(f"pyroscope-ingester-data-{i}", "pyroscope-claims-identity"): "the same, for each ingester's claim"
+       for i in range(3)},
     ("pyroscope-private-link", "gadget-namespace"): "the Service's namespace, metadata.name of the Namespace",
     ("pyroscope-private-link", "pyroscope-release"):
         "ordering: the release's pods are its endpoints, and a stack whose chart Service had the PLS frees the PLS "
@@ -169,8 +174,8 @@ def test_the_chain_is_the_only_path_to_the_pyroscope_datasource():
     assert seen == {"grafana-private-link-refresh", "grafana-private-link-approve-connection",
                     "grafana-private-link-mpe",
                     "grafana-private-link-wait-for-pls", "pyroscope-private-link", "pyroscope-release",
-                    "pyroscope-data-0", "gadget-namespace", "grafana-private-link-approval-nonce",
-                    "grafana-private-link-nat-network-policy"}
+                    "pyroscope-data-0", "pyroscope-claims-identity", "gadget-namespace",
+                    "grafana-private-link-approval-nonce", "grafana-private-link-nat-network-policy"}
 
 
 DASHBOARD_URL = ("https://raw.githubusercontent.com/inspektor-gadget/grafana-dashboards/"

@@ -68,9 +68,9 @@ def old_design(plan: Plan) -> Plan:
 def test_namespace_resource(dev):
     ns = dev.one(NAMESPACE)
     assert ns.name == "gadget-namespace"
-    # The owner mark existing/handmade.py reads: <project>/<stack>.
+    # The owner mark existing/handmade.py reads: <project>/<stack>; forced applies (docs/decisions/field-ownership.md).
     assert ns.inputs["metadata"] == {"name": "gadget", "annotations": {
-        "aks-gpu-observability/stack": "aks-gpu-observability/dev"}}
+        "aks-gpu-observability/stack": "aks-gpu-observability/dev", "pulumi.com/patchForce": "true"}}
     assert ns.provider == dev.named("aks").urn  # the stack's provider (aks-claims is the claims' only)
     assert ns.parent == dev.one("aks-gpu-observability:index:GadgetNamespace").urn
     # Fixed name: a create-first replacement would upsert the same object, then delete it.

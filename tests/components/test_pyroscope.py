@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from components.pyroscope import CHART_COMPONENTS, PyroscopeArgs, chart_values, query_length
+from stack.specs import PATCH_FORCE
 from tests.support import EXTENSION, RELEASE, pyroscope_server, reference
 from tests.support.config_values import pyroscope_args
 
@@ -116,6 +117,7 @@ def test_annotations_follow_config(plan):
         P + "azure-pls-proxy-protocol": "false",
         P + "azure-pls-resource-group": "rg-network",
         P + "azure-pls-visibility": f"{SUB_A} {SUB_B}",
+        "pulumi.com/patchForce": "true",
     }
     assert values["values"]["pyroscope"]["service"] == {"port": 4040, "type": "ClusterIP"}  # none on the chart's
     assert values["values"]["pyroscope"]["image"]["tag"] == "1.14.0"
@@ -548,8 +550,9 @@ def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mo
     for claim, name in zip(claims, names):
         assert claim.inputs == {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": "gadget", "annotations": {"pulumi.com/patchForce": "true",
-                                                                                "pulumi.com/skipAwait": "true"},
+            "metadata": {"name": name, "namespace": "gadget", "annotations": {
+                "pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true",
+                "aks-gpu-observability/storage-class": "managed-csi-premium"},
                          "labels": {**SELECTOR, "app.kubernetes.io/component": component}},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "128Gi"}},
                      "storageClassName": "managed-csi-premium"},
@@ -557,8 +560,11 @@ def test_claims_are_the_statefulsets_own_names_on_the_adopting_provider(plan, mo
         assert claim.provider == provider.urn
         assert claim.parent == p.one("aks-gpu-observability:index:Pyroscope").urn
         assert claim.options["deleteBeforeReplace"] is True
-        # Not replaced with the namespace (its chain's delete order is not fixed); the namespace is read from it.
-        assert claim.replace_with == [] and claim.dependencies == [namespace.urn]
+        # Not replaced with the namespace (its chain's delete order is not fixed); the namespace is read from it, and
+        # the storage class through the identity step (a class change previews without a dry run).
+        identity = p.named("pyroscope-claims-identity")
+        assert identity.inputs["triggers"] == ["managed-csi-premium"] and identity.inputs["create"] == "true"
+        assert claim.replace_with == [] and sorted(claim.dependencies) == sorted([namespace.urn, identity.urn])
         assert claim.options["ignoreChanges"] == [] and claim.options["replaceOnChanges"] == []
         # The delete waits out the pods' grace period (pvc-protection), beyond pulumi-kubernetes' 10 minutes.
         assert claim.options["customTimeouts"] == {"delete": "1200s"}
@@ -660,7 +666,7 @@ def test_network_policy_registered_with_engine_inputs(plan):
     policy = p.named(POLICY)
     assert policy.type == NETWORK_POLICY
     assert policy.inputs["apiVersion"] == "networking.k8s.io/v1" and policy.inputs["kind"] == "NetworkPolicy"
-    assert policy.inputs["metadata"] == {"name": "pyroscope", "namespace": "gadget"}
+    assert policy.inputs["metadata"] == {"name": "pyroscope", "namespace": "gadget", "annotations": PATCH_FORCE}
     assert policy.inputs["spec"] == expected_policy([])
     by_urn = {r.urn: r.name for r in p.resources}
     assert [by_urn[d] for d in policy.dependencies] == ["gadget-namespace"]  # in force before Pyroscope's pod
@@ -680,7 +686,8 @@ def test_private_link_policy_admits_exactly_the_nat_addresses(plan):
     p = plan()
     policy = p.named(PRIVATE_LINK_POLICY)
     assert policy.type == NETWORK_POLICY
-    assert policy.inputs["metadata"] == {"name": "pyroscope-private-link", "namespace": "gadget"}
+    assert policy.inputs["metadata"] == {"name": "pyroscope-private-link", "namespace": "gadget",
+                                         "annotations": PATCH_FORCE}
     assert policy.inputs["spec"] == {"podSelector": {"matchLabels": SELECTOR}, "policyTypes": ["Ingress"],
                                      "ingress": [{"from": [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}],
                                                   "ports": HTTP}]}
@@ -709,7 +716,7 @@ def expected_private_link_service(mode: str = "single-binary", local: bool = Tru
                                      P + "azure-pls-name": "pyroscope-pls",
                                      P + "azure-pls-ip-configuration-ip-address-count": "1",
                                      P + "azure-pls-proxy-protocol": "false", P + "azure-pls-visibility": "*",
-                                     **{P + k: v for k, v in annotations.items()}}},
+                                     **{P + k: v for k, v in annotations.items()}, **PATCH_FORCE}},
         "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local" if local else "Cluster",
                  "ports": [{"name": "http2", "port": 4040, "protocol": "TCP", "targetPort": "http2"}],
                  "selector": {**SELECTOR,

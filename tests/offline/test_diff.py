@@ -1058,7 +1058,8 @@ def test_turning_persistence_on_for_a_deployed_stack_converges_in_one_up(tmp_pat
     assert any("values.pyroscope.persistence.enabled: listed in replaceOnChanges" in r for r in release.reasons)
     assert consequences.PERSISTENCE_ON in diff.warnings, diff.warnings
     assert {name: step.op for name, step in steps.items() if step.op != "same"} == {
-        "aks-claims": "create", "pyroscope-data-0": "create", "pyroscope-release": "replace"}
+        "aks-claims": "create", "pyroscope-data-0": "create", "pyroscope-claims-identity": "create",
+        "pyroscope-release": "replace"}
     order = [(a.kind, _short(a.urn)) for a in diff.order]
     assert order.index(("create", "pyroscope-data-0")) < order.index(("create-replacement", "pyroscope-release"))
     head = known.to_json()

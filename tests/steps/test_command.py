@@ -48,10 +48,10 @@ def test_with_secret_config_every_step_masks_it_and_logs_only_stderr(plan, monke
     p, extra = secret_plan(plan, monkeypatch)
     steps = [r for r in p.resources if r.type == COMMAND and "environment" in r.inputs]  # the script steps
     assert len(steps) == 6, [r.name for r in steps]
-    # The commands that run no script print nothing to mask: the PLS identity (`true`), and the approval nonce, which
-    # prints only the nonce, logs nothing (logging none) and keeps its stdout secret.
+    # The commands that run no script print nothing to mask: the PLS and claims identities (`true`), and the nonce,
+    # which prints only the nonce, logs nothing (logging none) and keeps its stdout secret.
     others = {r.name: r for r in p.resources if r.type == COMMAND and "environment" not in r.inputs}
-    assert sorted(r.inputs["create"] for r in others.values()) == sorted(["true", NONCE_COMMAND])
+    assert sorted(r.inputs["create"] for r in others.values()) == sorted(["true", "true", NONCE_COMMAND])
     nonce = others["grafana-private-link-approval-nonce"]
     assert nonce.inputs["logging"] == "none" and "stdout" in extra[nonce.name]
     for step in steps:

@@ -86,9 +86,13 @@ CHANGES = [
     Change("storage-size-grow", {"pyroscopeStorageSize": "128Gi"},
            expect={"pyroscope-data-0": ("update", None, [], ("spec.resources.requests.storage",))}),
     # A new class is a new disk: the claim replaced delete-first, after the release that mounts it (its replaceWith
-    # names the claim), both re-created; the private link stays.
+    # names the claim), both re-created; the private link stays. The claims' identity step is replaced with them
+    # (its trigger is the class), so the claim's annotation is unknown in the preview and the provider does not
+    # dry-run its create against the old claim.
     Change("storage-class", {"pyroscopeStorageClass": "managed-csi-premium"},
-           expect={"pyroscope-data-0": ("replace", "delete-first", ["lists .spec.storageClassName",
+           expect={"pyroscope-claims-identity": ("replace", "create-first", ["triggers are replaceOnChanges"],
+                                                 ("triggers[0]",)),
+                   "pyroscope-data-0": ("replace", "delete-first", ["lists .spec.storageClassName",
                                                                     "deleteBeforeReplace option is set"],
                                         ("spec.storageClassName",)),
                    "pyroscope-release": ("replace", "delete-first", ["replaceWith: pyroscope-data-0 is replaced",
