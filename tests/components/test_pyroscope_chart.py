@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from components.pyroscope import (
+    CLAIM_CLASS_ANNOTATION,
     MEMBERLIST_PORT,
     PORT,
     READ_PATH,
@@ -35,6 +36,7 @@ from components.pyroscope import (
 )
 from components.pyroscope_storage import subject
 from offline import program
+from stack.specs import PATCH_FORCE
 from tests.support import RELEASE, ROOT, reference
 from tests.support.helm import helm, helm_318, helm_env, helm_version, render_values, workloads
 from tests.support.oci_registry import Registry, with_extra_template
@@ -117,7 +119,7 @@ def expected_annotations(name="pyroscope-pls", visibility="*", count="1", subnet
         annotations[P + "azure-pls-ip-configuration-subnet"] = subnet
     if group:
         annotations[P + "azure-pls-resource-group"] = group
-    return annotations
+    return {**annotations, **PATCH_FORCE}  # and the stack's forced applies (docs/decisions/field-ownership.md)
 
 
 VARIANTS = {
@@ -360,10 +362,12 @@ SKIP_AWAIT = {"pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true"}
 
 
 def stack_claim(statefulset: dict, template: dict, ordinal: int) -> dict:
-    """The plan's claim for the pod ``ordinal``: :func:`claim_of_template` with :data:`SKIP_AWAIT`."""
+    """The plan's claim for the pod ``ordinal``: :func:`claim_of_template` with :data:`SKIP_AWAIT` and its class read
+    through the claims' identity step."""
     claim = claim_of_template(statefulset, template, ordinal)
     assert not template["metadata"].get("annotations")  # the controller's claim carries none
-    return {**claim, "metadata": {**claim["metadata"], "annotations": SKIP_AWAIT}}
+    return {**claim, "metadata": {**claim["metadata"], "annotations": {
+        **SKIP_AWAIT, CLAIM_CLASS_ANNOTATION: template["spec"]["storageClassName"]}}}
 
 
 @pytest.mark.parametrize("variant", ["default", "fully set", "persistence off"])
