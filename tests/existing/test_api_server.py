@@ -11,9 +11,10 @@ import socket
 import pytest
 
 from existing import api_server
-from offline import canned, program
+from offline import canned
 from stack_config.schema import ConfigError
 from tests.support import RELEASE
+from tests.support.plans import refused_before_anything
 
 SERVER = canned._server({"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev"}, "eastus2")
 HOST = SERVER.split("//")[1].split(":")[0]
@@ -35,23 +36,13 @@ def test_a_private_cluster_out_of_reach_is_refused_in_one_line_before_anything_r
     """Parallels/prl-devops-service PR #520, ministryofjustice/cloud-platform#8159: with
     ``apiServerAccessProfile.enablePrivateCluster`` hosted runners and most laptops cannot reach the API server, and
     what followed was read as "the cluster is gone" (pulumi/pulumi-kubernetes#3846)."""
-    overrides = cluster_with(enablePrivateCluster=True)
-    mocks = program.CannedMocks("eastus2", overrides)
-    monitor = program.RecordingMonitor(mocks)
-    original = program.RecordingMonitor
-    try:
-        program.RecordingMonitor = lambda _mocks: monitor
-        with pytest.raises(ConfigError) as caught:
-            program.run("dev", {}, overrides)
-    finally:
-        program.RecordingMonitor = original
-    message = str(caught.value)
+    message, registered = refused_before_anything(cluster_with(enablePrivateCluster=True))
     assert message == (
         f"clusterName: cluster 'aks-gpu-dev' is a private cluster (apiServerAccessProfile.enablePrivateCluster) and "
         f"its API server {HOST}:443 cannot be reached from this machine: the name does not resolve here (Name or "
         "service not known); run pulumi on the cluster's network (a self-hosted runner or a VM in its virtual network "
         "or a peered one, or over VPN or ExpressRoute: docs/platform.md#private-clusters)")
-    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+    assert registered == ["pulumi:pulumi:Stack"]
 
 
 def test_a_private_cluster_deploys_from_its_network(plan):

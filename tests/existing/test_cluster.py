@@ -7,6 +7,7 @@ import pytest
 from offline import canned, program
 from stack_config.schema import ConfigError
 from tests.support import EXTENSION, RELEASE
+from tests.support.plans import refused_before_anything
 
 
 def cluster_without(**changes):
@@ -33,16 +34,8 @@ def test_missing_monitor_profile_altogether_is_the_same_error(plan):
 
 
 def test_no_resource_registered_on_prerequisite_failure():
-    mocks = program.CannedMocks("eastus2", cluster_without(azureMonitorProfile=None))
-    monitor = program.RecordingMonitor(mocks)
-    original = program.RecordingMonitor
-    try:
-        program.RecordingMonitor = lambda _mocks: monitor  # capture the run's monitor
-        with pytest.raises(ConfigError):
-            program.run("dev", {}, cluster_without(azureMonitorProfile=None))
-    finally:
-        program.RecordingMonitor = original
-    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+    _, registered = refused_before_anything(cluster_without(azureMonitorProfile=None))
+    assert registered == ["pulumi:pulumi:Stack"]
 
 
 def test_without_azure_monitor_setting_the_addon_is_not_required(plan):
@@ -61,22 +54,13 @@ def test_a_locked_node_resource_group_needs_a_pls_resource_group_before_anything
     assignment on the node resource group would refuse the approval of Grafana's connection after the release, the PLS
     and the endpoint exist. Refused before any resource is registered, in one line naming the way out."""
     locked = cluster_without(nodeResourceGroupProfile={"restrictionLevel": level})
-    mocks = program.CannedMocks("eastus2", locked)
-    monitor = program.RecordingMonitor(mocks)
-    original = program.RecordingMonitor
-    try:
-        program.RecordingMonitor = lambda _mocks: monitor
-        with pytest.raises(ConfigError) as caught:
-            program.run("dev", {}, locked)
-    finally:
-        program.RecordingMonitor = original
-    message = str(caught.value)
+    message, registered = refused_before_anything(locked)
     assert message.startswith("privateLinkServiceResourceGroup: cluster 'aks-gpu-dev' has its node resource group "
                               "'MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2' locked "
                               "(nodeResourceGroupProfile.restrictionLevel "
                               "ReadOnly: AKS Automatic, or node resource group lockdown)")
     assert "set privateLinkServiceResourceGroup to a resource group" in message and "\n" not in message
-    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+    assert registered == ["pulumi:pulumi:Stack"]
 
 
 def test_a_locked_node_resource_group_is_fine_with_a_pls_resource_group(plan):

@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from existing.node_pools import AgentPool, tolerated
-from offline import canned, program
+from offline import canned
 from stack_config.rules import tolerations
 from stack_config.schema import ConfigError
 from tests.support import RELEASE
+from tests.support.plans import refused_before_anything
 
 SYSTEM = {"name": "system", "count": 2, "vmSize": "Standard_D4ds_v5", "mode": "System", "osType": "Linux",
           "nodeTaints": ["CriticalAddonsOnly=true:NoSchedule"]}
@@ -38,22 +39,14 @@ def test_a_tainted_system_pool_and_gpu_pools_are_refused_with_the_toleration_tha
     """The typical GPU cluster: the system pool tainted CriticalAddonsOnly, the GPU pools tainted and excluded. The
     release used to wait its whole timeout with its pod Pending; now one line names the pools and the command."""
     overrides = pools(SYSTEM, GPU)
-    mocks = program.CannedMocks("eastus2", overrides)
-    monitor = program.RecordingMonitor(mocks)
-    original = program.RecordingMonitor
-    try:
-        program.RecordingMonitor = lambda _mocks: monitor
-        with pytest.raises(ConfigError) as caught:
-            program.run("dev", {}, overrides)
-    finally:
-        program.RecordingMonitor = original
-    assert str(caught.value) == (
+    message, registered = refused_before_anything(overrides)
+    assert message == (
         "pyroscopeTolerations: Pyroscope can run on none of cluster 'aks-gpu-dev''s node pools: system (taint "
         "CriticalAddonsOnly=true:NoSchedule); gpu (GPU nodes, which Pyroscope keeps off); let it onto pool system: "
         "pulumi config set --path 'pyroscopeTolerations[0]' CriticalAddonsOnly=true:NoSchedule, or add a Linux node "
         "pool without GPUs: az aks nodepool add -g rg-aks-gpu-dev --cluster-name aks-gpu-dev -n pyroscope "
         "--node-count 1")
-    assert [r.type for r in monitor.recorded] == ["pulumi:pulumi:Stack"]
+    assert registered == ["pulumi:pulumi:Stack"]
     # The command, as `pulumi config set --path` stores it, plans.
     fixed = plan(invoke_overrides=overrides, paths={"pyroscopeTolerations[0]": "CriticalAddonsOnly=true:NoSchedule"})
     assert fixed.one(RELEASE).inputs["values"]["pyroscope"]["tolerations"] == [

@@ -25,6 +25,7 @@ from tests.support.flamegraphs import (
     frame,
     gzip_payload,
     kv_halved,
+    pprof_of,
     result_of,
 )
 
@@ -270,39 +271,6 @@ def test_pprof_outside_the_venv_is_one_line(monkeypatch):
         formats._pb2()
 
 
-def _pprof_of(samples, drop="", keep=""):
-    """A pprof profile (alloc_space:bytes) of ``samples``: [(stack, value)], a stack leaf first, each location a
-    list of function names, the inlined ones first (pprof's order)."""
-    pb = formats._pb2()
-    strings = ["", "alloc_space", "bytes"]
-
-    def string(text):
-        if text not in strings:
-            strings.append(text)
-        return strings.index(text)
-
-    message = pb.Profile()
-    message.sample_type.add(type=1, unit=2)
-    functions, locations = {}, {}
-    for stack, value in samples:
-        ids = []
-        for frames in stack:
-            key = tuple(frames)
-            if key not in locations:
-                location = message.location.add(id=len(locations) + 1)
-                for name in frames:
-                    if name not in functions:
-                        functions[name] = len(functions) + 1
-                        message.function.add(id=functions[name], name=string(name))
-                    location.line.add(function_id=functions[name])
-                locations[key] = location.id
-            ids.append(locations[key])
-        message.sample.add(location_id=ids, value=[value])
-    message.drop_frames, message.keep_frames = string(drop) if drop else 0, string(keep) if keep else 0
-    message.string_table.extend(strings)
-    return message.SerializeToString()
-
-
 def _go_pprof_top(path):
     """``go tool pprof -top``'s flat and cum per function, the real pprof (Go's toolchain vendors google/pprof)."""
     go = shutil.which("go")
@@ -339,7 +307,7 @@ def test_drop_frames_are_applied_as_pprof_applies_them(tmp_path, samples, drop, 
     "alloc self 100 %" where ``go tool pprof`` says ``main``; the reader's self and total per function now equal the
     real pprof's, and ``--all-frames`` reads every frame (pprof's ``-all_frames``)."""
     path = tmp_path / "declared.pb"
-    path.write_bytes(_pprof_of(samples, drop, keep))
+    path.write_bytes(pprof_of(samples, drop, keep))
     profile = formats.read_file(str(path), None)
     ours = {name: (own, total) for name, own, total in _per_function(profile)}
     assert ours == _go_pprof_top(path)
@@ -366,7 +334,7 @@ def _per_function(profile):
 
 def test_the_report_says_which_frames_the_file_dropped(tmp_path):
     path = tmp_path / "declared.pb"
-    path.write_bytes(_pprof_of([([["alloc"], ["main"]], 100)], "alloc"))
+    path.write_bytes(pprof_of([([["alloc"], ["main"]], 100)], "alloc"))
     text = cli("--from-file", str(path), "--top", "1").stdout
     assert text.startswith("Profile alloc_space:bytes, without the frames its drop_frames=alloc drops (--all-frames "
                            "keeps them)")
@@ -445,16 +413,7 @@ def test_a_sample_whose_stack_was_lost_is_counted_at_the_root_and_never_ranked()
 def test_a_nameless_function_is_dropped_by_its_system_name_as_pprof_does(tmp_path):
     """pprof demangles before it prunes, and its Demangle puts the system name in place of an empty name, so
     ``drop_frames=alloc`` drops a function whose name is empty and whose system name is ``alloc``."""
-    pb = formats._pb2()
-    message = pb.Profile(string_table=["", "alloc_space", "bytes", "main", "alloc"])
-    message.sample_type.add(type=1, unit=2)
-    message.function.add(id=1, name=3)
-    message.function.add(id=2, system_name=4)
-    message.location.add(id=1).line.add(function_id=1)
-    message.location.add(id=2).line.add(function_id=2)
-    message.sample.add(location_id=[2, 1], value=[100])
-    message.drop_frames = 4
     path = tmp_path / "system.pb"
-    path.write_bytes(message.SerializeToString())
+    path.write_bytes(pprof_of([([[("", "alloc")], ["main"]], 100)], "alloc"))
     ours = {name: (own, total) for name, own, total in _per_function(formats.read_file(str(path), None))}
     assert ours == _go_pprof_top(path) == {"main": (100, 100)}

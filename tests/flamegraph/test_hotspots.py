@@ -29,6 +29,7 @@ from tests.support.flamegraphs import (
     cli,
     drawn,
     example_profile,
+    pprof_of,
     pprof_with,
     query_through_az_rest,
     response,
@@ -452,19 +453,9 @@ def test_the_length_limit_left_at_its_default_refuses_two_days(tmp_path):
 def test_a_baseline_read_with_other_dropped_frames_is_said(tmp_path):
     """Two sides pruned differently read as growth that is not there (the same allocation under two names): the title
     and the JSON say what each side's file declared."""
-    from flamegraph import formats as fmt
-
-    pb = fmt._pb2()
-    message = pb.Profile(string_table=["", "alloc_space", "bytes", "main", "alloc"])
-    message.sample_type.add(type=1, unit=2)
-    message.function.add(id=1, name=3)
-    message.function.add(id=2, name=4)
-    message.location.add(id=1).line.add(function_id=1)
-    message.location.add(id=2).line.add(function_id=2)
-    message.sample.add(location_id=[2, 1], value=[100])
-    (tmp_path / "plain.pb").write_bytes(message.SerializeToString())
-    message.drop_frames = 4
-    (tmp_path / "dropping.pb").write_bytes(message.SerializeToString())
+    stack = [([["alloc"], ["main"]], 100)]
+    (tmp_path / "plain.pb").write_bytes(pprof_of(stack))
+    (tmp_path / "dropping.pb").write_bytes(pprof_of(stack, "alloc"))
     done = cli("--from-file", str(tmp_path / "plain.pb"), "--baseline", str(tmp_path / "dropping.pb"))
     assert done.returncode == 0, done.stderr
     assert "; the baseline declares drop_frames=alloc" in done.stdout.splitlines()[0]

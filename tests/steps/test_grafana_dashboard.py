@@ -73,19 +73,26 @@ def test_inputs_are_bound_to_the_stacks_datasources(scenario_results):
     assert dashboard["__requires"] and dashboard["uid"] == "gpu-shared-export"  # as Grafana's import keeps them
 
 
-def test_an_input_nothing_maps_is_refused_in_one_line(tmp_path):
-    export = json.loads(EXPORT.read_bytes())
-    export["__inputs"].append({"name": "DS_LOKI", "label": "Loki", "type": "datasource", "pluginId": "loki"})
-    source = tmp_path / "with-loki.json"
-    source.write_bytes(json.dumps(export).encode())
+def refused_source(tmp_path, name: str, document: dict):
+    """(the source file, its one error line): the upload step run on ``document`` as a local dashboardSource with its
+    digest, which must stop with exit 1 before any az call."""
+    source = tmp_path / name
+    source.write_text(json.dumps(document))
     scenario = scenarios.Scenario(
-        "export-with-loki", "grafana_dashboard.py",
+        name, "grafana_dashboard.py",
         {**scenarios.EXPORT_ENV, "DASHBOARD_SOURCE": str(source),
          "DASHBOARD_SHA256": hashlib.sha256(source.read_bytes()).hexdigest()},
         [{"match": scenarios.DASH_POST, "responses": [{"json": {}}]}], args=["apply"])
     result = scenarios.run(scenario, tmp_path / "run")
     assert result.returncode == 1 and result.calls == []
     (line,) = [line for line in result.stderr.splitlines() if "error: " in line]
+    return source, line
+
+
+def test_an_input_nothing_maps_is_refused_in_one_line(tmp_path):
+    export = json.loads(EXPORT.read_bytes())
+    export["__inputs"].append({"name": "DS_LOKI", "label": "Loki", "type": "datasource", "pluginId": "loki"})
+    source, line = refused_source(tmp_path, "with-loki.json", export)
     assert line.endswith(f"error: dashboard {source} has input DS_LOKI (datasource loki) that nothing maps: this stack "
                          "maps only datasource inputs of type grafana-pyroscope-datasource, prometheus (and constants "
                          "with a value); export the dashboard without 'Export for sharing externally', or remove that "
@@ -632,15 +639,6 @@ def test_a_dashboard_source_in_the_resource_form_is_refused_before_anything_is_s
     dashboard (Grafana 12/13's export of a v2 dashboard) with 400 "The k8s style dashboard must not include an id on the
     root element"; grafana/grafana#119689 made that message clearer. A ``dashboardSource`` in that form is refused in
     one line naming the keys, before anything is sent."""
-    source = tmp_path / "resource.json"
-    source.write_text(json.dumps(resource))
-    scenario = scenarios.Scenario(
-        "resource-form", "grafana_dashboard.py",
-        {**scenarios.EXPORT_ENV, "DASHBOARD_SOURCE": str(source),
-         "DASHBOARD_SHA256": hashlib.sha256(source.read_bytes()).hexdigest()},
-        [{"match": scenarios.DASH_POST, "responses": [{"json": {}}]}], args=["apply"])
-    result = scenarios.run(scenario, tmp_path / "run")
-    assert result.returncode == 1 and result.calls == []
-    (line,) = [line for line in result.stderr.splitlines() if "error: " in line]
+    source, line = refused_source(tmp_path, "resource.json", resource)
     assert f"error: dashboard {source} is a Kubernetes-style resource (" in line
     assert line.endswith("point dashboardSource and dashboardSha256 at it; nothing uploaded")

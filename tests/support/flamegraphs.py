@@ -215,3 +215,39 @@ def query_through_az_rest(tmp_path):
                               types=(CPU_TYPE, DASHBOARD_TYPE))
     assert done.returncode == 0, done.stderr
     return done, outputs
+
+
+def pprof_of(samples, drop="", keep=""):
+    """A pprof profile (alloc_space:bytes) of ``samples``: [(stack, value)], a stack leaf first, each location a
+    list of functions, the inlined ones first (pprof's order), each a name or a (name, system name) pair;
+    ``drop``/``keep``: its ``drop_frames``/``keep_frames``."""
+    pb = formats._pb2()
+    strings = ["", "alloc_space", "bytes"]
+
+    def string(text):
+        if text not in strings:
+            strings.append(text)
+        return strings.index(text)
+
+    message = pb.Profile()
+    message.sample_type.add(type=1, unit=2)
+    functions, locations = {}, {}
+    for stack, value in samples:
+        ids = []
+        for frames in stack:
+            key = tuple(frames)
+            if key not in locations:
+                location = message.location.add(id=len(locations) + 1)
+                for frame in frames:
+                    name, system = frame if isinstance(frame, tuple) else (frame, "")
+                    if frame not in functions:
+                        functions[frame] = len(functions) + 1
+                        message.function.add(id=functions[frame], name=string(name) if name else 0,
+                                             system_name=string(system) if system else 0)
+                    location.line.add(function_id=functions[frame])
+                locations[key] = location.id
+            ids.append(locations[key])
+        message.sample.add(location_id=ids, value=[value])
+    message.drop_frames, message.keep_frames = string(drop) if drop else 0, string(keep) if keep else 0
+    message.string_table.extend(strings)
+    return message.SerializeToString()

@@ -22,3 +22,22 @@ def without_references(resource: dict, gone: set) -> dict:
         options["deletedWith"] = None
     return {**resource, "dependencies": [d for d in resource["dependencies"] if d not in gone],
             "propertyDependencies": {k: us for k, us in deps.items() if us}, "options": options}
+
+
+def refused_before_anything(overrides: dict, config: dict | None = None) -> tuple[str, list[str]]:
+    """Run the dev stack's program offline with ``overrides`` (invoke token -> handler) and ``config``, expecting a
+    ConfigError: (its one line, the types of what was registered before it)."""
+    import pytest
+
+    from offline import program
+    from stack_config.schema import ConfigError
+
+    monitor = program.RecordingMonitor(program.CannedMocks("eastus2", overrides))
+    original = program.RecordingMonitor
+    try:
+        program.RecordingMonitor = lambda _mocks: monitor
+        with pytest.raises(ConfigError) as caught:
+            program.run("dev", dict(config or {}), overrides)
+    finally:
+        program.RecordingMonitor = original
+    return str(caught.value), [r.type for r in monitor.recorded]
