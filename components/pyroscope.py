@@ -553,7 +553,8 @@ class Pyroscope(pulumi.ComponentResource):
             # refuses ("spec is immutable"), so `pulumi preview` of the change failed while `pulumi up` succeeds. The
             # claims read this no-op command's stdout, unknown while it is replaced with them, and the provider does
             # not dry-run inputs it cannot know yet (provider.go Create: hasComputedValue): docs/decisions/
-            # pyroscope-storage.md.
+            # pyroscope-storage.md. Its stdout is None (empty) when a targeted `pulumi up` leaves it out before it
+            # exists.
             self.claims_identity = local.Command(
                 f"{name}-claims-identity",
                 create="true",  # runs nothing; it exists for its triggers and its (empty) stdout
@@ -573,8 +574,8 @@ class Pyroscope(pulumi.ComponentResource):
                 # apply that changes one (a larger size) conflicts with that manager unless forced.
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=claim, namespace=namespace, labels=claim_labels(args.mode),
                                                     annotations={**CLAIM_ANNOTATIONS, CLAIM_CLASS_ANNOTATION:
-                                                                 pulumi.Output.concat(args.storage_class,
-                                                                                      self.claims_identity.stdout)}),
+                                                                 self.claims_identity.stdout.apply(
+                                                                     lambda out: args.storage_class + (out or ""))}),
                 spec=claim_spec(args),
                 # A new class is a new disk (the provider replaces a claim whose storageClassName changes): the old
                 # one is deleted first, after the release that mounts it (the release names it in replace_with).
