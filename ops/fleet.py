@@ -98,13 +98,16 @@ FLEET_CHUNK = 25
 SERIAL_WEIGHT = 3
 
 
-#: Every pulumi up of the fleet: no prompt, no second preview, the policy pack.
-UP_FLAGS = ["--yes", "--skip-preview", "--non-interactive", "--policy-pack", "policy"]
+#: The policy pack with its production config: every stack the fleet deploys is held to the production rules, whatever
+#: its own ``production`` key says (policy/values.py, ``FORCED``).
+POLICY_FLAGS = ["--policy-pack", "policy", "--policy-pack-config", "policy/production.json"]
+#: Every pulumi up of the fleet: no prompt, no second preview, the policy pack held to production.
+UP_FLAGS = ["--yes", "--skip-preview", "--non-interactive", *POLICY_FLAGS]
 
 
 def preview_args(stack: str) -> list[str]:
     """``pulumi`` arguments of the preview a stack's class is read from (``--json``: a PreviewDigest)."""
-    return ["preview", "--json", "--non-interactive", "--stack", stack, "--policy-pack", "policy"]
+    return ["preview", "--json", "--non-interactive", "--stack", stack, *POLICY_FLAGS]
 
 
 def glob_match(glob: str, urn: str) -> bool:

@@ -8,8 +8,9 @@ workspace. Output (``$GITHUB_OUTPUT``, stdout when unset): ``grafanas=<JSON>``, 
 "stacks": [...], "groups": [[...], ...]}`` per Grafana in file order (``groups``: the stacks each phase-1 job runs at
 once, sized so the fleet needs about ``FLEET_RUNNERS`` jobs; default 20); with ``--list`` (the drift workflow)
 ``stacks=<JSON list>``, the groups in turn. A ``::warning::`` line for each stack whose file does not set
-``aks-gpu-observability:production: "true"`` (stdout when ``$GITHUB_OUTPUT`` is set, else stderr). Errors: one line
-``stack-matrix: error: ...``, exit 1.
+``aks-gpu-observability:production: "true"``: the deploy holds it to the production rules all the same
+(policy/production.json), so expect their violations (stdout when ``$GITHUB_OUTPUT`` is set, else stderr).
+Errors: one line ``stack-matrix: error: ...``, exit 1.
 Upstream: pulumi-azure-native ``provider/pkg/azure/client_azcore.go``; why grouped: docs/decisions/fleet-rollout.md.
 """
 
@@ -60,8 +61,8 @@ def stack_file_production(root: Path, stack: str) -> bool | None:
 
 
 def production_warnings(stacks: list[str]) -> list[str]:
-    """One ``::warning::`` line per stack that the production environment deploys but the policy pack does not treat as
-    production (module docstring)."""
+    """One ``::warning::`` line per stack that the production environment deploys although its file does not say it is
+    production: the deploy's policy config holds it to the production rules anyway (module docstring)."""
     lines = []
     for stack in stacks:
         production = stack_file_production(Path.cwd(), stack)
@@ -69,9 +70,10 @@ def production_warnings(stacks: list[str]) -> list[str]:
             continue
         why = ("has no Pulumi.<stack>.yaml in the checkout" if production is None
                else f'its Pulumi.<stack>.yaml does not set {PROJECT}:production: "true"')
-        lines.append(f"::warning title=Not a production stack::stack {stack} is deployed through the production "
-                     f"environment but {why}, so the mandatory *-in-production pin rules do not apply to it "
-                     "(docs/platform.md, \"Two meanings of production\")")
+        lines.append(f"::warning title=Held to the production rules::stack {stack} is deployed through the "
+                     f"production environment and {why}: the deploy holds it to the mandatory production rules all "
+                     "the same (policy/production.json), so pin what they ask for or take it out of "
+                     "deploy/stacks.json (docs/platform.md, \"Two meanings of production\")")
     return lines
 
 

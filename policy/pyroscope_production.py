@@ -33,10 +33,20 @@ try:
         is_list,
         is_pyroscope_chart,
         known,
+        production_schema,
         stack_is_production,
     )
 except ModuleNotFoundError:
-    from values import NETWORK_POLICY, NOT_KNOWN, RELEASE, is_list, is_pyroscope_chart, known, stack_is_production
+    from values import (
+        NETWORK_POLICY,
+        NOT_KNOWN,
+        RELEASE,
+        is_list,
+        is_pyroscope_chart,
+        known,
+        production_schema,
+        stack_is_production,
+    )
 
 
 #: Pyroscope's object storage backends (grafana/pyroscope v1.15.0 ``pkg/objstore/client/config.go``);
@@ -108,7 +118,7 @@ def _pyroscope_not_persistent(args: ResourceValidationArgs) -> Optional[str]:
 
 def _pyroscope_persistent_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
     reason = _pyroscope_not_persistent(args)
-    if reason and stack_is_production():
+    if reason and stack_is_production(args):
         report(f"production stack {pulumi.get_stack()!r}: Pyroscope release {reason}; set pyroscopePersistence "
                "to true.")
 
@@ -119,6 +129,7 @@ pyroscope_persistent_in_production = ResourceValidationPolicy(
                 "profiles on a persistent volume.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_pyroscope_persistent_production,
+    config_schema=production_schema(),
     remediation_steps="Set pyroscopePersistence to true (the default); docs/sizing.md says what the switch reinstalls.",
 )
 
@@ -176,7 +187,7 @@ def _network_policy_production(args: StackValidationArgs, report: ReportViolatio
     HTTP API (reads and writes, no authentication) is then open to everything that routes to its internal load balancer
     (docs/how-it-works.md, "Who can reach Pyroscope"). Checked on outputs; a value not known yet holds nothing against
     the stack."""
-    if not stack_is_production():
+    if not stack_is_production(args):
         return
     policies = [r for r in args.resources if r.resource_type == NETWORK_POLICY]
     for release in args.resources:
@@ -199,6 +210,7 @@ pyroscope_network_policy_in_production = StackValidationPolicy(
                 "Pyroscope release's pods (checked on outputs).",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_network_policy_production,
+    config_schema=production_schema(),
     remediation_steps="Set pyroscopeNetworkPolicy to true (the default); the cluster needs a network policy engine "
                       "(docs/how-it-works.md, \"Who can reach Pyroscope\").",
 )

@@ -52,6 +52,7 @@ try:
         leaves,
         load_balancer_services,
         mappings,
+        production_schema,
         stack_is_production,
     )
 except ModuleNotFoundError:
@@ -75,6 +76,7 @@ except ModuleNotFoundError:
         leaves,
         load_balancer_services,
         mappings,
+        production_schema,
         stack_is_production,
     )
 
@@ -213,19 +215,20 @@ def _trial_and_production(name: str, reason: Callable[[ResourceValidationArgs], 
     the two rules' descriptions."""
     def advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
         why = reason(args)
-        if why and not stack_is_production():
+        if why and not stack_is_production(args):
             report(f"{subject(args)} {why}; fine for a trial, not for production.")
 
     def mandatory(args: ResourceValidationArgs, report: ReportViolation) -> None:
         why = reason(args)
-        if why and stack_is_production():
+        if why and stack_is_production(args):
             report(f"production stack {pulumi.get_stack()!r}: {subject(args)} {why}; {fix}")
 
     return (ResourceValidationPolicy(name=name, description=trial, enforcement_level=EnforcementLevel.ADVISORY,
-                                     validate=advisory, remediation_steps=remediation_steps),
+                                     validate=advisory, remediation_steps=remediation_steps,
+                                     config_schema=production_schema()),
             ResourceValidationPolicy(name=f"{name}-in-production", description=production,
                                      enforcement_level=EnforcementLevel.MANDATORY, validate=mandatory,
-                                     remediation_steps=remediation_steps))
+                                     remediation_steps=remediation_steps, config_schema=production_schema()))
 
 
 extension_version_pinned, extension_version_pinned_in_production = _trial_and_production(
@@ -305,13 +308,13 @@ def _wildcard_visibility(args: ResourceValidationArgs) -> bool:
 
 
 def _visibility_advisory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if _wildcard_visibility(args) and not stack_is_production():
+    if _wildcard_visibility(args) and not stack_is_production(args):
         report("the private link service is visible to every subscription (azure-pls-visibility '*'); fine "
                "for a trial, not for production.")
 
 
 def _visibility_production(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not (_wildcard_visibility(args) and stack_is_production()):
+    if not (_wildcard_visibility(args) and stack_is_production(args)):
         return
     if pulumi.get_stack() in (args.get_config().get("allowedWildcardStacks") or []):
         return
@@ -328,6 +331,7 @@ private_link_visibility = ResourceValidationPolicy(
     description="In a non-production stack, a private link service visible to every subscription ('*') is reported.",
     enforcement_level=EnforcementLevel.ADVISORY,
     validate=_visibility_advisory,
+    config_schema=production_schema(),
     remediation_steps="For production, allow-list the stack in private-link-visibility-production's "
                       "allowedWildcardStacks, or set privateLinkVisibility to subscription ids Grafana's connection is "
                       "known to come from (docs/security.md).",
@@ -339,9 +343,8 @@ private_link_visibility_production = ResourceValidationPolicy(
                 "subscription ('*'), unless the stack is allow-listed.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_visibility_production,
-    config_schema=PolicyConfigSchema(
-        properties={"allowedWildcardStacks": {"type": "array", "items": {"type": "string"}, "default": []}}
-    ),
+    config_schema=production_schema(
+        allowedWildcardStacks={"type": "array", "items": {"type": "string"}, "default": []}),
     remediation_steps="Add the stack to this policy's allowedWildcardStacks (the approval nonce guards a '*' PLS: "
                       "docs/security.md), or set privateLinkVisibility to subscription ids Grafana's connection is "
                       "known to come from (not documented by Azure).",

@@ -1,7 +1,8 @@
 """What every rule of the policy pack reads: resource type tokens, annotation names, and how values are walked.
 
 Owns: the type tokens and annotations the rules match (:data:`RELEASE`, :data:`MPE`, ...), the stack's
-``aks-gpu-observability:production`` (:func:`stack_is_production`), walks over Helm values (:func:`leaves`,
+``aks-gpu-observability:production`` or the pack config that holds every stack to the production rules
+(:func:`stack_is_production`, :func:`production_schema`), walks over Helm values (:func:`leaves`,
 :func:`mappings`, :func:`load_balancer_services`, :func:`annotations_in`), :func:`is_pyroscope_chart`, and
 :func:`known` (a value not known yet in a preview becomes :data:`NOT_KNOWN`). Input: pulumi-policy's property proxies.
 Output: plain values. Errors: none raised. Upstream:
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Iterator
 
 import pulumi
+from pulumi_policy import PolicyConfigSchema
 from pulumi_policy.proxy import UnknownValueError
 
 PACK_NAME = "aks-gpu-observability"
@@ -32,9 +34,26 @@ INTERNAL_LB = "service.beta.kubernetes.io/azure-load-balancer-internal"
 PLS_VISIBILITY = "service.beta.kubernetes.io/azure-pls-visibility"
 
 
-def stack_is_production() -> bool:
-    """The stack's ``aks-gpu-observability:production`` config (false when unset)."""
-    return bool(pulumi.Config(PROJECT).get_bool("production"))
+#: The pack config property, on every rule that tells production from a trial, that holds the stack to the production
+#: rules whatever the stack's own file says: the deploy workflow passes policy/production.json with it set on each of
+#: those rules (``--policy-pack-config``), so a stack it deploys cannot opt out by leaving ``production`` unset.
+FORCED = "production"
+
+
+def production_schema(**properties: Any) -> PolicyConfigSchema:
+    """The config schema of a rule that reads :func:`stack_is_production`: :data:`FORCED` (boolean, default false)
+    and the rule's own ``properties`` (JSON schemas by name)."""
+    forced = {"type": "boolean", "default": False,
+              "description": "Hold every stack to the production rules, whatever its production config says "
+                             "(the deploy workflow's policy/production.json sets it)."}
+    return PolicyConfigSchema(properties={FORCED: forced, **properties})
+
+
+def stack_is_production(args: Any) -> bool:
+    """Whether ``args``' rule holds the stack to the production rules: the stack's
+    ``aks-gpu-observability:production`` config, or :data:`FORCED` true in the rule's pack config (false when both
+    are unset). ``args``: the rule's ResourceValidationArgs or StackValidationArgs."""
+    return bool(pulumi.Config(PROJECT).get_bool("production")) or args.get_config().get(FORCED) is True
 
 
 def is_list(value: Any) -> bool:

@@ -20,6 +20,13 @@ BY_CONFIG = [
      ["private-link-visibility-production", "pyroscope-pinned-by-digest-in-production",
       "extension-version-pinned-in-production", "pyroscope-persistent-in-production",
       "pyroscope-network-policy-in-production"]),
+    # The deploy's pack config (ops/fleet.py POLICY_FLAGS) on a stack whose file leaves production unset: the real
+    # engine validates it against each rule's schema and the same rules fail.
+    ({"pyroscopePersistence": "false", "pyroscopeNetworkPolicy": "false"},
+     json.loads((ROOT / "policy" / "production.json").read_text()),
+     ["private-link-visibility-production", "pyroscope-pinned-by-digest-in-production",
+      "extension-version-pinned-in-production", "pyroscope-persistent-in-production",
+      "pyroscope-network-policy-in-production"]),
     ({"extensionGpuObservability": "false"},
      {"required-tags": {"requiredTags": ["costCenter"]},
       "role-assignment-least-privilege": {"allowedRoleDefinitionIds": [READER]}},
@@ -93,7 +100,8 @@ def test_the_dev_stack_passes_the_pack(aks, engine_tools, chart, tmp_path, pack_
     assert "Policies:" in done.stdout and "[mandatory]" not in done.stdout
 
 
-@pytest.mark.parametrize("config, pack_config, rules", BY_CONFIG, ids=["production", "gpu-tags-roles"])
+@pytest.mark.parametrize("config, pack_config, rules", BY_CONFIG,
+                         ids=["production", "deploy-pack-config", "gpu-tags-roles"])
 def test_mandatory_rules_fail_by_configuration(aks, engine_tools, chart, tmp_path, pack_ready, config, pack_config,
                                                rules):
     done = previewed(aks, tmp_path, engine_tools, chart, config, pack_config)

@@ -560,7 +560,8 @@ def test_phase_1_runs_a_group_of_stacks_at_once_and_records_each(tmp_path):
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     previews = [c for c in calls if c["kind"] == "preview"]
     assert sorted(c["stack"] for c in previews) == list("abcd") and len(overlaps(previews)) == 6, "all at once"
-    assert all("--policy-pack" in c["args"] and "policy" in c["args"] for c in calls if c["kind"] != "verify")
+    assert all(" ".join(fleet.POLICY_FLAGS) in " ".join(c["args"]) for c in calls if c["kind"] != "verify"), (
+        "every preview and up of the deploy holds the stack to the production rules")
     ups = {c["stack"]: c["args"] for c in calls if c["kind"] == "up"}
     assert sorted(ups) == ["a", "d"], "serial: no up in phase 1; nothing to do: no up"
     excluded = [ups["a"][i + 1] for i, arg in enumerate(ups["a"]) if arg == "--exclude"]

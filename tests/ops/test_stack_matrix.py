@@ -65,7 +65,7 @@ def test_the_matrix_goes_to_github_output(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "deploy/stacks.json"], cwd=tmp_path,
                           capture_output=True, text=True,
                           env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)})
-    assert done.returncode == 0 and done.stdout.startswith("::warning title=Not a production stack::stack dev ")
+    assert done.returncode == 0 and done.stdout.startswith("::warning title=Held to the production rules::stack dev ")
     assert len(done.stdout.splitlines()) == 1, done.stdout  # the only line: the warning (no Pulumi.dev.yaml here)
     assert output.read_text() == 'grafanas=[{"grafana":"rg/amg-a","stacks":["dev"],"groups":[["dev"]]}]\n'
 

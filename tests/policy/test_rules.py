@@ -1048,3 +1048,38 @@ def test_the_readme_counts_the_pack_s_rules():
     readme = (ROOT / "README.md").read_text()
     said = re.search(r"\((\d+) rules:", readme)
     assert said and int(said.group(1)) == len(rules.POLICIES), (said and said.group(1), len(rules.POLICIES))
+
+
+PRODUCTION_PACK_CONFIG = ROOT / "policy" / "production.json"
+
+
+@pytest.mark.parametrize("config", [{}, {"production": "false"}])
+def test_the_deploys_pack_config_holds_a_stack_to_production_whatever_its_file_says(config):
+    """The deploy passes policy/production.json: a stack whose own config leaves ``production`` unset (or false) gets
+    exactly the violations, levels and rules of one that sets it, so a pull request that edits the stack's file cannot
+    take a deployed stack out of the production rules."""
+    broken = {"pyroscopePersistence": "false", "pyroscopeNetworkPolicy": "false"}
+    forced = policy_check.evaluate(run("dev", {**broken, **config}),
+                                   policy_check.load_pack_config(str(PRODUCTION_PACK_CONFIG)), "up")
+    declared = policy_check.evaluate(run("dev", {**broken, "production": "true"}), None, "up")
+    seen = sorted((v.policy, v.level, v.urn) for v in forced)
+    assert seen == sorted((v.policy, v.level, v.urn) for v in declared)
+    assert {p for p, level, _ in seen if level == "mandatory"} >= {
+        "extension-version-pinned-in-production", "pyroscope-pinned-by-digest-in-production",
+        "private-link-visibility-production", "pyroscope-persistent-in-production",
+        "pyroscope-network-policy-in-production"}
+    assert not any(p in ("extension-version-pinned", "private-link-visibility") for p, _, _ in seen), "no trial advice"
+
+
+def test_the_production_pack_config_names_every_rule_that_tells_production_from_a_trial():
+    """A rule added later that reads the production switch is in the deploy's pack config, or it would judge a deployed
+    stack as a trial; and the config names nothing else (the CLI refuses config a rule's schema does not allow)."""
+    from policy.values import FORCED
+
+    aware = {p.name for p in rules.POLICIES if p.config_schema and FORCED in (p.config_schema.properties or {})}
+    assert json.loads(PRODUCTION_PACK_CONFIG.read_text()) == {name: {FORCED: True} for name in sorted(aware, key=[
+        p.name for p in rules.POLICIES].index)}
+    readers = {p.name for p in rules.POLICIES
+               if "stack_is_production" in inspect.getsource(p.validate) or p.name.endswith(("-in-production",
+                                                                                              "-production"))}
+    assert readers <= aware
