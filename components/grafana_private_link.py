@@ -32,30 +32,43 @@ TYPE = "aks-gpu-observability:index:GrafanaPrivateLink"
 PYROSCOPE_PORT = 4040
 
 
-#: The approval nonce: 16 random bytes as 32 hex digits, made once by a local command whose stdout Pulumi keeps in the
-#: state (as a secret). No triggers, so it is never replaced; its Read keeps the state. Any other change of its inputs
-#: (an edit of these commands or of ``logging``, a provider that adds an input) is an update, and with no ``update``
-#: pulumi-command runs ``create`` again ("Use Create command if Update is unspecified": pulumi/pulumi-command
-#: ``provider/pkg/provider/local/commandController.go`` @ 7f3eb6f3 (v1.2.1), ``Update``), which would make a new nonce
-#: and so a new requestMessage, a replacement of the managed private endpoint. So the update prints the nonce it had:
-#: the update runs with the step's previous outputs, and ``run`` puts a non-empty previous stdout into its environment
-#: as PULUMI_COMMAND_STDOUT unless ``addPreviousOutputInEnv`` is false (default true) (same commit,
-#: ``provider/pkg/provider/local/commandOutputs.go`` ``run``, ``local/base.go`` ``AddPreviousOutputInEnv``; the
-#: pulumi_command SDK installed by requirements.txt is 1.2.1). The first creation runs ``create``; an update always has
-#: the stdout of that create. An empty one (a state edited by hand) fails the update, naming the way to a new nonce,
-#: rather than print nothing or mint a new one silently. Nothing here depends on a script file, so no edit of the
-#: scripts touches it.
-NONCE_COMMAND = "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
+#: The approval nonce: 16 random bytes as 32 hex digits, made by a local command whose stdout Pulumi keeps in the
+#: state (as a secret), one per endpoint: it rotates with every endpoint it approves, so a nonce read from the state
+#: (a stolen drift token reads production's) is spent once its endpoint is approved. The step's stderr holds the
+#: endpoint it belongs to (``ENDPOINT``: every input whose change replaces the managed private endpoint). An update
+#: (pulumi-command runs ``update`` on any change of the step's inputs, ``create`` without one: pulumi/pulumi-command
+#: ``provider/pkg/provider/local/commandController.go`` @ 7f3eb6f3 (v1.2.1), ``Update``) makes a new nonce when
+#: ``ENDPOINT`` moved, and otherwise prints the one it had, so an edit of these commands or of ``logging`` never
+#: replaces the endpoint by itself. ``run`` puts the previous stdout and stderr into the environment
+#: (PULUMI_COMMAND_STDOUT/STDERR, when non-empty) unless ``addPreviousOutputInEnv`` is false (same commit,
+#: ``provider/pkg/provider/local/commandOutputs.go`` ``run``); a preview of an update returns the old outputs
+#: (``Update``, DryRun), so a preview shows no nonce change it will not make. A state from before the rotation has no
+#: stderr: its update keeps the nonce and records the endpoint. An empty previous stdout (a state edited by hand)
+#: fails the update, naming the way to a new nonce. A new PLS replaces the step (``replace_with``), so a new nonce.
+NONCE = "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
+NONCE_COMMAND = f'{NONCE}; printf %s "$ENDPOINT" >&2'
 NONCE_UPDATE_COMMAND = (
+    'if [ -n "${PULUMI_COMMAND_STDERR:-}" ] && [ "$PULUMI_COMMAND_STDERR" != "$ENDPOINT" ]; then '
+    f'{NONCE}; else '
     'printf %s "${PULUMI_COMMAND_STDOUT:?the approval nonce step has no previous stdout to keep (its state lost it); '
     'to make a new nonce, which replaces the managed private endpoint, run pulumi up --replace with the URN of the '
-    'approval-nonce step (pulumi stack --show-urns)}"'
+    'approval-nonce step (pulumi stack --show-urns)}"; fi; printf %s "$ENDPOINT" >&2'
 )
 #: The Network REST spec restricts a private endpoint's requestMessage to 140 characters (Azure/azure-rest-api-specs
 #: specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateEndpoint.json
 #: ``PrivateLinkServiceConnectionProperties.requestMessage``); Grafana's MPE passes its own on (not verified: its spec,
 #: dashboard 2024-10-01 grafana.json, gives no limit), so the message is kept within it.
 REQUEST_MESSAGE_LIMIT = 140
+
+
+def endpoint_key(args: "GrafanaPrivateLinkArgs") -> pulumi.Output[str]:
+    """What names one managed private endpoint for the nonce: each of its inputs whose change replaces it (the
+    dashboard REST spec's create-only properties and path parameters, docs/decisions/approval-nonce.md) but the nonce,
+    joined by ``|``."""
+    return pulumi.Output.all(args.grafana_resource_group, args.grafana_name, args.managed_private_endpoint_name,
+                             args.grafana_location, args.private_link_service_resource_group,
+                             args.private_link_service_name, args.private_link_service_region,
+                             args.request_message).apply(lambda parts: "|".join(str(p or "") for p in parts))
 
 
 def approval_marker(nonce: str) -> str:
@@ -238,9 +251,11 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             f"{name}-approval-nonce",
             create=NONCE_COMMAND,
             update=NONCE_UPDATE_COMMAND,
-            add_previous_output_in_env=True,  # the update reads the nonce from it (NONCE_UPDATE_COMMAND)
+            add_previous_output_in_env=True,  # the update reads the nonce and its endpoint from it
+            environment={"ENDPOINT": endpoint_key(args)},
             logging=local.Logging.NONE,
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"],
+                                        replace_with=list(args.replace_with) or None),
         )
         nonce = pulumi.Output.secret(nonce_step.stdout)
         marker = pulumi.Output.unsecret(nonce.apply(approval_marker))

@@ -269,15 +269,17 @@ ENDPOINT_CHAIN = {"grafana-private-link-mpe", "grafana-private-link-approve-conn
 
 def test_a_new_owner_service_makes_a_new_wait_and_a_new_endpoint():
     """A stack deployed while the chart's Service had the PLS (owner ``gadget/pyroscope``): the PLS of the same name is
-    made anew for the stack's Service, so the identity's triggers change (a replacement) and the wait and the MPE,
-    replaced with it, make a new connection, approved and refreshed; at ``pulumi up`` too, not only in the preview."""
+    made anew for the stack's Service, so the identity's triggers change (a replacement) and the wait, the nonce and the
+    MPE, replaced with it, make a new connection, approved and refreshed; at ``pulumi up`` too, not only in the preview."""
     def before_the_owner_was_a_trigger(inputs):
         assert inputs["triggers"][-1] == "gadget/pyroscope-private-link"
         inputs["triggers"] = inputs["triggers"][:-1]
 
     diff = _preview_from(IDENTITY, before_the_owner_was_a_trigger)
     replaced = {s.name for s in diff.steps if s.op == "replace"}
-    assert replaced == {IDENTITY, "grafana-private-link-wait-for-pls", *ENDPOINT_CHAIN}
+    # The nonce with them: a new endpoint gets a nonce of its own.
+    assert replaced == {IDENTITY, "grafana-private-link-wait-for-pls", "grafana-private-link-approval-nonce",
+                        *ENDPOINT_CHAIN}
     assert not diff.preview_only  # `pulumi up` replaces them too
     up = {(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order}
     assert {("create-replacement", name) for name in replaced} <= up
@@ -356,3 +358,50 @@ def test_the_wait_runs_again_when_the_pls_ip_configurations_change(overrides):
     base = program.run("dev", {}).named("grafana-private-link-wait-for-pls").inputs
     changed = program.run("dev", overrides).named("grafana-private-link-wait-for-pls").inputs
     assert changed != base
+
+
+def _nonce_step_run(command_text: str, endpoint: str, stdout: str = "", stderr: str = ""):
+    """Run one of the nonce step's commands as pulumi-command v1.2.1 runs it (previous outputs in the environment
+    only when non-empty)."""
+    import subprocess
+
+    env = {"PATH": "/usr/bin:/bin", "ENDPOINT": endpoint}
+    env.update({k: v for k, v in (("PULUMI_COMMAND_STDOUT", stdout), ("PULUMI_COMMAND_STDERR", stderr)) if v})
+    return subprocess.run(["/bin/sh", "-c", command_text], capture_output=True, text=True, env=env, timeout=10)
+
+
+def test_the_nonce_rotates_with_the_endpoint_and_only_with_it(plan):
+    """A nonce read from the state (the drift identity reads production's) stays valid only for the endpoint it was
+    made for: an update whose ENDPOINT moved prints a new nonce; an update for the same endpoint (an edit of the
+    step) and the first update of a state from before rotation (no stderr) keep it; each run records its endpoint."""
+    import re
+
+    nonce_step = command(plan(), "approval-nonce")
+    old, here = "5f1c0e9a7b3d4c2e8f6a1b0c9d8e7f6a", "rg|amg|pyroscope-mpe|eastus2|mc-rg|pyroscope-pls|eastus2|text"
+    made = _nonce_step_run(nonce_step.inputs["create"], here)
+    assert re.fullmatch(r"[0-9a-f]{32}", made.stdout) and made.stderr == here
+    update = nonce_step.inputs["update"]
+    kept = _nonce_step_run(update, here, old, here)
+    assert (kept.returncode, kept.stdout, kept.stderr) == (0, old, here)
+    moved = _nonce_step_run(update, here.replace("pyroscope-mpe", "pyroscope-mpe-2"), old, here)
+    assert moved.returncode == 0 and re.fullmatch(r"[0-9a-f]{32}", moved.stdout) and moved.stdout != old
+    assert moved.stderr == here.replace("pyroscope-mpe", "pyroscope-mpe-2")
+    upgraded = _nonce_step_run(update, here, old)
+    assert (upgraded.returncode, upgraded.stdout, upgraded.stderr) == (0, old, here)
+    lost = _nonce_step_run(update, here, "", here)
+    assert lost.returncode != 0 and lost.stdout == "" and "pulumi up --replace" in lost.stderr
+
+
+@pytest.mark.parametrize("overrides", [{"managedPrivateEndpointName": "pyroscope-mpe-2"},
+                                       {"privateLinkServiceName": "other-pls"},
+                                       {"grafanaName": "amg-other"}],
+                         ids=["mpe-name", "pls-name", "grafana"])
+def test_what_replaces_the_endpoint_moves_the_nonce_steps_endpoint(plan, overrides):
+    """Each input whose change replaces the MPE is in the nonce step's ENDPOINT; the step's replace_with names what
+    the MPE's does (a new PLS); a change that keeps the MPE keeps ENDPOINT."""
+    base = command(plan(), "approval-nonce")
+    assert command(plan(**overrides), "approval-nonce").inputs["environment"] != base.inputs["environment"]
+    assert command(plan(pyroscopeRetention="7d"), "approval-nonce").inputs["environment"] == base.inputs[
+        "environment"]
+    mpe = plan().one(MPE)
+    assert set(base.options.get("replaceWith") or []) == set(mpe.options.get("replaceWith") or []) != set()

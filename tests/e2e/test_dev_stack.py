@@ -3,6 +3,8 @@ Azure, a second ``up`` that changes nothing, and a ``destroy`` that leaves nothi
 
 from __future__ import annotations
 
+import json
+
 from offline import canned
 
 STACK = "dev"
@@ -71,3 +73,38 @@ def test_up_from_empty_then_a_rerun_changes_nothing_and_destroy_leaves_nothing(a
     assert (world["pls"], world["mpes"], world["arm"], world.get("disks")) == ({}, {}, {}, {})
     assert all(not g["datasources"] and not g["dashboards"] for g in world["grafana"].values())
     assert aks.cloud.errors == []
+
+
+def _nonce(world: dict) -> str:
+    """The approval nonce in the request message of the one managed private endpoint the simulated Azure holds."""
+    import re
+
+    messages = [a["requestMessage"] for k, a in world["arm"].items() if "managedprivateendpoints" in k.lower()]
+    assert len(messages) == 1, messages
+    found = re.search(r"\(aks-gpu-observability ([0-9a-f]{32})\)$", messages[0])
+    assert found, messages[0]
+    return found.group(1)
+
+
+def test_each_endpoint_the_stack_approves_gets_a_nonce_of_its_own(aks, engine_tools, chart, tmp_path):
+    """A nonce read from the state (production's is readable by the drift identity) must not open the next endpoint:
+    a change that replaces Grafana's managed private endpoint makes a new nonce, the new endpoint is approved with it,
+    the old one is spent, and a re-run keeps the new one."""
+    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
+    ws.init(STACK, {"pyroscopeChart": chart.reference})
+    ws.up(STACK)
+    first = _nonce(aks.world())
+    ws.pulumi("config", "set", "managedPrivateEndpointName", "pyroscope-mpe-2", stack=STACK)
+    ws.up(STACK)
+    world = aks.world()
+    second = _nonce(world)
+    assert second != first
+    pls = [p for p in world["pls"].values() if p["id"].endswith("/pyroscope-pls")]
+    assert [c["status"] for c in pls[0]["connections"]] == ["Approved"]
+    assert [m["status"] for m in world["mpes"].values()] == ["Approved"]
+    assert first not in json.dumps(ws.state(STACK)), "the spent nonce is gone from the state"
+    preview = ws.preview(STACK)
+    assert {op: n for op, n in preview["changeSummary"].items() if op != "same"} == {}
+    assert _nonce(aks.world()) == second
+    ws.destroy(STACK)
+    assert non_stack_resources(ws.state(STACK)) == []
