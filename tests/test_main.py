@@ -68,6 +68,8 @@ EDGES = {
     ("grafana-datasources-monitoring-data-reader", "monitor-workspace-workspace"):
         "the workspace id (the role's scope)",
     ("grafana-private-link-mpe", "managed-grafana-workspace"): "Grafana's location (the MPE lives in Grafana)",
+    ("grafana-private-link-approval-nonce", "managed-grafana-workspace"):
+        "Grafana's location (in the endpoint the nonce is made for)",
     ("grafana-private-link-refresh", "managed-grafana-workspace"): "the Grafana id it refreshes",
     ("grafana-datasources-pyroscope", "managed-grafana-workspace"): "the Grafana endpoint it calls",
     ("grafana-datasources-pyroscope", "managed-grafana-grafana-admin"): "the deployer's Grafana Admin role for the API "
