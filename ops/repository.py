@@ -184,7 +184,8 @@ def _visibility(answer) -> str:
 
 
 def _ruleset_id(answer) -> str:
-    ids = [str(r.get("id")) for r in answer if r.get("name") == RULESET_NAME and r.get("source_type") == "Repository"]
+    ids = [str(r.get("id")) for r in answer
+           if r.get("name") == RULESET_NAME and r.get("source_type", "Repository") == "Repository"]
     if len(ids) > 1:
         raise Differs(f"rulesets {', '.join(ids)} are all named {RULESET_NAME!r}: delete all but one")
     return "".join(f"{i}\n" for i in ids)
@@ -198,7 +199,7 @@ def _branch_rules(answer) -> str:
         if needed not in types:
             raise Differs(f"no {needed} rule applies to main")
     reviews = [rule.get("parameters") or {} for rule in answer if rule.get("type") == "pull_request"]
-    if not any(r.get("required_approving_review_count", 0) >= 1 for r in reviews):
+    if not any((r.get("required_approving_review_count") or 0) >= 1 for r in reviews):
         raise Differs("required_approving_review_count is 0, expected at least 1")
     for key in ("require_code_owner_review", "require_last_push_approval", "dismiss_stale_reviews_on_push"):
         if not any(r.get(key) is True for r in reviews):
@@ -207,9 +208,11 @@ def _branch_rules(answer) -> str:
 
 
 def _codeowners_errors(answer) -> str:
-    for error in answer.get("errors", [])[:1]:
-        raise Differs(f"{error.get('path', CODEOWNERS)} line {error.get('line')}: {error.get('kind')} "
-                      f"({error.get('message', '').strip()})")
+    errors = answer.get("errors") or []
+    if errors:
+        first = errors[0]
+        raise Differs(f"{first.get('path', CODEOWNERS)} line {first.get('line')}: {first.get('kind')} "
+                      f"({(first.get('message') or '').strip()})")
     return ""
 
 
