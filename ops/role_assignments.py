@@ -6,6 +6,8 @@ ID] [--principal-type User|ServicePrincipal] [--node-resource-group NAME] [--sub
 role definition create`` for each role the stack needs, named ``<role> (<stack>)``, its AssignableScopes the stack's
 resource groups, then one ``az role assignment create`` per (role, scope), each role-assigning one with a condition
 (:func:`assignments`); ``--json`` a list of ``{role, scope, condition}``. What it cannot know stays a placeholder.
+The script (bash, any mode) stops at its first failing command and writes role files only into a ``mktemp -d``
+directory of its own (:func:`script`; docs/decisions/role-script-files.md).
 ``--preview`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and exits 1,
 one line, where they would read a production stack's approval nonce or cluster (:func:`production_stacks`): there is
 no way to give a pull request's preview a production stack, whatever reviewers the ``preview`` environment has.
@@ -413,7 +415,6 @@ def drift_other_grants(who: Principals) -> list:
                 f"--assignee-principal-type ServicePrincipal --role {_quoted(role_name, who.subscription)} "
                 f"--scope {_quoted(scope, who.subscription)}")
 
-    target = "/tmp/state-decrypt-role.json"
     return [
         "The drift identity's grants on production's azblob:// state and azurekeyvault:// secrets provider, which the "
         "generator cannot scope offline: uncomment them for that backend (Pulumi Cloud: the drift team's Stack Read).",
@@ -421,8 +422,8 @@ def drift_other_grants(who: Principals) -> list:
         assign("Storage Blob Data Reader", STATE_CONTAINER),
         "production's key, decrypt only (pulumi stack output decrypts the stack's data key, secret outputs or not); "
         "the role once per tenant, on the key vault's group:",
-        f"cat > {target} <<EOF", _escaped(json.dumps(role), who.subscription, '\\`$'), "EOF",
-        f"az role definition create --role-definition @{target}",
+        *_role_file("state-decrypt-role", json.dumps(role), who.subscription),
+        f"az role definition create --role-definition @{_role_path('state-decrypt-role')}",
         assign(STATE_DECRYPT_ROLE["Name"], "<production-key-vault-id>/keys/<production-key>"),
     ]
 
@@ -438,6 +439,34 @@ def definition(path, scopes: Sequence[str], stack: str) -> dict:
         if group.lower() not in [g.lower() for g in groups]:
             groups.append(group)
     return {**role, "Name": stack_role_name(role["Name"], stack), "AssignableScopes": groups}
+
+
+#: The printed scripts stop at the first command that fails: a role whose create failed is not assigned, nothing
+#: runs without the subscription.
+PROLOGUE = ["#!/usr/bin/env bash", "set -euo pipefail"]
+#: ``az account show`` answers a subscription id; anything else (an empty answer) stops the script before it lands in
+#: a scope or in the role files' sed.
+SUBSCRIPTION_LINES = [
+    "SUB=$(az account show --query id --output tsv)",
+    "[[ $SUB =~ ^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$ ]] "
+    "|| { echo \"error: az account show: expected a subscription id (got '$SUB')\" >&2; exit 1; }",
+]
+#: The role files go to a directory only the caller may enter (mktemp -d: a new random name, mode 0700), removed on
+#: exit. At a fixed path in /tmp, another local user could make the file first, and az would create their role.
+PRIVATE_DIR = ["dir=$(mktemp -d)", "trap 'rm -rf \"$dir\"' EXIT"]
+
+
+def _role_path(stem: str) -> str:
+    """The role file ``stem`` in the script's private directory, as one shell word."""
+    return f'"$dir/{stem}.json"'
+
+
+def _role_file(stem: str, body: str, subscription: str) -> list:
+    """Lines writing ``body`` to :func:`_role_path` through a quoted here-document, which the shell copies as it is;
+    with the ``$SUB`` placeholder, sed puts the subscription the script read into the role's scopes."""
+    writer = ('sed "s|/subscriptions/[$]SUB/|/subscriptions/$SUB/|g"' if subscription == PLACEHOLDERS["subscription"]
+              else "cat")
+    return [f"{writer} > {_role_path(stem)} <<'EOF'", body, "EOF"]
 
 
 def _escaped(text: str, subscription: str, special: str) -> str:
@@ -468,25 +497,29 @@ HEADERS = {
 
 
 def script(stack: str, found: Sequence, who: Principals, identity: str = "deployer") -> str:
-    """The shell script for ``found`` (:func:`assignments`; :func:`preview_assignments`, :func:`drift_assignments`
-    with ``identity`` ``preview``, ``drift``): the definitions (each create followed by the update for a re-run,
-    commented out), the assignments, then notes."""
+    """The bash script for ``found`` (:func:`assignments`; :func:`preview_assignments`, :func:`drift_assignments`
+    with ``identity`` ``preview``, ``drift``): :data:`PROLOGUE` (stop at the first failure), the subscription when it
+    is ``$SUB`` (:data:`SUBSCRIPTION_LINES`), :data:`PRIVATE_DIR` when a role file is written (or commented out), the
+    definitions (each through a quoted here-document into that directory, its create followed by the update for a
+    re-run, commented out), the assignments, then notes."""
     rows = [a for a in found if isinstance(a, Assignment)]
     notes = [a for a in found if isinstance(a, str)]
-    lines = [f"# Stack {stack}: {HEADERS[identity]}"]
+    lines = [*PROLOGUE, f"# Stack {stack}: {HEADERS[identity]}"]
     if who.subscription == PLACEHOLDERS["subscription"]:
-        lines.append("SUB=$(az account show --query id --output tsv)")
+        lines += SUBSCRIPTION_LINES
     files = []
     for row in rows:
         if row.definition is not None and row.definition not in files:
             files.append(row.definition)
-    for path in files:  # an unquoted here-document: the shell fills in $SUB
+    if files or any("az role definition create" in note for note in notes):  # commented out, it still needs one
+        lines += PRIVATE_DIR
+    for path in files:
         body = definition(path, [row.scope for row in rows if row.definition == path], stack)
         text = json.dumps(body, indent=2).replace(SUBSCRIPTION_PLACEHOLDER, who.subscription)
-        target = f"/tmp/{path.stem}.json"
-        lines += [f"cat > {target} <<EOF", _escaped(text, who.subscription, '\\`$'), "EOF",
-                  f"az role definition create --role-definition @{target}",
-                  f"# re-run after a change of groups: az role definition update --role-definition @{target}"]
+        lines += [*_role_file(path.stem, text, who.subscription),
+                  f"az role definition create --role-definition @{_role_path(path.stem)}",
+                  f"# re-run after a change of groups: az role definition update --role-definition "
+                  f"@{_role_path(path.stem)}"]
     for row in rows:
         role = BUILT_IN_IDS.get(row.role, row.role)
         line = (f"az role assignment create --assignee-object-id {_quoted(who.deployer, who.subscription)} "

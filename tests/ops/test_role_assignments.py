@@ -106,9 +106,9 @@ def test_the_printed_definitions_are_the_role_files_named_for_the_stack_on_its_g
     code, out, _ = run(capsys, "--stack", "dev", *OBJECT_IDS, "--set", "pyroscopeMode=microservices",
                        "--set", "pyroscopeStorageAccountResourceGroup=rg-pyroscope-dev", "--pyroscope-group-dedicated")
     assert code == 0
-    bodies = re.findall(r"<<EOF\n(.*?)\nEOF\naz role definition create --role-definition @/tmp/(\S+)\.json\n"
+    bodies = re.findall(r"<<'EOF'\n(.*?)\nEOF\naz role definition create --role-definition @\"\$dir/(\S+)\.json\"\n"
                         r"# re-run after a change of groups: az role definition update --role-definition "
-                        r"@/tmp/\2\.json\n", out, re.S)
+                        r"@\"\$dir/\2\.json\"\n", out, re.S)
     assert [name for _, name in bodies] == [path.stem for path in dr.ROLE_FILES]
     for (body, _), path in zip(bodies, dr.ROLE_FILES):
         printed, role = json.loads(body), dr.load_role(path)
@@ -544,7 +544,7 @@ def not_read_only(script: str) -> list:
     for role in re.findall(r"^(?:# )?az role assignment create .*--role (\"[^\"]+\"|\S+) --scope", script, re.M):
         if role.strip('"') not in {*READ_ONLY_ROLES, *READ_ONLY_ROLES.values(), *READ_ONLY_CUSTOM}:
             found.append(f"assigns {role}")
-    bodies = re.findall(r"^(?:# )?cat > \S+ <<EOF\n(?:# )?(.*?)\n(?:# )?EOF$", script, re.M | re.S)
+    bodies = re.findall(r"^(?:# )?(?:cat|sed \"[^\"]*\") > \S+ <<'EOF'\n(?:# )?(.*?)\n(?:# )?EOF$", script, re.M | re.S)
     for body in bodies:
         role = json.loads(re.sub(r"^# ", "", body, flags=re.M))
         allowed = READ_ONLY_CUSTOM.get(role["Name"])
@@ -582,9 +582,9 @@ def test_the_drift_identity_gets_read_only_roles_only(capsys):
     '--role "Key Vault Crypto User" --scope /k',
     "az role assignment create --assignee-object-id x --assignee-principal-type ServicePrincipal "
     "--role Contributor --scope /g",
-    '# cat > /tmp/r.json <<EOF\n# {"Name": "aks-gpu-observability state decrypt", "Actions": [], "DataActions": '
+    '# cat > "$dir/r.json" <<\'EOF\'\n# {"Name": "aks-gpu-observability state decrypt", "Actions": [], "DataActions": '
     '["Microsoft.KeyVault/vaults/keys/decrypt/action", "Microsoft.KeyVault/vaults/keys/update/action"]}\n# EOF\n'
-    "# az role definition create --role-definition @/tmp/r.json",
+    '# az role definition create --role-definition @"$dir/r.json"',
 ])
 def test_the_read_only_check_refuses_a_role_that_writes(line):
     assert not_read_only(line + "\n")

@@ -92,8 +92,12 @@ class Workspace:
             path.mkdir()
         (self.bin / "az").write_text(FAKE_AZ)
         (self.bin / "az").chmod(0o755)
-        for path in (root, self.bin, self.calls, self.bin / "az"):
-            os.chown(path, uid, uid) if AS_ROOT else None
+        self.own(root, self.bin, self.calls, self.bin / "az")
+
+    def own(self, *paths: Path) -> None:
+        """As root: make ``paths`` the deployer's."""
+        for path in paths if AS_ROOT else ():
+            os.chown(path, self.uid, self.uid)
 
     def env(self, **extra: str) -> dict:
         return {"PATH": f"{self.bin}:/usr/bin:/bin", "HOME": str(self.root), "LANG": "C.UTF-8",
@@ -103,7 +107,7 @@ class Workspace:
         """bash running the saved script as the deployer (no TMPDIR: mktemp uses /tmp, where the other user is)."""
         saved = self.root / "roles.sh"
         saved.write_text(script)
-        os.chown(saved, self.uid, self.uid) if AS_ROOT else None
+        self.own(saved)
         user = {"user": self.uid, "group": self.uid, "extra_groups": []} if AS_ROOT else {}
         return subprocess.Popen(["bash", str(saved)], env=self.env(**extra), cwd=self.root, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, **user)
@@ -214,8 +218,9 @@ def test_roles_planted_in_tmp_by_another_user_are_neither_created_nor_touched(mo
             if (workspace.calls / "paused").exists() or process.poll() is not None:
                 break
             time.sleep(0.05)
-        held = workspace.recorded()[-1]["files"]
-        assert held, f"az was not handed a role file: {workspace.recorded()}"
+        so_far = workspace.recorded()
+        held = so_far[-1]["files"] if so_far else []
+        assert held, f"az was not handed a role file: {so_far}, {process.stderr.read() if process.poll() else ''}"
         assert held[0][0] == next(iter(ours.values())), f"az was handed {held[0][2]}: {held[0][0][:200]}"
         role_file = Path(held[0][2])
         if AS_ROOT:
@@ -225,7 +230,7 @@ def test_roles_planted_in_tmp_by_another_user_are_neither_created_nor_touched(mo
                 assert done.returncode != 0, f"the other user could run {argv}"
             assert role_file.exists()
         (workspace.calls / "resume").touch()
-        os.chown(workspace.calls / "resume", workspace.uid, workspace.uid) if AS_ROOT else None
+        workspace.own(workspace.calls / "resume")
         _, err = process.communicate(timeout=60)
         calls = workspace.recorded()
         assert process.returncode == 0, err
