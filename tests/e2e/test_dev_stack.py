@@ -79,7 +79,8 @@ def _nonce(world: dict) -> str:
     """The approval nonce in the request message of the one managed private endpoint the simulated Azure holds."""
     import re
 
-    messages = [a["requestMessage"] for k, a in world["arm"].items() if "managedprivateendpoints" in k.lower()]
+    messages = [a["requestMessage"] for k, a in world["arm"].items()
+                if k.startswith("azure-native:dashboard:ManagedPrivateEndpoint ")]
     assert len(messages) == 1, messages
     found = re.search(r"\(aks-gpu-observability ([0-9a-f]{32})\)$", messages[0])
     assert found, messages[0]
