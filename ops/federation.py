@@ -136,7 +136,10 @@ def setup_commands(repo: str = PLACEHOLDER_REPO) -> str:
     ``$DRIFT_APP_ID``, ``$PREVIEW_APP_ID``; a flexible credential exists only in Microsoft Graph beta, on
     applications, and az has no command for it: ``az rest``), then set the subject template and read back what each
     app trusts."""
-    lines = []
+    # Stop at the first failure, and write the request bodies where no other local user can plant or swap them: a
+    # body read from a file someone else made would create a credential of their choosing on the preview app.
+    lines = ["#!/usr/bin/env bash", "set -euo pipefail",
+             "dir=$(mktemp -d)   # private (0700), removed on exit", "trap 'rm -rf \"$dir\"' EXIT"]
     for app, subjects in (("PRODUCTION", production_subjects(repo)), ("DRIFT", drift_subjects(repo))):
         for event, sub in subjects.items():
             credential = _json({"name": f"github-{app.lower()}-{event.replace('_', '-')}", "issuer": ISSUER,
@@ -149,9 +152,9 @@ def setup_commands(repo: str = PLACEHOLDER_REPO) -> str:
                           "audiences": [AZURE_AUDIENCE],
                           "claimsMatchingExpression": {"value": expression, "languageVersion": 1}})
         # The expression holds single quotes: the body goes to a file through a quoted here-document.
-        lines += [f"cat > preview-credential-{digits}.json <<'EOF'", flexible, "EOF",
+        lines += [f"cat > \"$dir/preview-credential-{digits}.json\" <<'EOF'", flexible, "EOF",
                   f"az rest --method post --url \"{graph}\" --headers Content-Type=application/json "
-                  f"--body @preview-credential-{digits}.json"]
+                  f"--body @\"$dir/preview-credential-{digits}.json\""]
     # The template last: GitHub issues the new subject from then on, and the credentials above already trust it.
     template = _json({"use_default": False, "include_claim_keys": list(TEMPLATE)})
     lines += [f"echo '{template}' |", f"  gh api -X PUT repos/{repo}/actions/oidc/customization/sub --input -",

@@ -155,14 +155,15 @@ def test_the_preview_credentials_are_valid_flexible_expressions_one_per_length_o
     number's place is `?` wildcards, 1 to PULL_REQUEST_DIGITS of them."""
     commands = fed.setup_commands(REPO)
     for digits in range(1, fed.PULL_REQUEST_DIGITS + 1):
-        body = commands.split(f"cat > preview-credential-{digits}.json <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+        body = commands.split(f"cat > \"$dir/preview-credential-{digits}.json\" <<'EOF'\n", 1)[1].split(
+            "\nEOF\n", 1)[0]
         credential = json.loads(body)
         pattern = f"repo:{REPO}:environment:preview:ref:refs/pull/{'?' * digits}/merge:event_name:pull_request"
         assert "subject" not in credential and credential["claimsMatchingExpression"] == {
             "value": f"claims['sub'] matches '{pattern}'", "languageVersion": 1}
         assert credential["issuer"] == fed.ISSUER and credential["audiences"] == [fed.AZURE_AUDIENCE]
         assert credential["name"] == f"github-preview-pull-requests-{digits}"
-        assert f"--body @preview-credential-{digits}.json" in commands
+        assert f"--body @\"$dir/preview-credential-{digits}.json\"" in commands
     assert "preview-credential-8.json" not in commands
 
 
@@ -284,3 +285,62 @@ def test_a_repository_on_immutable_subject_claims_gets_its_ids_in_the_subject(ca
     refs = {p["claims"].get("job_workflow_ref") for p in fed.pulumi_policies(repo)} - {None}
     assert refs == {"acme/app/.github/workflows/deploy-stacks.yml@refs/heads/main",
                     "acme/app/.github/workflows/drift.yml@refs/heads/main"}
+
+
+FAKE_CLI = """#!/usr/bin/env bash
+# Records each call; an `az rest --body @file` call records the file's bytes too. FAIL_AT=<n>: the n-th call fails.
+n=$(( $(wc -l < "$CALLS" 2>/dev/null || echo 0) + 1 ))
+printf '%s %s\\n' "$(basename "$0")" "$*" >> "$CALLS"
+prev=""
+for arg in "$@"; do
+  if [ "$prev" = "--body" ]; then cat "${arg#@}" >> "$BODIES"; printf '\\n' >> "$BODIES"; fi
+  prev=$arg
+done
+[ "${FAIL_AT:-0}" = "$n" ] && { echo "fails on purpose" >&2; exit 1; }
+case "$*" in *"ad app show"*) echo 11111111-2222-3333-4444-555555555555 ;; esac
+exit 0
+"""
+
+
+def _run_set_up(tmp_path, fail_at: int = 0):
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("az", "gh"):
+        (bin_dir / name).write_text(FAKE_CLI)
+        (bin_dir / name).chmod(0o755)
+    script = tmp_path / "federation.sh"
+    script.write_text(fed.setup_commands(REPO))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(tmp_path / "calls"), "BODIES": str(tmp_path / "bodies"),
+           "FAIL_AT": str(fail_at), "TMPDIR": str(tmp_path), "PRODUCTION_APP_ID": "p", "DRIFT_APP_ID": "d",
+           "PREVIEW_APP_ID": "v", "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
+    return done, calls, os.listdir(tmp_path)
+
+
+def test_a_credential_body_planted_where_set_up_writes_is_never_sent(tmp_path):
+    """The set-up once wrote each flexible credential's body to ``preview-credential-<n>.json`` in the working
+    directory and sent that file, with no ``set -e``: a file or symlink another user made there first (a shared
+    directory) became a credential of their choosing on the preview app. Now the bodies go through a private
+    ``mktemp -d`` directory, removed on exit, and a planted file is neither read nor touched."""
+    planted = '{"name": "evil", "subject": "repo:evil/evil:ref:refs/heads/main"}'
+    (tmp_path / "preview-credential-1.json").write_text(planted)
+    (tmp_path / "preview-credential-2.json").symlink_to(tmp_path / "preview-credential-1.json")
+    done, calls, left = _run_set_up(tmp_path)
+    assert done.returncode == 0, done.stderr
+    sent = [json.loads(line) for line in (tmp_path / "bodies").read_text().splitlines() if line]
+    assert [b["name"] for b in sent] == [f"github-preview-pull-requests-{n}"
+                                         for n in range(1, fed.PULL_REQUEST_DIGITS + 1)]
+    assert (tmp_path / "preview-credential-1.json").read_text() == planted
+    assert not [name for name in left if name.startswith("tmp.")], "the private directory is removed on exit"
+
+
+def test_a_failing_call_stops_the_set_up_there(tmp_path):
+    """A credential that could not be created must not be followed by the subject template, which switches GitHub to
+    subjects the missing credential would have trusted: the script stops at the first failing call."""
+    done, calls, _ = _run_set_up(tmp_path, fail_at=2)
+    assert done.returncode != 0 and len(calls) == 2
+    assert not any("customization/sub" in call for call in calls)
