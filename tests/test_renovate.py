@@ -1,5 +1,5 @@
-"""renovate.json: the bot proposes bumps of the locks, the pinned actions, kubelogin and the Pyroscope chart, and
-can re-run the locks' pip-compile commands."""
+"""renovate.json: the bot proposes bumps of the locks (the Azure CLI's among them), the pinned actions, kubelogin
+and the Pyroscope chart, and can re-run the locks' pip-compile commands."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     files = tracked_files()
 
     locks = [f for f in files if any(js_pattern(p).search(f) for p in config["pip-compile"]["managerFilePatterns"])]
-    assert locks == ["policy/requirements.lock", "requirements-dev.lock", "requirements.lock"], locks
+    assert locks == [".ci/azure-cli.lock", "policy/requirements.lock", "requirements-dev.lock",
+                     "requirements.lock"], locks
     assert config["rangeStrategy"] == "update-lockfile" and config["lockFileMaintenance"]["enabled"] is True
 
     workflows = [f for f in files if any(js_pattern(p).search(f)
@@ -96,10 +97,22 @@ def test_the_bot_can_rerun_the_locks_commands():
     (renovatebot/renovate lib/modules/manager/pip-compile/common.ts, allowedPipOptions: --allow-unsafe,
     --generate-hashes, --no-emit-index-url, --strip-extras, --output-file, ...): the headers use no others."""
     allowed = {"--allow-unsafe", "--generate-hashes", "--strip-extras", "--no-emit-index-url"}
-    for lock in ("requirements.lock", "policy/requirements.lock"):
+    for lock in ("requirements.lock", "policy/requirements.lock", ".ci/azure-cli.lock"):
         header = re.search(r"^#    pip-compile (.*)$", (ROOT / lock).read_text(), re.M).group(1).split()
         options = {o for o in header if o.startswith("--") and not o.startswith("--output-file=")}
         assert options <= allowed, (lock, options - allowed)
+
+
+def test_the_azure_cli_lock_is_bumped_on_its_own():
+    """The Azure CLI's lock (.ci/azure-cli.lock, its own venv and azure-cli's exact pins) is a pip-compile file the
+    bot refreshes, in a pull request of its own: a later rule than the python locks' group names its own group."""
+    config = renovate()
+    rules = [r for r in config["packageRules"] if "pip-compile" in r.get("matchManagers", [])]
+    lock = ".ci/azure-cli.lock"
+    applies = [r for r in rules if not r.get("matchFileNames") or lock in r["matchFileNames"]]
+    assert applies[-1]["groupName"] == "azure-cli lock"
+    others = [r for r in rules if not r.get("matchFileNames") or "requirements.lock" in r["matchFileNames"]]
+    assert others[-1]["groupName"] == "python locks"
 
 
 def test_the_pyroscope_chart_and_image_move_in_one_pull_request():
