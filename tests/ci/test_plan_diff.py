@@ -53,7 +53,7 @@ def comment_body(repo):
     node = shutil.which("node")
     if node is None:
         return None
-    script = uses(load("pr.yml")["jobs"]["offline"], "actions/github-script")["with"]["script"]
+    script = uses(load("pr.yml")["jobs"]["comment"], "actions/github-script")["with"]["script"]
     harness = (
         "const posted = [];\n"
         "const github = { paginate: async () => [], rest: { issues: { listComments: null,"

@@ -12,9 +12,11 @@ import yaml
 
 from tests.support import ROOT
 from tests.support.workflows import (
+    AFTER_SIGN_IN_ACTIONS,
     PULUMI_RUNS,
     WORKFLOW_FILES,
     WORKFLOWS,
+    code_after_sign_in,
     index,
     load,
     run_step,
@@ -80,15 +82,18 @@ PULUMI_JOBS = [("pr.yml", "preview"), ("deploy-stacks.yml", "cluster")]
 def runs_pulumi(job: dict) -> bool:
     """A job that runs pulumi preview/up/destroy/refresh (through pulumi/actions) or ops.verify."""
     actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@")]
-    return any(s["with"].get("command") in {"preview", "up", "update", "destroy", "refresh"} for s in actions) or any(
-        command in runs(job) for command in PULUMI_RUNS)
+    return any((s.get("with") or {}).get("command") in {"preview", "up", "update", "destroy", "refresh"}
+               for s in actions) or any(command in runs(job) for command in PULUMI_RUNS)
 
 
 def pulumi_step(job: dict) -> dict:
-    """The step that runs pulumi: pulumi/actions with a command, else the ops.fleet script (whose pulumi commands
-    all pass ``--policy-pack policy``, tests/ops/test_fleet.py)."""
-    actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@") and "command" in s["with"]]
-    return actions[0] if actions else run_step(job, "-m ops.fleet ")
+    """The step that runs pulumi: the preview's own `pulumi preview` (it passes ``--policy-pack policy``), else the
+    ops.fleet script (whose pulumi commands all pass it too, tests/ops/test_fleet.py)."""
+    previews = [s for s in steps(job) if "pulumi preview --stack" in s.get("run", "")]
+    if previews:
+        assert len(previews) == 1 and "--policy-pack policy" in previews[0]["run"], previews
+        return previews[0]
+    return run_step(job, "-m ops.fleet ")
 
 
 @pytest.mark.parametrize("name,job_name", PULUMI_JOBS)
@@ -139,14 +144,14 @@ def test_backend_is_chosen_before_anything_else_and_handed_to_pulumi(name, job_n
     assert job["permissions"]["id-token"] == "write"  # Pulumi's OIDC exchange as well as Azure's
     setup, login = uses(job, "actions/setup-python"), uses(job, "azure/login")
     assert index(job, backend) < index(job, setup) < index(job, login) < index(job, cloud) < index(job, pulumi)
-    # pulumi/auth-actions exports the token to every later step: after it, nothing installs or downloads code.
-    for step in steps(job)[index(job, cloud) + 1:]:
-        assert not re.search(r"pip install|curl |npm |apt-get", step.get("run", "")), step
-        assert not step.get("uses", "").startswith(("actions/setup-", "azure/")), step
+    # pulumi/auth-actions exports the token to every later step: what may run after it, test_nothing_but_the_allow_list.
 
 
 @pytest.mark.parametrize("name", ["pr.yml", "deploy-stacks.yml", "drift.yml"])
-def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after_login(name):
+def test_every_job_running_pulumi_or_verify_gets_kubelogin_before_login_and_warm_tokens_right_after(name):
+    """kubelogin (its zip's sha256 checked) and the Pulumi CLI are installed before the Azure sign-in, nothing is
+    downloaded after it (test_nothing_but_the_allow_list_runs_after_sign_in), and the token warm-up is the very
+    next step: the federated assertion az signed in with lives for minutes and cannot be renewed."""
     checked = 0
     for job in load(name)["jobs"].values():
         if not runs_pulumi(job):
@@ -154,15 +159,11 @@ def test_every_job_running_pulumi_or_verify_gets_kubelogin_and_warm_tokens_after
             continue
         checked += 1
         login, kubelogin = uses(job, "azure/login"), run_step(job, "kubelogin-linux-amd64.zip")
-        warm = run_step(job, ".ci/warm_tokens.sh")
+        cli, warm = uses(job, "pulumi/actions"), run_step(job, ".ci/warm_tokens.sh")
         assert warm["run"] == "bash .ci/warm_tokens.sh"
-        users = [i for i, s in enumerate(steps(job))
-                 if s.get("uses", "").startswith("pulumi/actions@") or any(c in s.get("run", "") for c in PULUMI_RUNS)]
-        assert index(job, login) < index(job, kubelogin) < min(users)
-        assert index(job, login) < index(job, warm) < min(users)
-        # nothing slow between the login and the warm-up: the federated assertion lives for minutes
-        between = steps(job)[index(job, login) + 1:index(job, warm)]
-        assert between == [kubelogin], [s.get("name") or s.get("uses") for s in between]
+        users = [i for i, s in enumerate(steps(job)) if any(c in s.get("run", "") for c in PULUMI_RUNS)]
+        assert max(index(job, kubelogin), index(job, cli)) < index(job, login) < index(job, warm) < min(users)
+        assert index(job, warm) == index(job, login) + 1, "the warm-up right after the login"
     assert checked == (2 if name == "deploy-stacks.yml" else 1)
 
 
@@ -224,16 +225,25 @@ def test_kubelogin_step_refuses_a_zip_that_does_not_match(tmp_path):
     assert bad.returncode != 0 and not (temp / "bin" / "kubelogin").exists()
 
 
-@pytest.mark.parametrize("name", WORKFLOW_FILES)
+LOCK_INSTALL = re.compile(r"pip install (--quiet )?(--disable-pip-version-check )?--require-hashes "
+                          r"-r (?P<lock>(policy/)?requirements(-dev)?\.lock|\.ci/azure-cli\.lock)(\s|$)")
+
+
+@pytest.mark.parametrize("name", [*WORKFLOW_FILES, "../../.ci/run"])
 def test_every_python_environment_is_installed_from_a_lock_with_hashes(name):
-    """Every `pip install` in a workflow installs a lock with --require-hashes: never the ranges of a requirements.txt
-    (what CI tested is what deploys), except the azure-cli parser check's own venv."""
-    for job in load(name)["jobs"].values():
-        for line in runs(job).splitlines():
-            if "pip install" not in line or ".azcli/bin/pip" in line:
-                continue
-            assert re.search(r"pip install --require-hashes -r (policy/)?requirements(-dev)?\.lock\b", line), line
-            assert "requirements.txt" not in line, line
+    """Every `pip install` in a workflow or in .ci/run installs a lock with --require-hashes, the Azure CLI's venv
+    too (.ci/azure-cli.lock): never a range (what CI tested is what deploys, and nothing unhashed sits beside a token
+    that can write). Each lock it names pins every package with == and hashes (pip then refuses anything else)."""
+    text = (WORKFLOWS / name).read_text()
+    lines = [line for line in text.splitlines() if "pip install" in line and not line.lstrip().startswith("#")]
+    for line in lines:
+        match = LOCK_INSTALL.search(line)
+        assert match, line
+        lock = ROOT / match["lock"]
+        entries = [entry for entry in lock.read_text().split("\n") if entry and not entry.startswith((" ", "#"))]
+        assert entries and all(re.fullmatch(r"[A-Za-z0-9._-]+==\S+ \\", entry) for entry in entries), lock
+    if name == "pr.yml" or name.endswith(".ci/run"):
+        assert any(".azcli/bin/pip install" in line and ".ci/azure-cli.lock" in line for line in lines), name
 
 
 def test_the_docs_name_exactly_the_token_scopes_the_workflows_use():
@@ -241,3 +251,132 @@ def test_the_docs_name_exactly_the_token_scopes_the_workflows_use():
     for doc in ("platform.md", "security.md"):
         named = set(re.findall(r"PULUMI_[A-Z]+_SCOPE", (ROOT / "docs" / doc).read_text(encoding="utf-8")))
         assert named == set(TOKEN_SCOPES.values()), (doc, named)
+
+
+def all_jobs() -> list[tuple[str, str, dict]]:
+    return [(path.name, job_name, job) for path in sorted(WORKFLOWS.glob("*.y*ml"))
+            for job_name, job in load(path.name)["jobs"].items()]
+
+
+def test_nothing_but_the_allow_list_runs_after_sign_in():
+    """From a job's first sign-in (azure/login, pulumi/auth-actions) on, a credential sits beside every step: nothing
+    then fetches or installs code. An allow-list (tests/support/workflows.py): the Pulumi sign-in and the artifact
+    upload as actions; as commands this repository's scripts and modules, pulumi on the program, az and kubectl
+    without what installs code, and shell words that move what is already there. The kubelogin and Pulumi CLI
+    installs come before the sign-in."""
+    found = [finding for name, job_name, job in all_jobs() for finding in code_after_sign_in(name, job_name, job)]
+    assert found == []
+
+
+#: Ways to fetch or run code that is not the repository's, each as one step added after a job's sign-in.
+FETCHES = {
+    "wget": ({"run": "wget -q https://example.com/tool"}, "wget"),
+    "curl piped to a shell": ({"run": "curl -fsSL https://example.com/install.sh | bash"}, "curl"),
+    "gh release download": ({"run": "gh release download v1.0.0 --repo o/tool"}, "gh release download"),
+    "go install": ({"run": "go install example.com/tool@latest"}, "go install"),
+    "go get": ({"run": "go get example.com/module"}, "go get"),
+    "uv": ({"run": "uv tool install tool"}, "uv tool install"),
+    "uvx": ({"run": "uvx tool"}, "uvx"),
+    "pipx": ({"run": "pipx run tool"}, "pipx"),
+    "npx": ({"run": "npx tool"}, "npx"),
+    "npm": ({"run": "npm ci"}, "npm ci"),
+    "docker pull": ({"run": "docker pull alpine:3"}, "docker pull"),
+    "apt-get under sudo": ({"run": "sudo apt-get install -y tool"}, "sudo apt-get"),
+    "pip": ({"run": ".venv/bin/pip install tool"}, "pip install"),
+    "python -m pip": ({"run": "python3 -m pip install tool"}, "-m pip"),
+    "a script from elsewhere": ({"run": "python3 /tmp/tool.py"}, "/tmp/tool.py"),
+    "pulumi plugin install": ({"run": "pulumi plugin install resource azure-native v3.29.0"}, "plugin install"),
+    "pulumi install": ({"run": "pulumi install"}, "pulumi install"),
+    "pulumi package add": ({"run": "pulumi package add terraform-provider hashicorp/random"}, "package add"),
+    "pulumi new": ({"run": "pulumi new azure-python --yes"}, "pulumi new"),
+    "az extension add": ({"run": "az extension add --name aks-preview"}, "extension add"),
+    "az upgrade": ({"run": "az upgrade --yes"}, "az upgrade"),
+    "az dynamic extension install": ({"run": "az config set extension.dynamic_install_allow_preview=true"},
+                                     "dynamic_install"),
+    "a command substitution": ({"run": 'token="$(curl -fsSL https://example.com/x)"'}, "curl"),
+    "bash -c": ({"run": 'bash -c "wget https://example.com/x"'}, "bash -c"),
+    "a line continuation": ({"run": "echo start && \\\n  wget https://example.com/x"}, "wget"),
+    "a python run block": ({"shell": "python", "run": "import urllib.request"}, "python run block"),
+    "actions/setup-node": ({"uses": "actions/setup-node@49933ea5288caeca8642d1e84afbd3f7d6820020"},
+                           "actions/setup-node"),
+    "azure/setup-kubectl": ({"uses": "azure/setup-kubectl@776406bce94f63e41d621b960d78ee25c8b76ede"},
+                            "azure/setup-kubectl"),
+    "pulumi/actions": ({"uses": "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d",
+                        "with": {"pulumi-version": "3.230.0"}}, "pulumi/actions"),
+    "a local action": ({"uses": "./.github/actions/tool"}, "./.github/actions/tool"),
+    "a container action": ({"uses": "docker://alpine:3"}, "docker://alpine"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FETCHES))
+def test_the_allow_list_refuses_every_way_to_fetch_code_after_sign_in(case):
+    """Each form (an installer the old deny-list named or not), added as a step right after the sign-in of each job
+    that signs in, is refused in a line naming the workflow, the job, the step and the command."""
+    form, command = FETCHES[case]
+    step = {"name": f"Added: {case}", **form}
+    checked = 0
+    for name, job_name, job in all_jobs():
+        signs_in = [i for i, s in enumerate(job.get("steps", []))
+                    if s.get("uses", "").split("@")[0] in ("azure/login", "pulumi/auth-actions")]
+        if not signs_in:
+            continue
+        checked += 1
+        mutated = {**job, "steps": [*job["steps"][:signs_in[0] + 1], step, *job["steps"][signs_in[0] + 1:]]}
+        found = [f for f in code_after_sign_in(name, job_name, mutated) if f"step 'Added: {case}'" in f]
+        assert found, f"{name} job {job_name}: {case} not caught"
+        assert all(f.startswith(f"{name} job {job_name} step 'Added: {case}': ") for f in found), found
+        assert any(command in f.split(": ", 1)[1] for f in found), (command, found)
+    assert checked == 4  # pr.yml preview, deploy-stacks.yml cluster and grafana, drift.yml check
+
+
+@pytest.mark.parametrize("run", [
+    "bash .ci/warm_tokens.sh",
+    'python3 -m ops.fleet cluster --stacks "$STACKS" --grafana "$GRAFANA" --out "$RUNNER_TEMP/fleet"',
+    '.venv/bin/python -m ops.verify --stack "$STACK" --drift --json > drift-result/report.json 2> error.txt',
+    'pulumi preview --stack "$STACK" --diff --policy-pack policy > preview.txt 2>&1',
+    'pulumi stack output --json --stack "$STACK" | jq .grafanaUrl',
+    "az account show --output none && kubectl get pods -n gadget",
+    'set +e\ncode=$?\necho "CODE=$code" >> "$GITHUB_ENV"\ntest "$code" -le 1\nif [ -f a ]; then cat a; fi',
+])
+def test_the_allow_list_lets_the_jobs_own_commands_run(run):
+    job = {"steps": [{"uses": "azure/login@a457da9ea143d694b1b9c7c869ebb04ebe844ef5"},
+                     {"name": "own", "run": run},
+                     {"uses": f"{AFTER_SIGN_IN_ACTIONS[1]}@ea165f8d65b6e75b540449e92b4886f43607fa02"}]}
+    assert code_after_sign_in("x.yml", "j", job) == []
+
+
+def test_every_checkout_leaves_no_token_in_the_clone():
+    """actions/checkout writes the job's GITHUB_TOKEN into .git/config unless told not to (actions/checkout v4.2.2
+    action.yml: persist-credentials, default true), where every later step, the pull request's code among them, can
+    read it. No workflow needs git to authenticate after the checkout."""
+    checkouts = [(name, job_name, step) for name, job_name, job in all_jobs() for step in steps(job)
+                 if step.get("uses", "").startswith("actions/checkout@")]
+    assert len(checkouts) >= 9
+    for name, job_name, step in checkouts:
+        assert (step.get("with") or {}).get("persist-credentials") is False, (name, job_name)
+
+
+def granted(document: dict, job: dict) -> dict:
+    """A job's GITHUB_TOKEN scopes: its own permissions, else the workflow's; write-all grants every scope."""
+    permissions = job.get("permissions", document.get("permissions"))
+    if isinstance(permissions, str):
+        return {"pull-requests": "write", "contents": "write", "issues": "write"} if permissions == "write-all" else {}
+    return permissions or {}
+
+
+def test_no_job_that_checks_out_code_can_write_to_pull_requests():
+    """A job that checks the repository out runs that code (in pr.yml, the pull request's): it never holds
+    pull-requests: write. The comments are posted by jobs of their own, which check nothing out and run no command:
+    they download what the job that planned handed over and post it."""
+    writers = []
+    for name, job_name, job in all_jobs():
+        document = load(name)
+        checks_out = any(s.get("uses", "").startswith("actions/checkout@") for s in steps(job))
+        if granted(document, job).get("pull-requests") == "write":
+            writers.append((name, job_name))
+            assert not checks_out, f"{name} job {job_name} checks code out and can write to pull requests"
+            assert not any("run" in s for s in steps(job)), f"{name} job {job_name} runs commands"
+            assert {s["uses"].split("@")[0] for s in steps(job)} <= {"actions/download-artifact",
+                                                                      "actions/github-script"}, (name, job_name)
+            assert granted(document, job) == {"pull-requests": "write"}, (name, job_name)
+    assert sorted(writers) == [("pr.yml", "comment"), ("pr.yml", "preview-comment")]

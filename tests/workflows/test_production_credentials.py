@@ -469,7 +469,7 @@ def test_the_preview_job_uses_only_the_preview_identity():
             and "access_token:personal" in cloud["requested-token-type"])
     assert cloud["scope"] == "${{ vars.PULUMI_PREVIEW_SCOPE }}"
     assert re.findall(r"secrets\.(\w+)", yaml.safe_dump(preview)) == []
-    assert preview["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
+    assert preview["permissions"] == {"contents": "read", "id-token": "write"}, "the preview comment job posts"
 
 
 def test_id_token_write_only_where_a_job_signs_in():
