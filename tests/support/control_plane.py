@@ -1,11 +1,15 @@
 """A real Kubernetes control plane on loopback for the end-to-end tests: etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler and kwok (fake nodes whose pods become Ready), the binaries toolchain/build makes.
 
-:class:`ControlPlane` (a context manager) starts them in a temporary folder on free 127.0.0.1 ports, with a CA and a
-serving certificate made by ``openssl``, a service-account key pair, and static tokens (``--token-auth-file``): one
-for the components and the tests (``admin_token``), and :attr:`ControlPlane.user_token`, the token the stand-in ``az``
-hands kubelogin for the AKS server application, so the stack's Entra ID kubeconfig reaches this API server as AKS's
-does. Authorization is AlwaysAllow. It registers two AKS-like nodes (agent pools ``system`` and ``gpu``, the GPU one
+:class:`ControlPlane` (a context manager) starts them in a temporary folder (mode 0700, its keys 0600) on free
+127.0.0.1 ports, with a CA and certificates made by ``openssl``, a service-account key pair, and static tokens
+(``--token-auth-file``): one for the components and the tests (``admin_token``), and :attr:`ControlPlane.user_token`,
+the token the stand-in ``az`` hands kubelogin for the AKS server application, so the stack's Entra ID kubeconfig
+reaches this API server as AKS's does. Both are in ``system:masters``. Only the test run gets in
+(docs/decisions/test-servers.md): the API server takes no anonymous request and authorizes with Node and RBAC; etcd
+speaks TLS only to a client with the API server's client certificate, its peer listener is a unix socket in the
+folder, and no component serves metrics or debug endpoints of its own; every process dies with the test process
+(tests/support/processes.py). It registers two AKS-like nodes (agent pools ``system`` and ``gpu``, the GPU one
 tainted as AKS taints GPU pools) and AKS's built-in storage classes. :meth:`ControlPlane.api` is a ``requests``
 session on the API server. A component that fails to start, or exits, raises with its last log lines; ``__exit__``
 stops every process and removes the folder, also when the test failed. Who writes what the cloud does (load balancer
@@ -14,6 +18,7 @@ addresses, disks, the private link service): tests/support/aks_cloud.py.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import signal
@@ -26,6 +31,8 @@ from typing import Optional
 
 import requests
 import yaml
+
+from tests.support import processes
 
 #: The service CIDR AKS's canned cluster has (offline/canned.py ``managed_cluster``), and its pod CIDR.
 SERVICE_CIDR = "10.0.0.0/16"
@@ -57,19 +64,49 @@ def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
+def _sign(folder: Path, name: str, subject: str, extensions: str) -> None:
+    """``name.key`` and ``name.crt``, signed by ``ca.crt``."""
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", subject, cwd=folder)
+    (folder / f"{name}.ext").write_text(extensions)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=folder)
+
+
+def _private(folder: Path) -> None:
+    """The folder and every file in it readable by the user alone."""
+    folder.chmod(0o700)
+    for path in folder.iterdir():
+        if path.is_file():
+            path.chmod(0o600)
+
+
 def make_certificates(folder: Path) -> None:
     """``ca.crt``/``ca.key``, the API server's ``server.crt``/``server.key`` (127.0.0.1, localhost), and the
-    service-account key pair ``sa.key``/``sa.pub``."""
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-             "-subj", "/CN=e2e-ca", cwd=folder)
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-             "-subj", "/CN=kube-apiserver", cwd=folder)
-    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
-                                    "extendedKeyUsage=serverAuth\n")
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=folder)
-    _openssl("genrsa", "-out", "sa.key", "2048", cwd=folder)
-    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
+    service-account key pair ``sa.key``/``sa.pub``; the folder and its files the user's alone."""
+    old = os.umask(0o077)
+    try:
+        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days",
+                 "2", "-subj", "/CN=e2e-ca", cwd=folder)
+        _sign(folder, "server", "/CN=kube-apiserver",
+              "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n")
+        _openssl("genrsa", "-out", "sa.key", "2048", cwd=folder)
+        _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
+    finally:
+        os.umask(old)
+    _private(folder)
+
+
+def make_etcd_certificates(folder: Path) -> None:
+    """etcd's serving ``etcd.crt``/``etcd.key`` (127.0.0.1) and the API server's client ``etcd-client.crt``/``.key``,
+    by ``ca.crt`` (:func:`make_certificates` first)."""
+    old = os.umask(0o077)
+    try:
+        _sign(folder, "etcd", "/CN=etcd", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        _sign(folder, "etcd-client", "/CN=kube-apiserver-etcd-client", "extendedKeyUsage=clientAuth\n")
+    finally:
+        os.umask(old)
+    _private(folder)
 
 
 class ControlPlane:
@@ -82,7 +119,7 @@ class ControlPlane:
         self.folder = Path(tempfile.mkdtemp(prefix="e2e-control-plane-"))
         self.admin_token = secrets.token_hex(16)
         self.user_token = user_token or secrets.token_hex(24)
-        self.processes: dict[str, subprocess.Popen] = {}
+        self.processes: dict[str, processes.Guarded] = {}
         self.server = ""
 
     # --- lifecycle ---
@@ -107,28 +144,35 @@ class ControlPlane:
     def start(self) -> None:
         f = self.folder
         make_certificates(f)
+        make_etcd_certificates(f)
         (f / "tokens.csv").write_text(f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n'
                                       f'{self.user_token},aks-user,aks-user,"system:masters"\n')
-        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        (f / "tokens.csv").chmod(0o600)
+        etcd_port, api_port = free_port(), free_port()
         self.server = f"https://127.0.0.1:{api_port}"
+        # A single member's peer listener serves no one; a unix socket in the 0700 folder (etcd takes unix://HOST:PORT,
+        # the file HOST:PORT in its working directory, the folder) keeps it off the network.
         self._spawn("etcd", ["--name", "e2e", "--data-dir", str(f / "etcd"),
-                             "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-                             "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-                             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-                             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
-                             "--initial-cluster", f"e2e=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync",
-                             "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}"])
+                             "--listen-client-urls", f"https://127.0.0.1:{etcd_port}",
+                             "--advertise-client-urls", f"https://127.0.0.1:{etcd_port}",
+                             "--cert-file", str(f / "etcd.crt"), "--key-file", str(f / "etcd.key"),
+                             "--client-cert-auth", "--trusted-ca-file", str(f / "ca.crt"),
+                             "--listen-peer-urls", "unix://etcd-peer:1", "--initial-advertise-peer-urls", "unix://etcd-peer:1",
+                             "--initial-cluster", "e2e=unix://etcd-peer:1", "--unsafe-no-fsync"])
         self._spawn("kube-apiserver", [
-            f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--bind-address=127.0.0.1",
+            f"--etcd-servers=https://127.0.0.1:{etcd_port}", f"--etcd-cafile={f / 'ca.crt'}",
+            f"--etcd-certfile={f / 'etcd-client.crt'}", f"--etcd-keyfile={f / 'etcd-client.key'}",
+            "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={f / 'certs'}",
             f"--tls-cert-file={f / 'server.crt'}", f"--tls-private-key-file={f / 'server.key'}",
-            f"--client-ca-file={f / 'ca.crt'}", f"--token-auth-file={f / 'tokens.csv'}",
-            "--authorization-mode=AlwaysAllow", f"--service-account-key-file={f / 'sa.pub'}",
+            f"--client-ca-file={f / 'ca.crt'}", f"--token-auth-file={f / 'tokens.csv'}", "--anonymous-auth=false",
+            "--authorization-mode=Node,RBAC", f"--service-account-key-file={f / 'sa.pub'}",
             f"--service-account-signing-key-file={f / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--allow-privileged=true",
             "--endpoint-reconciler-type=none", "--enable-priority-and-fairness=false", "--profiling=false"])
         self.kubeconfig = f / "admin.kubeconfig"
+        self.kubeconfig.touch(mode=0o600)
         self.kubeconfig.write_text(yaml.safe_dump(self.admin_kubeconfig()))
         self._wait_ready()
         self._spawn("kube-controller-manager", [
@@ -137,9 +181,10 @@ class ControlPlane:
             "--use-service-account-credentials=false", "--profiling=false"])
         self._spawn("kube-scheduler", [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
                                        "--secure-port=0", "--profiling=false"])
+        # No --server-address: kwok then serves nothing (its exec, logs and port-forward server stays off).
         self._spawn("kwok", [f"--kubeconfig={self.kubeconfig}", f"--config={self.kwok_stages}",
-                             "--manage-all-nodes=true", f"--server-address=127.0.0.1:{free_port()}",
-                             f"--cidr={POD_CIDR}", "--node-ip=10.224.0.4", "--node-lease-duration-seconds=40"])
+                             "--manage-all-nodes=true", f"--cidr={POD_CIDR}", "--node-ip=10.224.0.4",
+                             "--node-lease-duration-seconds=40"])
         self._seed()
 
     def stop(self) -> None:
@@ -160,9 +205,9 @@ class ControlPlane:
     # --- processes ---
     def _spawn(self, name: str, args: list[str]) -> None:
         binary = self.bin_dir / name
-        log = open(self.folder / f"{name}.log", "wb")
-        self.processes[name] = subprocess.Popen([str(binary), *args], stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, cwd=self.folder)
+        log = open(os.open(self.folder / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+        self.processes[name] = processes.popen([str(binary), *args], stdout=log, stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL, cwd=self.folder)
         log.close()
 
     def tail(self, name: str, lines: int = LOG_TAIL) -> str:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, processes
 
 
 def helm() -> str:
@@ -39,8 +38,8 @@ def helm_318() -> str:
 
 
 def helm_version(binary: str) -> str:
-    return subprocess.run([binary, "version", "--template", "{{.Version}}"], capture_output=True, text=True,
-                          timeout=30).stdout
+    return processes.run([binary, "version", "--template", "{{.Version}}"], capture_output=True, text=True,
+                         timeout=30).stdout
 
 
 def helm_env(tmp_path) -> dict:
@@ -63,9 +62,9 @@ def render_values(tmp_path, values: dict, extra_values: dict | None = None, name
         files.append(tmp_path / "extra.yaml")
         files[1].write_text(yaml.safe_dump(extra_values))
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
-    done = subprocess.run([helm(), "template", name, str(chart), "-n", namespace,
-                           *[arg for path in files for arg in ("-f", str(path))]],
-                          capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
+    done = processes.run([helm(), "template", name, str(chart), "-n", namespace,
+                          *[arg for path in files for arg in ("-f", str(path))]],
+                         capture_output=True, text=True, env=helm_env(tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 

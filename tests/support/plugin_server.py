@@ -9,12 +9,22 @@ on from the plugin's first line of stdout (pulumi/pulumi v3.230.0 ``sdk/go/commo
 (``sdk/go/common/resource/plugin/rpc.go``); :func:`to_dict`/:func:`to_struct` keep both as they are, and
 :func:`reveal`/:func:`has_unknowns` read them. :func:`log` writes to the engine's log as a
 provider does (``Engine.Log``), which the CLI prints beside the resource.
+
+The protocol has no authentication, so :func:`serve` answers only the process that started the plugin (the engine):
+:class:`EngineOnly` refuses, PERMISSION_DENIED, a call over a connection that process does not hold; and the plugin
+dies with it (:func:`die_with_engine`). docs/decisions/test-servers.md says why and what that costs.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
+import signal
+import socket
+import struct
 import sys
+import threading
 from concurrent import futures
 from typing import Any, Callable, Optional
 
@@ -161,12 +171,109 @@ class EngineLog:
             pass
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_engine() -> int:
+    """SIGKILL for this process when the process that started it (the engine) dies, also when the engine is killed
+    and cannot stop its plugins (``PR_SET_PDEATHSIG``; it fires when the engine's thread that started the plugin
+    exits, which for the Go CLI is when the process does). Exits at once if the engine is already gone. The engine's
+    pid."""
+    engine = os.getppid()
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != engine:
+        os._exit(1)
+    return engine
+
+
+NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST = 4, 20, 1
+#: 127.0.0.1 as an IPv4 and as an IPv4-mapped IPv6 socket has it (gRPC's Python sockets are IPv6 ones).
+LOOPBACK = ((socket.AF_INET, socket.inet_pton(socket.AF_INET, "127.0.0.1") + bytes(12)),
+            (socket.AF_INET6, socket.inet_pton(socket.AF_INET6, "::ffff:127.0.0.1")))
+
+
+def client_socket_inode(client_port: int, server_port: int) -> Optional[int]:
+    """The inode of the TCP socket 127.0.0.1:``client_port`` -> 127.0.0.1:``server_port``, by the kernel's exact
+    lookup (sock_diag, ``SOCK_DIAG_BY_FAMILY`` without a dump: linux include/uapi/linux/inet_diag.h); None if there
+    is none. Reading ``/proc/net/tcp`` instead costs milliseconds a call."""
+    for family, address in LOOPBACK:
+        sockid = struct.pack("!HH", client_port, server_port) + address + address + struct.pack(
+            "=III", 0, 0xFFFFFFFF, 0xFFFFFFFF)  # no interface, INET_DIAG_NOCOOKIE
+        request = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as netlink:
+            netlink.sendto(struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0)
+                           + request, (0, 0))
+            answer = netlink.recv(65536)
+        if struct.unpack_from("=IH", answer)[1] == SOCK_DIAG_BY_FAMILY:  # else NLMSG_ERROR: not in this family
+            return struct.unpack_from("=I", answer, 16 + 68)[0]  # struct inet_diag_msg's idiag_inode
+    return None
+
+
+class EngineOnly(grpc.ServerInterceptor):
+    """Lets a call through only over a connection whose client socket is an open file of process ``engine``: the
+    peer's address (``ipv4:127.0.0.1:PORT``) and our ``port`` name the client's socket
+    (:func:`client_socket_inode`), whose inode must be among ``/proc/<engine>/fd``. A socket found there is
+    remembered (an inode is not reused while the socket lives); each call still looks its inode up, as a peer address
+    can come back on a new connection. Anything else, an unreadable ``/proc`` included, is refused with
+    PERMISSION_DENIED."""
+
+    def __init__(self, engine: int) -> None:
+        self.engine = engine
+        self.port = 0  # set once the server has its port
+        self._allowed: set[int] = set()
+        self._lock = threading.Lock()
+
+    def allows(self, peer: str) -> bool:
+        match = re.fullmatch(r"ipv4:127\.0\.0\.1:(\d+)|ipv6:\[::ffff:127\.0\.0\.1\]:(\d+)", peer)
+        if not match:
+            return False
+        try:
+            inode = client_socket_inode(int(match.group(1) or match.group(2)), self.port)
+            if not inode:
+                return False
+            if inode in self._allowed:
+                return True
+            target = f"socket:[{inode}]"
+            folder = f"/proc/{self.engine}/fd"
+            for fd in os.listdir(folder):
+                try:
+                    if os.readlink(f"{folder}/{fd}") == target:
+                        with self._lock:
+                            self._allowed.add(inode)
+                        return True
+                except OSError:
+                    continue
+        except OSError:
+            return False
+        return False
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        kind = ("stream" if handler.request_streaming else "unary") + "_" + (
+            "stream" if handler.response_streaming else "unary")
+        behaviour = getattr(handler, kind)
+
+        def guarded(request, context):
+            if not self.allows(context.peer()):
+                context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                              f"this plugin answers only the engine that started it (pid {self.engine})")
+            return behaviour(request, context)
+
+        return handler._replace(**{kind: guarded})
+
+
 def serve(servicer: provider_pb2_grpc.ResourceProviderServicer, argv: list[str]) -> None:
-    """Serve ``servicer`` as the engine expects of a plugin: listen on a loopback port, print it, run until killed."""
+    """Serve ``servicer`` as the engine expects of a plugin: listen on a loopback port, print it, run until the
+    engine stops it or dies; only the engine is answered (:class:`EngineOnly`)."""
+    guard = EngineOnly(die_with_engine())
     options = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=options)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=options, interceptors=[guard])
     provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
+    guard.port = port
     server.start()
     sys.stdout.write(f"{port}\n")
     sys.stdout.flush()

@@ -6,11 +6,10 @@ and the dashboard (tests/e2e/test_adoption.py adopts it, tests/e2e/test_existing
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 from offline import canned
-from tests.support import fake_world, reference
+from tests.support import fake_world, processes, reference
 
 HAND_MADE_UID = "bf2k9zq1m0xyz"
 GRAFANA_ID = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
@@ -34,8 +33,8 @@ def procedure(aks, helm: str) -> None:
     endpoint on the release's PLS, approved and refreshed, the two datasources and the dashboard."""
     chart = reference("pyroscope-chart-1.15.0/pyroscope-1.15.0.tgz")
     args = [a for value in PROCEDURE_VALUES for a in ("--set-string" if "annotations" in value else "--set", value)]
-    subprocess.run([helm, "install", "pyroscope", str(chart), "-n", "gadget", "--create-namespace",
-                    "--kubeconfig", str(aks.cp.kubeconfig), *args], check=True, capture_output=True, timeout=120)
+    processes.run([helm, "install", "pyroscope", str(chart), "-n", "gadget", "--create-namespace",
+                   "--kubeconfig", str(aks.cp.kubeconfig), *args], check=True, capture_output=True, timeout=120)
     pls_id = fake_world.pls_id("MC_rg-aks-gpu-dev_aks-gpu-dev_eastus2", "pyroscope-pls", canned.SUBSCRIPTION_ID)
     deadline = time.monotonic() + 60
     while pls_id.lower() not in aks.world()["pls"]:

@@ -6,8 +6,9 @@ tests/support/command_provider.py). docs/real-engine.md says what is real and wh
 :func:`tools` finds the built tools (``AKS_GPU_OBS_ENGINE_TOOLS``, default ``.tools/engine``) and refuses a missing or
 stale build in one line naming ``toolchain/build``: a skip outside CI, a failure under ``REQUIRE_ENGINE_TOOLS=1``.
 :class:`Workspace` is one project copy with its own file backend and ``PULUMI_HOME``, nothing leaving loopback:
-:meth:`Workspace.pulumi` runs the CLI, :meth:`Workspace.up`/``preview``/``destroy``/``refresh`` the usual commands
-(``--json`` previews parsed), :meth:`Workspace.state` the exported deployment. The ``command`` plugin is the real one
+:meth:`Workspace.pulumi` runs the CLI (tests/support/processes.py: the CLI and all it starts die with the test
+process), :meth:`Workspace.up`/``preview``/``destroy``/``refresh`` the usual commands (``--json`` previews parsed),
+:meth:`Workspace.state` the exported deployment. The ``command`` plugin is the real one
 when ``AKS_GPU_OBS_COMMAND_PLUGIN`` names a binary, else the stand-in.
 """
 
@@ -25,7 +26,7 @@ from typing import Optional
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, processes
 
 TOOLS_ENV = "AKS_GPU_OBS_ENGINE_TOOLS"
 COMMAND_PLUGIN_ENV = "AKS_GPU_OBS_COMMAND_PLUGIN"
@@ -145,8 +146,8 @@ class Workspace:
         ``check``: a non-zero exit fails the test with the output's end."""
         argv = ["pulumi", *args, "--non-interactive"] + (["--stack", stack] if stack else [])
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=cwd or self.project, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
+        done = processes.run(argv, cwd=cwd or self.project, env=self.env, capture_output=True, text=True,
+                             timeout=timeout)
         seconds = time.monotonic() - started
         with self.log.open("a") as log:
             log.write(f"$ {' '.join(argv)}\n{done.stdout}\n{done.stderr}\n(exit {done.returncode}, {seconds:.1f} s)\n")
