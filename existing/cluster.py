@@ -1,10 +1,11 @@
 """The existing AKS cluster: its facts and the prerequisite checks the configuration relies on.
 
-Owns: :class:`ClusterFacts`, :func:`lookup_cluster`, :data:`POLICY_ENGINES`. Input: a StackConfig. Output:
-ClusterFacts, from the azure-native invoke ``containerservice.getManagedCluster`` (ARM ``GET
+Owns: :class:`ClusterFacts`, :func:`lookup_cluster`, :func:`unreadable`, :data:`POLICY_ENGINES`. Input: a
+StackConfig. Output: ClusterFacts, from the azure-native invoke ``containerservice.getManagedCluster`` (ARM ``GET
 .../Microsoft.ContainerService/managedClusters/{name}``); the cluster is looked up, never created. Errors:
 ConfigError naming the key a missing prerequisite contradicts (``extensionAzureMonitor``,
-``privateLinkServiceResourceGroup``, ``pyroscopeNetworkPolicy``, ``pyroscopeMode``, ``kubeconfigCredentials``).
+``privateLinkServiceResourceGroup``, ``pyroscopeNetworkPolicy``, ``pyroscopeMode``, ``kubeconfigCredentials``), or
+``clusterName`` when the cluster cannot be read (:func:`unreadable`).
 Upstream: Azure/azure-rest-api-specs ``aks/stable/2025-10-01/managedClusters.json``; why each check:
 docs/decisions/cluster-prerequisites.md.
 """
@@ -65,7 +66,9 @@ class ClusterFacts:
 def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
     """Look the cluster up and check the prerequisites the configuration relies on.
 
-    Raises ConfigError (key ``extensionAzureMonitor``) when the extension's Azure Monitor integration is on
+    Raises ConfigError (key ``clusterName``, :func:`unreadable`) when ARM cannot answer for the cluster (a wrong name
+    or group, another subscription, no read permission). Raises ConfigError (key ``extensionAzureMonitor``) when the
+    extension's Azure Monitor integration is on
     but the cluster lacks the metrics add-on: the extension's PodMonitor would fail to install with
     "no matches for kind PodMonitor". Raises ConfigError (key ``kubeconfigCredentials``) when admin
     credentials are asked for but the cluster has local accounts disabled. Raises ConfigError (key
@@ -78,9 +81,13 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
     approval of Grafana's connection (a PUT on the PLS by the deployer) is refused, after the release, the PLS and
     the endpoint exist. A PLS in a resource group of the user's is the way out.
     """
-    result = containerservice.get_managed_cluster(
-        resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name
-    )
+    try:
+        result = containerservice.get_managed_cluster(
+            resource_group_name=cfg.cluster_resource_group, resource_name=cfg.cluster_name
+        )
+    except Exception as error:  # the SDK raises a plain Exception for a failed invoke (pulumi/runtime/invoke.py)
+        raise unreadable("clusterName", f"cluster '{cfg.cluster_name}' in resource group "
+                                        f"'{cfg.cluster_resource_group}'", error) from None
     monitor = result.azure_monitor_profile
     metrics = monitor.metrics if monitor else None
     facts = ClusterFacts(
@@ -153,6 +160,15 @@ def lookup_cluster(cfg: StackConfig) -> ClusterFacts:
             "credentials cannot be listed; use 'user' (Microsoft Entra ID, kubelogin)",
         )
     return facts
+
+
+def unreadable(key: str, what: str, error: Exception) -> ConfigError:
+    """The refusal (on ``key``) of a lookup that failed: ``what`` could not be read, the invoke's own words on the same
+    line. The failed invoke would otherwise end the program with a Python traceback whose text names the object,
+    which stack_config/masking.py cannot reach; as a ConfigError the line is masked."""
+    reason = " ".join(str(error).split())
+    return ConfigError(key, f"{what} could not be read ({reason}); check the name, its resource group and the "
+                            "subscription the stack deploys to (azure-native:subscriptionId, or `az account show`)")
 
 
 #: ``networkProfile.networkPolicy`` values that enforce Kubernetes NetworkPolicy: the ``--network-policy`` choices of

@@ -4,8 +4,9 @@ Owns: :class:`GrafanaFacts`, :class:`MonitorWorkspaceFacts`, :func:`lookup_grafa
 :func:`lookup_monitor_workspace`. Input: a StackConfig. Outputs: the facts, from the azure-native invokes
 ``dashboard.getGrafana`` (ARM ``GET .../Microsoft.Dashboard/grafana/{name}``, API 2024-10-01) and
 ``monitor.getAzureMonitorWorkspace`` (ARM ``GET .../Microsoft.Monitor/accounts/{name}``). Errors: ConfigError on
-``grafanaName`` (not Standard tier, no system-assigned identity) or ``monitorWorkspaceName`` (no Prometheus query
-endpoint). When the stack creates them instead: ``components.managed_grafana``, ``components.monitor_workspace``.
+``grafanaName`` (not readable, not Standard tier, no system-assigned identity) or ``monitorWorkspaceName`` (not
+readable, no Prometheus query endpoint). When the stack creates them instead: ``components.managed_grafana``,
+``components.monitor_workspace``.
 Upstream: Azure/azure-rest-api-specs ``specification/dashboard``.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import dashboard, monitor
 
+from existing.cluster import unreadable
 from stack_config.schema import ConfigError, StackConfig
 
 
@@ -45,7 +47,11 @@ def lookup_grafana(cfg: StackConfig) -> GrafanaFacts:
     """Look the Grafana workspace up. Raises ConfigError (key ``grafanaName``) unless it is Standard tier
     (managed private endpoints, ``Microsoft.Dashboard/grafana/managedPrivateEndpoints``, need Standard) and
     has a system-assigned identity (the Prometheus datasource authenticates with it)."""
-    result = dashboard.get_grafana(resource_group_name=cfg.grafana_resource_group, workspace_name=cfg.grafana_name)
+    try:
+        result = dashboard.get_grafana(resource_group_name=cfg.grafana_resource_group, workspace_name=cfg.grafana_name)
+    except Exception as error:  # the SDK raises a plain Exception for a failed invoke
+        raise unreadable("grafanaName", f"Azure Managed Grafana '{cfg.grafana_name}' in resource group "
+                                        f"'{cfg.grafana_resource_group}'", error) from None
     sku = result.sku.name if result.sku else ""
     if sku != "Standard":
         raise ConfigError(
@@ -76,10 +82,14 @@ def lookup_grafana(cfg: StackConfig) -> GrafanaFacts:
 def lookup_monitor_workspace(cfg: StackConfig) -> MonitorWorkspaceFacts:
     """Look the Azure Monitor workspace up. Raises ConfigError (key ``monitorWorkspaceName``) when it has no
     Prometheus query endpoint."""
-    result = monitor.get_azure_monitor_workspace(
-        resource_group_name=cfg.monitor_workspace_resource_group,
-        azure_monitor_workspace_name=cfg.monitor_workspace_name,
-    )
+    try:
+        result = monitor.get_azure_monitor_workspace(
+            resource_group_name=cfg.monitor_workspace_resource_group,
+            azure_monitor_workspace_name=cfg.monitor_workspace_name,
+        )
+    except Exception as error:  # the SDK raises a plain Exception for a failed invoke
+        raise unreadable("monitorWorkspaceName", f"Azure Monitor workspace '{cfg.monitor_workspace_name}' in resource "
+                                                 f"group '{cfg.monitor_workspace_resource_group}'", error) from None
     endpoint = (result.metrics.prometheus_query_endpoint if result.metrics else "") or ""
     if not endpoint:
         raise ConfigError(

@@ -22,10 +22,9 @@ import tempfile
 import urllib.parse
 from typing import Callable, Optional
 
-import pulumi
-
 from existing import taken
 from stack.specs import NAMESPACE, PYROSCOPE_RELEASE, STACK_ANNOTATION
+from stack_config import masking
 from stack_config.schema import MANAGED_BY, ConfigError, StackConfig
 from steps.azcli import AzError, AzNotInstalled, rest
 
@@ -113,7 +112,7 @@ def ours(metadata: dict, mark: str) -> bool:
 
 
 def _cannot_tell(what: str, why: str) -> None:
-    pulumi.log.warn(f"could not tell whether a run by hand left {what} ({why}); the stack goes on")
+    masking.warn(f"could not tell whether a run by hand left {what} ({why}); the stack goes on")
 
 
 def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscription_id: str, mark: str,
@@ -125,7 +124,7 @@ def refuse_handmade(cfg: StackConfig, kubeconfig: str, cluster_id: str, subscrip
     try:
         metadata = NAMESPACE_LOOKUP(kubeconfig)
     except KubectlError as error:
-        pulumi.log.warn(f"could not read namespace {NAMESPACE} ({error.last_line}), so the checks for what a run by "
+        masking.warn(f"could not read namespace {NAMESPACE} ({error.last_line}), so the checks for what a run by "
                         "hand left (extension, Helm release, managed private endpoint) are skipped and the stack "
                         "goes on; kubectl comes with az aks install-cli (docs/existing-objects.md)")
         return

@@ -17,9 +17,8 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-import pulumi
-
 from stack.specs import MONITORING_DATA_READER, role_assignment_name, role_definition_id
+from stack_config import masking
 from stack_config.schema import ConfigError, StackConfig
 from steps.azcli import AzError, AzNotInstalled, az
 
@@ -47,7 +46,7 @@ def assigns_monitoring_data_reader(cfg: StackConfig, workspace_id: str, principa
         role = role_definition_id(workspace_id.split("/")[2], MONITORING_DATA_READER)  # /subscriptions/<id>/...
         held = LOOKUP(workspace_id, principal_id, role)
     except (AzError, AzNotInstalled) as error:
-        pulumi.log.warn(f"assignMonitoringDataReader: could not list the role assignments on {workspace_id} "
+        masking.warn(f"assignMonitoringDataReader: could not list the role assignments on {workspace_id} "
                         f"({error.last_line}); the stack assigns Monitoring Data Reader as configured")
         return True
     ours = role_assignment_name(workspace_id, MONITORING_DATA_READER, principal_id)
@@ -60,6 +59,6 @@ def assigns_monitoring_data_reader(cfg: StackConfig, workspace_id: str, principa
                                                         "stack, e.g. by linking Grafana to the workspace) and ARM "
                                                         "refuses a second one; set it to auto (leave that one as it "
                                                         "is) or false")
-    pulumi.log.info(f"Grafana's identity already holds Monitoring Data Reader on {workspace_id} (assignment "
+    masking.info(f"Grafana's identity already holds Monitoring Data Reader on {workspace_id} (assignment "
                     f"{others[0]}, made outside this stack): left as it is, none assigned")
     return False

@@ -17,9 +17,8 @@ import json
 import re
 from typing import Callable, Optional
 
-import pulumi
-
 from stack.specs import arm_type
+from stack_config import masking
 from stack_config.schema import MANAGED_BY, ConfigError, StackConfig
 from steps.azcli import AzError, AzNotInstalled, az
 
@@ -87,7 +86,7 @@ def refuse_taken(cfg: StackConfig, subscription_id: str, account_name: str, iden
         try:
             tags = LOOKUP(resource_id)
         except (AzError, AzNotInstalled) as error:
-            pulumi.log.warn(f"{config_key}: could not tell whether {resource_id} exists ({error.last_line}); "
+            masking.warn(f"{config_key}: could not tell whether {resource_id} exists ({error.last_line}); "
                             "the stack goes on and creates it")
             continue
         if tags is not None and tags.get(key) != value:
@@ -126,7 +125,7 @@ def refuse_foreign_pls(name: str, resource_group: str, load_balancer_scope: str,
     try:
         found = PLS_LOOKUP(resource_group, name)
     except (AzError, AzNotInstalled) as error:
-        pulumi.log.warn(f"privateLinkServiceName: could not tell whether private link service {name} exists in "
+        masking.warn(f"privateLinkServiceName: could not tell whether private link service {name} exists in "
                         f"{resource_group} ({error.last_line}); the stack goes on")
         return
     if found is None:

@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Optional
 
 import pulumi
 
-from stack_config import rules
+from stack_config import masking, rules
 from stack_config.cli_values import check_known, check_stack_file_numbers, cli_value
 from stack_config.rules import REQUIRED_UNLESS, RULES
 from stack_config.schema import PROJECT, PROJECT_FILE, ConfigError, SecretValueError, StackConfig, declared, snake
@@ -138,10 +138,13 @@ def _all_keys() -> set[str]:
 
 
 def load() -> StackConfig:
-    """Read every declared key from the stack's config (namespace ``aks-gpu-observability``) and parse it.
+    """Read every declared key from the stack's config (namespace ``aks-gpu-observability``) and parse it; every
+    secret config value, of any namespace, becomes known to stack_config/masking.py (a new run: nothing else is).
     Raises ConfigError for an undeclared key in that namespace or any invalid value."""
-    from pulumi.runtime.config import is_config_secret
+    from pulumi.runtime.config import get_config, is_config_secret
 
+    masking.forget()
+    masking.know(get_config(key) for key in _all_keys() if is_config_secret(key))
     check_known(_all_keys())
     check_stack_file_numbers(PROJECT_FILE.parent / f"Pulumi.{pulumi.get_stack()}.yaml")
     config = pulumi.Config(PROJECT)

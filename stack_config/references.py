@@ -14,7 +14,7 @@ from __future__ import annotations
 import pulumi
 from pulumi.runtime.sync_await import _sync_await
 
-from stack_config import names
+from stack_config import masking, names
 from stack_config.load import with_values
 from stack_config.rules import check_required
 from stack_config.schema import ConfigError, StackConfig, snake
@@ -36,6 +36,8 @@ def read_outputs(key: str, reference: pulumi.StackReference, stack: str,
         # resource is registered, so wait for this one as the SDK's own synchronous invokes do.
         details = _sync_await(reference.get_output_details(name))
         value = details.value if details.value is not None else details.secret_value
+        if details.value is None:  # a secret there: [secret] in every line the stack prints from now on
+            masking.know([value])
         if not isinstance(value, str) or not value:
             problem = "has no output" if value is None else "has a non-string or empty output"
             raise ConfigError(key, f"stack '{stack}' {problem} '{name}'; it must export {', '.join(names)} (strings)")

@@ -19,6 +19,8 @@ from typing import Mapping
 import pulumi
 import yaml
 
+from stack_config import masking
+
 PROJECT = "aks-gpu-observability"
 
 
@@ -33,13 +35,14 @@ class ConfigError(pulumi.RunError):
     """Invalid stack configuration (or a cluster fact that contradicts it).
 
     ``str(error)`` is one line, ``"<key>: <what is wrong and what is expected>"``. It derives from
-    ``pulumi.RunError`` so ``pulumi up`` prints the line without a Python stack trace.
+    ``pulumi.RunError`` so ``pulumi up`` prints the line without a Python stack trace. Every secret value the stack
+    knows shows as ``[secret]`` in it (stack_config/masking.py), wherever the line is built.
     """
 
     def __init__(self, key: str, message: str) -> None:
         self.key = key
-        self.message = message
-        super().__init__(f"{key}: {message}")
+        self.message = masking.masked(message)
+        super().__init__(f"{key}: {self.message}")
 
 
 class SecretValueError(ConfigError):

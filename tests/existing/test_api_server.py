@@ -14,7 +14,7 @@ from existing import api_server
 from offline import canned
 from stack_config.schema import ConfigError
 from tests.support import RELEASE
-from tests.support.plans import refused_before_anything
+from tests.support.plans import HIDDEN_CLUSTER, HIDDEN_GROUP, cluster_stack, refused_before_anything, shows_the_cluster
 
 SERVER = canned._server({"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev"}, "eastus2")
 HOST = SERVER.split("//")[1].split(":")[0]
@@ -84,3 +84,13 @@ def test_the_server_is_read_from_the_kubeconfig_aks_returns():
     kubeconfig = canned.user_credentials({"resourceGroupName": "rg-aks-gpu-dev", "resourceName": "aks-gpu-dev"},
                                          "eastus2")["kubeconfigs"][0]["value"]
     assert api_server.server_of(base64.b64decode(kubeconfig).decode()) == (HOST, 443)
+
+
+@pytest.mark.parametrize("secret", [True, False], ids=["secret-reference", "plain-reference"])
+def test_a_private_cluster_from_a_secret_output_is_refused_with_its_name_masked(monkeypatch, secret):
+    """The name comes from ARM's answer and the API server's host carries it: both [secret] when clusterStack's
+    outputs are secret, named when they are plain."""
+    server = canned._server({"resourceGroupName": HIDDEN_GROUP, "resourceName": HIDDEN_CLUSTER}, "eastus2")
+    monkeypatch.setattr(canned, "UNREACHABLE", {server.split("//")[1].split(":")[0]: "no answer within 10 s"})
+    message, _ = refused_before_anything(cluster_with(enablePrivateCluster=True), **cluster_stack(secret))
+    assert "is a private cluster" in message and shows_the_cluster(message, secret), message

@@ -7,7 +7,7 @@ import pytest
 from offline import canned, program
 from stack_config.schema import ConfigError
 from tests.support import EXTENSION, RELEASE
-from tests.support.plans import refused_before_anything
+from tests.support.plans import cluster_stack, refused_before_anything, shows_the_cluster
 
 
 def cluster_without(**changes):
@@ -184,3 +184,34 @@ def test_microservices_needs_oidc_issuer_and_workload_identity_before_any_resour
 def test_single_binary_needs_neither(plan):
     """The precheck is the microservices mode's: a single-binary stack on a cluster without them plans as before."""
     assert plan(invoke_overrides=without_workload_identity(False, False)).one(RELEASE)
+
+
+SECRECY = pytest.mark.parametrize("secret", [True, False], ids=["secret-reference", "plain-reference"])
+
+
+@SECRECY
+def test_a_refusal_shows_a_cluster_from_a_secret_output_as_secret(secret):
+    """The cluster's name and resource group from secret outputs of clusterStack: pulumi prints a refusal's line
+    as it is (the language host logs a RunError's text) and the engine masks only the stack's own secret config, so
+    the line says [secret] where they were; from plain outputs it names them, as users need."""
+    message, _ = refused_before_anything(cluster_without(azureMonitorProfile=None), **cluster_stack(secret))
+    assert message.startswith("extensionAzureMonitor: cluster ") and shows_the_cluster(message, secret), message
+
+
+def cluster_not_found(args, location):
+    """getManagedCluster of a cluster ARM does not hold: the invoke fails with ARM's ResourceNotFound."""
+    raise Exception(  # what the SDK raises for a failed invoke: a plain Exception with the provider's text
+        f"invoke of azure-native:containerservice:getManagedCluster failed: Status=404 Code=\"ResourceNotFound\" "
+        f"Message=\"The Resource 'Microsoft.ContainerService/managedClusters/{args['resourceName']}' under resource "
+        f"group '{args['resourceGroupName']}' was not found.\"")
+
+
+@SECRECY
+def test_a_cluster_that_cannot_be_read_is_refused_in_one_line_with_a_secret_name_masked(secret):
+    """A cluster ARM cannot find (a wrong name or group, another subscription): the failed invoke was printed as a
+    Python traceback whose text names the cluster and its group, secret or not. Now one line on clusterName."""
+    message, registered = refused_before_anything({"azure-native:containerservice:getManagedCluster":
+                                                   cluster_not_found}, **cluster_stack(secret))
+    assert message.startswith("clusterName: cluster ") and "ResourceNotFound" in message and "\n" not in message
+    assert shows_the_cluster(message, secret), message
+    assert "pulumi:pulumi:Stack" in registered and not [t for t in registered if not t.startswith("pulumi:pulumi:")]

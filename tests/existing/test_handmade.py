@@ -18,6 +18,7 @@ from ops import deployer_role
 from stack.specs import STACK_ANNOTATION, arm_type
 from stack_config.schema import ConfigError
 from steps.azcli import AzError
+from tests.support.plans import cluster_stack, shows_the_cluster
 
 CLUSTER = canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev")
 GRAFANA = canned.grafana_id("rg-observability-dev", "amg-gpu-dev")
@@ -226,3 +227,26 @@ def test_az_shows_the_extension_and_endpoint_at_the_pinned_api_versions_with_the
         ("Microsoft.KubernetesConfiguration/extensions/read",),
         ("Microsoft.Dashboard/grafana/managedPrivateEndpoints/read",)]
     assert deployer_role.missing_for_calls(calls, deployer_role.union(deployer_role.load_roles())) == []
+
+
+@pytest.mark.parametrize("secret", [True, False], ids=["secret-reference", "plain-reference"])
+def test_what_a_run_by_hand_left_on_a_cluster_from_a_secret_output_is_refused_masked(plan, cluster, monkeypatch,
+                                                                                      caplog, secret):
+    """The refusal's commands (`az aks get-credentials`) and the warning of an extension az cannot tell about (its ARM
+    id) name the cluster and its group: [secret] when clusterStack's outputs are secret, named when plain."""
+    cluster(BY_HAND)
+
+    def az_fails(_):
+        raise AzError(["resource", "show"], "ERROR: (AuthorizationFailed) no read")
+
+    monkeypatch.setattr(canned, "resource_tags", az_fails)
+    reference = cluster_stack(secret)
+    with pytest.raises(ConfigError) as caught:
+        plan(stack_outputs=reference["stack_outputs"], secret_outputs=reference["secret_outputs"],
+             **reference["config"])
+    message = str(caught.value)
+    assert "az aks get-credentials --resource-group " in message and shows_the_cluster(message, secret), message
+    [warning] = [r.getMessage() for r in caplog.records
+                 if r.getMessage().startswith("could not tell whether a run by hand left /subscriptions/")
+                 and "/extensions/" in r.getMessage()]
+    assert shows_the_cluster(warning, secret), warning

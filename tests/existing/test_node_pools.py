@@ -12,7 +12,7 @@ from offline import canned
 from stack_config.rules import tolerations
 from stack_config.schema import ConfigError
 from tests.support import RELEASE
-from tests.support.plans import refused_before_anything
+from tests.support.plans import cluster_stack, refused_before_anything, shows_the_cluster
 
 SYSTEM = {"name": "system", "count": 2, "vmSize": "Standard_D4ds_v5", "mode": "System", "osType": "Linux",
           "nodeTaints": ["CriticalAddonsOnly=true:NoSchedule"]}
@@ -110,3 +110,11 @@ def test_a_gpu_pool_is_told_by_its_size_or_its_labels():
     assert AgentPool("a", "Standard_NC6s_v3", labels={}, **base).gpu
     assert AgentPool("b", "Standard_D4ds_v5", labels={"nvidia.com/gpu.present": "true"}, **base).gpu
     assert not AgentPool("c", "Standard_D4ds_v5", labels={}, **base).gpu
+
+
+@pytest.mark.parametrize("secret", [True, False], ids=["secret-reference", "plain-reference"])
+def test_pools_of_a_cluster_from_a_secret_output_are_refused_with_its_name_masked(secret):
+    """The line names the cluster and gives the `az aks nodepool add` for it: [secret] in both when clusterStack's
+    outputs are secret (the command still says what to run), the name when they are plain."""
+    message, _ = refused_before_anything(pools(SYSTEM, GPU), **cluster_stack(secret))
+    assert "Pyroscope can run on none of cluster" in message and shows_the_cluster(message, secret), message

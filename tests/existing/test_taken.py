@@ -13,6 +13,7 @@ from ops import deployer_role
 from stack.specs import pyroscope_identity_name
 from stack_config.schema import ConfigError
 from steps.azcli import AzError
+from tests.support.plans import HIDDEN_CLUSTER, HIDDEN_GROUP, cluster_stack, refused_before_anything, shows_the_cluster
 
 SUB = canned.SUBSCRIPTION_ID
 CLUSTER = canned.cluster_id("rg-aks-gpu-dev", "aks-gpu-dev")
@@ -190,3 +191,58 @@ def test_az_shows_a_private_link_services_frontend_and_owner(tmp_path, monkeypat
     assert taken._az_pls("g", "x") is None
     calls = [call["argv"] for call in calls_in(tmp_path)]
     assert deployer_role.missing_for_calls(calls, deployer_role.union(deployer_role.load_roles())) == []
+
+
+SECRECY = pytest.mark.parametrize("secret", [True, False], ids=["secret-reference", "plain-reference"])
+#: The node resource group of the cluster clusterStack names (tests/support/plans.py): it carries its name and group.
+HIDDEN_NODE_GROUP = f"MC_{HIDDEN_GROUP}_{HIDDEN_CLUSTER}_eastus2"
+
+
+@SECRECY
+def test_a_foreign_pls_in_the_node_group_of_a_cluster_from_a_secret_output_is_refused_masked(monkeypatch, secret):
+    """The PLS's group is the cluster's node resource group, which carries the cluster's name and group: [secret]
+    in the line when clusterStack's outputs are secret, named when they are plain."""
+    monkeypatch.setitem(canned.PRIVATE_LINK_SERVICES, (HIDDEN_NODE_GROUP.lower(), "pyroscope-pls"),
+                        (OTHER_FRONTEND, "gadget/pyroscope-private-link"))
+    message, _ = refused_before_anything({}, **cluster_stack(secret))
+    assert message.startswith("privateLinkServiceName: private link service pyroscope-pls in ")
+    assert shows_the_cluster(message, secret), message
+
+
+def warnings(caplog, start: str) -> list[str]:
+    """The warnings the program logged (pulumi.log, which the offline engine hands to Python logging) that start with
+    ``start``."""
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.getMessage().startswith(start)]
+
+
+@SECRECY
+def test_a_warning_shows_a_cluster_from_a_secret_output_as_secret(plan, monkeypatch, caplog, secret):
+    def fail(*_):
+        raise AzError(["network", "private-link-service", "show"], "ERROR: (AuthorizationFailed) no read")
+
+    monkeypatch.setattr(canned, "private_link_service_owner", fail)
+    reference = cluster_stack(secret)
+    plan(stack_outputs=reference["stack_outputs"], secret_outputs=reference["secret_outputs"], **reference["config"])
+    [line] = warnings(caplog, "privateLinkServiceName: could not tell whether private link service pyroscope-pls")
+    assert shows_the_cluster(line, secret), line
+
+
+def test_a_warning_shows_a_secret_config_value_as_secret(monkeypatch, caplog, tmp_path):
+    """`pulumi config set --secret privateLinkServiceResourceGroup`: the warning names the group as [secret], whoever
+    prints it (the offline plan holds a secure value as a placeholder, which is then the secret value)."""
+    from offline import program
+    from offline.stack_file import SECRET_PLACEHOLDER
+    from tests.support import ROOT
+
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text((ROOT / "Pulumi.dev.yaml").read_text() + "  aks-gpu-observability:privateLinkServiceResourceGroup:"
+                    "\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==\n")
+    monkeypatch.setattr(program, "stack_file", lambda stack: path)
+
+    def fail(*_):
+        raise AzError(["network", "private-link-service", "show"], "ERROR: (AuthorizationFailed) no read")
+
+    monkeypatch.setattr(canned, "private_link_service_owner", fail)
+    program.run("s", {})
+    [line] = warnings(caplog, "privateLinkServiceName: could not tell whether private link service ")
+    assert " exists in [secret] (ERROR: (AuthorizationFailed) no read)" in line and SECRET_PLACEHOLDER not in line
