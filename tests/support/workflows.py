@@ -26,11 +26,8 @@ def steps(job: dict) -> list[dict]:
 
 
 def uses(job: dict, action: str) -> dict:
-    """The job's one step using ``action``; for pulumi/actions, the one that runs a command when the job also has an
-    install-only one (no command: pulumi/actions v7.0.0 src/main.ts)."""
+    """The job's one step using ``action``."""
     found = [s for s in steps(job) if s.get("uses", "").startswith(action + "@")]
-    if action == "pulumi/actions" and len(found) > 1:
-        found = [s for s in found if "command" in (s.get("with") or {})]
     assert len(found) == 1, (action, [s.get("uses") for s in steps(job)])
     return found[0]
 
@@ -43,6 +40,11 @@ WORKFLOW_FILES = ["pr.yml", "deploy.yml", "deploy-stacks.yml", "drift.yml"]
 # The run steps that may get the Pulumi token: they run pulumi (or ops.verify, which reads stack outputs).
 PULUMI_RUNS = ("-m ops.verify", "pulumi preview --json", "-m ops.fleet endpoints", "-m ops.fleet cluster",
                "pulumi preview --stack")
+
+
+def runs_pulumi(job: dict) -> bool:
+    """A job that runs pulumi (or ops.verify, which runs `pulumi stack output`)."""
+    return any(command in runs(job) for command in PULUMI_RUNS)
 
 
 def index(job: dict, found: dict) -> int:
@@ -139,6 +141,8 @@ def refused_after_sign_in(words: list[str]) -> str | None:
         sub = next((a for a in args if not a.startswith("-")), "")
         return None if sub in PULUMI_SUBCOMMANDS else f"runs pulumi {sub or '(no subcommand)'}, which may fetch code"
     if re.fullmatch(r"python3?(\.\d+)?", name):
+        if len(args) >= 2 and args[0] == "-m" and args[1] == "ops.binaries":
+            return "runs ops.binaries, which downloads the Pulumi CLI and plugins (before sign-in only)"
         if len(args) >= 2 and args[0] == "-m" and args[1].split(".")[0] in OWN_PACKAGES:
             return None
         return "runs Python other than this repository's modules (python -m <package>)"
@@ -180,4 +184,39 @@ def code_after_sign_in(workflow: str, job_name: str, job: dict) -> list[str]:
                 reason = refused_after_sign_in(words)
                 if reason:
                     found.append(f"{where}: `{' '.join(words)}` {reason}")
+    return found
+
+
+# The Pulumi CLI and plugins: installed from deploy/binaries.json (ops/binaries.py, every sha256 checked) before the
+# first sign-in, and the engine told to fetch no plugin itself, so no plugin is downloaded beside a credential.
+INSTALL_BINARIES = ('python3 -m ops.binaries --install "$RUNNER_TEMP/pulumi"\n'
+                    'echo "$RUNNER_TEMP/pulumi" >> "$GITHUB_PATH"\n')
+#: pulumi/pulumi v3.230.0 sdk/go/common/env/env.go: env.Bool("DISABLE_AUTOMATIC_PLUGIN_ACQUISITION") with the
+#: PULUMI_ prefix, true for "1" or "true"; pkg/engine/plugins.go then answers "plugin <name> <version> not installed".
+NO_ACQUISITION = "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"
+
+
+def binaries_problems(workflow: str, job_name: str, job: dict) -> list[str]:
+    """Why the job may run a binary no sha256 pins, each naming the workflow and job; none when it may not. A job
+    that signs in uses no pulumi/actions (it downloads the CLI unchecked); a job that runs pulumi installs the locked
+    binaries after setup-python and before its first sign-in, and sets NO_ACQUISITION to "true" in its env, which no
+    step changes (step env, $GITHUB_ENV)."""
+    where, found = f"{workflow} job {job_name}", []
+    signs_in = [i for i, s in enumerate(steps(job)) if s.get("uses", "").split("@")[0] in SIGN_IN_ACTIONS]
+    if signs_in:
+        found += [f"{where} step {step_label(s)!r}: uses {s['uses']}, which downloads the CLI unchecked"
+                  for s in steps(job) if s.get("uses", "").split("@")[0] == "pulumi/actions"]
+    if not runs_pulumi(job):
+        return found
+    installs = [i for i, s in enumerate(steps(job)) if "-m ops.binaries" in s.get("run", "")]
+    setup = [i for i, s in enumerate(steps(job)) if s.get("uses", "").startswith("actions/setup-python@")]
+    if len(installs) != 1 or steps(job)[installs[0]]["run"] != INSTALL_BINARIES:
+        found.append(f"{where}: expected one step running exactly {INSTALL_BINARIES!r}")
+    elif not setup or not signs_in or not setup[0] < installs[0] < signs_in[0]:
+        found.append(f"{where}: the binaries' install must come after setup-python and before the first sign-in")
+    if (job.get("env") or {}).get(NO_ACQUISITION) != "true":
+        found.append(f"{where}: env {NO_ACQUISITION} must be \"true\" (else the engine fetches missing plugins)")
+    for step in steps(job):
+        if NO_ACQUISITION in (step.get("env") or {}) or NO_ACQUISITION in step.get("run", ""):
+            found.append(f"{where} step {step_label(step)!r}: changes {NO_ACQUISITION}")
     return found

@@ -4,6 +4,7 @@ kubelogin (checksum pinned), token warm-up. SIMULATED: GitHub Actions."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -13,14 +14,16 @@ import yaml
 from tests.support import ROOT
 from tests.support.workflows import (
     AFTER_SIGN_IN_ACTIONS,
+    NO_ACQUISITION,
     PULUMI_RUNS,
     WORKFLOW_FILES,
     WORKFLOWS,
+    binaries_problems,
     code_after_sign_in,
     index,
     load,
     run_step,
-    runs,
+    runs_pulumi,
     steps,
     uses,
 )
@@ -37,23 +40,77 @@ def test_every_action_is_pinned_by_commit_sha(name):
         assert re.search(r"#\s*v\d", comment), f"{ref}: say which version the SHA is"
 
 
-def test_every_pulumi_step_installs_the_one_cli_version_the_readme_states():
+def test_the_one_cli_version_the_readme_states_is_the_one_the_jobs_install():
     """The README states one exact Pulumi CLI version, the one docs/offline.md says the offline engine models, and
-    every pulumi/actions step pins it with ``pulumi-version``. Without the input the action keeps any ``pulumi`` on
-    the runner's PATH: an unset input reads as '', which semver takes as '*' (pulumi/actions v7.0.0 ``src/config.ts``
-    ``makeConfig``: ``getInput('pulumi-version') ?? '^3'``; ``src/libs/pulumi-cli.ts`` ``downloadCli``)."""
+    deploy/binaries.json locks it (ops/binaries.py reads it from the README). No workflow installs the CLI any other
+    way: pulumi/actions resolves the version against another repository's default branch and checks no checksum
+    (docs/decisions/pinned-binaries.md)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     stated = re.findall(r"\*\*Pulumi CLI v?([\w.+-]+)\*\*", readme)
     assert len(stated) == 1 and re.fullmatch(r"\d+\.\d+\.\d+", stated[0]), stated
     version = stated[0]
     assert f"pulumi/pulumi `v{version}`" in (ROOT / "docs" / "offline.md").read_text(encoding="utf-8")
-    pinned = []
+    lock = json.loads((ROOT / "deploy" / "binaries.json").read_text())["binaries"]
+    assert [(e["name"], e["version"]) for e in lock if e["kind"] == "cli"] == [("pulumi", version)]
     for name in WORKFLOW_FILES:
-        for job in load(name)["jobs"].values():
-            for step in steps(job):
-                if step.get("uses", "").startswith("pulumi/actions@"):
-                    pinned.append((name, str((step.get("with") or {}).get("pulumi-version"))))
-    assert len(pinned) >= 3 and all(value == version for _, value in pinned), pinned
+        assert "pulumi/actions@" not in (WORKFLOWS / name).read_text(), name
+
+
+def test_every_job_that_runs_pulumi_installs_the_locked_binaries_before_sign_in_and_fetches_no_plugin():
+    """The CLI and the provider plugins come from deploy/binaries.json, each tarball checked against its sha256 before
+    it is unpacked or run (ops/binaries.py), in a step after setup-python and before the first sign-in; and the job
+    sets PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true, so the engine's own plugin download, which no workflow line
+    shows, is refused ("plugin <name> <version> not installed": pulumi/pulumi v3.230.0 pkg/engine/plugins.go,
+    sdk/go/common/env/env.go) instead of running after the sign-in. No job that signs in uses pulumi/actions."""
+    checked = [(name, job_name) for name, job_name, job in all_jobs() if runs_pulumi(job)]
+    assert sorted(checked) == [("deploy-stacks.yml", "cluster"), ("deploy-stacks.yml", "grafana"),
+                               ("drift.yml", "check"), ("pr.yml", "preview")]
+    found = [finding for name, job_name, job in all_jobs() for finding in binaries_problems(name, job_name, job)]
+    assert found == []
+
+
+def _moved_after_login(job: dict) -> list:
+    rest = [s for s in job["steps"] if "-m ops.binaries" not in s.get("run", "")]
+    login = next(i for i, s in enumerate(rest) if s.get("uses", "").startswith("azure/login@"))
+    return [*rest[:login + 1], run_step(job, "-m ops.binaries"), *rest[login + 1:]]
+
+
+def _moved_before_python(job: dict) -> list:
+    rest = [s for s in job["steps"] if "-m ops.binaries" not in s.get("run", "")]
+    return [run_step(job, "-m ops.binaries"), *rest]
+
+
+#: Ways around the locked binaries, each as a change to a job that runs pulumi: (steps, env) from the job.
+AROUND_THE_LOCK = {
+    "install after the sign-in": (_moved_after_login, None),
+    "install before setup-python": (_moved_before_python, None),
+    "no install": (lambda job: [s for s in job["steps"] if "-m ops.binaries" not in s.get("run", "")], None),
+    "pulumi/actions before the sign-in": (
+        lambda job: [{"uses": "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d",
+                      "with": {"pulumi-version": "3.230.0"}}, *job["steps"]], None),
+    "acquisition left on": (None, lambda env: {k: v for k, v in env.items() if k != NO_ACQUISITION}),
+    "acquisition set false": (None, lambda env: {**env, NO_ACQUISITION: "false"}),
+    "a step turning acquisition on": (
+        lambda job: [*job["steps"], {"name": "late", "run": "pulumi up", "env": {NO_ACQUISITION: "false"}}], None),
+    "$GITHUB_ENV turning acquisition on": (
+        lambda job: [*job["steps"], {"name": "late", "run": f'echo "{NO_ACQUISITION}=0" >> "$GITHUB_ENV"'}], None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AROUND_THE_LOCK))
+def test_the_binaries_check_refuses_every_way_around_the_lock(case):
+    """Each change, made to each job that runs pulumi, is refused in a line naming the workflow and the job."""
+    change_steps, change_env = AROUND_THE_LOCK[case]
+    checked = 0
+    for name, job_name, job in all_jobs():
+        if not runs_pulumi(job):
+            continue
+        checked += 1
+        mutated = {**job, "steps": change_steps(job) if change_steps else job["steps"],
+                   "env": change_env(job.get("env") or {}) if change_env else job.get("env")}
+        found = binaries_problems(name, job_name, mutated)
+        assert found and all(f.startswith(f"{name} job {job_name}") for f in found), (case, name, job_name, found)
+    assert checked == 4
 
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
@@ -77,13 +134,6 @@ def test_no_stored_secret_and_least_privilege(name):
 
 
 PULUMI_JOBS = [("pr.yml", "preview"), ("deploy-stacks.yml", "cluster")]
-
-
-def runs_pulumi(job: dict) -> bool:
-    """A job that runs pulumi preview/up/destroy/refresh (through pulumi/actions) or ops.verify."""
-    actions = [s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions@")]
-    return any((s.get("with") or {}).get("command") in {"preview", "up", "update", "destroy", "refresh"}
-               for s in actions) or any(command in runs(job) for command in PULUMI_RUNS)
 
 
 def pulumi_step(job: dict) -> dict:
@@ -159,7 +209,7 @@ def test_every_job_running_pulumi_or_verify_gets_kubelogin_before_login_and_warm
             continue
         checked += 1
         login, kubelogin = uses(job, "azure/login"), run_step(job, "kubelogin-linux-amd64.zip")
-        cli, warm = uses(job, "pulumi/actions"), run_step(job, ".ci/warm_tokens.sh")
+        cli, warm = run_step(job, "-m ops.binaries --install"), run_step(job, ".ci/warm_tokens.sh")
         assert warm["run"] == "bash .ci/warm_tokens.sh"
         users = [i for i, s in enumerate(steps(job)) if any(c in s.get("run", "") for c in PULUMI_RUNS)]
         assert max(index(job, kubelogin), index(job, cli)) < index(job, login) < index(job, warm) < min(users)
@@ -286,6 +336,9 @@ FETCHES = {
     "python -m pip": ({"run": "python3 -m pip install tool"}, "-m pip"),
     "a script from elsewhere": ({"run": "python3 /tmp/tool.py"}, "/tmp/tool.py"),
     "pulumi plugin install": ({"run": "pulumi plugin install resource azure-native v3.29.0"}, "plugin install"),
+    "pulumi plugin install --file": ({"run": "pulumi plugin install resource command v1.2.1 --file /tmp/p.tar.gz"},
+                                     "plugin install"),
+    "ops.binaries": ({"run": 'python3 -m ops.binaries --install "$RUNNER_TEMP/pulumi"'}, "ops.binaries"),
     "pulumi install": ({"run": "pulumi install"}, "pulumi install"),
     "pulumi package add": ({"run": "pulumi package add terraform-provider hashicorp/random"}, "package add"),
     "pulumi new": ({"run": "pulumi new azure-python --yes"}, "pulumi new"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from tests.support.workflows import (
     load,
     run_step,
-    uses,
 )
 
 
@@ -18,7 +17,7 @@ def test_main_branch_deploy_workflow():
     assert deploy["concurrency"] == {"group": "deploy-production", "cancel-in-progress": False}
     called = load("deploy-stacks.yml")
     up = called["jobs"]["cluster"]
-    assert "command" not in uses(up, "pulumi/actions")["with"], "the CLI installed; ops.fleet cluster runs it"
+    assert run_step(up, "-m ops.binaries --install"), "the CLI installed; ops.fleet cluster runs it"
     phase1 = run_step(up, "-m ops.fleet cluster")
     assert phase1["run"] == ('python3 -m ops.fleet cluster --stacks "$STACKS" --grafana "$GRAFANA" '
                              '--out "$RUNNER_TEMP/fleet"')

@@ -40,8 +40,7 @@ def test_drift_workflow_runs_daily_per_stack_and_only_the_issue_job_writes_issue
     assert backend["id"] == "backend" and backend["env"]["PULUMI_TOKEN_SCOPE_VARIABLE"] == "PULUMI_DRIFT_SCOPE"
     cloud = uses(check, "pulumi/auth-actions")
     assert cloud["if"] == "steps.backend.outputs.kind == 'cloud-oidc'"
-    installer = uses(check, "pulumi/actions")
-    assert "command" not in installer["with"], "install-only: the CLI for `pulumi stack output`"
+    installer = run_step(check, "-m ops.binaries --install")  # the CLI for `pulumi stack output`
     verify = run_step(check, "-m ops.verify")
     assert '.venv/bin/python -m ops.verify --stack "$STACK" --drift --json > drift-result/report.json' in verify["run"]
     assert verify["env"] == {"PULUMI_ACCESS_TOKEN": "${{ steps.pulumi-cloud.outputs.pulumi-access-token }}"}

@@ -13,6 +13,7 @@ from tests.support import ROOT
 from tests.support.workflows import (
     index,
     load,
+    run_step,
     runs,
     steps,
     uses,
@@ -46,7 +47,6 @@ def test_pull_request_workflow():
     assert "vars.AZURE_PREVIEW_CLIENT_ID != ''" in preview["if"]
     # The preview: the CLI installed before the sign-in, `pulumi preview --diff` with the policy pack after it, its
     # output handed to the preview comment job, and the job failing on a failed preview after handing it over.
-    assert "command" not in uses(preview, "pulumi/actions")["with"]
     run = next(s for s in steps(preview) if "pulumi preview" in s.get("run", ""))
     assert ('pulumi preview --stack "$STACK" --diff --policy-pack policy --non-interactive --color never '
             '> preview.txt 2>&1') in run["run"]
@@ -57,7 +57,8 @@ def test_pull_request_workflow():
     last = steps(preview)[-1]
     assert last["run"] == 'test "$PREVIEW_EXIT" = 0'
     login = index(preview, uses(preview, "azure/login"))
-    assert index(preview, uses(preview, "pulumi/actions")) < login < index(preview, run) < index(preview, handed)
+    install = run_step(preview, "-m ops.binaries --install")
+    assert index(preview, install) < login < index(preview, run) < index(preview, handed)
     assert index(preview, handed) < index(preview, last)
     preview_comment = pr["jobs"]["preview-comment"]
     assert preview_comment["needs"] == "preview" and uses(preview_comment, "actions/download-artifact")["with"] == {
