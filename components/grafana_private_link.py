@@ -254,7 +254,8 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             add_previous_output_in_env=True,  # the update reads the nonce and its endpoint from it
             environment={"ENDPOINT": endpoint_key(args)},
             logging=local.Logging.NONE,
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"],
+            # stderr holds ENDPOINT, secret when a name in it comes from a secret stack reference output.
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout", "stderr"],
                                         replace_with=list(args.replace_with) or None),
         )
         nonce = pulumi.Output.secret(nonce_step.stdout)

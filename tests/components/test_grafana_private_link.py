@@ -269,8 +269,9 @@ ENDPOINT_CHAIN = {"grafana-private-link-mpe", "grafana-private-link-approve-conn
 
 def test_a_new_owner_service_makes_a_new_wait_and_a_new_endpoint():
     """A stack deployed while the chart's Service had the PLS (owner ``gadget/pyroscope``): the PLS of the same name is
-    made anew for the stack's Service, so the identity's triggers change (a replacement) and the wait, the nonce and the
-    MPE, replaced with it, make a new connection, approved and refreshed; at ``pulumi up`` too, not only in the preview."""
+    made anew for the stack's Service, so the identity's triggers change (a replacement) and the wait, the nonce and
+    the MPE, replaced with it, make a new connection, approved and refreshed; at ``pulumi up`` too, not only in the
+    preview."""
     def before_the_owner_was_a_trigger(inputs):
         assert inputs["triggers"][-1] == "gadget/pyroscope-private-link"
         inputs["triggers"] = inputs["triggers"][:-1]

@@ -185,8 +185,10 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     result = json.loads(plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base), "--json"))
     assert set(result) == {"summary", "steps", "order", "previewOnly", "warnings", "errors"}
     # the refresh reads the MPE's creation time (its triggers), so it goes with the MPE's delete-first replacement too
-    assert [(a["kind"], a["urn"].rsplit("::", 1)[-1]) for a in result["order"]][:4] == [
-        ("delete", "grafana-private-link-approve-connection"), ("delete", "grafana-private-link-refresh"),
+    # A renamed endpoint, a new nonce first (its step's ENDPOINT moved), then the endpoint's delete-first chain.
+    assert [(a["kind"], a["urn"].rsplit("::", 1)[-1]) for a in result["order"]][:5] == [
+        ("update", "grafana-private-link-approval-nonce"), ("delete", "grafana-private-link-approve-connection"),
+        ("delete", "grafana-private-link-refresh"),
         ("delete", "grafana-private-link-mpe"), ("create-replacement", "grafana-private-link-mpe")]
     # A newcomer's reading: the endpoint re-created cuts Grafana off from Pyroscope for minutes, now said.
     assert result["previewOnly"] == [] and result["errors"] == []
@@ -199,12 +201,12 @@ def test_the_mpe_rename_done_criterion(tmp_path):
     for after in ("grafana-private-link-approve-connection", "grafana-private-link-refresh"):
         assert steps[after]["op"] == "replace"
         assert order.index(after) > order.index("grafana-private-link-mpe")
-    assert result["summary"] == {"create": 0, "update": 1, "replace": 3, "delete": 0, "read": 0,
-                                 "same": len(result["steps"]) - 4}
+    assert result["summary"] == {"create": 0, "update": 2, "replace": 3, "delete": 0, "read": 0,
+                                 "same": len(result["steps"]) - 5}
     text = plan("--set", "managedPrivateEndpointName=pyro-mpe2", "--diff-against", str(base))
     assert "OFFLINE ESTIMATE" in text and "not the cloud's answer" in text
-    assert (f"Resources: + 0 to create, ~ 1 to update, +-3 to replace, - 0 to delete, "
-            f"{len(result['steps']) - 4} unchanged") in text
+    assert (f"Resources: + 0 to create, ~ 2 to update, +-3 to replace, - 0 to delete, "
+            f"{len(result['steps']) - 5} unchanged") in text
     assert text.index("Replacements:") < text.index("Updates:")
     engine = text.split("Engine order (pulumi up):", 1)[1]
     assert (engine.index("delete             grafana-private-link-mpe")
@@ -1210,7 +1212,9 @@ PRIVATE_LINK_MOVE = {"aks-claims": "create", "pyroscope-data-0": "create", "pyro
                      # patchForce annotation (stack/specs.py PATCH_FORCE); the dashboard step's script changed (it
                      # runs again and finds the dashboard up to date).
                      "pyroscope-claims-identity": "create", "pyroscope-network-policy": "update",
-                     "gpu-dashboard-upload": "update"}
+                     "gpu-dashboard-upload": "update",
+                     # A new PLS, a new endpoint: a nonce of its own (replaceWith the Service).
+                     "grafana-private-link-approval-nonce": "replace"}
 #: Pyroscope's flags added since: the query length and the ingestion limits (components/pyroscope.py extra_args), a
 #: Helm upgrade in place.
 LIMIT_PATHS = ['values.pyroscope.extraArgs["distributor.ingestion-burst-size-mb"]',

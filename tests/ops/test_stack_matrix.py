@@ -81,9 +81,10 @@ def test_the_matrix_goes_to_github_output(tmp_path):
     (None, True),  # no Pulumi.<stack>.yaml in the checkout
 ])
 def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_production(tmp_path, text, warns):
-    """deploy.yml deploys every listed stack through environment `production`; the mandatory *-in-production rules
-    key on the stack config production: "true". A listed stack without it: one ::warning:: line (stderr here, where
-    stdout is the output; stdout in CI), and the matrix is unchanged. --list (drift) does not warn."""
+    """deploy.yml deploys every listed stack through environment `production` and holds it to the production rules
+    (policy/production.json) whatever its production key says. A listed stack without the key: one ::warning:: line
+    (stderr here, where stdout is the output; stdout in CI), and the matrix is unchanged. --list (drift) does
+    not warn."""
     done, grafanas = stack_matrix(tmp_path, {"stacks": [{"stack": "eu", "grafana": "rg-obs/amg-real"}]},
                                   {"eu": text} if text else None)
     assert done.returncode == 0 and grafanas == [{"grafana": "rg-obs/amg-real", "stacks": ["eu"],
@@ -91,8 +92,8 @@ def test_the_deploy_matrix_warns_for_each_stack_the_pin_rules_do_not_treat_as_pr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning")]
     assert len(warnings) == (1 if warns else 0), done.stderr
     if warns:
-        assert "stack eu is deployed through the production environment but" in warnings[0]
-        assert "*-in-production" in warnings[0]
+        assert "stack eu is deployed through the production environment and" in warnings[0]
+        assert "holds it to the mandatory production rules all the same (policy/production.json)" in warnings[0]
     listed = subprocess.run([sys.executable, str(ROOT / "ops" / "stack_matrix.py"), "--list", "deploy/stacks.json"],
                             cwd=tmp_path, capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr

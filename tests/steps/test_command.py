@@ -46,14 +46,17 @@ def secret_plan(plan, monkeypatch):
 
 def test_with_secret_config_every_step_masks_it_and_logs_only_stderr(plan, monkeypatch):
     p, extra = secret_plan(plan, monkeypatch)
-    steps = [r for r in p.resources if r.type == COMMAND and "environment" in r.inputs]  # the script steps
+    steps = [r for r in p.resources if r.type == COMMAND and "environment" in r.inputs
+             and not r.name.endswith("approval-nonce")]  # the script steps
     assert len(steps) == 6, [r.name for r in steps]
     # The commands that run no script print nothing to mask: the PLS and claims identities (`true`), and the nonce,
-    # which prints only the nonce, logs nothing (logging none) and keeps its stdout secret.
-    others = {r.name: r for r in p.resources if r.type == COMMAND and "environment" not in r.inputs}
+    # which prints only the nonce and its endpoint, logs nothing (logging none) and keeps both outputs secret (the
+    # endpoint holds the secret Grafana name here).
+    others = {r.name: r for r in p.resources if r.type == COMMAND and r not in steps}
     assert sorted(r.inputs["create"] for r in others.values()) == sorted(["true", "true", NONCE_COMMAND])
     nonce = others["grafana-private-link-approval-nonce"]
-    assert nonce.inputs["logging"] == "none" and "stdout" in extra[nonce.name]
+    assert nonce.inputs["logging"] == "none" and {"stdout", "stderr"} <= set(extra[nonce.name])
+    assert nonce.inputs["environment"]["ENDPOINT"] == "[secret]"
     for step in steps:
         assert step.inputs["environment"][step_scripts.MASK_VALUES] == "[secret]", step.name
         wire = step.wire["environment"][step_scripts.MASK_VALUES]
@@ -75,7 +78,8 @@ def test_the_mask_is_no_credential_to_the_policy_pack(plan, monkeypatch):
 
 
 def test_without_secrets_the_steps_are_as_before(plan):
-    for step in (r for r in plan().resources if r.type == COMMAND and "environment" in r.inputs):
+    for step in (r for r in plan().resources if r.type == COMMAND and "environment" in r.inputs
+                 and not r.name.endswith("approval-nonce")):
         assert step_scripts.MASK_VALUES not in step.inputs["environment"], step.name
         assert step.inputs["logging"] == "stdoutAndStderr", step.name
 

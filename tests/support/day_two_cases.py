@@ -54,6 +54,10 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
     }
 
 
+#: The approval nonce step: a new endpoint makes a new nonce (components/grafana_private_link.py).
+NONCE = "grafana-private-link-approval-nonce"
+#: An endpoint renamed, or moved to another Grafana: the nonce step's ENDPOINT moved, an update that makes a new nonce.
+NONCE_MOVED = {NONCE: ("update", None, [], ("environment.ENDPOINT",))}
 #: The PLS id, read behind a wait step that a preview runs (offline/diff.py UNKNOWN_WHEN_UPDATED).
 PLS_UNKNOWN = "privateLinkResourceId is unknown during preview (it comes from a step run in this update)"
 GRACE_PATH = "values.pyroscope.terminationGracePeriodSeconds"
@@ -74,6 +78,8 @@ def pls_identity_changed(service_paths: tuple, wait_paths: tuple = ("environment
             "pyroscope-private-link-identity": ("replace", "create-first", ["triggers are replaceOnChanges"], ()),
             "grafana-private-link-wait-for-pls": ("replace", "delete-first", SERVICE_FIRST, wait_paths),
             **NAT_POLICY_UNKNOWN,
+            # A new PLS, a new endpoint: a nonce of its own (replaceWith the Service, as the endpoint).
+            NONCE: ("replace", "delete-first", SERVICE_FIRST, ("environment.ENDPOINT",)),
             **cascade_after_mpe(SERVICE_FIRST, approval_order="create-first")}
 
 CHANGES = [
@@ -127,12 +133,13 @@ CHANGES = [
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
            expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
-           expect=cascade_after_mpe(["managedPrivateEndpointName: a path parameter of the ARM PUT",
-                                     "delete-first: deleteBeforeReplace option is set (the provider's diff asks "
-                                     "delete-first too)"],
-                                    ("environment.PRIVATE_ENDPOINT_NAME",), ("environment.MPE_NAME",))),
+           expect={**NONCE_MOVED,
+                   **cascade_after_mpe(["managedPrivateEndpointName: a path parameter of the ARM PUT",
+                                        "delete-first: deleteBeforeReplace option is set (the provider's diff asks "
+                                        "delete-first too)"],
+                                       ("environment.PRIVATE_ENDPOINT_NAME",), ("environment.MPE_NAME",))}),
     Change("grafana-name", {"grafanaName": "amg-gpu-other"},
-           expect={**cascade_after_mpe(["workspaceName: a path parameter of the ARM PUT"]),
+           expect={**cascade_after_mpe(["workspaceName: a path parameter of the ARM PUT"]), **NONCE_MOVED,
                    "grafana-private-link-mpe": ("replace", "delete-first", ["workspaceName: a path parameter"],
                                                 ("workspaceName", "requestMessage")),
                    "grafana-datasources-pyroscope": ("replace", "delete-first",
@@ -198,6 +205,7 @@ CHANGES += [
                    # wait (replaceWith the Service) is replaced create-first.
                    "grafana-private-link-wait-for-pls": ("replace", "create-first",
                                                          ["replaceWith: pyroscope-private-link is replaced"], ()),
+                   NONCE: ("replace", "create-first", ["replaceWith: pyroscope-private-link is replaced"], ()),
                    **cascade_after_mpe(["replaceWith: pyroscope-private-link is replaced",
                                         "deleteBeforeReplace option is set"])}),
     Change("replace-kubernetes-provider", targets=["aks"],
