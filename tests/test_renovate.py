@@ -1,5 +1,6 @@
 """renovate.json: the bot proposes bumps of the locks (the Azure CLI's among them), the pinned actions, kubelogin
-and the Pyroscope chart, and can re-run the locks' pip-compile commands."""
+and the Pyroscope chart, can re-run the locks' pip-compile commands, and labels a provider SDK bump that needs
+deploy/binaries.json locked again."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def test_the_azure_cli_lock_is_bumped_on_its_own():
     """The Azure CLI's lock (.ci/azure-cli.lock, its own venv and azure-cli's exact pins) is a pip-compile file the
     bot refreshes, in a pull request of its own: a later rule than the python locks' group names its own group."""
     config = renovate()
-    rules = [r for r in config["packageRules"] if "pip-compile" in r.get("matchManagers", [])]
+    # The rules that name a group: a later one wins for the files it matches (a rule that only adds labels is no group).
+    rules = [r for r in config["packageRules"] if "pip-compile" in r.get("matchManagers", []) and "groupName" in r]
     lock = ".ci/azure-cli.lock"
     applies = [r for r in rules if not r.get("matchFileNames") or lock in r["matchFileNames"]]
     assert applies[-1]["groupName"] == "azure-cli lock"
@@ -130,3 +132,23 @@ def test_the_pyroscope_chart_and_image_move_in_one_pull_request():
     groups = [r for r in config["packageRules"] if r.get("groupName") == "pyroscope"]
     assert len(groups) == 1 and set(groups[0]["matchDepNames"]) == {"pyroscope", "grafana/pyroscope"}
     assert not any(r.get("separateMajorMinor") is False or r.get("matchUpdateTypes") for r in groups)
+
+
+def test_a_provider_sdk_bump_is_labelled_to_lock_the_binaries_again():
+    """A bump of an SDK whose plugin deploy/binaries.json pins (its version read from requirements.lock) moves the
+    plugin the engine asks for; the jobs install only locked plugins. The bot cannot make the lock (each sha256 is
+    computed from the downloaded tarball and cross-checked against its release's checksums file: ops/binaries.py),
+    so the pull request that moves such an SDK, whatever group it is in, carries the label saying so, and
+    tests/ops/test_binaries.py::test_the_committed_lock_pins_the_readme_cli_and_the_locked_sdks fails on it until
+    `python -m ops.binaries --lock` has run on its branch."""
+    from ops import binaries
+
+    pinned = {f"pulumi-{e['name']}" for e in binaries.read_lock(ROOT) if e["version_from"].startswith(
+        "requirements.lock: ")}
+    assert pinned == {"pulumi-azure-native", "pulumi-kubernetes", "pulumi-command"}
+    rules = [r for r in renovate()["packageRules"] if "needs-binaries-lock" in r.get("addLabels", [])]
+    assert len(rules) == 1 and set(rules[0]["matchDepNames"]) == pinned
+    assert rules[0]["matchManagers"] == ["pip-compile"] and "matchFileNames" not in rules[0]
+    assert "labels" not in rules[0], "addLabels: merged with the group's labels, not replacing them"
+    locked = (ROOT / "requirements.lock").read_text()
+    assert all(re.search(rf"^{re.escape(dep)}==", locked, re.M) for dep in pinned)
