@@ -10,13 +10,13 @@ and its release's checksums file, refuses a tarball the file does not list or li
 writes the lock. ``--install DIR``: refuses a lock entry without sha256, or whose version its source no longer
 states; downloads every tarball and checks every sha256 first, then unpacks the CLI into DIR and installs each plugin
 with ``DIR/pulumi plugin install resource NAME vVERSION --file TARBALL --reinstall`` (no network).
-``OPS_BINARIES_ORIGIN`` (tests): ``scheme://host`` that replaces every URL's. Errors: one line ``binaries: error:
-...``, exit 1. Why, and the upstream files read: docs/decisions/pinned-binaries.md.
+``OPS_BINARIES_ORIGIN`` (tests): ``scheme://host`` that replaces every URL's. Errors: one line, ``binaries: error:
+...`` and exit 1, or for a bad command line ``error: ...`` and exit 2.
+Why, and the upstream files read: docs/decisions/pinned-binaries.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.machinery
 import json
@@ -33,6 +33,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Optional, Sequence
+
+from cli import OneLineParser, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = Path("deploy") / "binaries.json"
@@ -281,17 +283,21 @@ def install(target: Path, root: Path = ROOT) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None, root: Path = ROOT) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ops.binaries", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m ops.binaries", description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--lock", action="store_true", help="download, cross-check and write deploy/binaries.json")
     action.add_argument("--install", metavar="DIR", help="check and install the locked binaries; the CLI into DIR")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+        if args.install is not None and not args.install.strip():
+            raise UsageError("--install: expected a folder for the CLI, got ''")
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         if args.lock:
             lock(root)
         else:
-            if not args.install.strip():
-                raise Refused("--install: expected a folder for the CLI")
             install(Path(args.install), root)
     except Refused as refused:
         fail(str(refused))

@@ -359,3 +359,27 @@ def test_the_set_up_locks_the_binaries_before_the_variables_switch_the_jobs_on()
     assert len(locking) == 1 and locking[0] < int(steps[-1][0]) and "gh variable set AZURE_CLIENT_ID" in steps[-1][1]
     body = " ".join(dict(steps)[str(locking[0])].split())
     assert "deploy/binaries.json" in body and "stop in one line" in body
+
+
+@pytest.mark.parametrize("argv,expected", [
+    ([], "error: one of the arguments --lock --install is required"),
+    (["--install", ""], "error: --install: expected a folder for the CLI, got ''"),
+    (["--lock", "--install", "bin"], "error: argument --install: not allowed with argument --lock"),
+])
+def test_a_bad_command_line_is_one_line(argv, expected, capsys):
+    assert binaries.main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [expected]
+
+
+def test_install_runs_on_a_bare_python(tmp_path):
+    """The jobs run it with setup-python's python3, not the project's venv: the standard library (and the repository's
+    cli module) is all it imports. Against the committed lock it stops in its one line, exit 1."""
+    import subprocess
+
+    bare = getattr(sys, "_base_executable", sys.executable)
+    done = subprocess.run([bare, "-E", "-s", "-m", "ops.binaries", "--install", str(tmp_path / "bin")], cwd=ROOT,
+                          capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "binaries: error: deploy/binaries.json has no sha256 for pulumi 3.230.0: run python -m ops.binaries --lock "
+        "on a machine with network and commit the lock (docs/platform.md)"]
