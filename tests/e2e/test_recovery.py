@@ -4,13 +4,11 @@ a targeted destroy of Pyroscope with what depends on it. Each ends with the stac
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 
 from offline import canned
-from tests.support import fake_world
+from tests.support import fake_world, processes
 from tests.support.azure_provider import HOLD_ENV
 
 STACK = "dev"
@@ -43,15 +41,17 @@ def test_an_up_killed_while_the_endpoint_is_created_is_recovered_by_cancel_and_a
         aks, engine_tools, chart, tmp_path):
     ws = deployed(aks, engine_tools, chart, tmp_path)
     # The CLI is killed while ARM's PUT of the endpoint is in flight: Azure has it, the state has a pending create.
-    up = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", STACK],
-                          cwd=ws.project, env={**ws.env, HOLD_ENV: MPE}, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, start_new_session=True)
+    # Under the reaper: the kill takes the CLI and everything it started, as a vanished runner does, and leaves no
+    # plugin running after the test.
+    up = processes.popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", STACK],
+                         cwd=ws.project, env={**ws.env, HOLD_ENV: MPE}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while not aks.world()["mpes"]:
         assert up.poll() is None and time.monotonic() < deadline, "the endpoint was never created"
         time.sleep(0.5)
     time.sleep(1)
-    os.killpg(up.pid, signal.SIGKILL)
+    up.kill()
     up.wait()
     pending = [p["resource"]["urn"] for p in ws.state(STACK).get("pending_operations") or []]
     assert len(pending) == 1 and MPE in pending[0]
