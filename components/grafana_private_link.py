@@ -34,26 +34,31 @@ PYROSCOPE_PORT = 4040
 
 #: The approval nonce: 16 random bytes as 32 hex digits, made by a local command whose stdout Pulumi keeps in the
 #: state (as a secret), one per endpoint: it rotates with every endpoint it approves, so a nonce read from the state
-#: (a stolen drift token reads production's) is spent once its endpoint is approved. The step's stderr holds the
-#: endpoint it belongs to (``ENDPOINT``: every input whose change replaces the managed private endpoint). An update
-#: (pulumi-command runs ``update`` on any change of the step's inputs, ``create`` without one: pulumi/pulumi-command
-#: ``provider/pkg/provider/local/commandController.go`` @ 7f3eb6f3 (v1.2.1), ``Update``) makes a new nonce when
-#: ``ENDPOINT`` moved, and otherwise prints the one it had, so an edit of these commands or of ``logging`` never
-#: replaces the endpoint by itself. ``run`` puts the previous stdout and stderr into the environment
-#: (PULUMI_COMMAND_STDOUT/STDERR, when non-empty) unless ``addPreviousOutputInEnv`` is false (same commit,
-#: ``provider/pkg/provider/local/commandOutputs.go`` ``run``); a preview of an update returns the old outputs
-#: (``Update``, DryRun), so a preview shows no nonce change it will not make. A state from before the rotation has no
-#: stderr: its update keeps the nonce and records the endpoint. An empty previous stdout (a state edited by hand)
-#: fails the update, naming the way to a new nonce. A new PLS replaces the step (``replace_with``), so a new nonce.
-NONCE = "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
-NONCE_COMMAND = f'{NONCE}; printf %s "$ENDPOINT" >&2'
+#: (a stolen drift token reads production's) is spent once its endpoint is approved. ``create`` makes one; ``update``
+#: (pulumi-command runs it on any change of the step's inputs: pulumi/pulumi-command
+#: ``provider/pkg/provider/local/commandController.go`` @ 7f3eb6f3 (v1.2.1), ``Update``) prints the one it had, from
+#: PULUMI_COMMAND_STDOUT (``run`` puts the previous stdout and stderr there when non-empty unless
+#: ``addPreviousOutputInEnv`` is false: same commit, ``provider/pkg/provider/local/commandOutputs.go``), or fails
+#: naming the way to a new nonce when the state lost it. Both run under :data:`NONCE_INTERPRETER`, which records the
+#: endpoint the nonce belongs to on stderr (``ENDPOINT``: every input whose change replaces the managed private
+#: endpoint) and makes a new nonce instead when ``ENDPOINT`` moved. A state from before the rotation has no stderr:
+#: its first update keeps the nonce. The rotation lives in the interpreter, an input such a state does not have, and
+#: not in new command texts: pulumi-go-provider answers a preview of an update with unknown outputs when an input the
+#: old state had changed, which would show every upgraded stack's endpoint replaced in its preview, and ``up`` would
+#: not replace it (docs/decisions/approval-nonce.md). A new PLS replaces the step (``replace_with``): a new nonce.
+NONCE_COMMAND = "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
 NONCE_UPDATE_COMMAND = (
-    'if [ -n "${PULUMI_COMMAND_STDERR:-}" ] && [ "$PULUMI_COMMAND_STDERR" != "$ENDPOINT" ]; then '
-    f'{NONCE}; else '
     'printf %s "${PULUMI_COMMAND_STDOUT:?the approval nonce step has no previous stdout to keep (its state lost it); '
     'to make a new nonce, which replaces the managed private endpoint, run pulumi up --replace with the URN of the '
-    'approval-nonce step (pulumi stack --show-urns)}"; fi; printf %s "$ENDPOINT" >&2'
+    'approval-nonce step (pulumi stack --show-urns)}"'
 )
+#: pulumi-command runs ``interpreter + [command]``: ``sh -c ROTATE approval-nonce <command>``, the command as ``$1``.
+NONCE_INTERPRETER = [
+    "/bin/sh", "-c",
+    'if [ -n "${PULUMI_COMMAND_STDERR:-}" ] && [ "$PULUMI_COMMAND_STDERR" != "$ENDPOINT" ]; then '
+    f'{NONCE_COMMAND}; else eval "$1"; fi; printf %s "$ENDPOINT" >&2',
+    "approval-nonce",
+]
 #: The Network REST spec restricts a private endpoint's requestMessage to 140 characters (Azure/azure-rest-api-specs
 #: specification/network/resource-manager/Microsoft.Network/stable/2024-05-01/privateEndpoint.json
 #: ``PrivateLinkServiceConnectionProperties.requestMessage``); Grafana's MPE passes its own on (not verified: its spec,
@@ -252,6 +257,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             create=NONCE_COMMAND,
             update=NONCE_UPDATE_COMMAND,
             add_previous_output_in_env=True,  # the update reads the nonce and its endpoint from it
+            interpreter=NONCE_INTERPRETER,
             environment={"ENDPOINT": endpoint_key(args)},
             logging=local.Logging.NONE,
             # stderr holds ENDPOINT, secret when a name in it comes from a secret stack reference output.

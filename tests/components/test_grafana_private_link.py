@@ -361,35 +361,43 @@ def test_the_wait_runs_again_when_the_pls_ip_configurations_change(overrides):
     assert changed != base
 
 
-def _nonce_step_run(command_text: str, endpoint: str, stdout: str = "", stderr: str = ""):
-    """Run one of the nonce step's commands as pulumi-command v1.2.1 runs it (previous outputs in the environment
-    only when non-empty)."""
+def _nonce_step_run(step, command_text: str, endpoint: str, stdout: str = "", stderr: str = ""):
+    """Run one of the nonce step's commands as pulumi-command v1.2.1 runs it: ``interpreter + [command]``, the
+    previous outputs in the environment only when non-empty."""
     import subprocess
 
     env = {"PATH": "/usr/bin:/bin", "ENDPOINT": endpoint}
     env.update({k: v for k, v in (("PULUMI_COMMAND_STDOUT", stdout), ("PULUMI_COMMAND_STDERR", stderr)) if v})
-    return subprocess.run(["/bin/sh", "-c", command_text], capture_output=True, text=True, env=env, timeout=10)
+    argv = [*step.inputs.get("interpreter", ["/bin/sh", "-c"]), command_text]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=10)
 
 
 def test_the_nonce_rotates_with_the_endpoint_and_only_with_it(plan):
     """A nonce read from the state (the drift identity reads production's) stays valid only for the endpoint it was
     made for: an update whose ENDPOINT moved prints a new nonce; an update for the same endpoint (an edit of the
-    step) and the first update of a state from before rotation (no stderr) keep it; each run records its endpoint."""
+    step) and the first update of a state from before rotation (no stderr) keep it; each run records its endpoint.
+    The create and update texts are those of the stacks deployed before the rotation, byte for byte: an input such a
+    state had that changed would make a preview of the update answer the nonce unknown, and show the endpoint replaced
+    (pulumi-go-provider's markComputed), which `pulumi up` would not do."""
+    from components.grafana_private_link import NONCE_UPDATE_COMMAND
+
+    assert NONCE_COMMAND == "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'"
+    assert NONCE_UPDATE_COMMAND.startswith('printf %s "${PULUMI_COMMAND_STDOUT:?the approval nonce step has no ')
     import re
 
     nonce_step = command(plan(), "approval-nonce")
     old, here = "5f1c0e9a7b3d4c2e8f6a1b0c9d8e7f6a", "rg|amg|pyroscope-mpe|eastus2|mc-rg|pyroscope-pls|eastus2|text"
-    made = _nonce_step_run(nonce_step.inputs["create"], here)
+    made = _nonce_step_run(nonce_step, nonce_step.inputs["create"], here)
     assert re.fullmatch(r"[0-9a-f]{32}", made.stdout) and made.stderr == here
     update = nonce_step.inputs["update"]
-    kept = _nonce_step_run(update, here, old, here)
+    kept = _nonce_step_run(nonce_step, update, here, old, here)
     assert (kept.returncode, kept.stdout, kept.stderr) == (0, old, here)
-    moved = _nonce_step_run(update, here.replace("pyroscope-mpe", "pyroscope-mpe-2"), old, here)
+    moved = _nonce_step_run(nonce_step, update, here.replace("pyroscope-mpe", "pyroscope-mpe-2"), old, here)
     assert moved.returncode == 0 and re.fullmatch(r"[0-9a-f]{32}", moved.stdout) and moved.stdout != old
     assert moved.stderr == here.replace("pyroscope-mpe", "pyroscope-mpe-2")
-    upgraded = _nonce_step_run(update, here, old)
+    upgraded = _nonce_step_run(nonce_step, update, here, old)
     assert (upgraded.returncode, upgraded.stdout, upgraded.stderr) == (0, old, here)
-    lost = _nonce_step_run(update, here, "", here)
+    lost = _nonce_step_run(nonce_step, update, here, "", here)
     assert lost.returncode != 0 and lost.stdout == "" and "pulumi up --replace" in lost.stderr
 
 

@@ -109,3 +109,30 @@ def test_each_endpoint_the_stack_approves_gets_a_nonce_of_its_own(aks, engine_to
     assert _nonce(aks.world()) == second
     ws.destroy(STACK)
     assert non_stack_resources(ws.state(STACK)) == []
+
+
+def test_a_stack_deployed_before_the_nonce_rotated_keeps_its_endpoint_when_upgraded(aks, engine_tools, chart, tmp_path):
+    """A stack whose nonce step predates the rotation (no interpreter, no ENDPOINT): its preview after the upgrade shows
+    the nonce step updated and nothing else, not the endpoint chain replaced (pulumi-go-provider answers an update's
+    outputs unknown only when an input the old state had changed), and `pulumi up` keeps the nonce and the endpoint."""
+    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
+    component = ws.project / "components" / "grafana_private_link.py"
+    current = component.read_text()
+    rotation = ('            interpreter=NONCE_INTERPRETER,\n'
+                '            environment={"ENDPOINT": endpoint_key(args)},\n')
+    assert rotation in current, "update the older copy of the nonce step"
+    component.write_text(current.replace(rotation, "").replace('additional_secret_outputs=["stdout", "stderr"]',
+                                                                'additional_secret_outputs=["stdout"]'))
+    ws.init(STACK, {"pyroscopeChart": chart.reference})
+    ws.up(STACK)
+    before, created = _nonce(aks.world()), [m["createdAt"] for m in aks.world()["mpes"].values()]
+    component.write_text(current)
+    preview = ws.preview(STACK)
+    moved = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in preview["steps"] if s["op"] != "same"}
+    assert moved == {"grafana-private-link-approval-nonce": "update"}, moved
+    ws.up(STACK)
+    assert _nonce(aks.world()) == before
+    assert [m["createdAt"] for m in aks.world()["mpes"].values()] == created, "the endpoint was not re-created"
+    again = ws.preview(STACK)
+    assert {op: n for op, n in again["changeSummary"].items() if op != "same"} == {}
+    ws.destroy(STACK)

@@ -1,7 +1,7 @@
 """Lifecycle harness: deploy a plan into the fake world, then apply a diff in the engine's order, and read the end
 state. SIMULATED: the engine's executor and the providers; the step scripts are the real ones, run as
 pulumi-command runs them (``/bin/sh -c`` in the project directory, ``environment`` on top of the process
-environment, ``PULUMI_COMMAND_STDOUT`` = the state's stdout for updates and deletes when
+environment, ``PULUMI_COMMAND_STDOUT``/``_STDERR`` = the state's stdout/stderr for updates and deletes when
 ``addPreviousOutputInEnv``), against the stand-in ``az`` answering from tests/support/fake_world.py.
 
 Providers played here, with the rules of offline/replacement.py:
@@ -97,7 +97,7 @@ class EngineError(Exception):
 
 
 class Deployment:
-    """One stack's deployed state (``states``: URN -> {"type", "inputs", "stdout"}) and its world file."""
+    """One stack's deployed state (``states``: URN -> {"type", "inputs", "stdout", "stderr"}) and its world file."""
 
     def __init__(self, workdir: Path, downloads: dict[str, str]) -> None:
         self.workdir = workdir
@@ -228,9 +228,9 @@ class Deployment:
         urn, type_ = resource["urn"], resource["type"]
         inputs = self.actual_inputs(resource, plan)
         self.actions.append(f"create {urn}")
-        stdout = ""
+        stdout = stderr = ""
         if type_ == "command:local:Command":
-            stdout = self._run(urn, inputs["create"], inputs, None)
+            stdout, stderr = self._run(urn, inputs["create"], inputs, None)
         elif type_ == "kubernetes:helm.sh/v3:Release":
             self._release(None, inputs, plan)
         elif type_ == SERVICE:
@@ -239,16 +239,17 @@ class Deployment:
             self._claim(None, inputs, self._upserts(resource, plan))
         elif type_.startswith("azure-native:"):
             self._arm_create(urn, type_, inputs)
-        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "stderr": stderr,
+                            "options": resource.get("options", {})}
 
     def _update(self, resource: dict, plan: dict) -> None:
         urn, type_ = resource["urn"], resource["type"]
         inputs = self.actual_inputs(resource, plan)
         self.actions.append(f"update {urn}")
         state = self.states[urn]
-        stdout = state["stdout"]
+        stdout, stderr = state["stdout"], state.get("stderr", "")
         if type_ == "command:local:Command":
-            stdout = self._run(urn, inputs.get("update") or inputs["create"], inputs, state)
+            stdout, stderr = self._run(urn, inputs.get("update") or inputs["create"], inputs, state)
         elif type_ == "kubernetes:helm.sh/v3:Release":
             self._release(state["inputs"], inputs, plan)
         elif type_ == SERVICE:
@@ -259,7 +260,8 @@ class Deployment:
             world = self.world()
             world["arm"][self.arm_key(type_, inputs)] = inputs
             self._save(world)
-        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "options": resource.get("options", {})}
+        self.states[urn] = {"type": type_, "inputs": inputs, "stdout": stdout, "stderr": stderr,
+                            "options": resource.get("options", {})}
 
     def _delete(self, urn: str, state: dict) -> None:
         """The engine's DeleteStep for ``state`` (the old resource): retained -> only forgotten (module docstring)."""
@@ -300,18 +302,21 @@ class Deployment:
         if self.states.get(urn) is state or self.states.get(urn) == state:
             del self.states[urn]
 
-    def _run(self, urn: str, command: str, inputs: dict, state: Optional[dict]) -> str:
-        """Run a command step as pulumi-command v1.2.1 does; its stdout (trailing newline trimmed)."""
+    def _run(self, urn: str, command: str, inputs: dict, state: Optional[dict]) -> tuple[str, str]:
+        """Run a command step as pulumi-command v1.2.1 does (``interpreter + [command]``, default ``/bin/sh -c``); its
+        stdout and stderr (trailing newline trimmed)."""
         env = {**self.env, **(inputs.get("environment") or {})}
         if "TIMEOUT_SECONDS" in env:  # the stand-in answers at once: what has not happened within seconds never will
             env["TIMEOUT_SECONDS"] = str(min(int(env["TIMEOUT_SECONDS"]), STEP_TIMEOUT_CAP_SECONDS))
-        if state and inputs.get("addPreviousOutputInEnv", True) and state["stdout"]:
-            env["PULUMI_COMMAND_STDOUT"] = state["stdout"]
-        done = subprocess.run(["/bin/sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
+        if state and inputs.get("addPreviousOutputInEnv", True):
+            for key, name in (("stdout", "PULUMI_COMMAND_STDOUT"), ("stderr", "PULUMI_COMMAND_STDERR")):
+                if state.get(key):
+                    env[name] = state[key]
+        argv = [*(inputs.get("interpreter") or ["/bin/sh", "-c"]), command]
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{done.stderr}")
-        return done.stdout.rstrip("\n")
+        return done.stdout.rstrip("\n"), done.stderr.rstrip("\n")
 
     def nat_policy_spec(self) -> Optional[dict]:
         """The spec the NAT NetworkPolicy holds in the state (None: not deployed)."""
