@@ -87,34 +87,14 @@ def _nonce(world: dict) -> str:
     return found.group(1)
 
 
-def test_each_endpoint_the_stack_approves_gets_a_nonce_of_its_own(aks, engine_tools, chart, tmp_path):
-    """A nonce read from the state (production's is readable by the drift identity) must not open the next endpoint:
-    a change that replaces Grafana's managed private endpoint makes a new nonce, the new endpoint is approved with it,
-    the old one is spent, and a re-run keeps the new one."""
-    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
-    ws.init(STACK, {"pyroscopeChart": chart.reference})
-    ws.up(STACK)
-    first = _nonce(aks.world())
-    ws.pulumi("config", "set", "managedPrivateEndpointName", "pyroscope-mpe-2", stack=STACK)
-    ws.up(STACK)
-    world = aks.world()
-    second = _nonce(world)
-    assert second != first
-    pls = [p for p in world["pls"].values() if p["id"].endswith("/pyroscope-pls")]
-    assert [c["status"] for c in pls[0]["connections"]] == ["Approved"]
-    assert [m["status"] for m in world["mpes"].values()] == ["Approved"]
-    assert first not in json.dumps(ws.state(STACK)), "the spent nonce is gone from the state"
-    preview = ws.preview(STACK)
-    assert {op: n for op, n in preview["changeSummary"].items() if op != "same"} == {}
-    assert _nonce(aks.world()) == second
-    ws.destroy(STACK)
-    assert non_stack_resources(ws.state(STACK)) == []
-
-
-def test_a_stack_deployed_before_the_nonce_rotated_keeps_its_endpoint_when_upgraded(aks, engine_tools, chart, tmp_path):
-    """A stack whose nonce step predates the rotation (no interpreter, no ENDPOINT): its preview after the upgrade shows
-    the nonce step updated and nothing else, not the endpoint chain replaced (pulumi-go-provider answers an update's
-    outputs unknown only when an input the old state had changed), and `pulumi up` keeps the nonce and the endpoint."""
+def test_an_upgraded_stack_keeps_its_endpoint_and_each_new_endpoint_gets_a_nonce_of_its_own(aks, engine_tools, chart,
+                                                                                              tmp_path):
+    """From a stack whose nonce step predates the rotation (no interpreter, no ENDPOINT): the preview after the upgrade
+    shows the nonce step updated and nothing else, not the endpoint chain replaced (pulumi-go-provider answers an
+    update's outputs unknown only when an input the old state had changed), and `pulumi up` keeps the nonce and the
+    endpoint. Then a nonce read from the state (production's is readable by the drift identity) must not open the
+    next endpoint: a change that replaces Grafana's managed private endpoint makes a new nonce, the new endpoint is
+    approved with it, the old one is gone from the state, and a re-run keeps the new one."""
     ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
     component = ws.project / "components" / "grafana_private_link.py"
     current = component.read_text()
@@ -125,14 +105,27 @@ def test_a_stack_deployed_before_the_nonce_rotated_keeps_its_endpoint_when_upgra
                                                                 'additional_secret_outputs=["stdout"]'))
     ws.init(STACK, {"pyroscopeChart": chart.reference})
     ws.up(STACK)
-    before, created = _nonce(aks.world()), [m["createdAt"] for m in aks.world()["mpes"].values()]
+    first, created = _nonce(aks.world()), [m["createdAt"] for m in aks.world()["mpes"].values()]
+
     component.write_text(current)
     preview = ws.preview(STACK)
     moved = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in preview["steps"] if s["op"] != "same"}
     assert moved == {"grafana-private-link-approval-nonce": "update"}, moved
     ws.up(STACK)
-    assert _nonce(aks.world()) == before
+    assert _nonce(aks.world()) == first
     assert [m["createdAt"] for m in aks.world()["mpes"].values()] == created, "the endpoint was not re-created"
+
+    ws.pulumi("config", "set", "managedPrivateEndpointName", "pyroscope-mpe-2", stack=STACK)
+    ws.up(STACK)
+    world = aks.world()
+    second = _nonce(world)
+    assert second != first
+    pls = [p for p in world["pls"].values() if p["id"].endswith("/pyroscope-pls")]
+    assert [c["status"] for c in pls[0]["connections"]] == ["Approved"]
+    assert [m["status"] for m in world["mpes"].values()] == ["Approved"]
+    assert first not in json.dumps(ws.state(STACK)), "the spent nonce is gone from the state"
     again = ws.preview(STACK)
     assert {op: n for op, n in again["changeSummary"].items() if op != "same"} == {}
+    assert _nonce(aks.world()) == second
     ws.destroy(STACK)
+    assert non_stack_resources(ws.state(STACK)) == []
