@@ -8,8 +8,9 @@ from __future__ import annotations
 import subprocess
 
 from stack.specs import STACK_ANNOTATION
-from tests.support import fake_world
+from tests.support import ROOT, fake_world
 from tests.support.procedure import GRAFANA_ID, HAND_MADE_UID, procedure
+from tests.support.real_engine import Workspace
 
 STACK = "dev"
 GRAFANA = "azure-native:dashboard:Grafana"
@@ -107,3 +108,36 @@ def test_a_private_cluster_is_refused_from_outside_its_network_and_deployed_from
         world["clusters"][cid]["server"] = server  # on the cluster's network: the API server answers
     ws.up(STACK)
     assert aks.cp.get("/api/v1/namespaces/gadget/services/pyroscope-private-link") is not None
+
+
+def test_a_refusal_names_a_cluster_from_a_secret_stack_output_as_secret(aks, engine_tools, chart, tmp_path):
+    """The cluster's name comes from another stack's secret output (``clusterStack``); the engine masks only this
+    stack's own secret config, so the refusal the program prints (a private cluster unreachable from here) would show
+    the name, and its node resource group and API server host, in plain text. Under the real engine and a real
+    StackReference: ``[secret]`` in their place, and nothing registered."""
+    cid = next(iter(aks.world()["clusters"]))
+    with fake_world.locked(str(aks.world_path)) as world:
+        world["clusters"][cid]["apiServerAccessProfile"] = {"enablePrivateCluster": True}
+        world["clusters"][cid]["server"] = "https://aks-gpu-dev-0f1e2d3c.privatelink.eastus2.invalid:443"
+    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
+    platform = tmp_path / "platform"
+    platform.mkdir()
+    (platform / "Pulumi.yaml").write_text(
+        "name: platform\nruntime:\n  name: python\n  options:\n    toolchain: pip\n"
+        f"    virtualenv: {ROOT / '.venv'}\n")
+    (platform / "__main__.py").write_text(
+        "import pulumi\n"
+        "pulumi.export('clusterName', pulumi.Output.secret('aks-gpu-dev'))\n"
+        "pulumi.export('clusterResourceGroup', pulumi.Output.secret('rg-aks-gpu-dev'))\n")
+    cluster_side = Workspace(tmp_path / "platform-ws", engine_tools, aks.world_path,
+                             {"PULUMI_BACKEND_URL": ws.env["PULUMI_BACKEND_URL"]}, project=platform)
+    cluster_side.init("prod", {})
+    cluster_side.up("prod")
+    ws.init(STACK, {"pyroscopeChart": chart.reference, "clusterName": "", "clusterResourceGroup": "",
+                    "clusterStack": "organization/platform/prod"})
+    done = ws.up(STACK, check=False)
+    assert done.returncode != 0
+    text = done.stdout + done.stderr
+    assert "clusterName: cluster '[secret]' is a private cluster" in text, text[-3000:]
+    assert "aks-gpu-dev" not in text and "rg-aks-gpu-dev" not in text, text[-3000:]
+    assert [r["type"] for r in ws.state(STACK).get("resources") or [] if not r["type"].startswith("pulumi:")] == []
