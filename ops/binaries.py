@@ -155,13 +155,18 @@ def download(url: str, target: Path, attempts: int = 3) -> str:
     raise AssertionError("unreachable")
 
 
-def listed_sha256(checksums: str, filename: str, where: str) -> str:
-    """The sha256 a ``sha256sum``-style checksums file lists for ``filename``."""
+#: Digest lengths a checksums file may list, by algorithm: ``sha256sum`` (goreleaser, the CLI's release) and
+#: ``shasum``'s default SHA-1, which azure-native's release Makefile ran in its v2 era (its newest stored copy).
+DIGESTS = {64: "sha256", 40: "sha1"}
+
+
+def listed_digest(checksums: str, filename: str, where: str) -> tuple[str, str]:
+    """(algorithm, hex digest) a ``sha256sum``/``shasum``-style checksums file lists for ``filename``."""
     listed = [line.split()[0].lower() for line in checksums.splitlines()
               if len(line.split()) == 2 and line.split()[1].lstrip("*") == filename]
-    if len(listed) != 1 or not HEX.fullmatch(listed[0]):
-        raise Refused(f"{where} lists no sha256 for {filename}")
-    return listed[0]
+    if len(listed) != 1 or not re.fullmatch(r"[0-9a-f]+", listed[0]) or len(listed[0]) not in DIGESTS:
+        raise Refused(f"{where} lists no sha256 (or SHA-1) for {filename}")
+    return DIGESTS[len(listed[0])], listed[0]
 
 
 # --- --lock -----------------------------------------------------------------------------------------------------
@@ -184,9 +189,11 @@ def lock(root: Path = ROOT, search: Optional[Sequence[str]] = None) -> list[dict
             sha256 = download(entry["url"], Path(scratch) / filename)
             checksums = Path(scratch) / "checksums.txt"
             download(entry["checksums_url"], checksums)
-            listed = listed_sha256(checksums.read_text(errors="replace"), filename, entry["checksums_url"])
-            if listed != sha256:
-                raise Refused(f"{filename}: sha256 {sha256}, but {entry['checksums_url']} lists {listed}")
+            algorithm, listed = listed_digest(checksums.read_text(errors="replace"), filename, entry["checksums_url"])
+            ours = sha256 if algorithm == "sha256" else hashlib.new(algorithm, (Path(scratch) / filename).read_bytes(),
+                                                                    usedforsecurity=False).hexdigest()
+            if listed != ours:
+                raise Refused(f"{filename}: {algorithm} {ours}, but {entry['checksums_url']} lists {listed}")
             entry["sha256"] = sha256
             print(f"{entry['name']} {entry['version']}: {sha256} (as {entry['checksums_url']} lists)")
     path = root / LOCK

@@ -194,6 +194,28 @@ def test_lock_refuses_a_tarball_its_checksums_file_does_not_vouch_for(tmp_path, 
     assert not (root / binaries.LOCK).exists()
 
 
+@pytest.mark.parametrize("tampered", [False, True], ids=["matches", "differs"])
+def test_lock_cross_checks_a_release_that_lists_sha1(tmp_path, release, tampered):
+    """A release whose checksums file was written by ``shasum`` (SHA-1, 40 hex digits; azure-native's release
+    Makefile in its v2 era) is cross-checked with SHA-1, and the lock still records the tarball's sha256; a SHA-1 that
+    differs is refused in one line."""
+    root = project(tmp_path)
+    built = publish(release, cli_tarball(tmp_path / "unused.log"))
+    entry = binaries.entry_for("azure-native", "3.29.0", "")
+    filename = entry["url"].rsplit("/", 1)[1]
+    sha1 = hashlib.sha1(built["azure-native"], usedforsecurity=False).hexdigest()
+    release.put(entry["checksums_url"], f"{'0' * 40 if tampered else sha1}  {filename}\n".encode())
+    if tampered:
+        with pytest.raises(binaries.Refused) as refused:
+            binaries.lock(root, search=site(tmp_path))
+        assert "\n" not in str(refused.value) and "sha1" in str(refused.value) and filename in str(refused.value)
+        assert not (root / binaries.LOCK).exists()
+        return
+    binaries.lock(root, search=site(tmp_path))
+    written = {e["name"]: e for e in json.loads((root / binaries.LOCK).read_text())["binaries"]}
+    assert written["azure-native"]["sha256"] == hashlib.sha256(built["azure-native"]).hexdigest()
+
+
 def test_lock_refuses_a_plugin_version_the_installed_sdk_does_not_declare(tmp_path, release):
     """The engine asks for the version the SDK's pulumi-plugin.json declares: --lock refuses, before any download,
     when it is not requirements.lock's version of that SDK."""

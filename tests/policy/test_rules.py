@@ -1073,7 +1073,9 @@ def test_the_deploys_pack_config_holds_a_stack_to_production_whatever_its_file_s
 
 def test_the_production_pack_config_names_every_rule_that_tells_production_from_a_trial():
     """A rule added later that reads the production switch is in the deploy's pack config, or it would judge a deployed
-    stack as a trial; and the config names nothing else (the CLI refuses config a rule's schema does not allow)."""
+    stack as a trial; and the config names nothing else, each entry with the switch on: the CLI accepts a misspelt
+    policy or property silently (pulumi/pulumi v3.230.0 pkg/resource/analyzer/config.go validates only the pack's
+    policies' schemas, which allow extra properties), so this test is what catches one."""
     from policy.values import FORCED
 
     aware = {p.name for p in rules.POLICIES if p.config_schema and FORCED in (p.config_schema.properties or {})}

@@ -249,7 +249,9 @@ class Deployment:
         state = self.states[urn]
         stdout, stderr = state["stdout"], state.get("stderr", "")
         if type_ == "command:local:Command":
-            stdout, stderr = self._run(urn, inputs.get("update") or inputs["create"], inputs, state)
+            # pulumi-command runs `update` when it is set, even to "" (Command.Update: news.Update != nil).
+            update = inputs["update"] if inputs.get("update") is not None else inputs["create"]
+            stdout, stderr = self._run(urn, update, inputs, state)
         elif type_ == "kubernetes:helm.sh/v3:Release":
             self._release(state["inputs"], inputs, plan)
         elif type_ == SERVICE:
@@ -313,10 +315,12 @@ class Deployment:
                 if state.get(key):
                     env[name] = state[key]
         argv = [*(inputs.get("interpreter") or ["/bin/sh", "-c"]), command]
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=120)
+        stdout, stderr = (b.decode(errors="replace") for b in (done.stdout, done.stderr))
         if done.returncode != 0:
-            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{done.stderr}")
-        return done.stdout.rstrip("\n"), done.stderr.rstrip("\n")
+            raise EngineError(f"{urn.rsplit('::', 1)[-1]}: `{command}` failed ({done.returncode}):\n{stderr}")
+        # One trailing newline off each, as upstream's strings.TrimSuffix; bytes, so a \r stays.
+        return stdout.removesuffix("\n"), stderr.removesuffix("\n")
 
     def nat_policy_spec(self) -> Optional[dict]:
         """The spec the NAT NetworkPolicy holds in the state (None: not deployed)."""
