@@ -79,7 +79,8 @@ def test_plan_diff_comments_the_change_between_two_commits(tmp_path):
     assert done.returncode == 0, done.stderr
     comment = (repo / "plan-diff" / "comment.md").read_text()
     assert comment.startswith(f"### Offline preview diff (`dev`): base `{base[:12]}` -> head ")
-    assert "**Resources: + 0 to create, ~ 1 to update, +-3 to replace, - 0 to delete, " in comment
+    assert "**Resources: + 0 to create, ~ 2 to update, +-3 to replace, - 0 to delete, " in comment
+    assert "grafana-private-link-approval-nonce  update" in comment  # a renamed endpoint, a nonce of its own
     assert "OFFLINE ESTIMATE" in comment and "not the cloud's answer" in comment
     assert comment.index("Replacements:") < comment.index("Updates:") < comment.index("Engine order (pulumi up):")
     assert "grafana-private-link-mpe  replace (delete-first)" in comment
