@@ -248,7 +248,9 @@ def test_install_refuses_a_lock_without_sha256_in_one_line(tmp_path, release, de
 @pytest.mark.parametrize("tampered", ["pulumi", "command"])
 def test_install_refuses_a_tampered_tarball_before_unpacking_or_running_anything(tmp_path, release, decoy, tampered):
     """A tarball whose sha256 is not the lock's, the CLI's or the last plugin's: refused naming it, with no file
-    in DIR and no pulumi run (neither the one on PATH nor the archive's)."""
+    in DIR and no pulumi run (neither the one on PATH nor the archive's). pulumi/pulumi#9483: the CLI unpacks and runs
+    a downloaded plugin with no verification; pulumi/docs#5507: get.pulumi.com once served different bytes by
+    location, which this refuses rather than runs."""
     root, log = project(tmp_path), tmp_path / "pulumi.log"
     built = publish(release, cli_tarball(log))
     write_lock(root, built)
