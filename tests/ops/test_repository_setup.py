@@ -67,7 +67,10 @@ def test_set_up_leaves_no_workflow_able_to_approve_and_no_fork_with_a_write_toke
     """The fix for a writer's branch whose job approves its own pull request as github-actions[bot]: after set-up the
     workflow token reads by default and cannot approve, a fork's pull request runs only once a writer approves it,
     with a read-only token (so no `id-token: write`, no preview identity) and no secrets or variables, and main's
-    ruleset requires a code owner's approval besides one from someone other than the last pusher."""
+    ruleset requires a code owner's approval besides one from someone other than the last pusher.
+    barrettruth/canola.nvim#61 does exactly this on purpose: the bot's approval satisfies require_last_push_approval
+    for the pusher's pull request; cpp-linter/cpp-linter#51 shows GitHub's 422 ("GitHub Actions is not permitted to
+    approve pull requests") once the setting is off."""
     run, github, calls = set_up(tmp_path, permissive(visibility))
     assert run.returncode == 0, run.stderr
     assert github["workflow"] == {"default_workflow_permissions": "read", "can_approve_pull_request_reviews": False}
