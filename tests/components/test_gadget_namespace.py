@@ -160,12 +160,12 @@ def test_a_claim_replacement_replaces_the_release_and_only_it(dev):
 
 
 def test_a_private_link_identity_replacement_replaces_the_private_link_steps_and_not_the_service(dev):
-    """A new PLS identity (its name, group or owner Service) is a new PLS: the wait and the endpoint chain are replaced
-    with it; the Service, the release and the claims stay."""
+    """A new PLS identity (its name, group or owner Service) is a new PLS: the wait, the approval nonce (a new endpoint,
+    a nonce of its own) and the endpoint chain are replaced with it; the Service, the release and the claims stay."""
     identity = dev.named("pyroscope-private-link-identity")
     assert {dev.get(u).name for u in replacement_set(dev, identity.urn)} == {
-        "pyroscope-private-link-identity", "grafana-private-link-wait-for-pls", "grafana-private-link-mpe",
-        "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
+        "pyroscope-private-link-identity", "grafana-private-link-wait-for-pls", "grafana-private-link-approval-nonce",
+        "grafana-private-link-mpe", "grafana-private-link-approve-connection", "grafana-private-link-refresh"}
 
 
 # --- the cluster stand-in, every order the plan allows ----------------------------------------------------------
