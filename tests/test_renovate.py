@@ -1,6 +1,6 @@
-"""renovate.json: the bot proposes bumps of the locks (the Azure CLI's among them), the pinned actions, kubelogin
-and the Pyroscope chart, can re-run the locks' pip-compile commands, and labels a provider SDK bump that needs
-deploy/binaries.json locked again."""
+"""renovate.json: the bot proposes bumps of the locks (the Azure CLI's among them), the pinned actions, kubelogin,
+the Pyroscope chart and the Pulumi CLI (everywhere it is pinned, in one pull request), can re-run the locks'
+pip-compile commands, and labels a bump that needs deploy/binaries.json locked again."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from tests.support.workflows import (
 )
 
 RENOVATE = ROOT / "renovate.json"
+#: The Go module the Pulumi CLI is built from (toolchain/pulumi/go.mod), whose releases are the CLI's.
+CLI_MODULE = "github.com/pulumi/pulumi/pkg/v3"
+CLI_MODULES = [CLI_MODULE, "github.com/pulumi/pulumi/sdk/v3"]
 
 
 def renovate() -> dict:
@@ -48,9 +51,10 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     config = renovate()
     assert set(config) <= {"$schema", "description", "enabledManagers", "baseBranchPatterns", "labels",
                            "prConcurrentLimit", "minimumReleaseAge", "pip-compile", "rangeStrategy",
-                           "lockFileMaintenance", "github-actions", "customManagers", "packageRules"}, set(config)
+                           "lockFileMaintenance", "github-actions", "gomod", "postUpdateOptions", "customManagers",
+                           "packageRules"}, set(config)
     assert config["$schema"] == "https://docs.renovatebot.com/renovate-schema.json"
-    assert set(config["enabledManagers"]) == {"pip-compile", "github-actions", "custom.regex"}
+    assert set(config["enabledManagers"]) == {"pip-compile", "github-actions", "gomod", "custom.regex"}
     assert config["baseBranchPatterns"] == ["main"], "bumps are pull requests to main, where pr.yml runs"
     files = tracked_files()
 
@@ -65,7 +69,7 @@ def test_renovate_covers_the_locks_the_actions_the_chart_and_kubelogin():
     assert config["github-actions"]["pinDigests"] is True
 
     managers = {m["depNameTemplate"]: m for m in config["customManagers"]}
-    assert set(managers) == {"Azure/kubelogin", "pyroscope", "grafana/pyroscope"}
+    assert set(managers) == {"Azure/kubelogin", "pyroscope", "grafana/pyroscope", CLI_MODULE}
     kubelogin = managers["Azure/kubelogin"]
     assert kubelogin["datasourceTemplate"] == "github-release-attachments"
     found = []
@@ -146,9 +150,86 @@ def test_a_provider_sdk_bump_is_labelled_to_lock_the_binaries_again():
     pinned = {f"pulumi-{e['name']}" for e in binaries.read_lock(ROOT) if e["version_from"].startswith(
         "requirements.lock: ")}
     assert pinned == {"pulumi-azure-native", "pulumi-kubernetes", "pulumi-command"}
-    rules = [r for r in renovate()["packageRules"] if "needs-binaries-lock" in r.get("addLabels", [])]
+    rules = [r for r in renovate()["packageRules"]
+             if "needs-binaries-lock" in r.get("addLabels", []) and "pip-compile" in r.get("matchManagers", [])]
     assert len(rules) == 1 and set(rules[0]["matchDepNames"]) == pinned
     assert rules[0]["matchManagers"] == ["pip-compile"] and "matchFileNames" not in rules[0]
     assert "labels" not in rules[0], "addLabels: merged with the group's labels, not replacing them"
     locked = (ROOT / "requirements.lock").read_text()
     assert all(re.search(rf"^{re.escape(dep)}==", locked, re.M) for dep in pinned)
+
+
+def cli_matches(root, config: dict) -> list[tuple[str, str, tuple[int, int]]]:
+    """(file, currentValue, its span) for every place the CLI's regex managers find under ``root``."""
+    found = []
+    for manager in config["customManagers"]:
+        if manager["depNameTemplate"] != CLI_MODULE:
+            continue
+        for name in tracked_files():
+            if any(js_pattern(p).search(name) for p in manager["managerFilePatterns"]):
+                text = (root / name).read_text(encoding="utf-8")
+                for pattern in manager["matchStrings"]:
+                    found += [(name, m.group("currentValue"), m.span("currentValue"))
+                              for m in re.finditer(js_regex(pattern), text)]
+    return found
+
+
+def winning(rules: list[dict], key: str, manager: str, dep: str):
+    """The value of ``key`` the last package rule matching (manager, dep) sets, as Renovate applies rules in order."""
+    value = None
+    for rule in rules:
+        if key in rule and manager in rule.get("matchManagers", [manager]) and dep in rule.get("matchDepNames", [dep]):
+            value = rule[key]
+    return value
+
+
+def test_one_pull_request_moves_the_pulumi_cli_everywhere_it_is_pinned(tmp_path):
+    """The CLI is pinned in the README (what users install), deploy/binaries.json (what CI installs) and
+    toolchain/pulumi/go.mod (what the end-to-end tests build): one Renovate pull request moves them together, from
+    the Go module proxy's releases of pkg/v3. The regex managers find every place the lock derives from the version
+    (a bump applied at the found places leaves the lock entry ops.binaries --lock would write, but its sha256), gomod
+    reads only that go.mod and there only pkg/v3 and sdk/v3 (go mod tidy moves the rest), and one group labelled
+    needs-binaries-lock holds them all."""
+    from ops import binaries
+
+    config = renovate()
+    version = binaries.readme_cli_version(ROOT)
+    found = cli_matches(ROOT, config)
+    assert sorted((name, value) for name, value, _ in found) == (
+        [("README.md", version)] * 2 + [("deploy/binaries.json", version)] * 4), found
+    for manager in (m for m in config["customManagers"] if m["depNameTemplate"] == CLI_MODULE):
+        assert manager["datasourceTemplate"] == "go"
+        extract = re.compile(js_regex(manager["extractVersionTemplate"]))
+        assert extract.fullmatch("v3.278.0").group("version") == "3.278.0"
+        assert not extract.fullmatch("v3.278.0-alpha.1"), "a pre-release is no CLI release"
+
+    # The bump, as Renovate writes it: the new value at each place found.
+    bumped = tmp_path / "project"
+    for name in ("README.md", "deploy/binaries.json", "requirements.lock"):
+        (bumped / name).parent.mkdir(parents=True, exist_ok=True)
+        (bumped / name).write_text((ROOT / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for name in ("README.md", "deploy/binaries.json"):
+        text = (bumped / name).read_text(encoding="utf-8")
+        for _, _, (start, end) in sorted((s for s in found if s[0] == name), key=lambda s: -s[2][0]):
+            text = text[:start] + "3.999.0" + text[end:]
+        (bumped / name).write_text(text, encoding="utf-8")
+    stated, source = binaries.sources(bumped)["pulumi"]
+    assert stated == "3.999.0"
+    entry = next(e for e in binaries.read_lock(bumped) if e["name"] == "pulumi")
+    expected = binaries.entry_for("pulumi", stated, source)
+    assert {k: entry[k] for k in expected if k != "sha256"} == {k: v for k, v in expected.items() if k != "sha256"}
+
+    gomod = [f for f in tracked_files() if any(js_pattern(p).search(f)
+                                                 for p in config["gomod"]["managerFilePatterns"])]
+    assert gomod == ["toolchain/pulumi/go.mod"], gomod
+    assert "gomodTidy" in config["postUpdateOptions"], "go.sum and the transitive requirements follow pkg/v3"
+    required = dict(re.findall(r"^\s*(\S+) (v\S+)(?: // indirect)?$",
+                               (ROOT / "toolchain" / "pulumi" / "go.mod").read_text(), re.M))
+    assert [required[m] for m in CLI_MODULES] == [f"v{version}"] * 2
+    rules = config["packageRules"]
+    for module in required:
+        enabled = winning(rules, "enabled", "gomod", module)
+        assert enabled is (module in CLI_MODULES), (module, enabled)
+    for manager, dep in [("custom.regex", CLI_MODULE), ("gomod", CLI_MODULES[0]), ("gomod", CLI_MODULES[1])]:
+        assert winning(rules, "groupName", manager, dep) == "pulumi cli", (manager, dep)
+        assert "needs-binaries-lock" in winning(rules, "addLabels", manager, dep), (manager, dep)

@@ -23,7 +23,7 @@ import pytest
 from ops import binaries
 from tests.support import ROOT
 
-VERSIONS = {"pulumi": "3.230.0", "azure-native": "3.29.0", "kubernetes": "4.34.2", "command": "1.2.1"}
+VERSIONS = {"pulumi": "3.277.0", "azure-native": "3.29.0", "kubernetes": "4.34.2", "command": "1.2.1"}
 
 
 class Release:
@@ -163,16 +163,16 @@ def test_lock_records_the_sha256_each_release_lists(tmp_path, release, capsys):
     binaries.lock(root, search=site(tmp_path))
     written = json.loads((root / binaries.LOCK).read_text())["binaries"]
     assert [(e["name"], e["kind"], e["version"]) for e in written] == [
-        ("pulumi", "cli", "3.230.0"), ("azure-native", "resource", "3.29.0"), ("kubernetes", "resource", "4.34.2"),
+        ("pulumi", "cli", "3.277.0"), ("azure-native", "resource", "3.29.0"), ("kubernetes", "resource", "4.34.2"),
         ("command", "resource", "1.2.1")]
     for entry in written:
         assert entry["sha256"] == hashlib.sha256(built[entry["name"]]).hexdigest()
         assert entry["url"].startswith("https://") and entry["checksums_url"].startswith("https://")
         assert urllib.parse.urlsplit(entry["url"]).path in release.requests
         assert urllib.parse.urlsplit(entry["checksums_url"]).path in release.requests
-    assert written[0]["version_from"] == "README.md: **Pulumi CLI v3.230.0**"
+    assert written[0]["version_from"] == "README.md: **Pulumi CLI v3.277.0**"
     assert written[1]["version_from"] == "requirements.lock: pulumi-azure-native==3.29.0"
-    assert written[0]["url"] == "https://get.pulumi.com/releases/sdk/pulumi-v3.230.0-linux-x64.tar.gz"
+    assert written[0]["url"] == "https://get.pulumi.com/releases/sdk/pulumi-v3.277.0-linux-x64.tar.gz"
     assert written[3]["checksums_url"] == (
         "https://github.com/pulumi/pulumi-command/releases/download/v1.2.1/pulumi-command_1.2.1_checksums.txt")
     assert "wrote deploy/binaries.json" in capsys.readouterr().out
@@ -240,7 +240,7 @@ def test_install_refuses_a_lock_without_sha256_in_one_line(tmp_path, release, de
         binaries.main(["--install", str(target)], root=root)
     assert exit_.value.code == 1
     assert capsys.readouterr().err.splitlines() == [
-        "binaries: error: deploy/binaries.json has no sha256 for pulumi 3.230.0: run python -m ops.binaries --lock "
+        "binaries: error: deploy/binaries.json has no sha256 for pulumi 3.277.0: run python -m ops.binaries --lock "
         "on a machine with network and commit the lock (docs/platform.md)"]
     assert release.requests == [] and not target.exists() and not decoy.exists()
 
@@ -317,9 +317,9 @@ def test_install_unpacks_nothing_from_a_cli_archive_with_a_member_outside_its_fo
 
 
 def test_the_real_cli_installs_each_plugin_from_its_file_offline(tmp_path, release, monkeypatch):
-    """The real Pulumi CLI v3.230.0 (toolchain/build) takes the command --install runs: each plugin lands in
+    """The real Pulumi CLI v3.277.0 (toolchain/build) takes the command --install runs: each plugin lands in
     PULUMI_HOME from its file, and the CLI opens no connection (its proxy, a listener here, sees none; pulumi/pulumi
-    v3.230.0 pkg/cmd/pulumi/plugin/plugin_install.go: with --file no resolution and no download)."""
+    v3.277.0 pkg/cmd/pulumi/plugin/plugin_install.go: with --file no resolution and no download)."""
     from tests.support.real_engine import tools
 
     real = tools().bin / "pulumi"
@@ -405,5 +405,5 @@ def test_install_runs_on_a_bare_python(tmp_path):
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines() == [
-        "binaries: error: deploy/binaries.json has no sha256 for pulumi 3.230.0: run python -m ops.binaries --lock "
+        "binaries: error: deploy/binaries.json has no sha256 for pulumi 3.277.0: run python -m ops.binaries --lock "
         "on a machine with network and commit the lock (docs/platform.md)"]

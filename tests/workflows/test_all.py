@@ -41,14 +41,19 @@ def test_every_action_is_pinned_by_commit_sha(name):
 
 
 def test_the_one_cli_version_the_readme_states_is_the_one_the_jobs_install():
-    """The README states one exact Pulumi CLI version, the one docs/offline.md says the offline engine models, and
-    deploy/binaries.json locks it (ops/binaries.py reads it from the README). No workflow installs the CLI any other
+    """The README states one exact Pulumi CLI version, the one its install command fetches, docs/offline.md says the
+    offline engine models, the end-to-end tests build (toolchain/pulumi/go.mod: pkg/v3 and sdk/v3, released together),
+    and deploy/binaries.json locks it (ops/binaries.py reads it from the README). No workflow installs the CLI any other
     way: pulumi/actions resolves the version against another repository's default branch and checks no checksum
     (docs/decisions/pinned-binaries.md)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     stated = re.findall(r"\*\*Pulumi CLI v?([\w.+-]+)\*\*", readme)
     assert len(stated) == 1 and re.fullmatch(r"\d+\.\d+\.\d+", stated[0]), stated
     version = stated[0]
+    assert re.findall(r"get\.pulumi\.com \| sh -s -- --version (\d[\w.+-]*)", readme) == [version]
+    built = re.findall(r"^\s*github\.com/pulumi/pulumi/(pkg|sdk)/v3 v(\S+)\s*$",
+                       (ROOT / "toolchain" / "pulumi" / "go.mod").read_text(), re.M)
+    assert sorted(built) == [("pkg", version), ("sdk", version)], built
     assert f"pulumi/pulumi `v{version}`" in (ROOT / "docs" / "offline.md").read_text(encoding="utf-8")
     lock = json.loads((ROOT / "deploy" / "binaries.json").read_text())["binaries"]
     assert [(e["name"], e["version"]) for e in lock if e["kind"] == "cli"] == [("pulumi", version)]
