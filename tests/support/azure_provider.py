@@ -34,7 +34,7 @@ from google.protobuf import empty_pb2
 from pulumi.runtime.proto import plugin_pb2, provider_pb2, provider_pb2_grpc
 
 from offline import canned, replacement
-from tests.support import fake_world
+from tests.support import fake_world, latency
 from tests.support import plugin_server as wire
 
 #: The release the lock's SDK asks for; the engine takes an ambient plugin whatever it reports.
@@ -42,6 +42,8 @@ VERSION = "3.29.0"
 #: A type token: the Create of a resource of it never returns once ARM has made it (the world has it), as a PUT still
 #: in flight when the CLI is killed; for tests of an interrupted `pulumi up`.
 HOLD_ENV = "AZURE_STANDIN_HOLD_CREATE"
+#: The same for a Delete: it never returns once ARM has deleted the resource (a DELETE still in flight when killed).
+HOLD_DELETE_ENV = "AZURE_STANDIN_HOLD_DELETE"
 MPE = fake_world.MPE
 #: Response-only properties inside an object input that azure-native's preview reports unknown
 #: (``provider/pkg/convert/previewOutputs.go``): what offline/canned.py's simplified preview keeps out.
@@ -149,6 +151,7 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
                     preview[key] = {**preview[key], **dict.fromkeys(nested, wire.UNKNOWN)}
             return provider_pb2.CreateResponse(properties=wire.to_struct(preview))
         plain = wire.reveal(inputs)
+        latency.delay("resources", rule.type)  # ARM's time for the PUT, when a factor is set
         with fake_world.locked(world_path()) as world:
             error = fake_world.arm_create(world, rule.type, plain, self._grafana_id(plain))
             created = self._created_at(world, rule.type, plain)
@@ -167,6 +170,7 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
             return provider_pb2.UpdateResponse(properties=wire.to_struct(
                 {**state, **{k: v for k, v in news.items() if k in names}}))
         plain = wire.reveal(news)
+        latency.delay("resources", rule.type)
         with fake_world.locked(world_path()) as world:
             world["arm"][fake_world.arm_identity(rule.type, plain)] = plain
         created = (state.get("systemData") or {}).get("createdAt")
@@ -177,8 +181,11 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
         rule = self._rule(request.urn, context)
         inputs = wire.reveal(wire.to_dict(request.old_inputs) if request.HasField("old_inputs")
                              else wire.to_dict(request.properties))
+        latency.delay("resources", rule.type)  # a DELETE takes the type's time too (docs/decisions/benchmarks.md)
         with fake_world.locked(world_path()) as world:
             fake_world.arm_delete(world, rule.type, inputs, self._grafana_id(inputs))
+        if os.environ.get(HOLD_DELETE_ENV) == rule.type:
+            threading.Event().wait()
         return empty_pb2.Empty()
 
     def Read(self, request, context):
@@ -227,6 +234,7 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
         handler = canned.INVOKES.get(token)
         if handler is None:
             wire.abort_unknown(context, "invoke", token, "pulumi-resource-azure-native")
+        latency.delay("events", "invoke")
         with fake_world.locked(world_path()) as world:
             answer = self._answer(token, args, world, context)
         if answer is None:
@@ -263,7 +271,7 @@ class AzureProvider(provider_pb2_grpc.ResourceProviderServicer):
             return pls_answer(pls, self.location)
         if token == "azure-native:dashboard:getManagedPrivateEndpoint":
             gid = canned.grafana_id(args["resourceGroupName"], args["workspaceName"])
-            mpe = world["mpes"].get(fake_world.mpe_key(gid, args["managedPrivateEndpointName"]))
+            mpe = fake_world.settled(world["mpes"].get(fake_world.mpe_key(gid, args["managedPrivateEndpointName"])))
             if mpe is None:
                 not_found(context, f"{gid}/managedPrivateEndpoints/{args['managedPrivateEndpointName']}")
             return mpe_answer(mpe, args["managedPrivateEndpointName"], self.location)

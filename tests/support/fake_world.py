@@ -60,13 +60,15 @@ import fcntl
 import json
 import os
 import re
+import time
 import uuid
 from typing import Any, Iterator, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
 try:
-    from tests.support import pyroscope_server
+    from tests.support import latency, pyroscope_server
 except ModuleNotFoundError:  # imported by fake_az.py as its sibling module, outside the tests package
+    import latency  # type: ignore[no-redef]
     import pyroscope_server  # type: ignore[no-redef]
 
 PRIVATE_IP = "10.0.4.36"  # offline/canned.py MPE_PRIVATE_IP
@@ -235,6 +237,8 @@ NESTED = {
          ("resourceGroupName", "clusterRp", "clusterResourceName", "clusterName", "extensionName")),
     r"/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Dashboard/grafana/([^/]+)/"
     r"managedPrivateEndpoints/([^/]+)": (MPE, ("resourceGroupName", "workspaceName", "managedPrivateEndpointName")),
+    r"(/subscriptions/.+)/providers/Microsoft\.Authorization/roleAssignments/([^/]+)":
+        (ROLE_ASSIGNMENT, ("scope", "roleAssignmentName")),
 }
 
 
@@ -474,6 +478,24 @@ def _connection_update(argv: list[str], world: dict) -> dict:
     return _arm_not_found(f"Microsoft.Network/privateLinkServices/{service}/privateEndpointConnections/{name}")
 
 
+def refreshed(mpe: dict, after: float) -> None:
+    """The refresh found the endpoint's connection Approved: it reports Approved and its private IP ``after`` seconds
+    from now (the long-running POST's time, tests/support/latency.py; at once without a factor). A refresh while one
+    is under way changes nothing."""
+    if after <= 0:
+        mpe.update(status="Approved", ip=PRIVATE_IP)
+    elif not (mpe["status"] == "Approved" and mpe["ip"]):
+        mpe.setdefault("refreshed_at", time.time() + after)
+
+
+def settled(mpe: Optional[dict]) -> Optional[dict]:
+    """``mpe`` as a read sees it now: a refresh whose time has come applied (:func:`refreshed`)."""
+    if mpe is not None and time.time() >= mpe.get("refreshed_at", float("inf")):
+        del mpe["refreshed_at"]
+        mpe.update(status="Approved", ip=PRIVATE_IP)
+    return mpe
+
+
 def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
     """Grafana workspaces (GET), managed private endpoints and their refresh; None when the path is not one of
     these. A workspace exists unless it was deleted (:func:`delete_grafana`)."""
@@ -495,11 +517,11 @@ def _arm_rest(method: str, path: str, world: dict) -> Optional[dict]:
                 approved = any(c["status"] == "Approved" and c["endpoint"].endswith("/" + mpe["endpoint"])
                                for pls in world["pls"].values() for c in pls["connections"])
                 if approved:
-                    mpe.update(status="Approved", ip=PRIVATE_IP)
+                    refreshed(mpe, latency.seconds("events", "ip_after_refresh"))
         return {"stdout": ""}
     one = re.fullmatch(r"(.*/providers/Microsoft\.Dashboard/grafana/[^/]+)/managedPrivateEndpoints/([^/]+)", path, re.I)
     if one and method == "get":
-        mpe = world["mpes"].get(f"{one.group(1)}/{one.group(2)}".lower())
+        mpe = settled(world["mpes"].get(f"{one.group(1)}/{one.group(2)}".lower()))
         if mpe is None:
             return _arm_not_found(f"Microsoft.Dashboard/grafana/managedPrivateEndpoints/{one.group(2)}")
         return {"json": {"id": path, "name": one.group(2), "systemData": {"createdAt": mpe.get("createdAt")},
@@ -1052,6 +1074,10 @@ def answer(argv: list[str], world: dict) -> dict:
     ``world``. A command line this world does not know exits 2, so an unexpected call fails the test."""
     if argv[:2] == ["account", "get-access-token"]:
         return _access_token(argv, world)
+    if argv[:2] == ["account", "show"]:
+        from offline import canned
+        return {"json": {"id": canned.SUBSCRIPTION_ID, "tenantId": canned.TENANT_ID, "isDefault": True,
+                         "state": "Enabled"}}
     if argv[:3] == ["network", "private-link-service", "show"]:
         return _pls_show(argv, world)
     if argv[:4] == ["network", "lb", "frontend-ip", "show"]:

@@ -1,0 +1,234 @@
+"""Recover a stack whose `pulumi up` or `pulumi destroy` was killed: ``python -m ops.recover --stack NAME [--run]``.
+
+Reads the stack's state (``pulumi stack export``) and prints, one per line, the commands that bring it back to where
+the interrupted command can simply be run again; ``--run`` runs them (then run that command: ``pulumi up`` or
+``pulumi destroy``). What a killed run leaves and what each line does:
+
+- a state file a self-managed ``file://`` backend left unreadable ("failed to load checkpoint: EOF"): the run was
+  killed while the backend rewrote a state file's ``.attrs`` companion, which it truncates before writing (gocloud.dev
+  ``blob/fileblob``); the empty companion is removed (its only content is the file's content type, which a missing one
+  defaults);
+- the stack's lock (a self-managed backend keeps the dead run's; Pulumi Cloud shows it still running):
+  ``pulumi cancel --yes`` (with ``--run``, its refusal when nothing is running is not an error);
+- a Helm release Helm left ``pending-install`` (a killed first install: nothing of it to keep, the profiles live on the
+  stack's own claims): ``helm uninstall``; ``pending-upgrade``/``pending-rollback``: ``helm rollback``;
+- *pending creates* (the state does not know whether the create happened): each Azure resource that exists (``az
+  resource show --ids`` of the ARM id its inputs give) is imported under its URN with the program's inputs (``pulumi
+  import --file``: azure-native refuses to create what exists), then ``pulumi refresh --clear-pending-creates`` drops
+  the pending creates. Kubernetes objects are applied again by the next run (server-side apply under the stack's own
+  field manager), and command steps run again (each is safe to run again). ``refresh --import-pending-creates``
+  is not used: the CLI (v3.277.0) drops the pending create instead of importing it.
+Pending updates and deletes need nothing: the next run repeats them.
+Exit status 0, 2 on a command that failed or a state that cannot be read (one line on stderr). Azure ids take the
+subscription from ``az account show``. Why this way, and what each kill point leaves: docs/decisions/kill-points.md.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional, Sequence
+from urllib.parse import unquote, urlsplit
+
+from cli import OneLineParser, exit_code
+from steps.azcli import AzError, az
+
+HELM = "kubernetes:helm.sh/v3:Release"
+#: ARM ids of the azure-native types the stack creates, from their inputs (the PUT's path parameters in
+#: pulumi-azure-native's metadata): the subscription is filled in from ``az account show``.
+ARM_IDS = {
+    "azure-native:kubernetesconfiguration:Extension":
+        "/subscriptions/{sub}/resourceGroups/{resourceGroupName}/providers/{clusterRp}/{clusterResourceName}/"
+        "{clusterName}/providers/Microsoft.KubernetesConfiguration/extensions/{extensionName}",
+    "azure-native:dashboard:ManagedPrivateEndpoint":
+        "/subscriptions/{sub}/resourceGroups/{resourceGroupName}/providers/Microsoft.Dashboard/grafana/"
+        "{workspaceName}/managedPrivateEndpoints/{managedPrivateEndpointName}",
+    "azure-native:authorization:RoleAssignment":
+        "{scope}/providers/Microsoft.Authorization/roleAssignments/{roleAssignmentName}",
+    "azure-native:dashboard:Grafana":
+        "/subscriptions/{sub}/resourceGroups/{resourceGroupName}/providers/Microsoft.Dashboard/grafana/{workspaceName}",
+    "azure-native:monitor:AzureMonitorWorkspace":
+        "/subscriptions/{sub}/resourceGroups/{resourceGroupName}/providers/Microsoft.Monitor/accounts/"
+        "{azureMonitorWorkspaceName}",
+}
+
+
+class RecoverError(Exception):
+    """A state that cannot be read or a command that failed: the one line the tool prints."""
+
+
+def _plain(value):
+    """A state value without Pulumi's secret wrapper (the ids never hold a secret: names and ARM ids)."""
+    if isinstance(value, dict):
+        if "plaintext" in value and "4dabf18193072939515e22adb298388d" in value:
+            return json.loads(value["plaintext"])
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def import_id(resource: dict, subscription: Optional[str]) -> Optional[str]:
+    """The id ``pulumi import`` takes for ``resource`` (a state resource: ``type``, ``inputs``), or None for a type
+    that is not imported (commands, whose next run starts them again)."""
+    type_, inputs = resource["type"], _plain(resource.get("inputs") or {})
+    if type_ == HELM:
+        return f"{inputs.get('namespace') or 'default'}/{inputs['name']}"
+    if type_.startswith("kubernetes:"):
+        metadata = inputs.get("metadata") or {}
+        namespace = metadata.get("namespace")
+        return f"{namespace}/{metadata['name']}" if namespace else metadata["name"]
+    template = ARM_IDS.get(type_)
+    if template is None:
+        return None
+    if subscription is None and "{sub}" in template:
+        raise RecoverError(f"{resource['urn']}: the subscription is needed for its ARM id (`az account show` failed)")
+    return template.format(sub=subscription, **{k: v for k, v in inputs.items() if isinstance(v, str)})
+
+
+def import_file(deployment: dict, present: dict[str, str]) -> dict:
+    """``pulumi import --file`` of the pending creates whose resource exists (``present``: URN -> id): each under its
+    URN's name, parent and type, with the inputs the program gave it (so the import matches the program)."""
+    pending = [op["resource"] for op in deployment.get("pending_operations") or [] if op["type"] == "creating"]
+    names: dict[str, str] = {}
+    resources = []
+    for resource in pending:
+        if resource["urn"] not in present:
+            continue
+        spec = {"type": resource["type"], "name": resource["urn"].rsplit("::", 1)[-1], "id": present[resource["urn"]],
+                "inputs": _plain(resource.get("inputs") or {})}
+        if resource.get("parent"):
+            spec["parent"] = names.setdefault(resource["parent"], f"parent{len(names)}")
+        resources.append(spec)
+    return {"nameTable": {name: urn for urn, name in names.items()}, "resources": resources}
+
+
+def plan(deployment: dict, stack: str, helm_status: dict[str, str], present: dict[str, str],
+         file: str) -> list[list[str]]:
+    """The commands, in order, for ``deployment`` (an exported state's ``deployment``); ``present``: URN -> id of
+    each pending create that exists in Azure; ``file``: where the import file goes."""
+    commands: list[list[str]] = [["pulumi", "cancel", "--yes", "--stack", stack]]
+    pending = deployment.get("pending_operations") or []
+    for op in pending:
+        resource = op["resource"]
+        if resource["type"] != HELM:
+            continue
+        namespace, name = import_id(resource, None).split("/", 1)
+        status = helm_status.get(f"{namespace}/{name}", "")
+        if status == "pending-install":
+            commands.append(["helm", "uninstall", name, "--namespace", namespace, "--wait"])
+        elif status in ("pending-upgrade", "pending-rollback"):
+            commands.append(["helm", "rollback", name, "--namespace", namespace, "--wait"])
+    if present:
+        commands.append(["pulumi", "import", "--yes", "--stack", stack, "--file", file, "--protect=false",
+                         "--generate-code=false"])
+    if any(op["type"] == "creating" for op in pending):
+        commands.append(["pulumi", "refresh", "--yes", "--stack", stack, "--clear-pending-creates"])
+    return commands
+
+
+def in_azure(deployment: dict, subscription: Optional[str]) -> dict[str, str]:
+    """URN -> ARM id of each pending create of an Azure resource that exists (``az resource show --ids``)."""
+    present = {}
+    for op in deployment.get("pending_operations") or []:
+        resource = op["resource"]
+        if op["type"] != "creating" or resource["type"] not in ARM_IDS:
+            continue
+        rid = import_id(resource, subscription)
+        try:
+            az("resource", "show", "--ids", rid, "-o", "json")
+        except AzError as error:
+            if "ResourceNotFound" in str(error) or "NotFound" in str(error) or "was not found" in str(error):
+                continue
+            raise RecoverError(f"{resource['urn']}: cannot tell whether {rid} exists: "
+                               f"{str(error).strip().splitlines()[-1] if str(error).strip() else 'az failed'}")
+        present[resource["urn"]] = rid
+    return present
+
+
+def _run(argv: list[str], cwd: Optional[str], shown: bool = False) -> subprocess.CompletedProcess:
+    """``argv``'s result; ``shown``: its output goes to ours as it comes (the commands ``--run`` runs)."""
+    try:
+        if shown:
+            sys.stdout.flush()
+            return subprocess.run(argv, cwd=cwd, stderr=subprocess.STDOUT)
+        return subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+    except FileNotFoundError:
+        raise RecoverError(f"`{argv[0]}` is not installed (needed for: {shlex.join(argv)})") from None
+
+
+def _helm_status(deployment: dict, cwd: Optional[str]) -> dict[str, str]:
+    """``namespace/name`` -> Helm's status of each release with a pending operation (``helm status -o json``)."""
+    found = {}
+    for op in deployment.get("pending_operations") or []:
+        if op["resource"]["type"] == HELM:
+            key = import_id(op["resource"], None)
+            namespace, name = key.split("/", 1)
+            done = _run(["helm", "status", name, "--namespace", namespace, "-o", "json"], cwd)
+            found[key] = json.loads(done.stdout)["info"]["status"] if done.returncode == 0 else "absent"
+    return found
+
+
+def empty_attrs(cwd: Optional[str]) -> list[Path]:
+    """The empty ``.attrs`` companions under a ``file://`` backend's ``.pulumi`` folder (none for other backends)."""
+    done = _run(["pulumi", "whoami", "--json", "--non-interactive"], cwd)
+    try:
+        url = json.loads(done.stdout)["url"] if done.returncode == 0 else ""
+    except (ValueError, KeyError):
+        url = ""
+    if not url.startswith("file://"):
+        return []
+    parts = urlsplit(url)
+    root = Path(unquote(parts.netloc + parts.path)).expanduser() / ".pulumi"  # file:///abs or file://~/rel
+    return sorted(p for p in root.rglob("*.attrs") if p.is_file() and p.stat().st_size == 0)
+
+
+def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int:
+    parser = OneLineParser(prog="python -m ops.recover", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", required=True, help="the stack whose run was killed")
+    parser.add_argument("--run", action="store_true", help="run the commands instead of printing them")
+    args = parser.parse_or_report(argv)
+    if args is None:
+        return 2
+    try:
+        for path in empty_attrs(cwd):
+            print(shlex.join(["rm", str(path)]))
+            if args.run:
+                path.unlink()
+        done = _run(["pulumi", "stack", "export", "--stack", args.stack, "--non-interactive"], cwd)
+        if done.returncode != 0:
+            raise RecoverError(f"`pulumi stack export --stack {args.stack}` failed: "
+                               f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
+        deployment = json.loads(done.stdout).get("deployment") or {}
+        pending = deployment.get("pending_operations") or []
+        subscription = None
+        if any(op["resource"]["type"] in ARM_IDS for op in pending):
+            try:
+                subscription = json.loads(az("account", "show", "-o", "json"))["id"]
+            except (AzError, ValueError, KeyError):
+                subscription = None
+        present = in_azure(deployment, subscription)
+        folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the import command names it
+        file = str(Path(folder) / "imports.json")
+        Path(file).write_text(json.dumps(import_file(deployment, present), indent=1))
+        commands = plan(deployment, args.stack, _helm_status(deployment, cwd), present, file)
+        for command in commands:
+            print(shlex.join(command))
+            if args.run:
+                result = _run(command, cwd, shown=True)
+                if result.returncode != 0 and command[1] != "cancel":
+                    shutil.rmtree(folder, ignore_errors=True)
+                    raise RecoverError(f"`{shlex.join(command[:3])}` failed (exit {result.returncode}; output above)")
+        if args.run:
+            shutil.rmtree(folder, ignore_errors=True)
+    except RecoverError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(exit_code(main))

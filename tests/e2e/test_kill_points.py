@@ -1,0 +1,122 @@
+"""Every kill point converges: the real Pulumi CLI killed (SIGKILL, with everything it started) while one step of a
+`pulumi up` from empty, a day-two chain replacement, a chart upgrade or a `pulumi destroy` is in flight
+(tests/support/kill_points.py), then recovered as docs/troubleshooting.md says: ``python -m ops.recover --stack dev
+--run``, then the interrupted command again. After it, a further `pulumi up` changes nothing and the world holds exactly
+what an uninterrupted run makes (after a destroy: nothing of the stack), the profile claim never deleted."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT, processes
+from tests.support.kill_points import KILL_POINTS, KillPoint, kill_during
+
+STACK = "dev"
+UP = ["up", "--yes", "--skip-preview"]
+DESTROY = ["destroy", "--yes", "--skip-preview"]
+CLAIM = "/api/v1/namespaces/gadget/persistentvolumeclaims/data-pyroscope-0"
+
+
+def cluster_objects(aks) -> set[tuple[str, str]]:
+    """(kind, name) of what the stack and its release make in the namespace ``gadget``."""
+    kinds = {"Service": "/api/v1/namespaces/gadget/services",
+             "Claim": "/api/v1/namespaces/gadget/persistentvolumeclaims",
+             "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies",
+             "StatefulSet": "/apis/apps/v1/namespaces/gadget/statefulsets",
+             "Deployment": "/apis/apps/v1/namespaces/gadget/deployments",
+             "HelmRelease": "/api/v1/namespaces/gadget/secrets?labelSelector=owner%3Dhelm"}
+    found = set()
+    for kind, path in kinds.items():
+        for item in (aks.cp.get(path) or {}).get("items", []):
+            labels = item["metadata"].get("labels") or {}
+            found.add((kind, f"{labels['name']}:{labels['status']}" if kind == "HelmRelease"
+                       else item["metadata"]["name"]))
+    return found
+
+
+def azure_objects(aks) -> dict:
+    """What the simulated Azure holds of the stack: ARM resources (type and name), endpoints and their state, private
+    link services and their connections, Grafana's datasources and dashboards."""
+    world = aks.world()
+    return {"arm": sorted(key.split(" ", 1)[0] for key in world["arm"]),
+            "mpes": sorted((m["status"], m.get("ip", "")) for m in world["mpes"].values()),
+            "pls": sorted(tuple(c["status"] for c in p["connections"]) for p in world["pls"].values()),
+            "datasources": sorted(d for g in world["grafana"].values() for d in g.get("datasources", {})),
+            "dashboards": sorted(d for g in world["grafana"].values() for d in g.get("dashboards", {}))}
+
+
+@pytest.fixture(scope="module")
+def reference_world(tmp_path_factory, engine_tools, chart):
+    """The cluster objects and Azure objects of an uninterrupted `pulumi up` of the dev stack."""
+    from tests.support.simulated_aks import aks_cluster
+    folder = tmp_path_factory.mktemp("reference")
+    with aks_cluster(folder, engine_tools) as aks:
+        ws = aks.workspace(folder / "ws", engine_tools, chart)
+        ws.init(STACK, {"pyroscopeChart": chart.reference})
+        ws.up(STACK)
+        return cluster_objects(aks), azure_objects(aks)
+
+
+def recover(ws, aks) -> str:
+    """``python -m ops.recover --stack dev --run`` as a user runs it: the stack's folder, its backend, az logged in,
+    kubectl's and Helm's kubeconfig pointing at the cluster."""
+    helm = os.environ.get("HELM_BIN", "")
+    env = {**ws.env, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(aks.cp.kubeconfig),
+           "PATH": os.pathsep.join(filter(None, [str(Path(helm).parent) if helm else "", ws.env["PATH"]]))}
+    done = processes.run([sys.executable, "-m", "ops.recover", "--stack", STACK, "--run"], cwd=ws.project, env=env,
+                         capture_output=True, text=True, timeout=900)
+    with ws.log.open("a") as log:
+        log.write(f"$ python -m ops.recover --stack {STACK} --run\n{done.stdout}\n{done.stderr}\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def prepare(ws, point: KillPoint, chart) -> list[str]:
+    """The stack before the kill, and the command to kill."""
+    ws.init(STACK, {"pyroscopeChart": chart.reference})
+    if point.run == "up":
+        return UP
+    ws.up(STACK)
+    if point.run == "day-two":
+        ws.pulumi("config", "set", "privateLinkSubnet", "snet-pls", stack=STACK)
+    elif point.run == "upgrade":
+        ws.pulumi("config", "set", "pyroscopeChartVersion", "1.15.1", stack=STACK)
+    return DESTROY if point.run == "destroy" else UP
+
+
+@pytest.fixture(autouse=True)
+def _helm_installed():
+    if not os.environ.get("HELM_BIN") and os.environ.get("REQUIRE_HELM") == "1":
+        pytest.fail("real Helm is not installed (HELM_BIN; .ci/install-helm .tools installs it)", pytrace=False)
+
+
+@pytest.mark.parametrize("point", KILL_POINTS, ids=lambda p: p.id)
+def test_a_run_killed_at_this_point_converges_after_the_documented_recovery(
+        point, aks, engine_tools, chart, tmp_path, reference_world):
+    ws = aks.workspace(tmp_path / "ws", engine_tools, chart)
+    argv = prepare(ws, point, chart)
+    claim = aks.cp.get(CLAIM)
+    killed = kill_during(ws, aks, STACK, argv, point)
+    assert killed.effect_seen, f"{point.id}: the kill came before the {point.op} took effect"
+    recover(ws, aks)
+    if point.run == "destroy":
+        ws.destroy(STACK)
+        assert [r for r in ws.state(STACK).get("resources") or [] if r["type"] != "pulumi:pulumi:Stack"] == []
+        world = azure_objects(aks)
+        assert world == {"arm": [], "mpes": [], "pls": [], "datasources": [], "dashboards": []}, world
+        assert aks.cp.get("/api/v1/namespaces/gadget") is None or \
+            aks.cp.get("/api/v1/namespaces/gadget")["status"].get("phase") == "Terminating"
+        return
+    ws.up(STACK)
+    changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}
+    assert changes == {}, changes
+    cluster, azure = reference_world
+    assert cluster_objects(aks) - {("HelmRelease", "pyroscope:superseded")} == \
+        cluster - {("HelmRelease", "pyroscope:superseded")} or point.run == "upgrade"
+    assert azure_objects(aks) == azure
+    if claim is not None:
+        assert aks.cp.get(CLAIM)["metadata"]["uid"] == claim["metadata"]["uid"], "the profile claim was replaced"
