@@ -18,6 +18,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import authorization
 
+from stack.recovery import already_exists_hooks
 from stack.specs import MONITORING_DATA_READER, role_assignment_name, role_definition_id
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
@@ -118,7 +119,8 @@ class GrafanaDatasources(pulumi.ComponentResource):
                 principal_id=args.grafana_principal_id,
                 principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
                 description=ROLE_DESCRIPTION,
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
+                                            hooks=already_exists_hooks(f"{name}-monitoring-data-reader")),
             )
         waits_for = forwarded_depends_on(opts)
         common = {

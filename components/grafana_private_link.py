@@ -25,6 +25,7 @@ from pulumi_command import local
 
 from stack import grafana_lock
 from stack.phase import after
+from stack.recovery import already_exists_hooks
 from stack.specs import NAMESPACE, PATCH_FORCE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
 
@@ -279,7 +280,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             request_message=nonce.apply(lambda n: request_message(args.request_message, n)),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, replace_with=list(args.replace_with) or None,
-                                        delete_before_replace=True),
+                                        delete_before_replace=True, hooks=already_exists_hooks(f"{name}-mpe")),
         )
         grafana_lock.release_after(mpe.id, held)
         self.managed_private_endpoint_id = mpe.id

@@ -16,6 +16,7 @@ from typing import Optional
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration
 
+from stack.recovery import already_exists_hooks
 from stack.specs import NAMESPACE  # the extension's release namespace; Pyroscope's too
 
 TYPE = "aks-gpu-observability:index:InspektorGadget"
@@ -85,6 +86,7 @@ class InspektorGadget(pulumi.ComponentResource):
             configuration_settings=extension_settings(args.gpu_observability, args.azure_monitor),
             opts=pulumi.ResourceOptions(
                 parent=self,
+                hooks=already_exists_hooks(f"{name}-extension"),
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout, delete=timeout),
                 delete_before_replace=True,
                 # Not read at create (the extension manager uses an existing namespace or makes it): the edge

@@ -25,6 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from stack.recovery import error_hooks, recover_command
 from stack.specs import NAMESPACE, PATCH_FORCE, PRIVATE_LINK_SERVICE, pyroscope_major
 from stack.specs import PYROSCOPE_PORT as PORT
 from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
@@ -429,7 +430,8 @@ HELM_PENDING = "another operation (install/upgrade/rollback) is in progress"
 HELM_NAME_IN_USE = "cannot re-use a name that is still in use"
 
 
-def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: str = RELEASE_NAME) -> Optional[str]:
+def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: str = RELEASE_NAME,
+                  stack: str = "<stack>") -> Optional[str]:
     """The one-line way out of an error of the release's operation (``errors``, the provider's messages), or None when
     it is not one a hard-killed run leaves behind. Tested against the stand-in Helm (tests/support/fake_cluster.py)."""
     text = "\n".join(errors)
@@ -437,23 +439,23 @@ def helm_recovery(errors: Sequence[str], namespace: str = NAMESPACE, release: st
     if HELM_PENDING in text:
         return (f"{namespace}/{release}: Helm's last revision of the release is still pending, "
                 "left by a run killed while Helm worked "
-                f"({history} shows it), and `pulumi up` does not resume it: "
-                f"run `helm rollback {release} -n {namespace}` "
+                f"({history} shows it), and `pulumi up` does not resume it: run `{recover_command(stack)}`, "
+                f"which runs `helm rollback {release} -n {namespace}` "
                 "(a pending-upgrade or pending-rollback; a pending-install: "
                 f"`helm uninstall {release} -n {namespace}`), "
                 "then `pulumi up` again")
     if HELM_NAME_IN_USE in text:
         return (f"{namespace}/{release}: Helm has a release of that name the stack's state does not hold; "
                 "a first install "
-                f"killed while Helm worked leaves it pending-install ({history}): "
-                f"run `helm uninstall {release} -n {namespace}`, then "
+                f"killed while Helm worked leaves it pending-install ({history}): run `{recover_command(stack)}`, "
+                f"which runs `helm uninstall {release} -n {namespace}`, then "
                 "`pulumi up` again (a release installed by hand: adopt it instead, docs/adopting.md)")
     return None
 
 
 def _explain_helm_error(args: pulumi.ErrorHookArgs) -> bool:
     """Error hook of the release: logs :func:`helm_recovery`'s line when it applies; never asks for a retry."""
-    line = helm_recovery(args.errors)
+    line = helm_recovery(args.errors, stack=pulumi.get_stack())
     if line:
         pulumi.log.error(line)
     return False
@@ -486,17 +488,6 @@ def claim_recovery(errors: Sequence[str], claim: str, size: str) -> Optional[str
                 f"it in a later one), and its size only once it is Bound ({show}: a Pending claim waits for "
                 "Pyroscope's pod)")
     return None
-
-
-def _error_hooks(name: str, explain) -> Optional[pulumi.ResourceHookBinding]:
-    """A resource's error hook ``explain``, in an update (a preview runs no operation to fail) and when the CLI
-    supports error hooks (the SDK refuses one otherwise)."""
-    from pulumi.runtime.proto import resource_pb2
-    from pulumi.runtime.settings import monitor_supports_feature
-
-    if pulumi.runtime.is_dry_run() or not monitor_supports_feature(resource_pb2.RESOURCE_MONITOR_FEATURE_ERROR_HOOKS):
-        return None
-    return pulumi.ResourceHookBinding(on_error=[pulumi.ErrorHook(name, explain)])
 
 
 def _explain_claim_error(claim: str, size: str):
@@ -588,7 +579,7 @@ class Pyroscope(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=args.claims_provider, delete_before_replace=True,
                                             custom_timeouts=pulumi.CustomTimeouts(
                                                 delete=f"{args.termination_grace_period_seconds + 600}s"),
-                                            hooks=_error_hooks(f"{prefix}-{index}-size",
+                                            hooks=error_hooks(f"{prefix}-{index}-size",
                                                                _explain_claim_error(claim, args.storage_size))),
             ))
         if args.chart.startswith("oci://"):
@@ -618,7 +609,7 @@ class Pyroscope(pulumi.ComponentResource):
                                         replace_with=[*in_namespace, *self.claims] or None,
                                         replace_on_changes=replace_on_changes(args.mode),
                                         ignore_changes=ignore_changes(args) or None,
-                                        hooks=_error_hooks("pyroscope-release-helm-state", _explain_helm_error)),
+                                        hooks=error_hooks("pyroscope-release-helm-state", _explain_helm_error)),
         )
         # The PLS's Service, the stack's own: a reinstalled release leaves it, its PLS and Grafana's endpoint alone.
         # After the release: its pods are its endpoints (pulumi-kubernetes awaits them), and a stack deployed while the

@@ -6,6 +6,7 @@ what an uninterrupted run makes (after a destroy: nothing of the stack), the pro
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -75,6 +76,31 @@ def recover(ws, aks) -> str:
     return done.stdout
 
 
+def pending_operations(ws) -> list[tuple[str, str]]:
+    """(resource name, operation) of the state's pending operations, read from the backend's file as the kill left
+    it (``pulumi stack export`` may not read it before ops.recover repairs it)."""
+    deployment = json.loads((ws.folder / "state" / ".pulumi" / "stacks" / "aks-gpu-observability" /
+                             f"{STACK}.json").read_text())["checkpoint"].get("latest") or {}
+    return [(op["resource"]["urn"].rsplit("::", 1)[-1], op["type"])
+            for op in deployment.get("pending_operations") or []]
+
+
+def summary(printed: str) -> list[str]:
+    """ops.recover's printed commands as docs/kill-points.md names them."""
+    steps = []
+    for line in printed.splitlines():
+        words = line.split()
+        if words[:2] == ["pulumi", "cancel"]:
+            steps.append("pulumi cancel")
+        elif words[:1] == ["helm"]:
+            steps.append(f"helm {words[1]} {words[2]}")
+        elif words[:2] == ["pulumi", "import"]:
+            steps.append("pulumi import --file")
+        elif words[:2] == ["pulumi", "refresh"]:
+            steps.append("pulumi refresh --clear-pending-creates")
+    return steps
+
+
 def prepare(ws, point: KillPoint, chart) -> list[str]:
     """The stack before the kill, and the command to kill."""
     ws.init(STACK, {"pyroscopeChart": chart.reference})
@@ -102,7 +128,9 @@ def test_a_run_killed_at_this_point_converges_after_the_documented_recovery(
     claim = aks.cp.get(CLAIM)
     killed = kill_during(ws, aks, STACK, argv, point)
     assert killed.effect_seen, f"{point.id}: the kill came before the {point.op} took effect"
-    recover(ws, aks)
+    assert (point.resource, point.pending) in pending_operations(ws)
+    steps = summary(recover(ws, aks))
+    assert steps == [s.split(" (")[0] for s in point.recovery()[:-1]], steps
     if point.run == "destroy":
         ws.destroy(STACK)
         assert [r for r in ws.state(STACK).get("resources") or [] if r["type"] != "pulumi:pulumi:Stack"] == []

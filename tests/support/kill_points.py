@@ -88,6 +88,25 @@ class KillPoint:
     def id(self) -> str:
         return f"{self.run}-{self.name}"
 
+    @property
+    def pending(self) -> str:
+        """The pending operation the kill leaves in the state for the resource."""
+        return {"create": "creating", "create-replacement": "creating", "update": "updating"}.get(self.op, "deleting")
+
+    def recovery(self) -> list[str]:
+        """What ``python -m ops.recover --stack dev --run`` runs for this kill (after removing an empty state-file
+        companion, when the kill left one), then the command run again."""
+        steps = ["pulumi cancel"]
+        if self.name == "helm-install":
+            steps.append("helm uninstall pyroscope")
+        elif self.name == "helm-upgrade":
+            steps.append("helm rollback pyroscope")
+        if self.pending == "creating" and self.hold:
+            steps.append(f"pulumi import --file (imports {self.resource})")
+        if self.pending == "creating":
+            steps.append("pulumi refresh --clear-pending-creates")
+        return steps + ["pulumi destroy" if self.run == "destroy" else "pulumi up"]
+
 
 KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("namespace", "up", "gadget-namespace", "create", k8s(NAMESPACE)),
@@ -127,6 +146,21 @@ KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("extension", "destroy", "inspektor-gadget-extension", "delete", _arm(EXTENSION, False), hold=EXTENSION),
     KillPoint("namespace", "destroy", "gadget-namespace", "delete"),
 )
+
+
+RUN_TEXT = {"up": "`pulumi up` from empty", "day-two": "`pulumi up` replacing the endpoint chain (PLS subnet change)",
+            "upgrade": "`pulumi up` upgrading the chart", "destroy": "`pulumi destroy`"}
+
+
+def table() -> str:
+    """The kill-point table of docs/kill-points.md: run, step in flight, what the state holds, the recovery."""
+    rows = ["| Killed during | While this step was in flight | The state holds | Recovery (ops.recover, then) |",
+            "|---|---|---|---|"]
+    for point in KILL_POINTS:
+        steps = point.recovery()
+        rows.append(f"| {RUN_TEXT[point.run]} | {point.op} of `{point.resource}` | a pending {point.pending[:-3]}e |"
+                    f" {'; '.join(steps[:-1])}; then `{steps[-1]}` |")
+    return "\n".join(rows) + "\n"
 
 
 @dataclass
@@ -182,3 +216,7 @@ def kill_during(ws, aks, stack: str, argv: list[str], point: KillPoint, timeout:
         cli.kill()
         cli.wait()
     return Killed(point, seen, time.monotonic() - started)
+
+
+if __name__ == "__main__":
+    print(table(), end="")

@@ -1,0 +1,207 @@
+"""ops/recover.py: the commands that bring back a stack whose run was killed, from its state; run against stand-in
+`pulumi`, `az` and `helm` commands that record their calls. The real CLI, provider and API server play every kill
+point in tests/e2e/test_kill_points.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ops import recover
+from tests.support import ROOT
+from tests.support.kill_points import table
+
+SUB = "00000000-0000-0000-0000-000000000001"
+STACK_URN = "urn:pulumi:dev::aks-gpu-observability::pulumi:pulumi:Stack::aks-gpu-observability-dev"
+SECRET = "4dabf18193072939515e22adb298388d"
+
+
+def resource(type_: str, name: str, inputs: dict, parent: str = STACK_URN) -> dict:
+    return {"urn": f"urn:pulumi:dev::aks-gpu-observability::{type_}::{name}", "type": type_, "inputs": inputs,
+            "parent": parent}
+
+
+EXTENSION = resource("azure-native:kubernetesconfiguration:Extension", "inspektor-gadget-extension", {
+    "resourceGroupName": "rg-aks", "clusterRp": "Microsoft.ContainerService", "clusterResourceName": "managedClusters",
+    "clusterName": "aks-1", "extensionName": "inspektor-gadget", "autoUpgradeMinorVersion": True})
+MPE = resource("azure-native:dashboard:ManagedPrivateEndpoint", "grafana-private-link-mpe", {
+    "resourceGroupName": "rg-obs", "workspaceName": "amg-1", "managedPrivateEndpointName": "pyroscope-mpe"})
+ROLE = resource("azure-native:authorization:RoleAssignment", "grafana-datasources-monitoring-data-reader", {
+    "scope": f"/subscriptions/{SUB}/resourceGroups/rg-obs/providers/Microsoft.Monitor/accounts/amw-1",
+    "roleAssignmentName": "0b1c", "principalId": {SECRET: "1b47e6e0a", "plaintext": '"abc"'}})
+NAMESPACE = resource("kubernetes:core/v1:Namespace", "gadget-namespace", {"metadata": {"name": "gadget"}})
+CLAIM = resource("kubernetes:core/v1:PersistentVolumeClaim", "pyroscope-data-0",
+                 {"metadata": {"name": "data-pyroscope-0", "namespace": "gadget"}})
+RELEASE = resource("kubernetes:helm.sh/v3:Release", "pyroscope-release", {"name": "pyroscope", "namespace": "gadget"})
+COMMAND = resource("command:local:Command", "grafana-private-link-approve-connection", {"create": "sh approve.sh"})
+
+
+def pending(*ops: tuple[str, dict]) -> dict:
+    return {"resources": [], "pending_operations": [{"type": kind, "resource": r} for kind, r in ops]}
+
+
+@pytest.mark.parametrize("res, expected", [
+    (NAMESPACE, "gadget"),
+    (CLAIM, "gadget/data-pyroscope-0"),
+    (RELEASE, "gadget/pyroscope"),
+    (EXTENSION, f"/subscriptions/{SUB}/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/"
+                "aks-1/providers/Microsoft.KubernetesConfiguration/extensions/inspektor-gadget"),
+    (MPE, f"/subscriptions/{SUB}/resourceGroups/rg-obs/providers/Microsoft.Dashboard/grafana/amg-1/"
+          "managedPrivateEndpoints/pyroscope-mpe"),
+    (ROLE, f"/subscriptions/{SUB}/resourceGroups/rg-obs/providers/Microsoft.Monitor/accounts/amw-1/providers/"
+           "Microsoft.Authorization/roleAssignments/0b1c"),
+    (COMMAND, None),
+])
+def test_each_type_is_imported_under_the_id_its_inputs_give(res, expected):
+    assert recover.import_id(res, SUB) == expected
+
+
+def test_an_azure_id_without_a_subscription_is_refused_naming_the_resource():
+    with pytest.raises(recover.RecoverError, match="inspektor-gadget-extension: the subscription is needed"):
+        recover.import_id(EXTENSION, None)
+
+
+def test_what_azure_has_is_imported_then_the_pending_creates_are_cleared():
+    state = pending(("creating", EXTENSION), ("creating", COMMAND), ("creating", NAMESPACE), ("updating", MPE))
+    present = {EXTENSION["urn"]: recover.import_id(EXTENSION, SUB)}
+    commands = recover.plan(state, "dev", {}, present, "/tmp/i.json")
+    assert commands == [
+        ["pulumi", "cancel", "--yes", "--stack", "dev"],
+        ["pulumi", "import", "--yes", "--stack", "dev", "--file", "/tmp/i.json", "--protect=false",
+         "--generate-code=false"],
+        ["pulumi", "refresh", "--yes", "--stack", "dev", "--clear-pending-creates"]]
+    document = recover.import_file(state, present)
+    assert document["resources"] == [{"type": EXTENSION["type"], "name": "inspektor-gadget-extension",
+                                      "id": present[EXTENSION["urn"]], "inputs": EXTENSION["inputs"],
+                                      "parent": "parent0"}]
+    assert document["nameTable"] == {"parent0": STACK_URN}
+
+
+def test_a_secret_input_goes_to_the_import_file_as_its_value():
+    """The import file is the CLI's input: a state's secret envelope is not an input value (the CLI would take the
+    envelope as an object); the file lives in a private temporary folder and is removed after ``--run``."""
+    document = recover.import_file(pending(("creating", ROLE)), {ROLE["urn"]: "id"})
+    assert document["resources"][0]["inputs"]["principalId"] == "abc"
+
+
+@pytest.mark.parametrize("status, expected", [
+    ("pending-install", ["helm", "uninstall", "pyroscope", "--namespace", "gadget", "--wait"]),
+    ("pending-upgrade", ["helm", "rollback", "pyroscope", "--namespace", "gadget", "--wait"]),
+    ("pending-rollback", ["helm", "rollback", "pyroscope", "--namespace", "gadget", "--wait"]),
+])
+def test_a_release_helm_left_pending_is_uninstalled_or_rolled_back(status, expected):
+    kind = "creating" if status == "pending-install" else "updating"
+    commands = recover.plan(pending((kind, RELEASE)), "dev", {"gadget/pyroscope": status}, {}, "f")
+    assert commands[1] == expected
+
+
+def test_a_deployed_release_is_left_alone_and_an_unlocked_stack_only_gets_the_harmless_cancel():
+    commands = recover.plan(pending(("updating", RELEASE)), "dev", {"gadget/pyroscope": "deployed"}, {}, "f")
+    assert commands == [["pulumi", "cancel", "--yes", "--stack", "dev"]]
+
+
+# --- the tool, against recording stand-ins ---
+
+def stand_ins(folder: Path, state: dict, backend: str, fail: str = "", azure: tuple = ()) -> dict:
+    """`pulumi`, `az` and `helm` that log their argv to calls.jsonl; pulumi answers export and whoami; az answers
+    account show, and resource show for the ids in ``azure``; a command starting with ``fail`` exits 1."""
+    bin_ = folder / "bin"
+    bin_.mkdir()
+    log = folder / "calls.jsonl"
+    (folder / "state.json").write_text(json.dumps({"version": 3, "deployment": state}))
+    script = f'''#!{sys.executable}
+import json, os, sys
+argv = [os.path.basename(sys.argv[0])] + sys.argv[1:]
+open({str(log)!r}, "a").write(json.dumps(argv) + "\\n")
+if " ".join(argv).startswith({fail!r}) and {fail!r}:
+    print("error: it failed", file=sys.stderr); sys.exit(1)
+if argv[:3] == ["pulumi", "stack", "export"]:
+    print(open({str(folder / "state.json")!r}).read())
+elif argv[:2] == ["pulumi", "whoami"]:
+    print(json.dumps({{"user": "me", "url": {backend!r}}}))
+elif argv[:3] == ["az", "account", "show"]:
+    print(json.dumps({{"id": {SUB!r}}}))
+elif argv[:3] == ["az", "resource", "show"]:
+    if argv[argv.index("--ids") + 1] not in {list(azure)!r}:
+        print("ERROR: (ResourceNotFound) The Resource was not found", file=sys.stderr); sys.exit(3)
+    print("{{}}")
+elif argv[:2] == ["helm", "status"]:
+    print(json.dumps({{"info": {{"status": "pending-install"}}}}))
+'''
+    for name in ("pulumi", "az", "helm"):
+        (bin_ / name).write_text(script)
+        (bin_ / name).chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+
+
+def run(folder: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ops.recover", *args], cwd=folder, env=env, capture_output=True,
+                          text=True)
+
+
+def calls(folder: Path) -> list[list[str]]:
+    return [json.loads(line) for line in (folder / "calls.jsonl").read_text().splitlines()]
+
+
+def test_run_repairs_the_state_file_then_runs_each_command_in_order(tmp_path):
+    """The kill left ``dev.json.attrs`` empty (gocloud.dev fileblob truncates it before writing), so the CLI cannot
+    read the state ("failed to load checkpoint: EOF"): the empty companion goes first; a whole one stays."""
+    stacks = tmp_path / "state" / ".pulumi" / "stacks" / "proj"
+    stacks.mkdir(parents=True)
+    (stacks / "dev.json.attrs").write_text("")
+    (stacks / "dev.json.bak.attrs").write_text('{"user.cache_control":""}\n')
+    state = pending(("creating", EXTENSION), ("creating", RELEASE), ("creating", COMMAND))
+    eid = recover.import_id(EXTENSION, SUB)
+    env = stand_ins(tmp_path, state, f"file://{tmp_path / 'state'}", azure=(eid,))
+    done = run(tmp_path, env, "--stack", "dev", "--run")
+    assert done.returncode == 0, done.stderr
+    assert not (stacks / "dev.json.attrs").exists() and (stacks / "dev.json.bak.attrs").exists()
+    ran = [c[:3] for c in calls(tmp_path) if c[:2] not in (["pulumi", "whoami"], ["pulumi", "stack"])
+           and c[:2] != ["az", "account"]]
+    assert ran == [["az", "resource", "show"], ["helm", "status", "pyroscope"], ["pulumi", "cancel", "--yes"],
+                   ["helm", "uninstall", "pyroscope"], ["pulumi", "import", "--yes"], ["pulumi", "refresh", "--yes"]]
+    printed = done.stdout.splitlines()
+    assert printed[0] == f"rm {stacks / 'dev.json.attrs'}"
+    imports = [c for c in calls(tmp_path) if c[:2] == ["pulumi", "import"]][0]
+    assert not Path(imports[imports.index("--file") + 1]).exists(), "the import file outlived --run"
+
+
+def test_without_run_it_only_prints(tmp_path):
+    env = stand_ins(tmp_path, pending(("creating", COMMAND)), "https://api.pulumi.com")
+    done = run(tmp_path, env, "--stack", "dev")
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == ["pulumi cancel --yes --stack dev",
+                                        "pulumi refresh --yes --stack dev --clear-pending-creates"]
+    assert [c[:2] for c in calls(tmp_path)] == [["pulumi", "whoami"], ["pulumi", "stack"]]
+
+
+def test_a_failed_command_stops_in_one_line_naming_it(tmp_path):
+    env = stand_ins(tmp_path, pending(("creating", COMMAND)), "https://api.pulumi.com", fail="pulumi refresh")
+    done = run(tmp_path, env, "--stack", "dev", "--run")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == \
+        "error: `pulumi refresh --yes` failed (exit 1; output above)"
+
+
+def test_an_unreadable_state_is_one_line(tmp_path):
+    env = stand_ins(tmp_path, {}, "https://api.pulumi.com", fail="pulumi stack export")
+    done = run(tmp_path, env, "--stack", "dev")
+    assert (done.returncode, done.stderr.strip()) == (
+        2, "error: `pulumi stack export --stack dev` failed: error: it failed")
+
+
+def test_a_missing_stack_argument_is_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "ops.recover"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "error: the following arguments are required: --stack"]
+
+
+def test_the_kill_point_page_shows_the_table_the_tests_play():
+    page = (ROOT / "docs" / "kill-points.md").read_text()
+    generated = page.split("<!-- kill-points:begin -->\n", 1)[1].split("<!-- kill-points:end -->", 1)[0]
+    assert generated == table(), "docs/kill-points.md: run `python -m tests.support.kill_points` and paste the table"

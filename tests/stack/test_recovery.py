@@ -1,0 +1,32 @@
+"""stack/recovery.py: the one line azure-native's refusal of a resource Azure already has gets after a killed run."""
+
+from __future__ import annotations
+
+import pulumi
+
+from stack import recovery
+
+REFUSAL = ('cannot create already existing resource azure-native:dashboard:ManagedPrivateEndpoint '
+           '{"managedPrivateEndpointName": "pyroscope-mpe"} (azure-native Create)')
+
+
+def test_the_refusal_of_what_azure_has_names_the_recovery_command_with_the_stack():
+    line = recovery.already_exists_recovery([REFUSAL], "grafana-private-link-mpe", "prod-eu")
+    assert line is not None and "\n" not in line
+    assert line.startswith("grafana-private-link-mpe: Azure has it")
+    assert "`python -m ops.recover --stack prod-eu --run`" in line and "then `pulumi up` again" in line
+
+
+def test_another_error_gets_no_line():
+    assert recovery.already_exists_recovery(["AuthorizationFailed: no access"], "x", "dev") is None
+
+
+def test_the_hook_logs_the_line_and_never_asks_for_a_retry(monkeypatch):
+    logged = []
+    monkeypatch.setattr(pulumi.log, "error", lambda text, *a, **k: logged.append(text))
+    monkeypatch.setattr(pulumi, "get_stack", lambda: "dev")
+    args = pulumi.ErrorHookArgs(urn="urn", id="", name="inspektor-gadget-extension",
+                                type="azure-native:kubernetesconfiguration:Extension", failed_operation="create",
+                                errors=[REFUSAL])
+    assert recovery.explain_already_exists(args) is False
+    assert len(logged) == 1 and "`python -m ops.recover --stack dev --run`" in logged[0]
