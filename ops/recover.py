@@ -1,26 +1,14 @@
 """Recover a stack whose `pulumi up` or `pulumi destroy` was killed: ``python -m ops.recover --stack NAME [--run]``.
 
-Reads the stack's state (``pulumi stack export``) and prints, one per line, the commands that bring it back to where
-the interrupted command can simply be run again; ``--run`` runs them (then run that command: ``pulumi up`` or
-``pulumi destroy``). What a killed run leaves and what each line does:
-
-- a state file a self-managed ``file://`` backend left unreadable ("failed to load checkpoint: EOF"): the run was
-  killed while the backend rewrote a state file's ``.attrs`` companion, which it truncates before writing (gocloud.dev
-  ``blob/fileblob``); the empty companion is removed (its only content is the file's content type, which a missing one
-  defaults);
-- the stack's lock (a self-managed backend keeps the dead run's; Pulumi Cloud shows it still running):
-  ``pulumi cancel --yes`` (with ``--run``, its refusal when nothing is running is not an error);
-- a Helm release Helm left ``pending-install`` (a killed first install: nothing of it to keep, the profiles live on the
-  stack's own claims): ``helm uninstall``; ``pending-upgrade``/``pending-rollback``: ``helm rollback``;
-- *pending creates* (the state does not know whether the create happened): each Azure resource that exists (``az
-  resource show --ids`` of the ARM id its inputs give) is imported under its URN with the program's inputs (``pulumi
-  import --file``: azure-native refuses to create what exists), then ``pulumi refresh --clear-pending-creates`` drops
-  the pending creates. Kubernetes objects are applied again by the next run (server-side apply under the stack's own
-  field manager), and command steps run again (each is safe to run again). ``refresh --import-pending-creates``
-  is not used: the CLI (v3.277.0) drops the pending create instead of importing it.
-Pending updates and deletes need nothing: the next run repeats them.
-Exit status 0, 2 on a command that failed or a state that cannot be read (one line on stderr). Azure ids take the
-subscription from ``az account show``. Why this way, and what each kill point leaves: docs/decisions/kill-points.md.
+Reads the stack's state (``pulumi stack export``) and prints, one per line, what brings it back to where the killed
+command can simply run again; ``--run`` runs each line, then the user runs that command. In order, only what the kill
+left: ``rm`` of an empty ``.attrs`` companion of a ``file://`` backend's state ("failed to load checkpoint: EOF");
+``pulumi cancel --yes`` (the dead run's lock; its refusal when nothing runs is ignored); ``helm uninstall`` or
+``helm rollback`` of a release Helm left ``pending-install`` or ``pending-upgrade``; ``pulumi import --file`` of each
+Azure resource of a pending create that ``az resource show --ids`` finds (azure-native refuses to create what exists;
+the ARM id from its inputs, the subscription from ``az account show``); ``pulumi refresh --clear-pending-creates``.
+Exit status 0; 2, with one line on stderr, when the state cannot be read or a command fails.
+Why each line, and what ``refresh --import-pending-creates`` gets wrong: docs/decisions/kill-points.md.
 """
 
 from __future__ import annotations
