@@ -119,12 +119,14 @@ class Step:
 
 @dataclass
 class Registered:
-    """What ``RegisterResource`` answers the program: the URN, the ID (empty in preview for new resources) and the
-    outputs."""
+    """What ``RegisterResource`` answers the program: the URN, the ID (empty in preview for new resources), the
+    outputs, and ``unknown``: a create ``--target`` skipped, whose outputs the SDK then leaves unknown instead of
+    empty (``RegisterResourceResponse.unknown``, v3.256.0)."""
 
     urn: str
     id: str
     outputs: dict
+    unknown: bool = False
 
 
 @dataclass

@@ -1,12 +1,15 @@
 """The step generator: which steps a registration, the deletes and the targets give.
 
 Owns: :class:`StepGenerator`, the half of an operation that turns each registration into steps
-(``continueStepsFromImport``, ``diff``, ``continueStepsFromDiff`` with delete-first chains, ``replaceWith``,
-replacement triggers, ``--target``/``--replace``) and schedules the deletes (``GenerateDeletes``,
-``ScheduleDeletes``); :func:`process_ignore_changes`. Input: the goal dicts :class:`~offline.engine.deployment.Monitor`
-builds. Output: step tuples the step executor applies. Errors: ``Bail`` (the operation stops) and diagnostics.
-Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go
-(decision record: docs/decisions/offline-engine.md)
+(``continueStepsFromImport``, ``diff``, ``continueStepsFromDiff`` with delete-first chains, ``replaceWith`` and
+``deletedWith`` cascades, replacement triggers, ``--target``/``--replace``) and schedules the deletes
+(``GenerateDeletes``, ``ScheduleDeletes``); :func:`process_ignore_changes`. Input: the goal dicts
+:class:`~offline.engine.deployment.Monitor` builds. Output: step tuples the step executor applies. Errors: ``Bail``
+(the operation stops) and diagnostics.
+Upstream: https://github.com/pulumi/pulumi/blob/v3.230.0/pkg/resource/deploy/step_generator.go, with v3.277.0's
+changes to it: the ``deletedWith`` cascade (v3.260.0), a skipped create answered unknown (v3.256.0), a resource
+pending replacement not deleted again (v3.264.0). Decision records: docs/decisions/offline-engine.md,
+docs/decisions/engine-version.md.
 """
 
 from __future__ import annotations
@@ -94,7 +97,9 @@ class StepGenerator:
         state = self.news.get(urn, new)
         if is_provider(type_) and state.id:
             self.provider_ids[urn] = state.id
-        return Registered(urn, state.id, copy.deepcopy(state.outputs))
+        # SameStep.Apply answers a skipped create with Unknown (v3.256.0, pulumi/pulumi#24108).
+        skipped = bool(steps) and steps[0][0] == "skipped-create"
+        return Registered(urn, state.id, copy.deepcopy(state.outputs), unknown=skipped)
 
     def is_targeted(self, state: State) -> bool:
         """``isIncludedInOperation``: no ``--target`` means everything; else the targets, and with
@@ -177,13 +182,16 @@ class StepGenerator:
                 self.skipped_creates.discard(dep)
 
     def diff(self, goal: dict, new: State, old: State) -> DiffResult:
-        """``stepGenerator.diff``: ``--replace`` (or a tainted resource), a ``replaceWith`` target being replaced, a
-        changed provider reference whose new provider's ``DiffConfig`` replaces, then the provider's ``Diff``."""
+        """``stepGenerator.diff``: ``--replace`` (or a tainted resource), a ``replaceWith`` target being replaced, the
+        ``deletedWith`` target being replaced (v3.260.0: deleting it deletes this one too), a changed provider
+        reference whose new provider's ``DiffConfig`` replaces, then the provider's ``Diff``."""
         if new.urn in self.replace_targets or old.taint:
             return DiffResult(True, ["id"])
         for target in new.replace_with:
             if target in self.replaces:
                 return DiffResult(True, ["replaceWith"])
+        if new.deleted_with and new.deleted_with in self.replaces:
+            return DiffResult(True, ["deletedWith"])
         if old.provider != new.provider:
             if not old.provider or not new.provider:
                 return DiffResult(True, ["provider"])
@@ -244,13 +252,18 @@ class StepGenerator:
         if goal["delete_before_replace"] is not None:
             delete_first = bool(goal["delete_before_replace"])
         if not delete_first:
+            if old.pending_replacement:  # v3.264.0: its delete already ran; only the replacement is created
+                return [("replace", old, keys),
+                        ("create-replacement", old, keys, "pending replacement: its delete already ran", False)]
             return [("create-replacement", old, keys,
                      "create-first: the old one is deleted after every create and update", True),
                     ("replace", old, keys)]
         steps: list[tuple] = []
-        chain = self.dependent_replacements(old) + self.replaced_with(urn)
+        chain = self.dependent_replacements(old) + self.cascade_replacements(urn)
         for dependent, dep_keys, why in reversed(chain):
             if id(dependent) in self.pending_deletes:
+                continue
+            if dependent.pending_replacement:  # v3.264.0: an interrupted run already deleted it; it is re-created
                 continue
             if not dependent.delete and dependent.protect:
                 message = (f'unable to replace resource "{dependent.urn}" as part of replacing "{urn}" as it is '
@@ -268,6 +281,9 @@ class StepGenerator:
             self.deletes.add(dependent.urn)
             self.pending_deletes.add(id(dependent))
         if not old.pending_replacement:
+            # v3.260.0: marked deleted before any of the chain runs, so a dependent deleted with it skips its
+            # provider Delete (isDeletedWith).
+            self.deletes.add(old.urn)
             steps.append(("delete-replaced", old, keys, "delete-first replacement", "pending"))
         steps += [("replace", old, keys),
                   ("create-replacement", old, keys, "delete-first: created after its delete", False)]
@@ -284,8 +300,9 @@ class StepGenerator:
 
     def dependent_replacements(self, root: State) -> list[tuple[State, tuple, str]]:
         """``calculateDependentReplacements``: the state's dependents of ``root`` (``DependingOn``, skipping what is
-        already registered) that would be replaced: their provider is in the set, or their provider's ``Diff`` with
-        the inputs that depend on the set made unknown asks for a replacement."""
+        already registered) that would be replaced: their provider is in the set, their ``deletedWith`` is
+        (v3.260.0), or their provider's ``Diff`` with the inputs that depend on the set made unknown asks for a
+        replacement."""
         if id(root) not in self.index:
             return []
         impossible = self.creates | self.sames | self.updates | self.deletes | self.replaces
@@ -296,6 +313,11 @@ class StepGenerator:
                 continue
             if candidate.provider and candidate.provider_urn in replace_set:
                 chain.append((candidate, (), f"its provider {candidate.provider_urn.rsplit('::', 1)[-1]} is replaced"))
+                replace_set.add(candidate.urn)
+                continue
+            if candidate.deleted_with and candidate.deleted_with in replace_set:
+                chain.append((candidate, (), f"it is deleted with {candidate.deleted_with.rsplit('::', 1)[-1]}, "
+                                             "which is replaced"))
                 replace_set.add(candidate.urn)
                 continue
             inputs, hit = {}, False
@@ -323,14 +345,21 @@ class StepGenerator:
                 replace_set.add(candidate.urn)
         return chain
 
-    def replaced_with(self, urn: str) -> list[tuple[State, tuple, str]]:
-        """``findResourcesReplacedWith``: the registered and the old resources whose ``replaceWith`` names ``urn``
-        (upstream walks Go maps, in no fixed order; here registration order, then state order)."""
+    def cascade_replacements(self, urn: str) -> list[tuple[State, tuple, str]]:
+        """``findDependentCascadeReplacements`` (``findResourcesReplacedWith`` before v3.260.0): the registered and
+        the old resources whose ``replaceWith`` names ``urn`` or whose ``deletedWith`` is ``urn`` (upstream walks Go
+        maps, in no fixed order; here registration order, then state order)."""
         found, seen = [], set()
         for state in list(self.news.values()) + [s for s in self.olds if not s.delete]:
-            if state.urn not in seen and urn in state.replace_with:
+            if state.urn in seen:
+                continue
+            if urn in state.replace_with:
                 found.append((state, (), f"its replaceWith names {urn.rsplit('::', 1)[-1]}"))
-                seen.add(state.urn)
+            elif state.deleted_with == urn:
+                found.append((state, (), f"it is deleted with {urn.rsplit('::', 1)[-1]}"))
+            else:
+                continue
+            seen.add(state.urn)
         return found
 
     def generate_deletes(self, destroy: bool) -> None:
@@ -358,6 +387,9 @@ class StepGenerator:
                 continue
             if state.delete:
                 if id(state) in self.pending_deletes:
+                    continue
+                if state.pending_replacement:  # v3.264.0: a state an older CLI wrote; its delete already ran
+                    victims.append((state, "remove-pending-replace", "pending deletion and already deleted"))
                     continue
                 victims.append((state, "delete-replaced", "old resource of a create-first replacement"))
             elif destroy or not self.is_operated_on(state.urn):

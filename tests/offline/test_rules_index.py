@@ -20,8 +20,10 @@ FIDELITIES = {"same", "divergence", "real", "not modelled"}
 SIMULATORS = ("offline/program.py", "offline/stack_file.py", "offline/canned.py", "offline/policy_check.py",
               "tests/support/fake_az.py", "offline/diff.py", "offline/replacement.py", "tests/support/fake_world.py",
               "tests/support/lifecycle.py", "offline/adopt.py", "tests/support/fake_cluster.py", "offline/engine/")
-#: The source of an upstream lifecycle case: the file and test at v3.230.0's commit or at HEAD's.
-UPSTREAM = re.compile(r"^pulumi/pulumi (?:v3\.230\.0|HEAD) \(commit `([0-9a-f]{8})`\) "
+#: The source of an upstream lifecycle case: the file and test at v3.230.0's commit or at HEAD's, or in the Go module
+#: v3.277.0 (the CLI the README pins; the module proxy's copy names no commit).
+UPSTREAM = re.compile(r"^pulumi/pulumi (?:(?:v3\.230\.0|HEAD) \(commit `([0-9a-f]{8})`\)"
+                      r"|(v3\.277\.0) \(Go module `pkg/v3@v3\.277\.0`\)) "
                       r"`pkg/engine/lifecycletest/([\w.]+_test\.go)` \(`(Test\w+)`\)$")
 #: Where the cases of upstream's ``pkg/engine/lifecycletest/<name>_test.go`` are ported: ``test_<name>.py`` here.
 PORTED = ROOT / "tests" / "offline" / "engine" / "lifecycletest"
@@ -105,7 +107,8 @@ def test_upstream_lifecycle_rows_name_the_ported_tests():
         assert len(rule["sources"]) == 1, f"{name}: one upstream case"
         found = UPSTREAM.match(rule["sources"][0])
         assert found, f"{name}: the source does not parse"
-        commit, file, test_name = found.groups()
+        commit, module, file, test_name = found.groups()
+        commit = commit or module
         assert test_name == name, f"{name}: the id is the upstream test"
         if rule["fidelity"] == "same":
             same += 1

@@ -3,9 +3,9 @@
 The cases are in tests/offline/engine/lifecycletest/, one file per upstream test file: the same program, the same
 provider fakes, the same sequence of operations and the same assertions on steps, provider calls and the state
 written. docs/offline-rules.yaml (kind ``upstream case``; index docs/offline.md, "Upstream lifecycle cases") lists
-them with what each proves for this stack and the cases not modelled. The cases of HEAD's
-``deleted_with_replace_test.go`` (behaviour added in v3.251.0) run HEAD's programs and assert what v3.230.0 does
-instead.
+them with what each proves for this stack and the cases not modelled. Cases that v3.277.0 (the CLI the README pins)
+added or changed are ported from that release: ``deleted_with_replace_test.go`` (the ``deletedWith`` cascade of
+v3.260.0) as read at HEAD, and the pending-replacement cases of v3.264.0.
 
 How the Go test framework is translated:
 

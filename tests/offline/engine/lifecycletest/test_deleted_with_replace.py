@@ -1,9 +1,8 @@
-"""pulumi/pulumi HEAD (commit 1b5949891b3cefcb9974752b24a5ecef0acc86c8) ``pkg/engine/lifecycletest/
-deleted_with_replace_test.go`` on the offline engine (:mod:`offline.engine`): behaviour added in v3.251.0, recorded as
-v3.230.0 behaves. HEAD replaces a resource whose deletedWith names a resource being replaced; v3.230.0's
-calculateDependentReplacements only replaces a dependent whose *inputs* depend on the replaced resource (a deletedWith
-edge makes it a dependent, not a replacement), and its diff never looks at deletedWith. These tests run the HEAD
-programs and assert what v3.230.0 does instead; where HEAD's assertion differs the comment gives it.
+"""pulumi/pulumi v3.277.0 ``pkg/engine/lifecycletest/deleted_with_replace_test.go`` on the offline engine
+(:mod:`offline.engine`): a resource whose ``deletedWith`` names a resource being replaced is replaced too (v3.260.0,
+pulumi/pulumi#23818; before it the dependent stayed in the state while the cloud deleted it with its target). The
+cases are read at commit 1b5949891b3cefcb9974752b24a5ecef0acc86c8 (the change's merge; the module cache's v3.277.0
+copy asserts the same): the same programs, provider fakes, operations and assertions.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ def deleted_with_program(ins, link=lambda: True, chain=False, protect=None):
 
 def test_TestDeletedWithDependentReplacedOnDeleteBeforeReplace():
     """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithDependentReplacedOnDeleteBeforeReplace,
-    pulumi/pulumi HEAD (1b594989; v3.251.0 behaviour): recorded as v3.230.0 (ae2e2698) behaves."""
+    pulumi/pulumi v3.277.0 (commit 1b594989): resD, deleted with resT, is replaced with it though its own inputs do
+    not change; only resT's Delete is called (the cloud deletes resD with it)."""
     provider, calls = tracking_provider(delete_before_replace=True)
     engine = Engine({"pkgA": provider})
     ins = {"foo": "bar"}
@@ -40,15 +40,16 @@ def test_TestDeletedWithDependentReplacedOnDeleteBeforeReplace():
     assert result.error is None
     snap = result.snapshot
     assert len(snap) == 3 and snap[1].urn == urn_t and snap[2].urn == urn_d
-    assert len(calls["created"]) == 3  # HEAD: 4 (resD replaced too)
+    assert len(calls["created"]) == 4
     assert snap[1].id == "created-id-3"
-    assert snap[2].id == "created-id-2"  # HEAD: "created-id-4"
+    assert snap[2].id == "created-id-4"
     assert calls["deleted"] == [urn_t]
 
 
 def test_TestDeletedWithTransitiveChain():
-    """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithTransitiveChain, pulumi/pulumi HEAD
-    (1b594989; v3.251.0 behaviour): recorded as v3.230.0 (ae2e2698) behaves."""
+    """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithTransitiveChain, pulumi/pulumi v3.277.0
+    (commit 1b594989): a chain resT <- resD <- resD2 of ``deletedWith`` replaces as a whole; only resT's Delete is
+    called."""
     provider, calls = tracking_provider(delete_before_replace=True)
     engine = Engine({"pkgA": provider})
     ins = {"foo": "bar"}
@@ -62,14 +63,15 @@ def test_TestDeletedWithTransitiveChain():
     assert result.error is None
     snap = result.snapshot
     assert [r.urn for r in snap[1:]] == [urn_t, urn_d, urn_d2]
-    assert len(calls["created"]) == 4  # HEAD: 6
-    assert [r.id for r in snap[1:]] == ["created-id-4", "created-id-2", "created-id-3"]  # HEAD: -4, -5, -6
+    assert len(calls["created"]) == 6
+    assert [r.id for r in snap[1:]] == ["created-id-4", "created-id-5", "created-id-6"]
     assert calls["deleted"] == [urn_t]
 
 
 def test_TestDeletedWithDependentReplacedOnCreateBeforeDelete():
     """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithDependentReplacedOnCreateBeforeDelete,
-    pulumi/pulumi HEAD (1b594989; v3.251.0 behaviour): recorded as v3.230.0 (ae2e2698) behaves."""
+    pulumi/pulumi v3.277.0 (commit 1b594989): the cascade holds for a create-first replacement of resT too (the diff
+    sees resT replaced); old resD's Delete is skipped, as resT's delete takes it."""
     provider, calls = tracking_provider(delete_before_replace=False)
     engine = Engine({"pkgA": provider})
     ins = {"foo": "bar"}
@@ -83,15 +85,16 @@ def test_TestDeletedWithDependentReplacedOnCreateBeforeDelete():
     assert result.error is None
     snap = result.snapshot
     assert len(snap) == 3 and snap[1].urn == urn_t and snap[2].urn == urn_d
-    assert len(calls["created"]) == 3  # HEAD: 4
+    assert len(calls["created"]) == 4
     assert snap[1].id == "created-id-3"
-    assert snap[2].id == "created-id-2"  # HEAD: "created-id-4"
-    assert calls["deleted"] == [urn_t]  # as HEAD: resT deleted, resD not
+    assert snap[2].id == "created-id-4"
+    assert calls["deleted"] == [urn_t]
 
 
 def test_TestDeletedWithAddedSameStepAsReplace():
-    """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithAddedSameStepAsReplace, pulumi/pulumi HEAD
-    (1b594989; v3.251.0 behaviour): recorded as v3.230.0 (ae2e2698) behaves."""
+    """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithAddedSameStepAsReplace, pulumi/pulumi
+    v3.277.0 (commit 1b594989): a ``deletedWith`` added in the run that replaces its target replaces the
+    dependent (the diff reads the new link, not the old state's)."""
     provider, calls = tracking_provider(delete_before_replace=True)
     engine = Engine({"pkgA": provider})
     ins, link = {"foo": "bar"}, {"value": False}
@@ -105,15 +108,15 @@ def test_TestDeletedWithAddedSameStepAsReplace():
     assert result.error is None
     snap = result.snapshot
     assert len(snap) == 3 and snap[1].urn == urn_t and snap[2].urn == urn_d
-    assert len(calls["created"]) == 3  # HEAD: 4
+    assert len(calls["created"]) == 4
     assert snap[1].id == "created-id-3"
-    assert snap[2].id == "created-id-2"  # HEAD: "created-id-4"
-    assert snap[2].deleted_with == urn_t  # as HEAD
+    assert snap[2].id == "created-id-4"
+    assert snap[2].deleted_with == urn_t
 
 
 def test_TestDeletedWithTargetedDestroy():
-    """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithTargetedDestroy, pulumi/pulumi HEAD
-    (1b594989): v3.230.0 (ae2e2698) already behaves as HEAD asserts."""
+    """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithTargetedDestroy, pulumi/pulumi v3.277.0
+    (the case as at commit 1b594989; v3.230.0, ae2e2698, already behaved so)."""
     provider, calls = tracking_provider()
     engine = Engine({"pkgA": provider})
 
@@ -135,7 +138,8 @@ def test_TestDeletedWithTargetedDestroy():
 
 def test_TestDeletedWithProtectedDependentBlocksReplace():
     """pkg/engine/lifecycletest/deleted_with_replace_test.go, TestDeletedWithProtectedDependentBlocksReplace,
-    pulumi/pulumi HEAD (1b594989; v3.251.0 behaviour): recorded as v3.230.0 (ae2e2698) behaves."""
+    pulumi/pulumi v3.277.0 (commit 1b594989): a protected resource deleted with resT stops resT's delete-first
+    replacement, with the delete-first chain's protection error."""
     engine = Engine({"pkgA": deploytest(diff=tracking_provider(True)[0].diff, create=created_id)})
     ins = {"foo": "bar"}
     program = deleted_with_program(ins, protect=True)
@@ -144,5 +148,4 @@ def test_TestDeletedWithProtectedDependentBlocksReplace():
 
     ins["foo"] = "baz"
     result = engine.update(program, snap)
-    assert result.error is None  # HEAD: an error, "marked for protection"
-    assert not any("marked for protection" in d for d in result.diagnostics)
+    assert result.error is not None and "marked for protection" in result.error

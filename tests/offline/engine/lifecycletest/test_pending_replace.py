@@ -212,3 +212,99 @@ def test_TestInteruptedPendingReplace():
     assert result.error is None
     assert names(result.snapshot) == ["default", "resA", "resB"]
     assert not result.snapshot[1].pending_replacement
+
+
+def dependent_chain_program(inputs_a, expect_error=None):
+    """The TestPendingReplaceDependent* program: resA (delete-first) and resB, whose input ``A`` depends on resA."""
+
+    def program(monitor):
+        a = monitor.register(TYP, "resA", True, inputs=dict(inputs_a), delete_before_replace=True)
+        monitor.register(TYP, "resB", True, inputs={"A": "value"}, dependencies=[a.urn],
+                         property_dependencies={"A": [a.urn]})
+    return program
+
+
+def replace_on_a_changed(_urn, old, new_inputs, _preview):
+    if old.outputs.get("A") != new_inputs.get("A"):
+        return DiffResult(True, ["A"])
+    return DiffResult()
+
+
+def tracking(calls, fail_delete=None, fail_create=None):
+    """The cases' provider: Diff replaces on ``A``; Delete and Create record the name, and fail for the one given."""
+
+    def delete(old):
+        calls["deletes"].add(old.name)
+        if old.name == fail_delete:
+            raise ProviderError("interrupt replace")
+
+    def create(urn_, inputs, _preview):
+        name = urn_.rsplit("::", 1)[-1]
+        calls["creates"].add(name)
+        if name == fail_create:
+            raise ProviderError("interrupt replace")
+        return f"{name}-created-id", dict(inputs)
+
+    return deploytest(diff=replace_on_a_changed, delete=delete, create=create)
+
+
+def test_TestPendingReplaceDependentDeleteNotRetried():
+    """pkg/engine/lifecycletest/pending_replace_test.go, TestPendingReplaceDependentDeleteNotRetried, pulumi/pulumi
+    v3.277.0 (v3.264.0, pulumi/pulumi#24588): a delete-first chain interrupted after resB's delete and before
+    resA's leaves resB pending replacement; the retry deletes and re-creates resA and re-creates resB without
+    calling resB's Delete again."""
+    inputs_a = {"A": "foo"}
+    program = dependent_chain_program(inputs_a)
+    up = Engine({"pkgA": deploytest()}).update(program, [])
+    assert up.error is None and len(up.snapshot) == 3
+
+    inputs_a["A"] = "bar"
+    calls = {"deletes": set(), "creates": set()}
+    replace = Engine({"pkgA": tracking(calls, fail_delete="resA")}).update(program, up.snapshot)
+    assert "interrupt replace" in replace.error
+    snap = replace.snapshot
+    assert names(snap) == ["default", "resA", "resB"]
+    assert not snap[1].pending_replacement
+    assert snap[2].pending_replacement
+    assert "resB" in calls["deletes"], "Delete should be called on resB as part of replacement of resA"
+
+    calls = {"deletes": set(), "creates": set()}
+    result = Engine({"pkgA": tracking(calls)}).update(program, snap)
+    assert result.error is None
+    assert "resA" in calls["deletes"], "Delete should be called on resA when the replacement is retried"
+    assert "resB" not in calls["deletes"], "Delete shouldn't be called again on resB, which is pending replacement"
+    assert "resA" in calls["creates"], "Create should be called on resA when the replacement is retried"
+    assert "resB" in calls["creates"], "Create should be called on resB when the replacement is retried"
+    snap = result.snapshot
+    assert names(snap) == ["default", "resA", "resB"]
+    assert not snap[1].pending_replacement and not snap[2].pending_replacement
+
+
+def test_TestPendingReplaceDependentResumeAfterReplacement():
+    """pkg/engine/lifecycletest/pending_replace_test.go, TestPendingReplaceDependentResumeAfterReplacement,
+    pulumi/pulumi v3.277.0 (v3.264.0, pulumi/pulumi#24588): a chain interrupted at resB's create, after resA was
+    replaced, resumes by creating resB only: no Delete of either, no Create of resA."""
+    inputs_a = {"A": "foo"}
+    program = dependent_chain_program(inputs_a)
+    up = Engine({"pkgA": deploytest()}).update(program, [])
+    assert up.error is None and len(up.snapshot) == 3
+
+    inputs_a["A"] = "bar"
+    calls = {"deletes": set(), "creates": set()}
+    replace = Engine({"pkgA": tracking(calls, fail_create="resB")}).update(program, up.snapshot)
+    assert "interrupt replace" in replace.error
+    snap = replace.snapshot
+    assert names(snap) == ["default", "resA", "resB"]
+    assert snap[1].id == "resA-created-id" and not snap[1].pending_replacement
+    assert snap[2].pending_replacement
+
+    calls = {"deletes": set(), "creates": set()}
+    result = Engine({"pkgA": tracking(calls)}).update(program, snap)
+    assert result.error is None
+    assert "resA" not in calls["deletes"], "Delete shouldn't be called on resA, which was already replaced"
+    assert "resB" not in calls["deletes"], "Delete shouldn't be called again on resB, which is pending replacement"
+    assert "resA" not in calls["creates"], "Create shouldn't be called on resA, which was already replaced"
+    assert "resB" in calls["creates"], "Create should be called on resB when the replacement is resumed"
+    snap = result.snapshot
+    assert names(snap) == ["default", "resA", "resB"]
+    assert not snap[1].pending_replacement and not snap[2].pending_replacement and not snap[2].delete

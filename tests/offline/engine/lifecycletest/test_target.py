@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from typing import Callable
+from typing import Callable, Optional
 
 import pytest
 
@@ -198,9 +198,10 @@ def test_TestCreateDuringTargetedUpdate_UntargetedCreateNotReferenced():
     assert all(op == "same" for op, _ in successful(result))
 
 
-def untargeted_create_referenced(options: dict, diff=None):
+def untargeted_create_referenced(options: dict, diff=None, skipped: Optional[list] = None):
     """The TestCreateDuringTargetedUpdate_UntargetedCreateReferencedBy* cases: b exists; the program adds a and makes
-    b refer to it (``options``); ``--target **b**`` (only b's URN matches) fails with "untargeted create"."""
+    b refer to it (``options``); ``--target **b**`` (only b's URN matches) fails with "untargeted create". ``skipped``
+    collects what a's registration answered (its create is skipped)."""
     def before(monitor):
         monitor.register("pulumi:pulumi:Stack", "test", False)
         monitor.register(TYP, "b", True)
@@ -212,6 +213,8 @@ def untargeted_create_referenced(options: dict, diff=None):
     def after(monitor):
         monitor.register("pulumi:pulumi:Stack", "test", False)
         a = monitor.register(TYP, "a", True)
+        if skipped is not None:
+            skipped.append(a)
         monitor.register(TYP, "b", True, **{k: (v(a.urn)) for k, v in options.items()})
         returned.append("b")  # "RegisterResource should not return"
 
@@ -226,8 +229,11 @@ def diff_b_changed(urn_, _old, _new_inputs, _preview):
 
 def test_TestCreateDuringTargetedUpdate_UntargetedCreateReferencedByChangedTarget():
     """pkg/engine/lifecycletest/target_test.go,
-    TestCreateDuringTargetedUpdate_UntargetedCreateReferencedByChangedTarget, pulumi/pulumi v3.230.0 (ae2e2698)."""
-    untargeted_create_referenced({"dependencies": lambda a: [a]}, diff=diff_b_changed)
+    TestCreateDuringTargetedUpdate_UntargetedCreateReferencedByChangedTarget, pulumi/pulumi v3.230.0 (ae2e2698); and
+    v3.277.0's added assertion: the skipped create of a answers the program with unknown outputs (v3.256.0)."""
+    skipped: list = []
+    untargeted_create_referenced({"dependencies": lambda a: [a]}, diff=diff_b_changed, skipped=skipped)
+    assert [r.unknown for r in skipped] == [True]
 
 
 def test_TestCreateDuringTargetedUpdate_UntargetedCreateReferencedByUnchangedTarget():
