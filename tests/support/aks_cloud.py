@@ -27,7 +27,7 @@ from typing import Optional
 import requests
 
 from offline import canned
-from tests.support import fake_world
+from tests.support import fake_world, latency
 
 PERIOD = 0.3
 ANNOTATION = "service.beta.kubernetes.io/"
@@ -55,6 +55,7 @@ class AksCloud:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="aks-cloud", daemon=True)
         self._api: Optional[requests.Session] = None
+        self._due: dict[str, tuple[float, dict]] = {}  # Service uid -> (when its reconcile is done, its annotations)
 
     def __enter__(self) -> "AksCloud":
         self._thread.start()
@@ -128,6 +129,8 @@ class AksCloud:
     def _ensure(self, service: dict, key: str, path: str) -> None:
         meta = service["metadata"]
         annotations = meta.get("annotations") or {}
+        if not self._reconciled(meta["uid"], annotations):
+            return
         error = None
         with fake_world.locked(self.world_path) as world:
             frontend = world["services"].setdefault(key, fake_world.new_frontend(self.cluster_id, self.node_rg))
@@ -151,6 +154,16 @@ class AksCloud:
         if [i.get("ip") for i in ingress] != [address]:
             self._patch(path + "/status", {"status": {"loadBalancer": {"ingress": [{"ip": address,
                                                                                    "ipMode": "VIP"}]}}})
+
+    def _reconciled(self, uid: str, annotations: dict) -> bool:
+        """Whether Azure's time for this Service's reconcile has passed (tests/support/latency.py; at once without a
+        factor): a new Service's load balancer frontend and PLS (``load_balancer_frontend``; the PLS is made in the
+        same reconcile, before the address is written), a changed one's PLS update (``pls_update``)."""
+        due = self._due.get(uid)
+        if due is None or due[1] != annotations:
+            wait = latency.seconds("events", "pls_update" if due else "load_balancer_frontend")
+            due = self._due[uid] = (time.monotonic() + wait, annotations)
+        return time.monotonic() >= due[0]
 
     def _release(self, key: str, service: Optional[dict]) -> None:
         with fake_world.locked(self.world_path) as world:

@@ -32,7 +32,7 @@ from typing import Optional
 import requests
 import yaml
 
-from tests.support import processes
+from tests.support import latency, processes
 
 #: The service CIDR AKS's canned cluster has (offline/canned.py ``managed_cluster``), and its pod CIDR.
 SERVICE_CIDR = "10.0.0.0/16"
@@ -182,7 +182,8 @@ class ControlPlane:
         self._spawn("kube-scheduler", [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
                                        "--secure-port=0", "--profiling=false"])
         # No --server-address: kwok then serves nothing (its exec, logs and port-forward server stays off).
-        self._spawn("kwok", [f"--kubeconfig={self.kubeconfig}", f"--config={self.kwok_stages}",
+        stages = latency.kwok_stages(self.kwok_stages, f)  # pods Ready after the Helm release's time, given a factor
+        self._spawn("kwok", [f"--kubeconfig={self.kubeconfig}", f"--config={stages}",
                              "--manage-all-nodes=true", f"--cidr={POD_CIDR}", "--node-ip=10.224.0.4",
                              "--node-lease-duration-seconds=40"])
         self._seed()

@@ -33,6 +33,7 @@ import sys
 import time
 
 import jmespath
+import latency  # its sibling, as fake_world
 from knack.output import format_json, format_tsv
 from knack.util import CommandResultItem
 
@@ -103,6 +104,7 @@ def main(argv: list[str]) -> int:
     if body and body.startswith("@"):
         with open(body[1:], encoding="utf-8") as fh:
             body = json.load(fh)
+    latency.delay(*latency.az_entry(argv))  # Azure's time for the call, when a factor is set (before its effect)
     index, response = _from_world(argv) if os.environ.get("FAKE_AZ_WORLD") else _from_rules(argv)
     if os.environ.get("FAKE_AZ_LOG"):
         with open(os.environ["FAKE_AZ_LOG"], "a", encoding="utf-8") as log:

@@ -26,7 +26,7 @@ from typing import Optional
 
 import pytest
 
-from tests.support import ROOT, processes
+from tests.support import ROOT, latency, processes
 
 TOOLS_ENV = "AKS_GPU_OBS_ENGINE_TOOLS"
 COMMAND_PLUGIN_ENV = "AKS_GPU_OBS_COMMAND_PLUGIN"
@@ -116,7 +116,7 @@ class Workspace:
             "PULUMI_DEBUG_COMMANDS": "true",  # --event-log (pkg/cmd/pulumi/operations/up.go at v3.230.0)
             "LANG": "C.UTF-8", "FAKE_AZ_WORLD": str(world_path), "FAKE_AZ_LOG": str(folder / "az-calls.jsonl"),
             "AZURE_CORE_COLLECT_TELEMETRY": "false", "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost", **latency.env(),  # Azure's latencies for the stand-ins, if set
             **(extra_env or {}),
         }
         self.log = folder / "pulumi.log"
