@@ -25,7 +25,7 @@ MANIFEST = json.loads((REFERENCE / "fetch.json").read_text())
 #: Vendored files: path -> sha256 of the upstream bytes (tests/reference/README.md).
 VENDORED = {
     "grafana-dashboards/AdvancedGPUObservability.json": DASHBOARD_SHA256,
-    "pulumi/project.json": "605211c62cbb4c06370e32c570f8d5ff8a727e690b5568ad4a7e00d1bc071f58",
+    "pulumi/project.json": "c0fad1c65b9940f2889af0fb05e31314c0a080ba6966504919004c5cbc776b17",
     "LICENSE-Apache-2.0.txt": "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4",
 }
 
