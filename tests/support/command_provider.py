@@ -46,6 +46,9 @@ VERSION = "1.2.1"
 REPLACE_ON_CHANGES = ("triggers",)
 OUTPUTS = ("stdout", "stderr")
 ASSET_SIG = "c44067f5952c0a294b673a41bacd8c17"
+#: TEST-ONLY: a resource name whose command, once it has run, never answers the engine (a step that did its work
+#: while the CLI was killed), for the kill-point tests (tests/support/kill_points.py).
+HOLD_ENV = "COMMAND_STANDIN_HOLD_AFTER"
 
 
 def with_ignored(news: dict, state: dict, ignore_changes: list[str]) -> dict:
@@ -165,6 +168,8 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         except CommandFailed as failure:
             context.abort(grpc.StatusCode.UNKNOWN, str(failure))
         outputs.update(stdout=stdout, stderr=stderr)
+        if os.environ.get(HOLD_ENV) and urn.endswith("::" + os.environ[HOLD_ENV]):
+            threading.Event().wait()
         directory = plain.get("dir") or os.getcwd()
         if plain.get("assetPaths") is not None:
             outputs["assets"] = glob_assets(directory, plain["assetPaths"])

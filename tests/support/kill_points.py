@@ -22,8 +22,13 @@ from typing import Callable, Optional
 
 from tests.support import processes
 from tests.support.azure_provider import HOLD_DELETE_ENV, HOLD_ENV
+from tests.support.command_provider import HOLD_ENV as COMMAND_HOLD_ENV
 
 RUNS = ("up", "day-two", "upgrade", "destroy")
+#: The command steps (command:local:Command), whose stand-in holds its answer once the command has run.
+COMMAND_STEPS = ("grafana-private-link-wait-for-pls", "grafana-private-link-approve-connection",
+                 "grafana-private-link-refresh", "grafana-datasources-pyroscope", "grafana-datasources-prometheus",
+                 "gpu-dashboard-upload")
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 ROLE = "azure-native:authorization:RoleAssignment"
@@ -36,8 +41,10 @@ def k8s(path: str) -> Effect:
     return lambda aks: aks.cp.get(path) is not None
 
 
-def k8s_gone(path: str) -> Effect:
-    return lambda aks: aks.cp.get(path) is None
+def k8s_deleting(path: str) -> Effect:
+    """The API server has marked the object at ``path`` deleted (``deletionTimestamp``), its finalizers still pending:
+    the provider is still awaiting its deletion."""
+    return lambda aks: bool(((aks.cp.get(path) or {}).get("metadata") or {}).get("deletionTimestamp"))
 
 
 def world(check: Callable[[dict], bool]) -> Effect:
@@ -115,7 +122,7 @@ KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("network-policy", "up", "pyroscope-network-policy", "create", k8s(POLICY)),
     KillPoint("helm-install", "up", "pyroscope-release", "create", helm_revision("pending-install")),
     KillPoint("private-link-service", "up", "pyroscope-private-link", "create", k8s(SERVICE)),
-    KillPoint("pls-wait", "up", "grafana-private-link-wait-for-pls", "create"),
+    KillPoint("pls-wait", "up", "grafana-private-link-wait-for-pls", "create", world(lambda w: bool(w["pls"]))),
     KillPoint("endpoint", "up", "grafana-private-link-mpe", "create", world(lambda w: bool(w["mpes"])), hold=MPE),
     KillPoint("approval", "up", "grafana-private-link-approve-connection", "create", _connection("Approved")),
     KillPoint("refresh", "up", "grafana-private-link-refresh", "create",
@@ -141,14 +148,14 @@ KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("role-assignment", "destroy", "grafana-datasources-monitoring-data-reader", "delete", _arm(ROLE, False),
               hold=ROLE),
     KillPoint("endpoint", "destroy", "grafana-private-link-mpe", "delete", world(lambda w: not w["mpes"]), hold=MPE),
-    KillPoint("private-link-service", "destroy", "pyroscope-private-link", "delete", k8s_gone(SERVICE)),
+    KillPoint("private-link-service", "destroy", "pyroscope-private-link", "delete", k8s_deleting(SERVICE)),
     KillPoint("helm-uninstall", "destroy", "pyroscope-release", "delete", helm_revision("uninstalling")),
     KillPoint("extension", "destroy", "inspektor-gadget-extension", "delete", _arm(EXTENSION, False), hold=EXTENSION),
     KillPoint("namespace", "destroy", "gadget-namespace", "delete"),
 )
 
 
-RUN_TEXT = {"up": "`pulumi up` from empty", "day-two": "`pulumi up` replacing the endpoint chain (PLS subnet change)",
+RUN_TEXT = {"up": "`pulumi up` from empty", "day-two": "`pulumi up` replacing the endpoint chain (PLS renamed)",
             "upgrade": "`pulumi up` upgrading the chart", "destroy": "`pulumi destroy`"}
 
 
@@ -188,6 +195,8 @@ def kill_during(ws, aks, stack: str, argv: list[str], point: KillPoint, timeout:
     env = dict(ws.env)
     if point.hold:
         env[HOLD_DELETE_ENV if point.run == "destroy" or point.op == "delete-replaced" else HOLD_ENV] = point.hold
+    elif point.resource in COMMAND_STEPS and ws.command_plugin == "stand-in":
+        env[COMMAND_HOLD_ENV] = point.resource  # the real plugin cannot be held: the kill then races the step's end
     started = time.monotonic()
     cli = processes.popen(["pulumi", *argv, "--event-log", str(events), "--non-interactive", "--stack", stack],
                           cwd=ws.project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
