@@ -6,7 +6,9 @@ left: ``rm`` of an empty ``.attrs`` companion of a ``file://`` backend's state (
 ``pulumi cancel --yes`` (the dead run's lock; its refusal when nothing runs is ignored); ``helm uninstall`` or
 ``helm rollback`` of a release Helm left ``pending-install`` or ``pending-upgrade``; ``pulumi import --file`` of each
 Azure resource of a pending create that ``az resource show --ids`` finds (azure-native refuses to create what exists;
-the ARM id from its inputs, the subscription from ``az account show``); ``pulumi refresh --clear-pending-creates``.
+the ARM id from its inputs, the subscription from ``az account show``), or ``pulumi stack import`` of the state with
+such a resource taken as made where the kill came between the halves of its replacement; ``pulumi refresh
+--clear-pending-creates``.
 Exit status 0; 2, with one line on stderr, when the state cannot be read or a command fails.
 Why each line, and what ``refresh --import-pending-creates`` gets wrong: docs/decisions/kill-points.md.
 """
@@ -94,11 +96,33 @@ def import_file(deployment: dict, present: dict[str, str]) -> dict:
     return {"nameTable": {name: urn for urn, name in names.items()}, "resources": resources}
 
 
+def replaced(deployment: dict, present: dict[str, str]) -> Optional[dict]:
+    """``deployment`` with each resource the kill caught between the two halves of a delete-first replacement taken as
+    Azure has it, or None when there is none. Such a resource's entry is ``pendingReplacement`` (the old one is
+    deleted) under the URN of its pending create, which Azure finished: ``pulumi import`` cannot add a URN the state
+    holds, and the next run would create it again. The entry gets the pending create's inputs and is no longer
+    pending replacement; its id is the ARM id Azure has, and the refresh after it reads the rest."""
+    creates = {op["resource"]["urn"]: op["resource"] for op in deployment.get("pending_operations") or []
+               if op["type"] == "creating" and op["resource"]["urn"] in present}
+    if not any(r.get("pendingReplacement") and r["urn"] in creates for r in deployment.get("resources") or []):
+        return None
+    edited = json.loads(json.dumps(deployment))
+    for entry in edited["resources"]:
+        if entry.get("pendingReplacement") and entry["urn"] in creates:
+            entry.pop("pendingReplacement")
+            entry["inputs"] = creates[entry["urn"]].get("inputs") or {}
+            entry["id"] = present[entry["urn"]]
+    return edited
+
+
 def plan(deployment: dict, stack: str, helm_status: dict[str, str], present: dict[str, str],
-         file: str) -> list[list[str]]:
+         file: str, state_file: str = "") -> list[list[str]]:
     """The commands, in order, for ``deployment`` (an exported state's ``deployment``); ``present``: URN -> id of
-    each pending create that exists in Azure; ``file``: where the import file goes."""
+    each pending create that exists in Azure and is imported; ``file``: where the import file goes; ``state_file``:
+    the edited state :func:`replaced` made, if any."""
     commands: list[list[str]] = [["pulumi", "cancel", "--yes", "--stack", stack]]
+    if state_file:
+        commands.append(["pulumi", "stack", "import", "--stack", stack, "--file", state_file])
     pending = deployment.get("pending_operations") or []
     for op in pending:
         resource = op["resource"]
@@ -199,10 +223,17 @@ def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int
             except (AzError, ValueError, KeyError):
                 subscription = None
         present = in_azure(deployment, subscription)
-        folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the import command names it
+        folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the commands name its files
+        edited = replaced(deployment, present)
+        state_file = ""
+        if edited is not None:
+            state_file = str(Path(folder) / "state.json")
+            Path(state_file).write_text(json.dumps({**json.loads(done.stdout), "deployment": edited}))
+            in_state = {r["urn"] for r in edited["resources"]}
+            present = {urn: rid for urn, rid in present.items() if urn not in in_state}
         file = str(Path(folder) / "imports.json")
         Path(file).write_text(json.dumps(import_file(deployment, present), indent=1))
-        commands = plan(deployment, args.stack, _helm_status(deployment, cwd), present, file)
+        commands = plan(deployment, args.stack, _helm_status(deployment, cwd), present, file, state_file)
         for command in commands:
             print(shlex.join(command))
             if args.run:

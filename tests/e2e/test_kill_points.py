@@ -95,6 +95,8 @@ def summary(printed: str) -> list[str]:
             steps.append("pulumi cancel")
         elif words[:1] == ["helm"]:
             steps.append(f"helm {words[1]} {words[2]}")
+        elif words[:3] == ["pulumi", "stack", "import"]:
+            steps.append("pulumi stack import")
         elif words[:2] == ["pulumi", "import"]:
             steps.append("pulumi import --file")
         elif words[:2] == ["pulumi", "refresh"]:

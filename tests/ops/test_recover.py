@@ -205,3 +205,23 @@ def test_the_kill_point_page_shows_the_table_the_tests_play():
     page = (ROOT / "docs" / "kill-points.md").read_text()
     generated = page.split("<!-- kill-points:begin -->\n", 1)[1].split("<!-- kill-points:end -->", 1)[0]
     assert generated == table(), "docs/kill-points.md: run `python -m tests.support.kill_points` and paste the table"
+
+
+def test_a_kill_between_the_halves_of_a_delete_first_replacement_takes_the_state_entry_as_azure_has_it():
+    """The kill came after the old endpoint was deleted and while Azure created the new one: the state holds the old
+    entry ``pendingReplacement`` and a pending create of the same URN. `pulumi import` cannot add a URN the state holds
+    and the next `up` would create it again ("cannot create already existing resource", seen under the real CLI): the
+    entry takes the new inputs and is no longer pending replacement, through `pulumi stack import`."""
+    old = {**MPE, "id": "old-id", "pendingReplacement": True, "inputs": {**MPE["inputs"], "privateLinkResourceId": "a"},
+           "dependencies": ["x"]}
+    new = {**MPE, "inputs": {**MPE["inputs"], "privateLinkResourceId": "b"}}
+    state = {"resources": [old], "pending_operations": [{"type": "creating", "resource": new}]}
+    mpe_id = recover.import_id(MPE, SUB)
+    edited = recover.replaced(state, {MPE["urn"]: mpe_id})
+    (entry,) = edited["resources"]
+    assert "pendingReplacement" not in entry and entry["inputs"]["privateLinkResourceId"] == "b"
+    assert entry["id"] == mpe_id and entry["dependencies"] == ["x"]
+    assert state["resources"][0]["pendingReplacement"] is True, "the export is not changed in place"
+    commands = recover.plan(state, "dev", {}, {}, "imports.json", "state.json")
+    assert commands[1] == ["pulumi", "stack", "import", "--stack", "dev", "--file", "state.json"]
+    assert recover.replaced(pending(("creating", MPE)), {MPE["urn"]: mpe_id}) is None

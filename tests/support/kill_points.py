@@ -108,7 +108,9 @@ class KillPoint:
             steps.append("helm uninstall pyroscope")
         elif self.name == "helm-upgrade":
             steps.append("helm rollback pyroscope")
-        if self.pending == "creating" and self.hold:
+        if self.op == "create-replacement" and self.hold:
+            steps.append(f"pulumi stack import (takes {self.resource} as Azure has it)")
+        elif self.pending == "creating" and self.hold:
             steps.append(f"pulumi import --file (imports {self.resource})")
         if self.pending == "creating":
             steps.append("pulumi refresh --clear-pending-creates")
