@@ -60,12 +60,18 @@ STEP_KINDS = ("wait_private_link_service", "approve_private_endpoint_connection"
 
 
 class Table:
-    """bench/latencies.yaml: ``resource(type)`` and ``events[name]`` in seconds."""
+    """bench/latencies.yaml: ``resource(type)`` and ``events[name]`` in seconds, each times ``scale`` but for an entry
+    marked ``scaled: false`` (a constant of the engine's side: pulumi-kubernetes' Service settle)."""
 
-    def __init__(self, path: Path = TABLE) -> None:
+    def __init__(self, path: Path = TABLE, scale: float = 1.0) -> None:
         data = yaml.safe_load(path.read_text())
-        self.resources = {k: float(v["seconds"]) for k, v in data["resources"].items()}
-        self.events = {k: float(v["seconds"]) for k, v in data["events"].items()}
+
+        def seconds(entry: dict) -> float:
+            return float(entry["seconds"]) * (scale if entry.get("scaled", True) else 1.0)
+
+        self.scale = scale
+        self.resources = {k: seconds(v) for k, v in data["resources"].items()}
+        self.events = {k: seconds(v) for k, v in data["events"].items()}
 
     def resource(self, type_: str) -> float:
         return self.resources.get(type_, self.resources["default"])
@@ -206,16 +212,35 @@ def _provider(token_or_type: str) -> str:
     return {"network": "Microsoft.Network", "dashboard": "Microsoft.Dashboard"}.get(module, f"azure-native:{module}")
 
 
-def schedule(plan: Plan, table: Table, mode: str) -> Schedule:
-    """Start and finish of every resource ("ours" or "terraform"), unbounded parallelism."""
+def datasource_calls(resource) -> int:
+    """Grafana API calls of a datasource step's create (steps/grafana_datasource.py ``main``): the read by uid, the
+    read by name, the POST; and GET /api/health and /api/plugins first (grafana_server.probe) for an Azure-auth
+    Prometheus."""
+    definition = (resource.inputs.get("environment") or {}).get("DATASOURCE", "")
+    try:
+        azure_auth = "azureCredentials" in (json.loads(definition).get("jsonData") or {})
+    except (TypeError, ValueError, AttributeError):
+        azure_auth = "prometheus" in resource.name
+    return 5 if azure_auth else 3
+
+
+def schedule(plan: Plan, table: Table, mode: str, polls: Optional[tuple[float, float]] = None,
+             ops: Optional[dict[str, str]] = None, reads: Sequence[str] = (),
+             first: Optional[dict[str, float]] = None) -> Schedule:
+    """Start and finish of every resource ("ours" or "terraform"), unbounded parallelism. ``polls``: the steps'
+    (first delay, ceiling), steps/lib.sh's defaults unless given. ``ops`` (this stack only): urn -> ``create``,
+    ``update`` or ``same`` for a day-two ``pulumi up`` (:func:`day_two`); a same resource takes no time, an updated
+    Service only pulumi-kubernetes' settle (it has its address) and its PLS comes ``pls_update`` after it; ``first``:
+    urn -> seconds of deletes its registration runs before its own step (a delete-first chain). ``reads``: the
+    program's own reads before it registers anything (:func:`program_reads`), table events, one after another."""
     e, check = table.events, table.events["poll_check"]
-    first, ceiling = poll_defaults()
+    initial, ceiling = polls or poll_defaults()
     before = predecessors(plan, mode)
     gated = {d for invoke in plan.invokes for d in invoke.dependencies}
     lookups = [i for i in plan.invokes if not i.dependencies]
-    if mode == "ours":  # plain invokes in the program, one after another
+    if mode == "ours":  # plain invokes in the program, one after another, and its own reads (az, kubectl)
         prologue_reads = [(n * e["invoke"], _provider(i.token)) for n, i in enumerate(lookups)]
-        prologue = e["invoke"] * len(lookups)
+        prologue = e["invoke"] * len(lookups) + sum(e[read] for read in reads)
     else:  # Terraform reads its data sources in parallel
         prologue_reads = [(0.0, _provider(i.token)) for i in lookups]
         prologue = e["invoke"] if lookups else 0.0
@@ -225,60 +250,75 @@ def schedule(plan: Plan, table: Table, mode: str) -> Schedule:
         if urn not in before:
             continue
         r = plan.get(urn)
+        op = (ops or {}).get(urn, "create")
         start, after = prologue, None
         for dep in before[urn]:
             if dep in steps:
                 ready = steps[dep].finish + (e["invoke"] if dep in gated else 0.0)
                 if ready > start:
                     start, after = ready, dep
+        start += (first or {}).get(urn, 0.0)
         previous[urn] = after
         kind = step_kind(r)
+        environment = r.inputs.get("environment") or {}
         timed = Timed(start, start + table.resource(r.type))
-        if is_private_link_service(r):  # pulumi-kubernetes' await: the ingress IP, and the endpoints settled
+        if op == "same":
+            timed = Timed(start, start)
+        elif is_private_link_service(r) and op == "update":  # it has its address: the endpoints' settle only
+            timed = Timed(start, start + table.resource(r.type), f"PLS update at {start + e['pls_update']:.0f}s")
+        elif is_private_link_service(r):  # pulumi-kubernetes' await: the ingress IP, and the endpoints settled
             timed = Timed(start, start + max(table.resource(r.type), e["load_balancer_frontend"]),
                           f"load balancer frontend at {start + e['load_balancer_frontend']:.0f}s")
         elif kind == "wait_private_link_service":
             # AKS makes the PLS some time after the Service's load balancer: this stack's own Service's, or the
             # chart's, whose IP the release's Helm --wait waited for (the Terraform port).
             service = next((d for d in before[urn] if is_private_link_service(plan.get(d))), None)
-            if service is not None:
+            if service is not None and (ops or {}).get(service) == "same":
+                event = start  # the PLS is as the Service asks already
+            elif service is not None and (ops or {}).get(service) == "update":
+                event = steps[service].start + e["pls_update"]
+            elif service is not None:
                 event = steps[service].start + e["load_balancer_frontend"] + e["pls_after_load_balancer"]
             else:
                 release = next(d for d in before[urn] if plan.get(d).type == RELEASE)
                 event = steps[release].finish + e["pls_after_load_balancer"]
             if mode == "ours":
-                w = poll("PLS", start, event, check, delays(first, ceiling))
-                timed = Timed(start, w.noticed, f"PLS at {event:.0f}s, noticed at {w.noticed:.0f}s", w,
+                w = poll("PLS", start, event, check, delays(initial, ceiling))
+                # without PLS_SUBNET the step reads the load balancer frontend's subnet once it has found the PLS
+                frontend = 0.0 if environment.get("PLS_SUBNET") else check
+                timed = Timed(start, w.noticed + frontend, f"PLS at {event:.0f}s, noticed at {w.noticed:.0f}s", w,
                               [(t, "Microsoft.Network") for t in w.checks])
             else:  # a sleep that ends before the PLS exists would fail the next step: never shorter
                 timed = Timed(start, max(start + TERRAFORM_SLEEP, event), f"time_sleep {TERRAFORM_SLEEP:.0f}s")
         elif kind == "approve_private_endpoint_connection":
             event = max(steps[d].finish for d in before[urn] if plan.get(d).type == MPE) + e["connection_after_mpe"]
-            if mode == "ours":
-                w = poll("Pending connection", start, event, check, delays(first, ceiling))
-                timed = Timed(start, w.noticed + e["approval_put"], "approved; the PUT's answer says Approved", w,
-                              [(t, "Microsoft.Network") for t in w.checks])
+            if mode == "ours":  # the connection listed, its description read (describe), then the PUT
+                w = poll("Pending connection", start, event, check, delays(initial, ceiling))
+                timed = Timed(start, w.noticed + check + e["approval_put"], "approved; the PUT's answer says Approved",
+                              w, [(t, "Microsoft.Network") for t in w.checks])
             else:
                 timed = Timed(start, start + e["approval_put"] + TERRAFORM_SLEEP,
                               f"approve, time_sleep {TERRAFORM_SLEEP:.0f}s")
         elif kind == "refresh_managed_private_endpoints":
             if mode == "ours":  # one read first (no refresh yet after this approval), then the POST
                 event = start + check + e["ip_after_refresh"]
-                w = poll("private IP", start, event, check, delays(first, ceiling),
+                w = poll("private IP", start, event, check, delays(initial, ceiling),
                          extra=lambda n: check if n % 4 == 0 else 0.0, first_offset=2 * check)
                 timed = Timed(start, w.noticed, f"IP at {event:.0f}s, noticed at {w.noticed:.0f}s", w,
                               [(t, "Microsoft.Dashboard") for t in [start, *w.checks]])
             else:
                 event = start + e["ip_after_refresh"]  # the refresh's long-running action, posted at the step's start
                 timed = Timed(start, event, "refresh as a long-running action (waits for completion)")
-        elif kind == "grafana_datasource":
-            timed = Timed(start, start + 2 * e["grafana_api_call"])
+        elif kind == "grafana_datasource":  # the Terraform port: its provider's create and read
+            timed = Timed(start, start + (datasource_calls(r) if mode == "ours" else 2) * e["grafana_api_call"])
         elif kind == "grafana_dashboard":
-            timed = Timed(start, start + e["dashboard_download"] + 2 * e["grafana_api_call"])
+            # the download; health and plugins (grafana_server.probe), the stored dashboard, the Prometheus
+            # datasource by name, the POST (steps/grafana_dashboard.py main)
+            timed = Timed(start, start + e["dashboard_download"] + (5 if mode == "ours" else 2) * e["grafana_api_call"])
         elif r.type.startswith("azure-native:") and r.custom and timed.finish > start:
             # the provider's status polls of a long-running create, and one read of the result
-            polls = int((timed.finish - start) // e["provider_lro_poll"])
-            timed.reads = [(start + k * e["provider_lro_poll"], _provider(r.type)) for k in range(1, polls + 1)]
+            polls_ = int((timed.finish - start) // e["provider_lro_poll"])
+            timed.reads = [(start + k * e["provider_lro_poll"], _provider(r.type)) for k in range(1, polls_ + 1)]
             timed.reads.append((timed.finish, _provider(r.type)))
         steps[urn] = timed
     for invoke in plan.invokes:  # a gated read happens when its step has finished
@@ -291,6 +331,127 @@ def schedule(plan: Plan, table: Table, mode: str) -> Schedule:
         path.append(node)
         node = previous[node]
     return Schedule(steps[end].finish, steps, list(reversed(path)), prologue_reads)
+
+
+#: The offline program's stand-ins for the program's own reads before it registers anything (offline/program.py
+#: ``evaluate``) -> the table event one such read costs: ``az resource show``, ``az network private-link-service show``
+#: and ``az role assignment list`` are one check each, the datasource lookup a Grafana API call; the kubectl reads of
+#: the namespace and of Helm's release records ask the API server, for which the table has no time.
+PROGRAM_READS = {"resource_tags": "poll_check", "private_link_service_owner": "poll_check",
+                 "role_holders": "poll_check", "datasource_uid": "grafana_api_call"}
+
+
+def program_reads(stack: str = "dev", sets: Optional[dict] = None) -> tuple[Plan, list[str]]:
+    """The plan of ``stack`` and the reads its program makes before registering anything (existing/: the taken
+    names, the PLS's owner, the role holders, datasources made by hand), as :data:`PROGRAM_READS` events, counted by
+    running it offline with the canned answers wrapped."""
+    from offline import canned
+
+    found: list[str] = []
+    saved = {name: getattr(canned, name) for name in PROGRAM_READS}
+
+    def counting(name: str, answer: Callable) -> Callable:
+        def read(*args, **kwargs):
+            found.append(PROGRAM_READS[name])
+            return answer(*args, **kwargs)
+        return read
+
+    try:
+        for name, answer in saved.items():
+            setattr(canned, name, counting(name, answer))
+        plan = run(stack, dict(sets or {}))
+    finally:
+        for name, answer in saved.items():
+            setattr(canned, name, answer)
+    return plan, found
+
+
+def day_two(head: Plan, order: Sequence, table: Table, polls: Optional[tuple[float, float]] = None,
+            reads: Sequence[str] = (), base: Optional[Plan] = None) -> tuple[float, Schedule]:
+    """A day-two ``pulumi up`` from ``base`` to ``head``, the offline diff's ``order`` (offline/diff.py ``Diff.order``
+    at ``up``). The program and its lookups run again; each resource registers along the same graph, a same one
+    taking no time. The engine runs the steps of one registration as one serial chain (pkg/resource/deploy/
+    deployment_executor.go ``ExecuteSerial`` of ``GenerateSteps``' steps at v3.277.0): a delete-first replacement's
+    deletes (the run of deletes the order puts right before the resource's ``create-replacement``, its replaceWith
+    set first) come before its create; its dependents' re-creations register after it. The other deletes (the old
+    ones of create-first replacements, removed resources) run at the end, in antichains as :func:`destroy`'s.
+    (seconds, the schedule before those deletes)."""
+    def resource(urn: str):
+        try:
+            return head.get(urn)
+        except KeyError:
+            return (base or head).get(urn)
+
+    ops = {r.urn: "same" for r in head.resources}
+    chains: dict[str, float] = {}
+    run: list[str] = []  # deletes not yet known to belong to a chain
+    last: list[str] = []
+    for action in order:
+        if action.kind == "delete":
+            run.append(action.urn)
+            continue
+        if action.kind == "create-replacement" and run and run[-1] == action.urn:
+            chains[action.urn] = sum(delete_seconds(resource(u), table) for u in run)
+        else:
+            last += run
+        run = []
+        ops[action.urn] = "update" if action.kind == "update" else "create"
+    last += run
+    steps = schedule(head, table, "ours", polls, ops, reads, chains)
+    end = steps.total + (destroy(base or head, table, set(last))[0] if last else 0.0)
+    return end, steps
+
+
+def delete_seconds(resource, table: Table) -> float:
+    """A ``pulumi destroy``'s delete of one resource: an azure-native resource's DELETE its type's time (the table has
+    one figure per type, taken for the PUT and the DELETE alike); a step with a ``delete`` command its calls (steps/
+    azcli.py ``Step.delete_owned``: the workspace read, the read by uid, the DELETE); Kubernetes objects, providers,
+    components and the other steps none (no Azure time in the table)."""
+    e = table.events
+    if resource.type.startswith("azure-native:") and resource.custom:
+        return table.resource(resource.type)
+    if resource.type == COMMAND and resource.inputs.get("delete"):
+        return e["poll_check"] + 2 * e["grafana_api_call"]
+    return 0.0
+
+
+def destroy(plan: Plan, table: Table,
+            condemned: Optional[set[str]] = None) -> tuple[float, list[tuple[float, list[str]]]]:
+    """``pulumi destroy``: the engine deletes in antichains, each started when the whole previous one has finished
+    (pkg/resource/deploy/step_generator.go ``ScheduleDeletes`` and deployment_executor.go, v3.230.0 and v3.277.0):
+    a resource's antichain is the length of its longest chain of dependencies (dependencies, parent, provider, and
+    the children of a component it depends on other than its parent: graph/dependency_graph.go ``DependenciesOf``),
+    the deepest first. ``condemned``: the URNs deleted (default all), antichains taken among them. (seconds,
+    [(antichain's seconds, its resource names)])."""
+    before = predecessors(plan, "ours")
+    children: dict[str, list[str]] = {}
+    for r in plan.resources:
+        if r.parent:
+            children.setdefault(r.parent, []).append(r.urn)
+    position = {urn: n for n, urn in enumerate(plan.create_order)}
+
+    def descendants(urn: str) -> list[str]:
+        out = []
+        for child in children.get(urn, []):
+            out += [child, *descendants(child)]
+        return out
+
+    condemned = set(plan.create_order) if condemned is None else condemned
+    depth: dict[str, int] = {}
+    for urn in [u for u in plan.create_order if u in condemned]:
+        deps = set(before.get(urn, ()))
+        for dep in plan.get(urn).dependencies:  # not the parent: graph.DependencyGraph.DependenciesOf skips it there
+            if dep in position and not plan.get(dep).custom:
+                deps |= {c for c in descendants(dep) if position.get(c, len(position)) < position[urn]}
+        depth[urn] = 1 + max((depth[d] for d in deps if d in depth), default=-1)
+    levels: dict[int, list[str]] = {}
+    for urn, level in depth.items():
+        levels.setdefault(level, []).append(urn)
+    antichains = []
+    for level in sorted(levels, reverse=True):
+        names = levels[level]
+        antichains.append((max(delete_seconds(plan.get(u), table) for u in names), [plan.get(u).name for u in names]))
+    return sum(t for t, _ in antichains), antichains
 
 
 def physical(plan: Plan, table: Table) -> tuple[float, list[tuple[str, float]]]:
@@ -372,7 +533,9 @@ def request_rates(ours: Schedule) -> dict:
             "fleetNetworkReadsPer5Min": FLEET * network_5min, "networkLimitPer5Min": NETWORK_READS_PER_5_MIN}
 
 
-def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
+def simulate(plan: Plan, table: Optional[Table] = None, reads: Sequence[str] = ()) -> dict:
+    """The comparison (module docstring). ``reads``: the program's own reads before its first resource
+    (:func:`program_reads`), reported beside it (``programReads``), not in ``ours`` and its targets."""
     table = table or Table()
     ours = schedule(plan, table, "ours")
     terraform = schedule(plan, table, "terraform")
@@ -407,6 +570,9 @@ def simulate(plan: Plan, table: Optional[Table] = None) -> dict:
                           if terraform.steps[u].finish > terraform.steps[u].start],
         "seedSteps": [{"step": s, "seconds": t} for s, t in seed_steps],
         "requests": request_rates(ours),
+        "programReads": {"reads": len(reads), "seconds": sum(table.events[r] for r in reads),
+                         "ours": schedule(plan, table, "ours", reads=reads).total,
+                         "oursPhysical": schedule(plan, table, "ours", reads=reads).total / limit},
     }
 
 
@@ -430,6 +596,10 @@ def render(result: dict) -> str:
              "the namespace, the claims "
              f"and reads the chain needs; {'within' if result['withinTarget'] else 'NOT within'} "
              "one poll interval per wait",
+             *([f"  the program's own reads before its first resource ({result['programReads']['reads']}: az and "
+                f"Grafana lookups of existing/, bench.deploy_sim.program_reads) are not in 'this stack': with them "
+                f"{result['programReads']['ours']:.0f} s, ours/physical = {result['programReads']['oursPhysical']:.2f}"]
+               if result["programReads"]["reads"] else []),
              "", "Unavoidable chain (physical limit): "
              + " -> ".join(f"{c['step']} {c['seconds']:.0f} s" for c in result["chain"])
              + ("".join(f"; {w['step']} {w['seconds']:.0f} s before the steps that read it"
@@ -472,11 +642,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from stack_config.schema import ConfigError
 
     try:
-        plan = run(args.stack, _parse_sets(args.sets))
+        plan, reads = program_reads(args.stack, _parse_sets(args.sets))
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    result = simulate(plan)
+    result = simulate(plan, reads=reads)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 
