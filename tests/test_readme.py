@@ -44,7 +44,7 @@ def test_ci_runs_the_readme_commands():
     assert "pip install --require-hashes -r requirements-dev.lock" in setup and ".ci/fetch-reference" not in setup
     assert setup.endswith("&& .venv/bin/python -m offline.plan --stack dev")
     tests = readme_tests_command()
-    assert tests == ".ci/fetch-reference && .venv/bin/python -m pytest -q"
+    assert tests == ".ci/fetch-reference && .venv/bin/python -m pytest -q -n 3"
     assert setup in lines and lines[-1] == tests, "set-up first, the README's test command last"
     assert len(code_blocks(section("The two commands"))) == 2, "two commands, a code block of one line each"
     offline = yaml.safe_load((ROOT / ".github" / "workflows" / "pr.yml").read_text())["jobs"]["offline"]

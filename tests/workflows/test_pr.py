@@ -26,7 +26,7 @@ def test_pull_request_workflow():
     offline, preview = pr["jobs"]["offline"], pr["jobs"]["preview"]
     commands = runs(offline)
     assert ".venv/bin/pip install --require-hashes -r requirements-dev.lock" in commands
-    assert (".ci/fetch-reference" in commands and ".venv/bin/python -m pytest -q" in commands
+    assert (".ci/fetch-reference" in commands and ".venv/bin/python -m pytest -q -n 3" in commands
             and "REQUIRE_AZURE_CLI=1" in commands)
     assert "-m offline.plan --stack \"$STACK\" --policy" in commands
     diff = next(s for s in steps(offline) if s.get("name") == "Offline preview diff against the base")
