@@ -157,8 +157,8 @@ def test_every_documented_tool_command_parses(monkeypatch):
     commands = documented_tool_commands()
     modules = {module for _, module, _ in commands}
     assert modules - GENERATORS == {"offline.plan", "ops.verify", "flamegraph.hotspots", "ops.deployer_role",
-                                    "ops.federation", "ops.role_assignments", "offline.day_two", "ops.repository", "ops.recover",
-                                    "ops.binaries"}
+                                    "ops.federation", "ops.role_assignments", "offline.day_two", "ops.repository",
+                                    "ops.recover", "ops.binaries"}
     for name, module, argv in commands:
         if module in GENERATORS:
             continue
