@@ -141,7 +141,8 @@ def test_pods_become_ready_the_releases_time_after_kwok_sees_them(factor, tmp_pa
     stages.write_text("---\nkind: Stage\nmetadata: {name: pod-ready}\nspec: {}\n"
                       "---\nkind: Stage\nmetadata: {name: pod-delete}\nspec: {}\n")
     factor("0.1")
-    written = list(yaml.safe_load_all(latency.kwok_stages(stages, tmp_path / "..").read_text()))
+    (tmp_path / "plane").mkdir()
+    written = list(yaml.safe_load_all(latency.kwok_stages(stages, tmp_path / "plane").read_text()))
     assert written[0]["spec"]["delay"] == {"durationMilliseconds": int(latency.seconds("resources", deploy_sim.RELEASE)
                                                                        * 1000)}
     assert "delay" not in written[1]["spec"]
