@@ -7,15 +7,11 @@ the profile claim never deleted."""
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, processes
-from tests.support.kill_points import KILL_POINTS, KillPoint, kill_during
+from tests.support.kill_points import KILL_POINTS, KillPoint, kill_during, pending_operations, recover
 
 STACK = "dev"
 UP = ["up", "--yes", "--skip-preview"]
@@ -61,29 +57,6 @@ def reference_world(tmp_path_factory, engine_tools, chart):
         ws.init(STACK, {"pyroscopeChart": chart.reference})
         ws.up(STACK)
         return cluster_objects(aks), azure_objects(aks)
-
-
-def recover(ws, aks) -> str:
-    """``python -m ops.recover --stack dev --run`` as a user runs it: the stack's folder, its backend, az logged in,
-    kubectl's and Helm's kubeconfig pointing at the cluster."""
-    helm = os.environ.get("HELM_BIN", "")
-    env = {**ws.env, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(aks.cp.kubeconfig),
-           "PATH": os.pathsep.join(filter(None, [str(Path(helm).parent) if helm else "", ws.env["PATH"]]))}
-    done = processes.run([sys.executable, "-m", "ops.recover", "--stack", STACK, "--run"], cwd=ws.project, env=env,
-                         capture_output=True, text=True, timeout=900)
-    with ws.log.open("a") as log:
-        log.write(f"$ python -m ops.recover --stack {STACK} --run\n{done.stdout}\n{done.stderr}\n")
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
-def pending_operations(ws) -> list[tuple[str, str]]:
-    """(resource name, operation) of the state's pending operations, read from the backend's file as the kill left
-    it (``pulumi stack export`` may not read it before ops.recover repairs it)."""
-    deployment = json.loads((ws.folder / "state" / ".pulumi" / "stacks" / "aks-gpu-observability" /
-                             f"{STACK}.json").read_text())["checkpoint"].get("latest") or {}
-    return [(op["resource"]["urn"].rsplit("::", 1)[-1], op["type"])
-            for op in deployment.get("pending_operations") or []]
 
 
 def summary(printed: str) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.test_kill_points import pending_operations, recover
+from tests.support.kill_points import pending_operations, recover
 
 STACK = "dev"
 RESOURCE = "pyroscope-network-policy"

@@ -14,13 +14,15 @@ started with SIGKILL (tests/support/processes.py), as a vanished runner or a job
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from tests.support import processes
+from tests.support import ROOT, processes
 from tests.support.azure_provider import HOLD_DELETE_ENV, HOLD_ENV
 from tests.support.command_provider import HOLD_ENV as COMMAND_HOLD_ENV
 
@@ -227,6 +229,29 @@ def kill_during(ws, aks, stack: str, argv: list[str], point: KillPoint, timeout:
         cli.kill()
         cli.wait()
     return Killed(point, seen, time.monotonic() - started)
+
+
+def recover(ws, aks, stack: str = "dev") -> str:
+    """``python -m ops.recover --stack STACK --run`` as a user runs it: the stack's folder, its backend, az logged in,
+    kubectl's and Helm's kubeconfig pointing at the cluster."""
+    helm = os.environ.get("HELM_BIN", "")
+    env = {**ws.env, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(aks.cp.kubeconfig),
+           "PATH": os.pathsep.join(filter(None, [str(Path(helm).parent) if helm else "", ws.env["PATH"]]))}
+    done = processes.run([sys.executable, "-m", "ops.recover", "--stack", stack, "--run"], cwd=ws.project, env=env,
+                         capture_output=True, text=True, timeout=900)
+    with ws.log.open("a") as log:
+        log.write(f"$ python -m ops.recover --stack {stack} --run\n{done.stdout}\n{done.stderr}\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def pending_operations(ws, stack: str = "dev") -> list[tuple[str, str]]:
+    """(resource name, operation) of the state's pending operations, read from the backend's file as the kill left
+    it (``pulumi stack export`` may not read it before ops.recover repairs it)."""
+    deployment = json.loads((ws.folder / "state" / ".pulumi" / "stacks" / "aks-gpu-observability" /
+                             f"{stack}.json").read_text())["checkpoint"].get("latest") or {}
+    return [(op["resource"]["urn"].rsplit("::", 1)[-1], op["type"])
+            for op in deployment.get("pending_operations") or []]
 
 
 if __name__ == "__main__":
