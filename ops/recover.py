@@ -6,7 +6,8 @@ left: ``rm`` of an empty ``.attrs`` companion of a ``file://`` backend's state (
 ``pulumi cancel --yes`` (the dead run's lock; its refusal when nothing runs is ignored); ``helm uninstall`` or
 ``helm rollback`` of a release Helm left ``pending-install`` or ``pending-upgrade``; ``pulumi import --file`` of each
 Azure resource of a pending create that ``az resource show --ids`` finds (azure-native refuses to create what exists;
-the ARM id from its inputs, the subscription from ``az account show``), or ``pulumi stack import`` of the state with
+the ARM id from its inputs, the subscription from ``az account show``) and of each Kubernetes object of one that
+``kubectl get`` finds (``KUBECTL`` names another kubectl), or ``pulumi stack import`` of the state with
 such a resource taken as made where the kill came between the halves of its replacement; ``pulumi refresh
 --clear-pending-creates``.
 Exit status 0; 2, with one line on stderr, when the state cannot be read or a command fails.
@@ -16,6 +17,7 @@ Why each line, and what ``refresh --import-pending-creates`` gets wrong: docs/de
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -81,7 +83,8 @@ def import_id(resource: dict, subscription: Optional[str]) -> Optional[str]:
 
 def import_file(deployment: dict, present: dict[str, str]) -> dict:
     """``pulumi import --file`` of the pending creates whose resource exists (``present``: URN -> id): each under its
-    URN's name, parent and type, with the inputs the program gave it (so the import matches the program)."""
+    URN's name, parent, type and explicit provider, with the inputs the program gave it (so the import matches the
+    program)."""
     pending = [op["resource"] for op in deployment.get("pending_operations") or [] if op["type"] == "creating"]
     names: dict[str, str] = {}
     resources = []
@@ -92,6 +95,9 @@ def import_file(deployment: dict, present: dict[str, str]) -> dict:
                 "inputs": _plain(resource.get("inputs") or {})}
         if resource.get("parent"):
             spec["parent"] = names.setdefault(resource["parent"], f"parent{len(names)}")
+        provider = (resource.get("provider") or "").rsplit("::", 1)[0]  # "URN::id"
+        if provider and not provider.rsplit("::", 1)[-1].startswith("default"):
+            spec["provider"] = names.setdefault(provider, f"provider{len(names)}")  # the program's, not a default one
         resources.append(spec)
     return {"nameTable": {name: urn for urn, name in names.items()}, "resources": resources}
 
@@ -161,6 +167,35 @@ def in_azure(deployment: dict, subscription: Optional[str]) -> dict[str, str]:
     return present
 
 
+def kubectl_resource(type_: str) -> str:
+    """The resource kubectl names for a Pulumi Kubernetes type: ``Namespace`` for ``kubernetes:core/v1:Namespace``,
+    ``NetworkPolicy.v1.networking.k8s.io`` for ``kubernetes:networking.k8s.io/v1:NetworkPolicy``."""
+    group_version, kind = type_.split(":")[1:3]
+    group, version = group_version.split("/")
+    return kind if group == "core" else f"{kind}.{version}.{group}"
+
+
+def in_cluster(deployment: dict, cwd: Optional[str]) -> dict[str, str]:
+    """URN -> import id of each pending create of a Kubernetes object the cluster has (``kubectl get``, kubectl's
+    current context, as Helm's lines use): pulumi-kubernetes 4.29 and later refuse to create an existing object."""
+    present = {}
+    for op in deployment.get("pending_operations") or []:
+        resource = op["resource"]
+        if op["type"] != "creating" or not resource["type"].startswith("kubernetes:") or resource["type"] == HELM:
+            continue
+        metadata = _plain(resource.get("inputs") or {}).get("metadata") or {}
+        what = kubectl_resource(resource["type"])
+        argv = [os.environ.get("KUBECTL", "kubectl"), "get", what, metadata.get("name", ""), "--ignore-not-found",
+                "-o", "name"] + (["--namespace", metadata["namespace"]] if metadata.get("namespace") else [])
+        done = _run(argv, cwd)
+        if done.returncode != 0:
+            raise RecoverError(f"{resource['urn']}: cannot tell whether {what} {metadata.get('name')} exists: "
+                               f"{(done.stderr.strip().splitlines() or ['kubectl failed'])[-1]}")
+        if done.stdout.strip():
+            present[resource["urn"]] = import_id(resource, None)
+    return present
+
+
 def _run(argv: list[str], cwd: Optional[str], shown: bool = False) -> subprocess.CompletedProcess:
     """``argv``'s result; ``shown``: its output goes to ours as it comes (the commands ``--run`` runs)."""
     try:
@@ -222,7 +257,7 @@ def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int
                 subscription = json.loads(az("account", "show", "-o", "json"))["id"]
             except (AzError, ValueError, KeyError):
                 subscription = None
-        present = in_azure(deployment, subscription)
+        present = {**in_azure(deployment, subscription), **in_cluster(deployment, cwd)}
         folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the commands name its files
         edited = replaced(deployment, present)
         state_file = ""

@@ -107,9 +107,10 @@ def test_a_deployed_release_is_left_alone_and_an_unlocked_stack_only_gets_the_ha
 
 # --- the tool, against recording stand-ins ---
 
-def stand_ins(folder: Path, state: dict, backend: str, fail: str = "", azure: tuple = ()) -> dict:
-    """`pulumi`, `az` and `helm` that log their argv to calls.jsonl; pulumi answers export and whoami; az answers
-    account show, and resource show for the ids in ``azure``; a command starting with ``fail`` exits 1."""
+def stand_ins(folder: Path, state: dict, backend: str, fail: str = "", azure: tuple = (), cluster: tuple = ()) -> dict:
+    """`pulumi`, `az`, `helm` and `kubectl` that log their argv to calls.jsonl; pulumi answers export and whoami; az
+    answers account show, and resource show for the ids in ``azure``; kubectl get prints the objects in ``cluster``
+    (``Kind/name``) and nothing for others, as with ``--ignore-not-found``; a command starting with ``fail`` exits 1."""
     bin_ = folder / "bin"
     bin_.mkdir()
     log = folder / "calls.jsonl"
@@ -132,8 +133,10 @@ elif argv[:3] == ["az", "resource", "show"]:
     print("{{}}")
 elif argv[:2] == ["helm", "status"]:
     print(json.dumps({{"info": {{"status": "pending-install"}}}}))
+elif argv[:2] == ["kubectl", "get"] and f"{{argv[2]}}/{{argv[3]}}" in {list(cluster)!r}:
+    print(f"{{argv[2].split('.')[0].lower()}}/{{argv[3]}}")
 '''
-    for name in ("pulumi", "az", "helm"):
+    for name in ("pulumi", "az", "helm", "kubectl"):
         (bin_ / name).write_text(script)
         (bin_ / name).chmod(0o755)
     return {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
@@ -225,3 +228,50 @@ def test_a_kill_between_the_halves_of_a_delete_first_replacement_takes_the_state
     commands = recover.plan(state, "dev", {}, {}, "imports.json", "state.json")
     assert commands[1] == ["pulumi", "stack", "import", "--stack", "dev", "--file", "state.json"]
     assert recover.replaced(pending(("creating", MPE)), {MPE["urn"]: mpe_id}) is None
+
+
+AKS = "urn:pulumi:dev::aks-gpu-observability::pulumi:providers:kubernetes::aks::0d6a4c1e"
+POLICY = {**resource("kubernetes:networking.k8s.io/v1:NetworkPolicy", "pyroscope-network-policy",
+                     {"metadata": {"name": "pyroscope", "namespace": "gadget"}}), "provider": AKS}
+
+
+@pytest.mark.parametrize("type_, expected", [
+    ("kubernetes:core/v1:Namespace", "Namespace"),
+    ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "NetworkPolicy.v1.networking.k8s.io"),
+])
+def test_kubectl_is_asked_for_the_kind_the_pulumi_type_names(type_, expected):
+    assert recover.kubectl_resource(type_) == expected
+
+
+def test_a_kubernetes_object_the_cluster_has_is_imported_under_the_programs_provider(tmp_path):
+    """pulumi/pulumi-kubernetes#2926: from 4.29.0 the provider creates with a plain create, refused for an object that
+    exists ("already exists") on a provider without ``upsertExistingObjects``; after a kill during the create of the
+    NetworkPolicy the cluster has it, so it is imported, under the ``aks`` provider the program gives it (a default
+    provider would be another cluster's and a change of provider). The claim the cluster lacks is created again."""
+    state = pending(("creating", POLICY), ("creating", {**CLAIM, "provider": AKS}))
+    env = stand_ins(tmp_path, state, "https://api.pulumi.com",
+                    cluster=("NetworkPolicy.v1.networking.k8s.io/pyroscope",))
+    done = run(tmp_path, env, "--stack", "dev")
+    assert done.returncode == 0, done.stderr
+    asked = [c for c in calls(tmp_path) if c[0] == "kubectl"]
+    assert asked == [["kubectl", "get", "NetworkPolicy.v1.networking.k8s.io", "pyroscope", "--ignore-not-found", "-o",
+                      "name", "--namespace", "gadget"],
+                     ["kubectl", "get", "PersistentVolumeClaim", "data-pyroscope-0", "--ignore-not-found", "-o",
+                      "name", "--namespace", "gadget"]]
+    line = next(line.split() for line in done.stdout.splitlines() if line.startswith("pulumi import"))
+    spec = json.loads(Path(line[line.index("--file") + 1]).read_text())
+    assert spec["resources"] == [{"type": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+                                  "name": "pyroscope-network-policy", "id": "gadget/pyroscope",
+                                  "inputs": {"metadata": {"name": "pyroscope", "namespace": "gadget"}},
+                                  "parent": "parent0", "provider": "provider1"}]
+    assert spec["nameTable"] == {"parent0": STACK_URN, "provider1": AKS.rsplit("::", 1)[0]}
+    assert done.stdout.splitlines()[-1].startswith("pulumi refresh --yes --stack dev --clear-pending-creates")
+
+
+def test_a_cluster_kubectl_cannot_reach_is_one_line_naming_the_object(tmp_path):
+    env = stand_ins(tmp_path, pending(("creating", POLICY)), "https://api.pulumi.com", fail="kubectl get")
+    done = run(tmp_path, env, "--stack", "dev")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {POLICY['urn']}: cannot tell whether NetworkPolicy.v1.networking.k8s.io pyroscope exists: "
+        "error: it failed"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from tests.support import ROOT, processes
+from tests.support import ROOT, processes, provider_hold
 from tests.support.azure_provider import HOLD_DELETE_ENV, HOLD_ENV
 from tests.support.command_provider import HOLD_ENV as COMMAND_HOLD_ENV
 
@@ -34,6 +35,9 @@ COMMAND_STEPS = ("grafana-private-link-wait-for-pls", "grafana-private-link-appr
 MPE = "azure-native:dashboard:ManagedPrivateEndpoint"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"
 ROLE = "azure-native:authorization:RoleAssignment"
+#: ``KillPoint.hold`` of a Kubernetes object's step: the real kubernetes provider's answer held
+#: (tests/support/provider_hold.py), as the stand-ins hold Azure's.
+KUBERNETES = "kubernetes"
 
 Effect = Callable[[object], bool]
 
@@ -43,10 +47,9 @@ def k8s(path: str) -> Effect:
     return lambda aks: aks.cp.get(path) is not None
 
 
-def k8s_deleting(path: str) -> Effect:
-    """The API server has marked the object at ``path`` deleted (``deletionTimestamp``), its finalizers still pending:
-    the provider is still awaiting its deletion."""
-    return lambda aks: bool(((aks.cp.get(path) or {}).get("metadata") or {}).get("deletionTimestamp"))
+def k8s_gone(path: str) -> Effect:
+    """The API server no longer has the object at ``path``."""
+    return lambda aks: aks.cp.get(path) is None
 
 
 def world(check: Callable[[dict], bool]) -> Effect:
@@ -91,7 +94,9 @@ class KillPoint:
     resource: str
     op: str
     effect: Optional[Effect] = None
-    hold: str = ""  # an azure-native type whose create (or, in a destroy, delete) the stand-in holds once ARM did it
+    #: An azure-native type whose create (or, in a destroy, delete) the stand-in holds once ARM did it, or
+    #: KUBERNETES: the kubernetes provider's answer to the step held once the API server did it.
+    hold: str = ""
 
     @property
     def id(self) -> str:
@@ -120,12 +125,13 @@ class KillPoint:
 
 
 KILL_POINTS: tuple[KillPoint, ...] = (
-    KillPoint("namespace", "up", "gadget-namespace", "create", k8s(NAMESPACE)),
-    KillPoint("claim", "up", "pyroscope-data-0", "create", k8s(CLAIM)),
+    KillPoint("namespace", "up", "gadget-namespace", "create", k8s(NAMESPACE), hold=KUBERNETES),
+    KillPoint("claim", "up", "pyroscope-data-0", "create", k8s(CLAIM), hold=KUBERNETES),
     KillPoint("extension", "up", "inspektor-gadget-extension", "create", _arm(EXTENSION), hold=EXTENSION),
-    KillPoint("network-policy", "up", "pyroscope-network-policy", "create", k8s(POLICY)),
+    KillPoint("network-policy", "up", "pyroscope-network-policy", "create", k8s(POLICY), hold=KUBERNETES),
     KillPoint("helm-install", "up", "pyroscope-release", "create", helm_revision("pending-install")),
-    KillPoint("private-link-service", "up", "pyroscope-private-link", "create", k8s(SERVICE)),
+    KillPoint("private-link-service", "up", "pyroscope-private-link", "create", k8s(SERVICE),
+              hold=KUBERNETES),
     KillPoint("pls-wait", "up", "grafana-private-link-wait-for-pls", "create", world(lambda w: bool(w["pls"]))),
     KillPoint("endpoint", "up", "grafana-private-link-mpe", "create", world(lambda w: bool(w["mpes"])), hold=MPE),
     KillPoint("approval", "up", "grafana-private-link-approve-connection", "create", _connection("Approved")),
@@ -152,10 +158,11 @@ KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("role-assignment", "destroy", "grafana-datasources-monitoring-data-reader", "delete", _arm(ROLE, False),
               hold=ROLE),
     KillPoint("endpoint", "destroy", "grafana-private-link-mpe", "delete", world(lambda w: not w["mpes"]), hold=MPE),
-    KillPoint("private-link-service", "destroy", "pyroscope-private-link", "delete", k8s_deleting(SERVICE)),
+    KillPoint("private-link-service", "destroy", "pyroscope-private-link", "delete", k8s_gone(SERVICE),
+              hold=KUBERNETES),
     KillPoint("helm-uninstall", "destroy", "pyroscope-release", "delete", helm_revision("uninstalling")),
     KillPoint("extension", "destroy", "inspektor-gadget-extension", "delete", _arm(EXTENSION, False), hold=EXTENSION),
-    KillPoint("namespace", "destroy", "gadget-namespace", "delete"),
+    KillPoint("namespace", "destroy", "gadget-namespace", "delete", k8s_gone(NAMESPACE), hold=KUBERNETES),
 )
 
 
@@ -197,7 +204,13 @@ def kill_during(ws, aks, stack: str, argv: list[str], point: KillPoint, timeout:
     events = ws.folder / f"events-{point.id}.jsonl"
     events.unlink(missing_ok=True)
     env = dict(ws.env)
-    if point.hold:
+    if point.hold == KUBERNETES:
+        real = shutil.which("pulumi-resource-kubernetes", path=env["PATH"])
+        held = ws.folder / "held-bin"
+        env.update(provider_hold.install(held, "kubernetes", real, point.op.split("-")[0].capitalize(),
+                                         point.resource))
+        env["PATH"] = os.pathsep.join([str(held), env["PATH"]])
+    elif point.hold:
         env[HOLD_DELETE_ENV if point.run == "destroy" or point.op == "delete-replaced" else HOLD_ENV] = point.hold
     elif point.resource in COMMAND_STEPS and ws.command_plugin == "stand-in":
         env[COMMAND_HOLD_ENV] = point.resource  # the real plugin cannot be held: the kill then races the step's end

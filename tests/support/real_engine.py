@@ -74,7 +74,7 @@ def tools() -> Tools:
     return Tools(folder)
 
 
-def _wrapper(path: Path, target: str) -> None:
+def plugin_wrapper(path: Path, target: str) -> None:
     """An executable ``path`` that runs ``python TARGET ARGS`` with the project on ``PYTHONPATH``."""
     path.write_text(f"#!/bin/sh\nexport PYTHONPATH='{ROOT}'\nexec '{sys.executable}' {target} \"$@\"\n")
     path.chmod(0o755)
@@ -98,13 +98,13 @@ class Workspace:
         for sub in ("state", "home", "bin"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         stand_ins = folder / "bin"
-        _wrapper(stand_ins / "az", f"'{ROOT / 'tests' / 'support' / 'fake_az.py'}'")
-        _wrapper(stand_ins / "pulumi-resource-azure-native", "-m tests.support.azure_provider")
+        plugin_wrapper(stand_ins / "az", f"'{ROOT / 'tests' / 'support' / 'fake_az.py'}'")
+        plugin_wrapper(stand_ins / "pulumi-resource-azure-native", "-m tests.support.azure_provider")
         real_command = os.environ.get(COMMAND_PLUGIN_ENV)
         if real_command:
             (stand_ins / "pulumi-resource-command").symlink_to(real_command)
         else:
-            _wrapper(stand_ins / "pulumi-resource-command", "-m tests.support.command_provider")
+            plugin_wrapper(stand_ins / "pulumi-resource-command", "-m tests.support.command_provider")
         self.command_plugin = "real" if real_command else "stand-in"
         venv_bin = ROOT / ".venv" / "bin"
         self.env = {
