@@ -2,8 +2,9 @@
 
 Owns: :func:`previewing` (``pulumi.runtime.is_dry_run``, unless :data:`AT_UP` says otherwise) and :func:`after`.
 A lookup (an invoke) that reads what a step makes must not run in a preview that creates or replaces that step: the
-thing is not there yet, and ARM answers 404, failing the whole preview. CLI 3.230.0's engine does not hold such an
-invoke back (no ``invokeDependsOn`` feature: pkg/resource/deploy/source_eval.go ``SupportsFeature``), and the SDK then
+thing is not there yet, and ARM answers 404, failing the whole preview. The engine does not hold such an invoke
+back (no ``invokeDependsOn`` feature: pkg/resource/deploy/source_eval.go ``SupportsFeature``, read from v3.230.0 to
+v3.259.0; the real-engine tests run v3.277.0), and the SDK then
 checks only its dependencies' ids, which a provider's preview Create returns. So in a preview an invoke's argument is
 passed through the step's ``stdout``, unknown while the step is created or replaced (the SDK then skips the invoke),
 known from the state otherwise. ``pulumi up`` runs the invoke after the step, as ``depends_on`` orders it.

@@ -6,7 +6,8 @@ server refuses for an existing object ("already exists") on a provider without `
 stack's ``aks`` provider is (pulumi/pulumi-kubernetes#2926). The kill is played without a race: the state of a
 deployed stack is edited to what the kill leaves, for ``pyroscope-network-policy``, which nothing depends on.
 Run with ``AKS_GPU_OBS_ENGINE_TOOLS`` naming tools whose pulumi-resource-kubernetes is 4.29.0 or later to hold the
-recovery to the provider users run (docs/decisions/kubernetes-provider-newest.md)."""
+recovery to the provider users run (docs/decisions/kubernetes-provider-newest.md); with any provider the recovery must
+have imported the object."""
 
 from __future__ import annotations
 
@@ -45,7 +46,11 @@ def test_a_kubernetes_create_cut_short_converges_after_the_documented_recovery(a
     cut_short(ws, RESOURCE)
     assert pending_operations(ws) == [(RESOURCE, "creating")]
 
-    recover(ws, aks)
+    printed = recover(ws, aks)
+    assert any(line.startswith("pulumi import") for line in printed.splitlines()), printed
+    assert pending_operations(ws) == []
+    assert any(r["urn"].endswith("::" + RESOURCE) and r["provider"].split("::")[-2] == "aks"
+               for r in ws.state(STACK)["resources"]), "imported under the program's provider"
     ws.up(STACK)
 
     changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}
