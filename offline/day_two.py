@@ -274,7 +274,10 @@ a stack deployed before it:
   (`pulumi.com/patchForce`, and the owner mark `aks-gpu-observability/stack` where missing: docs/existing-objects.md).
 - pyroscope-claims-identity is created and the claims update in place (their storage-class annotation), so a later
   `pyroscopeStorageClass` change previews.
-- The dashboard step runs again (its script changed) and writes nothing unless Grafana holds a copy in its v2 schema."""
+- Every step runs once more, as its shared helpers changed (they keep the Pulumi login and the stack's passphrase from
+  what a step runs): the waits, the approval and the endpoint refresh, each a read or a no-op on an approved
+  connection, and the datasource and dashboard steps, which write nothing already right (the dashboard nothing unless
+  Grafana holds a copy in its v2 schema)."""
 
 
 #: The move to Pyroscope 2 and its two half-moves, on the example stack (docs/decisions/pyroscope-major.md).

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 GRAFANA_AUDIENCE = "ce34e7e5-485f-4d76-964f-b3d2b16d1e4f"
 #: Microsoft.Dashboard API version for the workspace check when API_VERSION is unset (steps/command.py
@@ -282,12 +282,22 @@ class Owner:
         return bool(marker) and marker != self.previous
 
 
+#: What the Pulumi CLI hands every plugin, and pulumi-command each step, that nothing ``az`` runs needs: the Pulumi
+#: Cloud login (CLI 3.247.0 and later, pulumi/pulumi#23589) and a stack's passphrase.
+PULUMI_CREDENTIALS = ("PULUMI_ACCESS_TOKEN", "PULUMI_API", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+
+
+def without_pulumi_credentials(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` less :data:`PULUMI_CREDENTIALS`."""
+    return {k: v for k, v in environ.items() if k not in PULUMI_CREDENTIALS}
+
+
 def az(*args: str) -> str:
-    """Run ``az <args>``; return stdout; raise AzError on a non-zero exit, AzNotInstalled when ``az`` is not on
-    PATH."""
+    """Run ``az <args>`` without :data:`PULUMI_CREDENTIALS` in its environment; return stdout; raise AzError on a
+    non-zero exit, AzNotInstalled when ``az`` is not on PATH."""
     argv = ["az", *args]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True)
+        done = subprocess.run(argv, capture_output=True, text=True, env=without_pulumi_credentials(os.environ))
     except FileNotFoundError:
         raise AzNotInstalled(argv) from None
     if done.returncode != 0:

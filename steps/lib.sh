@@ -6,6 +6,10 @@
 # cluster's or Grafana's name). The result on stdout stays whole: it is the step's output, which the engine then
 # keeps secret and does not log (steps/command.py with_secret_mask).
 
+# What the Pulumi CLI hands every plugin, and pulumi-command each step, that nothing a step runs needs: the Pulumi
+# Cloud login (CLI 3.247.0 and later, pulumi/pulumi#23589) and a stack's passphrase (steps/azcli.py drops the same).
+unset PULUMI_ACCESS_TOKEN PULUMI_API PULUMI_CONFIG_PASSPHRASE PULUMI_CONFIG_PASSPHRASE_FILE
+
 # mask TEXT...: TEXT with every line of MASK_VALUES replaced by [secret]. A first pass marks each occurrence
 # with \x01 (never in a value), so a value found inside an earlier mask is not masked again.
 mask() {

@@ -24,6 +24,18 @@ from offline import program  # noqa: E402  (after the fingerprint directory is s
 pytest_plugins = ["tests.support.real_az"]
 
 
+#: The tests that run the real engine on a simulated cluster (these fixtures, or marked ``engine``): minutes each,
+#: against milliseconds for most others.
+ENGINE_FIXTURES = {"aks", "engine_tools"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The real-engine tests first (otherwise in collection order): under xdist each worker starts on a long one and
+    the quick ones fill the end of the run, rather than one long test running alone at its end."""
+    items.sort(key=lambda item: 0 if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ()))
+               or item.get_closest_marker("engine") else 1)
+
+
 @pytest.fixture
 def plan():
     """plan(**overrides) -> Plan for the dev stack with --set style overrides (strings, as `pulumi config set` stores

@@ -196,6 +196,7 @@ def test_the_programs_own_reads_come_before_its_first_resource():
 # --- under the real engine ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.engine
 def test_the_real_engine_keeps_to_the_deploy_model(tmp_path):
     """In one run: up and destroy under the real CLI, without latency and with the table times SMALL_SCALE; each
     operation's steps within the machines' spread of the model's prediction (the figures printed). The day-two changes

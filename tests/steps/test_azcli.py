@@ -11,6 +11,7 @@ unless REQUIRE_AZURE_CLI=1 (CI), where it fails.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -169,3 +170,20 @@ def test_the_workspace_check_uses_the_stacks_api_version():
     from steps import azcli
     from steps.command import DASHBOARD_API_VERSION
     assert azcli.DASHBOARD_API_VERSION == DASHBOARD_API_VERSION
+
+
+def test_what_az_runs_never_sees_the_pulumi_login(monkeypatch, tmp_path):
+    """pulumi/pulumi#23589: the Pulumi Cloud login every plugin gets from CLI 3.247.0 on (and a stack's passphrase)
+    does not reach ``az``, nor what it runs, from a Python step or the program."""
+    from steps import azcli
+
+    fake = tmp_path / "az"
+    fake.write_text("#!/bin/sh\nenv\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    for name in azcli.PULUMI_CREDENTIALS:
+        monkeypatch.setenv(name, "pul-0123456789abcdef")
+    monkeypatch.setenv("GRAFANA_ID", "kept")
+    names = {line.split("=", 1)[0] for line in azcli.az("account", "show").splitlines()}
+    assert names & set(azcli.PULUMI_CREDENTIALS) == set()
+    assert "GRAFANA_ID" in names

@@ -58,3 +58,18 @@ def test_scripts_print_no_tokens_and_use_only_az():
         for forbidden in ("curl ", "wget ", "kubectl ", "get-access-token", "Authorization:"):
             code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
             assert forbidden not in code.replace("kubectl -n gadget", ""), (path.name, forbidden)
+
+
+def test_a_step_and_what_it_runs_never_see_the_pulumi_login():
+    """pulumi/pulumi#23589: from CLI 3.247.0 every plugin starts with the Pulumi Cloud login (``PULUMI_ACCESS_TOKEN``,
+    ``PULUMI_API``), and pulumi-command hands its environment to each step: sourcing lib.sh drops them and a stack's
+    passphrase, and keeps the rest."""
+    from steps.azcli import PULUMI_CREDENTIALS
+
+    env = {**os.environ, "PULUMI_ACCESS_TOKEN": "pul-0123456789abcdef", "PULUMI_API": "https://api.pulumi.com",
+           "PULUMI_CONFIG_PASSPHRASE": "pass", "PULUMI_CONFIG_PASSPHRASE_FILE": "/run/pass", "GRAFANA_ID": "kept"}
+    done = subprocess.run(["bash", "-c", "source steps/lib.sh; env"], cwd=scenarios.ROOT, env=env, capture_output=True,
+                          text=True, check=True)
+    names = {line.split("=", 1)[0] for line in done.stdout.splitlines()}
+    assert names & set(PULUMI_CREDENTIALS) == set()
+    assert "GRAFANA_ID" in names
