@@ -19,6 +19,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stack.recovery import already_exists_hooks
 from stack.specs import NAMESPACE, PATCH_FORCE, STACK_ANNOTATION
 
 TYPE = "aks-gpu-observability:index:GadgetNamespace"
@@ -51,6 +52,7 @@ class GadgetNamespace(pulumi.ComponentResource):
             # release and endpoint from a run by hand's.
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.name, annotations={
                 **({STACK_ANNOTATION: args.owner} if args.owner else {}), **PATCH_FORCE}),
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
+                                        hooks=already_exists_hooks(f"{name}-namespace")),
         )
         self.register_outputs({})

@@ -243,11 +243,11 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
                                else NAMESPACE)),
                 spec=self.nat_addresses.apply(private_link_policy_spec),
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
-                                            replace_with=[namespace] if namespace else None),
+                                            replace_with=[namespace] if namespace else None,
+                                            hooks=already_exists_hooks(f"{name}-nat-network-policy")),
             )
         # The approval nonce (docs/how-it-works.md, "Whose connection is approved"), in the MPE's requestMessage. Who
-        # sees
-        # it: this stack, the PLS owner (the Pending connection's description), and anyone with
+        # sees it: this stack, the PLS owner (the Pending connection's description), and anyone with
         # Microsoft.Dashboard/grafana/managedPrivateEndpoints/read on the Grafana workspace: the MPE's GET answers with
         # its requestMessage (Azure/azure-rest-api-specs specification/dashboard/resource-manager/Microsoft.Dashboard/
         # stable/2024-10-01/examples/ManagedPrivateEndpoints_Get.json @ 114077a2). Such a reader can forge a Pending

@@ -25,7 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from stack.recovery import error_hooks, recover_command
+from stack.recovery import already_exists_hooks, error_hooks, recover_command
 from stack.specs import NAMESPACE, PATCH_FORCE, PRIVATE_LINK_SERVICE, pyroscope_major
 from stack.specs import PYROSCOPE_PORT as PORT
 from stack.specs import PYROSCOPE_RELEASE as RELEASE_NAME
@@ -623,7 +623,8 @@ class Pyroscope(pulumi.ComponentResource):
             spec=private_link_service_spec(args),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release], delete_before_replace=True,
                                         replace_on_changes=list(PLS_IDENTITY_PATHS),
-                                        replace_with=in_namespace or None),
+                                        replace_with=in_namespace or None,
+                                        hooks=already_exists_hooks(f"{name}-private-link")),
         )
         self.write_path: Optional[k8s.core.v1.Service] = None
         if micro:
@@ -640,7 +641,8 @@ class Pyroscope(pulumi.ComponentResource):
                     namespace=self.release.status.apply(lambda status: status.namespace if status else NAMESPACE),
                     labels={**SELECTOR_LABELS, "app.kubernetes.io/component": WRITE_PATH}, annotations=PATCH_FORCE),
                 spec=write_path_service_spec(),
-                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True),
+                opts=pulumi.ResourceOptions(parent=self, replace_with=[self.release], delete_before_replace=True,
+                                            hooks=already_exists_hooks(f"{name}-write-path")),
             )
         self.network_policy: Optional[k8s.networking.v1.NetworkPolicy] = None
         if args.network_policy:
@@ -651,7 +653,8 @@ class Pyroscope(pulumi.ComponentResource):
                 spec=network_policy_spec(args.allowed_cidrs),
                 # A fixed name: a replacement must delete the old object first (it would otherwise delete the new one).
                 opts=pulumi.ResourceOptions(parent=self, replace_with=in_namespace or None,
-                                            delete_before_replace=True),
+                                            delete_before_replace=True,
+                                            hooks=already_exists_hooks(f"{name}-network-policy")),
             )
         # Empty outputs (None) only when a targeted `pulumi up` leaves these out before they exist: the fixed names.
         self.release_name = self.release.status.apply(lambda status: status.name if status else RELEASE_NAME)

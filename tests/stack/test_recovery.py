@@ -30,3 +30,14 @@ def test_the_hook_logs_the_line_and_never_asks_for_a_retry(monkeypatch):
                                 errors=[REFUSAL])
     assert recovery.explain_already_exists(args) is False
     assert len(logged) == 1 and "`python -m ops.recover --stack dev --run`" in logged[0]
+
+
+def test_the_kubernetes_providers_refusal_of_an_object_the_cluster_has_names_the_recovery_command():
+    """pulumi/pulumi-kubernetes#2926 (4.29.0): a create of an object the cluster has is refused; after a killed run
+    the stack's NetworkPolicy is such an object, and the line names the same recovery."""
+    refusal = ('networkpolicies.networking.k8s.io "pyroscope" already exists\n\nThe resource already exists in the '
+               'cluster. This can happen when:\n\n  - Renaming a Pulumi resource: use an alias')
+    line = recovery.already_exists_recovery([refusal], "pyroscope-network-policy", "dev")
+    assert line is not None and "\n" not in line
+    assert line.startswith("pyroscope-network-policy: the cluster has it")
+    assert "`python -m ops.recover --stack dev --run`" in line and "docs/existing-objects.md" in line
