@@ -1209,10 +1209,10 @@ PRIVATE_LINK_MOVE = {"aks-claims": "create", "pyroscope-data-0": "create", "pyro
                      # Not the private link's: the namespace's owner mark, added in place (existing/handmade.py).
                      "gadget-namespace": "update",
                      # Nor these: the claims' identity step, made once (components/pyroscope.py); the NetworkPolicy's
-                     # patchForce annotation (stack/specs.py PATCH_FORCE); the dashboard step's script changed (it
-                     # runs again and finds the dashboard up to date).
+                     # patchForce annotation (stack/specs.py PATCH_FORCE); the Grafana steps' scripts or shared helpers
+                     # changed (they run again and find the dashboard and the datasource up to date).
                      "pyroscope-claims-identity": "create", "pyroscope-network-policy": "update",
-                     "gpu-dashboard-upload": "update",
+                     "gpu-dashboard-upload": "update", "grafana-datasources-prometheus": "update",
                      # A new PLS, a new endpoint: a nonce of its own (replaceWith the Service).
                      "grafana-private-link-approval-nonce": "replace"}
 #: Pyroscope's flags added since: the query length and the ingestion limits (components/pyroscope.py extra_args), a
