@@ -248,11 +248,9 @@ def tracking(calls, fail_delete=None, fail_create=None):
     return deploytest(diff=replace_on_a_changed, delete=delete, create=create)
 
 
-def test_TestPendingReplaceDependentDeleteNotRetried():
-    """pkg/engine/lifecycletest/pending_replace_test.go, TestPendingReplaceDependentDeleteNotRetried, pulumi/pulumi
-    v3.277.0 (v3.264.0, pulumi/pulumi#24588): a delete-first chain interrupted after resB's delete and before
-    resA's leaves resB pending replacement; the retry deletes and re-creates resA and re-creates resB without
-    calling resB's Delete again."""
+def interrupted_chain(**fail: str):
+    """The dependent chain deployed, then its replacement (resA's input changed) interrupted where ``fail`` says
+    (``tracking``'s ``fail_delete``/``fail_create``): the program, the snapshot left and the calls made."""
     inputs_a = {"A": "foo"}
     program = dependent_chain_program(inputs_a)
     up = Engine({"pkgA": deploytest()}).update(program, [])
@@ -260,9 +258,17 @@ def test_TestPendingReplaceDependentDeleteNotRetried():
 
     inputs_a["A"] = "bar"
     calls = {"deletes": set(), "creates": set()}
-    replace = Engine({"pkgA": tracking(calls, fail_delete="resA")}).update(program, up.snapshot)
+    replace = Engine({"pkgA": tracking(calls, **fail)}).update(program, up.snapshot)
     assert "interrupt replace" in replace.error
-    snap = replace.snapshot
+    return program, replace.snapshot, calls
+
+
+def test_TestPendingReplaceDependentDeleteNotRetried():
+    """pkg/engine/lifecycletest/pending_replace_test.go, TestPendingReplaceDependentDeleteNotRetried, pulumi/pulumi
+    v3.277.0 (v3.264.0, pulumi/pulumi#24588): a delete-first chain interrupted after resB's delete and before
+    resA's leaves resB pending replacement; the retry deletes and re-creates resA and re-creates resB without
+    calling resB's Delete again."""
+    program, snap, calls = interrupted_chain(fail_delete="resA")
     assert names(snap) == ["default", "resA", "resB"]
     assert not snap[1].pending_replacement
     assert snap[2].pending_replacement
@@ -284,16 +290,7 @@ def test_TestPendingReplaceDependentResumeAfterReplacement():
     """pkg/engine/lifecycletest/pending_replace_test.go, TestPendingReplaceDependentResumeAfterReplacement,
     pulumi/pulumi v3.277.0 (v3.264.0, pulumi/pulumi#24588): a chain interrupted at resB's create, after resA was
     replaced, resumes by creating resB only: no Delete of either, no Create of resA."""
-    inputs_a = {"A": "foo"}
-    program = dependent_chain_program(inputs_a)
-    up = Engine({"pkgA": deploytest()}).update(program, [])
-    assert up.error is None and len(up.snapshot) == 3
-
-    inputs_a["A"] = "bar"
-    calls = {"deletes": set(), "creates": set()}
-    replace = Engine({"pkgA": tracking(calls, fail_create="resB")}).update(program, up.snapshot)
-    assert "interrupt replace" in replace.error
-    snap = replace.snapshot
+    program, snap, calls = interrupted_chain(fail_create="resB")
     assert names(snap) == ["default", "resA", "resB"]
     assert snap[1].id == "resA-created-id" and not snap[1].pending_replacement
     assert snap[2].pending_replacement
