@@ -10,7 +10,11 @@ the ARM id from its inputs, the subscription from ``az account show``) and of ea
 ``kubectl get`` finds (``KUBECTL`` names another kubectl), or ``pulumi stack import`` of the state with
 such a resource taken as made where the kill came between the halves of its replacement; ``pulumi refresh
 --clear-pending-creates``.
-Exit status 0; 2, with one line on stderr, when the state cannot be read or a command fails.
+Azure's resources are looked up in the stack's subscription (``ARM_SUBSCRIPTION_ID``, else an ARM id in the state, else
+``az account show``; a ``#`` line says which); the cluster's only when kubectl's current context is the cluster of the
+stack's Kubernetes provider (its kubeconfig from ``pulumi stack export --show-secrets``, never printed).
+Exit status 0; 2, with one line on stderr, when the state cannot be read, the context is another cluster's, or a
+command fails.
 Why each line, and what ``refresh --import-pending-creates`` gets wrong: docs/decisions/kill-points.md.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,6 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 from urllib.parse import unquote, urlsplit
+
+import yaml
 
 from cli import OneLineParser, exit_code
 from steps.azcli import AzError, az
@@ -167,6 +174,63 @@ def in_azure(deployment: dict, subscription: Optional[str]) -> dict[str, str]:
     return present
 
 
+SUBSCRIPTION_IN_ID = re.compile(r"/subscriptions/([0-9a-fA-F-]{36})/")
+
+
+def subscription_of(deployment: dict) -> tuple[Optional[str], str]:
+    """The subscription the stack's Azure resources are in, and where it came from: ``ARM_SUBSCRIPTION_ID`` (what
+    azure-native uses), else the first ARM id in the state, else ``az account show``'s default; (None, why) when none
+    answers. The default is the last resort: another subscription finds nothing and the pending creates would be
+    dropped, not imported."""
+    if os.environ.get("ARM_SUBSCRIPTION_ID"):
+        return os.environ["ARM_SUBSCRIPTION_ID"], "ARM_SUBSCRIPTION_ID"
+    for resource in deployment.get("resources") or []:
+        if resource.get("custom") is False:
+            continue
+        found = SUBSCRIPTION_IN_ID.search(str(resource.get("id") or ""))
+        if found:
+            return found.group(1), f"the id of {resource['urn'].rsplit('::', 1)[-1]} in the state"
+    try:
+        return json.loads(az("account", "show", "-o", "json"))["id"], "az account show"
+    except (AzError, ValueError, KeyError):
+        return None, "az account show failed"
+
+
+def _server(kubeconfig: dict) -> Optional[str]:
+    """The API server of a kubeconfig's current context (or of its only cluster)."""
+    contexts = {c.get("name"): (c.get("context") or {}) for c in kubeconfig.get("contexts") or []}
+    clusters = {c.get("name"): (c.get("cluster") or {}) for c in kubeconfig.get("clusters") or []}
+    name = contexts.get(kubeconfig.get("current-context"), {}).get("cluster")
+    if name is None and len(clusters) == 1:
+        name = next(iter(clusters))
+    return clusters.get(name, {}).get("server")
+
+
+def check_cluster(stack: str, cwd: Optional[str]) -> None:
+    """RecoverError unless kubectl's current context is the cluster of the stack's Kubernetes provider (its kubeconfig,
+    a secret input, read with ``pulumi stack export --show-secrets`` and never printed): in a fleet every cluster has
+    ``gadget/pyroscope``, and another cluster's answers would drop or uninstall the wrong thing."""
+    done = _run(["pulumi", "stack", "export", "--stack", stack, "--show-secrets", "--non-interactive"], cwd)
+    if done.returncode != 0:
+        raise RecoverError(f"cannot read the stack's kubeconfig to check kubectl's context: "
+                           f"{(done.stderr.strip().splitlines() or ['pulumi stack export failed'])[-1]}")
+    wanted = set()
+    for resource in (json.loads(done.stdout).get("deployment") or {}).get("resources") or []:
+        kubeconfig = _plain(resource.get("inputs") or {}).get("kubeconfig")
+        if resource["type"] == "pulumi:providers:kubernetes" and isinstance(kubeconfig, str):
+            wanted.add(_server(yaml.safe_load(kubeconfig) or {}))
+    wanted.discard(None)
+    if not wanted:
+        return
+    view = _run([os.environ.get("KUBECTL", "kubectl"), "config", "view", "--minify", "-o", "json"], cwd)
+    current = _server(json.loads(view.stdout)) if view.returncode == 0 and view.stdout.strip() else None
+    if current not in wanted:
+        raise RecoverError(f"kubectl's current context is {current or 'not set'}, not the stack's cluster "
+                           f"({', '.join(sorted(wanted))}): run `az aks get-credentials --resource-group <group> "
+                           "--name <cluster>` (then `kubelogin convert-kubeconfig -l azurecli` on an Entra ID cluster) "
+                           "and run this again")
+
+
 def kubectl_resource(type_: str) -> str:
     """The resource kubectl names for a Pulumi Kubernetes type: ``Namespace`` for ``kubernetes:core/v1:Namespace``,
     ``NetworkPolicy.v1.networking.k8s.io`` for ``kubernetes:networking.k8s.io/v1:NetworkPolicy``."""
@@ -253,10 +317,11 @@ def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int
         pending = deployment.get("pending_operations") or []
         subscription = None
         if any(op["resource"]["type"] in ARM_IDS for op in pending):
-            try:
-                subscription = json.loads(az("account", "show", "-o", "json"))["id"]
-            except (AzError, ValueError, KeyError):
-                subscription = None
+            subscription, source = subscription_of(deployment)
+            print(f"# subscription {subscription} ({source})" if subscription else
+                  "# subscription unknown (`az account show` failed): Azure's pending creates cannot be looked up")
+        if any(op["resource"]["type"].startswith("kubernetes:") for op in pending):
+            check_cluster(args.stack, cwd)
         present = {**in_azure(deployment, subscription), **in_cluster(deployment, cwd)}
         folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the commands name its files
         edited = replaced(deployment, present)

@@ -107,10 +107,12 @@ def test_a_deployed_release_is_left_alone_and_an_unlocked_stack_only_gets_the_ha
 
 # --- the tool, against recording stand-ins ---
 
-def stand_ins(folder: Path, state: dict, backend: str, fail: str = "", azure: tuple = (), cluster: tuple = ()) -> dict:
+def stand_ins(folder: Path, state: dict, backend: str, fail: str = "", azure: tuple = (), cluster: tuple = (),
+              server: str = "") -> dict:
     """`pulumi`, `az`, `helm` and `kubectl` that log their argv to calls.jsonl; pulumi answers export and whoami; az
     answers account show, and resource show for the ids in ``azure``; kubectl get prints the objects in ``cluster``
-    (``Kind/name``) and nothing for others, as with ``--ignore-not-found``; a command starting with ``fail`` exits 1."""
+    (``Kind/name``) and nothing for others, as with ``--ignore-not-found``, and config view a kubeconfig of ``server``;
+    a command starting with ``fail`` exits 1."""
     bin_ = folder / "bin"
     bin_.mkdir()
     log = folder / "calls.jsonl"
@@ -133,6 +135,9 @@ elif argv[:3] == ["az", "resource", "show"]:
     print("{{}}")
 elif argv[:2] == ["helm", "status"]:
     print(json.dumps({{"info": {{"status": "pending-install"}}}}))
+elif argv[:3] == ["kubectl", "config", "view"]:
+    print(json.dumps({{"current-context": "c", "contexts": [{{"name": "c", "context": {{"cluster": "k"}}}}],
+                      "clusters": [{{"name": "k", "cluster": {{"server": {server!r}}}}}]}}))
 elif argv[:2] == ["kubectl", "get"] and f"{{argv[2]}}/{{argv[3]}}" in {list(cluster)!r}:
     print(f"{{argv[2].split('.')[0].lower()}}/{{argv[3]}}")
 '''
@@ -275,3 +280,70 @@ def test_a_cluster_kubectl_cannot_reach_is_one_line_naming_the_object(tmp_path):
     assert done.stderr.strip().splitlines() == [
         f"error: {POLICY['urn']}: cannot tell whether NetworkPolicy.v1.networking.k8s.io pyroscope exists: "
         "error: it failed"]
+
+
+def kubeconfig(server: str) -> str:
+    return (f"apiVersion: v1\nkind: Config\ncurrent-context: aks-1\nclusters:\n- name: aks-1\n  cluster:\n"
+            f"    server: {server}\ncontexts:\n- name: aks-1\n  context:\n    cluster: aks-1\n    user: u\n")
+
+
+def with_provider(state: dict, server: str) -> dict:
+    """``state`` with the stack's ``aks`` provider, its kubeconfig a secret as ``--show-secrets`` exports it."""
+    provider = {"urn": AKS.rsplit("::", 1)[0], "type": "pulumi:providers:kubernetes", "custom": True, "id": "0d6a4c1e",
+                "inputs": {"kubeconfig": {SECRET: "1b47061264138c4ac30d75fd1eb44270",
+                                          "plaintext": json.dumps(kubeconfig(server))}}}
+    return {**state, "resources": [provider, *state["resources"]]}
+
+
+def test_another_clusters_context_is_refused_before_anything_runs(tmp_path):
+    """In a fleet every cluster has gadget/pyroscope: with kubectl's context on another cluster, `helm uninstall` and
+    `kubectl get` would act there. ops.recover compares the current context's server with the kubeconfig of the
+    stack's provider and stops in one line naming both and the command that sets the context."""
+    state = with_provider(pending(("creating", RELEASE), ("creating", POLICY)), "https://aks-1.hcp.eastus2.azmk8s.io:443")
+    env = stand_ins(tmp_path, state, "https://api.pulumi.com", server="https://aks-2.hcp.westeurope.azmk8s.io:443")
+    done = run(tmp_path, env, "--stack", "dev", "--run")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: kubectl's current context is https://aks-2.hcp.westeurope.azmk8s.io:443, not the stack's cluster "
+        "(https://aks-1.hcp.eastus2.azmk8s.io:443): run `az aks get-credentials --resource-group <group> --name "
+        "<cluster>` (then `kubelogin convert-kubeconfig -l azurecli` on an Entra ID cluster) and run this again"]
+    assert [c for c in calls(tmp_path) if c[0] == "helm" or c[:2] == ["kubectl", "get"] or
+            c[:2] in (["pulumi", "cancel"], ["pulumi", "import"])] == []
+    assert "kind: Config" not in done.stdout + done.stderr, "the kubeconfig is never printed"
+
+
+def test_the_stacks_own_cluster_passes_the_check(tmp_path):
+    server = "https://aks-1.hcp.eastus2.azmk8s.io:443"
+    env = stand_ins(tmp_path, with_provider(pending(("creating", POLICY)), server), "https://api.pulumi.com",
+                    server=server)
+    done = run(tmp_path, env, "--stack", "dev")
+    assert done.returncode == 0, done.stderr
+    assert [c[:3] for c in calls(tmp_path) if c[0] == "kubectl"] == [
+        ["kubectl", "config", "view"], ["kubectl", "get", "NetworkPolicy.v1.networking.k8s.io"]]
+
+
+@pytest.mark.parametrize("arm_subscription, source", [("", "az account show"),
+                                                      ("11111111-2222-3333-4444-555555555555", "ARM_SUBSCRIPTION_ID")])
+def test_azures_pending_creates_are_looked_up_in_the_stacks_subscription(tmp_path, arm_subscription, source):
+    """`az` may point at another subscription than the stack's: there the resource is not found, and the pending
+    create would be dropped instead of imported. ``ARM_SUBSCRIPTION_ID`` (what azure-native uses) comes first, then an
+    ARM id in the state, then az's default; the line printed says which."""
+    env = stand_ins(tmp_path, pending(("creating", EXTENSION)), "https://api.pulumi.com")
+    if arm_subscription:
+        env["ARM_SUBSCRIPTION_ID"] = arm_subscription
+    done = run(tmp_path, env, "--stack", "dev")
+    assert done.returncode == 0, done.stderr
+    expected = arm_subscription or SUB
+    assert f"# subscription {expected} ({source})" in done.stdout.splitlines()
+    shown = [c for c in calls(tmp_path) if c[:3] == ["az", "resource", "show"]]
+    assert [c[c.index("--ids") + 1].split("/")[2] for c in shown] == [expected]
+
+
+def test_an_arm_id_in_the_state_names_the_subscription_before_azs_default(tmp_path):
+    other = "99999999-8888-7777-6666-555555555555"
+    role = {**ROLE, "custom": True, "id": f"/subscriptions/{other}/resourceGroups/rg-obs/providers/x/y"}
+    state = {**pending(("creating", EXTENSION)), "resources": [role]}
+    env = stand_ins(tmp_path, state, "https://api.pulumi.com")
+    done = run(tmp_path, env, "--stack", "dev")
+    assert f"# subscription {other} (the id of grafana-datasources-monitoring-data-reader in the state)" in \
+        done.stdout.splitlines()
