@@ -1,4 +1,5 @@
-"""Recover a stack whose `pulumi up` or `pulumi destroy` was killed: ``python -m ops.recover --stack NAME [--run]``.
+"""Recover a stack whose `pulumi up` or `pulumi destroy` was killed: ``.venv/bin/python -m ops.recover --stack NAME
+[--run]``.
 
 Reads the stack's state (``pulumi stack export``) and prints, one per line, what brings it back to where the killed
 command can simply run again; ``--run`` runs each line, then the user runs that command. In order, only what the kill
@@ -298,7 +299,7 @@ def empty_attrs(cwd: Optional[str]) -> list[Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int:
-    parser = OneLineParser(prog="python -m ops.recover", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=".venv/bin/python -m ops.recover", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", required=True, help="the stack whose run was killed")
     parser.add_argument("--run", action="store_true", help="run the commands instead of printing them")
     args = parser.parse_or_report(argv)

@@ -4,9 +4,9 @@ leaves half-made.
 Owns :func:`error_hooks` (a resource's error hook, only where the CLI runs hooks) and :func:`already_exists_hooks`: for
 an Azure resource the stack creates, azure-native's refusal "cannot create already existing resource" after a run that
 was killed while Azure created it (the state holds only a pending create), and pulumi-kubernetes' (4.29.0 on) for an
-object the cluster has, get the line naming the recovery,
-``python -m ops.recover --stack <stack> --run`` then ``pulumi up`` (docs/kill-points.md). A hook never asks for a
-retry: a retry would be refused the same way. Research: docs/decisions/kill-points.md.
+object the cluster has, get the line naming the recovery, ``.venv/bin/python -m ops.recover --stack <stack> --run`` then
+``pulumi up`` (docs/kill-points.md). A hook never asks for a retry: a retry would be refused the same way. Research:
+docs/decisions/kill-points.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ALREADY_EXISTS = "cannot create already existing resource"
 
 
 def recover_command(stack: str) -> str:
-    return f"python -m ops.recover --stack {stack} --run"
+    return f".venv/bin/python -m ops.recover --stack {stack} --run"
 
 
 #: pulumi-kubernetes 4.29.0 and later, creating an object the cluster has (``provider/pkg/await/await.go``).

@@ -14,7 +14,7 @@ def test_the_refusal_of_what_azure_has_names_the_recovery_command_with_the_stack
     line = recovery.already_exists_recovery([REFUSAL], "grafana-private-link-mpe", "prod-eu")
     assert line is not None and "\n" not in line
     assert line.startswith("grafana-private-link-mpe: Azure has it")
-    assert "`python -m ops.recover --stack prod-eu --run`" in line and "then `pulumi up` again" in line
+    assert "`.venv/bin/python -m ops.recover --stack prod-eu --run`" in line and "then `pulumi up` again" in line
 
 
 def test_another_error_gets_no_line():
@@ -29,7 +29,7 @@ def test_the_hook_logs_the_line_and_never_asks_for_a_retry(monkeypatch):
                                 type="azure-native:kubernetesconfiguration:Extension", failed_operation="create",
                                 errors=[REFUSAL])
     assert recovery.explain_already_exists(args) is False
-    assert len(logged) == 1 and "`python -m ops.recover --stack dev --run`" in logged[0]
+    assert len(logged) == 1 and "`.venv/bin/python -m ops.recover --stack dev --run`" in logged[0]
 
 
 def test_the_kubernetes_providers_refusal_of_an_object_the_cluster_has_names_the_recovery_command():
@@ -40,4 +40,4 @@ def test_the_kubernetes_providers_refusal_of_an_object_the_cluster_has_names_the
     line = recovery.already_exists_recovery([refusal], "pyroscope-network-policy", "dev")
     assert line is not None and "\n" not in line
     assert line.startswith("pyroscope-network-policy: the cluster has it")
-    assert "`python -m ops.recover --stack dev --run`" in line and "docs/existing-objects.md" in line
+    assert "`.venv/bin/python -m ops.recover --stack dev --run`" in line and "docs/existing-objects.md" in line
