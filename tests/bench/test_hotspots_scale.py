@@ -9,7 +9,7 @@ from tests.support.benchmarks import bench
 
 def test_hotspots_scale_runs_small_against_go_tool_pprof():
     """Both readers run on each size; the table has a row per size and the last line one ratio per size for time
-    and for memory (the figures at 20 000, 200 000 and 1 000 000 nodes are in docs/performance.md; none is
+    and for memory (the figures at 20 000, 200 000 and 1 000 000 nodes are in docs/decisions/benchmarks.md; none is
     asserted). Without Go on PATH this fails with the bench's one-line error."""
     done = bench("bench.hotspots_scale", "--nodes", "2000", "5000", "--repeat", "1")
     assert done.returncode == 0, done.stderr
