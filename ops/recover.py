@@ -2,15 +2,16 @@
 [--run]``.
 
 Reads the stack's state (``pulumi stack export``) and prints, one per line, what brings it back to where the killed
-command can simply run again; ``--run`` runs each line, then the user runs that command. In order, only what the kill
-left: ``rm`` of an empty ``.attrs`` companion of a ``file://`` backend's state ("failed to load checkpoint: EOF");
-``pulumi cancel --yes`` (the dead run's lock; its refusal when nothing runs is ignored); ``helm uninstall`` or
-``helm rollback`` of a release Helm left ``pending-install`` or ``pending-upgrade``; ``pulumi import --file`` of each
-Azure resource of a pending create that ``az resource show --ids`` finds (azure-native refuses to create what exists;
-the ARM id from its inputs, the subscription from ``az account show``) and of each Kubernetes object of one that
-``kubectl get`` finds (``KUBECTL`` names another kubectl), or ``pulumi stack import`` of the state with
-such a resource taken as made where the kill came between the halves of its replacement; ``pulumi refresh
---clear-pending-creates``.
+command can simply run again; ``--run`` runs each line, then the user runs that command. Without ``--run`` it still
+reads (``pulumi``, ``az``, ``kubectl``, ``helm status``) and leaves the files the lines name in ``/tmp/recover-*``. In
+order, only what the kill left: ``rm`` of each empty ``.attrs`` companion under a ``file://`` backend ("failed to
+load checkpoint: EOF"); ``pulumi cancel --yes`` (the dead run's lock; its refusal when nothing runs is ignored);
+``pulumi stack import`` of the state with each Kubernetes object of a pending create that ``kubectl get`` finds
+(``KUBECTL`` names another kubectl) added as the program asked for it, and with a resource taken as made where the
+kill came between the halves of its replacement; ``helm uninstall`` or ``helm rollback`` of a release Helm left
+``pending-install``, ``pending-upgrade`` or ``pending-rollback``; ``pulumi import --file`` of each Azure resource of a
+pending create that ``az resource show --ids`` finds (azure-native refuses to create what exists; the ARM id from its
+inputs); ``pulumi refresh --clear-pending-creates``.
 Azure's resources are looked up in the stack's subscription (``ARM_SUBSCRIPTION_ID``, else an ARM id in the state, else
 ``az account show``; a ``#`` line says which); the cluster's only when kubectl's current context is the cluster of the
 stack's Kubernetes provider (its kubeconfig from ``pulumi stack export --show-secrets``, never printed).
@@ -110,22 +111,41 @@ def import_file(deployment: dict, present: dict[str, str]) -> dict:
     return {"nameTable": {name: urn for urn, name in names.items()}, "resources": resources}
 
 
-def replaced(deployment: dict, present: dict[str, str]) -> Optional[dict]:
-    """``deployment`` with each resource the kill caught between the two halves of a delete-first replacement taken as
-    Azure has it, or None when there is none. Such a resource's entry is ``pendingReplacement`` (the old one is
-    deleted) under the URN of its pending create, which Azure finished: ``pulumi import`` cannot add a URN the state
-    holds, and the next run would create it again. The entry gets the pending create's inputs and is no longer
-    pending replacement; its id is the ARM id Azure has, and the refresh after it reads the rest."""
+def replaced(deployment: dict, present: dict[str, str], adopted: Optional[dict[str, str]] = None) -> Optional[dict]:
+    """``deployment`` edited where ``pulumi import`` cannot serve, or None when nothing needs it:
+
+    - each resource the kill caught between the two halves of a delete-first replacement, taken as Azure or the
+      cluster has it (``present``: URN -> id). Its entry is ``pendingReplacement`` (the old one is deleted) under the
+      URN of its pending create, which finished: ``pulumi import`` cannot add a URN the state holds, and the next run
+      would create it again. The entry gets the pending create's inputs and the id, and is no longer pending
+      replacement;
+    - each Kubernetes object of a pending create the cluster has (``adopted``: URN -> id), added as the program asked
+      for it: the pending create's entry with the id, its inputs as outputs until the refresh after it reads the
+      object, its pending operation dropped. ``pulumi import`` would take the live object's fields as its inputs
+      (a Service's ``spec.clusterIP``, a bound claim's ``spec.volumeName``), which the program does not set: the next
+      run would replace the object, and a claim with its data.
+    """
+    adopted = adopted or {}
     creates = {op["resource"]["urn"]: op["resource"] for op in deployment.get("pending_operations") or []
-               if op["type"] == "creating" and op["resource"]["urn"] in present}
-    if not any(r.get("pendingReplacement") and r["urn"] in creates for r in deployment.get("resources") or []):
+               if op["type"] == "creating" and op["resource"]["urn"] in {**present, **adopted}}
+    halves = [r for r in deployment.get("resources") or [] if r.get("pendingReplacement") and r["urn"] in creates]
+    if not halves and not adopted:
         return None
     edited = json.loads(json.dumps(deployment))
+    ids = {**present, **adopted}
     for entry in edited["resources"]:
         if entry.get("pendingReplacement") and entry["urn"] in creates:
             entry.pop("pendingReplacement")
             entry["inputs"] = creates[entry["urn"]].get("inputs") or {}
-            entry["id"] = present[entry["urn"]]
+            entry["id"] = ids[entry["urn"]]
+    in_state = {entry["urn"] for entry in edited["resources"]}
+    for urn in adopted:
+        if urn not in in_state:
+            made = json.loads(json.dumps(creates[urn]))
+            made.update(custom=True, id=adopted[urn], outputs=made.get("inputs") or {})
+            edited["resources"].append(made)  # nothing depends on it yet: its dependents were never created
+    edited["pending_operations"] = [op for op in edited.get("pending_operations") or []
+                                    if not (op["type"] == "creating" and op["resource"]["urn"] in adopted)]
     return edited
 
 
@@ -241,8 +261,9 @@ def kubectl_resource(type_: str) -> str:
 
 
 def in_cluster(deployment: dict, cwd: Optional[str]) -> dict[str, str]:
-    """URN -> import id of each pending create of a Kubernetes object the cluster has (``kubectl get``, kubectl's
-    current context, as Helm's lines use): pulumi-kubernetes 4.29 and later refuse to create an existing object."""
+    """URN -> id (``namespace/name``) of each pending create of a Kubernetes object the cluster has (``kubectl get``,
+    kubectl's current context, as Helm's lines use): pulumi-kubernetes 4.29 and later refuse to create an existing
+    object, so :func:`replaced` adds it to the state as the program asked for it."""
     present = {}
     for op in deployment.get("pending_operations") or []:
         resource = op["resource"]
@@ -323,9 +344,10 @@ def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int
                   "# subscription unknown (`az account show` failed): Azure's pending creates cannot be looked up")
         if any(op["resource"]["type"].startswith("kubernetes:") for op in pending):
             check_cluster(args.stack, cwd)
-        present = {**in_azure(deployment, subscription), **in_cluster(deployment, cwd)}
+        present = in_azure(deployment, subscription)
+        adopted = in_cluster(deployment, cwd)
         folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the commands name its files
-        edited = replaced(deployment, present)
+        edited = replaced(deployment, present, adopted)
         state_file = ""
         if edited is not None:
             state_file = str(Path(folder) / "state.json")

@@ -248,29 +248,30 @@ def test_kubectl_is_asked_for_the_kind_the_pulumi_type_names(type_, expected):
     assert recover.kubectl_resource(type_) == expected
 
 
-def test_a_kubernetes_object_the_cluster_has_is_imported_under_the_programs_provider(tmp_path):
+def test_a_kubernetes_object_the_cluster_has_is_added_to_the_state_as_the_program_asked_for_it(tmp_path):
     """pulumi/pulumi-kubernetes#2926: from 4.29.0 the provider creates with a plain create, refused for an object that
     exists ("already exists") on a provider without ``upsertExistingObjects``; after a kill during the create of the
-    NetworkPolicy the cluster has it, so it is imported, under the ``aks`` provider the program gives it (a default
-    provider would be another cluster's and a change of provider). The claim the cluster lacks is created again."""
-    state = pending(("creating", POLICY), ("creating", {**CLAIM, "provider": AKS}))
+    NetworkPolicy the cluster has it. It goes into the state with the pending create's inputs, under the program's
+    provider and parent, not through ``pulumi import``, whose read would make the live fields the program does not
+    set (a Service's clusterIP, a bound claim's volumeName) its inputs, and the next run replace it. The claim the
+    cluster lacks stays a pending create, cleared by the refresh, and is created again."""
+    claim = {**CLAIM, "provider": AKS}
+    state = pending(("creating", POLICY), ("creating", claim))
     env = stand_ins(tmp_path, state, "https://api.pulumi.com",
                     cluster=("NetworkPolicy.v1.networking.k8s.io/pyroscope",))
     done = run(tmp_path, env, "--stack", "dev")
     assert done.returncode == 0, done.stderr
-    asked = [c for c in calls(tmp_path) if c[0] == "kubectl"]
+    asked = [c for c in calls(tmp_path) if c[:2] == ["kubectl", "get"]]
     assert asked == [["kubectl", "get", "NetworkPolicy.v1.networking.k8s.io", "pyroscope", "--ignore-not-found", "-o",
                       "name", "--namespace", "gadget"],
                      ["kubectl", "get", "PersistentVolumeClaim", "data-pyroscope-0", "--ignore-not-found", "-o",
                       "name", "--namespace", "gadget"]]
-    line = next(line.split() for line in done.stdout.splitlines() if line.startswith("pulumi import"))
-    spec = json.loads(Path(line[line.index("--file") + 1]).read_text())
-    assert spec["resources"] == [{"type": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
-                                  "name": "pyroscope-network-policy", "id": "gadget/pyroscope",
-                                  "inputs": {"metadata": {"name": "pyroscope", "namespace": "gadget"}},
-                                  "parent": "parent0", "provider": "provider1"}]
-    assert spec["nameTable"] == {"parent0": STACK_URN, "provider1": AKS.rsplit("::", 1)[0]}
-    assert done.stdout.splitlines()[-1].startswith("pulumi refresh --yes --stack dev --clear-pending-creates")
+    lines = [line.split() for line in done.stdout.splitlines() if not line.startswith("#")]
+    assert [line[:3] for line in lines] == [["pulumi", "cancel", "--yes"], ["pulumi", "stack", "import"],
+                                            ["pulumi", "refresh", "--yes"]]
+    edited = json.loads(Path(lines[1][lines[1].index("--file") + 1]).read_text())["deployment"]
+    assert edited["resources"] == [{**POLICY, "custom": True, "id": "gadget/pyroscope", "outputs": POLICY["inputs"]}]
+    assert edited["pending_operations"] == [{"type": "creating", "resource": claim}]
 
 
 def test_a_cluster_kubectl_cannot_reach_is_one_line_naming_the_object(tmp_path):

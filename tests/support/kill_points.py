@@ -117,6 +117,8 @@ class KillPoint:
             steps.append("helm rollback pyroscope")
         if self.op == "create-replacement" and self.hold:
             steps.append(f"pulumi stack import (takes {self.resource} as Azure has it)")
+        elif self.pending == "creating" and self.hold == KUBERNETES:
+            steps.append(f"pulumi stack import (takes {self.resource} as the cluster has it)")
         elif self.pending == "creating" and self.hold:
             steps.append(f"pulumi import --file (imports {self.resource})")
         if self.pending == "creating":
