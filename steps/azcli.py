@@ -283,21 +283,26 @@ class Owner:
 
 
 #: What the Pulumi CLI hands every plugin, and pulumi-command each step, that nothing ``az`` runs needs: the Pulumi
-#: Cloud login (CLI 3.247.0 and later, pulumi/pulumi#23589) and a stack's passphrase.
-PULUMI_CREDENTIALS = ("PULUMI_ACCESS_TOKEN", "PULUMI_API", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+#: Cloud login (CLI 3.247.0 and later, pulumi/pulumi#23589), a stack's passphrase, and what lets a process mint a new
+#: Azure or Pulumi token (GitHub's OIDC request pair, in a job with ``id-token: write``; the azure-native provider's
+#: OIDC token and client secret). ``az`` uses its own login.
+DEPLOY_CREDENTIALS = ("PULUMI_ACCESS_TOKEN", "PULUMI_API", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
+                      "PULUMI_GITSSH_PASSPHRASE", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL",
+                      "ARM_OIDC_TOKEN", "ARM_OIDC_REQUEST_TOKEN", "ARM_OIDC_REQUEST_URL", "ARM_CLIENT_SECRET",
+                      "ARM_CLIENT_CERTIFICATE_PASSWORD")
 
 
-def without_pulumi_credentials(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` less :data:`PULUMI_CREDENTIALS`."""
-    return {k: v for k, v in environ.items() if k not in PULUMI_CREDENTIALS}
+def without_deploy_credentials(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` less :data:`DEPLOY_CREDENTIALS`."""
+    return {k: v for k, v in environ.items() if k not in DEPLOY_CREDENTIALS}
 
 
 def az(*args: str) -> str:
-    """Run ``az <args>`` without :data:`PULUMI_CREDENTIALS` in its environment; return stdout; raise AzError on a
+    """Run ``az <args>`` without :data:`DEPLOY_CREDENTIALS` in its environment; return stdout; raise AzError on a
     non-zero exit, AzNotInstalled when ``az`` is not on PATH."""
     argv = ["az", *args]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=without_pulumi_credentials(os.environ))
+        done = subprocess.run(argv, capture_output=True, text=True, env=without_deploy_credentials(os.environ))
     except FileNotFoundError:
         raise AzNotInstalled(argv) from None
     if done.returncode != 0:

@@ -7,8 +7,11 @@
 # keeps secret and does not log (steps/command.py with_secret_mask).
 
 # What the Pulumi CLI hands every plugin, and pulumi-command each step, that nothing a step runs needs: the Pulumi
-# Cloud login (CLI 3.247.0 and later, pulumi/pulumi#23589) and a stack's passphrase (steps/azcli.py drops the same).
-unset PULUMI_ACCESS_TOKEN PULUMI_API PULUMI_CONFIG_PASSPHRASE PULUMI_CONFIG_PASSPHRASE_FILE
+# Cloud login (CLI 3.247.0 and later, pulumi/pulumi#23589), a stack's passphrase, and what lets a process mint a new
+# Azure or Pulumi token (steps/azcli.py DEPLOY_CREDENTIALS drops the same list; az uses its own login).
+unset PULUMI_ACCESS_TOKEN PULUMI_API PULUMI_CONFIG_PASSPHRASE PULUMI_CONFIG_PASSPHRASE_FILE PULUMI_GITSSH_PASSPHRASE \
+  ACTIONS_ID_TOKEN_REQUEST_TOKEN ACTIONS_ID_TOKEN_REQUEST_URL ARM_OIDC_TOKEN ARM_OIDC_REQUEST_TOKEN ARM_OIDC_REQUEST_URL \
+  ARM_CLIENT_SECRET ARM_CLIENT_CERTIFICATE_PASSWORD
 
 # mask TEXT...: TEXT with every line of MASK_VALUES replaced by [secret]. A first pass marks each occurrence
 # with \x01 (never in a value), so a value found inside an earlier mask is not masked again.

@@ -181,9 +181,9 @@ def test_what_az_runs_never_sees_the_pulumi_login(monkeypatch, tmp_path):
     fake.write_text("#!/bin/sh\nenv\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    for name in azcli.PULUMI_CREDENTIALS:
+    for name in azcli.DEPLOY_CREDENTIALS:
         monkeypatch.setenv(name, "pul-0123456789abcdef")
     monkeypatch.setenv("GRAFANA_ID", "kept")
     names = {line.split("=", 1)[0] for line in azcli.az("account", "show").splitlines()}
-    assert names & set(azcli.PULUMI_CREDENTIALS) == set()
+    assert names & set(azcli.DEPLOY_CREDENTIALS) == set()
     assert "GRAFANA_ID" in names

@@ -62,14 +62,13 @@ def test_scripts_print_no_tokens_and_use_only_az():
 
 def test_a_step_and_what_it_runs_never_see_the_pulumi_login():
     """pulumi/pulumi#23589: from CLI 3.247.0 every plugin starts with the Pulumi Cloud login (``PULUMI_ACCESS_TOKEN``,
-    ``PULUMI_API``), and pulumi-command hands its environment to each step: sourcing lib.sh drops them and a stack's
-    passphrase, and keeps the rest."""
-    from steps.azcli import PULUMI_CREDENTIALS
+    ``PULUMI_API``), and pulumi-command hands its environment to each step: sourcing lib.sh drops them, a stack's
+    passphrase and GitHub's OIDC request pair (steps/azcli.py's list, the same), and keeps the rest."""
+    from steps.azcli import DEPLOY_CREDENTIALS
 
-    env = {**os.environ, "PULUMI_ACCESS_TOKEN": "pul-0123456789abcdef", "PULUMI_API": "https://api.pulumi.com",
-           "PULUMI_CONFIG_PASSPHRASE": "pass", "PULUMI_CONFIG_PASSPHRASE_FILE": "/run/pass", "GRAFANA_ID": "kept"}
+    env = {**os.environ, **{name: "pul-0123456789abcdef" for name in DEPLOY_CREDENTIALS}, "GRAFANA_ID": "kept"}
     done = subprocess.run(["bash", "-c", "source steps/lib.sh; env"], cwd=scenarios.ROOT, env=env, capture_output=True,
                           text=True, check=True)
     names = {line.split("=", 1)[0] for line in done.stdout.splitlines()}
-    assert names & set(PULUMI_CREDENTIALS) == set()
+    assert names & set(DEPLOY_CREDENTIALS) == set()
     assert "GRAFANA_ID" in names
