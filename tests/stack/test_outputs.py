@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import gc
 import json
 import re
-import runpy
 import warnings
 
 import pulumi
 import pytest
-from pulumi.runtime.config import set_all_config
 
 from offline.program import run
 from stack.outputs import CONTRACT
 from tests.support import ROOT
+from tests.support.consumer import run_consumer
 
 #: The contract as first published. Renaming or removing any of these breaks consumers' stack references:
 #: this list only ever grows (add new outputs to CONTRACT and here together).
@@ -81,51 +78,9 @@ def test_the_outputs_made_from_steps_are_documented_as_secret_once_config_holds_
     assert secret == listed, (secret, listed)
 
 
-class ConsumerMocks(pulumi.runtime.Mocks):
-    """The observability stack's outputs, as a StackReference would read them (SIMULATED)."""
-
-    def __init__(self, outputs):
-        self.outputs, self.created = outputs, {}
-
-    def new_resource(self, args):
-        if args.typ == "pulumi:pulumi:StackReference":
-            return args.inputs["name"], {"name": args.inputs["name"], "outputs": self.outputs, "secretOutputNames": []}
-        self.created[args.typ] = args.inputs
-        return f"{args.name}-id", args.inputs
-
-    def call(self, args):
-        return {}, []
-
-
-def run_consumer(outputs):
-    mocks = ConsumerMocks(outputs)
-
-    def go():
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            pulumi.runtime.settings.SETTINGS.outputs.clear()
-            set_all_config({"gpu-observability-consumer:observabilityStack": "acme/aks-gpu-observability/dev"})
-            pulumi.runtime.set_mocks(mocks, project="gpu-observability-consumer", stack="dev", preview=False)
-            runpy.run_path(str(ROOT / "examples" / "consumer" / "__main__.py"), run_name="__main__")
-            loop.run_until_complete(pulumi.runtime.stack.wait_for_rpcs())
-        finally:
-            try:  # let a failed program's remaining output tasks finish on this loop
-                loop.run_until_complete(pulumi.runtime.stack.wait_for_rpcs())
-            except Exception:
-                pass
-            pulumi.runtime.settings.SETTINGS.outputs.clear()
-            loop.run_until_complete(loop.shutdown_default_executor())
-            asyncio.set_event_loop(None)
-            loop.close()
-
-    contextvars.Context().run(go)
-    return mocks.created
-
-
 def test_example_consumer_reads_the_outputs_through_a_stack_reference():
     outputs = run("dev").outputs
-    created = run_consumer(outputs)
+    created = run_consumer(outputs).created
     data = created["kubernetes:core/v1:ConfigMap"]["data"]
     assert data["dashboardUrl"] == outputs["dashboardUrl"]
     assert data["pyroscopeDatasourceUid"] == "local-pyroscope"
