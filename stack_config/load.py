@@ -52,6 +52,7 @@ PARSED = {
     "pyroscope_resources": rules.resources,
     "pyroscope_node_selector": rules.node_selector,
     "pyroscope_tolerations": lambda items: tuple(rules.tolerations(items)),
+    "grafana_viewers": rules.grafana_viewers,
 }
 
 

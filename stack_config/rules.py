@@ -2,11 +2,11 @@
 
 Owns: the validators (``_regex``, ``_one_of``, ``_between``, the naming, chart, digest, quantity and label rules),
 :data:`RULES`, :data:`REQUIRED_UNLESS`, the parsers of the list keys into typed values (:func:`resources`,
-:func:`tolerations`, :func:`node_selector`, :func:`tag_map`), and the checks across keys (:func:`check_required`,
-:func:`check_mode_keys`, :func:`check_dashboard_file`). Input: one typed value per key. Output: None, or the parsed
-value. Errors: :class:`~stack_config.schema.ConfigError` naming the key and what is expected.
-Upstream: Azure's "Naming rules and restrictions for Azure resources"; sources per rule in
-docs/decisions/config-rules.md.
+:func:`tolerations`, :func:`node_selector`, :func:`tag_map`, :func:`grafana_viewers`), and the checks across keys
+(:func:`check_required`, :func:`check_mode_keys`, :func:`check_dashboard_file`). Input: one typed value per key.
+Output: None, or the parsed value. Errors: :class:`~stack_config.schema.ConfigError` naming the key (a list key's
+item: ``key[i]``) and what is expected. Upstream: Azure's "Naming rules and restrictions for Azure resources";
+sources per rule in docs/decisions/config-rules.md.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import ipaddress
 import json
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple, Optional
 
 from stack.profile_types import ID as PROFILE_TYPE_ID
 from stack.specs import PYROSCOPE_MAJORS, pyroscope_major
@@ -331,6 +331,47 @@ def tolerations(items) -> list[dict]:
     return result
 
 
+class Viewer(NamedTuple):
+    """One ``grafanaViewers`` item: a Microsoft Entra ID object id (lower case, as Entra ID and ARM write it) and the
+    principalType its Grafana Viewer assignment sends."""
+
+    object_id: str
+    principal_type: str
+
+
+#: The principal types a ``grafanaViewers`` item may name (the ARM enum's, less ForeignGroup: another tenant's group).
+PRINCIPAL_TYPES = ("User", "Group", "ServicePrincipal")
+_OBJECT_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _viewer(item: object) -> Optional[Viewer]:
+    """An item as a Viewer (a bare object id is a Group: docs/decisions/grafana-viewers.md), None for a bad one."""
+    kind, _, object_id = str(item).rpartition(":")
+    if not _OBJECT_ID.fullmatch(object_id) or kind not in ("", *PRINCIPAL_TYPES):
+        return None
+    return Viewer(object_id.lower(), kind or "Group")
+
+
+def _grafana_viewers(key: str, value: object) -> None:
+    # Named by index: a list key's items are set one by one (`pulumi config set --path 'grafanaViewers[1]' ...`).
+    seen: dict[str, int] = {}
+    for index, item in enumerate(value):  # type: ignore[arg-type]
+        viewer = _viewer(item)
+        if viewer is None:
+            raise ConfigError(f"{key}[{index}]", "expected a Microsoft Entra ID object id (a GUID), optionally as "
+                                                 f"User:<id>, Group:<id> or ServicePrincipal:<id> (got {item!r})")
+        if viewer.object_id in seen:
+            raise ConfigError(f"{key}[{index}]", f"object id {viewer.object_id} is {key}[{seen[viewer.object_id]}] "
+                                                 "already; expected each principal once (ARM holds one assignment of "
+                                                 "a role per principal and scope)")
+        seen[viewer.object_id] = index
+
+
+def grafana_viewers(items) -> tuple[Viewer, ...]:
+    """``grafanaViewers`` items (checked by its rule) as Viewers, in the order given."""
+    return tuple(_viewer(item) for item in items)  # type: ignore[misc]
+
+
 def _storage_class(key: str, value: object) -> None:
     # A StorageClass name is a DNS subdomain (k8s.io/apimachinery IsDNS1123Subdomain): 1-253 characters.
     dns_subdomain = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
@@ -416,6 +457,7 @@ RULES: dict[str, Rule] = {
     "grafanaPublicNetworkAccess": _one_of("Enabled", "Disabled"),
     "deployerPrincipalType": _one_of("auto", "User", "ServicePrincipal", "Group"),
     "assignMonitoringDataReader": _one_of("auto", "true", "false"),
+    "grafanaViewers": _grafana_viewers,
     # Names in Grafana: "" derives them (derived_names), so a written-out default changes nothing.
     "pyroscopeDatasourceUid": _optional(_GRAFANA_UID),
     "prometheusDatasourceUid": _optional(_GRAFANA_UID),

@@ -67,7 +67,8 @@ class StackConfig:
     ``managed-by``, sorted), ``private_link_visibility`` a tuple (``("*",)`` or subscription ids, in the order given),
     ``pyroscope_resources`` the requests and limits (``rules.DEFAULT_RESOURCES`` with the items applied),
     ``pyroscope_node_selector`` a dict, ``pyroscope_tolerations`` a tuple of Kubernetes tolerations;
-    ``pyroscope_allowed_cidrs`` a tuple of CIDRs.
+    ``pyroscope_allowed_cidrs`` a tuple of CIDRs; ``grafana_viewers`` a tuple of ``rules.Viewer`` (lower-cased object
+    id, principal type), in the order given.
     """
 
     production: bool
@@ -124,6 +125,7 @@ class StackConfig:
     monitor_workspace_resource_group: str
     managed_private_endpoint_name: str
     assign_monitoring_data_reader: str
+    grafana_viewers: tuple
     pyroscope_datasource_uid: str
     pyroscope_datasource_name: str
     prometheus_datasource_uid: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from stack_config import cli_values, load, rules, schema
@@ -318,3 +320,55 @@ def test_a_chart_and_an_image_of_different_majors_are_refused(plan, chart, image
 def test_a_move_to_pyroscope_2_takes_both_keys():
     cfg = parse(pyroscopeChartVersion="2.0.0", pyroscopeImageTag="2.0.1")
     assert (cfg.pyroscope_chart_version, cfg.pyroscope_image_tag) == ("2.0.0", "2.0.1")
+
+
+# --- grafanaViewers -----------------------------------------------------------------------------------------------
+GROUP_ID, USER_ID = "0b2f6c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+
+
+def refused_registering_nothing(monkeypatch, plan, paths: dict) -> ConfigError:
+    """The ConfigError of the dev stack's program with ``paths`` set (``--set-path``), and that it came before the
+    program registered any resource (the engine saw the stack's own registration only)."""
+    from offline import program
+
+    monitors = []
+    original = program.RecordingMonitor
+
+    def recording(mocks):
+        monitors.append(original(mocks))
+        return monitors[-1]
+
+    monkeypatch.setattr(program, "RecordingMonitor", recording)
+    with pytest.raises(ConfigError) as caught:
+        plan(paths=paths)
+    assert [[r.type for r in m.recorded] for m in monitors] == [["pulumi:pulumi:Stack"]]
+    return caught.value
+
+
+@pytest.mark.parametrize("paths, key, expected", [
+    ({"grafanaViewers[0]": "ml-engineers"}, "grafanaViewers[0]",
+     "expected a Microsoft Entra ID object id (a GUID), optionally as User:<id>, Group:<id> or ServicePrincipal:<id> "
+     "(got 'ml-engineers')"),
+    ({"grafanaViewers[0]": GROUP_ID, "grafanaViewers[1]": f"Owner:{USER_ID}"}, "grafanaViewers[1]",
+     f"(got 'Owner:{USER_ID}')"),
+    ({"grafanaViewers[0]": f" {GROUP_ID}"}, "grafanaViewers[0]", f"(got ' {GROUP_ID}')"),
+    ({"grafanaViewers[0]": f"user:{USER_ID}"}, "grafanaViewers[0]", "optionally as User:<id>"),
+    # The same principal twice, even in another case or with a type: ARM holds one assignment of a role per principal.
+    ({"grafanaViewers[0]": GROUP_ID, "grafanaViewers[1]": USER_ID, "grafanaViewers[2]": f"Group:{GROUP_ID.upper()}"},
+     "grafanaViewers[2]", f"object id {GROUP_ID} is grafanaViewers[0] already; expected each principal once"),
+])
+def test_a_bad_grafana_viewer_is_one_line_naming_its_item_before_anything_registers(monkeypatch, plan, paths, key,
+                                                                                    expected):
+    """A typo in the list that gives ML engineers Grafana must stop `pulumi up` before any resource, on one line that
+    says which item and what it should be, not fail at ARM half way (or assign the wrong principal)."""
+    error = refused_registering_nothing(monkeypatch, plan, paths)
+    assert error.key == key and "\n" not in str(error)
+    assert str(error).startswith(f"{key}: ") and expected in str(error)
+
+
+def test_grafana_viewers_parse_to_lower_case_object_ids_and_their_principal_type():
+    """A bare object id is a group (the type ARM is told); Type:<id> names it; object ids as Entra ID writes them."""
+    robot = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
+    cfg = parse(grafanaViewers=json.dumps([GROUP_ID.upper(), f"User:{USER_ID}", f"ServicePrincipal:{robot}"]))
+    assert cfg.grafana_viewers == ((GROUP_ID, "Group"), (USER_ID, "User"), (robot, "ServicePrincipal"))
+    assert parse().grafana_viewers == ()
