@@ -5,7 +5,7 @@
       │                                           └─► claims ─► Pyroscope Helm release ─► Service with the PLS
       │     └─► Grafana private link: wait for PLS ─┬─► MPE ─► approve ─► refresh ─► private IP ─► Pyroscope datasource
       │                                             └─► NetworkPolicy admitting the PLS's NAT IPs
-      └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; GPU dashboard (each beside)
+      └─► [created Azure Monitor workspace, Grafana] ─► role; Prometheus datasource; dashboard; viewers (each beside)
 
 An edge is kept only where the later step reads what the earlier one makes; each edge's reason is in a comment
 where it is made (tests/test_main.py pins the whole set). The unavoidable chain is release ─► Service ─► PLS ─► MPE
@@ -20,6 +20,7 @@ from components.gadget_namespace import GadgetNamespace, GadgetNamespaceArgs
 from components.gpu_dashboard import GpuDashboard, GpuDashboardArgs
 from components.grafana_datasources import GrafanaDatasources, GrafanaDatasourcesArgs
 from components.grafana_private_link import GrafanaPrivateLink, GrafanaPrivateLinkArgs
+from components.grafana_viewers import GrafanaViewers, GrafanaViewersArgs
 from components.inspektor_gadget import InspektorGadget, InspektorGadgetArgs
 from components.managed_grafana import ManagedGrafana, ManagedGrafanaArgs, deployer_principal_type
 from components.monitor_workspace import MonitorWorkspace, MonitorWorkspaceArgs
@@ -31,7 +32,7 @@ from existing.grafana import GrafanaFacts, MonitorWorkspaceFacts, lookup_grafana
 from existing.handmade import refuse_handmade
 from existing.kubeconfig import cluster_kubeconfig, kubeconfig_for, kubernetes_provider
 from existing.node_pools import refuse_unschedulable
-from existing.roles import assigns_monitoring_data_reader
+from existing.roles import assigns_monitoring_data_reader, viewers_to_assign
 from existing.taken import refuse_foreign_pls, refuse_taken
 from stack.secrecy import keep_secret
 from stack.specs import pyroscope_identity_name, stack_mark
@@ -51,11 +52,15 @@ client = authorization.get_client_config()
 refuse_taken(cfg, client.subscription_id, derived_account_name(cluster.id), pyroscope_identity_name(cfg.cluster_name))
 # A private link service of that name serving another cluster would be taken from it by the cloud provider: refused.
 pls_group = cfg.private_link_service_resource_group or cluster.node_resource_group
-refuse_foreign_pls(cfg.private_link_service_name, pls_group, cluster.load_balancer_scope, Pyroscope.owner_service)
+# This cluster's PLS, when there is one already: its id, which a preview puts in the endpoint (GrafanaPrivateLink).
+pls_id = refuse_foreign_pls(cfg.private_link_service_name, pls_group, cluster.load_balancer_scope,
+                            Pyroscope.owner_service)
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
 # Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).
 assign_role = assigns_monitoring_data_reader(cfg, workspace and workspace.id, grafana and grafana.principal_id)
+# Likewise a grafanaViewers principal holding Grafana Viewer on the workspace by an assignment made elsewhere.
+viewers = viewers_to_assign(cfg, grafana and grafana.id)
 kubeconfig_text = cluster_kubeconfig(cfg)
 # A private cluster's API server answers only on its network: refused here in one line, not read later as "gone".
 refuse_unreachable(cfg, cluster, kubeconfig_text)
@@ -198,6 +203,7 @@ private_link = GrafanaPrivateLink(
         owner_service=pyroscope.owner_service,
         private_link_ip_address_count=cfg.private_link_ip_address_count,  # the NAT IPs the wait waits for
         private_link_subnet=cfg.private_link_subnet,
+        known_private_link_service_id=pls_id,  # a preview's endpoint keeps it while the wait is updated
         tags=cfg.tags,
         admit_nat_addresses=cfg.pyroscope_network_policy,  # Pyroscope's NetworkPolicy admits the PLS's NAT IPs
         pyroscope_namespace=namespace.namespace,
@@ -254,6 +260,10 @@ dashboard = GpuDashboard(
     # needs Grafana and the Admin role, not the datasources, so it runs beside the private link chain.
     opts=pulumi.ResourceOptions(depends_on=grafana_ready or None),
 )
+
+# --- Who reads it: Grafana Viewer on the workspace for each of grafanaViewers (ARM calls, beside the rest) ---------
+if viewers:
+    GrafanaViewers("grafana-viewers", GrafanaViewersArgs(grafana.id, client.subscription_id, viewers))
 
 # --- Outputs (docs/outputs.md) ---------------------------------------------------------------------------------
 for name, value in {

@@ -3,7 +3,7 @@
 Owns: :data:`NAMESPACE` (``gadget``) and its owner mark (:data:`STACK_ANNOTATION`), Pyroscope's release name, port,
 selector labels and majors, the private-link NetworkPolicy (:data:`PRIVATE_LINK_POLICY`,
 :func:`private_link_policy_spec`), the built-in role ids the stack assigns (:data:`MONITORING_DATA_READER`,
-:data:`GRAFANA_ADMIN`, :data:`STORAGE_BLOB_DATA_CONTRIBUTOR`) and the role-assignment naming
+:data:`GRAFANA_ADMIN`, :data:`GRAFANA_VIEWER`, :data:`STORAGE_BLOB_DATA_CONTRIBUTOR`) and the role-assignment naming
 (:func:`role_definition_id`, :func:`role_assignment_name`), an ARM id's type (:func:`arm_type`). Pure values and
 functions, no resources; components import them so that no component imports another. Errors: ValueError from
 :func:`private_link_policy_spec` for an address that is not one. Upstream: Azure built-in roles reference
@@ -79,6 +79,9 @@ def private_link_policy_spec(nat_addresses: Sequence[str]) -> dict:
 MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
 #: Grafana Admin: the deployer on a Grafana the stack creates (components/managed_grafana.py).
 GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
+#: Grafana Viewer: the people the stack is for (``grafanaViewers``), read-only on the Grafana workspace
+#: (components/grafana_viewers.py; MicrosoftDocs/azure-docs articles/managed-grafana/how-to-share-grafana-workspace.md).
+GRAFANA_VIEWER = "60921a7e-fef1-4a43-9b16-a26c52ad4769"
 #: Storage Blob Data Contributor (Azure built-in roles reference, "Storage Blob Data Contributor", Id): Pyroscope's
 #: identity on its blob container (components/pyroscope_storage.py).
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
