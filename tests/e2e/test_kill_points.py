@@ -13,7 +13,8 @@ import os
 
 import pytest
 
-from tests.support.kill_points import KILL_POINTS, KillPoint, kill_during, pending_operations, recover
+from tests.support.kill_points import (KILL_POINTS, KUBERNETES, OBJECTS, KillPoint, kill_during, pending_operations,
+                                       recover)
 
 STACK = "dev"
 UP = ["up", "--yes", "--skip-preview"]
@@ -117,6 +118,7 @@ def test_a_run_killed_at_this_point_converges_after_the_documented_recovery(
     claim = aks.cp.get(CLAIM)
     killed = kill_during(ws, aks, STACK, argv, point)
     assert killed.effect_seen, f"{point.id}: the kill came before the {point.op} took effect"
+    left = aks.cp.get(OBJECTS[point.resource]) if point.hold == KUBERNETES and point.op == "create" else None
     assert (point.resource, point.pending) in pending_operations(ws)
     steps = summary(recover(ws, aks))
     expected = [s.split(" (")[0] for s in point.recovery()[:-1]]
@@ -140,3 +142,5 @@ def test_a_run_killed_at_this_point_converges_after_the_documented_recovery(
     assert azure_objects(aks) == azure
     if claim is not None:
         assert aks.cp.get(CLAIM)["metadata"]["uid"] == claim["metadata"]["uid"], "the profile claim was replaced"
+    if left is not None:  # the object the kill left is kept, never replaced by the recovery's next run
+        assert aks.cp.get(OBJECTS[point.resource])["metadata"]["uid"] == left["metadata"]["uid"], point.resource

@@ -69,6 +69,9 @@ CLAIM = "/api/v1/namespaces/gadget/persistentvolumeclaims/data-pyroscope-0"
 SERVICE = "/api/v1/namespaces/gadget/services/pyroscope-private-link"
 POLICY = "/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies/pyroscope"
 NAT_POLICY = "/apis/networking.k8s.io/v1/namespaces/gadget/networkpolicies/pyroscope-grafana-nat"
+#: The API path of each Kubernetes object a kill point creates: the object the kill left must be the one kept.
+OBJECTS = {"gadget-namespace": NAMESPACE, "pyroscope-data-0": CLAIM, "pyroscope-network-policy": POLICY,
+           "pyroscope-private-link": SERVICE}
 
 
 def _connection(status: str) -> Effect:
