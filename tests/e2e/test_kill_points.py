@@ -13,8 +13,15 @@ import os
 
 import pytest
 
-from tests.support.kill_points import (KILL_POINTS, KUBERNETES, OBJECTS, KillPoint, kill_during, pending_operations,
-                                       recover)
+from tests.support.kill_points import (
+    KILL_POINTS,
+    KUBERNETES,
+    OBJECTS,
+    KillPoint,
+    kill_during,
+    pending_operations,
+    recover,
+)
 
 STACK = "dev"
 UP = ["up", "--yes", "--skip-preview"]
