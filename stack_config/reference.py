@@ -2,7 +2,8 @@
 
 Owns: how the keys are grouped (required: no default, or a description that starts with "Required"; common: the
 ``COMMON`` list, the keys a first or typical stack sets; advanced: the rest, under Pulumi.yaml's section comments)
-and how a key is shown (type, default as the CLI writes it, description). Input: Pulumi.yaml, read with PyYAML.
+and how a key is shown (a list item: type, default as the CLI writes it, description without its "Required unless"
+sentence, which the intro says once). Input: Pulumi.yaml, read with PyYAML.
 Output: the Markdown page on stdout. Errors: a ``COMMON`` key that Pulumi.yaml lacks raises ``KeyError``.
 Regenerate: ``.venv/bin/python -m stack_config.reference > docs/configuration.md`` (tests/stack_config/
 test_reference.py fails while the page differs). Mirrors the project file's config block:
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -26,14 +28,14 @@ COMMON = ("production", "tags", "multiCluster", "clusterStack", "grafanaStack", 
           "pyroscopeRetention", "pyroscopeNetworkPolicy", "privateLinkVisibility", "createGrafana",
           "createMonitorWorkspace", "assignMonitoringDataReader", "dashboardProfileType")
 
-INTRO = """\
-Every key lives in the namespace `aks-gpu-observability:` and is declared and typed in `Pulumi.yaml`; the stack
-validates all of them before it registers any resource (an invalid value exits with one line naming the key). The
-Pulumi CLI hands every default to the program, so a default means the same whether or not it is written out (derived
-names: `""` = derive; the role: `auto`). *required\\**: required unless `clusterStack` (the cluster keys) or
-`grafanaStack` (the Grafana and workspace keys) supplies it; a key set here wins over a referenced output.
+OPENER = "For whoever sets up or changes a stack: each config key's type, default and meaning."
 
-An array key takes its items one by one: `pulumi config set --path 'tags[0]' costCenter=1234`, then `'tags[1]'`
+INTRO = """\
+Keys live in the namespace `aks-gpu-observability:`. The stack checks every value before it registers anything; an
+invalid one exits with one line naming the key (for a name, the characters allowed). A default acts the same written
+out or not; `""` on a name derives it. *required\\**: unless `clusterStack` or `grafanaStack` supplies it.
+
+Set an array key item by item: `pulumi config set --path 'tags[0]' costCenter=1234`, then `'tags[1]'`
 (`pulumi config set tags '[...]'` stores a string, which the CLI refuses); offline:
 `--set-path 'tags[0]=costCenter=1234'`."""
 
@@ -69,13 +71,20 @@ def shown_default(decl: dict) -> str:
     return f"`{text}`" if text else '`""`'
 
 
-def table(keys: list[str], config: dict[str, dict]) -> list[str]:
-    rows = ["| Key | Type | Default | Description |", "|---|---|---|---|"]
+#: The sentence a required* key's description opens with; the page says it once, in the intro.
+_REQUIRED_UNLESS = re.compile(r"^Required unless \w+ supplies it\. ")
+
+
+def entries(keys: list[str], config: dict[str, dict]) -> list[str]:
+    """One list item per key: ``- `key` (type, default): description``, wrapped at 120 characters."""
+    lines = []
     for key in keys:
         decl = config[key]
-        description = " ".join(str(decl.get("description", "")).split()).replace("|", "\\|")
-        rows.append(f"| `{key}` | {decl['type']} | {shown_default(decl)} | {description} |")
-    return rows
+        description = _REQUIRED_UNLESS.sub("", " ".join(str(decl.get("description", "")).split()))
+        head = f"- `{key}` ({decl['type']}, {shown_default(decl)}):".replace(" ", "\0")  # kept on one line
+        lines += [line.replace("\0", " ") for line in textwrap.wrap(
+            f"{head} {description}", 120, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)]
+    return lines
 
 
 def render(path: Path = PROJECT_FILE) -> str:
@@ -86,13 +95,11 @@ def render(path: Path = PROJECT_FILE) -> str:
         raise KeyError(f"COMMON names keys Pulumi.yaml does not declare: {', '.join(missing)}")
     common = [key for key in COMMON if key not in first]
     advanced = [key for key in config if key not in first and key not in common]
-    lines = ["# Configuration", "", f"<!-- Generated from Pulumi.yaml by `{COMMAND}`; do not edit. -->", "",
-             INTRO, "", f"## Required ({len(first)})", "", *table(first, config), "",
-             f"## Common ({len(common)})", "", "What a first or typical stack sets besides the required keys.", "",
-             *table(common, config), "", f"## Advanced ({len(advanced)})", "",
-             "Everything else, grouped as in `Pulumi.yaml`."]
+    lines = ["# Configuration", "", OPENER, "", f"<!-- Generated from Pulumi.yaml: {COMMAND} (do not edit) -->", "",
+             INTRO, "", f"## Required ({len(first)})", "", *entries(first, config), "",
+             f"## Common ({len(common)})", "", *entries(common, config), "", f"## Advanced ({len(advanced)})"]
     for title in dict.fromkeys(titles[key] for key in advanced):
-        lines += ["", f"### {title}", "", *table([key for key in advanced if titles[key] == title], config)]
+        lines += ["", f"### {title}", "", *entries([key for key in advanced if titles[key] == title], config)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,5 @@
 """docs/configuration.md is stack_config.reference's output: every key of Pulumi.yaml, grouped required / common /
-advanced, with the type and default Pulumi.yaml declares (the table a reader sets a stack from)."""
+advanced, with the type and default Pulumi.yaml declares (the list a reader sets a stack from)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ REGENERATE = f"regenerate it: {reference.COMMAND}"
 
 
 def page_rows() -> dict[str, list[tuple[str, str, str]]]:
-    """key -> [(section, type, default shown)] for every table row of the page (a key listed twice has two)."""
+    """key -> [(section, type, default shown)] for every key's list item, ``- `key` (type, default): description``,
+    of the page (a key listed twice has two)."""
     rows, section = {}, ""
     for line in PAGE.read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
             section = line[3:].split(" (", 1)[0]
-        elif match := re.match(r"^\| `(\w+)` \| (\w+) \| (.+?) \| ", line):
+        elif match := re.match(r"^- `(\w+)` \((\w+), (.+?)\):(?: |$)", line):
             rows.setdefault(match.group(1), []).append((section, match.group(2), match.group(3)))
     return rows
 
