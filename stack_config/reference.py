@@ -26,7 +26,7 @@ COMMAND = ".venv/bin/python -m stack_config.reference > docs/configuration.md"
 COMMON = ("production", "tags", "multiCluster", "clusterStack", "grafanaStack", "kubeconfigCredentials",
           "kubeloginMode", "extensionVersion", "pyroscopeChartVersion", "pyroscopeMode", "pyroscopeStorageSize",
           "pyroscopeRetention", "pyroscopeNetworkPolicy", "privateLinkVisibility", "createGrafana",
-          "createMonitorWorkspace", "assignMonitoringDataReader", "dashboardProfileType")
+          "createMonitorWorkspace", "assignMonitoringDataReader", "grafanaViewers", "dashboardProfileType")
 
 OPENER = "For whoever sets up or changes a stack: each config key's type, default and meaning."
 
