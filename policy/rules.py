@@ -94,6 +94,12 @@ DEFAULT_ALLOWED_ROLES = [
     "60921a7e-fef1-4a43-9b16-a26c52ad4769",
     "ba92f5b4-2d11-453d-a403-e96b0029c9fe",  # Storage Blob Data Contributor: Pyroscope's identity on its container
 ]
+#: Grafana Admin, Editor, Viewer: granted on one Grafana workspace only (:data:`_GRAFANA_SCOPE`).
+GRAFANA_ROLES = {
+    "22926164-76b3-42b3-bc55-97df8dab3e41": "Grafana Admin",
+    "a79a5197-3a5c-4973-a920-486035ffd60f": "Grafana Editor",
+    "60921a7e-fef1-4a43-9b16-a26c52ad4769": "Grafana Viewer",
+}
 #: Owner, Contributor, User Access Administrator: never at subscription scope, whatever the config says.
 BROAD_ROLES = {
     "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
@@ -108,6 +114,8 @@ _ROLE_ID = re.compile(
     r"(?:/subscriptions/[0-9a-fA-F-]{36})?/providers/Microsoft\.Authorization/roleDefinitions/([0-9a-fA-F-]{36})",
     re.IGNORECASE,
 )
+_GRAFANA_SCOPE = re.compile(r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Dashboard/grafana/[^/]+",
+                            re.IGNORECASE)
 _SECRET_KEY = re.compile(
     r"password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|connection[_-]?string|"
     r"sas[_-]?(?:token|url)|credential",
@@ -507,22 +515,34 @@ def _roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
         return
     role = match.group(1).lower()
     allowed = [r.lower() for r in (args.get_config().get("allowedRoleDefinitionIds") or DEFAULT_ALLOWED_ROLES)]
-    if role in BROAD_ROLES:
+
+    def scope() -> Optional[str]:
         try:  # read last: the scope is not known at preview when the stack creates what it points at
-            scope = str(fields[1]() or "")
+            return str(fields[1]() or "")
         except UnknownValueError:
-            scope = ""
-        if re.fullmatch(r"/subscriptions/[^/]+/?", scope):
-            report(f"{BROAD_ROLES[role]} at subscription scope {scope} is never granted by this stack.")
+            return None
+
+    if role in BROAD_ROLES:
+        where = scope() or ""
+        if re.fullmatch(r"/subscriptions/[^/]+/?", where):
+            report(f"{BROAD_ROLES[role]} at subscription scope {where} is never granted by this stack.")
             return
     if role not in allowed:
         report(f"role {role} is not an allowed built-in role (allowedRoleDefinitionIds).")
+        return
+    # A Grafana role on a resource group or subscription reaches every Grafana in it, present and future; and no
+    # role-assignment condition can limit the scope (docs/deployer-role.md), so the rule does.
+    where = scope() if role in GRAFANA_ROLES else None
+    if where is not None and not _GRAFANA_SCOPE.fullmatch(where.rstrip("/")):
+        report(f"{GRAFANA_ROLES[role]} at scope {where or '(none)'}: a Grafana role is granted on one Grafana "
+               "workspace (…/providers/Microsoft.Dashboard/grafana/<name>) only.")
 
 
 role_assignment_least_privilege = ResourceValidationPolicy(
     name="role-assignment-least-privilege",
-    description="Role assignments (and steps that ensure one) use an allowed built-in role id, and never Owner, "
-                "Contributor or User Access Administrator at subscription scope.",
+    description="Role assignments (and steps that ensure one) use an allowed built-in role id, never Owner, "
+                "Contributor or User Access Administrator at subscription scope, and a Grafana role (Admin, Editor, "
+                "Viewer) only on one Grafana workspace.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_roles,
     config_schema=PolicyConfigSchema(
@@ -604,8 +624,9 @@ POLICIES = [
 
 
 #: What the pack, the tests and ``python -m offline.plan --policy`` read as ``rules.<name>``.
-__all__ = ["BROAD_ROLES", "COMMAND", "DEFAULT_ALLOWED_ROLES", "EXTENSION", "GRAFANA", "MPE", "NETWORK_POLICY",
-           "NOT_KNOWN", "PACK_NAME", "POLICIES", "RELEASE", "ROLE_ASSIGNMENT", "SERVICE", "TAGGABLE_TYPES",
+__all__ = ["BROAD_ROLES", "COMMAND", "DEFAULT_ALLOWED_ROLES", "EXTENSION", "GRAFANA", "GRAFANA_ROLES", "MPE",
+           "NETWORK_POLICY", "NOT_KNOWN", "PACK_NAME", "POLICIES", "RELEASE", "ROLE_ASSIGNMENT", "SERVICE",
+           "TAGGABLE_TYPES",
            "approval_targets_one_connection", "connection_name", "extension_version_pinned",
            "extension_version_pinned_in_production", "grafana_public_network_access_disabled",
            "grafana_standard_with_identity", "helm_chart_pinned", "inspektor_gadget_gpu_observability", "known",

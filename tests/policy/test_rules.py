@@ -668,9 +668,8 @@ def test_roles_pass():
         == []
     )
     assert (
-        check(
-            rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role("22926164-76b3-42b3-bc55-97df8dab3e41")
-        )
+        check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT,
+              role("22926164-76b3-42b3-bc55-97df8dab3e41", GRAFANA_SCOPE))
         == []
     )
     reader = "acdd72a7-3385-48ef-bd42-f606fba81ae7"
@@ -706,6 +705,47 @@ def test_roles_fail():
         rules.ROLE_ASSIGNMENT,
         {"roleDefinitionId": "Monitoring Data Reader", "scope": "x"},
     )
+
+
+GRAFANA_SCOPE = f"/subscriptions/{SUB}/resourceGroups/rg-observability/providers/Microsoft.Dashboard/grafana/amg"
+GRAFANA_VIEWER = "60921a7e-fef1-4a43-9b16-a26c52ad4769"
+
+
+@pytest.mark.parametrize("guid, scope, expected", [
+    (GRAFANA_VIEWER, GRAFANA_SCOPE, []),
+    (GRAFANA_VIEWER, GRAFANA_SCOPE.upper() + "/", []),  # ARM ids are case-insensitive
+    (GRAFANA_VIEWER, UNKNOWN_STRING_VALUE, []),  # a Grafana the stack creates: its id is known at `up` only
+    (GRAFANA_VIEWER, f"/subscriptions/{SUB}/resourceGroups/rg-observability",
+     [f"Grafana Viewer at scope /subscriptions/{SUB}/resourceGroups/rg-observability: a Grafana role is granted on one "
+      "Grafana workspace (…/providers/Microsoft.Dashboard/grafana/<name>) only."]),
+    (GRAFANA_VIEWER, f"/subscriptions/{SUB}",
+     [f"Grafana Viewer at scope /subscriptions/{SUB}: a Grafana role is granted on one Grafana workspace "
+      "(…/providers/Microsoft.Dashboard/grafana/<name>) only."]),
+    ("a79a5197-3a5c-4973-a920-486035ffd60f", f"{GRAFANA_SCOPE}/managedPrivateEndpoints/mpe",
+     [f"Grafana Editor at scope {GRAFANA_SCOPE}/managedPrivateEndpoints/mpe: a Grafana role is granted on one Grafana "
+      "workspace (…/providers/Microsoft.Dashboard/grafana/<name>) only."]),
+    ("22926164-76b3-42b3-bc55-97df8dab3e41", f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/"
+     "accounts/amw", ["Grafana Admin at scope /subscriptions/" + SUB + "/resourceGroups/rg/providers/Microsoft.Monitor/"
+                      "accounts/amw: a Grafana role is granted on one Grafana workspace "
+                      "(…/providers/Microsoft.Dashboard/grafana/<name>) only."]),
+])
+def test_a_grafana_role_is_granted_on_one_grafana_workspace_only(guid, scope, expected):
+    """Grafana Viewer for ML engineers on a resource group or subscription would let them into every Grafana there,
+    present and future; no condition on the deployer's role assigner can stop that (conditions have no scope
+    attribute), so the pack does, for Admin and Editor too."""
+    assert check(rules.role_assignment_least_privilege, rules.ROLE_ASSIGNMENT, role(guid, scope)) == expected
+
+
+def test_a_plan_with_grafana_viewers_passes_the_role_rule():
+    """The stack's own viewer assignments are on the Grafana workspace, for an existing Grafana and a created one."""
+    viewers = [("grafanaViewers[0]", "0b2f6c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b", True),
+               ("grafanaViewers[1]", "User:9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", True)]
+    for overrides in ({}, {"createGrafana": "true"}):
+        plan = run("dev", overrides, config_sets=viewers)
+        assert len([r for r in plan.by_type(rules.ROLE_ASSIGNMENT)
+                    if r.inputs["roleDefinitionId"].endswith(GRAFANA_VIEWER)]) == 2
+        found = {v.policy for v in policy_check.evaluate(plan)}
+        assert "role-assignment-least-privilege" not in found, found
 
 
 def ensure_step(guid, scope=f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"):
