@@ -554,7 +554,9 @@ def test_phase_1_runs_a_group_of_stacks_at_once_and_records_each(tmp_path):
     state.write_text("c\n")
     done = sh("cluster", "--stacks", json.dumps(list("abcd")), "--grafana", "rg/amg", "--out", str(records),
               env={"PULUMI": str(stand_in), "PYTHON": str(stand_in), "FLEET_LOG": str(log), "FAIL": "d:up",
-                   "SERIAL": "b", "FLEET_STATE": str(state), "SLEEP_PREVIEW": "0.5", "GITHUB_RUN_ATTEMPT": "2",
+                   # Each preview lasts long enough for all four to start under the suite's load (5 of 6 overlaps
+                   # at 0.5 s and a load of 18).
+                   "SERIAL": "b", "FLEET_STATE": str(state), "SLEEP_PREVIEW": "3", "GITHUB_RUN_ATTEMPT": "2",
                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
     assert done.returncode == 1, "a failed stack fails the job"
     calls = [json.loads(line) for line in log.read_text().splitlines()]
