@@ -52,7 +52,9 @@ client = authorization.get_client_config()
 refuse_taken(cfg, client.subscription_id, derived_account_name(cluster.id), pyroscope_identity_name(cfg.cluster_name))
 # A private link service of that name serving another cluster would be taken from it by the cloud provider: refused.
 pls_group = cfg.private_link_service_resource_group or cluster.node_resource_group
-refuse_foreign_pls(cfg.private_link_service_name, pls_group, cluster.load_balancer_scope, Pyroscope.owner_service)
+# This cluster's PLS, when there is one already: its id, which a preview puts in the endpoint (GrafanaPrivateLink).
+pls_id = refuse_foreign_pls(cfg.private_link_service_name, pls_group, cluster.load_balancer_scope,
+                            Pyroscope.owner_service)
 grafana = None if cfg.create_grafana else lookup_grafana(cfg)
 workspace = None if cfg.create_monitor_workspace else lookup_monitor_workspace(cfg)
 # Azure's onboarding may have given Grafana's identity the role already: then none is assigned (or `true` is refused).
@@ -201,6 +203,7 @@ private_link = GrafanaPrivateLink(
         owner_service=pyroscope.owner_service,
         private_link_ip_address_count=cfg.private_link_ip_address_count,  # the NAT IPs the wait waits for
         private_link_subnet=cfg.private_link_subnet,
+        known_private_link_service_id=pls_id,  # a preview's endpoint keeps it while the wait is updated
         tags=cfg.tags,
         admit_nat_addresses=cfg.pyroscope_network_policy,  # Pyroscope's NetworkPolicy admits the PLS's NAT IPs
         pyroscope_namespace=namespace.namespace,

@@ -24,7 +24,7 @@ from pulumi_azure_native import dashboard, network
 from pulumi_command import local
 
 from stack import grafana_lock
-from stack.phase import after
+from stack.phase import after, previewing
 from stack.recovery import already_exists_hooks
 from stack.specs import NAMESPACE, PATCH_FORCE, PRIVATE_LINK_POLICY, private_link_policy_spec
 from steps.command import DASHBOARD_API_VERSION, forwarded_depends_on, script_command
@@ -142,6 +142,36 @@ def created_at(system_data) -> str:
     return (getattr(system_data, "created_at", None) if system_data is not None else None) or ""
 
 
+def names_private_link_service(resource_id: Optional[str], resource_group, name: str) -> bool:
+    """True if ``resource_id`` is the ARM id of private link service ``name`` in ``resource_group`` (a string; ARM
+    compares ids case-insensitively: ``/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Network/
+    privateLinkServices/<name>``)."""
+    if not resource_id or not isinstance(resource_group, str):
+        return False
+    parts = resource_id.lower().split("/")
+    return (len(parts) == 9 and parts[0] == "" and parts[1] == "subscriptions" and parts[3] == "resourcegroups"
+            and parts[5:7] == ["providers", "microsoft.network"] and parts[7] == "privatelinkservices"
+            and parts[4] == resource_group.lower() and parts[8] == name.lower())
+
+
+def preview_pls_id(args: "GrafanaPrivateLinkArgs", wait: pulumi.Resource, looked_up: pulumi.Output) -> pulumi.Output:
+    """The PLS id the MPE, its approval and refresh get: ``looked_up`` (the lookup after the wait), except in a preview
+    where :attr:`GrafanaPrivateLinkArgs.known_private_link_service_id` names the PLS this component waits for and the
+    wait keeps its id (updated, not created or replaced): then that id, read before anything was registered.
+
+    A preview answers an updated command's outputs unknown (pulumi-go-provider's markComputed), so the lookup behind
+    the wait too; the MPE's privateLinkResourceId (create-only) would be unknown and the preview would show the MPE,
+    approval and refresh replaced, which `pulumi up` (the same PLS: an ARM id is its subscription, group and name)
+    does not do. The engine keeps an updated resource's id in a preview and has none for one it creates or replaces
+    (pulumi/pulumi pkg/resource/deploy/step.go ``UpdateStep.Apply`` @ v3.259.0), so a new or replaced wait (a new
+    name or group, a new Service) still shows the endpoint chain replaced. docs/decisions/preview-private-link.md."""
+    known = args.known_private_link_service_id
+    if not previewing() or not names_private_link_service(known, args.private_link_service_resource_group,
+                                                          args.private_link_service_name):
+        return looked_up
+    return wait.id.apply(lambda _: known)
+
+
 @dataclass(frozen=True)
 class GrafanaPrivateLinkArgs:
     """Inputs of :class:`GrafanaPrivateLink`.
@@ -183,6 +213,9 @@ class GrafanaPrivateLinkArgs:
     load_balancer_scope: str = ""
     owner_service: str = ""
     pyroscope_namespace: Optional[k8s.core.v1.Namespace] = None
+    #: The PLS's ARM id as ARM answered it before anything was registered (existing/taken.py refuse_foreign_pls), or
+    #: None when there was none: what a preview puts in the MPE while the wait is only updated (:func:`preview_pls_id`).
+    known_private_link_service_id: Optional[str] = None
 
     @property
     def private_endpoint_name(self) -> str:
@@ -225,6 +258,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[wait]),
         )
         self.private_link_service_id = pls.id
+        # What the endpoint chain is keyed on: the lookup's id, or in a preview behind an updated wait the id read
+        # before anything was registered (preview_pls_id).
+        pls_id = preview_pls_id(args, wait, self.private_link_service_id)
         # The PLS's NAT addresses: what Grafana's connections come from at Pyroscope's pod
         # (Pyroscope.admit_private_link).
         self.nat_addresses = pls.ip_configurations.apply(
@@ -267,8 +303,9 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
         )
         nonce = pulumi.Output.secret(nonce_step.stdout)
         marker = pulumi.Output.unsecret(nonce.apply(approval_marker))
-        # The fleet's Grafana phase writes one Grafana's endpoints one process at a time (stack/grafana_lock.py).
-        held = grafana_lock.hold(pls.id)
+        # The fleet's Grafana phase writes one Grafana's endpoints one process at a time (stack/grafana_lock.py): at
+        # `pulumi up` this holds the lookup's id; a preview holds nothing.
+        held = grafana_lock.hold(pls_id)
         mpe = dashboard.ManagedPrivateEndpoint(
             f"{name}-mpe",
             managed_private_endpoint_name=args.managed_private_endpoint_name,
@@ -297,7 +334,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             },
             # The MPE's creation time: a new MPE, replaced or created anew under the same name (the same id), is a new
             # approval (docs/decisions/private-link.md).
-            triggers=[pls.id, mpe.system_data.apply(created_at)],
+            triggers=[pls_id, mpe.system_data.apply(created_at)],
             # After the MPE: its creation makes the Pending connection this step approves. The MPE's id is its
             # name, the same after a replacement; its new connection needs a new approval.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[mpe], replace_with=[mpe]),
@@ -313,7 +350,7 @@ class GrafanaPrivateLink(pulumi.ComponentResource):
             },
             # A new MPE (its creation time) is a new approval to refresh, whichever run approved it: the fleet's
             # Grafana phase approves in one pulumi up and refreshes in the next (docs/fleet.md).
-            triggers=[pls.id, mpe.system_data.apply(created_at)],
+            triggers=[pls_id, mpe.system_data.apply(created_at)],
             # After the approval: Grafana sees an approval only at a refresh that follows it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[approval], replace_with=[approval]),
         )

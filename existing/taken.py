@@ -94,26 +94,26 @@ def refuse_taken(cfg: StackConfig, subscription_id: str, account_name: str, iden
                                           f"{key}={value} tag): {instead}")
 
 
-def _az_pls(resource_group: str, name: str) -> Optional[tuple[str, str]]:
-    """(its load balancer frontend's id, its ``k8s-azure-owner-service`` tag) of the private link service ``name`` in
-    ``resource_group``, or None when ARM finds nothing there."""
+def _az_pls(resource_group: str, name: str) -> Optional[tuple[str, str, str]]:
+    """(its load balancer frontend's id, its ``k8s-azure-owner-service`` tag, its ARM id as ARM spells it) of the
+    private link service ``name`` in ``resource_group``, or None when ARM finds nothing there."""
     try:
         answer = az("network", "private-link-service", "show", "--resource-group", resource_group, "--name", name,
                     "--query", "[loadBalancerFrontendIpConfigurations[0].id || '', tags.\"k8s-azure-owner-service\" "
-                    "|| '']", "--output", "json")
+                    "|| '', id || '']", "--output", "json")
     except AzError as error:
         if error.kind == "not_found" or re.search(r"NotFound\)|'Not Found'", error.stderr):
             return None
         raise
-    frontend, owner = json.loads(answer or '["", ""]')
-    return frontend, owner
+    frontend, owner, resource_id = json.loads(answer or '["", "", ""]')
+    return frontend, owner, resource_id
 
 
-#: ``(resource group, name) -> (frontend id, owner tag), or None``; the offline plan sets its canned world's.
-PLS_LOOKUP: Callable[[str, str], Optional[tuple[str, str]]] = _az_pls
+#: ``(resource group, name) -> (frontend id, owner tag, ARM id), or None``; the offline plan sets its canned world's.
+PLS_LOOKUP: Callable[[str, str], Optional[tuple[str, str, str]]] = _az_pls
 
 
-def refuse_foreign_pls(name: str, resource_group: str, load_balancer_scope: str, owner_service: str) -> None:
+def refuse_foreign_pls(name: str, resource_group: str, load_balancer_scope: str, owner_service: str) -> Optional[str]:
     """Raise ConfigError (key ``privateLinkServiceName``) when a private link service ``name`` already exists in
     ``resource_group`` on a load balancer outside ``load_balancer_scope``: another cluster's. The AKS cloud provider
     would otherwise repoint it to this stack's Service and overwrite its owner tag, taking it from the cluster it
@@ -121,18 +121,20 @@ def refuse_foreign_pls(name: str, resource_group: str, load_balancer_scope: str,
     (after it), after the release and the Service exist. One of this cluster's passes whatever Service owns it: the
     chart's ``gadget/pyroscope`` (a stack from before ``owner_service``, or the published procedure, which the
     private link's move and existing/handmade.py handle) or this stack's; the wait step checks the owner
-    (steps/wait_private_link_service.sh)."""
+    (steps/wait_private_link_service.sh). Returns the ARM id of this cluster's PLS as ARM answered it (what a preview
+    puts in the managed private endpoint: components/grafana_private_link.py), or None when there is none yet, ARM
+    answered no id, or az could not tell (a warning; the stack goes on)."""
     try:
         found = PLS_LOOKUP(resource_group, name)
     except (AzError, AzNotInstalled) as error:
         masking.warn(f"privateLinkServiceName: could not tell whether private link service {name} exists in "
                         f"{resource_group} ({error.last_line}); the stack goes on")
-        return
+        return None
     if found is None:
-        return
-    frontend, owner = found
+        return None
+    frontend, owner, resource_id = found
     if frontend.lower().startswith(load_balancer_scope.lower()):
-        return
+        return resource_id or None
     raise ConfigError("privateLinkServiceName", f"private link service {name} in {resource_group} already serves "
                       f"load balancer frontend {frontend or 'none'} (k8s-azure-owner-service {owner or 'none'}), not "
                       f"this cluster's Service {owner_service}; the AKS cloud provider would take it over from what "

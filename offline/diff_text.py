@@ -1,8 +1,9 @@
 """The offline preview diff as a reviewer reads it: the text ``python -m offline.plan --diff-against`` prints.
 
 Owns: :func:`render_text` (label, summary, replacements first with their order and reasons, then updates, creates,
-deletes and reads with their field diffs, then the engine's order) and :func:`summary_line` (Pulumi's words for the
-counts). Input: a :class:`~offline.diff.Diff`. Output: text. Errors: none. Upstream (the wording it follows):
+deletes and reads with their field diffs, a line holding a canned value marked as the plan marks it, then the
+engine's order) and :func:`summary_line` (Pulumi's words for the counts). Input: a :class:`~offline.diff.Diff`.
+Output: text. Errors: none. Upstream (the wording it follows):
 https://github.com/pulumi/pulumi/tree/v3.230.0/pkg/engine/lifecycletest/testdata/output
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from offline import canned
 from offline.diff import LABEL, Diff, input_diffs
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": " ", "read": ">"}
@@ -75,7 +77,7 @@ def render_text(diff: Diff, title: str) -> str:
             order = f" ({step.replace_order})" if step.replace_order else ""
             lines.append(f" {_SYMBOL[op]:<2} {step.type}  {step.name}  {op}{order}")
             lines += [f"       because {reason}" for reason in step.reasons if op in ("replace", "update", "delete")]
-            lines += ["       ~ {}: {} => {}".format(path, *_values(old, new)) for d in step.diffs
+            lines += [canned.marked("       ~ {}: {} => {}".format(path, *_values(old, new))) for d in step.diffs
                       for path, old, new in _expanded(d)]
     lines += ["", "Engine order (pulumi up" + (", with the canned answers: the replacements that exist only in "
                                                "preview are not made)" if diff.preview_only else ")") + ":"]

@@ -73,8 +73,7 @@ def _input_lines(value, indent: str) -> list[str]:
 
 def _marked(line: str, also: Optional[str] = None) -> str:
     """``line`` with ``[canned: ...]`` naming the canned values it holds (offline/canned.py CANNED_VALUES), if any."""
-    found = ([also] if also else []) + canned.canned_in(line)
-    return f"{line}  [canned: {', '.join(found)}]" if found else line
+    return canned.marked(line, also)
 
 
 def render_text(plan: Plan) -> str:
@@ -117,6 +116,10 @@ def render_text(plan: Plan) -> str:
             lines += [_marked(line) for line in _input_lines(resource.inputs, "      ")]
             options = [name for name in ("deleteBeforeReplace", "retainOnDelete", "protect")
                        if resource.options.get(name)]
+            ignored = resource.options.get("ignoreChanges") or []
+            if ignored:  # the engine keeps the state's value at these paths: a change there is no diff
+                options.insert(1 if "deleteBeforeReplace" in options else 0,
+                               f"ignoreChanges {json.dumps(list(ignored))}")
             if options:
                 lines.append(f"      (options: {', '.join(options)})")
     lines += ["", "Dependencies (as the engine records them):"]

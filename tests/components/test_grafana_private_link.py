@@ -302,6 +302,43 @@ def test_a_new_wait_alone_keeps_the_endpoint_at_up():
         ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
 
 
+WAIT = "grafana-private-link-wait-for-pls"
+OWN_FRONTEND = (f"/subscriptions/{canned.SUBSCRIPTION_ID}/resourceGroups/{NODE_RG}/providers/Microsoft.Network/"
+                "loadBalancers/kubernetes-internal/frontendIPConfigurations/d4e5f6")
+
+
+def _endpoint_ids(p) -> tuple:
+    """What the preview diffs the endpoint chain on: the MPE's privateLinkResourceId (a replace-on-change input) and the
+    PLS id in the approval's and the refresh's triggers."""
+    return (p.one(MPE).inputs["privateLinkResourceId"], command(p, "approve-connection").inputs["triggers"][1],
+            command(p, "refresh").inputs["triggers"][1])
+
+
+def test_a_preview_uses_the_pls_id_read_before_anything_while_the_wait_is_only_updated(plan, monkeypatch):
+    """A new privateLinkSubnet (or IP count) updates the wait; a preview answers an updated command's stdout unknown,
+    so the PLS lookup behind it too, and the endpoint's privateLinkResourceId was unknown: every preview showed the
+    endpoint, its approval and refresh replaced, which `pulumi up` (the same PLS, the same id) never did. In a preview
+    whose wait keeps its id (an update), the id the program read before registering anything (existing/taken.py) is
+    used as ARM spelled it; with no PLS there yet, an id naming another PLS, or a wait being created or replaced (its id
+    unknown), the inputs stay unknown. At `pulumi up` they come from the lookup after the wait, whatever was read."""
+    from offline import program
+    from offline.wire import UNKNOWN
+
+    wait = plan().named(WAIT).urn
+    updated, replaced = program.Pending({wait}, updated={wait}), program.Pending({wait})
+    change = {"privateLinkSubnet": "snet-pls"}
+    assert _endpoint_ids(program.run("dev", change, pending=updated)) == (UNKNOWN,) * 3  # no PLS there before
+
+    answers = {"pyroscope-pls": PLS_ID.upper(), "other-pls": PLS_ID.replace("pyroscope-pls", "another-pls")}
+    monkeypatch.setattr(canned, "private_link_service_owner", lambda group, name: (
+        (OWN_FRONTEND, "gadget/pyroscope-private-link", answers[name]) if name in answers else None))
+    assert _endpoint_ids(program.run("dev", change, pending=updated)) == (PLS_ID.upper(),) * 3
+    assert _endpoint_ids(program.run("dev", change, pending=replaced)) == (UNKNOWN,) * 3
+    other = program.run("dev", {**change, "privateLinkServiceName": "other-pls"}, pending=updated)
+    assert _endpoint_ids(other) == (UNKNOWN,) * 3  # the id read names another PLS than the one the wait waits for
+    assert _endpoint_ids(program.run("dev", change, pending=program.AtUp({wait}))) == (PLS_ID,) * 3
+
+
 def test_approval_and_refresh_rerun_when_the_pls_changes(plan):
     """Keyed on the PLS id (keyed on the MPE id once, the refresh did not re-run when
     privateLinkServiceName changed, leaving Grafana unsynced)."""

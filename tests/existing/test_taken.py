@@ -145,6 +145,9 @@ OTHER_FRONTEND = (f"/subscriptions/{SUB}/resourceGroups/MC_rg-aks-gpu-b_aks-gpu-
                   "loadBalancers/kubernetes-internal/frontendIPConfigurations/a1b2c3")
 OWN_FRONTEND = (f"/subscriptions/{SUB}/resourceGroups/{NODE_GROUP}/providers/Microsoft.Network/loadBalancers/"
                 "kubernetes-internal/frontendIPConfigurations/d4e5f6")
+OWN_PLS_ID = (f"/subscriptions/{SUB}/resourceGroups/{NODE_GROUP}/providers/Microsoft.Network/privateLinkServices/"
+              "pyroscope-pls")
+SCOPE = f"/subscriptions/{SUB}/resourceGroups/{NODE_GROUP}/providers/Microsoft.Network/loadBalancers/"
 
 
 def test_a_private_link_service_of_another_cluster_is_refused_before_anything(plan, monkeypatch):
@@ -175,10 +178,12 @@ def test_the_clusters_own_private_link_service_passes_whichever_service_owns_it(
     assert plan().one("kubernetes:core/v1:Service")
 
 
-def test_az_shows_a_private_link_services_frontend_and_owner(tmp_path, monkeypatch):
+def test_az_shows_a_private_link_services_frontend_owner_and_id(tmp_path, monkeypatch):
+    """The one read before anything is registered answers the PLS's ARM id too, as ARM spells it (the preview puts it
+    in the endpoint's inputs, where `pulumi up` puts the lookup's), with no further call and no further permission."""
     from tests.support.scenarios import calls_in, fake_az_env
 
-    body = {"id": "pls", "loadBalancerFrontendIpConfigurations": [{"id": OTHER_FRONTEND}],
+    body = {"id": OWN_PLS_ID.upper(), "loadBalancerFrontendIpConfigurations": [{"id": OTHER_FRONTEND}],
             "tags": {"k8s-azure-owner-service": "gadget/pyroscope-private-link"}}
     not_found = {"exit": 3, "stderr": "ERROR: (ResourceNotFound) The Resource 'Microsoft.Network/privateLinkServices/"
                                       "x' under resource group 'g' was not found.\nCode: ResourceNotFound"}
@@ -187,10 +192,51 @@ def test_az_shows_a_private_link_services_frontend_and_owner(tmp_path, monkeypat
              {"match": ["network", "private-link-service", "show"], "responses": [not_found]}]
     for key, value in fake_az_env(tmp_path, rules).items():
         monkeypatch.setenv(key, value)
-    assert taken._az_pls("g", "pyroscope-pls") == (OTHER_FRONTEND, "gadget/pyroscope-private-link")
+    assert taken._az_pls("g", "pyroscope-pls") == (OTHER_FRONTEND, "gadget/pyroscope-private-link",
+                                                   OWN_PLS_ID.upper())
     assert taken._az_pls("g", "x") is None
     calls = [call["argv"] for call in calls_in(tmp_path)]
     assert deployer_role.missing_for_calls(calls, deployer_role.union(deployer_role.load_roles())) == []
+
+
+def test_refuse_foreign_pls_returns_the_id_of_this_clusters_pls_only(monkeypatch):
+    """What the preview may use for the endpoint's privateLinkResourceId (components/grafana_private_link.py): the id
+    ARM answered for this cluster's PLS; None when there is none yet, when az could not tell (a warning, the stack goes
+    on), or when ARM answered no id. Another cluster's is still refused, whatever its id."""
+    answers = {("g", "pyroscope-pls"): (OWN_FRONTEND, "gadget/pyroscope-private-link", OWN_PLS_ID),
+               ("g", "chart-owned"): (OWN_FRONTEND.upper(), "gadget/pyroscope", OWN_PLS_ID.lower()),
+               ("g", "no-id"): (OWN_FRONTEND, "gadget/pyroscope-private-link", ""),
+               ("g", "foreign"): (OTHER_FRONTEND, "gadget/pyroscope-private-link", OWN_PLS_ID)}
+
+    def lookup(group, name):
+        if name == "unreadable":
+            raise AzError(["network", "private-link-service", "show"], "ERROR: (AuthorizationFailed) no read")
+        return answers.get((group, name))
+
+    warned = []
+    monkeypatch.setattr(taken, "PLS_LOOKUP", lookup)
+    monkeypatch.setattr(taken.masking, "warn", warned.append)
+    owner = "gadget/pyroscope-private-link"
+    assert taken.refuse_foreign_pls("pyroscope-pls", "g", SCOPE, owner) == OWN_PLS_ID
+    assert taken.refuse_foreign_pls("chart-owned", "g", SCOPE, owner) == OWN_PLS_ID.lower()  # as ARM spells it
+    assert taken.refuse_foreign_pls("absent", "g", SCOPE, owner) is None
+    assert taken.refuse_foreign_pls("no-id", "g", SCOPE, owner) is None
+    assert taken.refuse_foreign_pls("unreadable", "g", SCOPE, owner) is None
+    assert [w.split(" (")[0] for w in warned] == [
+        "privateLinkServiceName: could not tell whether private link service unreadable exists in g"]
+    with pytest.raises(ConfigError, match="^privateLinkServiceName: private link service foreign in g already serves"):
+        taken.refuse_foreign_pls("foreign", "g", SCOPE, owner)
+
+
+def test_the_canned_world_answers_the_id_arm_would(monkeypatch):
+    """Offline, a PLS of the canned world (offline/canned.py PRIVATE_LINK_SERVICES) answers the id its
+    getPrivateLinkService answers, so the preview's id and the one `pulumi up` reads are the same string."""
+    monkeypatch.setitem(canned.PRIVATE_LINK_SERVICES, (NODE_GROUP.lower(), "pyroscope-pls"),
+                        (OWN_FRONTEND, "gadget/pyroscope-private-link"))
+    found = canned.private_link_service_owner(NODE_GROUP, "pyroscope-pls")
+    invoked = canned.private_link_service({"resourceGroupName": NODE_GROUP, "serviceName": "pyroscope-pls"}, "eastus2")
+    assert found == (OWN_FRONTEND, "gadget/pyroscope-private-link", invoked["id"]) and invoked["id"] == OWN_PLS_ID
+    assert canned.private_link_service_owner(NODE_GROUP, "other-pls") is None
 
 
 SECRECY = pytest.mark.parametrize("secret", [True, False], ids=["secret-reference", "plain-reference"])

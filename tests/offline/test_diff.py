@@ -1261,18 +1261,57 @@ def test_a_nat_ip_configuration_change_updates_the_nat_policy_after_the_wait(set
     base = run("dev").to_json()
     assert _nat_blocks(base) == [{"ipBlock": {"cidr": f"{canned.PLS_NAT_ADDRESS}/32"}}]
     diff, known = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
-    assert {s.name: s.op for s in diff.steps if s.op not in ("same", "replace")} == {
-        "pyroscope-private-link": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update",
-        "grafana-datasources-pyroscope": "update"}
-    # The endpoint chain is replaced only in the preview, the PLS lookup unknown behind the updated wait.
-    assert sorted(_short(urn) for urn in diff.preview_only) == [
-        "grafana-private-link-approve-connection", "grafana-private-link-mpe", "grafana-private-link-refresh"]
+    assert {s.name: s.op for s in diff.steps if s.op != "same"} == {
+        "pyroscope-private-link": "update", "grafana-private-link-wait-for-pls": "update", NAT_POLICY: "update"}
+    assert not diff.preview_only
     assert [block["ipBlock"]["cidr"] for block in _nat_blocks(known.to_json())] == blocks
     order = [(action.kind, _short(action.urn)) for action in diff.order]
     # After the wait: the PLS lookup that feeds the policy waits for it (components/grafana_private_link.py).
     assert order == [("update", "pyroscope-private-link"), ("update", "grafana-private-link-wait-for-pls"),
                      ("update", NAT_POLICY)]
     assert diff_text.render_text(diff, "dev").splitlines()[-1].split() == ["3.", "update", NAT_POLICY]
+
+
+ENDPOINT_CHAIN = ("grafana-private-link-mpe", "grafana-private-link-approve-connection",
+                  "grafana-private-link-refresh")
+
+
+@pytest.mark.parametrize("sets", [{"privateLinkIpAddressCount": "2"}, {"privateLinkSubnet": "snet-pls"}],
+                         ids=["ip-address-count", "pls-subnet"])
+def test_a_nat_ip_configuration_change_previews_the_endpoint_chain_as_up_keeps_it(sets):
+    """A review hazard: a new IP count or subnet of the PLS showed Grafana's managed private endpoint, its approval and
+    refresh replaced in the preview (the real CLI's too), while `pulumi up` updates the PLS in place (the same ARM id)
+    and keeps all three. The preview now keys the chain on the PLS id read before anything is registered, from the
+    world the deployed base left (offline/canned.py deployed): unchanged, no replacement, none only in the preview; the
+    Pyroscope datasource, whose URL comes after the refresh, unchanged too. A renamed PLS still replaces the chain, in
+    the preview and at `up`."""
+    base = run("dev").to_json()
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", sets, pending=pending))
+    ops = {s.name: s.op for s in diff.steps}
+    assert [ops[name] for name in ENDPOINT_CHAIN] == ["same"] * 3 and ops["grafana-datasources-pyroscope"] == "same"
+    assert diff.summary["replace"] == 0 and not diff.preview_only
+    headline = next(row for row in diff_text.render_text(diff, "t").splitlines() if row.startswith("Resources: "))
+    assert headline == "Resources: + 0 to create, ~ 3 to update, +-0 to replace, - 0 to delete, 26 unchanged"
+
+    rename = {**sets, "privateLinkServiceName": "pyroscope-pls-2"}
+    renamed, _ = plan_diff.preview(base, lambda pending: run("dev", rename, pending=pending))
+    assert [renamed.step(name).op for name in ENDPOINT_CHAIN] == ["replace"] * 3
+    assert not set(renamed.preview_only) & {renamed.step(name).urn for name in ENDPOINT_CHAIN}
+
+
+def test_the_deployed_base_holds_its_pls_in_the_canned_world_only_while_it_is_diffed():
+    """The head evaluated against a deployed base finds the PLS the base made (existing/taken.py reads it before
+    anything is registered); a plan with no base, or of another PLS name, finds none; the canned world is left as it
+    was."""
+    base = run("dev").to_json()
+    node_group = base["outputs"]["nodeResourceGroup"]
+    assert canned.private_link_service_owner(node_group, "pyroscope-pls") is None
+    with canned.deployed(base):
+        frontend, owner, pls_id = canned.private_link_service_owner(node_group, "pyroscope-pls")
+        assert canned.private_link_service_owner(node_group, "pyroscope-pls-2") is None
+    assert canned.private_link_service_owner(node_group, "pyroscope-pls") is None
+    assert pls_id == base["outputs"]["privateLinkServiceId"] and owner == "gadget/pyroscope-private-link"
+    assert frontend.lower().startswith(fake_world.load_balancer_scope(base["outputs"]["clusterId"], node_group).lower())
 
 
 def _older_stack(tmp_path, overrides: dict, base_file: str = "plan-dev-before-private-link-service.json"):

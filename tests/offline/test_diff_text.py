@@ -70,3 +70,16 @@ def test_a_long_json_value_is_shown_by_the_paths_that_changed():
     text = diff_text.render_text(diff, "t")
     assert '~ environment.DATASOURCE{name}: "local-pyroscope" => "Pyroscope B"' in text
     assert not any("environment.DATASOURCE:" in line and "..." in line for line in text.splitlines())
+
+
+def test_a_field_diff_holding_a_canned_value_is_marked_as_the_plan_marks_it():
+    """The plan marked every line holding a value a canned answer made up; the diff's field lines did not, so the NAT
+    IP a new subnet replaces (10.224.0.9, canned) read as the cluster's. Now they carry the same [canned: ...] mark, and
+    a line of the user's own values none."""
+    base = run("dev").to_json()
+    diff, _ = plan_diff.preview(base, lambda pending: run("dev", {"privateLinkSubnet": "snet-pls"}, pending=pending))
+    lines = diff_text.render_text(diff, "t").splitlines()
+    (nat,) = [line for line in lines if line.startswith("       ~ spec: ")]
+    assert '"10.224.0.9/32"' in nat and nat.endswith("  [canned: PLS NAT IP]")
+    (subnet,) = [line for line in lines if line.startswith("       ~ environment.PLS_SUBNET: ")]
+    assert subnet == '       ~ environment.PLS_SUBNET: "" => "snet-pls"'

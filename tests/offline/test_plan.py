@@ -209,3 +209,37 @@ def test_the_text_marks_every_value_a_canned_answer_made_up():
     for pattern, what in canned.CANNED_VALUES[:3]:
         assert all("[canned" in line and what in line.rsplit("[canned", 1)[1] for line in lines
                    if pattern.search(line) and not line.startswith(("Previewing", "(values"))), what
+
+
+def test_the_text_shows_ignore_changes_beside_delete_before_replace():
+    """The release's ignoreChanges (the claim template's size and class: the engine keeps the state's value there, so a
+    change of either is no diff) was in the JSON only; a reviewer reading the text saw the release's
+    deleteBeforeReplace but not what it leaves alone."""
+    from offline.plan import render_text
+
+    lines = render_text(run("dev")).splitlines()
+    release = lines.index(f"  + {RELEASE} pyroscope-release")
+    options = next(line for line in lines[release:] if line.startswith("      (options: "))
+    assert options == ('      (options: deleteBeforeReplace, ignoreChanges ["values.pyroscope.persistence.size", '
+                       '"values.pyroscope.persistence.storageClassName"])')
+    assert sum("ignoreChanges" in line for line in lines) == 1  # no other resource ignores anything
+    assert "ignoreChanges" not in render_text(run("dev", {"pyroscopePersistence": "false"}))
+
+
+def test_a_cluster_from_a_stack_reference_is_not_marked_canned_where_the_clusters_answer_is():
+    """clusterName and clusterResourceGroup read from clusterStack come from a stack reference (the user's platform
+    stack), not from a canned Azure answer: their lines carry no [canned] mark; what the canned getManagedCluster made
+    of them (the node resource group, the cluster's id with the canned subscription) does."""
+    from offline.plan import render_text
+    from tests.support.plans import HIDDEN_CLUSTER, HIDDEN_GROUP, cluster_stack
+
+    reference = cluster_stack(False)
+    text = render_text(run("dev", reference["config"], stack_outputs=reference["stack_outputs"]))
+    outputs = {line.split(":", 1)[0].strip(): line for line in text.split("\nOutputs ", 1)[1].splitlines()
+               if line.startswith("    ") and ": " in line}
+    assert outputs["clusterName"] == f'    clusterName: "{HIDDEN_CLUSTER}"'
+    assert outputs["clusterResourceGroup"] == f'    clusterResourceGroup: "{HIDDEN_GROUP}"'
+    assert outputs["nodeResourceGroup"].endswith("[canned: node resource group]")
+    assert outputs["clusterId"].endswith("[canned: subscription id]")
+    assert all("[canned" not in line for line in text.splitlines()
+               if HIDDEN_CLUSTER in line and "MC_" not in line and "/subscriptions/" not in line)

@@ -58,8 +58,6 @@ def cascade_after_mpe(mpe_reasons: list, approval_paths: tuple = (), refresh_pat
 NONCE = "grafana-private-link-approval-nonce"
 #: An endpoint renamed, or moved to another Grafana: the nonce step's ENDPOINT moved, an update that makes a new nonce.
 NONCE_MOVED = {NONCE: ("update", None, [], ("environment.ENDPOINT",))}
-#: The PLS id, read behind a wait step that a preview runs (offline/diff.py UNKNOWN_WHEN_UPDATED).
-PLS_UNKNOWN = "privateLinkResourceId is unknown during preview (it comes from a step run in this update)"
 GRACE_PATH = "values.pyroscope.terminationGracePeriodSeconds"
 ANNOTATION = 'metadata.annotations["service.beta.kubernetes.io/azure-pls-{}"]'
 #: A new wait for the PLS: its lookup, so the NAT IPs the second NetworkPolicy admits, is unknown in the preview.
@@ -118,18 +116,17 @@ CHANGES = [
     # The cloud provider rebuilds the PLS's NAT IP configurations after the Service's update; the wait returns once it
     # has, and the NAT NetworkPolicy, which reads them after the wait, admits the new ones.
     # The wait is updated, and its stdout unknown in a preview (UNKNOWN_WHEN_UPDATED): the PLS lookup held behind it
-    # too, so the preview shows the endpoint chain replaced, which `pulumi up` does not do (preview_only).
+    # too, but the wait keeps its id, so the preview keys the endpoint chain on the PLS id read before anything is
+    # registered (components/grafana_private_link.py preview_pls_id): the chain is unchanged, as `pulumi up` keeps it.
     Change("pls-ip-address-count", {"privateLinkIpAddressCount": "2"},
            expect={"pyroscope-private-link": ("update", None, [],
                                               (ANNOTATION.format("ip-configuration-ip-address-count"),)),
                    "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.IP_CONFIGURATION_COUNT",)),
-                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec",)),
-                   **cascade_after_mpe([PLS_UNKNOWN])}),
+                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec",))}),
     Change("pls-subnet", {"privateLinkSubnet": "snet-pls"},
            expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("ip-configuration-subnet"),)),
                    "grafana-private-link-wait-for-pls": ("update", None, [], ("environment.PLS_SUBNET",)),
-                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec",)),
-                   **cascade_after_mpe([PLS_UNKNOWN])}),
+                   "grafana-private-link-nat-network-policy": ("update", None, [], ("spec",))}),
     Change("pls-visibility", {"privateLinkVisibility": SUBSCRIPTION},
            expect={"pyroscope-private-link": ("update", None, [], (ANNOTATION.format("visibility"),))}),
     Change("mpe-name", {"managedPrivateEndpointName": "pyro-mpe2"},
