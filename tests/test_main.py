@@ -14,6 +14,7 @@ the providers."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -282,7 +283,7 @@ def test_a_destroy_before_the_refresh_stops_at_the_release_and_resumes(deployed,
 
 def teardown_doc_command(name: str) -> list[str]:
     """The az command docs/teardown.md gives for ``name`` (e.g. "private-link-service delete"), as argv."""
-    text = (ROOT / "docs" / "teardown.md").read_text()
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "docs" / "teardown.md").read_text())  # a continued line joined
     (line,) = [raw.strip() for raw in text.splitlines() if raw.strip().startswith(f"az network {name} ")]
     return line.split()[1:]
 

@@ -126,7 +126,7 @@ def test_advice_in_error_messages_is_valid_az(real_az, tmp_path):
 def docs_commands() -> list[str]:
     """The az command lines docs/teardown.md tells users to run (lines of its code blocks), placeholders filled as in
     :func:`advice_commands`."""
-    text = (ROOT / "docs" / "teardown.md").read_text()
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "docs" / "teardown.md").read_text())  # a continued line joined
     return [" ".join(re.sub(r"<[^>]+>", "sample", line).split()) for line in
             (raw.strip() for raw in text.splitlines()) if line.startswith("az ")]
 
