@@ -105,3 +105,14 @@ def test_pyroscope_2_is_a_move_of_both_keys_on_v1_storage_and_half_a_move_is_ref
     for half, key in (("the chart alone", "pyroscopeChartVersion"), ("the image alone", "pyroscopeImageTag")):
         assert rows[half].kind == "refused" and rows[half].message.startswith(f"{key}: "), rows[half]
         assert "set both to the same major" in rows[half].message
+
+
+@pytest.mark.parametrize("key", ["privateLinkSubnet", "privateLinkIpAddressCount"])
+def test_a_nat_ip_configuration_change_leaves_the_endpoint_chain_alone_in_the_preview_too(key):
+    """The row said *may update* Grafana's endpoint, its approval and refresh and the Pyroscope datasource: the preview
+    showed them replaced (the PLS id unknown behind the updated wait) where `pulumi up` kept them. The preview now keys
+    them on the PLS id the deployed stack already has (components/grafana_private_link.py preview_pls_id): the row
+    names the PLS's Service, the wait and the NAT NetworkPolicy only."""
+    r = day_two.row(key)
+    assert (r.kind, r.ops) == ("in place", (("updates", ("pyroscope-private-link", "grafana-private-link-wait-for-pls",
+                                                         "grafana-private-link-nat-network-policy")),))
