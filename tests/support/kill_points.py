@@ -171,18 +171,26 @@ KILL_POINTS: tuple[KillPoint, ...] = (
 )
 
 
-RUN_TEXT = {"up": "`pulumi up` from empty", "day-two": "`pulumi up` replacing the endpoint chain (PLS renamed)",
-            "upgrade": "`pulumi up` upgrading the chart", "destroy": "`pulumi destroy`"}
+RUN_TEXT = {"up": "`up` from empty", "day-two": "`up` renaming the PLS", "upgrade": "`up` upgrading the chart",
+            "destroy": "`destroy`"}
+
+
+#: A line of :meth:`KillPoint.recovery` (its start) -> its name in the table, which docs/kill-points.md's list explains.
+RECOVERY_TEXT = {"pulumi stack import": "stack import", "pulumi import --file": "import",
+                 "helm uninstall pyroscope": "helm uninstall", "helm rollback pyroscope": "helm rollback",
+                 "pulumi refresh --clear-pending-creates": "clear pending creates"}
 
 
 def table() -> str:
-    """The kill-point table of docs/kill-points.md: run, step in flight, what the state holds, the recovery."""
-    rows = ["| Killed during | While this step was in flight | The state holds | Recovery (ops.recover, then) |",
-            "|---|---|---|---|"]
+    """The kill-point table of docs/kill-points.md: the run, the step in flight and what ops.recover runs between the
+    ``pulumi cancel`` every recovery starts with and the killed command run again."""
+    rows = ["| Run killed | Step in flight | ops.recover runs (after `pulumi cancel`) |", "|---|---|---|"]
     for point in KILL_POINTS:
         steps = point.recovery()
-        rows.append(f"| {RUN_TEXT[point.run]} | {point.op} of `{point.resource}` | a pending {point.pending[:-3]}e |"
-                    f" {'; '.join(steps[:-1])}; then `{steps[-1]}` |")
+        assert steps[0] == "pulumi cancel" and steps[-1] == f"pulumi {'destroy' if point.run == 'destroy' else 'up'}"
+        middle = [RECOVERY_TEXT[step.split(" (", 1)[0]] for step in steps[1:-1]]
+        rows.append(f"| {RUN_TEXT[point.run]} | {point.op} of `{point.resource}` |"
+                    f" {', '.join(middle) or 'nothing more'} |")
     return "\n".join(rows) + "\n"
 
 
