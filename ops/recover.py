@@ -150,10 +150,13 @@ def replaced(deployment: dict, present: dict[str, str], adopted: Optional[dict[s
 
 
 def plan(deployment: dict, stack: str, helm_status: dict[str, str], present: dict[str, str],
-         file: str, state_file: str = "") -> list[list[str]]:
+         file: str, state_file: str = "", read: Sequence[str] = ()) -> list[list[str]]:
     """The commands, in order, for ``deployment`` (an exported state's ``deployment``); ``present``: URN -> id of
     each pending create that exists in Azure and is imported; ``file``: where the import file goes; ``state_file``:
-    the edited state :func:`replaced` made, if any."""
+    the edited state :func:`replaced` made, if any; ``read``: the URNs it added or changed, which the refresh reads.
+    The refresh reads nothing else (the stack's root alone when there is none): a refresh of everything would turn
+    each secret input a provider answers in plain into a change the next run makes (a replacement, for the endpoint's
+    request message)."""
     commands: list[list[str]] = [["pulumi", "cancel", "--yes", "--stack", stack]]
     if state_file:
         commands.append(["pulumi", "stack", "import", "--stack", stack, "--file", state_file])
@@ -172,7 +175,10 @@ def plan(deployment: dict, stack: str, helm_status: dict[str, str], present: dic
         commands.append(["pulumi", "import", "--yes", "--stack", stack, "--file", file, "--protect=false",
                          "--generate-code=false"])
     if any(op["type"] == "creating" for op in pending):
-        commands.append(["pulumi", "refresh", "--yes", "--stack", stack, "--clear-pending-creates"])
+        roots = [r["urn"] for r in deployment.get("resources") or [] if r["type"] == "pulumi:pulumi:Stack"]
+        targets = list(read) or roots[:1]
+        commands.append(["pulumi", "refresh", "--yes", "--stack", stack, "--clear-pending-creates",
+                         *[arg for urn in targets for arg in ("--target", urn)]])
     return commands
 
 
@@ -348,15 +354,16 @@ def main(argv: Optional[Sequence[str]] = None, cwd: Optional[str] = None) -> int
         adopted = in_cluster(deployment, cwd)
         folder = tempfile.mkdtemp(prefix="recover-")  # kept when only printed: the commands name its files
         edited = replaced(deployment, present, adopted)
-        state_file = ""
+        state_file, read = "", []
         if edited is not None:
             state_file = str(Path(folder) / "state.json")
             Path(state_file).write_text(json.dumps({**json.loads(done.stdout), "deployment": edited}))
             in_state = {r["urn"] for r in edited["resources"]}
+            read = [urn for urn in {**present, **adopted} if urn in in_state]
             present = {urn: rid for urn, rid in present.items() if urn not in in_state}
         file = str(Path(folder) / "imports.json")
         Path(file).write_text(json.dumps(import_file(deployment, present), indent=1))
-        commands = plan(deployment, args.stack, _helm_status(deployment, cwd), present, file, state_file)
+        commands = plan(deployment, args.stack, _helm_status(deployment, cwd), present, file, state_file, read)
         for command in commands:
             print(shlex.join(command))
             if args.run:

@@ -53,8 +53,10 @@ def test_a_kubernetes_create_cut_short_converges_after_the_documented_recovery(a
                for r in ws.state(STACK)["resources"]), "imported under the program's provider"
     # Taken with the program's inputs, not the live object's (an import would add fields the program does not set,
     # and the next run would replace it): the next run has nothing to do.
-    changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}
-    assert changes == {}, changes
+    preview = ws.preview(STACK)
+    changes = {op: n for op, n in preview["changeSummary"].items() if op != "same"}
+    assert changes == {}, [(s["op"], s["urn"].rsplit("::", 1)[-1], s.get("diffReasons"))
+                           for s in preview.get("steps", []) if s["op"] != "same"]
     ws.up(STACK)
 
     changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}

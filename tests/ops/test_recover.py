@@ -271,6 +271,7 @@ def test_a_kubernetes_object_the_cluster_has_is_added_to_the_state_as_the_progra
                                             ["pulumi", "refresh", "--yes"]]
     edited = json.loads(Path(lines[1][lines[1].index("--file") + 1]).read_text())["deployment"]
     assert edited["resources"] == [{**POLICY, "custom": True, "id": "gadget/pyroscope", "outputs": POLICY["inputs"]}]
+    assert lines[2][-2:] == ["--target", POLICY["urn"]], "the refresh reads what was added, nothing else"
     assert edited["pending_operations"] == [{"type": "creating", "resource": claim}]
 
 
@@ -348,3 +349,14 @@ def test_an_arm_id_in_the_state_names_the_subscription_before_azs_default(tmp_pa
     done = run(tmp_path, env, "--stack", "dev")
     assert f"# subscription {other} (the id of grafana-datasources-monitoring-data-reader in the state)" in \
         done.stdout.splitlines()
+
+
+def test_the_refresh_reads_only_the_stacks_root_when_nothing_was_added():
+    """A refresh of everything turns each secret input a provider answers in plain (the endpoint's request message,
+    which holds the approval nonce) into a change, and the next run would replace Grafana's endpoint: the refresh that
+    clears the pending creates targets what the recovery added, else the stack's root, which reads nothing."""
+    root = {"urn": STACK_URN, "type": "pulumi:pulumi:Stack", "custom": False}
+    state = {**pending(("creating", COMMAND)), "resources": [root]}
+    commands = recover.plan(state, "dev", {}, {}, "imports.json")
+    assert commands[-1] == ["pulumi", "refresh", "--yes", "--stack", "dev", "--clear-pending-creates", "--target",
+                            STACK_URN]
