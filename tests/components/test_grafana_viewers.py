@@ -66,3 +66,51 @@ def test_a_created_grafanas_viewers_wait_for_it_and_take_its_id(plan):
     workspace = next(r.urn for r in plan(createGrafana="true").by_type("azure-native:dashboard:Grafana"))
     assert made[TEAM].property_dependencies["scope"] == [workspace]
     assert made[TEAM].property_dependencies["roleAssignmentName"] == [workspace]
+
+
+def test_arms_refusals_of_a_viewer_get_one_line_naming_the_key_and_never_a_retry(capsys):
+    """A group created minutes ago (PrincipalNotFound while Entra ID replicates: "Troubleshoot Azure RBAC"), or an
+    item of the wrong type (UnmatchedPrincipalType, ARM's words as Azure/modern-web-app-pattern-dotnet#129 quotes
+    them): the line says which item and what to do, rather than ARM's text alone."""
+    import pulumi
+
+    from components import grafana_viewers
+
+    def hook_line(errors, principal_type="Group"):
+        args = pulumi.ErrorHookArgs(urn="urn", id="", name=f"grafana-viewers-{TEAM}", type=ROLE,
+                                    failed_operation="create", errors=errors)
+        assert grafana_viewers._explain(TEAM, principal_type)(args) is False  # never a retry
+        return capsys.readouterr().err
+
+    missing = (f"PrincipalNotFound: Principal {TEAM.replace('-', '')} does not exist in the directory "
+               "72f988bf-86f1-41af-91ab-2d7cd011db47. Check that you have the correct principal ID. If you are "
+               "creating this principal and then immediately assigning a role, this error might be related to a "
+               "replication delay.")
+    line = hook_line([missing])
+    assert f"grafanaViewers: ARM finds no principal {TEAM} in the directory" in line and "`pulumi up` again" in line
+    mismatch = (f"UnmatchedPrincipalType: The PrincipalId '{TEAM.replace('-', '')}' has type 'User' , which is "
+                "different from specified PrincipalType 'Group'.")
+    assert f"grafanaViewers: {TEAM} is a User, not a Group; write the item as User:{TEAM}" in hook_line([mismatch])
+    assert grafana_viewers.viewer_recovery(["AuthorizationFailed: no write"], TEAM, "Group") is None
+    # A killed run's create still gets the recovery's line, as every Azure resource of the stack does.
+    assert "ops.recover" in hook_line(["cannot create already existing resource"])
+
+
+def test_the_viewers_error_hook_is_bound_in_an_update_only():
+    from offline import program
+
+    seen = {}
+    original = program.RecordingMonitor.RegisterResource
+
+    def record(self, request):
+        seen[request.name] = list(request.hooks.on_error)
+        return original(self, request)
+
+    program.RecordingMonitor.RegisterResource = record
+    try:
+        program.run("dev", config_sets=[("grafanaViewers[0]", TEAM, True)])
+        assert seen[f"grafana-viewers-{TEAM}"] == []  # a preview runs no ARM call
+        program.run("dev", config_sets=[("grafanaViewers[0]", TEAM, True)], preview=False)
+        assert seen[f"grafana-viewers-{TEAM}"] == [f"grafana-viewers-{TEAM}-principal"]
+    finally:
+        program.RecordingMonitor.RegisterResource = original
