@@ -638,8 +638,8 @@ def deployed_private_link_services(plan: Mapping[str, Any]) -> dict[tuple[str, s
     """The private link services a deployed ``plan`` (plan JSON) left in the canned world, as
     :data:`PRIVATE_LINK_SERVICES` holds them: each one its program read (getPrivateLinkService, after the wait that
     returns once the PLS is there), on a frontend of its cluster's internal load balancer (SIMULATED: the frontend's
-    name is made up), owned by the Service that names it (:func:`service_annotations`). None for a read whose cluster
-    or PLS the plan masks (a secret), which the plan cannot tell."""
+    name is made up), owned by the Service that names it (:func:`service_annotations`). A read whose cluster or PLS
+    name the plan masks (a secret) is left out: the plan does not tell where that PLS is."""
     invokes = plan.get("invokes") or []
     location = (plan.get("config") or {}).get("azure-native:location") or "eastus2"
     clusters = [i["args"] for i in invokes if i.get("token") == "azure-native:containerservice:getManagedCluster"]
