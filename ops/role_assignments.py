@@ -1,11 +1,12 @@
 """Which of the deployer's four roles (docs/deployer-role*.json) a stack needs, on which scopes, with which condition.
 
-``python -m ops.role_assignments --stack NAME [--set KEY=VALUE]... [--deployer-object-id ID] [--grafana-principal-id
-ID] [--principal-type User|ServicePrincipal] [--node-resource-group NAME] [--subscription-id ID] [--json]
-[--pyroscope-group-dedicated]`` reads the stack's configuration as offline.plan does and prints a shell script: ``az
-role definition create`` for each role the stack needs, named ``<role> (<stack>)``, its AssignableScopes the stack's
-resource groups, then one ``az role assignment create`` per (role, scope), each role-assigning one with a condition
-(:func:`assignments`); ``--json`` a list of ``{role, scope, condition}``. What it cannot know stays a placeholder.
+``python -m ops.role_assignments --stack NAME [--set KEY=VALUE]... [--set-path PATH=VALUE]... [--deployer-object-id ID]
+[--grafana-principal-id ID] [--principal-type User|ServicePrincipal] [--node-resource-group NAME] [--subscription-id ID]
+[--json] [--pyroscope-group-dedicated]`` reads the stack's configuration as offline.plan does and prints a shell script:
+``az role definition create`` for each role the stack needs, named ``<role> (<stack>)``, its AssignableScopes the
+stack's resource groups, then one ``az role assignment create`` per (role, scope), each role-assigning one with a
+condition (:func:`assignments`); ``--json`` a list of ``{role, scope, condition}``. What it cannot know stays a
+placeholder.
 The script (bash, any mode) stops at its first failing command and writes role files only into a ``mktemp -d``
 directory of its own (:func:`script`; docs/decisions/role-script-files.md).
 ``--preview`` prints the preview identity's Reader assignments instead (:func:`preview_assignments`) and exits 1,
@@ -40,6 +41,7 @@ with require_virtualenv("ops.role_assignments"):  # the configuration is read wi
     from offline.stack_file import StackFileError
     from stack.specs import (
         GRAFANA_ADMIN,
+        GRAFANA_VIEWER,
         MONITORING_DATA_READER,
         STORAGE_BLOB_DATA_CONTRIBUTOR,
         pyroscope_identity_name,
@@ -102,15 +104,18 @@ def stack_role_name(name: str, stack: str) -> str:
     return f"{name} ({stack})"
 
 
-def stack_config(stack: str, sets: Sequence[str] = ()) -> StackConfig:
-    """The stack's validated configuration as the program reads it, with ``--set KEY=VALUE`` pairs on top. Keys a
-    stack reference would fill in stay empty. Raises ConfigError or StackFileError (one line)."""
+def stack_config(stack: str, sets: Sequence[str] = (), paths: Sequence[str] = ()) -> StackConfig:
+    """The stack's validated configuration as the program reads it, with ``--set KEY=VALUE`` pairs on top, then
+    ``--set-path PATH=VALUE`` ones (``pulumi config set --path``: a list key's items). Keys a stack reference would
+    fill in stay empty. Raises ConfigError or StackFileError (one line)."""
     config_sets = []
-    for pair in sets:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError("--set", f"expected KEY=VALUE (got {pair!r})")
-        config_sets.append(ConfigSet(key, value))
+    for option, pairs in (("--set", sets), ("--set-path", paths)):
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                form = "PATH=VALUE" if option == "--set-path" else "KEY=VALUE"
+                raise ConfigError(option, f"expected {form} (got {pair!r})")
+            config_sets.append(ConfigSet(key, value, option == "--set-path"))
     values, secrets = read_stack_config(stack, config_sets)
     values = cli_values.cli_defaults(values)
     cli_values.check_known(values)
@@ -168,13 +173,14 @@ def grafana_id(cfg: StackConfig, subscription: str) -> str:
 def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), dedicated: bool = False) -> list:
     """The deployer's role assignments for stack ``stack`` (:class:`Assignment`, then notes as strings): the deployer
     role on the cluster's, Grafana's and the workspace's groups; the role assigner only where the stack assigns a role
-    (the workspace's group: Monitoring Data Reader; Grafana's with createGrafana: Grafana Admin); the private link
-    approver on the PLS's group, and on the node resource group when the PLS is elsewhere and ``privateLinkSubnet`` is
-    empty; the Pyroscope storage role (microservices, :func:`_storage_scopes`; ``dedicated``: the operator confirms its
-    group holds nothing else); Grafana Admin on a Grafana the stack does not create. Each role-assigning assignment's
-    condition allows only the roles the stack assigns under its scope, each to its principal (Grafana Admin to the
-    deployer; Monitoring Data Reader to Grafana's identity, any service principal for a created Grafana; Storage Blob
-    Data Contributor to a service principal). UsageError (one line) for ``dedicated`` where it does not apply."""
+    (the workspace's group: Monitoring Data Reader; Grafana's: with createGrafana Grafana Admin, with grafanaViewers
+    Grafana Viewer); the private link approver on the PLS's group, and on the node resource group when the PLS is
+    elsewhere and ``privateLinkSubnet`` is empty; the Pyroscope storage role (microservices, :func:`_storage_scopes`;
+    ``dedicated``: the operator confirms its group holds nothing else); Grafana Admin on a Grafana the stack does not
+    create. Each role-assigning assignment's condition allows only the roles the stack assigns under its scope, each to
+    its principal (Grafana Admin to the deployer; Monitoring Data Reader to Grafana's identity, any service principal
+    for a created Grafana; Grafana Viewer to each of grafanaViewers; Storage Blob Data Contributor to a service
+    principal). UsageError (one line) for ``dedicated`` where it does not apply."""
     sub = who.subscription
 
     def group(name: str) -> str:
@@ -197,6 +203,9 @@ def assignments(stack: str, cfg: StackConfig, who: Principals = Principals(), de
         reader = (Clause(MONITORING_DATA_READER, "PrincipalId", who.grafana) if known
                   else Clause(MONITORING_DATA_READER, "PrincipalType", "ServicePrincipal"))
         grants.append((ASSIGNER, reader, workspace_id))
+    # Grafana Viewer to each of grafanaViewers on the Grafana workspace (components/grafana_viewers.py), by object id.
+    grants += [(ASSIGNER, Clause(GRAFANA_VIEWER, "PrincipalId", viewer.object_id), grafana)
+               for viewer in cfg.grafana_viewers]
     placed = [(DEPLOYER, group(name)) for name in (cluster_group, grafana_group, workspace_group)]
     placed += [(ASSIGNER, group(target.split("/")[4])) for _, _, target in grants]
     placed.append((PRIVATE_LINK, group(pls_group)))
@@ -552,6 +561,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = OneLineParser(prog="python -m ops.role_assignments", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="the stack whose Pulumi.<stack>.yaml to read (default dev)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key")
+    parser.add_argument("--set-path", action="append", default=[], metavar="PATH=VALUE",
+                        help="override one item of a list key, as pulumi config set --path does (after --set)")
     parser.add_argument("--deployer-object-id",
                         help="object id of whoever runs pulumi up; with --preview, --drift that identity's "
                              "service principal")
@@ -586,7 +597,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                  "out)")
             if getattr(args, flag) and args.pyroscope_group_dedicated:
                 raise UsageError(f"--pyroscope-group-dedicated: not with --{flag} (it gets no storage role)")
-        cfg = stack_config(args.stack, args.set)
+        cfg = stack_config(args.stack, args.set, args.set_path)
         principal_type = args.principal_type or (
             "User" if cfg.deployer_principal_type == "auto" else cfg.deployer_principal_type)
         who = Principals(deployer or PLACEHOLDERS["deployer"], principal_type, grafana or PLACEHOLDERS["grafana"],

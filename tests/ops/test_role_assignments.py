@@ -14,7 +14,7 @@ import pytest
 from components.pyroscope_storage import derived_account_name
 from ops import deployer_role as dr
 from ops import role_assignments as ra
-from stack.specs import GRAFANA_ADMIN, MONITORING_DATA_READER, STORAGE_BLOB_DATA_CONTRIBUTOR
+from stack.specs import GRAFANA_ADMIN, GRAFANA_VIEWER, MONITORING_DATA_READER, STORAGE_BLOB_DATA_CONTRIBUTOR
 from tests.support.scenarios import ROOT
 
 DOC = ROOT / "docs" / "deployer-role.md"
@@ -39,10 +39,11 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def listed(capsys, *sets: str, extra: tuple = ()) -> list:
-    """The --json assignments of the dev stack with ``sets`` (``KEY=VALUE``) and the given ids."""
+    """The --json assignments of the dev stack with ``sets`` (``KEY=VALUE``; ``KEY[i]=VALUE``, a list key's item, as
+    ``--set-path``) and the given ids."""
     argv = [*OBJECT_IDS, *extra, "--json"]
     for item in sets:
-        argv += ["--set", item]
+        argv += ["--set-path" if "[" in item.split("=", 1)[0] else "--set", item]
     code, out, err = run(capsys, "--stack", "dev", *argv)
     assert code == 0, err
     return json.loads(out)
@@ -229,6 +230,23 @@ def test_separate_grafana_and_workspace_groups_get_only_their_own_role(capsys):
     assert role_ids(by_scope[f"{SUB}/rg-observability-dev"]) == {MONITORING_DATA_READER}
 
 
+def test_grafana_viewers_let_the_role_assigner_give_grafana_viewer_to_each_of_them_on_grafanas_group(capsys):
+    """Without the role assigner on Grafana's group (an existing Grafana in a group of its own) the stack's first
+    viewer assignment fails on AuthorizationFailed; its condition names Grafana Viewer and each viewer's object id,
+    nothing else, so the deployer cannot hand the role (or any other) to anyone else."""
+    team, alice = "0b2f6c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+    found = listed(capsys, "grafanaResourceGroup=rg-grafana-dev", f"grafanaViewers[0]={team}",
+                   f"grafanaViewers[1]=User:{alice.upper()}")
+    by_scope = {a["scope"]: a["condition"] for a in found if a["role"] == ASSIGNER}
+    assert sorted(by_scope) == [f"{SUB}/rg-grafana-dev", f"{SUB}/rg-observability-dev"]
+    assert clauses(by_scope[f"{SUB}/rg-grafana-dev"]) == [
+        (source, GRAFANA_VIEWER, "PrincipalId", principal) for source in ("Request", "Resource")
+        for principal in (team, alice)]
+    assert role_ids(by_scope[f"{SUB}/rg-observability-dev"]) == {MONITORING_DATA_READER}
+    without = listed(capsys, "grafanaResourceGroup=rg-grafana-dev")
+    assert [a["scope"] for a in without if a["role"] == ASSIGNER] == [f"{SUB}/rg-observability-dev"]
+
+
 def test_multi_cluster_leaves_the_shared_reader_role_out_unless_asked(capsys):
     assert ASSIGNER not in [a["role"] for a in listed(capsys, "multiCluster=true")]
     found = listed(capsys, "multiCluster=true", "assignMonitoringDataReader=true")
@@ -254,6 +272,8 @@ VARIANTS = {
                                       "pyroscopeStorageAccountResourceGroup=rg-shared-data"),
     "created-grafana": ("createGrafana=true", "createMonitorWorkspace=true"),
     "multi-cluster": ("multiCluster=true", "assignMonitoringDataReader=true"),
+    "grafana-viewers": ("grafanaViewers[0]=0b2f6c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b",
+                        "grafanaViewers[1]=User:9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"),
 }
 ROLES = {role["Name"]: role for role in dr.load_roles()}
 ESCALATING = ("Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/write",
@@ -266,7 +286,7 @@ def test_no_assignment_reaches_the_subscription_or_lets_the_holder_escalate(caps
     """Without --pyroscope-group-dedicated no escalating action is granted on a whole group, and every role-assigning
     assignment names a role and a principal for each assignment it allows (none is a deny-all)."""
     found = listed(capsys, *VARIANTS[variant])
-    assigned = {MONITORING_DATA_READER, GRAFANA_ADMIN, STORAGE_BLOB_DATA_CONTRIBUTOR}
+    assigned = {MONITORING_DATA_READER, GRAFANA_ADMIN, GRAFANA_VIEWER, STORAGE_BLOB_DATA_CONTRIBUTOR}
     for row in found:
         assert "/resourceGroups/" in row["scope"], row
         role = ROLES.get(base_name(row["role"]))
@@ -317,6 +337,8 @@ def test_the_documented_conditions_name_the_roles_each_custom_role_may_assign(ca
     (["--subscription-id", "sub"], "error: --subscription-id: expected a subscription id"),
     (["--principal-type", "Group"], "error: argument --principal-type: invalid choice: 'Group'"),
     (["--set", "pyroscopeMode"], "error: --set: expected KEY=VALUE (got 'pyroscopeMode')"),
+    (["--set-path", "grafanaViewers[0]"], "error: --set-path: expected PATH=VALUE (got 'grafanaViewers[0]')"),
+    (["--set-path", "grafanaViewers[0]=team"], "error: grafanaViewers[0]: expected a Microsoft Entra ID object id"),
     (["--set", "pyroscopeMode=fast"], "error: pyroscopeMode: "),
     (["--set", "clusterResourceGrup=x"], "error: "),
     (["--stack", "nosuch"], "error: stack: no stack file Pulumi.nosuch.yaml"),
