@@ -14,8 +14,8 @@ page differs. AN OFFLINE ESTIMATE: Azure and the cluster are simulated (offline/
 from __future__ import annotations
 
 import sys
-from collections import Counter
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
@@ -37,15 +37,13 @@ CHAIN = ("pyroscope-private-link", "grafana-private-link-wait-for-pls", "grafana
 MPE, RELEASE = "grafana-private-link-mpe", "pyroscope-release"
 CHAIN_KIND = "re-creates the private link chain"
 KINDS = ("no change", "in place", "replaces", CHAIN_KIND, "refused")
-COUNTED = {"replaces": "replace resources", CHAIN_KIND: "re-create the private link chain"}
 #: Types whose deletion or replacement loses the profiles they hold.
 DATA_TYPES = ("kubernetes:core/v1:PersistentVolumeClaim", "azure-native:storage:StorageAccount",
               "azure-native:storage:BlobContainer")
 SUBSCRIPTION, SHA = "3f2c1a9e-7b4d-4e21-9c0a-5d8e6f1b2a73", "0123456789abcdef" * 4
 DASHBOARD = "https://dashboards.example.test/gpu/{}.json"
 MICRO, GRAFANA = {"pyroscopeMode": "microservices"}, {"createGrafana": "true"}
-_LINK = "Grafana's managed private endpoint is re-created and approved again: Grafana loses Pyroscope for minutes"
-_MOVE = "the datasources and dashboard leave the old workspace for the new one, and " + _LINK
+_MOVE = "the datasources and dashboard move to it"
 _PATH = "{} is a path parameter: {} replaced delete-first, every profile in the old container deleted (the diff warns)."
 
 #: Changes on the example stack that need no why: the ``pulumi config set`` key (``key[i]``: ``--set-path``) -> value.
@@ -60,6 +58,7 @@ _PLAIN = {
     "pyroscopeResources[0]": "limits.memory=8Gi",
     "pyroscopeNodeSelector[0]": "agentpool=system", "pyroscopeTolerations[0]": "CriticalAddonsOnly:NoSchedule",
     "pyroscopeAllowedCidrs[0]": "10.10.0.0/16", "privateLinkVisibility": SUBSCRIPTION, "privateLinkSubnet": "snet-pls",
+    "grafanaViewers[0]": "0b2f6c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b",
     "privateLinkIpAddressCount": "2", "privateLinkServiceTimeoutSeconds": "1800",
     "monitorWorkspaceName": "amw-gpu-other", "monitorWorkspaceResourceGroup": "rg-monitor-other",
     "pyroscopeDatasourceUid": "pyro-b", "pyroscopeDatasourceName": "Pyroscope B", "prometheusDatasourceUid": "prom-b",
@@ -68,21 +67,23 @@ _PLAIN = {
     "managedPrivateEndpointTimeoutSeconds": "1800",
 }
 
-_RESTART = ("A Helm upgrade in place that changes the pod template: Pyroscope's pod restarts (the shutdown flush, "
-            "pyroscopeTerminationGracePeriodSeconds; no profiles taken until it is back); the private link stays.")
-_NAT = ("The private link service's NAT IPs are rebuilt: Grafana's connections are refused until the NAT "
-        "NetworkPolicy admits the new ones, right after the wait (seconds to minutes).")
+#: A restart of Pyroscope's pod, as the page's intro defines it (:data:`INTRO`).
+_RESTART = "*Restart*."
+_NAT = ("New NAT IPs: Grafana's connections are refused until the NAT NetworkPolicy admits them, right after the "
+        "wait (seconds to minutes).")
 _WHY = {
     **dict.fromkeys(("pyroscopeImageRepository", "pyroscopeImageTag", "pyroscopeResources", "pyroscopeNodeSelector",
                      "pyroscopeTolerations", "pyroscopeRetention", "pyroscopeTerminationGracePeriodSeconds"), _RESTART),
-    **dict.fromkeys(("pyroscopeIngestionRateMb", "pyroscopeIngestionBurstMb"),
-                    _RESTART + " Left at 0 the limits follow the GPU pools' most nodes, so resizing a GPU pool past 8 "
-                    "nodes restarts Pyroscope the same way; a number keeps them fixed."),
-    "pyroscopeChartVersion": _RESTART[:-len("; the private link stays.")] + "; a chart pinned by digest "
-                             "(pyroscopeChart ...@sha256:) needs the new version's digest too, or Helm refuses it. The "
-                             "private link stays.",
+    "pyroscopeIngestionRateMb": _RESTART + " Left at 0, the limits follow the GPU pools' most nodes: resizing a GPU "
+                                "pool past 8 nodes restarts Pyroscope too.",
+    "pyroscopeIngestionBurstMb": _RESTART + " As pyroscopeIngestionRateMb.",
+    "pyroscopeChartVersion": _RESTART + " A chart pinned by digest (pyroscopeChart ...@sha256:) needs the new "
+                             "version's digest too, or Helm refuses it.",
     "pyroscopeChart": _RESTART,
-    "privateLinkIpAddressCount": _NAT,
+    "privateLinkIpAddressCount": "As privateLinkSubnet.",
+    "grafanaViewers": "One Grafana Viewer assignment on the Grafana workspace created per principal added, one deleted "
+                      "per principal removed; the first one brings its component (grafana-viewers, no Azure call), "
+                      "the last one takes it away. Nothing else changes.",
     "privateLinkSubnet": _NAT,
 }
 
@@ -90,37 +91,31 @@ _WHY = {
 CHANGES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
     **{key.split("[")[0]: ({key: value}, {}, _WHY.get(key.split("[")[0], "")) for key, value in _PLAIN.items()},
     "production": ({"production": "true"}, {}, "No resource input: the policy pack applies its production rules."),
-    "multiCluster": ({"multiCluster": "true"}, {}, "Per-cluster names: a new private link service (AKS cannot rename "
-                     "one), so " + _LINK + "; new datasource uids; the Monitoring Data Reader role is no longer "
-                     "assigned here (the diff warns)."),
-    "clusterStack": ({"clusterStack": "org/platform/prod"}, {}, "clusterName and clusterResourceGroup stay set here "
-                     "and win: the reference is only read."),
-    "grafanaStack": ({"grafanaStack": "org/platform/prod"}, {}, "The Grafana and workspace keys stay set here and win: "
-                     "the reference is only read."),
-    "clusterName": ({"clusterName": "aks-gpu-dev2"}, {}, "Another cluster: all on it is made again there; the old "
-                    "claim goes with its disk and every profile, the private link service with it, and " + _LINK + "."),
-    "clusterResourceGroup": ({"clusterResourceGroup": "rg-aks-gpu-dev2"}, {}, "Another cluster, as for clusterName: "
-                             "every profile on the old disk is lost, and " + _LINK + "."),
-    "extensionName": ({"extensionName": "inspektor-gadget-2"}, {}, "A path parameter: the extension is uninstalled, "
-                      "then installed again; no GPU profiles are collected meanwhile."),
-    "extensionTimeoutSeconds": ({"extensionTimeoutSeconds": "3600"}, {}, "customTimeouts, a resource option: no input "
-                                "changes."),
-    "pyroscopePersistence": ({"pyroscopePersistence": "false"}, {}, "A StatefulSet's volumeClaimTemplates cannot "
-                             "change: Pyroscope is reinstalled on an emptyDir, the claim deleted with its disk and "
-                             "every stored profile; the private link stays."),
+    "multiCluster": ({"multiCluster": "true"}, {}, "Per-cluster names (private link service, datasource uids); "
+                     "the Monitoring Data Reader role is no longer assigned here (the diff warns)."),
+    "clusterStack": ({"clusterStack": "org/platform/prod"}, {}, "Keys set here win; the reference is only read."),
+    "grafanaStack": ({"grafanaStack": "org/platform/prod"}, {}, "As clusterStack."),
+    "clusterName": ({"clusterName": "aks-gpu-dev2"}, {}, "Another cluster: all is made again there; the old claim "
+                    "goes with its disk and every profile."),
+    "clusterResourceGroup": ({"clusterResourceGroup": "rg-aks-gpu-dev2"}, {}, "As clusterName."),
+    "extensionName": ({"extensionName": "inspektor-gadget-2"}, {}, "A path parameter: the extension is reinstalled; no "
+                      "GPU profiles meanwhile."),
+    "extensionTimeoutSeconds": ({"extensionTimeoutSeconds": "3600"}, {}, "A resource option (customTimeouts), not an "
+                                "input."),
+    "pyroscopePersistence": ({"pyroscopePersistence": "false"}, {}, "volumeClaimTemplates cannot change: Pyroscope is "
+                             "reinstalled on an emptyDir, the claim deleted with its disk and every profile."),
     "pyroscopeStorageClass": ({"pyroscopeStorageClass": "managed-csi-premium"}, {}, "A claim's class cannot change: "
-                              "Pyroscope is uninstalled, the claim and its disk deleted with every stored profile, and "
-                              "both come back on the new class; the private link stays."),
+                              "the claim and disk are deleted with every profile, then Pyroscope is reinstalled on the "
+                              "new class."),
     "pyroscopeStorageSize": ({"pyroscopeStorageSize": "128Gi"}, {}, "The claim grows online; a smaller size is "
                              "refused."),
     "pyroscopeNetworkPolicy": ({"pyroscopeNetworkPolicy": "false"}, {}, "The NetworkPolicies go: Pyroscope is open to "
                                "all that routes to the internal load balancer."),
-    "pyroscopeMode": (dict(MICRO), {}, "Pyroscope is reinstalled as the chart's components on a new blob container; "
-                      "the single binary's claim is deleted with its disk and profiles (not moved); the private link "
-                      "stays."),
-    "pyroscopeStorageAccount": ({"pyroscopeStorageAccount": "stpyroscopeshared"}, MICRO, "The account the stack made "
-                                "is deleted with its container and every profile in it (the diff warns); Pyroscope "
-                                "starts empty on the brought one."),
+    "pyroscopeMode": (dict(MICRO), {}, "Reinstalled as the chart's components on a new blob container; the single "
+                      "binary's claim goes with its disk and profiles (not moved)."),
+    "pyroscopeStorageAccount": ({"pyroscopeStorageAccount": "stpyroscopeshared"}, MICRO, "The stack's account is "
+                                "deleted with its container and every profile (the diff warns); Pyroscope starts "
+                                "empty on the given one."),
     "pyroscopeStorageAccountResourceGroup": ({"pyroscopeStorageAccountResourceGroup": "rg-storage"}, MICRO,
                                              _PATH.format("resourceGroupName", "the identity, the account and its "
                                                           "container are")),
@@ -129,27 +124,24 @@ CHANGES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
     "pyroscopeStorageSku": ({"pyroscopeStorageSku": "Standard_LRS"}, MICRO, "Azure converts the replication, or "
                             "refuses to (not simulated)."),
     "privateLinkServiceName": ({"privateLinkServiceName": "pyroscope-pls-2"}, {}, "AKS cannot rename a private link "
-                               "service: the private link Service is re-created with a new one, and " + _LINK + "."),
-    "privateLinkServiceResourceGroup": ({"privateLinkServiceResourceGroup": "rg-network"}, {}, "The private link "
-                                        "service is made again in that group under a per-cluster name, and " + _LINK
-                                        + "."),
-    "createGrafana": ({**GRAFANA, "grafanaName": "amg-gpu-dev2"}, {}, "A new workspace, under a new name (azure-native "
-                      "refuses to create one that exists): " + _MOVE + "."),
+                               "service, so the Service is re-created with a new one."),
+    "privateLinkServiceResourceGroup": ({"privateLinkServiceResourceGroup": "rg-network"}, {},
+                                        "Made again in that group, under a per-cluster name."),
+    "createGrafana": ({**GRAFANA, "grafanaName": "amg-gpu-dev2"}, {}, "A new workspace needs a new name (azure-native "
+                      "cannot create an existing one); " + _MOVE + "."),
     "createMonitorWorkspace": ({"createMonitorWorkspace": "true", "monitorWorkspaceName": "amw-gpu-dev2"}, {},
                                "A new, empty workspace: point the metrics add-on at it (monitorWorkspaceId)."),
     "grafanaPublicNetworkAccess": ({"grafanaPublicNetworkAccess": "Disabled"}, GRAFANA, ""),
     "deployerPrincipalType": ({"deployerPrincipalType": "ServicePrincipal"}, GRAFANA, ""),
     "grafanaName": ({"grafanaName": "amg-gpu-other"}, {}, "Another workspace (a path parameter of the endpoint): "
                     + _MOVE + "."),
-    "grafanaResourceGroup": ({"grafanaResourceGroup": "rg-observability-other"}, {}, "Another workspace (a path "
-                             "parameter of the endpoint): " + _MOVE + "."),
+    "grafanaResourceGroup": ({"grafanaResourceGroup": "rg-observability-other"}, {}, "As grafanaName."),
     "managedPrivateEndpointName": ({"managedPrivateEndpointName": "pyro-mpe2"}, {}, "A path parameter of the "
-                                   "endpoint: " + _LINK + "."),
-    "assignMonitoringDataReader": ({"assignMonitoringDataReader": "false"}, {}, "The role assignment is deleted: the "
-                                   "Prometheus datasource loses access unless the identity holds the role otherwise "
-                                   "(the diff warns)."),
+                                   "endpoint."),
+    "assignMonitoringDataReader": ({"assignMonitoringDataReader": "false"}, {}, "The Prometheus datasource loses "
+                                   "access unless the identity holds the role otherwise (the diff warns)."),
     "dashboardSource": ({"dashboardSource": DASHBOARD.format("GpuObservability-v2"), "dashboardSha256": SHA}, {}, ""),
-    "dashboardSha256": ({"dashboardSha256": SHA}, {}, "The step checks it before it uploads anything."),
+    "dashboardSha256": ({"dashboardSha256": SHA}, {}, "Checked before any upload."),
     "dashboardUid": ({"dashboardUid": "GpuObservabilityB", "dashboardSource": DASHBOARD.format("GpuObservabilityB"),
                       "dashboardSha256": SHA}, {}, ""),
 }
@@ -253,37 +245,31 @@ def rows() -> list[Row]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("\n", " ")
 
 
-INTRO = f"""\
-For every key of `Pulumi.yaml`, one representative change to a deployed `dev` stack (on the base it names, else on the
-example stack) and what the next `pulumi up` does: in place, which resources it replaces, whether it re-creates the
-private link chain (Grafana's managed private endpoint replaced, approved and refreshed again), or that it is refused.
-*may update*: what a preview shows updated or replaced because an input is unknown until `up` runs a step (a new
-endpoint's address, a lookup behind an updated wait), which `up`, with the canned answers, finds the same.
-`{COMMAND}` writes this page from the offline diff (`--check`: exit 1 while it differs).
-OFFLINE: Azure, Grafana and the cluster are simulated; a real `pulumi preview --diff` reads the live state.
+OPENER = "For the operator changing a deployed stack's config: what the next `pulumi up` does."
 
-A new version of this project changes no key, but may change what the next `pulumi up` does. From this version, on
-a stack deployed before it:
-- Pyroscope restarts once, a Helm upgrade in place: `-querier.max-query-length` (the retention plus a day, so ranges
-  longer than a day are read) and the ingestion limits (`pyroscopeIngestionRateMb`, `pyroscopeIngestionBurstMb`) are
-  added to its flags. Left at 0, those follow the GPU pools' size: resizing a GPU pool past 8 nodes restarts it too.
-- gadget-namespace, the stack's Services and its NetworkPolicies update in place, their annotations only
-  (`pulumi.com/patchForce`, and the owner mark `aks-gpu-observability/stack` where missing: docs/existing-objects.md).
-- pyroscope-claims-identity is created and the claims update in place (their storage-class annotation), so a later
-  `pyroscopeStorageClass` change previews.
-- Every step runs once more, as its shared helpers changed (they keep the Pulumi login and the stack's passphrase from
-  what a step runs): the waits, the approval and the endpoint refresh, each a read or a no-op on an approved
-  connection, and the datasource and dashboard steps, which write nothing already right (the dashboard nothing unless
-  Grafana holds a copy in its v2 schema)."""
+INTRO = """\
+One representative change per key to a deployed `dev` stack (on the base named, else the example stack), from the
+offline diff: Azure, Grafana and the cluster are simulated; a real `pulumi preview --diff` reads the live state.
+
+- *Re-creates the private link chain*: Grafana's managed private endpoint is replaced and approved again; Grafana
+  loses Pyroscope for minutes.
+- *may update*: shown changed only because an input is unknown until `up` runs a step, which then finds it the same.
+- *Restart*: Pyroscope's pod restarts (the shutdown flush, then no profiles until it is back); the private link stays.
+
+Upgrading this project, with no key changed, the next `pulumi up` restarts Pyroscope once (new flags:
+`-querier.max-query-length`, the ingestion limits), updates annotations in place on gadget-namespace, Services and
+NetworkPolicies ([existing-objects.md](existing-objects.md)), creates pyroscope-claims-identity, annotates the
+claims' storage class, and runs every step once more, each a read or a no-op (the dashboard step writes only over a
+v2-schema copy in Grafana)."""
 
 
 #: The move to Pyroscope 2 and its two half-moves, on the example stack (docs/decisions/pyroscope-major.md).
 MAJOR_CHANGES = {
     "both": ({"pyroscopeChartVersion": "2.0.0", "pyroscopeImageTag": "2.0.1"}, {},
-             "Chart and image together, Pyroscope 2 on v1 storage: the two flags it needs, the same volume."),
+             "Pyroscope 2 on v1 storage, on the same volume."),
     "the chart alone": ({"pyroscopeChartVersion": "2.0.0"}, {},
                         "Chart 2.x passes -architecture.storage=v1, which a 1.x image does not know."),
     "the image alone": ({"pyroscopeImageTag": "2.0.1"}, {},
@@ -292,47 +278,66 @@ MAJOR_CHANGES = {
 PYROSCOPE_2 = """\
 ## Pyroscope 2
 
-Pyroscope 2 runs here on the v1 storage of 1.x: the stack pins it in the chart's values (`architecture.storage`, v1
-on, v2 off), so the chart passes `-architecture.storage=v1` and `-write-path=ingester`, which Pyroscope 2 requires for
-it, and the volume, retention and sizing keep their meaning. Chart 2.0.0 defaults to the same; 2.1.0 and later
-default to v2. The chart and the image must move together; one without the other is refused before anything is
-deployed. To move:
+The stack runs Pyroscope 2 on the v1 storage of 1.x, pinned in the chart's values (`architecture.storage`: v1 on, v2
+off; chart 2.0.0's default, 2.1.0 and later default to v2), so the volume, retention and sizing keep their meaning.
+Chart and image move together; one alone is refused before anything is deployed. To move:
 
-1. Take a snapshot of Pyroscope's disk, since the maintainers document no way back from 2.x to 1.x: its id is
+1. Snapshot Pyroscope's disk (no documented way back to 1.x): its id is
    `kubectl get pv "$(kubectl -n gadget get pvc data-pyroscope-0 -o jsonpath='{.spec.volumeName}')" -o
    jsonpath='{.spec.csi.volumeHandle}'`, then `az snapshot create -g <node resource group> -n pyroscope-before-2
    --source <disk id>`.
-2. Move within 1.x first to its last release (their 2.0 notes start from 1.21), chart and image together.
-3. `pulumi config set pyroscopeChartVersion 2.0.0` and `pulumi config set pyroscopeImageTag 2.0.1` (or the 2.x pair
-   you mean), then `pulumi preview --diff`: one in-place update of the release and the diff's warning; `pulumi up`.
-4. Check with `.venv/bin/python -m ops.verify --stack <stack>` that profiles arrive, and Grafana's flame graphs for data
-   from before the move.
+2. Move to the last 1.x release first (the 2.0 notes start from 1.21), chart and image together.
+3. `pulumi config set pyroscopeChartVersion 2.0.0` and `pulumi config set pyroscopeImageTag 2.0.1` (or your 2.x
+   pair), `pulumi preview --diff` (one in-place update of the release, and a warning), `pulumi up`.
+4. `.venv/bin/python -m ops.verify --stack <stack>`: profiles arrive; Grafana's flame graphs show data from before the
+   move.
 
-Pyroscope 2 no longer sanitizes label names (dots are kept). The maintainers' move to v2 storage (dual ingest, then
-v2 only; their Kubernetes guide asks for object storage, or a ReadWriteMany volume) is not what the stack runs: a
-stack that needs it does it by hand, outside this stack's values. The rows below are the offline diff's, as in the
-table above."""
+Pyroscope 2 keeps dots in label names. The maintainers' v2 storage (dual ingest, then v2 only, on object storage) is
+not what the stack runs ([decisions/pyroscope-major.md](decisions/pyroscope-major.md)). Each move, offline:"""
+
+
+#: The page's sections, costliest first: a row's verdict is the section it is in.
+SECTIONS = ((CHAIN_KIND, "Re-creates the private link chain"), ("replaces", "Replaces resources"),
+            ("in place", "In place"), ("no change", "No change"), ("refused", "Refused"))
+assert {kind for kind, _ in SECTIONS} == set(KINDS)
+
+
+def _detail(r: Row) -> str:
+    """What ``pulumi up`` does, without the verdict its section names."""
+    if r.kind == "refused":
+        return r.message
+    if r.kind == "no change":
+        return r.does[len("no change"):].strip(" ()")
+    return r.does.split(": ", 1)[1] if r.kind in ("in place", CHAIN_KIND) else r.does
+
+
+def _item(label: str, r: Row, does: str) -> list[str]:
+    """One list item: the change (and the base it is made on), what ``pulumi up`` does, why, wrapped at 120."""
+    change = f"`{r.change}`" + (f" (base: `{r.base}`)" if r.base else "")
+    does = does.replace(CHAIN_KIND, f"**{CHAIN_KIND}**", 1).replace("may update", "*may update*")
+    rest = " ".join(part for part in (does + "." if does else "", r.why) if part)
+    text = _cell(f"- {label}{change}" + (f": {rest}" if rest else ""))
+    return textwrap.wrap(text, 120, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
 
 
 def render(table: Optional[Sequence[Row]] = None, majors: Optional[Sequence[Row]] = None) -> str:
-    """The page: a title, what the table is and how it is made, then one row per key; then the move to Pyroscope 2
-    (:data:`PYROSCOPE_2`) with a row per :data:`MAJOR_CHANGES`."""
+    """The page: a title, what the lists are and how they are made, then a section per verdict (:data:`SECTIONS`,
+    with how many keys it has) listing its keys in Pulumi.yaml's order, one item each (its change, which starts with
+    the key); then the move to Pyroscope 2 (:data:`PYROSCOPE_2`) with an item per :data:`MAJOR_CHANGES` (the diff's
+    warnings said by name only: the section says what they say)."""
     table = list(rows() if table is None else table)
     majors = list([row(k, c) for k, c in MAJOR_CHANGES.items()] if majors is None else majors)
-    counts = Counter(r.kind for r in table)
-    lines = ["# What each change costs", "",
-             f"<!-- Generated by `{COMMAND}` from Pulumi.yaml and the offline diff; do not edit. -->", "", INTRO, "",
-             f"{len(table)} keys: " + ", ".join(f"{counts[k]} {COUNTED.get(k, k)}" for k in KINDS) + ".", "",
-             "| key | change | the next `pulumi up` | why, and what it costs |", "|---|---|---|---|"]
-    for r in table:
-        change = f"`{r.change}`" + (f" (base: `{r.base}`)" if r.base else "")
-        does = r.does.replace(CHAIN_KIND, f"**{CHAIN_KIND}**", 1).replace("may update", "*may update*")
-        lines.append(f"| {r.key} | {_cell(change)} | {_cell(does)} | {_cell(r.why)} |")
-    lines += ["", PYROSCOPE_2, "", "| move | change | the next `pulumi up` | why, and what it costs |",
-              "|---|---|---|---|"]
+    lines = ["# What each change costs", "", OPENER, "",
+             f"<!-- Generated by `{COMMAND}` from Pulumi.yaml and the offline diff; do not edit. -->", "", INTRO]
+    for kind, title in SECTIONS:
+        found = [r for r in table if r.kind == kind]
+        if found:
+            lines += ["", f"## {title} ({len(found)})", ""]
+            lines += [line for r in found for line in _item("", r, _detail(r))]
+    lines += ["", PYROSCOPE_2, ""]
     for r in majors:
-        cost = " ".join([r.why, *r.warnings])
-        lines.append(f"| {r.key} | `{_cell(r.change)}` | {_cell(r.does)} | {_cell(cost)} |")
+        why = r.why + (" The diff warns." if r.warnings else "")
+        lines += _item(f"{r.key}: ", replace(r, why=why), r.does)
     return "\n".join(lines) + "\n"
 
 

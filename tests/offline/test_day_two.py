@@ -4,6 +4,8 @@ reinstalls Pyroscope or loses profiles says why. SIMULATED: Azure, Grafana and t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from offline import day_two
@@ -27,25 +29,51 @@ def test_every_key_of_the_project_has_a_row_and_nothing_else_does(table):
         assert not set(sets) & set(base), key
 
 
+def items(page: str) -> dict[str, tuple[str, str]]:
+    """key -> (the section it is listed in, its item's text with the wrapped lines joined), for each key's item above
+    "## Pyroscope 2" (an item starts with the key's change, which starts with the key)."""
+    found, section, key = {}, "", None
+    for line in page.split("## Pyroscope 2")[0].splitlines():
+        if line.startswith("## "):
+            section, key = line[3:].rsplit(" (", 1)[0], None
+        elif match := re.match(r"^- `(\w+)[=\[]", line):
+            key = match.group(1)
+            assert key not in found, f"{key} listed twice"
+            found[key] = (section, line)
+        elif key and line.startswith("  "):
+            found[key] = (section, found[key][1] + " " + line.strip())
+        else:
+            key = None
+    return found
+
+
 def test_the_page_is_generated(table):
+    """The page is the generator's; each key has one item, in the section of its verdict, the sections' keys in
+    Pulumi.yaml's order, and each section says how many keys it lists."""
     page = day_two.render(list(table.values()))
     assert (ROOT / "docs" / "day-two.md").read_text(encoding="utf-8") == page, \
         f"docs/day-two.md is not the table of today's diff; regenerate it: {day_two.COMMAND}"
-    body = [line for line in page.split("## Pyroscope 2")[0].splitlines() if line.startswith("| ")][1:]
-    assert [line.split(" | ", 1)[0][2:] for line in body] == day_two.keys()
-    assert all(line.count(" | ") == 3 for line in body), "an unescaped | in a cell"
+    listed, titles, order = items(page), dict(day_two.SECTIONS), day_two.keys()
+    assert set(listed) == set(order)
+    for key, (section, _) in listed.items():
+        assert section == titles[table[key].kind], key
+    for kind, title in day_two.SECTIONS:
+        keys = [key for key in listed if listed[key][0] == title]
+        assert keys == [key for key in order if key in keys], f"{title}: not in Pulumi.yaml's order"
+        assert (f"## {title} ({len(keys)})" in page) == bool(keys), title
 
 
 def test_a_costly_change_says_why_in_the_table(table):
     """A change that re-creates the private link chain, replaces the Pyroscope release, deletes or replaces what holds
-    profiles, or draws a warning from the diff names why in the table."""
+    profiles, or draws a warning from the diff names why in its item."""
     page = day_two.render(list(table.values()))
+    listed = items(page)
     costly = [r for r in table.values() if r.needs_why]
     assert {"privateLinkServiceName", "pyroscopeStorageClass", "pyroscopePersistence", "pyroscopeMode",
             "assignMonitoringDataReader", "pyroscopeStorageAccount"} <= {r.key for r in costly}
     for r in costly:
         assert r.why.strip(), f"{r.key}: {r.does}, and CHANGES gives no why"
-        assert f"| {day_two._cell(r.why)} |" in page, r.key
+        assert listed[r.key][1].endswith(" " + day_two._cell(r.why)), r.key
 
 
 def test_nothing_is_refused_and_every_row_is_one_kind(table):
