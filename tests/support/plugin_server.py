@@ -281,8 +281,9 @@ def serve(servicer: provider_pb2_grpc.ResourceProviderServicer, argv: list[str])
 
 
 def engine_address(argv: list[str]) -> Optional[str]:
-    """The engine's address among a plugin's arguments (the first that is not a flag)."""
-    return next((arg for arg in argv if not arg.startswith("-")), None)
+    """The engine's address among a plugin's arguments: the last one, after ``--logtostderr``, ``-v=N`` and
+    ``--tracing <endpoint>`` (pulumi/pulumi ``sdk/go/common/resource/plugin/plugin.go`` ``buildPluginArguments``)."""
+    return next((arg for arg in reversed(argv) if not arg.startswith("-")), None)
 
 
 def abort_unknown(context: grpc.ServicerContext, what: str, name: str, provider: str) -> None:

@@ -3,7 +3,7 @@ then waits on a step whose effect the world already has, and a kill there leaves
 deleted, the state with only a pending operation), however late the engine's event log reports the step.
 
 Put first on ``PATH`` as ``pulumi-resource-<name>`` (:func:`install`), it starts the plugin :data:`REAL_ENV` names
-with the same arguments (the engine's address first), reads the port from that plugin's first line of stdout, as the
+with the same arguments (the engine's address last), reads the port from that plugin's first line of stdout, as the
 engine does (pulumi/pulumi ``sdk/go/common/resource/plugin/plugin.go`` ``newPlugin``), serves the same unary calls
 on a port of its own and forwards each byte for byte. :data:`HOLD_ENV` (``METHOD:NAME``, e.g.
 ``Create:pyroscope-network-policy``): once the real plugin has answered that call for the resource whose URN ends
