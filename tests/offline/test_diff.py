@@ -1490,3 +1490,29 @@ def test_an_updated_step_answers_its_outputs_unknown_only_when_an_input_it_had_c
     assert not _outputs_unknown(step(("dir", None, "/tmp")), base)  # added: outputs stay known
     other = plan_diff.Step(urn, "kubernetes:core/v1:Service", "update", diffs=[{"path": "spec", "old": 1, "new": 2}])
     assert not _outputs_unknown(other, base)
+
+
+def test_adding_or_removing_a_viewer_creates_or_deletes_its_assignment_and_nothing_else():
+    """grafanaViewers on the deployed dev stack: the first viewer brings its assignment and the component holding it
+    (no Azure call), a second one only its assignment, a removed one only the delete of its own; reordering changes
+    nothing. No other resource is updated or replaced, no warning: giving ML engineers Grafana touches nothing that
+    serves the flame graphs."""
+    team, alice = "0b2f6c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+
+    def head(*items):
+        sets = [(f"grafanaViewers[{i}]", item, True) for i, item in enumerate(items)]
+        return lambda pending: run("dev", config_sets=sets, pending=pending)
+
+    def changes(base, evaluate):
+        diff, _ = plan_diff.preview(base, evaluate)
+        assert not diff.warnings and not diff.errors
+        return {step.name: step.op for step in diff.steps if step.op != "same"}
+
+    deployed = run("dev").to_json()
+    assert changes(deployed, head(team)) == {"grafana-viewers": "create", f"grafana-viewers-{team}": "create"}
+    one = head(team)(frozenset()).to_json()
+    assert changes(one, head(team, f"User:{alice}")) == {f"grafana-viewers-{alice}": "create"}
+    two = head(team, f"User:{alice}")(frozenset()).to_json()
+    assert changes(two, head(f"User:{alice}")) == {f"grafana-viewers-{team}": "delete"}
+    assert changes(two, head(f"User:{alice}", team)) == {}
+    assert changes(one, head()) == {"grafana-viewers": "delete", f"grafana-viewers-{team}": "delete"}
