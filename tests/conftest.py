@@ -30,8 +30,9 @@ ENGINE_FIXTURES = {"aks", "engine_tools"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """The real-engine tests first (otherwise in collection order): under xdist each worker starts on a long one and
-    the quick ones fill the end of the run, rather than one long test running alone at its end."""
+    """The real-engine tests first (otherwise in collection order): under xdist (``--dist loadgroup``, pytest.ini: one
+    test at a time to each worker, an ``xdist_group`` as one unit, the biggest group first) each worker starts on a long
+    one and the quick ones fill the end of the run, rather than one long test running alone at its end."""
     items.sort(key=lambda item: 0 if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ()))
                or item.get_closest_marker("engine") else 1)
 

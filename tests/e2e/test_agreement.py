@@ -361,6 +361,11 @@ def end_state(d: Deployed, head: dict) -> list[str]:
     return out
 
 
+#: Under xdist the rows are played once, on one worker (their fixture plays every change on its own deployments).
+AGREEMENT = pytest.mark.xdist_group("agreement")
+
+
+@AGREEMENT
 @pytest.mark.parametrize("change", CASES)
 def test_the_real_engine_agrees_with_the_offline_diff(change, rows):
     row = rows[change]
@@ -389,6 +394,7 @@ def render(rows: dict[str, Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@AGREEMENT
 def test_the_agreement_table_is_this_run(rows):
     table = render(rows)
     if os.environ.get("AKS_GPU_OBS_WRITE_AGREEMENT") == "1":
