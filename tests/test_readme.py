@@ -203,13 +203,16 @@ def test_the_prerequisites_install_the_pinned_pulumi_cli():
 
 
 #: Where a newcomer looks for a change to (a) the datasource step, (b) the flame-graph SVG, (c) the offline diff's
-#: replacement rules, (d) a config key's validation: the README's map names each.
+#: replacement rules, (d) a config key's validation: the folder map names each.
 PLACES = ["steps/grafana_datasource.py", "components/grafana_datasources.py", "flamegraph/", "SVG renderer",
           "offline/replacement.py", "stack_config/rules.py"]
 
 
 def test_the_map_says_where_things_are():
-    where = section("Where things are")
+    """The folder map, docs/layout.md (the README links to it), names the places above and every top-level folder
+    a change starts in, and each path it names exists."""
+    assert "](docs/layout.md)" in README
+    where = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
     for place in PLACES:
         assert place in where, place
     named = re.findall(r"^\| `([^`]+)` \|", where, re.M)
