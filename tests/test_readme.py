@@ -241,3 +241,88 @@ def test_nothing_points_at_files_outside_the_repository():
         if outside.search(text):
             found.add(name)
     assert not found, sorted(found)
+
+
+BEFORE = "Before your first `pulumi up`"
+
+
+def before_first_up() -> str:
+    """The README's "Before your first `pulumi up`" section, its lines joined (a sentence may wrap)."""
+    return " ".join(section(BEFORE).split())
+
+
+def test_before_the_first_up_names_the_requests_the_node_pool_check_holds_pools_to():
+    """The node Pyroscope needs is stated with the requests the pre-check (existing/node_pools.py) compares each pool
+    with for the default configuration: the largest pod's, single-binary with no pyroscopeResources override."""
+    from components.pyroscope import largest_requests
+    from stack_config import reference, rules
+
+    declared = reference.declared()
+    resources = rules.resources(declared["pyroscopeResources"]["default"])
+    requests = largest_requests(declared["pyroscopeMode"]["default"], resources)
+    text = before_first_up()
+    assert f"{requests['cpu']} CPU and {requests['memory']} memory requested" in text, requests
+    assert f"(limit {resources['limits']['memory']})" in text
+    assert "](docs/sizing.md#placement-off-gpu-nodes)" in text
+
+
+def step_bound_seconds(resource: dict) -> int:
+    """How long a planned resource may take before Pulumi fails it, as the plan sets it (0 where the plan sets none):
+    a step command's TIMEOUT_SECONDS, the Helm release's timeout, a customTimeouts create."""
+    inputs = resource.get("inputs") or {}
+    environment = inputs.get("environment") if isinstance(inputs.get("environment"), dict) else {}
+    if "TIMEOUT_SECONDS" in environment:
+        return int(environment["TIMEOUT_SECONDS"])
+    if resource["type"] == "kubernetes:helm.sh/v3:Release":
+        return int(inputs["timeout"])
+    create = ((resource.get("options") or {}).get("customTimeouts") or {}).get("create")
+    return int(create.rstrip("s")) if create else 0
+
+
+def test_before_the_first_up_gives_the_worst_case_the_dev_plans_timeouts_add_up_to():
+    """The worst case is the longest chain of dependent steps in the dev plan, each taking its whole timeout (a
+    stalled step fails at its timeout, so a run that does not fail ends sooner); the extension's timeout, on a chain of
+    its own, is said apart. The typical time is docs/performance.md's simulated dev figure."""
+    from offline.program import run
+
+    resources = {r["urn"]: r for r in run("dev").to_json()["resources"]}
+    longest: dict[str, int] = {}
+
+    def chain(urn: str) -> int:
+        if urn not in longest:
+            resource = resources[urn]
+            longest[urn] = step_bound_seconds(resource) + max(
+                [chain(d) for d in resource.get("dependencies") or [] if d in resources], default=0)
+        return longest[urn]
+
+    worst = max(chain(urn) for urn in resources)
+    extension = next(r for r in resources.values() if r["type"] == "azure-native:kubernetesconfiguration:Extension")
+    text = before_first_up()
+    assert worst % 60 == 0 and f"{worst // 60} minutes along the chain" in text, worst
+    assert f"the extension's {step_bound_seconds(extension) // 60} minutes beside it" in text
+    performance = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    typical = re.search(r"^\| dev \(an existing Grafana\) \| \d+ s \(([\d.]+) min\)", performance, re.M).group(1)
+    assert f"about {round(float(typical))} minutes" in text, typical
+
+
+def test_the_provider_location_gives_no_resource_its_region():
+    """azure-native fills `location` into a resource that has none from the provider's `location` config
+    (pulumi/pulumi-azure-native provider/pkg/provider/provider.go getDefaultLocation); every resource this stack can
+    create that takes a location sets its own, so `azure-native:location` decides no region, as the README says."""
+    import importlib
+
+    from offline.program import run
+
+    plans = [run("dev"), run("dev", {"createGrafana": "true", "createMonitorWorkspace": "true",
+                                     "pyroscopeMode": "microservices"})]
+    checked = set()
+    for plan in plans:
+        for resource in plan.to_json()["resources"]:
+            provider, module, kind = resource["type"].split(":")
+            if provider != "azure-native":
+                continue
+            if hasattr(getattr(importlib.import_module(f"pulumi_azure_native.{module}"), f"{kind}Args"), "location"):
+                assert (resource.get("inputs") or {}).get("location"), resource["name"]
+                checked.add(resource["type"])
+    assert "azure-native:dashboard:Grafana" in checked and "azure-native:storage:StorageAccount" in checked, checked
+    assert "the provider's default for a resource that names no region" in before_first_up()
