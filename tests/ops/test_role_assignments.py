@@ -1,7 +1,8 @@
 """ops.role_assignments: which of the four deployer roles a stack needs, on which scopes, with which condition;
 the preview identity's Reader, refused where it would read a production stack's approval nonce; the drift identity's
-read-only roles, and no more than the drift check's calls need; docs/deployer-role.md's example is its real output for
-the dev stack. SIMULATED: no Azure (the commands are printed, and checked by `bash -n`)."""
+read-only roles, and no more than the drift check's calls need; the example docs/deployer-role.md links
+(docs/deployer-role-dev-example.sh) is its real output for the dev stack. SIMULATED: no Azure (the commands are
+printed, and checked by `bash -n`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from stack.specs import GRAFANA_ADMIN, GRAFANA_VIEWER, MONITORING_DATA_READER, S
 from tests.support.scenarios import ROOT
 
 DOC = ROOT / "docs" / "deployer-role.md"
+#: The dev stack's script, as docs/deployer-role.md links it.
+EXAMPLE = ROOT / "docs" / "deployer-role-dev-example.sh"
 BASE_NAMES = [dr.load_role(path)["Name"] for path in dr.ROLE_FILES]
 #: The roles as the dev stack creates them: each custom role's name carries the stack.
 DEPLOYER, ASSIGNER, PRIVATE_LINK, STORAGE = (f"{name} (dev)" for name in BASE_NAMES)
@@ -96,9 +99,8 @@ def test_dev_assigns_the_deployer_role_on_its_groups_and_the_assigner_only_where
 def test_the_documented_example_is_the_generators_output_for_dev(capsys):
     code, out, _ = run(capsys, "--stack", "dev")
     assert code == 0
-    text = DOC.read_text(encoding="utf-8")
-    example = text.split("### Example: the `dev` stack", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    assert example == out
+    assert f"]({EXAMPLE.name})" in DOC.read_text(encoding="utf-8")
+    assert EXAMPLE.read_text(encoding="utf-8") == out
     assert "<deployer-object-id>" in out and "<grafana-principal-id>" in out and "<node-resource-group>" in out
     subprocess.run(["bash", "-n"], input=out, text=True, check=True)
 
