@@ -282,7 +282,9 @@ def step_bound_seconds(resource: dict) -> int:
 def test_before_the_first_up_gives_the_worst_case_the_dev_plans_timeouts_add_up_to():
     """The worst case is the longest chain of dependent steps in the dev plan, each taking its whole timeout (a
     stalled step fails at its timeout, so a run that does not fail ends sooner); the extension's timeout, on a chain of
-    its own, is said apart. The typical time is docs/performance.md's simulated dev figure."""
+    its own, is said apart. The private link Service's wait for its load balancer is no key but pulumi-kubernetes'
+    default (provider/pkg/await/service.go DefaultServiceTimeoutMins, 10): the README adds it in words. The typical
+    time is docs/performance.md's simulated dev figure."""
     from offline.program import run
 
     resources = {r["urn"]: r for r in run("dev").to_json()["resources"]}
