@@ -1,12 +1,13 @@
-"""Verify a deployed stack: ``python -m ops.verify --stack NAME [--outputs-file FILE] [--drift] [--json]``.
+"""Verify a deployed stack: ``python -m ops.verify --stack NAME [--outputs-file FILE] [--drift|--versions] [--json]``.
 
 Owns the post-``pulumi up`` checklist (extension Succeeded, managed private endpoint Approved with the IP the
 Pyroscope URL uses, both datasources healthy, the dashboard present, Pyroscope holding the GPU-memory profile type the
 dashboard asks for, Pyroscope's disk below 80 %, the gadget pods ready and no profile dropped at Pyroscope's ingestion
 limit, each failure with its cause:
-:mod:`ops.verify_cluster`) and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs: the
-stack's outputs (:func:`stack.outputs.read_outputs`), answers of ``az rest`` (ARM and Grafana's HTTP API). Outputs: a
-checklist with the next step for each failure, or ``--json``. Exit status 0 when every check passes (nothing
+:mod:`ops.verify_cluster`), headed by the version facts a support ticket quotes (:mod:`ops.versions`; ``--versions``
+prints only those, exit 0), and ``--drift`` (Grafana's datasources and dashboard against what the stack set). Inputs:
+the stack's outputs (:func:`stack.outputs.read_outputs`), answers of ``az rest`` (ARM and Grafana's HTTP API). Outputs:
+a checklist with the next step for each failure, or ``--json``. Exit status 0 when every check passes (nothing
 drifted), 1 when one fails (something drifted), 2 when the check cannot be made (outputs, ``az``, Grafana answering
 other than 200/404, a dashboard source whose sha256 changed), one line on stderr. Secret outputs are never printed.
 Upstream: grafana/grafana ``pkg/api/datasources.go``; the checks, the drift rules and why:
@@ -28,7 +29,10 @@ from urllib.parse import quote, urlparse
 from cli import OneLineParser, UsageError, exit_code
 from flamegraph.model import FrameError
 from flamegraph.query import dashboard_profile_type, pick_profile_type, profile_types_url
-from ops import verify_cluster  # Pyroscope's disk and the gadget DaemonSet
+from ops import (
+    verify_cluster,  # Pyroscope's disk and the gadget DaemonSet
+    versions,  # the version facts for a support ticket
+)
 from stack.outputs import OutputsError, StackOutputs, read_outputs
 from steps import (
     grafana_dashboard,  # the dashboard step's own preparation and content hash
@@ -72,14 +76,23 @@ def _check(name: str, probe: Callable[[], Check], failed_next: str) -> Check:
         return Check(name, False, error.last_line[:200], failed_next)
 
 
-def checks(outputs: dict, kube_context: str = "") -> list[Check]:
+def checks(outputs: dict, kube_context: str = "", seen: Optional[dict] = None) -> list[Check]:
     """The checklist (module docstring); ``kube_context``: the kubectl context of the cluster for the gadget pods'
-    events (default: the cluster's name, as ``az aks get-credentials`` names it)."""
+    events (default: the cluster's name, as ``az aks get-credentials`` names it); ``seen``, when given, keeps the
+    extension's answer and the Pyroscope pods for :func:`ops.versions.collect`."""
     grafana = outputs["grafanaEndpoint"].rstrip("/")
     results: list[Check] = []
+    seen = {} if seen is None else seen
 
     def extension() -> Check:
-        state = (rest("get", f"{outputs['extensionId']}?api-version={EXTENSION_API}", audience=None) or {})
+        try:
+            state = (rest("get", f"{outputs['extensionId']}?api-version={EXTENSION_API}", audience=None) or {})
+        except AzNotInstalled:
+            raise
+        except AzError as error:
+            seen["extension"] = versions.Missing(error.last_line[:200])
+            raise
+        seen["extension"] = state
         status = (state.get("properties") or {}).get("provisioningState")
         return Check("Inspektor Gadget extension", status == "Succeeded", f"provisioningState {status}",
                      "see statuses[] in `az rest --method get --url <extensionId>?api-version=2023-05-01`; "
@@ -199,7 +212,7 @@ def checks(outputs: dict, kube_context: str = "") -> list[Check]:
     results.append(_check("gadget DaemonSet", gadget_pods, "check the Prometheus datasource above first"))
 
     def pyroscope_ingestion() -> Check:
-        return Check("Pyroscope ingestion", *verify_cluster.ingestion(kube_context or outputs["clusterName"]))
+        return Check("Pyroscope ingestion", *verify_cluster.ingestion(kube_context or outputs["clusterName"], seen))
 
     results.append(_check("Pyroscope ingestion", pyroscope_ingestion, "check the Pyroscope datasource above first"))
     return results
@@ -210,8 +223,8 @@ def signed_in() -> None:
     az("account", "show", "--output", "json")
 
 
-def render(stack: str, results: list[Check]) -> str:
-    lines = [f"Verify aks-gpu-observability (stack {stack})"]
+def render(stack: str, results: list[Check], facts: Sequence[versions.Fact] = ()) -> str:
+    lines = [f"Verify aks-gpu-observability (stack {stack})"] + (versions.render(list(facts)) if facts else [])
     for result in results:
         lines.append(f"  {'✅' if result.ok else '❌'} {result.name}: {result.detail}")
         if not result.ok and result.next_step:
@@ -423,20 +436,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "not known then)")
     parser.add_argument("--drift", action="store_true",
                         help="compare Grafana's datasources and dashboard with what the stack set; exit 1 on drift")
-    parser.add_argument("--json", action="store_true", help="print the checks (or the drift) as JSON")
+    parser.add_argument("--versions", action="store_true",
+                        help="print only the version facts a support ticket quotes (the checklist starts with them)")
+    parser.add_argument("--json", action="store_true", help="print the checks (or the drift, or the versions) as JSON")
     parser.add_argument("--kube-context", default="", metavar="NAME",
                         help="kubectl context of the cluster, for the gadget pods' events and Pyroscope's "
                              "discarded-samples counter (default: the cluster's name, as `az aks get-credentials` "
                              "names it)")
     outputs = StackOutputs({})  # what verify prints never holds a secret output's value: outputs.mask
+    facts: list[versions.Fact] = []
     try:
         args = parser.parse_args(argv)
+        if args.drift and args.versions:
+            raise UsageError("--drift and --versions: expected one of them")
         outputs = read_outputs(args.stack, args.outputs_file, DRIFT_NEEDED if args.drift else NEEDED)
+        seen: dict = {}
         if args.drift:
             found = drift(outputs, args.stack)
-        else:
+        elif not args.versions:
             signed_in()
-            results = checks(outputs, args.kube_context)
+            results = checks(outputs, args.kube_context, seen)
+        if not args.drift:
+            facts = versions.collect(outputs, args.stack, not args.outputs_file, args.kube_context, seen)
     except (UsageError, OutputsError, DriftError) as error:
         print(outputs.mask(f"error: {error}"), file=sys.stderr)
         return 2
@@ -453,8 +474,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         document = {"stack": args.stack, "drifted": drifted, "objects": [asdict(item) for item in found]}
         print(json.dumps(document, indent=2) if args.json else render_drift(args.stack, found))
         return 1 if drifted else 0
+    facts = [versions.Fact(**outputs.mask_json(asdict(fact))) for fact in facts]
+    if args.versions:
+        document = {"stack": args.stack, "versions": [asdict(fact) for fact in facts]}
+        print(json.dumps(document, indent=2) if args.json else "\n".join(
+            [f"Versions of aks-gpu-observability (stack {args.stack})", *versions.render(facts)]))
+        return 0
     results = [Check(**outputs.mask_json(asdict(result))) for result in results]
-    print(json.dumps([asdict(r) for r in results], indent=2) if args.json else render(args.stack, results))
+    print(json.dumps([asdict(r) for r in results], indent=2) if args.json else render(args.stack, results, facts))
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -182,22 +182,34 @@ def _kubectl(context: str, *args: str) -> tuple[Optional[str], str]:
     return done.stdout, ""
 
 
-def discarded(context: str) -> tuple[Optional[dict], dict[str, str], str]:
-    """(discarded profiles since the pods started, by reason; the ingestion limits the pods run with, flag -> value;
-    why it could not be read). Reads Pyroscope's ``/metrics`` through the API server's pod proxy (``kubectl get
-    --raw``; the RBAC ``pods/proxy`` get) and its counter ``pyroscope_discarded_samples_total{reason,tenant}``
-    (grafana/pyroscope ``pkg/validation/validate.go``@v1.15.0) with prometheus_client's text parser."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+def pyroscope_pods(context: str) -> tuple[Optional[list], str]:
+    """(Pyroscope's pods in namespace gadget, every component, as ``kubectl get pods -o json`` lists them; why they
+    could not be read)."""
     listed, why = _kubectl(context, "-n", NAMESPACE, "get", "pods", "-l", "app.kubernetes.io/name=pyroscope", "-o",
                            "json")
     if listed is None:
-        return None, {}, why
+        return None, why
     try:
-        pods = [pod for pod in json.loads(listed).get("items") or []
-                if (pod.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in INGESTING]
-    except ValueError:
-        return None, {}, "kubectl printed no JSON"
+        return [pod for pod in json.loads(listed).get("items") or [] if isinstance(pod, dict)], ""
+    except (ValueError, AttributeError):
+        return None, "kubectl printed no JSON"
+
+
+def discarded(context: str, seen: Optional[dict] = None) -> tuple[Optional[dict], dict[str, str], str]:
+    """(discarded profiles since the pods started, by reason; the ingestion limits the pods run with, flag -> value;
+    why it could not be read). Reads Pyroscope's ``/metrics`` through the API server's pod proxy (``kubectl get
+    --raw``; the RBAC ``pods/proxy`` get) and its counter ``pyroscope_discarded_samples_total{reason,tenant}``
+    (grafana/pyroscope ``pkg/validation/validate.go``@v1.15.0) with prometheus_client's text parser. ``seen``, when
+    given, keeps :func:`pyroscope_pods`' answer under ``pods`` for ops.versions."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    listed, why = pyroscope_pods(context)
+    if seen is not None:
+        seen["pods"] = (listed, why)
+    if listed is None:
+        return None, {}, why
+    pods = [pod for pod in listed
+            if (pod.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in INGESTING]
     limits: dict[str, str] = {}
     counts: dict[str, float] = {}
     for pod in pods:
@@ -220,9 +232,10 @@ def discarded(context: str) -> tuple[Optional[dict], dict[str, str], str]:
     return counts, limits, ""
 
 
-def ingestion(context: str) -> tuple[bool, str, str]:
-    """The verdict on :func:`discarded`: profiles dropped at the rate limit name the limit and the key to raise."""
-    counts, limits, why = discarded(context)
+def ingestion(context: str, seen: Optional[dict] = None) -> tuple[bool, str, str]:
+    """The verdict on :func:`discarded` (``seen``: passed on): profiles dropped at the rate limit name the limit and
+    the key to raise."""
+    counts, limits, why = discarded(context, seen)
     rate = limits.get("distributor.ingestion-rate-limit-mb", "4 (Pyroscope's default)")
     burst = limits.get("distributor.ingestion-burst-size-mb", "2 (Pyroscope's default)")
     if counts is None:  # said, not failed: from where verify runs the cluster may not be readable at all

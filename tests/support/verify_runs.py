@@ -58,6 +58,9 @@ def rules(ext=EXT_OK, mpe=MPE_OK, pyro=HEALTH_OK, prom=HEALTH_OK, dash=DASH_OK, 
          "responses": [prom]},
         {"match": ["rest", "--method", "get", "/api/dashboards/uid/AdvancedGPUObservability"], "responses": [dash]},
         {"match": ["rest", "--method", "get", "/resources/profileTypes"], "responses": [profiles]},
+        # Which Grafana this is, for the version facts the checklist starts with (ops/versions.py).
+        {"match": ["rest", "--method", "get", f"{GRAFANA}/api/health"],
+         "responses": [{"json": {"database": "ok", "version": "12.4.4", "commit": "f3ab2c1"}}]},
     ]
 
 
