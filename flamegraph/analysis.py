@@ -19,16 +19,33 @@ from flamegraph.model import TRAMPOLINE, TRUNCATED, Columns, FrameError, Node, P
 
 #: From this share of the root's total on, a function with no self is an orchestrator: the path, not the cause.
 ORCHESTRATOR_SHARE = 0.10
+#: "Top by total" leaves out a carrier: a function allocating under OWN_SHARE of its total itself that hands more
+#: than CARRIED_SHARE of it to one callee per call, or is named in CARRIER_NAMES (they name no code).
+CARRIED_SHARE = 0.5
+OWN_SHARE = 0.10
+CARRIER_NAMES = frozenset({"<module>", "<unknown>"})
 
 
-def _totals(c: Columns) -> dict[int, list[int]]:
-    """label index -> [self, total, heaviest node]: self summed over the label's nodes; total summed over its nodes
-    with no ancestor of the same label; the heaviest is its node of most self (the first of equals, in nested-set
-    order). Pyroscope's ``other`` nodes (:data:`TRUNCATED`) and what is below them are left out. One pass over the
-    columns in nested-set order, with the current path's labels counted."""
-    stats: dict[int, list[int]] = {}  # label -> [self, total, heaviest node, its self]
+def _totals(c: Columns, callees: bool = False, hidden: int = -1) -> dict[int, list[int]]:
+    """label index -> [self, total, heaviest node, carried]: self summed over the label's nodes; total summed over
+    its nodes with no ancestor of the same label (its outermost calls); the heaviest is its node of most self (the
+    first of equals, in nested-set order). With ``callees``, carried sums over its outermost calls what each one's
+    largest callee holds: a callee of another label, frames of label ``hidden`` looked through (their callees are
+    their caller's); else 0. Pyroscope's ``other`` nodes (:data:`TRUNCATED`) and what is below them are left out,
+    never a callee. One pass over the columns in nested-set order, with the current path's labels counted."""
+    stats: dict[int, list[int]] = {}  # label -> [self, total, heaviest node, its self, carried]
     on_path = [0] * len(c.names)
     path: list[int] = []  # labels of the current path, level 1 first
+    best: list[int] = []  # per path position: its largest callee so far (with ``callees``)
+
+    def leave(start: int) -> None:  # the path's nodes from ``start`` on are done
+        for position in range(len(path) - 1, start - 1, -1):
+            gone = path[position]
+            on_path[gone] -= 1
+            if callees and not on_path[gone]:  # an outermost call: its largest callee counts
+                stats[gone][4] += best[position]
+        del path[start:], best[start:]
+
     cut = {i for i, name in enumerate(c.names) if name == TRUNCATED}
     skip = depth = 0  # skip: below this level (an ``other`` node's), nodes are skipped; depth: len(path)
     rest = (islice(column, 1, None) for column in (c.level, c.label, c.self, c.value))
@@ -38,12 +55,15 @@ def _totals(c: Columns) -> dict[int, list[int]]:
                 continue
             skip = 0
         if level <= depth:  # back up the path: to a sibling (one label off) or further
-            if level == depth:
-                on_path[path.pop()] -= 1
+            if level == depth:  # a sibling: one node done
+                gone = path.pop()
+                on_path[gone] -= 1
+                if callees:
+                    carried = best.pop()
+                    if not on_path[gone]:
+                        stats[gone][4] += carried
             else:
-                for gone in path[level - 1:]:
-                    on_path[gone] -= 1
-                del path[level - 1:]
+                leave(level - 1)
         depth = level
         if label in cut:
             skip = level
@@ -51,16 +71,26 @@ def _totals(c: Columns) -> dict[int, list[int]]:
             continue
         entry = stats.get(label)
         if entry is None:
-            entry = stats[label] = [own, 0, i, own]
+            entry = stats[label] = [own, 0, i, own, 0]
         else:
             entry[0] += own
             if own > entry[3]:
                 entry[2], entry[3] = i, own
         if not on_path[label]:
             entry[1] += value
+        if callees:
+            if label != hidden:
+                up = depth - 2  # the caller's position, looking through hidden frames
+                while up >= 0 and path[up] == hidden:
+                    up -= 1
+                if up >= 0 and path[up] != label and value > best[up]:
+                    best[up] = value
+            best.append(0)
         on_path[label] += 1
         path.append(label)
-    return {label: entry[:3] for label, entry in stats.items()}
+    if callees:
+        leave(0)
+    return {label: [entry[0], entry[1], entry[2], entry[4]] for label, entry in stats.items()}
 
 
 def function_totals(profile: Profile) -> dict[str, dict]:
@@ -68,7 +98,7 @@ def function_totals(profile: Profile) -> dict[str, dict]:
     with the same label (a recursive call is inside its caller's total already). Pyroscope's ``other`` nodes
     (:data:`TRUNCATED`) are not functions and are left out: see :func:`truncated`."""
     c = profile.columns
-    return {c.names[label]: {"self": own, "total": total} for label, (own, total, _) in _totals(c).items()}
+    return {c.names[label]: {"self": own, "total": total} for label, (own, total, _, _) in _totals(c).items()}
 
 
 def _truncated(c: Columns) -> dict:
@@ -118,9 +148,13 @@ def without(profile: Profile, label: str = TRAMPOLINE) -> Profile:
 
 def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> dict:
     """The report as the --json shape: unit, total, truncated (:func:`truncated`), topSelf, topTotal,
-    orchestrators; each list holds at most ``top`` entries (the widest first). ``other`` nodes are in none."""
+    orchestrators; each list holds at most ``top`` entries (the widest first). ``other`` nodes are in none.
+    topTotal leaves out the carriers (:func:`carries`), which only pass the memory on: they stay in the chains, the
+    orchestrators and the picture. With ``hide_trampolines``, trampolines are in no list, and a carrier's callees are
+    read through them."""
     c = profile.columns
-    by_label = _totals(c)
+    hidden = c.names.index(TRAMPOLINE) if hide_trampolines and TRAMPOLINE in c.names else -1
+    by_label = _totals(c, callees=True, hidden=hidden)
     stats = {c.names[label]: entry for label, entry in by_label.items()}
     total = c.value[0] if c.value else 0
 
@@ -134,7 +168,8 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
 
     shown = [(name, entry) for name, entry in stats.items() if not (hide_trampolines and name == TRAMPOLINE)]
     by_self = [name for _, name in nsmallest(top, ((-e[0], name) for name, e in shown if e[0] > 0))]
-    by_total = [name for _, name in nsmallest(top, ((-e[1], name) for name, e in shown))]
+    by_total = [name for _, name in nsmallest(top, ((-e[1], name) for name, e in shown
+                                                    if not carries(name, e[0], e[1], e[3])))]
     orchestrators = [name for _, name in nsmallest(top, (
         (-e[1], name) for name, e in shown if e[0] == 0 and total and e[1] >= ORCHESTRATOR_SHARE * total))]
     return {
@@ -147,6 +182,17 @@ def report(profile: Profile, top: int = 10, hide_trampolines: bool = False) -> d
         "topTotal": [{"function": name, "total": stats[name][1], "self": stats[name][0]} for name in by_total],
         "orchestrators": orchestrators,
     }
+
+
+def carries(name: str, own: int, total: int, carried: int) -> bool:
+    """True for a carrier, left out of "top by total": a function that allocates under OWN_SHARE of its ``total``
+    itself (``own``) and hands more than CARRIED_SHARE of it to one callee per call (``carried``: at each outermost
+    call, what its largest callee holds, summed), or is named ``<module>`` or ``<unknown>``. Its total then says
+    little more than its callees' (or its name names no code); frames where the memory branches (no callee holding
+    most of it) or is allocated stay ranked."""
+    if own >= OWN_SHARE * total:
+        return False
+    return name in CARRIER_NAMES or carried > CARRIED_SHARE * total
 
 
 # --- before and after ----------------------------------------------------------------------------------

@@ -7,6 +7,12 @@
     python -m flamegraph.hotspots --from-file FILE [--sample-type TYPE[:UNIT]] [...]
                              [--baseline FILE | --baseline 3h..2h with --stack] [--max-nodes N with --stack]
 
+The text report lists the top self allocators with their chains, the top by total and the orchestrators. "Top by
+total" leaves out the carriers, frames that only pass the memory on (they stay in the chains and the picture): a
+frame allocating under 10 % of its total itself that hands more than half of it to one callee per call, or is named
+<module> or <unknown>. A GPU-memory byte is one requested from the CUDA driver in the time range, summed: frees are
+not subtracted.
+
 Owns the command line only: a profile from the stack's Grafana (:mod:`flamegraph.query`), one per label value
 (``--by``, :mod:`flamegraph.by_label`), or a saved file (:mod:`flamegraph.formats`), read by
 :mod:`flamegraph.analysis`, printed by :mod:`flamegraph.text` or as JSON, drawn by :mod:`flamegraph.svg`. Exit
@@ -21,7 +27,7 @@ import sys
 from typing import Optional, Sequence
 
 from cli import OneLineParser, exit_code
-from flamegraph.analysis import diff_report, report, without
+from flamegraph.analysis import CARRIED_SHARE, CARRIER_NAMES, OWN_SHARE, diff_report, report, without
 from flamegraph.formats import find_frame, parse_frame, read_file
 from flamegraph.model import MAX_NODES_DEFAULT, MAX_NODES_MAX, TRAMPOLINE, TRUNCATED, FrameError
 from flamegraph.svg import DEFAULT_PALETTE, PALETTES, diff_svg, flame_svg
@@ -61,7 +67,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--all-frames", action="store_true", help="a pprof file's every frame: ignore the "
                         "drop_frames and keep_frames it declares (pprof's -all_frames; by default they apply, as in "
                         "pprof)")
-    parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10)")
+    parser.add_argument("--top", type=int, default=10, help="how many functions per list (default 10); 'top by "
+                        "total' leaves out the frames that only carry the memory (they stay in the chains and --svg): "
+                        f"those allocating under {OWN_SHARE * 100:.0f}%% of their total themselves that hand more "
+                        f"than {CARRIED_SHARE * 100:.0f}%% of it to one callee per call, or are named "
+                        f"{' or '.join(sorted(CARRIER_NAMES))}")
     parser.add_argument("--hide-trampolines", action="store_true",
                         help=f"fold {TRAMPOLINE} frames out of the chains, the lists and the --svg picture")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -170,7 +180,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 baseline = parse_frame(find_frame(grafana.flame_graph({
                     **selector, "since": window.group(1), "until": window.group(2), "profile_type": baseline_type})))
         kind = (profile_type.split(":")[1:3] if profile_type else (profile.sample_type or "").split(":"))
-        title = TITLE if kind in (["malloc", "bytes"], [""]) else f"Profile {profile_type or profile.sample_type}"
+        gpu_memory = kind in (["malloc", "bytes"], [""])  # Inspektor Gadget's profile_cuda, or a frame of no type
+        title = TITLE if gpu_memory else f"Profile {profile_type or profile.sample_type}"
         if profile.default_sample_type and not profile_type:  # say why this one of the profile's types was read
             title += ", its default sample type (no malloc:bytes in it)"
         if profile.pruned:  # frames the file asks readers to leave out are left out, as pprof does
@@ -241,7 +252,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if by_name and by_value is None:
             print(render_by(result, title, max_nodes=args.max_nodes))
         else:
-            print(render(result, title, max_nodes=args.max_nodes) if baseline is None
+            print(render(result, title, max_nodes=args.max_nodes, gpu_memory=gpu_memory) if baseline is None
                   else render_diff(result, title, max_nodes=args.max_nodes))
     return 0
 

@@ -22,6 +22,9 @@ LEGEND = """Legend: self = memory the function allocated itself; total = with ev
   0x7f3a9c2d1e40                 native or CUDA code without symbols (a driver or library frame);
   00007f3a9c2d1e40 [libcuda.so]  the same from a pprof file, as pprof -addresses names it (the binary or <unknown>).
   Start from the widest self allocator; wide frames with zero self only pass the memory on."""
+#: What one byte of Inspektor Gadget's GPU-memory profile is (docs/decisions/flamegraph-reading.md, "What a byte is").
+BYTES_NOTE = ("  Bytes: requested from the CUDA driver in the profile's time range, summed; frees are not subtracted "
+              "(not held now).")
 DIFF_NOTE = """Amounts: before -> after (the change), per function. The --svg picture colours a frame by the change
 in its share of its side's total, as Pyroscope's diff view does, not by its bytes: a frame whose bytes held is
 coloured when the total moved (hover it for its bytes)."""
@@ -63,7 +66,10 @@ def truncation_lines(cut: dict, unit: str, max_nodes: Optional[int] = None) -> l
     return lines
 
 
-def render(result: dict, title: str = TITLE, max_nodes: Optional[int] = None) -> str:
+def render(result: dict, title: str = TITLE, max_nodes: Optional[int] = None, gpu_memory: bool = True) -> str:
+    """One profile's report: the title with the total, the truncation lines, the top self allocators with their
+    chains, the top by total (carriers left out by :func:`flamegraph.analysis.report`), the orchestrators and the
+    legend, which with ``gpu_memory`` (Inspektor Gadget's malloc:bytes) says what a byte is (BYTES_NOTE)."""
     unit, total = result["unit"], result["total"]
     lines = [f"{title}: {human(total, unit)} in all"]
     if not total:
@@ -75,14 +81,15 @@ def render(result: dict, title: str = TITLE, max_nodes: Optional[int] = None) ->
         lines.append(f"  {i:>2}. {entry['function']}  self {human(entry['self'], unit)} ({entry['selfPercent']:.1f} %)"
                      f", total {human(entry['total'], unit)}")
         lines.append(f"      {' -> '.join(entry['stack'])}")
-    lines += ["", "Top by total (self + callees):"]
+    lines += ["", "Top by total (self + callees; frames passing most of it to one callee left out):"]
     for i, entry in enumerate(result["topTotal"], 1):
         share = 100.0 * entry["total"] / total
         lines.append(f"  {i:>2}. {entry['function']}  total {human(entry['total'], unit)} ({share:.1f} %), "
                      f"self {human(entry['self'], unit)}")
     lines += ["", "Orchestrators (wide, zero self: the path, not the cause):"]
     lines += [f"  - {name}" for name in result["orchestrators"]] or ["  (none)"]
-    lines += ["", LEGEND]
+    head, rest = LEGEND.split("\n", 1)
+    lines += ["", head, *([BYTES_NOTE] if gpu_memory else []), rest]
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flamegraph.analysis import diff_report, report, without
+from flamegraph.analysis import diff_report, function_totals, report, without
 from flamegraph.formats import parse_frame
 from flamegraph.text import human, render, render_diff
 from tests.support.flamegraphs import (
@@ -97,7 +97,8 @@ def test_very_deep_stacks():
     deep["data"]["values"] = [list(range(depth + 2)), [7] * (depth + 2), [0] * (depth + 1) + [7], labels]
     result = report(parse_frame(deep))
     assert result["topSelf"][0]["function"] == "leaf" and len(result["topSelf"][0]["stack"]) == depth + 1
-    assert {e["function"]: e["total"] for e in result["topTotal"]}["f0"] == 7  # counted once, not 1000 times
+    assert function_totals(parse_frame(deep))["f0"] == {"self": 0, "total": 7}  # counted once, not 1000 times
+    assert result["topTotal"] == [{"function": "leaf", "total": 7, "self": 7}]  # f0, f1, f2 only carry it
 
 
 def test_example_frame_is_the_vllm_story():
@@ -182,3 +183,56 @@ def test_other_is_not_an_allocator_even_when_it_is_the_widest_node():
     text = render(result)
     assert "Truncated stacks: 40.0 GiB (61.5 %) in 1 'other' node" in text and "not a function, not ranked" in text
     assert "1. other" not in text
+
+
+def _top_total(result):
+    return [e["function"] for e in result["topTotal"]]
+
+
+def test_top_by_total_of_the_example_names_the_two_biggest_allocators():
+    """The README's command (--top 2 --hide-trampolines on the vLLM example): "top by total" names allocators,
+    not the frames that only carry the whole profile (<unknown>, <module>, the engine's entry frames, each 100 %)."""
+    result = report(example_profile(), 2, hide_trampolines=True)
+    assert _top_total(result) == [KV, "LlamaMLP.__init__"]
+    assert [e["total"] for e in result["topTotal"]] == [int(55.1 * GB), 11_274_289_152]
+
+
+def test_module_and_unknown_carrying_allocators_are_not_ranked_by_total():
+    """<module> -> <unknown> -> three allocators: the two carriers hold 100 % each, yet the two widest allocators
+    lead "top by total". <unknown> passes no callee most of its total, so only its name leaves it out. The carriers
+    stay in the tree (the chains, the picture) and among the orchestrators."""
+    tree = T("total", 0, T("<module>", 0, T("<unknown>", 0, T("alloc_a", 40), T("alloc_b", 35), T("alloc_c", 25))))
+    result = result_of(tree, top=2)
+    assert _top_total(result) == ["alloc_a", "alloc_b"]
+    assert result["topSelf"][0]["stack"] == ["<module>", "<unknown>", "alloc_a"]
+    assert result["orchestrators"] == ["<module>", "<unknown>"]
+
+
+def test_a_frame_passing_most_of_its_total_to_one_callee_is_left_out_a_branching_one_kept():
+    """main passes everything to Model.__init__: left out. Model.__init__ splits its 100 B over three callees, none
+    holding most: it is where the memory branches, and ranks first. Loader.run passes 60 of its 70 B on to one
+    callee: left out, as a 2-byte allocation of its own does not make it an allocator."""
+    tree = T("total", 0,
+             T("main", 0,
+               T("Model.__init__", 0, T("mlp", 40), T("attention", 35), T("norm", 25)),
+               T("Loader.run", 2, T("load_weights", 60), T("read", 8))))
+    assert _top_total(result_of(tree, top=3)) == ["Model.__init__", "load_weights", "mlp"]
+
+
+def test_an_allocator_with_allocating_callees_stays_ranked_by_total():
+    """walk allocates 7 B itself across its recursion and its callee leaf 8 B: walk holds half of its total itself,
+    so it is an allocator, ranked by its total (15, the recursion counted once), above leaf."""
+    tree = T("total", 0, T("main", 0, T("walk", 1, T("walk", 2, T("walk", 4, T("leaf", 8))))))
+    result = result_of(tree)
+    assert result["topTotal"] == [{"function": "walk", "total": 15, "self": 7},
+                                  {"function": "leaf", "total": 8, "self": 8}]
+
+
+def test_hidden_trampolines_are_looked_through_for_a_frames_callees():
+    """With --hide-trampolines the memory Model.build hands a trampoline is its callees' (as the picture folds
+    them): none holds most of it, so Model.build is where it branches and ranks by total; shown, the trampoline is
+    its only callee and takes the rank instead."""
+    tree = T("total", 0, T("<module>", 0, T("Model.build", 0,
+                                             T("<interpreter trampoline>", 0, T("a", 40), T("b", 35), T("c", 25)))))
+    assert _top_total(result_of(tree, top=1, hide_trampolines=True)) == ["Model.build"]
+    assert _top_total(result_of(tree, top=1)) == ["<interpreter trampoline>"]

@@ -462,3 +462,15 @@ def test_a_baseline_read_with_other_dropped_frames_is_said(tmp_path):
     as_json = json.loads(cli("--from-file", str(tmp_path / "plain.pb"), "--baseline", str(tmp_path / "dropping.pb"),
                              "--json").stdout)
     assert as_json["baselinePrunedBy"] == "drop_frames=alloc" and "prunedBy" not in as_json
+
+
+def test_the_readme_command_ranks_allocators_by_total():
+    """The README's command: its "top by total" names the two biggest allocators, the KV cache and the MLP weights,
+    where <module> and <unknown> (each the whole 73.6 GiB, passed on) used to fill it; the chains keep them."""
+    done = cli("--from-file", str(EXAMPLE), "--top", "2", "--hide-trampolines")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("Top by total"))
+    ranked = [line.split()[1] for line in lines[heading + 1:heading + 3]]
+    assert ranked == [KV, "LlamaMLP.__init__"] and lines[heading + 3] == ""
+    assert "<unknown> -> <module> -> EngineCoreProc.run_engine_core" in done.stdout

@@ -29,3 +29,21 @@ def test_truncated_share_and_the_hint_to_raise_the_limit(tmp_path):
         "Truncated stacks: 1 B (1.0 %) in 1 'other' node, what the node limit (8192) folded; not a function, not "
         "ranked."]
     assert truncation_lines(result_of(VLLM)["truncated"], "bytes") == []
+
+
+def test_a_gpu_memory_report_says_what_its_bytes_are(tmp_path):
+    """A GPU-memory report (Inspektor Gadget's profile_cuda) says in one line what a byte is: requested from the
+    CUDA driver over the time range and summed, frees never subtracted, so 73.6 GiB is not read as memory held now.
+    A profile of another sample type (--sample-type, e.g. CPU time) is not described so."""
+    from tests.support.flamegraphs import EXAMPLE, EXAMPLE_PPROF, pprof_with
+
+    for source in (EXAMPLE, EXAMPLE_PPROF):
+        done = cli("--from-file", str(source))
+        assert done.returncode == 0, done.stderr
+        unit = [line for line in done.stdout.splitlines() if line.lstrip().startswith("Bytes: ")]
+        assert len(unit) == 1 and "summed" in unit[0] and "frees are not subtracted" in unit[0], done.stdout
+    path = tmp_path / "cpu.pb"
+    path.write_bytes(pprof_with(("cpu", "nanoseconds")))
+    done = cli("--from-file", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "1. f  self 5 nanoseconds" in done.stdout and "Bytes: " not in done.stdout
