@@ -223,3 +223,10 @@ def test_secrets_in_the_state_and_outputs_are_never_printed(tmp_path):
         assert image.endswith("; the state's Helm release values are secret)")
         assert OUTPUTS["clusterName"] not in done.stdout and OUTPUTS["clusterName"] not in done.stderr
     assert asked[:2] == ["stack output --json --stack dev", "stack output --json --show-secrets --stack dev"]
+
+
+def test_drift_and_versions_together_are_refused_in_one_line(tmp_path):
+    done, calls, asked = run_verify(tmp_path, rules(), "--drift", "--versions", exported=state())
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: --drift and --versions: expected one of them\n"
+    assert calls == [] and asked == []
