@@ -156,20 +156,21 @@ def names_private_link_service(resource_id: Optional[str], resource_group, name:
 
 def preview_pls_id(args: "GrafanaPrivateLinkArgs", wait: pulumi.Resource, looked_up: pulumi.Output) -> pulumi.Output:
     """The PLS id the MPE, its approval and refresh get: ``looked_up`` (the lookup after the wait), except in a preview
-    where :attr:`GrafanaPrivateLinkArgs.known_private_link_service_id` names the PLS this component waits for and the
-    wait keeps its id (updated, not created or replaced): then that id, read before anything was registered.
+    where :attr:`GrafanaPrivateLinkArgs.known_private_link_service_id` names the PLS this component waits for (its
+    group and name): then that id, read before anything was registered, with the wait as its dependency, as the
+    lookup's has.
 
     A preview answers an updated command's outputs unknown (pulumi-go-provider's markComputed), so the lookup behind
     the wait too; the MPE's privateLinkResourceId (create-only) would be unknown and the preview would show the MPE,
-    approval and refresh replaced, which `pulumi up` (the same PLS: an ARM id is its subscription, group and name)
-    does not do. The engine keeps an updated resource's id in a preview and has none for one it creates or replaces
-    (pulumi/pulumi pkg/resource/deploy/step.go ``UpdateStep.Apply`` @ v3.259.0), so a new or replaced wait (a new
-    name or group, a new Service) still shows the endpoint chain replaced. docs/decisions/preview-private-link.md."""
+    approval and refresh replaced, which `pulumi up` does not do: an ARM id is its subscription, group and name, so
+    the lookup answers the id read before for as long as that PLS is there. A renamed PLS, or one in another group, is
+    not there yet (no id: unknown, replaced); a new PLS for a new Service replaces the chain through ``replace_with``.
+    docs/decisions/preview-private-link.md."""
     known = args.known_private_link_service_id
     if not previewing() or not names_private_link_service(known, args.private_link_service_resource_group,
                                                           args.private_link_service_name):
         return looked_up
-    return wait.id.apply(lambda _: known)
+    return wait.urn.apply(lambda _: known)  # a URN is known in a preview: the id, depending on the wait
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ class GrafanaPrivateLinkArgs:
     owner_service: str = ""
     pyroscope_namespace: Optional[k8s.core.v1.Namespace] = None
     #: The PLS's ARM id as ARM answered it before anything was registered (existing/taken.py refuse_foreign_pls), or
-    #: None when there was none: what a preview puts in the MPE while the wait is only updated (:func:`preview_pls_id`).
+    #: None when there was none: what a preview keys the MPE, its approval and refresh on (:func:`preview_pls_id`).
     known_private_link_service_id: Optional[str] = None
 
     @property

@@ -11,10 +11,9 @@ names the Pulumi engine uses. Identifiers are deterministic so plans are diffabl
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import re
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import yaml
 from pulumi.runtime.rpc import UNKNOWN
@@ -620,7 +619,8 @@ def resource_tags(resource_id: str) -> Optional[dict]:
 
 #: (resource group, name), lower case -> (load balancer frontend id, k8s-azure-owner-service tag) of private link
 #: services the canned world holds before the stack runs (existing/taken.py). Empty: none, as before a first `pulumi
-#: up`; :func:`deployed` adds those of a deployed base plan while the offline diff evaluates a head against it.
+#: up`; :func:`offline.deployed_world.deployed` adds those of a deployed base plan while the offline diff evaluates a
+#: head against it.
 PRIVATE_LINK_SERVICES: dict[tuple[str, str], tuple[str, str]] = {}
 
 
@@ -632,50 +632,6 @@ def private_link_service_owner(resource_group: str, name: str) -> Optional[tuple
         return None
     answer = private_link_service({"resourceGroupName": resource_group, "serviceName": name}, "eastus2")
     return found[0], found[1], answer["id"]
-
-
-def deployed_private_link_services(plan: Mapping[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
-    """The private link services a deployed ``plan`` (plan JSON) left in the canned world, as
-    :data:`PRIVATE_LINK_SERVICES` holds them: each one its program read (getPrivateLinkService, after the wait that
-    returns once the PLS is there), on a frontend of its cluster's internal load balancer (SIMULATED: the frontend's
-    name is made up), owned by the Service that names it (:func:`service_annotations`). A read whose cluster or PLS
-    name the plan masks (a secret) is left out: the plan does not tell where that PLS is."""
-    invokes = plan.get("invokes") or []
-    location = (plan.get("config") or {}).get("azure-native:location") or "eastus2"
-    clusters = [i["args"] for i in invokes if i.get("token") == "azure-native:containerservice:getManagedCluster"]
-    registered = [(r.get("type"), r.get("inputs") or {}) for r in plan.get("resources") or []]
-    found: dict[tuple[str, str], tuple[str, str]] = {}
-    for invoke in invokes:
-        args = invoke.get("args") or {}
-        group, name = args.get("resourceGroupName"), args.get("serviceName")
-        if invoke.get("token") != "azure-native:network:getPrivateLinkService" or len(clusters) != 1:
-            continue
-        cluster = clusters[0]
-        if not all(isinstance(v, str) and v and "[secret]" not in v
-                   for v in (group, name, cluster.get("resourceGroupName"), cluster.get("resourceName"))):
-            continue
-        answer = managed_cluster(cluster, location)
-        scope = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{answer['nodeResourceGroup']}"
-                 "/providers/Microsoft.Network/loadBalancers/")
-        service = service_annotations(registered, name)
-        owner = service[0] if service else "gadget/pyroscope-private-link"
-        frontend = f"{scope}kubernetes-internal/frontendIPConfigurations/a{guid('frontend', owner).replace('-', '')}"
-        found[(group.lower(), name.lower())] = (frontend, owner)
-    return found
-
-
-@contextlib.contextmanager
-def deployed(plan: Mapping[str, Any]) -> Iterator[None]:
-    """While in the block, the canned world holds what the deployed ``plan`` left there
-    (:func:`deployed_private_link_services`), beside what :data:`PRIVATE_LINK_SERVICES` already holds, which wins."""
-    added = {key: value for key, value in deployed_private_link_services(plan).items()
-             if key not in PRIVATE_LINK_SERVICES}
-    PRIVATE_LINK_SERVICES.update(added)
-    try:
-        yield
-    finally:
-        for key in added:
-            PRIVATE_LINK_SERVICES.pop(key, None)
 
 
 #: API server host -> why this machine cannot reach it (existing/api_server.py). Empty: every API server answers, as

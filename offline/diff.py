@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from offline import canned, consequences, engine, plan_state, replacement
-from offline.program import AtUp, Pending
+from offline import consequences, deployed_world, engine, plan_state, replacement
+from offline.program import AtUp
 from offline.wire import SECRET, UNKNOWN, join_path
 
 OPS = ("create", "update", "replace", "delete", "same", "read")
@@ -527,10 +527,9 @@ def _warnings(base: Mapping, head: Mapping) -> list[str]:
 def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds: int = 6) -> tuple[Diff, Any]:
     """Evaluate the head as a preview sees it and diff it against ``base``.
 
-    ``evaluate(pending)`` runs the program with the URNs in ``pending`` treated as being created or replaced (an
-    :class:`offline.program.Pending`: those in its ``updated`` are updates whose outputs the preview answers unknown,
-    which keep their ID) and returns its :class:`offline.program.Plan`, in the canned world the base left
-    (:func:`offline.canned.deployed`). Inputs come from that run; the dependency graph and order from
+    ``evaluate(pending)`` runs the program with the URNs in ``pending`` treated as being created or replaced and
+    returns its :class:`offline.program.Plan`, in the canned world the base left
+    (:func:`offline.deployed_world.deployed`). Inputs come from that run; the dependency graph and order from
     the run with every value known (an unknown invoke result carries no dependencies in the SDK, but the engine
     runs ``up`` with the full graph). Repeats until the created/replaced set is stable (at most ``rounds`` times;
     RuntimeError past that).
@@ -543,10 +542,10 @@ def preview(base: Mapping, evaluate, replace_targets: Iterable[str] = (), rounds
     targets = list(replace_targets)
     # The head runs in the world the base left: what it deployed answers the program's reads before it registers
     # anything (the PLS it made, whose id a preview may use: components/grafana_private_link.py).
-    with canned.deployed(base):
+    with deployed_world.deployed(base):
         known = evaluate(frozenset())
         known_json, dependencies = known.to_json(), known.property_dependencies()
-        diff = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, Pending)
+        diff = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, frozenset)
         at_up = _settle(base, evaluate, known, known_json, dependencies, targets, rounds, AtUp)
     ops = {s.urn: s.op for s in at_up.steps}
     diff.preview_only = [s.urn for s in diff.steps if s.op == "replace" and ops.get(s.urn) != "replace"]
@@ -575,16 +574,11 @@ def _outputs_unknown(step: Step, base: Mapping) -> bool:
 
 
 def _settle(base, evaluate, known, known_json, dependencies, targets, rounds, wrap) -> Diff:
-    """Evaluate the head again while the pending set changes: ``wrap`` is :class:`AtUp` (what ``up`` creates or
-    replaces) or :class:`Pending` (what the preview creates or replaces, and the updates whose outputs it answers
-    unknown, which keep their ID)."""
     head, pending = known_json, wrap()
     for _ in range(rounds):
         diff = compute(base, head, targets, dependencies, known_json)
-        made = [s.urn for s in diff.steps if _custom(known, s.urn) and s.op in ("create", "replace")]
-        updated = [s.urn for s in diff.steps
-                   if wrap is not AtUp and _custom(known, s.urn) and _outputs_unknown(s, base)]
-        now = AtUp(made) if wrap is AtUp else Pending(made + updated, updated)
+        now = wrap(s.urn for s in diff.steps if _custom(known, s.urn) and (
+            s.op in ("create", "replace") or (wrap is not AtUp and _outputs_unknown(s, base))))
         if now == pending:
             return diff
         pending = now

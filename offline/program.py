@@ -47,28 +47,6 @@ class AtUp(frozenset):
     replaced, so their outputs are new (unknown here), but an invoke that waits for them is answered."""
 
 
-class Pending(frozenset):
-    """``pending`` for a preview: these resources are created or replaced (no ID, outputs unknown), or, those of them
-    in ``updated``, updated by a provider that answers a preview's outputs unknown: they keep their ID, as the engine
-    keeps an updated resource's even in a preview (pulumi/pulumi ``pkg/resource/deploy/step.go`` ``UpdateStep.Apply``
-    @ v3.259.0: "Always propagate the ID ... even in previews"). An invoke that waits for any of them is unknown."""
-
-    updated: frozenset = frozenset()
-
-    def __new__(cls, urns=(), updated=()):
-        made = super().__new__(cls, urns)
-        made.updated = frozenset(updated) & made
-        return made
-
-    def __eq__(self, other):
-        return frozenset.__eq__(self, other) and self.updated == getattr(other, "updated", frozenset())
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = frozenset.__hash__
-
-
 @dataclass
 class Resource:
     """One resource as the engine would record it (an entry of the plan JSON, see offline/plan.py)."""
@@ -360,14 +338,12 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         if urn in self.pending:
             # As a provider's preview Create answers: no ID; inputs echoed, every other output unknown; azure-native
             # does so at every depth of an object property (identity.principalId is unknown, identity.type echoed).
-            # An update keeps its ID (Pending.updated).
             state = json_format.MessageToDict(response.object)
             nested = request.type.startswith("azure-native:")
             unknown = {key: (_preview_output(raw[key], value) if nested else raw[key]) if key in raw else COMPUTED
                        for key, value in state.items()}
             outputs = json_format.ParseDict(unknown, response.object.__class__())
-            kept = response.id if urn in getattr(self.pending, "updated", ()) else ""
-            response = resource_pb2.RegisterResourceResponse(urn=response.urn, id=kept, object=outputs)
+            response = resource_pb2.RegisterResourceResponse(urn=response.urn, id="", object=outputs)
         # The engine makes these outputs secret, in the state and for the program (step_executor.go at v3.230.0), and
         # an output named like a secret input ("If an input secret is potentially leaked as an output").
         secret_inputs = {key for key, value in raw.items() if isinstance(value, dict) and value.get(SIG) == SECRET_SIG}
@@ -513,7 +489,7 @@ def run(
     mocks.secret_values.update(values[key] for key in secrets if values.get(key))  # secure: config, masked in invokes
     monitor = RecordingMonitor(mocks)
     mocks.registered = lambda: [(r.type, r.inputs) for r in list(monitor.recorded)]
-    monitor.pending = pending if isinstance(pending, (AtUp, Pending)) else frozenset(pending or ())
+    monitor.pending = pending if isinstance(pending, AtUp) else frozenset(pending or ())
 
     def evaluate() -> Plan:
         loop = asyncio.new_event_loop()

@@ -289,15 +289,16 @@ def test_a_new_owner_service_makes_a_new_wait_and_a_new_endpoint():
 
 def test_a_new_wait_alone_keeps_the_endpoint_at_up():
     """An edit of the wait's script (its hash is a trigger) replaces the wait, and the PLS lookup after it is unknown in
-    the preview, so the preview shows the MPE chain replaced; ``pulumi up``, which reads the same PLS id, replaces the
-    wait alone: Grafana's endpoint, its approval and refresh stay."""
+    the preview; the preview keys the MPE chain on the PLS id the deployed stack already has, so it shows the wait
+    alone replaced, as ``pulumi up``, which reads the same PLS id, does: Grafana's endpoint, its approval and refresh
+    stay."""
     def an_older_script(inputs):
         assert inputs["triggers"][0] == script_hash("wait_private_link_service.sh")
         inputs["triggers"][0] = "0" * 64
 
     diff = _preview_from("grafana-private-link-wait-for-pls", an_older_script)
-    assert {s.name for s in diff.steps if s.op == "replace"} == {"grafana-private-link-wait-for-pls", *ENDPOINT_CHAIN}
-    assert {urn.rsplit("::", 1)[-1] for urn in diff.preview_only} == ENDPOINT_CHAIN
+    assert {s.name for s in diff.steps if s.op == "replace"} == {"grafana-private-link-wait-for-pls"}
+    assert not diff.preview_only
     assert [(a.kind, a.urn.rsplit("::", 1)[-1]) for a in diff.order] == [
         ("create-replacement", "grafana-private-link-wait-for-pls"), ("delete", "grafana-private-link-wait-for-pls")]
 
@@ -314,27 +315,27 @@ def _endpoint_ids(p) -> tuple:
             command(p, "refresh").inputs["triggers"][1])
 
 
-def test_a_preview_uses_the_pls_id_read_before_anything_while_the_wait_is_only_updated(plan, monkeypatch):
+def test_a_preview_keys_the_endpoint_chain_on_the_pls_id_read_before_anything(plan, monkeypatch):
     """A new privateLinkSubnet (or IP count) updates the wait; a preview answers an updated command's stdout unknown,
     so the PLS lookup behind it too, and the endpoint's privateLinkResourceId was unknown: every preview showed the
     endpoint, its approval and refresh replaced, which `pulumi up` (the same PLS, the same id) never did. In a preview
-    whose wait keeps its id (an update), the id the program read before registering anything (existing/taken.py) is
-    used as ARM spelled it; with no PLS there yet, an id naming another PLS, or a wait being created or replaced (its id
-    unknown), the inputs stay unknown. At `pulumi up` they come from the lookup after the wait, whatever was read."""
+    the id the program read before registering anything (existing/taken.py) is used as ARM spelled it, still depending
+    on the wait as the lookup's does; with no PLS there yet, or an id naming another PLS, the inputs stay unknown. At
+    `pulumi up` they come from the lookup after the wait, whatever was read before."""
     from offline import program
     from offline.wire import UNKNOWN
 
     wait = plan().named(WAIT).urn
-    updated, replaced = program.Pending({wait}, updated={wait}), program.Pending({wait})
     change = {"privateLinkSubnet": "snet-pls"}
-    assert _endpoint_ids(program.run("dev", change, pending=updated)) == (UNKNOWN,) * 3  # no PLS there before
+    assert _endpoint_ids(program.run("dev", change, pending={wait})) == (UNKNOWN,) * 3  # no PLS there before
 
     answers = {"pyroscope-pls": PLS_ID.upper(), "other-pls": PLS_ID.replace("pyroscope-pls", "another-pls")}
     monkeypatch.setattr(canned, "private_link_service_owner", lambda group, name: (
         (OWN_FRONTEND, "gadget/pyroscope-private-link", answers[name]) if name in answers else None))
-    assert _endpoint_ids(program.run("dev", change, pending=updated)) == (PLS_ID.upper(),) * 3
-    assert _endpoint_ids(program.run("dev", change, pending=replaced)) == (UNKNOWN,) * 3
-    other = program.run("dev", {**change, "privateLinkServiceName": "other-pls"}, pending=updated)
+    previewed = program.run("dev", change, pending={wait})
+    assert _endpoint_ids(previewed) == (PLS_ID.upper(),) * 3
+    assert wait in previewed.one(MPE).property_dependencies["privateLinkResourceId"]
+    other = program.run("dev", {**change, "privateLinkServiceName": "other-pls"}, pending={wait})
     assert _endpoint_ids(other) == (UNKNOWN,) * 3  # the id read names another PLS than the one the wait waits for
     assert _endpoint_ids(program.run("dev", change, pending=program.AtUp({wait}))) == (PLS_ID,) * 3
 

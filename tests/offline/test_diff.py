@@ -20,7 +20,7 @@ from typing import Optional
 
 import pytest
 
-from offline import canned, consequences, diff_text, engine, program, replacement
+from offline import canned, consequences, deployed_world, diff_text, engine, program, replacement
 from offline import diff as plan_diff
 from offline.program import run
 from stack.specs import private_link_policy_spec
@@ -1306,7 +1306,7 @@ def test_the_deployed_base_holds_its_pls_in_the_canned_world_only_while_it_is_di
     base = run("dev").to_json()
     node_group = base["outputs"]["nodeResourceGroup"]
     assert canned.private_link_service_owner(node_group, "pyroscope-pls") is None
-    with canned.deployed(base):
+    with deployed_world.deployed(base):
         frontend, owner, pls_id = canned.private_link_service_owner(node_group, "pyroscope-pls")
         assert canned.private_link_service_owner(node_group, "pyroscope-pls-2") is None
     assert canned.private_link_service_owner(node_group, "pyroscope-pls") is None

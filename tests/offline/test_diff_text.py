@@ -18,10 +18,18 @@ def _edited_wait_script(base: dict) -> dict:
     return edited
 
 
-def test_a_script_edit_does_not_headline_replacements_that_exist_only_in_preview():
-    """An edited wait script replaces the wait step; the PLS lookup behind it is then unknown in preview, so the
-    preview (the real one too) shows the MPE, approval and refresh replaced. With every value known the engine keeps
-    them, as `pulumi up` does once the lookup answers the same PLS: the headline says so, on the Resources line."""
+def test_a_script_edit_does_not_headline_replacements_that_exist_only_in_preview(monkeypatch):
+    """An edited wait script replaces the wait step; the PLS lookup behind it is then unknown in preview. When the PLS
+    could not be read before the run either (az failed: a warning, no id), the preview (the real one too) shows the
+    MPE, approval and refresh replaced. With every value known the engine keeps them, as `pulumi up` does once the
+    lookup answers the same PLS: the headline says so, on the Resources line."""
+    from offline import canned
+    from steps.azcli import AzError
+
+    def unreadable(*_):
+        raise AzError(["network", "private-link-service", "show"], "ERROR: (AuthorizationFailed) no read")
+
+    monkeypatch.setattr(canned, "private_link_service_owner", unreadable)
     base = _edited_wait_script(run("dev").to_json())
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", pending=pending))
     assert diff.step("grafana-private-link-wait-for-pls").op == "replace"
