@@ -25,7 +25,7 @@ REMOVALS = {
         "deleting it removes Grafana's Monitoring Data Reader role on the workspace{also}: the Prometheus datasource "
         "(and every stack's on this Grafana) loses access; with multiCluster, set assignMonitoringDataReader=true in "
         "one stack and run `pulumi state delete` on this resource before `pulumi up` (docs/platform.md, "
-        "\"Several clusters, one Grafana\")"),
+        "\"Many clusters, one Grafana\")"),
 }
 
 #: What a change of pyroscopeMode does (components/pyroscope.py), keyed by "to microservices".
