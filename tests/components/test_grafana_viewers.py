@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from offline import canned
+from tests.support.plans import error_hooks_of
 
 ROLE = "azure-native:authorization:RoleAssignment"
 COMPONENT = "aks-gpu-observability:index:GrafanaViewers"
@@ -97,20 +98,7 @@ def test_arms_refusals_of_a_viewer_get_one_line_naming_the_key_and_never_a_retry
 
 
 def test_the_viewers_error_hook_is_bound_in_an_update_only():
-    from offline import program
-
-    seen = {}
-    original = program.RecordingMonitor.RegisterResource
-
-    def record(self, request):
-        seen[request.name] = list(request.hooks.on_error)
-        return original(self, request)
-
-    program.RecordingMonitor.RegisterResource = record
-    try:
-        program.run("dev", config_sets=[("grafanaViewers[0]", TEAM, True)])
-        assert seen[f"grafana-viewers-{TEAM}"] == []  # a preview runs no ARM call
-        program.run("dev", config_sets=[("grafanaViewers[0]", TEAM, True)], preview=False)
-        assert seen[f"grafana-viewers-{TEAM}"] == [f"grafana-viewers-{TEAM}-principal"]
-    finally:
-        program.RecordingMonitor.RegisterResource = original
+    viewer = {"config_sets": [("grafanaViewers[0]", TEAM, True)]}
+    previewed, updated = error_hooks_of((viewer, True), (viewer, False))
+    assert previewed[f"grafana-viewers-{TEAM}"] == []  # a preview runs no ARM call
+    assert updated[f"grafana-viewers-{TEAM}"] == [f"grafana-viewers-{TEAM}-principal"]

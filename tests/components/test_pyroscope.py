@@ -309,34 +309,21 @@ def test_the_error_hook_is_bound_in_an_update_and_not_in_a_preview():
     """pulumi/pulumi#21644 brought ``onError`` hooks to the Python SDK; pulumi/pulumi#23344 found them never fired in
     one CLI, and DataDog/datadog-agent-buildimages#1301 that they need CLI 3.219.0+. The stack binds them only where
     the engine says it supports them, and never in a preview (no Helm operation runs there)."""
-    from offline import program
+    from tests.support.plans import error_hooks_of
 
-    seen = {}
-    original = program.RecordingMonitor.RegisterResource
-
-    def record(self, request):
-        seen[request.name] = list(request.hooks.on_error)
-        return original(self, request)
-
-    program.RecordingMonitor.RegisterResource = record
-    try:
-        program.run("dev", {})
-        assert seen["pyroscope-release"] == []  # a preview runs no Helm operation
-        assert seen["pyroscope-data-0"] == []
-        program.run("dev", {}, preview=False)
-        assert seen["pyroscope-release"] == ["pyroscope-release-helm-state"]
-        assert seen["pyroscope-data-0"] == ["pyroscope-data-0-size"]  # the claim's own hook (claim_recovery)
-        # pulumi/pulumi-kubernetes#2926: 4.29+ refuses to create what a killed run left; the line names ops.recover.
-        assert {name: seen[name] for name in ("gadget-namespace", "pyroscope-private-link", "pyroscope-network-policy",
-                                              "grafana-private-link-nat-network-policy")} == {
-            name: [f"{name}-killed-run"] for name in ("gadget-namespace", "pyroscope-private-link",
-                                                      "pyroscope-network-policy",
-                                                      "grafana-private-link-nat-network-policy")}
-        program.run("dev", {"pyroscopeMode": "microservices"}, preview=False)  # the ingesters' claims, named per mode
-        assert [seen[f"pyroscope-ingester-data-{i}"] for i in range(3)] == [
-            [f"pyroscope-ingester-data-{i}-size"] for i in range(3)]
-    finally:
-        program.RecordingMonitor.RegisterResource = original
+    previewed, updated, micro = error_hooks_of(({}, True), ({}, False),
+                                               ({"overrides": {"pyroscopeMode": "microservices"}}, False))
+    assert previewed["pyroscope-release"] == []  # a preview runs no Helm operation
+    assert previewed["pyroscope-data-0"] == []
+    assert updated["pyroscope-release"] == ["pyroscope-release-helm-state"]
+    assert updated["pyroscope-data-0"] == ["pyroscope-data-0-size"]  # the claim's own hook (claim_recovery)
+    # pulumi/pulumi-kubernetes#2926: 4.29+ refuses to create what a killed run left; the line names ops.recover.
+    killed = ("gadget-namespace", "pyroscope-private-link", "pyroscope-network-policy",
+              "grafana-private-link-nat-network-policy")
+    assert {name: updated[name] for name in killed} == {name: [f"{name}-killed-run"] for name in killed}
+    # the ingesters' claims, named per mode
+    assert [micro[f"pyroscope-ingester-data-{i}"] for i in range(3)] == [
+        [f"pyroscope-ingester-data-{i}-size"] for i in range(3)]
 
 
 def test_storage_scheduling_and_resources_follow_config(plan):

@@ -70,3 +70,27 @@ def shows_the_cluster(line: str, secret: bool) -> bool:
     if secret:
         return HIDDEN_CLUSTER not in line.lower() and HIDDEN_GROUP not in line.lower() and "[secret]" in line
     return HIDDEN_CLUSTER in line and "[secret]" not in line
+
+
+def error_hooks_of(*runs: tuple[dict, bool]) -> list[dict[str, list[str]]]:
+    """For each ``(program.run keyword arguments, preview)``: resource name -> the names of the error hooks the program
+    binds to it in that run of the dev stack (the offline engine's RegisterResource requests)."""
+    from offline import program
+
+    seen: dict[str, list[str]] = {}
+    original = program.RecordingMonitor.RegisterResource
+
+    def record(self, request):
+        seen[request.name] = list(request.hooks.on_error)
+        return original(self, request)
+
+    program.RecordingMonitor.RegisterResource = record
+    found = []
+    try:
+        for arguments, preview in runs:
+            seen.clear()
+            program.run("dev", preview=preview, **arguments)
+            found.append(dict(seen))
+    finally:
+        program.RecordingMonitor.RegisterResource = original
+    return found
