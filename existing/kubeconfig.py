@@ -162,11 +162,11 @@ def kubeconfig_for(cfg: StackConfig, text: Optional[str] = None) -> pulumi.Outpu
 
 
 def kubernetes_provider(name: str, cfg: StackConfig, kubeconfig: Optional[pulumi.Output] = None,
-                        upsert: bool = False) -> k8s.Provider:
+                        upsert: bool = False, opts: Optional[pulumi.ResourceOptions] = None) -> k8s.Provider:
     """The explicit Kubernetes provider for the cluster; its ``kubeconfig`` input is a Pulumi secret
     (:func:`kubeconfig_for` unless given, so two providers share one lookup). ``upsert``: its creates adopt an object
     that already exists (``upsertExistingObjects``, pulumi-kubernetes 4.29.0+), for the claims only
-    (components/pyroscope.py).
+    (components/pyroscope.py). ``opts``: the component's parent and alias, merged.
 
     ``kubernetesDeleteUnreachable`` true sets the provider's ``deleteUnreachable``. pulumi-kubernetes (commit
     94977969, after v4.32.0; 4.34.2 installed) ``provider/pkg/provider/provider.go``: ``Configure`` marks the
@@ -185,5 +185,5 @@ def kubernetes_provider(name: str, cfg: StackConfig, kubeconfig: Optional[pulumi
         kubeconfig=kubeconfig if kubeconfig is not None else kubeconfig_for(cfg),
         delete_unreachable=True if cfg.kubernetes_delete_unreachable else None,
         upsert_existing_objects=True if upsert else None,
-        opts=pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])),
     )

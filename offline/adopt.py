@@ -143,9 +143,22 @@ def import_command(path: str) -> str:
     return f"pulumi import --file {path} --protect=false --generate-code=false"
 
 
-def render(document: Mapping, path: str, mark: str) -> str:
+def provider_targets(plan: Plan, urn: str) -> list[str]:
+    """The ``--target`` URNs that put explicit provider ``urn`` into the state: its component parents (a targeted
+    resource whose parent is not created is refused), outermost first, then the provider."""
+    by_urn = {r.urn: r for r in plan.resources}
+    chain = [urn]
+    parent = by_urn[urn].parent if urn in by_urn else None
+    while parent and parent in by_urn and by_urn[parent].type != "pulumi:pulumi:Stack":
+        chain.insert(0, parent)
+        parent = by_urn[parent].parent
+    return chain
+
+
+def render(document: Mapping, path: str, mark: str, plan: Optional[Plan] = None) -> str:
     """What ``offline.plan --import-file`` prints: each imported resource and its id, then the commands to run
-    (``mark``: the stack's owner mark, stack.specs.stack_mark, for namespace gadget)."""
+    (``mark``: the stack's owner mark, stack.specs.stack_mark, for namespace gadget; ``plan``: where the providers'
+    component parents are read)."""
     lines = [f"Wrote {path}: Pulumi's bulk import file (pulumi import --file), ids built from "
              "this plan's config and lookups:"]
     width = max(len(e["name"]) for e in document["resources"])
@@ -156,7 +169,8 @@ def render(document: Mapping, path: str, mark: str) -> str:
     lines.append(f"Mark namespace {NAMESPACE} as this stack's first: kubectl annotate namespace {NAMESPACE} "
                  f"{STACK_ANNOTATION}={mark}")
     for name, urn in sorted(document["nameTable"].items()):
-        lines.append(f"The explicit provider {name} must be in the stack's state first: pulumi up --target '{urn}'")
+        targets = " ".join(f"--target '{u}'" for u in (provider_targets(plan, urn) if plan else [urn]))
+        lines.append(f"The explicit provider {name} must be in the stack's state first: pulumi up {targets}")
     lines += [f"Then: {import_command(path)}, then steps 7 and 8 of docs/adopting.md (the Prometheus datasource's "
               "uid, and pulumi up --replace of pyroscope-release)."]
     return "\n".join(lines)

@@ -153,6 +153,13 @@ class _Model:
         for r in head["resources"]:
             self.head_deps.setdefault(r["urn"], r.get("propertyDependencies") or {})
         self.forced = dict(forced or {})
+        self.aliases: dict[str, str] = {}  # head URN -> base URN, once the engine ran (``run``)
+        self.engine: Optional[engine.Engine] = None
+
+    def old_urn(self, urn: str) -> str:
+        """The base URN of head resource ``urn``: its own, or the one it took through an alias (as the engine
+        running has found it so far)."""
+        return (self.engine.aliases if self.engine is not None else self.aliases).get(urn, urn)
 
     def base_property_dependencies(self, resource: Mapping) -> dict:
         """A base plan from before ``propertyDependencies`` was written: the head's, for the same URN."""
@@ -176,12 +183,14 @@ class _Model:
                              protect=r["options"].get("protect"), retain_on_delete=r["options"].get("retainOnDelete"),
                              delete_before_replace=dbr, replace_with=r["options"].get("replaceWith") or [],
                              ignore_changes=r["options"].get("ignoreChanges") or [],
-                             replace_on_changes=r["options"].get("replaceOnChanges") or [])
+                             replace_on_changes=r["options"].get("replaceOnChanges") or [],
+                             aliases=r["options"].get("aliases") or [])
 
     def diffs(self, urn: str, old_inputs: Mapping, new_inputs: Mapping, ignore: Iterable[str] = ()) -> list[dict]:
         """The field diffs, without those under an ``ignoreChanges`` path (the engine keeps the old value there)."""
         ignored = [engine.parse_property_path(path) for path in ignore]
-        return [d for d in input_diffs(old_inputs, new_inputs, "", self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
+        return [d for d in input_diffs(old_inputs, new_inputs, "", self.base_fp.get(self.old_urn(urn), {}),
+                                       self.head_fp.get(urn, {}))
                 if not any(engine.path_contains(path, engine.parse_property_path(d["path"])) for path in ignored)]
 
     def providers(self) -> dict[str, engine.Provider]:
@@ -200,7 +209,8 @@ class _Model:
             rule = replacement.rule_for(urn.split("::")[2])
             if rule is None or rule.config_diff is None:
                 return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)))
-            verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(urn, {}), self.head_fp.get(urn, {}))
+            verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(self.old_urn(urn), {}),
+                                       self.head_fp.get(urn, {}))
             return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)) or bool(verdict.replace_keys),
                                      sorted(verdict.replace_keys))
 
@@ -209,8 +219,12 @@ class _Model:
 
     def run(self, replace_targets: Iterable[str] = ()) -> engine.Result:
         project, stack = self.head.get("project", "project"), self.head.get("stack", "stack")
-        offline = engine.Engine(self.providers(), stack=stack, project=project)
-        return offline.update(self.program, self.snapshot(), preview=True, replace=replace_targets)
+        offline = self.engine = engine.Engine(self.providers(), stack=stack, project=project)
+        result = offline.update(self.program, self.snapshot(), preview=True, replace=replace_targets)
+        self.engine, self.aliases = None, dict(result.aliases)
+        self.base_by.update({new: self.base_by[old] for new, old in self.aliases.items() if old in self.base_by})
+        self.base_fp.update({new: self.base_fp[old] for new, old in self.aliases.items() if old in self.base_fp})
+        return result
 
 
 def _same_location(type_: str, diff: dict) -> bool:
@@ -432,8 +446,9 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
             step.diffs = []
     warnings = _warnings(base, head)
     same_stack = not any("no URN is shared" in w for w in warnings)
+    taken = set(result.aliases.values())
     for urn in base["destroyOrder"]:
-        if urn not in model.head_by:
+        if urn not in model.head_by and urn not in taken:
             steps[urn] = Step(urn, model.base_by[urn]["type"], "delete",
                               reasons=["not in the new program"
                                        + (_removed_because(urn, base, head) if same_stack else "")])

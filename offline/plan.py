@@ -327,7 +327,7 @@ def _write_import_file(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(adopt.render(document, args.import_file, stack_mark(PROJECT, args.stack)))
+    print(adopt.render(document, args.import_file, stack_mark(PROJECT, args.stack), plan))
     if not args.subscription_id or not args.grafana_principal_id:
         print("note: ids use the offline plan's canned lookups for what was not given; pass --subscription-id and "
               "--grafana-principal-id for a real import (docs/adopting.md)", file=sys.stderr)

@@ -374,7 +374,10 @@ def _options(request) -> dict:
     if request.HasField("customTimeouts"):
         t = request.customTimeouts
         timeouts = {k: v for k, v in (("create", t.create), ("update", t.update), ("delete", t.delete)) if v}
+    aliases = [json_format.MessageToDict(alias) for alias in request.aliases]
+    aliases = [alias.get("spec", alias) for alias in aliases]  # a spec, or {"urn": ...}
     return {
+        **({"aliases": aliases} if aliases else {}),  # absent when none: plans from before keep their shape
         "protect": bool(request.protect),
         "deleteBeforeReplace": bool(request.deleteBeforeReplace),
         "retainOnDelete": bool(request.retainOnDelete),
@@ -469,6 +472,7 @@ def run(
     pending: Optional[set] = None,
     secret_outputs: Optional[Mapping[str, Any]] = None,
     config_sets: Sequence[tuple[str, str, bool]] = (),
+    program: Optional[Path] = None,
 ) -> Plan:
     """Evaluate ``__main__.py`` for ``stack`` under mocks and return the recorded :class:`Plan`.
 
@@ -478,7 +482,8 @@ def run(
     ``(args, location) -> dict``. ``stack_outputs``: referenced stack name -> its outputs (default: canned
     outputs of a platform stack). ``secret_outputs``: referenced stack name -> the names of its outputs that are
     secret (answered as the engine answers a secret output). ``pending``: URNs a real preview would see being created
-    or replaced (docs/decisions/offline-program.md). Raises ConfigError (before any resource is registered), and more.
+    or replaced (docs/decisions/offline-program.md). ``program``: another file to run as ``__main__.py`` (a test's
+    earlier layout). Raises ConfigError (before any resource is registered), and more.
     """
     sets = [ConfigSet(k, v) for k, v in (overrides or {}).items()] + [ConfigSet(*item) for item in config_sets]
     values, secrets = read_stack_config(stack, sets)
@@ -514,7 +519,7 @@ def run(
             loop.set_exception_handler(_quiet_duplicates)
             try:
                 try:
-                    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+                    runpy.run_path(str(program or ROOT / "__main__.py"), run_name="__main__")
                 except BaseException:
                     _drain(loop)  # let the stack's own registration finish, so the error is all that is printed
                     raise

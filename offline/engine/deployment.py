@@ -37,6 +37,8 @@ class Engine:
         self.providers = dict(providers)
         self.stack, self.project = stack, project
         self._ids = 0
+        #: new URN -> the old URN it took through an alias, in the operation running (providers' diffs read it)
+        self.aliases: dict[str, str] = {}
 
     # --- operations -----------------------------------------------------------------------------------------------
 
@@ -48,6 +50,7 @@ class Engine:
         before it is diffed; one that is gone is created again)."""
         olds = [copy.deepcopy(s) for s in snapshot]
         run = Deployment(self, olds, preview, set(targets), target_dependents, set(replace))
+        self.aliases = run.alias_of
         if refresh:
             gone = run.refresh_all()
             run.olds = rebuild_base_state(run.olds, gone)
@@ -93,9 +96,11 @@ class Monitor:
                  retain_on_delete: Optional[bool] = None, delete_before_replace: Optional[bool] = None,
                  deleted_with: Optional[str] = None, replace_with: Iterable[str] = (),
                  replace_on_changes: Iterable[str] = (), ignore_changes: Iterable[str] = (),
-                 replacement_trigger: Any = None, urn: Optional[str] = None) -> Registered:
+                 replacement_trigger: Any = None, urn: Optional[str] = None,
+                 aliases: Iterable[Mapping] = ()) -> Registered:
         """Register a resource. ``provider``: an explicit provider's URN (default: the package's default provider,
-        registered on first use). ``urn`` overrides the computed URN (the offline diff replays recorded URNs)."""
+        registered on first use). ``urn`` overrides the computed URN (the offline diff replays recorded URNs).
+        ``aliases``: alias specs as the SDK sends them (``urn``, or ``name``/``type``/``parentUrn``/``noParent``)."""
         try:
             return self._run.register(dict(
                 type=type_, name=name, custom=custom, inputs=copy.deepcopy(inputs or {}), parent=parent,
@@ -103,7 +108,8 @@ class Monitor:
                 property_dependencies=dict(property_dependencies or {}), protect=protect,
                 retain_on_delete=retain_on_delete, delete_before_replace=delete_before_replace,
                 deleted_with=deleted_with, replace_with=list(replace_with), replace_on_changes=list(replace_on_changes),
-                ignore_changes=list(ignore_changes), replacement_trigger=replacement_trigger, urn=urn))
+                ignore_changes=list(ignore_changes), replacement_trigger=replacement_trigger, urn=urn,
+                aliases=[dict(a) for a in aliases]))
         except (Bail, EngineError, ProviderError) as failure:
             # deploymentExecutor.handleSingleEvent: a failed registration cancels the operation, even when the
             # program catches the error it is answered with.
@@ -136,6 +142,8 @@ class Deployment(StepGenerator, StepExecutor):
         self.goals: dict[str, dict] = {}  # URN -> its registration, for its children to inherit from
         self.failure: Optional[Exception] = None  # the first failed registration
         self.carried: list[State] = []  # untargeted resources GenerateDeletes carries over with a same step
+        self.aliased: dict[str, str] = {}  # an old URN a new resource took through an alias -> the new URN
+        self.alias_of: dict[str, str] = {}  # a new URN -> the old URN it took (``sg.aliases``)
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -166,7 +174,7 @@ class Deployment(StepGenerator, StepExecutor):
                 error = f"snapshot integrity failure: {problem}"
         if error is None and self.saw_error:
             error = "; ".join(self.diagnostics)
-        return Result(self.steps, snapshot, error, self.diagnostics)
+        return Result(self.steps, snapshot, error, self.diagnostics, dict(self.alias_of))
 
     def refresh_all(self) -> set[int]:
         """``GenerateRefreshes`` and ``RefreshStep.Apply``: a refresh step for every resource (only the ``--target``s

@@ -133,12 +133,14 @@ class Registered:
 class Result:
     """One operation: ``steps`` in the order run, ``snapshot`` the state written after it, ``error`` the message the
     operation stopped with (None when it succeeded), ``diagnostics`` the errors reported without stopping (a preview
-    goes on to show everything)."""
+    goes on to show everything), ``aliases`` the old URNs new resources took."""
 
     steps: list[Step]
     snapshot: list[State]
     error: Optional[str] = None
     diagnostics: list[str] = field(default_factory=list)
+    #: new URN -> the old URN it took through an alias (``sg.aliases``)
+    aliases: dict[str, str] = field(default_factory=dict)
 
     def ops(self, *kinds: str) -> list[tuple[str, str]]:
         """``(op, resource name)`` of the steps, only of ``kinds`` when given."""

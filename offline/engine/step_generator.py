@@ -47,7 +47,7 @@ class StepGenerator:
                                parent=None, provider=None, dependencies=[], property_dependencies={}, protect=None,
                                retain_on_delete=None, delete_before_replace=None, deleted_with=None, replace_with=[],
                                replace_on_changes=[], ignore_changes=[], replacement_trigger=None, urn=urn,
-                               default=True))
+                               aliases=[], default=True))
         return urn
 
     def register(self, goal: dict) -> Registered:
@@ -81,7 +81,7 @@ class StepGenerator:
                     retain_on_delete=bool(goal["retain_on_delete"]), deleted_with=goal["deleted_with"],
                     replace_with=goal["replace_with"], replace_on_changes=goal["replace_on_changes"],
                     ignore_changes=goal["ignore_changes"], replacement_trigger=goal["replacement_trigger"])
-        old = self.old_by_urn.get(urn)
+        old = self.old_resource(urn, goal["name"], type_, parent, goal.get("aliases") or [])
         # continueStepsFromImport: processIgnoreChanges before Check/Diff; but Check gets the program's own inputs
         # (goal.Properties) for a resource re-created after a delete-first chain deleted it, or targeted by
         # --replace (``recreating || ... || isTargetedReplace``), so the ignored paths take the new values there.
@@ -100,6 +100,66 @@ class StepGenerator:
         # SameStep.Apply answers a skipped create with Unknown (v3.256.0, pulumi/pulumi#24108).
         skipped = bool(steps) and steps[0][0] == "skipped-create"
         return Registered(urn, state.id, copy.deepcopy(state.outputs), unknown=skipped)
+
+    def old_resource(self, urn: str, name: str, type_: str, parent: Optional[str],
+                     aliases: list[dict]) -> Optional[State]:
+        """``getOldResource``: the old state under ``urn``, else under the first of its aliases that has one (that
+        old URN is then this resource's: not deleted, its provider reference matched)."""
+        for candidate in [urn] + self.generate_aliases(name, type_, parent, aliases):
+            old = self.old_by_urn.get(candidate)
+            if old is None:
+                continue
+            if candidate != urn:
+                if candidate in self.urns or candidate in self.aliased:
+                    raise Bail(f"Duplicate resource alias '{candidate}' applied to resource with URN '{urn}'")
+                self.aliased[candidate] = urn
+                self.alias_of[urn] = candidate
+            return old
+        return None
+
+    def generate_aliases(self, name: str, type_: str, parent: Optional[str], aliases: list[dict]) -> list[str]:
+        """``generateAliases``: each alias spec collapsed to a URN, then the aliases the parent's alias gives (the
+        child's name keeps a prefix that was the parent's name, renamed with it)."""
+        result: list[str] = []
+
+        def add(alias: str) -> None:
+            if alias not in result:
+                result.append(alias)
+
+        collapsed = [self.collapse_alias(name, type_, parent, alias) for alias in aliases]
+        for alias in collapsed:
+            add(alias)
+        parent_alias = self.alias_of.get(parent) if parent else None
+        if parent_alias is not None:
+            add(self.inherited_child_alias(type_, name, parent.rsplit("::", 1)[-1], parent_alias))
+            for alias in collapsed:
+                chain, alias_name = alias.split("::")[2], alias.rsplit("::", 1)[-1]
+                add(self.inherited_child_alias(chain.split("$")[-1], alias_name, parent.rsplit("::", 1)[-1],
+                                               parent_alias))
+        return result
+
+    def collapse_alias(self, name: str, type_: str, parent: Optional[str], alias: dict) -> str:
+        """``collapseAliasToUrn``: an alias spec as the URN it names (unset parts: the resource's own; a parent that
+        was itself aliased: its old URN; no parent, or the stack: none)."""
+        if alias.get("urn"):
+            return alias["urn"]
+        alias_parent = alias.get("parentUrn") or ""
+        if not alias_parent:
+            alias_parent = parent or ""
+        else:
+            alias_parent = self.alias_of.get(alias_parent, alias_parent)
+        if alias.get("noParent") or (alias_parent and alias_parent.split("::")[2].split("$")[-1] == STACK_TYPE):
+            alias_parent = ""
+        return default_urn(alias.get("stack") or self.engine.stack, alias.get("project") or self.engine.project,
+                           alias.get("type") or type_, alias.get("name") or name, alias_parent or None)
+
+    def inherited_child_alias(self, child_type: str, child_name: str, parent_name: str, parent_alias: str) -> str:
+        """``inheritedChildAlias``: the child's URN under its parent's old URN."""
+        alias_name = child_name
+        if child_name.startswith(parent_name):
+            alias_name = parent_alias.rsplit("::", 1)[-1] + child_name[len(parent_name):]
+        chain = parent_alias.split("::")[2]
+        return f"urn:pulumi:{self.engine.stack}::{self.engine.project}::{chain}${child_type}::{alias_name}"
 
     def is_targeted(self, state: State) -> bool:
         """``isIncludedInOperation``: no ``--target`` means everything; else the targets, and with
@@ -192,7 +252,7 @@ class StepGenerator:
                 return DiffResult(True, ["replaceWith"])
         if new.deleted_with and new.deleted_with in self.replaces:
             return DiffResult(True, ["deletedWith"])
-        if old.provider != new.provider:
+        if old.provider != new.provider and self.aliased.get(old.provider_urn) != new.provider_urn:
             if not old.provider or not new.provider:
                 return DiffResult(True, ["provider"])
             old_p, new_p = self.old_by_urn.get(old.provider_urn), self.news.get(new.provider_urn)
@@ -392,6 +452,8 @@ class StepGenerator:
                     victims.append((state, "remove-pending-replace", "pending deletion and already deleted"))
                     continue
                 victims.append((state, "delete-replaced", "old resource of a create-first replacement"))
+            elif state.urn in self.aliased and not destroy:  # taken by a new resource through an alias
+                continue
             elif destroy or not self.is_operated_on(state.urn):
                 if state.pending_replacement:
                     victims.append((state, "remove-pending-replace",

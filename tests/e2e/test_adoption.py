@@ -32,8 +32,11 @@ def test_a_setup_made_by_the_published_procedure_is_adopted_and_converges(aks, e
     subprocess.run([str(engine_tools.bin / "kubectl"), "--kubeconfig", str(aks.cp.kubeconfig), "annotate",
                     "namespace", "gadget", f"{STACK_ANNOTATION}=aks-gpu-observability/{STACK}"], check=True,
                    capture_output=True, timeout=60)
-    ws.pulumi("up", "--yes", "--skip-preview", "--target",
-              f"urn:pulumi:{STACK}::aks-gpu-observability::pulumi:providers:kubernetes::aks", stack=STACK)
+    component = "aks-gpu-observability:index:GpuObservability"
+    ws.pulumi("up", "--yes", "--skip-preview",
+              "--target", f"urn:pulumi:{STACK}::aks-gpu-observability::{component}::gpu-observability",
+              "--target", f"urn:pulumi:{STACK}::aks-gpu-observability::{component}$pulumi:providers:kubernetes::aks",
+              stack=STACK)
     ws.pulumi("import", "--yes", "--file", str(import_file), "--protect=false", "--generate-code=false", stack=STACK)
     ws.pulumi("config", "set", "prometheusDatasourceUid", HAND_MADE_UID, stack=STACK)
     # The procedure's StatefulSet keeps profiles in an emptyDir; the stack's volume claim template is a StatefulSet

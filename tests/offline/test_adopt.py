@@ -115,14 +115,17 @@ def test_import_ids_from_config_and_lookups(dev_file):
 
 def test_providers_default_by_version_explicit_by_name_table(dev_file):
     done, document = dev_file
-    provider = "urn:pulumi:dev::aks-gpu-observability::pulumi:providers:kubernetes::aks"
+    component = "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuObservability::gpu-observability"
+    provider = ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuObservability"
+                "$pulumi:providers:kubernetes::aks")
     assert document["nameTable"] == {"aks": provider}
     by_name = {e["name"]: e for e in document["resources"]}
     for name in ("gadget-namespace", "pyroscope-release"):
         assert by_name[name]["provider"] == "aks" and "version" not in by_name[name]
     for name in (EXTENSION_NAME, MPE_NAME, ROLE_NAME):
         assert by_name[name]["version"] == metadata.version("pulumi_azure_native") and "provider" not in by_name[name]
-    assert f"pulumi up --target '{provider}'" in done.stdout
+    # The provider's parent, the component, is targeted with it: a targeted resource needs its parent created.
+    assert f"pulumi up --target '{component}' --target '{provider}'" in done.stdout
 
 
 def test_written_as_the_cli_writes_it(tmp_path, dev_file):
