@@ -74,6 +74,8 @@ class Diff:
     #: URNs replaced in this preview only because a value is unknown in it; with the canned answers the engine,
     #: rerun with every value known (as ``pulumi up`` diffs each resource again once its inputs are known), keeps them
     preview_only: list[str] = field(default_factory=list)
+    #: head URN -> the base URN it takes through an alias (the state moves it there; nothing is created or deleted)
+    aliases: dict[str, str] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -206,7 +208,7 @@ class _Model:
                                      sorted({_top(d["path"]) for d in changed} | {d["path"] for d in changed}))
 
         def diff_config(urn, old_inputs, new_inputs):
-            rule = replacement.rule_for(urn.split("::")[2])
+            rule = replacement.rule_for(urn.split("::")[2].split("$")[-1])
             if rule is None or rule.config_diff is None:
                 return engine.DiffResult(bool(self.diffs(urn, old_inputs, new_inputs)))
             verdict = rule.config_diff(old_inputs, new_inputs, self.base_fp.get(self.old_urn(urn), {}),
@@ -455,7 +457,7 @@ def compute(base: Mapping, head: Mapping, replace_targets: Iterable[str] = (),
     errors = list(result.diagnostics) or ([result.error] if result.error else [])
     errors += _retained_collisions(steps.values(), model) + consequences.refusals(steps.values(), base, head)
     return Diff(list(steps.values()), _actions(result), errors,
-                warnings + consequences.warnings(steps.values(), base, head))
+                warnings + consequences.warnings(steps.values(), base, head), aliases=dict(result.aliases))
 
 
 def _retained_collisions(steps: Iterable[Step], model: _Model) -> list[str]:

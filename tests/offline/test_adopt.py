@@ -159,7 +159,8 @@ def test_ids_follow_config_and_skip_leaves_out(tmp_path):
     assert (ids[EXTENSION_NAME].endswith("/extensions/gadget")
             and ids[MPE_NAME].endswith("/managedPrivateEndpoints/mpe-hand"))
     assert "nameTable" not in document  # omitempty: no explicit provider without the namespace and the release
-    assert {e["name"] for e in document["resources"] if e.get("component")} == {"inspektor-gadget",
+    assert {e["name"] for e in document["resources"] if e.get("component")} == {"gpu-observability",
+                                                                                "inspektor-gadget",
                                                                                 "grafana-private-link"}
 
 
@@ -399,9 +400,10 @@ def test_docs_commands_are_the_tools():
     assert all(f'"{flag}"' in source for flag in parser_flags)
     skipped = re.findall(r"--skip ([\w-]+)", text)
     assert skipped and set(skipped) == {ROLE_NAME}
-    document = adopt.import_file(run("dev"))
-    (urn,) = document["nameTable"].values()
-    assert f"pulumi up --target '{urn.replace(':dev::', ':<stack>::')}'" in text
+    plan = run("dev")
+    (urn,) = adopt.import_file(plan)["nameTable"].values()
+    targets = " ".join(f"--target '{u.replace(':dev::', ':<stack>::')}'" for u in adopt.provider_targets(plan, urn))
+    assert f"pulumi up {targets}" in text
     assert adopt.import_command("import.json") in text
 
 

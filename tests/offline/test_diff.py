@@ -1148,15 +1148,17 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
     finds the dashboard up to date: tests/steps/test_grafana_dashboard.py); the release upgraded in place for the
     shutdown grace period (:func:`test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period`); nothing
     else created, replaced, updated or deleted, and the release's other inputs (the Helm values) byte for byte equal."""
-    base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
+    stored = json.loads((ROOT / "tests" / "data" / "plan-dev-before-microservices.json").read_text())
     for overrides in ({}, {"pyroscopeMode": "single-binary"}):
+        base = stored
         head = run("dev", overrides).to_json()
         # The stored fingerprints were keyed on the machine that planned the base (offline/replacement.py
         # fingerprint_key); its secrets are the canned ones this run holds (the kubeconfig, the nonce), at the same
         # paths, so this session's fingerprints stand in for them.
+        fingerprints = head_fingerprints_for(base, head)
         assert {u: sorted(v) for u, v in base["secretFingerprints"].items()} == \
-            {u: sorted(v) for u, v in head["secretFingerprints"].items() if u in base["secretFingerprints"]}
-        base = {**base, "secretFingerprints": head["secretFingerprints"],
+            {u: sorted(v) for u, v in fingerprints.items() if u in base["secretFingerprints"]}
+        base = {**base, "secretFingerprints": fingerprints,
                 "secretFingerprintKey": head.get("secretFingerprintKey")}
         diff = plan_diff.compute(base, head)
         changed = {s.name: s.op for s in diff.steps if s.op != "same"}
@@ -1196,6 +1198,13 @@ def test_a_single_binary_stack_upgrading_to_this_code_sees_no_change():
         assert json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
 
 
+def head_fingerprints_for(base: dict, head: dict) -> dict:
+    """The head's secret fingerprints keyed by the base's URNs (a base of the layout before the component holds
+    every resource at the stack's root; a name names one resource in both)."""
+    by_name = {r["urn"].rsplit("::", 1)[-1]: r["urn"] for r in base["resources"]}
+    return {by_name.get(urn.rsplit("::", 1)[-1], urn): value for urn, value in head["secretFingerprints"].items()}
+
+
 #: What the chart's Service loses when the stack's own Service takes the private link over: its PLS annotations, and
 #: LoadBalancer for ClusterIP.
 CHART_SERVICE_PATHS = ["values.pyroscope.service.annotations", "values.pyroscope.service.type"]
@@ -1208,6 +1217,9 @@ PRIVATE_LINK_MOVE = {"aks-claims": "create", "pyroscope-data-0": "create", "pyro
                      "pyroscope-local-traffic": "delete",
                      # Not the private link's: the namespace's owner mark, added in place (existing/handmade.py).
                      "gadget-namespace": "update",
+                     # Nor this: the component everything moved into (components/gpu_observability.py), made once,
+                     # no cloud object; every child takes its old URN through an alias.
+                     "gpu-observability": "create",
                      # Nor these: the claims' identity step, made once (components/pyroscope.py); the NetworkPolicy's
                      # patchForce annotation (stack/specs.py PATCH_FORCE); the Grafana steps' scripts or shared helpers
                      # changed (they run again and find the dashboard and the datasource up to date).
@@ -1230,7 +1242,7 @@ def test_an_existing_stack_upgrades_the_release_in_place_for_the_grace_period(ov
     the private link's one move to the stack's own Service (:data:`PRIVATE_LINK_MOVE`)."""
     base = json.loads((ROOT / "tests" / "data" / "plan-dev-before-grace-period.json").read_text())
     head = run("dev", overrides).to_json()
-    base = {**base, "secretFingerprints": head["secretFingerprints"],
+    base = {**base, "secretFingerprints": head_fingerprints_for(base, head),
             "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine, as above
     diff, _ = plan_diff.preview(base, lambda pending: run("dev", overrides, pending=pending))
     assert {s.name: s.op for s in diff.steps if s.op != "same"} == PRIVATE_LINK_MOVE
@@ -1291,7 +1303,7 @@ def test_a_nat_ip_configuration_change_previews_the_endpoint_chain_as_up_keeps_i
     assert [ops[name] for name in ENDPOINT_CHAIN] == ["same"] * 3 and ops["grafana-datasources-pyroscope"] == "same"
     assert diff.summary["replace"] == 0 and not diff.preview_only
     headline = next(row for row in diff_text.render_text(diff, "t").splitlines() if row.startswith("Resources: "))
-    assert headline == "Resources: + 0 to create, ~ 3 to update, +-0 to replace, - 0 to delete, 26 unchanged"
+    assert headline == "Resources: + 0 to create, ~ 3 to update, +-0 to replace, - 0 to delete, 27 unchanged"
 
     rename = {**sets, "privateLinkServiceName": "pyroscope-pls-2"}
     renamed, _ = plan_diff.preview(base, lambda pending: run("dev", rename, pending=pending))
@@ -1320,7 +1332,7 @@ def _older_stack(tmp_path, overrides: dict, base_file: str = "plan-dev-before-pr
     dashboards = make_dashboards(tmp_path)
     base = json.loads((ROOT / "tests" / "data" / base_file).read_text())
     head = run("dev", overrides).to_json()
-    base = {**base, "secretFingerprints": head["secretFingerprints"],
+    base = {**base, "secretFingerprints": head_fingerprints_for(base, head),
             "secretFingerprintKey": head.get("secretFingerprintKey")}  # keyed per machine
     deployment = Deployment(tmp_path / "base", {url: path for url, (path, _) in dashboards.items()})
     deployment.deploy(base)

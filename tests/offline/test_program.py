@@ -48,11 +48,12 @@ def test_additional_secret_outputs_are_secret_as_the_engine_marks_them(tmp_path,
 def test_urns_carry_the_parent_type_chain():
     plan = program.run("dev", {})
     release = plan.one("kubernetes:helm.sh/v3:Release")
-    assert release.urn == ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:Pyroscope"
-                           "$kubernetes:helm.sh/v3:Release::pyroscope-release")
+    assert release.urn == ("urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuObservability"
+                           "$aks-gpu-observability:index:Pyroscope$kubernetes:helm.sh/v3:Release::pyroscope-release")
     gadget = next(r for r in plan.resources if r.type == "aks-gpu-observability:index:InspektorGadget")
     assert (gadget.urn
-            == "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:InspektorGadget::inspektor-gadget")
+            == "urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuObservability"
+                "$aks-gpu-observability:index:InspektorGadget::inspektor-gadget")
 
 
 def test_default_providers_are_named_as_the_engine_names_them():

@@ -149,6 +149,9 @@ class Deployment:
         """Run ``diff.order`` (offline/diff.py) with ``head`` (plan JSON, values as known at ``up``); deletes use the
         state as it was before (the old resource's inputs, stdout and options). Raises EngineError on a failing step."""
         self.cluster = (head["outputs"]["clusterId"], head["outputs"]["nodeResourceGroup"])
+        # A resource that took its old URN through an alias: the engine moves its state to the new URN.
+        moved = {was: new for new, was in diff.aliases.items()}
+        self.states = {moved.get(urn, urn): state for urn, state in self.states.items()}
         old = copy.deepcopy(self.states)
         self.before = old
         self.fresh = {s.urn for s in diff.steps if any(r.startswith("--replace") for r in s.reasons)}
@@ -159,7 +162,7 @@ class Deployment:
             elif action.kind == "update":
                 self._update(by_urn[action.urn], head)
             else:
-                self._delete(action.urn, old[action.urn])
+                self._delete(moved.get(action.urn, action.urn), old[moved.get(action.urn, action.urn)])
                 self.fresh.add(action.urn)  # re-created later in this run: Check gets the program's inputs
         for urn, state in self.states.items():  # a same step records the program's options (its new state)
             if urn in by_urn:
