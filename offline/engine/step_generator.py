@@ -105,6 +105,9 @@ class StepGenerator:
                      aliases: list[dict]) -> Optional[State]:
         """``getOldResource``: the old state under ``urn``, else under the first of its aliases that has one (that
         old URN is then this resource's: not deleted, its provider reference matched)."""
+        if urn in self.aliased:  # an earlier resource took this URN as its alias (error 2016)
+            raise Bail(f"Duplicate resource URN '{urn}' conflicting with alias on resource with URN "
+                       f"'{self.aliased[urn]}'")
         for candidate in [urn] + self.generate_aliases(name, type_, parent, aliases):
             old = self.old_by_urn.get(candidate)
             if old is None:
@@ -131,11 +134,10 @@ class StepGenerator:
             add(alias)
         parent_alias = self.alias_of.get(parent) if parent else None
         if parent_alias is not None:
-            add(self.inherited_child_alias(type_, name, parent.rsplit("::", 1)[-1], parent_alias))
+            add(self.inherited_child_alias(type_, name, _urn_name(parent), parent_alias))
             for alias in collapsed:
-                chain, alias_name = alias.split("::")[2], alias.rsplit("::", 1)[-1]
-                add(self.inherited_child_alias(chain.split("$")[-1], alias_name, parent.rsplit("::", 1)[-1],
-                                               parent_alias))
+                add(self.inherited_child_alias(alias.split("::")[2].split("$")[-1], _urn_name(alias),
+                                               _urn_name(parent), parent_alias))
         return result
 
     def collapse_alias(self, name: str, type_: str, parent: Optional[str], alias: dict) -> str:
@@ -150,14 +152,17 @@ class StepGenerator:
             alias_parent = self.alias_of.get(alias_parent, alias_parent)
         if alias.get("noParent") or (alias_parent and alias_parent.split("::")[2].split("$")[-1] == STACK_TYPE):
             alias_parent = ""
-        return default_urn(alias.get("stack") or self.engine.stack, alias.get("project") or self.engine.project,
-                           alias.get("type") or type_, alias.get("name") or name, alias_parent or None)
+        # ``resource.CreateURN``: under a parent, the parent's stack and project (an alias's own are ignored).
+        stack = alias.get("stack") or self.engine.stack if not alias_parent else alias_parent.split("::")[0][11:]
+        project = alias.get("project") or self.engine.project if not alias_parent else alias_parent.split("::")[1]
+        return default_urn(stack, project, alias.get("type") or type_, alias.get("name") or name,
+                           alias_parent or None)
 
     def inherited_child_alias(self, child_type: str, child_name: str, parent_name: str, parent_alias: str) -> str:
         """``inheritedChildAlias``: the child's URN under its parent's old URN."""
         alias_name = child_name
         if child_name.startswith(parent_name):
-            alias_name = parent_alias.rsplit("::", 1)[-1] + child_name[len(parent_name):]
+            alias_name = _urn_name(parent_alias) + child_name[len(parent_name):]
         chain = parent_alias.split("::")[2]
         return f"urn:pulumi:{self.engine.stack}::{self.engine.project}::{chain}${child_type}::{alias_name}"
 
@@ -252,9 +257,10 @@ class StepGenerator:
                 return DiffResult(True, ["replaceWith"])
         if new.deleted_with and new.deleted_with in self.replaces:
             return DiffResult(True, ["deletedWith"])
-        if old.provider != new.provider and self.aliased.get(old.provider_urn) != new.provider_urn:
-            if not old.provider or not new.provider:
+        if old.provider != new.provider:
+            if not old.provider or not new.provider:  # providerChanged: a component became custom, or back
                 return DiffResult(True, ["provider"])
+        if old.provider != new.provider and self.aliased.get(old.provider_urn) != new.provider_urn:
             old_p, new_p = self.old_by_urn.get(old.provider_urn), self.news.get(new.provider_urn)
             if old_p is not None and new_p is not None:
                 verdict = self.config_diff(old_p, new_p)
@@ -572,3 +578,7 @@ def should_trigger_replace(new: Any, old: Any) -> bool:
         return False
     return json.dumps(new, sort_keys=True) != json.dumps(old, sort_keys=True)
 
+
+def _urn_name(urn: str) -> str:
+    """``URN.Name()``: everything after the type (a name may hold ``::``)."""
+    return urn.split("::", 3)[3]

@@ -162,8 +162,9 @@ class Deployment:
             elif action.kind == "update":
                 self._update(by_urn[action.urn], head)
             else:
-                self._delete(moved.get(action.urn, action.urn), old[moved.get(action.urn, action.urn)])
-                self.fresh.add(action.urn)  # re-created later in this run: Check gets the program's inputs
+                urn = moved.get(action.urn, action.urn)  # the engine names an aliased old state by its old URN
+                self._delete(urn, old[urn])
+                self.fresh.add(urn)  # re-created later in this run: Check gets the program's inputs
         for urn, state in self.states.items():  # a same step records the program's options (its new state)
             if urn in by_urn:
                 state["options"] = by_urn[urn].get("options", {})
