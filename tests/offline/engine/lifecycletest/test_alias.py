@@ -69,8 +69,9 @@ def test_TestAliases_children_follow_their_parents_alias():
         R("pkgA:index:t3", "n1-new-sub-sub", parent=S + "pkgA:index:t1-new$pkgA:index:t2::n1-new-sub")])
     assert result.error is None and ops == {"same"}, ops
     result, _ = up(None, [R("pkgA:index:t1", "one"), R("pkgA:index:t2", "two")])
-    result, ops = up(result.snapshot, [R("pkgA:index:t1", "one"), R("pkgA:index:t2", "two", parent=S + "pkgA:index:t1::one",
-                                                                    aliases=[{"noParent": True}])])
+    result, ops = up(result.snapshot, [R("pkgA:index:t1", "one"),
+                                       R("pkgA:index:t2", "two", parent=S + "pkgA:index:t1::one",
+                                         aliases=[{"noParent": True}])])
     assert ops == {"same"}, ops
     result, ops = up(result.snapshot, [R("pkgA:index:t1", "one"),
                                        R("pkgA:index:t2", "two", aliases=[{"parentUrn": S + "pkgA:index:t1::one"}])])
