@@ -48,13 +48,13 @@ NEEDED = ("extensionId", "managedPrivateEndpointId", "pyroscopePrivateUrl", "gra
           "pyroscopeDatasourceUid", "prometheusDatasourceUid", "dashboardUrl", "clusterName")
 #: The outputs --drift reads: what the Grafana steps set.
 DRIFT_NEEDED = ("grafanaEndpoint", "pyroscopeDatasource", "prometheusDatasource", "dashboardDefinition")
-#: The step commands, by output (resource names as __main__.py registers them; a test checks them in the plan).
+#: The step commands, by output (resource names as components/gpu_observability.py registers them; a test checks
+#: them in the plan).
+_COMPONENT = "aks-gpu-observability:index:GpuObservability$aks-gpu-observability:index:"
 STEPS = {
-    "pyroscopeDatasource":
-        "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
-    "prometheusDatasource":
-        "aks-gpu-observability:index:GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
-    "dashboardDefinition": "aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload",
+    "pyroscopeDatasource": f"{_COMPONENT}GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope",
+    "prometheusDatasource": f"{_COMPONENT}GrafanaDatasources$command:local:Command::grafana-datasources-prometheus",
+    "dashboardDefinition": f"{_COMPONENT}GpuDashboard$command:local:Command::gpu-dashboard-upload",
 }
 
 

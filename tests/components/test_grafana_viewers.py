@@ -42,7 +42,7 @@ def test_each_viewer_gets_grafana_viewer_on_the_grafana_workspace_with_its_type(
                                                               f"{GRAFANA.lower()}|{VIEWER}|{principal}"))
         assert made[principal].options["deleteBeforeReplace"] is True  # ARM refuses a second one (409)
         assert made[principal].name == f"grafana-viewers-{principal}"
-        assert made[principal].parent.endswith(f"::{COMPONENT}::grafana-viewers")
+        assert made[principal].parent.endswith(f"${COMPONENT}::grafana-viewers")
 
 
 def test_a_viewers_assignment_does_not_move_when_the_list_changes(plan):

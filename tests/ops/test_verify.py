@@ -214,7 +214,8 @@ def test_drift_a_datasource_url_edited_in_grafana(tmp_path):
     assert "❌ datasource local-pyroscope: drifted" in out
     assert '       url: "http://10.0.9.9:4040" in Grafana, "http://10.0.4.36:4040" set by the stack' in out
     assert ("next: `pulumi up --replace 'urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:"
-            "GrafanaDatasources$command:local:Command::grafana-datasources-pyroscope'`") in out
+            "GpuObservability$aks-gpu-observability:index:GrafanaDatasources$command:local:Command"
+            "::grafana-datasources-pyroscope'`") in out
     assert "✅ datasource azure-monitor-prometheus" in out and out.splitlines()[-1] == "2 in place, 1 drifted"
 
 
@@ -581,5 +582,5 @@ def test_drift_after_an_upgrade_to_13_that_lost_the_dashboard_names_how_to_uploa
     dashboard = objects[("dashboard", "AdvancedGPUObservability")]
     assert dashboard["state"] == "missing" and dashboard["fields"] == []
     assert dashboard["next_step"].startswith(
-        "`pulumi up --replace 'urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuDashboard"
-        "$command:local:Command::gpu-dashboard-upload'` writes it again")
+        "`pulumi up --replace 'urn:pulumi:dev::aks-gpu-observability::aks-gpu-observability:index:GpuObservability"
+        "$aks-gpu-observability:index:GpuDashboard$command:local:Command::gpu-dashboard-upload'` writes it again")
