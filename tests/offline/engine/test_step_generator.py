@@ -200,3 +200,103 @@ def test_a_targeted_update_refuses_to_delete_an_untargeted_dependent():
                                     for d in result.diagnostics)
     assert [s.name for s in result.snapshot] == ["default", "a", "b"]
     assert ("delete", "b") in offline.update(after, first.snapshot, targets=[a_urn], target_dependents=True).ops()
+
+
+# --- Aliases: pulumi/pulumi v3.259.0 pkg/engine/lifecycletest/alias_test.go (TestAliases, TestDuplicatesDueToAliases)
+# and step_generator.go (getOldResource, generateAliases, collapseAliasToUrn, inheritedChildAlias, providerChanged).
+
+U = "urn:pulumi:test::test::"
+
+
+def _alias_diff(_urn, old, new_inputs, _preview):
+    changed = sorted(k for k in set(old.inputs) | set(new_inputs) if old.inputs.get(k) != new_inputs.get(k))
+    forced = ["forcesReplacement"] if old.inputs.get("forcesReplacement") != new_inputs.get("forcesReplacement") else []
+    return engine.DiffResult(bool(changed), forced, False, changed)
+
+
+_ALIAS_ENGINE = engine.Engine({"pkgA": engine.Provider(diff=_alias_diff)})
+
+
+def _r(type_: str, name: str, **options) -> dict:
+    return dict(type=type_, name=name, **options)
+
+
+def _up(snapshot, resources):
+    def program(monitor):
+        def register(items):
+            for r in items:
+                monitor.register(r["type"], r["name"], r.get("custom", True), inputs=r.get("inputs", {}),
+                                 parent=r.get("parent"), dependencies=r.get("deps", []),
+                                 delete_before_replace=r.get("dbr"), aliases=r.get("aliases", []))
+        register(resources)
+    result = _ALIAS_ENGINE.update(program, snapshot or [])
+    ops = {op for op, name in result.ops() if not name.startswith("default")}
+    return result, ops
+
+
+def test_aliases_renames_and_retypes_are_the_same_resource():
+    """alias_test.go TestAliases: names, types and both, by spec or by URN, in any order of aliases."""
+    result, _ = _up(None, [_r("pkgA:index:t1", "n1")])
+    for resources in ([_r("pkgA:index:t1", "n2", aliases=[{"name": "n1"}])],
+                      [_r("pkgA:index:t1", "n3", aliases=[{"name": "n2"}, {"name": "n1"}])],
+                      [_r("pkgA:index:t1", "n1", aliases=[{"urn": U + "pkgA:index:t1::n3"}])],
+                      [_r("pkgA:index:t2", "n1", aliases=[{"type": "pkgA:index:t1"}])],
+                      [_r("pkgA:othermod:t3", "n1", aliases=[{"type": "pkgA:index:t1"}, {"type": "pkgA:index:t2"}])]):
+        result, ops = _up(result.snapshot, resources)
+        assert result.error is None and ops == {"same"}, (resources, ops)
+    result, ops = _up(result.snapshot, [_r("pkgA:index:t4", "n2", inputs={"x": 42},
+                                         aliases=[{"type": "pkgA:othermod:t3", "name": "n1"}])])
+    assert ops == {"update"}
+    result, ops = _up(result.snapshot, [_r("pkgA:index:t5", "n3", inputs={"x": 42, "forcesReplacement": 1},
+                                         aliases=[{"type": "pkgA:index:t4", "name": "n2"}])])
+    assert ops == {"replace", "create-replacement", "delete-replaced"}
+
+
+def test_aliases_children_follow_their_parents_alias():
+    """alias_test.go TestAliases ("n1-new-sub"): a renamed parent renames its children's old URNs (a child named after
+    its parent keeps that prefix), two levels down; and a child given a parent (``noParent``) or losing one
+    (``parentUrn``) is the same resource."""
+    result, _ = _up(None, [_r("pkgA:index:t1", "n1"), _r("pkgA:index:t2", "n1-sub", parent=U + "pkgA:index:t1::n1"),
+                          _r("pkgA:index:t3", "n1-sub-sub", parent=U + "pkgA:index:t1$pkgA:index:t2::n1-sub")])
+    result, ops = _up(result.snapshot, [
+        _r("pkgA:index:t1-new", "n1-new", aliases=[{"type": "pkgA:index:t1", "name": "n1"}]),
+        _r("pkgA:index:t2", "n1-new-sub", parent=U + "pkgA:index:t1-new::n1-new"),
+        _r("pkgA:index:t3", "n1-new-sub-sub", parent=U + "pkgA:index:t1-new$pkgA:index:t2::n1-new-sub")])
+    assert result.error is None and ops == {"same"}, ops
+    result, _ = _up(None, [_r("pkgA:index:t1", "one"), _r("pkgA:index:t2", "two")])
+    result, ops = _up(result.snapshot, [_r("pkgA:index:t1", "one"),
+                                       _r("pkgA:index:t2", "two", parent=U + "pkgA:index:t1::one",
+                                         aliases=[{"noParent": True}])])
+    assert ops == {"same"}, ops
+    result, ops = _up(result.snapshot, [_r("pkgA:index:t1", "one"),
+                                       _r("pkgA:index:t2", "two", aliases=[{"parentUrn": U + "pkgA:index:t1::one"}])])
+    assert ops == {"same"}, ops
+
+
+def test_a_name_holding_colons_renames_with_its_parent():
+    """``URN.Name()`` is everything after the type: a name holding ``::`` keeps its parent's renamed prefix."""
+    result, _ = _up(None, [_r("pkgA:index:t1", "a::app", custom=False),
+                          _r("pkgA:index:t2", "a::app-fn", parent=U + "pkgA:index:t1::a::app")])
+    result, ops = _up(result.snapshot, [_r("pkgA:index:t1", "a::newapp", custom=False, aliases=[{"name": "a::app"}]),
+                                       _r("pkgA:index:t2", "a::newapp-fn", parent=U + "pkgA:index:t1::a::newapp")])
+    assert result.error is None and ops == {"same"}, ops
+
+
+@pytest.mark.parametrize("resources", [
+    # Two resources claiming one old state through aliases.
+    [_r("pkgA:index:t1", "n2", aliases=[{"name": "n1"}]), _r("pkgA:index:t2", "n3", aliases=[{"type": "pkgA:index:t1",
+                                                                                           "name": "n1"}])],
+    # TestDuplicatesDueToAliases case 2: a URN registered after another resource took it as its alias.
+    [_r("pkgA:index:t1", "n2", aliases=[{"name": "n1"}]), _r("pkgA:index:t1", "n1")],
+], ids=["alias-taken-twice", "urn-taken-as-alias"])
+def test_duplicates_due_to_aliases_are_refused(resources):
+    result, _ = _up(None, [_r("pkgA:index:t1", "n1")])
+    result, _ = _up(result.snapshot, resources)
+    assert result.error is not None and "Duplicate resource" in result.error, result.error
+
+
+def test_a_custom_resource_that_becomes_a_component_is_replaced_whatever_its_alias():
+    """``providerChanged``: an old or new side without a provider is a change, before any alias is looked at."""
+    result, _ = _up(None, [_r("pkgA:m:typA", "resA")])
+    result, ops = _up(result.snapshot, [_r("prog::myType", "resA", custom=False, aliases=[{"type": "pkgA:m:typA"}])])
+    assert "same" not in {op for op, name in result.ops() if name == "resA"}, result.ops()
