@@ -4,9 +4,10 @@ Owns: :func:`render` (the text of ``components/gpu_observability_args.py``: a ``
 per config key, typed and documented from its declaration), :func:`to_config` (arguments -> a validated
 :class:`~stack_config.schema.StackConfig`), ``STACK_ONLY`` (the keys that stay the stack's). Errors:
 :class:`~stack_config.schema.ConfigError` naming the argument (``cluster_name (clusterName): ...``), or ``TypeError``
-for an argument no key declares. ``python -m stack_config.component_args`` rewrites the file; a test holds it equal.
-Upstream: pulumi/pulumi ``sdk/python/lib/pulumi/provider/experimental/analyzer.py`` (a ``TypedDict``'s
-``__optional_keys__``, attribute docstrings read from the source).
+for an argument no key declares. ``python -m stack_config.component_args`` rewrites the file and
+:func:`packaged_keys` (the installed package's copy of the keys); tests hold both equal. Upstream: pulumi/pulumi
+``sdk/python/lib/pulumi/provider/experimental/analyzer.py`` (a ``TypedDict``'s ``__optional_keys__``, attribute
+docstrings read from the source).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
 from stack_config.load import parse
 from stack_config.rules import REQUIRED_UNLESS
-from stack_config.schema import ConfigError, declared, snake
+from stack_config.schema import PACKAGED_KEYS, ConfigError, declared, snake
 
 #: Keys that name other stacks (read through StackReferences): the stack's, not arguments of the component.
 STACK_ONLY = ("clusterStack", "grafanaStack")
@@ -99,6 +102,14 @@ def to_config(args: Mapping[str, Any]):
         raise ConfigError(f"{snake(error.key)} ({error.key})", error.message) from None
 
 
+def packaged_keys() -> str:
+    """The text of :data:`~stack_config.schema.PACKAGED_KEYS`: Pulumi.yaml's ``config:`` block, as YAML."""
+    return ("# GENERATED from Pulumi.yaml by `python -m stack_config.component_args`: the keys an installed package\n"
+            "# reads (it has no Pulumi.yaml). Edit the key there.\n"
+            + yaml.safe_dump({"config": declared()}, sort_keys=False, allow_unicode=True, width=120))
+
+
 if __name__ == "__main__":
     TARGET.write_text(render())
-    sys.stdout.write(f"wrote {TARGET}\n")
+    PACKAGED_KEYS.write_text(packaged_keys(), encoding="utf-8")
+    sys.stdout.write(f"wrote {TARGET} and {PACKAGED_KEYS}\n")

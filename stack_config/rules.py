@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple, Optional
 
 from stack.profile_types import ID as PROFILE_TYPE_ID
 from stack.specs import PYROSCOPE_MAJORS, pyroscope_major
-from stack_config.schema import MANAGED_BY, PROJECT_FILE, ConfigError, StackConfig, snake
+from stack_config.schema import MANAGED_BY, ConfigError, StackConfig, program_dir, snake
 from steps.grafana_dashboard import RESOURCE_FORM_WAY_OUT, resource_form
 
 Rule = Callable[[str, object], None]
@@ -177,7 +177,7 @@ def _dashboard_source(key: str, value: object) -> None:
     if not relative:
         raise ConfigError(key, f"expected an https:// URL or a file path relative to the project directory (got "
                                f"{value!r})")
-    if not (PROJECT_FILE.parent / text).is_file():
+    if not (program_dir() / text).is_file():
         raise ConfigError(key, f"no file {text!r} in the project directory; expected an https:// URL or a project file")
 
 
@@ -557,7 +557,7 @@ def check_dashboard_file(config: StackConfig) -> None:
     source = config.dashboard_source
     if source.startswith("https://"):
         return
-    raw = (PROJECT_FILE.parent / source).read_bytes()
+    raw = (program_dir() / source).read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     if digest != config.dashboard_sha256.lower():
         raise ConfigError("dashboardSha256", f"{source} has sha256 {digest}, not {config.dashboard_sha256}; set "

@@ -1,7 +1,8 @@
 """The stack configuration's type: :class:`StackConfig` (one frozen field per ``Pulumi.yaml`` key) and its errors.
 
 Owns: ``PROJECT`` (namespace of the keys), ``PROJECT_FILE``, :func:`declared` (the ``config:`` block of
-``Pulumi.yaml``, the one source of keys, types and defaults), :func:`snake`, :class:`ConfigError`,
+``Pulumi.yaml``, the one source of keys, types and defaults; ``keys.yaml`` its copy in the installed package),
+:func:`program_dir`, :func:`snake`, :class:`ConfigError`,
 :class:`SecretValueError`, ``MANAGED_BY``. Inputs: ``Pulumi.yaml``. Outputs: the types the rest of
 ``stack_config`` fills. Errors: ConfigError's ``str()`` is one line, ``"<key>: <what is expected>"``.
 Upstream: Pulumi's project config schema (pulumi/pulumi v3.230.0 ``sdk/go/common/workspace/project.go``);
@@ -25,6 +26,9 @@ PROJECT = "aks-gpu-observability"
 
 
 PROJECT_FILE = Path(__file__).resolve().parent.parent / "Pulumi.yaml"
+#: The ``config:`` block as the installed package carries it (no Pulumi.yaml beside an installed package): written
+#: from Pulumi.yaml by ``python -m stack_config.component_args``, held equal to it by a test.
+PACKAGED_KEYS = Path(__file__).resolve().parent / "keys.yaml"
 
 
 #: The tag the stack always sets (:attr:`StackConfig.tags`); the policy pack's required-tags rule looks for it.
@@ -169,9 +173,21 @@ def snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
+def in_checkout() -> bool:
+    """Whether these packages run from the project's checkout (Pulumi.yaml beside them), not an installed package."""
+    return PROJECT_FILE.is_file()
+
+
+def program_dir() -> Path:
+    """Where a config value's relative file path points: the project's directory in the checkout, else the directory
+    the consumer's program runs in (Pulumi runs a program from its project's directory)."""
+    return PROJECT_FILE.parent if in_checkout() else Path.cwd()
+
+
 @lru_cache(maxsize=None)
 def declared() -> dict[str, dict]:
-    """The ``config:`` block of Pulumi.yaml: key -> {"type", "description", "default"?}."""
-    with PROJECT_FILE.open(encoding="utf-8") as fh:
+    """The ``config:`` block of Pulumi.yaml (an installed package: :data:`PACKAGED_KEYS`, its copy): key ->
+    {"type", "description", "default"?}."""
+    with (PROJECT_FILE if in_checkout() else PACKAGED_KEYS).open(encoding="utf-8") as fh:
         project = yaml.safe_load(fh)
     return dict(project.get("config") or {})

@@ -1,18 +1,20 @@
 """Steps with no ARM resource, run as ``pulumi-command`` local commands over the repo's ``steps/``.
 
 Owns :func:`script_command` (``bash steps/<name>.sh`` or ``python3 -m steps.<name> apply``, run from the project
-directory, parameters in ``environment`` with keys sorted, stdout and stderr in the engine's log), :func:`script_hash`
-(the sha256 of the script and its shared helpers :data:`HELPERS`, part of the inputs, so an edited script runs
-again), :func:`with_secret_mask` and :func:`forwarded_depends_on`. Two kinds of step: *actions* (bash: wait, approve,
-refresh) own nothing, have no delete, and carry the hash in ``triggers``; *owners* (Python: a datasource, the
-dashboard) own an object in Grafana, stamp it with the step's owner id (``steps/azcli.py``; printed as
-``<uid> owner=<id>``) and on destroy delete it unless another step's id is on it. Why, and how both replacement
-orders end: docs/decisions/step-commands.md. Upstream: pulumi-command v1.2.1 ``local/commandOutputs.go``.
+directory or the installed package's, :func:`scripts_dir`; parameters in ``environment`` with keys sorted, stdout and
+stderr in the engine's log), :func:`script_hash` (the sha256 of the script and its shared helpers :data:`HELPERS`,
+part of the inputs, so an edited script runs again), :func:`with_secret_mask` and :func:`forwarded_depends_on`. Two
+kinds of step: *actions* (bash: wait, approve, refresh) own nothing, have no delete, and carry the hash in
+``triggers``; *owners* (Python: a datasource, the dashboard) own an object in Grafana, stamp it with the step's owner
+id (``steps/azcli.py``; printed as ``<uid> owner=<id>``) and on destroy delete it unless another step's id is on it.
+Why, and how both replacement orders end: docs/decisions/step-commands.md. Upstream: pulumi-command v1.2.1
+``local/commandOutputs.go``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -38,6 +40,17 @@ def script_hash(script: str) -> str:
     return digest.hexdigest()
 
 
+def scripts_dir() -> Optional[str]:
+    """The ``dir`` a step runs from: None (the provider's, the program's directory) when the program is this project;
+    for a program that installed the package, the folder holding ``steps/``, relative to the program's directory when
+    it can be (a virtualenv inside the project: the same input on every machine), else absolute."""
+    root, here = SCRIPTS.parent, Path.cwd().resolve()
+    if root == here:
+        return None
+    relative = os.path.relpath(root, here)
+    return str(root) if relative.startswith("..") else relative
+
+
 def script_command(
     name: str,
     script: str,
@@ -61,6 +74,7 @@ def script_command(
         delete=f"python3 -m steps.{Path(script).stem} delete" if owner else None,
         environment={key: env[key] for key in sorted(env)},
         triggers=list(triggers) if owner else [script_hash(script), *triggers],
+        dir=scripts_dir(),
         logging=local.Logging.STDOUT_AND_STDERR,
         add_previous_output_in_env=owner,  # an owner's update and delete read their owner id from it
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=owner and delete_first)),

@@ -139,7 +139,8 @@ def test_no_test_file_imports_another_test_file():
 #: Test files at the top of tests/, each for a file at the top of the repository (or the repository itself).
 TOP_LEVEL_TESTS = {"test_main.py": "__main__.py", "test_readme.py": "README.md",
                    "test_requirements.py": "requirements.txt", "test_renovate.py": "renovate.json",
-                   "test_layout.py": ".", "test_docs.py": "docs", "test_pytest_ini.py": "pytest.ini"}
+                   "test_layout.py": ".", "test_docs.py": "docs", "test_pytest_ini.py": "pytest.ini",
+                   "test_pyproject.py": "pyproject.toml"}
 #: Test folders that mirror a folder of scripts or workflows rather than a Python package.
 MIRRORED_FOLDERS = {"ci": ".ci", "workflows": ".github/workflows"}
 #: Tests of what every workflow (or every script) must hold, beside one file per workflow or script.

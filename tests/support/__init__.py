@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Upstream artefacts (chart, dashboard, Pulumi's project schema), kept with the project: vendored, or fetched by
@@ -26,5 +24,7 @@ def reference(relative: str) -> Path:
     """Path of a reference artefact. A missing one fails the test (never a skip): run the set-up step."""
     path = REFERENCE / relative
     if not path.exists():
+        import pytest  # here, not at the top: the stand-in plugins and `az` import this package and never fail a test
+
         pytest.fail(f"reference artefact missing: {path}; run .ci/fetch-reference (the tests' set-up)")
     return path
