@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,6 +17,7 @@ import yaml
 
 from aks_gpu_observability import PARTS
 from tests.support import ROOT
+from tests.support.component_package import build_wheel, install
 
 #: What the consumer's interpreter prints about the installed package.
 PROBE = """
@@ -31,19 +31,7 @@ print(json.dumps({"version": p.__version__, "file": p.__file__, "in_checkout": s
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel, built from a copy of what pyproject.toml names (so a file it leaves out is missing from the build)."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    (tmp / "src").mkdir()
-    for name in ("pyproject.toml", "README.md", "aks_gpu_observability", *PARTS):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp / "src" / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp / "dist"), str(tmp / "src")], check=True, capture_output=True)
-    return next((tmp / "dist").glob("aks_gpu_observability-*.whl"))
-
-
-def install(wheel: Path, target: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target),
-                    str(wheel)], check=True, capture_output=True)
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def consumer_python(program_dir: Path, site: Path, code: str) -> subprocess.CompletedProcess:

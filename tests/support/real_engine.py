@@ -37,8 +37,9 @@ PROGRAM = ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py", "requirements.txt", 
 PASSPHRASE = "e2e-passphrase"
 #: How a state file marks a secret.
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
-TOOL_NAMES = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes", "etcd",
-              "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubelogin", "kubectl")
+TOOL_NAMES = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-language-yaml",
+              "pulumi-resource-kubernetes", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+              "kwok", "kubelogin", "kubectl")
 
 
 @dataclass(frozen=True)
