@@ -27,9 +27,9 @@ class GpuObservabilityArgs(TypedDict, total=False):
     is assigned only if assignMonitoringDataReader is true, and destroy leaves the shared dashboard.
     """
     cluster_name: Required[str]
-    """Required unless clusterStack supplies it. Name of the existing AKS managed cluster (1-63 characters)."""
+    """Name of the existing AKS managed cluster (1-63 characters)."""
     cluster_resource_group: Required[str]
-    """Required unless clusterStack supplies it. Resource group of the AKS cluster (1-90 characters)."""
+    """Resource group of the AKS cluster (1-90 characters)."""
     kubeconfig_credentials: str
     """Cluster credentials for the Kubernetes provider: 'user' (listClusterUserCredential) or 'admin'
     (listClusterAdminCredential; needs local accounts enabled).
@@ -175,17 +175,13 @@ class GpuObservabilityArgs(TypedDict, total=False):
     Group, or auto (ServicePrincipal if ARM_CLIENT_ID or AZURE_CLIENT_ID is set, else User).
     """
     grafana_name: Required[str]
-    """Required unless grafanaStack supplies it. Name of the Azure Managed Grafana workspace, Standard tier (2-23
-    characters).
-    """
+    """Name of the Azure Managed Grafana workspace, Standard tier (2-23 characters)."""
     grafana_resource_group: Required[str]
-    """Required unless grafanaStack supplies it. Resource group of the Azure Managed Grafana workspace."""
+    """Resource group of the Azure Managed Grafana workspace."""
     monitor_workspace_name: Required[str]
-    """Required unless grafanaStack supplies it. Name of the Azure Monitor workspace holding the extension's metrics
-    (4-44 characters).
-    """
+    """Name of the Azure Monitor workspace holding the extension's metrics (4-44 characters)."""
     monitor_workspace_resource_group: Required[str]
-    """Required unless grafanaStack supplies it. Resource group of the Azure Monitor workspace."""
+    """Resource group of the Azure Monitor workspace."""
     managed_private_endpoint_name: str
     """Name of Grafana's managed private endpoint (2-20 characters). Empty: pyroscope-mpe, or per cluster with
     multiCluster.

@@ -13,6 +13,7 @@ docstrings read from the source).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -58,6 +59,7 @@ def render() -> str:
         kind = _TYPES[decl.get("type", "string")]
         lines.append(f"    {snake(key)}: {'Required[' + kind + ']' if key in REQUIRED_UNLESS else kind}")
         text = " ".join(str(decl.get("description", "")).split()).replace('"""', "'''").replace("\\", "\\\\")
+        text = re.sub(r"^Required unless \w+Stack supplies it\. ", "", text)  # the stack references are no arguments
         wrapped = textwrap.wrap(text, 110) or [""]
         if len(wrapped) == 1:
             lines.append(f'    """{wrapped[0]}"""')

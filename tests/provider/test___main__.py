@@ -1,0 +1,51 @@
+"""provider/: the component as a Pulumi package. The schema Pulumi's component provider host infers from
+GpuObservability (what ``pulumi package get-schema provider`` prints; the real CLI's: tests/e2e/
+test_component_consumers.py): one resource, one input per argument named as the config key, one output per stack
+output (docs/outputs.md), each typed and described, the six required inputs required."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+
+import pytest
+from pulumi.provider.experimental.component import ComponentProvider
+
+from aks_gpu_observability import GpuObservability, __version__
+from components.gpu_observability import TYPE
+from stack_config.component_args import STACK_ONLY
+from stack_config.schema import declared
+from tests.support import ROOT
+
+TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "array": "array"}
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    name = runpy.run_path(str(ROOT / "provider" / "__main__.py"), run_name="provider")["NAME"]
+    return json.loads(ComponentProvider([GpuObservability], name, None, __version__).schema)
+
+
+def test_one_resource_the_components_type_at_the_packages_version(schema):
+    assert (schema["name"], schema["version"], list(schema["resources"])) == ("aks-gpu-observability", __version__,
+                                                                              [TYPE])
+
+
+def test_every_config_key_but_the_stack_references_is_an_input_typed_and_described(schema):
+    resource = schema["resources"][TYPE]
+    inputs = resource["inputProperties"]
+    keys = {k: d for k, d in declared().items() if k not in STACK_ONLY}
+    assert set(inputs) == set(keys)
+    assert {k: inputs[k]["type"] for k in keys} == {k: TYPES[d.get("type", "string")] for k, d in keys.items()}
+    assert [k for k, v in inputs.items() if not v.get("description") or "Stack supplies" in v["description"]] == []
+    assert sorted(resource["requiredInputs"]) == sorted(
+        ["clusterName", "clusterResourceGroup", "grafanaName", "grafanaResourceGroup", "monitorWorkspaceName",
+         "monitorWorkspaceResourceGroup"])
+
+
+def test_every_documented_stack_output_is_an_output_typed_and_described(schema):
+    outputs = schema["resources"][TYPE]["properties"]
+    documented = dict(re.findall(r"^\| `(\w+)` \| (\w+) \|", (ROOT / "docs" / "outputs.md").read_text(), re.M))
+    assert documented and {k: v["type"] for k, v in outputs.items()} == documented
+    assert [k for k, v in outputs.items() if not v.get("description")] == []
