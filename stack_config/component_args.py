@@ -58,15 +58,17 @@ def render() -> str:
     for key, decl in keys().items():
         kind = _TYPES[decl.get("type", "string")]
         lines.append(f"    {snake(key)}: {'Required[' + kind + ']' if key in REQUIRED_UNLESS else kind}")
-        text = " ".join(str(decl.get("description", "")).split()).replace('"""', "'''").replace("\\", "\\\\")
+        text = " ".join(str(decl.get("description", "")).split())
         text = re.sub(r"^Required unless \w+Stack supplies it\. ", "", text)  # the stack references are no arguments
-        wrapped = textwrap.wrap(text, 110) or [""]
-        if len(wrapped) == 1:
-            lines.append(f'    """{wrapped[0]}"""')
+        # One string without line breaks (the schema's description is the literal's value): adjacent literals.
+        wrapped = textwrap.wrap(text, 108, break_long_words=False, break_on_hyphens=False) or [""]
+        pieces = [json.dumps(piece + (" " if i < len(wrapped) - 1 else "")) for i, piece in enumerate(wrapped)]
+        if len(pieces) == 1:
+            lines.append(f"    {pieces[0]}")
         else:
-            lines.append(f'    """{wrapped[0]}')
-            lines.extend(f"    {line}" for line in wrapped[1:])
-            lines.append('    """')
+            lines.append(f"    ({pieces[0]}")
+            lines.extend(f"     {piece}" for piece in pieces[1:-1])
+            lines.append(f"     {pieces[-1]})")
     return "\n".join(lines) + "\n"
 
 

@@ -1,15 +1,20 @@
 """The component added to another team's stack, under the real engine: a Python program that installs the package
-with pip and makes one ``GpuObservability`` deploys onto the e2e cluster and the simulated Azure, a re-run changes
-nothing, its outputs are the stack's own (deployed from this project on the same cluster, destroyed first), and its
-destroy leaves nothing. The program runs the steps from the installed package (steps/command.py ``scripts_dir``)."""
+with pip and makes one ``GpuObservability``, and a Pulumi YAML program (the real YAML host) that adds the Pulumi
+package (provider/), each deploy onto the e2e cluster and the simulated Azure, a re-run changes nothing, their
+outputs are the stack's own (deployed from this project on the same cluster, destroyed first), and their destroy
+leaves nothing. The CLI's ``pulumi package get-schema`` prints the schema the component provider host infers."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import shutil
 
 import pytest
 import yaml
+from pulumi.provider.experimental.component import ComponentProvider
 
+from aks_gpu_observability import GpuObservability, __version__
 from components.gpu_observability import TYPE
 from stack_config.schema import PROJECT, declared, snake
 from steps.command import is_step
@@ -17,6 +22,7 @@ from tests.support import ROOT
 from tests.support.component_package import build_wheel, consumer_venv
 
 STACK = "dev"
+PACKAGE = "aks-gpu-observability"
 NAMESPACE = "/api/v1/namespaces/gadget"
 
 
@@ -27,6 +33,11 @@ def dev_arguments(chart_reference: str) -> dict:
     values["pyroscopeChart"] = chart_reference
     return {snake(k): (v if declared()[k].get("type", "string") == "string" else json.loads(str(v).lower()))
             for k, v in values.items()}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def python_consumer(folder, wheel, arguments: dict):
@@ -103,3 +114,79 @@ def test_a_bad_argument_fails_the_consumers_preview_in_one_line_before_anything_
             if "extension_timeout_seconds" in bad else "GpuObservability: no argument 'cluster'")
     assert line in text, text[-3000:]
     assert "create" not in json.dumps(ws.state(STACK).get("resources") or [])
+
+
+def yaml_consumer(folder, provider, arguments: dict, outputs) -> None:
+    """A platform team's Pulumi YAML project that adds the component as a Pulumi package (the provider folder)."""
+    folder.mkdir(parents=True)
+    (folder / "Pulumi.yaml").write_text(yaml.safe_dump({
+        "name": "platform-cluster-yaml", "runtime": "yaml", "packages": {PACKAGE: str(provider)},
+        "resources": {"gpu": {"type": TYPE, "properties": arguments}},
+        "outputs": {name: f"${{gpu.{name}}}" for name in outputs}}, sort_keys=False))
+
+
+def provider_workspace(aks, engine_tools, chart, folder, provider):
+    """The YAML consumer's workspace. The 3.68 Python host here starts a Python plugin with an empty program path (it
+    reads the request's old ``program`` field; today's CLI fills ``info``), so a ``PULUMI_PYTHON_CMD`` shim runs the
+    plugin's own virtualenv on its folder for that call, as the official host does. Tests only."""
+    ws = aks.workspace(folder, engine_tools, chart, project=folder / "project")
+    python = provider / "venv" / "bin" / "python"
+    shim = folder / "bin" / "python-shim"
+    shim.write_text("#!/bin/sh\n"
+                    f'if [ "$#" -gt 0 ] && [ -z "$1" ]; then shift; exec \'{python}\' -u \'{provider}\' "$@"; fi\n'
+                    f"exec '{python}' \"$@\"\n")
+    shim.chmod(0o755)
+    ws.env["PULUMI_PYTHON_CMD"] = str(shim)
+    # The CLI resolves a plugin folder's own plugins (its virtualenv's pulumi-* SDKs) from PULUMI_HOME, never from
+    # PATH: the stand-ins and the real kubernetes provider are installed there under the versions the SDKs name (the
+    # provider still reports its own, which the engine warns about, as for the stack).
+    for name in ("azure-native", "command", "kubernetes"):
+        binary = shutil.which(f"pulumi-resource-{name}", path=ws.env["PATH"])
+        ws.pulumi("plugin", "install", "resource", name, importlib.metadata.version(f"pulumi-{name}"), "--file", binary)
+    return ws
+
+
+def test_a_yaml_program_adds_the_pulumi_package_and_deploys_it_as_the_stack_does(aks, engine_tools, chart, tmp_path):
+    stack = aks.workspace(tmp_path / "stack", engine_tools, chart)
+    stack.init(STACK, {"pyroscopeChart": chart.reference})
+    stack.up(STACK)
+    wanted = stack.outputs(STACK, show_secrets=True)
+    stack.destroy(STACK)
+
+    provider = tmp_path / "provider"
+    shutil.copytree(ROOT / "provider", provider, ignore=shutil.ignore_patterns("__pycache__", "venv"))
+    consumer_venv(provider / "venv", build_wheel(tmp_path / "wheel"))
+    # The CLI installs a plugin folder's requirements before each use; the 3.68 host, not told the virtualenv, makes
+    # one at the folder's root and installs into it (pip, setuptools and wheel from PyPI), which the shim then leaves
+    # unused: the package and its dependencies are in the plugin's virtualenv already.
+    (provider / "requirements.txt").write_text("# installed in venv/ by the test\n")
+    # Told the virtualenv (a flag, for a plugin), that host runs it on the program's directory instead of the
+    # plugin's: the copy leaves the option out, and the shim below picks the plugin's virtualenv.
+    plugin_yaml = yaml.safe_load((provider / "PulumiPlugin.yaml").read_text())
+    assert plugin_yaml["runtime"]["options"].pop("virtualenv") == "venv"
+    (provider / "PulumiPlugin.yaml").write_text(yaml.safe_dump(plugin_yaml))
+    arguments = {camel(k): v for k, v in dev_arguments(chart.reference).items()}
+    yaml_consumer(tmp_path / "platform" / "project", provider, arguments, wanted)
+    ws = provider_workspace(aks, engine_tools, chart, tmp_path / "platform", provider)
+
+    printed = json.loads(ws.pulumi("package", "get-schema", str(provider)).stdout)
+    inferred = json.loads(ComponentProvider([GpuObservability], PACKAGE, None, __version__).schema)
+    assert (printed["name"], printed["version"], list(printed["resources"])) == (PACKAGE, __version__, [TYPE])
+    for part in ("inputProperties", "properties"):  # the CLI keeps no description on an element's type
+        for spec in inferred["resources"][TYPE][part].values():
+            for inner in ("items", "additionalProperties"):
+                spec.get(inner, {}).pop("description", None)
+    for part in ("inputProperties", "properties", "requiredInputs", "description"):
+        assert printed["resources"][TYPE][part] == inferred["resources"][TYPE][part], part
+
+    ws.init(STACK, {"azure-native:location": "eastus2"})
+    ws.up(STACK)
+    state = ws.state(STACK)
+    assert [r["urn"].rsplit("::", 1)[-1] for r in state["resources"] if r["type"] == TYPE] == ["gpu"]
+    assert ws.outputs(STACK, show_secrets=True) == wanted
+    changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}
+    assert changes == {}, changes
+    ws.destroy(STACK)
+    assert [r["type"] for r in ws.state(STACK).get("resources") or []
+            if not r["type"].startswith(("pulumi:pulumi:Stack", "pulumi:providers:"))] == []
+    assert emptied(aks) == []
