@@ -74,23 +74,24 @@ def emptied(aks) -> list[str]:
     return left
 
 
-def test_a_python_program_that_installs_the_package_deploys_it_as_the_stack_does(aks, engine_tools, chart, tmp_path):
-    stack = aks.workspace(tmp_path / "stack", engine_tools, chart)
+def the_stacks_outputs(aks, engine_tools, chart, folder) -> dict:
+    """The outputs of this project's dev stack deployed on the cluster, which is then destroyed, leaving nothing."""
+    stack = aks.workspace(folder, engine_tools, chart)
     stack.init(STACK, {"pyroscopeChart": chart.reference})
     stack.up(STACK)
     wanted = stack.outputs(STACK, show_secrets=True)
     stack.destroy(STACK)
     assert emptied(aks) == []
+    return wanted
 
-    site = python_consumer(tmp_path / "platform" / "project", build_wheel(tmp_path / "wheel"),
-                           dev_arguments(chart.reference))
-    ws = consumer_workspace(aks, engine_tools, chart, tmp_path / "platform")
+
+def deploys_as_the_stack(aks, ws, name: str, wanted: dict) -> dict:
+    """A consumer's stack: `up` makes the one component ``name`` with the stack's outputs, a re-run changes nothing,
+    `destroy` leaves nothing; returns the state after `up`."""
     ws.init(STACK, {"azure-native:location": "eastus2"})
     ws.up(STACK)
     state = ws.state(STACK)
-    assert [r["urn"].rsplit("::", 1)[-1] for r in state["resources"] if r["type"] == TYPE] == ["gpu-observability"]
-    steps = [r for r in state["resources"] if r["type"] == "command:local:Command" and is_step(r["inputs"])]
-    assert len(steps) >= 5 and {r["inputs"].get("dir") for r in steps} == {str(site.relative_to(ws.project))}
+    assert [r["urn"].rsplit("::", 1)[-1] for r in state["resources"] if r["type"] == TYPE] == [name]
     assert ws.outputs(STACK, show_secrets=True) == wanted
     changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}
     assert changes == {}, changes
@@ -98,6 +99,18 @@ def test_a_python_program_that_installs_the_package_deploys_it_as_the_stack_does
     assert [r["type"] for r in ws.state(STACK).get("resources") or []
             if not r["type"].startswith(("pulumi:pulumi:Stack", "pulumi:providers:"))] == []
     assert emptied(aks) == []
+    return state
+
+
+def test_a_python_program_that_installs_the_package_deploys_it_as_the_stack_does(aks, engine_tools, chart, tmp_path):
+    wanted = the_stacks_outputs(aks, engine_tools, chart, tmp_path / "stack")
+
+    site = python_consumer(tmp_path / "platform" / "project", build_wheel(tmp_path / "wheel"),
+                           dev_arguments(chart.reference))
+    ws = consumer_workspace(aks, engine_tools, chart, tmp_path / "platform")
+    state = deploys_as_the_stack(aks, ws, "gpu-observability", wanted)
+    steps = [r for r in state["resources"] if r["type"] == "command:local:Command" and is_step(r["inputs"])]
+    assert len(steps) >= 5 and {r["inputs"].get("dir") for r in steps} == {str(site.relative_to(ws.project))}
 
 
 @pytest.mark.parametrize("bad", [{"extension_timeout_seconds": "900"}, {"cluster": "aks-gpu-dev"}])
@@ -147,11 +160,7 @@ def provider_workspace(aks, engine_tools, chart, folder, provider):
 
 
 def test_a_yaml_program_adds_the_pulumi_package_and_deploys_it_as_the_stack_does(aks, engine_tools, chart, tmp_path):
-    stack = aks.workspace(tmp_path / "stack", engine_tools, chart)
-    stack.init(STACK, {"pyroscopeChart": chart.reference})
-    stack.up(STACK)
-    wanted = stack.outputs(STACK, show_secrets=True)
-    stack.destroy(STACK)
+    wanted = the_stacks_outputs(aks, engine_tools, chart, tmp_path / "stack")
 
     provider = tmp_path / "provider"
     shutil.copytree(ROOT / "provider", provider, ignore=shutil.ignore_patterns("__pycache__", "venv"))
@@ -179,14 +188,4 @@ def test_a_yaml_program_adds_the_pulumi_package_and_deploys_it_as_the_stack_does
     for part in ("inputProperties", "properties", "requiredInputs", "description"):
         assert printed["resources"][TYPE][part] == inferred["resources"][TYPE][part], part
 
-    ws.init(STACK, {"azure-native:location": "eastus2"})
-    ws.up(STACK)
-    state = ws.state(STACK)
-    assert [r["urn"].rsplit("::", 1)[-1] for r in state["resources"] if r["type"] == TYPE] == ["gpu"]
-    assert ws.outputs(STACK, show_secrets=True) == wanted
-    changes = {op: n for op, n in ws.preview(STACK)["changeSummary"].items() if op != "same"}
-    assert changes == {}, changes
-    ws.destroy(STACK)
-    assert [r["type"] for r in ws.state(STACK).get("resources") or []
-            if not r["type"].startswith(("pulumi:pulumi:Stack", "pulumi:providers:"))] == []
-    assert emptied(aks) == []
+    deploys_as_the_stack(aks, ws, "gpu", wanted)
