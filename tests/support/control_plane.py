@@ -18,6 +18,7 @@ addresses, disks, the private link service): tests/support/aks_cloud.py.
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import shutil
@@ -109,6 +110,25 @@ def make_etcd_certificates(folder: Path) -> None:
     _private(folder)
 
 
+_KEYS: list[Path] = []  # the folder holding this process's certificates and keys, once made
+
+
+def _keys_into(folder: Path) -> None:
+    """:func:`make_certificates` and :func:`make_etcd_certificates` into ``folder``: made once per process and
+    copied (five RSA keys cost seconds of CPU at each start; each control plane keeps its own folder, ports and
+    tokens)."""
+    if not _KEYS or not _KEYS[0].is_dir():
+        cache = Path(tempfile.mkdtemp(prefix="e2e-keys-"))
+        atexit.register(shutil.rmtree, cache, True)
+        make_certificates(cache)
+        make_etcd_certificates(cache)
+        _KEYS[:] = [cache]
+    for path in _KEYS[0].iterdir():
+        if path.is_file():
+            shutil.copy2(path, folder / path.name)
+    _private(folder)
+
+
 class ControlPlane:
     """``with ControlPlane(bin_dir, stages) as cp``: ``cp.server``, ``cp.ca_file``, ``cp.admin_token``,
     ``cp.user_token``, ``cp.api()``."""
@@ -143,8 +163,7 @@ class ControlPlane:
 
     def start(self) -> None:
         f = self.folder
-        make_certificates(f)
-        make_etcd_certificates(f)
+        _keys_into(f)
         (f / "tokens.csv").write_text(f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n'
                                       f'{self.user_token},aks-user,aks-user,"system:masters"\n')
         (f / "tokens.csv").chmod(0o600)
