@@ -10,11 +10,9 @@ docs/component.md.
 from pulumi.provider.experimental import component_provider_host
 
 from aks_gpu_observability import GpuObservability, __version__
-from steps import command
 
 #: The package's name: the first part of the component's type token.
 NAME = "aks-gpu-observability"
 
 if __name__ == "__main__":
-    command.IN_PROGRAM_DIR = False  # the steps run where the program is, not where the CLI runs this plugin
     component_provider_host([GpuObservability], name=NAME, version=__version__)

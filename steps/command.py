@@ -40,22 +40,19 @@ def script_hash(script: str) -> str:
     return digest.hexdigest()
 
 
-#: Whether this process runs in the program's directory, where the command provider runs the steps; False in the
-#: Pulumi package's plugin (provider/__main__.py), which the CLI runs elsewhere.
-IN_PROGRAM_DIR = True
-
-
 def scripts_dir() -> Optional[str]:
-    """The ``dir`` a step runs from: None (the provider's, the program's directory) when the program is this project;
-    for a program that installed the package, the folder holding ``steps/``, relative to the program's directory when
-    it can be (a virtualenv inside the project: the same input on every machine), else absolute."""
+    """The ``dir`` a step runs from: None (the command provider's, the program's directory) when the program is this
+    project; for a program that installed the package (or the package's plugin, which the CLI also starts in the
+    program's directory), the folder holding ``steps/``, relative to the program's directory when inside it (a
+    virtualenv in the project: the same input on every machine with that Python), else absolute."""
     root, here = SCRIPTS.parent, Path.cwd().resolve()
-    if not IN_PROGRAM_DIR:
-        return str(root)
     if root == here:
         return None
-    relative = os.path.relpath(root, here)
-    return str(root) if relative.startswith("..") else relative
+    try:
+        relative = Path(os.path.relpath(root, here))
+    except ValueError:  # another drive
+        return str(root)
+    return str(root) if relative.parts[0] == ".." else relative.as_posix()
 
 
 def script_command(

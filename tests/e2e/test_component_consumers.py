@@ -140,8 +140,9 @@ def yaml_consumer(folder, provider, arguments: dict, outputs) -> None:
 
 def provider_workspace(aks, engine_tools, chart, folder, provider):
     """The YAML consumer's workspace. The 3.68 Python host here starts a Python plugin with an empty program path (it
-    reads the request's old ``program`` field; today's CLI fills ``info``), so a ``PULUMI_PYTHON_CMD`` shim runs the
-    plugin's own virtualenv on its folder for that call, as the official host does. Tests only."""
+    reads the request's old ``program`` field, which neither the CLI nor the YAML host fills), so a
+    ``PULUMI_PYTHON_CMD`` shim runs the plugin's own virtualenv on its folder for that call, as the official host
+    does. Tests only."""
     ws = aks.workspace(folder, engine_tools, chart, project=folder / "project")
     python = provider / "venv" / "bin" / "python"
     shim = folder / "bin" / "python-shim"
@@ -150,7 +151,7 @@ def provider_workspace(aks, engine_tools, chart, folder, provider):
                     f"exec '{python}' \"$@\"\n")
     shim.chmod(0o755)
     ws.env["PULUMI_PYTHON_CMD"] = str(shim)
-    # The CLI resolves a plugin folder's own plugins (its virtualenv's pulumi-* SDKs) from PULUMI_HOME, never from
+    # `get-schema` looks the plugin folder's own plugins (its virtualenv's pulumi-* SDKs) up in PULUMI_HOME, not on
     # PATH: the stand-ins and the real kubernetes provider are installed there under the versions the SDKs name (the
     # provider still reports its own, which the engine warns about, as for the stack).
     for name in ("azure-native", "command", "kubernetes"):
@@ -165,12 +166,12 @@ def test_a_yaml_program_adds_the_pulumi_package_and_deploys_it_as_the_stack_does
     provider = tmp_path / "provider"
     shutil.copytree(ROOT / "provider", provider, ignore=shutil.ignore_patterns("__pycache__", "venv"))
     consumer_venv(provider / "venv", build_wheel(tmp_path / "wheel"))
-    # The CLI installs a plugin folder's requirements before each use; the 3.68 host, not told the virtualenv, makes
-    # one at the folder's root and installs into it (pip, setuptools and wheel from PyPI), which the shim then leaves
-    # unused: the package and its dependencies are in the plugin's virtualenv already.
+    # `get-schema` installs the folder's requirements first; the 3.68 host, told no virtualenv, makes one at the
+    # folder's root and updates pip, setuptools and wheel in it FROM PyPI (the one step of this test that leaves
+    # loopback, as for a user), which the shim then leaves unused: the package is in the plugin's virtualenv already.
     (provider / "requirements.txt").write_text("# installed in venv/ by the test\n")
-    # Told the virtualenv (a flag, for a plugin), that host runs it on the program's directory instead of the
-    # plugin's: the copy leaves the option out, and the shim below picks the plugin's virtualenv.
+    # Told the virtualenv (the YAML host passes it as a flag), that host runs the virtualenv's Python directly, past
+    # the shim, on the program's directory: the copy leaves the option out.
     plugin_yaml = yaml.safe_load((provider / "PulumiPlugin.yaml").read_text())
     assert plugin_yaml["runtime"]["options"].pop("virtualenv") == "venv"
     (provider / "PulumiPlugin.yaml").write_text(yaml.safe_dump(plugin_yaml))

@@ -5,7 +5,8 @@ tests/support/command_provider.py). docs/real-engine.md says what is real and wh
 
 :func:`tools` finds the built tools (``AKS_GPU_OBS_ENGINE_TOOLS``, default ``.tools/engine``) and refuses a missing or
 stale build in one line naming ``toolchain/build``: a skip outside CI, a failure under ``REQUIRE_ENGINE_TOOLS=1``.
-:class:`Workspace` is one project copy with its own file backend and ``PULUMI_HOME``, nothing leaving loopback:
+:class:`Workspace` is one project copy with its own file backend and ``PULUMI_HOME``, nothing leaving loopback (but
+PyPI, for a Python plugin's ``get-schema`` under the 3.68 host: tests/e2e/test_component_consumers.py):
 :meth:`Workspace.pulumi` runs the CLI (tests/support/processes.py: the CLI and all it starts die with the test
 process), :meth:`Workspace.up`/``preview``/``destroy``/``refresh`` the usual commands (``--json`` previews parsed),
 :meth:`Workspace.state` the exported deployment. The ``command`` plugin is the real one
