@@ -170,11 +170,6 @@ def test_a_yaml_program_adds_the_pulumi_package_and_deploys_it_as_the_stack_does
     # folder's root and updates pip, setuptools and wheel in it FROM PyPI (the one step of this test that leaves
     # loopback, as for a user), which the shim then leaves unused: the package is in the plugin's virtualenv already.
     (provider / "requirements.txt").write_text("# installed in venv/ by the test\n")
-    # Told the virtualenv (the YAML host passes it as a flag), that host runs the virtualenv's Python directly, past
-    # the shim, on the program's directory: the copy leaves the option out.
-    plugin_yaml = yaml.safe_load((provider / "PulumiPlugin.yaml").read_text())
-    assert plugin_yaml["runtime"]["options"].pop("virtualenv") == "venv"
-    (provider / "PulumiPlugin.yaml").write_text(yaml.safe_dump(plugin_yaml))
     arguments = {camel(k): v for k, v in dev_arguments(chart.reference).items()}
     yaml_consumer(tmp_path / "platform" / "project", provider, arguments, wanted)
     ws = provider_workspace(aks, engine_tools, chart, tmp_path / "platform", provider)

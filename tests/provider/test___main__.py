@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import re
 import runpy
+import typing
 
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 
 from aks_gpu_observability import GpuObservability, __version__
 from components.gpu_observability import TYPE
-from stack_config.component_args import STACK_ONLY
+from stack_config.component_args import STACK_ONLY, to_config
 from stack_config.schema import declared
 from tests.support import ROOT
 
@@ -49,3 +50,15 @@ def test_every_documented_stack_output_is_an_output_typed_and_described(schema):
     documented = dict(re.findall(r"^\| `(\w+)` \| (\w+) \|", (ROOT / "docs" / "outputs.md").read_text(), re.M))
     assert documented and {k: v["type"] for k, v in outputs.items()} == documented
     assert [k for k, v in outputs.items() if not v.get("description")] == []
+
+
+def test_the_arguments_are_a_typeddict_so_the_dict_the_provider_passes_is_what_the_component_takes():
+    """pulumi/pulumi#18526: the component provider host passes a component its arguments as a dict; class-style
+    arguments fail there ("'dict' object has no attribute ..."). GpuObservability's are a TypedDict, read as a dict."""
+    args = typing.get_type_hints(GpuObservability.__init__)["args"]
+    assert typing.is_typeddict(args)
+    given = {"cluster_name": "aks-gpu", "cluster_resource_group": "rg-aks", "grafana_name": "amg-gpu",
+             "grafana_resource_group": "rg-obs", "monitor_workspace_name": "amw-gpu",
+             "monitor_workspace_resource_group": "rg-obs", "extension_timeout_seconds": 600}
+    config = to_config(given)  # the schema's names mapped to the Python ones, as ComponentProvider.map_inputs does
+    assert (config.cluster_name, config.extension_timeout_seconds) == ("aks-gpu", 600)
