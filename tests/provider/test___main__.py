@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import re
 import runpy
+import shutil
+import subprocess
+import sys
 import typing
 
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 
-from aks_gpu_observability import GpuObservability, __version__
+from aks_gpu_observability import PARTS, GpuObservability, __version__
 from components.gpu_observability import TYPE
 from stack_config.component_args import STACK_ONLY, to_config
 from stack_config.schema import declared
@@ -62,3 +65,17 @@ def test_the_arguments_are_a_typeddict_so_the_dict_the_provider_passes_is_what_t
              "monitor_workspace_resource_group": "rg-obs", "extension_timeout_seconds": 600}
     config = to_config(given)  # the schema's names mapped to the Python ones, as ComponentProvider.map_inputs does
     assert (config.cluster_name, config.extension_timeout_seconds) == ("aks-gpu", 600)
+
+
+def test_its_requirements_install_the_component_package_from_the_repository(tmp_path):
+    """pulumi/pulumi#19233: for a plugin folder named by a local path, its virtualenv is the user's to make
+    (docs/component.md gives the command); provider/requirements.txt, run from the folder, installs the component's
+    Python package from the repository around it."""
+    (tmp_path / "repo").mkdir()
+    for name in ("pyproject.toml", "README.md", "provider", "aks_gpu_observability", *PARTS):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp_path / "repo" / name)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation",
+                    "--target", str(tmp_path / "venv"), "-r", "requirements.txt"],
+                   cwd=tmp_path / "repo" / "provider", check=True, capture_output=True)
+    assert (tmp_path / "venv" / "aks_gpu_observability" / "__init__.py").is_file()
+    assert (tmp_path / "venv" / "steps" / "wait_private_link_service.sh").is_file()
