@@ -53,11 +53,17 @@ def plan():
 @pytest.fixture(scope="session")
 def scenario_results(tmp_path_factory):
     """Every scenario of tests/support/scenarios.py run once per session (concurrently: the scripts mostly wait),
-    shared by the scenario tests and the azure-cli parser check. name -> scenarios.Result."""
+    shared by the scenario tests and the azure-cli parser check, and by the xdist workers (tests/support/once.py).
+    name -> scenarios.Result."""
     from concurrent.futures import ThreadPoolExecutor
 
     from tests.support import scenarios
+    from tests.support.once import once_per_run
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {s.name: pool.submit(scenarios.run, s, tmp_path_factory.mktemp(s.name)) for s in scenarios.SCENARIOS}
-    return {name: future.result() for name, future in futures.items()}
+    def run_all() -> dict:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {s.name: pool.submit(scenarios.run, s, tmp_path_factory.mktemp(s.name))
+                       for s in scenarios.SCENARIOS}
+        return {name: future.result() for name, future in futures.items()}
+
+    return once_per_run(tmp_path_factory, "scenario-results", run_all)

@@ -191,6 +191,10 @@ OPTED = {"kubernetesDeleteUnreachable": "true"}
 PLS_GROUP = {"privateLinkServiceResourceGroup": "rg-network"}
 
 
+#: One xdist worker runs this module: its deployed fixture deploys three worlds, once per run.
+pytestmark = pytest.mark.xdist_group("main-deployed")
+
+
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory):
     """The dev stack deployed into fresh worlds: with and without kubernetesDeleteUnreachable, and with it and a

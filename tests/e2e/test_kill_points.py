@@ -7,8 +7,6 @@ the profile claim never deleted."""
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 
 import pytest
@@ -22,6 +20,7 @@ from tests.support.kill_points import (
     pending_operations,
     recover,
 )
+from tests.support.once import once_per_run
 
 STACK = "dev"
 UP = ["up", "--yes", "--skip-preview"]
@@ -60,24 +59,17 @@ def azure_objects(aks) -> dict:
 @pytest.fixture(scope="module")
 def reference_world(tmp_path_factory, engine_tools, chart):
     """The cluster objects and Azure objects of an uninterrupted `pulumi up` of the dev stack: made once per test run,
-    the xdist workers sharing it through a file under their common base folder (a lock while the first makes it)."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
-    cache = shared / "kill-points-reference-world.json"
-    with (shared / "kill-points-reference-world.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not cache.exists():
-            from tests.support.simulated_aks import aks_cluster
-            folder = tmp_path_factory.mktemp("reference")
-            with aks_cluster(folder, engine_tools) as aks:
-                ws = aks.workspace(folder / "ws", engine_tools, chart)
-                ws.init(STACK, {"pyroscopeChart": chart.reference})
-                ws.up(STACK)
-                cache.write_text(json.dumps([sorted(cluster_objects(aks)), azure_objects(aks)]))
-    cluster, azure = json.loads(cache.read_text())
-    return {tuple(item) for item in cluster}, {k: [tuple(v) if isinstance(v, list) else v for v in values]
-                                                for k, values in azure.items()}
+    the xdist workers sharing it (tests/support/once.py)."""
+    def make() -> tuple:
+        from tests.support.simulated_aks import aks_cluster
+        folder = tmp_path_factory.mktemp("reference")
+        with aks_cluster(folder, engine_tools) as aks:
+            ws = aks.workspace(folder / "ws", engine_tools, chart)
+            ws.init(STACK, {"pyroscopeChart": chart.reference})
+            ws.up(STACK)
+            return set(cluster_objects(aks)), azure_objects(aks)
+
+    return once_per_run(tmp_path_factory, "kill-points-reference-world", make)
 
 
 def summary(printed: str) -> list[str]:

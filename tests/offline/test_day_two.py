@@ -11,6 +11,9 @@ import pytest
 from offline import day_two
 from tests.support import ROOT
 
+#: One xdist worker runs this module: its table fixture plans every key (a minute), once per run.
+pytestmark = pytest.mark.xdist_group("day-two-table")
+
 
 @pytest.fixture(scope="module")
 def table() -> dict[str, day_two.Row]:

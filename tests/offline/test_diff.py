@@ -40,6 +40,10 @@ class Outcome:
 
 
 
+#: One xdist worker runs this module: its lifecycle fixture plays every change (a minute), once per run.
+pytestmark = pytest.mark.xdist_group("offline-diff-lifecycle")
+
+
 @pytest.fixture(scope="module")
 def lifecycle(tmp_path_factory):
     """Every change predicted (sequentially: the SDK's mocks are per process) and applied to a copy of one

@@ -5,6 +5,7 @@ lifecycle stand-ins and the stand-in az simulate has an upstream source and exis
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 import re
 
@@ -40,9 +41,11 @@ def rules(kind: str | None = None) -> list[dict]:
     return found
 
 
+@functools.lru_cache(maxsize=None)
 def parse(path):
     """ast.parse with the collector off: on CPython 3.11.7 a finalizer that runs inside the parse (earlier tests'
-    Pulumi futures being collected) raises SystemError "AST constructor recursion depth mismatch"."""
+    Pulumi futures being collected) raises SystemError "AST constructor recursion depth mismatch". Once per file: a
+    collection in a worker that ran many tests takes a fair fraction of a second, and rules name the same files."""
     gc.collect()
     gc.disable()
     try:

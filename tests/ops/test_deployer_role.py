@@ -30,6 +30,10 @@ PLAN_VARIANTS = {
 DOC = ROOT / "docs" / "deployer-role.md"
 
 
+#: One xdist worker runs this module: its fixtures replay every az call and plan the variants, once per run.
+pytestmark = pytest.mark.xdist_group("deployer-role")
+
+
 @pytest.fixture(scope="module")
 def roles() -> list:
     return dr.load_roles()

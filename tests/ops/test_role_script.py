@@ -201,6 +201,8 @@ def other_user(*argv: str) -> subprocess.CompletedProcess:
 
 
 # --- (a) Another user got there first ---------------------------------------------------------------------------------
+# Both cases plant files at the same /tmp paths: one xdist worker runs them, one after the other.
+@pytest.mark.xdist_group("tmp-deployer-role-paths")
 @pytest.mark.parametrize("subscription", ["read by the script", "given"])
 def test_roles_planted_in_tmp_by_another_user_are_neither_created_nor_touched(monkeypatch, capsys, workspace,
                                                                               subscription):
