@@ -19,6 +19,7 @@ addresses, disks, the private link service): tests/support/aks_cloud.py.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import secrets
 import shutil
@@ -26,9 +27,10 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import requests
 import yaml
@@ -49,6 +51,13 @@ GPU_TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
 NODE_SIZE = {"cpu": "32", "memory": "128Gi", "pods": "250"}
 START_TIMEOUT = 180.0  # under a loaded CI machine the API server has taken over a minute
 LOG_TAIL = 30
+#: The namespaces a fresh API server has; a reset deletes every other.
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+#: Kinds whose objects come and go on their own (records, heartbeats): not compared by a reset.
+TRANSIENT_KINDS = {"events", "events.k8s.io/events", "coordination.k8s.io/leases"}
+#: Objects the controllers keep in every namespace: not compared by a reset.
+PER_NAMESPACE = {("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt")}
+RESET_WAIT = 20.0  # seconds a reset waits for deletions before it drops finalizers
 
 
 class ControlPlaneError(RuntimeError):
@@ -141,6 +150,7 @@ class ControlPlane:
         self.user_token = user_token or secrets.token_hex(24)
         self.processes: dict[str, processes.Guarded] = {}
         self.server = ""
+        self._fresh: tuple[set, dict] = (set(), {})  # what the API shows right after the start (reset compares)
 
     # --- lifecycle ---
     def __enter__(self) -> "ControlPlane":
@@ -206,6 +216,7 @@ class ControlPlane:
                              "--manage-all-nodes=true", f"--cidr={POD_CIDR}", "--node-ip=10.224.0.4",
                              "--node-lease-duration-seconds=40"])
         self._seed()
+        self._fresh = (set(self._objects()), self._fingerprint())
 
     def stop(self) -> None:
         for name in reversed(list(self.processes)):
@@ -285,6 +296,71 @@ class ControlPlane:
         response.raise_for_status()
         return response.json()
 
+    # --- reuse by the next test (:func:`reused`) ---
+    def _objects(self) -> dict[tuple[str, str, str], str]:
+        """(kind, namespace, name) -> API path of every object the API lists, but :data:`TRANSIENT_KINDS` and
+        :data:`PER_NAMESPACE`; kinds read from discovery each time (a test may add a custom resource definition)."""
+        api, found = self.api(), {}
+        versions = [("", "/api/v1")] + [(g["name"], f"/apis/{g['preferredVersion']['groupVersion']}")
+                                        for g in api.get(f"{self.server}/apis", timeout=10).json()["groups"]]
+        for group, base in versions:
+            for kind in api.get(f"{self.server}{base}", timeout=10).json()["resources"]:
+                key = f"{group}/{kind['name']}" if group else kind["name"]
+                if "/" in kind["name"] or not {"list", "delete"} <= set(kind["verbs"]) or key in TRANSIENT_KINDS:
+                    continue
+                listed = api.get(f"{self.server}{base}/{kind['name']}", timeout=30)
+                listed.raise_for_status()
+                for item in listed.json()["items"]:
+                    namespace, name = item["metadata"].get("namespace", ""), item["metadata"]["name"]
+                    if (key, name) not in PER_NAMESPACE:
+                        where = f"{base}/namespaces/{namespace}" if namespace else base
+                        found[(key, namespace, name)] = f"{where}/{kind['name']}/{name}"
+        return found
+
+    def _fingerprint(self) -> dict:
+        """What a test could change in place of the seeded objects: the nodes' labels, taints (but the node
+        controllers' own ``node.kubernetes.io/`` ones) and cordon; the storage classes as a whole."""
+        nodes = {n["metadata"]["name"]: (n["metadata"].get("labels"), n["spec"].get("unschedulable"),
+                                         [t for t in n["spec"].get("taints") or []
+                                          if not t["key"].startswith("node.kubernetes.io/")])
+                 for n in self.get("/api/v1/nodes")["items"]}
+        classes = {c["metadata"]["name"]: ({k: v for k, v in c.items() if k != "metadata"},
+                                           c["metadata"].get("annotations"), c["metadata"].get("labels"))
+                   for c in self.get("/apis/storage.k8s.io/v1/storageclasses")["items"]}
+        return {"nodes": nodes, "storageclasses": classes}
+
+    def reset(self) -> bool:
+        """Delete what the last test left (every namespace but :data:`SYSTEM_NAMESPACES`, with what is in it, and
+        each other object a fresh start did not have); after :data:`RESET_WAIT`, drop the finalizers of what is still
+        there (a disk's, a custom one: no controller here removes them). True when the API then shows what it showed
+        right after the start; False when it does not (an object left, a seeded one gone or changed, a component
+        down): start a new one then."""
+        try:
+            self.check_alive()
+            api, fresh = self.api(), self._fresh[0]
+            extra = {k: path for k, path in self._objects().items() if k not in fresh}
+            namespaces = {name for (kind, _, name) in extra if kind == "namespaces"}
+            # What a deleted namespace holds goes with it: only the rest is deleted, and waited for, one by one.
+            pending = {k: path for k, path in extra.items() if k[1] not in namespaces}
+            for (kind, _, _), path in sorted(pending.items(), key=lambda item: item[0][0] != "namespaces"):
+                api.delete(f"{self.server}{path}", timeout=10)
+            for wait in (RESET_WAIT, 10.0):
+                deadline = time.monotonic() + wait
+                while pending and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    pending = {k: path for k, path in pending.items()
+                               if api.get(f"{self.server}{path}", timeout=10).status_code != 404}
+                if not pending:
+                    break
+                held = {k: path for k, path in self._objects().items() if k not in fresh}
+                for path in held.values():
+                    api.patch(f"{self.server}{path}", json={"metadata": {"finalizers": None}}, timeout=10,
+                              headers={"Content-Type": "application/merge-patch+json"})
+            now = set(self._objects())
+            return now == fresh and self._fingerprint() == self._fresh[1]
+        except (requests.RequestException, ControlPlaneError, KeyError, TypeError, ValueError):
+            return False
+
     # --- what AKS has before the stack runs ---
     def _seed(self) -> None:
         api = self.api()
@@ -320,3 +396,46 @@ class ControlPlane:
         return len(nodes) == 2 and all(
             any(c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get(
                 "conditions", [])) for n in nodes)
+
+
+_POOL: dict[tuple, list[ControlPlane]] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _stop_pool() -> None:
+    with _POOL_LOCK:
+        for planes in _POOL.values():
+            for cp in planes:
+                cp.stop()
+        _POOL.clear()
+
+
+atexit.register(_stop_pool)
+
+
+@contextlib.contextmanager
+def reused(bin_dir: Path, kwok_stages: Path) -> Iterator[ControlPlane]:
+    """``with reused(bin_dir, stages) as cp``: a :class:`ControlPlane` for one test (or one thread of one), taken
+    from those this process's earlier tests left, when :meth:`ControlPlane.reset` brings it back to a fresh start's
+    state, else started anew; given back after a test that passed, stopped after one that failed. Starting one costs
+    seconds of CPU (the API server's), about a tenth of a deploy test's. Same tools, kwok stages and latency factor
+    only; the user token is the plane's own (:func:`tests.support.simulated_aks.aks_fleet` starts its own)."""
+    key = (str(bin_dir), str(kwok_stages), os.environ.get(latency.SCALE_ENV, ""))
+    cp = None
+    while cp is None:
+        with _POOL_LOCK:
+            cp = (_POOL.get(key) or [None]).pop()
+        if cp is None:
+            break
+        if not cp.reset():
+            cp.stop()
+            cp = None
+    if cp is None:
+        cp = ControlPlane(bin_dir, kwok_stages).__enter__()
+    try:
+        yield cp
+    except BaseException:
+        cp.stop()
+        raise
+    with _POOL_LOCK:
+        _POOL.setdefault(key, []).append(cp)

@@ -91,8 +91,9 @@ def aks_fleet(folder: Path, tools: real_engine.Tools, clusters: list[tuple[str, 
 @contextlib.contextmanager
 def aks_cluster(folder: Path, tools: real_engine.Tools, downloads: Optional[dict] = None,
                 cluster: tuple[str, str] = DEV_CLUSTER) -> Iterator[Aks]:
-    """A control plane, the world (``folder``/world.json) and the cloud-side loop for ``cluster``."""
-    with control_plane.ControlPlane(tools.bin, tools.kwok_stages) as cp:
+    """A control plane (reused from this process's last test when it resets clean: control_plane.reused), the world
+    (``folder``/world.json) and the cloud-side loop for ``cluster``."""
+    with control_plane.reused(tools.bin, tools.kwok_stages) as cp:
         world_path = folder / "world.json"
         new_world(world_path, cp, [cluster], downloads)
         rg, name = cluster
