@@ -32,9 +32,14 @@ ENGINE_FIXTURES = {"aks", "engine_tools"}
 def pytest_collection_modifyitems(config, items):
     """The real-engine tests first (otherwise in collection order): under xdist (``--dist loadgroup``, pytest.ini: one
     test at a time to each worker, an ``xdist_group`` as one unit, the biggest group first) each worker starts on a long
-    one and the quick ones fill the end of the run, rather than one long test running alone at its end."""
-    items.sort(key=lambda item: 0 if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ()))
-               or item.get_closest_marker("engine") else 1)
+    one and the quick ones fill the end of the run, rather than one long test running alone at its end. Last when the
+    tools build beside the tests (.ci/run sets tests/support/real_engine.py ``BUILDING_ENV``): the others run while
+    it compiles. (The same order in every worker: it depends on the variable, not on whether the build has ended.)"""
+    from tests.support.real_engine import BUILDING_ENV
+
+    last = bool(os.environ.get(BUILDING_ENV))
+    items.sort(key=lambda item: (0 if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ()))
+                                 or item.get_closest_marker("engine") else 1) ^ last)
 
 
 @pytest.fixture

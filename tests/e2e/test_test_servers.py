@@ -24,7 +24,7 @@ from tests.support import ROOT, control_plane
 
 @pytest.fixture(scope="module")
 def cp(engine_tools):
-    with control_plane.ControlPlane(engine_tools.bin, engine_tools.kwok_stages) as plane:
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as plane:
         yield plane
 
 

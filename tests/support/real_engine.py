@@ -30,6 +30,9 @@ import pytest
 from tests.support import ROOT, latency, processes
 
 TOOLS_ENV = "AKS_GPU_OBS_ENGINE_TOOLS"
+#: A file a running toolchain/build writes its exit code to when it ends (.ci/run sets it: the tests that need no tools
+#: run meanwhile); :func:`tools` waits for it.
+BUILDING_ENV = "AKS_GPU_OBS_TOOLS_BUILD_RC"
 COMMAND_PLUGIN_ENV = "AKS_GPU_OBS_COMMAND_PLUGIN"
 BUILD = "toolchain/build"
 #: What a stack needs of the project: the program, its packages and step scripts, its project and stack files.
@@ -56,8 +59,20 @@ class Tools:
         return self.folder / "kwok-stages.yaml"
 
 
+def building() -> bool:
+    """Whether a toolchain/build that :data:`BUILDING_ENV` names is still running."""
+    return bool(os.environ.get(BUILDING_ENV)) and not Path(os.environ[BUILDING_ENV]).exists()
+
+
 def tools() -> Tools:
-    """The tools toolchain/build made, checked against the current inputs (toolchain/stamp)."""
+    """The tools toolchain/build made, checked against the current inputs (toolchain/stamp); first, the end of a
+    build that :data:`BUILDING_ENV` names (a failed one fails in one line naming its log)."""
+    if os.environ.get(BUILDING_ENV):
+        while building():
+            time.sleep(5)
+        code = Path(os.environ[BUILDING_ENV]).read_text().strip()
+        if code != "0":
+            pytest.fail(f"{BUILD} failed (exit {code}): its log is .tools/build.log", pytrace=False)
     folder = Path(os.environ.get(TOOLS_ENV) or ROOT / ".tools" / "engine")
     missing = [name for name in TOOL_NAMES if not (folder / "bin" / name).exists()]
     problem = ""

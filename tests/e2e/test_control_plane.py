@@ -1,0 +1,66 @@
+"""A control plane handed from one test to the next (tests/support/control_plane.py ``reused``): only when its reset
+brings the API back to what a fresh start shows; otherwise the next test gets a new one and the old one is stopped."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import control_plane, latency
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def leave_things_behind(cp) -> None:
+    """What a test can leave: a namespace with objects in it, an object in kube-system, a cluster-scoped object, and
+    a volume held by a finalizer no controller here removes."""
+    api, server = cp.api(), cp.server
+    for path, body in (("/api/v1/namespaces", {"metadata": {"name": "gadget"}}),
+                       ("/api/v1/namespaces/gadget/configmaps", {"metadata": {"name": "left"}}),
+                       ("/api/v1/namespaces/kube-system/configmaps", {"metadata": {"name": "left"}}),
+                       ("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": "left"}, "rules": []}),
+                       ("/api/v1/persistentvolumes", {
+                           "metadata": {"name": "left", "finalizers": ["example.com/hold"]},
+                           "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                    "hostPath": {"path": "/left"}}})):
+        api.post(f"{server}{path}", json=body, timeout=10).raise_for_status()
+
+
+def test_what_a_test_left_is_deleted_and_the_plane_is_handed_to_the_next(engine_tools):
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        first, fresh = cp, set(cp._fresh[0])
+        leave_things_behind(cp)
+        assert set(cp._objects()) > fresh
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        assert cp is first
+        assert set(cp._objects()) == fresh
+        for path in ("/api/v1/namespaces/gadget", "/api/v1/namespaces/kube-system/configmaps/left",
+                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/left", "/api/v1/persistentvolumes/left"):
+            assert cp.get(path) is None, path
+
+
+def test_a_changed_seeded_object_gets_the_next_test_a_new_plane(engine_tools):
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        first = cp
+        cp.api().patch(f"{cp.server}/api/v1/nodes/aks-gpu-00000000", json={"spec": {"unschedulable": True}},
+                       headers=MERGE, timeout=10).raise_for_status()
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        assert cp is not first and not first.processes
+        assert not cp.get("/api/v1/nodes/aks-gpu-00000000")["spec"].get("unschedulable")
+
+
+def test_a_failed_test_stops_its_plane(engine_tools):
+    with pytest.raises(RuntimeError):
+        with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+            failed = cp
+            raise RuntimeError("the test failed")
+    assert not failed.processes and not failed.folder.exists()
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        assert cp is not failed
+
+
+def test_another_latency_factor_gets_another_plane(engine_tools, monkeypatch):
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        plain = cp
+    monkeypatch.setenv(latency.SCALE_ENV, "0.01")
+    with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
+        assert cp is not plain
