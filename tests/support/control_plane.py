@@ -57,7 +57,7 @@ SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 TRANSIENT_KINDS = {"events", "events.k8s.io/events", "coordination.k8s.io/leases"}
 #: Objects the controllers keep in every namespace: not compared by a reset.
 PER_NAMESPACE = {("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt")}
-RESET_WAIT = 20.0  # seconds a reset waits for deletions before it drops finalizers
+RESET_WAIT = 30.0  # seconds a reset waits for what it deleted to be gone
 
 
 class ControlPlaneError(RuntimeError):
@@ -330,34 +330,44 @@ class ControlPlane:
         return {"nodes": nodes, "storageclasses": classes}
 
     def reset(self) -> bool:
-        """Delete what the last test left (every namespace but :data:`SYSTEM_NAMESPACES`, with what is in it, and
-        each other object a fresh start did not have); after :data:`RESET_WAIT`, drop the finalizers of what is still
-        there (a disk's, a custom one: no controller here removes them). True when the API then shows what it showed
-        right after the start; False when it does not (an object left, a seeded one gone or changed, a component
-        down): start a new one then."""
+        """Delete what the last test left: every namespace but :data:`SYSTEM_NAMESPACES` with all it holds, and each
+        other object a fresh start did not have; finalizers dropped (no controller here removes a load balancer's or
+        a disk's once the test's cloud side has stopped). True when the API then shows what it showed right after
+        the start, within :data:`RESET_WAIT`; False when it does not (an object left, a seeded one gone or changed, a
+        component down): start a new one then."""
         try:
             self.check_alive()
             api, fresh = self.api(), self._fresh[0]
+            merge = {"Content-Type": "application/merge-patch+json"}
             extra = {k: path for k, path in self._objects().items() if k not in fresh}
             namespaces = {name for (kind, _, name) in extra if kind == "namespaces"}
-            # What a deleted namespace holds goes with it: only the rest is deleted, and waited for, one by one.
-            pending = {k: path for k, path in extra.items() if k[1] not in namespaces}
-            for (kind, _, _), path in sorted(pending.items(), key=lambda item: item[0][0] != "namespaces"):
+            # A namespace is emptied here, not by the namespace controller, which starts five seconds after the
+            # deletion and waits out each pod's grace period: terminating first (nothing new is made in it), then
+            # its pods at once, its other objects (the controllers' per-namespace ones too), and it is finalized.
+            for namespace in namespaces:
+                api.delete(f"{self.server}/api/v1/namespaces/{namespace}", timeout=10)
+                api.delete(f"{self.server}/api/v1/namespaces/{namespace}/pods", params={"gracePeriodSeconds": 0},
+                           timeout=10)
+            inside = [path for (_, namespace, _), path in extra.items() if namespace in namespaces] + [
+                f"/api/v1/namespaces/{namespace}/{kind}/{name}" for namespace in namespaces
+                for kind, name in PER_NAMESPACE]
+            others = [path for (kind, namespace, _), path in extra.items()
+                      if kind != "namespaces" and namespace not in namespaces]
+            for path in inside + others:
                 api.delete(f"{self.server}{path}", timeout=10)
-            for wait in (RESET_WAIT, 10.0):
-                deadline = time.monotonic() + wait
-                while pending and time.monotonic() < deadline:
+                api.patch(f"{self.server}{path}", json={"metadata": {"finalizers": None}}, headers=merge,
+                          timeout=10)
+            for namespace in namespaces:
+                api.put(f"{self.server}/api/v1/namespaces/{namespace}/finalize", timeout=10, json={
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace},
+                    "spec": {"finalizers": []}})
+            pending = [f"/api/v1/namespaces/{namespace}" for namespace in namespaces] + others
+            deadline = time.monotonic() + RESET_WAIT
+            while pending and time.monotonic() < deadline:
+                pending = [path for path in pending if api.get(f"{self.server}{path}", timeout=10).status_code != 404]
+                if pending:
                     time.sleep(0.5)
-                    pending = {k: path for k, path in pending.items()
-                               if api.get(f"{self.server}{path}", timeout=10).status_code != 404}
-                if not pending:
-                    break
-                held = {k: path for k, path in self._objects().items() if k not in fresh}
-                for path in held.values():
-                    api.patch(f"{self.server}{path}", json={"metadata": {"finalizers": None}}, timeout=10,
-                              headers={"Content-Type": "application/merge-patch+json"})
-            now = set(self._objects())
-            return now == fresh and self._fingerprint() == self._fresh[1]
+            return not pending and set(self._objects()) == fresh and self._fingerprint() == self._fresh[1]
         except (requests.RequestException, ControlPlaneError, KeyError, TypeError, ValueError):
             return False
 
