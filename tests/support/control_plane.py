@@ -55,6 +55,9 @@ LOG_TAIL = 30
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 #: Kinds whose objects come and go on their own (records, heartbeats): not compared by a reset.
 TRANSIENT_KINDS = {"events", "events.k8s.io/events", "coordination.k8s.io/leases"}
+#: Their collections in a namespace (events.k8s.io's are the same objects as the core ones).
+TRANSIENT_PATHS = ("/api/v1/namespaces/{namespace}/events",
+                   "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases")
 #: Objects the controllers keep in every namespace: not compared by a reset.
 PER_NAMESPACE = {("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt")}
 RESET_WAIT = 30.0  # seconds a reset waits for what it deleted to be gone
@@ -348,6 +351,8 @@ class ControlPlane:
                 api.delete(f"{self.server}/api/v1/namespaces/{namespace}", timeout=10)
                 api.delete(f"{self.server}/api/v1/namespaces/{namespace}/pods", params={"gracePeriodSeconds": 0},
                            timeout=10)
+                for kind in TRANSIENT_PATHS:  # not compared, but not left for the namespace's next holder
+                    api.delete(f"{self.server}{kind.format(namespace=namespace)}", timeout=10)
             inside = [path for (_, namespace, _), path in extra.items() if namespace in namespaces] + [
                 f"/api/v1/namespaces/{namespace}/{kind}/{name}" for namespace in namespaces
                 for kind, name in PER_NAMESPACE]
