@@ -11,11 +11,14 @@ MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
 def leave_things_behind(cp) -> None:
-    """What a test can leave: a namespace with objects in it, an object in kube-system, a cluster-scoped object, and
-    a volume held by a finalizer no controller here removes."""
+    """What a test can leave: a namespace with objects (and an event) in it, an object in kube-system, a cluster-scoped
+    object, and a volume held by a finalizer no controller here removes."""
     api, server = cp.api(), cp.server
     for path, body in (("/api/v1/namespaces", {"metadata": {"name": "gadget"}}),
                        ("/api/v1/namespaces/gadget/configmaps", {"metadata": {"name": "left"}}),
+                       ("/api/v1/namespaces/gadget/events", {
+                           "metadata": {"name": "left"}, "reason": "Left", "message": "left by the last test",
+                           "involvedObject": {"kind": "ConfigMap", "namespace": "gadget", "name": "left"}}),
                        ("/api/v1/namespaces/kube-system/configmaps", {"metadata": {"name": "left"}}),
                        ("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": "left"}, "rules": []}),
                        ("/api/v1/persistentvolumes", {
@@ -36,6 +39,7 @@ def test_what_a_test_left_is_deleted_and_the_plane_is_handed_to_the_next(engine_
         for path in ("/api/v1/namespaces/gadget", "/api/v1/namespaces/kube-system/configmaps/left",
                      "/apis/rbac.authorization.k8s.io/v1/clusterroles/left", "/api/v1/persistentvolumes/left"):
             assert cp.get(path) is None, path
+        assert cp.get("/api/v1/namespaces/gadget/events")["items"] == [], "an event outlived its namespace"
 
 
 def test_a_changed_seeded_object_gets_the_next_test_a_new_plane(engine_tools):
