@@ -37,11 +37,26 @@ def chart(tmp_path_factory, engine_tools) -> Chart:
         yield Chart(f"oci://{registry.host}/{CHART_REPOSITORY}", bundle)
 
 
+#: Each phase's report on a test (setup, call), for a fixture to read whether its test failed.
+REPORTS = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    item.stash.setdefault(REPORTS, {})[report.when] = report
+
+
 @pytest.fixture
-def aks(tmp_path, engine_tools):
-    """The dev stack's cluster: a control plane, the world, the cloud-side loop; all stopped after the test."""
+def aks(request, tmp_path, engine_tools):
+    """The dev stack's cluster: a control plane, the world, the cloud-side loop; all stopped after the test, but the
+    control plane when the test passed (the next test's, once reset: control_plane.reused)."""
     with aks_cluster(tmp_path, engine_tools) as cluster:
         yield cluster
+        reports = request.node.stash.get(REPORTS, {})
+        if any(report.failed for report in reports.values()):
+            cluster.cp.kept = False
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,13 @@ brings the API back to what a fresh start shows; otherwise the next test gets a 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from tests.support import control_plane, latency
+from tests.support import ROOT, control_plane, latency
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
@@ -68,3 +72,30 @@ def test_another_latency_factor_gets_another_plane(engine_tools, monkeypatch):
     monkeypatch.setenv(latency.SCALE_ENV, "0.01")
     with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
         assert cp is not plain
+
+
+INNER = '''
+from pathlib import Path
+import os
+
+def test_first(aks):
+    Path(os.environ["PLANES"], "first").write_text(str(aks.cp.folder))
+    assert os.environ["FIRST"] == "pass"
+
+def test_second(aks):
+    Path(os.environ["PLANES"], "second").write_text(str(aks.cp.folder))
+'''
+
+
+@pytest.mark.parametrize("first", ["pass", "fail"])
+def test_a_test_that_fails_outside_the_with_does_not_hand_its_plane_on(first, tmp_path):
+    """The ``aks`` fixture's test fails after the fixture has yielded (pytest does not raise the failure into it):
+    the plane is stopped, not handed to the next test."""
+    (tmp_path / "test_inner.py").write_text(INNER)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "tests.e2e.conftest",
+                           "-c", str(ROOT / "pytest.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_inner.py")],
+                          cwd=ROOT, env={**os.environ, "PLANES": str(tmp_path), "FIRST": first},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == (0 if first == "pass" else 1), done.stdout[-2000:] + done.stderr[-2000:]
+    same = (tmp_path / "first").read_text() == (tmp_path / "second").read_text()
+    assert same == (first == "pass")

@@ -154,6 +154,7 @@ class ControlPlane:
         self.processes: dict[str, processes.Guarded] = {}
         self.server = ""
         self._fresh: tuple[set, dict] = (set(), {})  # what the API shows right after the start (reset compares)
+        self.kept = True  # False: :func:`reused` stops it rather than hand it to the next test (a test failed on it)
 
     # --- lifecycle ---
     def __enter__(self) -> "ControlPlane":
@@ -432,7 +433,8 @@ atexit.register(_stop_pool)
 def reused(bin_dir: Path, kwok_stages: Path) -> Iterator[ControlPlane]:
     """``with reused(bin_dir, stages) as cp``: a :class:`ControlPlane` for one test (or one thread of one), taken
     from those this process's earlier tests left, when :meth:`ControlPlane.reset` brings it back to a fresh start's
-    state, else started anew; given back after a test that passed, stopped after one that failed. Starting one costs
+    state, else started anew; given back after a test that passed, stopped after one that failed (an exception
+    through the ``with``, or ``kept`` set False: a fixture's test fails outside it). Starting one costs
     seconds of CPU (the API server's), about a tenth of a deploy test's. Same tools, kwok stages and latency factor
     only; the user token is the plane's own (:func:`tests.support.simulated_aks.aks_fleet` starts its own)."""
     key = (str(bin_dir), str(kwok_stages), os.environ.get(latency.SCALE_ENV, ""))
@@ -452,5 +454,8 @@ def reused(bin_dir: Path, kwok_stages: Path) -> Iterator[ControlPlane]:
     except BaseException:
         cp.stop()
         raise
+    if not cp.kept:
+        cp.stop()
+        return
     with _POOL_LOCK:
         _POOL.setdefault(key, []).append(cp)
