@@ -438,6 +438,12 @@ def reused(bin_dir: Path, kwok_stages: Path) -> Iterator[ControlPlane]:
     seconds of CPU (the API server's), about a tenth of a deploy test's. Same tools, kwok stages and latency factor
     only; the user token is the plane's own (:func:`tests.support.simulated_aks.aks_fleet` starts its own)."""
     key = (str(bin_dir), str(kwok_stages), os.environ.get(latency.SCALE_ENV, ""))
+    with _POOL_LOCK:  # planes for other tools or factors idle on (a few percent of a core each): stopped
+        others = [plane for other, planes in _POOL.items() if other != key for plane in planes]
+        for other in [other for other in _POOL if other != key]:
+            del _POOL[other]
+    for plane in others:
+        plane.stop()
     cp = None
     while cp is None:
         with _POOL_LOCK:
