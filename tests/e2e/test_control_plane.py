@@ -72,6 +72,7 @@ def test_another_latency_factor_gets_another_plane(engine_tools, monkeypatch):
     monkeypatch.setenv(latency.SCALE_ENV, "0.01")
     with control_plane.reused(engine_tools.bin, engine_tools.kwok_stages) as cp:
         assert cp is not plain
+        assert not plain.processes, "a plane for another factor idles on"
 
 
 INNER = '''
