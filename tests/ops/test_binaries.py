@@ -316,6 +316,7 @@ def test_install_unpacks_nothing_from_a_cli_archive_with_a_member_outside_its_fo
     assert not (tmp_path / "bin").exists() and not (tmp_path / "escaped").exists()
 
 
+@pytest.mark.engine  # the real CLI: with the end-to-end tests (tests/conftest.py orders them)
 def test_the_real_cli_installs_each_plugin_from_its_file_offline(tmp_path, release, monkeypatch):
     """The real Pulumi CLI v3.277.0 (toolchain/build) takes the command --install runs: each plugin lands in
     PULUMI_HOME from its file, and the CLI opens no connection (its proxy, a listener here, sees none; pulumi/pulumi
