@@ -4,6 +4,7 @@ writes (tests/support/real_engine.py ``BUILDING_ENV``), fail in one line when it
 
 from __future__ import annotations
 
+import inspect
 import threading
 from dataclasses import dataclass, field
 
@@ -36,6 +37,17 @@ def order(monkeypatch, building: bool) -> list[str]:
 def test_engine_tests_go_first_unless_the_tools_build_beside_them(monkeypatch):
     assert order(monkeypatch, building=False) == ["deploy", "bench", "quick", "parse"]
     assert order(monkeypatch, building=True) == ["quick", "parse", "deploy", "bench"]
+
+
+def test_a_test_that_runs_the_e2e_fixtures_in_a_child_pytest_is_ordered_with_the_engine_tests():
+    """The child's ``aks`` waits for the tools, so its parent must too: a cold CI run found one among the quick tests,
+    its child killed by the parent's 600 s timeout while the tools were still compiling."""
+    from tests.e2e import test_control_plane
+
+    tests = {name: fn for name, fn in vars(test_control_plane).items() if name.startswith("test_")}
+    assert tests
+    for name, fn in tests.items():
+        assert conftest.ENGINE_FIXTURES & set(inspect.signature(fn).parameters), name
 
 
 def test_the_tools_are_awaited_and_a_failed_build_fails_in_one_line(monkeypatch, tmp_path):

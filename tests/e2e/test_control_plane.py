@@ -89,10 +89,12 @@ def test_second(aks):
 
 
 @pytest.mark.parametrize("first", ["pass", "fail"])
-def test_a_test_that_fails_outside_the_with_does_not_hand_its_plane_on(first, tmp_path):
+def test_a_test_that_fails_outside_the_with_does_not_hand_its_plane_on(first, tmp_path, engine_tools):
     """The ``aks`` fixture's test fails after the fixture has yielded: pytest raises nothing into a yield fixture
     (pytest-dev/pytest#230: the fixture reads the test's reports, one per phase, so the teardown's passed report
-    does not hide the call's failure, cloudflare/workers-py#260): the plane is stopped, not handed to the next test."""
+    does not hide the call's failure, cloudflare/workers-py#260): the plane is stopped, not handed to the next test.
+    ``engine_tools`` first: the inner tests wait for the tools (a cold build outlasts the timeout), and it orders this
+    test with the other engine tests (tests/conftest.py)."""
     (tmp_path / "test_inner.py").write_text(INNER)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "tests.e2e.conftest",
                            "-c", str(ROOT / "pytest.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_inner.py")],
