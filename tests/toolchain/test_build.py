@@ -1,11 +1,13 @@
 """toolchain/build's Go settings: no cgo, no DWARF, and the compiler's garbage collection held back to a share of the
-free memory unless the caller set its own. A ``go`` on ``PATH`` that records its environment and stops the build at its
-first call shows what the script exports; ``go version -m`` shows what the built tools were built with."""
+free memory (the cgroup's limit counts) unless the caller set its own. A ``go`` on ``PATH`` that records its environment
+and stops the build at its first call shows what the script exports; ``go version -m`` shows what the built tools were
+built with."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -33,24 +35,30 @@ def exported(tmp_path, **env: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in record.read_text().splitlines())
 
 
-def available_mib() -> int:
+def free_mib() -> int:
+    """MemAvailable, or the cgroup's memory limit if lower (as the script reads them)."""
+    free = 0
     for line in open("/proc/meminfo"):
         if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) // 1024
-    raise AssertionError("no MemAvailable in /proc/meminfo")
+            free = int(line.split()[1]) // 1024
+    for limit_file in (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+        limit = limit_file.read_text().strip() if limit_file.exists() else ""
+        if limit.isdigit():
+            free = min(free, int(limit) // 1048576)
+    return free
 
 
 def test_the_compiler_collects_garbage_only_near_its_share_of_the_free_memory(tmp_path):
     env = exported(tmp_path)
     assert env["CGO_ENABLED"] == "0"
     assert env["GOFLAGS"].split() == ["-buildvcs=false", "-gcflags=all=-dwarf=false"]
-    share = available_mib() // (2 * os.cpu_count())
-    if share < 512:  # a small share: Go's own defaults (MemAvailable moves between the reads: not near the edge)
-        assert share < 400 and "GOGC" not in env and "GOMEMLIMIT" not in env, (share, env)
+    share = free_mib() // (2 * (len(os.sched_getaffinity(0)) + 1))
+    if share < 1024:  # a small share: Go's own defaults (MemAvailable moves between the reads: not near the edge)
+        assert share < 900 and "GOGC" not in env and "GOMEMLIMIT" not in env, (share, env)
         return
     assert env["GOGC"] == "off"
     limit = int(env["GOMEMLIMIT"].removesuffix("MiB"))
-    assert 512 <= limit <= 3072
+    assert 1024 <= limit <= 3072
     assert abs(limit - min(share, 3072)) <= 256, (limit, share)  # MemAvailable moves between the two reads
 
 
