@@ -142,13 +142,14 @@ TOP_LEVEL_TESTS = {"test_main.py": "__main__.py", "test_readme.py": "README.md",
                    "test_layout.py": ".", "test_docs.py": "docs", "test_pytest_ini.py": "pytest.ini",
                    "test_pyproject.py": "pyproject.toml"}
 #: Test folders that mirror a folder of scripts or workflows rather than a Python package.
-MIRRORED_FOLDERS = {"ci": ".ci", "workflows": ".github/workflows"}
+MIRRORED_FOLDERS = {"ci": ".ci", "workflows": ".github/workflows", "toolchain": "toolchain"}
 #: Tests of what every workflow (or every script) must hold, beside one file per workflow or script.
 ACROSS = {"workflows": {"test_all.py", "test_production_credentials.py"}, "ci": {"test_all.py"}}
 
 
 def mirrors_a_file(folder: str, stem: str, name: str) -> bool:
-    """tests/ci/test_<script>.py for .ci/<script>[.sh|.js], tests/workflows/test_<workflow>.py for its .yml."""
+    """tests/ci/test_<script>.py for .ci/<script>[.sh|.js] (tests/toolchain for toolchain/),
+    tests/workflows/test_<workflow>.py for its .yml."""
     if name in ACROSS.get(folder, ()):
         return True
     base = ROOT / MIRRORED_FOLDERS[folder]

@@ -60,8 +60,12 @@ class Tools:
 
 
 def building() -> bool:
-    """Whether a toolchain/build that :data:`BUILDING_ENV` names is still running."""
-    return bool(os.environ.get(BUILDING_ENV)) and not Path(os.environ[BUILDING_ENV]).exists()
+    """Whether a toolchain/build that :data:`BUILDING_ENV` names is still running: its file is missing, or empty (a
+    shell's ``echo > file`` creates the file before it writes the code)."""
+    if not os.environ.get(BUILDING_ENV):
+        return False
+    rc = Path(os.environ[BUILDING_ENV])
+    return not rc.exists() or not rc.read_text().strip()
 
 
 def tools() -> Tools:
