@@ -88,7 +88,7 @@ def tools() -> Tools:
         if not stamp.exists() or stamp.read_text().strip() != current:
             problem = f"the real engine's tools in {folder} are stale (built from other inputs than toolchain/)"
     if problem:
-        message = f"{problem}: run {BUILD} (about 20 minutes cold, seconds warm)"
+        message = f"{problem}: run {BUILD} (10 to 20 minutes cold, seconds warm)"
         if os.environ.get("REQUIRE_ENGINE_TOOLS") == "1":
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
