@@ -49,6 +49,9 @@ def free_mib() -> int:
 
 
 def test_the_compiler_collects_garbage_only_near_its_share_of_the_free_memory(tmp_path):
+    """The share is per process and counts the ``go`` command beside its ``-p`` compiles, each inheriting the limit
+    (windmill-labs/windmill#10666: a per-process cap alone bounds nothing), and the cgroup's limit where lower than
+    MemAvailable; a small share keeps Go's defaults (DataDog/datadog-agent#51213: 3-4 GiB compiles on a 4 GiB host)."""
     env = exported(tmp_path)
     assert env["CGO_ENABLED"] == "0"
     assert env["GOFLAGS"].split() == ["-buildvcs=false", "-gcflags=all=-dwarf=false"]
