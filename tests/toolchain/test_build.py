@@ -56,8 +56,9 @@ def test_the_compiler_collects_garbage_only_near_its_share_of_the_free_memory(tm
     assert env["CGO_ENABLED"] == "0"
     assert env["GOFLAGS"].split() == ["-buildvcs=false", "-gcflags=all=-dwarf=false"]
     share = free_mib() // (2 * (len(os.sched_getaffinity(0)) + 1))
-    if share < 1024:  # a small share: Go's own defaults (MemAvailable moves between the reads: not near the edge)
-        assert share < 900 and "GOGC" not in env and "GOMEMLIMIT" not in env, (share, env)
+    if share < 1024:  # a small share: Go's own defaults, or (MemAvailable moves between the reads) the floor's share
+        near_floor = share >= 900 and env.get("GOGC") == "off" and env.get("GOMEMLIMIT", "").startswith("10")
+        assert near_floor or ("GOGC" not in env and "GOMEMLIMIT" not in env), (share, env)
         return
     assert env["GOGC"] == "off"
     limit = int(env["GOMEMLIMIT"].removesuffix("MiB"))
